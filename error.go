@@ -1,0 +1,83 @@
+package agentbridge
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. They are part of the HTTP API: clients branch on them, so a
+// code, once released, never changes meaning.
+const (
+	ECodeMissingField       = "missing_field"
+	ECodeInvalidField       = "invalid_field"
+	ECodeInvalidControl     = "invalid_control"
+	ECodeUnknownField       = "unknown_field"
+	ECodeFieldNotAllowed    = "field_not_allowed"
+	ECodeInvalidJSON        = "invalid_json"
+	ECodeBodyTooLarge       = "body_too_large"
+	ECodeNotFound           = "not_found"
+	ECodeMethodNotAllowed   = "method_not_allowed"
+	ECodeThreadNotFound     = "thread_not_found"
+	ECodeThreadExists       = "thread_exists"
+	ECodeUnknownReplyTo     = "unknown_reply_to"
+	ECodeParticipantMuted   = "participant_muted"
+	ECodeThreadPaused       = "thread_paused"
+	ECodeCursorAhead        = "cursor_ahead"
+	ECodeForbiddenHost      = "forbidden_host"
+	ECodeForbiddenOrigin    = "forbidden_origin"
+	ECodeUnauthorized       = "unauthorized"
+	ECodeUnavailable        = "unavailable"
+	ECodeInternal           = "internal"
+	ECodeEventNotFound      = "event_not_found"
+	ECodeHeadersTooLarge    = "headers_too_large"
+	ECodeIdempotencyPayload = "idempotency_mismatch"
+)
+
+// Error is the error a client sees. It is serialised as
+// {"error": {"code": ..., "message": ..., ...context}} by the HTTP layer and
+// decoded back into this type by the client package, so a CLI prints the
+// server's own sentence.
+type Error struct {
+	// Code is one of the ECode constants, in snake_case.
+	Code string `json:"code"`
+	// Message is a sentence a person understands.
+	Message string `json:"message"`
+	// Field names the offending request field, for validation errors.
+	Field string `json:"field,omitempty"`
+	// Thread and Participant give context for thread-level refusals.
+	Thread      string `json:"thread,omitempty"`
+	Participant string `json:"participant,omitempty"`
+	// Head is the current end of the log for cursor_ahead errors.
+	Head *int64 `json:"head,omitempty"`
+	// Status is the HTTP status the client received; it is not serialised by
+	// the server (the status line carries it).
+	Status int `json:"-"`
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s (%s): %s", e.Code, e.Field, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Errorf returns an *Error with the given code and a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// FieldErrorf returns an *Error naming the field at fault.
+func FieldErrorf(code, field, format string, args ...any) *Error {
+	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of err if it is (or wraps) an *Error, and
+// ECodeInternal otherwise.
+func ErrorCode(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ECodeInternal
+}

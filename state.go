@@ -1,0 +1,377 @@
+package agentbridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"sort"
+)
+
+// Profile describes an invited participant: which client runs it, with
+// which model, under which nickname and roles. Mentions resolve against it.
+type Profile struct {
+	Client   string   `json:"client"`
+	Model    string   `json:"model"`
+	Roles    []string `json:"roles,omitempty"`
+	Nickname string   `json:"nickname,omitempty"`
+}
+
+// Invite is one invited participant of a thread.
+type Invite struct {
+	ID        string  `json:"id"`
+	Profile   Profile `json:"profile"`
+	InvitedBy string  `json:"invited_by"`
+	InvitedAt string  `json:"invited_at"`
+}
+
+// Discussion is the thread's discussion mode: when on with
+// AllowAgentMentions, non-human participants may wake others by mention.
+type Discussion struct {
+	On                 bool `json:"on"`
+	AllowAgentMentions bool `json:"allow_agent_mentions"`
+}
+
+// Toggle is a per-thread on/off switch.
+type Toggle struct {
+	On bool `json:"on"`
+}
+
+// Participants lists a thread's invited participants in invitation order.
+type Participants struct {
+	Invited []Invite `json:"invited"`
+}
+
+// ThreadState is a thread's derived state: the fold of its events. The zero
+// value is the state of an empty thread. A ThreadState is a value: Fold
+// never mutates its input, so old states can be kept and compared.
+type ThreadState struct {
+	Paused bool `json:"paused"`
+	// Muted lists hard-muted participants, sorted: the bridge refuses their
+	// messages and the coordinator never invokes them.
+	Muted []string `json:"muted"`
+	// SoftMuted lists participants muted with mode "soft": the coordinator
+	// does not invoke them, but their own posts are accepted.
+	SoftMuted    []string     `json:"soft_muted,omitempty"`
+	Discussion   Discussion   `json:"discussion"`
+	InvitedAuto  Toggle       `json:"invited_auto"`
+	Participants Participants `json:"participants"`
+	// LastHop is the provenance hop count of the thread's latest message
+	// (see Hop).
+	LastHop int `json:"last_hop"`
+}
+
+// Humans is the set of participant ids whose controls count (the server's
+// --humans and the coordinator's human_ids).
+type Humans []string
+
+// Has reports whether id is a human.
+func (h Humans) Has(id string) bool { return slices.Contains(h, id) }
+
+// DefaultHumans is the default human set.
+var DefaultHumans = Humans{"user"}
+
+// Invited returns the invite of id and whether id is invited.
+func (s ThreadState) Invited(id string) (Invite, bool) {
+	for _, inv := range s.Participants.Invited {
+		if inv.ID == id {
+			return inv, true
+		}
+	}
+	return Invite{}, false
+}
+
+// IsMuted reports whether id is muted in either mode.
+func (s ThreadState) IsMuted(id string) bool {
+	return slices.Contains(s.Muted, id) || slices.Contains(s.SoftMuted, id)
+}
+
+// IsHardMuted reports whether the bridge must refuse id's messages.
+func (s ThreadState) IsHardMuted(id string) bool { return slices.Contains(s.Muted, id) }
+
+// Normalize makes nil slices empty so that the JSON form always has arrays.
+func (s ThreadState) Normalize() ThreadState {
+	if s.Muted == nil {
+		s.Muted = []string{}
+	}
+	if s.Participants.Invited == nil {
+		s.Participants.Invited = []Invite{}
+	}
+	return s
+}
+
+// Hop returns the provenance hop count of message e given the state before
+// it: 0 for a human's message, meta.hop when present (the coordinator stamps
+// replies with their trigger's hop + 1), otherwise one more than the
+// thread's previous message.
+func Hop(s ThreadState, e Event, humans Humans) int {
+	if humans.Has(e.From) {
+		return 0
+	}
+	if e.Meta.Hop != nil {
+		return *e.Meta.Hop
+	}
+	return s.LastHop + 1
+}
+
+// Fold returns the state after event e. Invites and uninvites count from
+// anyone; mute, unmute, pause, discussion and invited_auto only from humans.
+// Events that are not messages or valid controls leave the state unchanged
+// (the bridge has already refused malformed controls, and the coordinator
+// must fold whatever the log holds without failing).
+func Fold(s ThreadState, e Event, humans Humans) ThreadState {
+	switch e.Type {
+	case TypeMessage:
+		s.LastHop = Hop(s, e, humans)
+		return s
+	case TypeControl:
+	default:
+		return s
+	}
+	c, err := ParseControl(e.Content)
+	if err != nil {
+		return s
+	}
+	human := humans.Has(e.From)
+	if c.Invite != nil {
+		inv := Invite{ID: c.Invite.ParticipantID, Profile: c.Invite.Profile, InvitedBy: e.From, InvitedAt: e.TS}
+		list := slices.Clone(s.Participants.Invited)
+		if i := slices.IndexFunc(list, func(x Invite) bool { return x.ID == inv.ID }); i >= 0 {
+			inv.InvitedAt = list[i].InvitedAt
+			inv.InvitedBy = list[i].InvitedBy
+			list[i] = inv
+		} else {
+			list = append(list, inv)
+		}
+		s.Participants.Invited = list
+	}
+	if c.Uninvite != nil {
+		id := c.Uninvite.ParticipantID
+		s.Participants.Invited = slices.DeleteFunc(slices.Clone(s.Participants.Invited), func(x Invite) bool { return x.ID == id })
+	}
+	if !human {
+		return s
+	}
+	if c.Mute != nil {
+		for _, t := range c.Mute.Targets {
+			s.Muted = remove(s.Muted, t)
+			s.SoftMuted = remove(s.SoftMuted, t)
+			if c.Mute.Mode == MuteSoft {
+				s.SoftMuted = addSorted(s.SoftMuted, t)
+			} else {
+				s.Muted = addSorted(s.Muted, t)
+			}
+		}
+	}
+	if c.Unmute != nil {
+		for _, t := range c.Unmute.Targets {
+			s.Muted = remove(s.Muted, t)
+			s.SoftMuted = remove(s.SoftMuted, t)
+		}
+	}
+	if c.Pause != nil {
+		s.Paused = c.Pause.On
+	}
+	if c.Discussion != nil {
+		s.Discussion = Discussion{On: c.Discussion.On, AllowAgentMentions: c.Discussion.On}
+		if c.Discussion.AllowAgentMentions != nil {
+			s.Discussion.AllowAgentMentions = *c.Discussion.AllowAgentMentions
+		}
+	}
+	if c.InvitedAuto != nil {
+		s.InvitedAuto = Toggle{On: c.InvitedAuto.On}
+	}
+	return s
+}
+
+// remove returns a copy of list without v (nil stays nil).
+func remove(list []string, v string) []string {
+	if !slices.Contains(list, v) {
+		return list
+	}
+	return slices.DeleteFunc(slices.Clone(list), func(x string) bool { return x == v })
+}
+
+func addSorted(list []string, v string) []string {
+	if slices.Contains(list, v) {
+		return list
+	}
+	out := append(slices.Clone(list), v)
+	sort.Strings(out)
+	return out
+}
+
+// Mute modes.
+const (
+	MuteHard = "hard"
+	MuteSoft = "soft"
+)
+
+// Control is a parsed control event. A control may carry several known keys
+// at once; unknown keys are kept in the stored event but ignored here.
+type Control struct {
+	Invite      *InviteControl
+	Uninvite    *UninviteControl
+	Mute        *MuteControl
+	Unmute      *UnmuteControl
+	Pause       *Toggle
+	Discussion  *DiscussionControl
+	InvitedAuto *Toggle
+	// Prod names participants to invoke once (nil when absent).
+	Prod []string
+}
+
+// InviteControl is {"invite":{"participant_id","profile"}}.
+type InviteControl struct {
+	ParticipantID string  `json:"participant_id"`
+	Profile       Profile `json:"profile"`
+}
+
+// UninviteControl is {"uninvite":{"participant_id"}}.
+type UninviteControl struct {
+	ParticipantID string `json:"participant_id"`
+}
+
+// MuteControl is {"mute":{"targets":[..],"mode":"hard"}}.
+type MuteControl struct {
+	Targets []string `json:"targets"`
+	Mode    string   `json:"mode"`
+}
+
+// UnmuteControl is {"unmute":{"targets":[..]}}.
+type UnmuteControl struct {
+	Targets []string `json:"targets"`
+}
+
+// DiscussionControl is {"discussion":{"on":bool,"allow_agent_mentions":bool}};
+// AllowAgentMentions defaults to On when absent.
+type DiscussionControl struct {
+	On                 bool
+	AllowAgentMentions *bool
+}
+
+// ParseControl parses control content: a JSON object, or a JSON string
+// holding one (the original UI sends that). A known key with the wrong shape
+// is an *Error with code invalid_control naming the key.
+func ParseControl(content json.RawMessage) (Control, error) {
+	content = bytes.TrimSpace(content)
+	var s string
+	if len(content) > 0 && content[0] == '"' {
+		if err := json.Unmarshal(content, &s); err != nil {
+			return Control{}, FieldErrorf(ECodeInvalidControl, "content", "A control's content must be a JSON object.")
+		}
+		content = json.RawMessage(s)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(content, &obj); err != nil || obj == nil {
+		return Control{}, FieldErrorf(ECodeInvalidControl, "content", "A control's content must be a JSON object, such as {\"pause\":{\"on\":true}}.")
+	}
+	var c Control
+	bad := func(key, msg string, args ...any) error {
+		return FieldErrorf(ECodeInvalidControl, "content."+key, msg, args...)
+	}
+	for key, v := range obj {
+		switch key {
+		case "invite":
+			var raw struct {
+				ParticipantID *string         `json:"participant_id"`
+				Profile       json.RawMessage `json:"profile"`
+			}
+			if err := json.Unmarshal(v, &raw); err != nil || raw.ParticipantID == nil {
+				return Control{}, bad(key, "An invite needs {\"participant_id\": ..., \"profile\": {\"client\": ..., \"model\": ...}}.")
+			}
+			if !ParticipantIDPattern.MatchString(*raw.ParticipantID) {
+				return Control{}, bad(key, "The invited participant id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clip(*raw.ParticipantID))
+			}
+			var p struct {
+				Client   *string  `json:"client"`
+				Model    *string  `json:"model"`
+				Roles    []string `json:"roles"`
+				Nickname *string  `json:"nickname"`
+			}
+			if len(raw.Profile) == 0 || json.Unmarshal(raw.Profile, &p) != nil || isNull(raw.Profile) {
+				return Control{}, bad(key, "An invite needs a profile object with client and model.")
+			}
+			if p.Client == nil || *p.Client == "" {
+				return Control{}, bad(key, "An invite's profile needs a client (such as \"claude\" or \"codex\").")
+			}
+			if p.Model == nil || *p.Model == "" {
+				return Control{}, bad(key, "An invite's profile needs a model.")
+			}
+			inv := &InviteControl{ParticipantID: *raw.ParticipantID, Profile: Profile{Client: *p.Client, Model: *p.Model, Roles: p.Roles}}
+			if p.Nickname != nil {
+				inv.Profile.Nickname = *p.Nickname
+			}
+			c.Invite = inv
+		case "uninvite":
+			var raw struct {
+				ParticipantID *string `json:"participant_id"`
+			}
+			if err := json.Unmarshal(v, &raw); err != nil || raw.ParticipantID == nil || !ParticipantIDPattern.MatchString(*raw.ParticipantID) {
+				return Control{}, bad(key, "An uninvite needs {\"participant_id\": ...} with a valid participant id.")
+			}
+			c.Uninvite = &UninviteControl{ParticipantID: *raw.ParticipantID}
+		case "mute":
+			var raw struct {
+				Targets []string `json:"targets"`
+				Mode    *string  `json:"mode"`
+			}
+			if err := json.Unmarshal(v, &raw); err != nil || len(raw.Targets) == 0 || !validIDs(raw.Targets) {
+				return Control{}, bad(key, "A mute needs {\"targets\": [participant ids], \"mode\": \"hard\"}.")
+			}
+			m := &MuteControl{Targets: raw.Targets, Mode: MuteHard}
+			if raw.Mode != nil {
+				if *raw.Mode != MuteHard && *raw.Mode != MuteSoft {
+					return Control{}, bad(key, "A mute's mode must be \"hard\" or \"soft\", not %q.", clip(*raw.Mode))
+				}
+				m.Mode = *raw.Mode
+			}
+			c.Mute = m
+		case "unmute":
+			var raw struct {
+				Targets []string `json:"targets"`
+			}
+			if err := json.Unmarshal(v, &raw); err != nil || len(raw.Targets) == 0 || !validIDs(raw.Targets) {
+				return Control{}, bad(key, "An unmute needs {\"targets\": [participant ids]}.")
+			}
+			c.Unmute = &UnmuteControl{Targets: raw.Targets}
+		case "pause", "invited_auto":
+			var raw struct {
+				On *bool `json:"on"`
+			}
+			if err := json.Unmarshal(v, &raw); err != nil || raw.On == nil {
+				return Control{}, bad(key, "A %s control needs {\"on\": true} or {\"on\": false}.", key)
+			}
+			t := &Toggle{On: *raw.On}
+			if key == "pause" {
+				c.Pause = t
+			} else {
+				c.InvitedAuto = t
+			}
+		case "discussion":
+			var raw struct {
+				On                 *bool `json:"on"`
+				AllowAgentMentions *bool `json:"allow_agent_mentions"`
+			}
+			if err := json.Unmarshal(v, &raw); err != nil || raw.On == nil {
+				return Control{}, bad(key, "A discussion control needs {\"on\": bool} and optionally \"allow_agent_mentions\": bool.")
+			}
+			c.Discussion = &DiscussionControl{On: *raw.On, AllowAgentMentions: raw.AllowAgentMentions}
+		case "prod":
+			var ids []string
+			if err := json.Unmarshal(v, &ids); err != nil || len(ids) == 0 || !validIDs(ids) {
+				return Control{}, bad(key, "A prod needs a list of participant ids, such as {\"prod\": [\"codex\"]}.")
+			}
+			c.Prod = ids
+		}
+	}
+	return c, nil
+}
+
+func validIDs(ids []string) bool {
+	for _, id := range ids {
+		if !ParticipantIDPattern.MatchString(id) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,77 @@
+package agentbridge
+
+import "context"
+
+// MaxEventsLimit caps the limit parameter of every event query.
+const MaxEventsLimit = 10000
+
+// CreateThreadRequest creates a thread. ID is optional (the server assigns a
+// ULID); Name defaults to "untitled"; From defaults to "user".
+type CreateThreadRequest struct {
+	ID   string
+	Name string
+	From string
+}
+
+// AppendRequest appends one event to a thread.
+type AppendRequest struct {
+	Thread string
+	Input  EventInput
+	// IdempotencyKey, when set, makes a retry with the same key in the same
+	// thread return the first event instead of storing a new one.
+	IdempotencyKey string
+}
+
+// AppendResult is the committed event, and whether it was an idempotent
+// replay of an earlier append.
+type AppendResult struct {
+	Event    Event
+	Replayed bool
+}
+
+// ThreadEventsQuery selects events of one thread, in seq order. At most one
+// of Since, After and Tail is used (precedence: After, Since, Tail); Until
+// caps the seq (history as of revision Until); Limit caps the count
+// (0 = no cap for the v0 shape, which returns everything).
+type ThreadEventsQuery struct {
+	Thread string
+	Since  string // v0: ts strictly greater than this
+	After  int64  // seq strictly greater than this; -1 = unset
+	Until  int64  // seq ≤ this; 0 = unset
+	Tail   int    // the last Tail events; 0 = unset
+	Limit  int
+}
+
+// EventStore is the durable event log. Implementations are safe for
+// concurrent use. Errors a client should see are *Error values
+// (thread_not_found, thread_exists, unknown_reply_to, participant_muted,
+// thread_paused, cursor_ahead); anything else is internal.
+type EventStore interface {
+	// CreateThread creates a thread and appends its thread.created event,
+	// returning both once committed.
+	CreateThread(ctx context.Context, req CreateThreadRequest) (Thread, Event, error)
+	// Append validates the event against the thread (reply_to, mute, pause),
+	// commits it and returns it. It returns only after the commit.
+	Append(ctx context.Context, req AppendRequest) (AppendResult, error)
+	// Thread returns one thread.
+	Thread(ctx context.Context, id string) (Thread, error)
+	// Threads lists threads, most recently updated first, after the thread
+	// with id after (empty = from the start), at most limit (0 = all).
+	Threads(ctx context.Context, after string, limit int) ([]Thread, error)
+	// ThreadEvents answers a per-thread query; a cursor past the head is a
+	// cursor_ahead error.
+	ThreadEvents(ctx context.Context, q ThreadEventsQuery) ([]Event, error)
+	// Events returns events of all threads with gseq > after, in gseq
+	// order, at most limit; a cursor past the head is cursor_ahead.
+	Events(ctx context.Context, after int64, limit int) ([]Event, error)
+	// Event returns one event by id.
+	Event(ctx context.Context, id string) (Event, error)
+	// Head returns the last gseq (0 for an empty log).
+	Head(ctx context.Context) (int64, error)
+	// State returns a thread's derived state as of revision at (0 = now)
+	// and the seq it reflects.
+	State(ctx context.Context, thread string, at int64) (ThreadState, int64, error)
+	// Notify returns a channel that is closed after the next commit.
+	// Readers grab it before querying so that no commit is missed.
+	Notify() <-chan struct{}
+}
