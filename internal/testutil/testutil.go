@@ -1,0 +1,87 @@
+// Package testutil holds helpers shared by the tests of several packages:
+// polling with a deadline, and building the project's own programs.
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// TB is the part of testing.TB the helpers need.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// WaitFor polls cond every few milliseconds until it returns true or the
+// timeout passes, then fails the test with the description. Tests
+// synchronise with it instead of sleeping.
+func WaitFor(t TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	delay := time.Millisecond
+	for {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+			return
+		}
+		time.Sleep(delay)
+		if delay < 50*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// ModuleRoot returns the repository root (the folder holding go.mod),
+// found from the working directory of the test.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// GoBuild builds the package pkg (a path relative to the module root, such as
+// "./cmd/agent-bridge") into dir and returns the binary's path. With race
+// set, the binary is built with -race.
+func GoBuild(ctx context.Context, pkg, dir string, race bool) (string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	name := filepath.Base(pkg)
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	out := filepath.Join(dir, name)
+	args := []string{"build", "-o", out}
+	if race {
+		args = append(args, "-race")
+	}
+	args = append(args, pkg)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w: %s", pkg, err, strings.TrimSpace(string(b)))
+	}
+	return out, nil
+}
