@@ -1,0 +1,109 @@
+package agentbridge_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/agent-bridge/agent-bridge"
+
+// TestDependencyArrows keeps the package layout honest: the domain package
+// stays stdlib-only, the daemons talk to each other only over HTTP, and each
+// technology stays in its own package.
+func TestDependencyArrows(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go tool not on PATH")
+	}
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Deps,Standard", "./...")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	type pkg struct {
+		ImportPath string
+		Deps       []string
+		Standard   bool
+	}
+	pkgs := map[string]pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatalf("decode go list: %v", err)
+		}
+		pkgs[p.ImportPath] = p
+	}
+	std := func(path string) bool { return pkgs[path].Standard }
+
+	// forbidden[pkg prefix] = dependency prefixes it must not reach.
+	forbidden := map[string][]string{
+		module + "/bridge":      {module + "/coordinator", "github.com/kardianos/service"},
+		module + "/client":      {module + "/bridge", module + "/coordinator", "github.com/mattn/go-sqlite3"},
+		module + "/coordinator": {module + "/bridge", "github.com/kardianos/service"},
+		module + "/adapters":    {module + "/bridge", module + "/coordinator", "github.com/mattn/go-sqlite3"},
+	}
+	for path, p := range pkgs {
+		if !strings.HasPrefix(path, module) {
+			continue
+		}
+		if path == module {
+			for _, d := range p.Deps {
+				if !std(d) {
+					t.Errorf("the root package must import only the standard library, but reaches %s", d)
+				}
+			}
+		}
+		for prefix, bad := range forbidden {
+			if path != prefix && !strings.HasPrefix(path, prefix+"/") {
+				continue
+			}
+			for _, d := range p.Deps {
+				for _, b := range bad {
+					if d == b || strings.HasPrefix(d, b+"/") {
+						t.Errorf("%s must not depend on %s", path, d)
+					}
+				}
+			}
+		}
+		if !strings.HasPrefix(path, module+"/launchd") && !strings.HasPrefix(path, module+"/cmd/") {
+			for _, d := range p.Deps {
+				if strings.HasPrefix(d, "github.com/kardianos/service") {
+					t.Errorf("only package launchd may import kardianos/service; %s does", path)
+				}
+			}
+		}
+	}
+}
+
+// TestGoModHasNoReplace keeps builds reproducible from the module proxy.
+func TestGoModHasNoReplace(t *testing.T) {
+	f, err := os.Open("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if strings.HasPrefix(strings.TrimSpace(sc.Text()), "replace") {
+			t.Errorf("go.mod has a replace directive: %q", sc.Text())
+		}
+	}
+}
+
+// TestPackageDocs requires a package doc comment on every package.
+func TestPackageDocs(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}\t{{.Doc}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		path, doc, _ := strings.Cut(line, "\t")
+		if strings.TrimSpace(doc) == "" {
+			t.Errorf("package %s has no package doc comment", path)
+		}
+	}
+}
