@@ -1,0 +1,152 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// bulkFill appends n messages to thread directly through the writer's
+// connection in one transaction, bypassing the writer goroutine (idle
+// here) so that a 100k-event fixture takes a second, not minutes. It keeps
+// the same invariants as the writer: gapless seq, increasing ts, the
+// thread row and thread_state in step.
+func bulkFill(b *testing.B, s *Store, thread string, n int) {
+	b.Helper()
+	ctx := context.Background()
+	th, err := s.Thread(ctx, thread)
+	if err != nil {
+		b.Fatal(err)
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (id, thread, seq, ts, type, sender, recipient, content, meta, hop)
+			VALUES (?, ?, ?, ?, 'message', ?, 'all', ?, '{}', ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		t := time.Now().UTC().Truncate(time.Microsecond)
+		var ts string
+		seq := th.LastSeq
+		for i := range n {
+			seq++
+			t = t.Add(time.Microsecond)
+			ts = agentbridge.FormatTime(t)
+			from, hop := "user", 0
+			if i%2 == 1 {
+				from, hop = "codex", 1
+			}
+			id := ulid.MustNew(ulid.Timestamp(t), s.entropy).String()
+			content := fmt.Sprintf("%q", fmt.Sprintf("message %d: a line of text of ordinary length for a chat between people and agents", i))
+			if _, err := stmt.ExecContext(ctx, id, thread, seq, ts, from, content, hop); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE threads SET updated_at = ?, last_seq = ?, event_count = ? WHERE id = ?`,
+			ts, seq, seq, thread); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE thread_state SET seq = ?, last_hop = ? WHERE thread = ?`, seq, n%2, thread)
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// p50 reports the median of the recorded durations.
+func reportP50(b *testing.B, d []time.Duration) {
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), "p50-ns")
+}
+
+// BenchmarkThreadEvents measures the two queries a client makes all day —
+// the last page (tail=25) and catch-up from a cursor (after=head-10) — on
+// one thread of 1k, 10k and 100k events. Fixtures are built once per size.
+func BenchmarkThreadEvents(b *testing.B) {
+	ctx := context.Background()
+	s := openStore(b, Options{})
+	fixtures := map[int]string{}
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		thread := fmt.Sprintf("t%d", n)
+		fixture := func(b *testing.B) {
+			if _, ok := fixtures[n]; !ok {
+				newThread(b, s, thread)
+				bulkFill(b, s, thread, n-1)
+				fixtures[n] = thread
+			}
+		}
+		for _, c := range []struct {
+			name string
+			q    agentbridge.ThreadEventsQuery
+			want int
+		}{
+			{"tail=25", agentbridge.ThreadEventsQuery{Thread: thread, After: -1, Tail: 25}, 25},
+			{"after=head-10", agentbridge.ThreadEventsQuery{Thread: thread, After: int64(n - 10)}, 10},
+		} {
+			b.Run(fmt.Sprintf("%s/n=%d", c.name, n), func(b *testing.B) {
+				fixture(b)
+				durs := make([]time.Duration, 0, b.N)
+				b.ResetTimer()
+				for range b.N {
+					start := time.Now()
+					evs, err := s.ThreadEvents(ctx, c.q)
+					durs = append(durs, time.Since(start))
+					if err != nil || len(evs) != c.want {
+						b.Fatalf("%d events, %v; want %d", len(evs), err, c.want)
+					}
+				}
+				b.StopTimer()
+				reportP50(b, durs)
+			})
+		}
+	}
+}
+
+// BenchmarkAppend measures committed appends through the writer with 1, 8
+// and 32 concurrent callers spread over 8 threads; appends/commit shows how
+// much group commit batches.
+func BenchmarkAppend(b *testing.B) {
+	ctx := context.Background()
+	for _, g := range []int{1, 8, 32} {
+		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
+			s := openStore(b, Options{})
+			threads := make([]string, 8)
+			for i := range threads {
+				threads[i] = newThread(b, s, fmt.Sprintf("t%d", i)).ID
+			}
+			before := s.Stats()
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for w := range g {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := w; i < b.N; i += g {
+						if _, err := s.Append(ctx, agentbridge.AppendRequest{Thread: threads[i%len(threads)], Input: msg("user", "benchmark message")}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			st := s.Stats()
+			if batches := st.Batches - before.Batches; batches > 0 {
+				b.ReportMetric(float64(st.Appends-before.Appends)/float64(batches), "appends/commit")
+			}
+		})
+	}
+}

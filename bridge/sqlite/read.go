@@ -1,0 +1,362 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// selectEvent selects the columns scanEvent reads.
+const selectEvent = `SELECT gseq, id, thread, seq, ts, type, sender, recipient, content, meta FROM events`
+
+// The read queries that must never scan; TestQueryPlansUseIndexes checks
+// each one's plan.
+const (
+	// sqlThreadRange: events of a thread with lo < seq <= hi, in order.
+	sqlThreadRange = selectEvent + ` WHERE thread = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`
+	// sqlSinceSeq: the seq of a thread's first event with ts > since.
+	sqlSinceSeq = `SELECT seq FROM events WHERE thread = ? AND ts > ? ORDER BY ts LIMIT 1`
+	// sqlGlobalRange: events of all threads with gseq > after, in order.
+	sqlGlobalRange = selectEvent + ` WHERE gseq > ? ORDER BY gseq LIMIT ?`
+	// sqlHead: the last gseq; a bare MAX over the rowid is answered from
+	// the end of the b-tree.
+	sqlHead = `SELECT MAX(gseq) FROM events`
+	// sqlSnapshotAt: the latest state snapshot at or before a seq.
+	sqlSnapshotAt = `SELECT state FROM state_snapshots WHERE thread = ? AND seq <= ? ORDER BY seq DESC LIMIT 1`
+	// sqlHopAt: the thread's last_hop as of a seq.
+	sqlHopAt = `SELECT hop FROM events WHERE thread = ? AND seq = ?`
+	// sqlThreadsAfter: the keyset page of threads after (updated_at, id).
+	sqlThreadsAfter = selectThread + ` WHERE (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT ?`
+)
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+func scanEvent(r scanner) (agentbridge.Event, error) {
+	var ev agentbridge.Event
+	var content, meta []byte
+	if err := r.Scan(&ev.GSeq, &ev.ID, &ev.Thread, &ev.Seq, &ev.TS, &ev.Type, &ev.From, &ev.To, &content, &meta); err != nil {
+		return agentbridge.Event{}, err
+	}
+	if content != nil {
+		ev.Content = json.RawMessage(content)
+	}
+	if string(meta) == "{}" {
+		return ev, nil // most events: skip the decoder, same result
+	}
+	if err := json.Unmarshal(meta, &ev.Meta); err != nil {
+		return agentbridge.Event{}, fmt.Errorf("decode meta of event %s: %w", ev.ID, err)
+	}
+	return ev, nil
+}
+
+// readTx runs fn in a read transaction on the read-only pool, so that the
+// several queries of one answer see one snapshot of the log.
+func (s *Store) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.rdb.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin read: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	return fn(tx)
+}
+
+func queryEvents(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]agentbridge.Event, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("query events: %w", err)
+	}
+	defer func() { _ = rows.Close() }()
+	events := []agentbridge.Event{}
+	for rows.Next() {
+		ev, err := scanEvent(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan event: %w", err)
+		}
+		events = append(events, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query events: %w", err)
+	}
+	return events, nil
+}
+
+func checkLimit(limit int) error {
+	if limit < 0 || limit > agentbridge.MaxEventsLimit {
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "limit",
+			"limit must be between 1 and %d (or left out).", agentbridge.MaxEventsLimit)
+	}
+	return nil
+}
+
+// ThreadEvents answers a per-thread query from the (thread, seq) and
+// (thread, ts) indexes, never by scanning the thread. After and Until past
+// the thread's last seq are cursor_ahead errors (with Head set); Since is
+// exempt, as in v0. With Tail and Limit both set, it returns the first Limit
+// of the last Tail events, so a client can page on with After. Limit 0
+// means no cap. An unknown thread is thread_not_found.
+func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuery) ([]agentbridge.Event, error) {
+	if err := checkLimit(q.Limit); err != nil {
+		return nil, err
+	}
+	switch {
+	case q.After < -1:
+		return nil, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after", "after must be a seq, 0 or greater.")
+	case q.Until < 0:
+		return nil, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "until", "until must be a seq, 1 or greater.")
+	case q.Tail < 0:
+		return nil, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "tail", "tail must be a count, 1 or greater.")
+	}
+	limit := int64(q.Limit)
+	if limit == 0 {
+		limit = -1 // SQLite: no limit
+	}
+	var out []agentbridge.Event
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		var last int64
+		err := tx.QueryRowContext(ctx, `SELECT last_seq FROM threads WHERE id = ?`, q.Thread).Scan(&last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return threadNotFound(q.Thread)
+		}
+		if err != nil {
+			return fmt.Errorf("look up thread %s: %w", q.Thread, err)
+		}
+		if q.After > last {
+			return cursorAhead(q.Thread, "after", q.After, last)
+		}
+		if q.Until > last {
+			return cursorAhead(q.Thread, "until", q.Until, last)
+		}
+		hi := last
+		if q.Until > 0 {
+			hi = q.Until
+		}
+		var lo int64 // events with seq > lo
+		switch {
+		case q.After >= 0:
+			lo = q.After
+		case q.Since != "":
+			// ts strictly increases with seq in a thread, so the first
+			// event after since turns the ts cursor into a seq cursor.
+			var first int64
+			err := tx.QueryRowContext(ctx, sqlSinceSeq, q.Thread, q.Since).Scan(&first)
+			if errors.Is(err, sql.ErrNoRows) {
+				out = []agentbridge.Event{}
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("look up since: %w", err)
+			}
+			lo = first - 1
+		case q.Tail > 0:
+			// seq is gapless, so the last Tail events are a seq range.
+			lo = max(hi-int64(q.Tail), 0)
+		}
+		out, err = queryEvents(ctx, tx, sqlThreadRange, q.Thread, lo, hi, limit)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Events returns events of all threads with gseq > after, in gseq order, at
+// most limit (0 means MaxEventsLimit). after past the end of the log is
+// cursor_ahead with Head set.
+func (s *Store) Events(ctx context.Context, after int64, limit int) ([]agentbridge.Event, error) {
+	if err := checkLimit(limit); err != nil {
+		return nil, err
+	}
+	if after < 0 {
+		return nil, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after", "after must be a gseq, 0 or greater.")
+	}
+	if limit == 0 {
+		limit = agentbridge.MaxEventsLimit
+	}
+	var out []agentbridge.Event
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		head, err := headOf(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if after > head {
+			return cursorAhead("", "after", after, head)
+		}
+		out, err = queryEvents(ctx, tx, sqlGlobalRange, after, limit)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Event returns the event with the given id, or event_not_found.
+func (s *Store) Event(ctx context.Context, id string) (agentbridge.Event, error) {
+	ev, err := scanEvent(s.rdb.QueryRowContext(ctx, selectEvent+` WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return agentbridge.Event{}, agentbridge.Errorf(agentbridge.ECodeEventNotFound, "There is no event %q.", clip(id))
+	}
+	if err != nil {
+		return agentbridge.Event{}, fmt.Errorf("load event %s: %w", id, err)
+	}
+	return ev, nil
+}
+
+// Head returns the last gseq of the log, 0 when it is empty.
+func (s *Store) Head(ctx context.Context) (int64, error) {
+	var head int64
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		head, err = headOf(ctx, tx)
+		return err
+	})
+	return head, err
+}
+
+func headOf(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var head sql.NullInt64
+	if err := tx.QueryRowContext(ctx, sqlHead).Scan(&head); err != nil {
+		return 0, fmt.Errorf("read head: %w", err)
+	}
+	return head.Int64, nil
+}
+
+const selectThread = `SELECT id, name, created_at, updated_at, last_seq, event_count FROM threads`
+
+func scanThread(r scanner) (agentbridge.Thread, error) {
+	var t agentbridge.Thread
+	err := r.Scan(&t.ID, &t.Name, &t.CreatedAt, &t.UpdatedAt, &t.LastSeq, &t.EventCount)
+	return t, err
+}
+
+// Thread returns one thread, or thread_not_found.
+func (s *Store) Thread(ctx context.Context, id string) (agentbridge.Thread, error) {
+	t, err := scanThread(s.rdb.QueryRowContext(ctx, selectThread+` WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return agentbridge.Thread{}, threadNotFound(id)
+	}
+	if err != nil {
+		return agentbridge.Thread{}, fmt.Errorf("load thread %s: %w", id, err)
+	}
+	return t, nil
+}
+
+// Threads lists threads most recently updated first (ties by id,
+// descending), starting after the thread whose id is after, at most limit
+// (0 = all). Paging is keyset on (updated_at, id) as of the after thread's
+// current position: a thread updated between two pages moves to the front
+// and is not repeated further down. An unknown after is invalid_field.
+func (s *Store) Threads(ctx context.Context, after string, limit int) ([]agentbridge.Thread, error) {
+	if limit < 0 {
+		return nil, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "limit", "limit must be 1 or greater (or left out).")
+	}
+	lim := int64(limit)
+	if lim == 0 {
+		lim = -1
+	}
+	out := []agentbridge.Thread{}
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		var rows *sql.Rows
+		var err error
+		if after == "" {
+			rows, err = tx.QueryContext(ctx, selectThread+` ORDER BY updated_at DESC, id DESC LIMIT ?`, lim)
+		} else {
+			var updated string
+			err = tx.QueryRowContext(ctx, `SELECT updated_at FROM threads WHERE id = ?`, after).Scan(&updated)
+			if errors.Is(err, sql.ErrNoRows) {
+				return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after",
+					"after names %q, which is not a thread; pass the id of the last thread of the previous page.", clip(after))
+			}
+			if err != nil {
+				return fmt.Errorf("look up thread %s: %w", after, err)
+			}
+			rows, err = tx.QueryContext(ctx, sqlThreadsAfter, updated, after, lim)
+		}
+		if err != nil {
+			return fmt.Errorf("list threads: %w", err)
+		}
+		defer func() { _ = rows.Close() }()
+		for rows.Next() {
+			t, err := scanThread(rows)
+			if err != nil {
+				return fmt.Errorf("scan thread: %w", err)
+			}
+			out = append(out, t)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("list threads: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// State returns a thread's derived state as of revision at (0 = now) and
+// the seq it reflects. The current state is one row; an older one is the
+// latest snapshot at or before at plus that event's hop: two index lookups,
+// whatever the thread's length. at past the head is cursor_ahead. Slices
+// in the result are never nil (ThreadState.Normalize).
+func (s *Store) State(ctx context.Context, thread string, at int64) (agentbridge.ThreadState, int64, error) {
+	if at < 0 {
+		return agentbridge.ThreadState{}, 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "at", "at must be a seq, 1 or greater.")
+	}
+	var st agentbridge.ThreadState
+	var seq int64
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		var last int64
+		var state string
+		var hop int
+		err := tx.QueryRowContext(ctx, `SELECT t.last_seq, s.state, s.last_hop FROM threads t
+			JOIN thread_state s ON s.thread = t.id WHERE t.id = ?`, thread).Scan(&last, &state, &hop)
+		if errors.Is(err, sql.ErrNoRows) {
+			return threadNotFound(thread)
+		}
+		if err != nil {
+			return fmt.Errorf("load state of thread %s: %w", thread, err)
+		}
+		if at > last {
+			return cursorAhead(thread, "at", at, last)
+		}
+		seq = last
+		if at != 0 && at != last {
+			seq = at
+			err := tx.QueryRowContext(ctx, sqlSnapshotAt, thread, at).Scan(&state)
+			if errors.Is(err, sql.ErrNoRows) {
+				state = "{}"
+			} else if err != nil {
+				return fmt.Errorf("load state snapshot: %w", err)
+			}
+			if err := tx.QueryRowContext(ctx, sqlHopAt, thread, at).Scan(&hop); err != nil {
+				return fmt.Errorf("load hop at seq %d: %w", at, err)
+			}
+		}
+		if err := json.Unmarshal([]byte(state), &st); err != nil {
+			return fmt.Errorf("decode state of thread %s: %w", thread, err)
+		}
+		st.LastHop = hop
+		return nil
+	})
+	if err != nil {
+		return agentbridge.ThreadState{}, 0, err
+	}
+	return st.Normalize(), seq, nil
+}
+
+func cursorAhead(thread, field string, cursor, head int64) *agentbridge.Error {
+	e := &agentbridge.Error{Code: agentbridge.ECodeCursorAhead, Field: field, Thread: thread, Head: &head}
+	if thread == "" {
+		e.Message = fmt.Sprintf("The cursor %d is past the end of the log (%d); was the server restored from an older backup? Start again from %d or less.", cursor, head, head)
+	} else {
+		e.Message = fmt.Sprintf("The cursor %d is past the end of thread %q (its last seq is %d); was the server restored from an older backup? Start again from %d or less.", cursor, thread, head, head)
+	}
+	return e
+}

@@ -1,0 +1,195 @@
+// Package sqlite is the bridge's durable event log: an agentbridge.EventStore
+// in one SQLite file in WAL mode.
+//
+// All writes go through one writer goroutine that owns a single-connection
+// pool and commits concurrent appends together (group commit): each append
+// runs in its own savepoint inside one BEGIN IMMEDIATE transaction, so one
+// refused append never fails its neighbours, and every caller gets its
+// answer only after the commit. Reads use a separate read-only pool, so
+// stream catch-up never queues behind writes. docs/storage.md describes the
+// schema and the reasoning.
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/oklog/ulid/v2"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+var _ agentbridge.EventStore = (*Store)(nil)
+
+// DefaultMaxBatch is the default cap on appends per group commit: large
+// enough to absorb a burst, small enough that one commit stays short.
+const DefaultMaxBatch = 256
+
+// readPoolSize caps the read-only pool; SQLite readers in WAL mode do not
+// block each other, so this only bounds memory and file handles.
+const readPoolSize = 8
+
+// ErrClosed is returned by writes attempted after Close.
+var ErrClosed = errors.New("event store is closed")
+
+// Options configures Open. The zero value is usable.
+type Options struct {
+	// Humans lists whose controls count (mute, pause, …); default
+	// agentbridge.DefaultHumans. It must match the coordinator's human_ids,
+	// or the two would fold different states from the same log.
+	Humans agentbridge.Humans
+	// Logger receives the store's few operational messages; default
+	// slog.Default() with component=store.
+	Logger *slog.Logger
+	// MaxBatch caps appends per group commit; default DefaultMaxBatch.
+	MaxBatch int
+}
+
+// Stats are cumulative counters since Open, for /metrics. They are read
+// atomically one by one, so a snapshot may be a few appends out of step
+// between fields.
+type Stats struct {
+	// Appends counts committed events (including thread.created events).
+	Appends uint64
+	// Replayed counts appends answered from an idempotency key.
+	Replayed uint64
+	// Rejected counts appends refused inside the writer (unknown thread or
+	// reply_to, muted, paused, thread exists).
+	Rejected uint64
+	// Batches counts group commits; Appends/Batches is the mean batch size.
+	Batches uint64
+	// MaxBatchSeen is the largest number of requests one commit carried.
+	MaxBatchSeen uint64
+}
+
+// Store is the SQLite event store. It is safe for concurrent use; Close it
+// to stop the writer and release the file.
+type Store struct {
+	path   string
+	humans agentbridge.Humans
+	log    *slog.Logger
+	max    int
+
+	wdb *sql.DB // one connection, used only by the writer goroutine
+	rdb *sql.DB // read-only pool
+
+	reqs      chan *request
+	done      chan struct{} // closed by Close: drain and stop
+	stopped   chan struct{} // closed when the writer goroutine has exited
+	closeOnce sync.Once
+	cerr      error
+
+	entropy *ulid.MonotonicEntropy // used by the writer goroutine only
+
+	mu     sync.Mutex
+	notify chan struct{}
+
+	appends, replayed, rejected, batches, maxBatch atomic.Uint64
+}
+
+// Open opens (creating the folder and the file if needed) and migrates the
+// store at path, and starts its writer. A database written by a newer
+// agent-bridge is refused with an error wrapping sqlitex.ErrSchemaTooNew.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if opts.Humans == nil {
+		opts.Humans = agentbridge.DefaultHumans
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default().With("component", "store")
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create store folder: %w", err)
+		}
+	}
+	wdb, err := sqlitex.Open(path, sqlitex.Options{MaxOpen: 1})
+	if err != nil {
+		return nil, err
+	}
+	if err := sqlitex.Migrate(ctx, wdb, migrations, "migrations"); err != nil {
+		_ = wdb.Close()
+		return nil, fmt.Errorf("migrate %s: %w", path, err)
+	}
+	rdb, err := sqlitex.Open(path, sqlitex.Options{ReadOnly: true, MaxOpen: readPoolSize})
+	if err != nil {
+		_ = wdb.Close()
+		return nil, err
+	}
+	s := &Store{
+		path:    path,
+		humans:  opts.Humans,
+		log:     opts.Logger,
+		max:     opts.MaxBatch,
+		wdb:     wdb,
+		rdb:     rdb,
+		reqs:    make(chan *request, opts.MaxBatch),
+		done:    make(chan struct{}),
+		stopped: make(chan struct{}),
+		entropy: ulid.Monotonic(rand.Reader, 0),
+		notify:  make(chan struct{}),
+	}
+	go s.run()
+	s.log.Debug("store opened", "path", path)
+	return s, nil
+}
+
+// Path returns the database file's path, as given to Open.
+func (s *Store) Path() string { return s.path }
+
+// Close stops accepting writes, lets the writer commit what is already
+// queued, then closes both pools. It is safe to call more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		<-s.stopped
+		s.cerr = errors.Join(s.wdb.Close(), s.rdb.Close())
+		if s.cerr != nil {
+			s.cerr = fmt.Errorf("close store: %w", s.cerr)
+		}
+	})
+	return s.cerr
+}
+
+// Notify returns a channel closed after the next commit. Grab it before
+// querying: a commit that lands between the query and the wait then still
+// wakes the reader.
+func (s *Store) Notify() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notify
+}
+
+// wake closes the current notify channel and installs a fresh one.
+func (s *Store) wake() {
+	s.mu.Lock()
+	close(s.notify)
+	s.notify = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// Stats returns the store's counters.
+func (s *Store) Stats() Stats {
+	return Stats{
+		Appends:      s.appends.Load(),
+		Replayed:     s.replayed.Load(),
+		Rejected:     s.rejected.Load(),
+		Batches:      s.batches.Load(),
+		MaxBatchSeen: s.maxBatch.Load(),
+	}
+}
