@@ -1,0 +1,14 @@
+// Package coordinator is the daemon that turns thread events into agent
+// invocations. It follows the bridge's global event stream, folds each
+// thread's derived state, decides whom to invoke with the pure trigger rules
+// of Decide (rules.go, mention.go), runs the configured adapters and posts
+// their replies.
+//
+// The package is split into a pure core and an effectful shell. The core —
+// Config and its parser, ParseMentions and Decide — does no I/O and is
+// table-tested and fuzzed; a Decision records, for every event, the rule
+// that matched, who was invoked and why every other candidate was not. The
+// shell (the follow loop, the scheduler, the state database in
+// coordinator/state and the status server) carries those decisions out, and
+// the Watcher swaps in a new Config when the file changes on disk.
+package coordinator

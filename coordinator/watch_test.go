@@ -1,0 +1,208 @@
+package coordinator
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
+)
+
+// logBuffer is a goroutine-safe log sink the tests poll.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) Count(s string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Count(b.buf.String(), s)
+}
+
+// applied records the configs a watcher applies.
+type applied struct {
+	mu   sync.Mutex
+	cfgs []Config
+}
+
+func (a *applied) apply(c Config) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cfgs = append(a.cfgs, c)
+}
+
+func (a *applied) snapshot() []Config {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Config(nil), a.cfgs...)
+}
+
+func configWith(concurrency int) string {
+	return fmt.Sprintf(`{"max_concurrency": %d, "agents": {"echo": {"command": ["./echo.sh"]}}}`, concurrency)
+}
+
+// replaceFile writes content the way editors and config managers do: to a
+// temporary file in the same folder, then renamed over the target.
+func replaceFile(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type watcherHarness struct {
+	path    string
+	logs    *logBuffer
+	applied *applied
+	w       *Watcher
+}
+
+func newWatcherHarness(t *testing.T) *watcherHarness {
+	t.Helper()
+	h := &watcherHarness{path: filepath.Join(t.TempDir(), "coordinator.config.json"), logs: &logBuffer{}, applied: &applied{}}
+	if err := os.WriteFile(h.path, []byte(configWith(1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h.w = NewWatcher(h.path, logger, h.applied.apply)
+	return h
+}
+
+// run starts the watcher and waits until it watches the folder; the
+// watcher is stopped, and Run's return checked, when the test ends.
+func (h *watcherHarness) run(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run returned %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("Run did not return after cancel")
+		}
+	})
+	testutil.WaitFor(t, 10*time.Second, "the watcher to watch the folder", func() bool {
+		return h.logs.Count("watching config file") == 1
+	})
+}
+
+func (h *watcherHarness) waitApplied(t *testing.T, n, concurrency int) {
+	t.Helper()
+	testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("config #%d with max_concurrency %d", n, concurrency), func() bool {
+		cfgs := h.applied.snapshot()
+		return len(cfgs) >= n && cfgs[n-1].MaxConcurrency == concurrency
+	})
+	if got := len(h.applied.snapshot()); got != n {
+		t.Fatalf("applied %d configs, want %d", got, n)
+	}
+}
+
+func TestWatcher_AppliesReplacedFile(t *testing.T) {
+	h := newWatcherHarness(t)
+	h.run(t)
+
+	replaceFile(t, h.path, configWith(5))
+	h.waitApplied(t, 1, 5)
+	cfg := h.applied.snapshot()[0]
+	if cfg.Path != h.path {
+		t.Errorf("applied Path = %q, want %q", cfg.Path, h.path)
+	}
+	if got, want := cfg.Agents["echo"].Command[0], filepath.Join(filepath.Dir(h.path), "echo.sh"); got != want {
+		t.Errorf("applied command = %q, want %q (resolved against the config folder)", got, want)
+	}
+	if h.logs.Count("MaxConcurrency") == 0 {
+		t.Errorf("the reload log does not name the changed field")
+	}
+
+	// Saving in place works as well as a rename.
+	if err := os.WriteFile(h.path, []byte(configWith(6)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.waitApplied(t, 2, 6)
+}
+
+func TestWatcher_InvalidEditKeepsOldConfig(t *testing.T) {
+	h := newWatcherHarness(t)
+	h.run(t)
+
+	replaceFile(t, h.path, configWith(5))
+	h.waitApplied(t, 1, 5)
+
+	replaceFile(t, h.path, `{"max_concurrency": "many", "agents": {}}`)
+	testutil.WaitFor(t, 10*time.Second, "the failed reload to be logged", func() bool {
+		return h.logs.Count("config reload failed") == 1
+	})
+	if h.logs.Count("max_concurrency: must be a number") != 1 {
+		t.Errorf("the failure log does not name the key")
+	}
+	if got := len(h.applied.snapshot()); got != 1 {
+		t.Fatalf("an invalid edit was applied (%d configs applied)", got)
+	}
+
+	// The watcher keeps going: the next valid edit applies.
+	replaceFile(t, h.path, configWith(7))
+	h.waitApplied(t, 2, 7)
+}
+
+func TestWatcher_Reload(t *testing.T) {
+	h := newWatcherHarness(t)
+
+	// Unchanged: nothing to apply.
+	h.w.Reload()
+	if got := len(h.applied.snapshot()); got != 0 {
+		t.Fatalf("an unchanged config was applied")
+	}
+
+	replaceFile(t, h.path, configWith(3))
+	h.w.Reload()
+	if cfgs := h.applied.snapshot(); len(cfgs) != 1 || cfgs[0].MaxConcurrency != 3 {
+		t.Fatalf("Reload applied %+v, want one config with max_concurrency 3", cfgs)
+	}
+
+	replaceFile(t, h.path, `{"agents": {"x": {}}}`)
+	h.w.Reload()
+	if got := len(h.applied.snapshot()); got != 1 {
+		t.Fatalf("Reload applied an invalid config")
+	}
+	if h.logs.Count("agents.x.command") != 1 {
+		t.Errorf("the failure log does not name the key")
+	}
+
+	if err := os.Remove(h.path); err != nil {
+		t.Fatal(err)
+	}
+	h.w.Reload()
+	if got := len(h.applied.snapshot()); got != 1 {
+		t.Fatalf("Reload applied a deleted config")
+	}
+}
+
+func TestWatcher_MissingFolder(t *testing.T) {
+	w := NewWatcher(filepath.Join(t.TempDir(), "no", "such", "c.json"), slog.New(slog.DiscardHandler), func(Config) {})
+	if err := w.Run(context.Background()); err == nil {
+		t.Fatal("Run on a missing folder returned nil")
+	}
+}

@@ -1,0 +1,113 @@
+package agentbridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+// isValidationCode reports whether code is one DecodeEventInput may
+// return.
+func isValidationCode(code string) bool {
+	switch code {
+	case ECodeMissingField, ECodeInvalidField, ECodeInvalidControl,
+		ECodeUnknownField, ECodeFieldNotAllowed, ECodeInvalidJSON:
+		return true
+	}
+	return false
+}
+
+// FuzzDecodeEventInput checks the validator on arbitrary bodies: it never
+// panics; every failure is an *Error with a validation code and a message;
+// and every accepted input, encoded again, decodes to the same input, so
+// what the server stores would pass its own validation.
+func FuzzDecodeEventInput(f *testing.F) {
+	for _, s := range []string{
+		`{"from":"user","content":"hi"}`,
+		`{"type":"message","from":"codex","to":"user","content":"done","meta":{"reply_to":"E1","tags":["a"],"via":"c","hop":2,"x":null}}`,
+		`{"type":"control","from":"user","content":{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"m","roles":["r"],"nickname":"n"}}}}`,
+		`{"type":"control","from":"user","content":"{\"mute\":{\"targets\":[\"a\"],\"mode\":\"soft\"}}"}`,
+		`{"type":"control","from":"user","content":{"discussion":{"on":true},"prod":["a"],"pause":{"on":false}}}`,
+		`{"type":"control","from":"user","content":{"uninvite":{"participant_id":"x"},"unmute":{"targets":["x"]},"invited_auto":{"on":true}}}`,
+		`{"type":"thread.renamed","from":"user","content":"name"}`,
+		`{"type":"custom.x","from":"a","content":[1,{"b":null}]}`,
+		`{"id":"x"}`, `{"nope":1}`, `{"from":1}`, `[]`, `null`, `{`, ``, `"x"`,
+		`{"from":"user","content":"hi","meta":{"hop":-1}}`,
+		`{"from":"user","content":"\u0000\ud800"}`,
+		`{"from":"user","content":"hi","meta":{"tags":[]}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		in, err := DecodeEventInput(body)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %v is %T, not *Error", err, err)
+			}
+			if !isValidationCode(e.Code) || e.Message == "" {
+				t.Fatalf("error has code %q and message %q", e.Code, e.Message)
+			}
+			return
+		}
+		if in.From == "" || in.Type == "" || in.To == "" {
+			t.Fatalf("accepted input without defaults: %+v", in)
+		}
+		if err := in.Validate(); err != nil {
+			t.Fatalf("accepted input fails Validate: %v", err)
+		}
+		b1, err := json.Marshal(in)
+		if err != nil {
+			t.Fatalf("encode accepted input: %v", err)
+		}
+		again, err := DecodeEventInput(b1)
+		if err != nil {
+			t.Fatalf("re-decoding %s: %v", b1, err)
+		}
+		b2, err := json.Marshal(again)
+		if err != nil {
+			t.Fatalf("encode re-decoded input: %v", err)
+		}
+		if !bytes.Equal(b1, b2) {
+			t.Fatalf("round trip changed the input:\n%s\n%s", b1, b2)
+		}
+		if in.Type == TypeControl {
+			if _, err := ParseControl(in.Content); err != nil {
+				t.Fatalf("accepted control does not parse: %v", err)
+			}
+		}
+	})
+}
+
+// FuzzFold checks that folding any control never panics and never changes
+// the state it starts from.
+func FuzzFold(f *testing.F) {
+	f.Add(`{"invite":{"participant_id":"a","profile":{"client":"c","model":"m"}}}`, true)
+	f.Add(`{"mute":{"targets":["a","b"],"mode":"soft"}}`, true)
+	f.Add(`{"unmute":{"targets":["a"]},"uninvite":{"participant_id":"a"}}`, false)
+	f.Add(`"{\"pause\":{\"on\":true}}"`, true)
+	f.Add(`{"discussion":{"on":true,"allow_agent_mentions":false}}`, true)
+	f.Fuzz(func(t *testing.T, content string, human bool) {
+		from := "codex"
+		if human {
+			from = "user"
+		}
+		base := foldAll(DefaultHumans,
+			inviteEvent("user", "a", "c", "m"), inviteEvent("user", "b", "c", "m"),
+			control("user", `{"mute":{"targets":["a"]}}`), control("user", `{"mute":{"targets":["b"],"mode":"soft"}}`),
+		)
+		before, err := json.Marshal(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = Fold(base, control(from, content), DefaultHumans)
+		after, err := json.Marshal(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(before, after) {
+			t.Fatalf("Fold changed its input:\n%s\n%s", before, after)
+		}
+	})
+}
