@@ -14,6 +14,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/agent-bridge/agent-bridge/launchd"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -84,6 +86,7 @@ Client:
   thread new NAME | thread list
   post THREAD TEXT [--to ID] [--from user]
   invite THREAD ID --client C --model M [--nickname N] [--role R]...
+  uninvite THREAD ID | mute|unmute|prod THREAD ID... | pause|discussion|auto THREAD on|off
   state THREAD [--at SEQ]
   tail THREAD | tail --all
   prompt         render an adapter payload (stdin) as a prompt
@@ -108,9 +111,9 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "serve":
-		return m.runServe(ctx, rest)
+		return m.runUnderServiceManager(ctx, launchd.Serve, m.runServe, rest)
 	case "coordinator":
-		return m.runCoordinator(ctx, rest)
+		return m.runUnderServiceManager(ctx, launchd.Coordinator, m.runCoordinator, rest)
 	case "up":
 		return m.runUp(ctx, rest)
 	case "thread":
@@ -121,6 +124,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.runInvite(ctx, rest)
 	case "state":
 		return m.runState(ctx, rest)
+	case "uninvite", "mute", "unmute", "pause", "discussion", "auto", "prod":
+		return m.runControl(ctx, cmd, rest)
 	case "tail":
 		return m.runTail(ctx, rest)
 	case "prompt":
