@@ -1,10 +1,105 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agent-bridge/agent-bridge/adapters"
 )
 
-func (m *Main) runPrompt(ctx context.Context, args []string) error {
-	return errors.New("not implemented yet")
+// payloadFields are the top-level keys of an adapter payload, the names
+// --field accepts before the first dot.
+var payloadFields = []string{"thread_id", "event_id", "from", "to", "content", "context_window",
+	"bridge", "thread", "participant", "trigger", "primer"}
+
+// runPrompt reads an adapter payload on stdin and prints the rendered prompt
+// (adapters.RenderPrompt), or with --field one value of the payload, so that
+// adapters written in shell need neither jq nor python.
+func (m *Main) runPrompt(_ context.Context, args []string) error {
+	fs := m.newFlagSet("prompt")
+	field := fs.String("field", "", "print one payload field instead of the prompt: content, thread_id, event_id, from, to, "+
+		"primer, participant.id, participant.profile.model, thread.name, trigger.seq, context_window.0.content ... "+
+		"(strings as text, other values as JSON, a missing one as an empty line)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: agent-bridge prompt [--field NAME] < payload.json")
+		fs.PrintDefaults()
+	}
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("prompt: unexpected argument %q: the payload is read from stdin", pos[0])
+	}
+	raw, err := io.ReadAll(m.Stdin)
+	if err != nil {
+		return fmt.Errorf("prompt: read stdin: %w", err)
+	}
+	if *field != "" {
+		v, err := payloadField(raw, *field)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(m.Stdout, v)
+		return err
+	}
+	var p adapters.Payload
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return usagef("prompt: stdin is not an adapter payload (a JSON object): %v", err)
+	}
+	_, err = io.WriteString(m.Stdout, adapters.RenderPrompt(p))
+	return err
+}
+
+// payloadField returns the value at the dotted path name in the payload:
+// strings as they are, numbers, booleans, objects and arrays as JSON, and
+// an absent value as "" (payloads of older coordinators lack some fields).
+func payloadField(raw []byte, name string) (string, error) {
+	path := strings.Split(name, ".")
+	if !slices.Contains(payloadFields, path[0]) {
+		return "", usagef("--field: %q is not a payload field; use one of %s, or a dotted path below one of them",
+			name, strings.Join(payloadFields, ", "))
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", usagef("prompt: stdin is not an adapter payload (a JSON object): %v", err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return "", usagef("prompt: stdin is not an adapter payload: expected a JSON object")
+	}
+	for _, key := range path {
+		switch node := v.(type) {
+		case map[string]any:
+			v = node[key]
+		case []any:
+			i, err := strconv.Atoi(key)
+			if err != nil || i < 0 || i >= len(node) {
+				v = nil
+			} else {
+				v = node[i]
+			}
+		default:
+			v = nil
+		}
+	}
+	switch x := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return x, nil
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return "", fmt.Errorf("--field %s: %w", name, err)
+		}
+		return string(b), nil
+	}
 }

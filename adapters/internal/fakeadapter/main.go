@@ -1,0 +1,236 @@
+// Command fakeadapter is a real adapter program for tests. It reads the
+// payload from stdin and is steered by directives in the message content
+// (whitespace-separated tokens), so end-to-end tests can steer it through
+// the bridge:
+//
+//	fake:sleep=DURATION   sleep before replying (Go duration: 2s, 150ms)
+//	fake:exit=N           exit with status N after printing
+//	fake:stderr=TEXT      write TEXT to stderr (_ means space)
+//	fake:big=BYTES        write exactly BYTES bytes to stdout instead of a reply
+//	fake:child            spawn a grandchild that never exits, write its pid to
+//	                      $FAKE_ADAPTER_DIR/<event_id>.child, then hang
+//	fake:hang             sleep forever
+//	fake:ignoreterm       ignore SIGTERM (also in the grandchild)
+//	fake:say=TEXT         reply exactly TEXT (_ means space)
+//
+// An unknown "fake:" directive makes it exit 70. The default reply is
+// "<participant id> got: <content>". With
+// $FAKE_ADAPTER_DIR set, the payload is saved as
+// <event_id>-<participant>.json and a line "<event_id> <participant> <pid>"
+// is appended to runs.log, so tests can count runs.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Environment variables of the fake.
+const (
+	envDir        = "FAKE_ADAPTER_DIR"
+	envGrandchild = "FAKE_ADAPTER_GRANDCHILD"
+	envIgnoreTerm = "FAKE_ADAPTER_IGNORETERM"
+)
+
+type payload struct {
+	EventID     string `json:"event_id"`
+	Content     string `json:"content"`
+	Participant struct {
+		ID string `json:"id"`
+	} `json:"participant"`
+}
+
+type directives struct {
+	sleep      time.Duration
+	exit       int
+	stderr     string
+	big        int64
+	child      bool
+	hang       bool
+	ignoreTerm bool
+	say        *string
+}
+
+func main() {
+	if os.Getenv(envGrandchild) != "" {
+		if os.Getenv(envIgnoreTerm) != "" {
+			signal.Ignore(syscall.SIGTERM)
+		}
+		sleepForever()
+	}
+	code, err := run()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fakeadapter: %v\n", err)
+		code = 70
+	}
+	os.Exit(code)
+}
+
+// run does what the directives say and returns the exit status.
+func run() (int, error) {
+	raw, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		return 0, fmt.Errorf("read stdin: %w", err)
+	}
+	var p payload
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return 0, fmt.Errorf("decode payload: %w", err)
+	}
+	d, err := parse(p.Content)
+	if err != nil {
+		return 0, err
+	}
+	if d.ignoreTerm {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	dir := os.Getenv(envDir)
+	if dir != "" {
+		if err := record(dir, p, raw); err != nil {
+			return 0, err
+		}
+	}
+	if d.stderr != "" {
+		fmt.Fprintln(os.Stderr, d.stderr)
+	}
+	if d.child {
+		if err := spawnChild(dir, p.EventID, d.ignoreTerm); err != nil {
+			return 0, err
+		}
+		sleepForever()
+	}
+	if d.sleep > 0 {
+		time.Sleep(d.sleep)
+	}
+	if d.hang {
+		sleepForever()
+	}
+	switch {
+	case d.big > 0:
+		if err := writeBig(d.big); err != nil {
+			return 0, err
+		}
+	case d.say != nil:
+		fmt.Print(*d.say)
+	default:
+		fmt.Printf("%s got: %s", p.Participant.ID, p.Content)
+	}
+	return d.exit, nil
+}
+
+func parse(content string) (directives, error) {
+	var d directives
+	for _, tok := range strings.Fields(content) {
+		name, ok := strings.CutPrefix(tok, "fake:")
+		if !ok {
+			continue
+		}
+		key, val, _ := strings.Cut(name, "=")
+		var err error
+		switch key {
+		case "sleep":
+			d.sleep, err = time.ParseDuration(val)
+		case "exit":
+			d.exit, err = strconv.Atoi(val)
+		case "stderr":
+			d.stderr = strings.ReplaceAll(val, "_", " ")
+		case "big":
+			d.big, err = strconv.ParseInt(val, 10, 64)
+		case "child":
+			d.child = true
+		case "hang":
+			d.hang = true
+		case "ignoreterm":
+			d.ignoreTerm = true
+		case "say":
+			s := strings.ReplaceAll(val, "_", " ")
+			d.say = &s
+		default:
+			err = fmt.Errorf("unknown directive")
+		}
+		if err != nil {
+			return d, fmt.Errorf("directive %q: %w", tok, err)
+		}
+	}
+	return d, nil
+}
+
+func record(dir string, p payload, raw []byte) error {
+	// Write then rename, so a test that sees the file sees all of it.
+	name := filepath.Join(dir, p.EventID+"-"+p.Participant.ID+".json")
+	if err := os.WriteFile(name+".tmp", raw, 0o644); err != nil {
+		return fmt.Errorf("save payload: %w", err)
+	}
+	if err := os.Rename(name+".tmp", name); err != nil {
+		return fmt.Errorf("save payload: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "runs.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("open runs.log: %w", err)
+	}
+	if _, err := fmt.Fprintf(f, "%s %s %d\n", p.EventID, p.Participant.ID, os.Getpid()); err != nil {
+		f.Close()
+		return fmt.Errorf("append runs.log: %w", err)
+	}
+	return f.Close()
+}
+
+// spawnChild starts a copy of this program that sleeps forever with the same
+// stdout and stderr, the way a CLI's helper process would hold the pipes.
+func spawnChild(dir, eventID string, ignoreTerm bool) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own binary: %w", err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), envGrandchild+"=1")
+	if ignoreTerm {
+		cmd.Env = append(cmd.Env, envIgnoreTerm+"=1")
+	}
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start grandchild: %w", err)
+	}
+	if dir != "" {
+		// Write then rename, so a test that sees the file sees the pid.
+		name := filepath.Join(dir, eventID+".child")
+		if err := os.WriteFile(name+".tmp", []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			return fmt.Errorf("save grandchild pid: %w", err)
+		}
+		if err := os.Rename(name+".tmp", name); err != nil {
+			return fmt.Errorf("save grandchild pid: %w", err)
+		}
+	}
+	return nil
+}
+
+func writeBig(n int64) error {
+	w := bufio.NewWriterSize(os.Stdout, 64<<10)
+	line := []byte(strings.Repeat("x", 1023) + "\n")
+	for n > 0 {
+		k := min(n, int64(len(line)))
+		if _, err := w.Write(line[:k]); err != nil {
+			return fmt.Errorf("write stdout: %w", err)
+		}
+		n -= k
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write stdout: %w", err)
+	}
+	return nil
+}
+
+func sleepForever() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}

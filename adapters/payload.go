@@ -1,0 +1,117 @@
+package adapters
+
+import (
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// Payload is the JSON object written to an adapter's stdin (contract §4,
+// "Adapter protocol"). It carries the flat fields of the seed's contract and
+// the nested ones of the original implementation, because adapter scripts
+// written for either read it; docs/adapter-protocol.md and
+// testdata/payload.golden.json pin its shape.
+type Payload struct {
+	ThreadID string `json:"thread_id"`
+	EventID  string `json:"event_id"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Content  string `json:"content"`
+	// ContextWindow holds the thread's last events, oldest first; it is
+	// never null in JSON so that adapters can iterate without a check.
+	ContextWindow []agentbridge.Event `json:"context_window"`
+	Bridge        BridgeInfo          `json:"bridge"`
+	Thread        ThreadInfo          `json:"thread"`
+	Participant   ParticipantInfo     `json:"participant"`
+	Trigger       TriggerInfo         `json:"trigger"`
+	// Primer is the text of the primer file (docs/bridge-agent-primer.md by
+	// default), sent with every invocation so adapters stay stateless.
+	Primer string `json:"primer"`
+}
+
+// BridgeInfo tells the adapter where the bridge is, so it can read more of
+// the thread than the context window if it wants to.
+type BridgeInfo struct {
+	URL string `json:"url"`
+}
+
+// ThreadInfo names the thread the trigger belongs to.
+type ThreadInfo struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// ParticipantInfo is who the adapter is speaking for: one adapter command
+// can serve several invited participants, each with its own model.
+type ParticipantInfo struct {
+	ID      string              `json:"id"`
+	Profile agentbridge.Profile `json:"profile"`
+}
+
+// TriggerInfo is the event that woke the participant, with its content as
+// text (a control's JSON object is given as its JSON text).
+type TriggerInfo struct {
+	ID      string `json:"id"`
+	Seq     int64  `json:"seq"`
+	TS      string `json:"ts"`
+	Type    string `json:"type"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Content string `json:"content"`
+}
+
+// NewPayload assembles the payload for one (trigger, participant) pair. The
+// flat fields repeat the trigger's, as both generations of adapters expect.
+// context may be nil; it is sent as an empty array.
+func NewPayload(bridgeURL string, thread agentbridge.Thread, trigger agentbridge.Event, participant string, profile agentbridge.Profile, context []agentbridge.Event, primer string) Payload {
+	if context == nil {
+		context = []agentbridge.Event{}
+	}
+	threadID := trigger.Thread
+	if threadID == "" {
+		threadID = thread.ID
+	}
+	content := trigger.Text()
+	return Payload{
+		ThreadID:      threadID,
+		EventID:       trigger.ID,
+		From:          trigger.From,
+		To:            trigger.To,
+		Content:       content,
+		ContextWindow: context,
+		Bridge:        BridgeInfo{URL: bridgeURL},
+		Thread:        ThreadInfo{ID: threadID, Name: thread.Name},
+		Participant:   ParticipantInfo{ID: participant, Profile: profile},
+		Trigger: TriggerInfo{
+			ID:      trigger.ID,
+			Seq:     trigger.Seq,
+			TS:      trigger.TS,
+			Type:    trigger.Type,
+			From:    trigger.From,
+			To:      trigger.To,
+			Content: content,
+		},
+		Primer: primer,
+	}
+}
+
+// Environment variable names set for every adapter (contract §4).
+const (
+	EnvBridgeURL     = "BRIDGE_URL"
+	EnvThreadID      = "BRIDGE_THREAD_ID"
+	EnvEventID       = "BRIDGE_EVENT_ID"
+	EnvParticipantID = "BRIDGE_PARTICIPANT_ID"
+	// EnvAgentBridgeBin is the absolute path of the running agent-bridge
+	// binary; the shipped shell adapters use it to run "agent-bridge prompt"
+	// without depending on PATH. The coordinator sets it.
+	EnvAgentBridgeBin = "AGENT_BRIDGE_BIN"
+)
+
+// BridgeEnv returns the BRIDGE_* variables for p as KEY=VALUE entries, to be
+// appended after the agent entry's env in Spec.Env (later entries win).
+func BridgeEnv(p Payload) []string {
+	return []string{
+		EnvBridgeURL + "=" + p.Bridge.URL,
+		EnvThreadID + "=" + p.ThreadID,
+		EnvEventID + "=" + p.EventID,
+		EnvParticipantID + "=" + p.Participant.ID,
+	}
+}

@@ -1,0 +1,348 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Defaults applied by Run to zero fields of Spec.
+const (
+	// DefaultKillGrace is how long an adapter has between SIGTERM and
+	// SIGKILL: enough for a CLI to flush and exit, short enough that a
+	// stuck one does not hold a shutdown for long.
+	DefaultKillGrace = 5 * time.Second
+	// DefaultMaxStdout caps the stdout kept in memory; replies are far
+	// smaller (max_reply_chars), so more would only be a runaway adapter.
+	DefaultMaxStdout = 4 << 20
+	// DefaultMaxStderr is the size of the stderr tail kept for error
+	// messages: the last lines are the ones that say what went wrong.
+	DefaultMaxStderr = 8 << 10
+)
+
+// drainTimeout bounds the wait for the output pipes to reach EOF once the
+// adapter's process group is gone. Only a process that left the group
+// (setsid) can still hold them; its output is not waited for.
+const drainTimeout = 2 * time.Second
+
+// Spec describes one adapter invocation. The zero values of KillGrace,
+// MaxStdout and MaxStderr mean the defaults above.
+type Spec struct {
+	// Command is argv; it is run directly, never through a shell.
+	Command []string
+	// Dir is the working directory ("" inherits the coordinator's).
+	Dir string
+	// Env holds KEY=VALUE entries merged over os.Environ(): the agent
+	// entry's env first, then the BRIDGE_* variables (BridgeEnv); a later
+	// entry wins over an earlier one with the same key.
+	Env []string
+	// Timeout is adapter_timeout_s; zero means no timeout.
+	Timeout time.Duration
+	// KillGrace is the time between SIGTERM and SIGKILL of the group.
+	KillGrace time.Duration
+	// MaxStdout is how many stdout bytes are kept; the rest is read and
+	// discarded so the adapter never blocks on a full pipe.
+	MaxStdout int64
+	// MaxStderr is how many bytes of the end of stderr are kept.
+	MaxStderr int
+}
+
+func (s Spec) withDefaults() Spec {
+	if s.KillGrace <= 0 {
+		s.KillGrace = DefaultKillGrace
+	}
+	if s.MaxStdout <= 0 {
+		s.MaxStdout = DefaultMaxStdout
+	}
+	if s.MaxStderr <= 0 {
+		s.MaxStderr = DefaultMaxStderr
+	}
+	return s
+}
+
+// Result is what became of one invocation. Exactly one of StartErr,
+// Interrupted, TimedOut, Signaled or a non-zero ExitCode explains a failure;
+// ErrorMessage words it for the thread.
+type Result struct {
+	// ExitCode is the process's exit status, -1 when it was killed by a
+	// signal or never started.
+	ExitCode int
+	// Signaled reports that the process died from Signal.
+	Signaled bool
+	Signal   syscall.Signal
+	// TimedOut reports that Spec.Timeout passed and the group was stopped.
+	TimedOut bool
+	// Interrupted reports that ctx was cancelled (coordinator shutdown)
+	// and the group was stopped, or that ctx was already done before start.
+	Interrupted bool
+	// StartErr is set when the command could not be started: not found,
+	// not executable, bad working directory.
+	StartErr error
+	// Stdout holds at most Spec.MaxStdout bytes of output; StdoutBytes is
+	// the total the adapter wrote and StdoutTruncated says some was dropped.
+	Stdout          []byte
+	StdoutTruncated bool
+	StdoutBytes     int64
+	// StderrTail is the last Spec.MaxStderr bytes of stderr.
+	StderrTail []byte
+	// PID and PGID identify the adapter process and its group (equal:
+	// the adapter leads its own group).
+	PID, PGID         int
+	Started, Finished time.Time
+}
+
+// OK reports whether the adapter ran to completion and exited 0, so its
+// stdout is a reply to post.
+func (r Result) OK() bool {
+	return r.StartErr == nil && !r.Interrupted && !r.TimedOut && !r.Signaled && r.ExitCode == 0
+}
+
+// Run starts the adapter, writes payload to its stdin and closes it, and
+// waits for it. onStart (may be nil) is called with the pid and pgid right
+// after the start, before waiting, so the caller can record them for
+// start-up reaping.
+//
+// The adapter leads its own process group. When Spec.Timeout passes or ctx
+// is cancelled, the group gets SIGTERM, then SIGKILL after Spec.KillGrace.
+// When the adapter itself exits, whatever it left running in its group is
+// killed, so a background grandchild cannot hold the output pipes open or
+// outlive the invocation. Run never returns before the adapter is reaped.
+// It is safe for concurrent use.
+func Run(ctx context.Context, spec Spec, payload []byte, onStart func(pid, pgid int)) (res Result) {
+	spec = spec.withDefaults()
+	res = Result{ExitCode: -1}
+	res.Started = time.Now()
+	defer func() { res.Finished = time.Now() }()
+	if len(spec.Command) == 0 || spec.Command[0] == "" {
+		res.StartErr = errors.New("the adapter command is empty")
+		return res
+	}
+	if ctx.Err() != nil {
+		res.Interrupted = true
+		return res
+	}
+
+	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
+	cmd.Dir = spec.Dir
+	// os/exec keeps the last value of a duplicated key, which gives the
+	// documented precedence: environment < entry env < BRIDGE_*.
+	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.SysProcAttr = sysProcAttr()
+	// Our own pipes rather than io.Writers: os/exec would then wait in
+	// Wait for the copy to reach EOF, which a grandchild holding the pipe
+	// could delay forever. With *os.File, Wait returns when the adapter
+	// exits and the draining below is bounded.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		res.StartErr = fmt.Errorf("stdout pipe: %w", err)
+		return res
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		res.StartErr = fmt.Errorf("stderr pipe: %w", err)
+		return res
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		for _, f := range []*os.File{outR, outW, errR, errW} {
+			f.Close()
+		}
+		res.StartErr = fmt.Errorf("stdin pipe: %w", err)
+		return res
+	}
+
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		res.StartErr = fmt.Errorf("start %s: %w", spec.Command[0], err)
+		return res
+	}
+	pid := cmd.Process.Pid
+	pgid := pid // Setpgid with Pgid 0: the adapter leads a new group.
+	res.PID, res.PGID = pid, pgid
+	if onStart != nil {
+		onStart(pid, pgid)
+	}
+
+	stdout := &cappedBuffer{max: spec.MaxStdout}
+	stderr := newTailBuffer(spec.MaxStderr)
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() { defer readers.Done(); _, _ = io.Copy(stdout, outR) }()
+	go func() { defer readers.Done(); _, _ = io.Copy(stderr, errR) }()
+
+	// The payload is written in its own goroutine: an adapter that never
+	// reads stdin must not block Run. A write error (EPIPE when the adapter
+	// exits without reading) is expected and ignored; Wait closes stdin.
+	var writer sync.WaitGroup
+	writer.Add(1)
+	go func() {
+		defer writer.Done()
+		_, _ = stdin.Write(payload)
+		_ = stdin.Close()
+	}()
+
+	// The escalation goroutine stops the group on timeout or cancel. It is
+	// stopped (exited closed, escDone awaited) before the adapter is reaped,
+	// so it never signals a process group id that may have been recycled.
+	// This is why exec.CommandContext's Cancel and WaitDelay are not used:
+	// their final kill reaches only the leader, and nothing orders them
+	// before the reap.
+	exited := make(chan struct{})
+	escDone := make(chan struct{})
+	var timedOut, interrupted bool
+	go func() {
+		defer close(escDone)
+		var deadline <-chan time.Time
+		if spec.Timeout > 0 {
+			t := time.NewTimer(spec.Timeout)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-exited:
+			return
+		case <-ctx.Done():
+			interrupted = true
+		case <-deadline:
+			timedOut = true
+		}
+		_ = signalGroup(pgid, syscall.SIGTERM)
+		grace := time.NewTimer(spec.KillGrace)
+		defer grace.Stop()
+		select {
+		case <-exited:
+		case <-grace.C:
+			_ = signalGroup(pgid, syscall.SIGKILL)
+		}
+	}()
+	stopEscalation := func() {
+		close(exited)
+		<-escDone
+	}
+
+	waitErr := waitLeader(cmd, pgid, stopEscalation)
+	writer.Wait()
+
+	drained := make(chan struct{})
+	go func() { readers.Wait(); close(drained) }()
+	t := time.NewTimer(drainTimeout)
+	select {
+	case <-drained:
+	case <-t.C:
+		// Closing the read ends unblocks the readers.
+		outR.Close()
+		errR.Close()
+		<-drained
+	}
+	t.Stop()
+	outR.Close()
+	errR.Close()
+
+	res.TimedOut, res.Interrupted = timedOut, interrupted
+	if st := cmd.ProcessState; st != nil {
+		res.ExitCode = st.ExitCode()
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signaled = true
+			res.Signal = ws.Signal()
+		}
+	} else if waitErr != nil {
+		res.StartErr = fmt.Errorf("wait for %s: %w", spec.Command[0], waitErr)
+	}
+	res.Stdout = stdout.buf
+	res.StdoutBytes = stdout.total
+	res.StdoutTruncated = stdout.total > int64(len(stdout.buf))
+	res.StderrTail = stderr.Bytes()
+	return res
+}
+
+// signalGroup sends sig to every process of the group; a group that no
+// longer exists is not an error.
+func signalGroup(pgid int, sig syscall.Signal) error {
+	if pgid <= 1 {
+		return fmt.Errorf("refusing to signal process group %d", pgid)
+	}
+	if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal process group %d: %w", pgid, err)
+	}
+	return nil
+}
+
+// cappedBuffer keeps the first max bytes written and counts the rest, which
+// it discards; it never fails, so the reader keeps draining the pipe.
+type cappedBuffer struct {
+	max   int64
+	buf   []byte
+	total int64
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	c.total += int64(n)
+	room := c.max - int64(len(c.buf))
+	if room <= 0 {
+		return n, nil
+	}
+	p = p[:min(int64(n), room)]
+	if need := len(c.buf) + len(p); need > cap(c.buf) {
+		// Double, but never past the cap: append's own growth would
+		// overshoot it and allocate several times more in total.
+		grown := make([]byte, len(c.buf), min(max(2*cap(c.buf), need), int(c.max)))
+		copy(grown, c.buf)
+		c.buf = grown
+	}
+	c.buf = append(c.buf, p...)
+	return n, nil
+}
+
+// tailBuffer is a fixed-size ring keeping the last bytes written.
+type tailBuffer struct {
+	buf  []byte
+	pos  int
+	full bool
+}
+
+func newTailBuffer(size int) *tailBuffer { return &tailBuffer{buf: make([]byte, size)} }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(t.buf) == 0 {
+		return n, nil
+	}
+	if len(p) >= len(t.buf) {
+		copy(t.buf, p[len(p)-len(t.buf):])
+		t.pos, t.full = 0, true
+		return n, nil
+	}
+	for len(p) > 0 {
+		k := copy(t.buf[t.pos:], p)
+		p = p[k:]
+		t.pos += k
+		if t.pos == len(t.buf) {
+			t.pos, t.full = 0, true
+		}
+	}
+	return n, nil
+}
+
+// Bytes returns a copy of the kept bytes, oldest first.
+func (t *tailBuffer) Bytes() []byte {
+	if !t.full {
+		return append([]byte(nil), t.buf[:t.pos]...)
+	}
+	out := make([]byte, 0, len(t.buf))
+	out = append(out, t.buf[t.pos:]...)
+	return append(out, t.buf[:t.pos]...)
+}

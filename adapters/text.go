@@ -1,0 +1,118 @@
+package adapters
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// NoOutput is the reply posted for an adapter that succeeded but printed
+// nothing, so the thread still shows that the participant answered.
+const NoOutput = "[no output]"
+
+// truncatedMarker ends a reply that was cut to fit max_reply_chars, so
+// readers see that something is missing.
+const truncatedMarker = "\n[truncated]"
+
+// TruncateReply turns adapter output into reply content: surrounding space
+// trimmed, empty output as NoOutput, and output longer than max runes cut so
+// that the content plus a visible "[truncated]" line fits in max runes.
+// max <= 0 means no limit.
+func TruncateReply(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return NoOutput
+	}
+	if max <= 0 || utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	marker := []rune(truncatedMarker)
+	if max <= len(marker) {
+		// No room for any content: keep as much of the marker's word as fits.
+		word := []rune(strings.TrimSpace(truncatedMarker))
+		return string(word[:min(max, len(word))])
+	}
+	kept := []rune(s)[:max-len(marker)]
+	return strings.TrimRightFunc(string(kept), isSpace) + truncatedMarker
+}
+
+func isSpace(r rune) bool { return strings.ContainsRune(" \t\r\n\v\f", r) }
+
+// RenderPrompt renders a payload as one plain-text prompt: the primer, the
+// conversation so far (messages of the context window, oldest first, without
+// the trigger itself) and the message to answer. The shipped claude and codex
+// adapters feed it to their CLI through "agent-bridge prompt", so an adapter
+// in shell needs neither jq nor python.
+func RenderPrompt(p Payload) string {
+	var b strings.Builder
+	if primer := strings.TrimSpace(p.Primer); primer != "" {
+		b.WriteString(primer)
+		b.WriteString("\n\n")
+	}
+	triggerID := p.EventID
+	if triggerID == "" {
+		triggerID = p.Trigger.ID
+	}
+	var history []agentbridge.Event
+	for _, e := range p.ContextWindow {
+		if e.Type == agentbridge.TypeMessage && (triggerID == "" || e.ID != triggerID) {
+			history = append(history, e)
+		}
+	}
+	threadName := p.Thread.Name
+	if threadName == "" {
+		threadName = p.ThreadID
+	}
+	if len(history) > 0 {
+		fmt.Fprintf(&b, "## Conversation so far in thread %q (oldest first)\n\n", threadName)
+		for _, e := range history {
+			fmt.Fprintf(&b, "%s -> %s: %s\n\n", e.From, e.To, strings.TrimSpace(e.Text()))
+		}
+	}
+	from, to, content := p.From, p.To, p.Content
+	if from == "" {
+		from = p.Trigger.From
+	}
+	if to == "" {
+		to = p.Trigger.To
+	}
+	if content == "" {
+		content = p.Trigger.Content
+	}
+	b.WriteString("## The message to answer\n\n")
+	fmt.Fprintf(&b, "%s -> %s: %s\n\n", from, to, strings.TrimSpace(content))
+	if p.Participant.ID != "" {
+		fmt.Fprintf(&b, "You are %q in this thread. ", p.Participant.ID)
+	}
+	b.WriteString("Your reply (what you print) is posted to the thread for you.\n")
+	return b.String()
+}
+
+// ErrorMessage words a failed invocation for the thread: why it failed
+// (start failure, interruption, timeout, signal or exit code) followed by
+// the tail of its stderr, which is usually where the real reason is.
+// timeout is the adapter_timeout_s in force, named in the timeout sentence.
+func ErrorMessage(r Result, timeout time.Duration) string {
+	var msg string
+	switch {
+	case r.StartErr != nil:
+		msg = fmt.Sprintf("The adapter could not be started: %v.", r.StartErr)
+	case r.Interrupted:
+		msg = "The adapter was interrupted because the coordinator shut down."
+	case r.TimedOut:
+		msg = fmt.Sprintf("The adapter did not finish within %s and was stopped.", timeout)
+	case r.Signaled:
+		msg = fmt.Sprintf("The adapter was killed by signal %d (%v).", int(r.Signal), r.Signal)
+	case r.ExitCode != 0:
+		msg = fmt.Sprintf("The adapter exited with code %d.", r.ExitCode)
+	default:
+		msg = "The adapter finished without an error."
+	}
+	if tail := strings.TrimSpace(string(r.StderrTail)); tail != "" {
+		msg += "\n\nThe end of its stderr:\n" + tail
+	}
+	return msg
+}

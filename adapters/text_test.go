@@ -1,0 +1,156 @@
+package adapters_test
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/adapters"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata golden files")
+
+func TestPayloadGolden(t *testing.T) {
+	hop := 1
+	created := agentbridge.Event{ID: "01JD3Q0000000000000000000A", Seq: 1, GSeq: 10, TS: "2026-11-21T09:59:00.000000Z",
+		Thread: "t1", Type: agentbridge.TypeThreadCreated, From: "user", To: "all", Content: json.RawMessage(`"design"`)}
+	reply := agentbridge.Event{ID: "01JD3Q0000000000000000000B", Seq: 6, GSeq: 92, TS: "2026-11-21T09:59:30.000000Z",
+		Thread: "t1", Type: agentbridge.TypeMessage, From: "claude", To: "all", Content: json.RawMessage(`"I think so."`),
+		Meta: agentbridge.Meta{ReplyTo: "01JD3Q0000000000000000000A", Tags: []string{"coordinator"}, Via: "bridge-coordinator", Hop: &hop}}
+	trigger := agentbridge.Event{ID: "01JD3Q6Y7M8K9N0P1Q2R3S4T5V", Seq: 7, GSeq: 93, TS: "2026-11-21T10:00:00.123456Z",
+		Thread: "t1", Type: agentbridge.TypeMessage, From: "user", To: "codex", Content: json.RawMessage(`"hello @codex"`)}
+	p := adapters.NewPayload("http://127.0.0.1:5111", agentbridge.Thread{ID: "t1", Name: "design"}, trigger, "codex",
+		agentbridge.Profile{Client: "codex", Model: "gpt-5-codex", Nickname: "cx"},
+		[]agentbridge.Event{created, reply, trigger}, "You are in a bridge thread.\n")
+	got, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	golden := filepath.Join("testdata", "payload.golden.json")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("payload shape changed; adapters depend on it (go test -update if intended):\n%s", got)
+	}
+
+	empty := adapters.NewPayload("u", agentbridge.Thread{ID: "t"}, trigger, "p", agentbridge.Profile{}, nil, "")
+	b, err := json.Marshal(empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"context_window":[]`) {
+		t.Errorf("nil context not sent as []: %s", b)
+	}
+}
+
+func TestTruncateReply(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		max  int
+		want string
+	}{
+		{"empty", "", 100, "[no output]"},
+		{"blank", " \n\t\n", 100, "[no output]"},
+		{"trimmed", "\n  hello\n\n", 100, "hello"},
+		{"exact fit", "12345", 5, "12345"},
+		{"no limit", strings.Repeat("a", 50), 0, strings.Repeat("a", 50)},
+		{"cut", "abcdefghijklmnopqrstuvwxyz", 20, "abcdefgh\n[truncated]"},
+		{"cut trims space before the marker", "abcdefg  hijklmnopqrstuvwxyz", 21, "abcdefg\n[truncated]"},
+		{"runes not bytes", strings.Repeat("é", 30), 15, "ééé\n[truncated]"},
+		{"tiny max", "abcdefghijklmnop", 5, "[trun"},
+		{"max equals marker", "abcdefghijklmnop", 12, "[truncated]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := adapters.TruncateReply(tt.in, tt.max)
+			if got != tt.want {
+				t.Errorf("TruncateReply(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+			}
+			if tt.max > 0 && utf8.RuneCountInString(got) > tt.max {
+				t.Errorf("result has %d runes, over max %d", utf8.RuneCountInString(got), tt.max)
+			}
+		})
+	}
+}
+
+func TestRenderPrompt(t *testing.T) {
+	msg := func(id, from, to, text string) agentbridge.Event {
+		b, _ := json.Marshal(text)
+		return agentbridge.Event{ID: id, Type: agentbridge.TypeMessage, From: from, To: to, Content: b}
+	}
+	control := agentbridge.Event{ID: "c", Type: agentbridge.TypeControl, From: "user", To: "all", Content: json.RawMessage(`{"pause":{"on":false}}`)}
+	trigger := msg("e3", "user", "codex", "  what now?  ")
+	full := adapters.NewPayload("u", agentbridge.Thread{ID: "t1", Name: "design"}, trigger, "codex", agentbridge.Profile{},
+		[]agentbridge.Event{msg("e1", "user", "all", "hi all"), control, msg("e2", "claude", "all", "hello\n"), trigger}, "\nPRIMER\n")
+	tests := []struct {
+		name string
+		p    adapters.Payload
+		want string
+	}{
+		{"full", full, "PRIMER\n\n" +
+			"## Conversation so far in thread \"design\" (oldest first)\n\n" +
+			"user -> all: hi all\n\n" +
+			"claude -> all: hello\n\n" +
+			"## The message to answer\n\n" +
+			"user -> codex: what now?\n\n" +
+			"You are \"codex\" in this thread. Your reply (what you print) is posted to the thread for you.\n"},
+		{"no primer, no history", adapters.NewPayload("u", agentbridge.Thread{ID: "t1"}, trigger, "codex", agentbridge.Profile{}, nil, ""),
+			"## The message to answer\n\n" +
+				"user -> codex: what now?\n\n" +
+				"You are \"codex\" in this thread. Your reply (what you print) is posted to the thread for you.\n"},
+		{"original payload with nested fields only", adapters.Payload{Trigger: adapters.TriggerInfo{ID: "x", From: "user", To: "all", Content: "nested"}},
+			"## The message to answer\n\n" +
+				"user -> all: nested\n\n" +
+				"Your reply (what you print) is posted to the thread for you.\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := adapters.RenderPrompt(tt.p); got != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestErrorMessage(t *testing.T) {
+	tests := []struct {
+		name string
+		r    adapters.Result
+		want []string
+	}{
+		{"start", adapters.Result{ExitCode: -1, StartErr: errors.New(`exec: "claude": executable file not found in $PATH`)},
+			[]string{"could not be started", "executable file not found"}},
+		{"interrupted", adapters.Result{ExitCode: -1, Interrupted: true, Signaled: true, Signal: syscall.SIGTERM}, []string{"interrupted"}},
+		{"timeout", adapters.Result{ExitCode: -1, TimedOut: true, Signaled: true, Signal: syscall.SIGKILL}, []string{"within 10m0s"}},
+		{"signal", adapters.Result{ExitCode: -1, Signaled: true, Signal: syscall.SIGSEGV}, []string{"signal 11"}},
+		{"exit with stderr", adapters.Result{ExitCode: 2, StderrTail: []byte("\nusage: claude -p\n")},
+			[]string{"exited with code 2", "stderr:\nusage: claude -p"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := adapters.ErrorMessage(tt.r, 10*time.Minute)
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%q lacks %q", got, w)
+				}
+			}
+		})
+	}
+}
