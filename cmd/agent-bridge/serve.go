@@ -3,8 +3,189 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/bridge"
+	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
+	"github.com/agent-bridge/agent-bridge/bridge/ui"
 )
 
+// shutdownGrace bounds how long a stopping server waits for in-flight
+// requests before it closes their connections.
+const shutdownGrace = 10 * time.Second
+
+// bridgeConfig is everything startBridge needs; serve fills it from flags
+// and up from its defaults.
+type bridgeConfig struct {
+	Addr         string
+	DB           string
+	Humans       agentbridge.Humans
+	Token        string
+	AllowedHosts []string
+	CORSOrigins  []string
+	MaxBody      int64
+	Version      string
+}
+
+// runningBridge is a started bridge: its store and its listening server.
+type runningBridge struct {
+	Server *bridge.Server
+	Store  *sqlite.Store
+}
+
+// URL returns the server's base URL.
+func (b *runningBridge) URL() string { return b.Server.URL() }
+
+// Close stops the server (ending streams, finishing in-flight requests
+// until ctx is done), then closes the store: the reverse of the start order.
+func (b *runningBridge) Close(ctx context.Context) error {
+	return errors.Join(b.Server.Close(ctx), b.Store.Close())
+}
+
+// startBridge opens the store and starts the server with the web UI. It is
+// the one wiring shared by serve, up and the end-to-end tests. A
+// non-loopback address without a token, or a malformed host or origin
+// list, is a *usageError.
+func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*runningBridge, error) {
+	if err := bridge.CheckListen(cfg.Addr, cfg.Token); err != nil {
+		return nil, usagef("--addr: %v", err)
+	}
+	store, err := sqlite.Open(ctx, cfg.DB, sqlite.Options{Humans: cfg.Humans, Logger: logger.With("component", "store")})
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", cfg.DB, err)
+	}
+	srv, err := bridge.NewServer(store, bridge.Options{
+		Addr:         cfg.Addr,
+		Token:        cfg.Token,
+		Humans:       cfg.Humans,
+		AllowedHosts: cfg.AllowedHosts,
+		CORSOrigins:  cfg.CORSOrigins,
+		MaxBody:      cfg.MaxBody,
+		Logger:       logger,
+		Version:      cfg.Version,
+		UI:           ui.Handler(),
+	})
+	if err != nil {
+		_ = store.Close()
+		if errors.Is(err, bridge.ErrInsecureAddr) {
+			return nil, usagef("--addr: %v", err)
+		}
+		return nil, usagef("%v", err)
+	}
+	if err := srv.Open(); err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	return &runningBridge{Server: srv, Store: store}, nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// readToken returns the token from --token-file (surrounding whitespace
+// trimmed) or else BRIDGE_TOKEN; an empty token file is a usage error,
+// since its owner clearly meant to set one.
+func (m *Main) readToken(path string) (string, error) {
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", usagef("--token-file: %v", err)
+		}
+		tok := strings.TrimSpace(string(b))
+		if tok == "" {
+			return "", usagef("--token-file: %s is empty", path)
+		}
+		return tok, nil
+	}
+	return strings.TrimSpace(m.Getenv("BRIDGE_TOKEN")), nil
+}
+
 func (m *Main) runServe(ctx context.Context, args []string) error {
-	return errors.New("not implemented yet")
+	fs := m.newFlagSet("serve")
+	addr := fs.String("addr", m.env("BRIDGE_ADDR", bridge.DefaultAddr), "listen address (env BRIDGE_ADDR); a non-loopback address needs a token")
+	db := fs.String("db", m.env("BRIDGE_DB", "./data/bridge.db"), "SQLite database file, created with its folder (env BRIDGE_DB)")
+	humans := fs.String("humans", "user", "comma-separated participant ids whose controls count")
+	tokenFile := fs.String("token-file", "", "file holding the bearer token (else env BRIDGE_TOKEN)")
+	allowedHosts := fs.String("allowed-hosts", "", "comma-separated extra Host names (no port) besides loopback")
+	corsOrigins := fs.String("cors-origin", "", "comma-separated extra allowed origins, scheme://host[:port]")
+	maxBody := fs.String("max-body", strconv.Itoa(bridge.DefaultMaxBody), "maximum request body, in bytes")
+	logLevel := fs.String("log-level", m.env("BRIDGE_LOG_LEVEL", "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("serve takes no arguments, got %q", pos[0])
+	}
+	logger, err := newLogger(m.Stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	mb, err := strconv.ParseInt(*maxBody, 10, 64)
+	if err != nil || mb <= 0 {
+		return usagef("--max-body: %q is not a positive number of bytes", *maxBody)
+	}
+	hs := splitList(*humans)
+	if len(hs) == 0 {
+		return usagef("--humans: give at least one participant id")
+	}
+	for _, h := range hs {
+		if !agentbridge.ParticipantIDPattern.MatchString(h) {
+			return usagef("--humans: %q is not a valid participant id", h)
+		}
+	}
+	token, err := m.readToken(*tokenFile)
+	if err != nil {
+		return err
+	}
+	b, err := startBridge(ctx, bridgeConfig{
+		Addr:         *addr,
+		DB:           *db,
+		Humans:       hs,
+		Token:        token,
+		AllowedHosts: splitList(*allowedHosts),
+		CORSOrigins:  splitList(*corsOrigins),
+		MaxBody:      mb,
+		Version:      version,
+	}, logger)
+	if err != nil {
+		return err
+	}
+	logger.Info("agent-bridge serving", "url", b.URL(), "db", *db, "ui", b.URL()+"/ui", "token", token != "")
+	<-ctx.Done()
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	// A second SIGINT/SIGTERM skips the grace period.
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	go func() {
+		select {
+		case <-again:
+			logger.Warn("second signal: closing connections now")
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	if err := b.Close(sctx); err != nil {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	return nil
 }

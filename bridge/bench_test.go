@@ -1,0 +1,124 @@
+package bridge
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// BenchmarkHTTPAppend measures durable appends over real HTTP against real
+// SQLite, with 1, 8 and 32 concurrent clients spread over 1 or 100 threads,
+// and in the same run the floor: a trivial net/http handler that decodes
+// the same JSON and answers 200. docs/performance.md reports the ratio.
+func BenchmarkHTTPAppend(b *testing.B) {
+	for _, clients := range []int{1, 8, 32} {
+		b.Run(fmt.Sprintf("baseline/clients=%d", clients), func(b *testing.B) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, DefaultMaxBody))
+				if err != nil {
+					http.Error(w, err.Error(), 400)
+					return
+				}
+				in, err := agentbridge.DecodeEventInput(body)
+				if err != nil {
+					http.Error(w, err.Error(), 400)
+					return
+				}
+				writeJSON(w, 200, appendAnswer{Received: true, Event: agentbridge.Event{Type: in.Type, From: in.From, To: in.To, Content: in.Content, Meta: in.Meta}})
+			})}
+			go func() { _ = srv.Serve(ln) }()
+			defer srv.Close()
+			runAppends(b, "http://"+ln.Addr().String(), clients, 1)
+		})
+		for _, threads := range []int{1, 100} {
+			b.Run(fmt.Sprintf("bridge/clients=%d/threads=%d", clients, threads), func(b *testing.B) {
+				ts := newTestServer(b, Options{})
+				for i := range threads {
+					ts.newThread(fmt.Sprintf("t%d", i))
+				}
+				runAppends(b, ts.url, clients, threads)
+			})
+		}
+	}
+}
+
+// runAppends posts b.N messages from clients goroutines, round-robin over
+// threads t0..t{threads-1}.
+func runAppends(b *testing.B, url string, clients, threads int) {
+	tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	body, _ := json.Marshal(map[string]any{"from": "user", "to": "all", "content": strings.Repeat("benchmark message ", 8), "meta": map[string]any{"tags": []string{"bench"}}})
+	var next sync.Mutex
+	n := 0
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				next.Lock()
+				i := n
+				n++
+				next.Unlock()
+				if i >= b.N {
+					return
+				}
+				resp, err := client.Post(fmt.Sprintf("%s/threads/t%d/events", url, i%threads), "application/json", strings.NewReader(string(body)))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					b.Errorf("status %d", resp.StatusCode)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+}
+
+// BenchmarkLongPollWake measures how long after an append is acknowledged
+// a waiting global long-poll answers with it (the contract: within
+// milliseconds).
+func BenchmarkLongPollWake(b *testing.B) {
+	ts := newTestServer(b, Options{})
+	ts.newThread("t")
+	var total time.Duration
+	for range b.N {
+		head := ts.head()
+		done := make(chan time.Time, 1)
+		go func() {
+			resp, err := http.Get(fmt.Sprintf("%s/events?after=%d&wait=60", ts.url, head))
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			done <- time.Now()
+		}()
+		waitFor(b, 10*time.Second, "poll waiting", func() bool { return subscriberCount(ts.srv, "poll") >= 1 })
+		ts.post("t", "user", "wake")
+		acked := time.Now()
+		total += (<-done).Sub(acked)
+		waitFor(b, 10*time.Second, "poll done", func() bool { return subscriberCount(ts.srv, "poll") == 0 })
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms/wake")
+}

@@ -1,0 +1,267 @@
+package bridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// maxIdempotencyKey bounds the Idempotency-Key header, in bytes.
+const maxIdempotencyKey = 256
+
+func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "server": "agent-bridge", "version": s.opts.Version})
+	return nil
+}
+
+// handleHealthz answers ok when the store answers a trivial query.
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) error {
+	if _, err := s.store.Head(r.Context()); err != nil {
+		s.log.Warn("healthz: store unavailable", "err", err)
+		return agentbridge.Errorf(agentbridge.ECodeUnavailable, "The event store is not answering.")
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+// readBody reads the whole request body, capped at MaxBody.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, agentbridge.Errorf(agentbridge.ECodeBodyTooLarge, "The request body is larger than the limit of %d bytes.", s.opts.MaxBody)
+		}
+		return nil, fmt.Errorf("read request body: %w", err)
+	}
+	return b, nil
+}
+
+// decodeStrict decodes a JSON object body into v. Fields lists the accepted
+// fields: any other is unknown_field, a wrong type invalid_field. An empty
+// body leaves v as is when allowEmpty.
+func (s *Server) decodeStrict(w http.ResponseWriter, r *http.Request, v any, fields []string, allowEmpty bool) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	if allowEmpty && len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
+		return agentbridge.Errorf(agentbridge.ECodeInvalidJSON, "The request body must be a JSON object.")
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.Contains(fields, k) {
+			return agentbridge.FieldErrorf(agentbridge.ECodeUnknownField, k, "The field %q is not accepted here; known fields are %s.", k, strings.Join(fields, ", "))
+		}
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, te.Field, "The field %q must be a %s.", te.Field, te.Type.Kind())
+		}
+		return agentbridge.Errorf(agentbridge.ECodeInvalidJSON, "The request body is not valid JSON.")
+	}
+	return nil
+}
+
+// queryInt parses an integer query parameter within [min, max]; absent
+// returns def. The error names the parameter.
+func queryInt(r *http.Request, name string, def, min, max int64) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < min || n > max {
+		return 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be a whole number from %d to %d, not %q.", name, min, max, clipQuery(v))
+	}
+	return n, nil
+}
+
+func clipQuery(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// threadsPage is the answer of GET /threads.
+type threadsPage struct {
+	Threads []agentbridge.Thread `json:"threads"`
+}
+
+func (s *Server) handleThreadsGet(w http.ResponseWriter, r *http.Request) error {
+	limit, err := queryInt(r, "limit", 0, 1, agentbridge.MaxEventsLimit)
+	if err != nil {
+		return err
+	}
+	threads, err := s.store.Threads(r.Context(), r.URL.Query().Get("after"), int(limit))
+	if err != nil {
+		return fmt.Errorf("list threads: %w", err)
+	}
+	if threads == nil {
+		threads = []agentbridge.Thread{}
+	}
+	writeJSON(w, http.StatusOK, threadsPage{Threads: threads})
+	return nil
+}
+
+// createThreadBody is the body of POST /threads; every field is optional.
+type createThreadBody struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	From string `json:"from"`
+}
+
+func (s *Server) handleThreadsPost(w http.ResponseWriter, r *http.Request) error {
+	var body createThreadBody
+	if err := s.decodeStrict(w, r, &body, []string{"id", "name", "from"}, true); err != nil {
+		return err
+	}
+	if body.ID != "" && !agentbridge.ThreadIDPattern.MatchString(body.ID) {
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "id", "The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit.", clipQuery(body.ID))
+	}
+	if body.Name != "" {
+		if err := agentbridge.ValidateThreadName(body.Name); err != nil {
+			return err
+		}
+	}
+	if body.From != "" && !agentbridge.ParticipantIDPattern.MatchString(body.From) {
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "from", "The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clipQuery(body.From))
+	}
+	th, ev, err := s.store.CreateThread(r.Context(), agentbridge.CreateThreadRequest{ID: body.ID, Name: body.Name, From: body.From})
+	if err != nil {
+		return storeErr("create thread", err)
+	}
+	s.metrics.appends.Inc()
+	writeJSON(w, http.StatusOK, struct {
+		agentbridge.Thread
+		Event agentbridge.Event `json:"event"`
+	}{th, ev})
+	return nil
+}
+
+// storeErr passes client errors through and wraps the rest with context.
+func storeErr(op string, err error) error {
+	var ae *agentbridge.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func (s *Server) handleThreadGet(w http.ResponseWriter, r *http.Request) error {
+	th, err := s.store.Thread(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		return storeErr("get thread", err)
+	}
+	writeJSON(w, http.StatusOK, th)
+	return nil
+}
+
+// eventsPage is the answer of GET /threads/{id}/events.
+type eventsPage struct {
+	Events []agentbridge.Event `json:"events"`
+	Count  int                 `json:"count"`
+}
+
+func (s *Server) handleEventsGet(w http.ResponseWriter, r *http.Request) error {
+	q := agentbridge.ThreadEventsQuery{Thread: chi.URLParam(r, "id"), Since: r.URL.Query().Get("since")}
+	var err error
+	if q.After, err = queryInt(r, "after", -1, 0, 1<<62); err != nil {
+		return err
+	}
+	var limit, tail int64
+	if limit, err = queryInt(r, "limit", 0, 1, agentbridge.MaxEventsLimit); err != nil {
+		return err
+	}
+	if tail, err = queryInt(r, "tail", 0, 1, agentbridge.MaxEventsLimit); err != nil {
+		return err
+	}
+	if q.Until, err = queryInt(r, "until", 0, 1, 1<<62); err != nil {
+		return err
+	}
+	q.Limit, q.Tail = int(limit), int(tail)
+	evs, err := s.store.ThreadEvents(r.Context(), q)
+	if err != nil {
+		return storeErr("thread events", err)
+	}
+	if evs == nil {
+		evs = []agentbridge.Event{}
+	}
+	writeJSON(w, http.StatusOK, eventsPage{Events: evs, Count: len(evs)})
+	return nil
+}
+
+// appendAnswer is the v0 answer of an event POST; Replayed is v1.
+type appendAnswer struct {
+	Received bool              `json:"received"`
+	Event    agentbridge.Event `json:"event"`
+	Replayed bool              `json:"replayed,omitempty"`
+}
+
+// handleEventsPost appends one event. Both a new event and an idempotent
+// replay answer 200 (the v0 server answered 200; see docs/api.md).
+func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error {
+	key := r.Header.Get("Idempotency-Key")
+	if len(key) > maxIdempotencyKey {
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "Idempotency-Key", "The Idempotency-Key header must be at most %d bytes.", maxIdempotencyKey)
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	in, err := agentbridge.DecodeEventInput(body)
+	if err != nil {
+		return err
+	}
+	res, err := s.store.Append(r.Context(), agentbridge.AppendRequest{Thread: chi.URLParam(r, "id"), Input: in, IdempotencyKey: key})
+	if err != nil {
+		return storeErr("append", err)
+	}
+	if !res.Replayed {
+		s.metrics.appends.Inc()
+	}
+	writeJSON(w, http.StatusOK, appendAnswer{Received: true, Event: res.Event, Replayed: res.Replayed})
+	return nil
+}
+
+// stateAnswer is the answer of GET /threads/{id}/state.
+type stateAnswer struct {
+	Thread string                  `json:"thread"`
+	Seq    int64                   `json:"seq"`
+	State  agentbridge.ThreadState `json:"state"`
+}
+
+func (s *Server) handleStateGet(w http.ResponseWriter, r *http.Request) error {
+	at, err := queryInt(r, "at", 0, 1, 1<<62)
+	if err != nil {
+		return err
+	}
+	id := chi.URLParam(r, "id")
+	st, seq, err := s.store.State(r.Context(), id, at)
+	if err != nil {
+		return storeErr("thread state", err)
+	}
+	writeJSON(w, http.StatusOK, stateAnswer{Thread: id, Seq: seq, State: st.Normalize()})
+	return nil
+}

@@ -1,0 +1,154 @@
+package bridge
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// presenceLogSize is how many recent presence changes the hub keeps for
+// global-stream subscribers; one that falls further behind skips the oldest
+// (presence is ephemeral: the latest report is what matters).
+const presenceLogSize = 256
+
+// presenceHub holds presence in memory, per thread, and wakes global-stream
+// subscribers on each change with the same close-and-replace channel the
+// store uses for commits.
+type presenceHub struct {
+	ttl time.Duration
+	now func() time.Time
+
+	mu      sync.Mutex
+	threads map[string]map[string]presenceEntry
+	log     []agentbridge.Presence // ring of the last changes
+	version int64                  // number of changes ever made
+	notify  chan struct{}
+}
+
+type presenceEntry struct {
+	state   string
+	details json.RawMessage
+	at      time.Time
+}
+
+func newPresenceHub(ttl time.Duration, now func() time.Time) *presenceHub {
+	return &presenceHub{ttl: ttl, now: now, threads: map[string]map[string]presenceEntry{}, notify: make(chan struct{})}
+}
+
+// set records a report and wakes subscribers. It forgets entries of the
+// thread that have been stale for ten TTLs, so memory stays bounded by the
+// active participants.
+func (p *presenceHub) set(thread string, in agentbridge.PresenceInput) agentbridge.Presence {
+	now := p.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := p.threads[thread]
+	if m == nil {
+		m = map[string]presenceEntry{}
+		p.threads[thread] = m
+	}
+	for id, e := range m {
+		if now.Sub(e.at) > 10*p.ttl {
+			delete(m, id)
+		}
+	}
+	e := presenceEntry{state: in.State, details: in.Details, at: now}
+	m[in.From] = e
+	pr := p.view(in.From, e, now)
+	pr.Thread = thread
+	if len(p.log) < presenceLogSize {
+		p.log = append(p.log, pr)
+	} else {
+		p.log[p.version%presenceLogSize] = pr
+	}
+	p.version++
+	close(p.notify)
+	p.notify = make(chan struct{})
+	return pr
+}
+
+func (p *presenceHub) view(id string, e presenceEntry, now time.Time) agentbridge.Presence {
+	return agentbridge.Presence{ID: id, State: e.state, UpdatedAt: agentbridge.FormatTime(e.at), Stale: now.Sub(e.at) > p.ttl, Details: e.details}
+}
+
+// list returns a thread's presence sorted by participant id.
+func (p *presenceHub) list(thread string) []agentbridge.Presence {
+	now := p.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]agentbridge.Presence, 0, len(p.threads[thread]))
+	for id, e := range p.threads[thread] {
+		out = append(out, p.view(id, e, now))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// watch returns the channel closed by the next change and the current
+// version; a subscriber grabs both before reading changes.
+func (p *presenceHub) watch() (<-chan struct{}, int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.notify, p.version
+}
+
+// since returns the changes after version v still in the ring, oldest
+// first, and the version they bring the caller to.
+func (p *presenceHub) since(v int64) ([]agentbridge.Presence, int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if v < p.version-int64(len(p.log)) {
+		v = p.version - int64(len(p.log))
+	}
+	out := make([]agentbridge.Presence, 0, p.version-v)
+	for i := v; i < p.version; i++ {
+		out = append(out, p.log[i%presenceLogSize])
+	}
+	return out, p.version
+}
+
+// presenceAnswer is the answer of GET /threads/{id}/presence.
+type presenceAnswer struct {
+	Thread       string                 `json:"thread"`
+	TTLSeconds   int                    `json:"ttl_seconds"`
+	Participants []agentbridge.Presence `json:"participants"`
+}
+
+func (s *Server) handlePresenceGet(w http.ResponseWriter, r *http.Request) error {
+	id := chi.URLParam(r, "id")
+	if _, err := s.store.Thread(r.Context(), id); err != nil {
+		return storeErr("presence thread", err)
+	}
+	writeJSON(w, http.StatusOK, presenceAnswer{Thread: id, TTLSeconds: int(s.opts.PresenceTTL / time.Second), Participants: s.presence.list(id)})
+	return nil
+}
+
+func (s *Server) handlePresencePost(w http.ResponseWriter, r *http.Request) error {
+	var in agentbridge.PresenceInput
+	if err := s.decodeStrict(w, r, &in, []string{"from", "state", "details"}, false); err != nil {
+		return err
+	}
+	switch {
+	case in.From == "":
+		return agentbridge.FieldErrorf(agentbridge.ECodeMissingField, "from", "The field \"from\" is required: say whose presence this is.")
+	case !agentbridge.ParticipantIDPattern.MatchString(in.From):
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "from", "The participant id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clipQuery(in.From))
+	case in.State == "":
+		return agentbridge.FieldErrorf(agentbridge.ECodeMissingField, "state", "The field \"state\" is required: one of listening, thinking, typing, idle, offline.")
+	case !agentbridge.ValidPresenceState(in.State):
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "state", "The presence state %q is not one of listening, thinking, typing, idle, offline.", clipQuery(in.State))
+	}
+	id := chi.URLParam(r, "id")
+	if _, err := s.store.Thread(r.Context(), id); err != nil {
+		return storeErr("presence thread", err)
+	}
+	pr := s.presence.set(id, in)
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "presence": pr})
+	return nil
+}

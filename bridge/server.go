@@ -1,0 +1,279 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// Defaults for the zero values of Options.
+const (
+	DefaultAddr        = "127.0.0.1:5111"
+	DefaultMaxBody     = 1 << 20
+	DefaultPresenceTTL = 120 * time.Second
+	DefaultKeepAlive   = 15 * time.Second
+	// maxHeaderBytes caps request headers (the contract's 64 KiB).
+	maxHeaderBytes = 64 << 10
+)
+
+// ErrInsecureAddr is returned by NewServer for a non-loopback address
+// without a token: the original answered any website's cross-origin POST and
+// its coordinator runs agents with full tool permissions, so the bridge must
+// not be reachable from the network unauthenticated.
+var ErrInsecureAddr = errors.New("refusing to listen on a non-loopback address without a token")
+
+// Options configures a Server. The zero value of each field means its
+// default.
+type Options struct {
+	// Addr is the listen address, "127.0.0.1:5111" by default; use
+	// "127.0.0.1:0" in tests and read the port back with URL.
+	Addr string
+	// Token is the bearer token every request but GET /ping and /healthz
+	// must carry; "" disables the check (loopback only).
+	Token string
+	// Humans are the participant ids whose controls count. Pause and mute
+	// are enforced by the store, which must be opened with the same set;
+	// the server keeps it so that its configuration is complete in one
+	// place (startBridge passes one value to both).
+	Humans agentbridge.Humans
+	// AllowedHosts are extra Host header names (no port) besides loopback.
+	AllowedHosts []string
+	// CORSOrigins are extra allowed Origins, as scheme://host[:port].
+	CORSOrigins []string
+	// MaxBody caps request bodies in bytes (1 MiB by default).
+	MaxBody int64
+	// PresenceTTL is how long a presence report stays fresh (120 s).
+	PresenceTTL time.Duration
+	// KeepAlive is the SSE keep-alive comment interval (15 s).
+	KeepAlive time.Duration
+	// Logger receives request and error logs (slog.Default by default).
+	Logger *slog.Logger
+	// Version is reported by GET /ping.
+	Version string
+	// UI, when non-nil, is mounted at /ui and /ui/*.
+	UI http.Handler
+}
+
+// Server is the bridge HTTP server. Create it with NewServer, start it with
+// Open, stop it with Close; Handler serves the same API without a listener
+// (for httptest). It is safe for concurrent use.
+type Server struct {
+	store    agentbridge.EventStore
+	opts     Options
+	log      *slog.Logger
+	gate     *gate
+	presence *presenceHub
+	metrics  *metrics
+	handler  http.Handler
+	reqSeq   atomic.Uint64
+	reqBase  string
+
+	// ctx is the base context of every request; Close cancels it so that
+	// streams and long-polls end promptly instead of holding Shutdown.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	ln     net.Listener
+	srv    *http.Server
+	served chan struct{} // closed when Serve returns
+	srvErr error         // Serve's unexpected error; read only after served
+}
+
+// NewServer builds a server over store. It refuses a non-loopback Addr
+// without a Token (ErrInsecureAddr) and a malformed CORS origin.
+func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
+	if store == nil {
+		return nil, errors.New("bridge: nil event store")
+	}
+	if opts.Addr == "" {
+		opts.Addr = DefaultAddr
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.PresenceTTL <= 0 {
+		opts.PresenceTTL = DefaultPresenceTTL
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = DefaultKeepAlive
+	}
+	if opts.Humans == nil {
+		opts.Humans = agentbridge.DefaultHumans
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if err := CheckListen(opts.Addr, opts.Token); err != nil {
+		return nil, err
+	}
+	host, _, _ := net.SplitHostPort(opts.Addr)
+	g, err := newGate(opts, host)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		store:    store,
+		opts:     opts,
+		log:      opts.Logger.With("component", "bridge"),
+		gate:     g,
+		presence: newPresenceHub(opts.PresenceTTL, time.Now),
+		metrics:  newMetrics(),
+		reqBase:  fmt.Sprintf("%x", time.Now().UnixNano()&0xffffff),
+		ctx:      ctx,
+		cancel:   cancel,
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// CheckListen applies the listen-address rule on its own, so that a command
+// can refuse a bad address before it opens anything: addr must be
+// host:port, and a non-loopback host needs a token (ErrInsecureAddr).
+func CheckListen(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if !isLoopbackHost(host) && token == "" {
+		return fmt.Errorf("%w: %s is reachable from other machines; configure a token (--token-file or BRIDGE_TOKEN) or listen on 127.0.0.1", ErrInsecureAddr, addr)
+	}
+	return nil
+}
+
+// isLoopbackHost reports whether host (no port) names only this machine.
+func isLoopbackHost(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// routes builds the router: security and instrumentation first, then the
+// API. Stream routes get no timeout or buffering middleware.
+func (s *Server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.instrument, s.gate.middleware(s))
+	r.NotFound(s.h(func(w http.ResponseWriter, r *http.Request) error {
+		return agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no %s on this server.", r.URL.Path)
+	}))
+	r.MethodNotAllowed(s.h(func(w http.ResponseWriter, r *http.Request) error {
+		return agentbridge.Errorf(agentbridge.ECodeMethodNotAllowed, "%s is not allowed on %s.", r.Method, r.URL.Path)
+	}))
+
+	r.Get("/ping", s.h(s.handlePing))
+	r.Get("/healthz", s.h(s.handleHealthz))
+	r.Get("/metrics", s.metrics.handler().ServeHTTP)
+	r.Post("/auth/login", s.h(s.handleLogin))
+	r.Post("/auth/logout", s.h(s.handleLogout))
+
+	r.Get("/threads", s.h(s.handleThreadsGet))
+	r.Post("/threads", s.h(s.handleThreadsPost))
+	r.Get("/threads/{id}", s.h(s.handleThreadGet))
+	r.Get("/threads/{id}/events", s.h(s.handleEventsGet))
+	r.Post("/threads/{id}/events", s.h(s.handleEventsPost))
+	r.Get("/threads/{id}/events/stream", s.h(s.handleThreadStream))
+	r.Get("/threads/{id}/state", s.h(s.handleStateGet))
+	r.Get("/threads/{id}/presence", s.h(s.handlePresenceGet))
+	r.Post("/threads/{id}/presence", s.h(s.handlePresencePost))
+
+	r.Get("/events", s.h(s.handleEventsPoll))
+	r.Get("/events/stream", s.h(s.handleGlobalStream))
+
+	if s.opts.UI != nil {
+		r.Handle("/ui", s.opts.UI)
+		r.Handle("/ui/*", s.opts.UI)
+		r.Get("/", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "/ui", http.StatusFound)
+		})
+	}
+	return r
+}
+
+// Handler returns the server's HTTP handler, with the security gate, for
+// use without Open (httptest) or behind another listener.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Open binds the listener synchronously, so a port already in use fails
+// here, and starts serving in the background.
+func (s *Server) Open() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln != nil {
+		return errors.New("bridge: server already open")
+	}
+	if s.ctx.Err() != nil {
+		return errors.New("bridge: server closed")
+	}
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.opts.Addr, err)
+	}
+	s.ln = ln
+	s.srv = &http.Server{
+		Handler:           s.handler,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return s.ctx },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	s.served = make(chan struct{})
+	go func() {
+		defer close(s.served)
+		err := s.srv.Serve(ln)
+		if !errors.Is(err, http.ErrServerClosed) {
+			s.srvErr = fmt.Errorf("serve: %w", err)
+			s.log.Error("serve", "err", err)
+		}
+	}()
+	s.log.Info("bridge listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// URL returns the base URL of the listener, such as http://127.0.0.1:5111
+// ("" before Open).
+func (s *Server) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return "http://" + s.ln.Addr().String()
+}
+
+// Close shuts the server down gracefully: it cancels the base context, which
+// ends streams and long-polls, then waits for in-flight requests until ctx
+// is done, after which it closes the remaining connections.
+func (s *Server) Close(ctx context.Context) error {
+	s.cancel()
+	s.mu.Lock()
+	srv, served := s.srv, s.served
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		err = errors.Join(fmt.Errorf("shutdown: %w", err), srv.Close())
+	}
+	<-served
+	return errors.Join(err, s.srvErr)
+}

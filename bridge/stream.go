@@ -1,0 +1,360 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// streamBatch is how many events a stream reads per query.
+const streamBatch = 500
+
+// stallTimeout drops a subscriber whose socket accepts nothing for this
+// long: it holds a goroutine and a connection for nothing, and a client that
+// comes back resumes with Last-Event-ID. (There is no server-wide
+// WriteTimeout: it would cut every healthy stream.)
+const stallTimeout = time.Minute
+
+// maxWait caps the wait parameter of the long-poll, in seconds.
+const maxWait = 60
+
+// cursorAhead is the error for a cursor past the head: a client whose
+// server was restored from an older backup must learn it, not wait forever.
+func cursorAhead(param string, cursor, head int64, thread string) error {
+	e := agentbridge.FieldErrorf(agentbridge.ECodeCursorAhead, param,
+		"The cursor %d is beyond the end of the log (%d): this server has fewer events than the client saw, perhaps restored from an older backup; resume from %d or lower.", cursor, head, head)
+	e.Head = &head
+	e.Thread = thread
+	return e
+}
+
+// lastEventID parses the Last-Event-ID header (-1 when absent).
+func lastEventID(r *http.Request) (int64, error) {
+	v := strings.TrimSpace(r.Header.Get("Last-Event-ID"))
+	if v == "" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "Last-Event-ID", "The Last-Event-ID header must be the id of an event received from this stream, a whole number, not %q.", clipQuery(v))
+	}
+	return n, nil
+}
+
+// sse writes Server-Sent Events to one subscriber. It adds no buffer of its
+// own: net/http's response buffer already batches the writes of a batch
+// until flush, and an idle subscriber should cost as little as possible.
+type sse struct {
+	rc *http.ResponseController
+	w  http.ResponseWriter
+}
+
+// startSSE sends the stream headers. Everything that can fail with a JSON
+// error must happen before it.
+func startSSE(w http.ResponseWriter) *sse {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return &sse{rc: http.NewResponseController(w), w: w}
+}
+
+// arm gives the next writes stallTimeout to get through. Writers that do
+// not support deadlines (httptest recorders) simply have none.
+func (s *sse) arm() {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(stallTimeout))
+}
+
+func (s *sse) event(id int64, ev agentbridge.Event) error {
+	s.arm()
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode event %s: %w", ev.ID, err)
+	}
+	_, err = fmt.Fprintf(s.w, "id: %d\ndata: %s\n\n", id, b)
+	return err
+}
+
+func (s *sse) presence(p agentbridge.Presence) error {
+	s.arm()
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("encode presence: %w", err)
+	}
+	_, err = fmt.Fprintf(s.w, "event: presence\ndata: %s\n\n", b)
+	return err
+}
+
+func (s *sse) comment(text string) error {
+	s.arm()
+	_, err := fmt.Fprintf(s.w, ": %s\n\n", text)
+	return err
+}
+
+func (s *sse) flush() error {
+	s.arm()
+	return s.rc.Flush()
+}
+
+// follow is the loop shared by both SSE streams (wake after commit, style
+// lesson 6): grab the store's notify channel (and presence's) before
+// querying, so no commit between the query and the wait is missed; write
+// what the query found; otherwise wait for a wake, the keep-alive tick or
+// the end of the request. fetch writes one batch and reports how many
+// events it wrote; a full batch is followed at once by the next.
+func (s *Server) follow(ctx context.Context, out *sse, fetch func() (int, error), withPresence bool) error {
+	tick := time.NewTicker(s.opts.KeepAlive)
+	defer tick.Stop()
+	var pwake <-chan struct{} // nil (never ready) without presence
+	var pver int64
+	if withPresence {
+		_, pver = s.presence.watch() // only changes made from now on
+	}
+	for {
+		wake := s.store.Notify()
+		n, err := fetch()
+		if err != nil {
+			return err
+		}
+		if withPresence {
+			var changes []agentbridge.Presence
+			pwake, _ = s.presence.watch()
+			changes, pver = s.presence.since(pver)
+			for _, p := range changes {
+				if err := out.presence(p); err != nil {
+					return err
+				}
+			}
+			n += len(changes)
+		}
+		if n > 0 {
+			if err := out.flush(); err != nil {
+				return err
+			}
+			if n >= streamBatch {
+				continue
+			}
+		}
+		select {
+		case <-wake:
+		case <-pwake:
+		case <-tick.C:
+			if err := out.comment("keep-alive"); err != nil {
+				return err
+			}
+			if err := out.flush(); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// endStream logs how a stream ended: quietly when the client went away or
+// stalled (its writes failed), as a warning when the store failed.
+func (s *Server) endStream(r *http.Request, err error) {
+	if err == nil || r.Context().Err() != nil || errors.Is(err, context.Canceled) {
+		return
+	}
+	level := slog.LevelWarn
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, os.ErrDeadlineExceeded) {
+		level = slog.LevelDebug
+	}
+	s.log.Log(r.Context(), level, "stream ended", "request_id", requestID(r.Context()), "path", r.URL.Path, "err", err)
+}
+
+// handleThreadStream is the per-thread SSE stream. Cursor precedence:
+// Last-Event-ID (a reconnecting browser), after, since; none starts at the
+// end.
+func (s *Server) handleThreadStream(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := chi.URLParam(r, "id")
+	lei, err := lastEventID(r)
+	if err != nil {
+		return err
+	}
+	after, err := queryInt(r, "after", -1, 0, 1<<62)
+	if err != nil {
+		return err
+	}
+	since := r.URL.Query().Get("since")
+	th, err := s.store.Thread(ctx, id)
+	if err != nil {
+		return storeErr("stream thread", err)
+	}
+	cursor, param := th.LastSeq, ""
+	switch {
+	case lei >= 0:
+		cursor, param = lei, "Last-Event-ID"
+	case after >= 0:
+		cursor, param = after, "after"
+	case since != "":
+		cursor, param = -1, "since"
+	}
+	if cursor > th.LastSeq {
+		return cursorAhead(param, cursor, th.LastSeq, id)
+	}
+	s.metrics.subscribers.WithLabelValues("thread").Inc()
+	defer s.metrics.subscribers.WithLabelValues("thread").Dec()
+	out := startSSE(w)
+	if err := out.flush(); err != nil {
+		s.endStream(r, err)
+		return nil
+	}
+	fetch := func() (int, error) {
+		q := agentbridge.ThreadEventsQuery{Thread: id, After: cursor, Limit: streamBatch}
+		if cursor < 0 {
+			q.After, q.Since = -1, since
+		}
+		evs, err := s.store.ThreadEvents(ctx, q)
+		if err != nil {
+			return 0, fmt.Errorf("stream thread events: %w", err)
+		}
+		for _, ev := range evs {
+			if err := out.event(ev.Seq, ev); err != nil {
+				return 0, err
+			}
+			cursor = ev.Seq
+		}
+		return len(evs), nil
+	}
+	s.endStream(r, s.follow(ctx, out, fetch, false))
+	return nil
+}
+
+// handleGlobalStream is the SSE stream over all threads, with presence
+// changes interleaved as "event: presence".
+func (s *Server) handleGlobalStream(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	lei, err := lastEventID(r)
+	if err != nil {
+		return err
+	}
+	after, err := queryInt(r, "after", -1, 0, 1<<62)
+	if err != nil {
+		return err
+	}
+	head, err := s.store.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("stream head: %w", err)
+	}
+	cursor, param := head, ""
+	switch {
+	case lei >= 0:
+		cursor, param = lei, "Last-Event-ID"
+	case after >= 0:
+		cursor, param = after, "after"
+	}
+	if cursor > head {
+		return cursorAhead(param, cursor, head, "")
+	}
+	s.metrics.subscribers.WithLabelValues("global").Inc()
+	defer s.metrics.subscribers.WithLabelValues("global").Dec()
+	out := startSSE(w)
+	if err := out.flush(); err != nil {
+		s.endStream(r, err)
+		return nil
+	}
+	fetch := func() (int, error) {
+		evs, err := s.store.Events(ctx, cursor, streamBatch)
+		if err != nil {
+			return 0, fmt.Errorf("stream events: %w", err)
+		}
+		for _, ev := range evs {
+			if err := out.event(ev.GSeq, ev); err != nil {
+				return 0, err
+			}
+			cursor = ev.GSeq
+		}
+		return len(evs), nil
+	}
+	s.endStream(r, s.follow(ctx, out, fetch, true))
+	return nil
+}
+
+// pollAnswer is the answer of the global long-poll. Next is the cursor for
+// the following call; Head is the last gseq of the log.
+type pollAnswer struct {
+	Events []agentbridge.Event `json:"events"`
+	Next   int64               `json:"next"`
+	Head   int64               `json:"head"`
+}
+
+// handleEventsPoll is the global long-poll: it answers as soon as there is
+// an event after the cursor, or empty after wait seconds.
+func (s *Server) handleEventsPoll(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	after, err := queryInt(r, "after", 0, 0, 1<<62)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(r, "limit", streamBatch, 1, agentbridge.MaxEventsLimit)
+	if err != nil {
+		return err
+	}
+	wait, err := queryInt(r, "wait", 0, 0, maxWait)
+	if err != nil {
+		return err
+	}
+	head, err := s.store.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("poll head: %w", err)
+	}
+	if after > head {
+		return cursorAhead("after", after, head, "")
+	}
+	s.metrics.subscribers.WithLabelValues("poll").Inc()
+	defer s.metrics.subscribers.WithLabelValues("poll").Dec()
+	timer := time.NewTimer(time.Duration(wait) * time.Second)
+	defer timer.Stop()
+	for {
+		wake := s.store.Notify()
+		evs, err := s.store.Events(ctx, after, int(limit))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return storeErr("poll events", err)
+		}
+		if len(evs) > 0 || wait == 0 {
+			return s.writePoll(ctx, w, evs, after)
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			wait = 0
+		case <-ctx.Done():
+			return s.writePoll(context.WithoutCancel(ctx), w, nil, after)
+		}
+	}
+}
+
+func (s *Server) writePoll(ctx context.Context, w http.ResponseWriter, evs []agentbridge.Event, after int64) error {
+	next := after
+	if len(evs) > 0 {
+		next = evs[len(evs)-1].GSeq
+	}
+	head, err := s.store.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("poll head: %w", err)
+	}
+	if evs == nil {
+		evs = []agentbridge.Event{}
+	}
+	writeJSON(w, http.StatusOK, pollAnswer{Events: evs, Next: next, Head: max(head, next)})
+	return nil
+}
