@@ -1,10 +1,125 @@
 // Package ui embeds the bridge's web UI and serves it at /ui.
+//
+// The UI is plain HTML, CSS and ES modules written by hand and embedded in the
+// binary, so the bridge needs no Node build and no files on disk. It talks to
+// the bridge's own HTTP API from the browser; this package only serves the
+// files, with a strict Content-Security-Policy that keeps untrusted event
+// content inert even if a rendering bug slipped through.
 package ui
 
-import "net/http"
+import (
+	"embed"
+	"encoding/json"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+//go:embed static
+var static embed.FS
+
+// ContentSecurityPolicy is the policy sent with every UI response. It allows
+// only the bridge's own scripts, styles and connections and no inline code,
+// so a message that smuggled markup into the page still could not run.
+const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; " +
+	"connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; " +
+	"frame-ancestors 'none'; object-src 'none'"
 
 // Handler serves the web UI: GET /ui, /ui/ and /ui/threads/{id} return the
-// single-page app; its assets are served under /ui/.
+// single-page app (the browser's history API does the routing, so a deep
+// link must load the same page); its assets are served under /ui/static/.
+// It accepts paths with or without the /ui prefix, so it works whether the
+// server mounts it as is or behind http.StripPrefix.
 func Handler() http.Handler {
-	return http.NotFoundHandler()
+	sub, err := fs.Sub(static, "static")
+	if err != nil {
+		// The embedded tree is fixed at build time; a missing folder is a
+		// broken build, not a runtime condition.
+		panic("ui: embedded static folder missing: " + err.Error())
+	}
+	return &handler{files: sub}
+}
+
+type handler struct {
+	files fs.FS
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hdr := w.Header()
+	hdr.Set("Content-Security-Policy", ContentSecurityPolicy)
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Referrer-Policy", "no-referrer")
+	hdr.Set("X-Frame-Options", "DENY")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		hdr.Set("Allow", "GET, HEAD")
+		writeError(w, http.StatusMethodNotAllowed, agentbridge.Errorf(agentbridge.ECodeMethodNotAllowed,
+			"The web UI only answers GET and HEAD, not %s.", r.Method))
+		return
+	}
+	p := strings.TrimPrefix(r.URL.Path, "/ui")
+	switch {
+	case p == "" || p == "/" || p == "/index.html" || strings.HasPrefix(p, "/threads/"):
+		h.serveFile(w, r, "index.html")
+	case strings.HasPrefix(p, "/static/"):
+		name := path.Clean(strings.TrimPrefix(p, "/static/"))
+		if name == "index.html" || strings.HasPrefix(name, ".") {
+			h.notFound(w, r)
+			return
+		}
+		h.serveFile(w, r, name)
+	default:
+		h.notFound(w, r)
+	}
+}
+
+// serveFile writes one embedded file. Everything is revalidated on each load
+// (no-cache): the files are tiny and a stale app.js after an upgrade would
+// talk to the new server with old assumptions.
+func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, name string) {
+	b, err := fs.ReadFile(h.files, name)
+	if err != nil {
+		h.notFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", contentType(name))
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(b)
+}
+
+func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound,
+		"There is no UI page or asset at %s.", r.URL.Path))
+}
+
+// contentType names the type explicitly: with nosniff, a guessed type would
+// make the browser refuse the module scripts.
+func contentType(name string) string {
+	switch path.Ext(name) {
+	case ".html":
+		return "text/html; charset=utf-8"
+	case ".js":
+		return "text/javascript; charset=utf-8"
+	case ".css":
+		return "text/css; charset=utf-8"
+	case ".svg":
+		return "image/svg+xml"
+	case ".png":
+		return "image/png"
+	default:
+		return "application/octet-stream"
+	}
+}
+
+// writeError answers with the same JSON error body as the rest of the API.
+func writeError(w http.ResponseWriter, status int, e *agentbridge.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]*agentbridge.Error{"error": e})
 }

@@ -1,0 +1,186 @@
+// api.js: the bridge's HTTP API as seen from the browser. Every request goes
+// through fetch so that the token (when the server requires one) travels in
+// the Authorization header, never in a URL; the event streams are read with
+// fetch too, since EventSource cannot send headers.
+
+const TOKEN_KEY = "agent-bridge-token";
+
+// ApiError carries the server's error code and its sentence for people.
+export class ApiError extends Error {
+  constructor(status, code, message, body) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.body = body || {};
+  }
+}
+
+let tokenWaiters = [];
+let onUnauthorized = () => {};
+
+export function getToken() {
+  return sessionStorage.getItem(TOKEN_KEY) || "";
+}
+
+// setToken keeps the token for this tab only (sessionStorage) and wakes
+// everything that was waiting for one.
+export function setToken(token) {
+  if (token) sessionStorage.setItem(TOKEN_KEY, token);
+  else sessionStorage.removeItem(TOKEN_KEY);
+  const waiters = tokenWaiters;
+  tokenWaiters = [];
+  for (const w of waiters) w();
+}
+
+// setUnauthorizedHandler names the function that asks the person for a token.
+export function setUnauthorizedHandler(fn) {
+  onUnauthorized = fn;
+}
+
+function waitForToken(signal) {
+  return new Promise((resolve) => {
+    tokenWaiters.push(resolve);
+    if (signal) signal.addEventListener("abort", resolve, { once: true });
+  });
+}
+
+function headers(extra) {
+  const h = Object.assign({ Accept: "application/json" }, extra || {});
+  const t = getToken();
+  if (t) h.Authorization = "Bearer " + t;
+  return h;
+}
+
+async function errorFrom(res) {
+  let body = null;
+  try {
+    body = await res.json();
+  } catch {
+    body = null;
+  }
+  const e = body && body.error ? body.error : {};
+  const message = e.message || `The bridge answered ${res.status} ${res.statusText}.`;
+  return new ApiError(res.status, e.code || "http_" + res.status, message, e);
+}
+
+// request sends one API call and returns the decoded JSON answer. A 401
+// asks for a token and retries once it is given.
+export async function request(method, path, body, { signal } = {}) {
+  for (;;) {
+    const init = { method, headers: headers(), signal, credentials: "same-origin" };
+    if (body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    const res = await fetch(path, init);
+    if (res.ok) return res.json();
+    const err = await errorFrom(res);
+    if (res.status === 401) {
+      onUnauthorized(err);
+      await waitForToken(signal);
+      if (signal && signal.aborted) throw err;
+      continue;
+    }
+    throw err;
+  }
+}
+
+export const get = (path, opts) => request("GET", path, undefined, opts);
+export const post = (path, body, opts) => request("POST", path, body, opts);
+
+export function sleep(ms, signal) {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    if (signal) {
+      signal.addEventListener("abort", () => {
+        clearTimeout(t);
+        resolve();
+      }, { once: true });
+    }
+  });
+}
+
+// stream follows an SSE endpoint until signal aborts, reconnecting with
+// capped backoff. Each reconnect resumes after the last id seen (or the
+// cursor() the caller reports, which also covers events loaded by other
+// means), so a server restart loses nothing; the caller drops duplicates by
+// id. Handlers: onMessage(eventName, data, id), onStatus("live" |
+// "reconnecting" | "unauthorized"), onError(ApiError) for refusals such as
+// cursor_ahead, which return the next cursor to use (or null to stop).
+export async function stream(path, { cursor, onMessage, onStatus, onError, signal }) {
+  let backoff = 250;
+  while (!signal.aborted) {
+    const after = cursor();
+    const url = after === null || after === undefined ? path : `${path}${path.includes("?") ? "&" : "?"}after=${after}`;
+    let res;
+    try {
+      res = await fetch(url, { headers: headers({ Accept: "text/event-stream" }), signal, cache: "no-store", credentials: "same-origin" });
+    } catch {
+      if (signal.aborted) return;
+      onStatus("reconnecting");
+      await sleep(backoff, signal);
+      backoff = Math.min(backoff * 2, 5000);
+      continue;
+    }
+    if (!res.ok) {
+      const err = await errorFrom(res);
+      if (res.status === 401) {
+        onStatus("unauthorized");
+        onUnauthorized(err);
+        await waitForToken(signal);
+        continue;
+      }
+      if (onError && onError(err) === false) return;
+      onStatus("reconnecting");
+      await sleep(backoff, signal);
+      backoff = Math.min(backoff * 2, 5000);
+      continue;
+    }
+    onStatus("live");
+    backoff = 250;
+    try {
+      await readSSE(res.body, onMessage);
+    } catch {
+      // A dropped connection ends the read; fall through to reconnect.
+    }
+    if (signal.aborted) return;
+    onStatus("reconnecting");
+    await sleep(backoff, signal);
+    backoff = Math.min(backoff * 2, 5000);
+  }
+}
+
+// readSSE parses a text/event-stream body and calls onMessage for each
+// dispatched message. Comments (keep-alives) are ignored.
+async function readSSE(body, onMessage) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  let event = "";
+  let data = [];
+  let id = null;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let nl;
+    while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + (buf[nl] === "\r" && buf[nl + 1] === "\n" ? 2 : 1));
+      if (line === "") {
+        if (data.length) onMessage(event || "message", data.join("\n"), id);
+        event = "";
+        data = [];
+        id = null;
+        continue;
+      }
+      if (line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let val = colon < 0 ? "" : line.slice(colon + 1);
+      if (val.startsWith(" ")) val = val.slice(1);
+      if (field === "data") data.push(val);
+      else if (field === "event") event = val;
+      else if (field === "id") id = val;
+    }
+  }
+}

@@ -1,0 +1,989 @@
+// app.js: the agent-bridge web UI. One page; the history API routes
+// /ui/threads/{id}. Events are rendered incrementally (one node per event,
+// appended or prepended, never a full re-render) and deduplicated by seq, so
+// stream reconnects and history loads can overlap safely. Untrusted content
+// only ever reaches the page through textContent (see markdown.js).
+
+import * as api from "./api.js";
+import { renderMarkdown } from "./markdown.js";
+
+const PAGE = 100;
+const PRESENCE_POLL_MS = 1500;
+const THREADS_POLL_MS = 5000;
+const THREADS_PAGE = 500;
+const SENDER_KEY = "agent-bridge-sender";
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = text;
+  return e;
+}
+
+// ---------------------------------------------------------------- settings
+
+function sender() {
+  return $("sender").value.trim() || "user";
+}
+
+// --------------------------------------------------------------- threads
+
+let threads = [];
+
+async function loadThreads() {
+  try {
+    // Page through the list (after = the last id of the previous page),
+    // bounded so a huge bridge cannot keep the page busy forever.
+    const all = [];
+    let after = "";
+    for (let i = 0; i < 20; i++) {
+      const res = await api.get(`/threads?limit=${THREADS_PAGE}` + (after ? `&after=${encodeURIComponent(after)}` : ""));
+      const page = res.threads || [];
+      all.push(...page);
+      if (page.length < THREADS_PAGE) break;
+      after = page[page.length - 1].id;
+    }
+    threads = all;
+    threads.sort((a, b) => String(b.updated_at || "").localeCompare(String(a.updated_at || "")));
+    renderThreads();
+  } catch (err) {
+    setConn("error: " + err.message);
+  }
+}
+
+let threadsShown = "";
+
+// renderThreads redraws the list only when what it shows changed, so the
+// periodic refresh does not swap links out from under a click.
+function renderThreads() {
+  const q = $("thread-search").value.trim().toLowerCase();
+  const sig = JSON.stringify([q, view && view.id, threads.map((t) => [t.id, t.name, t.updated_at])]);
+  if (sig === threadsShown) return;
+  threadsShown = sig;
+  const items = [];
+  for (const t of threads) {
+    const name = t.name || t.id;
+    if (q && !name.toLowerCase().includes(q)) continue;
+    const li = el("li", "thread-item" + (view && view.id === t.id ? " active" : ""));
+    li.dataset.id = t.id;
+    const a = el("a", "thread-link", name);
+    a.href = "/ui/threads/" + encodeURIComponent(t.id);
+    a.addEventListener("click", (e) => {
+      if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey) return;
+      e.preventDefault();
+      navigate(t.id);
+    });
+    li.append(a, el("span", "thread-meta", t.updated_at ? shortTime(t.updated_at) : ""));
+    items.push(li);
+  }
+  $("thread-list").replaceChildren(...items);
+}
+
+function threadName(id) {
+  const t = threads.find((x) => x.id === id);
+  return t ? t.name : id;
+}
+
+async function createThread(name) {
+  const body = { from: sender() };
+  if (name) body.name = name;
+  const res = await api.post("/threads", body);
+  await loadThreads();
+  navigate(res.id);
+}
+
+// ------------------------------------------------------------ thread view
+
+// view is the open thread: its loaded events, cursors and timers. It is
+// replaced (and its controller aborted) when another thread opens.
+let view = null;
+
+function newView(id) {
+  return {
+    id,
+    ctrl: new AbortController(),
+    nodes: new Map(), // seq -> element
+    events: new Map(), // seq -> event
+    byID: new Map(), // event id -> seq
+    first: 0, // lowest loaded seq
+    last: 0, // highest loaded seq (the live head as far as we know)
+    cursor: null, // null = live, else the revision being viewed
+    state: null, // state shown in the panel (live or as of cursor)
+    liveState: null,
+    presence: new Map(),
+    loadingOlder: false,
+    stateReq: 0,
+    replyTo: null,
+    stick: null, // pending animation frame that keeps the view at the bottom
+    streamCtrl: null, // aborts the thread stream; null while not streaming
+  };
+}
+
+function navigate(id, replace) {
+  const path = id ? "/ui/threads/" + encodeURIComponent(id) : "/ui/";
+  if (location.pathname !== path) {
+    if (replace) history.replaceState(null, "", path);
+    else history.pushState(null, "", path);
+  }
+  openThread(id);
+}
+
+function routeID() {
+  const m = location.pathname.match(/^\/ui\/threads\/([^/]+)/);
+  return m ? decodeURIComponent(m[1]) : null;
+}
+
+async function openThread(id) {
+  if (view) view.ctrl.abort();
+  view = null;
+  $("event-list").replaceChildren();
+  $("participant-list").replaceChildren();
+  $("older").textContent = "Scroll up for older events";
+  $("composer-error").hidden = true;
+  setReply(null);
+  if (!id) {
+    $("thread-view").hidden = true;
+    $("panel").hidden = true;
+    $("empty").hidden = false;
+    renderThreads();
+    return;
+  }
+  const v = (view = newView(id));
+  $("empty").hidden = true;
+  $("thread-view").hidden = false;
+  $("panel").hidden = false;
+  $("thread-title").textContent = threadName(id);
+  renderThreads();
+  renderRevision();
+  try {
+    const res = await api.get(`/threads/${encodeURIComponent(id)}/events?tail=${PAGE}`, { signal: v.ctrl.signal });
+    if (v !== view) return;
+    const evs = res.events || [];
+    for (const ev of evs) addEvent(v, ev);
+    v.first = evs.length ? evs[0].seq : 1;
+    if (!evs.length || v.first <= 1) markStart();
+    scrollToBottom();
+  } catch (err) {
+    if (v !== view) return;
+    showComposerError(err.message);
+    return;
+  }
+  refreshState(v);
+  pollPresence(v);
+  if (!document.hidden) startStream(v);
+  renderRevision();
+}
+
+// startStream follows the thread's stream until stopStream or until the
+// view closes. Each tab holds at most one stream, and none while hidden:
+// browsers allow only six HTTP/1.1 connections per host across all tabs,
+// and a held stream occupies one. Resuming after a pause is gap-free, since
+// the stream restarts after the last seq shown.
+function startStream(v) {
+  if (v.streamCtrl || v.ctrl.signal.aborted) return;
+  const ctrl = (v.streamCtrl = new AbortController());
+  v.ctrl.signal.addEventListener("abort", () => ctrl.abort(), { once: true });
+  followStream(v, ctrl.signal);
+}
+
+function stopStream(v) {
+  if (!v.streamCtrl) return;
+  v.streamCtrl.abort();
+  v.streamCtrl = null;
+  setConn("paused while hidden");
+}
+
+function followStream(v, signal) {
+  api.stream(`/threads/${encodeURIComponent(v.id)}/events/stream`, {
+    signal,
+    cursor: () => v.last,
+    onStatus: setConn,
+    onMessage: (name, data) => {
+      if (name !== "message" || v !== view) return;
+      let ev;
+      try {
+        ev = JSON.parse(data);
+      } catch {
+        return;
+      }
+      // One layout read and one scroll per frame, however many events
+      // arrive in it: a burst must not force a layout per event.
+      if (v.stick === null) {
+        const near = isNearBottom();
+        v.stick = requestAnimationFrame(() => {
+          v.stick = null;
+          if (near && v === view && v.cursor === null) scrollToBottom();
+        });
+      }
+      addEvent(v, ev, true);
+    },
+    onError: (err) => {
+      if (err.code === "cursor_ahead") {
+        // The server's log is older than what we saw (restored from a
+        // backup): start over from what it has.
+        setConn("reset: " + err.message);
+        openThread(v.id);
+        return false;
+      }
+      if (err.code === "thread_not_found") {
+        showComposerError(err.message);
+        return false;
+      }
+      setConn("error: " + err.message);
+      return true;
+    },
+  });
+}
+
+// addEvent renders ev once (dedupe by seq) in seq order. Live events (from
+// the stream, not history pages) also refresh what they change: the state
+// after a control, the thread list after a rename, presence after a reply.
+// It reports whether the event was new.
+function addEvent(v, ev, live) {
+  if (typeof ev.seq !== "number" || v.nodes.has(ev.seq)) return false;
+  const node = renderEvent(v, ev);
+  v.events.set(ev.seq, ev);
+  v.nodes.set(ev.seq, node);
+  if (ev.id) v.byID.set(ev.id, ev.seq);
+  const list = $("event-list");
+  if (ev.seq > v.last) {
+    list.append(node);
+    v.last = ev.seq;
+  } else {
+    let before = null;
+    for (const child of list.children) {
+      if (Number(child.dataset.seq) > ev.seq) {
+        before = child;
+        break;
+      }
+    }
+    list.insertBefore(node, before);
+  }
+  if (!v.first || ev.seq < v.first) v.first = ev.seq;
+  if (v.cursor !== null && ev.seq > v.cursor) node.classList.add("future");
+  if ((ev.type === "thread.renamed" || ev.type === "thread.created") && ev.seq === v.last && typeof ev.content === "string") {
+    $("thread-title").textContent = ev.content;
+  }
+  if (live) {
+    if (ev.type === "control") refreshState(v);
+    if (ev.type === "thread.renamed") loadThreads();
+    if (ev.type === "message" && ev.from !== sender()) pollPresenceOnce(v);
+  }
+  renderRevision();
+  return true;
+}
+
+async function loadOlder(v) {
+  if (v.loadingOlder || v.first <= 1 || v !== view) return;
+  v.loadingOlder = true;
+  const box = $("events");
+  const oldHeight = box.scrollHeight;
+  try {
+    const res = await api.get(`/threads/${encodeURIComponent(v.id)}/events?until=${v.first - 1}&tail=${PAGE}`, { signal: v.ctrl.signal });
+    if (v !== view) return;
+    const evs = res.events || [];
+    for (let i = evs.length - 1; i >= 0; i--) addEvent(v, evs[i]);
+    if (!evs.length || evs[0].seq <= 1) {
+      v.first = 1;
+      markStart();
+    }
+    box.scrollTop += box.scrollHeight - oldHeight;
+  } catch (err) {
+    if (v === view) showComposerError(err.message);
+  } finally {
+    v.loadingOlder = false;
+  }
+}
+
+function markStart() {
+  $("older").textContent = "Start of thread";
+}
+
+function isNearBottom() {
+  const box = $("events");
+  return box.scrollHeight - box.scrollTop - box.clientHeight < 80;
+}
+
+function scrollToBottom() {
+  const box = $("events");
+  box.scrollTop = box.scrollHeight;
+}
+
+// ------------------------------------------------------------ rendering
+
+function profileOf(v, id) {
+  const st = v.liveState || v.state;
+  const inv = st && st.participants && (st.participants.invited || []).find((p) => p.id === id);
+  return inv ? inv.profile || {} : null;
+}
+
+function senderLabel(v, id) {
+  const p = profileOf(v, id);
+  if (!p) return { name: id, detail: "" };
+  const name = p.nickname ? `${p.nickname} (${id})` : id;
+  const detail = [p.client, p.model].filter(Boolean).join(" / ");
+  return { name, detail };
+}
+
+function shortTime(ts) {
+  const d = new Date(ts);
+  if (isNaN(d)) return ts;
+  const today = new Date();
+  return d.toDateString() === today.toDateString() ? d.toLocaleTimeString() : d.toLocaleString();
+}
+
+function contentText(ev) {
+  return typeof ev.content === "string" ? ev.content : JSON.stringify(ev.content);
+}
+
+function describeControl(ev) {
+  let c = ev.content;
+  if (typeof c === "string") {
+    try {
+      c = JSON.parse(c);
+    } catch {
+      return contentText(ev);
+    }
+  }
+  if (!c || typeof c !== "object") return contentText(ev);
+  const parts = [];
+  for (const [k, val] of Object.entries(c)) {
+    switch (k) {
+      case "invite": {
+        const p = (val && val.profile) || {};
+        parts.push(`invited ${val && val.participant_id} (${[p.client, p.model].filter(Boolean).join(" / ")})`);
+        break;
+      }
+      case "uninvite":
+        parts.push(`uninvited ${val && val.participant_id}`);
+        break;
+      case "mute":
+        parts.push(`muted ${((val && val.targets) || []).join(", ")}`);
+        break;
+      case "unmute":
+        parts.push(`unmuted ${((val && val.targets) || []).join(", ")}`);
+        break;
+      case "pause":
+        parts.push(val && val.on ? "paused the thread" : "resumed the thread");
+        break;
+      case "discussion":
+        parts.push(`turned discussion mode ${val && val.on ? "on" : "off"}` + (val && val.on ? (val.allow_agent_mentions === false ? " (agents may not mention)" : " (agents may mention)") : ""));
+        break;
+      case "invited_auto":
+        parts.push(`turned invited auto-reply ${val && val.on ? "on" : "off"}`);
+        break;
+      case "prod":
+        parts.push(`prodded ${(Array.isArray(val) ? val : []).join(", ")}`);
+        break;
+      default:
+        parts.push(`${k}: ${JSON.stringify(val)}`);
+    }
+  }
+  return parts.join("; ");
+}
+
+const BADGES = ["coordinator", "error", "loop-guard", "clarification"];
+
+function renderEvent(v, ev) {
+  const meta = ev.meta || {};
+  const tags = Array.isArray(meta.tags) ? meta.tags : [];
+  const node = el("article", "event type-" + String(ev.type).replace(/[^a-z0-9_-]/g, "-"));
+  node.dataset.seq = ev.seq;
+  if (ev.id) node.dataset.id = ev.id;
+  for (const t of BADGES) if (tags.includes(t)) node.classList.add("tag-" + t);
+
+  const head = el("header", "event-head");
+  const who = senderLabel(v, ev.from);
+  const from = el("span", "sender", who.name);
+  from.dataset.from = ev.from;
+  head.append(from);
+  const detail = el("span", "profile", who.detail);
+  detail.dataset.from = ev.from;
+  head.append(detail);
+  if (ev.type === "message") head.append(el("span", "to", "→ " + (ev.to || "all")));
+  const time = el("time", "ts", shortTime(ev.ts));
+  time.dateTime = ev.ts || "";
+  time.title = `${ev.ts} · revision ${ev.seq}`;
+  head.append(time);
+  for (const t of BADGES) if (tags.includes(t)) head.append(el("span", "badge badge-" + t, t));
+  if (meta.reply_to) {
+    const target = v.events.get(v.byID.get(meta.reply_to));
+    const r = el("button", "reply-link", "↩ " + (target ? "reply to " + target.from : "reply"));
+    r.type = "button";
+    r.title = "Show the message this replies to";
+    r.addEventListener("click", () => showEvent(v, meta.reply_to));
+    head.append(r);
+  }
+  if (ev.type === "message") {
+    const rb = el("button", "reply-btn", "Reply");
+    rb.type = "button";
+    rb.addEventListener("click", () => setReply(ev));
+    head.append(rb);
+  }
+  node.append(head);
+
+  const body = el("div", "event-body");
+  if (ev.type === "message") body.append(renderMarkdown(contentText(ev)));
+  else if (ev.type === "control") body.textContent = describeControl(ev);
+  else if (ev.type === "thread.created") body.textContent = `created the thread “${contentText(ev)}”`;
+  else if (ev.type === "thread.renamed") body.textContent = `renamed the thread to “${contentText(ev)}”`;
+  else body.textContent = `${ev.type}: ${contentText(ev)}`;
+  node.append(body);
+  return node;
+}
+
+// refreshSenderLabels updates names and profiles once the participant list
+// is known, touching only the label nodes.
+function refreshSenderLabels(v) {
+  for (const span of $("event-list").querySelectorAll(".sender, .profile")) {
+    const who = senderLabel(v, span.dataset.from);
+    const text = span.classList.contains("sender") ? who.name : who.detail;
+    if (span.textContent !== text) span.textContent = text;
+  }
+}
+
+async function showEvent(v, id) {
+  for (let i = 0; i < 100 && !v.byID.has(id) && v.first > 1 && v === view; i++) await loadOlder(v);
+  const node = v.nodes.get(v.byID.get(id));
+  if (!node) return;
+  node.scrollIntoView({ block: "center" });
+  node.classList.remove("highlight");
+  void node.offsetWidth;
+  node.classList.add("highlight");
+}
+
+
+// ------------------------------------------------------- revision cursor
+
+function head(v) {
+  return v.last;
+}
+
+function setCursor(v, n) {
+  const h = head(v);
+  if (n !== null && (n >= h || h === 0)) n = null;
+  if (n !== null && n < 1) n = 1;
+  const old = v.cursor === null ? h : v.cursor;
+  const now = n === null ? h : n;
+  v.cursor = n;
+  const lo = Math.min(old, now);
+  const hi = Math.max(old, now);
+  for (let s = lo + 1; s <= hi; s++) {
+    const node = v.nodes.get(s);
+    if (node) node.classList.toggle("future", now < s);
+  }
+  if (n !== null && n < v.first) {
+    (async () => {
+      for (let i = 0; i < 1000 && v === view && v.cursor !== null && v.cursor < v.first && v.first > 1; i++) await loadOlder(v);
+    })();
+  }
+  renderRevision();
+  refreshState(v);
+  const node = v.nodes.get(now);
+  if (node && n !== null) node.scrollIntoView({ block: "nearest" });
+  else if (n === null) scrollToBottom();
+}
+
+function renderRevision() {
+  const v = view;
+  if (!v) return;
+  const h = head(v);
+  const at = v.cursor === null ? h : v.cursor;
+  $("rev-label").textContent = h ? `${at} / ${h}` : "";
+  $("rev-back").disabled = at <= 1;
+  $("rev-forward").disabled = v.cursor === null;
+  const past = v.cursor !== null;
+  $("revision-banner").hidden = !past;
+  if (past) $("revision-text").textContent = `Viewing revision ${v.cursor} of ${h}`;
+  document.body.classList.toggle("viewing-past", past);
+  for (const id of ["message-input", "send-btn", "to-select", "rename-btn", "inv-client", "inv-model", "inv-nickname", "inv-roles", "inv-id", "inv-submit", "ctl-pause", "ctl-discussion", "ctl-agent-mentions", "ctl-auto"]) {
+    $(id).disabled = past;
+  }
+  for (const b of $("participant-list").querySelectorAll("button")) b.disabled = past;
+}
+
+// ------------------------------------------------------- state and panel
+
+async function refreshState(v) {
+  const req = ++v.stateReq;
+  const at = v.cursor;
+  const q = at === null ? "" : `?at=${at}`;
+  try {
+    const res = await api.get(`/threads/${encodeURIComponent(v.id)}/state${q}`, { signal: v.ctrl.signal });
+    if (v !== view || req !== v.stateReq) return;
+    const st = res.state || {};
+    v.state = st;
+    if (at === null) {
+      v.liveState = st;
+      refreshSenderLabels(v);
+    }
+    renderPanel(v);
+  } catch (err) {
+    if (v === view && err.name !== "AbortError") showControlError(err.message);
+  }
+}
+
+function renderPanel(v) {
+  const st = v.state || {};
+  const muted = new Set([...(st.muted || []), ...(st.soft_muted || [])]);
+  const disc = st.discussion || {};
+  const auto = st.invited_auto || {};
+  const invited = (st.participants && st.participants.invited) || [];
+  $("ctl-pause").checked = !!st.paused;
+  $("ctl-discussion").checked = !!disc.on;
+  $("ctl-agent-mentions").checked = !!disc.allow_agent_mentions;
+  $("ctl-auto").checked = !!auto.on;
+  const summary = [];
+  summary.push(st.paused ? "paused" : "running");
+  if (disc.on) summary.push("discussion on");
+  if (auto.on) summary.push("auto-reply on");
+  if (muted.size) summary.push("muted: " + [...muted].join(", "));
+  summary.push(`${invited.length} invited`);
+  const asOf = v.cursor === null ? "live" : `as of revision ${v.cursor}`;
+  $("state-summary").textContent = `${summary.join(" · ")} (${asOf})`;
+
+  // Participants are updated in place, keyed by id, so a refresh never
+  // swaps a button out from under a click.
+  const list = $("participant-list");
+  const keep = new Set(invited.map((p) => p.id));
+  for (const li of Array.from(list.children)) if (!keep.has(li.dataset.id)) li.remove();
+  let prev = null;
+  for (const p of invited) {
+    let li = list.querySelector(`.participant[data-id="${CSS.escape(p.id)}"]`);
+    if (!li) li = participantNode(p.id);
+    updateParticipant(li, p, muted.has(p.id));
+    const want = prev ? prev.nextSibling : list.firstChild;
+    if (want !== li) list.insertBefore(li, want);
+    prev = li;
+  }
+  renderPresence(v);
+  renderRecipients(v);
+  renderRevision();
+}
+
+function participantNode(id) {
+  const li = el("li", "participant");
+  li.dataset.id = id;
+  const top = el("div", "p-top");
+  const dot = el("span", "presence");
+  dot.dataset.id = id;
+  const badge = el("span", "badge badge-muted", "muted");
+  top.append(dot, el("span", "p-name"), badge);
+  const btns = el("div", "p-actions");
+  const mk = (label, cls, fn) => {
+    const b = el("button", cls, label);
+    b.type = "button";
+    b.addEventListener("click", fn);
+    btns.append(b);
+  };
+  mk("Mute", "mute", () => control({ mute: { targets: [id], mode: "hard" } }));
+  mk("Unmute", "unmute", () => control({ unmute: { targets: [id] } }));
+  mk("Prod", "prod", () => control({ prod: [id] }));
+  mk("Uninvite", "uninvite", () => control({ uninvite: { participant_id: id } }));
+  const state = el("div", "p-state");
+  li.append(top, el("div", "p-detail"), state, btns);
+  return li;
+}
+
+function updateParticipant(li, p, muted) {
+  const prof = p.profile || {};
+  const set = (sel, text) => {
+    const e = li.querySelector(sel);
+    if (e.textContent !== text) e.textContent = text;
+  };
+  set(".p-name", prof.nickname ? `${prof.nickname} (${p.id})` : p.id);
+  const roles = (prof.roles || []).join(", ");
+  set(".p-detail", [prof.client, prof.model].filter(Boolean).join(" / ") + (roles ? " · " + roles : ""));
+  li.querySelector(".badge-muted").hidden = !muted;
+  li.querySelector("button.mute").hidden = muted;
+  li.querySelector("button.unmute").hidden = !muted;
+}
+
+// renderRecipients fills the `to` dropdown with everyone invited (online or
+// not), keeping the current choice when it is still there.
+function renderRecipients(v) {
+  const st = v.liveState || {};
+  const sel = $("to-select");
+  const cur = sel.value;
+  const ids = ["all", ...((st.participants && st.participants.invited) || []).map((p) => p.id)];
+  if (ids.join("\n") === Array.from(sel.options).map((o) => o.value).join("\n")) return;
+  const opts = ids.map((id) => {
+    const o = el("option", null, id);
+    o.value = id;
+    return o;
+  });
+  if (cur && !ids.includes(cur)) {
+    const o = el("option", null, cur);
+    o.value = cur;
+    opts.push(o);
+  }
+  sel.replaceChildren(...opts);
+  sel.value = cur || "all";
+}
+
+async function control(content) {
+  const v = view;
+  if (!v || v.cursor !== null) return;
+  $("control-error").hidden = true;
+  try {
+    await api.post(`/threads/${encodeURIComponent(v.id)}/events`, { type: "control", from: sender(), content }, { signal: v.ctrl.signal });
+  } catch (err) {
+    if (v === view) showControlError(err.message);
+  }
+  if (v === view) refreshState(v);
+}
+
+function showControlError(msg) {
+  const e = $("control-error");
+  e.textContent = msg;
+  e.hidden = false;
+}
+
+// ---------------------------------------------------------------- presence
+
+async function pollPresence(v) {
+  while (v === view && !v.ctrl.signal.aborted) {
+    await pollPresenceOnce(v);
+    await api.sleep(document.hidden ? PRESENCE_POLL_MS * 10 : PRESENCE_POLL_MS, v.ctrl.signal);
+  }
+}
+
+async function pollPresenceOnce(v) {
+  try {
+    const res = await api.get(`/threads/${encodeURIComponent(v.id)}/presence`, { signal: v.ctrl.signal });
+    if (v !== view) return;
+    v.presence = new Map((res.participants || []).map((p) => [p.id, p]));
+    renderPresence(v);
+  } catch {
+    // Presence is a hint; the next poll tries again.
+  }
+}
+
+function renderPresence(v) {
+  for (const dot of $("participant-list").querySelectorAll(".presence")) {
+    const p = v.presence.get(dot.dataset.id);
+    const state = !p || p.stale ? "offline" : p.state;
+    dot.className = "presence state-" + state;
+    dot.title = state;
+    const li = dot.closest(".participant");
+    li.dataset.presence = state;
+    const label = li.querySelector(".p-state");
+    if (label.textContent !== state) label.textContent = state;
+  }
+}
+
+// ---------------------------------------------------------------- composer
+
+function showComposerError(msg) {
+  const e = $("composer-error");
+  e.textContent = msg;
+  e.hidden = !msg;
+}
+
+function setReply(ev) {
+  if (view) view.replyTo = ev ? ev.id : null;
+  $("reply-indicator").hidden = !ev;
+  $("reply-text").textContent = ev ? `Replying to ${ev.from}: ${contentText(ev).slice(0, 80)}` : "";
+  if (ev) $("message-input").focus();
+}
+
+async function send() {
+  const v = view;
+  if (!v || v.cursor !== null) return;
+  const input = $("message-input");
+  const text = input.value;
+  if (!text.trim()) return;
+  const body = { from: sender(), to: $("to-select").value || "all", content: text };
+  if (v.replyTo) body.meta = { reply_to: v.replyTo };
+  $("send-btn").disabled = true;
+  try {
+    await api.post(`/threads/${encodeURIComponent(v.id)}/events`, body, { signal: v.ctrl.signal });
+    if (v !== view) return;
+    input.value = "";
+    showComposerError("");
+    setReply(null);
+    pollPresenceOnce(v);
+    loadThreads();
+  } catch (err) {
+    if (v === view) showComposerError(err.message);
+  } finally {
+    $("send-btn").disabled = v.cursor !== null;
+  }
+}
+
+// Mention autocomplete over invited ids and nicknames.
+let mention = null; // {start, items, index}
+
+function mentionCandidates(prefix) {
+  const st = view && view.liveState;
+  const invited = (st && st.participants && st.participants.invited) || [];
+  const p = prefix.toLowerCase();
+  const out = [];
+  for (const inv of invited) {
+    const nick = (inv.profile && inv.profile.nickname) || "";
+    // One entry per participant: the id when it matches (mentions resolve
+    // ids first), else the nickname.
+    let name = null;
+    if (inv.id.toLowerCase().startsWith(p)) name = inv.id;
+    else if (nick && nick.toLowerCase().startsWith(p)) name = nick;
+    if (name) out.push({ name, id: inv.id, label: nick && nick !== inv.id ? `${inv.id} (${nick})` : inv.id });
+  }
+  return out;
+}
+
+function updateMention() {
+  const input = $("message-input");
+  const upto = input.value.slice(0, input.selectionStart);
+  const m = upto.match(/(^|[\s(])@([\w.@:-]*)$/);
+  const list = $("mention-list");
+  if (!m) {
+    mention = null;
+    list.hidden = true;
+    return;
+  }
+  const items = mentionCandidates(m[2]);
+  if (!items.length) {
+    mention = null;
+    list.hidden = true;
+    return;
+  }
+  mention = { start: upto.length - m[2].length, end: input.selectionStart, items, index: 0 };
+  renderMention();
+}
+
+function renderMention() {
+  const list = $("mention-list");
+  list.replaceChildren(
+    ...mention.items.map((it, i) => {
+      const li = el("li", "mention" + (i === mention.index ? " selected" : ""), it.label);
+      li.setAttribute("role", "option");
+      li.addEventListener("mousedown", (e) => {
+        e.preventDefault();
+        mention.index = i;
+        acceptMention();
+      });
+      return li;
+    }),
+  );
+  list.hidden = false;
+}
+
+function acceptMention() {
+  const input = $("message-input");
+  const it = mention.items[mention.index];
+  const before = input.value.slice(0, mention.start);
+  const after = input.value.slice(mention.end);
+  input.value = before + it.name + " " + after;
+  const pos = before.length + it.name.length + 1;
+  input.setSelectionRange(pos, pos);
+  mention = null;
+  $("mention-list").hidden = true;
+}
+
+function onComposerKey(e) {
+  if (mention && !$("mention-list").hidden) {
+    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      e.preventDefault();
+      const n = mention.items.length;
+      mention.index = (mention.index + (e.key === "ArrowDown" ? 1 : n - 1)) % n;
+      renderMention();
+      return;
+    }
+    if (e.key === "Enter" || e.key === "Tab") {
+      e.preventDefault();
+      acceptMention();
+      return;
+    }
+    if (e.key === "Escape") {
+      mention = null;
+      $("mention-list").hidden = true;
+      return;
+    }
+  }
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    send();
+  }
+}
+
+// ------------------------------------------------------------------ invite
+
+let idEdited = false;
+
+function suggestID() {
+  if (idEdited) return;
+  const base = ($("inv-nickname").value.trim() || $("inv-client").value.trim() || "agent")
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, "-")
+    .replace(/^[^a-z0-9]+/, "")
+    .slice(0, 60) || "agent";
+  const st = view && view.liveState;
+  const taken = new Set(((st && st.participants && st.participants.invited) || []).map((p) => p.id));
+  let id = base;
+  for (let i = 2; taken.has(id); i++) id = `${base}-${i}`;
+  $("inv-id").value = id;
+}
+
+async function invite() {
+  const profile = { client: $("inv-client").value.trim(), model: $("inv-model").value.trim() };
+  const nick = $("inv-nickname").value.trim();
+  if (nick) profile.nickname = nick;
+  const roles = $("inv-roles").value.split(",").map((r) => r.trim()).filter(Boolean);
+  if (roles.length) profile.roles = roles;
+  const id = $("inv-id").value.trim();
+  await control({ invite: { participant_id: id, profile } });
+  if ($("control-error").hidden) {
+    $("invite-form").reset();
+    idEdited = false;
+  }
+}
+
+// ------------------------------------------------------------------ rename
+
+function startRename() {
+  $("rename-input").value = $("thread-title").textContent;
+  $("rename-form").hidden = false;
+  $("thread-title").hidden = true;
+  $("rename-btn").hidden = true;
+  $("rename-input").focus();
+}
+
+function endRename() {
+  $("rename-form").hidden = true;
+  $("thread-title").hidden = false;
+  $("rename-btn").hidden = false;
+}
+
+async function rename() {
+  const v = view;
+  const name = $("rename-input").value.trim();
+  if (!v || !name) return;
+  try {
+    await api.post(`/threads/${encodeURIComponent(v.id)}/events`, { type: "thread.renamed", from: sender(), content: name }, { signal: v.ctrl.signal });
+    endRename();
+  } catch (err) {
+    showControlError(err.message);
+  }
+}
+
+// -------------------------------------------------------------------- misc
+
+function setConn(status) {
+  const c = $("conn-status");
+  c.textContent = status;
+  c.dataset.status = status.split(":")[0];
+}
+
+function askToken(err) {
+  const d = $("token-dialog");
+  const msg = $("token-error");
+  if (api.getToken()) {
+    msg.textContent = err && err.message ? err.message : "The token was refused.";
+    msg.hidden = false;
+  }
+  if (!d.open) d.showModal();
+  $("token-input").focus();
+}
+
+function wire() {
+  const saved = localStorage.getItem(SENDER_KEY);
+  if (saved) $("sender").value = saved;
+  $("sender").addEventListener("change", () => localStorage.setItem(SENDER_KEY, sender()));
+
+  $("new-thread").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      await createThread($("new-thread-name").value.trim());
+      $("new-thread-name").value = "";
+    } catch (err) {
+      setConn("error: " + err.message);
+    }
+  });
+  $("thread-search").addEventListener("input", renderThreads);
+
+  $("composer").addEventListener("submit", (e) => {
+    e.preventDefault();
+    send();
+  });
+  $("message-input").addEventListener("keydown", onComposerKey);
+  $("message-input").addEventListener("input", updateMention);
+  $("message-input").addEventListener("blur", () => {
+    mention = null;
+    $("mention-list").hidden = true;
+  });
+  $("reply-cancel").addEventListener("click", () => setReply(null));
+
+  $("rename-btn").addEventListener("click", startRename);
+  $("rename-cancel").addEventListener("click", endRename);
+  $("rename-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    rename();
+  });
+
+  $("rev-back").addEventListener("click", () => view && setCursor(view, (view.cursor === null ? head(view) : view.cursor) - 1));
+  $("rev-forward").addEventListener("click", () => view && view.cursor !== null && setCursor(view, view.cursor + 1));
+  $("jump-live").addEventListener("click", () => view && setCursor(view, null));
+
+  $("events").addEventListener("scroll", () => {
+    if (view && $("events").scrollTop < 60) loadOlder(view);
+  });
+
+  $("ctl-pause").addEventListener("change", (e) => control({ pause: { on: e.target.checked } }));
+  const disc = () => control({ discussion: { on: $("ctl-discussion").checked, allow_agent_mentions: $("ctl-agent-mentions").checked } });
+  $("ctl-discussion").addEventListener("change", () => {
+    $("ctl-agent-mentions").checked = $("ctl-discussion").checked;
+    disc();
+  });
+  $("ctl-agent-mentions").addEventListener("change", disc);
+  $("ctl-auto").addEventListener("change", (e) => control({ invited_auto: { on: e.target.checked } }));
+
+  $("inv-client").addEventListener("input", suggestID);
+  $("inv-nickname").addEventListener("input", suggestID);
+  $("inv-id").addEventListener("input", () => {
+    idEdited = $("inv-id").value.trim() !== "";
+  });
+  $("invite-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    invite();
+  });
+
+  api.setUnauthorizedHandler(askToken);
+  // Escape would close the dialog and leave every request waiting for a
+  // token with no way to give one.
+  $("token-dialog").addEventListener("cancel", (e) => e.preventDefault());
+  $("token-form").addEventListener("submit", () => {
+    $("token-error").hidden = true;
+    api.setToken($("token-input").value.trim());
+    $("token-input").value = "";
+  });
+
+  window.addEventListener("popstate", () => openThread(routeID()));
+  document.addEventListener("visibilitychange", () => {
+    if (!view) return;
+    if (document.hidden) {
+      stopStream(view);
+      return;
+    }
+    startStream(view);
+    refreshState(view);
+    pollPresenceOnce(view);
+    loadThreads();
+  });
+  document.addEventListener("animationend", (e) => {
+    if (e.animationName === "flash") e.target.classList.remove("highlight");
+  });
+}
+
+async function main() {
+  wire();
+  await loadThreads();
+  openThread(routeID());
+  for (;;) {
+    await api.sleep(THREADS_POLL_MS);
+    if (!document.hidden) await loadThreads();
+  }
+}
+
+main();
