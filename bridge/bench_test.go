@@ -48,7 +48,11 @@ func BenchmarkHTTPAppend(b *testing.B) {
 				for i := range threads {
 					ts.newThread(fmt.Sprintf("t%d", i))
 				}
+				before := ts.store.Stats()
 				runAppends(b, ts.url, clients, threads)
+				if st := ts.store.Stats(); st.Batches > before.Batches {
+					b.ReportMetric(float64(st.Appends-before.Appends)/float64(st.Batches-before.Batches), "appends/commit")
+				}
 			})
 		}
 	}

@@ -364,6 +364,7 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 	for name, q := range map[string]string{
 		"thread range": sqlThreadRange, "since": sqlSinceSeq, "global range": sqlGlobalRange,
 		"head": sqlHead, "snapshot": sqlSnapshotAt, "hop": sqlHopAt, "threads after": sqlThreadsAfter,
+		"state": sqlState, "writer head": wSelectHead,
 	} {
 		args := make([]any, strings.Count(q, "?"))
 		for i := range args {

@@ -29,6 +29,12 @@ const (
 	sqlSnapshotAt = `SELECT state FROM state_snapshots WHERE thread = ? AND seq <= ? ORDER BY seq DESC LIMIT 1`
 	// sqlHopAt: the thread's last_hop as of a seq.
 	sqlHopAt = `SELECT hop FROM events WHERE thread = ? AND seq = ?`
+	// sqlState: a thread's head and current state. thread_state is written
+	// only when a control changes the state; the current last_hop is the
+	// hop of the thread's last event.
+	sqlState = `SELECT t.last_seq, s.state, e.hop FROM threads t
+		JOIN thread_state s ON s.thread = t.id
+		JOIN events e ON e.thread = t.id AND e.seq = t.last_seq WHERE t.id = ?`
 	// sqlThreadsAfter: the keyset page of threads after (updated_at, id).
 	sqlThreadsAfter = selectThread + ` WHERE (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT ?`
 )
@@ -315,8 +321,7 @@ func (s *Store) State(ctx context.Context, thread string, at int64) (agentbridge
 		var last int64
 		var state string
 		var hop int
-		err := tx.QueryRowContext(ctx, `SELECT t.last_seq, s.state, s.last_hop FROM threads t
-			JOIN thread_state s ON s.thread = t.id WHERE t.id = ?`, thread).Scan(&last, &state, &hop)
+		err := tx.QueryRowContext(ctx, sqlState, thread).Scan(&last, &state, &hop)
 		if errors.Is(err, sql.ErrNoRows) {
 			return threadNotFound(thread)
 		}

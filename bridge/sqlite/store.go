@@ -1,11 +1,12 @@
 // Package sqlite is the bridge's durable event log: an agentbridge.EventStore
 // in one SQLite file in WAL mode.
 //
-// All writes go through one writer goroutine that owns a single-connection
-// pool and commits concurrent appends together (group commit): each append
-// runs in its own savepoint inside one BEGIN IMMEDIATE transaction, so one
-// refused append never fails its neighbours, and every caller gets its
-// answer only after the commit. Reads use a separate read-only pool, so
+// All writes go through one writer goroutine that owns a single connection
+// and commits concurrent appends together (group commit) in one BEGIN
+// IMMEDIATE transaction. Every refusal is decided before the refused append
+// writes anything, so it never fails its neighbours; every caller gets its
+// answer only after the commit. Being the only writer, the goroutine caches
+// each thread's head and state, reading a thread from the file once. Reads use a separate read-only pool, so
 // stream catch-up never queues behind writes. docs/storage.md describes the
 // schema and the reasoning.
 package sqlite
@@ -41,6 +42,18 @@ const DefaultMaxBatch = 256
 // readPoolSize caps the read-only pool; SQLite readers in WAL mode do not
 // block each other, so this only bounds memory and file handles.
 const readPoolSize = 8
+
+// checkpointEvery is how many commits pass between background WAL
+// checkpoints: a few hundred pages each, so that when the writer's own
+// checkpoint comes due it finds nearly everything copied already (see
+// checkpointer).
+const checkpointEvery = 32
+
+// writerCheckpointPages is the writer connection's wal_autocheckpoint. Its
+// checkpoint is the one that lets the WAL restart from the beginning, and it
+// fsyncs twice while every append waits, so it runs 4× less often than
+// SQLite's default of 1,000 pages; the WAL stays under ~16 MB.
+const writerCheckpointPages = 4000
 
 // ErrClosed is returned by writes attempted after Close.
 var ErrClosed = errors.New("event store is closed")
@@ -83,8 +96,21 @@ type Store struct {
 	log    *slog.Logger
 	max    int
 
-	wdb *sql.DB // one connection, used only by the writer goroutine
+	wdb *sql.DB // one connection, held by the writer as conn
 	rdb *sql.DB // read-only pool
+	cdb *sql.DB // one connection, used only by the checkpointer goroutine
+
+	// The writer goroutine's own: its connection, held for the store's
+	// life so that statements stay prepared on it, and its cache of thread
+	// heads (only committed ones; see batch).
+	conn  *sql.Conn
+	st    writerStmts
+	heads map[string]head
+	// sinceCheckpoint counts the writer's commits since it last woke the
+	// checkpointer through checkpoint (buffered 1, so wake-ups coalesce).
+	sinceCheckpoint int
+	checkpoint      chan struct{}
+	ckptStopped     chan struct{} // closed when the checkpointer has exited
 
 	reqs      chan *request
 	done      chan struct{} // closed by Close: drain and stop
@@ -126,25 +152,59 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = wdb.Close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
-	rdb, err := sqlitex.Open(path, sqlitex.Options{ReadOnly: true, MaxOpen: readPoolSize})
+	conn, err := wdb.Conn(ctx)
 	if err != nil {
+		_ = wdb.Close()
+		return nil, fmt.Errorf("open writer connection to %s: %w", path, err)
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", writerCheckpointPages)); err != nil {
+		_ = conn.Close()
+		_ = wdb.Close()
+		return nil, fmt.Errorf("open %s: set wal_autocheckpoint: %w", path, err)
+	}
+	st, err := prepareWriter(ctx, conn)
+	if err != nil {
+		_ = conn.Close()
+		_ = wdb.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	cdb, err := sqlitex.Open(path, sqlitex.Options{MaxOpen: 1})
+	if err != nil {
+		_ = st.close()
+		_ = conn.Close()
 		_ = wdb.Close()
 		return nil, err
 	}
+	rdb, err := sqlitex.Open(path, sqlitex.Options{ReadOnly: true, MaxOpen: readPoolSize})
+	if err != nil {
+		_ = st.close()
+		_ = conn.Close()
+		_ = wdb.Close()
+		_ = cdb.Close()
+		return nil, err
+	}
 	s := &Store{
-		path:    path,
-		humans:  opts.Humans,
-		log:     opts.Logger,
-		max:     opts.MaxBatch,
-		wdb:     wdb,
-		rdb:     rdb,
-		reqs:    make(chan *request, opts.MaxBatch),
-		done:    make(chan struct{}),
-		stopped: make(chan struct{}),
-		entropy: ulid.Monotonic(rand.Reader, 0),
-		notify:  make(chan struct{}),
+		path:   path,
+		humans: opts.Humans,
+		log:    opts.Logger,
+		max:    opts.MaxBatch,
+		wdb:    wdb,
+		rdb:    rdb,
+		cdb:    cdb,
+		conn:   conn,
+		st:     st,
+		heads:  make(map[string]head),
+
+		checkpoint:  make(chan struct{}, 1),
+		ckptStopped: make(chan struct{}),
+		reqs:        make(chan *request, opts.MaxBatch),
+		done:        make(chan struct{}),
+		stopped:     make(chan struct{}),
+		entropy:     ulid.Monotonic(rand.Reader, 0),
+		notify:      make(chan struct{}),
 	}
 	go s.run()
+	go s.checkpointer()
 	s.log.Debug("store opened", "path", path)
 	return s, nil
 }
@@ -158,7 +218,8 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.done)
 		<-s.stopped
-		s.cerr = errors.Join(s.wdb.Close(), s.rdb.Close())
+		<-s.ckptStopped
+		s.cerr = errors.Join(s.st.close(), s.conn.Close(), s.wdb.Close(), s.cdb.Close(), s.rdb.Close())
 		if s.cerr != nil {
 			s.cerr = fmt.Errorf("close store: %w", s.cerr)
 		}
@@ -173,6 +234,27 @@ func (s *Store) Notify() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.notify
+}
+
+// checkpointer copies the WAL back into the database file whenever the
+// writer asks (every checkpointEvery commits), on its own connection: a
+// checkpoint writes and fsyncs the file, and done by the writer at COMMIT
+// (SQLite's default) it held up every append queued behind it. A PASSIVE
+// checkpoint takes no write lock, so the writer keeps committing meanwhile.
+func (s *Store) checkpointer() {
+	defer close(s.ckptStopped)
+	ctx := context.Background()
+	for {
+		select {
+		case <-s.checkpoint:
+			var busy, walPages, copied int
+			if err := s.cdb.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &walPages, &copied); err != nil {
+				s.log.Warn("background checkpoint failed", "err", err)
+			}
+		case <-s.stopped:
+			return
+		}
+	}
 }
 
 // wake closes the current notify channel and installs a fresh one.

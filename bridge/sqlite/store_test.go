@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -509,4 +510,300 @@ func TestKill9Helper(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// checkConsistent fails unless thread's stored row, current state and
+// events agree: seqs 1..n without gaps, last_seq and event_count n,
+// updated_at the last event's ts, ts strictly increasing, and the state
+// what folding every event from scratch gives.
+func checkConsistent(t *testing.T, s *Store, thread string) []agentbridge.Event {
+	t.Helper()
+	ctx := context.Background()
+	evs := allEvents(t, s, thread)
+	var want agentbridge.ThreadState
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("thread %s: event %d has seq %d, want %d", thread, i, ev.Seq, i+1)
+		}
+		if i > 0 && ev.TS <= evs[i-1].TS {
+			t.Fatalf("thread %s: ts %s at seq %d does not increase past %s", thread, ev.TS, ev.Seq, evs[i-1].TS)
+		}
+		want = agentbridge.Fold(want, ev, agentbridge.DefaultHumans)
+	}
+	th, err := s.Thread(ctx, thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(len(evs))
+	if th.LastSeq != n || th.EventCount != n || th.UpdatedAt != evs[n-1].TS {
+		t.Fatalf("thread %s row = last_seq %d, event_count %d, updated_at %s; events say %d, %d, %s",
+			thread, th.LastSeq, th.EventCount, th.UpdatedAt, n, n, evs[n-1].TS)
+	}
+	st, seq, err := s.State(ctx, thread, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(st)
+	wantJSON, _ := json.Marshal(want.Normalize())
+	if seq != n || string(got) != string(wantJSON) {
+		t.Fatalf("thread %s state at %d = %s; folding the events gives %s at %d", thread, seq, got, wantJSON, n)
+	}
+	return evs
+}
+
+// The writer caches each thread's head; refusals inside a batch — including
+// ones that depend on a control earlier in the same batch — must leave the
+// cached head exactly as the database has it.
+func TestRefusalsMidBatchKeepCacheRight(t *testing.T) {
+	s := openStore(t, Options{})
+	ctx := context.Background()
+	newThread(t, s, "t")
+	mustAppend(t, s, "t", msg("user", "warm the cache"))
+	other := mustAppend(t, s, newThread(t, s, "other").ID, msg("user", "elsewhere"))
+
+	release := lockWriter(t, s)
+	inputs := []struct {
+		in   agentbridge.EventInput
+		code string
+	}{
+		{msg("user", "first"), ""},
+		{control("user", `{"mute":{"targets":["codex"]}}`), ""},
+		{msg("codex", "muted, refused"), agentbridge.ECodeParticipantMuted},
+		{agentbridge.EventInput{From: "user", Content: json.RawMessage(`"bad"`), Meta: agentbridge.Meta{ReplyTo: other.ID}}, agentbridge.ECodeUnknownReplyTo},
+		{control("user", `{"pause":{"on":true}}`), ""},
+		{msg("claude", "paused, refused"), agentbridge.ECodeThreadPaused},
+		{control("user", `{"unmute":{"targets":["codex"]}}`), ""},
+		{control("user", `{"pause":{"on":false}}`), ""},
+		{msg("codex", "accepted again"), ""},
+	}
+	replies := []chan response{enqueue(ctx, s, "t", inputs[0].in)}
+	testutil.WaitFor(t, waitTimeout, "the writer to take the first request", func() bool { return len(s.reqs) == 0 })
+	for _, in := range inputs[1:] {
+		replies = append(replies, enqueue(ctx, s, "t", in.in))
+	}
+	release()
+	seq := int64(3)
+	for i, ch := range replies {
+		resp := <-ch
+		if inputs[i].code != "" {
+			wantCode(t, resp.err, inputs[i].code)
+			continue
+		}
+		if resp.err != nil {
+			t.Fatalf("request %d: %v", i, resp.err)
+		}
+		if resp.event.Seq != seq {
+			t.Fatalf("request %d got seq %d, want %d", i, resp.event.Seq, seq)
+		}
+		seq++
+	}
+	if ev := mustAppend(t, s, "t", msg("claude", "after the batch")); ev.Seq != seq {
+		t.Fatalf("next append got seq %d, want %d", ev.Seq, seq)
+	}
+	checkConsistent(t, s, "t")
+}
+
+// A batch that fails in the database (here a trigger raising on one
+// event's insert) stores nothing, answers every request in it with the
+// error and leaves the cache as the database has it: the next appends get
+// gapless seqs, the controls of the failed batch are not in the state, and
+// a thread created in it does not exist.
+func TestFailedBatchLeavesCacheRight(t *testing.T) {
+	s := openStore(t, Options{})
+	ctx := context.Background()
+	newThread(t, s, "t")
+	mustAppend(t, s, "t", msg("user", "warm the cache"))
+
+	db, err := sqlitex.Open(s.Path(), sqlitex.Options{MaxOpen: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TRIGGER boom BEFORE INSERT ON events WHEN NEW.content = '"boom"'
+		BEGIN SELECT RAISE(ABORT, 'injected failure'); END`); err != nil {
+		t.Fatal(err)
+	}
+
+	release := lockWriter(t, s)
+	first := enqueue(ctx, s, "t", msg("user", "before"))
+	// The rest queue behind the first and share its batch or the next;
+	// either way "boom" takes some neighbours down with it.
+	testutil.WaitFor(t, waitTimeout, "the writer to take the first request", func() bool { return len(s.reqs) == 0 })
+	replies := []chan response{first}
+	for _, in := range []agentbridge.EventInput{
+		msg("user", "ok one"),
+		control("user", `{"pause":{"on":true}}`),
+		msg("user", "boom"),
+		msg("user", "ok two"),
+	} {
+		replies = append(replies, enqueue(ctx, s, "t", in))
+	}
+	created := &request{ctx: ctx, create: &agentbridge.CreateThreadRequest{ID: "u", Name: "u", From: "user"}, reply: make(chan response, 1)}
+	s.reqs <- created
+	replies = append(replies, created.reply)
+	release()
+
+	var failed int
+	for i, ch := range replies {
+		if resp := <-ch; resp.err != nil {
+			if !strings.Contains(resp.err.Error(), "injected failure") {
+				t.Fatalf("request %d: err = %v, want the injected failure", i, resp.err)
+			}
+			failed++
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no request failed; the trigger did not fire")
+	}
+	if _, err := db.Exec(`DROP TRIGGER boom`); err != nil {
+		t.Fatal(err)
+	}
+
+	evs := checkConsistent(t, s, "t")
+	// The writer must judge the next append by the stored state, not by a
+	// pause it cached from the failed batch.
+	st, _, err := s.State(ctx, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Append(ctx, agentbridge.AppendRequest{Thread: "t", Input: msg("codex", "an agent")})
+	if st.Paused {
+		wantCode(t, err, agentbridge.ECodeThreadPaused)
+	} else if err != nil {
+		t.Fatalf("agent message after the failed batch (the pause was not stored): %v", err)
+	}
+	next := mustAppend(t, s, "t", msg("user", "a human"))
+	want := evs[len(evs)-1].Seq + 2
+	if st.Paused {
+		want--
+	}
+	if next.Seq != want {
+		t.Fatalf("append after the failed batch got seq %d, want %d", next.Seq, want)
+	}
+	checkConsistent(t, s, "t")
+	if _, err := s.Thread(ctx, "u"); err == nil {
+		// The create was committed in an earlier batch than the failure.
+		checkConsistent(t, s, "u")
+	} else {
+		wantCode(t, err, agentbridge.ECodeThreadNotFound)
+		newThread(t, s, "u")
+		checkConsistent(t, s, "u")
+	}
+}
+
+// Many callers appending messages and controls to a few threads at once;
+// afterwards every thread is consistent, and a reopened store (empty cache,
+// everything read back from the file) continues each thread gaplessly.
+func TestCacheAgreesWithDatabaseUnderConcurrency(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bridge.db")
+	ctx := context.Background()
+	s, err := Open(ctx, path, Options{MaxBatch: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	threads := []string{"a", "b", "c"}
+	for _, th := range threads {
+		newThread(t, s, th)
+	}
+	var wg sync.WaitGroup
+	for w := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				th := threads[(w+i)%len(threads)]
+				in := msg("codex", fmt.Sprintf("w%d i%d", w, i))
+				switch i % 10 {
+				case 3:
+					in = control("user", `{"mute":{"targets":["codex"],"mode":"soft"}}`)
+				case 6:
+					in = control("user", `{"unmute":{"targets":["codex"]}}`)
+				case 8:
+					in = agentbridge.EventInput{Type: agentbridge.TypeThreadRenamed, From: "user", Content: json.RawMessage(fmt.Sprintf(`"name %d"`, w))}
+				}
+				if _, err := s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: in}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	last := map[string]agentbridge.Event{}
+	for _, th := range threads {
+		evs := checkConsistent(t, s, th)
+		last[th] = evs[len(evs)-1]
+		got, err := s.Thread(ctx, th)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "thread " + th; last[th].Type == agentbridge.TypeThreadRenamed {
+			want = last[th].Text()
+			if got.Name != want {
+				t.Errorf("thread %s name %q, want %q", th, got.Name, want)
+			}
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	for _, th := range threads {
+		ev := mustAppend(t, s, th, msg("user", "after reopen"))
+		if ev.Seq != last[th].Seq+1 || ev.TS <= last[th].TS {
+			t.Fatalf("thread %s after reopen: seq %d ts %s, want seq %d and ts after %s", th, ev.Seq, ev.TS, last[th].Seq+1, last[th].TS)
+		}
+		checkConsistent(t, s, th)
+	}
+}
+
+// The writer leaves checkpoints to a background goroutine (its own
+// autocheckpoint is only a far-off backstop): under a steady stream of
+// commits the database file must still receive the pages, and the WAL must
+// keep being reused from the start rather than grow with the log.
+func TestBackgroundCheckpointKeepsWALBounded(t *testing.T) {
+	s := openStore(t, Options{})
+	ctx := context.Background()
+	threads := []string{"a", "b", "c", "d"}
+	for _, th := range threads {
+		newThread(t, s, th)
+	}
+	dbSize := func() int64 {
+		fi, err := os.Stat(s.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	start := dbSize()
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				if _, err := s.Append(ctx, agentbridge.AppendRequest{Thread: threads[(w+i)%len(threads)], Input: msg("user", strings.Repeat("x", 200))}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	testutil.WaitFor(t, waitTimeout, "checkpoints to copy pages into the database file", func() bool { return dbSize() > start })
+	wal, err := os.Stat(s.Path() + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ~900 commits of ~12 pages: a WAL that was never restarted would hold
+	// them all (~45 MB); restarted, it stays near writerCheckpointPages.
+	t.Logf("db %d bytes, wal %d bytes, %+v", dbSize(), wal.Size(), s.Stats())
+	if limit := int64(writerCheckpointPages*4096) * 3 / 2; wal.Size() > limit {
+		t.Fatalf("WAL is %d bytes, want at most %d: it is not being restarted", wal.Size(), limit)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -16,6 +17,10 @@ import (
 
 // maxIdempotencyKeyLen bounds Idempotency-Key values, in bytes.
 const maxIdempotencyKeyLen = 256
+
+// maxCachedHeads bounds the writer's head cache; past it an arbitrary
+// entry is dropped and reloaded from the database on its next append.
+const maxCachedHeads = 4096
 
 // request is one write handed to the writer goroutine. Exactly one of
 // append and create is set; reply is buffered so the writer never blocks.
@@ -31,6 +36,75 @@ type response struct {
 	thread   agentbridge.Thread
 	replayed bool
 	err      error
+}
+
+// The writer's statements, prepared once on its connection.
+const (
+	wSelectHead = `SELECT t.name, t.updated_at, t.last_seq, t.event_count, s.state, e.hop
+		FROM threads t JOIN thread_state s ON s.thread = t.id
+		JOIN events e ON e.thread = t.id AND e.seq = t.last_seq WHERE t.id = ?`
+	wSelectIdempotency = `SELECT event_id FROM idempotency WHERE thread = ? AND key = ?`
+	wSelectEventByID   = selectEvent + ` WHERE id = ?`
+	wSelectReplyTo     = `SELECT 1 FROM events WHERE id = ? AND thread = ?`
+	wSelectThread      = `SELECT 1 FROM threads WHERE id = ?`
+	wInsertEvent       = `INSERT INTO events (id, thread, seq, ts, type, sender, recipient, content, meta, hop)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	wInsertIdempotency = `INSERT INTO idempotency (thread, key, event_id) VALUES (?, ?, ?)`
+	wInsertSnapshot    = `INSERT INTO state_snapshots (thread, seq, state) VALUES (?, ?, ?)`
+	wInsertThread      = `INSERT INTO threads (id, name, created_at, updated_at, last_seq, event_count)
+		VALUES (?, ?, ?, ?, 0, 0)`
+	wInsertState  = `INSERT INTO thread_state (thread, seq, last_hop, state) VALUES (?, 0, 0, ?)`
+	wUpdateThread = `UPDATE threads SET name = ?, updated_at = ?, last_seq = ?, event_count = ? WHERE id = ?`
+	wUpdateState  = `UPDATE thread_state SET seq = ?, last_hop = ?, state = ? WHERE thread = ?`
+)
+
+// writerStmts are the writer's statements, prepared once on the connection
+// it holds, so that its hot path neither parses SQL nor looks it up in the
+// driver's per-connection cache.
+type writerStmts struct {
+	selectHead, selectIdempotency, selectEventByID, selectReplyTo, selectThread *sql.Stmt
+	insertEvent, insertIdempotency, insertSnapshot, insertThread, insertState   *sql.Stmt
+	updateThread, updateState                                                   *sql.Stmt
+}
+
+// prepareWriter prepares every writer statement on conn. On error the
+// statements prepared so far are closed.
+func prepareWriter(ctx context.Context, conn *sql.Conn) (writerStmts, error) {
+	var st writerStmts
+	for _, p := range []struct {
+		dst   **sql.Stmt
+		query string
+	}{
+		{&st.selectHead, wSelectHead}, {&st.selectIdempotency, wSelectIdempotency},
+		{&st.selectEventByID, wSelectEventByID}, {&st.selectReplyTo, wSelectReplyTo},
+		{&st.selectThread, wSelectThread}, {&st.insertEvent, wInsertEvent},
+		{&st.insertIdempotency, wInsertIdempotency}, {&st.insertSnapshot, wInsertSnapshot},
+		{&st.insertThread, wInsertThread}, {&st.insertState, wInsertState},
+		{&st.updateThread, wUpdateThread}, {&st.updateState, wUpdateState},
+	} {
+		stmt, err := conn.PrepareContext(ctx, p.query)
+		if err != nil {
+			_ = st.close()
+			return writerStmts{}, fmt.Errorf("prepare writer statement: %w", err)
+		}
+		*p.dst = stmt
+	}
+	return st, nil
+}
+
+// close closes every prepared statement (nil ones are skipped).
+func (st writerStmts) close() error {
+	var errs []error
+	for _, stmt := range []*sql.Stmt{
+		st.selectHead, st.selectIdempotency, st.selectEventByID, st.selectReplyTo, st.selectThread,
+		st.insertEvent, st.insertIdempotency, st.insertSnapshot, st.insertThread, st.insertState,
+		st.updateThread, st.updateState,
+	} {
+		if stmt != nil {
+			errs = append(errs, stmt.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Append validates req, hands it to the writer and waits for the commit.
@@ -115,6 +189,10 @@ func (s *Store) run() {
 	for {
 		select {
 		case first := <-s.reqs:
+			// Let the goroutines that are about to submit run first: on a
+			// busy machine this turns many one-append commits into fewer
+			// larger ones, and BEGIN/COMMIT cost as much as the appends.
+			runtime.Gosched()
 			s.commit(s.take([]*request{first}))
 		case <-s.done:
 			for {
@@ -141,12 +219,50 @@ func (s *Store) take(batch []*request) []*request {
 	return batch
 }
 
-// commit runs one group commit: BEGIN IMMEDIATE, one savepoint per request,
-// COMMIT; then it answers every caller and wakes readers. Requests whose
-// ctx is already done are dropped without touching the database.
-func (s *Store) commit(batch []*request) {
-	live := make([]*request, 0, len(batch))
-	for _, r := range batch {
+// head is the writer's view of a thread: everything an append reads
+// before writing, and what it leaves behind for the next one.
+type head struct {
+	name       string
+	updatedAt  string    // ts of the last event, as stored
+	lastTS     time.Time // updatedAt parsed, so nextTime need not parse
+	lastSeq    int64
+	eventCount int64
+	state      agentbridge.ThreadState // folded, LastHop included
+	stateKey   string                  // stored form of state (see stateKey)
+	// stateDirty is set when the batch changed stateKey, so that flush
+	// writes thread_state only then: a message changes only LastHop, which
+	// readers take from the last event's hop column.
+	stateDirty bool
+}
+
+// batch collects the heads a group commit advanced. They reach the cache
+// only after COMMIT, so a failed batch leaves the cache as it was; the
+// threads and thread_state rows are written once per thread, at the end.
+type batch struct {
+	heads map[string]head
+	order []string // thread ids in first-touched order, for flush
+}
+
+func (b *batch) put(thread string, h head) {
+	if _, ok := b.heads[thread]; !ok {
+		b.order = append(b.order, thread)
+	}
+	b.heads[thread] = h
+}
+
+// commit runs one group commit: BEGIN IMMEDIATE, every request, one update
+// of each touched thread's rows, COMMIT; then it answers every caller and
+// wakes readers. Requests whose ctx is already done are dropped without
+// touching the database.
+//
+// A request is refused (unknown thread or reply_to, muted, paused, thread
+// exists) by checks that run before it writes anything, so a refusal needs
+// no savepoint and never disturbs its neighbours. An error while writing is
+// the database failing, not the request: the whole batch rolls back and
+// every caller gets the error, as when COMMIT fails.
+func (s *Store) commit(reqs []*request) {
+	live := make([]*request, 0, len(reqs))
+	for _, r := range reqs {
 		if err := r.ctx.Err(); err != nil {
 			r.reply <- response{err: fmt.Errorf("write dropped before commit: %w", err)}
 			continue
@@ -160,31 +276,37 @@ func (s *Store) commit(batch []*request) {
 	// no caller's cancellation may abort it.
 	ctx := context.Background()
 	resps := make([]response, len(live))
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	b := &batch{heads: make(map[string]head, len(live))}
+	err := s.inTx(ctx, func(*sql.Conn) error {
 		for i, r := range live {
-			if _, err := tx.ExecContext(ctx, "SAVEPOINT req"); err != nil {
-				return fmt.Errorf("savepoint: %w", err)
-			}
-			resp, err := s.apply(ctx, tx, r)
+			resp, err := s.apply(ctx, b, r)
 			if err != nil {
-				if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO req"); rerr != nil {
-					return fmt.Errorf("rollback to savepoint: %w", rerr)
-				}
-				resp = response{err: err}
-			}
-			if _, err := tx.ExecContext(ctx, "RELEASE req"); err != nil {
-				return fmt.Errorf("release savepoint: %w", err)
+				return err
 			}
 			resps[i] = resp
 		}
-		return nil
+		return s.flush(ctx, b)
 	})
 	if err != nil {
+		// Nothing of the batch is stored; the cache never saw it, but drop
+		// it all anyway so that a database in an unknown state is reread.
+		clear(s.heads)
 		err = fmt.Errorf("group commit: %w", err)
+		s.log.Error("group commit failed", "requests", len(live), "err", err)
 		for _, r := range live {
 			r.reply <- response{err: err}
 		}
 		return
+	}
+	for _, id := range b.order {
+		s.remember(id, b.heads[id])
+	}
+	if s.sinceCheckpoint++; s.sinceCheckpoint >= checkpointEvery {
+		s.sinceCheckpoint = 0
+		select {
+		case s.checkpoint <- struct{}{}:
+		default: // one is already pending
+		}
 	}
 	var committed, replayed, rejected uint64
 	for _, resp := range resps {
@@ -212,186 +334,218 @@ func (s *Store) commit(batch []*request) {
 	}
 }
 
-// inTx runs fn in a write transaction (BEGIN IMMEDIATE, from the DSN).
-func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.wdb.BeginTx(ctx, nil)
-	if err != nil {
+// remember puts a committed head in the cache, dropping another entry when
+// the cache is full.
+func (s *Store) remember(thread string, h head) {
+	h.stateDirty = false
+	if _, ok := s.heads[thread]; !ok && len(s.heads) >= maxCachedHeads {
+		for id := range s.heads {
+			delete(s.heads, id)
+			break
+		}
+	}
+	s.heads[thread] = h
+}
+
+// inTx runs fn in a write transaction on the writer's connection. BEGIN
+// IMMEDIATE takes the write lock up front (waiting up to the busy timeout
+// for another process), so no statement inside fails on a lock upgrade.
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Conn) error) error {
+	if _, err := s.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
+	if err := fn(s.conn); err != nil {
+		if _, rerr := s.conn.ExecContext(ctx, "ROLLBACK"); rerr != nil {
+			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+		}
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := s.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		// A failed COMMIT may leave the transaction open (SQLITE_BUSY);
+		// end it so the next batch can begin. If SQLite already rolled it
+		// back, this ROLLBACK fails harmlessly.
+		_, _ = s.conn.ExecContext(ctx, "ROLLBACK")
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }
 
-func (s *Store) apply(ctx context.Context, tx *sql.Tx, r *request) (response, error) {
+// apply runs one request inside the batch. A refusal comes back in the
+// response; an error means the database failed and the batch must roll back.
+func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, error) {
 	if r.create != nil {
-		th, ev, err := s.createThread(ctx, tx, *r.create)
-		return response{thread: th, event: ev}, err
+		return s.createThread(ctx, b, *r.create)
 	}
-	ev, replayed, err := s.appendEvent(ctx, tx, *r.append)
-	return response{event: ev, replayed: replayed}, err
+	return s.appendEvent(ctx, b, *r.append)
 }
 
-// head is what the writer reads of a thread before appending to it.
-type head struct {
-	name      string
-	updatedAt string
-	lastSeq   int64
-	stateJSON string
-	state     agentbridge.ThreadState
-}
-
-func (s *Store) loadHead(ctx context.Context, tx *sql.Tx, thread string) (head, error) {
-	var h head
+// headOf returns thread's head as this batch sees it: advanced earlier in
+// the batch, cached from an earlier commit, or read from the database
+// (found is false when there is no such thread).
+func (s *Store) headOf(ctx context.Context, b *batch, thread string) (h head, found bool, err error) {
+	if h, ok := b.heads[thread]; ok {
+		return h, true, nil
+	}
+	if h, ok := s.heads[thread]; ok {
+		return h, true, nil
+	}
 	var lastHop int
-	err := tx.QueryRowContext(ctx, `SELECT t.name, t.updated_at, t.last_seq, s.state, s.last_hop
-		FROM threads t JOIN thread_state s ON s.thread = t.id WHERE t.id = ?`, thread).
-		Scan(&h.name, &h.updatedAt, &h.lastSeq, &h.stateJSON, &lastHop)
+	err = s.st.selectHead.QueryRowContext(ctx, thread).
+		Scan(&h.name, &h.updatedAt, &h.lastSeq, &h.eventCount, &h.stateKey, &lastHop)
 	if errors.Is(err, sql.ErrNoRows) {
-		return head{}, threadNotFound(thread)
+		return head{}, false, nil
 	}
 	if err != nil {
-		return head{}, fmt.Errorf("load thread %s: %w", thread, err)
+		return head{}, false, fmt.Errorf("load thread %s: %w", thread, err)
 	}
-	if err := json.Unmarshal([]byte(h.stateJSON), &h.state); err != nil {
-		return head{}, fmt.Errorf("decode state of thread %s: %w", thread, err)
+	if err := json.Unmarshal([]byte(h.stateKey), &h.state); err != nil {
+		return head{}, false, fmt.Errorf("decode state of thread %s: %w", thread, err)
 	}
 	h.state.LastHop = lastHop
-	return h, nil
+	if t, err := time.Parse(agentbridge.TimeLayout, h.updatedAt); err == nil {
+		h.lastTS = t
+	}
+	return h, true, nil
 }
 
-func (s *Store) appendEvent(ctx context.Context, tx *sql.Tx, req agentbridge.AppendRequest) (agentbridge.Event, bool, error) {
-	h, err := s.loadHead(ctx, tx, req.Thread)
+func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.AppendRequest) (response, error) {
+	h, found, err := s.headOf(ctx, b, req.Thread)
 	if err != nil {
-		return agentbridge.Event{}, false, err
+		return response{}, err
+	}
+	if !found {
+		return response{err: threadNotFound(req.Thread)}, nil
 	}
 	if req.IdempotencyKey != "" {
 		var id string
-		err := tx.QueryRowContext(ctx, `SELECT event_id FROM idempotency WHERE thread = ? AND key = ?`,
-			req.Thread, req.IdempotencyKey).Scan(&id)
+		err := s.st.selectIdempotency.QueryRowContext(ctx, req.Thread, req.IdempotencyKey).Scan(&id)
 		switch {
 		case err == nil:
-			ev, err := scanEvent(tx.QueryRowContext(ctx, selectEvent+` WHERE id = ?`, id))
+			ev, err := scanEvent(s.st.selectEventByID.QueryRowContext(ctx, id))
 			if err != nil {
-				return agentbridge.Event{}, false, fmt.Errorf("load idempotent event %s: %w", id, err)
+				return response{}, fmt.Errorf("load idempotent event %s: %w", id, err)
 			}
-			return ev, true, nil
+			return response{event: ev, replayed: true}, nil
 		case !errors.Is(err, sql.ErrNoRows):
-			return agentbridge.Event{}, false, fmt.Errorf("look up idempotency key: %w", err)
+			return response{}, fmt.Errorf("look up idempotency key: %w", err)
 		}
 	}
 	in := req.Input
 	if in.Meta.ReplyTo != "" {
 		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM events WHERE id = ? AND thread = ?`, in.Meta.ReplyTo, req.Thread).Scan(&one)
+		err := s.st.selectReplyTo.QueryRowContext(ctx, in.Meta.ReplyTo, req.Thread).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
-			return agentbridge.Event{}, false, &agentbridge.Error{
+			return response{err: &agentbridge.Error{
 				Code: agentbridge.ECodeUnknownReplyTo, Field: "meta.reply_to", Thread: req.Thread,
 				Message: fmt.Sprintf("meta.reply_to names %q, which is not an event of thread %q.", clip(in.Meta.ReplyTo), req.Thread),
-			}
+			}}, nil
 		}
 		if err != nil {
-			return agentbridge.Event{}, false, fmt.Errorf("look up reply_to: %w", err)
+			return response{}, fmt.Errorf("look up reply_to: %w", err)
 		}
 	}
 	if in.Type == agentbridge.TypeMessage {
 		if h.state.IsHardMuted(in.From) {
-			return agentbridge.Event{}, false, &agentbridge.Error{
+			return response{err: &agentbridge.Error{
 				Code: agentbridge.ECodeParticipantMuted, Thread: req.Thread, Participant: in.From,
 				Message: fmt.Sprintf("%s is muted in thread %q; a human can unmute them with an unmute control.", in.From, req.Thread),
-			}
+			}}, nil
 		}
 		if h.state.Paused && !s.humans.Has(in.From) {
-			return agentbridge.Event{}, false, &agentbridge.Error{
+			return response{err: &agentbridge.Error{
 				Code: agentbridge.ECodeThreadPaused, Thread: req.Thread, Participant: in.From,
 				Message: fmt.Sprintf("Thread %q is paused, so only humans may post messages; a human can resume it with {\"pause\":{\"on\":false}}.", req.Thread),
-			}
+			}}, nil
 		}
 	}
 	ev := agentbridge.Event{
 		Seq: h.lastSeq + 1, Thread: req.Thread,
 		Type: in.Type, From: in.From, To: in.To, Content: in.Content, Meta: in.Meta,
 	}
-	if err := s.insertEvent(ctx, tx, &ev, h); err != nil {
-		return agentbridge.Event{}, false, err
+	if err := s.stamp(&ev, &h); err != nil {
+		return response{}, err
+	}
+	if err := s.insertEvent(ctx, &ev, &h); err != nil {
+		return response{}, err
 	}
 	if req.IdempotencyKey != "" {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency (thread, key, event_id) VALUES (?, ?, ?)`,
-			req.Thread, req.IdempotencyKey, ev.ID); err != nil {
-			return agentbridge.Event{}, false, fmt.Errorf("record idempotency key: %w", err)
+		if _, err := s.st.insertIdempotency.ExecContext(ctx, req.Thread, req.IdempotencyKey, ev.ID); err != nil {
+			return response{}, fmt.Errorf("record idempotency key: %w", err)
 		}
 	}
-	return ev, false, nil
+	b.put(req.Thread, h)
+	return response{event: ev}, nil
 }
 
-func (s *Store) createThread(ctx context.Context, tx *sql.Tx, req agentbridge.CreateThreadRequest) (agentbridge.Thread, agentbridge.Event, error) {
+func (s *Store) createThread(ctx context.Context, b *batch, req agentbridge.CreateThreadRequest) (response, error) {
 	id := req.ID
 	if id == "" {
 		u, err := ulid.New(ulid.Now(), s.entropy)
 		if err != nil {
-			return agentbridge.Thread{}, agentbridge.Event{}, fmt.Errorf("new thread id: %w", err)
+			return response{}, fmt.Errorf("new thread id: %w", err)
 		}
 		id = u.String()
 	}
-	var one int
-	err := tx.QueryRowContext(ctx, `SELECT 1 FROM threads WHERE id = ?`, id).Scan(&one)
-	if err == nil {
-		return agentbridge.Thread{}, agentbridge.Event{}, &agentbridge.Error{
+	_, found, err := s.headOf(ctx, b, id)
+	if err != nil {
+		return response{}, err
+	}
+	if found {
+		return response{err: &agentbridge.Error{
 			Code: agentbridge.ECodeThreadExists, Field: "id", Thread: id,
 			Message: fmt.Sprintf("A thread with id %q already exists; choose another id or leave it out.", id),
-		}
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return agentbridge.Thread{}, agentbridge.Event{}, fmt.Errorf("look up thread %s: %w", id, err)
+		}}, nil
 	}
 	zero, err := stateKey(agentbridge.ThreadState{})
 	if err != nil {
-		return agentbridge.Thread{}, agentbridge.Event{}, err
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO threads (id, name, created_at, updated_at, last_seq, event_count)
-		VALUES (?, ?, '', '', 0, 0)`, id, req.Name); err != nil {
-		return agentbridge.Thread{}, agentbridge.Event{}, fmt.Errorf("insert thread %s: %w", id, err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO thread_state (thread, seq, last_hop, state) VALUES (?, 0, 0, ?)`,
-		id, zero); err != nil {
-		return agentbridge.Thread{}, agentbridge.Event{}, fmt.Errorf("insert state of thread %s: %w", id, err)
+		return response{}, err
 	}
 	content, err := json.Marshal(req.Name)
 	if err != nil {
-		return agentbridge.Thread{}, agentbridge.Event{}, fmt.Errorf("encode thread name: %w", err)
+		return response{}, fmt.Errorf("encode thread name: %w", err)
 	}
+	h := head{name: req.Name, stateKey: zero}
 	ev := agentbridge.Event{
 		Seq: 1, Thread: id, Type: agentbridge.TypeThreadCreated,
 		From: req.From, To: agentbridge.ToAll, Content: content,
 	}
-	if err := s.insertEvent(ctx, tx, &ev, head{name: req.Name, stateJSON: zero}); err != nil {
-		return agentbridge.Thread{}, agentbridge.Event{}, err
+	if err := s.stamp(&ev, &h); err != nil {
+		return response{}, err
 	}
+	if _, err := s.st.insertThread.ExecContext(ctx, id, req.Name, ev.TS, ev.TS); err != nil {
+		return response{}, fmt.Errorf("insert thread %s: %w", id, err)
+	}
+	if _, err := s.st.insertState.ExecContext(ctx, id, zero); err != nil {
+		return response{}, fmt.Errorf("insert state of thread %s: %w", id, err)
+	}
+	if err := s.insertEvent(ctx, &ev, &h); err != nil {
+		return response{}, err
+	}
+	b.put(id, h)
 	th := agentbridge.Thread{ID: id, Name: req.Name, CreatedAt: ev.TS, UpdatedAt: ev.TS, LastSeq: 1, EventCount: 1}
-	if _, err := tx.ExecContext(ctx, `UPDATE threads SET created_at = ? WHERE id = ?`, ev.TS, id); err != nil {
-		return agentbridge.Thread{}, agentbridge.Event{}, fmt.Errorf("set created_at of thread %s: %w", id, err)
-	}
-	return th, ev, nil
+	return response{thread: th, event: ev}, nil
 }
 
-// insertEvent assigns ev its id and ts, stores it, and advances the
-// thread's row, its derived state and (when a control changed the state) a
-// state snapshot. ev.Seq, Thread and the client fields must be set; on
-// return ev is exactly what readers will get back (GSeq set, Meta in its
-// stored form).
-func (s *Store) insertEvent(ctx context.Context, tx *sql.Tx, ev *agentbridge.Event, h head) error {
-	t := nextTime(h.updatedAt)
-	ev.TS = agentbridge.FormatTime(t)
+// stamp gives ev its ts (strictly after the thread's last) and id, and
+// moves h's clock to it.
+func (s *Store) stamp(ev *agentbridge.Event, h *head) error {
+	t := nextTime(h.lastTS)
 	u, err := ulid.New(ulid.Timestamp(t), s.entropy)
 	if err != nil {
 		return fmt.Errorf("new event id: %w", err)
 	}
 	ev.ID = u.String()
+	ev.TS = agentbridge.FormatTime(t)
+	h.lastTS, h.updatedAt = t, ev.TS
+	return nil
+}
+
+// insertEvent stores the stamped ev and advances h past it: seq, count,
+// name, folded state, and a state snapshot when a control changed the
+// state. ev.Seq, Thread and the client fields must be set; on return ev is
+// exactly what readers will get back (GSeq set, Meta in its stored form).
+// The threads and thread_state rows are left to flush.
+func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, h *head) error {
 	meta, err := ev.Meta.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("encode meta: %w", err)
@@ -405,8 +559,7 @@ func (s *Store) insertEvent(ctx context.Context, tx *sql.Tx, ev *agentbridge.Eve
 		content = string(ev.Content)
 	}
 	after := agentbridge.Fold(h.state, *ev, s.humans)
-	res, err := tx.ExecContext(ctx, `INSERT INTO events (id, thread, seq, ts, type, sender, recipient, content, meta, hop)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	res, err := s.st.insertEvent.ExecContext(ctx,
 		ev.ID, ev.Thread, ev.Seq, ev.TS, ev.Type, ev.From, ev.To, content, string(meta), after.LastHop)
 	if err != nil {
 		return fmt.Errorf("insert event: %w", err)
@@ -414,35 +567,44 @@ func (s *Store) insertEvent(ctx context.Context, tx *sql.Tx, ev *agentbridge.Eve
 	if ev.GSeq, err = res.LastInsertId(); err != nil {
 		return fmt.Errorf("read gseq: %w", err)
 	}
-	name := h.name
 	if ev.Type == agentbridge.TypeThreadRenamed {
-		name = ev.Text()
+		h.name = ev.Text()
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE threads SET name = ?, updated_at = ?, last_seq = ?, event_count = event_count + 1
-		WHERE id = ?`, name, ev.TS, ev.Seq, ev.Thread); err != nil {
-		return fmt.Errorf("update thread: %w", err)
-	}
-	key := h.stateJSON
-	if ev.Type == agentbridge.TypeControl {
-		if key, err = stateKey(after); err != nil {
-			return err
-		}
-	}
-	if key == h.stateJSON {
-		_, err = tx.ExecContext(ctx, `UPDATE thread_state SET seq = ?, last_hop = ? WHERE thread = ?`,
-			ev.Seq, after.LastHop, ev.Thread)
-		if err != nil {
-			return fmt.Errorf("update thread state: %w", err)
-		}
+	h.lastSeq = ev.Seq
+	h.eventCount++
+	h.state = after
+	if ev.Type != agentbridge.TypeControl {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE thread_state SET seq = ?, last_hop = ?, state = ? WHERE thread = ?`,
-		ev.Seq, after.LastHop, key, ev.Thread); err != nil {
-		return fmt.Errorf("update thread state: %w", err)
+	key, err := stateKey(after)
+	if err != nil {
+		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO state_snapshots (thread, seq, state) VALUES (?, ?, ?)`,
-		ev.Thread, ev.Seq, key); err != nil {
+	if key == h.stateKey {
+		return nil
+	}
+	if _, err := s.st.insertSnapshot.ExecContext(ctx, ev.Thread, ev.Seq, key); err != nil {
 		return fmt.Errorf("insert state snapshot: %w", err)
+	}
+	h.stateKey, h.stateDirty = key, true
+	return nil
+}
+
+// flush writes each thread the batch touched to its threads row, and to
+// its thread_state row when a control changed the state: once per thread
+// rather than once per event.
+func (s *Store) flush(ctx context.Context, b *batch) error {
+	for _, id := range b.order {
+		h := b.heads[id]
+		if _, err := s.st.updateThread.ExecContext(ctx, h.name, h.updatedAt, h.lastSeq, h.eventCount, id); err != nil {
+			return fmt.Errorf("update thread %s: %w", id, err)
+		}
+		if !h.stateDirty {
+			continue
+		}
+		if _, err := s.st.updateState.ExecContext(ctx, h.lastSeq, h.state.LastHop, h.stateKey, id); err != nil {
+			return fmt.Errorf("update state of thread %s: %w", id, err)
+		}
 	}
 	return nil
 }
@@ -459,18 +621,14 @@ func stateKey(st agentbridge.ThreadState) (string, error) {
 }
 
 // nextTime returns now, truncated to the microsecond, or 1µs after last
-// (a TimeLayout string) when the clock has not moved past it: a thread's ts
-// must strictly increase, because v0 clients page with since=<ts>.
-func nextTime(last string) time.Time {
+// when the clock has not moved past it: a thread's ts must strictly
+// increase, because v0 clients page with since=<ts>.
+func nextTime(last time.Time) time.Time {
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	if last == "" {
+	if now.After(last) {
 		return now
 	}
-	lt, err := time.Parse(agentbridge.TimeLayout, last)
-	if err != nil || now.After(lt) {
-		return now
-	}
-	return lt.Add(time.Microsecond)
+	return last.Add(time.Microsecond)
 }
 
 func threadNotFound(id string) *agentbridge.Error {
