@@ -2,21 +2,321 @@ package main
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
 )
 
+// defaultStatusURL is where invocations and why look for the coordinator.
+const defaultStatusURL = "http://127.0.0.1:5112"
+
 func (m *Main) runCoordinator(ctx context.Context, args []string) error {
-	return errors.New("not implemented yet")
+	fs := m.newFlagSet("coordinator")
+	configPath := fs.String("config", m.env("BRIDGE_COORDINATOR_CONFIG", "./coordinator.config.json"), "config file, watched for changes (env BRIDGE_COORDINATOR_CONFIG)")
+	statePath := fs.String("state", m.env("BRIDGE_COORDINATOR_STATE", "./data/coordinator.db"), "state database, created with its folder (env BRIDGE_COORDINATOR_STATE)")
+	mode := fs.String("startup-mode", "", "end or resume; overrides the config's startup_mode")
+	logLevel := fs.String("log-level", m.env("BRIDGE_LOG_LEVEL", "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("coordinator takes no arguments, got %q", pos[0])
+	}
+	if *mode != "" && *mode != coordinator.StartupEnd && *mode != coordinator.StartupResume {
+		return usagef("--startup-mode: %q is not end or resume", *mode)
+	}
+	logger, err := newLogger(m.Stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	cfg, warnings, err := coordinator.LoadConfig(*configPath)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		logger.Warn(w, "path", cfg.Path)
+	}
+	if *mode != "" {
+		cfg.StartupMode = *mode
+	}
+	if cfg.BridgeToken == "" {
+		cfg.BridgeToken = strings.TrimSpace(m.Getenv("BRIDGE_TOKEN"))
+	}
+	return m.startCoordinator(ctx, cfg, *statePath, logger, func(*coordinator.Coordinator) {})
+}
+
+// startCoordinator opens the ledger and runs a coordinator until ctx ends,
+// reloading its config on SIGHUP. started is called once it is listening.
+// It is the wiring shared by coordinator and up.
+func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, statePath string, logger *slog.Logger, started func(*coordinator.Coordinator)) error {
+	if err := os.MkdirAll(filepath.Dir(statePath), 0o755); err != nil {
+		return fmt.Errorf("create state folder: %w", err)
+	}
+	db, err := state.Open(ctx, statePath)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	c, err := coordinator.New(coordinator.Options{Config: cfg, ConfigPath: cfg.Path, State: db, Logger: logger})
+	if err != nil {
+		return err
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	// A second SIGTERM/SIGINT (the first one cancelled ctx) skips the
+	// shutdown grace period.
+	again := make(chan os.Signal, 1)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				logger.Info("SIGHUP: reloading the config")
+				c.Reload()
+			case <-ctx.Done():
+				signal.Notify(again, syscall.SIGTERM, os.Interrupt)
+				defer signal.Stop(again)
+				select {
+				case <-again:
+					logger.Warn("second signal: interrupting running adapters now")
+					c.SkipGrace()
+				case <-done:
+				}
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	logger.Info("coordinator started", "bridge", cfg.BridgeURL, "status", c.StatusURL(), "state", statePath, "startup_mode", cfg.StartupMode)
+	started(c)
+	return c.Run(ctx)
 }
 
 func (m *Main) runUp(ctx context.Context, args []string) error {
-	return errors.New("not implemented yet")
+	fs := m.newFlagSet("up")
+	addr := fs.String("addr", m.env("BRIDGE_ADDR", bridge.DefaultAddr), "bridge listen address (env BRIDGE_ADDR)")
+	db := fs.String("db", m.env("BRIDGE_DB", "./data/bridge.db"), "bridge database (env BRIDGE_DB)")
+	configPath := fs.String("config", m.env("BRIDGE_COORDINATOR_CONFIG", "./coordinator.config.json"), "coordinator config; defaults apply when the file does not exist (env BRIDGE_COORDINATOR_CONFIG)")
+	statePath := fs.String("state", m.env("BRIDGE_COORDINATOR_STATE", "./data/coordinator.db"), "coordinator state database (env BRIDGE_COORDINATOR_STATE)")
+	logLevel := fs.String("log-level", m.env("BRIDGE_LOG_LEVEL", "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("up takes no arguments, got %q", pos[0])
+	}
+	logger, err := newLogger(m.Stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	cfg := coordinator.DefaultConfig()
+	if _, err := os.Stat(*configPath); err == nil {
+		var warnings []string
+		if cfg, warnings, err = coordinator.LoadConfig(*configPath); err != nil {
+			return err
+		}
+		for _, w := range warnings {
+			logger.Warn(w, "path", cfg.Path)
+		}
+	} else {
+		logger.Info("no coordinator config file; using the defaults (no agents)", "path", *configPath)
+	}
+	token := strings.TrimSpace(m.Getenv("BRIDGE_TOKEN"))
+	if err := os.MkdirAll(filepath.Dir(*db), 0o755); err != nil {
+		return fmt.Errorf("create database folder: %w", err)
+	}
+	b, err := startBridge(ctx, bridgeConfig{Addr: *addr, DB: *db, Humans: cfg.HumanIDs, Token: token,
+		MaxBody: bridge.DefaultMaxBody, Version: version}, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		if err := b.Close(cctx); err != nil {
+			logger.Error("close bridge", "err", err)
+		}
+	}()
+	cfg.BridgeURL = b.URL()
+	if token != "" {
+		cfg.BridgeToken = token
+	}
+	return m.startCoordinator(ctx, cfg, *statePath, logger, func(c *coordinator.Coordinator) {
+		fmt.Fprintf(m.Stdout, "agent-bridge is up: bridge %s, coordinator status %s\nOpen the UI at %s/ui\n", b.URL(), c.StatusURL(), b.URL())
+	})
+}
+
+// statusGet asks the coordinator's status API and decodes the answer into
+// out; an error answer comes back as an *agentbridge.Error.
+func statusGet(ctx context.Context, base, path string, q url.Values, out any) error {
+	u := strings.TrimRight(base, "/") + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return usagef("--coordinator-url: %v", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("ask the coordinator at %s (is it running? see --coordinator-url): %w", base, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("read the coordinator's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error *agentbridge.Error `json:"error"`
+		}
+		if json.Unmarshal(body, &e) == nil && e.Error != nil {
+			e.Error.Status = resp.StatusCode
+			return e.Error
+		}
+		return fmt.Errorf("the coordinator answered %s", resp.Status)
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("decode the coordinator's answer: %w", err)
+	}
+	return nil
 }
 
 func (m *Main) runInvocations(ctx context.Context, args []string) error {
-	return errors.New("not implemented yet")
+	fs := m.newFlagSet("invocations")
+	thread := fs.String("thread", "", "only this thread")
+	status := fs.String("status", "", "only this status: queued, running, succeeded, failed, timeout, interrupted or refused")
+	limit := fs.Int("limit", 100, "at most this many, newest first")
+	asJSON := fs.Bool("json", false, "print the records as JSON")
+	base := fs.String("coordinator-url", defaultStatusURL, "the coordinator's status API")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("invocations takes no arguments, got %q", pos[0])
+	}
+	if *status != "" && !state.ValidStatus(*status) {
+		return usagef("--status: %q is not one of queued, running, succeeded, failed, timeout, interrupted, refused", *status)
+	}
+	if *limit < 1 || *limit > agentbridge.MaxEventsLimit {
+		return usagef("--limit: must be from 1 to %d", agentbridge.MaxEventsLimit)
+	}
+	q := url.Values{"limit": {strconv.Itoa(*limit)}}
+	if *thread != "" {
+		q.Set("thread", *thread)
+	}
+	if *status != "" {
+		q.Set("status", *status)
+	}
+	var out coordinator.InvocationsResponse
+	if err := statusGet(ctx, *base, "/invocations", q, &out); err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out.Invocations)
+	}
+	if len(out.Invocations) == 0 {
+		fmt.Fprintln(m.Stdout, "no invocations")
+		return nil
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tPARTICIPANT\tTHREAD\tTRIGGER\tEXIT\tDURATION\tREPLY")
+	for _, inv := range out.Invocations {
+		exit := "-"
+		if inv.ExitCode != nil {
+			exit = strconv.Itoa(*inv.ExitCode)
+		}
+		reply := inv.ReplyEventID
+		if reply == "" {
+			reply = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", inv.ID, inv.Status, inv.Participant, inv.Thread, inv.TriggerID,
+			exit, (time.Duration(inv.DurationMS) * time.Millisecond).String(), reply)
+	}
+	return tw.Flush()
 }
 
 func (m *Main) runWhy(ctx context.Context, args []string) error {
-	return errors.New("not implemented yet")
+	fs := m.newFlagSet("why")
+	base := fs.String("coordinator-url", defaultStatusURL, "the coordinator's status API")
+	asJSON := fs.Bool("json", false, "print the recorded decision as JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("why takes one argument: the event id")
+	}
+	var rec state.Decision
+	if err := statusGet(ctx, *base, "/decisions", url.Values{"event": {pos[0]}}, &rec); err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rec)
+	}
+	var d coordinator.Decision
+	if err := json.Unmarshal(rec.Decision, &d); err != nil {
+		return fmt.Errorf("decode decision: %w", err)
+	}
+	printDecision(m.Stdout, rec, d)
+	return nil
+}
+
+// printDecision words a recorded decision for a person.
+func printDecision(w io.Writer, rec state.Decision, d coordinator.Decision) {
+	fmt.Fprintf(w, "event %s (thread %s, seq %d), decided %s\n", rec.EventID, rec.Thread, rec.Seq, rec.CreatedAt)
+	rule := d.Rule
+	if d.Reason != "" {
+		rule += " (" + d.Reason + ")"
+	}
+	fmt.Fprintf(w, "rule: %s\n", rule)
+	fmt.Fprintf(w, "hop: %d\n", d.Hop)
+	if len(d.Invoke) == 0 {
+		fmt.Fprintln(w, "invoked: nobody")
+	} else {
+		fmt.Fprintln(w, "invoked:")
+		for _, t := range d.Invoke {
+			fmt.Fprintf(w, "  %s (agent %s)\n", t.Participant, t.Agent)
+		}
+	}
+	if len(d.Skipped) > 0 {
+		fmt.Fprintln(w, "not invoked:")
+		for _, s := range d.Skipped {
+			fmt.Fprintf(w, "  %s: %s\n", s.Participant, s.Reason)
+		}
+	}
+	if d.Clarify != "" {
+		fmt.Fprintf(w, "clarification sent: %s\n", d.Clarify)
+	}
+	if d.LoopGuard {
+		fmt.Fprintln(w, "loop guard: the hop limit was reached; a notice was posted")
+	}
 }

@@ -1,0 +1,506 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/adapters/adapterstest"
+	"github.com/agent-bridge/agent-bridge/bridge"
+	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
+)
+
+// coordBins holds the agent-bridge binary and the fake adapter, each built
+// at most once per test binary for the coordinator's tests.
+var coordBins struct {
+	dir                 string
+	dirOnce             sync.Once
+	binOnce, fakeOnce   sync.Once
+	bin, fake           string
+	dirErr, binErr, err error
+}
+
+func coordBinDir(t *testing.T) string {
+	t.Helper()
+	coordBins.dirOnce.Do(func() {
+		coordBins.dir, coordBins.dirErr = os.MkdirTemp("", "agent-bridge-coordinator-test")
+	})
+	if coordBins.dirErr != nil {
+		t.Fatal(coordBins.dirErr)
+	}
+	return coordBins.dir
+}
+
+// buildFake builds the fake adapter.
+func buildFake(t *testing.T) string {
+	t.Helper()
+	dir := coordBinDir(t)
+	coordBins.fakeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		coordBins.fake, coordBins.err = adapterstest.BuildFake(ctx, dir)
+	})
+	if coordBins.err != nil {
+		t.Fatalf("build: %v", coordBins.err)
+	}
+	return coordBins.fake
+}
+
+// buildCoordBinaries builds agent-bridge and the fake adapter.
+func buildCoordBinaries(t *testing.T) (bin, fake string) {
+	t.Helper()
+	dir := coordBinDir(t)
+	coordBins.binOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		coordBins.bin, coordBins.binErr = testutil.GoBuild(ctx, "./cmd/agent-bridge", dir, false)
+	})
+	if coordBins.binErr != nil {
+		t.Fatalf("build: %v", coordBins.binErr)
+	}
+	return coordBins.bin, buildFake(t)
+}
+
+// coordEnv is the scene of a coordinator test: a bridge in-process, a
+// config file, a state db and the fake adapter's folder.
+type coordEnv struct {
+	t          *testing.T
+	dir        string
+	fakeDir    string
+	bridge     *runningBridge
+	bridgeAddr string
+	cl         *client.Client
+	cfgPath    string
+	statePath  string
+	statusURL  string
+}
+
+func newCoordEnv(t *testing.T, fake string) *coordEnv {
+	t.Helper()
+	dir := t.TempDir()
+	e := &coordEnv{t: t, dir: dir, fakeDir: filepath.Join(dir, "fake"), statePath: filepath.Join(dir, "state", "coordinator.db")}
+	if err := os.MkdirAll(e.fakeDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.startBridge("127.0.0.1:0")
+	e.bridgeAddr = strings.TrimPrefix(e.bridge.URL(), "http://")
+	e.cl = client.New(e.bridge.URL())
+	statusAddr := freeAddr(t)
+	e.statusURL = "http://" + statusAddr
+	e.cfgPath = filepath.Join(dir, "coordinator.config.json")
+	cfg := map[string]any{
+		"bridge_url":       e.bridge.URL(),
+		"status_addr":      statusAddr,
+		"startup_mode":     "resume",
+		"shutdown_grace_s": 5,
+		"agents":           map[string]any{"alice": map[string]any{"command": []string{fake}}},
+	}
+	b, _ := json.Marshal(cfg)
+	if err := os.WriteFile(e.cfgPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.stopBridge() })
+	return e
+}
+
+func (e *coordEnv) startBridge(addr string) {
+	e.t.Helper()
+	b, err := startBridge(context.Background(), bridgeConfig{Addr: addr, DB: filepath.Join(e.dir, "bridge.db"),
+		Humans: agentbridge.DefaultHumans, MaxBody: bridge.DefaultMaxBody}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		e.t.Fatalf("start bridge: %v", err)
+	}
+	e.bridge = b
+}
+
+func (e *coordEnv) stopBridge() {
+	if e.bridge == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.bridge.Close(ctx); err != nil {
+		e.t.Errorf("close bridge: %v", err)
+	}
+	e.bridge = nil
+}
+
+// freeAddr returns a loopback address that was free a moment ago, for a
+// child process's status server.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// coordProc is a running `agent-bridge coordinator`.
+type coordProc struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	done   chan error
+}
+
+// startCoordProc runs the coordinator binary and waits until its status
+// API says it is following the log.
+func (e *coordEnv) startCoordProc(bin string) *coordProc {
+	e.t.Helper()
+	cmd := exec.Command(bin, "coordinator", "--config", e.cfgPath, "--state", e.statePath, "--startup-mode", "resume")
+	cmd.Env = append(os.Environ(), "FAKE_ADAPTER_DIR="+e.fakeDir, "BRIDGE_TOKEN=")
+	p := &coordProc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		e.t.Fatalf("start coordinator: %v", err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	e.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		if e.t.Failed() {
+			e.t.Logf("coordinator stderr:\n%s", p.stderr.String())
+		}
+	})
+	testutil.WaitFor(e.t, 30*time.Second, "the coordinator to follow the log", func() bool {
+		resp, err := http.Get(e.statusURL + "/healthz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var h struct{ Following bool }
+		return json.NewDecoder(resp.Body).Decode(&h) == nil && h.Following
+	})
+	return p
+}
+
+// wait waits for the process to exit and returns its exit code.
+func (p *coordProc) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatalf("wait: %v", err)
+		}
+		return 0
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the coordinator did not exit; stderr:\n%s", p.stderr.String())
+		return -1
+	}
+}
+
+// terminate sends SIGTERM and requires a clean exit.
+func (p *coordProc) terminate(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != 0 {
+		t.Errorf("exit code after SIGTERM = %d, want 0; stderr:\n%s", code, p.stderr.String())
+	}
+}
+
+func (e *coordEnv) threadWithAlice() string {
+	e.t.Helper()
+	ctx := context.Background()
+	th, err := e.cl.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: "t"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	inv, _ := json.Marshal(map[string]any{"invite": map[string]any{"participant_id": "alice", "profile": map[string]any{"client": "fake", "model": "m"}}})
+	if _, err := e.cl.Append(ctx, th.ID, agentbridge.EventInput{Type: "control", From: "user", Content: inv}, ""); err != nil {
+		e.t.Fatal(err)
+	}
+	return th.ID
+}
+
+func (e *coordEnv) say(thread, to, text string) agentbridge.Event {
+	e.t.Helper()
+	b, _ := json.Marshal(text)
+	ev, err := e.cl.Append(context.Background(), thread, agentbridge.EventInput{From: "user", To: to, Content: b}, "")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ev
+}
+
+// replies counts the events answering trigger, reading the bridge's
+// database through whichever server is up.
+func (e *coordEnv) replies(thread, trigger string) []agentbridge.Event {
+	evs, err := e.cl.ThreadEvents(context.Background(), agentbridge.ThreadEventsQuery{Thread: thread, After: -1})
+	if err != nil {
+		return nil
+	}
+	var out []agentbridge.Event
+	for _, ev := range evs {
+		if ev.Meta.ReplyTo == trigger {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// runs counts the fake adapter's runs for a trigger.
+func (e *coordEnv) runs(trigger string) int {
+	b, _ := os.ReadFile(filepath.Join(e.fakeDir, "runs.log"))
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, trigger+" ") {
+			n++
+		}
+	}
+	return n
+}
+
+// invocationStatus asks the status API for the status of the trigger's
+// invocation.
+func (e *coordEnv) invocationStatus(trigger string) string {
+	resp, err := http.Get(e.statusURL + "/invocations")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var out coordinator.InvocationsResponse
+	if json.NewDecoder(resp.Body).Decode(&out) != nil {
+		return ""
+	}
+	for _, inv := range out.Invocations {
+		if inv.TriggerID == trigger {
+			return inv.Status
+		}
+	}
+	return ""
+}
+
+// TestCoordinatorKill9ResumeExactlyOnce kills the coordinator with SIGKILL
+// while the adapter runs, restarts it with --startup-mode resume, and
+// requires exactly one reply; then SIGTERM must exit 0.
+func TestCoordinatorKill9ResumeExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin, fake := buildCoordBinaries(t)
+	e := newCoordEnv(t, fake)
+	p := e.startCoordProc(bin)
+	th := e.threadWithAlice()
+	trig := e.say(th, "alice", "fake:sleep=3s")
+	testutil.WaitFor(t, 30*time.Second, "the adapter to start", func() bool { return e.runs(trig.ID) == 1 })
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t)
+	if got := e.replies(th, trig.ID); len(got) != 0 {
+		t.Fatalf("a reply appeared although the coordinator was killed: %+v", got)
+	}
+	p2 := e.startCoordProc(bin)
+	testutil.WaitFor(t, 30*time.Second, "the re-run's reply", func() bool { return len(e.replies(th, trig.ID)) >= 1 })
+	testutil.WaitFor(t, 30*time.Second, "the record to be succeeded", func() bool { return e.invocationStatus(trig.ID) == "succeeded" })
+	if got := e.replies(th, trig.ID); len(got) != 1 || got[0].From != "alice" {
+		t.Errorf("replies = %+v, want exactly one from alice", got)
+	}
+	if n := e.runs(trig.ID); n != 2 {
+		t.Errorf("adapter ran %d times, want 2 (killed, then re-run)", n)
+	}
+	p2.terminate(t)
+}
+
+// TestCoordinatorBridgeRestart stops the bridge while an adapter runs and
+// starts it again on the same address: the reply is delivered once, and
+// the coordinator catches up with what follows.
+func TestCoordinatorBridgeRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin, fake := buildCoordBinaries(t)
+	e := newCoordEnv(t, fake)
+	p := e.startCoordProc(bin)
+	th := e.threadWithAlice()
+	first := e.say(th, "alice", "fake:sleep=1s")
+	testutil.WaitFor(t, 30*time.Second, "the adapter to start", func() bool { return e.runs(first.ID) == 1 })
+	e.stopBridge()
+	e.startBridge(e.bridgeAddr)
+	testutil.WaitFor(t, 60*time.Second, "the reply after the bridge restart", func() bool { return len(e.replies(th, first.ID)) >= 1 })
+	var later []agentbridge.Event
+	for i := range 3 {
+		later = append(later, e.say(th, "alice", fmt.Sprintf("after restart %d", i)))
+	}
+	for _, ev := range later {
+		testutil.WaitFor(t, 30*time.Second, "a reply to "+ev.ID, func() bool { return len(e.replies(th, ev.ID)) >= 1 })
+	}
+	testutil.WaitFor(t, 30*time.Second, "every record final", func() bool {
+		for _, ev := range append([]agentbridge.Event{first}, later...) {
+			if e.invocationStatus(ev.ID) != "succeeded" {
+				return false
+			}
+		}
+		return true
+	})
+	for _, ev := range append([]agentbridge.Event{first}, later...) {
+		if got := e.replies(th, ev.ID); len(got) != 1 {
+			t.Errorf("%d replies to %q, want 1", len(got), ev.Text())
+		}
+		if n := e.runs(ev.ID); n != 1 {
+			t.Errorf("adapter ran %d times for %q, want 1", n, ev.Text())
+		}
+	}
+	p.terminate(t)
+}
+
+// TestCoordinatorCommandInProcess runs `coordinator` through Main.Run and
+// asks it with `why` and `invocations`, as a person would.
+func TestCoordinatorCommandInProcess(t *testing.T) {
+	fake := buildFake(t)
+	e := newCoordEnv(t, fake)
+	t.Setenv("FAKE_ADAPTER_DIR", e.fakeDir)
+	var stderr syncBuffer
+	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(string) string { return "" }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- m.Run(ctx, []string{"coordinator", "--config", e.cfgPath, "--state", e.statePath, "--log-level", "debug"})
+	}()
+	testutil.WaitFor(t, 30*time.Second, "the coordinator to follow the log", func() bool {
+		resp, err := http.Get(e.statusURL + "/healthz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var h struct{ Following bool }
+		return json.NewDecoder(resp.Body).Decode(&h) == nil && h.Following
+	})
+	th := e.threadWithAlice()
+	answered := e.say(th, "alice", "hello")
+	ignored := e.say(th, "bob", "hello bob")
+	testutil.WaitFor(t, 30*time.Second, "the reply", func() bool { return e.invocationStatus(answered.ID) == "succeeded" })
+
+	run := func(args ...string) (string, int) {
+		var out, errb bytes.Buffer
+		cm := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+		code := exitCode(&errb, cm.Run(context.Background(), args))
+		return out.String() + errb.String(), code
+	}
+	out, code := run("why", answered.ID, "--coordinator-url", e.statusURL)
+	if code != 0 || !strings.Contains(out, "rule: to") || !strings.Contains(out, "alice (agent alice)") {
+		t.Errorf("why (answered) = %d:\n%s", code, out)
+	}
+	out, code = run("why", ignored.ID, "--coordinator-url", e.statusURL)
+	if code != 0 || !strings.Contains(out, "invoked: nobody") || !strings.Contains(out, "bob: not invited") {
+		t.Errorf("why (ignored) = %d:\n%s", code, out)
+	}
+	out, code = run("why", "01NOSUCHEVENT", "--coordinator-url", e.statusURL)
+	if code != 1 || !strings.Contains(out, "no decision") {
+		t.Errorf("why (unknown) = %d:\n%s", code, out)
+	}
+	out, code = run("invocations", "--thread", th, "--coordinator-url", e.statusURL)
+	if code != 0 || !strings.Contains(out, "succeeded") || !strings.Contains(out, answered.ID) {
+		t.Errorf("invocations = %d:\n%s", code, out)
+	}
+	out, code = run("invocations", "--status", "sideways", "--coordinator-url", e.statusURL)
+	if code != 2 || !strings.Contains(out, "--status") {
+		t.Errorf("invocations --status sideways = %d:\n%s", code, out)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("coordinator returned %v; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the coordinator did not stop")
+	}
+	if strings.Contains(stderr.String(), "Bearer") {
+		t.Errorf("the log mentions a bearer token")
+	}
+}
+
+// TestCoordinatorConfigErrors: a bad config or flag exits 2 with one line
+// naming the key or flag.
+func TestCoordinatorConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"startup_mode": "sideways"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"coordinator", "--config", bad, "--state", filepath.Join(dir, "s.db")}, "startup_mode"},
+		{[]string{"coordinator", "--config", bad, "--startup-mode", "later"}, "--startup-mode"},
+		{[]string{"why"}, "event id"},
+	} {
+		var out, errb bytes.Buffer
+		m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+		code := exitCode(&errb, m.Run(context.Background(), tc.args))
+		if code != 2 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 naming %s", tc.args, code, errb.String(), tc.want)
+		}
+	}
+}
+
+// TestUpCommand runs `up` in-process: it prints the UI URL, the bridge and
+// the coordinator answer, and cancel stops both.
+func TestUpCommand(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "coordinator.config.json")
+	if err := os.WriteFile(cfg, []byte(`{"status_addr": "127.0.0.1:0", "agents": {"echo": {"command": ["cat"]}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr syncBuffer
+	m := &Main{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- m.Run(ctx, []string{"up", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "data", "bridge.db"),
+			"--config", cfg, "--state", filepath.Join(dir, "data", "coordinator.db")})
+	}()
+	var uiURL string
+	testutil.WaitFor(t, 30*time.Second, "up to print the UI URL", func() bool {
+		for _, line := range strings.Split(stdout.String(), "\n") {
+			if u, ok := strings.CutPrefix(line, "Open the UI at "); ok {
+				uiURL = u
+				return true
+			}
+		}
+		return false
+	})
+	resp, err := http.Get(uiURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s = %d", uiURL, resp.StatusCode)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("up returned %v; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("up did not stop")
+	}
+}

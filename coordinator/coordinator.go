@@ -1,0 +1,585 @@
+package coordinator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+)
+
+// Startup modes (config key startup_mode).
+const (
+	StartupEnd    = "end"
+	StartupResume = "resume"
+)
+
+// Options configures a Coordinator.
+type Options struct {
+	// Config is the initial configuration, already loaded and valid.
+	Config Config
+	// ConfigPath, when set, is watched: a valid edit replaces the running
+	// configuration without a restart (bridge_url, bridge_token and
+	// status_addr are read at start-up only).
+	ConfigPath string
+	// State is the ledger; the caller opens and closes it.
+	State *state.DB
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Executable is the agent-bridge binary adapters may call back into
+	// (AGENT_BRIDGE_BIN); it defaults to os.Executable().
+	Executable string
+}
+
+// Coordinator follows the bridge's event log and turns trigger events into
+// adapter invocations, exactly once per (trigger, participant) pair. Create
+// it with New, run it with Run; Config, StatusURL, Reload and SkipGrace are
+// safe to call from any goroutine while it runs.
+type Coordinator struct {
+	log    *slog.Logger
+	db     *state.DB
+	bridge *client.Client
+	cfg    atomic.Pointer[Config]
+	exe    string
+	path   string
+
+	watcher *Watcher
+	metrics *metrics
+	sched   *scheduler
+
+	statusLn  net.Listener
+	statusSrv *http.Server
+
+	// cursor is the gseq of the last event committed to the ledger, for
+	// the lag gauge.
+	cursor atomic.Int64
+	// following turns true once the start cursor is settled: from then
+	// on every event appended to the bridge will be processed.
+	following atomic.Bool
+	// skipGrace cancels the work context (set by Run).
+	skipGrace atomic.Pointer[context.CancelFunc]
+
+	// threads caches each thread's folded state; only the follow loop
+	// writes it, invocations read names.
+	mu      sync.Mutex
+	threads map[string]*threadCache
+}
+
+// threadCache is a thread's derived state as of seq.
+type threadCache struct {
+	seq   int64
+	state agentbridge.ThreadState
+	name  string
+}
+
+// New checks the options and binds the status server's listener, so that an
+// address already in use is reported before anything runs.
+func New(opts Options) (*Coordinator, error) {
+	if opts.State == nil {
+		return nil, errors.New("coordinator: no state db")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	exe := opts.Executable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("find own executable: %w", err)
+		}
+	}
+	cfg := opts.Config
+	var copts []client.Option
+	if cfg.BridgeToken != "" {
+		copts = append(copts, client.WithToken(cfg.BridgeToken))
+	}
+	c := &Coordinator{
+		log:     log.With("component", "coordinator"),
+		db:      opts.State,
+		bridge:  client.New(cfg.BridgeURL, copts...),
+		exe:     exe,
+		path:    opts.ConfigPath,
+		threads: make(map[string]*threadCache),
+	}
+	c.cfg.Store(&cfg)
+	c.metrics = newMetrics(c)
+	c.sched = newScheduler(c)
+	if opts.ConfigPath != "" {
+		c.watcher = NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
+	}
+	if cfg.StatusAddr != "" {
+		ln, err := net.Listen("tcp", cfg.StatusAddr)
+		if err != nil {
+			return nil, fmt.Errorf("status server: listen on %s: %w", cfg.StatusAddr, err)
+		}
+		c.statusLn = ln
+	}
+	return c, nil
+}
+
+// Config returns the configuration in effect.
+func (c *Coordinator) Config() *Config { return c.cfg.Load() }
+
+// StatusURL is the status server's base URL (empty without one), for tests
+// and for "up" to print.
+func (c *Coordinator) StatusURL() string {
+	if c.statusLn == nil {
+		return ""
+	}
+	return "http://" + c.statusLn.Addr().String()
+}
+
+// Reload re-reads the config file now (SIGHUP); a no-op without one.
+func (c *Coordinator) Reload() {
+	if c.watcher != nil {
+		c.watcher.Reload()
+	}
+}
+
+func (c *Coordinator) applyConfig(cfg Config) {
+	old := c.cfg.Load()
+	if cfg.BridgeURL != old.BridgeURL || cfg.BridgeToken != old.BridgeToken || cfg.StatusAddr != old.StatusAddr {
+		c.log.Warn("bridge_url, bridge_token and status_addr changes take effect after a restart")
+	}
+	// The connection settings in use stay: the client and the status
+	// listener were built from them (and "up" sets bridge_url itself).
+	cfg.BridgeURL, cfg.BridgeToken, cfg.StatusAddr = old.BridgeURL, old.BridgeToken, old.StatusAddr
+	cfg.StartupMode = old.StartupMode
+	c.cfg.Store(&cfg)
+	c.sched.wake()
+}
+
+// Run recovers what a previous run left unfinished, then follows the
+// bridge until ctx ends. On cancel it stops taking triggers, lets running
+// adapters finish for up to shutdown_grace_s, interrupts the rest and
+// returns once every goroutine it started has exited. It returns nil after
+// a graceful shutdown, and an error only when the ledger fails. Run may be
+// called once.
+func (c *Coordinator) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	// stop ends the taking of new work: when ctx ends, or when following
+	// fails for good. work outlives it by the grace period, so running
+	// adapters can finish and their replies be posted.
+	stop, cancelStop := context.WithCancel(ctx)
+	defer cancelStop()
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	c.skipGrace.Store(&cancelWork)
+	c.sched.start(stop, work)
+
+	if c.statusLn != nil {
+		c.statusSrv = &http.Server{
+			Handler:           c.statusHandler(),
+			ReadHeaderTimeout: 10 * time.Second,
+			BaseContext:       func(net.Listener) context.Context { return ctx },
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.statusSrv.Serve(c.statusLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				c.log.Error("status server stopped", "err", err)
+			}
+		}()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = c.statusSrv.Shutdown(sctx)
+		}()
+	}
+	if c.watcher != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.watcher.Run(stop); err != nil && stop.Err() == nil {
+				c.log.Error("config watcher stopped", "err", err)
+			}
+		}()
+	}
+
+	err := c.recover(stop)
+	if err == nil {
+		err = c.follow(stop)
+	}
+	cancelStop()
+	c.shutdown(work, cancelWork)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// SkipGrace interrupts running adapters now instead of at the end of the
+// shutdown grace period: a second SIGTERM or SIGINT means "stop now". It
+// is safe to call at any time; before Run it does nothing.
+func (c *Coordinator) SkipGrace() {
+	if cancel := c.skipGrace.Load(); cancel != nil {
+		(*cancel)()
+	}
+}
+
+// shutdown waits up to the grace period for running invocations, then
+// cancels them; the scheduler records them as interrupted.
+func (c *Coordinator) shutdown(work context.Context, cancelWork context.CancelFunc) {
+	grace := c.cfg.Load().ShutdownGrace
+	done := make(chan struct{})
+	go func() {
+		c.sched.wait()
+		close(done)
+	}()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-work.Done():
+		c.log.Warn("stopping now; interrupting running adapters")
+		<-done
+	case <-t.C:
+		c.log.Warn("shutdown grace period over; interrupting running adapters", "grace", grace)
+		cancelWork()
+		<-done
+	}
+	c.sched.interruptQueued(context.WithoutCancel(work))
+}
+
+// follow reads the global log from the persisted cursor until ctx ends,
+// over SSE, falling back to long-polling when SSE keeps failing, and
+// reconnecting with capped, jittered exponential backoff.
+func (c *Coordinator) follow(ctx context.Context) error {
+	cursor, err := c.startCursor(ctx)
+	if err != nil {
+		return err
+	}
+	c.cursor.Store(cursor)
+	c.following.Store(true)
+	defer c.following.Store(false)
+	var b backoff
+	sseFailures := 0
+	for ctx.Err() == nil {
+		var progressed bool
+		var err error
+		if sseFailures < sseFailuresBeforePoll {
+			progressed, err = c.followSSE(ctx, &cursor)
+			if err != nil && !progressed {
+				sseFailures++
+			} else {
+				sseFailures = 0
+			}
+		} else {
+			progressed, err = c.followPoll(ctx, &cursor)
+			if err == nil {
+				// Polling ran its course; try the stream again.
+				sseFailures = 0
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if progressed {
+			b.reset()
+		}
+		if err != nil {
+			var ae *agentbridge.Error
+			if errors.As(err, &ae) && ae.Code == agentbridge.ECodeCursorAhead && ae.Head != nil {
+				// The bridge was restored from an older backup: what we
+				// processed past its head is gone from its log.
+				c.log.Error("the bridge's log ends before our cursor; continuing from its head", "cursor", cursor, "head", *ae.Head)
+				if err := c.db.SetCursor(ctx, *ae.Head); err != nil {
+					return err
+				}
+				cursor = *ae.Head
+				c.cursor.Store(cursor)
+				continue
+			}
+			d := b.next()
+			c.log.Warn("bridge stream failed; reconnecting", "err", err, "retry_in", d.Round(time.Millisecond), "cursor", cursor)
+			if !sleepCtx(ctx, d) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// sseFailuresBeforePoll is how many failed stream connections in a row make
+// the follow loop fall back to long-polling for a while.
+const sseFailuresBeforePoll = 3
+
+// startCursor decides where to start reading: the head in "end" mode and on
+// a fresh ledger (a new coordinator does not answer the whole history), the
+// persisted cursor in "resume" mode.
+func (c *Coordinator) startCursor(ctx context.Context) (int64, error) {
+	stored, ok, err := c.db.Cursor(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if ok && c.cfg.Load().StartupMode == StartupResume {
+		return stored, nil
+	}
+	var b backoff
+	for {
+		head, err := c.bridge.Head(ctx)
+		if err == nil {
+			if err := c.db.SetCursor(ctx, head); err != nil {
+				return 0, err
+			}
+			c.log.Info("starting at the end of the log", "gseq", head, "resumed", false)
+			return head, nil
+		}
+		d := b.next()
+		c.log.Warn("cannot read the bridge's head; retrying", "err", err, "retry_in", d.Round(time.Millisecond))
+		if !sleepCtx(ctx, d) {
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// followSSE processes the global stream until it fails; progressed reports
+// whether the connection opened (so backoff resets).
+func (c *Coordinator) followSSE(ctx context.Context, cursor *int64) (bool, error) {
+	st, err := c.bridge.StreamAll(ctx, *cursor)
+	if err != nil {
+		return false, err
+	}
+	defer st.Close()
+	for {
+		it, err := st.Next()
+		if err != nil {
+			return true, err
+		}
+		if it.Event == nil {
+			continue
+		}
+		if err := c.process(ctx, *it.Event); err != nil {
+			return true, err
+		}
+		*cursor = it.Event.GSeq
+	}
+}
+
+// followPoll long-polls the log for a minute, then returns so the stream
+// is tried again.
+func (c *Coordinator) followPoll(ctx context.Context, cursor *int64) (bool, error) {
+	until := time.Now().Add(time.Minute)
+	progressed := false
+	for time.Now().Before(until) {
+		events, _, err := c.bridge.Events(ctx, *cursor, 500, 25*time.Second)
+		if err != nil {
+			return progressed, err
+		}
+		progressed = true
+		for _, e := range events {
+			if err := c.process(ctx, e); err != nil {
+				return progressed, err
+			}
+			*cursor = e.GSeq
+		}
+	}
+	return progressed, nil
+}
+
+// process handles one event of the global log: it folds the thread's
+// state, decides, and commits the decision, the invocations it queues and
+// the cursor advance in one transaction before starting anything.
+func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
+	if e.GSeq <= c.cursor.Load() {
+		return nil
+	}
+	cfg := c.cfg.Load()
+	humans := agentbridge.Humans(cfg.HumanIDs)
+	before, err := c.stateBefore(ctx, e)
+	if err != nil {
+		return err
+	}
+	step := state.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq}
+	var d Decision
+	decided := false
+	if done, ok, err := c.db.ThreadCursor(ctx, e.Thread); err != nil {
+		return err
+	} else if ok && done >= e.Seq {
+		// Already processed (the global cursor was reset behind it).
+	} else if e.Type == agentbridge.TypeMessage || e.Type == agentbridge.TypeControl {
+		d = Decide(before.state, e, cfg)
+		decided = e.Type == agentbridge.TypeMessage || d.Rule == RuleProd
+	}
+	if decided {
+		js, err := json.Marshal(d)
+		if err != nil {
+			return fmt.Errorf("encode decision: %w", err)
+		}
+		step.Decision = &state.Decision{EventID: e.ID, Thread: e.Thread, Seq: e.Seq, GSeq: e.GSeq, Decision: js}
+		for _, t := range d.Invoke {
+			cmd := []string{}
+			if a, ok := cfg.Agents[t.Agent]; ok {
+				cmd = a.Command
+			}
+			step.Invocations = append(step.Invocations, state.Invocation{
+				Thread: e.Thread, TriggerID: e.ID, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq,
+				Participant: t.Participant, Agent: t.Agent, Command: cmd, Hop: d.Hop,
+			})
+		}
+		step.Notices = c.notices(cfg, e, d)
+	}
+	queued, err := c.db.Commit(ctx, step)
+	if err != nil {
+		return err
+	}
+	c.cursor.Store(e.GSeq)
+	after := agentbridge.Fold(before.state, e, humans)
+	name := before.name
+	if e.Type == agentbridge.TypeThreadCreated || e.Type == agentbridge.TypeThreadRenamed {
+		name = e.Text()
+	}
+	c.mu.Lock()
+	c.threads[e.Thread] = &threadCache{seq: e.Seq, state: after, name: name}
+	c.mu.Unlock()
+	if decided {
+		c.log.Debug("decided", "event", e.ID, "thread", e.Thread, "rule", d.Rule, "invoke", len(d.Invoke), "skipped", len(d.Skipped))
+	}
+	profiles := make(map[string]agentbridge.Profile, len(d.Invoke))
+	for _, t := range d.Invoke {
+		profiles[t.Participant] = t.Profile
+	}
+	for _, inv := range queued {
+		ev := e
+		c.sched.enqueue(job{inv: inv, trigger: &ev, profile: profiles[inv.Participant], hasProfile: true})
+	}
+	for _, n := range step.Notices {
+		c.sched.postNotice(n)
+	}
+	return nil
+}
+
+// stateBefore returns the thread's state just before e: from the cache
+// when it is current, else from the bridge (the coordinator met the thread
+// mid-way, or skipped events).
+func (c *Coordinator) stateBefore(ctx context.Context, e agentbridge.Event) (threadCache, error) {
+	c.mu.Lock()
+	tc := c.threads[e.Thread]
+	c.mu.Unlock()
+	if tc != nil && tc.seq == e.Seq-1 {
+		return *tc, nil
+	}
+	if e.Seq <= 1 {
+		return threadCache{}, nil
+	}
+	st, _, err := c.bridge.State(ctx, e.Thread, e.Seq-1)
+	if err != nil {
+		return threadCache{}, fmt.Errorf("read state of thread %s at %d: %w", e.Thread, e.Seq-1, err)
+	}
+	name := ""
+	if tc != nil {
+		name = tc.name
+	} else if th, err := c.bridge.Thread(ctx, e.Thread); err == nil {
+		name = th.Name
+	} else {
+		return threadCache{}, fmt.Errorf("read thread %s: %w", e.Thread, err)
+	}
+	return threadCache{seq: e.Seq - 1, state: st, name: name}, nil
+}
+
+// threadName returns the cached name of a thread, asking the bridge when
+// the coordinator has not met it yet (recovery).
+func (c *Coordinator) threadName(ctx context.Context, thread string) (string, error) {
+	c.mu.Lock()
+	tc := c.threads[thread]
+	c.mu.Unlock()
+	if tc != nil {
+		return tc.name, nil
+	}
+	th, err := c.bridge.Thread(ctx, thread)
+	if err != nil {
+		return "", fmt.Errorf("read thread %s: %w", thread, err)
+	}
+	return th.Name, nil
+}
+
+// Notice kinds, part of each notice's idempotency key.
+const (
+	noticeClarification = "clarification"
+	noticeLoopGuard     = "loop-guard"
+)
+
+// notices builds the coordinator messages a decision owes: a clarification
+// to the sender, a loop-guard notice to everyone.
+func (c *Coordinator) notices(cfg *Config, e agentbridge.Event, d Decision) []state.Notice {
+	var out []state.Notice
+	add := func(kind, to, text string) {
+		in := agentbridge.EventInput{
+			Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: to,
+			Content: mustJSON(text),
+			Meta:    agentbridge.Meta{ReplyTo: e.ID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", kind}},
+		}
+		out = append(out, state.Notice{TriggerID: e.ID, Kind: kind, Thread: e.Thread, Post: mustJSON(in)})
+	}
+	if d.Clarify != "" {
+		add(noticeClarification, e.From, d.Clarify)
+	}
+	if d.LoopGuard {
+		add(noticeLoopGuard, agentbridge.ToAll, LoopGuardNotice(d.Hop, cfg.MaxAgentHops))
+	}
+	return out
+}
+
+// mustJSON encodes values that cannot fail to encode (strings, events).
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("encode %T: %v", v, err))
+	}
+	return b
+}
+
+// idempotencyKey derives the key of the one post a (trigger, kind) pair may
+// produce: kind is a participant id for replies and error messages (one key
+// per pair, so a pair ends with exactly one of them) or a notice kind.
+func idempotencyKey(trigger, kind string) string {
+	sum := sha256.Sum256([]byte("agent-bridge\x00" + trigger + "\x00" + kind))
+	return "coord-" + hex.EncodeToString(sum[:16])
+}
+
+// backoff is capped exponential backoff with full jitter.
+type backoff struct{ n int }
+
+const (
+	backoffMin = 100 * time.Millisecond
+	backoffMax = 10 * time.Second
+)
+
+func (b *backoff) next() time.Duration {
+	d := backoffMin << min(b.n, 10)
+	if d > backoffMax {
+		d = backoffMax
+	}
+	b.n++
+	return d/2 + rand.N(d/2+1)
+}
+
+func (b *backoff) reset() { b.n = 0 }
+
+// sleepCtx sleeps for d or until ctx ends; it reports whether the full
+// time passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

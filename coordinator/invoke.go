@@ -1,0 +1,362 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+)
+
+// invoke runs one job to its end: the adapter, then the post of its reply
+// or error message, each step recorded in the ledger first. ctx is the
+// work context: cancelling it interrupts the adapter.
+func (c *Coordinator) invoke(ctx context.Context, j job) {
+	inv := j.inv
+	// Ledger writes must land even while the work context is being
+	// cancelled, or a finished run would be re-run after restart.
+	ledger := context.WithoutCancel(ctx)
+	if len(inv.PendingPost) > 0 {
+		status := c.deliver(ctx, inv, inv.PendingPost, inv.Status)
+		c.logInvocation(inv, status, 0)
+		return
+	}
+	cfg := c.cfg.Load()
+	in, err := c.prepare(ctx, j, cfg)
+	if err != nil {
+		// Only a cancelled work context stops prepare.
+		c.finishInterrupted(ledger, inv, err)
+		return
+	}
+	var res adapters.Result
+	stopPresence := c.presence(ctx, inv.Thread, inv.Participant, cfg.PresenceHeartbeat)
+	if in.startErr != nil {
+		res = adapters.Result{ExitCode: -1, StartErr: in.startErr, Started: time.Now(), Finished: time.Now()}
+	} else {
+		res = adapters.Run(ctx, in.spec, in.payload, func(pid, pgid int) {
+			if err := c.db.MarkRunning(ledger, inv.ID, pid, pgid, time.Now()); err != nil {
+				c.log.Error("record adapter start", "id", inv.ID, "err", err)
+			}
+		})
+	}
+	o := state.Outcome{
+		Started: res.Started, Finished: res.Finished,
+		OutputBytes: res.StdoutBytes, StderrTail: string(res.StderrTail),
+	}
+	if res.PID != 0 {
+		code := res.ExitCode
+		o.ExitCode = &code
+	}
+	var post agentbridge.EventInput
+	switch {
+	case res.Interrupted:
+		o.Status = state.StatusInterrupted
+		o.Error = adapters.ErrorMessage(res, cfg.AdapterTimeout)
+	case res.OK():
+		o.Status = state.StatusSucceeded
+		hop := inv.Hop + 1
+		post = agentbridge.EventInput{
+			Type: agentbridge.TypeMessage, From: inv.Participant, To: agentbridge.ToAll,
+			Content: mustJSON(adapters.TruncateReply(string(res.Stdout), cfg.MaxReplyChars)),
+			Meta:    agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator"}, Hop: &hop},
+		}
+	default:
+		o.Status = state.StatusFailed
+		if res.TimedOut {
+			o.Status = state.StatusTimeout
+		}
+		msg := adapters.ErrorMessage(res, cfg.AdapterTimeout)
+		o.Error = msg
+		post = c.errorPost(cfg, inv, msg)
+	}
+	if post.From != "" {
+		o.Post = mustJSON(post)
+	}
+	// Record the outcome and what is owed before posting it: a crash from
+	// here on re-posts the same event instead of re-running the adapter.
+	if err := c.db.Finish(ledger, inv.ID, o); err != nil {
+		c.log.Error("record invocation outcome", "id", inv.ID, "err", err)
+	}
+	status := o.Status
+	if len(o.Post) > 0 {
+		status = c.deliver(ctx, inv, o.Post, o.Status)
+	}
+	stopPresence()
+	c.metrics.observe(status, res.Finished.Sub(res.Started))
+	c.logInvocation(inv, status, res.Finished.Sub(res.Started))
+}
+
+func (c *Coordinator) logInvocation(inv state.Invocation, status string, d time.Duration) {
+	c.log.Info("invocation", "participant", inv.Participant, "thread", inv.Thread, "trigger", inv.TriggerID,
+		"status", status, "duration", d.Round(time.Millisecond))
+}
+
+func (c *Coordinator) finishInterrupted(ctx context.Context, inv state.Invocation, cause error) {
+	if err := c.db.SetStatus(ctx, inv.ID, state.StatusInterrupted, fmt.Sprintf("interrupted before the adapter started: %v", cause)); err != nil {
+		c.log.Error("record interrupted invocation", "id", inv.ID, "err", err)
+	}
+	c.metrics.observe(state.StatusInterrupted, 0)
+	c.logInvocation(inv, state.StatusInterrupted, 0)
+}
+
+// errorPost is the coordinator's message saying a participant's adapter
+// failed. meta.participant names the pair, so recovery can tell whose error
+// it is.
+func (c *Coordinator) errorPost(cfg *Config, inv state.Invocation, msg string) agentbridge.EventInput {
+	hop := inv.Hop + 1
+	text := fmt.Sprintf("%s could not answer: %s", inv.Participant, msg)
+	return agentbridge.EventInput{
+		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: agentbridge.ToAll,
+		Content: mustJSON(adapters.TruncateReply(text, cfg.MaxReplyChars)),
+		Meta: agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "error"}, Hop: &hop,
+			Extra: map[string]json.RawMessage{metaParticipant: mustJSON(inv.Participant)}},
+	}
+}
+
+// metaParticipant is the meta key naming the participant an error message
+// is about.
+const metaParticipant = "participant"
+
+// prepared is everything needed to start one adapter.
+type prepared struct {
+	spec     adapters.Spec
+	payload  []byte
+	startErr error
+}
+
+// prepare fetches the context window (and, for recovered jobs, the trigger
+// and the participant's profile) and builds the adapter's spec and payload.
+// Bridge errors are retried until ctx ends; only then is an error returned.
+func (c *Coordinator) prepare(ctx context.Context, j job, cfg *Config) (prepared, error) {
+	inv := j.inv
+	var b backoff
+	for {
+		p, err := c.tryPrepare(ctx, j, cfg)
+		if err == nil {
+			return p, nil
+		}
+		if ctx.Err() != nil {
+			return prepared{}, ctx.Err()
+		}
+		var ae *agentbridge.Error
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+			// The thread is gone: nothing to answer.
+			return prepared{startErr: err}, nil
+		}
+		d := b.next()
+		c.log.Warn("cannot prepare invocation; retrying", "id", inv.ID, "err", err, "retry_in", d.Round(time.Millisecond))
+		if !sleepCtx(ctx, d) {
+			return prepared{}, ctx.Err()
+		}
+	}
+}
+
+func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepared, error) {
+	inv := j.inv
+	n := cfg.ContextWindowSize
+	var window []agentbridge.Event
+	trigger := j.trigger
+	if n > 0 || trigger == nil {
+		events, err := c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{
+			Thread: inv.Thread, After: -1, Until: inv.TriggerSeq, Tail: max(n, 1),
+		})
+		if err != nil {
+			return prepared{}, fmt.Errorf("read context window: %w", err)
+		}
+		if len(events) == 0 || events[len(events)-1].ID != inv.TriggerID {
+			return prepared{}, fmt.Errorf("trigger %s not found at seq %d of thread %s", inv.TriggerID, inv.TriggerSeq, inv.Thread)
+		}
+		if trigger == nil {
+			trigger = &events[len(events)-1]
+		}
+		if len(events) > n {
+			events = events[len(events)-n:]
+		}
+		window = events
+	}
+	profile := j.profile
+	if !j.hasProfile {
+		st, _, err := c.bridge.State(ctx, inv.Thread, inv.TriggerSeq)
+		if err != nil {
+			return prepared{}, fmt.Errorf("read thread state: %w", err)
+		}
+		if invite, ok := st.Invited(inv.Participant); ok {
+			profile = invite.Profile
+		}
+	}
+	name, err := c.threadName(ctx, inv.Thread)
+	if err != nil {
+		return prepared{}, err
+	}
+	agent, ok := cfg.Agents[inv.Agent]
+	if !ok {
+		return prepared{startErr: fmt.Errorf("the agent %q is no longer in the coordinator's config", inv.Agent)}, nil
+	}
+	if agent.Profile != nil && profile.Client == "" {
+		profile = *agent.Profile
+	}
+	var primer string
+	if cfg.PrimerPath != "" {
+		// Read at use, so that edits to the primer apply to the next
+		// invocation without a reload.
+		b, err := os.ReadFile(cfg.PrimerPath)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			c.log.Warn("cannot read primer", "path", cfg.PrimerPath, "err", err)
+		}
+		primer = string(b)
+	}
+	payload := adapters.NewPayload(cfg.BridgeURL, agentbridge.Thread{ID: inv.Thread, Name: name}, *trigger, inv.Participant, profile, window, primer)
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return prepared{}, fmt.Errorf("encode payload: %w", err)
+	}
+	keys := make([]string, 0, len(agent.Env))
+	for k := range agent.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	env := make([]string, 0, len(keys)+5)
+	for _, k := range keys {
+		env = append(env, k+"="+agent.Env[k])
+	}
+	env = append(env, adapters.BridgeEnv(payload)...)
+	env = append(env, adapters.EnvAgentBridgeBin+"="+c.exe)
+	return prepared{
+		spec:    adapters.Spec{Command: agent.Command, Dir: agent.Cwd, Env: env, Timeout: cfg.AdapterTimeout},
+		payload: body,
+	}, nil
+}
+
+// deliver posts a reply or error message with the pair's idempotency key,
+// retrying transient failures until ctx ends, and records the result. It
+// returns the invocation's final status: refused when the bridge answers
+// 409 (the participant was muted or the thread paused meanwhile).
+func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post json.RawMessage, status string) string {
+	ledger := context.WithoutCancel(ctx)
+	var in agentbridge.EventInput
+	if err := json.Unmarshal(post, &in); err != nil {
+		c.log.Error("decode pending post", "id", inv.ID, "err", err)
+		_ = c.db.Posted(ledger, inv.ID, "", "", fmt.Sprintf("the pending post could not be decoded: %v", err))
+		return status
+	}
+	key := idempotencyKey(inv.TriggerID, inv.Participant)
+	var b backoff
+	for {
+		ev, err := c.bridge.Append(ctx, inv.Thread, in, key)
+		if err == nil {
+			if err := c.db.Posted(ledger, inv.ID, ev.ID, "", ""); err != nil {
+				c.log.Error("record reply", "id", inv.ID, "err", err)
+			}
+			return status
+		}
+		var ae *agentbridge.Error
+		if errors.As(err, &ae) && ae.Status == http.StatusConflict {
+			if err := c.db.Posted(ledger, inv.ID, "", state.StatusRefused, ae.Message); err != nil {
+				c.log.Error("record refused reply", "id", inv.ID, "err", err)
+			}
+			return state.StatusRefused
+		}
+		if errors.As(err, &ae) && permanent(ae.Status) {
+			c.log.Error("the bridge rejected a reply; not retrying", "id", inv.ID, "err", err)
+			if err := c.db.Posted(ledger, inv.ID, "", "", "the bridge rejected the reply: "+ae.Message); err != nil {
+				c.log.Error("record rejected reply", "id", inv.ID, "err", err)
+			}
+			return status
+		}
+		if ctx.Err() != nil {
+			// Left pending in the ledger: the next run posts it.
+			return status
+		}
+		d := b.next()
+		c.log.Warn("cannot post reply; retrying", "id", inv.ID, "err", err, "retry_in", d.Round(time.Millisecond))
+		if !sleepCtx(ctx, d) {
+			return status
+		}
+	}
+}
+
+// permanent reports whether an HTTP status means a retry cannot help.
+func permanent(status int) bool {
+	return status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
+}
+
+// postNotice posts a clarification or loop-guard notice once, with its own
+// idempotency key, retrying transient failures until ctx ends.
+func (c *Coordinator) postNotice(ctx context.Context, n state.Notice) {
+	ledger := context.WithoutCancel(ctx)
+	var in agentbridge.EventInput
+	if err := json.Unmarshal(n.Post, &in); err != nil {
+		c.log.Error("decode notice", "trigger", n.TriggerID, "err", err)
+		_ = c.db.NoticePosted(ledger, n.TriggerID, n.Kind, "")
+		return
+	}
+	key := idempotencyKey(n.TriggerID, "notice:"+n.Kind)
+	var b backoff
+	for {
+		ev, err := c.bridge.Append(ctx, n.Thread, in, key)
+		var ae *agentbridge.Error
+		switch {
+		case err == nil:
+			if err := c.db.NoticePosted(ledger, n.TriggerID, n.Kind, ev.ID); err != nil {
+				c.log.Error("record notice", "trigger", n.TriggerID, "err", err)
+			}
+			return
+		case errors.As(err, &ae) && permanent(ae.Status):
+			c.log.Warn("the bridge refused a notice; not retrying", "trigger", n.TriggerID, "kind", n.Kind, "err", err)
+			if err := c.db.NoticePosted(ledger, n.TriggerID, n.Kind, ""); err != nil {
+				c.log.Error("record notice", "trigger", n.TriggerID, "err", err)
+			}
+			return
+		}
+		d := b.next()
+		c.log.Warn("cannot post notice; retrying", "trigger", n.TriggerID, "err", err, "retry_in", d.Round(time.Millisecond))
+		if !sleepCtx(ctx, d) {
+			return
+		}
+	}
+}
+
+// presence reports the participant as thinking now and every heartbeat
+// until the returned function is called, which reports it listening and
+// waits for the reporter to exit. Presence is best effort: failures are
+// logged at debug level only.
+func (c *Coordinator) presence(ctx context.Context, thread, participant string, heartbeat time.Duration) func() {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	set := func(st string) {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := c.bridge.SetPresence(pctx, thread, agentbridge.PresenceInput{From: participant, State: st}); err != nil {
+			c.log.Debug("set presence", "participant", participant, "thread", thread, "state", st, "err", err)
+		}
+	}
+	if heartbeat <= 0 {
+		heartbeat = 10 * time.Second
+	}
+	go func() {
+		defer close(done)
+		set(agentbridge.PresenceThinking)
+		t := time.NewTicker(heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				set(agentbridge.PresenceThinking)
+			case <-stop:
+				set(agentbridge.PresenceListening)
+				return
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+	}
+}

@@ -1,0 +1,409 @@
+package coordinator_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/adapters/adapterstest"
+	"github.com/agent-bridge/agent-bridge/bridge"
+	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
+	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
+)
+
+// fakePath is the fake adapter, built at most once per test binary (on
+// first use, so a fuzzing run that needs no adapter does not build it) into
+// fakeDir, which TestMain removes.
+var (
+	fakeDir   string
+	fakeOnce  sync.Once
+	fakePath  string
+	fakeBuild error
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "coordinator-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fakeDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// ensureFake builds the fake adapter once and sets fakePath.
+func ensureFake(t testing.TB) {
+	t.Helper()
+	fakeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		fakePath, fakeBuild = adapterstest.BuildFake(ctx, fakeDir)
+	})
+	if fakeBuild != nil {
+		t.Fatal(fakeBuild)
+	}
+}
+
+const waitLong = 30 * time.Second
+
+// testBridge is a real bridge (SQLite file + HTTP on 127.0.0.1:0).
+type testBridge struct {
+	store *sqlite.Store
+	srv   *bridge.Server
+	url   string
+}
+
+func startTestBridge(t testing.TB, dbPath, addr string) *testBridge {
+	t.Helper()
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, dbPath, sqlite.Options{Humans: agentbridge.DefaultHumans, Logger: quietLogger()})
+	if err != nil {
+		t.Fatalf("open bridge store: %v", err)
+	}
+	srv, err := bridge.NewServer(store, bridge.Options{Addr: addr, Humans: agentbridge.DefaultHumans, Logger: quietLogger()})
+	if err != nil {
+		t.Fatalf("new bridge server: %v", err)
+	}
+	if err := srv.Open(); err != nil {
+		t.Fatalf("open bridge server: %v", err)
+	}
+	return &testBridge{store: store, srv: srv, url: srv.URL()}
+}
+
+func (b *testBridge) close(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.srv.Close(ctx); err != nil {
+		t.Errorf("close bridge: %v", err)
+	}
+	if err := b.store.Close(); err != nil {
+		t.Errorf("close bridge store: %v", err)
+	}
+}
+
+func quietLogger() *slog.Logger {
+	if os.Getenv("COORDINATOR_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// stack is a bridge and a coordinator running in-process.
+type stack struct {
+	t       testing.TB
+	dir     string
+	fakeDir string
+	bridge  *testBridge
+	cl      *client.Client
+	cfg     coordinator.Config
+	cfgPath string
+	db      *state.DB
+	coord   *coordinator.Coordinator
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+// testConfig is the coordinator config of the tests: agents alice, bob and
+// carol run the fake adapter; the "claude" entry serves any participant
+// invited with client "claude".
+func testConfig(bridgeURL string) coordinator.Config {
+	cfg := coordinator.DefaultConfig()
+	cfg.BridgeURL = bridgeURL
+	cfg.StatusAddr = "127.0.0.1:0"
+	cfg.StartupMode = coordinator.StartupResume
+	cfg.AdapterTimeout = 30 * time.Second
+	cfg.PresenceHeartbeat = time.Second
+	cfg.ShutdownGrace = 5 * time.Second
+	cfg.PrimerPath = ""
+	cfg.Agents = map[string]coordinator.AgentConfig{
+		"alice":  {Command: []string{fakePath}},
+		"bob":    {Command: []string{fakePath}},
+		"carol":  {Command: []string{fakePath}},
+		"claude": {Command: []string{fakePath}, Client: "claude"},
+	}
+	return cfg
+}
+
+// startStack starts a bridge and a coordinator; mutate adjusts the config
+// before the coordinator starts.
+func startStack(t testing.TB, mutate func(*coordinator.Config)) *stack {
+	t.Helper()
+	s := newStack(t)
+	if mutate != nil {
+		mutate(&s.cfg)
+	}
+	s.startCoordinator()
+	return s
+}
+
+// newStack starts the bridge only; the caller adjusts s.cfg (and
+// s.cfgPath) and calls s.startCoordinator.
+func newStack(t testing.TB) *stack {
+	t.Helper()
+	ensureFake(t)
+	dir := t.TempDir()
+	s := &stack{t: t, dir: dir, fakeDir: filepath.Join(dir, "fake")}
+	if err := os.MkdirAll(s.fakeDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FAKE_ADAPTER_DIR", s.fakeDir)
+	s.bridge = startTestBridge(t, filepath.Join(dir, "bridge.db"), "127.0.0.1:0")
+	s.cl = client.New(s.bridge.url)
+	s.cfg = testConfig(s.bridge.url)
+	t.Cleanup(func() {
+		s.stopCoordinator()
+		s.bridge.close(t)
+	})
+	return s
+}
+
+func (s *stack) startCoordinator() {
+	t := s.t
+	t.Helper()
+	db, err := state.Open(context.Background(), filepath.Join(s.dir, "coordinator.db"))
+	if err != nil {
+		t.Fatalf("open state: %v", err)
+	}
+	c, err := coordinator.New(coordinator.Options{Config: s.cfg, ConfigPath: s.cfgPath, State: db, Logger: quietLogger(), Executable: fakePath})
+	if err != nil {
+		t.Fatalf("new coordinator: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.db, s.coord, s.cancel, s.done = db, c, cancel, make(chan error, 1)
+	go func() { s.done <- c.Run(ctx) }()
+	// Wait until the coordinator follows the log, as its status API says.
+	testutil.WaitFor(t, waitLong, "the coordinator to start following", func() bool {
+		resp, err := http.Get(c.StatusURL() + "/healthz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var h struct{ Following bool }
+		return json.NewDecoder(resp.Body).Decode(&h) == nil && h.Following
+	})
+}
+
+// stopCoordinator cancels the coordinator and waits for Run to return.
+func (s *stack) stopCoordinator() {
+	t := s.t
+	t.Helper()
+	if s.coord == nil {
+		return
+	}
+	s.cancel()
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Errorf("coordinator Run: %v", err)
+		}
+	case <-time.After(waitLong):
+		t.Fatalf("coordinator did not stop")
+	}
+	if err := s.db.Close(); err != nil {
+		t.Errorf("close state: %v", err)
+	}
+	s.coord = nil
+}
+
+func (s *stack) thread(name string) string {
+	s.t.Helper()
+	th, err := s.cl.CreateThread(context.Background(), agentbridge.CreateThreadRequest{Name: name})
+	if err != nil {
+		s.t.Fatalf("create thread: %v", err)
+	}
+	return th.ID
+}
+
+func (s *stack) post(thread string, in agentbridge.EventInput) agentbridge.Event {
+	s.t.Helper()
+	if in.From == "" {
+		in.From = "user"
+	}
+	e, err := s.cl.Append(context.Background(), thread, in, "")
+	if err != nil {
+		s.t.Fatalf("post %+v: %v", in, err)
+	}
+	return e
+}
+
+func (s *stack) say(thread, to, text string) agentbridge.Event {
+	s.t.Helper()
+	return s.post(thread, agentbridge.EventInput{To: to, Content: jsonString(text)})
+}
+
+func (s *stack) control(thread, from string, c any) agentbridge.Event {
+	s.t.Helper()
+	b, err := json.Marshal(c)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return s.post(thread, agentbridge.EventInput{Type: agentbridge.TypeControl, From: from, Content: b})
+}
+
+func (s *stack) invite(thread, id string, p agentbridge.Profile) {
+	s.t.Helper()
+	if p.Client == "" {
+		p.Client = "fake"
+	}
+	if p.Model == "" {
+		p.Model = "m1"
+	}
+	s.control(thread, "user", map[string]any{"invite": map[string]any{"participant_id": id, "profile": p}})
+}
+
+func (s *stack) events(thread string) []agentbridge.Event {
+	s.t.Helper()
+	evs, err := s.cl.ThreadEvents(context.Background(), agentbridge.ThreadEventsQuery{Thread: thread, After: -1})
+	if err != nil {
+		s.t.Fatalf("read events: %v", err)
+	}
+	return evs
+}
+
+// repliesTo returns the events replying to trigger.
+func (s *stack) repliesTo(thread, trigger string) []agentbridge.Event {
+	var out []agentbridge.Event
+	for _, e := range s.events(thread) {
+		if e.Meta.ReplyTo == trigger {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// waitReplies waits until trigger has n replies and returns them.
+func (s *stack) waitReplies(thread, trigger string, n int) []agentbridge.Event {
+	s.t.Helper()
+	var got []agentbridge.Event
+	testutil.WaitFor(s.t, waitLong, fmt.Sprintf("%d replies to %s", n, trigger), func() bool {
+		got = s.repliesTo(thread, trigger)
+		return len(got) >= n
+	})
+	return got
+}
+
+// decision waits for the recorded decision of an event, read through the
+// status API as `agent-bridge why` does.
+func (s *stack) decision(eventID string) coordinator.Decision {
+	s.t.Helper()
+	var d coordinator.Decision
+	testutil.WaitFor(s.t, waitLong, "decision for "+eventID, func() bool {
+		resp, err := http.Get(s.coord.StatusURL() + "/decisions?event=" + eventID)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false
+		}
+		var rec state.Decision
+		if json.NewDecoder(resp.Body).Decode(&rec) != nil {
+			return false
+		}
+		return json.Unmarshal(rec.Decision, &d) == nil
+	})
+	return d
+}
+
+// invocations returns the ledger's records for a trigger.
+func (s *stack) invocations(trigger string) []state.Invocation {
+	s.t.Helper()
+	all, err := s.db.Invocations(context.Background(), state.Filter{Limit: 10000})
+	if err != nil {
+		s.t.Fatalf("list invocations: %v", err)
+	}
+	var out []state.Invocation
+	for _, inv := range all {
+		if inv.TriggerID == trigger {
+			out = append(out, inv)
+		}
+	}
+	return out
+}
+
+// waitStatus waits until the pair's invocation has the given status and
+// no post pending (its reply or error message is recorded).
+func (s *stack) waitStatus(trigger, participant, status string) state.Invocation {
+	s.t.Helper()
+	var got state.Invocation
+	testutil.WaitFor(s.t, waitLong, fmt.Sprintf("invocation %s/%s to be %s", trigger, participant, status), func() bool {
+		for _, inv := range s.invocations(trigger) {
+			if inv.Participant == participant && inv.Status == status && len(inv.PendingPost) == 0 {
+				got = inv
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// runCount counts the fake's runs for a (trigger, participant) pair.
+func (s *stack) runCount(trigger, participant string) int {
+	b, _ := os.ReadFile(filepath.Join(s.fakeDir, "runs.log"))
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == trigger && f[1] == participant {
+			n++
+		}
+	}
+	return n
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+func participants(ts []coordinator.Target) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.Participant)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func skipped(sk []coordinator.Skip) map[string]string {
+	out := map[string]string{}
+	for _, s := range sk {
+		out[s.Participant] = s.Reason
+	}
+	return out
+}
+
+// waitPresence waits until the participant's presence in the thread is
+// state.
+func (s *stack) waitPresence(thread, participant, want string) {
+	s.t.Helper()
+	testutil.WaitFor(s.t, waitLong, participant+" to be "+want, func() bool {
+		ps, err := s.cl.Presence(context.Background(), thread)
+		if err != nil {
+			return false
+		}
+		for _, p := range ps {
+			if p.ID == participant {
+				return p.State == want
+			}
+		}
+		return false
+	})
+}

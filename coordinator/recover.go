@@ -1,0 +1,111 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+)
+
+// recover settles what a previous run left unfinished (see
+// docs/delivery.md): it kills the process groups of invocations that were
+// running, re-posts outcomes that were recorded but not acknowledged,
+// closes pairs whose reply is already in the thread, queues the rest again
+// in their original order, and re-posts pending notices.
+func (c *Coordinator) recover(ctx context.Context) error {
+	invs, err := c.db.Unfinished(ctx)
+	if err != nil {
+		return err
+	}
+	for _, inv := range invs {
+		if inv.Status != state.StatusRunning || inv.PGID <= 0 {
+			continue
+		}
+		started, err := time.Parse(agentbridge.TimeLayout, inv.ProcessStartedAt)
+		if err != nil {
+			c.log.Warn("invocation has no valid process start time; not killing its group", "id", inv.ID, "pgid", inv.PGID)
+			continue
+		}
+		if err := adapters.KillGroup(inv.PGID, started); err != nil {
+			c.log.Warn("kill leftover adapter group", "id", inv.ID, "pgid", inv.PGID, "err", err)
+		} else {
+			c.log.Info("killed leftover adapter group", "id", inv.ID, "pgid", inv.PGID)
+		}
+	}
+	replies := map[string][]agentbridge.Event{}
+	for _, inv := range invs {
+		if len(inv.PendingPost) > 0 && inv.ReplyEventID == "" {
+			c.sched.enqueue(job{inv: inv})
+			continue
+		}
+		evs, ok := replies[inv.Thread]
+		if !ok {
+			if evs, err = c.repliesAfter(ctx, inv.Thread, inv.TriggerSeq); err != nil {
+				return err
+			}
+			replies[inv.Thread] = evs
+		}
+		if r, status, found := replyFor(evs, inv, c.cfg.Load().CoordinatorID); found {
+			c.log.Info("reply already in the thread; not re-running", "id", inv.ID, "reply", r.ID)
+			if err := c.db.Posted(ctx, inv.ID, r.ID, status, ""); err != nil {
+				return err
+			}
+			continue
+		}
+		c.log.Info("re-running unfinished invocation", "id", inv.ID, "participant", inv.Participant, "trigger", inv.TriggerID, "was", inv.Status)
+		c.sched.enqueue(job{inv: inv})
+	}
+	notices, err := c.db.PendingNotices(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range notices {
+		c.sched.postNotice(n)
+	}
+	return nil
+}
+
+// repliesAfter reads the thread's events after seq that reply to
+// something, retrying while the bridge is unreachable. Unfinished records
+// are few and recent, so one bounded read per thread is enough.
+func (c *Coordinator) repliesAfter(ctx context.Context, thread string, seq int64) ([]agentbridge.Event, error) {
+	var b backoff
+	for {
+		evs, err := c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: thread, After: max(seq-1, 0), Limit: agentbridge.MaxEventsLimit})
+		if err == nil {
+			var out []agentbridge.Event
+			for _, e := range evs {
+				if e.Meta.ReplyTo != "" {
+					out = append(out, e)
+				}
+			}
+			return out, nil
+		}
+		d := b.next()
+		c.log.Warn("cannot read thread for recovery; retrying", "thread", thread, "err", err, "retry_in", d.Round(time.Millisecond))
+		if !sleepCtx(ctx, d) {
+			return nil, fmt.Errorf("recover thread %s: %w", thread, ctx.Err())
+		}
+	}
+}
+
+// replyFor finds the pair's reply (from the participant) or error message
+// (from the coordinator, naming the participant) among evs, and the status
+// it implies.
+func replyFor(evs []agentbridge.Event, inv state.Invocation, coordinatorID string) (agentbridge.Event, string, bool) {
+	for _, e := range evs {
+		if e.Meta.ReplyTo != inv.TriggerID {
+			continue
+		}
+		if e.From == inv.Participant {
+			return e, state.StatusSucceeded, true
+		}
+		if e.From == coordinatorID && e.Meta.HasTag("error") && string(e.Meta.Extra[metaParticipant]) == string(mustJSON(inv.Participant)) {
+			return e, state.StatusFailed, true
+		}
+	}
+	return agentbridge.Event{}, "", false
+}

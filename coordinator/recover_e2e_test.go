@@ -1,0 +1,189 @@
+package coordinator_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
+)
+
+// TestShutdownGraceLetsAdapterFinish: on shutdown a running adapter may
+// finish within shutdown_grace_s, and its reply is posted.
+func TestShutdownGraceLetsAdapterFinish(t *testing.T) {
+	s := startStack(t, func(c *coordinator.Config) { c.ShutdownGrace = 20 * time.Second })
+	th := s.thread("grace")
+	s.invite(th, "alice", agentbridge.Profile{})
+	e := s.say(th, "alice", "fake:sleep=500ms")
+	s.waitStatus(e.ID, "alice", state.StatusRunning)
+	s.stopCoordinator()
+	if got := s.repliesTo(th, e.ID); len(got) != 1 || got[0].From != "alice" {
+		t.Fatalf("replies after graceful shutdown: %+v, want one from alice", got)
+	}
+}
+
+// TestInterruptedIsRerunOnResume: an adapter still running when the grace
+// period ends is interrupted, and the next start runs it again, giving
+// exactly one reply.
+func TestInterruptedIsRerunOnResume(t *testing.T) {
+	s := startStack(t, func(c *coordinator.Config) { c.ShutdownGrace = 100 * time.Millisecond })
+	th := s.thread("interrupted")
+	s.invite(th, "alice", agentbridge.Profile{})
+	e := s.say(th, "alice", "fake:sleep=2s")
+	s.waitStatus(e.ID, "alice", state.StatusRunning)
+	s.stopCoordinator()
+	if got := s.repliesTo(th, e.ID); len(got) != 0 {
+		t.Fatalf("replies after an interrupted run: %+v", got)
+	}
+	s.startCoordinator()
+	s.waitReplies(th, e.ID, 1)
+	s.waitStatus(e.ID, "alice", state.StatusSucceeded)
+	if got := s.repliesTo(th, e.ID); len(got) != 1 {
+		t.Errorf("%d replies, want exactly 1", len(got))
+	}
+	if n := s.runCount(e.ID, "alice"); n != 2 {
+		t.Errorf("adapter ran %d times, want 2 (interrupted, then re-run)", n)
+	}
+}
+
+// TestRecoveryDoesNotRerunAnsweredPair: a record left unfinished whose
+// reply is already in the thread (a crash between the post and its record)
+// is closed without running the adapter again.
+func TestRecoveryDoesNotRerunAnsweredPair(t *testing.T) {
+	s := startStack(t, nil)
+	th := s.thread("answered")
+	s.invite(th, "alice", agentbridge.Profile{})
+	e := s.say(th, "alice", "hello")
+	reply := s.waitReplies(th, e.ID, 1)[0]
+	inv := s.waitStatus(e.ID, "alice", state.StatusSucceeded)
+	s.stopCoordinator()
+	db, err := state.Open(context.Background(), s.dir+"/coordinator.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetStatus(context.Background(), inv.ID, state.StatusRunning, ""); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s.startCoordinator()
+	got := s.waitStatus(e.ID, "alice", state.StatusSucceeded)
+	if got.ReplyEventID != reply.ID {
+		t.Errorf("recovered record's reply = %q, want %s", got.ReplyEventID, reply.ID)
+	}
+	if n := s.runCount(e.ID, "alice"); n != 1 {
+		t.Errorf("adapter ran %d times, want 1", n)
+	}
+	if r := s.repliesTo(th, e.ID); len(r) != 1 {
+		t.Errorf("%d replies, want 1", len(r))
+	}
+}
+
+// TestStartupModeEnd: with startup_mode end, what was posted while the
+// coordinator was down is skipped; with resume it is answered.
+func TestStartupModeEnd(t *testing.T) {
+	s := startStack(t, nil)
+	th := s.thread("modes")
+	s.invite(th, "alice", agentbridge.Profile{})
+	s.stopCoordinator()
+	missed := s.say(th, "alice", "while you were out")
+	s.cfg.StartupMode = coordinator.StartupEnd
+	s.startCoordinator()
+	now := s.say(th, "alice", "now")
+	s.waitReplies(th, now.ID, 1)
+	if got := s.repliesTo(th, missed.ID); len(got) != 0 {
+		t.Errorf("startup_mode end answered an event posted while down: %+v", got)
+	}
+	s.stopCoordinator()
+	missed2 := s.say(th, "alice", "while you were out again")
+	s.cfg.StartupMode = coordinator.StartupResume
+	s.startCoordinator()
+	s.waitReplies(th, missed2.ID, 1)
+}
+
+// TestFallsBackToLongPoll: when the SSE stream keeps failing (a proxy
+// refuses it), the coordinator follows the log by long-polling instead.
+func TestFallsBackToLongPoll(t *testing.T) {
+	s := newStack(t)
+	target, err := url.Parse(s.bridge.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streamTries atomic.Int64
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/events/stream" {
+			streamTries.Add(1)
+			http.Error(w, `{"error":{"code":"unavailable","message":"no streams through this proxy"}}`, http.StatusServiceUnavailable)
+			return
+		}
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	s.cfg.BridgeURL = proxy.URL
+	s.startCoordinator()
+	th := s.thread("poll")
+	s.invite(th, "alice", agentbridge.Profile{})
+	e := s.say(th, "alice", "over long-poll")
+	if r := s.waitReplies(th, e.ID, 1)[0]; r.From != "alice" {
+		t.Errorf("reply from %s", r.From)
+	}
+	if streamTries.Load() < 3 {
+		t.Errorf("%d stream attempts before falling back, want at least 3", streamTries.Load())
+	}
+	// Stop the coordinator (ending its long-poll) before the proxy closes.
+	s.stopCoordinator()
+}
+
+// TestSkipGrace: a second stop request interrupts running adapters at
+// once instead of waiting for them through the grace period.
+func TestSkipGrace(t *testing.T) {
+	s := startStack(t, func(c *coordinator.Config) { c.ShutdownGrace = time.Minute })
+	th := s.thread("skip")
+	s.invite(th, "alice", agentbridge.Profile{})
+	e := s.say(th, "alice", "fake:sleep=20s")
+	s.waitStatus(e.ID, "alice", state.StatusRunning)
+	s.cancel()
+	s.coord.SkipGrace()
+	s.stopCoordinator()
+	db, err := state.Open(context.Background(), s.dir+"/coordinator.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	list, err := db.Invocations(context.Background(), state.Filter{Thread: th})
+	if err != nil || len(list) != 1 || list[0].Status != state.StatusInterrupted {
+		t.Fatalf("after SkipGrace: %+v, %v; want one interrupted record", list, err)
+	}
+}
+
+// TestCursorAheadOfBridge: a ledger cursor past the bridge's head (the
+// bridge was restored from an older backup) is moved to the head, and the
+// coordinator goes on answering.
+func TestCursorAheadOfBridge(t *testing.T) {
+	s := startStack(t, nil)
+	th := s.thread("ahead")
+	s.invite(th, "alice", agentbridge.Profile{})
+	s.stopCoordinator()
+	db, err := state.Open(context.Background(), s.dir+"/coordinator.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetCursor(context.Background(), 1_000_000); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s.startCoordinator()
+	testutil.WaitFor(t, waitLong, "the cursor to move back to the head", func() bool {
+		c, _, err := s.db.Cursor(context.Background())
+		return err == nil && c < 1_000_000
+	})
+	e := s.say(th, "alice", "after the restore")
+	s.waitReplies(th, e.ID, 1)
+}

@@ -1,0 +1,202 @@
+package coordinator
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+)
+
+// job is one queued invocation. trigger and profile are known when the
+// job comes from the follow loop; a job recovered from the ledger fetches
+// them from the bridge.
+type job struct {
+	inv        state.Invocation
+	trigger    *agentbridge.Event
+	profile    agentbridge.Profile
+	hasProfile bool
+}
+
+type pairKey struct{ thread, participant string }
+
+// scheduler runs jobs: one FIFO per (thread, participant), so a busy
+// participant answers its triggers in order; a max_concurrency limit across
+// pairs; and max_invocations_per_minute per thread, which delays jobs
+// rather than dropping them.
+type scheduler struct {
+	c *Coordinator
+
+	// stop ends the taking of new jobs; work bounds running ones.
+	stop, work context.Context
+
+	mu      sync.Mutex
+	queues  map[pairKey][]job
+	active  map[pairKey]bool
+	running int
+	starts  map[string][]time.Time // per thread, within the last minute
+	wakeCh  chan struct{}
+	wg      sync.WaitGroup
+	notices sync.WaitGroup
+}
+
+func newScheduler(c *Coordinator) *scheduler {
+	return &scheduler{
+		c:      c,
+		queues: make(map[pairKey][]job),
+		active: make(map[pairKey]bool),
+		starts: make(map[string][]time.Time),
+		wakeCh: make(chan struct{}),
+	}
+}
+
+func (s *scheduler) start(stop, work context.Context) {
+	s.stop, s.work = stop, work
+}
+
+// wake makes every waiting worker re-check the limits (a slot freed, the
+// config changed).
+func (s *scheduler) wake() {
+	s.mu.Lock()
+	close(s.wakeCh)
+	s.wakeCh = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// enqueue appends j to its pair's FIFO, starting the pair's worker if idle.
+func (s *scheduler) enqueue(j job) {
+	k := pairKey{j.inv.Thread, j.inv.Participant}
+	s.mu.Lock()
+	s.queues[k] = append(s.queues[k], j)
+	start := !s.active[k]
+	s.active[k] = true
+	s.mu.Unlock()
+	s.c.metrics.queueDepth.Inc()
+	if start {
+		s.wg.Add(1)
+		go s.worker(k)
+	}
+}
+
+// worker drains one pair's FIFO, then exits.
+func (s *scheduler) worker(k pairKey) {
+	defer s.wg.Done()
+	for {
+		s.mu.Lock()
+		q := s.queues[k]
+		if len(q) == 0 || s.stop.Err() != nil {
+			delete(s.active, k)
+			s.mu.Unlock()
+			return
+		}
+		j := q[0]
+		s.mu.Unlock()
+		if !s.acquire(k.thread) {
+			s.mu.Lock()
+			delete(s.active, k)
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Lock()
+		s.queues[k] = s.queues[k][1:]
+		if len(s.queues[k]) == 0 {
+			delete(s.queues, k)
+		}
+		s.mu.Unlock()
+		s.c.metrics.queueDepth.Dec()
+		s.c.invoke(s.work, j)
+		s.release()
+	}
+}
+
+// acquire waits for a concurrency slot and a rate slot in the thread; it
+// returns false when the coordinator stops taking jobs meanwhile.
+func (s *scheduler) acquire(thread string) bool {
+	for {
+		cfg := s.c.cfg.Load()
+		now := time.Now()
+		s.mu.Lock()
+		starts := s.starts[thread]
+		for len(starts) > 0 && now.Sub(starts[0]) >= time.Minute {
+			starts = starts[1:]
+		}
+		s.starts[thread] = starts
+		var wait time.Duration
+		rateOK := cfg.MaxInvocationsPerMinute <= 0 || len(starts) < cfg.MaxInvocationsPerMinute
+		if !rateOK {
+			wait = time.Minute - now.Sub(starts[0])
+		}
+		if rateOK && (cfg.MaxConcurrency <= 0 || s.running < cfg.MaxConcurrency) {
+			s.running++
+			s.starts[thread] = append(starts, now)
+			s.mu.Unlock()
+			return true
+		}
+		if len(starts) == 0 {
+			delete(s.starts, thread)
+		}
+		ch := s.wakeCh
+		s.mu.Unlock()
+		var timer <-chan time.Time
+		var t *time.Timer
+		if wait > 0 {
+			t = time.NewTimer(wait)
+			timer = t.C
+		}
+		stopped := false
+		select {
+		case <-ch:
+		case <-timer:
+		case <-s.stop.Done():
+			stopped = true
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if stopped {
+			return false
+		}
+	}
+}
+
+func (s *scheduler) release() {
+	s.mu.Lock()
+	s.running--
+	s.mu.Unlock()
+	s.wake()
+}
+
+// wait returns when every worker and notice poster has exited.
+func (s *scheduler) wait() {
+	s.wg.Wait()
+	s.notices.Wait()
+}
+
+// interruptQueued records every job still waiting as interrupted: a
+// restarted coordinator runs it unless its reply is already in the thread.
+func (s *scheduler) interruptQueued(ctx context.Context) {
+	s.mu.Lock()
+	var left []job
+	for k, q := range s.queues {
+		left = append(left, q...)
+		delete(s.queues, k)
+	}
+	s.mu.Unlock()
+	for _, j := range left {
+		s.c.metrics.queueDepth.Dec()
+		if err := s.c.db.SetStatus(ctx, j.inv.ID, state.StatusInterrupted, "the coordinator stopped before this invocation started"); err != nil {
+			s.c.log.Error("record interrupted invocation", "id", j.inv.ID, "err", err)
+		}
+	}
+}
+
+// postNotice posts a clarification or loop-guard notice in the background,
+// retrying transient failures until the work context ends.
+func (s *scheduler) postNotice(n state.Notice) {
+	s.notices.Add(1)
+	go func() {
+		defer s.notices.Done()
+		s.c.postNotice(s.work, n)
+	}()
+}

@@ -1,0 +1,477 @@
+// Package state is the coordinator's ledger: a SQLite file holding the
+// stream cursors, every routing decision, every invocation record and the
+// notices still to post. It is what makes delivery exactly-once across
+// crashes: a decision, the invocations it queues and the cursor advance past
+// its event are committed in one transaction (see docs/delivery.md).
+package state
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Invocation statuses. Queued, running and interrupted records are
+// unfinished: a restarted coordinator re-runs them unless the thread already
+// holds their reply.
+const (
+	StatusQueued      = "queued"
+	StatusRunning     = "running"
+	StatusSucceeded   = "succeeded"
+	StatusFailed      = "failed"
+	StatusTimeout     = "timeout"
+	StatusInterrupted = "interrupted"
+	StatusRefused     = "refused"
+)
+
+// ValidStatus reports whether s is an invocation status, so that a filter
+// with a typo is refused rather than silently matching nothing.
+func ValidStatus(s string) bool {
+	switch s {
+	case StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusTimeout, StatusInterrupted, StatusRefused:
+		return true
+	}
+	return false
+}
+
+// ErrNotFound is returned when a decision or invocation does not exist.
+var ErrNotFound = errors.New("not found")
+
+// DB is the ledger. It is safe for concurrent use.
+type DB struct {
+	db *sql.DB
+}
+
+// Open opens (creating if needed) the ledger at path and migrates it.
+func Open(ctx context.Context, path string) (*DB, error) {
+	db, err := sqlitex.Open(path, sqlitex.Options{MaxOpen: 1})
+	if err != nil {
+		return nil, fmt.Errorf("open state db: %w", err)
+	}
+	if err := sqlitex.Migrate(ctx, db, migrations, "migrations"); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("migrate state db: %w", err)
+	}
+	return &DB{db: db}, nil
+}
+
+// Close closes the database.
+func (d *DB) Close() error { return d.db.Close() }
+
+// Invocation is one (trigger, participant) pair and what became of it. The
+// pair is unique: it is queued once, and every re-run after a crash updates
+// the same record.
+type Invocation struct {
+	// ID is the record's number, in queueing order.
+	ID int64 `json:"id"`
+	// Thread, TriggerID, TriggerSeq and TriggerGSeq name the trigger.
+	Thread      string `json:"thread"`
+	TriggerID   string `json:"trigger_id"`
+	TriggerSeq  int64  `json:"trigger_seq"`
+	TriggerGSeq int64  `json:"trigger_gseq"`
+	// Participant is who answers; Agent the config entry that speaks for
+	// it, and Command that entry's argv when the pair was queued.
+	Participant string   `json:"participant"`
+	Agent       string   `json:"agent"`
+	Command     []string `json:"command"`
+	// Hop is the trigger's provenance hop count; the reply gets Hop+1.
+	Hop int `json:"hop"`
+	// Status is one of the Status constants.
+	Status string `json:"status"`
+	// ExitCode is nil until the process has exited.
+	ExitCode *int `json:"exit_code"`
+	// Error says why the invocation failed or was refused.
+	Error string `json:"error,omitempty"`
+	// QueuedAt, StartedAt and FinishedAt are agentbridge.TimeLayout
+	// timestamps ("" when not reached); DurationMS is the adapter's run.
+	QueuedAt   string `json:"queued_at"`
+	StartedAt  string `json:"started_at,omitempty"`
+	FinishedAt string `json:"finished_at,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	// ReplyEventID is the reply's (or error message's) event id once
+	// posted.
+	ReplyEventID string `json:"reply_event_id,omitempty"`
+	// PendingPost is the event still to post (JSON of an EventInput) when
+	// the adapter finished but the post is not yet acknowledged.
+	PendingPost json.RawMessage `json:"-"`
+	// OutputBytes is how much the adapter wrote to stdout (all of it, not
+	// only what was kept); StderrTail is the end of its stderr.
+	OutputBytes int64  `json:"output_bytes"`
+	StderrTail  string `json:"stderr_tail,omitempty"`
+	// PID, PGID and ProcessStartedAt identify the adapter process, so a
+	// restarted coordinator can kill a leftover group and never a
+	// recycled pid.
+	PID              int    `json:"pid,omitempty"`
+	PGID             int    `json:"pgid,omitempty"`
+	ProcessStartedAt string `json:"process_started_at,omitempty"`
+}
+
+// Decision is the recorded routing decision for one event, as JSON so that
+// the ledger does not depend on the rules' types.
+type Decision struct {
+	EventID   string          `json:"event_id"`
+	Thread    string          `json:"thread"`
+	Seq       int64           `json:"seq"`
+	GSeq      int64           `json:"gseq"`
+	Decision  json.RawMessage `json:"decision"`
+	CreatedAt string          `json:"created_at"`
+}
+
+// Notice is a coordinator message owed for a trigger (a clarification or a
+// loop-guard notice), kept until the bridge acknowledges it.
+type Notice struct {
+	TriggerID string `json:"trigger_id"`
+	Kind      string `json:"kind"`
+	Thread    string `json:"thread"`
+	// Post is the JSON of the EventInput to append.
+	Post json.RawMessage `json:"post"`
+}
+
+// Step is everything that processing one event changes in the ledger.
+type Step struct {
+	// GSeq and Seq are the event's positions: the global cursor and the
+	// thread's cursor advance to them.
+	GSeq   int64
+	Thread string
+	Seq    int64
+	// Decision, Invocations and Notices are optional.
+	Decision    *Decision
+	Invocations []Invocation
+	Notices     []Notice
+}
+
+const cursorGlobal = "global"
+
+// Commit applies a Step in one transaction, so that after a crash either the
+// event was fully processed (decision recorded, invocations queued, cursor
+// past it) or not at all. It returns the invocations it queued, with their
+// ids; a pair already in the ledger (the event was processed before) is
+// left as it is and not returned.
+func (d *DB) Commit(ctx context.Context, s Step) ([]Invocation, error) {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	now := agentbridge.FormatTime(time.Now())
+	if s.Decision != nil {
+		_, err := tx.ExecContext(ctx, `INSERT INTO decisions (event_id, thread, seq, gseq, decision, created_at)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`,
+			s.Decision.EventID, s.Decision.Thread, s.Decision.Seq, s.Decision.GSeq, string(s.Decision.Decision), now)
+		if err != nil {
+			return nil, fmt.Errorf("record decision: %w", err)
+		}
+	}
+	var queued []Invocation
+	for _, inv := range s.Invocations {
+		cmd, err := json.Marshal(inv.Command)
+		if err != nil {
+			return nil, fmt.Errorf("encode command: %w", err)
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO invocations
+			(thread, trigger_id, trigger_seq, trigger_gseq, participant, agent, command, hop, status, queued_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trigger_id, participant) DO NOTHING`,
+			inv.Thread, inv.TriggerID, inv.TriggerSeq, inv.TriggerGSeq, inv.Participant, inv.Agent, string(cmd), inv.Hop, StatusQueued, now)
+		if err != nil {
+			return nil, fmt.Errorf("queue invocation: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			continue
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return nil, fmt.Errorf("queue invocation: %w", err)
+		}
+		inv.ID, inv.Status, inv.QueuedAt = id, StatusQueued, now
+		queued = append(queued, inv)
+	}
+	for _, n := range s.Notices {
+		_, err := tx.ExecContext(ctx, `INSERT INTO notices (trigger_id, kind, thread, post) VALUES (?, ?, ?, ?)
+			ON CONFLICT (trigger_id, kind) DO NOTHING`, n.TriggerID, n.Kind, n.Thread, string(n.Post))
+		if err != nil {
+			return nil, fmt.Errorf("record notice: %w", err)
+		}
+	}
+	if s.GSeq > 0 {
+		if err := setCursor(ctx, tx, s.GSeq); err != nil {
+			return nil, err
+		}
+	}
+	if s.Thread != "" {
+		_, err := tx.ExecContext(ctx, `INSERT INTO thread_cursors (thread, seq) VALUES (?, ?)
+			ON CONFLICT (thread) DO UPDATE SET seq = max(seq, excluded.seq)`, s.Thread, s.Seq)
+		if err != nil {
+			return nil, fmt.Errorf("advance thread cursor: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	return queued, nil
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func setCursor(ctx context.Context, db execer, gseq int64) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO cursors (name, value) VALUES (?, ?)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, cursorGlobal, gseq)
+	if err != nil {
+		return fmt.Errorf("advance cursor: %w", err)
+	}
+	return nil
+}
+
+// Cursor returns the global cursor (the gseq of the last processed event)
+// and whether one was ever stored: a fresh ledger has none.
+func (d *DB) Cursor(ctx context.Context) (int64, bool, error) {
+	var v int64
+	err := d.db.QueryRowContext(ctx, `SELECT value FROM cursors WHERE name = ?`, cursorGlobal).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read cursor: %w", err)
+	}
+	return v, true, nil
+}
+
+// SetCursor moves the global cursor, for startup_mode "end" and for a
+// bridge restored from an older backup.
+func (d *DB) SetCursor(ctx context.Context, gseq int64) error {
+	return setCursor(ctx, d.db, gseq)
+}
+
+// ThreadCursor returns the seq of the thread's last processed event.
+func (d *DB) ThreadCursor(ctx context.Context, thread string) (int64, bool, error) {
+	var v int64
+	err := d.db.QueryRowContext(ctx, `SELECT seq FROM thread_cursors WHERE thread = ?`, thread).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read thread cursor: %w", err)
+	}
+	return v, true, nil
+}
+
+// MarkRunning records that the adapter process started, with what a
+// restarted coordinator needs to kill its group if it is still alive.
+func (d *DB) MarkRunning(ctx context.Context, id int64, pid, pgid int, started time.Time) error {
+	ts := agentbridge.FormatTime(started)
+	_, err := d.db.ExecContext(ctx, `UPDATE invocations SET status = ?, pid = ?, pgid = ?, started_at = ?,
+		process_started_at = ?, exit_code = NULL, error = '' WHERE id = ?`, StatusRunning, pid, pgid, ts, ts, id)
+	if err != nil {
+		return fmt.Errorf("mark invocation %d running: %w", id, err)
+	}
+	return nil
+}
+
+// Outcome is how an adapter run ended and what must be posted for it.
+type Outcome struct {
+	Status      string
+	ExitCode    *int
+	Error       string
+	Started     time.Time
+	Finished    time.Time
+	OutputBytes int64
+	StderrTail  string
+	// Post is the JSON of the EventInput to append (reply or error
+	// message); empty when nothing is to be posted (interrupted).
+	Post json.RawMessage
+}
+
+// Finish records the end of an adapter run, and the event still to post,
+// before it is posted: a crash after this point re-posts the same event
+// with the same idempotency key instead of running the adapter again.
+func (d *DB) Finish(ctx context.Context, id int64, o Outcome) error {
+	var started string
+	if !o.Started.IsZero() {
+		started = agentbridge.FormatTime(o.Started)
+	}
+	var dur int64
+	if !o.Started.IsZero() && !o.Finished.IsZero() {
+		dur = o.Finished.Sub(o.Started).Milliseconds()
+	}
+	_, err := d.db.ExecContext(ctx, `UPDATE invocations SET status = ?, exit_code = ?, error = ?,
+		started_at = CASE WHEN ? = '' THEN started_at ELSE ? END, finished_at = ?, duration_ms = ?,
+		output_bytes = ?, stderr_tail = ?, pending_post = ? WHERE id = ?`,
+		o.Status, o.ExitCode, o.Error, started, started, agentbridge.FormatTime(o.Finished), dur,
+		o.OutputBytes, o.StderrTail, string(o.Post), id)
+	if err != nil {
+		return fmt.Errorf("finish invocation %d: %w", id, err)
+	}
+	return nil
+}
+
+// Posted records the bridge's answer to the pending post: the event id it
+// was stored as, or (for a refusal) the final status and the error.
+func (d *DB) Posted(ctx context.Context, id int64, eventID, status, errText string) error {
+	_, err := d.db.ExecContext(ctx, `UPDATE invocations SET reply_event_id = ?, pending_post = '',
+		status = CASE WHEN ? = '' THEN status ELSE ? END,
+		error = CASE WHEN ? = '' THEN error ELSE ? END WHERE id = ?`,
+		eventID, status, status, errText, errText, id)
+	if err != nil {
+		return fmt.Errorf("record post of invocation %d: %w", id, err)
+	}
+	return nil
+}
+
+// SetStatus changes an invocation's status, for shutdown (interrupted) and
+// for recovery (a pair whose reply was already in the thread).
+func (d *DB) SetStatus(ctx context.Context, id int64, status, errText string) error {
+	_, err := d.db.ExecContext(ctx, `UPDATE invocations SET status = ?, error = ? WHERE id = ?`, status, errText, id)
+	if err != nil {
+		return fmt.Errorf("set invocation %d status: %w", id, err)
+	}
+	return nil
+}
+
+const invocationColumns = `id, thread, trigger_id, trigger_seq, trigger_gseq, participant, agent, command, hop,
+	status, exit_code, error, queued_at, started_at, finished_at, duration_ms, reply_event_id, pending_post,
+	output_bytes, stderr_tail, pid, pgid, process_started_at`
+
+func scanInvocations(rows *sql.Rows) ([]Invocation, error) {
+	defer rows.Close()
+	var out []Invocation
+	for rows.Next() {
+		var inv Invocation
+		var cmd, pending string
+		var exit sql.NullInt64
+		if err := rows.Scan(&inv.ID, &inv.Thread, &inv.TriggerID, &inv.TriggerSeq, &inv.TriggerGSeq,
+			&inv.Participant, &inv.Agent, &cmd, &inv.Hop, &inv.Status, &exit, &inv.Error, &inv.QueuedAt,
+			&inv.StartedAt, &inv.FinishedAt, &inv.DurationMS, &inv.ReplyEventID, &pending,
+			&inv.OutputBytes, &inv.StderrTail, &inv.PID, &inv.PGID, &inv.ProcessStartedAt); err != nil {
+			return nil, fmt.Errorf("scan invocation: %w", err)
+		}
+		if err := json.Unmarshal([]byte(cmd), &inv.Command); err != nil {
+			return nil, fmt.Errorf("decode command of invocation %d: %w", inv.ID, err)
+		}
+		if exit.Valid {
+			c := int(exit.Int64)
+			inv.ExitCode = &c
+		}
+		if pending != "" {
+			inv.PendingPost = json.RawMessage(pending)
+		}
+		out = append(out, inv)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read invocations: %w", err)
+	}
+	return out, nil
+}
+
+// Unfinished returns the invocations a restarted coordinator still owes a
+// reply, in the order they were queued.
+func (d *DB) Unfinished(ctx context.Context) ([]Invocation, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT `+invocationColumns+` FROM invocations
+		WHERE status IN (?, ?, ?) OR (pending_post != '' AND reply_event_id = '') ORDER BY id`,
+		StatusQueued, StatusRunning, StatusInterrupted)
+	if err != nil {
+		return nil, fmt.Errorf("list unfinished invocations: %w", err)
+	}
+	return scanInvocations(rows)
+}
+
+// Filter selects invocation records; zero fields match everything.
+type Filter struct {
+	Thread string
+	Status string
+	// Limit caps the count (0 = 100).
+	Limit int
+}
+
+// Invocations lists records matching f, newest first.
+func (d *DB) Invocations(ctx context.Context, f Filter) ([]Invocation, error) {
+	var where []string
+	var args []any
+	if f.Thread != "" {
+		where = append(where, "thread = ?")
+		args = append(args, f.Thread)
+	}
+	if f.Status != "" {
+		where = append(where, "status = ?")
+		args = append(args, f.Status)
+	}
+	q := `SELECT ` + invocationColumns + ` FROM invocations`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	q += " ORDER BY id DESC LIMIT ?"
+	args = append(args, limit)
+	rows, err := d.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list invocations: %w", err)
+	}
+	return scanInvocations(rows)
+}
+
+// Decision returns the recorded decision for an event, or ErrNotFound.
+func (d *DB) Decision(ctx context.Context, eventID string) (Decision, error) {
+	var dec Decision
+	var js string
+	err := d.db.QueryRowContext(ctx, `SELECT event_id, thread, seq, gseq, decision, created_at FROM decisions WHERE event_id = ?`,
+		eventID).Scan(&dec.EventID, &dec.Thread, &dec.Seq, &dec.GSeq, &js, &dec.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Decision{}, ErrNotFound
+	}
+	if err != nil {
+		return Decision{}, fmt.Errorf("read decision: %w", err)
+	}
+	dec.Decision = json.RawMessage(js)
+	return dec, nil
+}
+
+// PendingNotices returns the notices not yet acknowledged by the bridge.
+func (d *DB) PendingNotices(ctx context.Context) ([]Notice, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT trigger_id, kind, thread, post FROM notices WHERE posted_event_id = '' ORDER BY rowid`)
+	if err != nil {
+		return nil, fmt.Errorf("list pending notices: %w", err)
+	}
+	defer rows.Close()
+	var out []Notice
+	for rows.Next() {
+		var n Notice
+		var post string
+		if err := rows.Scan(&n.TriggerID, &n.Kind, &n.Thread, &post); err != nil {
+			return nil, fmt.Errorf("scan notice: %w", err)
+		}
+		n.Post = json.RawMessage(post)
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read notices: %w", err)
+	}
+	return out, nil
+}
+
+// NoticePosted records that the bridge stored a notice. An empty eventID
+// means the bridge refused it for good (the thread was paused, say): the
+// notice is closed with "-" so that it is not retried.
+func (d *DB) NoticePosted(ctx context.Context, triggerID, kind, eventID string) error {
+	if eventID == "" {
+		eventID = "-"
+	}
+	_, err := d.db.ExecContext(ctx, `UPDATE notices SET posted_event_id = ? WHERE trigger_id = ? AND kind = ?`, eventID, triggerID, kind)
+	if err != nil {
+		return fmt.Errorf("record notice post: %w", err)
+	}
+	return nil
+}

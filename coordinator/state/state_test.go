@@ -1,0 +1,125 @@
+package state_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+)
+
+func openDB(t *testing.T) (*state.DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "coordinator.db")
+	db, err := state.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, path
+}
+
+// TestCommitIsAllOrNothingAndIdempotent: a step records the decision,
+// the queued pairs and both cursors together; replaying it queues nothing
+// new.
+func TestCommitIsAllOrNothingAndIdempotent(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := context.Background()
+	if _, ok, err := db.Cursor(ctx); err != nil || ok {
+		t.Fatalf("fresh ledger cursor: ok=%v err=%v, want none", ok, err)
+	}
+	step := state.Step{
+		GSeq: 7, Thread: "T", Seq: 3,
+		Decision: &state.Decision{EventID: "E", Thread: "T", Seq: 3, GSeq: 7, Decision: json.RawMessage(`{"rule":"to"}`)},
+		Invocations: []state.Invocation{
+			{Thread: "T", TriggerID: "E", TriggerSeq: 3, TriggerGSeq: 7, Participant: "alice", Agent: "alice", Command: []string{"x"}},
+			{Thread: "T", TriggerID: "E", TriggerSeq: 3, TriggerGSeq: 7, Participant: "bob", Agent: "bob", Command: []string{"y"}},
+		},
+		Notices: []state.Notice{{TriggerID: "E", Kind: "clarification", Thread: "T", Post: json.RawMessage(`{}`)}},
+	}
+	queued, err := db.Commit(ctx, step)
+	if err != nil || len(queued) != 2 || queued[0].ID == 0 || queued[0].Status != state.StatusQueued {
+		t.Fatalf("commit: %v %+v", err, queued)
+	}
+	again, err := db.Commit(ctx, step)
+	if err != nil || len(again) != 0 {
+		t.Fatalf("replayed commit queued %+v (err %v), want nothing", again, err)
+	}
+	if c, ok, _ := db.Cursor(ctx); !ok || c != 7 {
+		t.Errorf("cursor = %d, %v; want 7", c, ok)
+	}
+	if c, ok, _ := db.ThreadCursor(ctx, "T"); !ok || c != 3 {
+		t.Errorf("thread cursor = %d, %v; want 3", c, ok)
+	}
+	d, err := db.Decision(ctx, "E")
+	if err != nil || string(d.Decision) != `{"rule":"to"}` {
+		t.Errorf("decision = %+v, %v", d, err)
+	}
+	if _, err := db.Decision(ctx, "nope"); err != state.ErrNotFound {
+		t.Errorf("unknown decision: %v, want ErrNotFound", err)
+	}
+	if n, err := db.PendingNotices(ctx); err != nil || len(n) != 1 {
+		t.Errorf("pending notices = %+v, %v", n, err)
+	}
+}
+
+// TestLifecycleAndUnfinished walks a record through running, finished
+// with a pending post and posted, checking which states count as
+// unfinished.
+func TestLifecycleAndUnfinished(t *testing.T) {
+	db, path := openDB(t)
+	ctx := context.Background()
+	queued, err := db.Commit(ctx, state.Step{GSeq: 1, Thread: "T", Seq: 1, Invocations: []state.Invocation{
+		{Thread: "T", TriggerID: "E", TriggerSeq: 1, TriggerGSeq: 1, Participant: "alice", Agent: "alice", Command: []string{"x"}, Hop: 2},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := queued[0].ID
+	unfinished := func() []state.Invocation {
+		t.Helper()
+		list, err := db.Unfinished(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list
+	}
+	if got := unfinished(); len(got) != 1 || got[0].Status != state.StatusQueued {
+		t.Fatalf("queued record not unfinished: %+v", got)
+	}
+	start := time.Now()
+	if err := db.MarkRunning(ctx, id, 100, 100, start); err != nil {
+		t.Fatal(err)
+	}
+	if got := unfinished(); len(got) != 1 || got[0].PGID != 100 || got[0].ProcessStartedAt == "" {
+		t.Fatalf("running record: %+v", got)
+	}
+	code := 0
+	post := json.RawMessage(`{"from":"alice","content":"hi"}`)
+	if err := db.Finish(ctx, id, state.Outcome{Status: state.StatusSucceeded, ExitCode: &code, Started: start, Finished: start.Add(time.Second), OutputBytes: 2, Post: post}); err != nil {
+		t.Fatal(err)
+	}
+	got := unfinished()
+	if len(got) != 1 || string(got[0].PendingPost) != string(post) || got[0].DurationMS != 1000 {
+		t.Fatalf("finished record with a pending post: %+v", got)
+	}
+	if err := db.Posted(ctx, id, "R", "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := unfinished(); len(got) != 0 {
+		t.Fatalf("posted record still unfinished: %+v", got)
+	}
+	// The ledger survives a reopen.
+	db.Close()
+	db2, err := state.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	list, err := db2.Invocations(ctx, state.Filter{Thread: "T", Status: state.StatusSucceeded})
+	if err != nil || len(list) != 1 || list[0].ReplyEventID != "R" || *list[0].ExitCode != 0 || list[0].Hop != 2 {
+		t.Fatalf("after reopen: %+v, %v", list, err)
+	}
+}

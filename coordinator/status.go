@@ -1,0 +1,148 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+)
+
+// metrics are the coordinator's Prometheus metrics, in a registry of its
+// own so that two coordinators in one process (tests) do not collide.
+type metrics struct {
+	reg         *prometheus.Registry
+	invocations *prometheus.CounterVec
+	duration    prometheus.Histogram
+	queueDepth  prometheus.Gauge
+}
+
+func newMetrics(c *Coordinator) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		invocations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agent_bridge_coordinator_invocations_total",
+			Help: "Adapter invocations by final status.",
+		}, []string{"status"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "agent_bridge_coordinator_invocation_duration_seconds",
+			Help:    "Wall time of adapter runs.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 3, 10),
+		}),
+		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "agent_bridge_coordinator_queue_depth",
+			Help: "Invocations waiting for their participant, a concurrency slot or the rate limit.",
+		}),
+	}
+	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "agent_bridge_coordinator_cursor_lag",
+		Help: "Events in the bridge's log not yet processed (head gseq minus cursor); -1 when the bridge is unreachable.",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		head, err := c.bridge.Head(ctx)
+		if err != nil {
+			return -1
+		}
+		return float64(max(head-c.cursor.Load(), 0))
+	})
+	m.reg.MustRegister(m.invocations, m.duration, m.queueDepth, lag)
+	return m
+}
+
+func (m *metrics) observe(status string, d time.Duration) {
+	m.invocations.WithLabelValues(status).Inc()
+	if d > 0 {
+		m.duration.Observe(d.Seconds())
+	}
+}
+
+// statusHandler serves the status API: /healthz, /metrics, /invocations
+// and /decisions. It is read-only, so it needs no Origin check; it listens
+// on loopback by default.
+func (c *Coordinator) statusHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		// following tells scripts and tests that events appended from
+		// now on will be processed (startup_mode end has settled).
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "cursor": c.cursor.Load(), "following": c.following.Load()})
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(c.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /invocations", c.handleInvocations)
+	mux.HandleFunc("GET /decisions", c.handleDecisions)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no %s %s on the coordinator's status API; try /invocations or /decisions?event=ID.", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+// InvocationsResponse is the body of GET /invocations.
+type InvocationsResponse struct {
+	Invocations []state.Invocation `json:"invocations"`
+}
+
+func (c *Coordinator) handleInvocations(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := state.Filter{Thread: q.Get("thread"), Status: q.Get("status")}
+	if f.Status != "" && !state.ValidStatus(f.Status) {
+		writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "status",
+			"%q is not an invocation status: use queued, running, succeeded, failed, timeout, interrupted or refused.", f.Status))
+		return
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > agentbridge.MaxEventsLimit {
+			writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "limit",
+				"limit must be a whole number from 1 to %d.", agentbridge.MaxEventsLimit))
+			return
+		}
+		f.Limit = n
+	}
+	invs, err := c.db.Invocations(r.Context(), f)
+	if err != nil {
+		c.log.Error("list invocations", "err", err)
+		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation records could not be read."))
+		return
+	}
+	if invs == nil {
+		invs = []state.Invocation{}
+	}
+	writeJSON(w, http.StatusOK, InvocationsResponse{Invocations: invs})
+}
+
+func (c *Coordinator) handleDecisions(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("event")
+	if id == "" {
+		writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeMissingField, "event", "Say which event: /decisions?event=EVENT_ID."))
+		return
+	}
+	d, err := c.db.Decision(r.Context(), id)
+	if errors.Is(err, state.ErrNotFound) {
+		writeError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeEventNotFound,
+			"The coordinator recorded no decision for event %q: it is not a message, or it was posted before the coordinator started following (startup_mode end) or to another bridge.", id))
+		return
+	}
+	if err != nil {
+		c.log.Error("read decision", "err", err)
+		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The decision could not be read."))
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, e *agentbridge.Error) {
+	writeJSON(w, status, map[string]any{"error": e})
+}
