@@ -61,6 +61,10 @@ type TriggerInfo struct {
 // NewPayload assembles the payload for one (trigger, participant) pair. The
 // flat fields repeat the trigger's, as both generations of adapters expect.
 // context may be nil; it is sent as an empty array.
+//
+// A prod (a control event) carries JSON an agent should not have to
+// interpret, so its content is replaced by ProdContent's sentence; the
+// context window still holds the control itself.
 func NewPayload(bridgeURL string, thread agentbridge.Thread, trigger agentbridge.Event, participant string, profile agentbridge.Profile, context []agentbridge.Event, primer string) Payload {
 	if context == nil {
 		context = []agentbridge.Event{}
@@ -70,6 +74,9 @@ func NewPayload(bridgeURL string, thread agentbridge.Thread, trigger agentbridge
 		threadID = thread.ID
 	}
 	content := trigger.Text()
+	if trigger.Type == agentbridge.TypeControl {
+		content = ProdContent(trigger.From)
+	}
 	return Payload{
 		ThreadID:      threadID,
 		EventID:       trigger.ID,
@@ -114,4 +121,10 @@ func BridgeEnv(p Payload) []string {
 		EnvEventID + "=" + p.EventID,
 		EnvParticipantID + "=" + p.Participant.ID,
 	}
+}
+
+// ProdContent is the message an adapter receives when a human prods its
+// participant: a plain request to look at the thread.
+func ProdContent(from string) string {
+	return from + " prodded you: read the conversation and reply if you have something to add."
 }

@@ -154,3 +154,16 @@ func TestErrorMessage(t *testing.T) {
 		})
 	}
 }
+
+func TestProdPayloadContent(t *testing.T) {
+	trigger := agentbridge.Event{ID: "e1", Seq: 4, Thread: "t", Type: agentbridge.TypeControl, From: "user", To: "all",
+		Content: json.RawMessage(`{"prod":["codex"]}`)}
+	p := adapters.NewPayload("http://127.0.0.1:5111", agentbridge.Thread{ID: "t"}, trigger, "codex", agentbridge.Profile{}, nil, "")
+	want := "user prodded you: read the conversation and reply if you have something to add."
+	if p.Content != want || p.Trigger.Content != want {
+		t.Fatalf("prod content = %q / %q, want %q", p.Content, p.Trigger.Content, want)
+	}
+	if p.Trigger.Type != agentbridge.TypeControl {
+		t.Fatalf("trigger type = %q, want control", p.Trigger.Type)
+	}
+}

@@ -95,7 +95,7 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 
 func (c *Coordinator) logInvocation(inv state.Invocation, status string, d time.Duration) {
 	c.log.Info("invocation", "participant", inv.Participant, "thread", inv.Thread, "trigger", inv.TriggerID,
-		"status", status, "duration", d.Round(time.Millisecond))
+		"status", status, "duration_ms", d.Milliseconds())
 }
 
 func (c *Coordinator) finishInterrupted(ctx context.Context, inv state.Invocation, cause error) {

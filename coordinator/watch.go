@@ -44,7 +44,7 @@ func NewWatcher(path string, logger *slog.Logger, apply func(Config)) *Watcher {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	w := &Watcher{path: path, log: logger.With("component", "config-watcher"), apply: apply}
+	w := &Watcher{path: path, log: logger.With("watcher", "config"), apply: apply}
 	if cfg, _, err := LoadConfig(path); err == nil {
 		w.last = &cfg
 	}
