@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,24 +13,6 @@ import (
 
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
-
-// logBuffer is a goroutine-safe log sink the tests poll.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) Count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), s)
-}
 
 // applied records the configs a watcher applies.
 type applied struct {
@@ -70,14 +51,14 @@ func replaceFile(t *testing.T, path, content string) {
 
 type watcherHarness struct {
 	path    string
-	logs    *logBuffer
+	logs    *testutil.Buffer
 	applied *applied
 	w       *Watcher
 }
 
 func newWatcherHarness(t *testing.T) *watcherHarness {
 	t.Helper()
-	h := &watcherHarness{path: filepath.Join(t.TempDir(), "coordinator.config.json"), logs: &logBuffer{}, applied: &applied{}}
+	h := &watcherHarness{path: filepath.Join(t.TempDir(), "coordinator.config.json"), logs: &testutil.Buffer{}, applied: &applied{}}
 	if err := os.WriteFile(h.path, []byte(configWith(1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +86,7 @@ func (h *watcherHarness) run(t *testing.T) {
 		}
 	})
 	testutil.WaitFor(t, 10*time.Second, "the watcher to watch the folder", func() bool {
-		return h.logs.Count("watching config file") == 1
+		return strings.Count(h.logs.String(), "watching config file") == 1
 	})
 }
 
@@ -133,7 +114,7 @@ func TestWatcher_AppliesReplacedFile(t *testing.T) {
 	if got, want := cfg.Agents["echo"].Command[0], filepath.Join(filepath.Dir(h.path), "echo.sh"); got != want {
 		t.Errorf("applied command = %q, want %q (resolved against the config folder)", got, want)
 	}
-	if h.logs.Count("MaxConcurrency") == 0 {
+	if strings.Count(h.logs.String(), "MaxConcurrency") == 0 {
 		t.Errorf("the reload log does not name the changed field")
 	}
 
@@ -153,9 +134,9 @@ func TestWatcher_InvalidEditKeepsOldConfig(t *testing.T) {
 
 	replaceFile(t, h.path, `{"max_concurrency": "many", "agents": {}}`)
 	testutil.WaitFor(t, 10*time.Second, "the failed reload to be logged", func() bool {
-		return h.logs.Count("config reload failed") == 1
+		return strings.Count(h.logs.String(), "config reload failed") == 1
 	})
-	if h.logs.Count("max_concurrency: must be a number") != 1 {
+	if strings.Count(h.logs.String(), "max_concurrency: must be a number") != 1 {
 		t.Errorf("the failure log does not name the key")
 	}
 	if got := len(h.applied.snapshot()); got != 1 {
@@ -187,7 +168,7 @@ func TestWatcher_Reload(t *testing.T) {
 	if got := len(h.applied.snapshot()); got != 1 {
 		t.Fatalf("Reload applied an invalid config")
 	}
-	if h.logs.Count("agents.x.command") != 1 {
+	if strings.Count(h.logs.String(), "agents.x.command") != 1 {
 		t.Errorf("the failure log does not name the key")
 	}
 

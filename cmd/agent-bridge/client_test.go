@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,25 +21,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
-
-// syncBuffer is an output that a running subcommand (tail) writes while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // testBridge is a real bridge server over a SQLite file, which a test can
 // stop and start again on the same file and port.
@@ -120,7 +99,7 @@ type cli struct {
 
 func (c cli) run(args ...string) (stdout, stderr string, code int) {
 	c.t.Helper()
-	var out, errb syncBuffer
+	var out, errb testutil.Buffer
 	m := &Main{Stdin: strings.NewReader(c.stdin), Stdout: &out, Stderr: &errb,
 		Getenv: func(k string) string { return c.env[k] }}
 	err := m.Run(c.t.Context(), args)
@@ -366,7 +345,7 @@ func tailLines(out string) []string {
 
 // runTailAsync starts tail in a goroutine writing to out and errb; the
 // returned function stops it and returns its error.
-func runTailAsync(t *testing.T, env map[string]string, out, errb *syncBuffer, args ...string) func() error {
+func runTailAsync(t *testing.T, env map[string]string, out, errb *testutil.Buffer, args ...string) func() error {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	m := &Main{Stdin: strings.NewReader(""), Stdout: out, Stderr: errb, Getenv: func(k string) string { return env[k] }}
@@ -399,7 +378,7 @@ func TestTailResumesAcrossRestart(t *testing.T) {
 		post("m" + strconv.Itoa(i))
 	}
 
-	var out, errb syncBuffer
+	var out, errb testutil.Buffer
 	stop := runTailAsync(t, c.env, &out, &errb, "T")
 	waitLines := func(n int) {
 		t.Helper()
@@ -445,7 +424,7 @@ func TestTailAllJSON(t *testing.T) {
 	c.ok("thread", "new", "a", "--id", "A")
 	c.ok("thread", "new", "b", "--id", "B")
 
-	var out, errb syncBuffer
+	var out, errb testutil.Buffer
 	stop := runTailAsync(t, c.env, &out, &errb, "--all", "--json", "--after", "1", "--presence")
 	c.ok("post", "A", "one")
 	c.ok("post", "B", "two", "--from", "codex")

@@ -158,7 +158,7 @@ func freeAddr(t *testing.T) string {
 // coordProc is a running `agent-bridge coordinator`.
 type coordProc struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testutil.Buffer
 	done   chan error
 }
 
@@ -168,7 +168,7 @@ func (e *coordEnv) startCoordProc(bin string) *coordProc {
 	e.t.Helper()
 	cmd := exec.Command(bin, "coordinator", "--config", e.cfgPath, "--state", e.statePath, "--startup-mode", "resume")
 	cmd.Env = append(os.Environ(), "FAKE_ADAPTER_DIR="+e.fakeDir, "BRIDGE_TOKEN=")
-	p := &coordProc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	p := &coordProc{cmd: cmd, stderr: &testutil.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		e.t.Fatalf("start coordinator: %v", err)
@@ -374,7 +374,7 @@ func TestCoordinatorCommandInProcess(t *testing.T) {
 	fake := buildFake(t)
 	e := newCoordEnv(t, fake)
 	t.Setenv("FAKE_ADAPTER_DIR", e.fakeDir)
-	var stderr syncBuffer
+	var stderr testutil.Buffer
 	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(string) string { return "" }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -468,7 +468,7 @@ func TestUpCommand(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(`{"status_addr": "127.0.0.1:0", "agents": {"echo": {"command": ["cat"]}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr syncBuffer
+	var stdout, stderr testutil.Buffer
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,29 +22,10 @@ import (
 	"github.com/agent-bridge/agent-bridge/launchd"
 )
 
-// opsBuffer is a bytes.Buffer safe for a daemon writing logs while the test
-// reads them.
-type opsBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *opsBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *opsBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // opsMain is a Main with captured output and the given environment (PATH
 // comes from the test process unless env sets it).
-func opsMain(env map[string]string) (*Main, *opsBuffer, *opsBuffer) {
-	stdout, stderr := &opsBuffer{}, &opsBuffer{}
+func opsMain(env map[string]string) (*Main, *testutil.Buffer, *testutil.Buffer) {
+	stdout, stderr := &testutil.Buffer{}, &testutil.Buffer{}
 	getenv := func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
@@ -230,9 +210,7 @@ func TestBackupAndRestoreCommands(t *testing.T) {
 	if err := store.Close(); err != nil {
 		t.Fatal(err)
 	}
-	stdout.mu.Lock()
-	stdout.b.Reset()
-	stdout.mu.Unlock()
+	stdout.Reset()
 	if err := m.Run(ctx, []string{"restore", "--from", to, "--db", db}); err != nil {
 		t.Fatalf("restore: %v", err)
 	}

@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -84,4 +86,32 @@ func GoBuild(ctx context.Context, pkg, dir string, race bool) (string, error) {
 		return "", fmt.Errorf("go build %s: %w: %s", pkg, err, strings.TrimSpace(string(b)))
 	}
 	return out, nil
+}
+
+// Buffer is a bytes.Buffer safe for concurrent use: a daemon or a running
+// subcommand writes to it while the test reads it.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns everything written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Reset discards everything written so far.
+func (s *Buffer) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Reset()
 }
