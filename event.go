@@ -95,8 +95,22 @@ func (m Meta) HasTag(tag string) bool {
 	return false
 }
 
+// metaKnown is Meta without Extra, its fields in sorted key order, so that
+// encoding/json writes the same bytes MarshalJSON's general path would,
+// without building and sorting a map for every event.
+type metaKnown struct {
+	Hop     *int     `json:"hop,omitzero"`
+	ReplyTo string   `json:"reply_to,omitempty"`
+	Tags    []string `json:"tags,omitzero"`
+	Via     string   `json:"via,omitempty"`
+}
+
 // MarshalJSON writes the typed keys and Extra as one object, keys sorted.
+// Tags are written when non-nil, so an empty list stays [].
 func (m Meta) MarshalJSON() ([]byte, error) {
+	if len(m.Extra) == 0 {
+		return json.Marshal(metaKnown{Hop: m.Hop, ReplyTo: m.ReplyTo, Tags: m.Tags, Via: m.Via})
+	}
 	obj := make(map[string]json.RawMessage, len(m.Extra)+4)
 	for k, v := range m.Extra {
 		obj[k] = v

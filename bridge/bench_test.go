@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -125,4 +126,44 @@ func BenchmarkLongPollWake(b *testing.B) {
 		waitFor(b, 10*time.Second, "poll done", func() bool { return subscriberCount(ts.srv, "poll") == 0 })
 	}
 	b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms/wake")
+}
+
+// BenchmarkHTTPLayer measures what the bridge's HTTP layer costs per
+// request on its own — instrumentation, the security gate, routing, the
+// handler adapter and writeJSON — by serving GET /ping in process, so that
+// changes to the per-request path show up without the store's or the
+// network's noise.
+func BenchmarkHTTPLayer(b *testing.B) {
+	ts := newTestServer(b, Options{})
+	h := ts.srv.Handler()
+	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:5111/ping", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	}
+}
+
+// BenchmarkEventsGet measures a page of 200 stored events read through
+// GET /threads/{id}/events in process, where encoding every event's meta
+// dominates what the bridge itself adds.
+func BenchmarkEventsGet(b *testing.B) {
+	ts := newTestServer(b, Options{})
+	ts.newThread("t")
+	for i := range 200 {
+		ts.must(200, "POST", "/threads/t/events", fmt.Sprintf(`{"from":"user","content":"message %d","meta":{"tags":["bench"]}}`, i))
+	}
+	h := ts.srv.Handler()
+	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:5111/threads/t/events?limit=200", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -93,17 +94,23 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, StatusForCode(ae.Code), errorBody{Error: ae})
 }
 
-// writeJSON writes v as the JSON answer with the given status.
+// writeJSON writes v as the JSON answer with the given status. It writes
+// the newline separately rather than appending it, which would copy the
+// whole answer, and gives both fixed headers one backing array.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		b = fmt.Appendf(nil, `{"error":{"code":%q,"message":"The server could not encode its answer."}}`, agentbridge.ECodeInternal)
 		status = http.StatusInternalServerError
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+	vals := make([]string, 2)
+	vals[0], vals[1] = "application/json", "no-store"
+	h := w.Header()
+	h["Content-Type"] = vals[0:1:1]
+	h["Cache-Control"] = vals[1:2:2]
 	w.WriteHeader(status)
-	b = append(b, '\n')
 	// A failed write means the client is gone; there is nobody to tell.
-	_, _ = w.Write(b)
+	if _, err := w.Write(b); err == nil {
+		_, _ = io.WriteString(w, "\n")
+	}
 }

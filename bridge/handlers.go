@@ -35,8 +35,24 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// readBody reads the whole request body, capped at MaxBody.
+// exactReadMax is the largest declared Content-Length readBody allocates up
+// front: events are small, and a client announcing a large body it never
+// sends must not pin that much memory per connection.
+const exactReadMax = 64 << 10
+
+// readBody reads the whole request body, capped at MaxBody. A small body
+// with a Content-Length within the cap is read into one exact-size buffer
+// (the server's body reader already stops at that length); any other body
+// goes through MaxBytesReader, which also closes the connection when it is
+// too large.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 && n <= min(s.opts.MaxBody, exactReadMax) {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, fmt.Errorf("read request body: %w", err)
+		}
+		return b, nil
+	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError

@@ -2,9 +2,11 @@ package bridge
 
 import (
 	"context"
-	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -18,9 +20,13 @@ type ctxKey int
 const requestIDKey ctxKey = iota
 
 // requestID returns the id instrument gave the request ("" outside one).
+// The context holds the request's *statusWriter, which carries the id:
+// storing a pointer saves boxing the id string on every request.
 func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
+	if sw, ok := ctx.Value(requestIDKey).(*statusWriter); ok {
+		return sw.idHeader[0]
+	}
+	return ""
 }
 
 // statusWriter records the status for logs and metrics. It implements
@@ -29,6 +35,9 @@ func requestID(ctx context.Context) string {
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	// idHeader holds the request id; it backs the X-Request-Id header
+	// value, saving an allocation per request, and requestID reads it.
+	idHeader [1]string
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -45,18 +54,32 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// WriteString lets io.WriteString reach the real writer's WriteString
+// without converting to a byte slice.
+func (w *statusWriter) WriteString(s string) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return io.WriteString(w.ResponseWriter, s)
+}
+
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // instrument gives each request an id (echoed as X-Request-Id), and records
 // its latency by route pattern and a debug log line. It never logs headers,
-// so the token cannot end up in a log.
+// so the token cannot end up in a log. It runs on every request, so it
+// formats the id without fmt, reuses one histogram observer per (route,
+// method, status) instead of hashing the labels each time, and builds the
+// debug line only when debug logging is on.
 func (s *Server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := fmt.Sprintf("%s-%d", s.reqBase, s.reqSeq.Add(1))
-		w.Header().Set("X-Request-Id", id)
+		var buf [48]byte
 		sw := &statusWriter{ResponseWriter: w}
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+		id := string(strconv.AppendUint(append(append(buf[:0], s.reqBase...), '-'), s.reqSeq.Add(1), 10))
+		sw.idHeader[0] = id
+		w.Header()["X-Request-Id"] = sw.idHeader[:1:1]
+		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, sw))
 		next.ServeHTTP(sw, r)
 		route := "unmatched"
 		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
@@ -66,9 +89,17 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			sw.status = http.StatusOK
 		}
 		d := time.Since(start)
-		s.metrics.latency.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Observe(d.Seconds())
-		s.log.Debug("request", "request_id", id, "method", r.Method, "route", route, "status", sw.status, "duration", d)
+		s.metrics.observer(route, r.Method, sw.status).Observe(d.Seconds())
+		if s.log.Enabled(r.Context(), slog.LevelDebug) {
+			s.log.Debug("request", "request_id", id, "method", r.Method, "route", route, "status", sw.status, "duration", d)
+		}
 	})
+}
+
+// latencyKey names one latency series.
+type latencyKey struct {
+	route, method string
+	status        int
 }
 
 // metrics are the server's Prometheus collectors, on a registry of its own
@@ -78,6 +109,20 @@ type metrics struct {
 	appends     prometheus.Counter
 	subscribers *prometheus.GaugeVec
 	latency     *prometheus.HistogramVec
+	// observers caches latency's children by latencyKey: the set is
+	// bounded by the routes, methods and statuses the server answers.
+	observers sync.Map
+}
+
+// observer returns the latency histogram of one (route, method, status).
+func (m *metrics) observer(route, method string, status int) prometheus.Observer {
+	k := latencyKey{route: route, method: method, status: status}
+	if o, ok := m.observers.Load(k); ok {
+		return o.(prometheus.Observer)
+	}
+	o := m.latency.WithLabelValues(route, method, strconv.Itoa(status))
+	m.observers.Store(k, o)
+	return o
 }
 
 func newMetrics() *metrics {

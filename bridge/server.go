@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -157,13 +158,16 @@ func CheckListen(addr, token string) error {
 }
 
 // isLoopbackHost reports whether host (no port) names only this machine.
+// The security gate calls it on every request, so it parses with
+// net/netip, which does not allocate; a zoned address is not loopback, as
+// net.ParseIP rejects zones.
 func isLoopbackHost(host string) bool {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		return true
 	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && ip.Zone() == "" && ip.Unmap().IsLoopback()
 }
 
 // routes builds the router: security and instrumentation first, then the
