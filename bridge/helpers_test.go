@@ -45,6 +45,9 @@ func openStore(t testing.TB) *sqlite.Store {
 
 func newTestServer(t testing.TB, opts Options) *testServer {
 	t.Helper()
+	// Registered first, so it runs last: after the server and the store
+	// have closed, none of their goroutines may be left.
+	t.Cleanup(testutil.CheckGoroutines(t))
 	st := openStore(t)
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"

@@ -158,6 +158,9 @@ func startStack(t testing.TB, mutate func(*coordinator.Config)) *stack {
 func newStack(t testing.TB) *stack {
 	t.Helper()
 	ensureFake(t)
+	// Registered first, so it runs last: after the coordinator and the
+	// bridge have stopped, none of their goroutines may be left.
+	t.Cleanup(testutil.CheckGoroutines(t))
 	dir := t.TempDir()
 	s := &stack{t: t, dir: dir, fakeDir: filepath.Join(dir, "fake")}
 	if err := os.MkdirAll(s.fakeDir, 0o755); err != nil {

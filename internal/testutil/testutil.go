@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,4 +115,38 @@ func (s *Buffer) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.b.Reset()
+}
+
+// CheckGoroutines records how many goroutines run now and returns a check
+// to call once the test has shut everything down: it closes the default
+// transport's idle connections (whose reader goroutines would otherwise
+// linger) and waits until no more goroutines run than at the start, failing
+// with every goroutine's stack if some never exit. Tests that start daemons
+// end with it, so a shutdown path that forgets a goroutine fails a test.
+func CheckGoroutines(t TB) func() { return checkGoroutines(t, 10*time.Second) }
+
+// checkGoroutines is CheckGoroutines with the time goroutines get to wind
+// down.
+func checkGoroutines(t TB, wait time.Duration) func() {
+	base := runtime.NumGoroutine()
+	return func() {
+		t.Helper()
+		deadline := time.Now().Add(wait)
+		for {
+			if tr, ok := http.DefaultTransport.(*http.Transport); ok {
+				tr.CloseIdleConnections()
+			}
+			n := runtime.NumGoroutine()
+			if n <= base {
+				return
+			}
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<20)
+				buf = buf[:runtime.Stack(buf, true)]
+				t.Fatalf("%d goroutines still running after shutdown, %d at the start:\n%s", n, base, buf)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
