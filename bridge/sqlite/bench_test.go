@@ -72,9 +72,10 @@ func reportP50(b *testing.B, d []time.Duration) {
 	b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), "p50-ns")
 }
 
-// BenchmarkThreadEvents measures the two queries a client makes all day —
-// the last page (tail=25) and catch-up from a cursor (after=head-10) — on
-// one thread of 1k, 10k and 100k events. Fixtures are built once per size.
+// BenchmarkThreadEvents measures the queries a client makes all day — the
+// last page (tail=25), catch-up from a cursor (after=head-10, and a v0
+// client's since=<ts> of the same event) — and since's worst case, on one
+// thread of 1k, 10k and 100k events. Fixtures are built once per size.
 func BenchmarkThreadEvents(b *testing.B) {
 	ctx := context.Background()
 	s := openStore(b, Options{})
@@ -88,16 +89,34 @@ func BenchmarkThreadEvents(b *testing.B) {
 				fixtures[n] = thread
 			}
 		}
+		// sinceOf sets q.Since to the ts of event seq, once the fixture exists.
+		sinceOf := func(seq int64) func(b *testing.B, q *agentbridge.ThreadEventsQuery) {
+			return func(b *testing.B, q *agentbridge.ThreadEventsQuery) {
+				evs, err := s.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: thread, After: seq - 1, Limit: 1})
+				if err != nil || len(evs) != 1 {
+					b.Fatalf("ts of seq %d: %d events, %v", seq, len(evs), err)
+				}
+				q.Since = evs[0].TS
+			}
+		}
 		for _, c := range []struct {
 			name string
 			q    agentbridge.ThreadEventsQuery
+			prep func(*testing.B, *agentbridge.ThreadEventsQuery)
 			want int
 		}{
-			{"tail=25", agentbridge.ThreadEventsQuery{Thread: thread, After: -1, Tail: 25}, 25},
-			{"after=head-10", agentbridge.ThreadEventsQuery{Thread: thread, After: int64(n - 10)}, 10},
+			{"tail=25", agentbridge.ThreadEventsQuery{Thread: thread, After: -1, Tail: 25}, nil, 25},
+			{"after=head-10", agentbridge.ThreadEventsQuery{Thread: thread, After: int64(n - 10)}, nil, 10},
+			// A v0 poller's cursor: the ts of the event 10 before the head.
+			{"since=ts(head-10)", agentbridge.ThreadEventsQuery{Thread: thread, After: -1}, sinceOf(int64(n - 10)), 10},
+			// The search's worst case: a ts before the whole thread.
+			{"since=before-first/limit=25", agentbridge.ThreadEventsQuery{Thread: thread, After: -1, Since: "2000-01-01T00:00:00.000000Z", Limit: 25}, nil, 25},
 		} {
 			b.Run(fmt.Sprintf("%s/n=%d", c.name, n), func(b *testing.B) {
 				fixture(b)
+				if c.prep != nil {
+					c.prep(b, &c.q)
+				}
 				durs := make([]time.Duration, 0, b.N)
 				b.ResetTimer()
 				for range b.N {

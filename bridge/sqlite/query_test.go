@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
+	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
@@ -31,6 +35,10 @@ func TestEventRoundTrip(t *testing.T) {
 		{Type: "custom.kind", From: "tool", Content: nil},
 		{Type: "custom.kind", From: "tool", Content: json.RawMessage(`{"nested": {"a": [1,2,3]}, "s": "x"}`)},
 		{Type: agentbridge.TypeControl, From: "user", Content: json.RawMessage(`"{\"pause\":{\"on\":false}}"`), Meta: agentbridge.Meta{Tags: []string{}}},
+		// Typed keys only: stored without decoding its own encoding again.
+		{From: "codex", Content: json.RawMessage(`"x"`), Meta: agentbridge.Meta{ReplyTo: first.ID, Tags: []string{"a", "b"}, Via: "v", Hop: new(0)}},
+		// Invalid UTF-8 is stored as U+FFFD; the answer must say so too.
+		{From: "codex", Content: json.RawMessage(`"x"`), Meta: agentbridge.Meta{Tags: []string{"bad\xff"}, Via: "v\xfe"}},
 	}
 	for i, in := range cases {
 		res, err := s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: in})
@@ -362,7 +370,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 func TestQueryPlansUseIndexes(t *testing.T) {
 	s := openStore(t, Options{})
 	for name, q := range map[string]string{
-		"thread range": sqlThreadRange, "since": sqlSinceSeq, "global range": sqlGlobalRange,
+		"thread range": sqlThreadRange, "ts at": sqlTSAt, "global range": sqlGlobalRange,
 		"head": sqlHead, "snapshot": sqlSnapshotAt, "hop": sqlHopAt, "threads after": sqlThreadsAfter,
 		"state": sqlState, "writer head": wSelectHead,
 	} {
@@ -389,5 +397,220 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 		if strings.Contains(joined, "SCAN") || strings.Contains(joined, "TEMP B-TREE") {
 			t.Errorf("%s scans or sorts: %s", name, joined)
 		}
+	}
+}
+
+// TestSinceBoundaries checks firstAfter's search against a plain filter on
+// every ts of threads of 1 to 40 events: since equal to an event's ts,
+// between two events, before the first and after the last.
+func TestSinceBoundaries(t *testing.T) {
+	s := openStore(t, Options{})
+	ctx := context.Background()
+	for n := 1; n <= 40; n++ {
+		th := newThread(t, s, fmt.Sprintf("t%d", n)).ID
+		for i := 2; i <= n; i++ {
+			mustAppend(t, s, th, msg("user", fmt.Sprint(i)))
+		}
+		all := allEvents(t, s, th)
+		sinces := []string{"", "2000-01-01T00:00:00.000000Z", all[0].TS[:10], "9999", all[n-1].TS + "0"}
+		for _, ev := range all {
+			ts, err := time.Parse(agentbridge.TimeLayout, ev.TS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Equal, a microsecond before (equal to the previous event's ts
+			// or between the two), and a string between it and the next.
+			sinces = append(sinces, ev.TS, agentbridge.FormatTime(ts.Add(-time.Microsecond)), ev.TS+"x")
+		}
+		for _, since := range sinces {
+			if since == "" {
+				continue
+			}
+			var want []int64
+			for _, ev := range all {
+				if ev.TS > since {
+					want = append(want, ev.Seq)
+				}
+			}
+			got, err := s.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: th, After: -1, Since: since})
+			if err != nil {
+				t.Fatalf("n=%d since=%s: %v", n, since, err)
+			}
+			var gotSeqs []int64
+			for _, ev := range got {
+				gotSeqs = append(gotSeqs, ev.Seq)
+			}
+			if !slices.Equal(gotSeqs, want) {
+				t.Errorf("n=%d since=%s: seqs %v, want %v", n, since, gotSeqs, want)
+			}
+		}
+	}
+}
+
+// TestMigrateFromVersion1 builds a database with the 0001 schema only (the
+// first released one, events_by_ts included), fills it with the rows the
+// writer produced in a reference store, then opens it with the current
+// binary: it must migrate to version 2 and answer every query as the
+// reference does, and go on appending where it left off.
+func TestMigrateFromVersion1(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	refPath, oldPath := filepath.Join(dir, "ref.db"), filepath.Join(dir, "v1.db")
+
+	ref, err := Open(ctx, refPath, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ref.Close() })
+	var firstIDs []string
+	for _, id := range []string{"a", "b", "c"} {
+		newThread(t, ref, id)
+		first := mustAppend(t, ref, id, msg("user", "hello "+id))
+		firstIDs = append(firstIDs, first.ID)
+	}
+	mustAppend(t, ref, "a", control("user", `{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"m"}}}`))
+	mustAppend(t, ref, "a", control("user", `{"mute":{"targets":["claude"],"mode":"hard"}}`))
+	mustAppend(t, ref, "b", agentbridge.EventInput{Type: agentbridge.TypeThreadRenamed, From: "user", Content: json.RawMessage(`"renamed"`)})
+	for i := range 20 {
+		th := []string{"a", "b", "c"}[i%3]
+		in := msg("codex", fmt.Sprint("reply ", i))
+		in.Meta = agentbridge.Meta{ReplyTo: firstIDs[i%3], Tags: []string{"coordinator"}, Hop: new(i % 4),
+			Extra: map[string]json.RawMessage{"x": json.RawMessage(`{"k": 1}`)}}
+		if _, err := ref.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: in, IdempotencyKey: fmt.Sprint("key", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustAppend(t, ref, "c", control("user", `{"pause":{"on":true}}`))
+	if err := ref.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The version-1 file: 0001 alone, then the reference's rows.
+	v1, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	init, err := fs.ReadFile(v1, "0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlitex.Open(oldPath, sqlitex.Options{MaxOpen: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlitex.Migrate(ctx, db, fstest.MapFS{"m/0001_init.sql": {Data: init}}, "m"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `ATTACH DATABASE ? AS ref`, refPath); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"threads", "events", "thread_state", "state_snapshots", "idempotency"} {
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(`INSERT INTO main.%s SELECT * FROM ref.%s`, table, table)); err != nil {
+			t.Fatalf("copy %s: %v", table, err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `DETACH DATABASE ref`); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := sqlitex.SchemaVersion(ctx, db); err != nil || v != 1 {
+		t.Fatalf("fixture schema version %d %v, want 1", v, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	answers := func(s *Store) map[string]any {
+		t.Helper()
+		out := map[string]any{}
+		put := func(key string, v any, err error) {
+			if err != nil {
+				v = agentbridge.ErrorCode(err) + ": " + err.Error()
+			}
+			out[key] = v
+		}
+		head, err := s.Head(ctx)
+		put("head", head, err)
+		evs, err := s.Events(ctx, 0, 0)
+		put("events", evs, err)
+		evs, err = s.Events(ctx, head-5, 3)
+		put("events page", evs, err)
+		_, err = s.Events(ctx, head+1, 0)
+		put("events ahead", nil, err)
+		ths, err := s.Threads(ctx, "", 0)
+		put("threads", ths, err)
+		ths, err = s.Threads(ctx, "b", 1)
+		put("threads after b", ths, err)
+		for _, id := range []string{"a", "b", "c", "nope"} {
+			all, err := s.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: id, After: -1})
+			put(id+" all", all, err)
+			th, err := s.Thread(ctx, id)
+			put(id+" thread", th, err)
+			for _, q := range []agentbridge.ThreadEventsQuery{
+				{After: 3}, {After: -1, Tail: 4}, {After: -1, Until: 5}, {After: 2, Limit: 2}, {After: 99},
+				{After: -1, Since: "2000-01-01T00:00:00.000000Z"}, {After: -1, Since: "9999"},
+			} {
+				q.Thread = id
+				evs, err := s.ThreadEvents(ctx, q)
+				put(fmt.Sprintf("%s %+v", id, q), evs, err)
+			}
+			for i, ev := range all {
+				evs, err := s.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: id, After: -1, Since: ev.TS})
+				put(fmt.Sprintf("%s since #%d", id, i), evs, err)
+				st, seq, err := s.State(ctx, id, ev.Seq)
+				put(fmt.Sprintf("%s state at %d", id, ev.Seq), []any{st, seq}, err)
+				got, err := s.Event(ctx, ev.ID)
+				put(id+" event "+ev.ID, got, err)
+			}
+			st, seq, err := s.State(ctx, id, 0)
+			put(id+" state", []any{st, seq}, err)
+		}
+		return out
+	}
+
+	ref, err = Open(ctx, refPath, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := answers(ref)
+	old, err := Open(ctx, oldPath, Options{})
+	if err != nil {
+		t.Fatalf("open the version-1 database: %v", err)
+	}
+	t.Cleanup(func() { _ = old.Close() })
+	if v, err := sqlitex.SchemaVersion(ctx, old.rdb); err != nil || v != 2 {
+		t.Fatalf("schema version after Open: %d %v, want 2", v, err)
+	}
+	var n int
+	if err := old.rdb.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE name = 'events_by_ts'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("events_by_ts still there after migrating (%d, %v)", n, err)
+	}
+	got := answers(old)
+	for key, w := range want {
+		if !reflect.DeepEqual(got[key], w) {
+			t.Errorf("%s: migrated database answers\n%+v\nwant\n%+v", key, got[key], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d answers, want %d", len(got), len(want))
+	}
+
+	// Writing goes on from both, identically but for ids and times.
+	for _, s := range []*Store{ref, old} {
+		res, err := s.Append(ctx, agentbridge.AppendRequest{Thread: "a", Input: msg("user", "again"), IdempotencyKey: "key0"})
+		if err != nil || !res.Replayed {
+			t.Errorf("idempotent replay after migration: %+v %v", res, err)
+		}
+		_, err = s.Append(ctx, agentbridge.AppendRequest{Thread: "a", Input: msg("claude", "muted?")})
+		wantCode(t, err, agentbridge.ECodeParticipantMuted)
+		_, err = s.Append(ctx, agentbridge.AppendRequest{Thread: "c", Input: msg("codex", "paused?")})
+		wantCode(t, err, agentbridge.ECodeThreadPaused)
+	}
+	head := want["a all"].([]agentbridge.Event)
+	next := mustAppend(t, old, "a", msg("user", "after migration"))
+	if last := head[len(head)-1]; next.Seq != last.Seq+1 || next.TS <= last.TS {
+		t.Errorf("after migration: seq %d ts %s do not continue from seq %d ts %s", next.Seq, next.TS, last.Seq, last.TS)
+	}
+	if err := ref.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

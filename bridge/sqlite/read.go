@@ -18,8 +18,9 @@ const selectEvent = `SELECT gseq, id, thread, seq, ts, type, sender, recipient, 
 const (
 	// sqlThreadRange: events of a thread with lo < seq <= hi, in order.
 	sqlThreadRange = selectEvent + ` WHERE thread = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`
-	// sqlSinceSeq: the seq of a thread's first event with ts > since.
-	sqlSinceSeq = `SELECT seq FROM events WHERE thread = ? AND ts > ? ORDER BY ts LIMIT 1`
+	// sqlTSAt: the ts of one event, a point lookup on events_by_seq;
+	// firstAfter's binary search for since=<ts> is made of these.
+	sqlTSAt = `SELECT ts FROM events WHERE thread = ? AND seq = ?`
 	// sqlGlobalRange: events of all threads with gseq > after, in order.
 	sqlGlobalRange = selectEvent + ` WHERE gseq > ? ORDER BY gseq LIMIT ?`
 	// sqlHead: the last gseq; a bare MAX over the rowid is answered from
@@ -99,8 +100,8 @@ func checkLimit(limit int) error {
 	return nil
 }
 
-// ThreadEvents answers a per-thread query from the (thread, seq) and
-// (thread, ts) indexes, never by scanning the thread. After and Until past
+// ThreadEvents answers a per-thread query from the (thread, seq) index,
+// never by scanning the thread (since=<ts> by firstAfter's search). After and Until past
 // the thread's last seq are cursor_ahead errors (with Head set); Since is
 // exempt, as in v0. With Tail and Limit both set, it returns the first Limit
 // of the last Tail events, so a client can page on with After. Limit 0
@@ -148,14 +149,13 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 		case q.Since != "":
 			// ts strictly increases with seq in a thread, so the first
 			// event after since turns the ts cursor into a seq cursor.
-			var first int64
-			err := tx.QueryRowContext(ctx, sqlSinceSeq, q.Thread, q.Since).Scan(&first)
-			if errors.Is(err, sql.ErrNoRows) {
+			first, err := firstAfter(ctx, tx, q.Thread, q.Since, last)
+			if err != nil {
+				return err
+			}
+			if first > last {
 				out = []agentbridge.Event{}
 				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("look up since: %w", err)
 			}
 			lo = first - 1
 		case q.Tail > 0:
@@ -169,6 +169,57 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 		return nil, err
 	}
 	return out, nil
+}
+
+// firstAfter returns the seq of thread's first event whose ts is greater
+// than since, or last+1 when there is none. ts strictly increases with seq
+// within a thread, so it searches by seq: it gallops back from the head (a
+// v0 client polling with its newest ts is answered by one lookup), then
+// bisects; each step is one point lookup on events_by_seq, so a thread of
+// n events costs at most about 2·log2(n) lookups and never a scan.
+func firstAfter(ctx context.Context, tx *sql.Tx, thread, since string, last int64) (int64, error) {
+	stmt, err := tx.PrepareContext(ctx, sqlTSAt)
+	if err != nil {
+		return 0, fmt.Errorf("look up since: %w", err)
+	}
+	defer func() { _ = stmt.Close() }()
+	isAfter := func(seq int64) (bool, error) {
+		var ts string
+		if err := stmt.QueryRowContext(ctx, thread, seq).Scan(&ts); err != nil {
+			return false, fmt.Errorf("look up since: ts of seq %d: %w", seq, err)
+		}
+		return ts > since, nil
+	}
+	// Every seq < lo is at or before since; every seq >= hi is after it.
+	lo, hi := int64(1), last+1
+	for step := int64(1); lo < hi; step *= 2 {
+		probe := hi - step
+		if probe < lo {
+			break
+		}
+		after, err := isAfter(probe)
+		if err != nil {
+			return 0, err
+		}
+		if !after {
+			lo = probe + 1
+			break
+		}
+		hi = probe
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		after, err := isAfter(mid)
+		if err != nil {
+			return 0, err
+		}
+		if after {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo, nil
 }
 
 // Events returns events of all threads with gseq > after, in gseq order, at

@@ -807,3 +807,40 @@ func TestBackgroundCheckpointKeepsWALBounded(t *testing.T) {
 		t.Fatalf("WAL is %d bytes, want at most %d: it is not being restarted", wal.Size(), limit)
 	}
 }
+
+// TestQueuedDuringBeginJoinsTheBatch checks that requests queued while the
+// writer waits in BEGIN are committed with the request it was beginning
+// for, in one commit, and that one cancelled meanwhile is dropped.
+func TestQueuedDuringBeginJoinsTheBatch(t *testing.T) {
+	s := openStore(t, Options{})
+	ctx := context.Background()
+	newThread(t, s, "t")
+	before := s.Stats()
+
+	release := lockWriter(t, s)
+	replies := []chan response{enqueue(ctx, s, "t", msg("user", "first"))}
+	testutil.WaitFor(t, waitTimeout, "the writer to take the first request", func() bool { return len(s.reqs) == 0 })
+	for i := range 5 {
+		replies = append(replies, enqueue(ctx, s, "t", msg("user", fmt.Sprint("queued ", i))))
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	dropped := enqueue(cancelled, s, "t", msg("user", "cancelled"))
+	cancel()
+	release()
+
+	for i, ch := range replies {
+		if resp := <-ch; resp.err != nil || resp.event.Seq != int64(i+2) {
+			t.Fatalf("request %d: seq %d, %v; want seq %d", i, resp.event.Seq, resp.err, i+2)
+		}
+	}
+	if resp := <-dropped; !errors.Is(resp.err, context.Canceled) {
+		t.Errorf("cancelled request: %v, want context.Canceled", resp.err)
+	}
+	after := s.Stats()
+	if got := after.Batches - before.Batches; got != 1 {
+		t.Errorf("%d requests took %d commits, want 1", len(replies), got)
+	}
+	if n := len(allEvents(t, s, "t")); n != 7 {
+		t.Errorf("thread t has %d events, want 7 (created + 6 messages)", n)
+	}
+}

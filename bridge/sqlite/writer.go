@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
 
@@ -250,9 +251,10 @@ func (b *batch) put(thread string, h head) {
 	b.heads[thread] = h
 }
 
-// commit runs one group commit: BEGIN IMMEDIATE, every request, one update
-// of each touched thread's rows, COMMIT; then it answers every caller and
-// wakes readers. Requests whose ctx is already done are dropped without
+// commit runs one group commit: BEGIN IMMEDIATE, every request (and those
+// queued meanwhile, taken before the last one runs), one update of each
+// touched thread's rows, COMMIT; then it answers every caller and wakes
+// readers. Requests whose ctx is already done are dropped without
 // touching the database.
 //
 // A request is refused (unknown thread or reply_to, muted, paused, thread
@@ -278,8 +280,14 @@ func (s *Store) commit(reqs []*request) {
 	resps := make([]response, len(live))
 	b := &batch{heads: make(map[string]head, len(live))}
 	err := s.inTx(ctx, func(*sql.Conn) error {
-		for i, r := range live {
-			resp, err := s.apply(ctx, b, r)
+		for i := 0; i < len(live); i++ {
+			if i == len(live)-1 {
+				// Whoever submitted while BEGIN and the first requests
+				// ran joins this commit instead of waiting for the next.
+				live = s.takeLive(live)
+				resps = append(resps, make([]response, len(live)-len(resps))...)
+			}
+			resp, err := s.apply(ctx, b, live[i])
 			if err != nil {
 				return err
 			}
@@ -332,6 +340,24 @@ func (s *Store) commit(reqs []*request) {
 	for i, r := range live {
 		r.reply <- resps[i]
 	}
+}
+
+// takeLive appends queued requests to live without blocking, up to the
+// batch cap, answering those whose ctx is already done instead.
+func (s *Store) takeLive(live []*request) []*request {
+	for len(live) < s.max {
+		select {
+		case r := <-s.reqs:
+			if err := r.ctx.Err(); err != nil {
+				r.reply <- response{err: fmt.Errorf("write dropped before commit: %w", err)}
+				continue
+			}
+			live = append(live, r)
+		default:
+			return live
+		}
+	}
+	return live
 }
 
 // remember puts a committed head in the cache, dropping another entry when
@@ -550,9 +576,11 @@ func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, h *head)
 	if err != nil {
 		return fmt.Errorf("encode meta: %w", err)
 	}
-	ev.Meta = agentbridge.Meta{}
-	if err := json.Unmarshal(meta, &ev.Meta); err != nil {
-		return fmt.Errorf("decode meta: %w", err)
+	if !metaIsStoredForm(ev.Meta) {
+		ev.Meta = agentbridge.Meta{}
+		if err := json.Unmarshal(meta, &ev.Meta); err != nil {
+			return fmt.Errorf("decode meta: %w", err)
+		}
 	}
 	var content any
 	if ev.Content != nil {
@@ -588,6 +616,24 @@ func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, h *head)
 	}
 	h.stateKey, h.stateDirty = key, true
 	return nil
+}
+
+// metaIsStoredForm reports whether m decodes from its own encoding
+// unchanged, so that insertEvent can skip decoding what it just encoded
+// (every meta a client posts without extra keys). Extra keys, invalid UTF-8
+// (encoded as U+FFFD) and a negative hop (refused by the decoder) take the
+// round trip, so the event Append returns is always what readers get.
+func metaIsStoredForm(m agentbridge.Meta) bool {
+	if len(m.Extra) > 0 || (m.Hop != nil && *m.Hop < 0) ||
+		!utf8.ValidString(m.ReplyTo) || !utf8.ValidString(m.Via) {
+		return false
+	}
+	for _, t := range m.Tags {
+		if !utf8.ValidString(t) {
+			return false
+		}
+	}
+	return true
 }
 
 // flush writes each thread the batch touched to its threads row, and to
