@@ -738,11 +738,14 @@ func TestCacheAgreesWithDatabaseUnderConcurrency(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := "thread " + th; last[th].Type == agentbridge.TypeThreadRenamed {
-			want = last[th].Text()
-			if got.Name != want {
-				t.Errorf("thread %s name %q, want %q", th, got.Name, want)
+		want := "thread " + th
+		for _, e := range evs {
+			if e.Type == agentbridge.TypeThreadRenamed {
+				want = e.Text()
 			}
+		}
+		if got.Name != want {
+			t.Errorf("thread %s name %q, want %q", th, got.Name, want)
 		}
 	}
 	if err := s.Close(); err != nil {
