@@ -491,3 +491,29 @@ func (b *browser) threadID() string {
 	b.t.Helper()
 	return eval[string](b, `decodeURIComponent(location.pathname.split("/")[3] || "")`)
 }
+
+// click clicks the element matching the CSS selector sel once it is shown,
+// enabled and has stopped moving. chromedp computes the click's position
+// from the element's box and then sends the mouse events; if the panel
+// reflows in between (a state refresh, a button hidden), the click lands
+// beside the element, which a person would not do either.
+func (b *browser) click(what, sel string) {
+	b.t.Helper()
+	q, err := json.Marshal(sel)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	box := `(() => { const e = document.querySelector(` + string(q) + `);
+		if (!e || e.disabled || e.offsetParent === null) return "";
+		const r = e.getBoundingClientRect(); return [r.x, r.y, r.width, r.height].join(","); })()`
+	last := ""
+	testutil.WaitFor(b.t, waitTimeout, what+": "+sel+" shown and still", func() bool {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		defer cancel()
+		r, err := chromedp.Run(ctx, chromedp.Evaluate[string](box))
+		still := err == nil && r != "" && r == last
+		last = r
+		return still
+	})
+	b.run(what, chromedp.Click(chromedp.CSS(sel)))
+}

@@ -83,7 +83,7 @@ func TestConversationWithAgent(t *testing.T) {
 	if got := eval[string](b, sel+`.querySelector(".reply-link").textContent`); got != "↩ reply to user" {
 		t.Errorf("reply link = %q", got)
 	}
-	b.run("prod echo", chromedp.Click(chromedp.CSS(`#participant-list .participant[data-id="echo"] button.prod`)))
+	b.click("prod echo", `#participant-list .participant[data-id="echo"] button.prod`)
 	b.waitJS("the prod event and a second reply from echo", contains(eventsText, "prodded echo")+` && document.querySelectorAll("#event-list .event.tag-coordinator").length === 2`)
 	s.post(b.threadID(), map[string]any{"from": "user", "content": "Thanks! The plan:\n```go\nfmt.Println(\"ship it\")\n```\nSee `docs/ui.md` and https://example.com/design."})
 	b.waitJS("the code block", `document.querySelector("#event-list pre code")`)
@@ -154,7 +154,7 @@ func TestMuteAndPauseRefusalsShown(t *testing.T) {
 	b.run("open the thread", chromedp.Navigate(s.url+"/ui/threads/"+th))
 	b.waitJS("echo listed", `document.querySelector('#participant-list .participant[data-id="echo"] button.mute')`)
 
-	b.run("mute echo", chromedp.Click(chromedp.CSS(`#participant-list .participant[data-id="echo"] button.mute`)))
+	b.click("mute echo", `#participant-list .participant[data-id="echo"] button.mute`)
 	b.waitJS("echo shown muted", `document.querySelector('#participant-list .participant[data-id="echo"] .badge-muted:not([hidden])') && document.querySelector("#state-summary").textContent.includes("muted: echo")`)
 	code, want := s.api(http.MethodPost, "/threads/"+th+"/events", map[string]any{"from": "echo", "content": "probe"}, nil)
 	if code != http.StatusConflict || want.Code != "participant_muted" {
@@ -169,7 +169,7 @@ func TestMuteAndPauseRefusalsShown(t *testing.T) {
 	}
 
 	b.setValue("#sender", "user")
-	b.run("unmute as user", chromedp.Click(chromedp.CSS(`#participant-list .participant[data-id="echo"] button.unmute`)))
+	b.click("unmute as user", `#participant-list .participant[data-id="echo"] button.unmute`)
 	b.waitJS("echo unmuted", `document.querySelector('#participant-list .participant[data-id="echo"] button.mute:not([hidden])') && !document.querySelector("#state-summary").textContent.includes("muted")`)
 	b.run("pause", chromedp.Click(chromedp.ID("ctl-pause")))
 	b.waitJS("paused shown", `document.querySelector("#ctl-pause").checked && document.querySelector("#state-summary").textContent.startsWith("paused")`)
@@ -202,7 +202,7 @@ func TestMuteAndPauseRefusalsShown(t *testing.T) {
 	})
 	b.waitJS("toggles reflect the state", `document.querySelector("#ctl-discussion").checked && document.querySelector("#ctl-auto").checked && document.querySelector("#state-summary").textContent.includes("discussion on")`)
 
-	b.run("uninvite echo", chromedp.Click(chromedp.CSS(`#participant-list .participant[data-id="echo"] button.uninvite`)))
+	b.click("uninvite echo", `#participant-list .participant[data-id="echo"] button.uninvite`)
 	b.waitJS("echo gone from the panel and the recipients", `!document.querySelector('#participant-list .participant[data-id="echo"]') && !Array.from(document.querySelector("#to-select").options).some(o => o.value === "echo") && `+contains(eventsText, "uninvited echo"))
 }
 
