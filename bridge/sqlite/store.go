@@ -106,6 +106,8 @@ type Store struct {
 	conn  *sql.Conn
 	st    writerStmts
 	heads map[string]head
+	// scratch is the batch every commit reuses (see batch).
+	scratch batch
 	// sinceCheckpoint counts the writer's commits since it last woke the
 	// checkpointer through checkpoint (buffered 1, so wake-ups coalesce).
 	sinceCheckpoint int
@@ -194,6 +196,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		conn:   conn,
 		st:     st,
 		heads:  make(map[string]head),
+
+		scratch: batch{heads: make(map[string]head)},
 
 		checkpoint:  make(chan struct{}, 1),
 		ckptStopped: make(chan struct{}),

@@ -161,11 +161,23 @@ func (s *Store) submit(ctx context.Context, r *request) response {
 		return response{err: fmt.Errorf("write not queued: %w", err)}
 	}
 	select {
-	case s.reqs <- r:
 	case <-s.done:
 		return response{err: ErrClosed}
-	case <-ctx.Done():
-		return response{err: fmt.Errorf("write not queued: %w", ctx.Err())}
+	default:
+	}
+	// Try the queue without waiting first: it almost always has room, and
+	// only waiting needs ctx.Done, whose channel a request's context
+	// allocates on first use.
+	select {
+	case s.reqs <- r:
+	default:
+		select {
+		case s.reqs <- r:
+		case <-s.done:
+			return response{err: ErrClosed}
+		case <-ctx.Done():
+			return response{err: fmt.Errorf("write not queued: %w", ctx.Err())}
+		}
 	}
 	select {
 	case resp := <-r.reply:
@@ -242,6 +254,20 @@ type head struct {
 type batch struct {
 	heads map[string]head
 	order []string // thread ids in first-touched order, for flush
+	// live and resps are the commit's requests and their answers. The
+	// writer reuses one batch for every commit (see reset), so that a
+	// commit allocates no map or slices of its own.
+	live  []*request
+	resps []response
+}
+
+// reset empties b for the next commit, keeping its storage but no
+// reference to the last commit's requests or events.
+func (b *batch) reset() {
+	clear(b.heads)
+	clear(b.live)
+	clear(b.resps)
+	b.order, b.live, b.resps = b.order[:0], b.live[:0], b.resps[:0]
 }
 
 func (b *batch) put(thread string, h head) {
@@ -263,7 +289,9 @@ func (b *batch) put(thread string, h head) {
 // the database failing, not the request: the whole batch rolls back and
 // every caller gets the error, as when COMMIT fails.
 func (s *Store) commit(reqs []*request) {
-	live := make([]*request, 0, len(reqs))
+	b := &s.scratch // empty: every commit resets it when it is done
+	defer b.reset()
+	live := b.live
 	for _, r := range reqs {
 		if err := r.ctx.Err(); err != nil {
 			r.reply <- response{err: fmt.Errorf("write dropped before commit: %w", err)}
@@ -277,8 +305,7 @@ func (s *Store) commit(reqs []*request) {
 	// The transaction belongs to the whole batch, not to any one caller, so
 	// no caller's cancellation may abort it.
 	ctx := context.Background()
-	resps := make([]response, len(live))
-	b := &batch{heads: make(map[string]head, len(live))}
+	resps := append(b.resps, make([]response, len(live))...)
 	err := s.inTx(ctx, func(*sql.Conn) error {
 		for i := 0; i < len(live); i++ {
 			if i == len(live)-1 {
@@ -299,6 +326,7 @@ func (s *Store) commit(reqs []*request) {
 		// Nothing of the batch is stored; the cache never saw it, but drop
 		// it all anyway so that a database in an unknown state is reread.
 		clear(s.heads)
+		b.live, b.resps = live, resps // for reset
 		err = fmt.Errorf("group commit: %w", err)
 		s.log.Error("group commit failed", "requests", len(live), "err", err)
 		for _, r := range live {
@@ -306,6 +334,7 @@ func (s *Store) commit(reqs []*request) {
 		}
 		return
 	}
+	b.live, b.resps = live, resps // for reset
 	for _, id := range b.order {
 		s.remember(id, b.heads[id])
 	}
