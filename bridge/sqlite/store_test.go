@@ -194,38 +194,27 @@ func TestConcurrentAppendsAreOrdered(t *testing.T) {
 	}
 }
 
-func TestGroupCommitBatchesAndIsolatesFailures(t *testing.T) {
-	s := openStore(t, Options{})
-	ctx := context.Background()
-	newThread(t, s, "t")
-	other := mustAppend(t, s, newThread(t, s, "other").ID, msg("user", "elsewhere"))
-	before := s.Stats()
+// batchInput is one request of a batch test and the error code it must
+// get ("" for success).
+type batchInput struct {
+	thread string
+	in     agentbridge.EventInput
+	code   string
+}
 
-	release := lockWriter(t, s)
-	// The writer takes the first request and blocks in BEGIN; the rest
-	// queue behind it and are committed in at most one more batch. Good
-	// and bad requests alternate, so whatever the split, a bad one shares
-	// a transaction with good ones.
-	inputs := []struct {
-		thread string
-		in     agentbridge.EventInput
-		code   string
-	}{
-		{"t", msg("user", "one"), ""},
-		{"t", agentbridge.EventInput{From: "user", Content: json.RawMessage(`"bad reply"`), Meta: agentbridge.Meta{ReplyTo: other.ID}}, agentbridge.ECodeUnknownReplyTo},
-		{"t", msg("user", "two"), ""},
-		{"nope", msg("user", "no thread"), agentbridge.ECodeThreadNotFound},
-		{"t", msg("user", "three"), ""},
-		{"t", msg("user", "four"), ""},
-	}
+// sendBatch queues inputs while the writer is held in BEGIN (the first is
+// taken, the rest wait behind it), releases it, and checks each answer: the
+// expected code, or the next seq of the thread starting at firstSeq, so a
+// refused neighbour leaving a gap fails. It returns the seq after the last.
+func sendBatch(ctx context.Context, t *testing.T, s *Store, inputs []batchInput, release func(), firstSeq int64) int64 {
+	t.Helper()
 	replies := []chan response{enqueue(ctx, s, inputs[0].thread, inputs[0].in)}
 	testutil.WaitFor(t, waitTimeout, "the writer to take the first request", func() bool { return len(s.reqs) == 0 })
 	for _, in := range inputs[1:] {
 		replies = append(replies, enqueue(ctx, s, in.thread, in.in))
 	}
 	release()
-
-	seq := int64(2)
+	seq := firstSeq
 	for i, ch := range replies {
 		resp := <-ch
 		if inputs[i].code != "" {
@@ -240,6 +229,30 @@ func TestGroupCommitBatchesAndIsolatesFailures(t *testing.T) {
 		}
 		seq++
 	}
+	return seq
+}
+
+func TestGroupCommitBatchesAndIsolatesFailures(t *testing.T) {
+	s := openStore(t, Options{})
+	ctx := context.Background()
+	newThread(t, s, "t")
+	other := mustAppend(t, s, newThread(t, s, "other").ID, msg("user", "elsewhere"))
+	before := s.Stats()
+
+	release := lockWriter(t, s)
+	// The writer takes the first request and blocks in BEGIN; the rest
+	// queue behind it and are committed in at most one more batch. Good
+	// and bad requests alternate, so whatever the split, a bad one shares
+	// a transaction with good ones.
+	inputs := []batchInput{
+		{"t", msg("user", "one"), ""},
+		{"t", agentbridge.EventInput{From: "user", Content: json.RawMessage(`"bad reply"`), Meta: agentbridge.Meta{ReplyTo: other.ID}}, agentbridge.ECodeUnknownReplyTo},
+		{"t", msg("user", "two"), ""},
+		{"nope", msg("user", "no thread"), agentbridge.ECodeThreadNotFound},
+		{"t", msg("user", "three"), ""},
+		{"t", msg("user", "four"), ""},
+	}
+	sendBatch(ctx, t, s, inputs, release, 2)
 	after := s.Stats()
 	if got := after.Batches - before.Batches; got > 2 {
 		t.Errorf("%d requests took %d commits, want at most 2", len(inputs), got)
@@ -562,41 +575,18 @@ func TestRefusalsMidBatchKeepCacheRight(t *testing.T) {
 	other := mustAppend(t, s, newThread(t, s, "other").ID, msg("user", "elsewhere"))
 
 	release := lockWriter(t, s)
-	inputs := []struct {
-		in   agentbridge.EventInput
-		code string
-	}{
-		{msg("user", "first"), ""},
-		{control("user", `{"mute":{"targets":["codex"]}}`), ""},
-		{msg("codex", "muted, refused"), agentbridge.ECodeParticipantMuted},
-		{agentbridge.EventInput{From: "user", Content: json.RawMessage(`"bad"`), Meta: agentbridge.Meta{ReplyTo: other.ID}}, agentbridge.ECodeUnknownReplyTo},
-		{control("user", `{"pause":{"on":true}}`), ""},
-		{msg("claude", "paused, refused"), agentbridge.ECodeThreadPaused},
-		{control("user", `{"unmute":{"targets":["codex"]}}`), ""},
-		{control("user", `{"pause":{"on":false}}`), ""},
-		{msg("codex", "accepted again"), ""},
+	inputs := []batchInput{
+		{"t", msg("user", "first"), ""},
+		{"t", control("user", `{"mute":{"targets":["codex"]}}`), ""},
+		{"t", msg("codex", "muted, refused"), agentbridge.ECodeParticipantMuted},
+		{"t", agentbridge.EventInput{From: "user", Content: json.RawMessage(`"bad"`), Meta: agentbridge.Meta{ReplyTo: other.ID}}, agentbridge.ECodeUnknownReplyTo},
+		{"t", control("user", `{"pause":{"on":true}}`), ""},
+		{"t", msg("claude", "paused, refused"), agentbridge.ECodeThreadPaused},
+		{"t", control("user", `{"unmute":{"targets":["codex"]}}`), ""},
+		{"t", control("user", `{"pause":{"on":false}}`), ""},
+		{"t", msg("codex", "accepted again"), ""},
 	}
-	replies := []chan response{enqueue(ctx, s, "t", inputs[0].in)}
-	testutil.WaitFor(t, waitTimeout, "the writer to take the first request", func() bool { return len(s.reqs) == 0 })
-	for _, in := range inputs[1:] {
-		replies = append(replies, enqueue(ctx, s, "t", in.in))
-	}
-	release()
-	seq := int64(3)
-	for i, ch := range replies {
-		resp := <-ch
-		if inputs[i].code != "" {
-			wantCode(t, resp.err, inputs[i].code)
-			continue
-		}
-		if resp.err != nil {
-			t.Fatalf("request %d: %v", i, resp.err)
-		}
-		if resp.event.Seq != seq {
-			t.Fatalf("request %d got seq %d, want %d", i, resp.event.Seq, seq)
-		}
-		seq++
-	}
+	seq := sendBatch(ctx, t, s, inputs, release, 3)
 	if ev := mustAppend(t, s, "t", msg("claude", "after the batch")); ev.Seq != seq {
 		t.Fatalf("next append got seq %d, want %d", ev.Seq, seq)
 	}
