@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -20,8 +21,9 @@ func isValidationCode(code string) bool {
 
 // FuzzDecodeEventInput checks the validator on arbitrary bodies: it never
 // panics; every failure is an *Error with a validation code and a message;
-// and every accepted input, encoded again, decodes to the same input, so
-// what the server stores would pass its own validation.
+// every accepted input, encoded again, decodes to the same input, so what
+// the server stores would pass its own validation; and ParseEventInput
+// followed by Validate (the server's split of the same work) agrees with it.
 func FuzzDecodeEventInput(f *testing.F) {
 	for _, s := range []string{
 		`{"from":"user","content":"hi"}`,
@@ -41,6 +43,13 @@ func FuzzDecodeEventInput(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		in, err := DecodeEventInput(body)
+		split, serr := ParseEventInput(body)
+		if serr == nil {
+			serr = split.Validate()
+		}
+		if (err == nil) != (serr == nil) || (err != nil && err.Error() != serr.Error()) {
+			t.Fatalf("DecodeEventInput says %v; ParseEventInput then Validate says %v", err, serr)
+		}
 		if err != nil {
 			var e *Error
 			if !errors.As(err, &e) {
@@ -53,6 +62,9 @@ func FuzzDecodeEventInput(f *testing.F) {
 		}
 		if in.From == "" || in.Type == "" || in.To == "" {
 			t.Fatalf("accepted input without defaults: %+v", in)
+		}
+		if !reflect.DeepEqual(in, split) {
+			t.Fatalf("DecodeEventInput gives %+v; ParseEventInput then Validate gives %+v", in, split)
 		}
 		if err := in.Validate(); err != nil {
 			t.Fatalf("accepted input fails Validate: %v", err)

@@ -50,8 +50,9 @@ type EventStore interface {
 	// CreateThread creates a thread and appends its thread.created event,
 	// returning both once committed.
 	CreateThread(ctx context.Context, req CreateThreadRequest) (Thread, Event, error)
-	// Append validates the event against the thread (reply_to, mute, pause),
-	// commits it and returns it. It returns only after the commit.
+	// Append validates the event (EventInput.Validate, defaults included)
+	// and against the thread (reply_to, mute, pause), commits it and
+	// returns it. It returns only after the commit.
 	Append(ctx context.Context, req AppendRequest) (AppendResult, error)
 	// Thread returns one thread.
 	Thread(ctx context.Context, id string) (Thread, error)

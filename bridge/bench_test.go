@@ -9,11 +9,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
 // BenchmarkHTTPAppend measures durable appends over real HTTP against real
@@ -69,7 +69,7 @@ func runAppends(b *testing.B, url string, clients, threads int) {
 	body, _ := json.Marshal(map[string]any{"from": "user", "to": "all", "content": strings.Repeat("benchmark message ", 8), "meta": map[string]any{"tags": []string{"bench"}}})
 	var next sync.Mutex
 	n := 0
-	cpu0 := processCPU(b)
+	cpu0 := testutil.ProcessCPU(b)
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	for range clients {
@@ -100,23 +100,13 @@ func runAppends(b *testing.B, url string, clients, threads int) {
 	}
 	wg.Wait()
 	b.StopTimer()
-	cpu := processCPU(b) - cpu0
+	cpu := testutil.ProcessCPU(b) - cpu0
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
 	// CPU per append and the share of the two cores kept busy separate
 	// what an append costs from how long it waits: throughput alone moves
 	// with both, and with the machine's load.
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
 	b.ReportMetric(100*cpu.Seconds()/b.Elapsed().Seconds(), "cpu-%")
-}
-
-// processCPU returns the user and system CPU time the test process (client
-// and server together) has used so far.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("getrusage: %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkLongPollWake measures how long after an append is acknowledged

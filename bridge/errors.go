@@ -77,7 +77,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &mbe):
 		ae = agentbridge.Errorf(agentbridge.ECodeBodyTooLarge, "The request body is larger than the limit of %d bytes.", mbe.Limit)
 	default:
-		id := requestID(r.Context())
+		id := requestID(w)
 		if r.Context().Err() != nil {
 			// The client went away or the server is shutting down; nobody
 			// reads this answer, and it is not a fault worth an error log.
@@ -93,15 +93,21 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, StatusForCode(ae.Code), errorBody{Error: ae})
 }
 
-// writeJSON writes v as the JSON answer with the given status. It writes
-// the newline separately rather than appending it, which would copy the
-// whole answer, and gives both fixed headers one backing array.
+// writeJSON writes v as the JSON answer with the given status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		b = fmt.Appendf(nil, `{"error":{"code":%q,"message":"The server could not encode its answer."}}`, agentbridge.ECodeInternal)
 		status = http.StatusInternalServerError
 	}
+	writeJSONBytes(w, status, b)
+}
+
+// writeJSONBytes writes b, one JSON value, as the answer with the given
+// status. It writes the newline separately rather than appending it, which
+// would copy the whole answer, and gives both fixed headers one backing
+// array.
+func writeJSONBytes(w http.ResponseWriter, status int, b []byte) {
 	vals := make([]string, 2)
 	vals[0], vals[1] = "application/json", "no-store"
 	h := w.Header()

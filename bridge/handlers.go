@@ -246,7 +246,9 @@ func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	in, err := agentbridge.DecodeEventInput(body)
+	// The store validates the input (Append's contract), so the body is only
+	// parsed here: validating twice cost every append a few microseconds.
+	in, err := agentbridge.ParseEventInput(body)
 	if err != nil {
 		return err
 	}
@@ -257,7 +259,7 @@ func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error 
 	if !res.Replayed {
 		s.metrics.appends.Inc()
 	}
-	writeJSON(w, http.StatusOK, appendAnswer{Received: true, Event: res.Event, Replayed: res.Replayed})
+	writeAppendAnswer(w, res)
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,16 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-type ctxKey int
-
-const requestIDKey ctxKey = iota
-
-// requestID returns the id instrument gave the request ("" outside one).
-// The context holds the request's *statusWriter, which carries the id:
-// storing a pointer saves boxing the id string on every request.
-func requestID(ctx context.Context) string {
-	if sw, ok := ctx.Value(requestIDKey).(*statusWriter); ok {
-		return sw.idHeader[0]
+// requestID returns the id instrument gave the request ("" outside one),
+// from the X-Request-Id header it set on w: reading it back from the
+// answer's headers saves every request a context value and the copy of
+// the *http.Request that WithContext makes.
+func requestID(w http.ResponseWriter) string {
+	if v := w.Header()["X-Request-Id"]; len(v) > 0 {
+		return v[0]
 	}
 	return ""
 }
@@ -36,7 +32,7 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	// idHeader holds the request id; it backs the X-Request-Id header
-	// value, saving an allocation per request, and requestID reads it.
+	// value, saving an allocation per request.
 	idHeader [1]string
 }
 
@@ -79,7 +75,6 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		id := string(strconv.AppendUint(append(append(buf[:0], s.reqBase...), '-'), s.reqSeq.Add(1), 10))
 		sw.idHeader[0] = id
 		w.Header()["X-Request-Id"] = sw.idHeader[:1:1]
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, sw))
 		next.ServeHTTP(sw, r)
 		route := "unmatched"
 		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {

@@ -166,7 +166,7 @@ func (s *Server) follow(ctx context.Context, out *sse, fetch func() (int, error)
 
 // endStream logs how a stream ended: quietly when the client went away or
 // stalled (its writes failed), as a warning when the store failed.
-func (s *Server) endStream(r *http.Request, err error) {
+func (s *Server) endStream(w http.ResponseWriter, r *http.Request, err error) {
 	if err == nil || r.Context().Err() != nil || errors.Is(err, context.Canceled) {
 		return
 	}
@@ -174,7 +174,7 @@ func (s *Server) endStream(r *http.Request, err error) {
 	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, os.ErrDeadlineExceeded) {
 		level = slog.LevelDebug
 	}
-	s.log.Log(r.Context(), level, "stream ended", "request_id", requestID(r.Context()), "path", r.URL.Path, "err", err)
+	s.log.Log(r.Context(), level, "stream ended", "request_id", requestID(w), "path", r.URL.Path, "err", err)
 }
 
 // handleThreadStream is the per-thread SSE stream. Cursor precedence:
@@ -212,7 +212,7 @@ func (s *Server) handleThreadStream(w http.ResponseWriter, r *http.Request) erro
 	defer s.metrics.subscribers.WithLabelValues("thread").Dec()
 	out := startSSE(w)
 	if err := out.flush(); err != nil {
-		s.endStream(r, err)
+		s.endStream(w, r, err)
 		return nil
 	}
 	fetch := func() (int, error) {
@@ -232,7 +232,7 @@ func (s *Server) handleThreadStream(w http.ResponseWriter, r *http.Request) erro
 		}
 		return len(evs), nil
 	}
-	s.endStream(r, s.follow(ctx, out, fetch, false))
+	s.endStream(w, r, s.follow(ctx, out, fetch, false))
 	return nil
 }
 
@@ -266,7 +266,7 @@ func (s *Server) handleGlobalStream(w http.ResponseWriter, r *http.Request) erro
 	defer s.metrics.subscribers.WithLabelValues("global").Dec()
 	out := startSSE(w)
 	if err := out.flush(); err != nil {
-		s.endStream(r, err)
+		s.endStream(w, r, err)
 		return nil
 	}
 	fetch := func() (int, error) {
@@ -282,7 +282,7 @@ func (s *Server) handleGlobalStream(w http.ResponseWriter, r *http.Request) erro
 		}
 		return len(evs), nil
 	}
-	s.endStream(r, s.follow(ctx, out, fetch, true))
+	s.endStream(w, r, s.follow(ctx, out, fetch, true))
 	return nil
 }
 

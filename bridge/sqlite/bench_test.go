@@ -12,6 +12,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
 // bulkFill appends n messages to thread directly through the writer's
@@ -148,6 +149,7 @@ func BenchmarkAppend(b *testing.B) {
 			}
 			before := s.Stats()
 			var wg sync.WaitGroup
+			cpu0 := testutil.ProcessCPU(b)
 			b.ResetTimer()
 			for w := range g {
 				wg.Add(1)
@@ -163,6 +165,7 @@ func BenchmarkAppend(b *testing.B) {
 			}
 			wg.Wait()
 			b.StopTimer()
+			b.ReportMetric(float64((testutil.ProcessCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 			st := s.Stats()
 			if batches := st.Batches - before.Batches; batches > 0 {
 				b.ReportMetric(float64(st.Appends-before.Appends)/float64(batches), "appends/commit")

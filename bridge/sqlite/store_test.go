@@ -109,7 +109,7 @@ func lockWriter(t *testing.T, s *Store) (release func()) {
 // enqueue hands a request to the writer directly, as Append does, and
 // returns its reply channel.
 func enqueue(ctx context.Context, s *Store, thread string, in agentbridge.EventInput) chan response {
-	r := &request{ctx: ctx, append: &agentbridge.AppendRequest{Thread: thread, Input: in}, reply: make(chan response, 1)}
+	r := &request{ctx: ctx, append: agentbridge.AppendRequest{Thread: thread, Input: in}, reply: make(chan response, 1)}
 	if err := r.append.Input.Validate(); err != nil {
 		panic(err)
 	}
@@ -835,5 +835,43 @@ func TestQueuedDuringBeginJoinsTheBatch(t *testing.T) {
 	}
 	if n := len(allEvents(t, s, "t")); n != 7 {
 		t.Errorf("thread t has %d events, want 7 (created + 6 messages)", n)
+	}
+}
+
+// TestGather checks the writer's wait for a commit's worth of requests: a
+// lone client's request is committed without waiting, queued requests join
+// up to the last commit's size, the wait ends at groupWait when fewer come,
+// and Close ends it at once.
+func TestGather(t *testing.T) {
+	newStore := func(last int) *Store {
+		return &Store{reqs: make(chan *request, 8), max: 8, lastBatch: last, done: make(chan struct{})}
+	}
+	r := func() *request { return &request{} }
+
+	s := newStore(1)
+	if got := s.gather([]*request{r()}); len(got) != 1 || s.gatherT != nil {
+		t.Errorf("after a one-request commit: gathered %d, timer %v; want 1 and no wait", len(got), s.gatherT)
+	}
+
+	s = newStore(3)
+	s.reqs <- r()
+	s.reqs <- r()
+	s.reqs <- r()
+	if got := s.gather([]*request{r()}); len(got) != 3 || len(s.reqs) != 1 {
+		t.Errorf("gathered %d with %d left queued; want 3 and 1", len(got), len(s.reqs))
+	}
+
+	s = newStore(4)
+	s.reqs <- r()
+	start := time.Now()
+	got := s.gather([]*request{r()})
+	if len(got) != 2 || time.Since(start) < groupWait {
+		t.Errorf("gathered %d after %v; want 2 after at least %v", len(got), time.Since(start), groupWait)
+	}
+
+	s = newStore(4)
+	close(s.done)
+	if got := s.gather([]*request{r()}); len(got) != 1 {
+		t.Errorf("after Close: gathered %d, want 1", len(got))
 	}
 }

@@ -1,5 +1,6 @@
 // Package testutil holds helpers shared by the tests of several packages:
-// polling with a deadline, and building the project's own programs.
+// polling with a deadline, building the project's own programs, and the
+// process CPU time benchmarks report.
 package testutil
 
 import (
@@ -13,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -149,4 +151,16 @@ func checkGoroutines(t TB, wait time.Duration) func() {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+}
+
+// ProcessCPU returns the user and system CPU time the calling process has
+// used so far. Benchmarks report CPU per operation from two readings, which
+// separates what an operation costs from how long it waits for a core.
+func ProcessCPU(t TB) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
