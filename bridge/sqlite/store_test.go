@@ -113,6 +113,11 @@ func enqueue(ctx context.Context, s *Store, thread string, in agentbridge.EventI
 	if err := r.append.Input.Validate(); err != nil {
 		panic(err)
 	}
+	meta, err := storedMeta(&r.append.Input.Meta)
+	if err != nil {
+		panic(err)
+	}
+	r.meta = meta
 	s.reqs <- r
 	return r.reply
 }

@@ -30,6 +30,10 @@ const maxCachedHeads = 4096
 type request struct {
 	ctx    context.Context
 	append agentbridge.AppendRequest
+	// meta is append's Input.Meta in its stored form, encoded by the
+	// caller: the writer is the one serial step of every append, so what
+	// can be done before it is done there.
+	meta   string
 	create *agentbridge.CreateThreadRequest
 	reply  chan response
 }
@@ -125,8 +129,12 @@ func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (agen
 		return agentbridge.AppendResult{}, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "idempotency_key",
 			"An idempotency key must be at most %d bytes.", maxIdempotencyKeyLen)
 	}
+	meta, err := storedMeta(&req.Input.Meta)
+	if err != nil {
+		return agentbridge.AppendResult{}, err
+	}
 	r := s.newRequest(ctx)
-	r.append = req
+	r.append, r.meta = req, meta
 	resp := s.submit(ctx, r)
 	if resp.err != nil {
 		return agentbridge.AppendResult{}, resp.err
@@ -487,7 +495,7 @@ func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, erro
 	if r.create != nil {
 		return s.createThread(ctx, b, *r.create)
 	}
-	return s.appendEvent(ctx, b, r.append)
+	return s.appendEvent(ctx, b, r.append, r.meta)
 }
 
 // headOf returns thread's head as this batch sees it: advanced earlier in
@@ -526,7 +534,8 @@ func (s *Store) loadHead(ctx context.Context, thread string) (h head, found bool
 	return h, true, nil
 }
 
-func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.AppendRequest) (response, error) {
+// appendEvent appends req, whose meta in stored form is meta.
+func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.AppendRequest, meta string) (response, error) {
 	h, found, err := s.headOf(ctx, b, req.Thread)
 	if err != nil {
 		return response{}, err
@@ -583,7 +592,7 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	if err := s.stamp(&ev, &h); err != nil {
 		return response{}, err
 	}
-	if err := s.insertEvent(ctx, &ev, &h); err != nil {
+	if err := s.insertEvent(ctx, &ev, meta, &h); err != nil {
 		return response{}, err
 	}
 	if req.IdempotencyKey != "" {
@@ -636,7 +645,11 @@ func (s *Store) createThread(ctx context.Context, b *batch, req agentbridge.Crea
 	if _, err := s.st.insertState.ExecContext(ctx, id, zero); err != nil {
 		return response{}, fmt.Errorf("insert state of thread %s: %w", id, err)
 	}
-	if err := s.insertEvent(ctx, &ev, &h); err != nil {
+	meta, err := storedMeta(&ev.Meta)
+	if err != nil {
+		return response{}, err
+	}
+	if err := s.insertEvent(ctx, &ev, meta, &h); err != nil {
 		return response{}, err
 	}
 	b.put(id, h)
@@ -658,29 +671,36 @@ func (s *Store) stamp(ev *agentbridge.Event, h *head) error {
 	return nil
 }
 
-// insertEvent stores the stamped ev and advances h past it: seq, count,
-// name, folded state, and a state snapshot when a control changed the
-// state. ev.Seq, Thread and the client fields must be set; on return ev is
-// exactly what readers will get back (GSeq set, Meta in its stored form).
-// The threads and thread_state rows are left to flush.
-func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, h *head) error {
-	meta, err := ev.Meta.MarshalJSON()
+// storedMeta encodes m as it is stored and turns m into what readers will
+// decode from that (see metaIsStoredForm).
+func storedMeta(m *agentbridge.Meta) (string, error) {
+	b, err := m.MarshalJSON()
 	if err != nil {
-		return fmt.Errorf("encode meta: %w", err)
+		return "", fmt.Errorf("encode meta: %w", err)
 	}
-	if !metaIsStoredForm(ev.Meta) {
-		ev.Meta = agentbridge.Meta{}
-		if err := json.Unmarshal(meta, &ev.Meta); err != nil {
-			return fmt.Errorf("decode meta: %w", err)
+	if !metaIsStoredForm(*m) {
+		*m = agentbridge.Meta{}
+		if err := json.Unmarshal(b, m); err != nil {
+			return "", fmt.Errorf("decode meta: %w", err)
 		}
 	}
+	return string(b), nil
+}
+
+// insertEvent stores the stamped ev, with meta its Meta in stored form
+// (storedMeta), and advances h past it: seq, count, name, folded state,
+// and a state snapshot when a control changed the state. ev.Seq, Thread
+// and the client fields must be set, and ev.Meta already passed through
+// storedMeta; on return ev is exactly what readers will get back. The
+// threads and thread_state rows are left to flush.
+func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta string, h *head) error {
 	var content any
 	if ev.Content != nil {
 		content = string(ev.Content)
 	}
 	after := agentbridge.Fold(h.state, *ev, s.humans)
 	res, err := s.st.insertEvent.ExecContext(ctx,
-		ev.ID, ev.Thread, ev.Seq, ev.TS, ev.Type, ev.From, ev.To, content, string(meta), after.LastHop)
+		ev.ID, ev.Thread, ev.Seq, ev.TS, ev.Type, ev.From, ev.To, content, meta, after.LastHop)
 	if err != nil {
 		return fmt.Errorf("insert event: %w", err)
 	}
@@ -711,7 +731,7 @@ func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, h *head)
 }
 
 // metaIsStoredForm reports whether m decodes from its own encoding
-// unchanged, so that insertEvent can skip decoding what it just encoded
+// unchanged, so that storedMeta can skip decoding what it just encoded
 // (every meta a client posts without extra keys). Extra keys, invalid UTF-8
 // (encoded as U+FFFD) and a negative hop (refused by the decoder) take the
 // round trip, so the event Append returns is always what readers get.
