@@ -141,10 +141,7 @@ func buildFixture(t *testing.T, path string, threads, events int) {
 		       printf('2027-01-%%02dT%%02d:%%02d:%%02d.%%06dZ', 1 + i / 86400, (i / 3600) %% 24, (i / 60) %% 60, i %% 60, i %% 1000000),
 		       'message', 'user', 'all', '"fixture message number ' || i || ', long enough to look like a real line of chat"', '{}', 0
 		FROM n`, events, threads+1, threads, threads),
-		`UPDATE threads SET last_seq = (SELECT max(seq) FROM events WHERE thread = threads.id),
-		        event_count = (SELECT count(*) FROM events WHERE thread = threads.id),
-		        updated_at = (SELECT max(ts) FROM events WHERE thread = threads.id)`,
-		`UPDATE thread_state SET seq = (SELECT last_seq FROM threads WHERE id = thread_state.thread)`,
+		`UPDATE thread_state SET seq = (SELECT max(seq) FROM events WHERE thread = thread_state.thread)`,
 	}
 	for _, s := range stmts {
 		if _, err := db.ExecContext(ctx, s); err != nil {

@@ -33,10 +33,15 @@ const (
 	// sqlState: a thread's head and current state. thread_state is written
 	// only when a control changes the state; the current last_hop is the
 	// hop of the thread's last event.
-	sqlState = `SELECT t.last_seq, s.state, e.hop FROM threads t
-		JOIN thread_state s ON s.thread = t.id
-		JOIN events e ON e.thread = t.id AND e.seq = t.last_seq WHERE t.id = ?`
+	sqlState = `SELECT e.seq, s.state, e.hop FROM thread_state s
+		JOIN events e ON e.thread = s.thread
+			AND e.seq = (SELECT max(seq) FROM events WHERE thread = s.thread)
+		WHERE s.thread = ?`
+	// sqlLastSeq: a thread's last seq, no row when there is no such thread.
+	sqlLastSeq = `SELECT last_seq FROM thread_heads WHERE id = ?`
 	// sqlThreadsAfter: the keyset page of threads after (updated_at, id).
+	// It sorts the threads (each head one seek on events_by_seq): appends
+	// no longer keep an index by update time (schema version 3).
 	sqlThreadsAfter = selectThread + ` WHERE (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT ?`
 )
 
@@ -125,7 +130,7 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 	var out []agentbridge.Event
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		var last int64
-		err := tx.QueryRowContext(ctx, `SELECT last_seq FROM threads WHERE id = ?`, q.Thread).Scan(&last)
+		err := tx.QueryRowContext(ctx, sqlLastSeq, q.Thread).Scan(&last)
 		if errors.Is(err, sql.ErrNoRows) {
 			return threadNotFound(q.Thread)
 		}
@@ -284,7 +289,9 @@ func headOf(ctx context.Context, tx *sql.Tx) (int64, error) {
 	return head.Int64, nil
 }
 
-const selectThread = `SELECT id, name, created_at, updated_at, last_seq, event_count FROM threads`
+// selectThread reads threads with their heads; the event count is the last
+// seq, since seq is gapless from 1.
+const selectThread = `SELECT id, name, created_at, updated_at, last_seq, last_seq FROM thread_heads`
 
 func scanThread(r scanner) (agentbridge.Thread, error) {
 	var t agentbridge.Thread
@@ -325,7 +332,7 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) ([]agentbr
 			rows, err = tx.QueryContext(ctx, selectThread+` ORDER BY updated_at DESC, id DESC LIMIT ?`, lim)
 		} else {
 			var updated string
-			err = tx.QueryRowContext(ctx, `SELECT updated_at FROM threads WHERE id = ?`, after).Scan(&updated)
+			err = tx.QueryRowContext(ctx, `SELECT updated_at FROM thread_heads WHERE id = ?`, after).Scan(&updated)
 			if errors.Is(err, sql.ErrNoRows) {
 				return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after",
 					"after names %q, which is not a thread; pass the id of the last thread of the previous page.", clip(after))

@@ -47,9 +47,11 @@ type response struct {
 
 // The writer's statements, prepared once on its connection.
 const (
-	wSelectHead = `SELECT t.name, t.updated_at, t.last_seq, t.event_count, s.state, e.hop
+	wSelectHead = `SELECT t.name, e.ts, e.seq, s.state, e.hop
 		FROM threads t JOIN thread_state s ON s.thread = t.id
-		JOIN events e ON e.thread = t.id AND e.seq = t.last_seq WHERE t.id = ?`
+		JOIN events e ON e.thread = t.id
+			AND e.seq = (SELECT max(seq) FROM events WHERE thread = t.id)
+		WHERE t.id = ?`
 	wSelectIdempotency = `SELECT event_id FROM idempotency WHERE thread = ? AND key = ?`
 	wSelectEventByID   = selectEvent + ` WHERE id = ?`
 	wSelectReplyTo     = `SELECT 1 FROM events WHERE id = ? AND thread = ?`
@@ -58,11 +60,10 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	wInsertIdempotency = `INSERT INTO idempotency (thread, key, event_id) VALUES (?, ?, ?)`
 	wInsertSnapshot    = `INSERT INTO state_snapshots (thread, seq, state) VALUES (?, ?, ?)`
-	wInsertThread      = `INSERT INTO threads (id, name, created_at, updated_at, last_seq, event_count)
-		VALUES (?, ?, ?, ?, 0, 0)`
-	wInsertState  = `INSERT INTO thread_state (thread, seq, last_hop, state) VALUES (?, 0, 0, ?)`
-	wUpdateThread = `UPDATE threads SET name = ?, updated_at = ?, last_seq = ?, event_count = ? WHERE id = ?`
-	wUpdateState  = `UPDATE thread_state SET seq = ?, last_hop = ?, state = ? WHERE thread = ?`
+	wInsertThread      = `INSERT INTO threads (id, name, created_at) VALUES (?, ?, ?)`
+	wInsertState       = `INSERT INTO thread_state (thread, seq, last_hop, state) VALUES (?, 0, 0, ?)`
+	wUpdateThread      = `UPDATE threads SET name = ? WHERE id = ?`
+	wUpdateState       = `UPDATE thread_state SET seq = ?, last_hop = ?, state = ? WHERE thread = ?`
 )
 
 // writerStmts are the writer's statements, prepared once on the connection
@@ -289,17 +290,16 @@ func (s *Store) take(batch []*request) []*request {
 // head is the writer's view of a thread: everything an append reads
 // before writing, and what it leaves behind for the next one.
 type head struct {
-	name       string
-	updatedAt  string    // ts of the last event, as stored
-	lastTS     time.Time // updatedAt parsed, so nextTime need not parse
-	lastSeq    int64
-	eventCount int64
-	state      agentbridge.ThreadState // folded, LastHop included
-	stateKey   string                  // stored form of state (see stateKey)
-	// stateDirty is set when the batch changed stateKey, so that flush
-	// writes thread_state only then: a message changes only LastHop, which
-	// readers take from the last event's hop column.
-	stateDirty bool
+	name     string
+	lastTS   time.Time               // ts of the last event; the next must be later
+	lastSeq  int64                   // also the thread's event count: seq is gapless from 1
+	state    agentbridge.ThreadState // folded, LastHop included
+	stateKey string                  // stored form of state (see stateKey)
+	// nameDirty and stateDirty are set when the batch renamed the thread or
+	// changed stateKey, so that flush writes the threads or thread_state row
+	// only then: a message changes neither, and readers take a thread's
+	// last seq, ts and hop from its last event.
+	nameDirty, stateDirty bool
 }
 
 // batch collects the heads a group commit advanced. They reach the cache
@@ -456,7 +456,7 @@ func (s *Store) takeLive(live []*request) []*request {
 // remember puts a committed head in the cache, dropping another entry when
 // the cache is full.
 func (s *Store) remember(thread string, h head) {
-	h.stateDirty = false
+	h.nameDirty, h.stateDirty = false, false
 	if _, ok := s.heads[thread]; !ok && len(s.heads) >= maxCachedHeads {
 		for id := range s.heads {
 			delete(s.heads, id)
@@ -516,8 +516,9 @@ func (s *Store) headOf(ctx context.Context, b *batch, thread string) (head, bool
 // h to the heap, which headOf's cache hits should not pay for.
 func (s *Store) loadHead(ctx context.Context, thread string) (h head, found bool, err error) {
 	var lastHop int
+	var lastTS string
 	err = s.st.selectHead.QueryRowContext(ctx, thread).
-		Scan(&h.name, &h.updatedAt, &h.lastSeq, &h.eventCount, &h.stateKey, &lastHop)
+		Scan(&h.name, &lastTS, &h.lastSeq, &h.stateKey, &lastHop)
 	if errors.Is(err, sql.ErrNoRows) {
 		return head{}, false, nil
 	}
@@ -528,7 +529,7 @@ func (s *Store) loadHead(ctx context.Context, thread string) (h head, found bool
 		return head{}, false, fmt.Errorf("decode state of thread %s: %w", thread, err)
 	}
 	h.state.LastHop = lastHop
-	if t, err := time.Parse(agentbridge.TimeLayout, h.updatedAt); err == nil {
+	if t, err := time.Parse(agentbridge.TimeLayout, lastTS); err == nil {
 		h.lastTS = t
 	}
 	return h, true, nil
@@ -639,7 +640,7 @@ func (s *Store) createThread(ctx context.Context, b *batch, req agentbridge.Crea
 	if err := s.stamp(&ev, &h); err != nil {
 		return response{}, err
 	}
-	if _, err := s.st.insertThread.ExecContext(ctx, id, req.Name, ev.TS, ev.TS); err != nil {
+	if _, err := s.st.insertThread.ExecContext(ctx, id, req.Name, ev.TS); err != nil {
 		return response{}, fmt.Errorf("insert thread %s: %w", id, err)
 	}
 	if _, err := s.st.insertState.ExecContext(ctx, id, zero); err != nil {
@@ -667,7 +668,7 @@ func (s *Store) stamp(ev *agentbridge.Event, h *head) error {
 	}
 	ev.ID = u.String()
 	ev.TS = agentbridge.FormatTime(t)
-	h.lastTS, h.updatedAt = t, ev.TS
+	h.lastTS = t
 	return nil
 }
 
@@ -708,10 +709,9 @@ func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta str
 		return fmt.Errorf("read gseq: %w", err)
 	}
 	if ev.Type == agentbridge.TypeThreadRenamed {
-		h.name = ev.Text()
+		h.name, h.nameDirty = ev.Text(), true
 	}
 	h.lastSeq = ev.Seq
-	h.eventCount++
 	h.state = after
 	if ev.Type != agentbridge.TypeControl {
 		return nil
@@ -748,14 +748,16 @@ func metaIsStoredForm(m agentbridge.Meta) bool {
 	return true
 }
 
-// flush writes each thread the batch touched to its threads row, and to
-// its thread_state row when a control changed the state: once per thread
-// rather than once per event.
+// flush writes the threads row of each thread the batch renamed and the
+// thread_state row of each whose state a control changed: once per thread
+// rather than once per event, and not at all for a batch of messages.
 func (s *Store) flush(ctx context.Context, b *batch) error {
 	for i, id := range b.order {
 		h := &b.heads[i]
-		if _, err := s.st.updateThread.ExecContext(ctx, h.name, h.updatedAt, h.lastSeq, h.eventCount, id); err != nil {
-			return fmt.Errorf("update thread %s: %w", id, err)
+		if h.nameDirty {
+			if _, err := s.st.updateThread.ExecContext(ctx, h.name, id); err != nil {
+				return fmt.Errorf("rename thread %s: %w", id, err)
+			}
 		}
 		if !h.stateDirty {
 			continue
