@@ -30,24 +30,21 @@ func writeAppendAnswer(w http.ResponseWriter, res agentbridge.AppendResult) {
 }
 
 // appendEventJSON appends e to dst exactly as json.Marshal(e) writes it and
-// reports true, or reports false (dst then holds a partial event) when e
-// has something whose encoding it leaves to encoding/json: a string field
-// that needs escaping, content that is not a JSON string (or null) or that
-// encoding/json would rewrite, meta with extra keys. It decides by checking
-// bytes only, never by escaping: the escaping rules stay encoding/json's
-// alone. FuzzAppendEventJSON holds it to json.Marshal byte for byte.
+// reports true, or reports false (dst is then unchanged) when e has
+// something whose encoding it leaves to encoding/json: a string (meta's
+// included) that needs escaping, content that is not a JSON string (or
+// null) or that encoding/json would rewrite, meta with extra keys. It
+// decides by checking bytes only, never by escaping: the escaping rules
+// stay encoding/json's alone. FuzzAppendEventJSON holds it to json.Marshal
+// byte for byte.
 func appendEventJSON(dst []byte, e agentbridge.Event) ([]byte, bool) {
-	if len(e.Meta.Extra) > 0 || !plainContent(e.Content) {
+	if !plainMeta(e.Meta) || !plainContent(e.Content) {
 		return dst, false
 	}
 	for _, s := range [...]string{e.ID, e.TS, e.Thread, e.Type, e.From, e.To} {
 		if !plainString(s) {
 			return dst, false
 		}
-	}
-	meta, err := e.Meta.MarshalJSON()
-	if err != nil {
-		return dst, false
 	}
 	dst = append(dst, `{"id":"`...)
 	dst = append(dst, e.ID...)
@@ -72,11 +69,58 @@ func appendEventJSON(dst []byte, e agentbridge.Event) ([]byte, bool) {
 		dst = append(dst, e.Content...)
 	}
 	dst = append(dst, `,"meta":`...)
-	// Meta.MarshalJSON without extra keys is json.Marshal's own output:
-	// compact and already HTML-escaped, so encoding/json would copy it as
-	// it is.
-	dst = append(dst, meta...)
+	dst = appendMetaJSON(dst, e.Meta)
 	return append(dst, '}'), true
+}
+
+// plainMeta reports whether appendMetaJSON writes m: no extra keys, and
+// plain strings (see plainString) only.
+func plainMeta(m agentbridge.Meta) bool {
+	if len(m.Extra) > 0 || !plainString(m.ReplyTo) || !plainString(m.Via) {
+		return false
+	}
+	for _, t := range m.Tags {
+		if !plainString(t) {
+			return false
+		}
+	}
+	return true
+}
+
+// appendMetaJSON appends a plain m (see plainMeta) as Meta.MarshalJSON
+// writes it: the typed keys in sorted order, hop and tags when set (tags
+// even when empty), reply_to and via when not empty.
+func appendMetaJSON(dst []byte, m agentbridge.Meta) []byte {
+	dst = append(dst, '{')
+	sep := func(dst []byte) []byte {
+		if dst[len(dst)-1] != '{' {
+			dst = append(dst, ',')
+		}
+		return dst
+	}
+	if m.Hop != nil {
+		dst = append(dst, `"hop":`...)
+		dst = strconv.AppendInt(dst, int64(*m.Hop), 10)
+	}
+	if m.ReplyTo != "" {
+		dst = append(sep(dst), `"reply_to":"`...)
+		dst = append(append(dst, m.ReplyTo...), '"')
+	}
+	if m.Tags != nil {
+		dst = append(sep(dst), `"tags":[`...)
+		for i, t := range m.Tags {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(append(append(dst, '"'), t...), '"')
+		}
+		dst = append(dst, ']')
+	}
+	if m.Via != "" {
+		dst = append(sep(dst), `"via":"`...)
+		dst = append(append(dst, m.Via...), '"')
+	}
+	return append(dst, '}')
 }
 
 // plainString reports whether json.Marshal writes s as its bytes between

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -15,29 +16,35 @@ import (
 // keys), or the append answer would silently fall back to the slow path.
 func FuzzAppendEventJSON(f *testing.F) {
 	for _, s := range []struct {
-		from, content, replyTo, tag string
-		seq                         int64
+		from, content, replyTo, tags, via string
+		seq                               int64
+		hop                               int
 	}{
-		{"user", `"hello"`, "", "", 1},
-		{"codex", `"done\nsee <b>"`, "01M7ZVT3R8B0FYZ12TJX3V4WJ9", "bench", 42},
-		{"a", `{"invite":{"participant_id":"codex"}}`, "", "", 7},
-		{"a", `"caf\u00e9 \u2028 ok"`, "", "t", 3},
-		{"a", "\"caf\xc3\xa9 \xe2\x80\xa9\"", "", "", 3},
-		{"a", "\"bad \xff utf8\"", "", "", 3},
-		{"a", `[1, 2]`, "", "", 3},
-		{"a", `null`, "", "", 0},
-		{"a", ``, "", "", 0},
-		{"a<b", `"x"`, "r&d", "<t>", -1},
-		{"a", `"tab\tquote\"back\\slash"`, "", "", 9},
-		{"a", "\"ctl \x01\"", "", "", 9},
+		{"user", `"hello"`, "", "", "", 1, -1},
+		{"codex", `"done\nsee <b>"`, "01M7ZVT3R8B0FYZ12TJX3V4WJ9", "bench", "coordinator", 42, 2},
+		{"a", `{"invite":{"participant_id":"codex"}}`, "", "", "", 7, 0},
+		{"a", `"caf\u00e9 \u2028 ok"`, "", "t,u", "", 3, -1},
+		{"a", "\"caf\xc3\xa9 \xe2\x80\xa9\"", "", "", "v", 3, 5},
+		{"a", "\"bad \xff utf8\"", "", "", "", 3, -1},
+		{"a", `[1, 2]`, "", "", "", 3, -1},
+		{"a", `null`, "", ",", "", 0, -1},
+		{"a", ``, "", "", "", 0, -1},
+		{"a<b", `"x"`, "r&d", "<t>", "v\u2028", -1, 1},
+		{"a", `"tab\tquote\"back\\slash"`, "", "x,\"y", "", 9, -1},
+		{"a", "\"ctl \x01\"", "", "", "\x7f", 9, -1},
 	} {
-		f.Add(s.from, s.content, s.replyTo, s.tag, s.seq)
+		f.Add(s.from, s.content, s.replyTo, s.tags, s.via, s.seq, s.hop)
 	}
-	f.Fuzz(func(t *testing.T, from, content, replyTo, tag string, seq int64) {
+	// tags is a comma-separated list ("" for none, "," for an empty one);
+	// a negative hop means none.
+	f.Fuzz(func(t *testing.T, from, content, replyTo, tags, via string, seq int64, hop int) {
 		e := agentbridge.Event{
 			ID: "01M7ZVT3R8B0FYZ12TJX3V4WJ9", Seq: seq, GSeq: seq * 3, TS: "2026-11-21T20:12:22.664727Z",
 			Thread: "t1", Type: agentbridge.TypeMessage, From: from, To: agentbridge.ToAll,
-			Meta: agentbridge.Meta{ReplyTo: replyTo},
+			Meta: agentbridge.Meta{ReplyTo: replyTo, Via: via},
+		}
+		if hop >= 0 {
+			e.Meta.Hop = &hop
 		}
 		if content != "" {
 			if !json.Valid([]byte(content)) {
@@ -45,13 +52,17 @@ func FuzzAppendEventJSON(f *testing.F) {
 			}
 			e.Content = json.RawMessage(bytes.TrimSpace([]byte(content)))
 		}
-		if tag != "" {
-			e.Meta.Tags = []string{tag}
+		switch tags {
+		case "":
+		case ",":
+			e.Meta.Tags = []string{}
+		default:
+			e.Meta.Tags = strings.Split(tags, ",")
 		}
 		want, err := json.Marshal(e)
 		got, ok := appendEventJSON(nil, e)
 		if !ok {
-			if plainString(from) && plainContent(e.Content) {
+			if plainString(from) && plainContent(e.Content) && plainMeta(e.Meta) {
 				t.Fatalf("plain event %+v was left to encoding/json", e)
 			}
 			return
