@@ -130,6 +130,40 @@ func BenchmarkThreadEvents(b *testing.B) {
 	}
 }
 
+// BenchmarkThreads measures GET /threads' query, which since schema
+// version 3 reads every thread's head and sorts them: the first page of 50
+// and a page after a thread in the middle, with 100 and 1,000 threads of a
+// few events each.
+func BenchmarkThreads(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{100, 1_000} {
+		b.Run(fmt.Sprintf("threads=%d", n), func(b *testing.B) {
+			s := openStore(b, Options{})
+			for i := range n {
+				th := newThread(b, s, fmt.Sprintf("t%04d", i)).ID
+				mustAppend(b, s, th, msg("user", "hello"))
+			}
+			mid := fmt.Sprintf("t%04d", n/2)
+			for _, c := range []struct{ name, after string }{{"first-page", ""}, {"after-middle", mid}} {
+				b.Run(c.name, func(b *testing.B) {
+					durs := make([]time.Duration, 0, b.N)
+					b.ResetTimer()
+					for range b.N {
+						start := time.Now()
+						ths, err := s.Threads(ctx, c.after, 50)
+						durs = append(durs, time.Since(start))
+						if err != nil || len(ths) != 50 {
+							b.Fatalf("%d threads, %v; want 50", len(ths), err)
+						}
+					}
+					b.StopTimer()
+					reportP50(b, durs)
+				})
+			}
+		})
+	}
+}
+
 // BenchmarkAppend measures committed appends through the writer with 1, 8
 // and 32 concurrent callers spread over 8 threads; appends/commit shows how
 // much group commit batches.
