@@ -117,9 +117,16 @@ type Store struct {
 	// scratch is the batch every commit reuses (see batch).
 	scratch batch
 	// lastBatch is how many requests the last commit carried, and gatherT
-	// the timer that bounds waiting for as many again (see gather).
-	lastBatch int
-	gatherT   *time.Timer
+	// the timer that bounds waiting for as many again, for at most
+	// gatherWait (groupWait; tests change it) (see gather).
+	lastBatch  int
+	gatherT    *time.Timer
+	gatherWait time.Duration
+	// gatherNeed is how many queued requests the gathering writer waits
+	// for (0 when it is not waiting); the submitter whose request makes
+	// the queue that long signals gatherFull (buffered 1).
+	gatherNeed atomic.Int64
+	gatherFull chan struct{}
 	// sinceCheckpoint counts the writer's commits since it last woke the
 	// checkpointer through checkpoint (buffered 1, so wake-ups coalesce).
 	sinceCheckpoint int
@@ -216,6 +223,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		ckptStopped: make(chan struct{}),
 		reqs:        make(chan *request, opts.MaxBatch),
 		reqPool:     sync.Pool{New: func() any { return &request{reply: make(chan response, 1)} }},
+		gatherFull:  make(chan struct{}, 1),
+		gatherWait:  groupWait,
 		done:        make(chan struct{}),
 		stopped:     make(chan struct{}),
 		entropy:     ulid.Monotonic(rand.Reader, 0),

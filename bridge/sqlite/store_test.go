@@ -844,37 +844,52 @@ func TestQueuedDuringBeginJoinsTheBatch(t *testing.T) {
 }
 
 // TestGather checks the writer's wait for a commit's worth of requests: a
-// lone client's request is committed without waiting, queued requests join
-// up to the last commit's size, the wait ends at groupWait when fewer come,
-// and Close ends it at once.
+// lone client's request is committed without waiting, queued requests all
+// join, a submitter that makes the queue long enough wakes the writer, the
+// wait ends at the deadline when too few come, and Close ends it at once.
 func TestGather(t *testing.T) {
-	newStore := func(last int) *Store {
-		return &Store{reqs: make(chan *request, 8), max: 8, lastBatch: last, done: make(chan struct{})}
+	newStore := func(last int, wait time.Duration) *Store {
+		return &Store{reqs: make(chan *request, 8), max: 8, lastBatch: last, done: make(chan struct{}),
+			gatherFull: make(chan struct{}, 1), gatherWait: wait}
 	}
 	r := func() *request { return &request{} }
 
-	s := newStore(1)
+	s := newStore(1, groupWait)
 	if got := s.gather([]*request{r()}); len(got) != 1 || s.gatherT != nil {
 		t.Errorf("after a one-request commit: gathered %d, timer %v; want 1 and no wait", len(got), s.gatherT)
 	}
 
-	s = newStore(3)
-	s.reqs <- r()
-	s.reqs <- r()
-	s.reqs <- r()
-	if got := s.gather([]*request{r()}); len(got) != 3 || len(s.reqs) != 1 {
-		t.Errorf("gathered %d with %d left queued; want 3 and 1", len(got), len(s.reqs))
+	s = newStore(3, groupWait)
+	for range 3 {
+		s.reqs <- r()
+	}
+	if got := s.gather([]*request{r()}); len(got) != 4 || len(s.reqs) != 0 {
+		t.Errorf("gathered %d with %d left queued; want all 4", len(got), len(s.reqs))
 	}
 
-	s = newStore(4)
-	s.reqs <- r()
+	// The deadline is far away: only the submitters' signal can end the
+	// wait in time.
+	s = newStore(3, time.Minute)
+	go func() {
+		for range 2 {
+			s.reqs <- r()
+			s.queued()
+		}
+	}()
 	start := time.Now()
+	if got := s.gather([]*request{r()}); len(got) != 3 || time.Since(start) > 30*time.Second {
+		t.Errorf("gathered %d after %v; want 3, woken by the second submitter", len(got), time.Since(start))
+	}
+
+	s = newStore(4, groupWait)
+	s.reqs <- r()
+	start = time.Now()
 	got := s.gather([]*request{r()})
 	if len(got) != 2 || time.Since(start) < groupWait {
 		t.Errorf("gathered %d after %v; want 2 after at least %v", len(got), time.Since(start), groupWait)
 	}
 
-	s = newStore(4)
+	s = newStore(4, time.Minute)
 	close(s.done)
 	if got := s.gather([]*request{r()}); len(got) != 1 {
 		t.Errorf("after Close: gathered %d, want 1", len(got))
