@@ -289,13 +289,15 @@ func headOf(ctx context.Context, tx *sql.Tx) (int64, error) {
 	return head.Int64, nil
 }
 
-// selectThread reads threads with their heads; the event count is the last
-// seq, since seq is gapless from 1.
-const selectThread = `SELECT id, name, created_at, updated_at, last_seq, last_seq FROM thread_heads`
+// selectThread reads threads with their heads (scanThread).
+const selectThread = `SELECT id, name, created_at, updated_at, last_seq FROM thread_heads`
 
+// scanThread scans a selectThread row. The event count is the last seq:
+// seq is gapless from 1.
 func scanThread(r scanner) (agentbridge.Thread, error) {
 	var t agentbridge.Thread
-	err := r.Scan(&t.ID, &t.Name, &t.CreatedAt, &t.UpdatedAt, &t.LastSeq, &t.EventCount)
+	err := r.Scan(&t.ID, &t.Name, &t.CreatedAt, &t.UpdatedAt, &t.LastSeq)
+	t.EventCount = t.LastSeq
 	return t, err
 }
 
