@@ -148,5 +148,5 @@ func plainContent(c json.RawMessage) bool {
 	if len(c) < 2 || c[0] != '"' || c[len(c)-1] != '"' {
 		return false
 	}
-	return bytes.IndexAny(c, "<>&") < 0 && !bytes.Contains(c, []byte("\u2028")) && !bytes.Contains(c, []byte("\u2029"))
+	return !bytes.ContainsAny(c, "<>&") && !bytes.Contains(c, []byte("\u2028")) && !bytes.Contains(c, []byte("\u2029"))
 }
