@@ -335,8 +335,9 @@ type head struct {
 }
 
 // batch collects the heads a group commit advanced. They reach the cache
-// only after COMMIT, so a failed batch leaves the cache as it was; the
-// threads and thread_state rows are written once per thread, at the end.
+// only after COMMIT, so a failed batch leaves the cache as it was; a
+// renamed thread's row and a changed thread_state are written once per
+// thread, at the end (flush).
 type batch struct {
 	// order and heads are the touched threads in first-touched order and
 	// their heads; index maps a thread id to its position. A map of heads
@@ -373,10 +374,9 @@ func (b *batch) put(thread string, h head) {
 }
 
 // commit runs one group commit: BEGIN IMMEDIATE, every request (and those
-// queued meanwhile, taken before the last one runs), one update of each
-// touched thread's rows, COMMIT; then it answers every caller and wakes
-// readers. Requests whose ctx is already done are dropped without
-// touching the database.
+// queued meanwhile, taken before the last one runs), flush, COMMIT; then
+// it answers every caller and wakes readers. Requests whose ctx is already
+// done are dropped without touching the database.
 //
 // A request is refused (unknown thread or reply_to, muted, paused, thread
 // exists) by checks that run before it writes anything, so a refusal needs
@@ -721,11 +721,11 @@ func storedMeta(m *agentbridge.Meta) (string, error) {
 }
 
 // insertEvent stores the stamped ev, with meta its Meta in stored form
-// (storedMeta), and advances h past it: seq, count, name, folded state,
+// (storedMeta), and advances h past it: seq, name, folded state,
 // and a state snapshot when a control changed the state. ev.Seq, Thread
 // and the client fields must be set, and ev.Meta already passed through
-// storedMeta; on return ev is exactly what readers will get back. The
-// threads and thread_state rows are left to flush.
+// storedMeta; on return ev is exactly what readers will get back. A
+// renamed thread's row and a changed thread_state are left to flush.
 func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta string, h *head) error {
 	var content any
 	if ev.Content != nil {
