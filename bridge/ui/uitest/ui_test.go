@@ -200,7 +200,10 @@ func TestMuteAndPauseRefusalsShown(t *testing.T) {
 		s.mustAPI(http.MethodGet, "/threads/"+th+"/state", nil, &st)
 		return st.State.Discussion.On && st.State.Discussion.AllowAgentMentions && st.State.InvitedAuto.On
 	})
-	b.waitJS("toggles reflect the state", `document.querySelector("#ctl-discussion").checked && document.querySelector("#ctl-auto").checked && document.querySelector("#state-summary").textContent.includes("discussion on")`)
+	// A checkbox shows its tick as soon as it is clicked; the summary line
+	// changes only once the page has read the new state back, and that
+	// line can wrap and move the participant panel under a later click.
+	b.waitJS("toggles reflect the state", `document.querySelector("#ctl-discussion").checked && document.querySelector("#ctl-auto").checked && document.querySelector("#state-summary").textContent.includes("discussion on · auto-reply on")`)
 
 	b.click("uninvite echo", `#participant-list .participant[data-id="echo"] button.uninvite`)
 	b.waitJS("echo gone from the panel and the recipients", `!document.querySelector('#participant-list .participant[data-id="echo"]') && !Array.from(document.querySelector("#to-select").options).some(o => o.value === "echo") && `+contains(eventsText, "uninvited echo"))
