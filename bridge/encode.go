@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
@@ -14,9 +15,14 @@ import (
 // written by appendEventJSON; anything else goes through encoding/json.
 // Every append answers this way, and encoding/json spent ~5 µs per answer,
 // most of it compacting and re-checking the content's and meta's JSON.
-func writeAppendAnswer(w http.ResponseWriter, res agentbridge.AppendResult) {
-	b := make([]byte, 0, 256+len(res.Event.Content))
-	b = append(b, `{"received":true,"event":`...)
+//
+// The answer is built in a buffer from bufs and copied into the connection's
+// own buffer by Write, so the buffer goes back to bufs as soon as it is
+// written.
+func writeAppendAnswer(w http.ResponseWriter, res agentbridge.AppendResult, bufs *bufPool) {
+	buf := bufs.get()
+	defer bufs.put(buf)
+	b := append((*buf)[:0], `{"received":true,"event":`...)
 	b, ok := appendEventJSON(b, res.Event)
 	if !ok {
 		writeJSON(w, http.StatusOK, appendAnswer{Received: true, Event: res.Event, Replayed: res.Replayed})
@@ -26,7 +32,29 @@ func writeAppendAnswer(w http.ResponseWriter, res agentbridge.AppendResult) {
 		b = append(b, `,"replayed":true`...)
 	}
 	b = append(b, '}')
+	*buf = b
 	writeJSONBytes(w, http.StatusOK, b)
+}
+
+// bufPool keeps byte buffers for answers. Its zero value is ready to use.
+type bufPool struct{ p sync.Pool }
+
+// maxPooledBuf is the largest buffer a bufPool keeps: an answer carrying a
+// large content should not pin its buffer for ever.
+const maxPooledBuf = 16 << 10
+
+func (p *bufPool) get() *[]byte {
+	if b, ok := p.p.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 1024)
+	return &b
+}
+
+func (p *bufPool) put(b *[]byte) {
+	if cap(*b) <= maxPooledBuf {
+		p.p.Put(b)
+	}
 }
 
 // appendEventJSON appends e to dst exactly as json.Marshal(e) writes it and

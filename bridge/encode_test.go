@@ -80,13 +80,17 @@ func FuzzAppendEventJSON(f *testing.F) {
 // POST, fast path and fallback, against encoding/json.
 func TestAppendAnswerMatchesEncodingJSON(t *testing.T) {
 	hop := 2
+	// One pool for every case, each written twice: an answer built in a
+	// reused buffer must not carry anything of the one before.
+	bufs := new(bufPool)
 	for _, res := range []agentbridge.AppendResult{
 		{Event: agentbridge.Event{ID: "E1", Seq: 1, GSeq: 1, TS: "2026-11-21T20:12:22.664727Z", Thread: "t", Type: "message", From: "user", To: "all", Content: json.RawMessage(`"hi"`)}},
 		{Event: agentbridge.Event{ID: "E2", Seq: 2, GSeq: 5, TS: "2026-11-21T20:12:22.664728Z", Thread: "t", Type: "message", From: "codex", To: "user", Content: json.RawMessage(`"hi"`), Meta: agentbridge.Meta{Hop: &hop, Via: "coordinator", Tags: []string{}}}, Replayed: true},
 		{Event: agentbridge.Event{ID: "E3", Seq: 3, GSeq: 6, TS: "2026-11-21T20:12:22.664729Z", Thread: "t", Type: "control", From: "user", To: "all", Content: json.RawMessage(`{"pause": {"on": true}}`), Meta: agentbridge.Meta{Extra: map[string]json.RawMessage{"x": json.RawMessage(`1`)}}}},
 	} {
+		writeAppendAnswer(httptest.NewRecorder(), res, bufs)
 		rec := httptest.NewRecorder()
-		writeAppendAnswer(rec, res)
+		writeAppendAnswer(rec, res, bufs)
 		want, err := json.Marshal(appendAnswer{Received: true, Event: res.Event, Replayed: res.Replayed})
 		if err != nil {
 			t.Fatal(err)

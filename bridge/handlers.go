@@ -259,7 +259,7 @@ func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error 
 	if !res.Replayed {
 		s.metrics.appends.Inc()
 	}
-	writeAppendAnswer(w, res)
+	writeAppendAnswer(w, res, &s.answers)
 	return nil
 }
 

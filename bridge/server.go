@@ -79,6 +79,7 @@ type Server struct {
 	handler  http.Handler
 	reqSeq   atomic.Uint64
 	reqBase  string
+	answers  bufPool // buffers of append answers (writeAppendAnswer)
 
 	// ctx is the base context of every request; Close cancels it so that
 	// streams and long-polls end promptly instead of holding Shutdown.

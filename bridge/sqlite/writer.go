@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/oklog/ulid/v2"
 
@@ -712,10 +713,13 @@ func storedMeta(m *agentbridge.Meta) (string, error) {
 		return "", fmt.Errorf("encode meta: %w", err)
 	}
 	if !metaIsStoredForm(*m) {
-		*m = agentbridge.Meta{}
-		if err := json.Unmarshal(b, m); err != nil {
+		// Decoded into a fresh value, not into m, so that m (the caller's
+		// request, on its stack) does not escape to the heap.
+		fresh := new(agentbridge.Meta)
+		if err := json.Unmarshal(b, fresh); err != nil {
 			return "", fmt.Errorf("decode meta: %w", err)
 		}
+		*m = *fresh
 	}
 	return string(b), nil
 }
@@ -729,7 +733,10 @@ func storedMeta(m *agentbridge.Meta) (string, error) {
 func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta string, h *head) error {
 	var content any
 	if ev.Content != nil {
-		content = string(ev.Content)
+		// Bound as text without a copy: the driver hands it to
+		// sqlite3_bind_text64 with SQLITE_TRANSIENT, which copies it during
+		// the call, and nothing writes to ev.Content meanwhile.
+		content = unsafe.String(unsafe.SliceData(ev.Content), len(ev.Content))
 	}
 	after := agentbridge.Fold(h.state, *ev, s.humans)
 	res, err := s.st.insertEvent.ExecContext(ctx,
