@@ -253,13 +253,24 @@ func TestMetrics(t *testing.T) {
 	ts.post("t", "user", "one")
 	ts.must(200, "POST", "/threads/t/events", `{"from":"user","content":"two"}`, "Idempotency-Key: k")
 	ts.must(200, "POST", "/threads/t/events", `{"from":"user","content":"two"}`, "Idempotency-Key: k")
+	// Made-up methods share one label, so that a client cannot grow the
+	// metrics by inventing them.
+	for _, m := range []string{"BREW", "WHEN", "X-1"} {
+		ts.do(m, "/threads/t/events", "")
+	}
 	body := string(ts.must(200, "GET", "/metrics", "").body)
 	for _, want := range []string{
 		"agent_bridge_appends_total 3",
 		`agent_bridge_http_request_duration_seconds_count{code="200",method="POST",route="/threads/{id}/events"} 3`,
+		`agent_bridge_http_request_duration_seconds_count{code="405",method="other",route="unmatched"} 3`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	for _, m := range []string{"BREW", "WHEN", "X-1"} {
+		if strings.Contains(body, `method="`+m+`"`) {
+			t.Errorf("/metrics has a series for the made-up method %s", m)
 		}
 	}
 }

@@ -84,11 +84,24 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			sw.status = http.StatusOK
 		}
 		d := time.Since(start)
-		s.metrics.observer(route, r.Method, sw.status).Observe(d.Seconds())
+		s.metrics.observer(route, methodLabel(r.Method), sw.status).Observe(d.Seconds())
 		if s.log.Enabled(r.Context(), slog.LevelDebug) {
 			s.log.Debug("request", "request_id", id, "method", r.Method, "route", route, "status", sw.status, "duration", d)
 		}
 	})
+}
+
+// methodLabel is the method label of a request: the method itself for the
+// ones HTTP defines, "other" for anything else. A client may send any token
+// as its method, and a label per token would grow the metrics (and the
+// observer cache) without bound.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
 }
 
 // latencyKey names one latency series.
@@ -105,7 +118,8 @@ type metrics struct {
 	subscribers *prometheus.GaugeVec
 	latency     *prometheus.HistogramVec
 	// observers caches latency's children by latencyKey: the set is
-	// bounded by the routes, methods and statuses the server answers.
+	// bounded by the route patterns, methodLabel's methods and the
+	// statuses the server answers.
 	observers sync.Map
 }
 
