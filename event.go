@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -174,7 +176,10 @@ func (m *Meta) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &obj); err != nil {
 		return FieldErrorf(ECodeInvalidField, "meta", "meta must be a JSON object.")
 	}
-	for k, v := range obj {
+	// In key order, so that a meta with several malformed keys always gets
+	// the same error.
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		v := obj[k]
 		switch k {
 		case "reply_to":
 			if isNull(v) {

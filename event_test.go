@@ -155,6 +155,25 @@ func isSentence(s string) bool {
 	return len(s) > 10 && strings.HasSuffix(s, ".") && !strings.Contains(s, "\n")
 }
 
+// TestSeveralBadKeysOneError checks that content or meta with several
+// malformed keys is refused for the first of them in key order, every
+// time: map order once picked one at random (found by FuzzDecodeEventInput).
+func TestSeveralBadKeysOneError(t *testing.T) {
+	for _, c := range []struct{ body, field string }{
+		{`{"type":"control","from":"user","content":{"uninvite":{"98":"1"},"unmute":{"22":true}}}`, "content.uninvite"},
+		{`{"type":"control","from":"user","content":{"unmute":{},"pause":1,"mute":2,"invite":3}}`, "content.invite"},
+		{`{"from":"user","content":"hi","meta":{"via":1,"tags":2,"reply_to":3,"hop":"x"}}`, "meta.hop"},
+	} {
+		for range 50 {
+			_, err := DecodeEventInput([]byte(c.body))
+			var e *Error
+			if !errors.As(err, &e) || e.Field != c.field {
+				t.Fatalf("%s: got %v, want an error for %s", c.body, err, c.field)
+			}
+		}
+	}
+}
+
 func TestValidateDefaults(t *testing.T) {
 	in := EventInput{From: "user", Content: json.RawMessage(`"hi"`)}
 	if err := in.Validate(); err != nil {

@@ -38,6 +38,8 @@ func FuzzDecodeEventInput(f *testing.F) {
 		`{"from":"user","content":"hi","meta":{"hop":-1}}`,
 		`{"from":"user","content":"\u0000\ud800"}`,
 		`{"from":"user","content":"hi","meta":{"tags":[]}}`,
+		`{"type":"control","from":"user","content":{"uninvite":{"98":"1"},"unmute":{"22":true}}}`,
+		`{"from":"user","content":"hi","meta":{"via":1,"tags":2,"reply_to":3,"hop":"x"}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -3,6 +3,7 @@ package agentbridge
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 	"sort"
 )
@@ -269,7 +270,10 @@ func ParseControl(content json.RawMessage) (Control, error) {
 	bad := func(key, msg string, args ...any) error {
 		return FieldErrorf(ECodeInvalidControl, "content."+key, msg, args...)
 	}
-	for key, v := range obj {
+	// In key order, so that content with several malformed keys always
+	// gets the same error: map order would pick one at random.
+	for _, key := range slices.Sorted(maps.Keys(obj)) {
+		v := obj[key]
 		switch key {
 		case "invite":
 			var raw struct {
