@@ -72,10 +72,8 @@ type Coordinator struct {
 	// skipGrace cancels the work context (set by Run).
 	skipGrace atomic.Pointer[context.CancelFunc]
 
-	// threads caches each thread's folded state; only the follow loop
-	// writes it, invocations read names.
-	mu      sync.Mutex
-	threads map[string]*threadCache
+	// threads caches the folded state of the threads met most recently.
+	threads *threadCaches
 }
 
 // threadCache is a thread's derived state as of seq.
@@ -113,7 +111,7 @@ func New(opts Options) (*Coordinator, error) {
 		bridge:  client.New(cfg.BridgeURL, copts...),
 		exe:     exe,
 		path:    opts.ConfigPath,
-		threads: make(map[string]*threadCache),
+		threads: newThreadCaches(maxCachedThreads),
 	}
 	c.cfg.Store(&cfg)
 	c.metrics = newMetrics(c)
@@ -444,9 +442,7 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	if e.Type == agentbridge.TypeThreadCreated || e.Type == agentbridge.TypeThreadRenamed {
 		name = e.Text()
 	}
-	c.mu.Lock()
-	c.threads[e.Thread] = &threadCache{seq: e.Seq, state: after, name: name}
-	c.mu.Unlock()
+	c.threads.put(e.Thread, threadCache{seq: e.Seq, state: after, name: name})
 	if decided {
 		c.log.Debug("decided", "event", e.ID, "thread", e.Thread, "rule", d.Rule, "invoke", len(d.Invoke), "skipped", len(d.Skipped))
 	}
@@ -468,11 +464,9 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 // when it is current, else from the bridge (the coordinator met the thread
 // mid-way, or skipped events).
 func (c *Coordinator) stateBefore(ctx context.Context, e agentbridge.Event) (threadCache, error) {
-	c.mu.Lock()
-	tc := c.threads[e.Thread]
-	c.mu.Unlock()
-	if tc != nil && tc.seq == e.Seq-1 {
-		return *tc, nil
+	tc, cached := c.threads.get(e.Thread)
+	if cached && tc.seq == e.Seq-1 {
+		return tc, nil
 	}
 	if e.Seq <= 1 {
 		return threadCache{}, nil
@@ -482,7 +476,7 @@ func (c *Coordinator) stateBefore(ctx context.Context, e agentbridge.Event) (thr
 		return threadCache{}, fmt.Errorf("read state of thread %s at %d: %w", e.Thread, e.Seq-1, err)
 	}
 	name := ""
-	if tc != nil {
+	if cached {
 		name = tc.name
 	} else if th, err := c.bridge.Thread(ctx, e.Thread); err == nil {
 		name = th.Name
@@ -495,10 +489,7 @@ func (c *Coordinator) stateBefore(ctx context.Context, e agentbridge.Event) (thr
 // threadName returns the cached name of a thread, asking the bridge when
 // the coordinator has not met it yet (recovery).
 func (c *Coordinator) threadName(ctx context.Context, thread string) (string, error) {
-	c.mu.Lock()
-	tc := c.threads[thread]
-	c.mu.Unlock()
-	if tc != nil {
+	if tc, ok := c.threads.get(thread); ok {
 		return tc.name, nil
 	}
 	th, err := c.bridge.Thread(ctx, thread)
