@@ -869,17 +869,22 @@ func TestGather(t *testing.T) {
 
 	// The deadline is far away: only the submitters' signal can end the
 	// wait in time.
+	// The submitter gets its own store: it may still be in queued after
+	// gather returns, while the test goes on with the next case.
 	s = newStore(3, time.Minute)
-	go func() {
+	submitted := make(chan struct{})
+	go func(s *Store) {
+		defer close(submitted)
 		for range 2 {
 			s.reqs <- r()
 			s.queued()
 		}
-	}()
+	}(s)
 	start := time.Now()
 	if got := s.gather([]*request{r()}); len(got) != 3 || time.Since(start) > 30*time.Second {
 		t.Errorf("gathered %d after %v; want 3, woken by the second submitter", len(got), time.Since(start))
 	}
+	<-submitted
 
 	s = newStore(4, groupWait)
 	s.reqs <- r()
