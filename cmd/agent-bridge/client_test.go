@@ -428,6 +428,11 @@ func TestTailAllJSON(t *testing.T) {
 	stop := runTailAsync(t, c.env, &out, &errb, "--all", "--json", "--after", "1", "--presence")
 	c.ok("post", "A", "one")
 	c.ok("post", "B", "two", "--from", "codex")
+	// Presence is not replayed: a stream sees only changes made after it
+	// connected. Once tail has printed an event, its stream has connected.
+	testutil.WaitFor(t, 20*time.Second, "tail to print the first events", func() bool {
+		return strings.Count(out.String(), "\n") >= 2
+	})
 	if err := b.client().SetPresence(t.Context(), "B", agentbridge.PresenceInput{From: "codex", State: "typing"}); err != nil {
 		t.Fatal(err)
 	}
