@@ -868,9 +868,9 @@ func TestGather(t *testing.T) {
 	}
 
 	// The deadline is far away: only the submitters' signal can end the
-	// wait in time.
-	// The submitter gets its own store: it may still be in queued after
-	// gather returns, while the test goes on with the next case.
+	// wait in time. The submitter takes the store as an argument, not the
+	// variable s, because it may still be in queued after gather returns,
+	// when the next case has already reassigned s.
 	s = newStore(3, time.Minute)
 	submitted := make(chan struct{})
 	go func(s *Store) {
