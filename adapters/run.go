@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -51,6 +52,11 @@ type Spec struct {
 	MaxStdout int64
 	// MaxStderr is how many bytes of the end of stderr are kept.
 	MaxStderr int
+	// Progress, if not nil, is called with each good record the adapter
+	// writes to its progress fd (ProgressFD), in order, from one goroutine;
+	// every call has returned when Run returns. It must not block for
+	// long: the adapter waits on a full pipe meanwhile.
+	Progress func(ProgressRecord)
 }
 
 func (s Spec) withDefaults() Spec {
@@ -67,7 +73,7 @@ func (s Spec) withDefaults() Spec {
 }
 
 // Result is what became of one invocation. Exactly one of StartErr,
-// Interrupted, TimedOut, Signaled or a non-zero ExitCode explains a failure;
+// Interrupted, Cancelled, TimedOut, Signaled or a non-zero ExitCode explains a failure;
 // ErrorMessage words it for the thread.
 type Result struct {
 	// ExitCode is the process's exit status, -1 when it was killed by a
@@ -91,6 +97,13 @@ type Result struct {
 	StdoutBytes     int64
 	// StderrTail is the last Spec.MaxStderr bytes of stderr.
 	StderrTail []byte
+	// ProgressLines counts the lines written to the progress fd and
+	// ProgressBad those of them that were not records (see ReadProgress).
+	ProgressLines, ProgressBad int64
+	// Cancelled reports that ctx was cancelled with cause ErrCancelled
+	// (someone stopped the run) and the group was stopped; Interrupted is
+	// then false.
+	Cancelled bool
 	// PID and PGID identify the adapter process and its group (equal:
 	// the adapter leads its own group).
 	PID, PGID         int
@@ -100,8 +113,17 @@ type Result struct {
 // OK reports whether the adapter ran to completion and exited 0, so its
 // stdout is a reply to post.
 func (r Result) OK() bool {
-	return r.StartErr == nil && !r.Interrupted && !r.TimedOut && !r.Signaled && r.ExitCode == 0
+	return r.StartErr == nil && !r.Interrupted && !r.Cancelled && !r.TimedOut && !r.Signaled && r.ExitCode == 0
 }
+
+// ErrCancelled is the cause to cancel Run's context with (see
+// context.WithCancelCause) when a person stops the run: the group then gets
+// CancelGrace instead of Spec.KillGrace and the result says Cancelled.
+var ErrCancelled = errors.New("the run was cancelled")
+
+// CancelGrace is the time between SIGTERM and SIGKILL of a cancelled run
+// (contract 5.4): someone is waiting for it to stop.
+const CancelGrace = 2 * time.Second
 
 // Run starts the adapter, writes payload to its stdin and closes it, and
 // waits for it. onStart (may be nil) is called with the pid and pgid right
@@ -124,7 +146,11 @@ func Run(ctx context.Context, spec Spec, payload []byte, onStart func(pid, pgid 
 		return res
 	}
 	if ctx.Err() != nil {
-		res.Interrupted = true
+		if errors.Is(context.Cause(ctx), ErrCancelled) {
+			res.Cancelled = true
+		} else {
+			res.Interrupted = true
+		}
 		return res
 	}
 
@@ -150,10 +176,21 @@ func Run(ctx context.Context, spec Spec, payload []byte, onStart func(pid, pgid 
 		res.StartErr = fmt.Errorf("stderr pipe: %w", err)
 		return res
 	}
+	// The progress pipe is fd 3 in the adapter (ExtraFiles[0]).
+	progR, progW, err := os.Pipe()
+	if err != nil {
+		for _, f := range []*os.File{outR, outW, errR, errW} {
+			f.Close()
+		}
+		res.StartErr = fmt.Errorf("progress pipe: %w", err)
+		return res
+	}
+	cmd.ExtraFiles = []*os.File{progW}
+	cmd.Env = append(cmd.Env, EnvProgressFD+"="+strconv.Itoa(ProgressFD))
 	cmd.Stdout, cmd.Stderr = outW, errW
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		for _, f := range []*os.File{outR, outW, errR, errW} {
+		for _, f := range []*os.File{outR, outW, errR, errW, progR, progW} {
 			f.Close()
 		}
 		res.StartErr = fmt.Errorf("stdin pipe: %w", err)
@@ -163,9 +200,11 @@ func Run(ctx context.Context, spec Spec, payload []byte, onStart func(pid, pgid 
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
+	progW.Close()
 	if err != nil {
 		outR.Close()
 		errR.Close()
+		progR.Close()
 		res.StartErr = fmt.Errorf("start %s: %w", spec.Command[0], err)
 		return res
 	}
@@ -179,9 +218,13 @@ func Run(ctx context.Context, spec Spec, payload []byte, onStart func(pid, pgid 
 	stdout := &cappedBuffer{max: spec.MaxStdout}
 	stderr := newTailBuffer(spec.MaxStderr)
 	var readers sync.WaitGroup
-	readers.Add(2)
+	readers.Add(3)
 	go func() { defer readers.Done(); _, _ = io.Copy(stdout, outR) }()
 	go func() { defer readers.Done(); _, _ = io.Copy(stderr, errR) }()
+	go func() {
+		defer readers.Done()
+		res.ProgressLines, res.ProgressBad = ReadProgress(progR, spec.Progress)
+	}()
 
 	// The payload is written in its own goroutine: an adapter that never
 	// reads stdin must not block Run. A write error (EPIPE when the adapter
@@ -202,7 +245,7 @@ func Run(ctx context.Context, spec Spec, payload []byte, onStart func(pid, pgid 
 	// before the reap.
 	exited := make(chan struct{})
 	escDone := make(chan struct{})
-	var timedOut, interrupted bool
+	var timedOut, interrupted, cancelled bool
 	go func() {
 		defer close(escDone)
 		var deadline <-chan time.Time
@@ -215,12 +258,20 @@ func Run(ctx context.Context, spec Spec, payload []byte, onStart func(pid, pgid 
 		case <-exited:
 			return
 		case <-ctx.Done():
-			interrupted = true
+			if errors.Is(context.Cause(ctx), ErrCancelled) {
+				cancelled = true
+			} else {
+				interrupted = true
+			}
 		case <-deadline:
 			timedOut = true
 		}
 		_ = signalGroup(pgid, syscall.SIGTERM)
-		grace := time.NewTimer(spec.KillGrace)
+		graceTime := spec.KillGrace
+		if cancelled {
+			graceTime = min(graceTime, CancelGrace)
+		}
+		grace := time.NewTimer(graceTime)
 		defer grace.Stop()
 		select {
 		case <-exited:
@@ -245,13 +296,15 @@ func Run(ctx context.Context, spec Spec, payload []byte, onStart func(pid, pgid 
 		// Closing the read ends unblocks the readers.
 		outR.Close()
 		errR.Close()
+		progR.Close()
 		<-drained
 	}
 	t.Stop()
 	outR.Close()
 	errR.Close()
+	progR.Close()
 
-	res.TimedOut, res.Interrupted = timedOut, interrupted
+	res.TimedOut, res.Interrupted, res.Cancelled = timedOut, interrupted, cancelled
 	if st := cmd.ProcessState; st != nil {
 		res.ExitCode = st.ExitCode()
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

@@ -102,6 +102,8 @@ func ErrorMessage(r Result, timeout time.Duration) string {
 		msg = fmt.Sprintf("The adapter could not be started: %v.", r.StartErr)
 	case r.Interrupted:
 		msg = "The adapter was interrupted because the coordinator shut down."
+	case r.Cancelled:
+		msg = "The run was cancelled."
 	case r.TimedOut:
 		msg = fmt.Sprintf("The adapter did not finish within %s and was stopped.", timeout)
 	case r.Signaled:

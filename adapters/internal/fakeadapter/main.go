@@ -12,6 +12,12 @@
 //	fake:hang             sleep forever
 //	fake:ignoreterm       ignore SIGTERM (also in the grandchild)
 //	fake:say=TEXT         reply exactly TEXT (_ means space)
+//	fake:progress=N       write N progress records to $BRIDGE_PROGRESS_FD
+//	                      (status "step i", cumulative usage of i tokens in,
+//	                      2i out and i/1000 USD, session "fake-session"),
+//	                      plus one bad line and one line over 8 KiB
+//	fake:flood=RATE       while the rest runs, write RATE progress lines a
+//	                      second to $BRIDGE_PROGRESS_FD (in 10 ms bursts)
 //
 // An unknown "fake:" directive makes it exit 70. The default reply is
 // "<participant id> got: <content>". With
@@ -59,6 +65,8 @@ type directives struct {
 	hang       bool
 	ignoreTerm bool
 	say        *string
+	progress   int
+	flood      int
 }
 
 func main() {
@@ -101,6 +109,14 @@ func run() (int, error) {
 	}
 	if d.stderr != "" {
 		fmt.Fprintln(os.Stderr, d.stderr)
+	}
+	if d.progress > 0 {
+		if err := writeProgress(d.progress); err != nil {
+			return 0, err
+		}
+	}
+	if d.flood > 0 {
+		go flood(d.flood)
 	}
 	if d.child {
 		if err := spawnChild(dir, p.EventID, d.ignoreTerm); err != nil {
@@ -154,6 +170,10 @@ func parse(content string) (directives, error) {
 		case "say":
 			s := strings.ReplaceAll(val, "_", " ")
 			d.say = &s
+		case "progress":
+			d.progress, err = strconv.Atoi(val)
+		case "flood":
+			d.flood, err = strconv.Atoi(val)
 		default:
 			err = fmt.Errorf("unknown directive")
 		}
@@ -197,6 +217,11 @@ func spawnChild(dir, eventID string, ignoreTerm bool) error {
 		cmd.Env = append(cmd.Env, envIgnoreTerm+"=1")
 	}
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if f := progressFile(); f != nil {
+		// The grandchild holds the progress pipe too, as a CLI's
+		// helper might.
+		cmd.ExtraFiles = []*os.File{f}
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start grandchild: %w", err)
 	}
@@ -232,5 +257,56 @@ func writeBig(n int64) error {
 func sleepForever() {
 	for {
 		time.Sleep(time.Hour)
+	}
+}
+
+// progressFile is the progress fd the coordinator opened, or nil.
+func progressFile() *os.File {
+	n, err := strconv.Atoi(os.Getenv("BRIDGE_PROGRESS_FD"))
+	if err != nil || n < 3 {
+		return nil
+	}
+	return os.NewFile(uintptr(n), "progress")
+}
+
+func writeProgress(n int) error {
+	f := progressFile()
+	if f == nil {
+		return fmt.Errorf("fake:progress needs BRIDGE_PROGRESS_FD")
+	}
+	w := bufio.NewWriter(f)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(w, `{"status":"step %d","kind":"tool","detail":{"i":%d},"usage":{"input_tokens":%d,"output_tokens":%d,"cost_usd":%g},"session":"fake-session"}`+"\n",
+			i, i, i, 2*i, float64(i)/1000)
+		if i == 1 {
+			fmt.Fprintln(w, "not json")
+			fmt.Fprintln(w, strings.Repeat("y", 9<<10))
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write progress: %w", err)
+	}
+	return nil
+}
+
+// flood writes rate lines a second until the process exits; write errors
+// (the coordinator closed the pipe) end it.
+func flood(rate int) {
+	f := progressFile()
+	if f == nil {
+		return
+	}
+	per := max(rate/100, 1)
+	line := []byte(`{"status":"flooding","kind":"text","detail":"` + strings.Repeat("z", 64) + `"}` + "\n")
+	batch := make([]byte, 0, per*len(line))
+	for range per {
+		batch = append(batch, line...)
+	}
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for range t.C {
+		if _, err := f.Write(batch); err != nil {
+			return
+		}
 	}
 }
