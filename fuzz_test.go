@@ -40,6 +40,9 @@ func FuzzDecodeEventInput(f *testing.F) {
 		`{"from":"user","content":"hi","meta":{"tags":[]}}`,
 		`{"type":"control","from":"user","content":{"uninvite":{"98":"1"},"unmute":{"22":true}}}`,
 		`{"from":"user","content":"hi","meta":{"via":1,"tags":2,"reply_to":3,"hop":"x"}}`,
+		`{"type":"control","from":"user","content":{"party":{"on":true,"agents":["a","a"],"max_agents":2,"cross_talk":true}}}`,
+		`{"type":"control","from":"user","content":{"party":{"on":true,"max_agent":2}}}`,
+		`{"type":"control","from":"user","content":{"invite":{"participant_id":"a","profile":{"client":"c","model":"m","expertise":["db"]}}}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -102,6 +105,8 @@ func FuzzFold(f *testing.F) {
 	f.Add(`{"unmute":{"targets":["a"]},"uninvite":{"participant_id":"a"}}`, false)
 	f.Add(`"{\"pause\":{\"on\":true}}"`, true)
 	f.Add(`{"discussion":{"on":true,"allow_agent_mentions":false}}`, true)
+	f.Add(`{"party":{"on":true,"agents":["a"],"max_agents":3,"cross_talk":false}}`, true)
+	f.Add(`{"party":{"on":false}}`, true)
 	f.Fuzz(func(t *testing.T, content string, human bool) {
 		from := "codex"
 		if human {

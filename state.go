@@ -15,6 +15,9 @@ type Profile struct {
 	Model    string   `json:"model"`
 	Roles    []string `json:"roles,omitempty"`
 	Nickname string   `json:"nickname,omitempty"`
+	// Expertise lists topics the participant knows well; party mode
+	// selects agents whose expertise matches a message's words.
+	Expertise []string `json:"expertise,omitempty"`
 }
 
 // Invite is one invited participant of a thread.
@@ -56,6 +59,8 @@ type ThreadState struct {
 	Discussion   Discussion   `json:"discussion"`
 	InvitedAuto  Toggle       `json:"invited_auto"`
 	Participants Participants `json:"participants"`
+	// Party is the thread's party mode (contract 5.7).
+	Party Party `json:"party"`
 	// LastHop is the provenance hop count of the thread's latest message
 	// (see Hop).
 	LastHop int `json:"last_hop"`
@@ -97,6 +102,13 @@ func (s ThreadState) Normalize() ThreadState {
 	if s.Participants.Invited == nil {
 		s.Participants.Invited = []Invite{}
 	}
+	if s.Party.Agents == nil {
+		s.Party.Agents = []string{}
+	}
+	if s.Party.MaxAgents == 0 {
+		// Never configured: show the settings {"on": true} would give.
+		s.Party.MaxAgents, s.Party.CrossTalk = DefaultPartyMaxAgents, true
+	}
 	return s
 }
 
@@ -122,6 +134,9 @@ func Hop(s ThreadState, e Event, humans Humans) int {
 func Fold(s ThreadState, e Event, humans Humans) ThreadState {
 	switch e.Type {
 	case TypeMessage:
+		if PartyExits(s, e, humans) {
+			s.Party.On = false
+		}
 		s.LastHop = Hop(s, e, humans)
 		return s
 	case TypeControl:
@@ -181,6 +196,9 @@ func Fold(s ThreadState, e Event, humans Humans) ThreadState {
 	if c.InvitedAuto != nil {
 		s.InvitedAuto = Toggle{On: c.InvitedAuto.On}
 	}
+	if c.Party != nil {
+		s = foldParty(s, c.Party)
+	}
 	return s
 }
 
@@ -219,6 +237,8 @@ type Control struct {
 	InvitedAuto *Toggle
 	// Prod names participants to invoke once (nil when absent).
 	Prod []string
+	// Party switches party mode (contract 5.7).
+	Party *PartyControl
 }
 
 // InviteControl is {"invite":{"participant_id","profile"}}.
@@ -291,6 +311,9 @@ func ParseControl(content json.RawMessage) (Control, error) {
 				Model    *string  `json:"model"`
 				Roles    []string `json:"roles"`
 				Nickname *string  `json:"nickname"`
+				// Expertise is decoded separately so that a wrong type
+				// gets its own sentence.
+				Expertise json.RawMessage `json:"expertise"`
 			}
 			if len(raw.Profile) == 0 || json.Unmarshal(raw.Profile, &p) != nil || isNull(raw.Profile) {
 				return Control{}, bad(key, "An invite needs a profile object with client and model.")
@@ -304,6 +327,11 @@ func ParseControl(content json.RawMessage) (Control, error) {
 			inv := &InviteControl{ParticipantID: *raw.ParticipantID, Profile: Profile{Client: *p.Client, Model: *p.Model, Roles: p.Roles}}
 			if p.Nickname != nil {
 				inv.Profile.Nickname = *p.Nickname
+			}
+			if len(p.Expertise) > 0 && !isNull(p.Expertise) {
+				if json.Unmarshal(p.Expertise, &inv.Profile.Expertise) != nil {
+					return Control{}, bad(key, "An invite's profile expertise must be a list of strings, such as [\"databases\", \"security\"].")
+				}
 			}
 			c.Invite = inv
 		case "uninvite":
@@ -366,6 +394,12 @@ func ParseControl(content json.RawMessage) (Control, error) {
 				return Control{}, bad(key, "A prod needs a list of participant ids, such as {\"prod\": [\"codex\"]}.")
 			}
 			c.Prod = ids
+		case "party":
+			p, err := parseParty(v)
+			if err != nil {
+				return Control{}, err
+			}
+			c.Party = p
 		}
 	}
 	return c, nil

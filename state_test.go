@@ -408,7 +408,7 @@ func TestNormalize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"paused":false,"muted":[],"discussion":{"on":false,"allow_agent_mentions":false},"invited_auto":{"on":false},"participants":{"invited":[]},"last_hop":0}`
+	const want = `{"paused":false,"muted":[],"discussion":{"on":false,"allow_agent_mentions":false},"invited_auto":{"on":false},"participants":{"invited":[]},"party":{"on":false,"agents":[],"max_agents":2,"cross_talk":true},"last_hop":0}`
 	if string(b) != want {
 		t.Fatalf("JSON = %s\nwant   %s", b, want)
 	}

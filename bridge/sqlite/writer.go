@@ -330,8 +330,9 @@ type head struct {
 	stateKey string                  // stored form of state (see stateKey)
 	// nameDirty and stateDirty are set when the batch renamed the thread or
 	// changed stateKey, so that flush writes the threads or thread_state row
-	// only then: a message changes neither, and readers take a thread's
-	// last seq, ts and hop from its last event.
+	// only then: a message changes neither (but for one ending party mode,
+	// see insertEvent), and readers take a thread's last seq, ts and hop
+	// from its last event.
 	nameDirty, stateDirty bool
 }
 
@@ -605,6 +606,9 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 			return response{}, fmt.Errorf("look up reply_to: %w", err)
 		}
 	}
+	if err := agentbridge.AdmitParty(req.Thread, h.state, in); err != nil {
+		return response{err: err}, nil
+	}
 	if in.Type == agentbridge.TypeMessage {
 		if h.state.IsHardMuted(in.From) {
 			return response{err: &agentbridge.Error{
@@ -751,8 +755,11 @@ func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta str
 		h.name, h.nameDirty = ev.Text(), true
 	}
 	h.lastSeq = ev.Seq
+	// Besides controls, only a message ending party mode (an exit word)
+	// changes the state.
+	partyEnded := h.state.Party.On && !after.Party.On
 	h.state = after
-	if ev.Type != agentbridge.TypeControl {
+	if ev.Type != agentbridge.TypeControl && !partyEnded {
 		return nil
 	}
 	key, err := stateKey(after)
