@@ -1,0 +1,210 @@
+package coordinator
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"unicode"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// RuleParty is the rule of a human message to all while party mode is on:
+// a round for that trigger (contract 5.7).
+const RuleParty = "party"
+
+// Reasons a party selection records for each candidate (PartyPick.Reason).
+const (
+	PartyMentioned    = "mentioned"
+	PartyMatched      = "matched words"
+	PartyRotation     = "rotation: fewest party turns"
+	PartyOverMax      = "max_agents reached"
+	PartyNotInAgents  = "not in the party's agents"
+	PartyNotAvailable = "not available"
+)
+
+// PartySelection is who a party round selects, in order, and who it does
+// not, each with the facts that decided it, so that `agent-bridge why`
+// can answer "why did (or didn't) X answer?" for a party trigger.
+type PartySelection struct {
+	// MaxAgents is the party's max_agents when the trigger arrived.
+	MaxAgents int `json:"max_agents"`
+	// CrossTalk is whether round 2 may run.
+	CrossTalk bool `json:"cross_talk"`
+	// Words are the message's words that selection compared, lower-cased.
+	Words []string `json:"words"`
+	// Selected run in round 1, in this order.
+	Selected []PartyPick `json:"selected"`
+	// NotSelected are the other candidates.
+	NotSelected []PartyPick `json:"not_selected"`
+}
+
+// PartyPick is one candidate of a party selection.
+type PartyPick struct {
+	Participant string `json:"participant"`
+	// Rank is the candidate's place in the ranking by matches, then
+	// rotation, then id (1 is first); 0 for mentions and for candidates
+	// that could not be ranked.
+	Rank int `json:"rank,omitempty"`
+	// Matched are the message's words found in the candidate's roles,
+	// nickname or expertise.
+	Matched []string `json:"matched"`
+	// Turns is how many party rounds the candidate took part in before.
+	Turns int `json:"turns"`
+	// Reason says why it was (not) selected: one of the Party constants,
+	// or a trigger-rule reason (not invited, no adapter, muted).
+	Reason string `json:"reason"`
+}
+
+// IDs returns the selected participants' ids, in order.
+func (s PartySelection) IDs() []string {
+	ids := make([]string, len(s.Selected))
+	for i, p := range s.Selected {
+		ids[i] = p.Participant
+	}
+	return ids
+}
+
+// SelectParty chooses the agents of a party round for message e (a human's
+// message to all; st is the thread's state before it, with party mode on).
+// turns counts the party rounds each participant took part in so far in the
+// thread. Participants the message mentions come first, in mention order;
+// then, up to max_agents in all, the candidates (the party's agents, or
+// every invited participant) ranked by how many of the message's words
+// match their roles, nickname and expertise, ties broken by fewest turns
+// (rotation), then by id. A candidate that cannot be invoked (no adapter,
+// muted) is never selected. SelectParty is pure.
+func SelectParty(st agentbridge.ThreadState, e agentbridge.Event, cfg *Config, turns map[string]int) PartySelection {
+	sel := PartySelection{
+		MaxAgents: max(st.Party.MaxAgents, 1), CrossTalk: st.Party.CrossTalk,
+		Words: partyWords(e.Text()), Selected: []PartyPick{}, NotSelected: []PartyPick{},
+	}
+	seen := map[string]bool{}
+	// unavailable says why p cannot run, or "".
+	unavailable := func(p string) string {
+		_, invited := st.Invited(p)
+		_, adapter := cfg.ResolveAgent(p, st)
+		switch {
+		case p == e.From:
+			return ReasonSelfMention
+		case !invited:
+			return ReasonNotInvited
+		case !adapter:
+			return ReasonNoAdapter
+		case st.IsMuted(p):
+			return ReasonMuted
+		}
+		return ""
+	}
+	if cfg.EnableMentions {
+		r := &router{state: st, e: e, cfg: cfg}
+		r.resolve(ParseMentions(e.Text(), cfg.MentionPrefix))
+		for _, p := range r.want {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			pick := PartyPick{Participant: p, Matched: []string{}, Turns: turns[p], Reason: PartyMentioned}
+			if why := unavailable(p); why != "" {
+				pick.Reason = why
+				sel.NotSelected = append(sel.NotSelected, pick)
+				continue
+			}
+			sel.Selected = append(sel.Selected, pick)
+		}
+		for _, s := range r.pre {
+			if !seen[s.Participant] {
+				seen[s.Participant] = true
+				sel.NotSelected = append(sel.NotSelected, PartyPick{Participant: s.Participant, Matched: []string{}, Reason: s.Reason})
+			}
+		}
+	}
+	var ranked []PartyPick
+	for _, inv := range st.Participants.Invited {
+		p := inv.ID
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		pick := PartyPick{Participant: p, Matched: matchedWords(sel.Words, inv.Profile), Turns: turns[p]}
+		if len(st.Party.Agents) > 0 && !slices.Contains(st.Party.Agents, p) {
+			pick.Reason = PartyNotInAgents
+			sel.NotSelected = append(sel.NotSelected, pick)
+			continue
+		}
+		if why := unavailable(p); why != "" {
+			pick.Reason = why
+			sel.NotSelected = append(sel.NotSelected, pick)
+			continue
+		}
+		ranked = append(ranked, pick)
+	}
+	slices.SortFunc(ranked, func(a, b PartyPick) int {
+		return cmp.Or(
+			cmp.Compare(len(b.Matched), len(a.Matched)),
+			cmp.Compare(a.Turns, b.Turns),
+			strings.Compare(a.Participant, b.Participant),
+		)
+	})
+	for i := range ranked {
+		pick := ranked[i]
+		pick.Rank = i + 1
+		switch {
+		case len(sel.Selected) >= sel.MaxAgents:
+			pick.Reason = PartyOverMax
+			sel.NotSelected = append(sel.NotSelected, pick)
+			continue
+		case len(pick.Matched) > 0:
+			pick.Reason = PartyMatched
+		default:
+			pick.Reason = PartyRotation
+		}
+		sel.Selected = append(sel.Selected, pick)
+	}
+	return sel
+}
+
+// partyStopWords are words too common to say anything about expertise;
+// a profile such as "testing and security" should not match every "and".
+var partyStopWords = map[string]bool{
+	"a": true, "an": true, "and": true, "are": true, "as": true, "at": true, "be": true, "but": true,
+	"by": true, "do": true, "for": true, "from": true, "how": true, "i": true, "if": true, "in": true,
+	"is": true, "it": true, "of": true, "on": true, "or": true, "our": true, "should": true, "so": true,
+	"that": true, "the": true, "this": true, "to": true, "we": true, "what": true, "which": true,
+	"who": true, "why": true, "with": true, "you": true, "your": true,
+}
+
+// partyWords splits text into distinct lower-case words (letters, digits,
+// and inner + # . - such as c++, c#, node.js), in order, without stop
+// words and without a plain word's plural s, so that "databases" matches
+// "database".
+func partyWords(text string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("+#.-", r)
+	}) {
+		w = strings.Trim(w, ".-")
+		if len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.ContainsAny(w, "+#.-") {
+			w = w[:len(w)-1]
+		}
+		if w == "" || partyStopWords[w] || slices.Contains(out, w) {
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// matchedWords returns the words (from partyWords) that also occur in the
+// profile's roles, nickname or expertise, in the words' order.
+func matchedWords(words []string, p agentbridge.Profile) []string {
+	terms := slices.Concat(p.Roles, p.Expertise, []string{p.Nickname})
+	profile := partyWords(strings.Join(terms, " "))
+	out := []string{}
+	for _, w := range words {
+		if slices.Contains(profile, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}

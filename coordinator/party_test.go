@@ -1,0 +1,163 @@
+package coordinator
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// expert invites a participant with expertise (and roles) for party tests.
+func expert(id, client, nickname string, roles, expertise []string) agentbridge.Event {
+	p := agentbridge.Profile{Client: client, Model: "m", Nickname: nickname, Roles: roles, Expertise: expertise}
+	b, _ := json.Marshal(map[string]any{"invite": map[string]any{"participant_id": id, "profile": p}})
+	return ctl("user", string(b))
+}
+
+// partyTeam is a thread in party mode with four agents that have
+// adapters (all client "claude") and one that has none.
+func partyTeam(party string, extra ...agentbridge.Event) agentbridge.ThreadState {
+	events := []agentbridge.Event{
+		expert("arch", "claude", "winston", []string{"architect"}, []string{"distributed systems", "databases"}),
+		expert("dev", "claude", "amelia", []string{"developer"}, []string{"go", "testing"}),
+		expert("pm", "claude", "john", []string{"product manager"}, []string{"roadmap", "users"}),
+		expert("qa", "claude", "quinn", []string{"tester"}, []string{"testing", "security"}),
+		expert("gem", "gemini", "gem", nil, []string{"databases"}),
+		ctl("user", party),
+	}
+	return fold(append(events, extra...)...)
+}
+
+func TestSelectParty(t *testing.T) {
+	on := `{"party":{"on":true}}`
+	tests := []struct {
+		name  string
+		state agentbridge.ThreadState
+		text  string
+		turns map[string]int
+		want  []string // selected, "id:reason[:matched words]"
+		not   []string // not selected, "id:reason"
+	}{
+		{"word matches rank first", partyTeam(on), "How should we shard the databases for our users?", nil,
+			[]string{"arch:matched words:database", "pm:matched words:user"},
+			[]string{"gem:no adapter", "dev:max_agents reached", "qa:max_agents reached"}},
+		{"more matches beat fewer; equal ones go by id", partyTeam(on), "testing security of go code", nil,
+			[]string{"dev:matched words:testing,go", "qa:matched words:testing,security"},
+			[]string{"gem:no adapter", "arch:max_agents reached", "pm:max_agents reached"}},
+		{"ties go to fewest turns", partyTeam(on), "testing", map[string]int{"dev": 3, "qa": 1}, // dev and qa match once
+			[]string{"qa:matched words:testing", "dev:matched words:testing"},
+			[]string{"gem:no adapter", "arch:max_agents reached", "pm:max_agents reached"}},
+		{"no match: rotation by turns then id", partyTeam(on), "hello there", map[string]int{"arch": 2, "dev": 1, "pm": 0, "qa": 0},
+			[]string{"pm:rotation: fewest party turns", "qa:rotation: fewest party turns"},
+			[]string{"gem:no adapter", "dev:max_agents reached", "arch:max_agents reached"}},
+		{"nickname and role words count", partyTeam(on), "Winston, as architect, what do you think?", nil,
+			[]string{"arch:matched words:winston,architect", "dev:rotation: fewest party turns"},
+			[]string{"gem:no adapter", "pm:max_agents reached", "qa:max_agents reached"}},
+		{"mentions first, then fill up to max_agents", partyTeam(on), "@quinn what about the databases?", nil,
+			[]string{"qa:mentioned", "arch:matched words:database"},
+			[]string{"gem:no adapter", "dev:max_agents reached", "pm:max_agents reached"}},
+		{"mentions beyond max_agents all run", partyTeam(`{"party":{"on":true,"max_agents":1}}`), "@pm @dev roadmap?", nil,
+			[]string{"pm:mentioned", "dev:mentioned"},
+			[]string{"gem:no adapter", "arch:max_agents reached", "qa:max_agents reached"}},
+		{"a mention outside agents still runs", partyTeam(`{"party":{"on":true,"agents":["arch","dev"]}}`), "@pm and databases", nil,
+			[]string{"pm:mentioned", "arch:matched words:database"},
+			[]string{"qa:not in the party's agents", "gem:not in the party's agents", "dev:max_agents reached"}},
+		{"agents restricts the candidates", partyTeam(`{"party":{"on":true,"agents":["dev","qa"],"max_agents":3}}`), "databases", nil,
+			[]string{"dev:rotation: fewest party turns", "qa:rotation: fewest party turns"},
+			[]string{"arch:not in the party's agents", "pm:not in the party's agents", "gem:not in the party's agents"}},
+		{"muted and unknown mentions are not selected", partyTeam(on, ctl("user", `{"mute":{"targets":["arch"],"mode":"soft"}}`)), "@arch @nobody databases", nil,
+			[]string{"dev:rotation: fewest party turns", "pm:rotation: fewest party turns"},
+			[]string{"arch:muted", "nobody:not invited", "gem:no adapter", "qa:max_agents reached"}},
+		{"max_agents 3", partyTeam(`{"party":{"on":true,"max_agents":3}}`), "roadmap", map[string]int{"dev": 1},
+			[]string{"pm:matched words:roadmap", "arch:rotation: fewest party turns", "qa:rotation: fewest party turns"},
+			[]string{"gem:no adapter", "dev:max_agents reached"}},
+	}
+	cfg := testConfig()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sel := SelectParty(tt.state, msg("user", agentbridge.ToAll, tt.text), cfg, tt.turns)
+			var got, not []string
+			for _, p := range sel.Selected {
+				s := p.Participant + ":" + p.Reason
+				if len(p.Matched) > 0 {
+					s += ":" + strings.Join(p.Matched, ",")
+				}
+				got = append(got, s)
+			}
+			for _, p := range sel.NotSelected {
+				not = append(not, p.Participant+":"+p.Reason)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("selected = %q\nwant       %q", got, tt.want)
+			}
+			if !slices.Equal(not, tt.not) {
+				t.Errorf("not selected = %q\nwant           %q", not, tt.not)
+			}
+		})
+	}
+}
+
+func TestPartyWords(t *testing.T) {
+	got := partyWords("How do the Databases scale? C++ and node.js, testing-tools; class")
+	want := []string{"database", "scale", "c++", "node.js", "testing-tools", "class"}
+	if !slices.Equal(got, want) {
+		t.Errorf("words = %q, want %q", got, want)
+	}
+}
+
+// FuzzSelectParty checks selection's invariants on arbitrary messages and
+// turn counts: it never panics; every invited participant and every
+// mention appears once, selected or not; nobody without an adapter, muted
+// or the sender is selected; beyond the mentions at most max_agents are
+// selected; and the ranked candidates are ordered by matches, then turns,
+// then id.
+func FuzzSelectParty(f *testing.F) {
+	f.Add("@quinn what about the databases?", 0, 1, 2, 3, uint8(2))
+	f.Add("testing go testing @pm @pm @all", 5, 0, 0, 1, uint8(1))
+	f.Add("`@arch` quit *exit", 0, 0, 0, 0, uint8(16))
+	cfg := testConfig()
+	f.Fuzz(func(t *testing.T, text string, a, d, p, q int, maxAgents uint8) {
+		st := partyTeam(fmt.Sprintf(`{"party":{"on":true,"max_agents":%d}}`, int(maxAgents%16)+1), ctl("user", `{"mute":{"targets":["pm"],"mode":"soft"}}`))
+		turns := map[string]int{"arch": a, "dev": d, "pm": p, "qa": q}
+		sel := SelectParty(st, msg("user", agentbridge.ToAll, text), cfg, turns)
+		seen := map[string]int{}
+		mentions := 0
+		for _, pick := range sel.Selected {
+			seen[pick.Participant]++
+			if pick.Participant == "gem" || pick.Participant == "pm" || pick.Participant == "user" {
+				t.Fatalf("selected %s, who cannot run", pick.Participant)
+			}
+			if pick.Reason == PartyMentioned {
+				mentions++
+			}
+		}
+		if len(sel.Selected)-mentions > sel.MaxAgents {
+			t.Fatalf("selected %d beyond %d mentions, max_agents %d", len(sel.Selected), mentions, sel.MaxAgents)
+		}
+		for _, pick := range sel.NotSelected {
+			seen[pick.Participant]++
+		}
+		for _, inv := range st.Participants.Invited {
+			if seen[inv.ID] != 1 {
+				t.Fatalf("%s appears %d times", inv.ID, seen[inv.ID])
+			}
+		}
+		var ranked []PartyPick
+		for _, pick := range slices.Concat(sel.Selected, sel.NotSelected) {
+			if pick.Rank > 0 {
+				ranked = append(ranked, pick)
+			}
+		}
+		slices.SortFunc(ranked, func(x, y PartyPick) int { return x.Rank - y.Rank })
+		for i := 1; i < len(ranked); i++ {
+			x, y := ranked[i-1], ranked[i]
+			if len(x.Matched) < len(y.Matched) ||
+				(len(x.Matched) == len(y.Matched) && (x.Turns > y.Turns || (x.Turns == y.Turns && x.Participant > y.Participant))) {
+				t.Fatalf("rank %d (%+v) before rank %d (%+v)", x.Rank, x, y.Rank, y)
+			}
+		}
+	})
+}
