@@ -18,6 +18,9 @@ type Profile struct {
 	// Expertise lists topics the participant knows well; party mode
 	// selects agents whose expertise matches a message's words.
 	Expertise []string `json:"expertise,omitempty"`
+	// Character is the participant's character sheet when it plays an
+	// actor in a scene (contract 5.8): only its own briefing carries it.
+	Character string `json:"character,omitempty"`
 }
 
 // Invite is one invited participant of a thread.
@@ -64,6 +67,9 @@ type ThreadState struct {
 	// LastHop is the provenance hop count of the thread's latest message
 	// (see Hop).
 	LastHop int `json:"last_hop"`
+	// Scene is the thread's scene (see SceneState); nil until a human
+	// starts one. It is replaced, never modified, when it changes.
+	Scene *SceneState `json:"scene,omitempty"`
 }
 
 // Humans is the set of participant ids whose controls count (the server's
@@ -132,6 +138,7 @@ func Hop(s ThreadState, e Event, humans Humans) int {
 // (the bridge has already refused malformed controls, and the coordinator
 // must fold whatever the log holds without failing).
 func Fold(s ThreadState, e Event, humans Humans) ThreadState {
+	s.Scene = foldScene(s.Scene, e, humans)
 	switch e.Type {
 	case TypeMessage:
 		if PartyExits(s, e, humans) {
@@ -239,6 +246,8 @@ type Control struct {
 	Prod []string
 	// Party switches party mode (contract 5.7).
 	Party *PartyControl
+	// Scene starts or closes a scene (see SceneControl).
+	Scene *SceneControl
 }
 
 // InviteControl is {"invite":{"participant_id","profile"}}.
@@ -314,6 +323,7 @@ func ParseControl(content json.RawMessage) (Control, error) {
 				// Expertise is decoded separately so that a wrong type
 				// gets its own sentence.
 				Expertise json.RawMessage `json:"expertise"`
+				Character *string         `json:"character"`
 			}
 			if len(raw.Profile) == 0 || json.Unmarshal(raw.Profile, &p) != nil || isNull(raw.Profile) {
 				return Control{}, bad(key, "An invite needs a profile object with client and model.")
@@ -332,6 +342,9 @@ func ParseControl(content json.RawMessage) (Control, error) {
 				if json.Unmarshal(p.Expertise, &inv.Profile.Expertise) != nil {
 					return Control{}, bad(key, "An invite's profile expertise must be a list of strings, such as [\"databases\", \"security\"].")
 				}
+			}
+			if p.Character != nil {
+				inv.Profile.Character = *p.Character
 			}
 			c.Invite = inv
 		case "uninvite":
@@ -400,6 +413,12 @@ func ParseControl(content json.RawMessage) (Control, error) {
 				return Control{}, err
 			}
 			c.Party = p
+		case "scene":
+			sc, err := parseSceneControl(v)
+			if err != nil {
+				return Control{}, err
+			}
+			c.Scene = sc
 		}
 	}
 	return c, nil

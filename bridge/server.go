@@ -196,6 +196,7 @@ func (s *Server) routes() http.Handler {
 	r.Post("/threads/{id}/events", s.h(s.handleEventsPost))
 	r.Get("/threads/{id}/events/stream", s.h(s.handleThreadStream))
 	r.Get("/threads/{id}/state", s.h(s.handleStateGet))
+	r.Get("/threads/{id}/transcript", s.h(s.handleTranscript))
 	r.Get("/threads/{id}/presence", s.h(s.handlePresenceGet))
 	r.Post("/threads/{id}/presence", s.h(s.handlePresencePost))
 

@@ -609,6 +609,9 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	if err := agentbridge.AdmitParty(req.Thread, h.state, in); err != nil {
 		return response{err: err}, nil
 	}
+	if err := agentbridge.CheckSceneControl(h.state, in); err != nil {
+		return response{err: err}, nil
+	}
 	if in.Type == agentbridge.TypeMessage {
 		if h.state.IsHardMuted(in.From) {
 			return response{err: &agentbridge.Error{
@@ -756,10 +759,13 @@ func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta str
 	}
 	h.lastSeq = ev.Seq
 	// Besides controls, only a message ending party mode (an exit word)
-	// changes the state.
+	// or a scene event (a speech counts a turn) changes the state;
+	// comparing the scene pointer keeps plain messages free of the
+	// state's encoding.
 	partyEnded := h.state.Party.On && !after.Party.On
+	sceneChanged := after.Scene != h.state.Scene
 	h.state = after
-	if ev.Type != agentbridge.TypeControl && !partyEnded {
+	if ev.Type != agentbridge.TypeControl && !partyEnded && !sceneChanged {
 		return nil
 	}
 	key, err := stateKey(after)
