@@ -117,6 +117,9 @@ func (sc *SceneState) Running() bool { return sc != nil && sc.Status == SceneRun
 // HasActor reports whether id plays in sc.
 func (sc *SceneState) HasActor(id string) bool { return sc != nil && slices.Contains(sc.Actors, id) }
 
+// NextAfter returns the actor who speaks after id, in actors order.
+func (sc *SceneState) NextAfter(id string) string { return sc.after(id) }
+
 // after returns the actor who speaks after id, in actors order.
 func (sc *SceneState) after(id string) string {
 	i := slices.Index(sc.Actors, id)

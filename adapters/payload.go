@@ -25,6 +25,27 @@ type Payload struct {
 	// Primer is the text of the primer file (docs/bridge-agent-primer.md by
 	// default), sent with every invocation so adapters stay stateless.
 	Primer string `json:"primer"`
+	// Scene is set when the participant plays an actor in a scene
+	// (contract 5.8): its own briefing only, never another actor's.
+	Scene *ScenePayload `json:"scene,omitempty"`
+}
+
+// ScenePayload is an actor's briefing: its own character sheet, journal
+// and brief, the setting, the turn and, when the coordinator has one, a
+// nudge (the correction, soft-cap or journal prompt). Step says whether the
+// actor is to speak (turn) or write its journal entry (journal).
+type ScenePayload struct {
+	Actor     string `json:"actor"`
+	Character string `json:"character"`
+	Journal   string `json:"journal"`
+	Brief     string `json:"brief"`
+	Setting   string `json:"setting"`
+	Turn      int    `json:"turn"`
+	Nudge     string `json:"nudge,omitempty"`
+	Step      string `json:"step"`
+	// With lists the other actors' ids, so the actor knows whom it is
+	// talking to (their sheets and briefs stay private).
+	With []string `json:"with"`
 }
 
 // BridgeInfo tells the adapter where the bridge is, so it can read more of

@@ -90,6 +90,10 @@ type Config struct {
 	// PrimerPath is the primer file given to adapters, resolved against
 	// the config folder.
 	PrimerPath string
+	// ScenePrimerPath is the actor system prompt given to actors in a
+	// scene instead of the primer (config key scene_primer_path), resolved
+	// like PrimerPath.
+	ScenePrimerPath string
 	// StatusAddr is where the status API listens ("" = off).
 	StatusAddr string
 	// BridgeToken is sent as a bearer token to the bridge.
@@ -155,6 +159,7 @@ func DefaultConfig() Config {
 		MaxAgentHops:            6,
 		MaxInvocationsPerMinute: 30,
 		PrimerPath:              "docs/bridge-agent-primer.md",
+		ScenePrimerPath:         "docs/scene-actor-primer.md",
 		StatusAddr:              "127.0.0.1:5112",
 		ShutdownGrace:           10 * time.Second,
 	}
@@ -229,6 +234,7 @@ func ParseConfig(r io.Reader, baseDir string) (Config, []string, error) {
 		func() error { return p.integer("max_agent_hops", &cfg.MaxAgentHops, 1) },
 		func() error { return p.integer("max_invocations_per_minute", &cfg.MaxInvocationsPerMinute, 1) },
 		func() error { return p.path("primer_path", &cfg.PrimerPath, baseDir) },
+		func() error { return p.path("scene_primer_path", &cfg.ScenePrimerPath, baseDir) },
 		func() error { return p.statusAddr(&cfg.StatusAddr) },
 		func() error { return p.str("bridge_token", &cfg.BridgeToken) },
 		func() error { return p.seconds("shutdown_grace_s", &cfg.ShutdownGrace, true) },
@@ -259,7 +265,7 @@ func isKnownKey(k string) bool {
 		"broadcast_senders", "broadcast_agents", "presence_heartbeat_s",
 		"poll_threads_s", "agents", "human_ids", "max_concurrency",
 		"max_agent_hops", "max_invocations_per_minute", "primer_path",
-		"status_addr", "bridge_token", "shutdown_grace_s":
+		"scene_primer_path", "status_addr", "bridge_token", "shutdown_grace_s":
 		return true
 	}
 	return false

@@ -48,6 +48,7 @@ func TestParseConfig_Defaults(t *testing.T) {
 		"max_agent_hops":             cfg.MaxAgentHops == 6,
 		"max_invocations_per_minute": cfg.MaxInvocationsPerMinute == 30,
 		"primer_path":                cfg.PrimerPath == "docs/bridge-agent-primer.md",
+		"scene_primer_path":          cfg.ScenePrimerPath == "docs/scene-actor-primer.md",
 		"status_addr":                cfg.StatusAddr == "127.0.0.1:5112",
 		"bridge_token":               cfg.BridgeToken == "",
 		"shutdown_grace_s":           cfg.ShutdownGrace == 10*time.Second,
@@ -351,7 +352,7 @@ func TestLoadConfig_RepoDefault(t *testing.T) {
 	for _, key := range []string{"bridge_url", "coordinator_id", "startup_mode", "max_reply_chars", "context_window_size",
 		"adapter_timeout_s", "enable_mentions", "mention_prefix", "mention_senders", "enable_broadcast", "broadcast_senders",
 		"broadcast_agents", "presence_heartbeat_s", "human_ids", "max_concurrency", "max_agent_hops",
-		"max_invocations_per_minute", "primer_path", "status_addr", "bridge_token", "shutdown_grace_s"} {
+		"max_invocations_per_minute", "primer_path", "scene_primer_path", "status_addr", "bridge_token", "shutdown_grace_s"} {
 		if !strings.Contains(string(raw), `"`+key+`"`) {
 			t.Errorf("coordinator.config.json does not spell out %s", key)
 		}

@@ -410,9 +410,9 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 		return err
 	} else if ok && done >= e.Seq {
 		// Already processed (the global cursor was reset behind it).
-	} else if e.Type == agentbridge.TypeMessage || e.Type == agentbridge.TypeControl {
+	} else if e.Type == agentbridge.TypeMessage || e.Type == agentbridge.TypeControl || e.Type == agentbridge.TypeSceneClosed {
 		d = Decide(before.state, e, cfg)
-		decided = e.Type == agentbridge.TypeMessage || d.Rule == RuleProd
+		decided = e.Type == agentbridge.TypeMessage || d.Rule == RuleProd || d.Rule == RuleScene || d.Rule == RuleSceneJournal
 	}
 	if decided {
 		js, err := json.Marshal(d)
@@ -452,7 +452,7 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	}
 	for _, inv := range queued {
 		ev := e
-		c.sched.enqueue(job{inv: inv, trigger: &ev, profile: profiles[inv.Participant], hasProfile: true})
+		c.sched.enqueue(job{inv: inv, trigger: &ev, profile: profiles[inv.Participant], hasProfile: true, after: &after})
 	}
 	for _, n := range step.Notices {
 		c.sched.postNotice(n)
@@ -503,6 +503,7 @@ func (c *Coordinator) threadName(ctx context.Context, thread string) (string, er
 const (
 	noticeClarification = "clarification"
 	noticeLoopGuard     = "loop-guard"
+	noticeSceneClosed   = "scene.closed"
 )
 
 // notices builds the coordinator messages a decision owes: a clarification
@@ -522,6 +523,14 @@ func (c *Coordinator) notices(cfg *Config, e agentbridge.Event, d Decision) []st
 	}
 	if d.LoopGuard {
 		add(noticeLoopGuard, agentbridge.ToAll, LoopGuardNotice(d.Hop, cfg.MaxAgentHops))
+	}
+	if d.SceneClose != "" {
+		in := agentbridge.EventInput{
+			Type: agentbridge.TypeSceneClosed, From: cfg.CoordinatorID, To: agentbridge.ToAll,
+			Content: mustJSON(d.SceneClose),
+			Meta:    agentbridge.Meta{ReplyTo: e.ID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "scene"}},
+		}
+		out = append(out, state.Notice{TriggerID: e.ID, Kind: noticeSceneClosed, Thread: e.Thread, Post: mustJSON(in)})
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -59,6 +61,8 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	case res.Interrupted:
 		o.Status = state.StatusInterrupted
 		o.Error = adapters.ErrorMessage(res, cfg.AdapterTimeout)
+	case res.OK() && in.scene != nil:
+		res = c.sceneOutcome(ctx, cfg, inv, in, res, &o)
 	case res.OK():
 		o.Status = state.StatusSucceeded
 		hop := inv.Hop + 1
@@ -75,6 +79,11 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		msg := adapters.ErrorMessage(res, cfg.AdapterTimeout)
 		o.Error = msg
 		post = c.errorPost(cfg, inv, msg)
+		if in.scene != nil && in.scene.step.Step == agentbridge.SceneStepTurn {
+			// A turn that fails leaves the scene without its next
+			// speech: the error notice closes it.
+			post.Meta.Extra[agentbridge.MetaScene] = mustJSON(agentbridge.SceneMeta{Close: agentbridge.CloseError})
+		}
 	}
 	if post.From != "" {
 		o.Post = mustJSON(post)
@@ -129,6 +138,10 @@ type prepared struct {
 	spec     adapters.Spec
 	payload  []byte
 	startErr error
+	// scene is set for an actor's scene step; p is the payload before
+	// encoding, for the correction run.
+	scene *sceneRun
+	p     adapters.Payload
 }
 
 // prepare fetches the context window (and, for recovered jobs, the trigger
@@ -182,14 +195,21 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 		window = events
 	}
 	profile := j.profile
-	if !j.hasProfile {
+	after := j.after
+	if !j.hasProfile || after == nil {
 		st, _, err := c.bridge.State(ctx, inv.Thread, inv.TriggerSeq)
 		if err != nil {
 			return prepared{}, fmt.Errorf("read thread state: %w", err)
 		}
-		if invite, ok := st.Invited(inv.Participant); ok {
+		after = &st
+		if invite, ok := st.Invited(inv.Participant); ok && !j.hasProfile {
 			profile = invite.Profile
 		}
+	}
+	step, inScene := agentbridge.SceneStepFor(*after, *trigger, inv.Participant)
+	window = agentbridge.VisibleTo(window, inv.Participant)
+	if inScene {
+		window = withoutSceneControls(window)
 	}
 	name, err := c.threadName(ctx, inv.Thread)
 	if err != nil {
@@ -213,6 +233,12 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 		primer = string(b)
 	}
 	payload := adapters.NewPayload(cfg.BridgeURL, agentbridge.Thread{ID: inv.Thread, Name: name}, *trigger, inv.Participant, profile, window, primer)
+	var scene *sceneRun
+	if inScene {
+		if scene, err = c.sceneBriefing(ctx, cfg, &payload, step, name); err != nil {
+			return prepared{}, err
+		}
+	}
 	body, err := json.Marshal(payload)
 	if err != nil {
 		return prepared{}, fmt.Errorf("encode payload: %w", err)
@@ -231,53 +257,90 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 	return prepared{
 		spec:    adapters.Spec{Command: agent.Command, Dir: agent.Cwd, Env: env, Timeout: cfg.AdapterTimeout},
 		payload: body,
+		scene:   scene,
+		p:       payload,
 	}, nil
 }
 
 // deliver posts a reply or error message with the pair's idempotency key,
 // retrying transient failures until ctx ends, and records the result. It
 // returns the invocation's final status: refused when the bridge answers
-// 409 (the participant was muted or the thread paused meanwhile).
+// 409 (the participant was muted or the thread paused meanwhile). post is
+// one EventInput, or an array of them (a scene turn's thinking, then its
+// speech) posted in order, each under its own key: the last one under the
+// pair's key, so recovery finds the pair's reply as for any other.
 func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post json.RawMessage, status string) string {
 	ledger := context.WithoutCancel(ctx)
-	var in agentbridge.EventInput
-	if err := json.Unmarshal(post, &in); err != nil {
+	var posts []agentbridge.EventInput
+	var err error
+	if trimmed := bytes.TrimSpace(post); len(trimmed) > 0 && trimmed[0] == '[' {
+		err = json.Unmarshal(post, &posts)
+	} else {
+		var in agentbridge.EventInput
+		err = json.Unmarshal(post, &in)
+		posts = []agentbridge.EventInput{in}
+	}
+	if err != nil || len(posts) == 0 {
 		c.log.Error("decode pending post", "id", inv.ID, "err", err)
 		_ = c.db.Posted(ledger, inv.ID, "", "", fmt.Sprintf("the pending post could not be decoded: %v", err))
 		return status
 	}
-	key := idempotencyKey(inv.TriggerID, inv.Participant)
-	var b backoff
-	for {
-		ev, err := c.bridge.Append(ctx, inv.Thread, in, key)
+	var last agentbridge.Event
+	for i, in := range posts {
+		key := idempotencyKey(inv.TriggerID, inv.Participant)
+		if i < len(posts)-1 {
+			key = idempotencyKey(inv.TriggerID, inv.Participant+"\x00part"+strconv.Itoa(i))
+		}
+		ev, err := c.appendRetry(ctx, inv, in, key)
 		if err == nil {
-			if err := c.db.Posted(ledger, inv.ID, ev.ID, "", ""); err != nil {
-				c.log.Error("record reply", "id", inv.ID, "err", err)
-			}
-			return status
+			last = ev
+			continue
 		}
 		var ae *agentbridge.Error
-		if errors.As(err, &ae) && ae.Status == http.StatusConflict {
+		switch {
+		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
 			if err := c.db.Posted(ledger, inv.ID, "", state.StatusRefused, ae.Message); err != nil {
 				c.log.Error("record refused reply", "id", inv.ID, "err", err)
 			}
 			return state.StatusRefused
-		}
-		if errors.As(err, &ae) && permanent(ae.Status) {
+		case errors.As(err, &ae):
 			c.log.Error("the bridge rejected a reply; not retrying", "id", inv.ID, "err", err)
 			if err := c.db.Posted(ledger, inv.ID, "", "", "the bridge rejected the reply: "+ae.Message); err != nil {
 				c.log.Error("record rejected reply", "id", inv.ID, "err", err)
 			}
 			return status
-		}
-		if ctx.Err() != nil {
+		default:
 			// Left pending in the ledger: the next run posts it.
 			return status
+		}
+	}
+	if err := c.db.Posted(ledger, inv.ID, last.ID, "", ""); err != nil {
+		c.log.Error("record reply", "id", inv.ID, "err", err)
+	}
+	return status
+}
+
+// appendRetry appends in with key, retrying transient failures until ctx
+// ends. It returns the bridge's *agentbridge.Error for a permanent refusal
+// and ctx's error when it gave up.
+func (c *Coordinator) appendRetry(ctx context.Context, inv state.Invocation, in agentbridge.EventInput, key string) (agentbridge.Event, error) {
+	var b backoff
+	for {
+		ev, err := c.bridge.Append(ctx, inv.Thread, in, key)
+		if err == nil {
+			return ev, nil
+		}
+		var ae *agentbridge.Error
+		if errors.As(err, &ae) && (ae.Status == http.StatusConflict || permanent(ae.Status)) {
+			return agentbridge.Event{}, ae
+		}
+		if ctx.Err() != nil {
+			return agentbridge.Event{}, ctx.Err()
 		}
 		d := b.next()
 		c.log.Warn("cannot post reply; retrying", "id", inv.ID, "err", err, "retry_in", d.Round(time.Millisecond))
 		if !sleepCtx(ctx, d) {
-			return status
+			return agentbridge.Event{}, ctx.Err()
 		}
 	}
 }

@@ -66,6 +66,9 @@ type Decision struct {
 	// LoopGuard asks for one loop-guard notice: the trigger had targets but
 	// its hop count reached max_agent_hops, so nobody is invoked.
 	LoopGuard bool `json:"loop_guard,omitempty"`
+	// SceneClose, when set, is the reason of the scene this event closed:
+	// the coordinator posts one scene.closed event with it.
+	SceneClose string `json:"scene_close,omitempty"`
 }
 
 // Target is one participant to invoke and the agent entry that speaks for
@@ -103,6 +106,7 @@ func Decide(state agentbridge.ThreadState, e agentbridge.Event, cfg *Config) Dec
 		},
 	}
 	switch {
+	case r.decideScene():
 	case e.Type == agentbridge.TypeControl:
 		r.control()
 	case e.Type != agentbridge.TypeMessage:
@@ -294,7 +298,9 @@ func (r *router) finish() {
 		r.dropAll(ReasonPaused)
 		return
 	}
-	if r.cfg.MaxAgentHops > 0 && r.d.Hop >= r.cfg.MaxAgentHops && len(r.d.Invoke) > 0 {
+	r.dropActors()
+	inScene := r.d.Rule == RuleScene || r.d.Rule == RuleSceneJournal
+	if !inScene && r.cfg.MaxAgentHops > 0 && r.d.Hop >= r.cfg.MaxAgentHops && len(r.d.Invoke) > 0 {
 		r.d.LoopGuard = true
 		r.dropAll(ReasonLoopGuard)
 	}

@@ -17,6 +17,9 @@ type job struct {
 	trigger    *agentbridge.Event
 	profile    agentbridge.Profile
 	hasProfile bool
+	// after is the thread's state just after the trigger, when known; a
+	// scene step is derived from it (agentbridge.SceneStepFor).
+	after *agentbridge.ThreadState
 }
 
 type pairKey struct{ thread, participant string }

@@ -77,6 +77,7 @@ func (c *Coordinator) statusHandler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /invocations", c.handleInvocations)
 	mux.HandleFunc("GET /decisions", c.handleDecisions)
+	mux.HandleFunc("GET /journals/{participant}", c.handleJournal)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no %s %s on the coordinator's status API; try /invocations or /decisions?event=ID.", r.Method, r.URL.Path))
 	})

@@ -289,8 +289,12 @@ type Outcome struct {
 	OutputBytes int64
 	StderrTail  string
 	// Post is the JSON of the EventInput to append (reply or error
-	// message); empty when nothing is to be posted (interrupted).
+	// message), or of an array of them posted in order (a scene turn's
+	// thinking and speech); empty when nothing is to be posted.
 	Post json.RawMessage
+	// Journal, when set, is appended to the participant's journal in the
+	// same transaction as the outcome, so that it is kept exactly once.
+	Journal *JournalEntry
 }
 
 // Finish records the end of an adapter run, and the event still to post,
@@ -305,13 +309,29 @@ func (d *DB) Finish(ctx context.Context, id int64, o Outcome) error {
 	if !o.Started.IsZero() && !o.Finished.IsZero() {
 		dur = o.Finished.Sub(o.Started).Milliseconds()
 	}
-	_, err := d.db.ExecContext(ctx, `UPDATE invocations SET status = ?, exit_code = ?, error = ?,
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("finish invocation %d: begin: %w", id, err)
+	}
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx, `UPDATE invocations SET status = ?, exit_code = ?, error = ?,
 		started_at = CASE WHEN ? = '' THEN started_at ELSE ? END, finished_at = ?, duration_ms = ?,
 		output_bytes = ?, stderr_tail = ?, pending_post = ? WHERE id = ?`,
 		o.Status, o.ExitCode, o.Error, started, started, agentbridge.FormatTime(o.Finished), dur,
 		o.OutputBytes, o.StderrTail, string(o.Post), id)
 	if err != nil {
 		return fmt.Errorf("finish invocation %d: %w", id, err)
+	}
+	if j := o.Journal; j != nil {
+		_, err := tx.ExecContext(ctx, `INSERT INTO journals (invocation_id, participant, thread, thread_name, created_at, entry)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (invocation_id) DO NOTHING`,
+			id, j.Participant, j.Thread, j.ThreadName, agentbridge.FormatTime(o.Finished), j.Entry)
+		if err != nil {
+			return fmt.Errorf("append journal entry of invocation %d: %w", id, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("finish invocation %d: commit: %w", id, err)
 	}
 	return nil
 }

@@ -1,0 +1,35 @@
+package coordinator
+
+import (
+	"net/http"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+)
+
+// JournalResponse is the body of GET /journals/{participant}: an actor's
+// journal entries, oldest first, and the same as one text with dated
+// headers (what the actor's next briefing carries).
+type JournalResponse struct {
+	Participant string               `json:"participant"`
+	Entries     []state.JournalEntry `json:"entries"`
+	Text        string               `json:"text"`
+}
+
+func (c *Coordinator) handleJournal(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("participant")
+	if !agentbridge.ParticipantIDPattern.MatchString(id) {
+		writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "participant", "%q is not a valid participant id.", id))
+		return
+	}
+	entries, err := c.db.Journal(r.Context(), id)
+	if err != nil {
+		c.log.Error("read journal", "participant", id, "err", err)
+		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The journal could not be read."))
+		return
+	}
+	if entries == nil {
+		entries = []state.JournalEntry{}
+	}
+	writeJSON(w, http.StatusOK, JournalResponse{Participant: id, Entries: entries, Text: state.JournalText(entries)})
+}
