@@ -209,7 +209,7 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 	step, inScene := agentbridge.SceneStepFor(*after, *trigger, inv.Participant)
 	window = agentbridge.VisibleTo(window, inv.Participant)
 	if inScene {
-		window = withoutSceneControls(window)
+		window = withoutControls(window)
 	}
 	name, err := c.threadName(ctx, inv.Thread)
 	if err != nil {

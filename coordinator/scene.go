@@ -126,9 +126,10 @@ func (c *Coordinator) sceneBriefing(ctx context.Context, cfg *Config, p *adapter
 		Actor: actor, Character: p.Participant.Profile.Character, Journal: state.JournalText(entries),
 		Brief: sc.Briefs[actor], Setting: sc.Setting, Turn: step.Turn, Nudge: step.Nudge, Step: step.Step, With: with,
 	}
-	// The profile is repeated in the payload's participant; its character
-	// is the actor's own, so it may stay. Scene primer replaces the
-	// thread primer when configured.
+	if p.Trigger.Type == agentbridge.TypeControl {
+		p.Content, p.Trigger.Content = SceneStartContent, SceneStartContent
+	}
+	// The actor system prompt replaces the thread primer.
 	if b, err := os.ReadFile(cfg.ScenePrimerPath); err == nil {
 		p.Primer = string(b)
 	} else if cfg.ScenePrimerPath != "" && !errors.Is(err, os.ErrNotExist) {
@@ -137,20 +138,21 @@ func (c *Coordinator) sceneBriefing(ctx context.Context, cfg *Config, p *adapter
 	return &sceneRun{step: step, next: sc.NextAfter(actor), threadName: threadName}, nil
 }
 
-// withoutSceneControls drops scene controls from an actor's context: they
-// hold every actor's brief.
-func withoutSceneControls(events []agentbridge.Event) []agentbridge.Event {
+// withoutControls drops controls from an actor's context: invites hold
+// every actor's character sheet and the scene control every brief.
+func withoutControls(events []agentbridge.Event) []agentbridge.Event {
 	out := events[:0:0]
 	for _, e := range events {
-		if e.Type == agentbridge.TypeControl {
-			if ctl, err := agentbridge.ParseControl(e.Content); err == nil && ctl.Scene != nil {
-				continue
-			}
+		if e.Type != agentbridge.TypeControl {
+			out = append(out, e)
 		}
-		out = append(out, e)
 	}
 	return out
 }
+
+// SceneStartContent is the message the first actor receives when a scene
+// starts (the trigger is the human's control, which it must not read).
+const SceneStartContent = "The scene begins now. You speak first."
 
 // sceneOutcome turns a successful actor run into what is owed to the
 // thread: for a turn, its private thinking and its speech to the next

@@ -19,6 +19,9 @@
 //	fake:flood=RATE       while the rest runs, write RATE progress lines a
 //	                      second to $BRIDGE_PROGRESS_FD (in 10 ms bursts)
 //
+// When the payload has a scene briefing it plays an actor instead
+// (see actScene): its directives are read from its brief.
+//
 // An unknown "fake:" directive makes it exit 70. The default reply is
 // "<participant id> got: <content>". With
 // $FAKE_ADAPTER_DIR set, the payload is saved as
@@ -54,6 +57,15 @@ type payload struct {
 	Participant struct {
 		ID string `json:"id"`
 	} `json:"participant"`
+	Scene *struct {
+		Actor   string   `json:"actor"`
+		Journal string   `json:"journal"`
+		Brief   string   `json:"brief"`
+		Turn    int      `json:"turn"`
+		Nudge   string   `json:"nudge"`
+		Step    string   `json:"step"`
+		With    []string `json:"with"`
+	} `json:"scene"`
 }
 
 type directives struct {
@@ -93,6 +105,9 @@ func run() (int, error) {
 	var p payload
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return 0, fmt.Errorf("decode payload: %w", err)
+	}
+	if p.Scene != nil {
+		return actScene(p, raw)
 	}
 	d, err := parse(p.Content)
 	if err != nil {
@@ -309,4 +324,70 @@ func flood(rate int) {
 			return
 		}
 	}
+}
+
+// actScene plays an actor. Its brief may hold these directives, N being a
+// scene turn number:
+//
+//	fake:close=N   say a closing line at turn N
+//	fake:end=N     say the explicit end marker at turn N
+//	fake:raw=N     answer without tags at turn N, until corrected
+//	fake:broken=N  answer without tags at turn N, even when corrected
+//	fake:sleep=D   sleep D before every answer
+//
+// Its thinking always holds the marker SECRET-<actor>-<turn>, so tests can
+// search other actors' payloads for it. The payload is saved as
+// <event_id>-<participant>[-corr].json.
+func actScene(p payload, raw []byte) (int, error) {
+	sc := p.Scene
+	corr := strings.HasPrefix(sc.Nudge, "Your last response did not use")
+	if dir := os.Getenv(envDir); dir != "" {
+		q := p
+		if corr {
+			q.Participant.ID += "-corr"
+		}
+		if err := record(dir, q, raw); err != nil {
+			return 0, err
+		}
+	}
+	at := map[string]int{}
+	var sleep time.Duration
+	for _, tok := range strings.Fields(sc.Brief) {
+		name, ok := strings.CutPrefix(tok, "fake:")
+		if !ok {
+			continue
+		}
+		key, val, _ := strings.Cut(name, "=")
+		if key == "sleep" {
+			d, err := time.ParseDuration(val)
+			if err != nil {
+				return 0, fmt.Errorf("directive %q: %w", tok, err)
+			}
+			sleep = d
+			continue
+		}
+		n, err := strconv.Atoi(val)
+		if err != nil {
+			return 0, fmt.Errorf("directive %q: %w", tok, err)
+		}
+		at[key] = n
+	}
+	time.Sleep(sleep)
+	if sc.Step == "journal" {
+		fmt.Printf("JOURNAL-%s: I played a scene with %s. Earlier entries: %d bytes.", sc.Actor, strings.Join(sc.With, ", "), len(sc.Journal))
+		return 0, nil
+	}
+	speech := fmt.Sprintf("%s says line %d.", sc.Actor, sc.Turn)
+	switch sc.Turn {
+	case at["close"]:
+		speech = "Well, thank you both, this was generous."
+	case at["end"]:
+		speech = "*[the scene ends here]*"
+	}
+	if sc.Turn == at["broken"] || (sc.Turn == at["raw"] && !corr) {
+		fmt.Print(speech)
+		return 0, nil
+	}
+	fmt.Printf("<thinking>SECRET-%s-%d I keep this to myself.</thinking>\n<speech>%s</speech>\n", sc.Actor, sc.Turn, speech)
+	return 0, nil
 }
