@@ -47,6 +47,9 @@ func isSpace(r rune) bool { return strings.ContainsRune(" \t\r\n\v\f", r) }
 // adapters feed it to their CLI through "agent-bridge prompt", so an adapter
 // in shell needs neither jq nor python.
 func RenderPrompt(p Payload) string {
+	if p.Scene != nil {
+		return RenderScenePrompt(p)
+	}
 	var b strings.Builder
 	if primer := strings.TrimSpace(p.Primer); primer != "" {
 		b.WriteString(primer)

@@ -81,6 +81,7 @@ func TestParseConfig_AllKeys(t *testing.T) {
 		"max_agent_hops": 3,
 		"max_invocations_per_minute": 4,
 		"primer_path": "/etc/primer.md",
+		"scene_primer_path": "/etc/actor.md",
 		"status_addr": "",
 		"bridge_token": "s3cret",
 		"shutdown_grace_s": 0,
@@ -121,6 +122,7 @@ func TestParseConfig_AllKeys(t *testing.T) {
 		MaxAgentHops:            3,
 		MaxInvocationsPerMinute: 4,
 		PrimerPath:              "/etc/primer.md",
+		ScenePrimerPath:         "/etc/actor.md",
 		StatusAddr:              "",
 		BridgeToken:             "s3cret",
 		ShutdownGrace:           0,
@@ -333,6 +335,7 @@ func TestLoadConfig_RepoDefault(t *testing.T) {
 	}
 	want := DefaultConfig()
 	want.PrimerPath = filepath.Join(root, "docs/bridge-agent-primer.md")
+	want.ScenePrimerPath = filepath.Join(root, "docs/scene-actor-primer.md")
 	want.Path = path
 	want.Agents = map[string]AgentConfig{
 		"echo": {

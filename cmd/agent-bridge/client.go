@@ -271,6 +271,7 @@ func (m *Main) runInvite(ctx context.Context, args []string) error {
 	cl := fs.String("client", "", "the participant's client, such as claude or codex (required)")
 	model := fs.String("model", "", "the participant's model (required)")
 	nick := fs.String("nickname", "", "a name the participant answers to in mentions")
+	character := fs.String("character", "", "the participant's character sheet, when it plays an actor in a scene (@FILE reads a file)")
 	var roles stringList
 	fs.Var(&roles, "role", "a role the participant answers to in mentions (repeatable)")
 	pos, err := parseFlags(fs, args)
@@ -286,7 +287,15 @@ func (m *Main) runInvite(ctx context.Context, args []string) error {
 	if *model == "" {
 		return usagef("--model: required (the participant's model)")
 	}
-	profile := agentbridge.Profile{Client: *cl, Model: *model, Roles: roles, Nickname: *nick}
+	sheet := *character
+	if name, ok := strings.CutPrefix(sheet, "@"); ok {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return usagef("--character: %v", err)
+		}
+		sheet = string(b)
+	}
+	profile := agentbridge.Profile{Client: *cl, Model: *model, Roles: roles, Nickname: *nick, Character: sheet}
 	ctl := map[string]any{"invite": map[string]any{"participant_id": pos[1], "profile": profile}}
 	return m.postControl(ctx, cf, pos[0], *from, ctl)
 }
@@ -423,6 +432,9 @@ func (m *Main) runState(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(w, "discussion:   %s (agent mentions %s)\n", onOff(st.Discussion.On), onOff(st.Discussion.AllowAgentMentions))
 	fmt.Fprintf(w, "invited_auto: %s\n", onOff(st.InvitedAuto.On))
+	if st.Scene != nil {
+		fmt.Fprintf(w, "scene:        %s\n", st.Scene)
+	}
 	if len(st.Participants.Invited) == 0 {
 		_, err = fmt.Fprintln(w, "invited:      none")
 		return err

@@ -92,6 +92,9 @@ Client:
   prompt         render an adapter payload (stdin) as a prompt
   invocations    the coordinator's invocation records
   why EVENT_ID   the coordinator's routing decision for one event
+  scene THREAD on --actors a,b [--setting S] [--brief a=TEXT]... | scene THREAD off
+  transcript THREAD [--format md|json]
+  journal ID     an actor's journal (kept by the coordinator)
 
 Operations:
   service install|uninstall|start|stop|status serve|coordinator
@@ -134,6 +137,12 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.runInvocations(ctx, rest)
 	case "why":
 		return m.runWhy(ctx, rest)
+	case "scene":
+		return m.runScene(ctx, rest)
+	case "journal":
+		return m.runJournal(ctx, rest)
+	case "transcript":
+		return m.runTranscript(ctx, rest)
 	case "service":
 		return m.runService(ctx, rest)
 	case "backup":
