@@ -70,7 +70,9 @@ func TestCheckSceneControl(t *testing.T) {
 	if inv, _ := s.Invited("maria"); inv.Profile.Character != "sheet of maria" {
 		t.Fatalf("character not kept: %+v", inv.Profile)
 	}
-	in := func(c string) EventInput { return EventInput{Type: TypeControl, From: "user", Content: json.RawMessage(c)} }
+	in := func(c string) EventInput {
+		return EventInput{Type: TypeControl, From: "user", Content: json.RawMessage(c)}
+	}
 	if err := CheckSceneControl(s, in(`{"scene":{"on":true,"actors":["maria","sam"]}}`)); err != nil {
 		t.Fatalf("valid scene refused: %v", err)
 	}
