@@ -344,6 +344,7 @@ func TestLoadConfig_RepoDefault(t *testing.T) {
 		},
 		"claude-code": {Command: []string{filepath.Join(root, "adapters/claude_code.sh")}, Cwd: root, Client: "claude"},
 		"codex":       {Command: []string{filepath.Join(root, "adapters/codex.sh")}, Cwd: root, Client: "codex"},
+		"scene-demo":  {Command: []string{filepath.Join(root, "adapters/scene-demo.sh")}, Cwd: root, Client: "scene-demo"},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("config =\n%+v\nwant\n%+v", cfg, want)
