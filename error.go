@@ -30,6 +30,8 @@ const (
 	ECodeInternal         = "internal"
 	ECodeEventNotFound    = "event_not_found"
 	ECodeHeadersTooLarge  = "headers_too_large"
+	// ECodeNotRunning: a cancel of an invocation that has already ended.
+	ECodeNotRunning = "not_running"
 )
 
 // Error is the error a client sees. It is serialised as

@@ -248,6 +248,14 @@ type Control struct {
 	Party *PartyControl
 	// Scene starts or closes a scene (see SceneControl).
 	Scene *SceneControl
+	// Cancel stops a participant's queued and running invocations in the
+	// thread (contract 5.4); it leaves the fold's state as it is.
+	Cancel *CancelControl
+}
+
+// CancelControl is {"cancel":{"participant_id"}}.
+type CancelControl struct {
+	ParticipantID string `json:"participant_id"`
 }
 
 // InviteControl is {"invite":{"participant_id","profile"}}.
@@ -419,6 +427,14 @@ func ParseControl(content json.RawMessage) (Control, error) {
 				return Control{}, err
 			}
 			c.Scene = sc
+		case "cancel":
+			var raw struct {
+				ParticipantID *string `json:"participant_id"`
+			}
+			if err := json.Unmarshal(v, &raw); err != nil || raw.ParticipantID == nil || !ParticipantIDPattern.MatchString(*raw.ParticipantID) {
+				return Control{}, bad(key, "A cancel needs {\"participant_id\": ...} with a valid participant id.")
+			}
+			c.Cancel = &CancelControl{ParticipantID: *raw.ParticipantID}
 		}
 	}
 	return c, nil

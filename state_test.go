@@ -68,6 +68,10 @@ func TestParseControl(t *testing.T) {
 		{name: "prod empty", content: `{"prod":[]}`, field: "content.prod"},
 		{name: "prod not a list", content: `{"prod":"codex"}`, field: "content.prod"},
 		{name: "prod with invalid id", content: `{"prod":["a b"]}`, field: "content.prod"},
+		{name: "cancel", content: `{"cancel":{"participant_id":"codex"}}`, want: Control{Cancel: &CancelControl{ParticipantID: "codex"}}},
+		{name: "cancel without id", content: `{"cancel":{}}`, field: "content.cancel"},
+		{name: "cancel with invalid id", content: `{"cancel":{"participant_id":"a b"}}`, field: "content.cancel"},
+		{name: "cancel not an object", content: `{"cancel":"codex"}`, field: "content.cancel"},
 
 		{name: "several controls at once", content: `{"pause":{"on":true},"prod":["a"],"future":{}}`,
 			want: Control{Pause: &Toggle{On: true}, Prod: []string{"a"}}},
@@ -286,6 +290,11 @@ func TestFold(t *testing.T) {
 			}
 			if _, ok := s.Invited("x"); !ok {
 				t.Errorf("invite in the same control was dropped")
+			}
+		}},
+		{"cancel leaves the state alone", []Event{control("user", `{"cancel":{"participant_id":"codex"}}`)}, func(t *testing.T, s ThreadState) {
+			if !reflect.DeepEqual(s, ThreadState{}) {
+				t.Errorf("state = %+v", s)
 			}
 		}},
 		{"prod leaves the state alone", []Event{control("user", `{"prod":["codex"]}`)}, func(t *testing.T, s ThreadState) {

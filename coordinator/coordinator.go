@@ -74,6 +74,8 @@ type Coordinator struct {
 
 	// threads caches the folded state of the threads met most recently.
 	threads *threadCaches
+	// runs holds the cancel functions of the invocations being worked on.
+	runs *runRegistry
 }
 
 // threadCache is a thread's derived state as of seq.
@@ -112,6 +114,7 @@ func New(opts Options) (*Coordinator, error) {
 		exe:     exe,
 		path:    opts.ConfigPath,
 		threads: newThreadCaches(maxCachedThreads),
+		runs:    newRunRegistry(),
 	}
 	c.cfg.Store(&cfg)
 	c.metrics = newMetrics(c)
@@ -431,6 +434,11 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 			})
 		}
 		step.Notices = c.notices(cfg, e, d)
+	}
+	// A cancel is applied before the cursor moves past it, so a crash
+	// in between applies it again (it is idempotent).
+	if err := c.applyCancelControl(ctx, e, humans); err != nil {
+		return err
 	}
 	queued, err := c.db.Commit(ctx, step)
 	if err != nil {

@@ -31,26 +31,36 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		return
 	}
 	cfg := c.cfg.Load()
+	ctx, stopRun, cancelled := c.registerRun(ctx, inv)
+	defer stopRun()
+	if cancelled {
+		return
+	}
 	in, err := c.prepare(ctx, j, cfg)
 	if err != nil {
-		// Only a cancelled work context stops prepare.
-		c.finishInterrupted(ledger, inv, err)
+		// Only a cancelled work context (or a cancel) stops prepare.
+		if !errors.Is(context.Cause(ctx), adapters.ErrCancelled) {
+			c.finishInterrupted(ledger, inv, err)
+		}
 		return
 	}
 	var res adapters.Result
-	stopPresence := c.presence(ctx, inv.Thread, inv.Participant, cfg.PresenceHeartbeat)
+	mon := c.startMonitor(ledger, inv)
+	stopPresence := c.presence(ctx, inv.Thread, inv.Participant, cfg.PresenceHeartbeat, mon)
 	if in.startErr != nil {
 		res = adapters.Result{ExitCode: -1, StartErr: in.startErr, Started: time.Now(), Finished: time.Now()}
 	} else {
+		in.spec.Progress = mon.record
 		res = adapters.Run(ctx, in.spec, in.payload, func(pid, pgid int) {
 			if err := c.db.MarkRunning(ledger, inv.ID, pid, pgid, time.Now()); err != nil {
 				c.log.Error("record adapter start", "id", inv.ID, "err", err)
 			}
 		})
 	}
+	mon.stopMonitor()
 	o := state.Outcome{
 		Started: res.Started, Finished: res.Finished,
-		OutputBytes: res.StdoutBytes, StderrTail: string(res.StderrTail),
+		OutputBytes: res.StdoutBytes, StderrTail: string(res.StderrTail), ProgressBad: res.ProgressBad,
 	}
 	if res.PID != 0 {
 		code := res.ExitCode
@@ -58,6 +68,10 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	}
 	var post agentbridge.EventInput
 	switch {
+	case res.Cancelled:
+		// The cancel already recorded the status; Finish keeps it.
+		o.Status = state.StatusCancelled
+		o.Error = cancelReason("")
 	case res.Interrupted:
 		o.Status = state.StatusInterrupted
 		o.Error = adapters.ErrorMessage(res, cfg.AdapterTimeout)
@@ -90,15 +104,21 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	}
 	// Record the outcome and what is owed before posting it: a crash from
 	// here on re-posts the same event instead of re-running the adapter.
-	if err := c.db.Finish(ledger, inv.ID, o); err != nil {
+	status := o.Status
+	if err := c.db.Finish(ledger, inv.ID, o); errors.Is(err, state.ErrCancelled) {
+		// A cancel won the race with this finish: nothing is posted.
+		status, o.Post = state.StatusCancelled, nil
+	} else if err != nil {
 		c.log.Error("record invocation outcome", "id", inv.ID, "err", err)
 	}
-	status := o.Status
 	if len(o.Post) > 0 {
 		status = c.deliver(ctx, inv, o.Post, o.Status)
 	}
 	stopPresence()
-	c.metrics.observe(status, res.Finished.Sub(res.Started))
+	if status != state.StatusCancelled {
+		// A cancel is counted when it is made.
+		c.metrics.observe(status, res.Finished.Sub(res.Started))
+	}
 	c.logInvocation(inv, status, res.Finished.Sub(res.Started))
 }
 
@@ -285,6 +305,11 @@ func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post js
 		_ = c.db.Posted(ledger, inv.ID, "", "", fmt.Sprintf("the pending post could not be decoded: %v", err))
 		return status
 	}
+	if cur, err := c.db.Invocation(ledger, inv.ID); err == nil && cur.Status == state.StatusCancelled {
+		// Belt and braces: Finish never leaves a post owed by a
+		// cancelled run, and no reply of one is ever posted.
+		return state.StatusCancelled
+	}
 	var last agentbridge.Event
 	for i, in := range posts {
 		key := idempotencyKey(inv.TriggerID, inv.Participant)
@@ -390,13 +415,21 @@ func (c *Coordinator) postNotice(ctx context.Context, n state.Notice) {
 // until the returned function is called, which reports it listening and
 // waits for the reporter to exit. Presence is best effort: failures are
 // logged at debug level only.
-func (c *Coordinator) presence(ctx context.Context, thread, participant string, heartbeat time.Duration) func() {
+//
+// While thinking, the details carry the latest progress status of mon
+// (nil for none), updated when it changes but at most every
+// presenceMinInterval.
+func (c *Coordinator) presence(ctx context.Context, thread, participant string, heartbeat time.Duration, mon *runMonitor) func() {
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	set := func(st string) {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := c.bridge.SetPresence(pctx, thread, agentbridge.PresenceInput{From: participant, State: st}); err != nil {
+		in := agentbridge.PresenceInput{From: participant, State: st}
+		if st == agentbridge.PresenceThinking {
+			in.Details = presenceDetails(mon)
+		}
+		if err := c.bridge.SetPresence(pctx, thread, in); err != nil {
 			c.log.Debug("set presence", "participant", participant, "thread", thread, "state", st, "err", err)
 		}
 	}
@@ -408,10 +441,24 @@ func (c *Coordinator) presence(ctx context.Context, thread, participant string, 
 		set(agentbridge.PresenceThinking)
 		t := time.NewTicker(heartbeat)
 		defer t.Stop()
+		var statusCh <-chan struct{}
+		if mon != nil {
+			statusCh = mon.statusCh
+		}
 		for {
 			select {
 			case <-t.C:
 				set(agentbridge.PresenceThinking)
+			case <-statusCh:
+				set(agentbridge.PresenceThinking)
+				// The rate limit: later changes wait, and the next
+				// update carries the latest of them.
+				select {
+				case <-time.After(presenceMinInterval):
+				case <-stop:
+					set(agentbridge.PresenceListening)
+					return
+				}
 			case <-stop:
 				set(agentbridge.PresenceListening)
 				return

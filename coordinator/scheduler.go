@@ -93,7 +93,6 @@ func (s *scheduler) worker(k pairKey) {
 			s.mu.Unlock()
 			return
 		}
-		j := q[0]
 		s.mu.Unlock()
 		if !s.acquire(k.thread) {
 			s.mu.Lock()
@@ -101,8 +100,17 @@ func (s *scheduler) worker(k pairKey) {
 			s.mu.Unlock()
 			return
 		}
+		// Take the head now, not before acquire: a cancel may have
+		// dropped jobs meanwhile.
 		s.mu.Lock()
-		s.queues[k] = s.queues[k][1:]
+		q = s.queues[k]
+		if len(q) == 0 {
+			s.mu.Unlock()
+			s.release()
+			continue
+		}
+		j := q[0]
+		s.queues[k] = q[1:]
 		if len(s.queues[k]) == 0 {
 			delete(s.queues, k)
 		}
@@ -191,6 +199,31 @@ func (s *scheduler) interruptQueued(ctx context.Context) {
 		if err := s.c.db.SetStatus(ctx, j.inv.ID, state.StatusInterrupted, "the coordinator stopped before this invocation started"); err != nil {
 			s.c.log.Error("record interrupted invocation", "id", j.inv.ID, "err", err)
 		}
+	}
+}
+
+// drop removes a cancelled job from its queue, if it is still waiting.
+func (s *scheduler) drop(id int64) {
+	s.mu.Lock()
+	dropped := false
+	for k, q := range s.queues {
+		for i, j := range q {
+			if j.inv.ID != id {
+				continue
+			}
+			// The worker takes q[0] only after acquire; removing it
+			// here makes the worker's take pick the next one.
+			s.queues[k] = append(q[:i:i], q[i+1:]...)
+			if len(s.queues[k]) == 0 {
+				delete(s.queues, k)
+			}
+			dropped = true
+			break
+		}
+	}
+	s.mu.Unlock()
+	if dropped {
+		s.c.metrics.queueDepth.Dec()
 	}
 }
 

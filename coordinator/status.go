@@ -22,6 +22,10 @@ type metrics struct {
 	invocations *prometheus.CounterVec
 	duration    prometheus.Histogram
 	queueDepth  prometheus.Gauge
+	// tokens (by participant and direction) and cost (by participant)
+	// add up the usage adapters report on the progress fd.
+	tokens *prometheus.CounterVec
+	cost   *prometheus.CounterVec
 }
 
 func newMetrics(c *Coordinator) *metrics {
@@ -41,6 +45,14 @@ func newMetrics(c *Coordinator) *metrics {
 			Help: "Invocations waiting for their participant, a concurrency slot or the rate limit.",
 		}),
 	}
+	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agent_bridge_coordinator_tokens_total",
+		Help: "Tokens adapters reported using, by participant and direction (input, output).",
+	}, []string{"participant", "direction"})
+	m.cost = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agent_bridge_coordinator_cost_usd_total",
+		Help: "Cost in US dollars adapters reported, by participant.",
+	}, []string{"participant"})
 	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "agent_bridge_coordinator_cursor_lag",
 		Help: "Events in the bridge's log not yet processed (head gseq minus cursor); -1 when the bridge is unreachable.",
@@ -53,8 +65,22 @@ func newMetrics(c *Coordinator) *metrics {
 		}
 		return float64(max(head-c.cursor.Load(), 0))
 	})
-	m.reg.MustRegister(m.invocations, m.duration, m.queueDepth, lag)
+	m.reg.MustRegister(m.invocations, m.duration, m.queueDepth, m.tokens, m.cost, lag)
 	return m
+}
+
+// addUsage adds a run's new usage; a negative delta (an adapter that
+// reported less than before) is ignored, as counters only grow.
+func (m *metrics) addUsage(participant string, in, out int64, cost float64) {
+	if in > 0 {
+		m.tokens.WithLabelValues(participant, "input").Add(float64(in))
+	}
+	if out > 0 {
+		m.tokens.WithLabelValues(participant, "output").Add(float64(out))
+	}
+	if cost > 0 {
+		m.cost.WithLabelValues(participant).Add(cost)
+	}
 }
 
 func (m *metrics) observe(status string, d time.Duration) {
@@ -65,8 +91,9 @@ func (m *metrics) observe(status string, d time.Duration) {
 }
 
 // statusHandler serves the status API: /healthz, /metrics, /invocations
-// and /decisions. It is read-only, so it needs no Origin check; it listens
-// on loopback by default.
+// and /decisions, all read-only, and POST /invocations/{id}/cancel. It
+// listens on loopback by default; the cancel refuses cross-site requests
+// (see handleCancel).
 func (c *Coordinator) statusHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -76,6 +103,8 @@ func (c *Coordinator) statusHandler() http.Handler {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /invocations", c.handleInvocations)
+	mux.HandleFunc("GET /invocations/{id}", c.handleInvocation)
+	mux.HandleFunc("POST /invocations/{id}/cancel", c.handleCancel)
 	mux.HandleFunc("GET /decisions", c.handleDecisions)
 	mux.HandleFunc("GET /journals/{participant}", c.handleJournal)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -94,7 +123,7 @@ func (c *Coordinator) handleInvocations(w http.ResponseWriter, r *http.Request) 
 	f := state.Filter{Thread: q.Get("thread"), Status: q.Get("status")}
 	if f.Status != "" && !state.ValidStatus(f.Status) {
 		writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "status",
-			"%q is not an invocation status: use queued, running, succeeded, failed, timeout, interrupted or refused.", f.Status))
+			"%q is not an invocation status: use queued, running, succeeded, failed, timeout, interrupted, refused or cancelled.", f.Status))
 		return
 	}
 	if s := q.Get("limit"); s != "" {

@@ -33,13 +33,17 @@ const (
 	StatusTimeout     = "timeout"
 	StatusInterrupted = "interrupted"
 	StatusRefused     = "refused"
+	// StatusCancelled is final: a person stopped the run (contract 5.4);
+	// nothing of it is posted and it is never re-run.
+	StatusCancelled = "cancelled"
 )
 
 // ValidStatus reports whether s is an invocation status, so that a filter
 // with a typo is refused rather than silently matching nothing.
 func ValidStatus(s string) bool {
 	switch s {
-	case StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusTimeout, StatusInterrupted, StatusRefused:
+	case StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusTimeout, StatusInterrupted, StatusRefused,
+		StatusCancelled:
 		return true
 	}
 	return false
@@ -115,6 +119,15 @@ type Invocation struct {
 	PID              int    `json:"pid,omitempty"`
 	PGID             int    `json:"pgid,omitempty"`
 	ProcessStartedAt string `json:"process_started_at,omitempty"`
+	// InputTokens, OutputTokens and CostUSD are the run's usage as its
+	// adapter last reported it on the progress fd (cumulative).
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+	// ProgressCount counts the progress records received (all of them,
+	// not only the 500 kept); ProgressBad the lines that were not records.
+	ProgressCount int64 `json:"progress_count"`
+	ProgressBad   int64 `json:"progress_bad"`
 }
 
 // Decision is the recorded routing decision for one event, as JSON so that
@@ -271,8 +284,11 @@ func (d *DB) ThreadCursor(ctx context.Context, thread string) (int64, bool, erro
 // restarted coordinator needs to kill its group if it is still alive.
 func (d *DB) MarkRunning(ctx context.Context, id int64, pid, pgid int, started time.Time) error {
 	ts := agentbridge.FormatTime(started)
-	_, err := d.db.ExecContext(ctx, `UPDATE invocations SET status = ?, pid = ?, pgid = ?, started_at = ?,
-		process_started_at = ?, exit_code = NULL, error = '' WHERE id = ?`, StatusRunning, pid, pgid, ts, ts, id)
+	// A cancel that won the race before the start keeps its status.
+	_, err := d.db.ExecContext(ctx, `UPDATE invocations SET status = CASE WHEN status = ? THEN status ELSE ? END,
+		pid = ?, pgid = ?, started_at = ?, process_started_at = ?, exit_code = NULL,
+		error = CASE WHEN status = ? THEN error ELSE '' END WHERE id = ?`,
+		StatusCancelled, StatusRunning, pid, pgid, ts, ts, StatusCancelled, id)
 	if err != nil {
 		return fmt.Errorf("mark invocation %d running: %w", id, err)
 	}
@@ -288,6 +304,8 @@ type Outcome struct {
 	Finished    time.Time
 	OutputBytes int64
 	StderrTail  string
+	// ProgressBad counts the progress lines that were not records.
+	ProgressBad int64
 	// Post is the JSON of the EventInput to append (reply or error
 	// message), or of an array of them posted in order (a scene turn's
 	// thinking and speech); empty when nothing is to be posted.
@@ -297,9 +315,18 @@ type Outcome struct {
 	Journal *JournalEntry
 }
 
+// ErrCancelled is returned by Finish when the invocation was cancelled
+// before its outcome was recorded: the cancel wins, nothing is to be posted.
+var ErrCancelled = errors.New("the invocation was cancelled")
+
 // Finish records the end of an adapter run, and the event still to post,
 // before it is posted: a crash after this point re-posts the same event
 // with the same idempotency key instead of running the adapter again.
+//
+// An invocation already cancelled keeps its status and gets no post (the
+// run's facts are still recorded); Finish then returns ErrCancelled. The
+// check and the update are one statement, so a cancel and a finish that
+// race have exactly one winner.
 func (d *DB) Finish(ctx context.Context, id int64, o Outcome) error {
 	var started string
 	if !o.Started.IsZero() {
@@ -314,13 +341,25 @@ func (d *DB) Finish(ctx context.Context, id int64, o Outcome) error {
 		return fmt.Errorf("finish invocation %d: begin: %w", id, err)
 	}
 	defer tx.Rollback()
-	_, err = tx.ExecContext(ctx, `UPDATE invocations SET status = ?, exit_code = ?, error = ?,
+	var status string
+	err = tx.QueryRowContext(ctx, `UPDATE invocations SET
+		status = CASE WHEN status = ? THEN status ELSE ? END, exit_code = ?,
+		error = CASE WHEN status = ? THEN error ELSE ? END,
 		started_at = CASE WHEN ? = '' THEN started_at ELSE ? END, finished_at = ?, duration_ms = ?,
-		output_bytes = ?, stderr_tail = ?, pending_post = ? WHERE id = ?`,
-		o.Status, o.ExitCode, o.Error, started, started, agentbridge.FormatTime(o.Finished), dur,
-		o.OutputBytes, o.StderrTail, string(o.Post), id)
+		output_bytes = ?, stderr_tail = ?, progress_bad = ?,
+		pending_post = CASE WHEN status = ? THEN '' ELSE ? END WHERE id = ? RETURNING status`,
+		StatusCancelled, o.Status, o.ExitCode, StatusCancelled, o.Error, started, started,
+		agentbridge.FormatTime(o.Finished), dur, o.OutputBytes, o.StderrTail, o.ProgressBad,
+		StatusCancelled, string(o.Post), id).Scan(&status)
 	if err != nil {
 		return fmt.Errorf("finish invocation %d: %w", id, err)
+	}
+	if status == StatusCancelled {
+		// A cancelled run keeps no journal entry either.
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("finish invocation %d: commit: %w", id, err)
+		}
+		return ErrCancelled
 	}
 	if j := o.Journal; j != nil {
 		_, err := tx.ExecContext(ctx, `INSERT INTO journals (invocation_id, participant, thread, thread_name, created_at, entry)
@@ -350,9 +389,12 @@ func (d *DB) Posted(ctx context.Context, id int64, eventID, status, errText stri
 }
 
 // SetStatus changes an invocation's status, for shutdown (interrupted) and
-// for recovery (a pair whose reply was already in the thread).
+// for recovery (a pair whose reply was already in the thread), unless it was
+// cancelled.
 func (d *DB) SetStatus(ctx context.Context, id int64, status, errText string) error {
-	_, err := d.db.ExecContext(ctx, `UPDATE invocations SET status = ?, error = ? WHERE id = ?`, status, errText, id)
+	// A cancelled invocation stays cancelled: it is final.
+	_, err := d.db.ExecContext(ctx, `UPDATE invocations SET status = ?, error = ? WHERE id = ? AND status != ?`,
+		status, errText, id, StatusCancelled)
 	if err != nil {
 		return fmt.Errorf("set invocation %d status: %w", id, err)
 	}
@@ -361,7 +403,8 @@ func (d *DB) SetStatus(ctx context.Context, id int64, status, errText string) er
 
 const invocationColumns = `id, thread, trigger_id, trigger_seq, trigger_gseq, participant, agent, command, hop,
 	status, exit_code, error, queued_at, started_at, finished_at, duration_ms, reply_event_id, pending_post,
-	output_bytes, stderr_tail, pid, pgid, process_started_at`
+	output_bytes, stderr_tail, pid, pgid, process_started_at,
+	input_tokens, output_tokens, cost_usd, progress_count, progress_bad`
 
 func scanInvocations(rows *sql.Rows) ([]Invocation, error) {
 	defer rows.Close()
@@ -373,7 +416,8 @@ func scanInvocations(rows *sql.Rows) ([]Invocation, error) {
 		if err := rows.Scan(&inv.ID, &inv.Thread, &inv.TriggerID, &inv.TriggerSeq, &inv.TriggerGSeq,
 			&inv.Participant, &inv.Agent, &cmd, &inv.Hop, &inv.Status, &exit, &inv.Error, &inv.QueuedAt,
 			&inv.StartedAt, &inv.FinishedAt, &inv.DurationMS, &inv.ReplyEventID, &pending,
-			&inv.OutputBytes, &inv.StderrTail, &inv.PID, &inv.PGID, &inv.ProcessStartedAt); err != nil {
+			&inv.OutputBytes, &inv.StderrTail, &inv.PID, &inv.PGID, &inv.ProcessStartedAt,
+			&inv.InputTokens, &inv.OutputTokens, &inv.CostUSD, &inv.ProgressCount, &inv.ProgressBad); err != nil {
 			return nil, fmt.Errorf("scan invocation: %w", err)
 		}
 		if err := json.Unmarshal([]byte(cmd), &inv.Command); err != nil {

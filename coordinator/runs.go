@@ -1,0 +1,296 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+)
+
+// Runs you can watch and stop (contract 5.3, 5.4): while an invocation is
+// being worked on it is registered with its cancel function, and its
+// progress records are buffered in memory and flushed to the ledger in
+// batches.
+
+const (
+	// progressFlush is how often buffered progress reaches the ledger: a
+	// follower sees it this late at most, and a flooding adapter costs
+	// one commit per period.
+	progressFlush = 200 * time.Millisecond
+	// presenceMinInterval caps status-driven presence updates at four a
+	// second per participant.
+	presenceMinInterval = 250 * time.Millisecond
+	// maxStatusChars bounds the status shown as presence details.
+	maxStatusChars = 200
+)
+
+// runRegistry maps the invocations being worked on to their cancel
+// functions.
+type runRegistry struct {
+	mu   sync.Mutex
+	runs map[int64]context.CancelCauseFunc
+}
+
+func newRunRegistry() *runRegistry {
+	return &runRegistry{runs: make(map[int64]context.CancelCauseFunc)}
+}
+
+func (r *runRegistry) add(id int64, cancel context.CancelCauseFunc) {
+	r.mu.Lock()
+	r.runs[id] = cancel
+	r.mu.Unlock()
+}
+
+func (r *runRegistry) remove(id int64) {
+	r.mu.Lock()
+	delete(r.runs, id)
+	r.mu.Unlock()
+}
+
+// cancel stops the run's adapter (if it is being worked on here).
+func (r *runRegistry) cancel(id int64) {
+	r.mu.Lock()
+	cancel := r.runs[id]
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel(adapters.ErrCancelled)
+	}
+}
+
+// runMonitor collects one run's progress records as the adapter writes
+// them and flushes them to the ledger every progressFlush. Its memory is
+// bounded: only the last state.KeepProgress unflushed records are kept.
+type runMonitor struct {
+	c           *Coordinator
+	id          int64
+	participant string
+	// counted is the usage already added to the metrics.
+	counted state.Usage
+
+	mu      sync.Mutex
+	pending []state.Progress
+	count   int64
+	usage   *state.Usage
+	status  string
+	// statusCh is signalled (never blocking) when status changes.
+	statusCh chan struct{}
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// startMonitor starts the flusher of invocation id; stopMonitor must be
+// called, and flushes what is left.
+func (c *Coordinator) startMonitor(ledger context.Context, inv state.Invocation) *runMonitor {
+	m := &runMonitor{c: c, id: inv.ID, participant: inv.Participant, statusCh: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		t := time.NewTicker(progressFlush)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				m.flush(ledger)
+			case <-m.stop:
+				m.flush(ledger)
+				return
+			}
+		}
+	}()
+	return m
+}
+
+// stopMonitor flushes the last records and waits for the flusher.
+func (m *runMonitor) stopMonitor() {
+	close(m.stop)
+	<-m.done
+}
+
+// record is the adapter's Spec.Progress: it only appends under a lock, so
+// the pipe keeps being drained whatever the ledger is doing.
+func (m *runMonitor) record(r adapters.ProgressRecord) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.pending) >= 2*state.KeepProgress {
+		// Only the last KeepProgress survive the flush anyway.
+		n := copy(m.pending, m.pending[len(m.pending)-state.KeepProgress:])
+		m.pending = m.pending[:n]
+	}
+	m.pending = append(m.pending, state.Progress{
+		TS: agentbridge.FormatTime(time.Now()), Status: r.Status, Kind: r.Kind, Detail: r.Detail,
+	})
+	m.count++
+	if r.Usage != nil {
+		m.usage = &state.Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, CostUSD: r.Usage.CostUSD}
+	}
+	if r.Status != "" && r.Status != m.status {
+		m.status = r.Status
+		select {
+		case m.statusCh <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// latestStatus is the last non-empty status the adapter reported.
+func (m *runMonitor) latestStatus() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.status
+}
+
+func (m *runMonitor) flush(ctx context.Context) {
+	m.mu.Lock()
+	if m.count == 0 && m.usage == nil {
+		m.mu.Unlock()
+		return
+	}
+	b := state.ProgressBatch{Invocation: m.id, Records: m.pending, Count: m.count, Usage: m.usage}
+	m.pending, m.count, m.usage = nil, 0, nil
+	m.mu.Unlock()
+	if err := m.c.db.AddProgress(ctx, []state.ProgressBatch{b}); err != nil {
+		m.c.log.Error("record progress", "id", m.id, "err", err)
+		return
+	}
+	if u := b.Usage; u != nil {
+		// Usage is cumulative; the counters take what is new.
+		m.c.metrics.addUsage(m.participant, u.InputTokens-m.counted.InputTokens,
+			u.OutputTokens-m.counted.OutputTokens, u.CostUSD-m.counted.CostUSD)
+		m.counted = *u
+	}
+}
+
+// cancelReason is the invocation's error text after a cancel.
+func cancelReason(by string) string {
+	if by == "" {
+		return "cancelled"
+	}
+	return "cancelled by " + by
+}
+
+// cancelNotice is the coordinator's message saying a running invocation was
+// stopped; its kind makes it one per (trigger, participant).
+func (c *Coordinator) cancelNotice(cfg *Config, inv state.Invocation, by string) state.Notice {
+	text := fmt.Sprintf("%s's run was cancelled", inv.Participant)
+	if by != "" {
+		text += " by " + by
+	}
+	hop := inv.Hop + 1
+	post := agentbridge.EventInput{
+		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: agentbridge.ToAll,
+		Content: mustJSON(text + "."),
+		Meta: agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "cancelled"}, Hop: &hop,
+			Extra: map[string]json.RawMessage{metaParticipant: mustJSON(inv.Participant)}},
+	}
+	return state.Notice{TriggerID: inv.TriggerID, Kind: "cancelled:" + inv.Participant, Thread: inv.Thread, Post: mustJSON(post)}
+}
+
+// Cancel stops one invocation (contract 5.4): a queued one is dropped, a
+// running one's process group is stopped and one notice posted. It returns
+// state.ErrNotFound or state.ErrNotRunning when there is nothing to stop.
+func (c *Coordinator) Cancel(ctx context.Context, id int64, by string) (state.Invocation, error) {
+	inv, err := c.db.Invocation(ctx, id)
+	if err != nil {
+		return state.Invocation{}, err
+	}
+	return c.cancelInvocation(ctx, inv, by)
+}
+
+func (c *Coordinator) cancelInvocation(ctx context.Context, inv state.Invocation, by string) (state.Invocation, error) {
+	notice := c.cancelNotice(c.cfg.Load(), inv, by)
+	// The ledger first: from this commit on, no finish of the run can
+	// record a reply to post.
+	prev, err := c.db.Cancel(ctx, inv.ID, cancelReason(by), notice)
+	if err != nil {
+		return inv, err
+	}
+	c.sched.drop(inv.ID)
+	c.runs.cancel(inv.ID)
+	if prev == state.StatusRunning {
+		c.sched.postNotice(notice)
+	}
+	c.metrics.observe(state.StatusCancelled, 0)
+	c.log.Info("invocation cancelled", "id", inv.ID, "participant", inv.Participant, "thread", inv.Thread, "was", prev, "by", by)
+	inv.Status = state.StatusCancelled
+	return inv, nil
+}
+
+// cancelParticipant applies a cancel control: every queued or running
+// invocation of participant in thread stops.
+func (c *Coordinator) cancelParticipant(ctx context.Context, thread, participant, by string) error {
+	active, err := c.db.Active(ctx, thread, participant)
+	if err != nil {
+		return err
+	}
+	for _, inv := range active {
+		if _, err := c.cancelInvocation(ctx, inv, by); err != nil && !errors.Is(err, state.ErrNotRunning) {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyCancelControl handles a cancel control event from a human; other
+// events and senders are ignored.
+func (c *Coordinator) applyCancelControl(ctx context.Context, e agentbridge.Event, humans agentbridge.Humans) error {
+	if e.Type != agentbridge.TypeControl || !humans.Has(e.From) {
+		return nil
+	}
+	ctl, err := agentbridge.ParseControl(e.Content)
+	if err != nil || ctl.Cancel == nil {
+		return nil
+	}
+	// Replaying a processed control must not stop runs queued after it.
+	if done, ok, err := c.db.ThreadCursor(ctx, e.Thread); err != nil {
+		return err
+	} else if ok && done >= e.Seq {
+		return nil
+	}
+	return c.cancelParticipant(ctx, e.Thread, ctl.Cancel.ParticipantID, e.From)
+}
+
+// registerRun makes the invocation cancellable for as long as it is worked
+// on: it returns the run's context (cancelled with adapters.ErrCancelled by
+// a cancel), the function that unregisters it, and whether it was already
+// cancelled. Registering before checking the ledger closes the gap between
+// the scheduler taking the job and the adapter starting: a cancel either
+// finds the run registered or has committed before the check.
+func (c *Coordinator) registerRun(ctx context.Context, inv state.Invocation) (context.Context, func(), bool) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	c.runs.add(inv.ID, cancel)
+	stop := func() {
+		c.runs.remove(inv.ID)
+		cancel(nil)
+	}
+	cur, err := c.db.Invocation(context.WithoutCancel(ctx), inv.ID)
+	if err != nil {
+		c.log.Error("read invocation before its run", "id", inv.ID, "err", err)
+	}
+	if cur.Status == state.StatusCancelled {
+		c.log.Info("invocation cancelled before it started", "id", inv.ID, "participant", inv.Participant)
+		return rctx, stop, true
+	}
+	return rctx, stop, false
+}
+
+// presenceDetails is {"status": latest} while the adapter has reported a
+// status, else nil.
+func presenceDetails(mon *runMonitor) json.RawMessage {
+	if mon == nil {
+		return nil
+	}
+	st := mon.latestStatus()
+	if st == "" {
+		return nil
+	}
+	if r := []rune(st); len(r) > maxStatusChars {
+		st = string(r[:maxStatusChars-1]) + "…"
+	}
+	return mustJSON(map[string]string{"status": st})
+}

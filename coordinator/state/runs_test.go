@@ -1,0 +1,156 @@
+package state_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+)
+
+func queueOne(t *testing.T, db *state.DB, trigger, participant string) int64 {
+	t.Helper()
+	q, err := db.Commit(context.Background(), state.Step{Invocations: []state.Invocation{
+		{Thread: "T", TriggerID: trigger, Participant: participant, Agent: participant, Command: []string{"x"}},
+	}})
+	if err != nil || len(q) != 1 {
+		t.Fatalf("queue: %v %+v", err, q)
+	}
+	return q[0].ID
+}
+
+func TestProgressKeepsLast500AndUsage(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := context.Background()
+	id := queueOne(t, db, "E", "alice")
+	other := queueOne(t, db, "E", "bob")
+	var all []state.Progress
+	for i := range 1200 {
+		all = append(all, state.Progress{TS: "t", Status: fmt.Sprintf("s%d", i), Kind: "tool", Detail: json.RawMessage(`{"i":1}`)})
+	}
+	// Three flushes: 700 (more than kept), 450, 50.
+	for _, part := range [][]state.Progress{all[:700], all[700:1150], all[1150:]} {
+		err := db.AddProgress(ctx, []state.ProgressBatch{
+			{Invocation: id, Records: part, Count: int64(len(part)), Usage: &state.Usage{InputTokens: 10, OutputTokens: 5, CostUSD: 0.25}},
+			{Invocation: other, Records: part[:1], Count: 1},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, last, err := db.ProgressOf(ctx, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != state.KeepProgress || got[0].Status != "s700" || got[len(got)-1].Status != "s1199" || string(got[0].Detail) != `{"i":1}` {
+		t.Fatalf("kept %d records, first %+v", len(got), got[0])
+	}
+	if more, last2, _ := db.ProgressOf(ctx, id, last); len(more) != 0 || last2 != last {
+		t.Errorf("after the last record: %d more", len(more))
+	}
+	inv, err := db.Invocation(ctx, id)
+	if err != nil || inv.ProgressCount != 1200 || inv.InputTokens != 10 || inv.OutputTokens != 5 || inv.CostUSD != 0.25 {
+		t.Fatalf("record %+v, %v", inv, err)
+	}
+	if o, _, _ := db.ProgressOf(ctx, other, 0); len(o) != 3 {
+		t.Errorf("other invocation has %d records, want 3", len(o))
+	}
+	if _, err := db.Invocation(ctx, 9999); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("unknown invocation: %v", err)
+	}
+}
+
+func TestProgressRecordClipped(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := context.Background()
+	id := queueOne(t, db, "E", "alice")
+	big := state.Progress{TS: "t", Status: strings.Repeat("é", 5000), Kind: "text", Detail: json.RawMessage(`"` + strings.Repeat("d", 9000) + `"`)}
+	if err := db.AddProgress(ctx, []state.ProgressBatch{{Invocation: id, Records: []state.Progress{big}, Count: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := db.ProgressOf(ctx, id, 0)
+	if len(got) != 1 || got[0].Detail != nil || len(got[0].Status)+len(got[0].Kind) > state.MaxProgressRecord || !strings.HasPrefix(got[0].Status, "éé") {
+		t.Fatalf("stored %d bytes of status, detail %q", len(got[0].Status), got[0].Detail)
+	}
+}
+
+func TestCancelWinsOverUnrecordedFinish(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := context.Background()
+	id := queueOne(t, db, "E", "alice")
+	if err := db.MarkRunning(ctx, id, 10, 10, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	notice := state.Notice{TriggerID: "E", Kind: "cancelled:alice", Thread: "T", Post: json.RawMessage(`{"content":"stopped"}`)}
+	prev, err := db.Cancel(ctx, id, "cancelled by user", notice)
+	if err != nil || prev != state.StatusRunning {
+		t.Fatalf("cancel: %q, %v", prev, err)
+	}
+	// The adapter's finish comes after: it is recorded, but nothing is owed.
+	code := 0
+	err = db.Finish(ctx, id, state.Outcome{Status: state.StatusSucceeded, ExitCode: &code, Started: time.Now(), Finished: time.Now(), Post: json.RawMessage(`{}`)})
+	if !errors.Is(err, state.ErrCancelled) {
+		t.Fatalf("finish after cancel: %v, want ErrCancelled", err)
+	}
+	inv, _ := db.Invocation(ctx, id)
+	if inv.Status != state.StatusCancelled || len(inv.PendingPost) != 0 || inv.ExitCode == nil {
+		t.Fatalf("record %+v", inv)
+	}
+	if u, _ := db.Unfinished(ctx); len(u) != 0 {
+		t.Errorf("a cancelled invocation is unfinished: %+v", u)
+	}
+	if err := db.SetStatus(ctx, id, state.StatusInterrupted, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if inv, _ := db.Invocation(ctx, id); inv.Status != state.StatusCancelled {
+		t.Errorf("SetStatus overrode cancelled: %s", inv.Status)
+	}
+	// Cancelling again is refused; exactly one notice is owed.
+	if _, err := db.Cancel(ctx, id, "again", notice); !errors.Is(err, state.ErrNotRunning) {
+		t.Errorf("second cancel: %v", err)
+	}
+	if n, _ := db.PendingNotices(ctx); len(n) != 1 || n[0].Kind != "cancelled:alice" {
+		t.Errorf("notices %+v", n)
+	}
+	if _, err := db.Cancel(ctx, 9999, "", state.Notice{}); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("unknown: %v", err)
+	}
+}
+
+func TestFinishBeforeCancelWins(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := context.Background()
+	id := queueOne(t, db, "E", "alice")
+	queued := queueOne(t, db, "F", "alice")
+	code := 0
+	if err := db.Finish(ctx, id, state.Outcome{Status: state.StatusSucceeded, ExitCode: &code, Started: time.Now(), Finished: time.Now(), Post: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Cancel(ctx, id, "late", state.Notice{}); !errors.Is(err, state.ErrNotRunning) {
+		t.Fatalf("cancel after finish: %v", err)
+	}
+	active, err := db.Active(ctx, "T", "alice")
+	if err != nil || len(active) != 1 || active[0].ID != queued {
+		t.Fatalf("active %+v, %v", active, err)
+	}
+	// A queued one is dropped without a notice and never started.
+	if prev, err := db.Cancel(ctx, queued, "x", state.Notice{TriggerID: "F", Kind: "k", Thread: "T", Post: json.RawMessage(`{}`)}); err != nil || prev != state.StatusQueued {
+		t.Fatalf("cancel queued: %q %v", prev, err)
+	}
+	if err := db.MarkRunning(ctx, queued, 5, 5, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if inv, _ := db.Invocation(ctx, queued); inv.Status != state.StatusCancelled {
+		t.Errorf("MarkRunning overrode cancelled: %s", inv.Status)
+	}
+	if n, _ := db.PendingNotices(ctx); len(n) != 0 {
+		t.Errorf("notices for a queued cancel: %+v", n)
+	}
+	if list, _ := db.Invocations(ctx, state.Filter{Status: state.StatusCancelled}); len(list) != 1 {
+		t.Errorf("cancelled filter: %+v", list)
+	}
+}

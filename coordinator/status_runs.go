@@ -1,0 +1,94 @@
+package coordinator
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+)
+
+// InvocationResponse is the body of GET /invocations/{id}: the record and
+// its kept progress records, oldest first.
+type InvocationResponse struct {
+	state.Invocation
+	Progress []state.Progress `json:"progress"`
+}
+
+// invocationID parses the {id} path value, writing the error response when
+// it is not an invocation number.
+func invocationID(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		writeError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound,
+			"There is no invocation %q: invocation ids are the numbers agent-bridge invocations lists.", r.PathValue("id")))
+		return 0, false
+	}
+	return id, true
+}
+
+// handleInvocation serves GET /invocations/{id}[?after=PROGRESS_ID]; after
+// returns only the progress records newer than one already seen, which is
+// how "invocations show --follow" polls.
+func (c *Coordinator) handleInvocation(w http.ResponseWriter, r *http.Request) {
+	id, ok := invocationID(w, r)
+	if !ok {
+		return
+	}
+	var after int64
+	if s := r.URL.Query().Get("after"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after",
+				"after must be the id of a progress record (a whole number, 0 for all)."))
+			return
+		}
+		after = n
+	}
+	inv, err := c.db.Invocation(r.Context(), id)
+	if errors.Is(err, state.ErrNotFound) {
+		writeError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no invocation %d in the coordinator's ledger.", id))
+		return
+	}
+	if err != nil {
+		c.log.Error("read invocation", "id", id, "err", err)
+		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation record could not be read."))
+		return
+	}
+	progress, _, err := c.db.ProgressOf(r.Context(), id, after)
+	if err != nil {
+		c.log.Error("read progress", "id", id, "err", err)
+		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation's progress could not be read."))
+		return
+	}
+	writeJSON(w, http.StatusOK, InvocationResponse{Invocation: inv, Progress: progress})
+}
+
+// handleCancel serves POST /invocations/{id}/cancel. The status API has no
+// token, so a request a browser sends from another site (its Origin is not
+// this server) is refused: a web page must not be able to stop runs.
+func (c *Coordinator) handleCancel(w http.ResponseWriter, r *http.Request) {
+	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+		writeError(w, http.StatusForbidden, agentbridge.Errorf(agentbridge.ECodeForbiddenOrigin,
+			"Cancelling from the web page at %s is not allowed; use the coordinator's own dashboard or agent-bridge invocations cancel.", o))
+		return
+	}
+	id, ok := invocationID(w, r)
+	if !ok {
+		return
+	}
+	inv, err := c.Cancel(r.Context(), id, "")
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+		writeError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no invocation %d in the coordinator's ledger.", id))
+	case errors.Is(err, state.ErrNotRunning):
+		writeError(w, http.StatusConflict, agentbridge.Errorf(agentbridge.ECodeNotRunning,
+			"Invocation %d is not queued or running (it is %s), so there is nothing to cancel.", id, inv.Status))
+	case err != nil:
+		c.log.Error("cancel invocation", "id", id, "err", err)
+		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation could not be cancelled."))
+	default:
+		writeJSON(w, http.StatusOK, inv)
+	}
+}
