@@ -179,7 +179,7 @@ func TestCancelControl(t *testing.T) {
 	s.control(th, "user", map[string]any{"cancel": map[string]any{"participant_id": "alice"}})
 	s.waitStatus(run.ID, "alice", state.StatusCancelled)
 	testutil.WaitFor(t, waitLong, "alice's process group to be gone", func() bool {
-		return syscall.Kill(-inv.PGID, 0) != nil && !processAlive(child)
+		return !testutil.GroupAlive(inv.PGID) && !processAlive(child)
 	})
 	s.waitStatus(q1.ID, "alice", state.StatusCancelled)
 	s.waitStatus(q2.ID, "alice", state.StatusCancelled)

@@ -170,13 +170,18 @@ func (m *Main) runUp(ctx context.Context, args []string) error {
 // statusGet asks the coordinator's status API and decodes the answer into
 // out; an error answer comes back as an *agentbridge.Error.
 func statusGet(ctx context.Context, base, path string, q url.Values, out any) error {
+	return statusDo(ctx, http.MethodGet, base, path, q, out)
+}
+
+// statusDo is statusGet with any method.
+func statusDo(ctx context.Context, method, base, path string, q url.Values, out any) error {
 	u := strings.TrimRight(base, "/") + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		return usagef("--coordinator-url: %v", err)
 	}
@@ -206,9 +211,17 @@ func statusGet(ctx context.Context, base, path string, q url.Values, out any) er
 }
 
 func (m *Main) runInvocations(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "show":
+			return m.runInvocationShow(ctx, args[1:])
+		case "cancel":
+			return m.runInvocationCancel(ctx, args[1:])
+		}
+	}
 	fs := m.newFlagSet("invocations")
 	thread := fs.String("thread", "", "only this thread")
-	status := fs.String("status", "", "only this status: queued, running, succeeded, failed, timeout, interrupted or refused")
+	status := fs.String("status", "", "only this status: queued, running, succeeded, failed, timeout, interrupted, refused or cancelled")
 	limit := fs.Int("limit", 100, "at most this many, newest first")
 	asJSON := fs.Bool("json", false, "print the records as JSON")
 	base := fs.String("coordinator-url", defaultStatusURL, "the coordinator's status API")
@@ -220,7 +233,7 @@ func (m *Main) runInvocations(ctx context.Context, args []string) error {
 		return usagef("invocations takes no arguments, got %q", pos[0])
 	}
 	if *status != "" && !state.ValidStatus(*status) {
-		return usagef("--status: %q is not one of queued, running, succeeded, failed, timeout, interrupted, refused", *status)
+		return usagef("--status: %q is not one of queued, running, succeeded, failed, timeout, interrupted, refused, cancelled", *status)
 	}
 	if *limit < 1 || *limit > agentbridge.MaxEventsLimit {
 		return usagef("--limit: must be from 1 to %d", agentbridge.MaxEventsLimit)
@@ -246,7 +259,7 @@ func (m *Main) runInvocations(ctx context.Context, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tPARTICIPANT\tTHREAD\tTRIGGER\tEXIT\tDURATION\tREPLY")
+	fmt.Fprintln(tw, "ID\tSTATUS\tPARTICIPANT\tTHREAD\tTRIGGER\tEXIT\tDURATION\tTOKENS\tCOST\tREPLY")
 	for _, inv := range out.Invocations {
 		exit := "-"
 		if inv.ExitCode != nil {
@@ -256,8 +269,8 @@ func (m *Main) runInvocations(ctx context.Context, args []string) error {
 		if reply == "" {
 			reply = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", inv.ID, inv.Status, inv.Participant, inv.Thread, inv.TriggerID,
-			exit, (time.Duration(inv.DurationMS) * time.Millisecond).String(), reply)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", inv.ID, inv.Status, inv.Participant, inv.Thread, inv.TriggerID,
+			exit, (time.Duration(inv.DurationMS) * time.Millisecond).String(), tokens(inv), cost(inv), reply)
 	}
 	return tw.Flush()
 }

@@ -90,7 +90,9 @@ Client:
   state THREAD [--at SEQ]
   tail THREAD | tail --all
   prompt         render an adapter payload (stdin) as a prompt
-  invocations    the coordinator's invocation records
+  invocations [--status S]  the coordinator's invocation records
+  invocations show ID [--follow] | invocations cancel ID
+  cancel THREAD ID  stop a participant's queued and running invocations
   why EVENT_ID   the coordinator's routing decision for one event
   scene THREAD on --actors a,b [--setting S] [--brief a=TEXT]... | scene THREAD off
   transcript THREAD [--format md|json]
@@ -143,6 +145,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.runJournal(ctx, rest)
 	case "transcript":
 		return m.runTranscript(ctx, rest)
+	case "cancel":
+		return m.runCancel(ctx, rest)
 	case "service":
 		return m.runService(ctx, rest)
 	case "backup":

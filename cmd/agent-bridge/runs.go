@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+)
+
+// followPoll is how often "invocations show --follow" asks for news; the
+// coordinator flushes progress every 200 ms, so faster would show nothing
+// more.
+const followPoll = 500 * time.Millisecond
+
+// runCancel posts a cancel control: the way a person stops a participant,
+// whichever coordinator runs it (docs/runs.md).
+func (m *Main) runCancel(ctx context.Context, args []string) error {
+	fs := m.newFlagSet("cancel")
+	cf := m.addClientFlags(fs)
+	from := fs.String("from", "user", "who cancels (only a human's cancel counts)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("cancel: give THREAD and the participant ID")
+	}
+	ctl := map[string]any{"cancel": map[string]string{"participant_id": pos[1]}}
+	return m.postControl(ctx, cf, pos[0], *from, ctl)
+}
+
+// parseInvocationID checks the ID argument of invocations show|cancel.
+func parseInvocationID(cmd string, pos []string) (string, error) {
+	if len(pos) != 1 {
+		return "", usagef("invocations %s takes one argument: the invocation id", cmd)
+	}
+	if n, err := strconv.ParseInt(pos[0], 10, 64); err != nil || n < 1 {
+		return "", usagef("invocations %s: %q is not an invocation id (a number from agent-bridge invocations)", cmd, pos[0])
+	}
+	return pos[0], nil
+}
+
+func (m *Main) runInvocationCancel(ctx context.Context, args []string) error {
+	fs := m.newFlagSet("invocations cancel")
+	base := fs.String("coordinator-url", defaultStatusURL, "the coordinator's status API")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := parseInvocationID("cancel", pos)
+	if err != nil {
+		return err
+	}
+	var inv state.Invocation
+	if err := statusDo(ctx, http.MethodPost, *base, "/invocations/"+id+"/cancel", nil, &inv); err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "invocation %d (%s in %s) cancelled\n", inv.ID, inv.Participant, inv.Thread)
+	return nil
+}
+
+func (m *Main) runInvocationShow(ctx context.Context, args []string) error {
+	fs := m.newFlagSet("invocations show")
+	base := fs.String("coordinator-url", defaultStatusURL, "the coordinator's status API")
+	follow := fs.Bool("follow", false, "keep printing new progress until the invocation ends")
+	asJSON := fs.Bool("json", false, "print the record and its progress as JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := parseInvocationID("show", pos)
+	if err != nil {
+		return err
+	}
+	if *asJSON && *follow {
+		return usagef("invocations show: --json and --follow do not go together")
+	}
+	var rec coordinator.InvocationResponse
+	if err := statusGet(ctx, *base, "/invocations/"+id, nil, &rec); err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rec)
+	}
+	printInvocation(m.Stdout, rec.Invocation)
+	last := printProgress(m.Stdout, rec.Progress, 0)
+	if !*follow {
+		return nil
+	}
+	t := time.NewTicker(followPoll)
+	defer t.Stop()
+	for !ended(rec.Invocation) {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		q := url.Values{"after": {strconv.FormatInt(last, 10)}}
+		if err := statusGet(ctx, *base, "/invocations/"+id, q, &rec); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		last = printProgress(m.Stdout, rec.Progress, last)
+	}
+	fmt.Fprintf(m.Stdout, "-- %s", rec.Status)
+	if rec.ExitCode != nil {
+		fmt.Fprintf(m.Stdout, " (exit %d)", *rec.ExitCode)
+	}
+	fmt.Fprintf(m.Stdout, " after %s, %s tokens, %s\n", time.Duration(rec.DurationMS)*time.Millisecond, tokens(rec.Invocation), cost(rec.Invocation))
+	return nil
+}
+
+// ended reports whether an invocation will change no more: not queued or
+// running, and its reply or notice posted.
+func ended(inv state.Invocation) bool {
+	switch inv.Status {
+	case state.StatusQueued, state.StatusRunning:
+		return false
+	}
+	return inv.FinishedAt != "" || inv.Status == state.StatusCancelled || inv.Status == state.StatusInterrupted
+}
+
+func printInvocation(w io.Writer, inv state.Invocation) {
+	exit := "-"
+	if inv.ExitCode != nil {
+		exit = strconv.Itoa(*inv.ExitCode)
+	}
+	fmt.Fprintf(w, "invocation %d: %s for %s in thread %s (trigger %s)\n", inv.ID, inv.Status, inv.Participant, inv.Thread, inv.TriggerID)
+	fmt.Fprintf(w, "queued %s", inv.QueuedAt)
+	if inv.StartedAt != "" {
+		fmt.Fprintf(w, ", started %s", inv.StartedAt)
+	}
+	if inv.FinishedAt != "" {
+		fmt.Fprintf(w, ", finished %s (%s)", inv.FinishedAt, time.Duration(inv.DurationMS)*time.Millisecond)
+	}
+	fmt.Fprintf(w, "\nexit %s, %s tokens, %s, %d progress records (%d bad lines)\n", exit, tokens(inv), cost(inv), inv.ProgressCount, inv.ProgressBad)
+	if inv.ReplyEventID != "" {
+		fmt.Fprintf(w, "reply %s\n", inv.ReplyEventID)
+	}
+	if inv.Error != "" {
+		fmt.Fprintf(w, "error: %s\n", firstLine(inv.Error))
+	}
+}
+
+// printProgress prints the records newer than last, one line each, and
+// returns the id of the newest.
+func printProgress(w io.Writer, ps []state.Progress, last int64) int64 {
+	for _, p := range ps {
+		if p.ID <= last {
+			continue
+		}
+		ts := p.TS
+		if t, err := time.Parse(agentbridge.TimeLayout, p.TS); err == nil {
+			ts = t.Local().Format("15:04:05")
+		}
+		kind := p.Kind
+		if kind == "" {
+			kind = "-"
+		}
+		fmt.Fprintf(w, "%s  %-8s %s\n", ts, kind, firstLine(p.Status))
+		last = p.ID
+	}
+	return last
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// tokens words an invocation's token usage, "-" when none was reported.
+func tokens(inv state.Invocation) string {
+	if inv.InputTokens == 0 && inv.OutputTokens == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d in/%d out", inv.InputTokens, inv.OutputTokens)
+}
+
+// cost words an invocation's cost, "-" when none was reported.
+func cost(inv state.Invocation) string {
+	if inv.CostUSD == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("$%.4f", inv.CostUSD)
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
+)
+
+// withBob adds a second agent, bob, to the env's config.
+func (e *coordEnv) withBob(fake string) {
+	e.t.Helper()
+	b, err := os.ReadFile(e.cfgPath)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		e.t.Fatal(err)
+	}
+	cfg["agents"].(map[string]any)["bob"] = map[string]any{"command": []string{fake}}
+	b, _ = json.Marshal(cfg)
+	if err := os.WriteFile(e.cfgPath, b, 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// cli runs the agent-bridge binary and returns its stdout, stderr and exit
+// code.
+func (e *coordEnv) cli(bin string, args ...string) (string, string, int) {
+	e.t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "BRIDGE_URL="+e.bridge.URL(), "BRIDGE_TOKEN=")
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatalf("run %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// invocationFor reads the trigger's record from the status API.
+func (e *coordEnv) invocationFor(trigger string) (coordinator.InvocationResponse, bool) {
+	var list coordinator.InvocationsResponse
+	if statusGet(context.Background(), e.statusURL, "/invocations", nil, &list) != nil {
+		return coordinator.InvocationResponse{}, false
+	}
+	for _, inv := range list.Invocations {
+		if inv.TriggerID == trigger {
+			var rec coordinator.InvocationResponse
+			err := statusGet(context.Background(), e.statusURL, "/invocations/"+strconv.FormatInt(inv.ID, 10), nil, &rec)
+			return rec, err == nil
+		}
+	}
+	return coordinator.InvocationResponse{}, false
+}
+
+// TestCancelRealBinary: `agent-bridge cancel` stops a hanging adapter whose
+// grandchild ignores SIGTERM (the whole group is gone within 3 s), drops
+// the participant's queued run, posts one notice and no reply, and leaves
+// another participant's run alone. invocations show prints the progress.
+func TestCancelRealBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin, fake := buildCoordBinaries(t)
+	e := newCoordEnv(t, fake)
+	e.withBob(fake)
+	p := e.startCoordProc(bin)
+	th := e.threadWithAlice()
+	inv, _ := json.Marshal(map[string]any{"invite": map[string]any{"participant_id": "bob", "profile": map[string]any{"client": "fake", "model": "m"}}})
+	if _, err := e.cl.Append(context.Background(), th, agentbridge.EventInput{Type: "control", From: "user", Content: inv}, ""); err != nil {
+		t.Fatal(err)
+	}
+	run := e.say(th, "alice", "fake:progress=2 fake:ignoreterm fake:child")
+	queued := e.say(th, "alice", "never runs")
+	other := e.say(th, "bob", "fake:sleep=2s fake:say=bob_done")
+	childFile := filepath.Join(e.fakeDir, run.ID+".child")
+	testutil.WaitFor(t, 30*time.Second, "alice's grandchild", func() bool {
+		_, err := os.Stat(childFile)
+		return err == nil
+	})
+	var rec coordinator.InvocationResponse
+	testutil.WaitFor(t, 30*time.Second, "alice's run and progress in the ledger", func() bool {
+		var ok bool
+		rec, ok = e.invocationFor(run.ID)
+		return ok && rec.PGID != 0 && len(rec.Progress) == 2
+	})
+	out, stderr, code := e.cli(bin, "invocations", "show", strconv.FormatInt(rec.ID, 10), "--coordinator-url", e.statusURL)
+	if code != 0 || !strings.Contains(out, "step 2") || !strings.Contains(out, "2 in/4 out") || !strings.Contains(out, "running") {
+		t.Errorf("invocations show: exit %d\n%s%s", code, out, stderr)
+	}
+
+	if out, stderr, code := e.cli(bin, "cancel", th, "alice"); code != 0 {
+		t.Fatalf("cancel: exit %d\n%s%s", code, out, stderr)
+	}
+	cancelled := time.Now()
+	testutil.WaitFor(t, 3*time.Second, "alice's whole process group to be gone", func() bool {
+		return !testutil.GroupAlive(rec.PGID)
+	})
+	t.Logf("process group gone %v after the cancel", time.Since(cancelled).Round(time.Millisecond))
+	testutil.WaitFor(t, 30*time.Second, "both of alice's runs to be cancelled", func() bool {
+		return e.invocationStatus(run.ID) == "cancelled" && e.invocationStatus(queued.ID) == "cancelled"
+	})
+	testutil.WaitFor(t, 30*time.Second, "bob's reply", func() bool { return len(e.replies(th, other.ID)) == 1 })
+	testutil.WaitFor(t, 30*time.Second, "the cancel notice", func() bool { return len(e.replies(th, run.ID)) == 1 })
+	// Let bob's run settle the thread, then count.
+	testutil.WaitFor(t, 30*time.Second, "bob's record", func() bool { return e.invocationStatus(other.ID) == "succeeded" })
+	got := e.replies(th, run.ID)
+	if len(got) != 1 || !slices.Contains(got[0].Meta.Tags, "cancelled") || got[0].From == "alice" || got[0].To != agentbridge.ToAll {
+		t.Errorf("replies to the cancelled run: %+v", got)
+	}
+	if n := len(e.replies(th, queued.ID)); n != 0 || e.runs(queued.ID) != 0 {
+		t.Errorf("the dropped run: %d replies, %d runs", n, e.runs(queued.ID))
+	}
+	if got := e.replies(th, other.ID); got[0].From != "bob" || got[0].Text() != "bob done" {
+		t.Errorf("bob's reply: %+v", got[0])
+	}
+	out, stderr, code = e.cli(bin, "invocations", "cancel", strconv.FormatInt(rec.ID, 10), "--coordinator-url", e.statusURL)
+	if code != 1 || !strings.Contains(stderr, "not queued or running") {
+		t.Errorf("cancel of an ended run: exit %d\n%s%s", code, out, stderr)
+	}
+	out, _, _ = e.cli(bin, "invocations", "--status", "cancelled", "--coordinator-url", e.statusURL)
+	if strings.Count(out, "cancelled") != 2 {
+		t.Errorf("invocations --status cancelled:\n%s", out)
+	}
+	p.terminate(t)
+}
+

@@ -1,0 +1,42 @@
+package testutil
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// GroupAlive reports whether a live process is in process group pgid.
+// Zombies count as gone: in a container nobody may reap an orphan. Off
+// Linux (no /proc) any member counts.
+func GroupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	want := strconv.Itoa(pgid)
+	for _, d := range dirs {
+		if _, err := strconv.Atoi(d.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The command name (field 2) is in parentheses and may hold
+		// spaces; after it come state (3) and ppid (4), then pgrp (5).
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 2 && f[2] == want && f[0] != "Z" {
+			return true
+		}
+	}
+	return false
+}
