@@ -140,4 +140,3 @@ func TestCancelRealBinary(t *testing.T) {
 	}
 	p.terminate(t)
 }
-
