@@ -155,6 +155,12 @@ async function openThread(id) {
   $("thread-view").hidden = false;
   $("panel").hidden = false;
   $("thread-title").textContent = threadName(id);
+  $("scene-header").hidden = true;
+  const base = `/threads/${encodeURIComponent(id)}/transcript?format=`;
+  $("transcript-md").href = base + "md";
+  $("transcript-md").download = `transcript-${id}.md`;
+  $("transcript-json").href = base + "json";
+  $("transcript-json").download = `transcript-${id}.json`;
   renderThreads();
   renderRevision();
   try {
@@ -267,7 +273,7 @@ function addEvent(v, ev, live) {
     $("thread-title").textContent = ev.content;
   }
   if (live) {
-    if (ev.type === "control") refreshState(v);
+    if (ev.type === "control" || ev.type === "scene.closed" || (ev.meta && ev.meta.scene)) refreshState(v);
     if (ev.type === "thread.renamed") loadThreads();
     if (ev.type === "message" && ev.from !== sender()) pollPresenceOnce(v);
   }
@@ -377,6 +383,9 @@ function describeControl(ev) {
       case "prod":
         parts.push(`prodded ${(Array.isArray(val) ? val : []).join(", ")}`);
         break;
+      case "scene":
+        parts.push(val && val.on ? `started a scene with ${((val && val.actors) || []).join(", ")}` : "closed the scene");
+        break;
       default:
         parts.push(`${k}: ${JSON.stringify(val)}`);
     }
@@ -425,7 +434,16 @@ function renderEvent(v, ev) {
   node.append(head);
 
   const body = el("div", "event-body");
-  if (ev.type === "message") body.append(renderMarkdown(contentText(ev)));
+  if (meta.private === true) {
+    // Private to its sender (an actor's thinking or journal): shown to
+    // people, collapsed, and never sent to another participant.
+    node.classList.add("private");
+    const d = el("details", "private");
+    d.append(el("summary", "", `private ${ev.type} of ${ev.from}`));
+    d.append(renderMarkdown(contentText(ev)));
+    body.append(d);
+  } else if (ev.type === "message") body.append(renderMarkdown(contentText(ev)));
+  else if (ev.type === "scene.closed") body.textContent = `the scene closed (${contentText(ev)})`;
   else if (ev.type === "control") body.textContent = describeControl(ev);
   else if (ev.type === "thread.created") body.textContent = `created the thread “${contentText(ev)}”`;
   else if (ev.type === "thread.renamed") body.textContent = `renamed the thread to “${contentText(ev)}”`;
@@ -558,9 +576,31 @@ function renderPanel(v) {
     if (want !== li) list.insertBefore(li, want);
     prev = li;
   }
+  renderScene(v);
   renderPresence(v);
   renderRecipients(v);
   renderRevision();
+}
+
+// renderScene shows the thread's scene, if it ever had one, above the
+// events: status, each actor's turns (the next speaker in bold) and caps.
+function renderScene(v) {
+  const sc = (v.state || {}).scene;
+  const box = $("scene-header");
+  box.hidden = !sc;
+  if (!sc) return;
+  let status = `Scene ${sc.status}`;
+  if (sc.close_reason) status += ` (${sc.close_reason})`;
+  $("scene-status").textContent = status;
+  const actors = $("scene-actors");
+  actors.textContent = "";
+  for (const a of sc.actors || []) {
+    const span = el("span", "scene-actor", `${a}: ${(sc.turns || {})[a] || 0} turns`);
+    span.dataset.actor = a;
+    if (sc.on && sc.next === a) span.classList.add("next");
+    actors.append(span);
+  }
+  $("scene-caps").textContent = `soft cap ${sc.soft_cap} · hard cap ${sc.hard_cap} per actor`;
 }
 
 function participantNode(id) {
@@ -832,6 +872,8 @@ async function invite() {
   if (nick) profile.nickname = nick;
   const roles = $("inv-roles").value.split(",").map((r) => r.trim()).filter(Boolean);
   if (roles.length) profile.roles = roles;
+  const character = $("inv-character").value.trim();
+  if (character) profile.character = character;
   const id = $("inv-id").value.trim();
   await control({ invite: { participant_id: id, profile } });
   if ($("control-error").hidden) {
