@@ -75,6 +75,11 @@ func (s *Server) decodeStrict(w http.ResponseWriter, r *http.Request, v any, fie
 	if allowEmpty && len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}
+	return decodeStrictBytes(body, v, fields)
+}
+
+// decodeStrictBytes is decodeStrict on a body already read.
+func decodeStrictBytes(body []byte, v any, fields []string) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
 		return agentbridge.Errorf(agentbridge.ECodeInvalidJSON, "The request body must be a JSON object.")

@@ -75,11 +75,16 @@ type Server struct {
 	log      *slog.Logger
 	gate     *gate
 	presence *presenceHub
-	metrics  *metrics
-	handler  http.Handler
-	reqSeq   atomic.Uint64
-	reqBase  string
-	answers  bufPool // buffers of append answers (writeAppendAnswer)
+	// receipts is the store's receipt side, nil when the store keeps none
+	// (the receipt endpoints then answer not_found); receiptHub streams
+	// its changes.
+	receipts   agentbridge.ReceiptStore
+	receiptHub *receiptHub
+	metrics    *metrics
+	handler    http.Handler
+	reqSeq     atomic.Uint64
+	reqBase    string
+	answers    bufPool // buffers of append answers (writeAppendAnswer)
 
 	// ctx is the base context of every request; Close cancels it so that
 	// streams and long-polls end promptly instead of holding Shutdown.
@@ -140,6 +145,8 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 		ctx:      ctx,
 		cancel:   cancel,
 	}
+	s.receipts, _ = store.(agentbridge.ReceiptStore)
+	s.receiptHub = newReceiptHub()
 	s.handler = s.routes()
 	return s, nil
 }
@@ -199,6 +206,10 @@ func (s *Server) routes() http.Handler {
 	r.Get("/threads/{id}/transcript", s.h(s.handleTranscript))
 	r.Get("/threads/{id}/presence", s.h(s.handlePresenceGet))
 	r.Post("/threads/{id}/presence", s.h(s.handlePresencePost))
+	if s.receipts != nil {
+		r.Get("/threads/{id}/receipts", s.h(s.handleReceiptsGet))
+		r.Put("/threads/{id}/receipts/{event}/{participant}", s.h(s.handleReceiptPut))
+	}
 
 	r.Get("/events", s.h(s.handleEventsPoll))
 	r.Get("/events/stream", s.h(s.handleGlobalStream))

@@ -114,8 +114,11 @@ func (s *sse) flush() error {
 // querying, so no commit between the query and the wait is missed; write
 // what the query found; otherwise wait for a wake, the keep-alive tick or
 // the end of the request. fetch writes one batch and reports how many
-// events it wrote; a full batch is followed at once by the next.
-func (s *Server) follow(ctx context.Context, out *sse, fetch func() (int, error), withPresence bool) error {
+// events it wrote; a full batch is followed at once by the next. Receipt
+// changes of receiptThread ("" = every thread) made after version rver
+// (taken before the stream's headers were sent, so that a client that has
+// its headers misses no change) are interleaved too.
+func (s *Server) follow(ctx context.Context, out *sse, fetch func() (int, error), withPresence bool, receiptThread string, rver int64) error {
 	tick := time.NewTicker(s.opts.KeepAlive)
 	defer tick.Stop()
 	var pwake <-chan struct{} // nil (never ready) without presence
@@ -125,10 +128,19 @@ func (s *Server) follow(ctx context.Context, out *sse, fetch func() (int, error)
 	}
 	for {
 		wake := s.store.Notify()
+		rwake, _ := s.receiptHub.watch()
 		n, err := fetch()
 		if err != nil {
 			return err
 		}
+		var receipts []agentbridge.Receipt
+		receipts, rver = s.receiptHub.since(rver, receiptThread)
+		for _, rc := range receipts {
+			if err := out.receipt(rc); err != nil {
+				return err
+			}
+		}
+		n += len(receipts)
 		if withPresence {
 			var changes []agentbridge.Presence
 			pwake, _ = s.presence.watch()
@@ -151,6 +163,7 @@ func (s *Server) follow(ctx context.Context, out *sse, fetch func() (int, error)
 		select {
 		case <-wake:
 		case <-pwake:
+		case <-rwake:
 		case <-tick.C:
 			if err := out.comment("keep-alive"); err != nil {
 				return err
@@ -208,6 +221,7 @@ func (s *Server) handleThreadStream(w http.ResponseWriter, r *http.Request) erro
 	if cursor > th.LastSeq {
 		return cursorAhead(param, cursor, th.LastSeq, id)
 	}
+	_, rver := s.receiptHub.watch()
 	s.metrics.subscribers.WithLabelValues("thread").Inc()
 	defer s.metrics.subscribers.WithLabelValues("thread").Dec()
 	out := startSSE(w)
@@ -232,7 +246,7 @@ func (s *Server) handleThreadStream(w http.ResponseWriter, r *http.Request) erro
 		}
 		return len(evs), nil
 	}
-	s.endStream(w, r, s.follow(ctx, out, fetch, false))
+	s.endStream(w, r, s.follow(ctx, out, fetch, false, id, rver))
 	return nil
 }
 
@@ -262,6 +276,7 @@ func (s *Server) handleGlobalStream(w http.ResponseWriter, r *http.Request) erro
 	if cursor > head {
 		return cursorAhead(param, cursor, head, "")
 	}
+	_, rver := s.receiptHub.watch()
 	s.metrics.subscribers.WithLabelValues("global").Inc()
 	defer s.metrics.subscribers.WithLabelValues("global").Dec()
 	out := startSSE(w)
@@ -282,7 +297,7 @@ func (s *Server) handleGlobalStream(w http.ResponseWriter, r *http.Request) erro
 		}
 		return len(evs), nil
 	}
-	s.endStream(w, r, s.follow(ctx, out, fetch, true))
+	s.endStream(w, r, s.follow(ctx, out, fetch, true, "", rver))
 	return nil
 }
 

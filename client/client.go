@@ -410,3 +410,37 @@ func (c *Client) Events(ctx context.Context, after int64, limit int, wait time.D
 	}
 	return out.Events, out.Next, nil
 }
+
+// PutReceipt reports the latest state of one (event, participant) pair of
+// a thread (in.Thread, in.Event, in.Participant); the answer is the stored
+// receipt and whether it changed anything (a repeated report does not).
+func (c *Client) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (agentbridge.Receipt, bool, error) {
+	var out struct {
+		Receipt agentbridge.Receipt `json:"receipt"`
+		Changed bool                `json:"changed"`
+	}
+	err := c.do(ctx, request{
+		op: "put receipt", method: http.MethodPut,
+		path: threadPath(in.Thread, "receipts", url.PathEscape(in.Event), url.PathEscape(in.Participant)), body: in, wantOut: &out,
+	})
+	if err != nil {
+		return agentbridge.Receipt{}, false, err
+	}
+	return out.Receipt, out.Changed, nil
+}
+
+// Receipts returns a thread's receipts, only event's when event is not
+// empty.
+func (c *Client) Receipts(ctx context.Context, thread, event string) ([]agentbridge.Receipt, error) {
+	var out struct {
+		Receipts []agentbridge.Receipt `json:"receipts"`
+	}
+	var q url.Values
+	if event != "" {
+		q = url.Values{"event": {event}}
+	}
+	if err := c.do(ctx, request{op: "list receipts", method: http.MethodGet, path: threadPath(thread, "receipts"), query: q, wantOut: &out}); err != nil {
+		return nil, err
+	}
+	return out.Receipts, nil
+}

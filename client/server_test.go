@@ -326,3 +326,51 @@ func startBridgeB(b *testing.B) *client.Client {
 	}
 	return c
 }
+
+// TestReceiptsAgainstServer puts receipts, lists them, and reads their
+// changes from both streams as Receipt items.
+func TestReceiptsAgainstServer(t *testing.T) {
+	c := startBridge(t, "")
+	ctx := t.Context()
+	if _, err := c.CreateThread(ctx, agentbridge.CreateThreadRequest{ID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := c.Append(ctx, "r", msg("user", "hi @codex"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Stream(ctx, "r", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	all, err := c.StreamAll(ctx, ev.GSeq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer all.Close()
+	in := agentbridge.ReceiptInput{Thread: "r", Event: ev.ID, Participant: "codex", From: "bridge-coordinator", State: agentbridge.ReceiptRunning, Invocation: "9"}
+	rc, changed, err := c.PutReceipt(ctx, in)
+	if err != nil || !changed || rc.State != "running" || rc.Invocation != "9" || rc.UpdatedAt == "" {
+		t.Fatalf("PutReceipt = %+v %v %v", rc, changed, err)
+	}
+	if _, changed, err := c.PutReceipt(ctx, in); err != nil || changed {
+		t.Fatalf("repeated PutReceipt changed=%v err=%v", changed, err)
+	}
+	in.State = "nonsense"
+	_, _, err = c.PutReceipt(ctx, in)
+	wantCode(t, err, agentbridge.ECodeInvalidField)
+	in.State, in.Event = agentbridge.ReceiptQueued, "01NOPE"
+	_, _, err = c.PutReceipt(ctx, in)
+	wantCode(t, err, agentbridge.ECodeEventNotFound)
+	list, err := c.Receipts(ctx, "r", ev.ID)
+	if err != nil || len(list) != 1 || list[0].Participant != "codex" || list[0].State != "running" {
+		t.Fatalf("Receipts = %+v %v", list, err)
+	}
+	for _, st := range []*client.Stream{s, all} {
+		it, err := st.Next()
+		if err != nil || it.Receipt == nil || it.Receipt.Thread != "r" || it.Receipt.State != "running" || it.ID != "" {
+			t.Fatalf("stream item = %+v %v, want the running receipt", it, err)
+		}
+	}
+}

@@ -23,14 +23,19 @@ import (
 // room for that while still bounding memory against a broken server.
 const maxSSELine = 8 << 20
 
-// Item is one message of a stream: an event, or a presence change on the
-// global stream. Exactly one of Event and Presence is set.
+// Item is one message of a stream: an event, a presence change (global
+// stream) or a receipt change. Exactly one of Event, Presence and Receipt
+// is set.
 type Item struct {
 	// Event is set for data messages (the default SSE event type).
 	Event *agentbridge.Event
 	// Presence is set for "event: presence" messages, which are not
 	// persisted and carry no id.
 	Presence *agentbridge.Presence
+	// Receipt is set for "event: receipt" messages: the new latest receipt
+	// of one (event, participant) pair, with its Thread set. Receipts are
+	// not events and carry no id.
+	Receipt *agentbridge.Receipt
 	// ID is the message's SSE id (the seq on a thread stream, the gseq on
 	// the global stream) when it carried one: the cursor to resume from.
 	ID string
@@ -87,7 +92,7 @@ func (c *Client) openStream(ctx context.Context, op, path string, q url.Values) 
 	return &Stream{ctx: ctx, cancel: cancel, body: resp.Body, p: newSSEParser(resp.Body)}, nil
 }
 
-// Next blocks until the next event or presence change. Keep-alive comments
+// Next blocks until the next event, presence or receipt change. Keep-alive comments
 // and messages of unknown event types are skipped. It returns io.EOF when
 // the server ended the stream or after Close, the context's error when the
 // context ended, and a wrapped error when the connection broke.
@@ -110,6 +115,12 @@ func (s *Stream) Next() (Item, error) {
 				return Item{}, fmt.Errorf("read stream: decode presence: %w", err)
 			}
 			return Item{Presence: &p, ID: msg.id}, nil
+		case "receipt":
+			var r agentbridge.Receipt
+			if err := json.Unmarshal([]byte(msg.data), &r); err != nil {
+				return Item{}, fmt.Errorf("read stream: decode receipt: %w", err)
+			}
+			return Item{Receipt: &r, ID: msg.id}, nil
 		}
 	}
 }

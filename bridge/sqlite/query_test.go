@@ -593,8 +593,8 @@ func TestMigrateFromVersion1(t *testing.T) {
 		t.Fatalf("open the version-1 database: %v", err)
 	}
 	t.Cleanup(func() { _ = old.Close() })
-	if v, err := sqlitex.SchemaVersion(ctx, old.rdb); err != nil || v != 3 {
-		t.Fatalf("schema version after Open: %d %v, want 3", v, err)
+	if v, err := sqlitex.SchemaVersion(ctx, old.rdb); err != nil || v != 4 {
+		t.Fatalf("schema version after Open: %d %v, want 4", v, err)
 	}
 	var n int
 	if err := old.rdb.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE name IN ('events_by_ts', 'threads_by_update')`).Scan(&n); err != nil || n != 0 {

@@ -36,7 +36,9 @@ type request struct {
 	// can be done before it is done there.
 	meta   string
 	create *agentbridge.CreateThreadRequest
-	reply  chan response
+	// receipt, when set, makes this a receipt write (see putReceipt).
+	receipt *agentbridge.ReceiptInput
+	reply   chan response
 }
 
 type response struct {
@@ -44,6 +46,10 @@ type response struct {
 	thread   agentbridge.Thread
 	replayed bool
 	err      error
+	// rcpt is a receipt write's answer; isReceipt keeps it out of the
+	// append counters, changed says whether it wrote anything.
+	rcpt               agentbridge.Receipt
+	isReceipt, changed bool
 }
 
 // The writer's statements, prepared once on its connection.
@@ -446,6 +452,7 @@ func (s *Store) commit(reqs []*request) {
 	var committed, replayed, rejected uint64
 	for _, resp := range resps {
 		switch {
+		case resp.isReceipt:
 		case resp.err != nil:
 			rejected++
 		case resp.replayed:
@@ -528,6 +535,9 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Conn) error) error {
 func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, error) {
 	if r.create != nil {
 		return s.createThread(ctx, b, *r.create)
+	}
+	if r.receipt != nil {
+		return s.putReceipt(ctx, b, *r.receipt)
 	}
 	return s.appendEvent(ctx, b, r.append, r.meta)
 }

@@ -471,6 +471,9 @@ type tailer struct {
 	log      *slog.Logger
 	thread   string // "" with --all
 	presence bool
+	// receipts prints receipt changes (on by default, --no-receipts);
+	// dim wraps them in ANSI dim, only when stdout is a terminal.
+	receipts, dim bool
 	// cursor is the seq (thread) or gseq (--all) of the last printed event.
 	cursor int64
 }
@@ -482,6 +485,7 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 	after := fs.Int64("after", -1, "start after this seq (gseq with --all); default: the last --last events, or the end with --all")
 	last := fs.Int("last", 10, "without --after, print this many past events of the thread first")
 	presence := fs.Bool("presence", false, "with --all, print presence changes too")
+	noReceipts := fs.Bool("no-receipts", false, "do not print receipts (what became of each addressed participant)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -499,7 +503,10 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 		return err
 	}
 	t := &tailer{m: m, c: c, cf: cf, presence: *presence, cursor: *after,
-		log: slog.New(slog.NewTextHandler(m.Stderr, nil))}
+		log: slog.New(slog.NewTextHandler(m.Stderr, nil)), receipts: !*noReceipts}
+	if f, ok := m.Stdout.(*os.File); ok && isTerminal(f) {
+		t.dim = true
+	}
 	if !*all {
 		t.thread = pos[0]
 	}
@@ -603,6 +610,12 @@ func (t *tailer) drain(s *client.Stream) (progressed bool, err error) {
 					return progressed, err
 				}
 			}
+		case it.Receipt != nil:
+			if t.receipts {
+				if err := t.printReceipt(*it.Receipt); err != nil {
+					return progressed, err
+				}
+			}
 		case it.Event != nil:
 			pos := it.Event.Seq
 			if t.thread == "" {
@@ -662,6 +675,46 @@ func (t *tailer) printPresence(p agentbridge.Presence) error {
 		return &printError{err: err}
 	}
 	return nil
+}
+
+// printReceipt prints a receipt change as one line, dim on a terminal so
+// that it reads as a footnote to the conversation.
+func (t *tailer) printReceipt(r agentbridge.Receipt) error {
+	var err error
+	switch {
+	case t.cf.json:
+		err = t.m.printJSON(map[string]any{"receipt": r})
+	case t.dim:
+		_, err = fmt.Fprintf(t.m.Stdout, "\x1b[2m%s\x1b[0m\n", formatReceipt(r, t.thread == ""))
+	default:
+		_, err = fmt.Fprintln(t.m.Stdout, formatReceipt(r, t.thread == ""))
+	}
+	if err != nil {
+		return &printError{err: err}
+	}
+	return nil
+}
+
+// formatReceipt renders a receipt as "  ↳ participant: state (details) for
+// event" (with --all, the thread is named too).
+func formatReceipt(r agentbridge.Receipt, global bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  ↳ %s: %s", r.Participant, r.State)
+	if r.Reason != "" {
+		fmt.Fprintf(&b, " — %s", r.Reason)
+	}
+	if r.Invocation != "" {
+		fmt.Fprintf(&b, " (invocation %s)", r.Invocation)
+	}
+	if r.Reply != "" {
+		fmt.Fprintf(&b, " reply %s", r.Reply)
+	}
+	b.WriteString(" for ")
+	if global {
+		b.WriteString(r.Thread + "/")
+	}
+	b.WriteString(r.Event)
+	return b.String()
 }
 
 // formatEvent renders an event as one readable line:

@@ -473,3 +473,67 @@ func TestFormatEvent(t *testing.T) {
 		t.Errorf("formatEvent global = %q, want %q", got, want)
 	}
 }
+
+// TestTailReceipts checks that tail prints receipt changes as lines of
+// their own (no ANSI codes when stdout is not a terminal) and that
+// --no-receipts leaves them out.
+func TestTailReceipts(t *testing.T) {
+	b := startTestBridge(t)
+	c := newCLI(t, b)
+	cl := b.client()
+	c.ok("thread", "new", "t", "--id", "T")
+	ev, err := cl.Append(t.Context(), "T", agentbridge.EventInput{From: "user", To: "codex", Content: []byte(`"hi"`)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errb, quiet, qerr testutil.Buffer
+	stop := runTailAsync(t, c.env, &out, &errb, "T")
+	stopQuiet := runTailAsync(t, c.env, &quiet, &qerr, "T", "--no-receipts")
+	testutil.WaitFor(t, 20*time.Second, "both tails to print the history", func() bool {
+		return len(tailLines(out.String())) >= 2 && len(tailLines(quiet.String())) >= 2
+	})
+	// A receipt is sent only to subscribers connected when it changes; put
+	// it again (as a new state) until the tail has seen one.
+	states := []string{agentbridge.ReceiptQueued, agentbridge.ReceiptRunning}
+	i := 0
+	testutil.WaitFor(t, 20*time.Second, "tail to print a receipt", func() bool {
+		in := agentbridge.ReceiptInput{Thread: "T", Event: ev.ID, Participant: "codex", From: "bridge-coordinator", State: states[i%2], Invocation: strconv.Itoa(i)}
+		i++
+		if _, _, err := cl.PutReceipt(t.Context(), in); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(out.String(), "↳ codex: ")
+	})
+	if _, err := cl.Append(t.Context(), "T", agentbridge.EventInput{From: "user", Content: []byte(`"after"`)}, ""); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 20*time.Second, "the quiet tail to print the next event", func() bool {
+		return strings.Contains(quiet.String(), "after")
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := stopQuiet(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "\x1b[") {
+		t.Errorf("tail wrote ANSI codes to a non-terminal:\n%q", out.String())
+	}
+	if !strings.Contains(out.String(), " for "+ev.ID) {
+		t.Errorf("receipt line does not name its event:\n%s", out.String())
+	}
+	if strings.Contains(quiet.String(), "↳") {
+		t.Errorf("tail --no-receipts printed a receipt:\n%s", quiet.String())
+	}
+}
+
+func TestFormatReceipt(t *testing.T) {
+	r := agentbridge.Receipt{Thread: "T", Event: "E", Participant: "gemini", State: "skipped", Reason: "no adapter"}
+	if got, want := formatReceipt(r, false), "  ↳ gemini: skipped — no adapter for E"; got != want {
+		t.Errorf("formatReceipt = %q, want %q", got, want)
+	}
+	r = agentbridge.Receipt{Thread: "T", Event: "E", Participant: "codex", State: "succeeded", Invocation: "4", Reply: "R"}
+	if got, want := formatReceipt(r, true), "  ↳ codex: succeeded (invocation 4) reply R for T/E"; got != want {
+		t.Errorf("formatReceipt = %q, want %q", got, want)
+	}
+}

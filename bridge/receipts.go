@@ -1,0 +1,146 @@
+package bridge
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/go-chi/chi/v5"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// receiptLogSize is how many recent receipt changes the hub keeps for
+// stream subscribers. A subscriber that falls further behind skips the
+// oldest: a receipt is the latest state of its pair, and GET receipts
+// gives the whole picture again.
+const receiptLogSize = 1024
+
+// receiptHub wakes stream subscribers on each receipt change, as the
+// presence hub does for presence: a ring of the last changes, a version and
+// a close-and-replace channel. The receipts themselves live in the store.
+type receiptHub struct {
+	mu      sync.Mutex
+	log     []agentbridge.Receipt
+	version int64
+	notify  chan struct{}
+}
+
+func newReceiptHub() *receiptHub {
+	return &receiptHub{notify: make(chan struct{})}
+}
+
+// add records a change and wakes subscribers.
+func (h *receiptHub) add(r agentbridge.Receipt) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.log) < receiptLogSize {
+		h.log = append(h.log, r)
+	} else {
+		h.log[h.version%receiptLogSize] = r
+	}
+	h.version++
+	close(h.notify)
+	h.notify = make(chan struct{})
+}
+
+// watch returns the channel closed by the next change and the current
+// version.
+func (h *receiptHub) watch() (<-chan struct{}, int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.notify, h.version
+}
+
+// since returns the changes after version v still in the ring whose thread
+// is thread ("" = every thread), oldest first, and the version they bring
+// the caller to.
+func (h *receiptHub) since(v int64, thread string) ([]agentbridge.Receipt, int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if v < h.version-int64(len(h.log)) {
+		v = h.version - int64(len(h.log))
+	}
+	var out []agentbridge.Receipt
+	for i := v; i < h.version; i++ {
+		if r := h.log[i%receiptLogSize]; thread == "" || r.Thread == thread {
+			out = append(out, r)
+		}
+	}
+	return out, h.version
+}
+
+// receiptFields are the fields a receipt body may carry.
+var receiptFields = []string{"from", "state", "reason", "invocation", "reply"}
+
+// parseReceiptBody decodes and validates a PUT receipt body for the pair
+// named by thread, event and participant (from the path).
+func parseReceiptBody(body []byte, thread, event, participant string) (agentbridge.ReceiptInput, error) {
+	var in agentbridge.ReceiptInput
+	if err := decodeStrictBytes(body, &in, receiptFields); err != nil {
+		return agentbridge.ReceiptInput{}, err
+	}
+	in.Thread, in.Event, in.Participant = thread, event, participant
+	if err := in.Validate(); err != nil {
+		return agentbridge.ReceiptInput{}, err
+	}
+	return in, nil
+}
+
+// receiptAnswer is the answer of PUT receipts.
+type receiptAnswer struct {
+	Receipt agentbridge.Receipt `json:"receipt"`
+	Changed bool                `json:"changed"`
+}
+
+func (s *Server) handleReceiptPut(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	in, err := parseReceiptBody(body, chi.URLParam(r, "id"), chi.URLParam(r, "event"), chi.URLParam(r, "participant"))
+	if err != nil {
+		return err
+	}
+	rc, changed, err := s.receipts.PutReceipt(r.Context(), in)
+	if err != nil {
+		return storeErr("put receipt", err)
+	}
+	if changed {
+		s.receiptHub.add(rc)
+	}
+	rc.Thread = ""
+	writeJSON(w, http.StatusOK, receiptAnswer{Receipt: rc, Changed: changed})
+	return nil
+}
+
+// receiptsPage is the answer of GET receipts.
+type receiptsPage struct {
+	Receipts []agentbridge.Receipt `json:"receipts"`
+}
+
+func (s *Server) handleReceiptsGet(w http.ResponseWriter, r *http.Request) error {
+	event := r.URL.Query().Get("event")
+	if len(event) > agentbridge.MaxReceiptID {
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "event", "The parameter \"event\" must be an event id, at most %d bytes.", agentbridge.MaxReceiptID)
+	}
+	list, err := s.receipts.Receipts(r.Context(), chi.URLParam(r, "id"), event)
+	if err != nil {
+		return storeErr("list receipts", err)
+	}
+	writeJSON(w, http.StatusOK, receiptsPage{Receipts: list})
+	return nil
+}
+
+// receipt writes one receipt change as "event: receipt" (no id: receipts
+// are not events, and a reconnecting client reloads them with GET).
+func (s *sse) receipt(r agentbridge.Receipt) error {
+	s.arm()
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode receipt: %w", err)
+	}
+	_, err = fmt.Fprintf(s.w, "event: receipt\ndata: %s\n\n", b)
+	return err
+}
