@@ -45,6 +45,7 @@ func TestDependencyArrows(t *testing.T) {
 		module + "/client":      {module + "/bridge", module + "/coordinator", "github.com/mattn/go-sqlite3"},
 		module + "/coordinator": {module + "/bridge", "github.com/kardianos/service"},
 		module + "/adapters":    {module + "/bridge", module + "/coordinator", "github.com/mattn/go-sqlite3"},
+		module + "/mcpserver":   {module + "/bridge", module + "/coordinator", "github.com/mattn/go-sqlite3"},
 	}
 	for path, p := range pkgs {
 		if !strings.HasPrefix(path, module) {
@@ -66,6 +67,13 @@ func TestDependencyArrows(t *testing.T) {
 					if d == b || strings.HasPrefix(d, b+"/") {
 						t.Errorf("%s must not depend on %s", path, d)
 					}
+				}
+			}
+		}
+		if !strings.HasPrefix(path, module+"/mcpserver") && !strings.HasPrefix(path, module+"/cmd/") {
+			for _, d := range p.Deps {
+				if strings.HasPrefix(d, "github.com/modelcontextprotocol/") {
+					t.Errorf("only package mcpserver may import the MCP SDK; %s does", path)
 				}
 			}
 		}

@@ -97,6 +97,7 @@ Client:
   scene THREAD on --actors a,b [--setting S] [--brief a=TEXT]... | scene THREAD off
   transcript THREAD [--format md|json]
   journal ID     an actor's journal (kept by the coordinator)
+  mcp --as ID    an MCP server on stdio acting as participant ID (docs/mcp.md)
 
 Operations:
   service install|uninstall|start|stop|status serve|coordinator
@@ -147,6 +148,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.runTranscript(ctx, rest)
 	case "cancel":
 		return m.runCancel(ctx, rest)
+	case "mcp":
+		return m.runMCP(ctx, rest)
 	case "service":
 		return m.runService(ctx, rest)
 	case "backup":
