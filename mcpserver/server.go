@@ -51,6 +51,12 @@ type Server struct {
 	as  string
 	log *slog.Logger
 	mcp *mcp.Server
+	// calls is the parent of every request's context, and cancelCalls
+	// ends them: the SDK detaches handlers from the session's context and
+	// its Close waits for them, so a shutdown must cancel a long
+	// wait_for_reply itself.
+	calls       context.Context
+	cancelCalls context.CancelFunc
 }
 
 // New returns a server with every tool, the thread resource template and
@@ -72,6 +78,7 @@ func New(opts Options) (*Server, error) {
 		version = "dev"
 	}
 	s := &Server{c: opts.Client, as: opts.As, log: log}
+	s.calls, s.cancelCalls = context.WithCancel(context.Background())
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "agent-bridge", Version: version}, &mcp.ServerOptions{
 		Instructions: instructions(opts.As),
 		Logger:       log,
@@ -79,9 +86,22 @@ func New(opts Options) (*Server, error) {
 		// client.
 		Capabilities: &mcp.ServerCapabilities{},
 	})
+	s.mcp.AddReceivingMiddleware(s.endWithServer)
 	s.addTools()
 	s.addResources()
 	return s, nil
+}
+
+// endWithServer ends a request's context when the server stops, as well as
+// when the client cancels the request.
+func (s *Server) endWithServer(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(s.calls, cancel)
+		defer stop()
+		return next(ctx, method, req)
+	}
 }
 
 // instructions tell the model who it is on the bridge and how the tools fit
@@ -93,8 +113,9 @@ Threads are also resources: bridge://threads/{id}.`, as, as)
 }
 
 // Run serves one session on t (a stdio transport for the CLI) until the
-// client hangs up or ctx ends. A client hanging up and ctx ending are both
-// normal ends and return nil.
+// client hangs up or ctx ends. When ctx ends, the tool calls in progress are
+// cancelled and the session closed; the server is then done. A client
+// hanging up and ctx ending are both normal ends and return nil.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	ss, err := s.mcp.Connect(ctx, t, nil)
 	if err != nil {
@@ -109,6 +130,7 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 		}
 		return nil
 	case <-ctx.Done():
+		s.cancelCalls()
 		_ = ss.Close()
 		<-done
 		return nil

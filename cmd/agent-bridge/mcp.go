@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -67,16 +68,69 @@ func (m *Main) runMCP(ctx context.Context, args []string) error {
 		return err
 	}
 	log.Info("agent-bridge mcp serving on stdio", "url", *bridgeURL)
-	return srv.Run(ctx, &mcp.IOTransport{Reader: readCloser(m.Stdin), Writer: nopWriteCloser{m.Stdout}})
+	return srv.Run(ctx, &mcp.IOTransport{Reader: newClosableReader(m.Stdin), Writer: nopWriteCloser{m.Stdout}})
 }
 
-// readCloser keeps a closable stdin closable, so that ending the session
-// unblocks the read, and wraps anything else.
-func readCloser(r io.Reader) io.ReadCloser {
-	if rc, ok := r.(io.ReadCloser); ok {
-		return rc
+// closableReader lets the session end while a read of stdin is blocked.
+// Closing a pipe's *os.File does not interrupt a read in progress (the
+// close waits for it), so a SIGTERM would leave the session waiting for a
+// line that never comes. Reads go through a pump goroutine instead, and
+// Close makes Read return at once; the pump ends with stdin's EOF or with
+// the process.
+type closableReader struct {
+	chunks chan chunk
+	closed chan struct{}
+	once   sync.Once
+	rest   []byte
+	err    error
+}
+
+type chunk struct {
+	b   []byte
+	err error
+}
+
+func newClosableReader(r io.Reader) *closableReader {
+	c := &closableReader{chunks: make(chan chunk), closed: make(chan struct{})}
+	go func() {
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := r.Read(buf)
+			select {
+			case c.chunks <- chunk{buf[:n], err}:
+			case <-c.closed:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return c
+}
+
+// Read must be called from one goroutine at a time.
+func (c *closableReader) Read(p []byte) (int, error) {
+	for len(c.rest) == 0 {
+		if c.err != nil {
+			return 0, c.err
+		}
+		select {
+		case ch := <-c.chunks:
+			c.rest, c.err = ch.b, ch.err
+		case <-c.closed:
+			return 0, io.EOF
+		}
 	}
-	return io.NopCloser(r)
+	n := copy(p, c.rest)
+	c.rest = c.rest[n:]
+	return n, nil
+}
+
+// Close makes a blocked or later Read return io.EOF.
+func (c *closableReader) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
 }
 
 // nopWriteCloser leaves stdout open when the session ends: Main does not
