@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -358,7 +359,8 @@ func checkThreadArg(thread string) error {
 
 // sentence returns an agentbridge error's message, or the error's text.
 func sentence(err error) string {
-	if e, ok := err.(*agentbridge.Error); ok {
+	var e *agentbridge.Error
+	if errors.As(err, &e) {
 		return e.Message
 	}
 	return err.Error()
