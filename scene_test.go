@@ -337,3 +337,43 @@ func TestTranscriptGolden(t *testing.T) {
 		t.Errorf("bad format: %v", err)
 	}
 }
+
+// benchScene is a closed scene at the hard cap: 60 turns each.
+func benchScene() *sceneLog {
+	l := &sceneLog{}
+	startScene(l, "")
+	for i := 1; i <= 2*DefaultHardCap; i++ {
+		from, to := "maria", "sam"
+		if i%2 == 0 {
+			from, to = to, from
+		}
+		l.add(private(TypeThinking, from, "a private thought of some length, as actors write them"))
+		l.add(speech(from, to, i, "A line of dialogue of ordinary length, said aloud in the kitchen.", false))
+	}
+	l.add(closed(CloseHardCap))
+	return l
+}
+
+// BenchmarkRenderTranscript renders a 120-turn scene (242 events) as md.
+func BenchmarkRenderTranscript(b *testing.B) {
+	src := TranscriptSource{ThreadName: "kitchen", Events: benchScene().events, Humans: DefaultHumans}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := RenderTranscript(src, TranscriptMarkdown); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFoldSpeech folds one speech into a running scene: the cost a
+// scene adds to every message the bridge appends in it.
+func BenchmarkFoldSpeech(b *testing.B) {
+	l := &sceneLog{}
+	startScene(l, "")
+	s := l.state()
+	e := l.add(speech("maria", "sam", 1, "Hello there.", false))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Fold(s, e, DefaultHumans)
+	}
+}

@@ -184,13 +184,20 @@ func (c *Coordinator) sceneOutcome(ctx context.Context, cfg *Config, inv state.I
 		if err != nil {
 			body = in.payload
 		}
-		res = adapters.Run(ctx, in.spec, body, func(pid, pgid int) {
+		// The first run's progress monitor has stopped; the correction
+		// run reports no progress.
+		spec := in.spec
+		spec.Progress = nil
+		res = adapters.Run(ctx, spec, body, func(pid, pgid int) {
 			if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, pid, pgid, time.Now()); err != nil {
 				c.log.Error("record adapter start", "id", inv.ID, "err", err)
 			}
 		})
 		o.Finished, o.OutputBytes, o.StderrTail = res.Finished, o.OutputBytes+res.StdoutBytes, string(res.StderrTail)
 		switch {
+		case res.Cancelled:
+			o.Status, o.Error = state.StatusCancelled, cancelReason("")
+			return res
 		case res.Interrupted:
 			o.Status, o.Error = state.StatusInterrupted, adapters.ErrorMessage(res, cfg.AdapterTimeout)
 			return res
