@@ -43,6 +43,10 @@ func FuzzDecodeEventInput(f *testing.F) {
 		`{"type":"control","from":"user","content":{"party":{"on":true,"agents":["a","a"],"max_agents":2,"cross_talk":true}}}`,
 		`{"type":"control","from":"user","content":{"party":{"on":true,"max_agent":2}}}`,
 		`{"type":"control","from":"user","content":{"invite":{"participant_id":"a","profile":{"client":"c","model":"m","expertise":["db"]}}}}`,
+		`{"type":"control","from":"user","content":{"scene":{"on":true,"actors":["a","b"],"setting":"s","briefs":{"a":"x"},"first":"b","soft_cap":1,"hard_cap":2}}}`,
+		`{"type":"control","from":"user","content":{"scene":{"on":true,"actors":["a"],"soft_cap":0}}}`,
+		`{"type":"control","from":"user","content":{"scene":{"on":false}}}`,
+		`{"type":"control","from":"user","content":{"invite":{"participant_id":"a","profile":{"client":"c","model":"m","character":"sheet"}}}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -107,6 +111,8 @@ func FuzzFold(f *testing.F) {
 	f.Add(`{"discussion":{"on":true,"allow_agent_mentions":false}}`, true)
 	f.Add(`{"party":{"on":true,"agents":["a"],"max_agents":3,"cross_talk":false}}`, true)
 	f.Add(`{"party":{"on":false}}`, true)
+	f.Add(`{"scene":{"on":true,"actors":["a","b"],"first":"b","soft_cap":1,"hard_cap":1}}`, true)
+	f.Add(`{"scene":{"on":false}}`, true)
 	f.Fuzz(func(t *testing.T, content string, human bool) {
 		from := "codex"
 		if human {
