@@ -1,14 +1,19 @@
 #!/bin/sh
 # claude_code.sh: an adapter that answers with Claude Code ("claude -p").
 #
-# It renders the payload on stdin into one prompt (primer, conversation so
-# far, the message to answer) with "agent-bridge prompt" and feeds it to
-# "claude -p" on stdin; claude's stdout is the reply. The model is the invited
-# participant's profile.model, when set. Extra claude flags (permissions, say)
-# come from AGENT_BRIDGE_CLAUDE_ARGS, split on spaces; set it in the agent
-# entry's "env".
+# It renders the payload on stdin into one prompt with "agent-bridge prompt"
+# and feeds it to "claude -p --output-format stream-json --verbose" on stdin.
+# "agent-bridge adapter-stream claude" turns claude's events into the reply
+# (stdout) and progress records (fd 3: tool calls, text, usage and cost, the
+# session id). The model is the invited participant's profile.model, when
+# set. When the payload carries a session id (session.id, kept by the
+# coordinator per thread and participant), claude resumes it (--resume); if
+# claude no longer knows it, the run is retried once as a new session.
+# Extra claude flags (permissions, say) come from AGENT_BRIDGE_CLAUDE_ARGS,
+# split on spaces; set it in the agent entry's "env".
 #
-# Exit status: claude's own, or 127 when claude or agent-bridge is missing.
+# Exit status: 0 with a reply; non-zero when claude or the run failed (the
+# reason on stderr); 127 when claude or agent-bridge is missing.
 set -eu
 
 me=claude_code.sh
@@ -27,10 +32,38 @@ trap 'rm -rf "$tmp"' EXIT
 cat >"$tmp/payload.json"
 "$bin" prompt <"$tmp/payload.json" >"$tmp/prompt.txt"
 model=$("$bin" prompt --field participant.profile.model <"$tmp/payload.json")
+session=$("$bin" prompt --field session.id <"$tmp/payload.json")
 
-set -- -p
-if [ -n "$model" ]; then
-	set -- "$@" --model "$model"
+# run_claude SESSION: one claude run piped through adapter-stream, resuming
+# SESSION when not empty. Its status is adapter-stream's: 3 means claude
+# never started the run (a session it does not know, say). claude's own
+# status is kept in $tmp/claude.rc, as POSIX sh has no pipefail.
+run_claude() {
+	resume=$1
+	set -- -p --output-format stream-json --verbose
+	if [ -n "$model" ]; then
+		set -- "$@" --model "$model"
+	fi
+	if [ -n "$resume" ]; then
+		set -- "$@" --resume "$resume"
+	fi
+	# shellcheck disable=SC2086 # word splitting of the extra flags is intended
+	{
+		rc=0
+		claude "$@" ${AGENT_BRIDGE_CLAUDE_ARGS:-} <"$tmp/prompt.txt" || rc=$?
+		echo "$rc" >"$tmp/claude.rc"
+	} | "$bin" adapter-stream claude
+}
+
+status=0
+run_claude "$session" || status=$?
+if [ "$status" -eq 3 ] && [ -n "$session" ]; then
+	echo "$me: claude could not resume session $session (exit $(cat "$tmp/claude.rc")); starting a new session" >&2
+	status=0
+	run_claude "" || status=$?
 fi
-# shellcheck disable=SC2086 # word splitting of the extra flags is intended
-claude "$@" ${AGENT_BRIDGE_CLAUDE_ARGS:-} <"$tmp/prompt.txt"
+if [ "$status" -eq 0 ] && [ "$(cat "$tmp/claude.rc")" != 0 ]; then
+	echo "$me: claude exited with status $(cat "$tmp/claude.rc")" >&2
+	exit 1
+fi
+exit "$status"

@@ -90,6 +90,7 @@ Client:
   state THREAD [--at SEQ]
   tail THREAD | tail --all
   prompt         render an adapter payload (stdin) as a prompt
+  adapter-stream claude|codex  a CLI's JSON events (stdin) to reply and progress
   invocations [--status S]  the coordinator's invocation records
   invocations show ID [--follow] | invocations cancel ID
   cancel THREAD ID  stop a participant's queued and running invocations
@@ -150,6 +151,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.runCancel(ctx, rest)
 	case "mcp":
 		return m.runMCP(ctx, rest)
+	case "adapter-stream":
+		return m.runAdapterStream(ctx, rest)
 	case "service":
 		return m.runService(ctx, rest)
 	case "backup":

@@ -177,21 +177,10 @@ func scriptEnv(t *testing.T, fakes map[string]string) (env []string, logDir stri
 	}
 	env = []string{
 		"PATH=" + bin + string(os.PathListSeparator) + tools,
-		"FAKE_CLI_LOG=" + logDir,
 		"XDG_STATE_HOME=" + filepath.Join(t.TempDir(), "state"),
 		"AGENT_BRIDGE_BIN=" + filepath.Join(bin, "agent-bridge"),
 	}
 	return env, logDir
-}
-
-// fakeCLI records its argv (one per line) and stdin under $FAKE_CLI_LOG,
-// numbered per call, then runs extra shell code.
-func fakeCLI(name, extra string) string {
-	return "#!/bin/sh\n" +
-		"n=$(cat \"$FAKE_CLI_LOG/" + name + ".n\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$FAKE_CLI_LOG/" + name + ".n\"\n" +
-		"printf '%s\\n' \"$@\" > \"$FAKE_CLI_LOG/" + name + ".$n.argv\"\n" +
-		"cat > \"$FAKE_CLI_LOG/" + name + ".$n.stdin\"\n" +
-		extra
 }
 
 func runScript(t *testing.T, script string, env []string, payload []byte) adapters.Result {
@@ -201,15 +190,6 @@ func runScript(t *testing.T, script string, env []string, payload []byte) adapte
 		t.Fatal(err)
 	}
 	return adapters.Run(context.Background(), adapters.Spec{Command: []string{path}, Env: env}, payload, nil)
-}
-
-func readLog(t *testing.T, dir, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 func TestEchoScript(t *testing.T) {
@@ -227,134 +207,6 @@ func TestEchoScript(t *testing.T) {
 	res = runScript(t, "echo.sh", append(env, "AGENT_BRIDGE_BIN=/nonexistent/agent-bridge"), b)
 	if res.ExitCode != 127 || !strings.Contains(string(res.StderrTail), "AGENT_BRIDGE_BIN") {
 		t.Errorf("missing binary: exit %d, stderr %q", res.ExitCode, res.StderrTail)
-	}
-}
-
-func TestClaudeScript(t *testing.T) {
-	p, b := promptTestPayload(t)
-	env, logs := scriptEnv(t, map[string]string{"claude": fakeCLI("claude", "echo 'claude says hi'\n")})
-	res := runScript(t, "claude_code.sh", env, b)
-	if !res.OK() || string(res.Stdout) != "claude says hi\n" {
-		t.Fatalf("claude_code.sh: %s, stdout %q", adapters.ErrorMessage(res, 0), res.Stdout)
-	}
-	if got, want := readLog(t, logs, "claude.1.argv"), "-p\n--model\ngpt-5-codex\n"; got != want {
-		t.Errorf("claude argv = %q, want %q", got, want)
-	}
-	if got := readLog(t, logs, "claude.1.stdin"); got != adapters.RenderPrompt(p) {
-		t.Errorf("claude stdin =\n%s\nwant the rendered prompt\n%s", got, adapters.RenderPrompt(p))
-	}
-
-	// No model in the profile, extra flags from the environment.
-	p.Participant.Profile.Model = ""
-	b2, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res = runScript(t, "claude_code.sh", append(env, "AGENT_BRIDGE_CLAUDE_ARGS=--permission-mode acceptEdits"), b2)
-	if !res.OK() {
-		t.Fatalf("claude_code.sh without model: %s", adapters.ErrorMessage(res, 0))
-	}
-	if got, want := readLog(t, logs, "claude.2.argv"), "-p\n--permission-mode\nacceptEdits\n"; got != want {
-		t.Errorf("claude argv = %q, want %q", got, want)
-	}
-
-	// A failing claude's exit status and stderr come through.
-	env, _ = scriptEnv(t, map[string]string{"claude": fakeCLI("claude", "echo 'rate limited' >&2; exit 3\n")})
-	res = runScript(t, "claude_code.sh", env, b)
-	if res.ExitCode != 3 || !strings.Contains(string(res.StderrTail), "rate limited") {
-		t.Errorf("failing claude: exit %d, stderr %q", res.ExitCode, res.StderrTail)
-	}
-}
-
-func TestCodexScript(t *testing.T) {
-	p, b := promptTestPayload(t)
-	// The fake codex prints a thread.started event and writes its reply to
-	// the -o file, as codex exec --json does.
-	fake := fakeCLI("codex", `out=
-prev=
-for a in "$@"; do
-	if [ "$prev" = "-o" ]; then out=$a; fi
-	prev=$a
-done
-echo '{"type":"thread.started","thread_id":"sess-'$n'"}'
-echo '{"type":"turn.completed"}'
-printf 'codex reply %s\n' "$n" > "$out"
-`)
-	env, logs := scriptEnv(t, map[string]string{"codex": fake})
-	var state string
-	for _, e := range env {
-		if v, ok := strings.CutPrefix(e, "XDG_STATE_HOME="); ok {
-			state = v
-		}
-	}
-	sessionFile := filepath.Join(state, "agent-bridge", "codex", "t1", "codex")
-
-	res := runScript(t, "codex.sh", env, b)
-	if !res.OK() || string(res.Stdout) != "codex reply 1\n" {
-		t.Fatalf("codex.sh: %s, stdout %q", adapters.ErrorMessage(res, 0), res.Stdout)
-	}
-	argv := strings.Split(strings.TrimSpace(readLog(t, logs, "codex.1.argv")), "\n")
-	if argv[0] != "exec" || argv[len(argv)-1] != "-" || !strings.Contains(strings.Join(argv, " "), "--json") ||
-		!strings.Contains(strings.Join(argv, " "), "-m gpt-5-codex") || strings.Contains(strings.Join(argv, " "), "resume") {
-		t.Errorf("first codex argv = %q", argv)
-	}
-	if got := readLog(t, logs, "codex.1.stdin"); got != adapters.RenderPrompt(p) {
-		t.Errorf("codex stdin is not the rendered prompt:\n%s", got)
-	}
-	if got := readLog(t, filepath.Dir(sessionFile), "codex"); got != "sess-1\n" {
-		t.Errorf("session file = %q", got)
-	}
-
-	// The next message in the thread resumes the session.
-	res = runScript(t, "codex.sh", env, b)
-	if !res.OK() || string(res.Stdout) != "codex reply 2\n" {
-		t.Fatalf("codex.sh resume: %s, stdout %q", adapters.ErrorMessage(res, 0), res.Stdout)
-	}
-	argv = strings.Split(strings.TrimSpace(readLog(t, logs, "codex.2.argv")), "\n")
-	if got := strings.Join(argv[len(argv)-3:], " "); got != "resume sess-1 -" {
-		t.Errorf("second codex argv ends with %q, want resume sess-1 -", got)
-	}
-	if got := readLog(t, filepath.Dir(sessionFile), "codex"); got != "sess-2\n" {
-		t.Errorf("session file after resume = %q", got)
-	}
-}
-
-func TestCodexScriptStaleSession(t *testing.T) {
-	_, b := promptTestPayload(t)
-	// This codex fails to resume, as codex does for a session it no longer has.
-	fake := fakeCLI("codex", `out=
-prev=
-for a in "$@"; do
-	if [ "$a" = resume ]; then echo "no such session" >&2; exit 1; fi
-	if [ "$prev" = "-o" ]; then out=$a; fi
-	prev=$a
-done
-echo '{"type":"thread.started","thread_id":"fresh"}'
-echo fresh reply > "$out"
-`)
-	env, logs := scriptEnv(t, map[string]string{"codex": fake})
-	var state string
-	for _, e := range env {
-		if v, ok := strings.CutPrefix(e, "XDG_STATE_HOME="); ok {
-			state = v
-		}
-	}
-	dir := filepath.Join(state, "agent-bridge", "codex", "t1")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "codex"), []byte("gone\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	res := runScript(t, "codex.sh", env, b)
-	if !res.OK() || string(res.Stdout) != "fresh reply\n" {
-		t.Fatalf("codex.sh: %s, stdout %q", adapters.ErrorMessage(res, 0), res.Stdout)
-	}
-	if got := readLog(t, logs, "codex.n"); got != "2\n" {
-		t.Errorf("codex ran %q times, want 2 (resume, then fresh)", got)
-	}
-	if got := readLog(t, dir, "codex"); got != "fresh\n" {
-		t.Errorf("session file = %q, want the new session", got)
 	}
 }
 
