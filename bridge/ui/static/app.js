@@ -617,11 +617,15 @@ function participantNode(id) {
     b.type = "button";
     b.addEventListener("click", fn);
     btns.append(b);
+    return b;
   };
   mk("Mute", "mute", () => control({ mute: { targets: [id], mode: "hard" } }));
   mk("Unmute", "unmute", () => control({ unmute: { targets: [id] } }));
   mk("Prod", "prod", () => control({ prod: [id] }));
   mk("Uninvite", "uninvite", () => control({ uninvite: { participant_id: id } }));
+  // Stop cancels the participant's running and queued invocations here;
+  // renderPresence shows it only while the participant is thinking.
+  mk("Stop", "stop", () => control({ cancel: { participant_id: id } })).hidden = true;
   const state = el("div", "p-state");
   li.append(top, el("div", "p-detail"), state, btns);
   return li;
@@ -709,8 +713,13 @@ function renderPresence(v) {
     dot.title = state;
     const li = dot.closest(".participant");
     li.dataset.presence = state;
+    // While thinking, the adapter's latest progress status says what it
+    // is doing (contract 5.3).
+    const status = state === "thinking" && p.details && typeof p.details.status === "string" ? p.details.status : "";
+    const text = status ? `${state} · ${status}` : state;
     const label = li.querySelector(".p-state");
-    if (label.textContent !== state) label.textContent = state;
+    if (label.textContent !== text) label.textContent = text;
+    li.querySelector("button.stop").hidden = state !== "thinking";
   }
 }
 
