@@ -304,25 +304,30 @@ func writeProgress(n int) error {
 	return nil
 }
 
-// flood writes rate lines a second until the process exits; write errors
-// (the coordinator closed the pipe) end it.
+// flood writes rate lines a second until the process exits, catching up
+// on ticks the scheduler delayed; write errors (the coordinator closed the
+// pipe) end it.
 func flood(rate int) {
 	f := progressFile()
 	if f == nil {
 		return
 	}
-	per := max(rate/100, 1)
 	line := []byte(`{"status":"flooding","kind":"text","detail":"` + strings.Repeat("z", 64) + `"}` + "\n")
-	batch := make([]byte, 0, per*len(line))
-	for range per {
-		batch = append(batch, line...)
-	}
+	var batch []byte
+	start := time.Now()
+	written := 0
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
 	for range t.C {
+		owed := int(time.Since(start).Seconds()*float64(rate)) - written
+		batch = batch[:0]
+		for range owed {
+			batch = append(batch, line...)
+		}
 		if _, err := f.Write(batch); err != nil {
 			return
 		}
+		written += owed
 	}
 }
 
