@@ -32,8 +32,8 @@ func TestStopThinkingParticipant(t *testing.T) {
 	b.waitJS("echo listening, Stop hidden", li+`.dataset.presence === "listening" && `+li+`.querySelector("button.stop").hidden`)
 	var events struct {
 		Events []struct {
-			Type    string         `json:"type"`
-			From    string         `json:"from"`
+			Type    string          `json:"type"`
+			From    string          `json:"from"`
 			Content json.RawMessage `json:"content"`
 		} `json:"events"`
 	}
