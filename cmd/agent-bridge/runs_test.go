@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,5 +139,66 @@ func TestCancelRealBinary(t *testing.T) {
 	if strings.Count(out, "cancelled") != 2 {
 		t.Errorf("invocations --status cancelled:\n%s", out)
 	}
+	p.terminate(t)
+}
+
+// TestInvocationsFollowAndCancelRace: `invocations show --follow` prints
+// progress as it comes and stops when the run ends; then cancels sent as
+// runs finish (a bounded number of rounds) never let a cancelled run's
+// reply through, with the real binary.
+func TestInvocationsFollowAndCancelRace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin, fake := buildCoordBinaries(t)
+	e := newCoordEnv(t, fake)
+	p := e.startCoordProc(bin)
+	th := e.threadWithAlice()
+	run := e.say(th, "alice", "fake:progress=2 fake:sleep=1500ms fake:say=followed")
+	var rec coordinator.InvocationResponse
+	testutil.WaitFor(t, 30*time.Second, "alice's run in the ledger", func() bool {
+		var ok bool
+		rec, ok = e.invocationFor(run.ID)
+		return ok
+	})
+	out, stderr, code := e.cli(bin, "invocations", "show", strconv.FormatInt(rec.ID, 10), "--follow", "--coordinator-url", e.statusURL)
+	if code != 0 || !strings.Contains(out, "step 2") || !strings.Contains(out, "-- succeeded (exit 0)") || !strings.Contains(out, "2 in/4 out") {
+		t.Errorf("show --follow: exit %d\n%s%s", code, out, stderr)
+	}
+	if strings.Count(out, "step 1") != 1 {
+		t.Errorf("a progress line printed twice or not at all:\n%s", out)
+	}
+
+	const rounds = 10
+	var triggers []agentbridge.Event
+	for i := range rounds {
+		tr := e.say(th, "alice", fmt.Sprintf("fake:sleep=%dms fake:say=r%d", i*10, i))
+		testutil.WaitFor(t, 30*time.Second, "the adapter to start", func() bool { return e.runs(tr.ID) == 1 })
+		if _, stderr, code := e.cli(bin, "cancel", th, "alice"); code != 0 {
+			t.Fatalf("cancel: %s", stderr)
+		}
+		testutil.WaitFor(t, 30*time.Second, "the round's outcome", func() bool {
+			st := e.invocationStatus(tr.ID)
+			return st == "succeeded" && len(e.replies(th, tr.ID)) == 1 || st == "cancelled"
+		})
+		if e.invocationStatus(tr.ID) == "cancelled" {
+			// The notice is the only answer; give a racing reply the
+			// time of the next round to show up, then count.
+			testutil.WaitFor(t, 30*time.Second, "the cancel notice", func() bool { return len(e.replies(th, tr.ID)) >= 1 })
+		}
+		triggers = append(triggers, tr)
+	}
+	var replied int
+	for _, tr := range triggers {
+		got := e.replies(th, tr.ID)
+		cancelled := e.invocationStatus(tr.ID) == "cancelled"
+		if len(got) != 1 || (got[0].From == "alice") == cancelled {
+			t.Errorf("round %q: cancelled %v, answers %+v", tr.Text(), cancelled, got)
+		}
+		if !cancelled {
+			replied++
+		}
+	}
+	t.Logf("%d of %d rounds replied before the cancel", replied, rounds)
 	p.terminate(t)
 }
