@@ -7,8 +7,10 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -259,5 +261,34 @@ func TestRunCancelledStopsGroup(t *testing.T) {
 	res = adapters.Run(ctx, adapters.Spec{Command: []string{fakePath}}, b, nil)
 	if !res.Cancelled || res.PID != 0 || !errors.Is(context.Cause(ctx), adapters.ErrCancelled) {
 		t.Errorf("after cancel: result = %+v", res)
+	}
+}
+
+func TestRunEscapedProcessHoldingProgressFD(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid not installed")
+	}
+	// The adapter leaves a process in a new session (beyond the group
+	// kill) that holds only fd 3: Run returns after the bounded drain,
+	// with the records written before.
+	pidFile := filepath.Join(t.TempDir(), "escaped.pid")
+	script := `echo '{"status":"before"}' >&3
+setsid /bin/sh -c 'echo $$ > "$0"; exec sleep 1000' "$1" </dev/null >/dev/null 2>&1 &
+while [ ! -s "$1" ]; do :; done
+echo done`
+	var got []string
+	res := adapters.Run(context.Background(), adapters.Spec{
+		Command:  []string{"/bin/sh", "-c", script, "sh", pidFile},
+		Progress: func(r adapters.ProgressRecord) { got = append(got, r.Status) },
+	}, []byte("{}"), nil)
+	b, _ := os.ReadFile(pidFile)
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+		defer func() { _ = syscall.Kill(pid, syscall.SIGKILL) }()
+		if !alive(pid) {
+			t.Errorf("the escaped process %d is gone; this test no longer exercises the bounded drain", pid)
+		}
+	}
+	if !res.OK() || string(res.Stdout) != "done\n" || len(got) != 1 || got[0] != "before" {
+		t.Fatalf("result %+v, records %v", res, got)
 	}
 }
