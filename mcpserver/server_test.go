@@ -31,13 +31,13 @@ const token = "s3cret"
 // it acting as the other side of the conversation, and an MCP client
 // session connected in-process to a server acting as participant "claude".
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	url    string
 	bridge *client.Client
 	cs     *mcp.ClientSession
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{Logger: quiet})
