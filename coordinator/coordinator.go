@@ -59,6 +59,9 @@ type Coordinator struct {
 	watcher *Watcher
 	metrics *metrics
 	sched   *scheduler
+	// receipts reports each considered pair's state to the bridge
+	// (receipts.go).
+	receipts *receiptReporter
 
 	statusLn  net.Listener
 	statusSrv *http.Server
@@ -119,6 +122,7 @@ func New(opts Options) (*Coordinator, error) {
 	c.cfg.Store(&cfg)
 	c.metrics = newMetrics(c)
 	c.sched = newScheduler(c)
+	c.receipts = newReceiptReporter(c)
 	if opts.ConfigPath != "" {
 		c.watcher = NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
 	}
@@ -182,6 +186,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer cancelWork()
 	c.skipGrace.Store(&cancelWork)
 	c.sched.start(stop, work)
+	stopReceipts := c.receipts.start(ctx)
 
 	if c.statusLn != nil {
 		c.statusSrv = &http.Server{
@@ -218,6 +223,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 	cancelStop()
 	c.shutdown(work, cancelWork)
+	stopReceipts()
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -464,6 +470,9 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	}
 	for _, n := range step.Notices {
 		c.sched.postNotice(n)
+	}
+	if decided {
+		c.receipts.wake()
 	}
 	return nil
 }

@@ -1,0 +1,245 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+)
+
+// The receipt reporter (contract 5.5) tells the bridge what became of every
+// (event, participant) pair the trigger rules considered. It reads the
+// ledger rather than being called from the invocation path: the ledger
+// already records every decision and every status change durably, so the
+// reporter needs no queue of its own (memory stays bounded whatever the
+// bridge does), coalesces by construction (it sends a pair's current
+// state, not each step it went through), picks up every status whoever
+// writes it (cancel, [PASS], recovery), and can never slow an adapter run:
+// all it costs the invocation path is a nudge on a buffered channel.
+const (
+	// receiptPoll is how often the reporter looks at the ledger when
+	// nothing nudged it: a run's running → finished change arrives within
+	// this plus one PUT, well inside the contract's second.
+	receiptPoll = 200 * time.Millisecond
+	// receiptBatch caps the rows one look reads, so that a reporter far
+	// behind (a long bridge outage) catches up in bounded steps.
+	receiptBatch = 200
+	// receiptReplay is how many of the newest invocations and decisions a
+	// starting reporter reports again: a crash may have come between a
+	// change and its report, and the bridge ignores unchanged receipts.
+	receiptReplay = 256
+	// receiptRetryMax caps the backoff between attempts while the bridge
+	// is unreachable.
+	receiptRetryMax = 5 * time.Second
+	// receiptFlush bounds the last pass at shutdown, which reports the
+	// statuses the shutdown itself wrote (interrupted runs).
+	receiptFlush = 2 * time.Second
+)
+
+// pairReport is the last state reported for an unfinished invocation.
+type pairReport struct {
+	status, reply string
+}
+
+// receiptReporter is owned by its run goroutine, except nudge.
+type receiptReporter struct {
+	c     *Coordinator
+	nudge chan struct{} // buffered 1: wake-ups coalesce
+	// lastInv and lastDec are the newest invocation id and decision row
+	// fully reported; active holds what was last reported for invocations
+	// that may still change.
+	lastInv, lastDec int64
+	active           map[int64]pairReport
+	// sent counts receipts the bridge accepted, for /metrics.
+	sent prometheus.Counter
+	// warned is set once a permanent refusal has been logged at warn level
+	// (a bridge without receipts refuses every one).
+	warned bool
+}
+
+func newReceiptReporter(c *Coordinator) *receiptReporter {
+	r := &receiptReporter{c: c, nudge: make(chan struct{}, 1), active: map[int64]pairReport{}}
+	r.sent = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "agent_bridge_coordinator_receipts_total",
+		Help: "Receipts reported to the bridge (changes only; see docs/runs.md).",
+	})
+	c.metrics.reg.MustRegister(r.sent)
+	return r
+}
+
+// start runs the reporter in its own goroutine, outliving ctx: the
+// returned stop, called after the coordinator's shutdown, lets it report
+// what the shutdown wrote (for at most receiptFlush) and waits for it.
+func (r *receiptReporter) start(ctx context.Context) (stop func()) {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	final, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		r.run(rctx, final)
+	}()
+	return func() {
+		close(final)
+		t := time.NewTimer(receiptFlush)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+		}
+		cancel()
+		<-done
+	}
+}
+
+// wake makes the reporter look at the ledger now. It never blocks.
+func (r *receiptReporter) wake() {
+	select {
+	case r.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// run reports until ctx ends. When final is closed it makes one last pass
+// over whatever is left (the statuses shutdown wrote) and returns once a
+// pass finds nothing more, or when ctx ends.
+func (r *receiptReporter) run(ctx context.Context, final <-chan struct{}) {
+	inv, dec, err := r.c.db.ReceiptHeads(ctx)
+	for err != nil {
+		r.c.log.Warn("receipts: cannot read the ledger; retrying", "err", err)
+		if !sleepCtx(ctx, time.Second) {
+			return
+		}
+		inv, dec, err = r.c.db.ReceiptHeads(ctx)
+	}
+	r.lastInv, r.lastDec = max(inv-receiptReplay, 0), max(dec-receiptReplay, 0)
+	tick := time.NewTicker(receiptPoll)
+	defer tick.Stop()
+	finishing := false
+	for {
+		n, err := r.pass(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			r.c.log.Warn("receipts: cannot read the ledger", "err", err)
+		}
+		if n >= receiptBatch {
+			continue
+		}
+		if finishing && n == 0 {
+			return
+		}
+		select {
+		case <-r.nudge:
+		case <-tick.C:
+		case <-final:
+			final, finishing = nil, true
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// pass reports what changed since the last pass and returns how many rows
+// it read.
+func (r *receiptReporter) pass(ctx context.Context) (int, error) {
+	decs, err := r.c.db.DecisionsAfter(ctx, r.lastDec, receiptBatch)
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range decs {
+		var dd Decision
+		if err := json.Unmarshal(d.Decision, &dd); err != nil {
+			r.c.log.Warn("receipts: cannot decode a decision", "event", d.EventID, "err", err)
+		}
+		for _, s := range dd.Skipped {
+			if !r.send(ctx, agentbridge.ReceiptInput{
+				Thread: d.Thread, Event: d.EventID, Participant: s.Participant,
+				State: agentbridge.ReceiptSkipped, Reason: s.Reason,
+			}) {
+				return 0, nil
+			}
+		}
+		r.lastDec = d.Row
+	}
+	ids := make([]int64, 0, len(r.active))
+	for id := range r.active {
+		ids = append(ids, id)
+	}
+	rows, err := r.c.db.PairStates(ctx, r.lastInv, ids, receiptBatch)
+	if err != nil {
+		return len(decs), err
+	}
+	newRows := 0
+	for _, p := range rows {
+		if p.ID > r.lastInv {
+			newRows++
+		}
+		prev, known := r.active[p.ID]
+		now := pairReport{status: p.Status, reply: p.ReplyEventID}
+		if (!known || prev != now) && agentbridge.ValidReceiptState(p.Status) {
+			if !r.send(ctx, agentbridge.ReceiptInput{
+				Thread: p.Thread, Event: p.TriggerID, Participant: p.Participant,
+				State: p.Status, Invocation: strconv.FormatInt(p.ID, 10), Reply: p.ReplyEventID,
+			}) {
+				return 0, nil
+			}
+		}
+		if finished(p) {
+			delete(r.active, p.ID)
+		} else {
+			r.active[p.ID] = now
+		}
+		r.lastInv = max(r.lastInv, p.ID)
+	}
+	return max(len(decs), newRows), nil
+}
+
+// finished reports whether an invocation's receipt can no longer change:
+// it ended and whatever it owed is posted. Interrupted runs may be re-run
+// by a restarted coordinator, which the replay at start-up reports.
+func finished(p state.PairState) bool {
+	switch p.Status {
+	case state.StatusQueued, state.StatusRunning:
+		return false
+	}
+	return !p.Pending
+}
+
+// send PUTs one receipt, retrying with capped backoff while the bridge is
+// unreachable. It returns false only when ctx ended; a receipt the bridge
+// refuses for good (the event is gone, a bridge without receipts) is
+// dropped with a log line.
+func (r *receiptReporter) send(ctx context.Context, in agentbridge.ReceiptInput) bool {
+	in.From = r.c.cfg.Load().CoordinatorID
+	var b backoff
+	for {
+		_, _, err := r.c.bridge.PutReceipt(ctx, in)
+		if err == nil {
+			r.sent.Inc()
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		var ae *agentbridge.Error
+		if errors.As(err, &ae) && permanent(ae.Status) {
+			level := r.c.log.Debug
+			if !r.warned {
+				r.warned, level = true, r.c.log.Warn
+			}
+			level("receipts: the bridge refused a receipt; dropping it", "thread", in.Thread, "event", in.Event, "participant", in.Participant, "state", in.State, "err", err)
+			return true
+		}
+		d := min(b.next(), receiptRetryMax)
+		r.c.log.Debug("receipts: cannot reach the bridge; retrying", "err", err, "retry_in", d.Round(time.Millisecond))
+		if !sleepCtx(ctx, d) {
+			return false
+		}
+	}
+}

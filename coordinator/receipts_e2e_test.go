@@ -1,0 +1,180 @@
+package coordinator_test
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
+)
+
+// receiptLog collects the receipt changes of a thread's stream.
+type receiptLog struct {
+	mu  sync.Mutex
+	got []agentbridge.Receipt
+}
+
+func (l *receiptLog) of(event, participant string) []agentbridge.Receipt {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []agentbridge.Receipt
+	for _, r := range l.got {
+		if r.Event == event && r.Participant == participant {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// watchReceipts follows a thread's stream and records every receipt.
+func (s *stack) watchReceipts(thread string) *receiptLog {
+	s.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := s.cl.Stream(ctx, thread, -1)
+	if err != nil {
+		cancel()
+		s.t.Fatal(err)
+	}
+	l := &receiptLog{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			it, err := st.Next()
+			if err != nil {
+				return
+			}
+			if it.Receipt != nil {
+				l.mu.Lock()
+				l.got = append(l.got, *it.Receipt)
+				l.mu.Unlock()
+			}
+		}
+	}()
+	s.t.Cleanup(func() {
+		cancel()
+		st.Close()
+		<-done
+	})
+	return l
+}
+
+// inOrder reports whether the states of rs follow the order of want (each
+// a later entry of it: the reporter may coalesce steps, never reorder).
+func inOrder(rs []agentbridge.Receipt, want ...string) bool {
+	i := 0
+	for _, r := range rs {
+		for i < len(want) && want[i] != r.State {
+			i++
+		}
+		if i == len(want) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestReceiptsReported: a message that mentions an invited agent, an
+// invited participant without an adapter and someone not invited gets a
+// receipt for each: the agent's run from queued or running to succeeded
+// with its invocation and reply, the others skipped with the decision's
+// reason; a failing run ends failed with the error notice as its reply.
+// They arrive live on the thread's stream and stay readable with GET.
+func TestReceiptsReported(t *testing.T) {
+	s := startStack(t, nil)
+	th := s.thread("receipts")
+	s.invite(th, "alice", agentbridge.Profile{})
+	s.invite(th, "gemini", agentbridge.Profile{Client: "gemini", Model: "g"})
+	log := s.watchReceipts(th)
+	e := s.say(th, "all", "@alice @gemini @zed please look fake:sleep=1s")
+	reply := s.waitReplies(th, e.ID, 1)[0]
+	inv := s.waitStatus(e.ID, "alice", state.StatusSucceeded)
+
+	testutil.WaitFor(t, waitLong, "alice's succeeded receipt", func() bool {
+		rs := log.of(e.ID, "alice")
+		return len(rs) > 0 && rs[len(rs)-1].State == agentbridge.ReceiptSucceeded
+	})
+	rs := log.of(e.ID, "alice")
+	last := rs[len(rs)-1]
+	if last.Reply != reply.ID || last.Invocation != strconv.FormatInt(inv.ID, 10) || last.From != "bridge-coordinator" {
+		t.Errorf("alice's last receipt = %+v, want reply %s invocation %d", last, reply.ID, inv.ID)
+	}
+	if !inOrder(rs, "queued", "running", "succeeded") {
+		t.Errorf("alice's receipts out of order: %+v", rs)
+	}
+	var sawRunning bool
+	for _, r := range rs {
+		sawRunning = sawRunning || r.State == agentbridge.ReceiptRunning
+	}
+	if !sawRunning {
+		t.Errorf("a one-second run was never reported running: %+v", rs)
+	}
+	for p, reason := range map[string]string{"gemini": "no adapter", "zed": "not invited"} {
+		testutil.WaitFor(t, waitLong, p+"'s skipped receipt", func() bool { return len(log.of(e.ID, p)) > 0 })
+		if r := log.of(e.ID, p); len(r) != 1 || r[0].State != agentbridge.ReceiptSkipped || r[0].Reason != reason {
+			t.Errorf("%s's receipts = %+v, want one skipped: %s", p, r, reason)
+		}
+	}
+
+	fail := s.say(th, "alice", "fake:exit=3")
+	notice := s.waitReplies(th, fail.ID, 1)[0]
+	testutil.WaitFor(t, waitLong, "the failed receipt with the notice", func() bool {
+		rs := log.of(fail.ID, "alice")
+		return len(rs) > 0 && rs[len(rs)-1].State == agentbridge.ReceiptFailed && rs[len(rs)-1].Reply == notice.ID
+	})
+
+	all, err := s.cl.Receipts(context.Background(), th, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range all {
+		if r.Event != e.ID && r.Event != fail.ID {
+			continue // receipts of the replies (their mentions are not allowed from an agent)
+		}
+		got[r.Event[len(r.Event)-4:]+"/"+r.Participant] = r.State
+	}
+	want := map[string]string{
+		e.ID[len(e.ID)-4:] + "/alice": "succeeded", e.ID[len(e.ID)-4:] + "/gemini": "skipped",
+		e.ID[len(e.ID)-4:] + "/zed": "skipped", fail.ID[len(fail.ID)-4:] + "/alice": "failed",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("GET receipts = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("GET receipts[%s] = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+}
+
+// TestReceiptsCatchUpAfterBridgeOutage: receipts of runs that changed while
+// the bridge was down reach it once it is back (the reporter reads them
+// from the ledger, so nothing is lost while it retries).
+func TestReceiptsCatchUpAfterBridgeOutage(t *testing.T) {
+	s := startStack(t, nil)
+	th := s.thread("outage")
+	s.invite(th, "alice", agentbridge.Profile{})
+	e := s.say(th, "alice", "fake:sleep=2s")
+	s.waitStatus(e.ID, "alice", state.StatusRunning)
+	testutil.WaitFor(t, waitLong, "the running receipt", func() bool {
+		rs, err := s.cl.Receipts(context.Background(), th, e.ID)
+		return err == nil && len(rs) == 1 && rs[0].State == agentbridge.ReceiptRunning
+	})
+	addr := strings.TrimPrefix(s.bridge.url, "http://")
+	s.bridge.close(t)
+	testutil.WaitFor(t, waitLong, "the run to end while the bridge is down", func() bool {
+		invs := s.invocations(e.ID)
+		return len(invs) == 1 && invs[0].Status == state.StatusSucceeded
+	})
+	s.bridge = startTestBridge(t, filepath.Join(s.dir, "bridge.db"), addr)
+	testutil.WaitFor(t, waitLong, "the succeeded receipt after the outage", func() bool {
+		rs, err := s.cl.Receipts(context.Background(), th, e.ID)
+		return err == nil && len(rs) == 1 && rs[0].State == agentbridge.ReceiptSucceeded && rs[0].Reply != ""
+	})
+}

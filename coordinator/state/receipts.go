@@ -1,0 +1,99 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// PairState is what the receipt reporter needs of an invocation: its pair,
+// its status and the reply (or error notice) posted for it.
+type PairState struct {
+	ID           int64
+	Thread       string
+	TriggerID    string
+	Participant  string
+	Status       string
+	ReplyEventID string
+	// Pending is true while a post is owed (the run ended, its reply or
+	// error notice is not yet in the thread).
+	Pending bool
+}
+
+// DecisionRow is a recorded decision in the order decisions were written.
+type DecisionRow struct {
+	// Row orders decisions by when they were recorded (SQLite's rowid,
+	// which only grows: decisions are never deleted).
+	Row      int64
+	EventID  string
+	Thread   string
+	Decision json.RawMessage
+}
+
+// ReceiptHeads returns the newest invocation id and decision row, where a
+// receipt reporter starting up begins (0 for an empty ledger).
+func (d *DB) ReceiptHeads(ctx context.Context) (lastInvocation, lastDecision int64, err error) {
+	var inv, dec sql.NullInt64
+	if err := d.db.QueryRowContext(ctx, `SELECT (SELECT max(id) FROM invocations), (SELECT max(rowid) FROM decisions)`).Scan(&inv, &dec); err != nil {
+		return 0, 0, fmt.Errorf("read receipt heads: %w", err)
+	}
+	return inv.Int64, dec.Int64, nil
+}
+
+// PairStates returns the invocations with id > after (at most limit, by
+// id) and those whose id is in ids, ordered by id.
+func (d *DB) PairStates(ctx context.Context, after int64, ids []int64, limit int) ([]PairState, error) {
+	q := `SELECT id, thread, trigger_id, participant, status, reply_event_id, pending_post != ''
+		FROM invocations WHERE id IN (SELECT id FROM invocations WHERE id > ? ORDER BY id LIMIT ?)`
+	args := []any{after, limit}
+	if len(ids) > 0 {
+		q += ` OR id IN (?` + strings.Repeat(`, ?`, len(ids)-1) + `)`
+		for _, id := range ids {
+			args = append(args, id)
+		}
+	}
+	rows, err := d.db.QueryContext(ctx, q+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read invocation states: %w", err)
+	}
+	defer rows.Close()
+	var out []PairState
+	for rows.Next() {
+		var p PairState
+		if err := rows.Scan(&p.ID, &p.Thread, &p.TriggerID, &p.Participant, &p.Status, &p.ReplyEventID, &p.Pending); err != nil {
+			return nil, fmt.Errorf("scan invocation state: %w", err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read invocation states: %w", err)
+	}
+	return out, nil
+}
+
+// DecisionsAfter returns up to limit decisions recorded after row, in the
+// order they were recorded.
+func (d *DB) DecisionsAfter(ctx context.Context, row int64, limit int) ([]DecisionRow, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT rowid, event_id, thread, decision FROM decisions
+		WHERE rowid > ? ORDER BY rowid LIMIT ?`, row, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read decisions: %w", err)
+	}
+	defer rows.Close()
+	var out []DecisionRow
+	for rows.Next() {
+		var r DecisionRow
+		var js string
+		if err := rows.Scan(&r.Row, &r.EventID, &r.Thread, &js); err != nil {
+			return nil, fmt.Errorf("scan decision: %w", err)
+		}
+		r.Decision = json.RawMessage(js)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read decisions: %w", err)
+	}
+	return out, nil
+}
