@@ -33,18 +33,42 @@ const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 // link must load the same page); its assets are served under /ui/static/.
 // It accepts paths with or without the /ui prefix, so it works whether the
 // server mounts it as is or behind http.StripPrefix.
-func Handler() http.Handler {
+func Handler() http.Handler { return NewHandler(Options{}) }
+
+// DefaultCoordinatorURL is where the UI links to the coordinator's runs
+// dashboard when Options.CoordinatorURL says nothing: the coordinator's
+// default status_addr.
+const DefaultCoordinatorURL = "http://127.0.0.1:5112"
+
+// Options configures the UI beyond its files.
+type Options struct {
+	// CoordinatorURL returns the base URL of the coordinator's status
+	// server (its runs dashboard), which the UI links to; nil or "" means
+	// DefaultCoordinatorURL. A function, because "up" learns the address
+	// only once the coordinator listens, after the bridge started.
+	CoordinatorURL func() string
+}
+
+// uiConfig is the answer of GET /ui/config.json: what the page needs to
+// know about its surroundings.
+type uiConfig struct {
+	CoordinatorURL string `json:"coordinator_url"`
+}
+
+// NewHandler is Handler with options; it also serves /ui/config.json.
+func NewHandler(opts Options) http.Handler {
 	sub, err := fs.Sub(static, "static")
 	if err != nil {
 		// The embedded tree is fixed at build time; a missing folder is a
 		// broken build, not a runtime condition.
 		panic("ui: embedded static folder missing: " + err.Error())
 	}
-	return &handler{files: sub}
+	return &handler{files: sub, opts: opts}
 }
 
 type handler struct {
 	files fs.FS
+	opts  Options
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -63,6 +87,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case p == "" || p == "/" || p == "/index.html" || strings.HasPrefix(p, "/threads/"):
 		h.serveFile(w, r, "index.html")
+	case p == "/config.json":
+		cfg := uiConfig{CoordinatorURL: DefaultCoordinatorURL}
+		if h.opts.CoordinatorURL != nil {
+			if u := h.opts.CoordinatorURL(); u != "" {
+				cfg.CoordinatorURL = u
+			}
+		}
+		hdr.Set("Content-Type", "application/json")
+		hdr.Set("Cache-Control", "no-store")
+		_ = json.NewEncoder(w).Encode(cfg)
 	case strings.HasPrefix(p, "/static/"):
 		name := path.Clean(strings.TrimPrefix(p, "/static/"))
 		if name == "index.html" || strings.HasPrefix(name, ".") {

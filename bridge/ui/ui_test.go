@@ -138,3 +138,29 @@ func TestStaticFilesKeepContentInert(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestConfigNamesTheCoordinator checks /ui/config.json: the default
+// coordinator URL, then the one the options give.
+func TestConfigNamesTheCoordinator(t *testing.T) {
+	get := func(h http.Handler) string {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/ui/config.json", nil))
+		if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+			t.Fatalf("config.json: %d %s", rec.Code, rec.Header().Get("Content-Type"))
+		}
+		var cfg struct {
+			CoordinatorURL string `json:"coordinator_url"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		return cfg.CoordinatorURL
+	}
+	if got := get(ui.Handler()); got != ui.DefaultCoordinatorURL {
+		t.Errorf("default coordinator URL = %q", got)
+	}
+	if got := get(ui.NewHandler(ui.Options{CoordinatorURL: func() string { return "http://127.0.0.1:7000" }})); got != "http://127.0.0.1:7000" {
+		t.Errorf("coordinator URL = %q", got)
+	}
+}

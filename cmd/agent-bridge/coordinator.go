@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -146,8 +147,16 @@ func (m *Main) runUp(ctx context.Context, args []string) error {
 	if err := os.MkdirAll(filepath.Dir(*db), 0o755); err != nil {
 		return fmt.Errorf("create database folder: %w", err)
 	}
+	// The UI links to the coordinator's dashboard, whose address is known
+	// once the coordinator listens.
+	var statusURL atomic.Pointer[string]
 	b, err := startBridge(ctx, bridgeConfig{Addr: *addr, DB: *db, Humans: cfg.HumanIDs, Token: token,
-		MaxBody: bridge.DefaultMaxBody, Version: version}, logger)
+		MaxBody: bridge.DefaultMaxBody, Version: version, CoordinatorURL: func() string {
+			if u := statusURL.Load(); u != nil {
+				return *u
+			}
+			return ""
+		}}, logger)
 	if err != nil {
 		return err
 	}
@@ -163,6 +172,8 @@ func (m *Main) runUp(ctx context.Context, args []string) error {
 		cfg.BridgeToken = token
 	}
 	return m.startCoordinator(ctx, cfg, *statePath, logger, func(c *coordinator.Coordinator) {
+		u := c.StatusURL()
+		statusURL.Store(&u)
 		fmt.Fprintf(m.Stdout, "agent-bridge is up: bridge %s, coordinator status %s\nOpen the UI at %s/ui\n", b.URL(), c.StatusURL(), b.URL())
 	})
 }

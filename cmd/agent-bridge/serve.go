@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -33,6 +34,9 @@ type bridgeConfig struct {
 	CORSOrigins  []string
 	MaxBody      int64
 	Version      string
+	// CoordinatorURL is where the UI links to the runs dashboard (see
+	// ui.Options).
+	CoordinatorURL func() string
 }
 
 // runningBridge is a started bridge: its store and its listening server.
@@ -71,7 +75,7 @@ func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*r
 		MaxBody:      cfg.MaxBody,
 		Logger:       logger,
 		Version:      cfg.Version,
-		UI:           ui.Handler(),
+		UI:           ui.NewHandler(ui.Options{CoordinatorURL: cfg.CoordinatorURL}),
 	})
 	if err != nil {
 		_ = store.Close()
@@ -126,12 +130,16 @@ func (m *Main) runServe(ctx context.Context, args []string) error {
 	corsOrigins := fs.String("cors-origin", "", "comma-separated extra allowed origins, scheme://host[:port]")
 	maxBody := fs.String("max-body", strconv.Itoa(bridge.DefaultMaxBody), "maximum request body, in bytes")
 	logLevel := fs.String("log-level", m.env("BRIDGE_LOG_LEVEL", "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
+	coordURL := fs.String("coordinator-url", m.env("BRIDGE_COORDINATOR_URL", ui.DefaultCoordinatorURL), "the coordinator's status address, which the web UI links to as the runs dashboard (env BRIDGE_COORDINATOR_URL)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return usagef("serve takes no arguments, got %q", pos[0])
+	}
+	if u, err := url.Parse(*coordURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("--coordinator-url: %q is not an http(s) URL", *coordURL)
 	}
 	logger, err := newLogger(m.Stderr, *logLevel)
 	if err != nil {
@@ -155,14 +163,15 @@ func (m *Main) runServe(ctx context.Context, args []string) error {
 		return err
 	}
 	b, err := startBridge(ctx, bridgeConfig{
-		Addr:         *addr,
-		DB:           *db,
-		Humans:       hs,
-		Token:        token,
-		AllowedHosts: splitList(*allowedHosts),
-		CORSOrigins:  splitList(*corsOrigins),
-		MaxBody:      mb,
-		Version:      version,
+		Addr:           *addr,
+		DB:             *db,
+		Humans:         hs,
+		Token:          token,
+		AllowedHosts:   splitList(*allowedHosts),
+		CORSOrigins:    splitList(*corsOrigins),
+		MaxBody:        mb,
+		Version:        version,
+		CoordinatorURL: func() string { return *coordURL },
 	}, logger)
 	if err != nil {
 		return err

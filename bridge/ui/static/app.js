@@ -6,6 +6,7 @@
 
 import * as api from "./api.js";
 import { renderMarkdown } from "./markdown.js";
+import { drawReceipts } from "./receipts.js";
 
 const PAGE = 100;
 const PRESENCE_POLL_MS = 1500;
@@ -113,6 +114,7 @@ function newView(id) {
     state: null, // state shown in the panel (live or as of cursor)
     liveState: null,
     presence: new Map(),
+    receipts: new Map(), // event id -> Map participant -> receipt
     loadingOlder: false,
     stateReq: 0,
     replyTo: null,
@@ -178,6 +180,8 @@ async function openThread(id) {
   }
   refreshState(v);
   pollPresence(v);
+  loadReceipts(v);
+  tickReceipts(v);
   if (!document.hidden) startStream(v);
   renderRevision();
 }
@@ -205,8 +209,14 @@ function followStream(v, signal) {
   api.stream(`/threads/${encodeURIComponent(v.id)}/events/stream`, {
     signal,
     cursor: () => v.last,
-    onStatus: setConn,
+    onStatus: (status) => {
+      setConn(status);
+      // Receipts are not replayed by the stream: reload what changed
+      // while it was away.
+      if (status === "live" && v === view) loadReceipts(v);
+    },
     onMessage: (name, data) => {
+      if (name === "receipt" && v === view) return onReceipt(v, data);
       if (name !== "message" || v !== view) return;
       let ev;
       try {
@@ -449,6 +459,12 @@ function renderEvent(v, ev) {
   else if (ev.type === "thread.renamed") body.textContent = `renamed the thread to “${contentText(ev)}”`;
   else body.textContent = `${ev.type}: ${contentText(ev)}`;
   node.append(body);
+  if (ev.type === "message" || ev.type === "control") {
+    const box = el("div", "receipts");
+    box.hidden = true;
+    node.append(box);
+    if (ev.id) paintReceipts(v, ev.id, box);
+  }
   return node;
 }
 
@@ -705,7 +721,87 @@ async function pollPresenceOnce(v) {
   }
 }
 
+// ---------------------------------------------------------------- receipts
+
+async function loadReceipts(v) {
+  try {
+    const res = await api.get(`/threads/${encodeURIComponent(v.id)}/receipts`, { signal: v.ctrl.signal });
+    if (v !== view) return;
+    v.receipts = new Map();
+    for (const r of res.receipts || []) putReceipt(v, r);
+    for (const id of v.receipts.keys()) paintReceipts(v, id);
+  } catch {
+    // Receipts are a hint; the stream and the next reconnect bring them.
+  }
+}
+
+function putReceipt(v, r) {
+  let m = v.receipts.get(r.event);
+  if (!m) v.receipts.set(r.event, (m = new Map()));
+  m.set(r.participant, r);
+}
+
+function onReceipt(v, data) {
+  let r;
+  try {
+    r = JSON.parse(data);
+  } catch {
+    return;
+  }
+  if (!r || typeof r.event !== "string") return;
+  putReceipt(v, r);
+  paintReceipts(v, r.event);
+}
+
+// paintReceipts redraws the receipt lines under one event, if it is shown.
+function paintReceipts(v, eventID, box) {
+  if (!box) {
+    const node = v.nodes.get(v.byID.get(eventID));
+    box = node && node.querySelector(".receipts");
+  }
+  if (!box) return;
+  drawReceipts(box, v.receipts.get(eventID), v.presence, (id) => senderLabel(v, id).name, (id) => showEvent(v, id), Date.now());
+}
+
+// tickReceipts keeps the "running 12 s" lines counting while the view is
+// open.
+async function tickReceipts(v) {
+  while (v === view && !v.ctrl.signal.aborted) {
+    await api.sleep(1000, v.ctrl.signal);
+    if (v !== view || document.hidden) continue;
+    paintRunning(v);
+  }
+}
+
+function paintRunning(v) {
+  for (const [id, m] of v.receipts) {
+    for (const r of m.values()) {
+      if (r.state === "running") {
+        paintReceipts(v, id);
+        break;
+      }
+    }
+  }
+}
+
+// showRunsLink points the header's Runs link at the coordinator's
+// dashboard, whose address the bridge was told (serve --coordinator-url).
+async function showRunsLink() {
+  try {
+    const res = await fetch("/ui/config.json", { cache: "no-store" });
+    const cfg = await res.json();
+    if (cfg && typeof cfg.coordinator_url === "string" && /^https?:\/\//.test(cfg.coordinator_url)) {
+      const a = $("runs-link");
+      a.href = cfg.coordinator_url.replace(/\/+$/, "") + "/";
+      a.hidden = false;
+    }
+  } catch {
+    // No link then.
+  }
+}
+
 function renderPresence(v) {
+  paintRunning(v);
   for (const dot of $("participant-list").querySelectorAll(".presence")) {
     const p = v.presence.get(dot.dataset.id);
     const state = !p || p.stale ? "offline" : p.state;
@@ -1029,6 +1125,7 @@ function wire() {
 
 async function main() {
   wire();
+  showRunsLink();
   await loadThreads();
   openThread(routeID());
   for (;;) {

@@ -171,6 +171,8 @@ type stack struct {
 	token string
 	serve *proc
 	coord *proc
+	// serveArgs are extra arguments of serve.
+	serveArgs []string
 }
 
 func newStack(t testing.TB) *stack {
@@ -191,7 +193,7 @@ func (s *stack) startServe() {
 	if s.token != "" {
 		env = append(env, "BRIDGE_TOKEN="+s.token)
 	}
-	s.serve = startProc(s.t, "serve", env, s.bin, "serve", "--addr", s.addr, "--db", s.db)
+	s.serve = startProc(s.t, "serve", env, s.bin, append([]string{"serve", "--addr", s.addr, "--db", s.db}, s.serveArgs...)...)
 	testutil.WaitFor(s.t, waitTimeout, "the bridge to answer /healthz", func() bool {
 		res, err := http.Get(s.url + "/healthz")
 		if err != nil {
