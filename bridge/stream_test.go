@@ -191,7 +191,7 @@ func TestLongPoll(t *testing.T) {
 
 // testutilWaitSubscribers waits until the gauge of open subscribers of a
 // kind reaches n, so a test knows its stream or poll is waiting.
-func testutilWaitSubscribers(t *testing.T, ts *testServer, kind string, n int) {
+func testutilWaitSubscribers(t testing.TB, ts *testServer, kind string, n int) {
 	t.Helper()
 	waitFor(t, 10*time.Second, kind+" subscribers", func() bool {
 		return subscriberCount(ts.srv, kind) >= float64(n)

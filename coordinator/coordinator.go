@@ -62,6 +62,8 @@ type Coordinator struct {
 	// receipts reports each considered pair's state to the bridge
 	// (receipts.go).
 	receipts *receiptReporter
+	// excerpts caches trigger excerpts for the runs dashboard.
+	excerpts excerpts
 
 	statusLn  net.Listener
 	statusSrv *http.Server

@@ -107,6 +107,7 @@ func (c *Coordinator) statusHandler() http.Handler {
 	mux.HandleFunc("POST /invocations/{id}/cancel", c.handleCancel)
 	mux.HandleFunc("GET /decisions", c.handleDecisions)
 	mux.HandleFunc("GET /journals/{participant}", c.handleJournal)
+	c.mountDashboard(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no %s %s on the coordinator's status API; try /invocations or /decisions?event=ID.", r.Method, r.URL.Path))
 	})

@@ -173,6 +173,8 @@ type stack struct {
 	coord *proc
 	// serveArgs are extra arguments of serve.
 	serveArgs []string
+	// statusURL is the coordinator's status server (its runs dashboard).
+	statusURL string
 }
 
 func newStack(t testing.TB) *stack {
@@ -209,10 +211,12 @@ func (s *stack) startServe() {
 // the fake adapter.
 func (s *stack) startCoordinator() {
 	s.t.Helper()
+	statusAddr := freeAddr(s.t)
+	s.statusURL = "http://" + statusAddr
 	cfg := map[string]any{
 		"bridge_url":           s.url,
 		"startup_mode":         "resume",
-		"status_addr":          freeAddr(s.t),
+		"status_addr":          statusAddr,
 		"presence_heartbeat_s": 1,
 		"agents": map[string]any{
 			"fake": map[string]any{"command": []string{s.fake}, "client": "fake"},

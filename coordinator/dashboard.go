@@ -1,0 +1,201 @@
+package coordinator
+
+import (
+	"context"
+	"embed"
+	"io/fs"
+	"net/http"
+	"path"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+)
+
+// The runs dashboard (docs/runs.md): plain HTML, CSS and one script,
+// embedded like the bridge's UI, served by the status server at / and
+// polling its JSON endpoints (GET /runs, GET /usage, GET /invocations/{id})
+// once a second.
+
+//go:embed dashboard
+var dashboardFiles embed.FS
+
+// dashboardCSP allows only the dashboard's own script, style and requests.
+const dashboardCSP = "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
+	"img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'"
+
+// Excerpts of trigger messages shown in the runs table.
+const (
+	excerptRunes = 120
+	// excerptCache bounds the cache of excerpts fetched from the bridge;
+	// past it the cache starts afresh (the next look refetches a page).
+	excerptCache = 4096
+	// excerptTimeout bounds one fetch: the dashboard's answer must not
+	// wait for a slow bridge, it shows no excerpt instead.
+	excerptTimeout = 2 * time.Second
+)
+
+// excerpts caches trigger excerpts by event id: events never change, so an
+// entry never goes stale. The ledger does not store them (a message's text
+// belongs to the bridge; the ledger keeps ids).
+type excerpts struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// mountDashboard adds the dashboard's routes to the status server's mux.
+func (c *Coordinator) mountDashboard(mux *http.ServeMux) {
+	sub, err := fs.Sub(dashboardFiles, "dashboard")
+	if err != nil {
+		panic("coordinator: embedded dashboard missing: " + err.Error())
+	}
+	serve := func(w http.ResponseWriter, r *http.Request, name string) {
+		b, err := fs.ReadFile(sub, name)
+		if err != nil {
+			writeError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no dashboard file %s.", r.URL.Path))
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Security-Policy", dashboardCSP)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-cache")
+		switch path.Ext(name) {
+		case ".html":
+			h.Set("Content-Type", "text/html; charset=utf-8")
+		case ".js":
+			h.Set("Content-Type", "text/javascript; charset=utf-8")
+		case ".css":
+			h.Set("Content-Type", "text/css; charset=utf-8")
+		}
+		_, _ = w.Write(b)
+	}
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { serve(w, r, "index.html") })
+	mux.HandleFunc("GET /dashboard/{file}", func(w http.ResponseWriter, r *http.Request) { serve(w, r, r.PathValue("file")) })
+	mux.HandleFunc("GET /runs", c.handleRuns)
+	mux.HandleFunc("GET /usage", c.handleUsage)
+}
+
+// Run is one row of GET /runs: the invocation record plus the first
+// characters of its trigger.
+type Run struct {
+	state.Invocation
+	TriggerExcerpt string `json:"trigger_excerpt"`
+}
+
+// RunsResponse is the body of GET /runs.
+type RunsResponse struct {
+	Runs []Run `json:"runs"`
+	// Now is the status server's clock, so the page computes running
+	// durations without trusting the browser's.
+	Now string `json:"now"`
+}
+
+// handleRuns serves GET /runs?thread=&participant=&status=&limit=.
+func (c *Coordinator) handleRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := state.RunFilter{Thread: q.Get("thread"), Participant: q.Get("participant"), Status: q.Get("status")}
+	if f.Status != "" && !state.ValidStatus(f.Status) {
+		writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "status",
+			"%q is not an invocation status.", f.Status))
+		return
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 1000 {
+			writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "limit",
+				"limit must be a whole number from 1 to 1000."))
+			return
+		}
+		f.Limit = n
+	}
+	invs, err := c.db.Runs(r.Context(), f)
+	if err != nil {
+		c.log.Error("list runs", "err", err)
+		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The runs could not be read."))
+		return
+	}
+	out := RunsResponse{Runs: make([]Run, len(invs)), Now: agentbridge.FormatTime(time.Now().UTC())}
+	for i, inv := range invs {
+		out.Runs[i] = Run{Invocation: inv, TriggerExcerpt: c.excerpt(r.Context(), inv)}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// excerpt returns the start of an invocation's trigger, from the cache or
+// the bridge; "" when the bridge cannot say (the next look tries again).
+func (c *Coordinator) excerpt(ctx context.Context, inv state.Invocation) string {
+	c.excerpts.mu.Lock()
+	s, ok := c.excerpts.m[inv.TriggerID]
+	c.excerpts.mu.Unlock()
+	if ok {
+		return s
+	}
+	ctx, cancel := context.WithTimeout(ctx, excerptTimeout)
+	defer cancel()
+	evs, err := c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: inv.Thread, After: inv.TriggerSeq - 1, Limit: 1})
+	if err != nil || len(evs) == 0 || evs[0].ID != inv.TriggerID {
+		return ""
+	}
+	s = evs[0].Text()
+	if evs[0].Type == agentbridge.TypeControl {
+		s = string(evs[0].Content)
+	}
+	if utf8.RuneCountInString(s) > excerptRunes {
+		s = string([]rune(s)[:excerptRunes-1]) + "…"
+	}
+	c.excerpts.mu.Lock()
+	if c.excerpts.m == nil || len(c.excerpts.m) >= excerptCache {
+		c.excerpts.m = make(map[string]string)
+	}
+	c.excerpts.m[inv.TriggerID] = s
+	c.excerpts.mu.Unlock()
+	return s
+}
+
+// UsageResponse is the body of GET /usage: per participant, the runs,
+// tokens and cost of the invocations queued since the start of today and
+// over the last 7 days.
+type UsageResponse struct {
+	Today     []state.ParticipantUsage `json:"today"`
+	Last7Days []state.ParticipantUsage `json:"last_7_days"`
+	// TodaySince and WeekSince are the periods' starts.
+	TodaySince string `json:"today_since"`
+	WeekSince  string `json:"week_since"`
+}
+
+// handleUsage serves GET /usage[?tz_offset_min=N]. "Today" starts at
+// midnight in the viewer's time zone when the page says its offset from
+// UTC in minutes (JavaScript's -getTimezoneOffset()), else at midnight UTC;
+// the last 7 days are today and the 6 days before.
+func (c *Coordinator) handleUsage(w http.ResponseWriter, r *http.Request) {
+	off := 0
+	if s := r.URL.Query().Get("tz_offset_min"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < -14*60 || n > 14*60 {
+			writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "tz_offset_min",
+				"tz_offset_min must be the time zone's offset from UTC in minutes, from -840 to 840."))
+			return
+		}
+		off = n
+	}
+	zone := time.FixedZone("viewer", off*60)
+	now := time.Now().In(zone)
+	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, zone).UTC()
+	week := today.AddDate(0, 0, -6)
+	out := UsageResponse{TodaySince: agentbridge.FormatTime(today), WeekSince: agentbridge.FormatTime(week)}
+	var err error
+	if out.Today, err = c.db.UsageSince(r.Context(), out.TodaySince); err == nil {
+		out.Last7Days, err = c.db.UsageSince(r.Context(), out.WeekSince)
+	}
+	if err != nil {
+		c.log.Error("sum usage", "err", err)
+		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The usage could not be summed."))
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,205 @@
+// The runs dashboard: polls the status API once a second (GET /runs with
+// the filters, GET /usage, and GET /invocations/{id} for the open detail)
+// and renders with textContent only, so adapter output stays inert.
+
+const $ = (id) => document.getElementById(id);
+const POLL_MS = 1000;
+
+let selected = null; // the invocation id whose detail is open
+let serverSkew = 0; // server clock minus browser clock, in ms
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+
+async function getJSON(path) {
+  const res = await fetch(path, { cache: "no-store" });
+  const body = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error((body.error && body.error.message) || `${res.status} ${res.statusText}`);
+  return body;
+}
+
+function fmtDuration(ms) {
+  if (!(ms >= 0)) return "";
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min ${s % 60} s`;
+  return `${Math.floor(m / 60)} h ${m % 60} min`;
+}
+
+function fmtTime(ts) {
+  if (!ts) return "";
+  const d = new Date(ts);
+  return isNaN(d) ? ts : d.toLocaleTimeString();
+}
+
+function fmtTokens(i, o) {
+  return i || o ? `${i} in / ${o} out` : "";
+}
+
+function fmtCost(c) {
+  return c ? "$" + c.toFixed(4) : "";
+}
+
+function durationOf(r) {
+  if (r.status === "running" && r.started_at) return Date.now() + serverSkew - Date.parse(r.started_at);
+  return r.duration_ms || (r.started_at && r.finished_at ? Date.parse(r.finished_at) - Date.parse(r.started_at) : NaN);
+}
+
+function filterQuery() {
+  const q = new URLSearchParams();
+  for (const [k, id] of [["thread", "f-thread"], ["participant", "f-participant"], ["status", "f-status"]]) {
+    const v = $(id).value.trim();
+    if (v) q.set(k, v);
+  }
+  q.set("limit", "200");
+  return q.toString();
+}
+
+function renderRuns(res) {
+  if (res.now) serverSkew = Date.parse(res.now) - Date.now();
+  const rows = [];
+  for (const r of res.runs || []) {
+    const tr = el("tr", "run");
+    tr.dataset.id = r.id;
+    tr.dataset.status = r.status;
+    if (r.id === selected) tr.classList.add("selected");
+    tr.append(
+      el("td", "id", r.id),
+      el("td", "participant", r.participant),
+      el("td", "thread", r.thread),
+      el("td", "trigger", r.trigger_excerpt || r.trigger_id),
+      el("td", "status st-" + r.status, r.status),
+      el("td", "started", fmtTime(r.started_at)),
+      el("td", "duration", fmtDuration(durationOf(r))),
+      el("td", "tokens", fmtTokens(r.input_tokens, r.output_tokens)),
+      el("td", "cost", fmtCost(r.cost_usd)),
+      el("td", "exit", r.exit_code === null || r.exit_code === undefined ? "" : r.exit_code),
+    );
+    const act = el("td", "actions");
+    if (r.status === "running" || r.status === "queued") {
+      const b = el("button", "cancel", "Cancel");
+      b.type = "button";
+      b.addEventListener("click", (e) => {
+        e.stopPropagation();
+        cancel(r.id);
+      });
+      act.append(b);
+    }
+    tr.append(act);
+    tr.addEventListener("click", () => openDetail(r.id));
+    rows.push(tr);
+  }
+  $("runs-body").replaceChildren(...rows);
+}
+
+function renderUsage(res) {
+  const by = new Map();
+  const row = (p) => {
+    if (!by.has(p)) by.set(p, { today: null, week: null });
+    return by.get(p);
+  };
+  for (const u of res.today || []) row(u.participant).today = u;
+  for (const u of res.last_7_days || []) row(u.participant).week = u;
+  const rows = [];
+  const cells = (u) => (u ? [u.runs, u.input_tokens + u.output_tokens, fmtCost(u.cost_usd) || "$0"] : [0, 0, "$0"]);
+  for (const p of Array.from(by.keys()).sort()) {
+    const tr = el("tr", "usage");
+    tr.dataset.participant = p;
+    tr.append(el("td", "participant", p));
+    for (const v of [...cells(by.get(p).today), ...cells(by.get(p).week)]) tr.append(el("td", null, v));
+    rows.push(tr);
+  }
+  $("usage-body").replaceChildren(...rows);
+}
+
+async function openDetail(id) {
+  selected = id;
+  $("detail").hidden = false;
+  await refreshDetail();
+}
+
+async function refreshDetail() {
+  if (selected === null) return;
+  const id = selected;
+  let inv;
+  try {
+    inv = await getJSON(`/invocations/${id}`);
+  } catch (err) {
+    $("detail-error").textContent = err.message;
+    $("detail-error").hidden = false;
+    return;
+  }
+  if (id !== selected) return;
+  $("detail-title").textContent = `#${inv.id} ${inv.participant} · ${inv.status}`;
+  $("detail").dataset.status = inv.status;
+  $("detail-meta").textContent = [
+    `thread ${inv.thread}`,
+    `trigger ${inv.trigger_id}`,
+    inv.started_at ? `started ${fmtTime(inv.started_at)}` : "not started",
+    fmtDuration(durationOf(inv)),
+    fmtTokens(inv.input_tokens, inv.output_tokens),
+    fmtCost(inv.cost_usd),
+    inv.exit_code === null || inv.exit_code === undefined ? "" : `exit ${inv.exit_code}`,
+    inv.error || "",
+  ].filter(Boolean).join(" · ");
+  $("detail-cancel").hidden = !(inv.status === "running" || inv.status === "queued");
+  const items = (inv.progress || []).map((p) => {
+    const li = el("li", "progress");
+    li.textContent = `${fmtTime(p.ts)}  ${p.kind || ""}  ${p.status || ""}`;
+    return li;
+  });
+  $("detail-progress").replaceChildren(...items);
+  $("detail-stderr").textContent = inv.stderr_tail || "";
+}
+
+async function cancel(id) {
+  $("detail-error").hidden = true;
+  try {
+    const res = await fetch(`/invocations/${id}/cancel`, { method: "POST" });
+    if (!res.ok) {
+      const body = await res.json().catch(() => ({}));
+      throw new Error((body.error && body.error.message) || `${res.status}`);
+    }
+  } catch (err) {
+    $("detail-error").textContent = "Cancel failed: " + err.message;
+    $("detail-error").hidden = false;
+  }
+  await poll();
+}
+
+async function poll() {
+  try {
+    const [runs, usage] = await Promise.all([getJSON("/runs?" + filterQuery()), getJSON("/usage?tz_offset_min=" + -new Date().getTimezoneOffset())]);
+    renderRuns(runs);
+    renderUsage(usage);
+    await refreshDetail();
+    $("status").textContent = "live · updated " + new Date().toLocaleTimeString();
+  } catch (err) {
+    $("status").textContent = "cannot reach the coordinator: " + err.message;
+  }
+}
+
+function wire() {
+  for (const id of ["f-thread", "f-participant", "f-status"]) $(id).addEventListener("input", () => poll());
+  $("filters").addEventListener("submit", (e) => e.preventDefault());
+  $("detail-close").addEventListener("click", () => {
+    selected = null;
+    $("detail").hidden = true;
+  });
+  $("detail-cancel").addEventListener("click", () => selected !== null && cancel(selected));
+}
+
+async function main() {
+  wire();
+  for (;;) {
+    await poll();
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}
+
+main();
