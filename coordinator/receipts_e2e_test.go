@@ -178,3 +178,24 @@ func TestReceiptsCatchUpAfterBridgeOutage(t *testing.T) {
 		return err == nil && len(rs) == 1 && rs[0].State == agentbridge.ReceiptSucceeded && rs[0].Reply != ""
 	})
 }
+
+// TestReceiptsOfCancelledRuns: a cancelled running run's receipt ends
+// cancelled with the cancel notice as its reply; a queued one that was
+// dropped ends cancelled with none.
+func TestReceiptsOfCancelledRuns(t *testing.T) {
+	s := startStack(t, nil)
+	th := s.thread("cancel receipts")
+	s.invite(th, "alice", agentbridge.Profile{})
+	run := s.say(th, "alice", "fake:hang")
+	queued := s.say(th, "alice", "queued one")
+	s.waitStatus(run.ID, "alice", state.StatusRunning)
+	s.control(th, "user", map[string]any{"cancel": map[string]any{"participant_id": "alice"}})
+	testutil.WaitFor(t, waitLong, "the cancel notice", func() bool { return len(s.repliesTo(th, run.ID)) == 1 })
+	notice := s.repliesTo(th, run.ID)[0]
+	for _, c := range []struct{ event, reply string }{{run.ID, notice.ID}, {queued.ID, ""}} {
+		testutil.WaitFor(t, waitLong, "a cancelled receipt for "+c.event, func() bool {
+			rs, err := s.cl.Receipts(context.Background(), th, c.event)
+			return err == nil && len(rs) == 1 && rs[0].State == agentbridge.ReceiptCancelled && rs[0].Reply == c.reply
+		})
+	}
+}

@@ -17,8 +17,8 @@ type PairState struct {
 	Participant  string
 	Status       string
 	ReplyEventID string
-	// Pending is true while a post is owed (the run ended, its reply or
-	// error notice is not yet in the thread).
+	// Pending is true while a post is owed (the run ended, its reply,
+	// error notice or cancel notice is not yet in the thread).
 	Pending bool
 }
 
@@ -45,16 +45,23 @@ func (d *DB) ReceiptHeads(ctx context.Context) (lastInvocation, lastDecision int
 // PairStates returns the invocations with id > after (at most limit, by
 // id) and those whose id is in ids, ordered by id.
 func (d *DB) PairStates(ctx context.Context, after int64, ids []int64, limit int) ([]PairState, error) {
-	q := `SELECT id, thread, trigger_id, participant, status, reply_event_id, pending_post != ''
-		FROM invocations WHERE id IN (SELECT id FROM invocations WHERE id > ? ORDER BY id LIMIT ?)`
+	// A cancelled run's notice is a notice of kind "cancelled:<participant>"
+	// (see the coordinator's cancel), posted after the status changed: its
+	// event id is the receipt's reply, and the receipt may change until it
+	// is posted.
+	q := `SELECT i.id, i.thread, i.trigger_id, i.participant, i.status,
+			CASE WHEN i.reply_event_id != '' THEN i.reply_event_id ELSE coalesce(n.posted_event_id, '') END,
+			i.pending_post != '' OR (n.trigger_id IS NOT NULL AND n.posted_event_id = '')
+		FROM invocations i LEFT JOIN notices n ON n.trigger_id = i.trigger_id AND n.kind = 'cancelled:' || i.participant
+		WHERE i.id IN (SELECT id FROM invocations WHERE id > ? ORDER BY id LIMIT ?)`
 	args := []any{after, limit}
 	if len(ids) > 0 {
-		q += ` OR id IN (?` + strings.Repeat(`, ?`, len(ids)-1) + `)`
+		q += ` OR i.id IN (?` + strings.Repeat(`, ?`, len(ids)-1) + `)`
 		for _, id := range ids {
 			args = append(args, id)
 		}
 	}
-	rows, err := d.db.QueryContext(ctx, q+` ORDER BY id`, args...)
+	rows, err := d.db.QueryContext(ctx, q+` ORDER BY i.id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read invocation states: %w", err)
 	}
