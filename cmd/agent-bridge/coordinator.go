@@ -174,7 +174,7 @@ func (m *Main) runUp(ctx context.Context, args []string) error {
 	return m.startCoordinator(ctx, cfg, *statePath, logger, func(c *coordinator.Coordinator) {
 		u := c.StatusURL()
 		statusURL.Store(&u)
-		fmt.Fprintf(m.Stdout, "agent-bridge is up: bridge %s, coordinator status %s\nOpen the UI at %s/ui\n", b.URL(), c.StatusURL(), b.URL())
+		fmt.Fprintf(m.Stdout, "agent-bridge is up: bridge %s, coordinator status %s\nOpen the UI at %s/ui\nRuns dashboard at %s/\n", b.URL(), c.StatusURL(), b.URL(), c.StatusURL())
 	})
 }
 

@@ -494,6 +494,20 @@ func TestUpCommand(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("GET %s = %d", uiURL, resp.StatusCode)
 	}
+	// The UI links to the coordinator's dashboard at its real address.
+	resp, err = http.Get(uiURL + "/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uiCfg struct {
+		CoordinatorURL string `json:"coordinator_url"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&uiCfg)
+	resp.Body.Close()
+	if err != nil || !strings.HasPrefix(uiCfg.CoordinatorURL, "http://127.0.0.1:") || strings.HasSuffix(uiCfg.CoordinatorURL, ":5112") ||
+		!strings.Contains(stdout.String(), "coordinator status "+uiCfg.CoordinatorURL) {
+		t.Errorf("UI config names coordinator %q (%v); up printed:\n%s", uiCfg.CoordinatorURL, err, stdout.String())
+	}
 	cancel()
 	select {
 	case err := <-done:
