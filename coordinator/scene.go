@@ -229,9 +229,9 @@ func (c *Coordinator) sceneOutcome(ctx context.Context, cfg *Config, inv state.I
 		posts = append(posts, agentbridge.EventInput{Type: agentbridge.TypeThinking, From: inv.Participant, To: inv.Participant,
 			Content: mustJSON(adapters.TruncateReply(thinking, cfg.MaxReplyChars)), Meta: meta(private)})
 	}
-	hop := inv.Hop + 1
+	// No meta.hop: a scene's speeches are not bound by the loop guard, and
+	// the bridge derives the hop from reply_to (contract 5.1).
 	sm := meta(map[string]json.RawMessage{agentbridge.MetaScene: mustJSON(agentbridge.SceneMeta{Turn: sr.step.Turn, Corrected: corrected})})
-	sm.Hop = &hop
 	posts = append(posts, agentbridge.EventInput{Type: agentbridge.TypeMessage, From: inv.Participant, To: sr.next,
 		Content: mustJSON(adapters.TruncateReply(speech, cfg.MaxReplyChars)), Meta: sm})
 	o.Post = mustJSON(posts)
