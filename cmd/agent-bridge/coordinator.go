@@ -343,4 +343,7 @@ func printDecision(w io.Writer, rec state.Decision, d coordinator.Decision) {
 	if d.LoopGuard {
 		fmt.Fprintln(w, "loop guard: the hop limit was reached; a notice was posted")
 	}
+	if d.SceneClose != "" {
+		fmt.Fprintf(w, "scene: this event closed the scene (%s); scene.closed was posted\n", d.SceneClose)
+	}
 }
