@@ -14,6 +14,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/bridge/postgres"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator"
@@ -297,6 +298,11 @@ func (m *Main) runBackup(ctx context.Context, args []string) error {
 	if *to == "" {
 		return usagef("backup: --to FILE is required")
 	}
+	if pg, err := isPostgres("db", *db); err != nil {
+		return err
+	} else if pg {
+		return usagef("backup: %s", pgDumpAdvice)
+	}
 	if _, err := os.Stat(*db); err != nil {
 		return usagef("--db: %v", err)
 	}
@@ -332,6 +338,11 @@ func (m *Main) runRestore(ctx context.Context, args []string) error {
 	}
 	if *from == "" {
 		return usagef("restore: --from FILE is required")
+	}
+	if pg, err := isPostgres("db", *db); err != nil {
+		return err
+	} else if pg {
+		return usagef("restore: %s", pgDumpAdvice)
 	}
 	if _, err := os.Stat(*from); err != nil {
 		return usagef("--from: %v", err)
@@ -451,9 +462,19 @@ func (m *Main) runDoctor(ctx context.Context, args []string) error {
 	if cfg != nil {
 		results = append(results, checkAdapters(*cfg, servicePath, pathSource)...)
 	}
-	results = append(results, checkDatabase(ctx, "bridge database", *db, "agent-bridge restore --from BACKUP --db "+*db))
+	dbPG, err := isPostgres("db", *db)
+	if err != nil {
+		return err
+	}
+	if dbPG {
+		results = append(results, checkPostgres(ctx, "bridge database", *db, postgres.SchemaVersions))
+	} else {
+		results = append(results, checkDatabase(ctx, "bridge database", *db, "agent-bridge restore --from BACKUP --db "+*db))
+	}
 	results = append(results, checkDatabase(ctx, "coordinator state", *state, "stop the coordinator and move "+*state+" aside; it starts afresh (startup_mode decides what it replays)"))
-	results = append(results, checkDisk(*db))
+	if !dbPG {
+		results = append(results, checkDisk(*db))
+	}
 
 	failed := printChecks(m.Stdout, results)
 	if failed > 0 {

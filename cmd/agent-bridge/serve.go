@@ -15,7 +15,6 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge"
-	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/bridge/ui"
 )
 
@@ -42,7 +41,7 @@ type bridgeConfig struct {
 // runningBridge is a started bridge: its store and its listening server.
 type runningBridge struct {
 	Server *bridge.Server
-	Store  *sqlite.Store
+	Store  closingStore
 }
 
 // URL returns the server's base URL.
@@ -62,9 +61,9 @@ func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*r
 	if err := bridge.CheckListen(cfg.Addr, cfg.Token); err != nil {
 		return nil, usagef("--addr: %v", err)
 	}
-	store, err := sqlite.Open(ctx, cfg.DB, sqlite.Options{Humans: cfg.Humans, Logger: logger.With("component", "store")})
+	store, err := openEventStore(ctx, cfg.DB, cfg.Humans, logger.With("component", "store"))
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", cfg.DB, err)
+		return nil, err
 	}
 	srv, err := bridge.NewServer(store, bridge.Options{
 		Addr:         cfg.Addr,
@@ -123,7 +122,7 @@ func (m *Main) readToken(path string) (string, error) {
 func (m *Main) runServe(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("serve")
 	addr := fs.String("addr", m.env("BRIDGE_ADDR", bridge.DefaultAddr), "listen address (env BRIDGE_ADDR); a non-loopback address needs a token")
-	db := fs.String("db", m.env("BRIDGE_DB", "./data/bridge.db"), "SQLite database file, created with its folder (env BRIDGE_DB)")
+	db := fs.String("db", m.env("BRIDGE_DB", "./data/bridge.db"), "SQLite database file, created with its folder, or a postgres:// URL (env BRIDGE_DB)")
 	humans := fs.String("humans", "user", "comma-separated participant ids whose controls count")
 	tokenFile := fs.String("token-file", "", "file holding the bearer token (else env BRIDGE_TOKEN)")
 	allowedHosts := fs.String("allowed-hosts", "", "comma-separated extra Host names (no port) besides loopback")

@@ -1,0 +1,244 @@
+// Package postgres is the bridge's event log on PostgreSQL: an
+// agentbridge.EventStore that several bridge processes may share.
+//
+// Like the SQLite store, one writer goroutine per process commits
+// concurrent appends together (group commit). Across processes, each
+// commit locks the rows of the threads it appends to (in id order, so two
+// bridges cannot deadlock), decides seq and ts under those locks, and takes
+// the one log_head row's lock last, keeping it until COMMIT: gseq numbers
+// are handed out in commit order, so a reader following after=<gseq> never
+// skips an event that commits late with a smaller number. Commits NOTIFY a
+// channel that every store LISTENs on, which wakes the SSE streams of the
+// other bridges. docs/storage.md ("PostgreSQL") explains the reasoning.
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/oklog/ulid/v2"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/pgschema"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// SchemaTable is the table recording the bridge schema's version.
+const SchemaTable = "bridge_schema"
+
+// notifyChannel is the LISTEN/NOTIFY channel commits wake readers on.
+const notifyChannel = "agent_bridge_events"
+
+// DefaultMaxBatch caps appends per group commit, as in the SQLite store.
+const DefaultMaxBatch = 256
+
+// poolSize caps the connections of one store: the writer's, the readers'
+// (stream catch-up, queries) and none for the listener, which has its own.
+const poolSize = 16
+
+var _ agentbridge.EventStore = (*Store)(nil)
+
+// ErrClosed is returned by writes attempted after Close.
+var ErrClosed = errors.New("event store is closed")
+
+// Options configures Open. The zero value is usable.
+type Options struct {
+	// Humans lists whose controls count; default agentbridge.DefaultHumans.
+	Humans agentbridge.Humans
+	// Logger receives the store's operational messages; default
+	// slog.Default() with component=store.
+	Logger *slog.Logger
+	// MaxBatch caps appends per group commit; default DefaultMaxBatch.
+	MaxBatch int
+}
+
+// Store is the PostgreSQL event store. It is safe for concurrent use;
+// Close it to stop the writer and the listener.
+type Store struct {
+	url    string
+	humans agentbridge.Humans
+	log    *slog.Logger
+	max    int
+	pool   *pgxpool.Pool
+
+	reqs      chan *request
+	done      chan struct{} // closed by Close: drain and stop
+	stopped   chan struct{} // closed when the writer has exited
+	listenCtx context.Context
+	stopListen context.CancelFunc
+	listened  chan struct{} // closed when the listener has exited
+	listening chan struct{} // closed once the first LISTEN is in place
+	closeOnce sync.Once
+
+	entropy *ulid.MonotonicEntropy // the writer goroutine's only
+
+	mu     sync.Mutex
+	notify chan struct{}
+}
+
+// IsURL reports whether db names a PostgreSQL database rather than a
+// SQLite file.
+func IsURL(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// Open connects to the database at url (postgres://…), migrates it and
+// starts the writer and the listener. A database migrated by a newer
+// agent-bridge is refused with an error wrapping pgschema.ErrSchemaTooNew.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	if opts.Humans == nil {
+		opts.Humans = agentbridge.DefaultHumans
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default().With("component", "store")
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse PostgreSQL URL: %w", err)
+	}
+	cfg.MaxConns = poolSize
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	lctx, stop := context.WithCancel(context.Background())
+	s := &Store{
+		url: url, humans: opts.Humans, log: opts.Logger, max: opts.MaxBatch, pool: pool,
+		reqs:       make(chan *request, opts.MaxBatch),
+		done:       make(chan struct{}),
+		stopped:    make(chan struct{}),
+		listenCtx:  lctx,
+		stopListen: stop,
+		listened:   make(chan struct{}),
+		listening:  make(chan struct{}),
+		entropy:    ulid.Monotonic(rand.Reader, 0),
+		notify:     make(chan struct{}),
+	}
+	go s.run()
+	go s.listen()
+	// Streams rely on cross-process wake-ups from the first moment.
+	select {
+	case <-s.listening:
+	case <-ctx.Done():
+		_ = s.Close()
+		return nil, fmt.Errorf("listen for commits: %w", ctx.Err())
+	case <-time.After(30 * time.Second):
+		_ = s.Close()
+		return nil, errors.New("listen for commits: PostgreSQL did not answer LISTEN within 30 s")
+	}
+	return s, nil
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	db := stdlib.OpenDBFromPool(pool)
+	defer func() { _ = db.Close() }()
+	if err := pgschema.Migrate(ctx, db, migrations, "migrations", SchemaTable); err != nil {
+		return fmt.Errorf("migrate bridge schema: %w", err)
+	}
+	return nil
+}
+
+// SchemaVersions returns the bridge schema version of the database db and
+// the one this binary brings it to, for doctor.
+func SchemaVersions(ctx context.Context, db *sql.DB) (have, want int, err error) {
+	if want, err = pgschema.Latest(migrations, "migrations"); err != nil {
+		return 0, 0, err
+	}
+	have, err = pgschema.Version(ctx, db, SchemaTable)
+	return have, want, err
+}
+
+// Close stops accepting writes, lets the writer commit what is queued,
+// stops the listener and closes the pool. It is safe to call more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		<-s.stopped
+		s.stopListen()
+		<-s.listened
+		s.pool.Close()
+	})
+	return nil
+}
+
+// Notify returns a channel closed after the next commit of any bridge
+// sharing the database. Grab it before querying.
+func (s *Store) Notify() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notify
+}
+
+func (s *Store) wake() {
+	s.mu.Lock()
+	close(s.notify)
+	s.notify = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// listen holds a connection LISTENing on notifyChannel and wakes readers
+// on every notification, whoever committed. When the connection drops it
+// reconnects and wakes readers once, since a commit may have slipped by.
+func (s *Store) listen() {
+	defer close(s.listened)
+	first := true
+	delay := 50 * time.Millisecond
+	for s.listenCtx.Err() == nil {
+		err := s.listenOnce(&first)
+		if s.listenCtx.Err() != nil {
+			return
+		}
+		s.log.Warn("commit listener lost its connection; reconnecting", "err", err)
+		s.wake()
+		select {
+		case <-time.After(delay):
+		case <-s.listenCtx.Done():
+			return
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+func (s *Store) listenOnce(first *bool) error {
+	ctx := s.listenCtx
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close(context.Background()) }()
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return err
+	}
+	if *first {
+		*first = false
+		close(s.listening)
+	} else {
+		s.wake()
+	}
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		s.wake()
+	}
+}

@@ -1,0 +1,36 @@
+package postgres
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/pgtest"
+	"github.com/agent-bridge/agent-bridge/internal/storetest"
+)
+
+var pg = pgtest.New()
+
+func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
+
+func openStore(t testing.TB, url string, opts Options) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+// TestConformance runs the behaviour every event store shares.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, humans agentbridge.Humans) agentbridge.EventStore {
+		return openStore(t, pg.Database(t), Options{Humans: humans})
+	})
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for doctor
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/bridge/postgres"
+	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
+)
+
+// closingStore is an event store the command owns and closes.
+type closingStore interface {
+	agentbridge.EventStore
+	Close() error
+}
+
+// isPostgres reports whether a --db or --state value names a PostgreSQL
+// database. Any other scheme:// is a usage error naming the supported ones:
+// such a value once silently became a SQLite file named after the scheme.
+func isPostgres(flag, value string) (bool, error) {
+	if postgres.IsURL(value) {
+		return true, nil
+	}
+	if scheme, _, ok := strings.Cut(value, "://"); ok && scheme != "" && !strings.ContainsAny(scheme, `/\`) {
+		return false, usagef("--%s: the scheme %q is not supported; use a SQLite file path or a postgres:// (or postgresql://) URL", flag, scheme+"://")
+	}
+	return false, nil
+}
+
+// openEventStore opens the bridge's store named by --db: PostgreSQL for a
+// postgres:// URL, else a SQLite file.
+func openEventStore(ctx context.Context, db string, humans agentbridge.Humans, logger *slog.Logger) (closingStore, error) {
+	pg, err := isPostgres("db", db)
+	if err != nil {
+		return nil, err
+	}
+	if pg {
+		s, err := postgres.Open(ctx, db, postgres.Options{Humans: humans, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("open store %s: %w", redactURL(db), err)
+		}
+		return s, nil
+	}
+	s, err := sqlite.Open(ctx, db, sqlite.Options{Humans: humans, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", db, err)
+	}
+	return s, nil
+}
+
+// redactURL hides a password in a postgres:// URL for messages and logs.
+func redactURL(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return u
+	}
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	if !hasPass {
+		return u
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
+}
+
+// pgDumpAdvice is the sentence backup and restore give for a PostgreSQL
+// target.
+const pgDumpAdvice = "the bridge database is PostgreSQL: back it up with pg_dump and restore it with pg_restore (agent-bridge backup/restore handle SQLite files only)"
+
+// checkPostgres is doctor's check of a PostgreSQL target: reachable, the
+// server's version, and the schema version against this binary's.
+func checkPostgres(ctx context.Context, name, url string, versions func(context.Context, *sql.DB) (int, int, error)) checkResult {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	shown := redactURL(url)
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return checkResult{Name: name, Status: checkFail, Detail: fmt.Sprintf("%s: %v", shown, err), Fix: "check the URL"}
+	}
+	defer func() { _ = db.Close() }()
+	var server string
+	if err := db.QueryRowContext(ctx, "SHOW server_version").Scan(&server); err != nil {
+		return checkResult{Name: name, Status: checkFail, Detail: fmt.Sprintf("%s unreachable: %v", shown, err),
+			Fix: "start PostgreSQL or fix host, port, user, password and database in the URL"}
+	}
+	have, want, err := versions(ctx, db)
+	if err != nil {
+		return checkResult{Name: name, Status: checkFail, Detail: fmt.Sprintf("%s (PostgreSQL %s): %v", shown, server, err)}
+	}
+	detail := fmt.Sprintf("%s: PostgreSQL %s, schema version %d of %d", shown, server, have, want)
+	switch {
+	case have > want:
+		return checkResult{Name: name, Status: checkFail, Detail: detail + " (written by a newer agent-bridge)", Fix: "upgrade agent-bridge"}
+	case have < want:
+		return checkResult{Name: name, Status: checkWarn, Detail: detail + " (the daemon migrates it on start)"}
+	}
+	return checkResult{Name: name, Status: checkOK, Detail: detail}
+}
