@@ -74,14 +74,14 @@ type Store struct {
 	max    int
 	pool   *pgxpool.Pool
 
-	reqs      chan *request
-	done      chan struct{} // closed by Close: drain and stop
-	stopped   chan struct{} // closed when the writer has exited
-	listenCtx context.Context
+	reqs       chan *request
+	done       chan struct{} // closed by Close: drain and stop
+	stopped    chan struct{} // closed when the writer has exited
+	listenCtx  context.Context
 	stopListen context.CancelFunc
-	listened  chan struct{} // closed when the listener has exited
-	listening chan struct{} // closed once the first LISTEN is in place
-	closeOnce sync.Once
+	listened   chan struct{} // closed when the listener has exited
+	listening  chan struct{} // closed once the first LISTEN is in place
+	closeOnce  sync.Once
 
 	entropy *ulid.MonotonicEntropy // the writer goroutine's only
 

@@ -16,13 +16,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
 )
 
-
-
-
-
-
-
-
 func TestReopenKeepsEverything(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "nested", "dir", "bridge.db")
@@ -137,7 +130,6 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 		}
 	}
 }
-
 
 // TestMigrateFromVersion1 builds a database with the 0001 schema only (the
 // first released one, events_by_ts included), fills it with the rows the

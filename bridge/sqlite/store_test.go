@@ -122,7 +122,6 @@ func enqueue(ctx context.Context, s *Store, thread string, in agentbridge.EventI
 	return r.reply
 }
 
-
 // batchInput is one request of a batch test and the error code it must
 // get ("" for success).
 type batchInput struct {
@@ -257,9 +256,6 @@ func TestNotifyWakesAfterCommit(t *testing.T) {
 		t.Fatal("Notify returned the closed channel again")
 	}
 }
-
-
-
 
 // TestKill9LosesNoAcknowledgedEvent runs a store in a child process (this
 // test binary in helper mode) that appends in a loop and prints each
