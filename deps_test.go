@@ -42,10 +42,13 @@ func TestDependencyArrows(t *testing.T) {
 	// forbidden[pkg prefix] = dependency prefixes it must not reach.
 	forbidden := map[string][]string{
 		module + "/bridge":      {module + "/coordinator", "github.com/kardianos/service"},
-		module + "/client":      {module + "/bridge", module + "/coordinator", "github.com/mattn/go-sqlite3"},
+		module + "/client":      {module + "/bridge", module + "/coordinator", "github.com/mattn/go-sqlite3", "github.com/jackc/pgx"},
 		module + "/coordinator": {module + "/bridge", "github.com/kardianos/service"},
-		module + "/adapters":    {module + "/bridge", module + "/coordinator", "github.com/mattn/go-sqlite3"},
-		module + "/mcpserver":   {module + "/bridge", module + "/coordinator", "github.com/mattn/go-sqlite3"},
+		module + "/adapters":    {module + "/bridge", module + "/coordinator", "github.com/mattn/go-sqlite3", "github.com/jackc/pgx"},
+		module + "/mcpserver":   {module + "/bridge", module + "/coordinator", "github.com/mattn/go-sqlite3", "github.com/jackc/pgx"},
+		// Each store stands alone: neither pulls in the other's driver.
+		module + "/bridge/sqlite":   {"github.com/jackc/pgx"},
+		module + "/bridge/postgres": {"github.com/mattn/go-sqlite3", module + "/bridge/sqlite"},
 	}
 	for path, p := range pkgs {
 		if !strings.HasPrefix(path, module) {

@@ -38,8 +38,9 @@ func scanEvent(r pgx.Row) (agentbridge.Event, error) {
 
 func scanThread(r pgx.Row) (agentbridge.Thread, error) {
 	var t agentbridge.Thread
-	err := r.Scan(&t.ID, &t.Name, &t.CreatedAt, &t.UpdatedAt, &t.LastSeq)
-	t.EventCount = t.LastSeq
+	var name []byte
+	err := r.Scan(&t.ID, &name, &t.CreatedAt, &t.UpdatedAt, &t.LastSeq)
+	t.Name, t.EventCount = string(name), t.LastSeq
 	return t, err
 }
 

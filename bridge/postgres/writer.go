@@ -264,11 +264,13 @@ func (s *Store) lockThreads(ctx context.Context, tx pgx.Tx, b *batch, live []*re
 	defer rows.Close()
 	for rows.Next() {
 		var id, updated string
+		var name []byte
 		var hop int
 		h := &head{}
-		if err := rows.Scan(&id, &h.name, &h.created, &updated, &h.lastSeq, &hop, &h.stateKey); err != nil {
+		if err := rows.Scan(&id, &name, &h.created, &updated, &h.lastSeq, &hop, &h.stateKey); err != nil {
 			return fmt.Errorf("lock threads: %w", err)
 		}
+		h.name = string(name)
 		if err := json.Unmarshal([]byte(h.stateKey), &h.state); err != nil {
 			return fmt.Errorf("decode state of thread %s: %w", id, err)
 		}
@@ -383,7 +385,7 @@ func (s *Store) createThread(ctx context.Context, tx pgx.Tx, b *batch, req agent
 	// waits for this commit and then finds it (and this batch finds
 	// theirs); the head columns are set again by write.
 	tag, err := tx.Exec(ctx, `INSERT INTO threads (id, name, created_at, updated_at, last_seq, last_hop, state)
-		VALUES ($1, $2, $3, $3, 0, 0, $4) ON CONFLICT (id) DO NOTHING`, id, req.Name, h.created, zero)
+		VALUES ($1, $2, $3, $3, 0, 0, $4) ON CONFLICT (id) DO NOTHING`, id, []byte(req.Name), h.created, zero)
 	if err != nil {
 		return response{}, fmt.Errorf("insert thread %s: %w", id, err)
 	}
@@ -477,7 +479,7 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, b *batch) error {
 			continue
 		}
 		pb.Queue(`UPDATE threads SET name = $1, updated_at = $2, last_seq = $3, last_hop = $4, state = $5 WHERE id = $6`,
-			h.name, agentbridge.FormatTime(h.lastTS), h.lastSeq, h.state.LastHop, h.stateKey, id)
+			[]byte(h.name), agentbridge.FormatTime(h.lastTS), h.lastSeq, h.state.LastHop, h.stateKey, id)
 	}
 	pb.Queue(`SELECT pg_notify($1, '')`, notifyChannel)
 	if err := tx.SendBatch(ctx, &pb).Close(); err != nil {

@@ -271,6 +271,14 @@ func testCreateThread(t *testing.T, newStore Factory) {
 	if got.Name != "Better plans" || got.UpdatedAt != ren.TS || got.LastSeq != 2 {
 		t.Errorf("after rename: %+v", got)
 	}
+	// A name is any valid text, a NUL byte included.
+	nul, _, err := s.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: "a\x00b"})
+	if err != nil {
+		t.Fatalf("a name with a NUL byte: %v", err)
+	}
+	if got, err := s.Thread(ctx, nul.ID); err != nil || got.Name != "a\x00b" {
+		t.Errorf("name with a NUL byte read back as %q, %v", got.Name, err)
+	}
 }
 
 func firstErr(_ agentbridge.Thread, _ agentbridge.Event, err error) error { return err }

@@ -1,13 +1,14 @@
 -- Schema version 1 of the bridge's event log on PostgreSQL. See
 -- docs/storage.md ("PostgreSQL").
 
--- One row per thread, with its head: the writer locks the row (FOR UPDATE)
+-- One row per thread, with its head: name is bytes (UTF-8), since
+-- a name may hold a NUL, which text refuses. The writer locks the row (FOR UPDATE)
 -- for every append, so seq and ts are decided by one writer at a time per
 -- thread, whichever bridge process it runs in. state is the derived state
 -- without last_hop; updated_at is the ts of the last event.
 CREATE TABLE threads (
     id         text COLLATE "C" PRIMARY KEY,
-    name       text NOT NULL,
+    name       bytea NOT NULL,
     created_at text NOT NULL,
     updated_at text COLLATE "C" NOT NULL,
     last_seq   bigint NOT NULL,

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/bridge/postgres"
+	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/internal/pgtest"
+)
+
+// pg is the PostgreSQL this package's tests share (one database per test).
+var pg = pgtest.New()
+
+func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
+
+// TestDBSchemes checks --db's parsing: an unsupported scheme:// exits 2
+// naming the supported ones and creates nothing; backup and restore on a
+// PostgreSQL URL exit 2 pointing at pg_dump/pg_restore.
+func TestDBSchemes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, args := range [][]string{
+		{"serve", "--db", "mysql://db.example/bridge"},
+		{"backup", "--to", "b.db", "--db", "sqlite://x"},
+		{"doctor", "--db", "ftp://x"},
+	} {
+		m, _, stderr := opsMain(nil)
+		code := exitCode(stderr, m.Run(ctx, args))
+		if code != 2 || !strings.Contains(stderr.String(), "postgres://") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 naming postgres://", args, code, stderr.String())
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("refused --db values created %v", entries)
+	}
+	for _, args := range [][]string{
+		{"backup", "--to", "b.dump", "--db", "postgres://u:secret@127.0.0.1:1/bridge"},
+		{"restore", "--from", "b.dump", "--db", "postgresql://127.0.0.1:1/bridge"},
+	} {
+		m, _, stderr := opsMain(nil)
+		code := exitCode(stderr, m.Run(ctx, args))
+		if code != 2 || !strings.Contains(stderr.String(), "pg_dump") || !strings.Contains(stderr.String(), "pg_restore") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 naming pg_dump and pg_restore", args, code, stderr.String())
+		}
+	}
+	if got := redactURL("postgres://u:secret@h:5432/db?sslmode=disable"); strings.Contains(got, "secret") {
+		t.Errorf("redactURL kept the password: %s", got)
+	}
+}
+
+// TestDoctorPostgres checks doctor's PostgreSQL check against a real
+// server: before the bridge migrated it, after, and when unreachable.
+func TestDoctorPostgres(t *testing.T) {
+	ctx := context.Background()
+	url := pg.Database(t)
+	r := checkPostgres(ctx, "bridge database", url, postgres.SchemaVersions)
+	if r.Status != checkWarn || !strings.Contains(r.Detail, "schema version 0") {
+		t.Errorf("fresh database: %+v, want a warning at schema version 0", r)
+	}
+	s, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	r = checkPostgres(ctx, "bridge database", url, postgres.SchemaVersions)
+	if r.Status != checkOK || !strings.Contains(r.Detail, "PostgreSQL 1") {
+		t.Errorf("migrated database: %+v, want ok with the server version", r)
+	}
+	r = checkPostgres(ctx, "bridge database", "postgres://nobody:pw@127.0.0.1:1/x?connect_timeout=2", postgres.SchemaVersions)
+	if r.Status != checkFail || !strings.Contains(r.Detail, "unreachable") || strings.Contains(r.Detail, "pw@") {
+		t.Errorf("unreachable database: %+v, want FAIL without the password", r)
+	}
+}
+
+// TestTwoBridgesOneDatabase runs two real `serve` processes on one
+// PostgreSQL database: an event appended through one reaches the other's
+// SSE subscribers, and followers of /events on both, running while
+// writers post through both, see every event exactly once with no gap in
+// gseq (gseq is handed out in commit order, without holes).
+func TestTwoBridgesOneDatabase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	url := pg.Database(t)
+	bin := buildServeBinary(t)
+	a, b := startServe(t, bin, url), startServe(t, bin, url)
+	ca, cb := client.New(a.url), client.New(b.url)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	th, err := ca.CreateThread(ctx, agentbridge.CreateThreadRequest{ID: "shared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cb.Thread(ctx, th.ID); err != nil || got.ID != th.ID {
+		t.Fatalf("thread created through A, read through B: %+v %v", got, err)
+	}
+
+	// A wake-up crosses processes: subscribe on B, append on A.
+	stream, err := cb.StreamAll(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	posted, err := ca.Append(ctx, th.ID, agentbridge.EventInput{From: "user", Content: []byte(`"through A"`)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	item, err := stream.Next()
+	if err != nil || item.Event == nil || item.Event.ID != posted.ID {
+		t.Fatalf("B's stream got %+v %v, want the event posted through A", item, err)
+	}
+	_ = stream.Close()
+
+	const writersPerBridge, each = 4, 40
+	start, _ := ca.Head(ctx)
+	// Each writer also creates a thread of its own.
+	total := 2 * writersPerBridge * (each + 1)
+	type seen struct {
+		events []agentbridge.Event
+		err    error
+	}
+	follow := func(c *client.Client, out chan<- seen) {
+		var got seen
+		after := start
+		for len(got.events) < total && ctx.Err() == nil {
+			evs, next, err := c.Events(ctx, after, 7, 5*time.Second)
+			if err != nil {
+				got.err = err
+				break
+			}
+			got.events = append(got.events, evs...)
+			after = next
+		}
+		out <- got
+	}
+	results := make(chan seen, 2)
+	go follow(ca, results)
+	go follow(cb, results)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, total)
+	for w := range 2 * writersPerBridge {
+		c := ca
+		if w%2 == 1 {
+			c = cb
+		}
+		wg.Go(func() {
+			for i := range each {
+				thread := th.ID
+				if i%3 == 0 {
+					thread = fmt.Sprintf("w%d", w)
+					if i == 0 {
+						if _, err := c.CreateThread(ctx, agentbridge.CreateThreadRequest{ID: thread}); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}
+				if _, err := c.Append(ctx, thread, agentbridge.EventInput{From: fmt.Sprintf("agent%d", w), Content: []byte(fmt.Sprintf(`"m%d"`, i))}, ""); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for range 2 {
+		got := <-results
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		if len(got.events) != total {
+			t.Fatalf("follower saw %d events, want %d", len(got.events), total)
+		}
+		for i, ev := range got.events {
+			if want := start + int64(i) + 1; ev.GSeq != want {
+				t.Fatalf("follower saw gseq %d at position %d, want %d: it skipped or repeated an event", ev.GSeq, i, want)
+			}
+		}
+	}
+	for _, c := range []*client.Client{ca, cb} {
+		evs, err := c.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: th.ID, After: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, ev := range evs {
+			if ev.Seq != int64(i+1) || (i > 0 && ev.TS <= evs[i-1].TS) {
+				t.Fatalf("thread seen through %s: event %d has seq %d ts %s: seq must be gapless, ts increasing", c.URL(), i, ev.Seq, ev.TS)
+			}
+		}
+	}
+}
