@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"SinceBoundaries", testSinceBoundaries},
 		{"NotifyWakesAfterCommit", testNotifyWakesAfterCommit},
 		{"ConcurrentCreateSameID", testConcurrentCreateSameID},
+		{"Receipts", testReceipts},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}
@@ -660,5 +661,60 @@ func testConcurrentCreateSameID(t *testing.T, newStore Factory) {
 	}
 	if evs := allEvents(t, s, "same"); len(evs) != 1 {
 		t.Fatalf("thread holds %d events, want 1", len(evs))
+	}
+}
+
+// testReceipts checks the receipt side (agentbridge.ReceiptStore) of a
+// store that has one: the latest receipt per pair, an unchanged report
+// changing nothing, typed refusals that store nothing.
+func testReceipts(t *testing.T, newStore Factory) {
+	s := newStore(t, nil)
+	rs, ok := s.(agentbridge.ReceiptStore)
+	if !ok {
+		t.Skip("the store keeps no receipts")
+	}
+	ctx := context.Background()
+	th := newThread(t, s, "t").ID
+	ev := mustAppend(t, s, th, msg("user", "@codex hi"))
+	other := mustAppend(t, s, newThread(t, s, "u").ID, msg("user", "elsewhere"))
+	in := agentbridge.ReceiptInput{Thread: th, Event: ev.ID, Participant: "codex", From: "coordinator", State: agentbridge.ReceiptQueued}
+	first, changed, err := rs.PutReceipt(ctx, in)
+	if err != nil || !changed || first.State != agentbridge.ReceiptQueued || first.Thread != th || first.UpdatedAt == "" {
+		t.Fatalf("first receipt: %+v changed=%v %v", first, changed, err)
+	}
+	again, changed, err := rs.PutReceipt(ctx, in)
+	if err != nil || changed || again.UpdatedAt != first.UpdatedAt {
+		t.Fatalf("same receipt again: %+v changed=%v %v, want unchanged", again, changed, err)
+	}
+	in.State, in.Invocation = agentbridge.ReceiptRunning, "inv-1"
+	if _, changed, err := rs.PutReceipt(ctx, in); err != nil || !changed {
+		t.Fatalf("running: changed=%v %v", changed, err)
+	}
+	in.Participant = "claude"
+	in.State, in.Reason, in.Invocation = agentbridge.ReceiptSkipped, "not addressed", ""
+	if _, _, err := rs.PutReceipt(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	list, err := rs.Receipts(ctx, th, "")
+	if err != nil || len(list) != 2 || list[0].Participant != "claude" || list[1].State != agentbridge.ReceiptRunning || list[1].Invocation != "inv-1" {
+		t.Fatalf("Receipts = %+v %v", list, err)
+	}
+	if list, err := rs.Receipts(ctx, th, "01NOPE"); err != nil || len(list) != 0 {
+		t.Fatalf("Receipts of another event = %+v %v", list, err)
+	}
+	bad := in
+	bad.Event = other.ID
+	wantCode(t, func() error { _, _, err := rs.PutReceipt(ctx, bad); return err }(), agentbridge.ECodeEventNotFound)
+	bad = in
+	bad.Thread = "nope"
+	wantCode(t, func() error { _, _, err := rs.PutReceipt(ctx, bad); return err }(), agentbridge.ECodeThreadNotFound)
+	bad = in
+	bad.State = "done"
+	wantCode(t, func() error { _, _, err := rs.PutReceipt(ctx, bad); return err }(), agentbridge.ECodeInvalidField)
+	if _, err := rs.Receipts(ctx, "nope", ""); agentbridge.ErrorCode(err) != agentbridge.ECodeThreadNotFound {
+		t.Errorf("Receipts of an unknown thread: %v", err)
+	}
+	if list, _ := rs.Receipts(ctx, th, ""); len(list) != 2 {
+		t.Errorf("refused receipts stored something: %+v", list)
 	}
 }

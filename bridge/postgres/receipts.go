@@ -1,0 +1,112 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+var _ agentbridge.ReceiptStore = (*Store)(nil)
+
+const receiptColumns = `event, participant, sender, state, reason, invocation, reply, updated_at`
+
+// PutReceipt stores in as its pair's latest receipt. Receipts are not
+// events (no gseq), so they skip the writer: one statement inserts or
+// updates the pair's row only when it says something new, which keeps a
+// retried report from moving updated_at even when two bridges race.
+func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (agentbridge.Receipt, bool, error) {
+	if err := in.Validate(); err != nil {
+		return agentbridge.Receipt{}, false, err
+	}
+	if !agentbridge.ThreadIDPattern.MatchString(in.Thread) {
+		return agentbridge.Receipt{}, false, threadNotFound(in.Thread)
+	}
+	var out agentbridge.Receipt
+	var changed bool
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM threads WHERE id = $1`, in.Thread).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return threadNotFound(in.Thread)
+		}
+		if err != nil {
+			return fmt.Errorf("look up thread %s: %w", in.Thread, err)
+		}
+		err = tx.QueryRow(ctx, `SELECT 1 FROM events WHERE id = $1 AND thread = $2`, in.Event, in.Thread).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return &agentbridge.Error{
+				Code: agentbridge.ECodeEventNotFound, Field: "event", Thread: in.Thread,
+				Message: fmt.Sprintf("There is no event %q in thread %q.", clip(in.Event), in.Thread),
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("look up receipt event: %w", err)
+		}
+		now := agentbridge.FormatTime(time.Now().UTC().Truncate(time.Microsecond))
+		out, err = scanReceipt(tx.QueryRow(ctx, `INSERT INTO receipts (thread, `+receiptColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (thread, event, participant) DO UPDATE SET
+				sender = excluded.sender, state = excluded.state, reason = excluded.reason,
+				invocation = excluded.invocation, reply = excluded.reply, updated_at = excluded.updated_at
+			WHERE (receipts.state, receipts.reason, receipts.invocation, receipts.reply)
+				IS DISTINCT FROM (excluded.state, excluded.reason, excluded.invocation, excluded.reply)
+			RETURNING `+receiptColumns,
+			in.Thread, in.Event, in.Participant, in.From, in.State, in.Reason, in.Invocation, in.Reply, now))
+		if err == nil {
+			changed = true
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("store receipt: %w", err)
+		}
+		// The pair already said exactly this: answer with it as it is.
+		out, err = scanReceipt(tx.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts
+			WHERE thread = $1 AND event = $2 AND participant = $3`, in.Thread, in.Event, in.Participant))
+		if err != nil {
+			return fmt.Errorf("load receipt: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return agentbridge.Receipt{}, false, err
+	}
+	out.Thread = in.Thread
+	return out, changed, nil
+}
+
+// Receipts returns a thread's receipts (only event's when event is not
+// empty), by event id then participant.
+func (s *Store) Receipts(ctx context.Context, thread, event string) ([]agentbridge.Receipt, error) {
+	if _, err := s.Thread(ctx, thread); err != nil {
+		return nil, err
+	}
+	q := `SELECT ` + receiptColumns + ` FROM receipts WHERE thread = $1 AND ($2 = '' OR event = $2) ORDER BY event, participant`
+	rows, err := s.pool.Query(ctx, q, thread, event)
+	if err != nil {
+		return nil, fmt.Errorf("list receipts of %s: %w", thread, err)
+	}
+	defer rows.Close()
+	out := []agentbridge.Receipt{}
+	for rows.Next() {
+		r, err := scanReceipt(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read receipt: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list receipts of %s: %w", thread, err)
+	}
+	return out, nil
+}
+
+func scanReceipt(r pgx.Row) (agentbridge.Receipt, error) {
+	var rc agentbridge.Receipt
+	err := r.Scan(&rc.Event, &rc.Participant, &rc.From, &rc.State, &rc.Reason, &rc.Invocation, &rc.Reply, &rc.UpdatedAt)
+	return rc, err
+}
