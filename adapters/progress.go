@@ -79,8 +79,10 @@ func ParseProgress(line []byte) (ProgressRecord, error) {
 	if raw.Session != nil {
 		rec.Session = *raw.Session
 	}
+	// json.Unmarshal copies a RawMessage, so the line's buffer may be
+	// reused by the caller.
 	if len(raw.Detail) > 0 && !bytes.Equal(raw.Detail, []byte("null")) {
-		rec.Detail = append(json.RawMessage(nil), raw.Detail...)
+		rec.Detail = raw.Detail
 	}
 	if u := rec.Usage; u != nil && (u.InputTokens < 0 || u.OutputTokens < 0 || u.CostUSD < 0) {
 		return ProgressRecord{}, fmt.Errorf("%w: negative usage", errBadProgress)

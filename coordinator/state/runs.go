@@ -17,6 +17,9 @@ const (
 	// MaxProgressRecord bounds one stored record (status, kind and
 	// detail); a larger one loses its detail.
 	MaxProgressRecord = 8 << 10
+	// insertChunk is how many records one INSERT stores (5 parameters
+	// each, well under SQLite's limit of 32,766).
+	insertChunk = 100
 )
 
 // Progress is one stored progress record of an invocation.
@@ -62,23 +65,32 @@ func (d *DB) AddProgress(ctx context.Context, batches []ProgressBatch) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO progress (invocation_id, ts, status, kind, detail) VALUES (?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("prepare progress insert: %w", err)
-	}
-	defer ins.Close()
 	for _, b := range batches {
 		recs := b.Records
 		if len(recs) > KeepProgress {
 			recs = recs[len(recs)-KeepProgress:]
 		}
-		for _, r := range recs {
-			r = clipProgress(r)
-			if _, err := ins.ExecContext(ctx, b.Invocation, r.TS, r.Status, r.Kind, string(r.Detail)); err != nil {
+		// Many rows per statement: a flood's flush is a few statements,
+		// not one round trip through the driver per record.
+		for len(recs) > 0 {
+			chunk := recs[:min(len(recs), insertChunk)]
+			recs = recs[len(chunk):]
+			q := strings.Builder{}
+			q.WriteString(`INSERT INTO progress (invocation_id, ts, status, kind, detail) VALUES `)
+			args := make([]any, 0, 5*len(chunk))
+			for i, r := range chunk {
+				if i > 0 {
+					q.WriteString(", ")
+				}
+				q.WriteString("(?, ?, ?, ?, ?)")
+				r = clipProgress(r)
+				args = append(args, b.Invocation, r.TS, r.Status, r.Kind, string(r.Detail))
+			}
+			if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 				return fmt.Errorf("store progress of invocation %d: %w", b.Invocation, err)
 			}
 		}
-		if len(recs) > 0 {
+		if len(b.Records) > 0 {
 			_, err := tx.ExecContext(ctx, `DELETE FROM progress WHERE invocation_id = ? AND id <= (
 				SELECT id FROM progress WHERE invocation_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`,
 				b.Invocation, b.Invocation, KeepProgress)

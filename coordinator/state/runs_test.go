@@ -154,3 +154,28 @@ func TestFinishBeforeCancelWins(t *testing.T) {
 		t.Errorf("cancelled filter: %+v", list)
 	}
 }
+
+// BenchmarkAddProgressFlush measures one flush of a flooding run: 500
+// records stored and as many old ones trimmed, in one transaction.
+func BenchmarkAddProgressFlush(b *testing.B) {
+	db, err := state.Open(context.Background(), b.TempDir()+"/coordinator.db")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	q, err := db.Commit(ctx, state.Step{Invocations: []state.Invocation{{Thread: "T", TriggerID: "E", Participant: "p", Agent: "p", Command: []string{"x"}}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	recs := make([]state.Progress, state.KeepProgress)
+	for i := range recs {
+		recs[i] = state.Progress{TS: "2026-11-23T21:00:00.000000Z", Status: "flooding", Kind: "text", Detail: json.RawMessage(`"` + strings.Repeat("z", 64) + `"`)}
+	}
+	b.ResetTimer()
+	for range b.N {
+		if err := db.AddProgress(ctx, []state.ProgressBatch{{Invocation: q[0].ID, Records: recs, Count: 2000}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
