@@ -28,6 +28,8 @@ type Payload struct {
 	// Scene is set when the participant plays an actor in a scene
 	// (contract 5.8): its own briefing only, never another actor's.
 	Scene *ScenePayload `json:"scene,omitempty"`
+	// Party is set for a party round's invocations (contract 5.7).
+	Party *PartyInfo `json:"party,omitempty"`
 }
 
 // ScenePayload is an actor's briefing: its own character sheet, journal
@@ -46,6 +48,14 @@ type ScenePayload struct {
 	// With lists the other actors' ids, so the actor knows whom it is
 	// talking to (their sheets and briefs stay private).
 	With []string `json:"with"`
+}
+
+// PartyInfo tells a party round's agent which round it is in: 1, where it
+// answers on its own, or 2, where it has every round-1 answer in its context
+// and reacts once or passes. Selected lists the round's agents.
+type PartyInfo struct {
+	Round    int      `json:"round"`
+	Selected []string `json:"selected"`
 }
 
 // BridgeInfo tells the adapter where the bridge is, so it can read more of

@@ -118,7 +118,7 @@ func TestRunReplyAndPayloadIntact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := p.EventID + " codex " + strconv.Itoa(res.PID) + "\n"; string(log) != want {
+	if want := p.EventID + " codex " + strconv.Itoa(res.PID) + " 0\n"; string(log) != want {
 		t.Errorf("runs.log = %q, want %q", log, want)
 	}
 	if res.Finished.Before(res.Started) {

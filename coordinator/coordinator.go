@@ -422,7 +422,13 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	} else if ok && done >= e.Seq {
 		// Already processed (the global cursor was reset behind it).
 	} else if e.Type == agentbridge.TypeMessage || e.Type == agentbridge.TypeControl || e.Type == agentbridge.TypeSceneClosed {
-		d = Decide(before.state, e, cfg)
+		var turns map[string]int
+		if before.state.Party.On {
+			if turns, err = c.db.PartyTurns(ctx, e.Thread); err != nil {
+				return err
+			}
+		}
+		d = DecideWithTurns(before.state, e, cfg, turns)
 		decided = e.Type == agentbridge.TypeMessage || d.Rule == RuleProd || d.Rule == RuleScene || d.Rule == RuleSceneJournal
 	}
 	if decided {
@@ -438,10 +444,11 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 			}
 			step.Invocations = append(step.Invocations, state.Invocation{
 				Thread: e.Thread, TriggerID: e.ID, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq,
-				Participant: t.Participant, Agent: t.Agent, Command: cmd, Hop: d.Hop,
+				Participant: t.Participant, Agent: t.Agent, Command: cmd, Hop: d.Hop, Round: d.partyRound(),
 			})
 		}
 		step.Notices = c.notices(cfg, e, d)
+		step.PartyRound = d.partyStart(e)
 	}
 	// A cancel is applied before the cursor moves past it, so a crash
 	// in between applies it again (it is idempotent).
@@ -475,6 +482,10 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	}
 	if decided {
 		c.receipts.wake()
+	}
+	if step.PartyRound != nil && len(d.Invoke) == 0 {
+		// Nobody could take part: the round ends at once, with its notice.
+		c.partyAdvance(ctx, e.ID)
 	}
 	return nil
 }

@@ -100,6 +100,7 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		}
 	}
 	if post.From != "" {
+		post.Meta = withPartyMeta(post.Meta, inv)
 		o.Post = mustJSON(post)
 	}
 	// Record the outcome and what is owed before posting it: a crash from
@@ -253,6 +254,11 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 		primer = string(b)
 	}
 	payload := adapters.NewPayload(cfg.BridgeURL, agentbridge.Thread{ID: inv.Thread, Name: name}, *trigger, inv.Participant, profile, window, primer)
+	if inv.Round > 0 {
+		if err := c.partyPayload(ctx, inv, &payload); err != nil {
+			return prepared{}, err
+		}
+	}
 	var scene *sceneRun
 	if inScene {
 		if scene, err = c.sceneBriefing(ctx, cfg, &payload, step, name); err != nil {
@@ -312,7 +318,7 @@ func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post js
 	}
 	var last agentbridge.Event
 	for i, in := range posts {
-		key := idempotencyKey(inv.TriggerID, inv.Participant)
+		key := replyKey(inv)
 		if i < len(posts)-1 {
 			key = idempotencyKey(inv.TriggerID, inv.Participant+"\x00part"+strconv.Itoa(i))
 		}

@@ -208,3 +208,104 @@ func matchedWords(words []string, p agentbridge.Profile) []string {
 	}
 	return out
 }
+
+// How one agent's turn in a party round ended (PartyOutcome.Result).
+const (
+	PartyAnswered = "answered"
+	PartyPassed   = "passed"
+	PartyAsked    = "asked"
+	PartyFailed   = "failed"
+)
+
+// PartyOutcome is one agent's turn in a party round.
+type PartyOutcome struct {
+	Participant string
+	// Result is one of PartyAnswered, PartyPassed, PartyAsked (a
+	// [USER QUESTION] reply) or PartyFailed.
+	Result string
+	// Detail says how a failed turn failed (its invocation status).
+	Detail string
+}
+
+// PartyNext is what follows a finished party round: round 2's agents, or
+// the end of the round and the text of its notice.
+type PartyNext struct {
+	// Round2 lists who runs in round 2, in round 1's order; empty when the
+	// round ends.
+	Round2 []string
+	// Notice is the closing notice's text when the round ends.
+	Notice string
+}
+
+// NextPartyStep decides what follows once every agent of round (1 or 2)
+// has finished: after round 1, those who answered react in round 2 when
+// cross-talk is on, at least two answered and nobody asked the user a
+// question; otherwise, and after round 2, the round ends with one notice
+// naming who answered, passed and failed. It is pure.
+func NextPartyStep(round int, crossTalk bool, round1, round2 []PartyOutcome) PartyNext {
+	answered := outcomesWith(round1, PartyAnswered)
+	asked := outcomesWith(round1, PartyAsked)
+	if round == 1 && crossTalk && len(answered) >= 2 && len(asked) == 0 {
+		return PartyNext{Round2: answered}
+	}
+	var why string
+	switch {
+	case round == 2:
+	case len(asked) > 0:
+		why = "no reactions: " + joinIDs(asked) + " asked you a question"
+	case !crossTalk:
+		why = "no reactions: cross_talk is off"
+	default:
+		why = "no reactions: fewer than two answered"
+	}
+	return PartyNext{Notice: PartyNotice(round1, round2, why)}
+}
+
+// PartyNotice is the text of the notice that ends a party round.
+func PartyNotice(round1, round2 []PartyOutcome, why string) string {
+	var b strings.Builder
+	b.WriteString("Party round done.")
+	describe := func(title string, outs []PartyOutcome) {
+		if len(outs) == 0 {
+			return
+		}
+		var parts []string
+		for _, res := range []string{PartyAnswered, PartyAsked, PartyPassed} {
+			if ids := outcomesWith(outs, res); len(ids) > 0 {
+				parts = append(parts, res+": "+joinIDs(ids))
+			}
+		}
+		var failed []string
+		for _, o := range outs {
+			if o.Result == PartyFailed {
+				failed = append(failed, o.Participant+" ("+o.Detail+")")
+			}
+		}
+		if len(failed) > 0 {
+			parts = append(parts, "failed: "+strings.Join(failed, ", "))
+		}
+		b.WriteString(" " + title + " — " + strings.Join(parts, "; ") + ".")
+	}
+	if len(round1) == 0 {
+		b.WriteString(" Nobody could take part (see `agent-bridge why` on your message).")
+	}
+	describe("First takes", round1)
+	describe("Reactions", round2)
+	if why != "" && len(round1) > 0 {
+		b.WriteString(" " + strings.ToUpper(why[:1]) + why[1:] + ".")
+	}
+	b.WriteString(" Write again to go on, or say *exit to leave party mode.")
+	return b.String()
+}
+
+func outcomesWith(outs []PartyOutcome, result string) []string {
+	var ids []string
+	for _, o := range outs {
+		if o.Result == result {
+			ids = append(ids, o.Participant)
+		}
+	}
+	return ids
+}
+
+func joinIDs(ids []string) string { return strings.Join(ids, ", ") }

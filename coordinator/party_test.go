@@ -161,3 +161,86 @@ func FuzzSelectParty(f *testing.F) {
 		}
 	})
 }
+
+func TestDecideParty(t *testing.T) {
+	on := `{"party":{"on":true}}`
+	cfg := testConfig()
+	tests := []struct {
+		name   string
+		state  agentbridge.ThreadState
+		event  agentbridge.Event
+		rule   string
+		invoke []string
+	}{
+		{"a human message to all starts a round", partyTeam(on), msg("user", agentbridge.ToAll, "databases"), RuleParty, []string{"arch", "dev"}},
+		{"an exit word starts none", partyTeam(on), msg("user", agentbridge.ToAll, "ok, goodbye"), RuleNone, nil},
+		{"an exit word still wakes a mention", partyTeam(on), msg("user", agentbridge.ToAll, "goodbye @dev"), RuleMention, []string{"dev"}},
+		{"an agent's message is not a round", partyTeam(on), msg("dev", agentbridge.ToAll, "databases"), RuleNone, nil},
+		{"a message to one participant is not a round", partyTeam(on), msg("user", "qa", "databases"), RuleTo, []string{"qa"}},
+		{"paused: nobody", partyTeam(on, ctl("user", `{"pause":{"on":true}}`)), msg("user", agentbridge.ToAll, "databases"), RuleSkip, nil},
+		{"party off: the usual rules", partyTeam(`{"party":{"on":false}}`), msg("user", agentbridge.ToAll, "databases"), RuleNone, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := DecideWithTurns(tt.state, tt.event, cfg, nil)
+			var got []string
+			for _, x := range d.Invoke {
+				got = append(got, x.Participant)
+			}
+			if d.Rule != tt.rule || !slices.Equal(got, tt.invoke) {
+				t.Fatalf("rule %q invoke %q, want %q %q", d.Rule, got, tt.rule, tt.invoke)
+			}
+			if d.Rule == RuleParty {
+				if d.Party == nil || len(d.Party.Selected) != len(d.Invoke) {
+					t.Fatalf("party selection = %+v", d.Party)
+				}
+				reasons := map[string]string{}
+				for _, s := range d.Skipped {
+					reasons[s.Participant] = s.Reason
+				}
+				if reasons["gem"] != ReasonNoAdapter || reasons["pm"] != PartyOverMax {
+					t.Errorf("skipped = %v", reasons)
+				}
+			}
+		})
+	}
+}
+
+func TestNextPartyStep(t *testing.T) {
+	o := func(p, res string) PartyOutcome { return PartyOutcome{Participant: p, Result: res, Detail: "timeout"} }
+	tests := []struct {
+		name           string
+		round          int
+		crossTalk      bool
+		round1, round2 []PartyOutcome
+		round2Agents   []string
+		notice         []string
+	}{
+		{"two answers react", 1, true, []PartyOutcome{o("a", PartyAnswered), o("b", PartyFailed), o("c", PartyAnswered)}, nil, []string{"a", "c"}, nil},
+		{"one answer: no reactions", 1, true, []PartyOutcome{o("a", PartyAnswered), o("b", PartyFailed), o("c", PartyPassed)}, nil, nil,
+			[]string{"First takes — answered: a; passed: c; failed: b (timeout).", "fewer than two answered", "*exit"}},
+		{"a question ends the round", 1, true, []PartyOutcome{o("a", PartyAnswered), o("b", PartyAsked), o("c", PartyAnswered)}, nil, nil,
+			[]string{"asked: b", "b asked you a question"}},
+		{"no cross-talk", 1, false, []PartyOutcome{o("a", PartyAnswered), o("b", PartyAnswered)}, nil, nil,
+			[]string{"cross_talk is off"}},
+		{"after round 2", 2, true, []PartyOutcome{o("a", PartyAnswered), o("b", PartyAnswered)}, []PartyOutcome{o("a", PartyPassed), o("b", PartyFailed)}, nil,
+			[]string{"First takes — answered: a, b.", "Reactions — passed: a; failed: b (timeout)."}},
+		{"nobody selected", 1, true, nil, nil, nil, []string{"Nobody could take part"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next := NextPartyStep(tt.round, tt.crossTalk, tt.round1, tt.round2)
+			if !slices.Equal(next.Round2, tt.round2Agents) {
+				t.Errorf("round 2 = %q, want %q", next.Round2, tt.round2Agents)
+			}
+			if (next.Notice == "") != (tt.notice == nil) {
+				t.Fatalf("notice = %q", next.Notice)
+			}
+			for _, want := range tt.notice {
+				if !strings.Contains(next.Notice, want) {
+					t.Errorf("notice %q does not say %q", next.Notice, want)
+				}
+			}
+		})
+	}
+}

@@ -65,7 +65,7 @@ func (c *Coordinator) recover(ctx context.Context) error {
 	for _, n := range notices {
 		c.sched.postNotice(n)
 	}
-	return nil
+	return c.recoverParty(ctx)
 }
 
 // repliesAfter reads the thread's events after seq that reply to
@@ -97,7 +97,7 @@ func (c *Coordinator) repliesAfter(ctx context.Context, thread string, seq int64
 // it implies.
 func replyFor(evs []agentbridge.Event, inv state.Invocation, coordinatorID string) (agentbridge.Event, string, bool) {
 	for _, e := range evs {
-		if e.Meta.ReplyTo != inv.TriggerID {
+		if e.Meta.ReplyTo != inv.TriggerID || partyRoundOf(e) != inv.Round {
 			continue
 		}
 		if e.From == inv.Participant {

@@ -69,6 +69,9 @@ type Decision struct {
 	// SceneClose, when set, is the reason of the scene this event closed:
 	// the coordinator posts one scene.closed event with it.
 	SceneClose string `json:"scene_close,omitempty"`
+	// Party is the selection of a party round (rule "party"): who runs in
+	// round 1 and why, and who does not.
+	Party *PartySelection `json:"party,omitempty"`
 }
 
 // Target is one participant to invoke and the agent entry that speaks for
@@ -93,10 +96,18 @@ type Skip struct {
 // not modify its arguments. Rate limiting is not its business: the scheduler
 // queues what is over the rate.
 func Decide(state agentbridge.ThreadState, e agentbridge.Event, cfg *Config) Decision {
+	return DecideWithTurns(state, e, cfg, nil)
+}
+
+// DecideWithTurns is Decide given how many party rounds each participant
+// of the thread took part in so far, which a party round's selection
+// rotates by (see SelectParty).
+func DecideWithTurns(state agentbridge.ThreadState, e agentbridge.Event, cfg *Config, turns map[string]int) Decision {
 	r := &router{
 		state: state,
 		e:     e,
 		cfg:   cfg,
+		turns: turns,
 		d: Decision{
 			EventID: e.ID,
 			Thread:  e.Thread,
@@ -143,6 +154,8 @@ type router struct {
 	// ambiguous and reserved collect what the clarification must say.
 	ambiguous []ambiguity
 	reserved  []string
+	// turns are the party turn counts (see DecideWithTurns).
+	turns map[string]int
 }
 
 type ambiguity struct {
@@ -169,6 +182,10 @@ func (r *router) control() {
 // toAll handles a message to everyone: mentions first, then invited_auto,
 // then broadcast.
 func (r *router) toAll() {
+	if r.state.Party.On && r.cfg.HumanIDs.Has(r.e.From) && !agentbridge.IsPartyExit(r.e.Text()) {
+		r.party()
+		return
+	}
 	var names []string
 	if r.cfg.EnableMentions {
 		names = ParseMentions(r.e.Text(), r.cfg.MentionPrefix)
@@ -205,6 +222,18 @@ func (r *router) toAll() {
 		r.want = append(r.want, r.cfg.BroadcastAgents...)
 	default:
 		r.d.Rule = RuleNone
+	}
+}
+
+// party starts a party round: the selection decides who runs, and every
+// other candidate is recorded with its reason.
+func (r *router) party() {
+	sel := SelectParty(r.state, r.e, r.cfg, r.turns)
+	r.d.Rule = RuleParty
+	r.d.Party = &sel
+	r.want = sel.IDs()
+	for _, p := range sel.NotSelected {
+		r.pre = append(r.pre, Skip{Participant: p.Participant, Reason: p.Reason})
 	}
 }
 

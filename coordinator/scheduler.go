@@ -118,6 +118,9 @@ func (s *scheduler) worker(k pairKey) {
 		s.c.metrics.queueDepth.Dec()
 		s.c.invoke(s.work, j)
 		s.release()
+		if j.inv.Round > 0 {
+			s.c.partyAdvance(s.work, j.inv.TriggerID)
+		}
 	}
 }
 

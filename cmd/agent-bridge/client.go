@@ -274,6 +274,8 @@ func (m *Main) runInvite(ctx context.Context, args []string) error {
 	character := fs.String("character", "", "the participant's character sheet, when it plays an actor in a scene (@FILE reads a file)")
 	var roles stringList
 	fs.Var(&roles, "role", "a role the participant answers to in mentions (repeatable)")
+	var expertise stringList
+	fs.Var(&expertise, "expertise", "a topic the participant knows well, which party mode matches against messages (repeatable)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -295,7 +297,7 @@ func (m *Main) runInvite(ctx context.Context, args []string) error {
 		}
 		sheet = string(b)
 	}
-	profile := agentbridge.Profile{Client: *cl, Model: *model, Roles: roles, Nickname: *nick, Character: sheet}
+	profile := agentbridge.Profile{Client: *cl, Model: *model, Roles: roles, Nickname: *nick, Character: sheet, Expertise: expertise}
 	ctl := map[string]any{"invite": map[string]any{"participant_id": pos[1], "profile": profile}}
 	return m.postControl(ctx, cf, pos[0], *from, ctl)
 }
@@ -435,6 +437,7 @@ func (m *Main) runState(ctx context.Context, args []string) error {
 	if st.Scene != nil {
 		fmt.Fprintf(w, "scene:        %s\n", st.Scene)
 	}
+	fmt.Fprintf(w, "party:        %s\n", partyLine(st.Party))
 	if len(st.Participants.Invited) == 0 {
 		_, err = fmt.Fprintln(w, "invited:      none")
 		return err
@@ -449,6 +452,9 @@ func (m *Main) runState(ctx context.Context, args []string) error {
 		}
 		if len(p.Roles) > 0 {
 			fmt.Fprintf(tw, "\troles=%s", strings.Join(p.Roles, ","))
+		}
+		if len(p.Expertise) > 0 {
+			fmt.Fprintf(tw, "\texpertise=%s", strings.Join(p.Expertise, ","))
 		}
 		fmt.Fprintf(tw, "\t(invited by %s)\n", inv.InvitedBy)
 	}

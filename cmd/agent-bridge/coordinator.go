@@ -346,4 +346,5 @@ func printDecision(w io.Writer, rec state.Decision, d coordinator.Decision) {
 	if d.SceneClose != "" {
 		fmt.Fprintf(w, "scene: this event closed the scene (%s); scene.closed was posted\n", d.SceneClose)
 	}
+	printPartySelection(w, d.Party)
 }

@@ -85,8 +85,9 @@ Daemons:
 Client:
   thread new NAME | thread list
   post THREAD TEXT [--to ID] [--from user]
-  invite THREAD ID --client C --model M [--nickname N] [--role R]...
+  invite THREAD ID --client C --model M [--nickname N] [--role R]... [--expertise E]...
   uninvite THREAD ID | mute|unmute|prod THREAD ID... | pause|discussion|auto THREAD on|off
+  party THREAD on|off [--agents a,b] [--max-agents N] [--no-cross-talk]
   state THREAD [--at SEQ]
   tail THREAD | tail --all
   prompt         render an adapter payload (stdin) as a prompt
@@ -153,6 +154,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.runMCP(ctx, rest)
 	case "adapter-stream":
 		return m.runAdapterStream(ctx, rest)
+	case "party":
+		return m.runParty(ctx, rest)
 	case "service":
 		return m.runService(ctx, rest)
 	case "backup":

@@ -128,6 +128,9 @@ type Invocation struct {
 	// not only the 500 kept); ProgressBad the lines that were not records.
 	ProgressCount int64 `json:"progress_count"`
 	ProgressBad   int64 `json:"progress_bad"`
+	// Round is the party round (1 or 2) the invocation belongs to; 0
+	// outside party mode. The pair is unique per round.
+	Round int `json:"round,omitempty"`
 }
 
 // Decision is the recorded routing decision for one event, as JSON so that
@@ -162,6 +165,9 @@ type Step struct {
 	Decision    *Decision
 	Invocations []Invocation
 	Notices     []Notice
+	// PartyRound starts a party round for the event (its invocations are
+	// in Invocations, with Round 1).
+	PartyRound *PartyRound
 }
 
 const cursorGlobal = "global"
@@ -186,34 +192,16 @@ func (d *DB) Commit(ctx context.Context, s Step) ([]Invocation, error) {
 			return nil, fmt.Errorf("record decision: %w", err)
 		}
 	}
-	var queued []Invocation
-	for _, inv := range s.Invocations {
-		cmd, err := json.Marshal(inv.Command)
-		if err != nil {
-			return nil, fmt.Errorf("encode command: %w", err)
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO invocations
-			(thread, trigger_id, trigger_seq, trigger_gseq, participant, agent, command, hop, status, queued_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trigger_id, participant) DO NOTHING`,
-			inv.Thread, inv.TriggerID, inv.TriggerSeq, inv.TriggerGSeq, inv.Participant, inv.Agent, string(cmd), inv.Hop, StatusQueued, now)
-		if err != nil {
-			return nil, fmt.Errorf("queue invocation: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			continue
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return nil, fmt.Errorf("queue invocation: %w", err)
-		}
-		inv.ID, inv.Status, inv.QueuedAt = id, StatusQueued, now
-		queued = append(queued, inv)
+	queued, err := insertInvocations(ctx, tx, s.Invocations, now)
+	if err != nil {
+		return nil, err
 	}
-	for _, n := range s.Notices {
-		_, err := tx.ExecContext(ctx, `INSERT INTO notices (trigger_id, kind, thread, post) VALUES (?, ?, ?, ?)
-			ON CONFLICT (trigger_id, kind) DO NOTHING`, n.TriggerID, n.Kind, n.Thread, string(n.Post))
-		if err != nil {
-			return nil, fmt.Errorf("record notice: %w", err)
+	if err := insertNotices(ctx, tx, s.Notices); err != nil {
+		return nil, err
+	}
+	if s.PartyRound != nil {
+		if err := insertPartyRound(ctx, tx, *s.PartyRound, now); err != nil {
+			return nil, err
 		}
 	}
 	if s.GSeq > 0 {
@@ -404,7 +392,7 @@ func (d *DB) SetStatus(ctx context.Context, id int64, status, errText string) er
 const invocationColumns = `id, thread, trigger_id, trigger_seq, trigger_gseq, participant, agent, command, hop,
 	status, exit_code, error, queued_at, started_at, finished_at, duration_ms, reply_event_id, pending_post,
 	output_bytes, stderr_tail, pid, pgid, process_started_at,
-	input_tokens, output_tokens, cost_usd, progress_count, progress_bad`
+	input_tokens, output_tokens, cost_usd, progress_count, progress_bad, round`
 
 func scanInvocations(rows *sql.Rows) ([]Invocation, error) {
 	defer rows.Close()
@@ -417,7 +405,7 @@ func scanInvocations(rows *sql.Rows) ([]Invocation, error) {
 			&inv.Participant, &inv.Agent, &cmd, &inv.Hop, &inv.Status, &exit, &inv.Error, &inv.QueuedAt,
 			&inv.StartedAt, &inv.FinishedAt, &inv.DurationMS, &inv.ReplyEventID, &pending,
 			&inv.OutputBytes, &inv.StderrTail, &inv.PID, &inv.PGID, &inv.ProcessStartedAt,
-			&inv.InputTokens, &inv.OutputTokens, &inv.CostUSD, &inv.ProgressCount, &inv.ProgressBad); err != nil {
+			&inv.InputTokens, &inv.OutputTokens, &inv.CostUSD, &inv.ProgressCount, &inv.ProgressBad, &inv.Round); err != nil {
 			return nil, fmt.Errorf("scan invocation: %w", err)
 		}
 		if err := json.Unmarshal([]byte(cmd), &inv.Command); err != nil {

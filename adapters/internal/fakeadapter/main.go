@@ -21,12 +21,16 @@
 //
 // When the payload has a scene briefing it plays an actor instead
 // (see actScene): its directives are read from its brief.
+// A directive written fake@ID:… (or fake@ID/ROUND:…) applies only to
+// participant ID (in party round ROUND), so that one message can steer the
+// agents of a party round differently: fake@bob/2:say=[PASS].
 //
 // An unknown "fake:" directive makes it exit 70. The default reply is
 // "<participant id> got: <content>". With
 // $FAKE_ADAPTER_DIR set, the payload is saved as
-// <event_id>-<participant>.json and a line "<event_id> <participant> <pid>"
-// is appended to runs.log, so tests can count runs.
+// <event_id>-<participant>.json (…-r<round>.json in a party round) and a
+// line "<event_id> <participant> <pid> <round>" is appended to runs.log, so
+// tests can count runs.
 package main
 
 import (
@@ -66,6 +70,17 @@ type payload struct {
 		Step    string   `json:"step"`
 		With    []string `json:"with"`
 	} `json:"scene"`
+	Party *struct {
+		Round int `json:"round"`
+	} `json:"party"`
+}
+
+// round is the payload's party round, 0 outside party mode.
+func (p payload) round() int {
+	if p.Party == nil {
+		return 0
+	}
+	return p.Party.Round
 }
 
 type directives struct {
@@ -109,7 +124,7 @@ func run() (int, error) {
 	if p.Scene != nil {
 		return actScene(p, raw)
 	}
-	d, err := parse(p.Content)
+	d, err := parse(p.Content, p.Participant.ID, p.round())
 	if err != nil {
 		return 0, err
 	}
@@ -158,10 +173,18 @@ func run() (int, error) {
 	return d.exit, nil
 }
 
-func parse(content string) (directives, error) {
+func parse(content, participant string, round int) (directives, error) {
 	var d directives
 	for _, tok := range strings.Fields(content) {
 		name, ok := strings.CutPrefix(tok, "fake:")
+		if scoped, isScoped := strings.CutPrefix(tok, "fake@"); isScoped {
+			var scope string
+			scope, name, ok = strings.Cut(scoped, ":")
+			who, r, hasRound := strings.Cut(scope, "/")
+			if who != participant || (hasRound && r != strconv.Itoa(round)) {
+				continue
+			}
+		}
 		if !ok {
 			continue
 		}
@@ -201,7 +224,11 @@ func parse(content string) (directives, error) {
 
 func record(dir string, p payload, raw []byte) error {
 	// Write then rename, so a test that sees the file sees all of it.
-	name := filepath.Join(dir, p.EventID+"-"+p.Participant.ID+".json")
+	base := p.EventID + "-" + p.Participant.ID
+	if p.round() > 0 {
+		base += fmt.Sprintf("-r%d", p.round())
+	}
+	name := filepath.Join(dir, base+".json")
 	if err := os.WriteFile(name+".tmp", raw, 0o644); err != nil {
 		return fmt.Errorf("save payload: %w", err)
 	}
@@ -212,7 +239,7 @@ func record(dir string, p payload, raw []byte) error {
 	if err != nil {
 		return fmt.Errorf("open runs.log: %w", err)
 	}
-	if _, err := fmt.Fprintf(f, "%s %s %d\n", p.EventID, p.Participant.ID, os.Getpid()); err != nil {
+	if _, err := fmt.Fprintf(f, "%s %s %d %d\n", p.EventID, p.Participant.ID, os.Getpid(), p.round()); err != nil {
 		f.Close()
 		return fmt.Errorf("append runs.log: %w", err)
 	}
