@@ -278,12 +278,15 @@ function addEvent(v, ev, live) {
     list.insertBefore(node, before);
   }
   if (!v.first || ev.seq < v.first) v.first = ev.seq;
+  markPartyGroups(node);
   if (v.cursor !== null && ev.seq > v.cursor) node.classList.add("future");
   if ((ev.type === "thread.renamed" || ev.type === "thread.created") && ev.seq === v.last && typeof ev.content === "string") {
     $("thread-title").textContent = ev.content;
   }
   if (live) {
-    if (ev.type === "control" || ev.type === "scene.closed" || (ev.meta && ev.meta.scene)) refreshState(v);
+    // While party mode is on, a person's message may end it (an exit word).
+    const partyOn = v.liveState && v.liveState.party && v.liveState.party.on;
+    if (ev.type === "control" || ev.type === "scene.closed" || (ev.meta && ev.meta.scene) || (ev.type === "message" && partyOn)) refreshState(v);
     if (ev.type === "thread.renamed") loadThreads();
     if (ev.type === "message" && ev.from !== sender()) pollPresenceOnce(v);
   }
@@ -395,6 +398,8 @@ function describeControl(ev) {
         break;
       case "scene":
         parts.push(val && val.on ? `started a scene with ${((val && val.actors) || []).join(", ")}` : "closed the scene");
+      case "party":
+        parts.push(val && val.on ? `turned party mode on (${partyText(val)})` : "turned party mode off");
         break;
       default:
         parts.push(`${k}: ${JSON.stringify(val)}`);
@@ -403,7 +408,31 @@ function describeControl(ev) {
   return parts.join("; ");
 }
 
-const BADGES = ["coordinator", "error", "loop-guard", "clarification"];
+const BADGES = ["coordinator", "error", "loop-guard", "clarification", "party", "question"];
+
+// partyText words party settings: how many agents, from whom, reactions.
+function partyText(p) {
+  const agents = Array.isArray(p.agents) && p.agents.length ? p.agents.join(", ") : "everyone";
+  const max = p.max_agents || 2;
+  return `up to ${max} of ${agents}, ${p.cross_talk === false ? "no reactions" : "with reactions"}`;
+}
+
+// partyRound returns meta.party of a party reply ({round, trigger}) or null.
+function partyRound(meta) {
+  const p = meta && meta.party;
+  return p && typeof p === "object" && (p.round === 1 || p.round === 2) && typeof p.trigger === "string" ? p : null;
+}
+
+// markPartyGroups shows a party round's replies as one group: each reply
+// carries its group (trigger and round), and the first of a run of
+// neighbours with the same group starts it, with the group's title.
+function markPartyGroups(node) {
+  for (const n of [node, node.nextElementSibling]) {
+    if (!n || !n.dataset.partyGroup) continue;
+    const prev = n.previousElementSibling;
+    n.classList.toggle("party-start", !prev || prev.dataset.partyGroup !== n.dataset.partyGroup);
+  }
+}
 
 function renderEvent(v, ev) {
   const meta = ev.meta || {};
@@ -412,6 +441,12 @@ function renderEvent(v, ev) {
   node.dataset.seq = ev.seq;
   if (ev.id) node.dataset.id = ev.id;
   for (const t of BADGES) if (tags.includes(t)) node.classList.add("tag-" + t);
+  const party = partyRound(meta);
+  if (party) {
+    node.classList.add("party-reply", "party-round-" + party.round);
+    node.dataset.partyGroup = `${party.trigger}:${party.round}`;
+    node.dataset.partyTitle = party.round === 1 ? "Party · round 1 — first takes" : "Party · round 2 — reactions";
+  }
 
   const head = el("header", "event-head");
   const who = senderLabel(v, ev.from);
@@ -532,7 +567,7 @@ function renderRevision() {
   $("revision-banner").hidden = !past;
   if (past) $("revision-text").textContent = `Viewing revision ${v.cursor} of ${h}`;
   document.body.classList.toggle("viewing-past", past);
-  for (const id of ["message-input", "send-btn", "to-select", "rename-btn", "inv-client", "inv-model", "inv-nickname", "inv-roles", "inv-id", "inv-submit", "ctl-pause", "ctl-discussion", "ctl-agent-mentions", "ctl-auto"]) {
+  for (const id of ["message-input", "send-btn", "to-select", "rename-btn", "inv-client", "inv-model", "inv-nickname", "inv-roles", "inv-expertise", "inv-id", "inv-submit", "ctl-pause", "ctl-discussion", "ctl-agent-mentions", "ctl-auto", "ctl-party", "ctl-party-max", "ctl-party-cross"]) {
     $(id).disabled = past;
   }
   for (const b of $("participant-list").querySelectorAll("button")) b.disabled = past;
@@ -569,10 +604,15 @@ function renderPanel(v) {
   $("ctl-discussion").checked = !!disc.on;
   $("ctl-agent-mentions").checked = !!disc.allow_agent_mentions;
   $("ctl-auto").checked = !!auto.on;
+  const party = st.party || {};
+  $("ctl-party").checked = !!party.on;
+  if (document.activeElement !== $("ctl-party-max")) $("ctl-party-max").value = party.max_agents || 2;
+  $("ctl-party-cross").checked = party.cross_talk !== false;
   const summary = [];
   summary.push(st.paused ? "paused" : "running");
   if (disc.on) summary.push("discussion on");
   if (auto.on) summary.push("auto-reply on");
+  if (party.on) summary.push(`party on (${partyText(party)})`);
   if (muted.size) summary.push("muted: " + [...muted].join(", "));
   summary.push(`${invited.length} invited`);
   const asOf = v.cursor === null ? "live" : `as of revision ${v.cursor}`;
@@ -643,7 +683,7 @@ function participantNode(id) {
   // renderPresence shows it only while the participant is thinking.
   mk("Stop", "stop", () => control({ cancel: { participant_id: id } })).hidden = true;
   const state = el("div", "p-state");
-  li.append(top, el("div", "p-detail"), state, btns);
+  li.append(top, el("div", "p-detail"), el("div", "p-expertise"), state, btns);
   return li;
 }
 
@@ -656,6 +696,9 @@ function updateParticipant(li, p, muted) {
   set(".p-name", prof.nickname ? `${prof.nickname} (${p.id})` : p.id);
   const roles = (prof.roles || []).join(", ");
   set(".p-detail", [prof.client, prof.model].filter(Boolean).join(" / ") + (roles ? " · " + roles : ""));
+  const expertise = (prof.expertise || []).join(", ");
+  set(".p-expertise", expertise ? "knows: " + expertise : "");
+  li.querySelector(".p-expertise").hidden = !expertise;
   li.querySelector(".badge-muted").hidden = !muted;
   li.querySelector("button.mute").hidden = muted;
   li.querySelector("button.unmute").hidden = !muted;
@@ -979,6 +1022,8 @@ async function invite() {
   if (roles.length) profile.roles = roles;
   const character = $("inv-character").value.trim();
   if (character) profile.character = character;
+  const expertise = $("inv-expertise").value.split(",").map((r) => r.trim()).filter(Boolean);
+  if (expertise.length) profile.expertise = expertise;
   const id = $("inv-id").value.trim();
   await control({ invite: { participant_id: id, profile } });
   if ($("control-error").hidden) {
@@ -1085,6 +1130,16 @@ function wire() {
   });
   $("ctl-agent-mentions").addEventListener("change", disc);
   $("ctl-auto").addEventListener("change", (e) => control({ invited_auto: { on: e.target.checked } }));
+  // The party's settings apply when it is switched on, and again when one
+  // changes while it is on.
+  const party = () => {
+    if (!$("ctl-party").checked) return control({ party: { on: false } });
+    const max = Math.min(16, Math.max(1, Number($("ctl-party-max").value) || 2));
+    return control({ party: { on: true, max_agents: max, cross_talk: $("ctl-party-cross").checked } });
+  };
+  $("ctl-party").addEventListener("change", party);
+  $("ctl-party-max").addEventListener("change", () => $("ctl-party").checked && party());
+  $("ctl-party-cross").addEventListener("change", () => $("ctl-party").checked && party());
 
   $("inv-client").addEventListener("input", suggestID);
   $("inv-nickname").addEventListener("input", suggestID);
