@@ -91,6 +91,7 @@ func RenderPrompt(p Payload) string {
 		fmt.Fprintf(&b, "You are %q in this thread. ", p.Participant.ID)
 	}
 	b.WriteString("Your reply (what you print) is posted to the thread for you.\n")
+	b.WriteString(partyInstructions(p))
 	return b.String()
 }
 
