@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,8 +166,13 @@ func TestPartyCommand(t *testing.T) {
 		<-done
 	}()
 	testutil.WaitFor(t, 30*time.Second, "the coordinator to follow the log", func() bool {
-		_, code := run("invocations", "--coordinator-url", e.statusURL)
-		return code == 0
+		resp, err := http.Get(e.statusURL + "/healthz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var h struct{ Following bool }
+		return json.NewDecoder(resp.Body).Decode(&h) == nil && h.Following
 	})
 	trig := e.say(th, "all", "which databases?")
 	testutil.WaitFor(t, 30*time.Second, "the party notice", func() bool {
