@@ -320,6 +320,12 @@ func (s *Store) appendEvent(ctx context.Context, tx pgx.Tx, b *batch, req agentb
 			return response{}, fmt.Errorf("look up reply_to: %w", err)
 		}
 	}
+	if err := agentbridge.AdmitParty(req.Thread, h.state, in); err != nil {
+		return response{err: err}, nil
+	}
+	if err := agentbridge.CheckSceneControl(h.state, in); err != nil {
+		return response{err: err}, nil
+	}
 	if in.Type == agentbridge.TypeMessage {
 		if h.state.IsHardMuted(in.From) {
 			return response{err: &agentbridge.Error{
@@ -420,9 +426,12 @@ func (s *Store) add(b *batch, ev *agentbridge.Event, meta string, h *head, t tim
 		h.name = ev.Text()
 	}
 	h.lastSeq = ev.Seq
+	// Besides controls, a message ending party mode and a scene event (a
+	// speech counts a turn) change the state, as in the SQLite store.
+	changed := ev.Type == agentbridge.TypeControl || (h.state.Party.On && !after.Party.On) || after.Scene != h.state.Scene
 	h.state = after
 	h.dirty = true
-	if ev.Type == agentbridge.TypeControl {
+	if changed {
 		key, err := stateKey(after)
 		if err != nil {
 			return 0, err

@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"NotifyWakesAfterCommit", testNotifyWakesAfterCommit},
 		{"ConcurrentCreateSameID", testConcurrentCreateSameID},
 		{"Receipts", testReceipts},
+		{"SceneState", testSceneState},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}

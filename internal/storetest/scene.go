@@ -1,4 +1,4 @@
-package sqlite
+package storetest
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
 
-// TestSceneState: a scene's turn counts live in the stored state, so
-// State(at) answers them for any revision, and a scene with an uninvited
-// actor is refused with nothing stored.
-func TestSceneState(t *testing.T) {
-	s := openStore(t, Options{})
+// testSceneState: a scene's turn counts live in the stored state, so
+// State(at) answers them for any revision; a scene with an uninvited actor,
+// or a second one while one runs, is refused with nothing stored.
+func testSceneState(t *testing.T, newStore Factory) {
+	s := newStore(t, nil)
 	ctx := context.Background()
 	th := newThread(t, s, "t").ID
 	mustAppend(t, s, th, control("user", `{"invite":{"participant_id":"maria","profile":{"client":"c","model":"m","character":"sheet"}}}`))
@@ -36,6 +36,9 @@ func TestSceneState(t *testing.T) {
 	}
 	if st.Scene == nil || st.Scene.Turns["maria"] != 1 || st.Scene.Turns["sam"] != 0 || st.Scene.Next != "sam" {
 		t.Fatalf("scene at seq %d: %+v", first.Seq, st.Scene)
+	}
+	if inv, _ := st.Invited("maria"); inv.Profile.Character != "sheet" {
+		t.Errorf("character not kept: %+v", inv.Profile)
 	}
 	st, _, _ = s.State(ctx, th, 0)
 	if st.Scene.Turn != 2 || !st.Scene.Running() {
