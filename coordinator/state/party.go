@@ -39,24 +39,23 @@ type PartyRound struct {
 
 // insertInvocations queues invs, skipping a (trigger, participant, round)
 // already in the ledger, and returns those it queued with their ids.
-func insertInvocations(ctx context.Context, tx *sql.Tx, invs []Invocation, now string) ([]Invocation, error) {
+func insertInvocations(ctx context.Context, tx *txn, invs []Invocation, now string) ([]Invocation, error) {
 	var queued []Invocation
 	for _, inv := range invs {
 		cmd, err := json.Marshal(inv.Command)
 		if err != nil {
 			return nil, fmt.Errorf("encode command: %w", err)
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO invocations
+		// RETURNING rather than LastInsertId, which PostgreSQL lacks; no
+		// row comes back when the pair was queued before.
+		err = tx.QueryRowContext(ctx, `INSERT INTO invocations
 			(thread, trigger_id, trigger_seq, trigger_gseq, participant, agent, command, hop, status, queued_at, round)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trigger_id, participant, round) DO NOTHING`,
-			inv.Thread, inv.TriggerID, inv.TriggerSeq, inv.TriggerGSeq, inv.Participant, inv.Agent, string(cmd), inv.Hop, StatusQueued, now, inv.Round)
-		if err != nil {
-			return nil, fmt.Errorf("queue invocation: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trigger_id, participant, round) DO NOTHING RETURNING id`,
+			inv.Thread, inv.TriggerID, inv.TriggerSeq, inv.TriggerGSeq, inv.Participant, inv.Agent, string(cmd), inv.Hop, StatusQueued, now, inv.Round).Scan(&inv.ID)
+		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
-		if inv.ID, err = res.LastInsertId(); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("queue invocation: %w", err)
 		}
 		inv.Status, inv.QueuedAt = StatusQueued, now
@@ -65,7 +64,7 @@ func insertInvocations(ctx context.Context, tx *sql.Tx, invs []Invocation, now s
 	return queued, nil
 }
 
-func insertNotices(ctx context.Context, tx *sql.Tx, notices []Notice) error {
+func insertNotices(ctx context.Context, tx *txn, notices []Notice) error {
 	for _, n := range notices {
 		_, err := tx.ExecContext(ctx, `INSERT INTO notices (trigger_id, kind, thread, post) VALUES (?, ?, ?, ?)
 			ON CONFLICT (trigger_id, kind) DO NOTHING`, n.TriggerID, n.Kind, n.Thread, string(n.Post))
@@ -76,7 +75,7 @@ func insertNotices(ctx context.Context, tx *sql.Tx, notices []Notice) error {
 	return nil
 }
 
-func insertPartyRound(ctx context.Context, tx *sql.Tx, r PartyRound, now string) error {
+func insertPartyRound(ctx context.Context, tx *txn, r PartyRound, now string) error {
 	sel, err := json.Marshal(r.Selected)
 	if err != nil {
 		return fmt.Errorf("encode party selection: %w", err)

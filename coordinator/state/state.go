@@ -16,11 +16,20 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/pgschema"
 	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 )
 
-//go:embed migrations/*.sql
+// migrations holds the SQLite steps in migrations/ and the same steps for
+// PostgreSQL in migrations/postgres/: every new step needs both.
+//
+//go:embed migrations/*.sql migrations/postgres/*.sql
 var migrations embed.FS
+
+// schemaTable records the ledger's schema version on PostgreSQL.
+const schemaTable = "coordinator_schema"
 
 // Invocation statuses. Queued, running and interrupted records are
 // unfinished: a restarted coordinator re-runs them unless the thread already
@@ -54,11 +63,15 @@ var ErrNotFound = errors.New("not found")
 
 // DB is the ledger. It is safe for concurrent use.
 type DB struct {
-	db *sql.DB
+	db *conn
 }
 
-// Open opens (creating if needed) the ledger at path and migrates it.
+// Open opens (creating if needed) the ledger at path and migrates it: a
+// SQLite file, or a PostgreSQL database when path is a postgres:// URL.
 func Open(ctx context.Context, path string) (*DB, error) {
+	if IsPostgresURL(path) {
+		return openPostgres(ctx, path)
+	}
 	db, err := sqlitex.Open(path, sqlitex.Options{MaxOpen: 1})
 	if err != nil {
 		return nil, fmt.Errorf("open state db: %w", err)
@@ -67,7 +80,30 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("migrate state db: %w", err)
 	}
-	return &DB{db: db}, nil
+	return &DB{db: &conn{DB: db}}, nil
+}
+
+func openPostgres(ctx context.Context, url string) (*DB, error) {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return nil, fmt.Errorf("open state db: %w", err)
+	}
+	db.SetMaxOpenConns(8)
+	if err := pgschema.Migrate(ctx, db, migrations, "migrations/postgres", schemaTable); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("migrate state db: %w", err)
+	}
+	return &DB{db: &conn{DB: db, pg: true}}, nil
+}
+
+// SchemaVersions returns the ledger schema version of the PostgreSQL
+// database db and the one this binary brings it to, for doctor.
+func SchemaVersions(ctx context.Context, db *sql.DB) (have, want int, err error) {
+	if want, err = pgschema.Latest(migrations, "migrations/postgres"); err != nil {
+		return 0, 0, err
+	}
+	have, err = pgschema.Version(ctx, db, schemaTable)
+	return have, want, err
 }
 
 // Close closes the database.
@@ -211,7 +247,7 @@ func (d *DB) Commit(ctx context.Context, s Step) ([]Invocation, error) {
 	}
 	if s.Thread != "" {
 		_, err := tx.ExecContext(ctx, `INSERT INTO thread_cursors (thread, seq) VALUES (?, ?)
-			ON CONFLICT (thread) DO UPDATE SET seq = max(seq, excluded.seq)`, s.Thread, s.Seq)
+			ON CONFLICT (thread) DO UPDATE SET seq = CASE WHEN excluded.seq > thread_cursors.seq THEN excluded.seq ELSE thread_cursors.seq END`, s.Thread, s.Seq)
 		if err != nil {
 			return nil, fmt.Errorf("advance thread cursor: %w", err)
 		}

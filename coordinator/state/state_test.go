@@ -3,7 +3,6 @@ package state_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 
 func openDB(t *testing.T) (*state.DB, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "coordinator.db")
+	path := ledgerPath(t)
 	db, err := state.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,120 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"strings"
+)
+
+// IsPostgresURL reports whether a --state value names a PostgreSQL
+// database (postgres:// or postgresql://) rather than a SQLite file.
+func IsPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// conn is the ledger's database, SQLite or PostgreSQL, behind the
+// database/sql methods the ledger uses. Queries are written once, with ?
+// placeholders, in the SQL both dialects share; on PostgreSQL they are
+// rebound to $1, $2 … (docs/storage.md, "The coordinator's ledger on
+// PostgreSQL", says what else a query must avoid).
+type conn struct {
+	*sql.DB
+	pg bool
+}
+
+// txn is a transaction of a conn, rebinding like it.
+type txn struct {
+	*sql.Tx
+	pg bool
+}
+
+func (c *conn) q(query string) string {
+	if !c.pg {
+		return query
+	}
+	return rebind(query)
+}
+
+// ExecContext runs query, its placeholders rebound for the dialect.
+func (c *conn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return c.DB.ExecContext(ctx, c.q(query), args...)
+}
+
+// QueryContext runs query, its placeholders rebound for the dialect.
+func (c *conn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return c.DB.QueryContext(ctx, c.q(query), args...)
+}
+
+// QueryRowContext runs query, its placeholders rebound for the dialect.
+func (c *conn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return c.DB.QueryRowContext(ctx, c.q(query), args...)
+}
+
+// PrepareContext prepares query, its placeholders rebound for the dialect.
+func (c *conn) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return c.DB.PrepareContext(ctx, c.q(query))
+}
+
+// BeginTx starts a transaction that rebinds like c.
+func (c *conn) BeginTx(ctx context.Context, opts *sql.TxOptions) (*txn, error) {
+	t, err := c.DB.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &txn{Tx: t, pg: c.pg}, nil
+}
+
+func (t *txn) q(query string) string {
+	if !t.pg {
+		return query
+	}
+	return rebind(query)
+}
+
+// ExecContext runs query, its placeholders rebound for the dialect.
+func (t *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return t.Tx.ExecContext(ctx, t.q(query), args...)
+}
+
+// QueryContext runs query, its placeholders rebound for the dialect.
+func (t *txn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return t.Tx.QueryContext(ctx, t.q(query), args...)
+}
+
+// QueryRowContext runs query, its placeholders rebound for the dialect.
+func (t *txn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return t.Tx.QueryRowContext(ctx, t.q(query), args...)
+}
+
+// PrepareContext prepares query, its placeholders rebound for the dialect.
+func (t *txn) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return t.Tx.PrepareContext(ctx, t.q(query))
+}
+
+// rebind turns ? placeholders into $1, $2 …, leaving ? inside quoted
+// strings and identifiers alone.
+func rebind(query string) string {
+	var b strings.Builder
+	b.Grow(len(query) + 16)
+	n := 0
+	var quote byte
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '?':
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
