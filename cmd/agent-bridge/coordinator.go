@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,7 +31,7 @@ const defaultStatusURL = "http://127.0.0.1:5112"
 func (m *Main) runCoordinator(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("coordinator")
 	configPath := fs.String("config", m.env("BRIDGE_COORDINATOR_CONFIG", "./coordinator.config.json"), "config file, watched for changes (env BRIDGE_COORDINATOR_CONFIG)")
-	statePath := fs.String("state", m.env("BRIDGE_COORDINATOR_STATE", "./data/coordinator.db"), "state database, created with its folder (env BRIDGE_COORDINATOR_STATE)")
+	statePath := fs.String("state", m.env("BRIDGE_COORDINATOR_STATE", "./data/coordinator.db"), "state database, created with its folder, or a postgres:// URL shared by several coordinators (env BRIDGE_COORDINATOR_STATE)")
 	mode := fs.String("startup-mode", "", "end or resume; overrides the config's startup_mode")
 	logLevel := fs.String("log-level", m.env("BRIDGE_LOG_LEVEL", "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
 	pos, err := parseFlags(fs, args)
@@ -66,8 +67,25 @@ func (m *Main) runCoordinator(ctx context.Context, args []string) error {
 // startCoordinator opens the ledger and runs a coordinator until ctx ends,
 // reloading its config on SIGHUP. started is called once it is listening.
 // It is the wiring shared by coordinator and up.
-func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, statePath string, logger *slog.Logger, started func(*coordinator.Coordinator)) error {
-	if err := os.MkdirAll(filepath.Dir(statePath), 0o755); err != nil {
+func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, statePath string, logger *slog.Logger, started func(*coordinator.Coordinator)) (retErr error) {
+	pg, err := isPostgres("state", statePath)
+	if err != nil {
+		return err
+	}
+	if pg {
+		// Several coordinators may share a PostgreSQL ledger: only the
+		// lease holder works (lease.go).
+		lease, err := holdLease(ctx, statePath, logger)
+		if err != nil || lease == nil {
+			return err // nil: stopped while standing by
+		}
+		ctx = lease.ctx
+		defer func() {
+			if lease.release() && retErr == nil {
+				retErr = errors.New("lost the coordinator lease (the state database connection ended); stopped so that the new holder works alone")
+			}
+		}()
+	} else if err := os.MkdirAll(filepath.Dir(statePath), 0o755); err != nil {
 		return fmt.Errorf("create state folder: %w", err)
 	}
 	db, err := state.Open(ctx, statePath)
@@ -108,7 +126,7 @@ func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, sta
 			}
 		}
 	}()
-	logger.Info("coordinator started", "bridge", cfg.BridgeURL, "status", c.StatusURL(), "state", statePath, "startup_mode", cfg.StartupMode)
+	logger.Info("coordinator started", "bridge", cfg.BridgeURL, "status", c.StatusURL(), "state", redactURL(statePath), "startup_mode", cfg.StartupMode)
 	started(c)
 	return c.Run(ctx)
 }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/bridge/postgres"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/internal/pgtest"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
 // pg is the PostgreSQL this package's tests share (one database per test).
@@ -201,4 +205,78 @@ func TestTwoBridgesOneDatabase(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCoordinatorLeaseTakeover runs two real coordinators on one
+// PostgreSQL ledger: one works, the other stands by; kill -9 of the worker
+// mid-invocation hands the lease over within 10 s, and every (trigger,
+// participant) pair still gets exactly one reply.
+func TestCoordinatorLeaseTakeover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin, fake := buildCoordBinaries(t)
+	e := newCoordEnv(t, fake)
+	e.statePath = pg.Database(t)
+	leader := e.startCoordProc(bin)
+
+	// The standby shares config and status address: it binds the address
+	// only once it holds the lease, so "one address" follows the leader.
+	cmd := exec.Command(bin, "coordinator", "--config", e.cfgPath, "--state", e.statePath, "--startup-mode", "resume")
+	cmd.Env = append(os.Environ(), "FAKE_ADAPTER_DIR="+e.fakeDir, "BRIDGE_TOKEN=")
+	standby := &coordProc{cmd: cmd, stderr: &testutil.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = standby.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { standby.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("standby stderr:\n%s", standby.stderr.String())
+		}
+	})
+	testutil.WaitFor(t, 30*time.Second, "the second coordinator to stand by", func() bool {
+		return strings.Contains(standby.stderr.String(), "standby")
+	})
+
+	th := e.threadWithAlice()
+	var triggers []agentbridge.Event
+	for i := range 3 {
+		triggers = append(triggers, e.say(th, "alice", fmt.Sprintf("fake:sleep=2s %d", i)))
+	}
+	testutil.WaitFor(t, 30*time.Second, "the first adapter run", func() bool { return e.runs(triggers[0].ID) == 1 })
+	if err := leader.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	leader.wait(t)
+	killed := time.Now()
+	testutil.WaitFor(t, 10*time.Second, "the standby to take over and follow the log", func() bool {
+		resp, err := http.Get(e.statusURL + "/healthz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var h struct{ Following bool }
+		return json.NewDecoder(resp.Body).Decode(&h) == nil && h.Following
+	})
+	t.Logf("takeover after %v", time.Since(killed).Round(time.Millisecond))
+	for _, trig := range triggers {
+		testutil.WaitFor(t, 60*time.Second, "a reply to "+trig.ID, func() bool { return len(e.replies(th, trig.ID)) >= 1 })
+	}
+	// Let a late duplicate show up if one were coming.
+	testutil.WaitFor(t, 30*time.Second, "every record to be succeeded", func() bool {
+		for _, trig := range triggers {
+			if e.invocationStatus(trig.ID) != "succeeded" {
+				return false
+			}
+		}
+		return true
+	})
+	for _, trig := range triggers {
+		if got := e.replies(th, trig.ID); len(got) != 1 || got[0].From != "alice" {
+			t.Errorf("trigger %s: replies %+v, want exactly one from alice", trig.ID, got)
+		}
+	}
+	standby.terminate(t)
 }
