@@ -13,6 +13,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/postgres"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
 )
 
 // closingStore is an event store the command owns and closes.
@@ -104,4 +105,10 @@ func checkPostgres(ctx context.Context, name, url string, versions func(context.
 		return checkResult{Name: name, Status: checkWarn, Detail: detail + " (the daemon migrates it on start)"}
 	}
 	return checkResult{Name: name, Status: checkOK, Detail: detail}
+}
+
+// ledgerVersions is the coordinator ledger's schema check for doctor
+// (runDoctor's --state flag shadows the package name).
+func ledgerVersions(ctx context.Context, db *sql.DB) (int, int, error) {
+	return state.SchemaVersions(ctx, db)
 }

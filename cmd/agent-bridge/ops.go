@@ -471,7 +471,15 @@ func (m *Main) runDoctor(ctx context.Context, args []string) error {
 	} else {
 		results = append(results, checkDatabase(ctx, "bridge database", *db, "agent-bridge restore --from BACKUP --db "+*db))
 	}
-	results = append(results, checkDatabase(ctx, "coordinator state", *state, "stop the coordinator and move "+*state+" aside; it starts afresh (startup_mode decides what it replays)"))
+	statePG, err := isPostgres("state", *state)
+	if err != nil {
+		return err
+	}
+	if statePG {
+		results = append(results, checkPostgres(ctx, "coordinator state", *state, ledgerVersions))
+	} else {
+		results = append(results, checkDatabase(ctx, "coordinator state", *state, "stop the coordinator and move "+*state+" aside; it starts afresh (startup_mode decides what it replays)"))
+	}
 	if !dbPG {
 		results = append(results, checkDisk(*db))
 	}
