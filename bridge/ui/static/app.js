@@ -9,8 +9,6 @@ import { renderMarkdown } from "./markdown.js";
 import { drawReceipts } from "./receipts.js";
 
 const PAGE = 100;
-const PRESENCE_POLL_MS = 1500;
-const THREADS_POLL_MS = 5000;
 const THREADS_PAGE = 500;
 const SENDER_KEY = "agent-bridge-sender";
 
@@ -55,9 +53,28 @@ async function loadThreads() {
 }
 
 let threadsShown = "";
+let threadsFrame = null;
 
-// renderThreads redraws the list only when what it shows changed, so the
-// periodic refresh does not swap links out from under a click.
+// noteThread keeps the thread list current from one streamed event: a new
+// thread, a new name, a new most recent activity.
+function noteThread(ev) {
+  if (typeof ev.thread !== "string" || !ev.thread) return;
+  let t = threads.find((x) => x.id === ev.thread);
+  if (!t) threads.push((t = { id: ev.thread, name: ev.thread, updated_at: "" }));
+  if ((ev.type === "thread.created" || ev.type === "thread.renamed") && typeof ev.content === "string") t.name = ev.content;
+  if (typeof ev.ts === "string" && ev.ts > String(t.updated_at || "")) t.updated_at = ev.ts;
+  threads.sort((a, b) => String(b.updated_at || "").localeCompare(String(a.updated_at || "")));
+  // One redraw per frame, however many events a burst brings.
+  if (threadsFrame === null) {
+    threadsFrame = requestAnimationFrame(() => {
+      threadsFrame = null;
+      renderThreads();
+    });
+  }
+}
+
+// renderThreads redraws the list only when what it shows changed, so an
+// update does not swap links out from under a click.
 function renderThreads() {
   const q = $("thread-search").value.trim().toLowerCase();
   const sig = JSON.stringify([q, view && view.id, threads.map((t) => [t.id, t.name, t.updated_at])]);
@@ -91,7 +108,10 @@ async function createThread(name) {
   const body = { from: sender() };
   if (name) body.name = name;
   const res = await api.post("/threads", body);
-  await loadThreads();
+  // The stream brings the thread.created event too; listing it now means
+  // the link is there before the page moves to it.
+  noteThread({ thread: res.id, type: "thread.created", content: res.name, ts: res.updated_at });
+  renderThreads();
   navigate(res.id);
 }
 
@@ -119,7 +139,6 @@ function newView(id) {
     stateReq: 0,
     replyTo: null,
     stick: null, // pending animation frame that keeps the view at the bottom
-    streamCtrl: null, // aborts the thread stream; null while not streaming
   };
 }
 
@@ -179,51 +198,76 @@ async function openThread(id) {
     return;
   }
   refreshState(v);
-  pollPresence(v);
-  loadReceipts(v);
-  tickReceipts(v);
-  if (!document.hidden) startStream(v);
+  if (tab.up) {
+    // Otherwise the stream's next connection loads them.
+    loadPresence(v);
+    loadReceipts(v);
+  }
+  tick(v);
   renderRevision();
 }
 
-// startStream follows the thread's stream until stopStream or until the
-// view closes. Each tab holds at most one stream, and none while hidden:
-// browsers allow only six HTTP/1.1 connections per host across all tabs,
-// and a held stream occupies one. Resuming after a pause is gap-free, since
-// the stream restarts after the last seq shown.
-function startStream(v) {
-  if (v.streamCtrl || v.ctrl.signal.aborted) return;
-  const ctrl = (v.streamCtrl = new AbortController());
-  v.ctrl.signal.addEventListener("abort", () => ctrl.abort(), { once: true });
-  followStream(v, ctrl.signal);
+// The tab follows one stream, the global one (GET /events/stream): every
+// thread's events (which keep the thread list current and feed the open
+// thread), presence changes and receipts. One, and none while the tab is
+// hidden: browsers allow only six HTTP/1.1 connections per host across all
+// tabs, and a held stream occupies one. Presence and receipts are not
+// replayed, so every connection reloads those of the open thread; a
+// connection that starts at the head (the first, or after cursor_ahead)
+// reloads everything, after the stream's start is fixed, so nothing falls
+// between the load and the stream.
+const tab = {
+  ctrl: null, // aborts the stream; null while not streaming
+  gseq: null, // the last gseq received; null = start at the head
+  from: null, // the cursor the current connection started from
+  up: false, // the stream is connected
+};
+
+function startStream() {
+  if (tab.ctrl) return;
+  tab.ctrl = new AbortController();
+  followStream(tab.ctrl.signal);
 }
 
-function stopStream(v) {
-  if (!v.streamCtrl) return;
-  v.streamCtrl.abort();
-  v.streamCtrl = null;
+function stopStream() {
+  if (!tab.ctrl) return;
+  tab.ctrl.abort();
+  tab.ctrl = null;
+  tab.up = false;
   setConn("paused while hidden");
 }
 
-function followStream(v, signal) {
-  api.stream(`/threads/${encodeURIComponent(v.id)}/events/stream`, {
+function followStream(signal) {
+  api.stream("/events/stream", {
     signal,
-    cursor: () => v.last,
+    cursor: () => (tab.from = tab.gseq),
     onStatus: (status) => {
       setConn(status);
-      // Receipts are not replayed by the stream: reload what changed
-      // while it was away.
-      if (status === "live" && v === view) loadReceipts(v);
+      tab.up = status === "live";
+      if (!tab.up) return;
+      if (tab.from === null) {
+        loadThreads();
+        openThread(routeID());
+      } else if (view) {
+        loadPresence(view);
+        loadReceipts(view);
+      }
     },
     onMessage: (name, data) => {
-      if (name === "receipt" && v === view) return onReceipt(v, data);
-      if (name !== "message" || v !== view) return;
-      let ev;
+      let msg;
       try {
-        ev = JSON.parse(data);
+        msg = JSON.parse(data);
       } catch {
         return;
       }
+      if (!msg || typeof msg !== "object") return;
+      const v = view;
+      if (name === "presence") return onPresence(v, msg);
+      if (name === "receipt") return v && msg.thread === v.id && onReceipt(v, msg);
+      if (name !== "message") return;
+      if (typeof msg.gseq === "number") tab.gseq = msg.gseq;
+      noteThread(msg);
+      if (!v || msg.thread !== v.id) return;
       // One layout read and one scroll per frame, however many events
       // arrive in it: a burst must not force a layout per event.
       if (v.stick === null) {
@@ -233,19 +277,15 @@ function followStream(v, signal) {
           if (near && v === view && v.cursor === null) scrollToBottom();
         });
       }
-      addEvent(v, ev, true);
+      addEvent(v, msg, true);
     },
     onError: (err) => {
       if (err.code === "cursor_ahead") {
         // The server's log is older than what we saw (restored from a
         // backup): start over from what it has.
         setConn("reset: " + err.message);
-        openThread(v.id);
-        return false;
-      }
-      if (err.code === "thread_not_found") {
-        showComposerError(err.message);
-        return false;
+        tab.gseq = null;
+        return true;
       }
       setConn("error: " + err.message);
       return true;
@@ -254,8 +294,7 @@ function followStream(v, signal) {
 }
 
 // addEvent renders ev once (dedupe by seq) in seq order. Live events (from
-// the stream, not history pages) also refresh what they change: the state
-// after a control, the thread list after a rename, presence after a reply.
+// the stream, not history pages) also refresh the state after a control.
 // It reports whether the event was new.
 function addEvent(v, ev, live) {
   if (typeof ev.seq !== "number" || v.nodes.has(ev.seq)) return false;
@@ -287,8 +326,6 @@ function addEvent(v, ev, live) {
     // While party mode is on, a person's message may end it (an exit word).
     const partyOn = v.liveState && v.liveState.party && v.liveState.party.on;
     if (ev.type === "control" || ev.type === "scene.closed" || (ev.meta && ev.meta.scene) || (ev.type === "message" && partyOn)) refreshState(v);
-    if (ev.type === "thread.renamed") loadThreads();
-    if (ev.type === "message" && ev.from !== sender()) pollPresenceOnce(v);
   }
   renderRevision();
   return true;
@@ -746,22 +783,60 @@ function showControlError(msg) {
 
 // ---------------------------------------------------------------- presence
 
-async function pollPresence(v) {
-  while (v === view && !v.ctrl.signal.aborted) {
-    await pollPresenceOnce(v);
-    await api.sleep(document.hidden ? PRESENCE_POLL_MS * 10 : PRESENCE_POLL_MS, v.ctrl.signal);
-  }
-}
+// Presence goes stale after the server's TTL without anything being sent,
+// so staleness is computed here, from updated_at and the server's clock as
+// estimated from the last live change (clockSkew = local - server).
+let presenceTTL = 120000;
+let clockSkew = 0;
+// presenceReq counts presence loads and changes; an entry's streamed says
+// after which load it arrived.
+let presenceReq = 0;
 
-async function pollPresenceOnce(v) {
+async function loadPresence(v) {
+  const asked = ++presenceReq;
   try {
     const res = await api.get(`/threads/${encodeURIComponent(v.id)}/presence`, { signal: v.ctrl.signal });
     if (v !== view) return;
-    v.presence = new Map((res.participants || []).map((p) => [p.id, p]));
+    if (typeof res.ttl_seconds === "number" && res.ttl_seconds > 0) presenceTTL = res.ttl_seconds * 1000;
+    const fresh = new Map();
+    for (const p of res.participants || []) {
+      // The server's stale flag stands: time only makes it staler.
+      p.staleAtLoad = !!p.stale;
+      fresh.set(p.id, p);
+    }
+    // A change streamed while this answer travelled may be newer: keep it.
+    for (const [id, p] of v.presence) {
+      const got = fresh.get(id);
+      if (p.streamed > asked && (!got || String(p.updated_at) > String(got.updated_at))) fresh.set(id, p);
+    }
+    v.presence = fresh;
     renderPresence(v);
   } catch {
-    // Presence is a hint; the next poll tries again.
+    // Presence is a hint; the stream's next connection loads it again.
   }
+}
+
+function onPresence(v, p) {
+  const at = Date.parse(p.updated_at);
+  if (!isNaN(at)) clockSkew = Date.now() - at;
+  if (!v || p.thread !== v.id || typeof p.id !== "string") return;
+  p.streamed = ++presenceReq;
+  v.presence.set(p.id, p);
+  renderPresence(v);
+}
+
+// markStale sets each entry's stale flag as of now; it reports whether one
+// changed.
+function markStale(v) {
+  const now = Date.now() - clockSkew;
+  let changed = false;
+  for (const p of v.presence.values()) {
+    const at = Date.parse(p.updated_at);
+    const stale = !!p.staleAtLoad || (!isNaN(at) && now - at > presenceTTL);
+    if (stale !== !!p.stale) changed = true;
+    p.stale = stale;
+  }
+  return changed;
 }
 
 // ---------------------------------------------------------------- receipts
@@ -784,14 +859,8 @@ function putReceipt(v, r) {
   m.set(r.participant, r);
 }
 
-function onReceipt(v, data) {
-  let r;
-  try {
-    r = JSON.parse(data);
-  } catch {
-    return;
-  }
-  if (!r || typeof r.event !== "string") return;
+function onReceipt(v, r) {
+  if (typeof r.event !== "string") return;
   putReceipt(v, r);
   paintReceipts(v, r.event);
 }
@@ -806,13 +875,14 @@ function paintReceipts(v, eventID, box) {
   drawReceipts(box, v.receipts.get(eventID), v.presence, (id) => senderLabel(v, id).name, (id) => showEvent(v, id), Date.now());
 }
 
-// tickReceipts keeps the "running 12 s" lines counting while the view is
-// open.
-async function tickReceipts(v) {
+// tick keeps the "running 12 s" lines counting and turns presence stale
+// when its TTL passes, while the view is open.
+async function tick(v) {
   while (v === view && !v.ctrl.signal.aborted) {
     await api.sleep(1000, v.ctrl.signal);
     if (v !== view || document.hidden) continue;
-    paintRunning(v);
+    if (markStale(v)) renderPresence(v);
+    else paintRunning(v);
   }
 }
 
@@ -844,6 +914,7 @@ async function showRunsLink() {
 }
 
 function renderPresence(v) {
+  markStale(v);
   paintRunning(v);
   for (const dot of $("participant-list").querySelectorAll(".presence")) {
     const p = v.presence.get(dot.dataset.id);
@@ -892,8 +963,6 @@ async function send() {
     input.value = "";
     showComposerError("");
     setReply(null);
-    pollPresenceOnce(v);
-    loadThreads();
   } catch (err) {
     if (v === view) showComposerError(err.message);
   } finally {
@@ -1163,15 +1232,11 @@ function wire() {
 
   window.addEventListener("popstate", () => openThread(routeID()));
   document.addEventListener("visibilitychange", () => {
-    if (!view) return;
     if (document.hidden) {
-      stopStream(view);
+      stopStream();
       return;
     }
-    startStream(view);
-    refreshState(view);
-    pollPresenceOnce(view);
-    loadThreads();
+    startStream();
   });
   document.addEventListener("animationend", (e) => {
     if (e.animationName === "flash") e.target.classList.remove("highlight");
@@ -1181,12 +1246,8 @@ function wire() {
 async function main() {
   wire();
   showRunsLink();
-  await loadThreads();
-  openThread(routeID());
-  for (;;) {
-    await api.sleep(THREADS_POLL_MS);
-    if (!document.hidden) await loadThreads();
-  }
+  // The stream's first connection loads the thread list and the thread.
+  if (!document.hidden) startStream();
 }
 
 main();
