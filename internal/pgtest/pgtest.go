@@ -44,13 +44,19 @@ type Server struct {
 	bin     string
 	port    int
 	asUser  []string // command prefix running as the postgres user, when root
+	durable bool     // fsync and synchronous commit on (benchmarks)
 
 	mu  sync.Mutex
 	dbs int
 }
 
-// New returns a server that starts on first use.
+// New returns a server that starts on first use. It trades durability for
+// speed (fsync off): test data need not survive a power cut.
 func New() *Server { return &Server{} }
+
+// NewDurable returns a server with PostgreSQL's default durability (fsync,
+// synchronous commit), for benchmarks that compare it with SQLite's.
+func NewDurable() *Server { return &Server{durable: true} }
 
 // Run runs the package's tests and then stops the server if one started.
 // Call it from TestMain: os.Exit(srv.Run(m)).
@@ -184,8 +190,10 @@ func (s *Server) start() error {
 			return err
 		}
 		s.port = port
-		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off "+
-			"-c synchronous_commit=off -c full_page_writes=off -c max_connections=300", port, dir)
+		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300", port, dir)
+		if !s.durable {
+			opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+		}
 		out, err := s.command("pg_ctl", "start", "-w", "-t", "60", "-D", data,
 			"-l", filepath.Join(dir, "log"), "-o", opts).CombinedOutput()
 		if err == nil {
