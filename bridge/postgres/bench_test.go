@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -94,6 +95,8 @@ func BenchmarkAppendsPostgres(b *testing.B) {
 							b.Error(err)
 							return
 						}
+						// Read to the end, so that the connection is kept.
+						_, _ = io.Copy(io.Discard, resp.Body)
 						_ = resp.Body.Close()
 						if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
 							b.Errorf("append: HTTP %d", resp.StatusCode)
