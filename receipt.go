@@ -1,7 +1,6 @@
 package agentbridge
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -107,25 +106,6 @@ type Receipt struct {
 	Invocation string `json:"invocation"`
 	Reply      string `json:"reply"`
 	UpdatedAt  string `json:"updated_at"`
-}
-
-// ReceiptStore keeps receipts. It is separate from EventStore because
-// receipts are not events; a store backend implements both, and the HTTP
-// server serves the receipt endpoints only when its store does.
-type ReceiptStore interface {
-	// PutReceipt validates in (ReceiptInput.Validate), checks that its
-	// thread exists (thread_not_found) and that its event is an event of
-	// that thread (event_not_found), and stores it as the pair's latest
-	// receipt, stamped with the time of the write. changed is false when
-	// the pair's receipt already said exactly this (state, reason,
-	// invocation, reply): nothing is written then and the stored receipt
-	// is returned as it was, so a retried report neither moves updated_at
-	// nor counts as a change. Nothing is stored on error.
-	PutReceipt(ctx context.Context, in ReceiptInput) (r Receipt, changed bool, err error)
-	// Receipts returns a thread's receipts (only event's when event is not
-	// empty), ordered by event id (the order the events were appended in)
-	// then participant. An unknown thread is thread_not_found.
-	Receipts(ctx context.Context, thread, event string) ([]Receipt, error)
 }
 
 // String renders a receipt as one line for logs and the CLI.

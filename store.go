@@ -76,3 +76,35 @@ type EventStore interface {
 	// Readers grab it before querying so that no commit is missed.
 	Notify() <-chan struct{}
 }
+
+// ReceiptsQuery selects receipts of one thread: only Event's when Event is
+// set, else those of events whose id is FromEvent or later (ids are ULIDs,
+// which sort in append order; "" = from the start); at most Limit (0 =
+// MaxEventsLimit).
+type ReceiptsQuery struct {
+	Thread    string
+	Event     string
+	FromEvent string
+	Limit     int
+}
+
+// ReceiptStore keeps receipts (contract 5.5): the latest one per (thread,
+// event, participant), outside the event log. It is separate from
+// EventStore because receipts are not events: a backend implements both,
+// and the HTTP server serves the receipt endpoints only when its store
+// does. Implementations are safe for concurrent use.
+type ReceiptStore interface {
+	// PutReceipt validates in (ReceiptInput.Validate), checks that its
+	// thread exists (thread_not_found) and that its event is an event of
+	// that thread (event_not_found), and stores it as the pair's latest
+	// receipt, stamped with the time of the write, in order with appends
+	// (a receipt for an event whose append returned finds it). changed is
+	// false when the pair's receipt already said exactly this (state,
+	// reason, invocation, reply): nothing is written then and the stored
+	// receipt is returned as it was, so a retried report neither moves
+	// updated_at nor counts as a change. Nothing is stored on error.
+	PutReceipt(ctx context.Context, in ReceiptInput) (r Receipt, changed bool, err error)
+	// Receipts answers q, ordered by event id then participant. An
+	// unknown thread is thread_not_found.
+	Receipts(ctx context.Context, q ReceiptsQuery) ([]Receipt, error)
+}

@@ -121,11 +121,18 @@ type receiptsPage struct {
 }
 
 func (s *Server) handleReceiptsGet(w http.ResponseWriter, r *http.Request) error {
-	event := r.URL.Query().Get("event")
-	if len(event) > agentbridge.MaxReceiptID {
-		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "event", "The parameter \"event\" must be an event id, at most %d bytes.", agentbridge.MaxReceiptID)
+	q := agentbridge.ReceiptsQuery{Thread: chi.URLParam(r, "id"), Event: r.URL.Query().Get("event"), FromEvent: r.URL.Query().Get("from_event")}
+	for name, v := range map[string]string{"event": q.Event, "from_event": q.FromEvent} {
+		if len(v) > agentbridge.MaxReceiptID {
+			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be an event id, at most %d bytes.", name, agentbridge.MaxReceiptID)
+		}
 	}
-	list, err := s.receipts.Receipts(r.Context(), chi.URLParam(r, "id"), event)
+	limit, err := queryInt(r, "limit", agentbridge.MaxEventsLimit, 1, agentbridge.MaxEventsLimit)
+	if err != nil {
+		return err
+	}
+	q.Limit = int(limit)
+	list, err := s.receipts.Receipts(r.Context(), q)
 	if err != nil {
 		return storeErr("list receipts", err)
 	}

@@ -87,6 +87,22 @@ func TestReceiptsGolden(t *testing.T) {
 	if th["last_seq"] != float64(2) {
 		t.Fatalf("receipts changed the thread's head: %v", th)
 	}
+
+	// from_event and limit page through a long thread's receipts.
+	ev2 := ts.post("t1", "user", "again @codex")
+	ts.must(200, "PUT", "/threads/t1/receipts/"+ev2.ID+"/codex", `{"from":"c","state":"queued"}`)
+	if got := ts.receiptsOf("/threads/t1/receipts?from_event=" + ev2.ID); len(got) != 1 || got[0].Event != ev2.ID {
+		t.Errorf("from_event = %+v, want only the second event's", got)
+	}
+	if got := ts.receiptsOf("/threads/t1/receipts?from_event=" + ev.ID); len(got) != 3 {
+		t.Errorf("from_event of the first = %d receipts, want 3", len(got))
+	}
+	if got := ts.receiptsOf("/threads/t1/receipts?limit=1"); len(got) != 1 || got[0].Participant != "codex" || got[0].Event != ev.ID {
+		t.Errorf("limit=1 = %+v", got)
+	}
+	if code := ts.do("GET", "/threads/t1/receipts?limit=0", "").errCode(); code != "invalid_field" {
+		t.Errorf("limit=0: %s, want invalid_field", code)
+	}
 }
 
 // TestReceiptStream checks that each change reaches the thread's stream

@@ -429,17 +429,23 @@ func (c *Client) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (a
 	return out.Receipt, out.Changed, nil
 }
 
-// Receipts returns a thread's receipts, only event's when event is not
-// empty.
-func (c *Client) Receipts(ctx context.Context, thread, event string) ([]agentbridge.Receipt, error) {
+// Receipts answers q: a thread's receipts, only q.Event's when it is set,
+// else from q.FromEvent on, at most q.Limit (0 = the server's cap).
+func (c *Client) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) ([]agentbridge.Receipt, error) {
 	var out struct {
 		Receipts []agentbridge.Receipt `json:"receipts"`
 	}
-	var q url.Values
-	if event != "" {
-		q = url.Values{"event": {event}}
+	v := url.Values{}
+	if q.Event != "" {
+		v.Set("event", q.Event)
 	}
-	if err := c.do(ctx, request{op: "list receipts", method: http.MethodGet, path: threadPath(thread, "receipts"), query: q, wantOut: &out}); err != nil {
+	if q.FromEvent != "" {
+		v.Set("from_event", q.FromEvent)
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if err := c.do(ctx, request{op: "list receipts", method: http.MethodGet, path: threadPath(q.Thread, "receipts"), query: v, wantOut: &out}); err != nil {
 		return nil, err
 	}
 	return out.Receipts, nil

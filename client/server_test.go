@@ -363,7 +363,7 @@ func TestReceiptsAgainstServer(t *testing.T) {
 	in.State, in.Event = agentbridge.ReceiptQueued, "01NOPE"
 	_, _, err = c.PutReceipt(ctx, in)
 	wantCode(t, err, agentbridge.ECodeEventNotFound)
-	list, err := c.Receipts(ctx, "r", ev.ID)
+	list, err := c.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: "r", Event: ev.ID})
 	if err != nil || len(list) != 1 || list[0].Participant != "codex" || list[0].State != "running" {
 		t.Fatalf("Receipts = %+v %v", list, err)
 	}

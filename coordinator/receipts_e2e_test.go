@@ -128,7 +128,7 @@ func TestReceiptsReported(t *testing.T) {
 		return len(rs) > 0 && rs[len(rs)-1].State == agentbridge.ReceiptFailed && rs[len(rs)-1].Reply == notice.ID
 	})
 
-	all, err := s.cl.Receipts(context.Background(), th, "")
+	all, err := s.cl.Receipts(context.Background(), agentbridge.ReceiptsQuery{Thread: th})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestReceiptsCatchUpAfterBridgeOutage(t *testing.T) {
 	e := s.say(th, "alice", "fake:sleep=2s")
 	s.waitStatus(e.ID, "alice", state.StatusRunning)
 	testutil.WaitFor(t, waitLong, "the running receipt", func() bool {
-		rs, err := s.cl.Receipts(context.Background(), th, e.ID)
+		rs, err := s.cl.Receipts(context.Background(), agentbridge.ReceiptsQuery{Thread: th, Event: e.ID})
 		return err == nil && len(rs) == 1 && rs[0].State == agentbridge.ReceiptRunning
 	})
 	addr := strings.TrimPrefix(s.bridge.url, "http://")
@@ -174,7 +174,7 @@ func TestReceiptsCatchUpAfterBridgeOutage(t *testing.T) {
 	})
 	s.bridge = startTestBridge(t, filepath.Join(s.dir, "bridge.db"), addr)
 	testutil.WaitFor(t, waitLong, "the succeeded receipt after the outage", func() bool {
-		rs, err := s.cl.Receipts(context.Background(), th, e.ID)
+		rs, err := s.cl.Receipts(context.Background(), agentbridge.ReceiptsQuery{Thread: th, Event: e.ID})
 		return err == nil && len(rs) == 1 && rs[0].State == agentbridge.ReceiptSucceeded && rs[0].Reply != ""
 	})
 }
@@ -194,7 +194,7 @@ func TestReceiptsOfCancelledRuns(t *testing.T) {
 	notice := s.repliesTo(th, run.ID)[0]
 	for _, c := range []struct{ event, reply string }{{run.ID, notice.ID}, {queued.ID, ""}} {
 		testutil.WaitFor(t, waitLong, "a cancelled receipt for "+c.event, func() bool {
-			rs, err := s.cl.Receipts(context.Background(), th, c.event)
+			rs, err := s.cl.Receipts(context.Background(), agentbridge.ReceiptsQuery{Thread: th, Event: c.event})
 			return err == nil && len(rs) == 1 && rs[0].State == agentbridge.ReceiptCancelled && rs[0].Reply == c.reply
 		})
 	}

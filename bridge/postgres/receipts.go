@@ -79,16 +79,21 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (ag
 	return out, changed, nil
 }
 
-// Receipts returns a thread's receipts (only event's when event is not
-// empty), by event id then participant.
-func (s *Store) Receipts(ctx context.Context, thread, event string) ([]agentbridge.Receipt, error) {
-	if _, err := s.Thread(ctx, thread); err != nil {
+// Receipts answers q by event id then participant (see
+// agentbridge.ReceiptsQuery).
+func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) ([]agentbridge.Receipt, error) {
+	if _, err := s.Thread(ctx, q.Thread); err != nil {
 		return nil, err
 	}
-	q := `SELECT ` + receiptColumns + ` FROM receipts WHERE thread = $1 AND ($2 = '' OR event = $2) ORDER BY event, participant`
-	rows, err := s.pool.Query(ctx, q, thread, event)
+	limit := q.Limit
+	if limit <= 0 || limit > agentbridge.MaxEventsLimit {
+		limit = agentbridge.MaxEventsLimit
+	}
+	sql := `SELECT ` + receiptColumns + ` FROM receipts WHERE thread = $1 AND ($2 = '' OR event = $2) AND event >= $3
+		ORDER BY event, participant LIMIT $4`
+	rows, err := s.pool.Query(ctx, sql, q.Thread, q.Event, q.FromEvent, limit)
 	if err != nil {
-		return nil, fmt.Errorf("list receipts of %s: %w", thread, err)
+		return nil, fmt.Errorf("list receipts of %s: %w", q.Thread, err)
 	}
 	defer rows.Close()
 	out := []agentbridge.Receipt{}
@@ -100,7 +105,7 @@ func (s *Store) Receipts(ctx context.Context, thread, event string) ([]agentbrid
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list receipts of %s: %w", thread, err)
+		return nil, fmt.Errorf("list receipts of %s: %w", q.Thread, err)
 	}
 	return out, nil
 }

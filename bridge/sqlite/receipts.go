@@ -24,9 +24,9 @@ const (
 			sender = excluded.sender, state = excluded.state, reason = excluded.reason,
 			invocation = excluded.invocation, reply = excluded.reply, updated_at = excluded.updated_at`
 	rSelectThread = `SELECT event, participant, sender, state, reason, invocation, reply, updated_at
-		FROM receipts WHERE thread = ? ORDER BY event, participant`
+		FROM receipts WHERE thread = ? AND event >= ? ORDER BY event, participant LIMIT ?`
 	rSelectEvent = `SELECT event, participant, sender, state, reason, invocation, reply, updated_at
-		FROM receipts WHERE thread = ? AND event = ? ORDER BY participant`
+		FROM receipts WHERE thread = ? AND event = ? ORDER BY participant LIMIT ?`
 )
 
 // PutReceipt stores in as its pair's latest receipt through the writer
@@ -91,20 +91,25 @@ func (s *Store) putReceipt(ctx context.Context, b *batch, in agentbridge.Receipt
 	return response{rcpt: rc, changed: true, isReceipt: true}, nil
 }
 
-// Receipts reads a thread's receipts from the read pool.
-func (s *Store) Receipts(ctx context.Context, thread, event string) ([]agentbridge.Receipt, error) {
-	if _, err := s.Thread(ctx, thread); err != nil {
+// Receipts reads a thread's receipts from the read pool: one seek on the
+// table's key (thread, event, participant), then a range.
+func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) ([]agentbridge.Receipt, error) {
+	if _, err := s.Thread(ctx, q.Thread); err != nil {
 		return nil, err
+	}
+	limit := q.Limit
+	if limit <= 0 || limit > agentbridge.MaxEventsLimit {
+		limit = agentbridge.MaxEventsLimit
 	}
 	var rows *sql.Rows
 	var err error
-	if event == "" {
-		rows, err = s.rdb.QueryContext(ctx, rSelectThread, thread)
+	if q.Event != "" {
+		rows, err = s.rdb.QueryContext(ctx, rSelectEvent, q.Thread, q.Event, limit)
 	} else {
-		rows, err = s.rdb.QueryContext(ctx, rSelectEvent, thread, event)
+		rows, err = s.rdb.QueryContext(ctx, rSelectThread, q.Thread, q.FromEvent, limit)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list receipts of %s: %w", thread, err)
+		return nil, fmt.Errorf("list receipts of %s: %w", q.Thread, err)
 	}
 	defer rows.Close()
 	out := []agentbridge.Receipt{}
@@ -116,7 +121,7 @@ func (s *Store) Receipts(ctx context.Context, thread, event string) ([]agentbrid
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list receipts of %s: %w", thread, err)
+		return nil, fmt.Errorf("list receipts of %s: %w", q.Thread, err)
 	}
 	return out, nil
 }

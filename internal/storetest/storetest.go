@@ -696,11 +696,11 @@ func testReceipts(t *testing.T, newStore Factory) {
 	if _, _, err := rs.PutReceipt(ctx, in); err != nil {
 		t.Fatal(err)
 	}
-	list, err := rs.Receipts(ctx, th, "")
+	list, err := rs.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: th})
 	if err != nil || len(list) != 2 || list[0].Participant != "claude" || list[1].State != agentbridge.ReceiptRunning || list[1].Invocation != "inv-1" {
 		t.Fatalf("Receipts = %+v %v", list, err)
 	}
-	if list, err := rs.Receipts(ctx, th, "01NOPE"); err != nil || len(list) != 0 {
+	if list, err := rs.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: th, Event: "01NOPE"}); err != nil || len(list) != 0 {
 		t.Fatalf("Receipts of another event = %+v %v", list, err)
 	}
 	bad := in
@@ -712,10 +712,19 @@ func testReceipts(t *testing.T, newStore Factory) {
 	bad = in
 	bad.State = "done"
 	wantCode(t, func() error { _, _, err := rs.PutReceipt(ctx, bad); return err }(), agentbridge.ECodeInvalidField)
-	if _, err := rs.Receipts(ctx, "nope", ""); agentbridge.ErrorCode(err) != agentbridge.ECodeThreadNotFound {
+	if _, err := rs.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: "nope"}); agentbridge.ErrorCode(err) != agentbridge.ECodeThreadNotFound {
 		t.Errorf("Receipts of an unknown thread: %v", err)
 	}
-	if list, _ := rs.Receipts(ctx, th, ""); len(list) != 2 {
+	if list, _ := rs.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: th}); len(list) != 2 {
 		t.Errorf("refused receipts stored something: %+v", list)
+	}
+	if list, err := rs.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: th, Limit: 1}); err != nil || len(list) != 1 || list[0].Participant != "claude" {
+		t.Errorf("Receipts with limit 1 = %+v %v", list, err)
+	}
+	if list, err := rs.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: th, FromEvent: in.Event}); err != nil || len(list) != 2 {
+		t.Errorf("Receipts from their event = %+v %v", list, err)
+	}
+	if list, err := rs.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: th, FromEvent: in.Event + "~"}); err != nil || len(list) != 0 {
+		t.Errorf("Receipts from after their event = %+v %v", list, err)
 	}
 }

@@ -346,6 +346,7 @@ async function loadOlder(v) {
       markStart();
     }
     box.scrollTop += box.scrollHeight - oldHeight;
+    if (evs.length) loadReceipts(v);
   } catch (err) {
     if (v === view) showComposerError(err.message);
   } finally {
@@ -841,9 +842,13 @@ function markStale(v) {
 
 // ---------------------------------------------------------------- receipts
 
+// loadReceipts (re)loads the receipts of the events shown: those from the
+// first loaded event on (event ids sort in append order).
 async function loadReceipts(v) {
+  const first = v.events.get(v.first);
+  const from = first && first.id ? `?from_event=${encodeURIComponent(first.id)}` : "";
   try {
-    const res = await api.get(`/threads/${encodeURIComponent(v.id)}/receipts`, { signal: v.ctrl.signal });
+    const res = await api.get(`/threads/${encodeURIComponent(v.id)}/receipts${from}`, { signal: v.ctrl.signal });
     if (v !== view) return;
     v.receipts = new Map();
     for (const r of res.receipts || []) putReceipt(v, r);
