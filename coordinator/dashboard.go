@@ -33,8 +33,8 @@ const (
 	// excerptCache bounds the cache of excerpts fetched from the bridge;
 	// past it the cache starts afresh (the next look refetches a page).
 	excerptCache = 4096
-	// excerptTimeout bounds one fetch: the dashboard's answer must not
-	// wait for a slow bridge, it shows no excerpt instead.
+	// excerptTimeout bounds the fetches of one GET /runs: the dashboard's
+	// answer must not wait for a slow bridge, it shows no excerpt instead.
 	excerptTimeout = 2 * time.Second
 )
 
@@ -120,8 +120,12 @@ func (c *Coordinator) handleRuns(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := RunsResponse{Runs: make([]Run, len(invs)), Now: agentbridge.FormatTime(time.Now().UTC())}
+	// One budget for every fetch of this answer: a bridge that hangs costs
+	// the page excerpts, not 2 s per row.
+	ctx, cancel := context.WithTimeout(r.Context(), excerptTimeout)
+	defer cancel()
 	for i, inv := range invs {
-		out.Runs[i] = Run{Invocation: inv, TriggerExcerpt: c.excerpt(r.Context(), inv)}
+		out.Runs[i] = Run{Invocation: inv, TriggerExcerpt: c.excerpt(ctx, inv)}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -135,8 +139,9 @@ func (c *Coordinator) excerpt(ctx context.Context, inv state.Invocation) string 
 	if ok {
 		return s
 	}
-	ctx, cancel := context.WithTimeout(ctx, excerptTimeout)
-	defer cancel()
+	if ctx.Err() != nil {
+		return ""
+	}
 	evs, err := c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: inv.Thread, After: inv.TriggerSeq - 1, Limit: 1})
 	if err != nil || len(evs) == 0 || evs[0].ID != inv.TriggerID {
 		return ""
