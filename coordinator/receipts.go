@@ -1,9 +1,12 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -167,14 +170,25 @@ func (r *receiptReporter) pass(ctx context.Context) (int, error) {
 		}
 		r.lastDec = d.Row
 	}
+	rows, err := r.c.db.PairStates(ctx, r.lastInv, nil, receiptBatch)
+	if err != nil {
+		return len(decs), err
+	}
+	// The unfinished ones, a bounded number of ids per statement (many
+	// runs may wait in a queue).
 	ids := make([]int64, 0, len(r.active))
 	for id := range r.active {
 		ids = append(ids, id)
 	}
-	rows, err := r.c.db.PairStates(ctx, r.lastInv, ids, receiptBatch)
-	if err != nil {
-		return len(decs), err
+	for len(ids) > 0 {
+		n := min(len(ids), receiptBatch)
+		more, err := r.c.db.PairStates(ctx, math.MaxInt64, ids[:n], 0)
+		if err != nil {
+			return len(decs), err
+		}
+		rows, ids = append(rows, more...), ids[n:]
 	}
+	slices.SortFunc(rows, func(a, b state.PairState) int { return cmp.Compare(a.ID, b.ID) })
 	newRows := 0
 	for _, p := range rows {
 		if p.ID > r.lastInv {
