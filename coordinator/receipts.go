@@ -196,6 +196,15 @@ func (r *receiptReporter) pass(ctx context.Context) (int, error) {
 		}
 		prev, known := r.active[p.ID]
 		now := pairReport{status: p.Status, reply: p.ReplyEventID}
+		if p.Pending && p.Status != state.StatusQueued && p.Status != state.StatusRunning {
+			// An ending is reported once its reply or notice is in the
+			// thread, so that "replied" always links to the reply.
+			if !known {
+				r.active[p.ID] = pairReport{}
+			}
+			r.lastInv = max(r.lastInv, p.ID)
+			continue
+		}
 		if (!known || prev != now) && agentbridge.ValidReceiptState(p.Status) {
 			if !r.send(ctx, agentbridge.ReceiptInput{
 				Thread: p.Thread, Event: p.TriggerID, Participant: p.Participant,

@@ -99,6 +99,8 @@ func TestReceiptsReported(t *testing.T) {
 		rs := log.of(e.ID, "alice")
 		return len(rs) > 0 && rs[len(rs)-1].State == agentbridge.ReceiptSucceeded
 	})
+	// An ending is reported only once its reply is posted: the first
+	// succeeded receipt already names it.
 	rs := log.of(e.ID, "alice")
 	last := rs[len(rs)-1]
 	if last.Reply != reply.ID || last.Invocation != strconv.FormatInt(inv.ID, 10) || last.From != "bridge-coordinator" {
