@@ -211,9 +211,6 @@ func Run(ctx context.Context, spec Spec, payload []byte, onStart func(pid, pgid 
 	pid := cmd.Process.Pid
 	pgid := pid // Setpgid with Pgid 0: the adapter leads a new group.
 	res.PID, res.PGID = pid, pgid
-	if onStart != nil {
-		onStart(pid, pgid)
-	}
 
 	stdout := &cappedBuffer{max: spec.MaxStdout}
 	stderr := newTailBuffer(spec.MaxStderr)
@@ -236,6 +233,11 @@ func Run(ctx context.Context, spec Spec, payload []byte, onStart func(pid, pgid 
 		_, _ = stdin.Write(payload)
 		_ = stdin.Close()
 	}()
+	// onStart (which records the run in the coordinator's ledger) comes
+	// after the payload is on its way, so the adapter does not wait for it.
+	if onStart != nil {
+		onStart(pid, pgid)
+	}
 
 	// The escalation goroutine stops the group on timeout or cancel. It is
 	// stopped (exited closed, escDone awaited) before the adapter is reaped,

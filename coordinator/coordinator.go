@@ -81,6 +81,11 @@ type Coordinator struct {
 	threads *threadCaches
 	// runs holds the cancel functions of the invocations being worked on.
 	runs *runRegistry
+	// recent keeps the last events of the threads met most recently, for
+	// context windows (recent.go).
+	recent *recentEvents
+	// presences orders each pair's presence reports (invoke.go).
+	presences presenceChain
 }
 
 // threadCache is a thread's derived state as of seq.
@@ -120,6 +125,7 @@ func New(opts Options) (*Coordinator, error) {
 		path:    opts.ConfigPath,
 		threads: newThreadCaches(maxCachedThreads),
 		runs:    newRunRegistry(),
+		recent:  newRecentEvents(),
 	}
 	c.cfg.Store(&cfg)
 	c.metrics = newMetrics(c)
@@ -263,6 +269,8 @@ func (c *Coordinator) shutdown(work context.Context, cancelWork context.CancelFu
 		<-done
 	}
 	c.sched.interruptQueued(context.WithoutCancel(work))
+	// The last "listening" reports are sent before Run returns.
+	c.presences.wait()
 }
 
 // follow reads the global log from the persisted cursor until ctx ends,
@@ -466,6 +474,7 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 		name = e.Text()
 	}
 	c.threads.put(e.Thread, threadCache{seq: e.Seq, state: after, name: name})
+	c.recent.add(e, cfg.ContextWindowSize+recentSlack)
 	if decided {
 		c.log.Debug("decided", "event", e.ID, "thread", e.Thread, "rule", d.Rule, "invoke", len(d.Invoke), "skipped", len(d.Skipped))
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -26,6 +27,12 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	// cancelled, or a finished run would be re-run after restart.
 	ledger := context.WithoutCancel(ctx)
 	if len(inv.PendingPost) > 0 {
+		if cur, err := c.db.Invocation(ledger, inv.ID); err == nil && cur.Status == state.StatusCancelled {
+			// Belt and braces: Finish never leaves a post owed by a
+			// cancelled run, and no reply of one is ever posted.
+			c.logInvocation(inv, state.StatusCancelled, 0)
+			return
+		}
 		status := c.deliver(ctx, inv, inv.PendingPost, inv.Status)
 		c.logInvocation(inv, status, 0)
 		return
@@ -197,7 +204,10 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 	n := cfg.ContextWindowSize
 	var window []agentbridge.Event
 	trigger := j.trigger
-	if n > 0 || trigger == nil {
+	if trigger != nil && n > 0 {
+		window, _ = c.recent.window(inv.Thread, inv.TriggerSeq, n, inv.TriggerID)
+	}
+	if window == nil && (n > 0 || trigger == nil) {
 		events, err := c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{
 			Thread: inv.Thread, After: -1, Until: inv.TriggerSeq, Tail: max(n, 1),
 		})
@@ -311,11 +321,6 @@ func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post js
 		_ = c.db.Posted(ledger, inv.ID, "", "", fmt.Sprintf("the pending post could not be decoded: %v", err))
 		return status
 	}
-	if cur, err := c.db.Invocation(ledger, inv.ID); err == nil && cur.Status == state.StatusCancelled {
-		// Belt and braces: Finish never leaves a post owed by a
-		// cancelled run, and no reply of one is ever posted.
-		return state.StatusCancelled
-	}
 	var last agentbridge.Event
 	for i, in := range posts {
 		key := replyKey(inv)
@@ -417,17 +422,21 @@ func (c *Coordinator) postNotice(ctx context.Context, n state.Notice) {
 	}
 }
 
-// presence reports the participant as thinking now and every heartbeat
-// until the returned function is called, which reports it listening and
-// waits for the reporter to exit. Presence is best effort: failures are
-// logged at debug level only.
+// presence reports the participant as thinking from presenceDelay on and
+// every heartbeat until the returned function is called, which has it
+// report listening. Presence is best effort (failures are logged at debug
+// level only) and off the wake path: the reports are sent from their own
+// goroutine, a run that ends within presenceDelay (no one could have seen
+// it thinking) sends only the listening report, after its reply, and the
+// returned function does not wait for that report, so the pair's next
+// trigger is not held up by it. The pair's reports stay in order: a run's
+// first report waits until the previous run's last one is sent.
 //
 // While thinking, the details carry the latest progress status of mon
 // (nil for none), updated when it changes but at most every
 // presenceMinInterval.
 func (c *Coordinator) presence(ctx context.Context, thread, participant string, heartbeat time.Duration, mon *runMonitor) func() {
 	stop := make(chan struct{})
-	done := make(chan struct{})
 	set := func(st string) {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -442,8 +451,18 @@ func (c *Coordinator) presence(ctx context.Context, thread, participant string, 
 	if heartbeat <= 0 {
 		heartbeat = 10 * time.Second
 	}
+	prev, done := c.presences.next(pairKey{thread, participant})
 	go func() {
-		defer close(done)
+		defer c.presences.finish(pairKey{thread, participant}, done)
+		<-prev
+		delay := time.NewTimer(presenceDelay)
+		defer delay.Stop()
+		select {
+		case <-delay.C:
+		case <-stop:
+			set(agentbridge.PresenceListening)
+			return
+		}
 		set(agentbridge.PresenceThinking)
 		t := time.NewTicker(heartbeat)
 		defer t.Stop()
@@ -471,8 +490,48 @@ func (c *Coordinator) presence(ctx context.Context, thread, participant string, 
 			}
 		}
 	}()
-	return func() {
-		close(stop)
-		<-done
-	}
+	return func() { close(stop) }
 }
+
+// presenceChain orders each pair's presence reporters: a reporter starts
+// when the pair's previous one has finished.
+type presenceChain struct {
+	mu   sync.Mutex
+	last map[pairKey]chan struct{} // closed when the pair's latest reporter ends
+	wg   sync.WaitGroup
+}
+
+// next registers a reporter of k: it must wait for prev and close done
+// through finish.
+func (p *presenceChain) next(k pairKey) (prev <-chan struct{}, done chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last == nil {
+		p.last = make(map[pairKey]chan struct{})
+	}
+	done = make(chan struct{})
+	prev = p.last[k]
+	if prev == nil {
+		closed := make(chan struct{})
+		close(closed)
+		prev = closed
+	}
+	p.last[k] = done
+	p.wg.Add(1)
+	return prev, done
+}
+
+// finish ends a reporter of k, forgetting the pair when no later one is
+// registered.
+func (p *presenceChain) finish(k pairKey, done chan struct{}) {
+	p.mu.Lock()
+	if p.last[k] == done {
+		delete(p.last, k)
+	}
+	p.mu.Unlock()
+	close(done)
+	p.wg.Done()
+}
+
+// wait returns when every reporter has ended.
+func (p *presenceChain) wait() { p.wg.Wait() }

@@ -30,6 +30,12 @@ const (
 	// nothing nudged it: a run's running → finished change arrives within
 	// this plus one PUT, well inside the contract's second.
 	receiptPoll = 200 * time.Millisecond
+	// receiptSettle is how long the reporter waits after a nudge before
+	// it looks: a decision's invocations are starting right then, and a
+	// look (two ledger reads and a PUT the bridge commits) would compete
+	// with their adapters' fork and exec for the CPU and the ledger. A run
+	// faster than this is reported once, as it ended.
+	receiptSettle = 50 * time.Millisecond
 	// receiptBatch caps the rows one look reads, so that a reporter far
 	// behind (a long bridge outage) catches up in bounded steps.
 	receiptBatch = 200
@@ -139,6 +145,9 @@ func (r *receiptReporter) run(ctx context.Context, final <-chan struct{}) {
 		}
 		select {
 		case <-r.nudge:
+			if !sleepCtx(ctx, receiptSettle) {
+				return
+			}
 		case <-tick.C:
 		case <-final:
 			final, finishing = nil, true

@@ -26,6 +26,10 @@ const (
 	// presenceMinInterval caps status-driven presence updates at four a
 	// second per participant.
 	presenceMinInterval = 250 * time.Millisecond
+	// presenceDelay is how long a run goes before its participant is
+	// reported thinking: a fast reply is not slowed by a presence post
+	// competing with its adapter for the CPU.
+	presenceDelay = 100 * time.Millisecond
 	// maxStatusChars bounds the status shown as presence details.
 	maxStatusChars = 200
 )
