@@ -125,6 +125,9 @@ func sanitize(name string) string {
 // /usr/lib/postgresql/*/bin, then PATH.
 func binDir() (string, error) {
 	if d := os.Getenv(BinDirEnv); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err != nil {
+			return "", fmt.Errorf("%s=%s holds no initdb", BinDirEnv, d)
+		}
 		return d, nil
 	}
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
