@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"ConcurrentCreateSameID", testConcurrentCreateSameID},
 		{"Receipts", testReceipts},
 		{"SceneState", testSceneState},
+		{"Party", testParty},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}
@@ -726,5 +727,46 @@ func testReceipts(t *testing.T, newStore Factory) {
 	}
 	if list, err := rs.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: th, FromEvent: in.Event + "~"}); err != nil || len(list) != 0 {
 		t.Errorf("Receipts from after their event = %+v %v", list, err)
+	}
+}
+
+// testParty: a party control naming an agent who is not invited is
+// refused with the id named and nothing stored; an exit word from a human
+// to all ends party mode at that revision, which State(at) shows.
+func testParty(t *testing.T, newStore Factory) {
+	s := newStore(t, nil)
+	ctx := context.Background()
+	th := newThread(t, s, "t").ID
+	mustAppend(t, s, th, control("user", `{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"m","expertise":["go"]}}}`))
+	before := len(allEvents(t, s, th))
+	_, err := s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: control("user", `{"party":{"on":true,"agents":["codex","ghost"]}}`)})
+	if e := wantCode(t, err, agentbridge.ECodeInvalidControl); e.Participant != "ghost" || e.Field != "content.party.agents" {
+		t.Errorf("unknown party agent: %+v", e)
+	}
+	if n := len(allEvents(t, s, th)); n != before {
+		t.Fatalf("a refused party control was stored (%d events, want %d)", n, before)
+	}
+	for _, in := range []agentbridge.EventInput{
+		control("user", `{"party":{"on":true,"agents":["codex"],"max_agents":1}}`),
+		msg("user", "what about go?"),
+		msg("codex", "I quit"), // not human: no change
+		msg("user", "thanks, goodbye"),
+		msg("user", "still here"),
+	} {
+		mustAppend(t, s, th, in)
+	}
+	var want agentbridge.ThreadState
+	for _, ev := range allEvents(t, s, th) {
+		want = agentbridge.Fold(want, ev, agentbridge.DefaultHumans)
+		got, _, err := s.State(ctx, th, ev.Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want.Normalize()) {
+			t.Fatalf("State(at=%d).Party = %+v, want %+v", ev.Seq, got.Party, want.Normalize().Party)
+		}
+	}
+	if now, _, _ := s.State(ctx, th, 0); now.Party.On || now.Party.MaxAgents != 1 {
+		t.Errorf("party after goodbye = %+v, want off with its settings kept", now.Party)
 	}
 }
