@@ -605,7 +605,7 @@ function renderRevision() {
   $("revision-banner").hidden = !past;
   if (past) $("revision-text").textContent = `Viewing revision ${v.cursor} of ${h}`;
   document.body.classList.toggle("viewing-past", past);
-  for (const id of ["message-input", "send-btn", "to-select", "rename-btn", "inv-client", "inv-model", "inv-nickname", "inv-roles", "inv-expertise", "inv-id", "inv-submit", "ctl-pause", "ctl-discussion", "ctl-agent-mentions", "ctl-auto", "ctl-party", "ctl-party-max", "ctl-party-cross"]) {
+  for (const id of ["message-input", "send-btn", "to-select", "rename-btn", "inv-client", "inv-model", "inv-nickname", "inv-roles", "inv-expertise", "inv-character", "inv-id", "inv-submit", "ctl-pause", "ctl-discussion", "ctl-agent-mentions", "ctl-auto", "ctl-party", "ctl-party-max", "ctl-party-cross"]) {
     $(id).disabled = past;
   }
   for (const b of $("participant-list").querySelectorAll("button")) b.disabled = past;
