@@ -25,11 +25,64 @@ type Payload struct {
 	// Primer is the text of the primer file (docs/bridge-agent-primer.md by
 	// default), sent with every invocation so adapters stay stateless.
 	Primer string `json:"primer"`
+	// Participants is the room (contract 5.6): every invited participant
+	// with its profile, presence and mention handle, then each human.
+	// Never null.
+	Participants []RosterEntry `json:"participants"`
+	// Session is the CLI session the coordinator kept for this
+	// (thread, participant, client); its ID is empty for a fresh one.
+	Session SessionInfo `json:"session"`
+	// SinceLastTurn holds the thread's events after this participant's
+	// previous reply, up to and including the trigger, oldest first (at
+	// most MaxSinceLastTurn; other participants' private events left
+	// out), so a resumed session is sent only what it has not seen. Never
+	// null.
+	SinceLastTurn []agentbridge.Event `json:"since_last_turn"`
 	// Scene is set when the participant plays an actor in a scene
 	// (contract 5.8): its own briefing only, never another actor's.
 	Scene *ScenePayload `json:"scene,omitempty"`
 	// Party is set for a party round's invocations (contract 5.7).
 	Party *PartyInfo `json:"party,omitempty"`
+}
+
+// MaxSinceLastTurn caps Payload.SinceLastTurn: a participant that has been
+// away longer gets the most recent events only.
+const MaxSinceLastTurn = 200
+
+// RosterEntry is one member of the room. An invited participant has its
+// profile, presence (a presence state; offline when it has reported none)
+// and Mention, the handle that wakes it; a human has Human set only.
+type RosterEntry struct {
+	ID       string               `json:"id"`
+	Profile  *agentbridge.Profile `json:"profile,omitempty"`
+	Presence string               `json:"presence,omitempty"`
+	Mention  string               `json:"mention,omitempty"`
+	Human    bool                 `json:"human,omitempty"`
+}
+
+// SessionInfo is the CLI session to resume: ID is the CLI's own session id
+// ("" = start a new one) and Turns how many turns it has had.
+type SessionInfo struct {
+	ID    string `json:"id"`
+	Turns int    `json:"turns"`
+}
+
+// Roster builds Payload.Participants from the thread's invites, the
+// presence the bridge reports (by participant id) and the human ids.
+func Roster(invited []agentbridge.Invite, presence map[string]string, humans []string) []RosterEntry {
+	out := make([]RosterEntry, 0, len(invited)+len(humans))
+	for _, inv := range invited {
+		profile := inv.Profile
+		st := presence[inv.ID]
+		if st == "" {
+			st = agentbridge.PresenceOffline
+		}
+		out = append(out, RosterEntry{ID: inv.ID, Profile: &profile, Presence: st, Mention: "@" + inv.ID})
+	}
+	for _, h := range humans {
+		out = append(out, RosterEntry{ID: h, Human: true})
+	}
+	return out
 }
 
 // ScenePayload is an actor's briefing: its own character sheet, journal
@@ -100,6 +153,10 @@ func NewPayload(bridgeURL string, thread agentbridge.Thread, trigger agentbridge
 	if context == nil {
 		context = []agentbridge.Event{}
 	}
+	since := context
+	if len(since) > MaxSinceLastTurn {
+		since = since[len(since)-MaxSinceLastTurn:]
+	}
 	threadID := trigger.Thread
 	if threadID == "" {
 		threadID = thread.ID
@@ -127,7 +184,9 @@ func NewPayload(bridgeURL string, thread agentbridge.Thread, trigger agentbridge
 			To:      trigger.To,
 			Content: content,
 		},
-		Primer: primer,
+		Primer:        primer,
+		Participants:  []RosterEntry{},
+		SinceLastTurn: since,
 	}
 }
 

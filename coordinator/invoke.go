@@ -85,13 +85,7 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	case res.OK() && in.scene != nil:
 		res = c.sceneOutcome(ctx, cfg, inv, in, res, &o)
 	case res.OK():
-		o.Status = state.StatusSucceeded
-		hop := inv.Hop + 1
-		post = agentbridge.EventInput{
-			Type: agentbridge.TypeMessage, From: inv.Participant, To: agentbridge.ToAll,
-			Content: mustJSON(adapters.TruncateReply(string(res.Stdout), cfg.MaxReplyChars)),
-			Meta:    agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator"}, Hop: &hop},
-		}
+		post = c.replyOutcome(ctx, cfg, inv, in, string(res.Stdout), &o)
 	default:
 		o.Status = state.StatusFailed
 		if res.TimedOut {
@@ -170,6 +164,8 @@ type prepared struct {
 	// encoding, for the correction run.
 	scene *sceneRun
 	p     adapters.Payload
+	// trigger is the event being answered, for the directives.
+	trigger agentbridge.Event
 }
 
 // prepare fetches the context window (and, for recovered jobs, the trigger
@@ -204,12 +200,14 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 	n := cfg.ContextWindowSize
 	var window []agentbridge.Event
 	trigger := j.trigger
-	if trigger != nil && n > 0 {
-		window, _ = c.recent.window(inv.Thread, inv.TriggerSeq, n, inv.TriggerID)
-	}
-	if window == nil && (n > 0 || trigger == nil) {
-		events, err := c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{
-			Thread: inv.Thread, After: -1, Until: inv.TriggerSeq, Tail: max(n, 1),
+	// One read serves both the context window and since_last_turn; the
+	// follow loop's recent events save it when they cover the span.
+	span := max(n, sinceReadSpan)
+	events, ok := c.recent.window(inv.Thread, inv.TriggerSeq, span, inv.TriggerID)
+	if !ok {
+		var err error
+		events, err = c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{
+			Thread: inv.Thread, After: -1, Until: inv.TriggerSeq, Tail: span,
 		})
 		if err != nil {
 			return prepared{}, fmt.Errorf("read context window: %w", err)
@@ -217,14 +215,12 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 		if len(events) == 0 || events[len(events)-1].ID != inv.TriggerID {
 			return prepared{}, fmt.Errorf("trigger %s not found at seq %d of thread %s", inv.TriggerID, inv.TriggerSeq, inv.Thread)
 		}
-		if trigger == nil {
-			trigger = &events[len(events)-1]
-		}
-		if len(events) > n {
-			events = events[len(events)-n:]
-		}
-		window = events
 	}
+	if trigger == nil {
+		trigger = &events[len(events)-1]
+	}
+	since := sinceLastTurn(events, inv.Participant)
+	window = events[len(events)-min(n, len(events)):]
 	profile := j.profile
 	after := j.after
 	if !j.hasProfile || after == nil {
@@ -264,6 +260,8 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 		primer = string(b)
 	}
 	payload := adapters.NewPayload(cfg.BridgeURL, agentbridge.Thread{ID: inv.Thread, Name: name}, *trigger, inv.Participant, profile, window, primer)
+	payload.SinceLastTurn = since
+	payload.Participants = adapters.Roster(after.Participants.Invited, c.presenceStates(ctx, inv.Thread), cfg.HumanIDs)
 	if inv.Round > 0 {
 		if err := c.partyPayload(ctx, inv, &payload); err != nil {
 			return prepared{}, err
@@ -295,6 +293,7 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 		payload: body,
 		scene:   scene,
 		p:       payload,
+		trigger: *trigger,
 	}, nil
 }
 

@@ -42,6 +42,9 @@ const (
 	StatusTimeout     = "timeout"
 	StatusInterrupted = "interrupted"
 	StatusRefused     = "refused"
+	// StatusPassed is a run whose adapter answered [PASS] (contract 5.2):
+	// it finished and nothing was posted for it.
+	StatusPassed = "passed"
 	// StatusCancelled is final: a person stopped the run (contract 5.4);
 	// nothing of it is posted and it is never re-run.
 	StatusCancelled = "cancelled"
@@ -52,7 +55,7 @@ const (
 func ValidStatus(s string) bool {
 	switch s {
 	case StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusTimeout, StatusInterrupted, StatusRefused,
-		StatusCancelled:
+		StatusCancelled, StatusPassed:
 		return true
 	}
 	return false

@@ -1,0 +1,57 @@
+package coordinator
+
+import (
+	"context"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/adapters"
+)
+
+// sinceReadSpan is how many events up to the trigger prepare reads: enough
+// for since_last_turn's cap plus the previous reply that bounds it. A reply
+// further back than that would not change since_last_turn (it is capped),
+// so the whole thread is never scanned.
+const sinceReadSpan = adapters.MaxSinceLastTurn + 1
+
+// sinceLastTurn returns what participant has not seen: the events after its
+// previous message, up to and including the trigger (the last of events),
+// without other participants' private events, at most
+// adapters.MaxSinceLastTurn, oldest first. events are the thread's last
+// events up to the trigger, oldest first. It never returns nil.
+func sinceLastTurn(events []agentbridge.Event, participant string) []agentbridge.Event {
+	start := 0
+	// The trigger itself is never the previous reply.
+	for i := len(events) - 2; i >= 0; i-- {
+		if e := events[i]; e.From == participant && e.Type == agentbridge.TypeMessage {
+			start = i + 1
+			break
+		}
+	}
+	out := agentbridge.VisibleTo(events[start:], participant)
+	if len(out) > adapters.MaxSinceLastTurn {
+		out = out[len(out)-adapters.MaxSinceLastTurn:]
+	}
+	return out
+}
+
+// presenceStates reads the thread's presence once, for the roster. It is
+// best effort: a participant the bridge has no fresh presence for is
+// offline, and a failed read leaves everyone offline rather than holding
+// up the invocation.
+func (c *Coordinator) presenceStates(ctx context.Context, thread string) map[string]string {
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	list, err := c.bridge.Presence(pctx, thread)
+	if err != nil {
+		c.log.Debug("read presence for the roster", "thread", thread, "err", err)
+		return nil
+	}
+	out := make(map[string]string, len(list))
+	for _, p := range list {
+		if !p.Stale {
+			out[p.ID] = p.State
+		}
+	}
+	return out
+}
