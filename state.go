@@ -251,6 +251,15 @@ type Control struct {
 	// Cancel stops a participant's queued and running invocations in the
 	// thread (contract 5.4); it leaves the fold's state as it is.
 	Cancel *CancelControl
+	// ResetSession makes the coordinator forget a participant's CLI
+	// sessions in the thread (contract 5.6); any participant may send it,
+	// and it leaves the fold's state as it is.
+	ResetSession *ResetSessionControl
+}
+
+// ResetSessionControl is {"reset_session":{"participant_id"}}.
+type ResetSessionControl struct {
+	ParticipantID string `json:"participant_id"`
 }
 
 // CancelControl is {"cancel":{"participant_id"}}.
@@ -435,6 +444,14 @@ func ParseControl(content json.RawMessage) (Control, error) {
 				return Control{}, bad(key, "A cancel needs {\"participant_id\": ...} with a valid participant id.")
 			}
 			c.Cancel = &CancelControl{ParticipantID: *raw.ParticipantID}
+		case "reset_session":
+			var raw struct {
+				ParticipantID *string `json:"participant_id"`
+			}
+			if err := json.Unmarshal(v, &raw); err != nil || raw.ParticipantID == nil || !ParticipantIDPattern.MatchString(*raw.ParticipantID) {
+				return Control{}, bad(key, "A reset_session needs {\"participant_id\": ...} with a valid participant id.")
+			}
+			c.ResetSession = &ResetSessionControl{ParticipantID: *raw.ParticipantID}
 		}
 	}
 	return c, nil

@@ -72,6 +72,10 @@ func TestParseControl(t *testing.T) {
 		{name: "cancel without id", content: `{"cancel":{}}`, field: "content.cancel"},
 		{name: "cancel with invalid id", content: `{"cancel":{"participant_id":"a b"}}`, field: "content.cancel"},
 		{name: "cancel not an object", content: `{"cancel":"codex"}`, field: "content.cancel"},
+		{name: "reset_session", content: `{"reset_session":{"participant_id":"claude"}}`, want: Control{ResetSession: &ResetSessionControl{ParticipantID: "claude"}}},
+		{name: "reset_session without id", content: `{"reset_session":{}}`, field: "content.reset_session"},
+		{name: "reset_session with invalid id", content: `{"reset_session":{"participant_id":" "}}`, field: "content.reset_session"},
+		{name: "reset_session not an object", content: `{"reset_session":true}`, field: "content.reset_session"},
 
 		{name: "several controls at once", content: `{"pause":{"on":true},"prod":["a"],"future":{}}`,
 			want: Control{Pause: &Toggle{On: true}, Prod: []string{"a"}}},

@@ -41,17 +41,22 @@ func TruncateReply(s string, max int) string {
 
 func isSpace(r rune) bool { return strings.ContainsRune(" \t\r\n\v\f", r) }
 
-// RenderPrompt renders a payload as one plain-text prompt: the primer, the
-// conversation so far (messages of the context window, oldest first, without
-// the trigger itself) and the message to answer. The shipped claude and codex
-// adapters feed it to their CLI through "agent-bridge prompt", so an adapter
-// in shell needs neither jq nor python.
+// RenderPrompt renders a payload as one plain-text prompt: the primer, who
+// is in the room, the conversation and the message to answer. The shipped
+// claude and codex adapters feed it to their CLI through "agent-bridge
+// prompt", so an adapter in shell needs neither jq nor python.
+//
+// A fresh session gets the primer and the whole context window. A resumed
+// one (session.id set) has seen both already, so it gets only the messages
+// of since_last_turn: that is what keeps a long thread's next turn small.
+// The roster is always sent, as people come and go.
 func RenderPrompt(p Payload) string {
 	if p.Scene != nil {
 		return RenderScenePrompt(p)
 	}
+	resumed := p.Session.ID != "" && len(p.SinceLastTurn) > 0
 	var b strings.Builder
-	if primer := strings.TrimSpace(p.Primer); primer != "" {
+	if primer := strings.TrimSpace(p.Primer); primer != "" && !resumed {
 		b.WriteString(primer)
 		b.WriteString("\n\n")
 	}
@@ -59,18 +64,23 @@ func RenderPrompt(p Payload) string {
 	if triggerID == "" {
 		triggerID = p.Trigger.ID
 	}
-	var history []agentbridge.Event
-	for _, e := range p.ContextWindow {
-		if e.Type == agentbridge.TypeMessage && (triggerID == "" || e.ID != triggerID) {
-			history = append(history, e)
-		}
-	}
 	threadName := p.Thread.Name
 	if threadName == "" {
 		threadName = p.ThreadID
 	}
+	writeRoster(&b, p.Participants, p.Participant.ID)
+	source, heading := p.ContextWindow, "## Conversation so far in thread %q (oldest first)\n\n"
+	if resumed {
+		source, heading = p.SinceLastTurn, "## New in thread %q since your last turn (oldest first)\n\n"
+	}
+	var history []agentbridge.Event
+	for _, e := range source {
+		if e.Type == agentbridge.TypeMessage && (triggerID == "" || e.ID != triggerID) {
+			history = append(history, e)
+		}
+	}
 	if len(history) > 0 {
-		fmt.Fprintf(&b, "## Conversation so far in thread %q (oldest first)\n\n", threadName)
+		fmt.Fprintf(&b, heading, threadName)
 		for _, e := range history {
 			fmt.Fprintf(&b, "%s -> %s: %s\n\n", e.From, e.To, strings.TrimSpace(e.Text()))
 		}
@@ -93,6 +103,49 @@ func RenderPrompt(p Payload) string {
 	b.WriteString("Your reply (what you print) is posted to the thread for you.\n")
 	b.WriteString(partyInstructions(p))
 	return b.String()
+}
+
+// writeRoster lists the room, one line each: how to address a participant
+// (its mention handle), what it is, and whether it is there now.
+func writeRoster(b *strings.Builder, roster []RosterEntry, self string) {
+	if len(roster) == 0 {
+		return
+	}
+	b.WriteString("## Who is in this thread\n\n")
+	for _, r := range roster {
+		if r.Human {
+			fmt.Fprintf(b, "- %s: a person\n", r.ID)
+			continue
+		}
+		var about []string
+		if r.Profile != nil {
+			if r.Profile.Client != "" {
+				about = append(about, r.Profile.Client)
+			}
+			if r.Profile.Model != "" {
+				about = append(about, "model "+r.Profile.Model)
+			}
+			if r.Profile.Nickname != "" {
+				about = append(about, "nickname "+r.Profile.Nickname)
+			}
+			if len(r.Profile.Roles) > 0 {
+				about = append(about, "roles "+strings.Join(r.Profile.Roles, ", "))
+			}
+		}
+		if r.Presence != "" {
+			about = append(about, r.Presence)
+		}
+		mention := r.Mention
+		if mention == "" {
+			mention = "@" + r.ID
+		}
+		you := ""
+		if r.ID == self {
+			you = " (you)"
+		}
+		fmt.Fprintf(b, "- %s%s: %s\n", mention, you, strings.Join(about, ", "))
+	}
+	b.WriteString("\n")
 }
 
 // ErrorMessage words a failed invocation for the thread: why it failed

@@ -120,6 +120,44 @@ func TestRenderPrompt(t *testing.T) {
 				"user -> all: nested\n\n" +
 				"Your reply (what you print) is posted to the thread for you.\n"},
 	}
+	roster := adapters.Roster([]agentbridge.Invite{
+		{ID: "claude", Profile: agentbridge.Profile{Client: "claude", Model: "opus", Nickname: "sage", Roles: []string{"reviewer"}}},
+		{ID: "codex", Profile: agentbridge.Profile{Client: "codex"}},
+	}, map[string]string{"claude": "listening"}, []string{"user"})
+	withRoster := full
+	withRoster.Participants = roster
+	resumed := withRoster
+	resumed.Session = adapters.SessionInfo{ID: "s1", Turns: 3}
+	resumed.SinceLastTurn = []agentbridge.Event{msg("e2", "claude", "all", "hello\n"), trigger}
+	tests = append(tests, []struct {
+		name string
+		p    adapters.Payload
+		want string
+	}{
+		{"roster", withRoster, "PRIMER\n\n" +
+			"## Who is in this thread\n\n" +
+			"- @claude: claude, model opus, nickname sage, roles reviewer, listening\n" +
+			"- @codex (you): codex, offline\n" +
+			"- user: a person\n\n" +
+			"## Conversation so far in thread \"design\" (oldest first)\n\n" +
+			"user -> all: hi all\n\n" +
+			"claude -> all: hello\n\n" +
+			"## The message to answer\n\n" +
+			"user -> codex: what now?\n\n" +
+			"You are \"codex\" in this thread. Your reply (what you print) is posted to the thread for you.\n"},
+		// A resumed session has the primer and the older messages
+		// already: only what is new since its last turn is sent.
+		{"resumed session", resumed,
+			"## Who is in this thread\n\n" +
+				"- @claude: claude, model opus, nickname sage, roles reviewer, listening\n" +
+				"- @codex (you): codex, offline\n" +
+				"- user: a person\n\n" +
+				"## New in thread \"design\" since your last turn (oldest first)\n\n" +
+				"claude -> all: hello\n\n" +
+				"## The message to answer\n\n" +
+				"user -> codex: what now?\n\n" +
+				"You are \"codex\" in this thread. Your reply (what you print) is posted to the thread for you.\n"},
+	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := adapters.RenderPrompt(tt.p); got != tt.want {

@@ -463,6 +463,9 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	if err := c.applyCancelControl(ctx, e, humans); err != nil {
 		return err
 	}
+	if err := c.applyResetSession(ctx, e); err != nil {
+		return err
+	}
 	queued, err := c.db.Commit(ctx, step)
 	if err != nil {
 		return err

@@ -65,6 +65,7 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		})
 	}
 	mon.stopMonitor()
+	c.keepSession(ledger, inv, in, mon.latestSession())
 	o := state.Outcome{
 		Started: res.Started, Finished: res.Finished,
 		OutputBytes: res.StdoutBytes, StderrTail: string(res.StderrTail), ProgressBad: res.ProgressBad,
@@ -261,6 +262,9 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 	}
 	payload := adapters.NewPayload(cfg.BridgeURL, agentbridge.Thread{ID: inv.Thread, Name: name}, *trigger, inv.Participant, profile, window, primer)
 	payload.SinceLastTurn = since
+	if payload.Session, err = c.sessionFor(ctx, inv, profile.Client); err != nil {
+		return prepared{}, err
+	}
 	payload.Participants = adapters.Roster(after.Participants.Invited, c.presenceStates(ctx, inv.Thread), cfg.HumanIDs)
 	if inv.Round > 0 {
 		if err := c.partyPayload(ctx, inv, &payload); err != nil {

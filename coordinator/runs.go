@@ -82,6 +82,8 @@ type runMonitor struct {
 	count   int64
 	usage   *state.Usage
 	status  string
+	// session is the last CLI session id the adapter reported.
+	session string
 	// statusCh is signalled (never blocking) when status changes.
 	statusCh chan struct{}
 
@@ -133,6 +135,9 @@ func (m *runMonitor) record(r adapters.ProgressRecord) {
 	if r.Usage != nil {
 		m.usage = &state.Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, CostUSD: r.Usage.CostUSD}
 	}
+	if r.Session != "" {
+		m.session = r.Session
+	}
 	if r.Status != "" && r.Status != m.status {
 		m.status = r.Status
 		select {
@@ -140,6 +145,14 @@ func (m *runMonitor) record(r adapters.ProgressRecord) {
 		default:
 		}
 	}
+}
+
+// latestSession is the last CLI session id the adapter reported ("" if
+// none).
+func (m *runMonitor) latestSession() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.session
 }
 
 // latestStatus is the last non-empty status the adapter reported.

@@ -106,6 +106,7 @@ func (c *Coordinator) statusHandler() http.Handler {
 	mux.HandleFunc("GET /invocations/{id}", c.handleInvocation)
 	mux.HandleFunc("POST /invocations/{id}/cancel", c.handleCancel)
 	mux.HandleFunc("GET /decisions", c.handleDecisions)
+	mux.HandleFunc("GET /sessions", c.handleSessions)
 	mux.HandleFunc("GET /journals/{participant}", c.handleJournal)
 	c.mountDashboard(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -124,7 +125,7 @@ func (c *Coordinator) handleInvocations(w http.ResponseWriter, r *http.Request) 
 	f := state.Filter{Thread: q.Get("thread"), Status: q.Get("status")}
 	if f.Status != "" && !state.ValidStatus(f.Status) {
 		writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "status",
-			"%q is not an invocation status: use queued, running, succeeded, failed, timeout, interrupted, refused or cancelled.", f.Status))
+			"%q is not an invocation status: use queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed.", f.Status))
 		return
 	}
 	if s := q.Get("limit"); s != "" {

@@ -250,7 +250,7 @@ func (m *Main) runInvocations(ctx context.Context, args []string) error {
 	}
 	fs := m.newFlagSet("invocations")
 	thread := fs.String("thread", "", "only this thread")
-	status := fs.String("status", "", "only this status: queued, running, succeeded, failed, timeout, interrupted, refused or cancelled")
+	status := fs.String("status", "", "only this status: queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed")
 	limit := fs.Int("limit", 100, "at most this many, newest first")
 	asJSON := fs.Bool("json", false, "print the records as JSON")
 	base := fs.String("coordinator-url", defaultStatusURL, "the coordinator's status API")
@@ -262,7 +262,7 @@ func (m *Main) runInvocations(ctx context.Context, args []string) error {
 		return usagef("invocations takes no arguments, got %q", pos[0])
 	}
 	if *status != "" && !state.ValidStatus(*status) {
-		return usagef("--status: %q is not one of queued, running, succeeded, failed, timeout, interrupted, refused, cancelled", *status)
+		return usagef("--status: %q is not one of queued, running, succeeded, failed, timeout, interrupted, refused, cancelled, passed", *status)
 	}
 	if *limit < 1 || *limit > agentbridge.MaxEventsLimit {
 		return usagef("--limit: must be from 1 to %d", agentbridge.MaxEventsLimit)

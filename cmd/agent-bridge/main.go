@@ -95,6 +95,7 @@ Client:
   invocations [--status S]  the coordinator's invocation records
   invocations show ID [--follow] | invocations cancel ID
   cancel THREAD ID  stop a participant's queued and running invocations
+  sessions [--thread T] | sessions reset THREAD ID  the CLI sessions kept per participant
   why EVENT_ID   the coordinator's routing decision for one event
   scene THREAD on --actors a,b [--setting S] [--brief a=TEXT]... | scene THREAD off
   transcript THREAD [--format md|json]
@@ -156,6 +157,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.runAdapterStream(ctx, rest)
 	case "party":
 		return m.runParty(ctx, rest)
+	case "sessions":
+		return m.runSessions(ctx, rest)
 	case "service":
 		return m.runService(ctx, rest)
 	case "backup":

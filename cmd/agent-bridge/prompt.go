@@ -16,7 +16,7 @@ import (
 // payloadFields are the top-level keys of an adapter payload, the names
 // --field accepts before the first dot.
 var payloadFields = []string{"thread_id", "event_id", "from", "to", "content", "context_window",
-	"bridge", "thread", "participant", "trigger", "primer", "scene", "session"}
+	"bridge", "thread", "participant", "trigger", "primer", "scene", "participants", "session", "since_last_turn"}
 
 // runPrompt reads an adapter payload on stdin and prints the rendered prompt
 // (adapters.RenderPrompt), or with --field one value of the payload, so that

@@ -18,6 +18,12 @@
 //	                      plus one bad line and one line over 8 KiB
 //	fake:flood=RATE       while the rest runs, write RATE progress lines a
 //	                      second to $BRIDGE_PROGRESS_FD (in 10 ms bursts)
+//	fake:session=fresh    act as a CLI that no longer knows payload.session.id:
+//	                      report a new session (needs FAKE_ADAPTER_SESSION)
+//
+// With FAKE_ADAPTER_SESSION=keep it acts as a CLI with sessions: it resumes
+// payload.session.id when set, else starts session "s-<participant>-<event_id>",
+// and reports the session it used on $BRIDGE_PROGRESS_FD.
 //
 // When the payload has a scene briefing it plays an actor instead
 // (see actScene): its directives are read from its brief.
@@ -53,6 +59,7 @@ const (
 	envDir        = "FAKE_ADAPTER_DIR"
 	envGrandchild = "FAKE_ADAPTER_GRANDCHILD"
 	envIgnoreTerm = "FAKE_ADAPTER_IGNORETERM"
+	envSession    = "FAKE_ADAPTER_SESSION"
 )
 
 type payload struct {
@@ -61,6 +68,9 @@ type payload struct {
 	Participant struct {
 		ID string `json:"id"`
 	} `json:"participant"`
+	Session struct {
+		ID string `json:"id"`
+	} `json:"session"`
 	Scene *struct {
 		Actor   string   `json:"actor"`
 		Journal string   `json:"journal"`
@@ -94,6 +104,7 @@ type directives struct {
 	say        *string
 	progress   int
 	flood      int
+	fresh      bool
 }
 
 func main() {
@@ -147,6 +158,11 @@ func run() (int, error) {
 	}
 	if d.flood > 0 {
 		go flood(d.flood)
+	}
+	if os.Getenv(envSession) == "keep" {
+		if err := reportSession(p, d.fresh); err != nil {
+			return 0, err
+		}
 	}
 	if d.child {
 		if err := spawnChild(dir, p.EventID, d.ignoreTerm); err != nil {
@@ -212,6 +228,11 @@ func parse(content, participant string, round int) (directives, error) {
 			d.progress, err = strconv.Atoi(val)
 		case "flood":
 			d.flood, err = strconv.Atoi(val)
+		case "session":
+			if val != "fresh" {
+				err = fmt.Errorf("only fake:session=fresh is known")
+			}
+			d.fresh = true
 		default:
 			err = fmt.Errorf("unknown directive")
 		}
@@ -326,6 +347,27 @@ func writeProgress(n int) error {
 		}
 	}
 	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write progress: %w", err)
+	}
+	return nil
+}
+
+// reportSession reports the session a CLI would have used: the payload's
+// (resumed) unless there is none or fresh says the CLI refused it.
+func reportSession(p payload, fresh bool) error {
+	f := progressFile()
+	if f == nil {
+		return fmt.Errorf("%s needs BRIDGE_PROGRESS_FD", envSession)
+	}
+	id := p.Session.ID
+	if id == "" || fresh {
+		id = "s-" + p.Participant.ID + "-" + p.EventID
+	}
+	line, err := json.Marshal(map[string]string{"status": "session " + id, "kind": "session", "session": id})
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("write progress: %w", err)
 	}
 	return nil

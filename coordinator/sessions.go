@@ -1,0 +1,74 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+)
+
+// Sessions (contract 5.6): the coordinator keeps, per (thread, participant,
+// client), the CLI session id the adapter last reported on its progress
+// fd, and hands it back as payload.session on the pair's next run. The
+// client is part of the key because a participant re-invited with another
+// client cannot resume the old client's session.
+
+// sessionFor is the payload's session for the invocation's pair.
+func (c *Coordinator) sessionFor(ctx context.Context, inv state.Invocation, client string) (adapters.SessionInfo, error) {
+	s, err := c.db.Session(ctx, inv.Thread, inv.Participant, client)
+	if err != nil {
+		return adapters.SessionInfo{}, err
+	}
+	return adapters.SessionInfo{ID: s.ID, Turns: s.Turns}, nil
+}
+
+// keepSession records the session a run reported, whatever its outcome:
+// a run that failed after the CLI created its session still has that
+// session to resume. It is best effort; losing it costs a fresh session.
+func (c *Coordinator) keepSession(ctx context.Context, inv state.Invocation, in prepared, session string) {
+	if session == "" {
+		return
+	}
+	client := in.p.Participant.Profile.Client
+	if err := c.db.RecordSession(ctx, inv.Thread, inv.Participant, client, session, inv.TriggerSeq, time.Now()); err != nil {
+		c.log.Error("record session", "id", inv.ID, "participant", inv.Participant, "err", err)
+	}
+}
+
+// applyResetSession handles a reset_session control from anyone (a
+// participant may ask to start over itself); other events are ignored. It
+// is applied before the cursor moves past the control and is idempotent.
+func (c *Coordinator) applyResetSession(ctx context.Context, e agentbridge.Event) error {
+	if e.Type != agentbridge.TypeControl {
+		return nil
+	}
+	ctl, err := agentbridge.ParseControl(e.Content)
+	if err != nil || ctl.ResetSession == nil {
+		return nil
+	}
+	if err := c.db.ResetSessions(ctx, e.Thread, ctl.ResetSession.ParticipantID, e.Seq); err != nil {
+		return fmt.Errorf("apply reset_session %s: %w", e.ID, err)
+	}
+	c.log.Info("session reset", "thread", e.Thread, "participant", ctl.ResetSession.ParticipantID, "by", e.From)
+	return nil
+}
+
+// SessionsResponse is the body of GET /sessions.
+type SessionsResponse struct {
+	Sessions []state.Session `json:"sessions"`
+}
+
+// handleSessions serves GET /sessions[?thread=T].
+func (c *Coordinator) handleSessions(w http.ResponseWriter, r *http.Request) {
+	list, err := c.db.Sessions(r.Context(), r.URL.Query().Get("thread"))
+	if err != nil {
+		c.log.Error("list sessions", "err", err)
+		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The sessions could not be read."))
+		return
+	}
+	writeJSON(w, http.StatusOK, SessionsResponse{Sessions: list})
+}
