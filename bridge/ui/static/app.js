@@ -514,6 +514,17 @@ function renderEvent(v, ev) {
     rb.addEventListener("click", () => setReply(ev));
     head.append(rb);
   }
+  if (ev.type === "message" && tags.includes("question")) {
+    // An agent's [USER QUESTION]: it waits for the person it is addressed
+    // to, who answers it in one click (reply_to set, sent to the asker).
+    node.dataset.to = ev.to || "all";
+    const ab = el("button", "answer-btn", "Answer");
+    ab.type = "button";
+    ab.title = `Answer ${ev.from}'s question`;
+    ab.addEventListener("click", () => answerQuestion(ev));
+    head.append(ab);
+    markQuestion(node);
+  }
   node.append(head);
 
   const body = el("div", "event-body");
@@ -953,6 +964,22 @@ function setReply(ev) {
   if (ev) $("message-input").focus();
 }
 
+// markQuestion highlights a question when it is addressed to the viewer
+// (the "from" field), so a person sees at once what waits for them.
+function markQuestion(node) {
+  node.classList.toggle("question-for-me", node.dataset.to === sender());
+}
+
+function markQuestions() {
+  for (const node of $("event-list").querySelectorAll(".event.tag-question")) markQuestion(node);
+}
+
+function answerQuestion(ev) {
+  setReply(ev);
+  const sel = $("to-select");
+  if (Array.from(sel.options).some((o) => o.value === ev.from)) sel.value = ev.from;
+}
+
 async function send() {
   const v = view;
   if (!v || v.cursor !== null) return;
@@ -1156,7 +1183,10 @@ function askToken(err) {
 function wire() {
   const saved = localStorage.getItem(SENDER_KEY);
   if (saved) $("sender").value = saved;
-  $("sender").addEventListener("change", () => localStorage.setItem(SENDER_KEY, sender()));
+  $("sender").addEventListener("change", () => {
+    localStorage.setItem(SENDER_KEY, sender());
+    markQuestions();
+  });
 
   $("new-thread").addEventListener("submit", async (e) => {
     e.preventDefault();
