@@ -68,11 +68,14 @@ type SessionInfo struct {
 }
 
 // Roster builds Payload.Participants from the thread's invites, the
-// presence the bridge reports (by participant id) and the human ids.
+// presence the bridge reports (by participant id) and the human ids. A
+// profile's character sheet is left out: it belongs to its actor's own
+// scene briefing and is never shown to another participant.
 func Roster(invited []agentbridge.Invite, presence map[string]string, humans []string) []RosterEntry {
 	out := make([]RosterEntry, 0, len(invited)+len(humans))
 	for _, inv := range invited {
 		profile := inv.Profile
+		profile.Character = ""
 		st := presence[inv.ID]
 		if st == "" {
 			st = agentbridge.PresenceOffline

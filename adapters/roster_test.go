@@ -10,7 +10,7 @@ import (
 func TestRoster(t *testing.T) {
 	invited := []agentbridge.Invite{
 		{ID: "claude", Profile: agentbridge.Profile{Client: "claude", Nickname: "cl"}},
-		{ID: "codex", Profile: agentbridge.Profile{Client: "codex"}},
+		{ID: "codex", Profile: agentbridge.Profile{Client: "codex", Character: "SECRET sheet"}},
 	}
 	got := adapters.Roster(invited, map[string]string{"claude": agentbridge.PresenceThinking}, []string{"user", "boss"})
 	if len(got) != 4 {
@@ -21,6 +21,9 @@ func TestRoster(t *testing.T) {
 	}
 	if c := got[1]; c.Presence != agentbridge.PresenceOffline {
 		t.Errorf("codex without presence = %q, want offline", c.Presence)
+	}
+	if c := got[1]; c.Profile.Character != "" {
+		t.Errorf("the roster shows a character sheet: %q", c.Profile.Character)
 	}
 	for _, h := range got[2:] {
 		if !h.Human || h.Profile != nil || h.Mention != "" || h.Presence != "" {

@@ -203,10 +203,13 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 	trigger := j.trigger
 	// One read serves both the context window and since_last_turn; the
 	// follow loop's recent events save it when they cover the span.
-	span := max(n, sinceReadSpan)
+	sinceNeed, err := c.sinceSpan(ctx, inv)
+	if err != nil {
+		return prepared{}, err
+	}
+	span := max(n, sinceNeed)
 	events, ok := c.recent.window(inv.Thread, inv.TriggerSeq, span, inv.TriggerID)
 	if !ok {
-		var err error
 		events, err = c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{
 			Thread: inv.Thread, After: -1, Until: inv.TriggerSeq, Tail: span,
 		})
@@ -238,6 +241,9 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 	window = agentbridge.VisibleTo(window, inv.Participant)
 	if inScene {
 		window = withoutControls(window)
+		// The scene and invite controls hold every actor's brief and
+		// character: an actor sees its own only, in its briefing.
+		since = withoutControls(since)
 	}
 	name, err := c.threadName(ctx, inv.Thread)
 	if err != nil {
@@ -333,6 +339,7 @@ func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post js
 		ev, err := c.appendRetry(ctx, inv, in, key)
 		if err == nil {
 			last = ev
+			c.noteReply(ledger, ev)
 			continue
 		}
 		var ae *agentbridge.Error

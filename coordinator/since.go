@@ -6,13 +6,43 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
 )
 
-// sinceReadSpan is how many events up to the trigger prepare reads: enough
+// sinceReadSpan is the most events up to the trigger prepare reads: enough
 // for since_last_turn's cap plus the previous reply that bounds it. A reply
 // further back than that would not change since_last_turn (it is capped),
 // so the whole thread is never scanned.
 const sinceReadSpan = adapters.MaxSinceLastTurn + 1
+
+// sinceSpan is how many events up to the trigger prepare must read for
+// since_last_turn: from the participant's last reply the coordinator
+// posted (kept in the ledger) when it is recent, else sinceReadSpan. A
+// reply the participant posted itself since then is newer, so it lies
+// inside the span too and sinceLastTurn still finds it.
+func (c *Coordinator) sinceSpan(ctx context.Context, inv state.Invocation) (int, error) {
+	seq, ok, err := c.db.LastReply(ctx, inv.Thread, inv.Participant)
+	if err != nil {
+		return 0, err
+	}
+	if !ok || seq >= inv.TriggerSeq || inv.TriggerSeq-seq >= sinceReadSpan {
+		return sinceReadSpan, nil
+	}
+	// The reply itself is read too, so that it bounds the search.
+	return int(inv.TriggerSeq-seq) + 1, nil
+}
+
+// noteReply remembers the seq of a participant's reply (not of the
+// coordinator's own notices), for sinceSpan. Best effort: without it the
+// next read is only longer.
+func (c *Coordinator) noteReply(ctx context.Context, ev agentbridge.Event) {
+	if ev.Type != agentbridge.TypeMessage || ev.From == c.cfg.Load().CoordinatorID {
+		return
+	}
+	if err := c.db.NoteReply(ctx, ev.Thread, ev.From, ev.Seq); err != nil {
+		c.log.Warn("remember the last reply", "thread", ev.Thread, "participant", ev.From, "err", err)
+	}
+}
 
 // sinceLastTurn returns what participant has not seen: the events after its
 // previous message, up to and including the trigger (the last of events),

@@ -111,3 +111,28 @@ func (d *DB) Sessions(ctx context.Context, thread string) ([]Session, error) {
 	}
 	return out, nil
 }
+
+// NoteReply remembers seq as the participant's latest reply in the thread
+// (an older seq never replaces a newer one).
+func (d *DB) NoteReply(ctx context.Context, thread, participant string, seq int64) error {
+	_, err := d.db.ExecContext(ctx, `INSERT INTO last_replies (thread, participant, seq) VALUES (?, ?, ?)
+		ON CONFLICT (thread, participant) DO UPDATE SET seq = MAX(seq, excluded.seq)`, thread, participant, seq)
+	if err != nil {
+		return fmt.Errorf("remember the last reply of %s in %s: %w", participant, thread, err)
+	}
+	return nil
+}
+
+// LastReply returns the seq NoteReply remembered for the pair, and whether
+// there is one.
+func (d *DB) LastReply(ctx context.Context, thread, participant string) (int64, bool, error) {
+	var seq int64
+	err := d.db.QueryRowContext(ctx, `SELECT seq FROM last_replies WHERE thread = ? AND participant = ?`, thread, participant).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read the last reply of %s in %s: %w", participant, thread, err)
+	}
+	return seq, true, nil
+}

@@ -91,3 +91,26 @@ func TestSessions(t *testing.T) {
 		t.Fatalf("after reopen: %+v", s)
 	}
 }
+
+func TestLastReply(t *testing.T) {
+	ctx := context.Background()
+	db, err := state.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, ok, err := db.LastReply(ctx, "t1", "alice"); err != nil || ok {
+		t.Fatalf("unknown pair: ok %v, err %v", ok, err)
+	}
+	for _, seq := range []int64{5, 9, 7} {
+		if err := db.NoteReply(ctx, "t1", "alice", seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if seq, ok, err := db.LastReply(ctx, "t1", "alice"); err != nil || !ok || seq != 9 {
+		t.Fatalf("last reply = %d, %v, %v; want 9 (an older seq never wins)", seq, ok, err)
+	}
+	if _, ok, _ := db.LastReply(ctx, "t1", "bob"); ok {
+		t.Fatal("bob has alice's last reply")
+	}
+}

@@ -22,3 +22,12 @@ CREATE TABLE session_resets (
 	seq         INTEGER NOT NULL,
 	PRIMARY KEY (thread, participant)
 );
+
+-- The seq of each participant's latest reply the coordinator posted, so
+-- that since_last_turn is read from there instead of a fixed span.
+CREATE TABLE last_replies (
+	thread      TEXT NOT NULL,
+	participant TEXT NOT NULL,
+	seq         INTEGER NOT NULL,
+	PRIMARY KEY (thread, participant)
+);
