@@ -62,6 +62,8 @@ status=0
 run_codex "$session" || status=$?
 if [ "$status" -eq 3 ] && [ -n "$session" ]; then
 	echo "$me: codex could not resume session $session (exit $(cat "$tmp/codex.rc")); starting a new session" >&2
+	# A new session has seen nothing: send it the whole conversation.
+	"$bin" prompt --fresh <"$tmp/payload.json" >"$tmp/prompt.txt"
 	status=0
 	run_codex "" || status=$?
 fi

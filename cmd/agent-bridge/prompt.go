@@ -26,8 +26,10 @@ func (m *Main) runPrompt(_ context.Context, args []string) error {
 	field := fs.String("field", "", "print one payload field instead of the prompt: content, thread_id, event_id, from, to, "+
 		"primer, participant.id, participant.profile.model, thread.name, trigger.seq, context_window.0.content ... "+
 		"(strings as text, other values as JSON, a missing one as an empty line)")
+	fresh := fs.Bool("fresh", false, "render for a new session (the primer and the whole context window) even when session.id is set, "+
+		"as an adapter does when the CLI refused to resume the session")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: agent-bridge prompt [--field NAME] < payload.json")
+		fmt.Fprintln(fs.Output(), "usage: agent-bridge prompt [--fresh] [--field NAME] < payload.json")
 		fs.PrintDefaults()
 	}
 	pos, err := parseFlags(fs, args)
@@ -52,6 +54,9 @@ func (m *Main) runPrompt(_ context.Context, args []string) error {
 	var p adapters.Payload
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return usagef("prompt: stdin is not an adapter payload (a JSON object): %v", err)
+	}
+	if *fresh {
+		p.Session = adapters.SessionInfo{}
 	}
 	_, err = io.WriteString(m.Stdout, adapters.RenderPrompt(p))
 	return err

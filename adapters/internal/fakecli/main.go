@@ -14,6 +14,12 @@
 //     file named by $FAKE_CLI_LOG, so tests can check what the adapter
 //     passed.
 //   - A fixture that reports a failure makes it exit 1 after printing.
+//   - With $FAKE_CLI_NEW_SESSIONS set, every new (not resumed) session gets
+//     its own id: the fixture's with its last 12 digits replaced by the
+//     run's number in $FAKE_CLI_LOG, as a real CLI never reuses an id.
+//   - While the file named by $FAKE_CLI_FORGET exists, every resume is
+//     refused as an unknown session, as after the CLI's own session files
+//     were deleted.
 package main
 
 import (
@@ -52,11 +58,12 @@ func run() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read stdin: %w", err)
 	}
-	if err := record(os.Args, stdin); err != nil {
+	runNo, err := record(os.Args, stdin)
+	if err != nil {
 		return 0, err
 	}
 	resume := resumeID(cli, os.Args[1:])
-	if strings.HasPrefix(resume, "gone") {
+	if strings.HasPrefix(resume, "gone") || (resume != "" && forgotten()) {
 		if cli == "claude" {
 			fmt.Fprintf(os.Stderr, "No conversation found with session ID: %s\n", resume)
 		} else {
@@ -73,8 +80,12 @@ func run() (int, error) {
 		return 0, fmt.Errorf("read fixture: %w", err)
 	}
 	out := string(b)
-	if resume != "" {
+	switch {
+	case resume != "":
 		out = strings.ReplaceAll(out, fixtureSessions[cli], resume)
+	case os.Getenv("FAKE_CLI_NEW_SESSIONS") != "":
+		id := fixtureSessions[cli]
+		out = strings.ReplaceAll(out, id, fmt.Sprintf("%s%012d", id[:len(id)-12], runNo))
 	}
 	if _, err := io.WriteString(os.Stdout, out); err != nil {
 		return 0, fmt.Errorf("write events: %w", err)
@@ -98,22 +109,40 @@ func resumeID(cli string, args []string) string {
 	return ""
 }
 
-func record(argv []string, stdin []byte) error {
+// forgotten reports whether the CLI is to act as if it had lost its
+// sessions ($FAKE_CLI_FORGET names a file that exists).
+func forgotten() bool {
+	path := os.Getenv("FAKE_CLI_FORGET")
+	if path == "" {
+		return false
+	}
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// record appends the run to $FAKE_CLI_LOG and returns its number there
+// (1 for the first run; 0 without a log). The tests run one CLI at a time
+// per log, so counting lines is enough.
+func record(argv []string, stdin []byte) (int, error) {
 	path := os.Getenv("FAKE_CLI_LOG")
 	if path == "" {
-		return nil
+		return 0, nil
 	}
 	line, err := json.Marshal(map[string]any{"argv": argv, "stdin": string(stdin)})
 	if err != nil {
-		return fmt.Errorf("encode log line: %w", err)
+		return 0, fmt.Errorf("encode log line: %w", err)
+	}
+	prev, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return 0, fmt.Errorf("read log: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
-		return fmt.Errorf("open log: %w", err)
+		return 0, fmt.Errorf("open log: %w", err)
 	}
 	if _, err := f.Write(append(line, '\n')); err != nil {
 		f.Close()
-		return fmt.Errorf("append log: %w", err)
+		return 0, fmt.Errorf("append log: %w", err)
 	}
-	return f.Close()
+	return strings.Count(string(prev), "\n") + 1, f.Close()
 }
