@@ -46,6 +46,8 @@ func FuzzDecodeEventInput(f *testing.F) {
 		`{"type":"control","from":"user","content":{"scene":{"on":true,"actors":["a","b"],"setting":"s","briefs":{"a":"x"},"first":"b","soft_cap":1,"hard_cap":2}}}`,
 		`{"type":"control","from":"user","content":{"scene":{"on":true,"actors":["a"],"soft_cap":0}}}`,
 		`{"type":"control","from":"user","content":{"scene":{"on":false}}}`,
+		`{"type":"control","from":"codex","content":{"reset_session":{"participant_id":"claude"}}}`,
+		`{"type":"control","from":"user","content":{"reset_session":{"participant_id":""}}}`,
 		`{"type":"control","from":"user","content":{"invite":{"participant_id":"a","profile":{"client":"c","model":"m","character":"sheet"}}}}`,
 	} {
 		f.Add([]byte(s))
