@@ -276,6 +276,9 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 		if err := c.partyPayload(ctx, inv, &payload); err != nil {
 			return prepared{}, err
 		}
+		if inv.Round >= 2 {
+			payload.SinceLastTurn = partySince(*trigger, payload.ContextWindow, inv.Participant)
+		}
 	}
 	var scene *sceneRun
 	if inScene {

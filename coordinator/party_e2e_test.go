@@ -17,6 +17,7 @@ import (
 // partyPayload is what the tests read back from a payload the fake saved.
 type partyPayload struct {
 	ContextWindow []agentbridge.Event `json:"context_window"`
+	SinceLastTurn []agentbridge.Event `json:"since_last_turn"`
 	Party         *struct {
 		Round    int      `json:"round"`
 		Selected []string `json:"selected"`
@@ -147,6 +148,11 @@ func TestPartyTwoRounds(t *testing.T) {
 		}
 		if !slices.Contains(seen, round1[0].ID) || !slices.Contains(seen, round1[1].ID) {
 			t.Errorf("%s round-2 context holds replies %q, want both round-1 answers", p, seen)
+		}
+		// A resumed session has its own round-1 answer already: it is
+		// sent the trigger and the other agent's answer.
+		if len(p2.SinceLastTurn) != 2 || p2.SinceLastTurn[0].ID != tr.ID || p2.SinceLastTurn[1].From == p || p2.SinceLastTurn[1].Meta.ReplyTo != tr.ID {
+			t.Errorf("%s round-2 since_last_turn = %+v, want the trigger and the other round-1 answer", p, p2.SinceLastTurn)
 		}
 	}
 	if notice.To != "user" || notice.From != s.cfg.CoordinatorID || !notice.Meta.HasTag("coordinator") {

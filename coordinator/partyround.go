@@ -16,10 +16,6 @@ import (
 // NextPartyStep decide. The ledger's party_rounds row and AdvanceParty make
 // each round start once and its notice be owed once, across crashes.
 
-// partyStatusPassed is the status of an invocation whose adapter answered
-// exactly [PASS] (contract 5.2).
-const partyStatusPassed = "passed"
-
 // noticeParty is the kind of the notice that ends a party round.
 const noticeParty = "party"
 
@@ -222,7 +218,7 @@ func partyOutcomes(invs []state.Invocation, replies map[string]agentbridge.Event
 		o := PartyOutcome{Participant: inv.Participant, Result: PartyFailed, Detail: inv.Status}
 		reply, posted := replies[inv.ReplyEventID]
 		switch {
-		case inv.Status == partyStatusPassed:
+		case inv.Status == state.StatusPassed:
 			o.Result = PartyPassed
 		case inv.Status == state.StatusSucceeded && posted && reply.From == inv.Participant:
 			o.Result = PartyAnswered

@@ -85,3 +85,17 @@ func (c *Coordinator) presenceStates(ctx context.Context, thread string) map[str
 	}
 	return out
 }
+
+// partySince is since_last_turn for a party round-2 run: the participant
+// answered round 1 after the trigger, so what it has not seen is the
+// trigger it reacts to and the other agents' round-1 answers (the events
+// after the trigger in window, which partyPayload appended).
+func partySince(trigger agentbridge.Event, window []agentbridge.Event, participant string) []agentbridge.Event {
+	out := []agentbridge.Event{trigger}
+	for _, e := range window {
+		if e.Seq > trigger.Seq && e.From != participant {
+			out = append(out, e)
+		}
+	}
+	return out
+}
