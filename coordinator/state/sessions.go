@@ -46,16 +46,29 @@ func (d *DB) Session(ctx context.Context, thread, participant, client string) (S
 // from a run whose trigger is not after the pair's latest reset is
 // ignored, so a reset is never undone by a run that was already going.
 func (d *DB) RecordSession(ctx context.Context, thread, participant, client, id string, triggerSeq int64, now time.Time) error {
-	_, err := d.db.ExecContext(ctx, `INSERT INTO sessions (thread, participant, client, session_id, turns, trigger_seq, updated_at)
-		SELECT ?, ?, ?, ?, 1, ?, ?
-		WHERE ? > COALESCE((SELECT seq FROM session_resets WHERE thread = ? AND participant = ?), 0)
-		ON CONFLICT (thread, participant, client) DO UPDATE SET
-			turns = CASE WHEN session_id = excluded.session_id THEN turns + 1 ELSE 1 END,
-			session_id = excluded.session_id, trigger_seq = excluded.trigger_seq, updated_at = excluded.updated_at`,
-		thread, participant, client, id, triggerSeq, agentbridge.FormatTime(now),
-		triggerSeq, thread, participant)
+	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
+		return fmt.Errorf("record session: %w", err)
+	}
+	defer tx.Rollback()
+	var reset int64
+	err = tx.QueryRowContext(ctx, `SELECT seq FROM session_resets WHERE thread = ? AND participant = ?`, thread, participant).Scan(&reset)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("read session reset of %s in %s: %w", participant, thread, err)
+	}
+	if triggerSeq <= reset {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (thread, participant, client, session_id, turns, trigger_seq, updated_at)
+		VALUES (?, ?, ?, ?, 1, ?, ?)
+		ON CONFLICT (thread, participant, client) DO UPDATE SET
+			turns = CASE WHEN sessions.session_id = excluded.session_id THEN sessions.turns + 1 ELSE 1 END,
+			session_id = excluded.session_id, trigger_seq = excluded.trigger_seq, updated_at = excluded.updated_at`,
+		thread, participant, client, id, triggerSeq, agentbridge.FormatTime(now)); err != nil {
 		return fmt.Errorf("record session of %s in %s: %w", participant, thread, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("record session: %w", err)
 	}
 	return nil
 }
@@ -70,7 +83,8 @@ func (d *DB) ResetSessions(ctx context.Context, thread, participant string, seq 
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, `INSERT INTO session_resets (thread, participant, seq) VALUES (?, ?, ?)
-		ON CONFLICT (thread, participant) DO UPDATE SET seq = MAX(seq, excluded.seq)`, thread, participant, seq); err != nil {
+		ON CONFLICT (thread, participant) DO UPDATE SET
+			seq = CASE WHEN session_resets.seq > excluded.seq THEN session_resets.seq ELSE excluded.seq END`, thread, participant, seq); err != nil {
 		return fmt.Errorf("record session reset of %s in %s: %w", participant, thread, err)
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE thread = ? AND participant = ? AND trigger_seq < ?`,
@@ -116,7 +130,8 @@ func (d *DB) Sessions(ctx context.Context, thread string) ([]Session, error) {
 // (an older seq never replaces a newer one).
 func (d *DB) NoteReply(ctx context.Context, thread, participant string, seq int64) error {
 	_, err := d.db.ExecContext(ctx, `INSERT INTO last_replies (thread, participant, seq) VALUES (?, ?, ?)
-		ON CONFLICT (thread, participant) DO UPDATE SET seq = MAX(seq, excluded.seq)`, thread, participant, seq)
+		ON CONFLICT (thread, participant) DO UPDATE SET
+			seq = CASE WHEN last_replies.seq > excluded.seq THEN last_replies.seq ELSE excluded.seq END`, thread, participant, seq)
 	if err != nil {
 		return fmt.Errorf("remember the last reply of %s in %s: %w", participant, thread, err)
 	}

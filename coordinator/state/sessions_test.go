@@ -2,7 +2,6 @@ package state_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,7 +10,7 @@ import (
 
 func TestSessions(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "c.db")
+	path := ledgerPath(t)
 	db, err := state.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +93,7 @@ func TestSessions(t *testing.T) {
 
 func TestLastReply(t *testing.T) {
 	ctx := context.Background()
-	db, err := state.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	db, err := state.Open(ctx, ledgerPath(t))
 	if err != nil {
 		t.Fatal(err)
 	}
