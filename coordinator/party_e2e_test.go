@@ -237,3 +237,49 @@ func TestPartyNoCrossTalkAndExit(t *testing.T) {
 		t.Errorf("party still on after goodbye")
 	}
 }
+
+// TestPartyPassAndQuestion: a [PASS] in round 2 posts nothing and is named
+// in the notice; a [USER QUESTION] in round 1 goes to the person and ends
+// the round without reactions.
+func TestPartyPassAndQuestion(t *testing.T) {
+	s := startStack(t, nil)
+	th := partyThread(s, "party-directives", map[string]any{"on": true})
+
+	tr := s.say(th, "all", "go or databases? fake@bob/2:say=[PASS]")
+	notice := s.waitPartyNotice(th, tr.ID)
+	s.waitStatus(tr.ID, "bob", state.StatusPassed)
+	var bobRound2 int
+	for _, e := range s.repliesTo(th, tr.ID) {
+		if round, _ := partyMetaOf(t, e); round == 2 && e.From == "bob" {
+			bobRound2++
+		}
+	}
+	if bobRound2 != 0 {
+		t.Errorf("bob's [PASS] was posted")
+	}
+	if !strings.Contains(notice.Text(), "Reactions — answered: alice; passed: bob.") {
+		t.Errorf("notice = %q", notice.Text())
+	}
+
+	tr = s.say(th, "all", "go or databases? fake@alice/1:say=[USER_QUESTION]:_which_one?")
+	notice = s.waitPartyNotice(th, tr.ID)
+	var question agentbridge.Event
+	for _, e := range s.repliesTo(th, tr.ID) {
+		if e.From == "alice" {
+			question = e
+		}
+	}
+	if question.To != "user" || !question.Meta.HasTag("question") {
+		t.Errorf("alice's question = %+v, want it to the user, tagged question", question)
+	}
+	for _, inv := range s.invocations(tr.ID) {
+		if inv.Round == 2 {
+			t.Errorf("round 2 ran for %s after a question", inv.Participant)
+		}
+	}
+	for _, want := range []string{"asked: alice", "alice asked you a question"} {
+		if !strings.Contains(notice.Text(), want) {
+			t.Errorf("notice %q does not say %q", notice.Text(), want)
+		}
+	}
+}
