@@ -210,9 +210,14 @@ func TestCancelledBeforeTakenIsDropped(t *testing.T) {
 	release := lockWriter(t, s)
 	first := enqueue(ctx, s, "t", msg("user", "kept"))
 	testutil.WaitFor(t, waitTimeout, "the writer to take the first request", func() bool { return len(s.reqs) == 0 })
+	// The caller gives up while its request waits in the queue. It is
+	// cancelled before it is queued because the writer may still be
+	// gathering (not yet blocked in BEGIN) when the queue looks empty: a
+	// request it takes before the cancellation is rightly committed, and
+	// cancelling after enqueue made this test fail about 1 run in 150.
 	cctx, cancel = context.WithCancel(ctx)
-	queued := enqueue(cctx, s, "t", msg("user", "dropped"))
 	cancel()
+	queued := enqueue(cctx, s, "t", msg("user", "dropped"))
 	release()
 	if resp := <-first; resp.err != nil {
 		t.Fatal(resp.err)
