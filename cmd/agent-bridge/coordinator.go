@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,6 +28,13 @@ import (
 
 // defaultStatusURL is where invocations and why look for the coordinator.
 const defaultStatusURL = "http://127.0.0.1:5112"
+
+// coordinatorURLFlag defines --coordinator-url for the commands that ask
+// the coordinator's status API. It defaults to env BRIDGE_COORDINATOR_URL,
+// as serve's flag of the same name does, so one export serves every command.
+func (m *Main) coordinatorURLFlag(fs *flag.FlagSet) *string {
+	return fs.String("coordinator-url", m.env("BRIDGE_COORDINATOR_URL", defaultStatusURL), "the coordinator's status API (env BRIDGE_COORDINATOR_URL)")
+}
 
 func (m *Main) runCoordinator(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("coordinator")
@@ -253,7 +261,7 @@ func (m *Main) runInvocations(ctx context.Context, args []string) error {
 	status := fs.String("status", "", "only this status: queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed")
 	limit := fs.Int("limit", 100, "at most this many, newest first")
 	asJSON := fs.Bool("json", false, "print the records as JSON")
-	base := fs.String("coordinator-url", defaultStatusURL, "the coordinator's status API")
+	base := m.coordinatorURLFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -306,7 +314,7 @@ func (m *Main) runInvocations(ctx context.Context, args []string) error {
 
 func (m *Main) runWhy(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("why")
-	base := fs.String("coordinator-url", defaultStatusURL, "the coordinator's status API")
+	base := m.coordinatorURLFlag(fs)
 	asJSON := fs.Bool("json", false, "print the recorded decision as JSON")
 	pos, err := parseFlags(fs, args)
 	if err != nil {

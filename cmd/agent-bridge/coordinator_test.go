@@ -417,6 +417,17 @@ func TestCoordinatorCommandInProcess(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "succeeded") || !strings.Contains(out, answered.ID) {
 		t.Errorf("invocations = %d:\n%s", code, out)
 	}
+	// Without the flag, env BRIDGE_COORDINATOR_URL names the status API, as for serve.
+	var envOut, envErr bytes.Buffer
+	envMain := &Main{Stdin: strings.NewReader(""), Stdout: &envOut, Stderr: &envErr, Getenv: func(k string) string {
+		if k == "BRIDGE_COORDINATOR_URL" {
+			return e.statusURL
+		}
+		return ""
+	}}
+	if code := exitCode(&envErr, envMain.Run(context.Background(), []string{"invocations", "--thread", th})); code != 0 || !strings.Contains(envOut.String(), answered.ID) {
+		t.Errorf("invocations with env BRIDGE_COORDINATOR_URL = %d:\n%s%s", code, envOut.String(), envErr.String())
+	}
 	out, code = run("invocations", "--status", "sideways", "--coordinator-url", e.statusURL)
 	if code != 2 || !strings.Contains(out, "--status") {
 		t.Errorf("invocations --status sideways = %d:\n%s", code, out)

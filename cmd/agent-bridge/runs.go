@@ -51,7 +51,7 @@ func parseInvocationID(cmd string, pos []string) (string, error) {
 
 func (m *Main) runInvocationCancel(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("invocations cancel")
-	base := fs.String("coordinator-url", defaultStatusURL, "the coordinator's status API")
+	base := m.coordinatorURLFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -70,7 +70,7 @@ func (m *Main) runInvocationCancel(ctx context.Context, args []string) error {
 
 func (m *Main) runInvocationShow(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("invocations show")
-	base := fs.String("coordinator-url", defaultStatusURL, "the coordinator's status API")
+	base := m.coordinatorURLFlag(fs)
 	follow := fs.Bool("follow", false, "keep printing new progress until the invocation ends")
 	asJSON := fs.Bool("json", false, "print the record and its progress as JSON")
 	pos, err := parseFlags(fs, args)

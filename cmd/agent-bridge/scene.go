@@ -65,7 +65,7 @@ func (m *Main) runScene(ctx context.Context, args []string) error {
 // runJournal prints an actor's journal, kept by the coordinator.
 func (m *Main) runJournal(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("journal")
-	base := fs.String("coordinator-url", defaultStatusURL, "the coordinator's status API")
+	base := m.coordinatorURLFlag(fs)
 	asJSON := fs.Bool("json", false, "print the entries as JSON")
 	pos, err := parseFlags(fs, args)
 	if err != nil {

@@ -20,7 +20,7 @@ func (m *Main) runSessions(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("sessions")
 	thread := fs.String("thread", "", "only this thread")
 	asJSON := fs.Bool("json", false, "print the sessions as JSON")
-	base := fs.String("coordinator-url", defaultStatusURL, "the coordinator's status API")
+	base := m.coordinatorURLFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
