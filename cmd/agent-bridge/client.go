@@ -547,9 +547,27 @@ func (t *tailer) start(ctx context.Context, last int) error {
 	if len(events) > last {
 		events = events[len(events)-last:]
 	}
+	// Receipts are not replayed on the stream, so the backlog's current
+	// ones are asked for: each is printed under its event, as the live
+	// changes that follow are.
+	byEvent := map[string][]agentbridge.Receipt{}
+	if t.receipts && len(events) > 0 {
+		rs, err := t.c.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: t.thread, FromEvent: events[0].ID})
+		if err != nil {
+			t.log.Warn("tail: the past events' receipts could not be read; printing new ones only", "err", err)
+		}
+		for _, r := range rs {
+			byEvent[r.Event] = append(byEvent[r.Event], r)
+		}
+	}
 	for _, e := range events {
 		if err := t.printEvent(e); err != nil {
 			return err
+		}
+		for _, r := range byEvent[e.ID] {
+			if err := t.printReceipt(r); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

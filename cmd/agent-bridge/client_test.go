@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -524,6 +525,21 @@ func TestTailReceipts(t *testing.T) {
 	}
 	if strings.Contains(quiet.String(), "↳") {
 		t.Errorf("tail --no-receipts printed a receipt:\n%s", quiet.String())
+	}
+
+	// A new tail prints the backlog's current receipts under their events.
+	var late, lerr testutil.Buffer
+	stopLate := runTailAsync(t, c.env, &late, &lerr, "T")
+	testutil.WaitFor(t, 20*time.Second, "a new tail to print the history with its receipt", func() bool {
+		return strings.Contains(late.String(), "after")
+	})
+	if err := stopLate(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(late.String(), "\n")
+	hi := slices.IndexFunc(lines, func(l string) bool { return strings.HasSuffix(l, ": hi") })
+	if hi < 0 || hi+1 >= len(lines) || !strings.HasPrefix(lines[hi+1], "  ↳ codex: ") {
+		t.Errorf("a new tail did not print the receipt under its event:\n%s", late.String())
 	}
 }
 
