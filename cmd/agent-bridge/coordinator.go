@@ -307,7 +307,7 @@ func (m *Main) runInvocations(ctx context.Context, args []string) error {
 			reply = "-"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", inv.ID, inv.Status, inv.Participant, inv.Thread, inv.TriggerID,
-			exit, (time.Duration(inv.DurationMS) * time.Millisecond).String(), tokens(inv), cost(inv), reply)
+			exit, runDuration(inv, time.Now()), tokens(inv), cost(inv), reply)
 	}
 	return tw.Flush()
 }

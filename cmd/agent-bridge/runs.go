@@ -146,7 +146,12 @@ func printInvocation(w io.Writer, inv state.Invocation) {
 	if inv.FinishedAt != "" {
 		fmt.Fprintf(w, ", finished %s (%s)", inv.FinishedAt, time.Duration(inv.DurationMS)*time.Millisecond)
 	}
-	fmt.Fprintf(w, "\nexit %s, %s tokens, %s, %d progress records (%d bad lines)\n", exit, tokens(inv), cost(inv), inv.ProgressCount, inv.ProgressBad)
+	fmt.Fprintf(w, "\nexit %s, %s tokens, %s, %s", exit, tokens(inv), cost(inv), plural(inv.ProgressCount, "progress record"))
+	// The coordinator counts bad lines when the run ends.
+	if inv.FinishedAt != "" {
+		fmt.Fprintf(w, " (%s skipped as bad)", plural(inv.ProgressBad, "line"))
+	}
+	fmt.Fprintln(w)
 	if inv.ReplyEventID != "" {
 		fmt.Fprintf(w, "reply %s\n", inv.ReplyEventID)
 	}
@@ -170,7 +175,7 @@ func printProgress(w io.Writer, ps []state.Progress, last int64) int64 {
 		if kind == "" {
 			kind = "-"
 		}
-		fmt.Fprintf(w, "%s  %-8s %s\n", ts, kind, firstLine(p.Status))
+		fmt.Fprintf(w, "%s  %-11s %s\n", ts, kind, firstLine(p.Status))
 		last = p.ID
 	}
 	return last
@@ -195,4 +200,26 @@ func cost(inv state.Invocation) string {
 		return "-"
 	}
 	return fmt.Sprintf("$%.4f", inv.CostUSD)
+}
+
+// runDuration is an invocation's duration for the list: its final one
+// once it ended, the time it has run so far (to the second) while it
+// runs, "-" while it waits in the queue.
+func runDuration(inv state.Invocation, now time.Time) string {
+	if inv.FinishedAt != "" {
+		return (time.Duration(inv.DurationMS) * time.Millisecond).String()
+	}
+	started, err := time.Parse(agentbridge.TimeLayout, inv.StartedAt)
+	if err != nil {
+		return "-"
+	}
+	return now.Sub(started).Round(time.Second).String()
+}
+
+// plural is "1 line", "2 lines".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

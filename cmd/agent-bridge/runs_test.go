@@ -15,6 +15,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -201,4 +202,23 @@ func TestInvocationsFollowAndCancelRace(t *testing.T) {
 	}
 	t.Logf("%d of %d rounds replied before the cancel", replied, rounds)
 	p.terminate(t)
+}
+
+func TestRunDurationAndPlural(t *testing.T) {
+	now := time.Date(2026, 11, 23, 21, 0, 30, 0, time.UTC)
+	for _, c := range []struct {
+		inv  state.Invocation
+		want string
+	}{
+		{state.Invocation{Status: "queued"}, "-"},
+		{state.Invocation{Status: "running", StartedAt: "2026-11-23T21:00:17.600000Z"}, "12s"},
+		{state.Invocation{Status: "succeeded", StartedAt: "2026-11-23T21:00:17.600000Z", FinishedAt: "2026-11-23T21:00:18.000000Z", DurationMS: 400}, "400ms"},
+	} {
+		if got := runDuration(c.inv, now); got != c.want {
+			t.Errorf("runDuration(%s) = %q, want %q", c.inv.Status, got, c.want)
+		}
+	}
+	if got := plural(1, "line") + ", " + plural(0, "line") + ", " + plural(3, "progress record"); got != "1 line, 0 lines, 3 progress records" {
+		t.Errorf("plural: %q", got)
+	}
 }
