@@ -122,7 +122,7 @@ type InvocationsResponse struct {
 
 func (c *Coordinator) handleInvocations(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := state.Filter{Thread: q.Get("thread"), Status: q.Get("status")}
+	f := state.Filter{Thread: q.Get("thread"), Participant: q.Get("participant"), Status: q.Get("status")}
 	if f.Status != "" && !state.ValidStatus(f.Status) {
 		writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "status",
 			"%q is not an invocation status: use queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed.", f.Status))

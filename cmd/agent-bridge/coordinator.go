@@ -258,6 +258,7 @@ func (m *Main) runInvocations(ctx context.Context, args []string) error {
 	}
 	fs := m.newFlagSet("invocations")
 	thread := fs.String("thread", "", "only this thread")
+	participant := fs.String("participant", "", "only this participant's")
 	status := fs.String("status", "", "only this status: queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed")
 	limit := fs.Int("limit", 100, "at most this many, newest first")
 	asJSON := fs.Bool("json", false, "print the records as JSON")
@@ -278,6 +279,9 @@ func (m *Main) runInvocations(ctx context.Context, args []string) error {
 	q := url.Values{"limit": {strconv.Itoa(*limit)}}
 	if *thread != "" {
 		q.Set("thread", *thread)
+	}
+	if *participant != "" {
+		q.Set("participant", *participant)
 	}
 	if *status != "" {
 		q.Set("status", *status)

@@ -417,6 +417,14 @@ func TestCoordinatorCommandInProcess(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "succeeded") || !strings.Contains(out, answered.ID) {
 		t.Errorf("invocations = %d:\n%s", code, out)
 	}
+	out, code = run("invocations", "--participant", "alice", "--coordinator-url", e.statusURL)
+	if code != 0 || !strings.Contains(out, answered.ID) {
+		t.Errorf("invocations --participant alice = %d:\n%s", code, out)
+	}
+	out, code = run("invocations", "--participant", "bob", "--coordinator-url", e.statusURL)
+	if code != 0 || strings.TrimSpace(out) != "no invocations" {
+		t.Errorf("invocations --participant bob = %d:\n%s", code, out)
+	}
 	// Without the flag, env BRIDGE_COORDINATOR_URL names the status API, as for serve.
 	var envOut, envErr bytes.Buffer
 	envMain := &Main{Stdin: strings.NewReader(""), Stdout: &envOut, Stderr: &envErr, Getenv: func(k string) string {

@@ -92,7 +92,7 @@ Client:
   tail THREAD | tail --all
   prompt         render an adapter payload (stdin) as a prompt
   adapter-stream claude|codex  a CLI's JSON events (stdin) to reply and progress
-  invocations [--status S]  the coordinator's invocation records
+  invocations [--thread T] [--participant P] [--status S]  the coordinator's invocation records
   invocations show ID [--follow] | invocations cancel ID
   cancel THREAD ID  stop a participant's queued and running invocations
   sessions [--thread T] | sessions reset THREAD ID  the CLI sessions kept per participant

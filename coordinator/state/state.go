@@ -479,8 +479,9 @@ func (d *DB) Unfinished(ctx context.Context) ([]Invocation, error) {
 
 // Filter selects invocation records; zero fields match everything.
 type Filter struct {
-	Thread string
-	Status string
+	Thread      string
+	Participant string
+	Status      string
 	// Limit caps the count (0 = 100).
 	Limit int
 }
@@ -492,6 +493,10 @@ func (d *DB) Invocations(ctx context.Context, f Filter) ([]Invocation, error) {
 	if f.Thread != "" {
 		where = append(where, "thread = ?")
 		args = append(args, f.Thread)
+	}
+	if f.Participant != "" {
+		where = append(where, "participant = ?")
+		args = append(args, f.Participant)
 	}
 	if f.Status != "" {
 		where = append(where, "status = ?")
