@@ -98,7 +98,7 @@ func (s *Server) waitForReply(ctx context.Context, req *mcp.CallToolRequest, in 
 		out := toEventOut(reply)
 		return textResult(b.String()), waitOut{Status: statusReplied, Reply: &out, WaitedS: waited}, nil
 	case errors.Is(err, errWaitTimeout):
-		msg := fmt.Sprintf("No reply to %s in %s after %d seconds. Call wait_for_reply again to keep waiting, or read_thread to see what happened.", in.EventID, in.Thread, int(timeout.Seconds()))
+		msg := fmt.Sprintf("No reply to %s in %s after %d s. Call wait_for_reply again to keep waiting, or read_thread to see what happened.", in.EventID, in.Thread, int(timeout.Seconds()))
 		return textResult(msg), waitOut{Status: statusTimeout, WaitedS: waited}, nil
 	default:
 		return nil, waitOut{}, s.toolError(err)
