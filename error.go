@@ -32,6 +32,10 @@ const (
 	ECodeHeadersTooLarge  = "headers_too_large"
 	// ECodeNotRunning: a cancel of an invocation that has already ended.
 	ECodeNotRunning = "not_running"
+	// ECodeUnsupportedMediaType refuses a body not sent as
+	// application/json: a form or text/plain body is what a browser can
+	// send to any site without asking (a "simple request").
+	ECodeUnsupportedMediaType = "unsupported_media_type"
 )
 
 // Error is the error a client sees. It is serialised as

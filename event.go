@@ -80,8 +80,9 @@ type Meta struct {
 	Tags []string
 	// Via names the daemon that posted on a participant's behalf.
 	Via string
-	// Hop is the provenance hop count the coordinator stamps on replies
-	// (nil when absent).
+	// Hop is the provenance hop count the bridge assigns to every message
+	// (contract 5.1; nil on other events and on messages stored before
+	// it). Clients may not send it: see Admit and AssignHop.
 	Hop *int
 	// Extra holds every other key as raw JSON.
 	Extra map[string]json.RawMessage
@@ -268,6 +269,9 @@ func ParseEventInput(body []byte) (EventInput, error) {
 	if raw == nil {
 		return EventInput{}, Errorf(ECodeInvalidJSON, "The request body must be a JSON object.")
 	}
+	if err := CheckJSONText(body); err != nil {
+		return EventInput{}, err
+	}
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
 		keys = append(keys, k)
@@ -295,6 +299,11 @@ func ParseEventInput(body []byte) (EventInput, error) {
 			if err := json.Unmarshal(v, &s); err != nil {
 				return EventInput{}, FieldErrorf(ECodeInvalidField, k, "The field %q must be a string.", k)
 			}
+			if s == "" && k != "from" {
+				// Only an absent (or null) type or to takes the default:
+				// an empty string is more likely a client's bug.
+				return EventInput{}, FieldErrorf(ECodeInvalidField, k, "The field %q must not be empty; leave it out to take the default (%s).", k, fieldDefault(k))
+			}
 			switch k {
 			case "type":
 				in.Type = s
@@ -314,6 +323,17 @@ func ParseEventInput(body []byte) (EventInput, error) {
 		}
 	}
 	return in, nil
+}
+
+// fieldDefault says what an absent event field means, for error messages.
+func fieldDefault(k string) string {
+	switch k {
+	case "type":
+		return "a message"
+	case "to":
+		return "everyone"
+	}
+	return "none: it is required"
 }
 
 func jsonErrText(err error) string {

@@ -138,3 +138,35 @@ func FuzzFold(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCheckJSONText checks that a body CheckJSONText accepts decodes
+// without encoding/json inventing a U+FFFD, and that a refusal of a valid
+// JSON object names a field or says the body is not text.
+func FuzzCheckJSONText(f *testing.F) {
+	for _, s := range []string{
+		`{"content":"h\u00e9llo \ud83d\ude00"}`, "{\"content\":\"caf\xe9\"}", `{"a":"\ud800"}`,
+		`{"a":{"b":["\udc00"]}}`, `{"a":"\\ud800"}`, `{"a":"\ufffd"}`, "{\"a\":\"\xef\xbf\xbd\"}", `[]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if !json.Valid(body) {
+			return
+		}
+		err := CheckJSONText(body)
+		var v any
+		if json.Unmarshal(body, &v) != nil {
+			return
+		}
+		out, _ := json.Marshal(v)
+		invented := bytes.Contains(out, []byte(`\ufffd`)) || bytes.Contains(out, []byte("\xef\xbf\xbd"))
+		literal := bytes.Contains(bytes.ToLower(body), []byte(`\ufffd`)) || bytes.Contains(body, []byte("\xef\xbf\xbd"))
+		if err == nil && invented && !literal {
+			t.Fatalf("accepted %q, which decodes with U+FFFD: %s", body, out)
+		}
+		var e *Error
+		if err != nil && (!errors.As(err, &e) || (e.Code != ECodeInvalidField && e.Code != ECodeInvalidJSON)) {
+			t.Fatalf("refused %q with %v", body, err)
+		}
+	})
+}

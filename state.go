@@ -119,15 +119,15 @@ func (s ThreadState) Normalize() ThreadState {
 }
 
 // Hop returns the provenance hop count of message e given the state before
-// it: 0 for a human's message, meta.hop when present (the coordinator stamps
-// replies with their trigger's hop + 1), otherwise one more than the
-// thread's previous message.
+// it: meta.hop, which the bridge assigns to every message (see AssignHop),
+// and for a message stored before it did, 0 from a human and otherwise one
+// more than the thread's previous message.
 func Hop(s ThreadState, e Event, humans Humans) int {
-	if humans.Has(e.From) {
-		return 0
-	}
 	if e.Meta.Hop != nil {
 		return *e.Meta.Hop
+	}
+	if humans.Has(e.From) {
+		return 0
 	}
 	return s.LastHop + 1
 }
@@ -159,8 +159,8 @@ func Fold(s ThreadState, e Event, humans Humans) ThreadState {
 		inv := Invite{ID: c.Invite.ParticipantID, Profile: c.Invite.Profile, InvitedBy: e.From, InvitedAt: e.TS}
 		list := slices.Clone(s.Participants.Invited)
 		if i := slices.IndexFunc(list, func(x Invite) bool { return x.ID == inv.ID }); i >= 0 {
-			inv.InvitedAt = list[i].InvitedAt
-			inv.InvitedBy = list[i].InvitedBy
+			// In place, but by and at of the latest invite, as the
+			// original's state has it.
 			list[i] = inv
 		} else {
 			list = append(list, inv)

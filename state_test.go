@@ -184,8 +184,8 @@ func TestFold(t *testing.T) {
 			if got := invitedIDs(s); !slices.Equal(got, []string{"a", "b"}) {
 				t.Errorf("invited = %q", got)
 			}
-			if inv.Profile.Model != "m2" || inv.InvitedBy != "user" || inv.InvitedAt != "ts-user" {
-				t.Errorf("re-invited = %+v, want the new profile with the first invitation's by/at", inv)
+			if inv.Profile.Model != "m2" || inv.InvitedBy != "codex" || inv.InvitedAt != "ts-codex" {
+				t.Errorf("re-invited = %+v, want the new profile with the latest invitation's by/at", inv)
 			}
 		}},
 		{"uninvite from anyone", []Event{inviteEvent("user", "a", "c", "m"), inviteEvent("user", "b", "c", "m"), control("b", `{"uninvite":{"participant_id":"a"}}`)}, func(t *testing.T, s ThreadState) {
@@ -400,7 +400,7 @@ func TestHop(t *testing.T) {
 		want int
 	}{
 		{"human", 5, message("user", nil), 0},
-		{"human ignores a stamped hop", 5, message("user", n(3)), 0},
+		{"the bridge's hop wins over the human list", 5, message("user", n(3)), 3},
 		{"stamped reply", 1, message("codex", n(4)), 4},
 		{"stamped zero", 3, message("codex", n(0)), 0},
 		{"unstamped agent", 2, message("codex", nil), 3},

@@ -6,7 +6,7 @@ import "context"
 const MaxEventsLimit = 10000
 
 // CreateThreadRequest creates a thread. ID is optional (the server assigns a
-// ULID); Name defaults to "untitled"; From defaults to "user".
+// ULID); Name defaults to "Untitled"; From defaults to "user".
 type CreateThreadRequest struct {
 	ID   string
 	Name string

@@ -74,6 +74,38 @@ func TestValidation(t *testing.T) {
 		{"unknown route", "GET", "/nowhere", "", nil, 404, "not_found", ""},
 		{"wrong method", "DELETE", "/threads", "", nil, 405, "method_not_allowed", ""},
 		{"login unknown field", "POST", "/auth/login", `{"tok":"x"}`, nil, 400, "unknown_field", "tok"},
+		// A body must be declared as JSON: curl -d without -H sends a form,
+		// and a form or text/plain is what any web page can post here.
+		{"event as a form", "POST", "/threads/t1/events", `{"from":"user","content":"hi"}`, []string{"Content-Type: application/x-www-form-urlencoded"}, 415, "unsupported_media_type", ""},
+		{"event as text", "POST", "/threads/t1/events", `{"from":"user","content":"hi"}`, []string{"Content-Type: text/plain"}, 415, "unsupported_media_type", ""},
+		{"event without a type", "POST", "/threads/t1/events", `{"from":"user","content":"hi"}`, []string{"Content-Type:"}, 415, "unsupported_media_type", ""},
+		{"event in latin-1", "POST", "/threads/t1/events", `{"from":"user","content":"hi"}`, []string{"Content-Type: application/json; charset=iso-8859-1"}, 415, "unsupported_media_type", ""},
+		{"thread as a form", "POST", "/threads", `{"name":"x"}`, []string{"Content-Type: application/x-www-form-urlencoded"}, 415, "unsupported_media_type", ""},
+		{"presence as text", "POST", "/threads/t1/presence", `{"from":"codex","state":"idle"}`, []string{"Content-Type: text/plain"}, 415, "unsupported_media_type", ""},
+		{"login as a form", "POST", "/auth/login", `{"token":"x"}`, []string{"Content-Type: multipart/form-data; boundary=x"}, 415, "unsupported_media_type", ""},
+		{"suggest as text", "POST", "/suggest", `{"from":"codex","title":"t"}`, []string{"Content-Type: text/plain"}, 415, "unsupported_media_type", ""},
+		// Invalid UTF-8 is refused, naming the field, rather than stored as U+FFFD.
+		{"content not utf-8", "POST", "/threads/t1/events", "{\"from\":\"user\",\"content\":\"caf\xe9\"}", nil, 400, "invalid_field", "content"},
+		{"meta not utf-8", "POST", "/threads/t1/events", "{\"from\":\"user\",\"content\":\"x\",\"meta\":{\"via\":\"\xff\"}}", nil, 400, "invalid_field", "meta.via"},
+		{"lone surrogate", "POST", "/threads/t1/events", `{"from":"user","content":"\ud800"}`, nil, 400, "invalid_field", "content"},
+		{"thread name not utf-8", "POST", "/threads", "{\"name\":\"\xfe\"}", nil, 400, "invalid_field", "name"},
+		{"presence details not utf-8", "POST", "/threads/t1/presence", "{\"from\":\"codex\",\"state\":\"idle\",\"details\":{\"model\":\"\xff\"}}", nil, 400, "invalid_field", "details.model"},
+		// An empty string is not the default.
+		{"empty to", "POST", "/threads/t1/events", `{"from":"user","to":"","content":"hi"}`, nil, 400, "invalid_field", "to"},
+		{"empty type", "POST", "/threads/t1/events", `{"type":"","from":"user","content":"hi"}`, nil, 400, "invalid_field", "type"},
+		{"client hop", "POST", "/threads/t1/events", `{"from":"codex","content":"hi","meta":{"hop":0}}`, nil, 400, "field_not_allowed", "meta.hop"},
+		{"thread empty name", "POST", "/threads", `{"name":""}`, nil, 400, "invalid_field", "name"},
+		{"thread empty id", "POST", "/threads", `{"id":""}`, nil, 400, "invalid_field", "id"},
+		{"thread empty from", "POST", "/threads", `{"from":""}`, nil, 400, "invalid_field", "from"},
+		{"presence empty from", "POST", "/threads/t1/presence", `{"from":"","state":"idle"}`, nil, 400, "invalid_field", "from"},
+		{"presence empty state", "POST", "/threads/t1/presence", `{"from":"codex","state":""}`, nil, 400, "invalid_field", "state"},
+		{"presence details a string", "POST", "/threads/t1/presence", `{"from":"codex","state":"idle","details":"gpt-5"}`, nil, 400, "invalid_field", "details"},
+		{"presence details a list", "POST", "/threads/t1/presence", `{"from":"codex","state":"idle","details":[1]}`, nil, 400, "invalid_field", "details"},
+		{"suggest missing from", "POST", "/suggest", `{"title":"t","description":"d"}`, nil, 400, "missing_field", "from"},
+		{"suggest missing title", "POST", "/suggest", `{"from":"codex","description":"d"}`, nil, 400, "missing_field", "title"},
+		{"suggest title too long", "POST", "/suggest", `{"from":"codex","title":"` + strings.Repeat("t", 201) + `"}`, nil, 400, "invalid_field", "title"},
+		{"suggest unknown field", "POST", "/suggest", `{"from":"codex","title":"t","priority":1}`, nil, 400, "unknown_field", "priority"},
+		{"suggestions bad status", "GET", "/suggestions?status=Not%20One", "", nil, 400, "invalid_field", "status"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

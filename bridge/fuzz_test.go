@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -35,8 +36,13 @@ func FuzzEventsPost(f *testing.F) {
 	}
 	h := srv.Handler()
 	ctx := context.Background()
+	post := func(path, body string) *http.Request {
+		r := httptest.NewRequest("POST", "http://127.0.0.1"+path, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		return r
+	}
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("POST", "http://127.0.0.1/threads", strings.NewReader(`{"id":"fz"}`)))
+	h.ServeHTTP(rec, post("/threads", `{"id":"fz"}`))
 	if rec.Code != 200 {
 		f.Fatalf("create thread: %d %s", rec.Code, rec.Body)
 	}
@@ -46,7 +52,7 @@ func FuzzEventsPost(f *testing.F) {
 			t.Fatal(err)
 		}
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("POST", "http://127.0.0.1/threads/fz/events", strings.NewReader(body)))
+		h.ServeHTTP(rec, post("/threads/fz/events", body))
 		after, err := st.Head(ctx)
 		if err != nil {
 			t.Fatal(err)

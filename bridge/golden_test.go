@@ -51,6 +51,8 @@ func TestV0Golden(t *testing.T) {
 		{"presence_post", "POST", "/threads/t1/presence", `{"from":"codex","state":"thinking","details":{"note":"reading"}}`, 200},
 		{"presence_get", "GET", "/threads/t1/presence", "", 200},
 		{"poll", "GET", "/events?after=1", "", 200},
+		{"suggest_post", "POST", "/suggest", `{"from":"codex","title":"Shorter primer","description":"It repeats itself."}`, 200},
+		{"suggestions_get", "GET", "/suggestions", "", 200},
 		{"error_missing_field", "POST", "/threads/t1/events", `{"content":"no sender"}`, 400},
 		{"error_not_found", "GET", "/threads/t1/nothing", "", 404},
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"slices"
 	"sort"
@@ -46,6 +47,9 @@ const exactReadMax = 64 << 10
 // goes through MaxBytesReader, which also closes the connection when it is
 // too large.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if err := checkJSONType(r); err != nil {
+		return nil, err
+	}
 	if n := r.ContentLength; n >= 0 && n <= min(s.opts.MaxBody, exactReadMax) {
 		b := make([]byte, n)
 		if _, err := io.ReadFull(r.Body, b); err != nil {
@@ -62,6 +66,28 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		return nil, fmt.Errorf("read request body: %w", err)
 	}
 	return b, nil
+}
+
+// checkJSONType refuses a request body that is not declared as JSON. A
+// form or text/plain body (curl -d without -H, an HTML form) would
+// otherwise be read as JSON, and it is what any web page can make a browser
+// send to this server without a CORS preflight. A request without a body
+// needs no type.
+func checkJSONType(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "application/json" || r.ContentLength == 0 {
+		return nil
+	}
+	if mt, params, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
+		if cs, ok := params["charset"]; !ok || strings.EqualFold(cs, "utf-8") {
+			return nil
+		}
+	}
+	if ct == "" {
+		ct = "none"
+	}
+	return agentbridge.Errorf(agentbridge.ECodeUnsupportedMediaType,
+		"The request body must be JSON sent with the header \"Content-Type: application/json\" (this request's type: %s); with curl, add -H 'Content-Type: application/json'.", clipQuery(ct))
 }
 
 // decodeStrict decodes a JSON object body into v. Fields lists the accepted
@@ -83,6 +109,9 @@ func decodeStrictBytes(body []byte, v any, fields []string) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
 		return agentbridge.Errorf(agentbridge.ECodeInvalidJSON, "The request body must be a JSON object.")
+	}
+	if err := agentbridge.CheckJSONText(body); err != nil {
+		return err
 	}
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
@@ -146,11 +175,12 @@ func (s *Server) handleThreadsGet(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// createThreadBody is the body of POST /threads; every field is optional.
+// createThreadBody is the body of POST /threads; every field is optional,
+// but one that is sent must not be empty.
 type createThreadBody struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	From string `json:"from"`
+	ID   *string `json:"id"`
+	Name *string `json:"name"`
+	From *string `json:"from"`
 }
 
 func (s *Server) handleThreadsPost(w http.ResponseWriter, r *http.Request) error {
@@ -158,18 +188,26 @@ func (s *Server) handleThreadsPost(w http.ResponseWriter, r *http.Request) error
 	if err := s.decodeStrict(w, r, &body, []string{"id", "name", "from"}, true); err != nil {
 		return err
 	}
-	if body.ID != "" && !agentbridge.ThreadIDPattern.MatchString(body.ID) {
-		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "id", "The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit.", clipQuery(body.ID))
+	var req agentbridge.CreateThreadRequest
+	if body.ID != nil {
+		if req.ID = *body.ID; !agentbridge.ThreadIDPattern.MatchString(req.ID) {
+			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "id", "The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit (or leave it out to get one).", clipQuery(req.ID))
+		}
 	}
-	if body.Name != "" {
-		if err := agentbridge.ValidateThreadName(body.Name); err != nil {
+	if body.Name != nil {
+		if req.Name = *body.Name; req.Name == "" {
+			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "name", "A thread name must not be empty; leave it out to get \"Untitled\".")
+		}
+		if err := agentbridge.ValidateThreadName(req.Name); err != nil {
 			return err
 		}
 	}
-	if body.From != "" && !agentbridge.ParticipantIDPattern.MatchString(body.From) {
-		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "from", "The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clipQuery(body.From))
+	if body.From != nil {
+		if req.From = *body.From; !agentbridge.ParticipantIDPattern.MatchString(req.From) {
+			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "from", "The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit (or leave it out for \"user\").", clipQuery(req.From))
+		}
 	}
-	th, ev, err := s.store.CreateThread(r.Context(), agentbridge.CreateThreadRequest{ID: body.ID, Name: body.Name, From: body.From})
+	th, ev, err := s.store.CreateThread(r.Context(), req)
 	if err != nil {
 		return storeErr("create thread", err)
 	}

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"sort"
@@ -59,6 +60,13 @@ func (p *presenceHub) set(thread string, in agentbridge.PresenceInput) agentbrid
 		}
 	}
 	e := presenceEntry{state: in.State, details: in.Details, at: now}
+	if in.Details == nil {
+		// A report without details keeps the last ones, as the original
+		// did: its UI shows client and model from them.
+		e.details = m[in.From].details
+	} else if isJSONNull(in.Details) {
+		e.details = nil
+	}
 	m[in.From] = e
 	pr := p.view(in.From, e, now)
 	pr.Thread = thread
@@ -129,21 +137,33 @@ func (s *Server) handlePresenceGet(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
+// presenceBody is the body of POST /threads/{id}/presence. Details, when
+// sent, must be an object (null clears them); absent, they stay as they were.
+type presenceBody struct {
+	From    *string         `json:"from"`
+	State   *string         `json:"state"`
+	Details json.RawMessage `json:"details"`
+}
+
 func (s *Server) handlePresencePost(w http.ResponseWriter, r *http.Request) error {
-	var in agentbridge.PresenceInput
-	if err := s.decodeStrict(w, r, &in, []string{"from", "state", "details"}, false); err != nil {
+	var body presenceBody
+	if err := s.decodeStrict(w, r, &body, []string{"from", "state", "details"}, false); err != nil {
 		return err
 	}
+	var in agentbridge.PresenceInput
 	switch {
-	case in.From == "":
+	case body.From == nil:
 		return agentbridge.FieldErrorf(agentbridge.ECodeMissingField, "from", "The field \"from\" is required: say whose presence this is.")
-	case !agentbridge.ParticipantIDPattern.MatchString(in.From):
-		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "from", "The participant id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clipQuery(in.From))
-	case in.State == "":
+	case !agentbridge.ParticipantIDPattern.MatchString(*body.From):
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "from", "The participant id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clipQuery(*body.From))
+	case body.State == nil:
 		return agentbridge.FieldErrorf(agentbridge.ECodeMissingField, "state", "The field \"state\" is required: one of listening, thinking, typing, idle, offline.")
-	case !agentbridge.ValidPresenceState(in.State):
-		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "state", "The presence state %q is not one of listening, thinking, typing, idle, offline.", clipQuery(in.State))
+	case !agentbridge.ValidPresenceState(*body.State):
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "state", "The presence state %q is not one of listening, thinking, typing, idle, offline.", clipQuery(*body.State))
+	case body.Details != nil && !isJSONNull(body.Details) && !isJSONObject(body.Details):
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "details", "Presence details must be a JSON object, such as {\"client\": \"codex\", \"model\": \"gpt-5\"}.")
 	}
+	in.From, in.State, in.Details = *body.From, *body.State, body.Details
 	id := chi.URLParam(r, "id")
 	if _, err := s.store.Thread(r.Context(), id); err != nil {
 		return storeErr("presence thread", err)
@@ -151,4 +171,11 @@ func (s *Server) handlePresencePost(w http.ResponseWriter, r *http.Request) erro
 	pr := s.presence.set(id, in)
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "presence": pr})
 	return nil
+}
+
+func isJSONNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "null" }
+
+func isJSONObject(b json.RawMessage) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{'
 }

@@ -169,7 +169,9 @@ func TestReceiptsSurviveRestart(t *testing.T) {
 	}
 	serve := func(srv *Server, method, path, body string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(rec, httptest.NewRequest(method, "http://127.0.0.1"+path, strings.NewReader(body)))
+		req := httptest.NewRequest(method, "http://127.0.0.1"+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		srv.Handler().ServeHTTP(rec, req)
 		return rec
 	}
 	st, srv := open()

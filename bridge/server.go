@@ -190,38 +190,87 @@ func (s *Server) routes() http.Handler {
 		return agentbridge.Errorf(agentbridge.ECodeMethodNotAllowed, "%s is not allowed on %s.", r.Method, r.URL.Path)
 	}))
 
-	r.Get("/ping", s.h(s.handlePing))
-	r.Get("/healthz", s.h(s.handleHealthz))
-	r.Get("/metrics", s.metrics.handler().ServeHTTP)
-	r.Post("/auth/login", s.h(s.handleLogin))
-	r.Post("/auth/logout", s.h(s.handleLogout))
-
-	r.Get("/threads", s.h(s.handleThreadsGet))
-	r.Post("/threads", s.h(s.handleThreadsPost))
-	r.Get("/threads/{id}", s.h(s.handleThreadGet))
-	r.Get("/threads/{id}/events", s.h(s.handleEventsGet))
-	r.Post("/threads/{id}/events", s.h(s.handleEventsPost))
-	r.Get("/threads/{id}/events/stream", s.h(s.handleThreadStream))
-	r.Get("/threads/{id}/state", s.h(s.handleStateGet))
-	r.Get("/threads/{id}/transcript", s.h(s.handleTranscript))
-	r.Get("/threads/{id}/presence", s.h(s.handlePresenceGet))
-	r.Post("/threads/{id}/presence", s.h(s.handlePresencePost))
-	if s.receipts != nil {
-		r.Get("/threads/{id}/receipts", s.h(s.handleReceiptsGet))
-		r.Put("/threads/{id}/receipts/{event}/{participant}", s.h(s.handleReceiptPut))
+	for _, rt := range s.api() {
+		if s.receipts == nil && strings.Contains(rt.pattern, "/receipts") {
+			continue // the store keeps no receipts
+		}
+		r.Method(rt.method, rt.pattern, s.h(rt.handle))
 	}
-
-	r.Get("/events", s.h(s.handleEventsPoll))
-	r.Get("/events/stream", s.h(s.handleGlobalStream))
-
+	r.Get("/metrics", s.metrics.handler().ServeHTTP)
 	if s.opts.UI != nil {
 		r.Handle("/ui", s.opts.UI)
 		r.Handle("/ui/*", s.opts.UI)
-		r.Get("/", func(w http.ResponseWriter, r *http.Request) {
-			http.Redirect(w, r, "/ui", http.StatusFound)
-		})
 	}
 	return r
+}
+
+// route is one API endpoint: how it is matched, what it does in a phrase
+// (for the index GET / answers), and its handler.
+type route struct {
+	method, pattern, doc string
+	handle               handlerFunc
+}
+
+// api lists every endpoint but /metrics and the UI, in the order the index
+// shows them.
+func (s *Server) api() []route {
+	return []route{
+		{"GET", "/", "this index (a browser asking for HTML is sent to /ui)", s.handleIndex},
+		{"GET", "/ping", "liveness and version", s.handlePing},
+		{"GET", "/healthz", "ok when the event store answers", s.handleHealthz},
+		{"POST", "/auth/login", "exchange the token for a browser cookie", s.handleLogin},
+		{"POST", "/auth/logout", "clear the login cookie", s.handleLogout},
+		{"GET", "/threads", "list threads, most recently updated first (?limit, ?after)", s.handleThreadsGet},
+		{"POST", "/threads", "create a thread {id?, name?, from?}", s.handleThreadsPost},
+		{"GET", "/threads/{id}", "one thread", s.handleThreadGet},
+		{"GET", "/threads/{id}/events", "a thread's events (?since, ?after, ?tail, ?until, ?limit)", s.handleEventsGet},
+		{"POST", "/threads/{id}/events", "append an event {type?, from, to?, content, meta?}", s.handleEventsPost},
+		{"GET", "/threads/{id}/events/stream", "a thread's events as Server-Sent Events", s.handleThreadStream},
+		{"GET", "/threads/{id}/state", "a thread's derived state (?at)", s.handleStateGet},
+		{"GET", "/threads/{id}/transcript", "a thread as text to read", s.handleTranscript},
+		{"GET", "/threads/{id}/presence", "who is present in a thread", s.handlePresenceGet},
+		{"POST", "/threads/{id}/presence", "report presence {from, state, details?}", s.handlePresencePost},
+		{"GET", "/threads/{id}/receipts", "delivery receipts of a thread's events", s.handleReceiptsGet},
+		{"PUT", "/threads/{id}/receipts/{event}/{participant}", "record a delivery receipt", s.handleReceiptPut},
+		{"GET", "/events", "events of all threads, long-polling (?after, ?wait, ?limit)", s.handleEventsPoll},
+		{"GET", "/events/stream", "events of all threads and presence as Server-Sent Events", s.handleGlobalStream},
+		{"POST", "/suggest", "suggest an improvement {from, title, description}", s.handleSuggestPost},
+		{"GET", "/suggestions", "the suggestions sent (?status)", s.handleSuggestionsGet},
+	}
+}
+
+// indexEntry is one endpoint in the answer of GET /.
+type indexEntry struct {
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	Doc    string `json:"doc"`
+}
+
+// handleIndex sends a browser (which asks for HTML) to the UI and answers
+// anyone else with the list of endpoints, as the original did.
+func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) error {
+	if s.opts.UI != nil && strings.Contains(r.Header.Get("Accept"), "text/html") {
+		http.Redirect(w, r, "/ui", http.StatusFound)
+		return nil
+	}
+	routes := s.api()
+	list := make([]indexEntry, 0, len(routes)+2)
+	for _, rt := range routes {
+		list = append(list, indexEntry{rt.method, rt.pattern, rt.doc})
+	}
+	list = append(list, indexEntry{"GET", "/metrics", "Prometheus metrics"})
+	ui := ""
+	if s.opts.UI != nil {
+		ui = "/ui"
+		list = append(list, indexEntry{"GET", "/ui", "the web UI"})
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Server    string       `json:"server"`
+		Version   string       `json:"version"`
+		UI        string       `json:"ui,omitempty"`
+		Endpoints []indexEntry `json:"endpoints"`
+	}{"agent-bridge", s.opts.Version, ui, list})
+	return nil
 }
 
 // Handler returns the server's HTTP handler, with the security gate, for

@@ -221,6 +221,8 @@ func codeForStatus(status int) string {
 		return agentbridge.ECodeBodyTooLarge
 	case http.StatusRequestHeaderFieldsTooLarge:
 		return agentbridge.ECodeHeadersTooLarge
+	case http.StatusUnsupportedMediaType:
+		return agentbridge.ECodeUnsupportedMediaType
 	case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout, http.StatusTooManyRequests:
 		return agentbridge.ECodeUnavailable
 	default:

@@ -130,11 +130,11 @@ func (c *Coordinator) replyOutcome(ctx context.Context, cfg *Config, inv state.I
 		return agentbridge.EventInput{}
 	}
 	o.Status = state.StatusSucceeded
-	hop := inv.Hop + 1
+	// No meta.hop: the bridge assigns it from reply_to (contract 5.1).
 	post := agentbridge.EventInput{
 		Type: agentbridge.TypeMessage, From: inv.Participant, To: agentbridge.ToAll,
 		Content: mustJSON(adapters.TruncateReply(stdout, cfg.MaxReplyChars)),
-		Meta:    agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator"}, Hop: &hop},
+		Meta:    agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator"}},
 	}
 	if d.Kind == DirectiveQuestion {
 		to, err := c.questionRecipient(ctx, inv.Thread, in.trigger, in.p.ContextWindow, cfg.HumanIDs)

@@ -142,12 +142,11 @@ func (c *Coordinator) finishInterrupted(ctx context.Context, inv state.Invocatio
 // failed. meta.participant names the pair, so recovery can tell whose error
 // it is.
 func (c *Coordinator) errorPost(cfg *Config, inv state.Invocation, msg string) agentbridge.EventInput {
-	hop := inv.Hop + 1
 	text := fmt.Sprintf("%s could not answer: %s", inv.Participant, msg)
 	return agentbridge.EventInput{
 		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: agentbridge.ToAll,
 		Content: mustJSON(adapters.TruncateReply(text, cfg.MaxReplyChars)),
-		Meta: agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "error"}, Hop: &hop,
+		Meta: agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "error"},
 			Extra: map[string]json.RawMessage{metaParticipant: mustJSON(inv.Participant)}},
 	}
 }
@@ -335,6 +334,9 @@ func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post js
 	}
 	var last agentbridge.Event
 	for i, in := range posts {
+		// A post recorded before the bridge assigned hops carries the one
+		// the coordinator stamped then, which the bridge now refuses.
+		in.Meta.Hop = nil
 		key := replyKey(inv)
 		if i < len(posts)-1 {
 			key = idempotencyKey(inv.TriggerID, inv.Participant+"\x00part"+strconv.Itoa(i))
@@ -409,6 +411,7 @@ func (c *Coordinator) postNotice(ctx context.Context, n state.Notice) {
 		_ = c.db.NoticePosted(ledger, n.TriggerID, n.Kind, "")
 		return
 	}
+	in.Meta.Hop = nil // recorded before the bridge assigned hops (see deliver)
 	key := idempotencyKey(n.TriggerID, "notice:"+n.Kind)
 	var b backoff
 	for {

@@ -53,8 +53,8 @@ type Decision struct {
 	Rule string `json:"rule"`
 	// Reason says why the event was skipped when Rule is "skip".
 	Reason string `json:"reason,omitempty"`
-	// Hop is the event's provenance hop count (agentbridge.Hop); replies to
-	// it are stamped Hop+1.
+	// Hop is the event's meta.hop, which the bridge assigns (contract 5.1;
+	// agentbridge.Hop); replies to it get Hop+1 from the bridge.
 	Hop int `json:"hop"`
 	// Invoke lists the participants to invoke, in order.
 	Invoke []Target `json:"invoke"`

@@ -198,11 +198,10 @@ func (c *Coordinator) cancelNotice(cfg *Config, inv state.Invocation, by string)
 	if by != "" {
 		text += " by " + by
 	}
-	hop := inv.Hop + 1
 	post := agentbridge.EventInput{
 		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: agentbridge.ToAll,
 		Content: mustJSON(text + "."),
-		Meta: agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "cancelled"}, Hop: &hop,
+		Meta: agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "cancelled"},
 			Extra: map[string]json.RawMessage{metaParticipant: mustJSON(inv.Participant)}},
 	}
 	return state.Notice{TriggerID: inv.TriggerID, Kind: "cancelled:" + inv.Participant, Thread: inv.Thread, Post: mustJSON(post)}

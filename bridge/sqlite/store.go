@@ -141,6 +141,9 @@ type Store struct {
 	cerr      error
 
 	entropy *ulid.MonotonicEntropy // used by the writer goroutine only
+	// lastSuggestion is the time of the last suggestion the writer stored,
+	// so that their timestamps strictly increase as events' do.
+	lastSuggestion time.Time
 
 	mu     sync.Mutex
 	notify chan struct{}

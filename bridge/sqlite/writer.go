@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -38,14 +39,17 @@ type request struct {
 	create *agentbridge.CreateThreadRequest
 	// receipt, when set, makes this a receipt write (see putReceipt).
 	receipt *agentbridge.ReceiptInput
+	// suggest, when set, makes the request a suggestion (see Suggest).
+	suggest *agentbridge.SuggestionInput
 	reply   chan response
 }
 
 type response struct {
-	event    agentbridge.Event
-	thread   agentbridge.Thread
-	replayed bool
-	err      error
+	event      agentbridge.Event
+	thread     agentbridge.Thread
+	suggestion agentbridge.Suggestion
+	replayed   bool
+	err        error
 	// rcpt is a receipt write's answer; isReceipt keeps it out of the
 	// append counters, changed says whether it wrote anything.
 	rcpt               agentbridge.Receipt
@@ -54,14 +58,15 @@ type response struct {
 
 // The writer's statements, prepared once on its connection.
 const (
-	wSelectHead = `SELECT t.name, e.ts, e.seq, s.state, e.hop
+	wSelectHead = `SELECT t.name, e.ts, e.seq, s.state, e.hop,
+			EXISTS (SELECT 1 FROM events WHERE thread = t.id AND type = 'message')
 		FROM threads t JOIN thread_state s ON s.thread = t.id
 		JOIN events e ON e.thread = t.id
 			AND e.seq = (SELECT max(seq) FROM events WHERE thread = t.id)
 		WHERE t.id = ?`
 	wSelectIdempotency = `SELECT event_id FROM idempotency WHERE thread = ? AND key = ?`
 	wSelectEventByID   = selectEvent + ` WHERE id = ?`
-	wSelectReplyTo     = `SELECT 1 FROM events WHERE id = ? AND thread = ?`
+	wSelectReplyTo     = `SELECT hop FROM events WHERE id = ? AND thread = ?`
 	wSelectThread      = `SELECT 1 FROM threads WHERE id = ?`
 	wInsertEvent       = `INSERT INTO events (id, thread, seq, ts, type, sender, recipient, content, meta, hop)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -158,7 +163,7 @@ func (s *Store) CreateThread(ctx context.Context, req agentbridge.CreateThreadRe
 			"The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit.", clip(req.ID))
 	}
 	if req.Name == "" {
-		req.Name = "untitled"
+		req.Name = "Untitled"
 	}
 	if err := agentbridge.ValidateThreadName(req.Name); err != nil {
 		return agentbridge.Thread{}, agentbridge.Event{}, err
@@ -334,6 +339,9 @@ type head struct {
 	lastSeq  int64                   // also the thread's event count: seq is gapless from 1
 	state    agentbridge.ThreadState // folded, LastHop included
 	stateKey string                  // stored form of state (see stateKey)
+	// messages is whether the thread holds a message: the first message
+	// of a thread that has none gets hop 0 (agentbridge.AssignHop).
+	messages bool
 	// nameDirty and stateDirty are set when the batch renamed the thread or
 	// changed stateKey, so that flush writes the threads or thread_state row
 	// only then: a message changes neither (but for one ending party mode,
@@ -452,7 +460,8 @@ func (s *Store) commit(reqs []*request) {
 	var committed, replayed, rejected uint64
 	for _, resp := range resps {
 		switch {
-		case resp.isReceipt:
+		case resp.isReceipt, resp.suggestion.ID != "":
+			// Not appends: they count nowhere and wake no reader.
 		case resp.err != nil:
 			rejected++
 		case resp.replayed:
@@ -539,6 +548,9 @@ func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, erro
 	if r.receipt != nil {
 		return s.putReceipt(ctx, b, *r.receipt)
 	}
+	if r.suggest != nil {
+		return s.insertSuggestion(ctx, *r.suggest)
+	}
 	return s.appendEvent(ctx, b, r.append, r.meta)
 }
 
@@ -562,7 +574,7 @@ func (s *Store) loadHead(ctx context.Context, thread string) (h head, found bool
 	var lastHop int
 	var lastTS string
 	err = s.st.selectHead.QueryRowContext(ctx, thread).
-		Scan(&h.name, &lastTS, &h.lastSeq, &h.stateKey, &lastHop)
+		Scan(&h.name, &lastTS, &h.lastSeq, &h.stateKey, &lastHop, &h.messages)
 	if errors.Is(err, sql.ErrNoRows) {
 		return head{}, false, nil
 	}
@@ -603,38 +615,29 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 		}
 	}
 	in := req.Input
+	var reply agentbridge.ReplyTarget
 	if in.Meta.ReplyTo != "" {
-		var one int
-		err := s.st.selectReplyTo.QueryRowContext(ctx, in.Meta.ReplyTo, req.Thread).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return response{err: &agentbridge.Error{
-				Code: agentbridge.ECodeUnknownReplyTo, Field: "meta.reply_to", Thread: req.Thread,
-				Message: fmt.Sprintf("meta.reply_to names %q, which is not an event of thread %q.", clip(in.Meta.ReplyTo), req.Thread),
-			}}, nil
-		}
-		if err != nil {
+		err := s.st.selectReplyTo.QueryRowContext(ctx, in.Meta.ReplyTo, req.Thread).Scan(&reply.Hop)
+		switch {
+		case err == nil:
+			reply.Found = true
+		case !errors.Is(err, sql.ErrNoRows):
 			return response{}, fmt.Errorf("look up reply_to: %w", err)
 		}
 	}
-	if err := agentbridge.AdmitParty(req.Thread, h.state, in); err != nil {
+	if err := agentbridge.Admit(req.Thread, h.state, in, reply, s.humans); err != nil {
 		return response{err: err}, nil
 	}
 	if err := agentbridge.CheckSceneControl(h.state, in); err != nil {
 		return response{err: err}, nil
 	}
 	if in.Type == agentbridge.TypeMessage {
-		if h.state.IsHardMuted(in.From) {
-			return response{err: &agentbridge.Error{
-				Code: agentbridge.ECodeParticipantMuted, Thread: req.Thread, Participant: in.From,
-				Message: fmt.Sprintf("%s is muted in thread %q; a human can unmute them with an unmute control.", in.From, req.Thread),
-			}}, nil
+		hop := agentbridge.AssignHop(h.state, in, reply, s.humans, h.messages)
+		in.Meta.Hop = &hop
+		if meta, err = withHop(in.Meta, meta, hop); err != nil {
+			return response{}, err
 		}
-		if h.state.Paused && !s.humans.Has(in.From) {
-			return response{err: &agentbridge.Error{
-				Code: agentbridge.ECodeThreadPaused, Thread: req.Thread, Participant: in.From,
-				Message: fmt.Sprintf("Thread %q is paused, so only humans may post messages; a human can resume it with {\"pause\":{\"on\":false}}.", req.Thread),
-			}}, nil
-		}
+		h.messages = true
 	}
 	ev := agentbridge.Event{
 		Seq: h.lastSeq + 1, Thread: req.Thread,
@@ -739,6 +742,24 @@ func storedMeta(m *agentbridge.Meta) (string, error) {
 		*m = *fresh
 	}
 	return string(b), nil
+}
+
+// withHop returns meta, the stored form of m without a hop, with m's hop
+// added. Without extra keys no key sorts before "hop" (the typed keys are
+// reply_to, tags and via), so it goes first and needs no re-encoding.
+func withHop(m agentbridge.Meta, meta string, hop int) (string, error) {
+	if len(m.Extra) > 0 {
+		b, err := m.MarshalJSON()
+		if err != nil {
+			return "", fmt.Errorf("encode meta: %w", err)
+		}
+		return string(b), nil
+	}
+	prefix := `{"hop":` + strconv.Itoa(hop)
+	if meta == "{}" {
+		return prefix + "}", nil
+	}
+	return prefix + "," + meta[1:], nil
 }
 
 // insertEvent stores the stamped ev, with meta its Meta in stored form

@@ -128,7 +128,8 @@ type Invocation struct {
 	Participant string   `json:"participant"`
 	Agent       string   `json:"agent"`
 	Command     []string `json:"command"`
-	// Hop is the trigger's provenance hop count; the reply gets Hop+1.
+	// Hop is the trigger's hop as the bridge assigned it (contract 5.1);
+	// the bridge gives the reply Hop+1.
 	Hop int `json:"hop"`
 	// Status is one of the Status constants.
 	Status string `json:"status"`

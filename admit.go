@@ -1,0 +1,71 @@
+package agentbridge
+
+import "fmt"
+
+// ReplyTarget is what the store found for an append's meta.reply_to: whether
+// the thread holds that event, and its hop. The zero value means "not found"
+// and is what an input without reply_to carries.
+type ReplyTarget struct {
+	Found bool
+	Hop   int
+}
+
+// Admit decides whether in may be appended to thread, whose state before it
+// is s: the rules that need the thread (no client hop, reply_to, a party of
+// invited agents only, hard mute, pause), after
+// EventInput.Validate has checked the input on its own. It is pure so that
+// every store enforces the same rules and they are tested as a table; the
+// store only looks up the facts (s and reply) and writes what is admitted.
+// The error is an *Error a client should see.
+func Admit(thread string, s ThreadState, in EventInput, reply ReplyTarget, humans Humans) error {
+	if in.Meta.Hop != nil {
+		return hopNotAllowed()
+	}
+	if in.Meta.ReplyTo != "" && !reply.Found {
+		return &Error{
+			Code: ECodeUnknownReplyTo, Field: "meta.reply_to", Thread: thread,
+			Message: fmt.Sprintf("meta.reply_to names %q, which is not an event of thread %q.", clip(in.Meta.ReplyTo), thread),
+		}
+	}
+	if err := AdmitParty(thread, s, in); err != nil {
+		return err
+	}
+	if in.Type != TypeMessage {
+		return nil
+	}
+	if s.IsHardMuted(in.From) {
+		return &Error{
+			Code: ECodeParticipantMuted, Thread: thread, Participant: in.From,
+			Message: fmt.Sprintf("%s is muted in thread %q; a human can unmute them with an unmute control.", in.From, thread),
+		}
+	}
+	if s.Paused && !humans.Has(in.From) {
+		return &Error{
+			Code: ECodeThreadPaused, Thread: thread, Participant: in.From,
+			Message: fmt.Sprintf("Thread %q is paused, so only humans may post messages; a human can resume it with {\"pause\":{\"on\":false}}.", thread),
+		}
+	}
+	return nil
+}
+
+// AssignHop is the hop the bridge gives an admitted message (contract 5.1):
+// 0 from a human; otherwise 1 + the hop of its reply_to event when it has
+// one, else 1 + the hop of the thread's previous message (s.LastHop; a
+// thread without messages counts as hop -1, so its first message from an
+// agent is hop 0). Only the bridge assigns it, so no client can reset an
+// agent chain by posting directly.
+func AssignHop(s ThreadState, in EventInput, reply ReplyTarget, humans Humans, hasMessages bool) int {
+	switch {
+	case humans.Has(in.From):
+		return 0
+	case in.Meta.ReplyTo != "" && reply.Found:
+		return reply.Hop + 1
+	case !hasMessages:
+		return 0
+	}
+	return s.LastHop + 1
+}
+
+func hopNotAllowed() *Error {
+	return FieldErrorf(ECodeFieldNotAllowed, "meta.hop", "meta.hop is assigned by the server (the number of agent replies since the last human message); leave it out.")
+}

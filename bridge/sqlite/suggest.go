@@ -1,0 +1,71 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/oklog/ulid/v2"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+var _ agentbridge.SuggestionStore = (*Store)(nil)
+
+// Suggest validates in and stores it through the writer (the one
+// connection that writes), with Append's ctx rules.
+func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (agentbridge.Suggestion, error) {
+	if err := in.Validate(); err != nil {
+		return agentbridge.Suggestion{}, err
+	}
+	r := s.newRequest(ctx)
+	r.suggest = &in
+	resp := s.submit(ctx, r)
+	return resp.suggestion, resp.err
+}
+
+// insertSuggestion runs inside a group commit (see apply).
+func (s *Store) insertSuggestion(ctx context.Context, in agentbridge.SuggestionInput) (response, error) {
+	t := nextTime(s.lastSuggestion)
+	u, err := ulid.New(ulid.Timestamp(t), s.entropy)
+	if err != nil {
+		return response{}, fmt.Errorf("new suggestion id: %w", err)
+	}
+	sg := agentbridge.Suggestion{
+		ID: u.String(), From: in.From, Title: in.Title, Description: in.Description,
+		Status: agentbridge.SuggestionPending, Timestamp: agentbridge.FormatTime(t),
+	}
+	if _, err := s.conn.ExecContext(ctx, `INSERT INTO suggestions (id, sender, title, description, status, ts) VALUES (?, ?, ?, ?, ?, ?)`,
+		sg.ID, sg.From, sg.Title, sg.Description, sg.Status, sg.Timestamp); err != nil {
+		return response{}, fmt.Errorf("insert suggestion: %w", err)
+	}
+	s.lastSuggestion = t
+	return response{suggestion: sg}, nil
+}
+
+// Suggestions lists suggestions in arrival order, filtered by status
+// unless status is "".
+func (s *Store) Suggestions(ctx context.Context, status string) ([]agentbridge.Suggestion, error) {
+	q := `SELECT id, sender, title, description, status, ts FROM suggestions`
+	var args []any
+	if status != "" {
+		q += ` WHERE status = ?`
+		args = append(args, status)
+	}
+	rows, err := s.rdb.QueryContext(ctx, q+` ORDER BY seq`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list suggestions: %w", err)
+	}
+	defer rows.Close()
+	out := []agentbridge.Suggestion{}
+	for rows.Next() {
+		var sg agentbridge.Suggestion
+		if err := rows.Scan(&sg.ID, &sg.From, &sg.Title, &sg.Description, &sg.Status, &sg.Timestamp); err != nil {
+			return nil, fmt.Errorf("read suggestion: %w", err)
+		}
+		out = append(out, sg)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list suggestions: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,63 @@
+package bridge
+
+import (
+	"net/http"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// suggestions returns the store's suggestion box, or an error a client
+// understands when the store keeps none.
+func (s *Server) suggestions() (agentbridge.SuggestionStore, error) {
+	if ss, ok := s.store.(agentbridge.SuggestionStore); ok {
+		return ss, nil
+	}
+	return nil, agentbridge.Errorf(agentbridge.ECodeNotFound, "This server's store keeps no suggestions.")
+}
+
+// suggestAnswer is the original's answer of POST /suggest.
+type suggestAnswer struct {
+	Submitted bool   `json:"submitted"`
+	ID        string `json:"id"`
+	Timestamp string `json:"timestamp"`
+}
+
+func (s *Server) handleSuggestPost(w http.ResponseWriter, r *http.Request) error {
+	ss, err := s.suggestions()
+	if err != nil {
+		return err
+	}
+	var in agentbridge.SuggestionInput
+	if err := s.decodeStrict(w, r, &in, []string{"from", "title", "description"}, false); err != nil {
+		return err
+	}
+	sg, err := ss.Suggest(r.Context(), in)
+	if err != nil {
+		return storeErr("suggest", err)
+	}
+	writeJSON(w, http.StatusOK, suggestAnswer{Submitted: true, ID: sg.ID, Timestamp: sg.Timestamp})
+	return nil
+}
+
+// suggestionsPage is the answer of GET /suggestions.
+type suggestionsPage struct {
+	Suggestions []agentbridge.Suggestion `json:"suggestions"`
+	Count       int                      `json:"count"`
+}
+
+func (s *Server) handleSuggestionsGet(w http.ResponseWriter, r *http.Request) error {
+	ss, err := s.suggestions()
+	if err != nil {
+		return err
+	}
+	status := r.URL.Query().Get("status")
+	if status != "" && !agentbridge.SuggestionStatusPattern.MatchString(status) {
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "status", "The parameter \"status\" must be a status such as %q, not %q.", agentbridge.SuggestionPending, clipQuery(status))
+	}
+	list, err := ss.Suggestions(r.Context(), status)
+	if err != nil {
+		return storeErr("list suggestions", err)
+	}
+	writeJSON(w, http.StatusOK, suggestionsPage{Suggestions: list, Count: len(list)})
+	return nil
+}
