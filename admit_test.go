@@ -31,6 +31,7 @@ func TestAdmit(t *testing.T) {
 		{"paused agent message", paused, in(TypeMessage, "codex", ""), ReplyTarget{}, ECodeThreadPaused},
 		{"paused human message", paused, in(TypeMessage, "user", ""), ReplyTarget{}, ""},
 		{"paused control", paused, in(TypeControl, "codex", ""), ReplyTarget{}, ""},
+		{"party of a stranger", ThreadState{}, EventInput{Type: TypeControl, From: "user", Content: json.RawMessage(`{"party":{"on":true,"agents":["codex"]}}`)}, ReplyTarget{}, ECodeInvalidControl},
 		{"muted wins over paused", ThreadState{Paused: true, Muted: []string{"codex"}}, in(TypeMessage, "codex", ""), ReplyTarget{}, ECodeParticipantMuted},
 	}
 	for _, tt := range tests {

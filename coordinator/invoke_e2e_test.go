@@ -87,9 +87,11 @@ func TestRateLimitWaits(t *testing.T) {
 	th := s.thread("rate")
 	s.invite(th, "alice", agentbridge.Profile{})
 	s.invite(th, "bob", agentbridge.Profile{})
+	// The second trigger is posted once the first has its reply: posted
+	// together, either could take the minute's one slot.
 	first := s.say(th, "alice", "one")
-	second := s.say(th, "bob", "two")
 	s.waitReplies(th, first.ID, 1)
+	second := s.say(th, "bob", "two")
 	inv := s.waitStatus(second.ID, "bob", state.StatusQueued)
 	if got := s.repliesTo(th, second.ID); len(got) != 0 {
 		t.Fatalf("the second trigger was answered within the minute: %+v", got)
