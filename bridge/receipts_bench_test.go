@@ -30,6 +30,7 @@ func BenchmarkReceiptToSubscriber(b *testing.B) {
 		body := `{"from":"bridge-coordinator","state":"` + states[i%2] + `","invocation":"` + strconv.Itoa(i) + `"}`
 		start := time.Now()
 		req, _ := http.NewRequest(http.MethodPut, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			b.Fatal(err)
