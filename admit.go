@@ -12,7 +12,7 @@ type ReplyTarget struct {
 
 // Admit decides whether in may be appended to thread, whose state before it
 // is s: the rules that need the thread (no client hop, reply_to, a party of
-// invited agents only, hard mute, pause), after
+// invited agents only, scene controls, hard mute, pause), after
 // EventInput.Validate has checked the input on its own. It is pure so that
 // every store enforces the same rules and they are tested as a table; the
 // store only looks up the facts (s and reply) and writes what is admitted.
@@ -28,6 +28,9 @@ func Admit(thread string, s ThreadState, in EventInput, reply ReplyTarget, human
 		}
 	}
 	if err := AdmitParty(thread, s, in); err != nil {
+		return err
+	}
+	if err := CheckSceneControl(s, in); err != nil {
 		return err
 	}
 	if in.Type != TypeMessage {

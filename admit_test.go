@@ -11,6 +11,9 @@ func TestAdmit(t *testing.T) {
 	in := func(typ, from, replyTo string) EventInput {
 		return EventInput{Type: typ, From: from, To: ToAll, Content: json.RawMessage(`"x"`), Meta: Meta{ReplyTo: replyTo}}
 	}
+	ctl := func(from string) EventInput {
+		return EventInput{Type: TypeControl, From: from, To: ToAll, Content: json.RawMessage(`{"discussion":{"on":true}}`)}
+	}
 	withHop := in(TypeMessage, "codex", "")
 	withHop.Meta.Hop = new(0)
 	tests := []struct {
@@ -26,11 +29,12 @@ func TestAdmit(t *testing.T) {
 		{"unknown reply_to on a control", ThreadState{}, in(TypeControl, "user", "E1"), ReplyTarget{}, ECodeUnknownReplyTo},
 		{"client hop", ThreadState{}, withHop, ReplyTarget{}, ECodeFieldNotAllowed},
 		{"hard-muted message", muted, in(TypeMessage, "codex", ""), ReplyTarget{}, ECodeParticipantMuted},
-		{"hard-muted control still goes", muted, in(TypeControl, "codex", ""), ReplyTarget{}, ""},
+		{"hard-muted control still goes", muted, ctl("codex"), ReplyTarget{}, ""},
 		{"soft-muted message goes", ThreadState{SoftMuted: []string{"codex"}}, in(TypeMessage, "codex", ""), ReplyTarget{}, ""},
 		{"paused agent message", paused, in(TypeMessage, "codex", ""), ReplyTarget{}, ECodeThreadPaused},
 		{"paused human message", paused, in(TypeMessage, "user", ""), ReplyTarget{}, ""},
-		{"paused control", paused, in(TypeControl, "codex", ""), ReplyTarget{}, ""},
+		{"paused control", paused, ctl("codex"), ReplyTarget{}, ""},
+		{"scene of a stranger", ThreadState{}, EventInput{Type: TypeControl, From: "user", Content: json.RawMessage(`{"scene":{"on":true,"actors":["codex","claude"]}}`)}, ReplyTarget{}, ECodeInvalidControl},
 		{"party of a stranger", ThreadState{}, EventInput{Type: TypeControl, From: "user", Content: json.RawMessage(`{"party":{"on":true,"agents":["codex"]}}`)}, ReplyTarget{}, ECodeInvalidControl},
 		{"muted wins over paused", ThreadState{Paused: true, Muted: []string{"codex"}}, in(TypeMessage, "codex", ""), ReplyTarget{}, ECodeParticipantMuted},
 	}

@@ -74,7 +74,7 @@ func (s *Store) CreateThread(ctx context.Context, req agentbridge.CreateThreadRe
 			"The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit.", clip(req.ID))
 	}
 	if req.Name == "" {
-		req.Name = "untitled"
+		req.Name = "Untitled"
 	}
 	if err := agentbridge.ValidateThreadName(req.Name); err != nil {
 		return agentbridge.Thread{}, agentbridge.Event{}, err
@@ -162,6 +162,16 @@ type head struct {
 	state    agentbridge.ThreadState
 	stateKey string
 	dirty    bool
+	// messages is whether the thread holds a message: the first message
+	// of a thread that has none gets hop 0 (agentbridge.AssignHop).
+	messages bool
+}
+
+// batchEvent is what a later append in the same batch may need of an
+// event: the thread it is in and its hop.
+type batchEvent struct {
+	thread string
+	hop    int
 }
 
 // batch is one group commit's working set.
@@ -177,7 +187,7 @@ type batch struct {
 	// keys are idempotency keys recorded in this batch: thread+"\x00"+key
 	// to the index in events.
 	keys map[string]int
-	ids  map[string]string // event id → thread, for reply_to within the batch
+	ids  map[string]batchEvent // event id → its thread and hop, for reply_to within the batch
 }
 
 // commit runs one group commit. Refusals are decided before the refused
@@ -199,7 +209,7 @@ func (s *Store) commit(reqs []*request) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	resps := make([]response, len(live))
-	b := &batch{heads: map[string]*head{}, keys: map[string]int{}, ids: map[string]string{}}
+	b := &batch{heads: map[string]*head{}, keys: map[string]int{}, ids: map[string]batchEvent{}}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := s.lockThreads(ctx, tx, b, live); err != nil {
 			return err
@@ -256,8 +266,9 @@ func (s *Store) lockThreads(ctx context.Context, tx pgx.Tx, b *batch, live []*re
 	if len(ids) == 0 {
 		return nil
 	}
-	rows, err := tx.Query(ctx, `SELECT id, name, created_at, updated_at, last_seq, last_hop, state
-		FROM threads WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	rows, err := tx.Query(ctx, `SELECT id, name, created_at, updated_at, last_seq, last_hop, state,
+			EXISTS (SELECT 1 FROM events e WHERE e.thread = t.id AND e.type = 'message')
+		FROM threads t WHERE id = ANY($1) ORDER BY id FOR UPDATE OF t`, ids)
 	if err != nil {
 		return fmt.Errorf("lock threads: %w", err)
 	}
@@ -267,7 +278,7 @@ func (s *Store) lockThreads(ctx context.Context, tx pgx.Tx, b *batch, live []*re
 		var name []byte
 		var hop int
 		h := &head{}
-		if err := rows.Scan(&id, &name, &h.created, &updated, &h.lastSeq, &hop, &h.stateKey); err != nil {
+		if err := rows.Scan(&id, &name, &h.created, &updated, &h.lastSeq, &hop, &h.stateKey, &h.messages); err != nil {
 			return fmt.Errorf("lock threads: %w", err)
 		}
 		h.name = string(name)
@@ -307,38 +318,31 @@ func (s *Store) appendEvent(ctx context.Context, tx pgx.Tx, b *batch, req agentb
 		}
 	}
 	in := req.Input
-	if in.Meta.ReplyTo != "" && b.ids[in.Meta.ReplyTo] != req.Thread {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM events WHERE id = $1 AND thread = $2`, in.Meta.ReplyTo, req.Thread).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return response{err: &agentbridge.Error{
-				Code: agentbridge.ECodeUnknownReplyTo, Field: "meta.reply_to", Thread: req.Thread,
-				Message: fmt.Sprintf("meta.reply_to names %q, which is not an event of thread %q.", clip(in.Meta.ReplyTo), req.Thread),
-			}}, nil
-		}
-		if err != nil {
-			return response{}, fmt.Errorf("look up reply_to: %w", err)
+	var reply agentbridge.ReplyTarget
+	if in.Meta.ReplyTo != "" {
+		if e, ok := b.ids[in.Meta.ReplyTo]; ok && e.thread == req.Thread {
+			reply = agentbridge.ReplyTarget{Found: true, Hop: e.hop}
+		} else {
+			err := tx.QueryRow(ctx, `SELECT hop FROM events WHERE id = $1 AND thread = $2`, in.Meta.ReplyTo, req.Thread).Scan(&reply.Hop)
+			switch {
+			case err == nil:
+				reply.Found = true
+			case !errors.Is(err, pgx.ErrNoRows):
+				return response{}, fmt.Errorf("look up reply_to: %w", err)
+			}
 		}
 	}
-	if err := agentbridge.AdmitParty(req.Thread, h.state, in); err != nil {
-		return response{err: err}, nil
-	}
-	if err := agentbridge.CheckSceneControl(h.state, in); err != nil {
+	if err := agentbridge.Admit(req.Thread, h.state, in, reply, s.humans); err != nil {
 		return response{err: err}, nil
 	}
 	if in.Type == agentbridge.TypeMessage {
-		if h.state.IsHardMuted(in.From) {
-			return response{err: &agentbridge.Error{
-				Code: agentbridge.ECodeParticipantMuted, Thread: req.Thread, Participant: in.From,
-				Message: fmt.Sprintf("%s is muted in thread %q; a human can unmute them with an unmute control.", in.From, req.Thread),
-			}}, nil
+		hop := agentbridge.AssignHop(h.state, in, reply, s.humans, h.messages)
+		in.Meta.Hop = &hop
+		var err error
+		if meta, err = storedMeta(&in.Meta); err != nil {
+			return response{}, err
 		}
-		if h.state.Paused && !s.humans.Has(in.From) {
-			return response{err: &agentbridge.Error{
-				Code: agentbridge.ECodeThreadPaused, Thread: req.Thread, Participant: in.From,
-				Message: fmt.Sprintf("Thread %q is paused, so only humans may post messages; a human can resume it with {\"pause\":{\"on\":false}}.", req.Thread),
-			}}, nil
-		}
+		h.messages = true
 	}
 	ev := agentbridge.Event{
 		Seq: h.lastSeq + 1, Thread: req.Thread,
@@ -444,7 +448,7 @@ func (s *Store) add(b *batch, ev *agentbridge.Event, meta string, h *head, t tim
 	b.events = append(b.events, *ev)
 	b.metas = append(b.metas, meta)
 	b.hops = append(b.hops, after.LastHop)
-	b.ids[ev.ID] = ev.Thread
+	b.ids[ev.ID] = batchEvent{thread: ev.Thread, hop: after.LastHop}
 	return len(b.events) - 1, nil
 }
 

@@ -158,7 +158,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	for i := range 20 {
 		th := []string{"a", "b", "c"}[i%3]
 		in := msg("codex", fmt.Sprint("reply ", i))
-		in.Meta = agentbridge.Meta{ReplyTo: firstIDs[i%3], Tags: []string{"coordinator"}, Hop: new(i % 4),
+		in.Meta = agentbridge.Meta{ReplyTo: firstIDs[i%3], Tags: []string{"coordinator"},
 			Extra: map[string]json.RawMessage{"x": json.RawMessage(`{"k": 1}`)}}
 		if _, err := ref.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: in, IdempotencyKey: fmt.Sprint("key", i)}); err != nil {
 			t.Fatal(err)
@@ -267,8 +267,12 @@ func TestMigrateFromVersion1(t *testing.T) {
 		t.Fatalf("open the version-1 database: %v", err)
 	}
 	t.Cleanup(func() { _ = old.Close() })
-	if v, err := sqlitex.SchemaVersion(ctx, old.rdb); err != nil || v != 4 {
-		t.Fatalf("schema version after Open: %d %v, want 4", v, err)
+	migs, err := sqlitex.Migrations(migrations, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := sqlitex.SchemaVersion(ctx, old.rdb); err != nil || v != len(migs) {
+		t.Fatalf("schema version after Open: %d %v, want the latest, %d", v, err, len(migs))
 	}
 	var n int
 	if err := old.rdb.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE name IN ('events_by_ts', 'threads_by_update')`).Scan(&n); err != nil || n != 0 {

@@ -628,9 +628,6 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	if err := agentbridge.Admit(req.Thread, h.state, in, reply, s.humans); err != nil {
 		return response{err: err}, nil
 	}
-	if err := agentbridge.CheckSceneControl(h.state, in); err != nil {
-		return response{err: err}, nil
-	}
 	if in.Type == agentbridge.TypeMessage {
 		hop := agentbridge.AssignHop(h.state, in, reply, s.humans, h.messages)
 		in.Meta.Hop = &hop

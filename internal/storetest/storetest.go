@@ -44,6 +44,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"Receipts", testReceipts},
 		{"SceneState", testSceneState},
 		{"Party", testParty},
+		{"ServerAssignedHop", testServerAssignedHop},
+		{"Suggestions", testSuggestions},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}
@@ -232,10 +234,10 @@ func testCreateThread(t *testing.T, newStore Factory) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if th.Name != "untitled" || len(th.ID) != 26 || th.LastSeq != 1 || th.EventCount != 1 || th.CreatedAt != ev.TS || th.UpdatedAt != ev.TS {
+	if th.Name != "Untitled" || len(th.ID) != 26 || th.LastSeq != 1 || th.EventCount != 1 || th.CreatedAt != ev.TS || th.UpdatedAt != ev.TS {
 		t.Errorf("default thread = %+v", th)
 	}
-	if ev.Type != agentbridge.TypeThreadCreated || ev.From != "user" || ev.To != "all" || ev.Text() != "untitled" || ev.Seq != 1 {
+	if ev.Type != agentbridge.TypeThreadCreated || ev.From != "user" || ev.To != "all" || ev.Text() != "Untitled" || ev.Seq != 1 {
 		t.Errorf("thread.created event = %+v", ev)
 	}
 	got, err := s.Thread(ctx, th.ID)
@@ -293,7 +295,7 @@ func testEventRoundTrip(t *testing.T, newStore Factory) {
 	first := mustAppend(t, s, th, msg("user", "hi"))
 
 	body := fmt.Sprintf(`{"from":"codex","to":"user","content":"réponse \u00e9 \"quoted\"",
-		"meta":{"reply_to":%q,"tags":["coordinator"],"via":"bridge-coordinator","hop":2,"custom":{"b": [1, 2.50, null]},"z":"last"}}`, first.ID)
+		"meta":{"reply_to":%q,"tags":["coordinator"],"via":"bridge-coordinator","custom":{"b": [1, 2.50, null]},"z":"last"}}`, first.ID)
 	in, err := agentbridge.DecodeEventInput([]byte(body))
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +306,7 @@ func testEventRoundTrip(t *testing.T, newStore Factory) {
 		{Type: "custom.kind", From: "tool", Content: json.RawMessage(`{"nested": {"a": [1,2,3]}, "s": "x"}`)},
 		{Type: agentbridge.TypeControl, From: "user", Content: json.RawMessage(`"{\"pause\":{\"on\":false}}"`), Meta: agentbridge.Meta{Tags: []string{}}},
 		// Typed keys only: stored without decoding its own encoding again.
-		{From: "codex", Content: json.RawMessage(`"x"`), Meta: agentbridge.Meta{ReplyTo: first.ID, Tags: []string{"a", "b"}, Via: "v", Hop: new(0)}},
+		{From: "codex", Content: json.RawMessage(`"x"`), Meta: agentbridge.Meta{ReplyTo: first.ID, Tags: []string{"a", "b"}, Via: "v"}},
 		// Invalid UTF-8 is stored as U+FFFD; the answer must say so too.
 		{From: "codex", Content: json.RawMessage(`"x"`), Meta: agentbridge.Meta{Tags: []string{"bad\xff"}, Via: "v\xfe"}},
 	}
@@ -330,7 +332,7 @@ func testEventRoundTrip(t *testing.T, newStore Factory) {
 	if string(ev[0].Content) != `"réponse \u00e9 \"quoted\""` {
 		t.Errorf("content not kept as given: %s", ev[0].Content)
 	}
-	if string(ev[0].Meta.Extra["custom"]) != `{"b": [1, 2.50, null]}` || *ev[0].Meta.Hop != 2 || ev[0].Meta.Via != "bridge-coordinator" {
+	if string(ev[0].Meta.Extra["custom"]) != `{"b": [1, 2.50, null]}` || ev[0].Meta.Hop == nil || *ev[0].Meta.Hop != 1 || ev[0].Meta.Via != "bridge-coordinator" {
 		t.Errorf("meta not kept as given: %+v", ev[0].Meta)
 	}
 	if _, err := s.Event(ctx, "01NOSUCHEVENT"); agentbridge.ErrorCode(err) != agentbridge.ECodeEventNotFound {
@@ -372,12 +374,11 @@ func testStateAtEveryRevision(t *testing.T, newStore Factory) {
 	s := newStore(t, nil)
 	ctx := context.Background()
 	th := newThread(t, s, "t").ID
-	hop := 5
 	inputs := []agentbridge.EventInput{
 		control("user", `{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"gpt-5","roles":["reviewer"]}}}`),
 		msg("user", "hello"),
 		msg("codex", "hi"),
-		{From: "claude", Content: json.RawMessage(`"stamped"`), Meta: agentbridge.Meta{Hop: &hop}},
+		msg("claude", "second agent"),
 		msg("claude", "unstamped"),
 		control("user", `{"mute":{"targets":["claude"],"mode":"hard"},"discussion":{"on":true}}`),
 		control("codex", `{"pause":{"on":true}}`), // not human: no change

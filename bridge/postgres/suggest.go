@@ -1,0 +1,62 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+var _ agentbridge.SuggestionStore = (*Store)(nil)
+
+// Suggest validates in and stores it with status pending. Suggestions are
+// not events (no gseq), so they skip the writer: one INSERT is the whole
+// write, and seq gives them their order.
+func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (agentbridge.Suggestion, error) {
+	if err := in.Validate(); err != nil {
+		return agentbridge.Suggestion{}, err
+	}
+	t := time.Now().UTC().Truncate(time.Microsecond)
+	sg := agentbridge.Suggestion{
+		// ulid.Make draws from a goroutine-safe entropy source: Suggest runs
+		// on the request's goroutine, not the writer's.
+		ID: ulid.Make().String(), From: in.From, Title: in.Title, Description: in.Description,
+		Status: agentbridge.SuggestionPending, Timestamp: agentbridge.FormatTime(t),
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO suggestions (id, sender, title, description, status, ts) VALUES ($1, $2, $3, $4, $5, $6)`,
+		sg.ID, sg.From, sg.Title, sg.Description, sg.Status, sg.Timestamp); err != nil {
+		return agentbridge.Suggestion{}, fmt.Errorf("insert suggestion: %w", err)
+	}
+	return sg, nil
+}
+
+// Suggestions lists suggestions in arrival order, filtered by status
+// unless status is "".
+func (s *Store) Suggestions(ctx context.Context, status string) ([]agentbridge.Suggestion, error) {
+	q := `SELECT id, sender, title, description, status, ts FROM suggestions`
+	var args []any
+	if status != "" {
+		q += ` WHERE status = $1`
+		args = append(args, status)
+	}
+	rows, err := s.pool.Query(ctx, q+` ORDER BY seq`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list suggestions: %w", err)
+	}
+	defer rows.Close()
+	out := []agentbridge.Suggestion{}
+	for rows.Next() {
+		var sg agentbridge.Suggestion
+		if err := rows.Scan(&sg.ID, &sg.From, &sg.Title, &sg.Description, &sg.Status, &sg.Timestamp); err != nil {
+			return nil, fmt.Errorf("read suggestion: %w", err)
+		}
+		out = append(out, sg)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list suggestions: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,134 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// testServerAssignedHop checks contract 5.1 through the store: every
+// message gets meta.hop, from its reply_to event when it has one, else one
+// more than the thread's previous message, and a client's own hop is
+// refused with nothing stored.
+func testServerAssignedHop(t *testing.T, newStore Factory) {
+	s := newStore(t, nil)
+	ctx := context.Background()
+	hopOf := func(ev agentbridge.Event) int {
+		t.Helper()
+		if ev.Meta.Hop == nil {
+			t.Fatalf("message %q has no hop", ev.Text())
+		}
+		got, err := s.Event(ctx, ev.ID)
+		if err != nil || got.Meta.Hop == nil || *got.Meta.Hop != *ev.Meta.Hop {
+			t.Fatalf("stored event %+v (%v) differs from the answer's hop %d", got, err, *ev.Meta.Hop)
+		}
+		return *ev.Meta.Hop
+	}
+	reply := func(from, to string) agentbridge.EventInput {
+		in := msg(from, "re")
+		in.Meta.ReplyTo = to
+		return in
+	}
+	newThread(t, s, "t")
+	ctl := mustAppend(t, s, "t", control("user", `{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"m"}}}`))
+	if ctl.Meta.Hop != nil {
+		t.Errorf("a control got hop %d; only messages get one", *ctl.Meta.Hop)
+	}
+	first := mustAppend(t, s, "t", msg("codex", "an agent speaks first"))
+	if h := hopOf(first); h != 0 {
+		t.Errorf("first message of a thread from an agent: hop %d, want 0", h)
+	}
+	human := mustAppend(t, s, "t", msg("user", "hello"))
+	a := mustAppend(t, s, "t", reply("codex", human.ID))
+	b := mustAppend(t, s, "t", reply("claude", a.ID))
+	for ev, want := range map[*agentbridge.Event]int{&human: 0, &a: 1, &b: 2} {
+		if h := hopOf(*ev); h != want {
+			t.Errorf("%s: hop %d, want %d", ev.From, h, want)
+		}
+	}
+	c := mustAppend(t, s, "t", msg("codex", "no reply_to: one more than the last message"))
+	if h := hopOf(c); h != 3 {
+		t.Errorf("without reply_to: hop %d, want 3", h)
+	}
+	d := mustAppend(t, s, "t", reply("claude", human.ID))
+	if h := hopOf(d); h != 1 {
+		t.Errorf("reply to the human's message: hop %d, want 1", h)
+	}
+	e := mustAppend(t, s, "t", reply("claude", ctl.ID))
+	if h := hopOf(e); h != 1 {
+		t.Errorf("reply to a control before any message: hop %d, want 1 (the control carries hop 0)", h)
+	}
+
+	// A chain of agent replies counts up from the human's message.
+	prev := mustAppend(t, s, "t", msg("user", "again"))
+	for i := range 5 {
+		ev := mustAppend(t, s, "t", reply("codex", prev.ID))
+		if h := hopOf(ev); h != i+1 {
+			t.Errorf("chain step %d: hop %d, want %d", i, h, i+1)
+		}
+		prev = ev
+	}
+
+	before := len(allEvents(t, s, "t"))
+	forged := msg("codex", "resetting the chain")
+	forged.Meta.Hop = new(0)
+	_, err := s.Append(ctx, agentbridge.AppendRequest{Thread: "t", Input: forged})
+	if e := wantCode(t, err, agentbridge.ECodeFieldNotAllowed); e.Field != "meta.hop" {
+		t.Errorf("field = %q, want meta.hop", e.Field)
+	}
+	unknown := reply("codex", "01NOSUCHEVENT0000000000000")
+	_, err = s.Append(ctx, agentbridge.AppendRequest{Thread: "t", Input: unknown})
+	if e := wantCode(t, err, agentbridge.ECodeUnknownReplyTo); e.Field != "meta.reply_to" {
+		t.Errorf("field = %q, want meta.reply_to", e.Field)
+	}
+	if n := len(allEvents(t, s, "t")); n != before {
+		t.Errorf("a refused append stored something: %d → %d events", before, n)
+	}
+}
+
+// testSuggestions checks POST /suggest's storage: a suggestion is stored
+// pending, listed in arrival order, filtered by status, and bad input is
+// refused with nothing stored.
+func testSuggestions(t *testing.T, newStore Factory) {
+	ss, ok := newStore(t, nil).(agentbridge.SuggestionStore)
+	if !ok {
+		t.Skip("the store keeps no suggestions")
+	}
+	ctx := context.Background()
+	if list, err := ss.Suggestions(ctx, ""); err != nil || list == nil || len(list) != 0 {
+		t.Fatalf("empty store: %v %v, want an empty, non-nil list", list, err)
+	}
+	var ids []string
+	for _, title := range []string{"first", "second", "third"} {
+		sg, err := ss.Suggest(ctx, agentbridge.SuggestionInput{From: "codex", Title: title, Description: "d " + title})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sg.ID == "" || sg.Status != agentbridge.SuggestionPending || sg.Timestamp == "" || sg.Title != title {
+			t.Errorf("stored suggestion = %+v", sg)
+		}
+		ids = append(ids, sg.ID)
+	}
+	list, err := ss.Suggestions(ctx, "")
+	if err != nil || len(list) != 3 {
+		t.Fatalf("Suggestions = %v %v", list, err)
+	}
+	for i, sg := range list {
+		if sg.ID != ids[i] {
+			t.Errorf("suggestion %d is %s, want %s: not in arrival order", i, sg.ID, ids[i])
+		}
+	}
+	if list, err := ss.Suggestions(ctx, agentbridge.SuggestionPending); err != nil || len(list) != 3 {
+		t.Errorf("pending: %v %v", list, err)
+	}
+	if list, err := ss.Suggestions(ctx, "done"); err != nil || len(list) != 0 {
+		t.Errorf("done: %v %v", list, err)
+	}
+	if _, err := ss.Suggest(ctx, agentbridge.SuggestionInput{From: "codex"}); agentbridge.ErrorCode(err) == "" {
+		t.Errorf("a suggestion without a title: %v, want a typed error", err)
+	}
+	if list, _ := ss.Suggestions(ctx, ""); len(list) != 3 {
+		t.Errorf("a refused suggestion was stored: %d suggestions", len(list))
+	}
+}
