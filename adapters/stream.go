@@ -345,6 +345,7 @@ func (c *claudeStream) resultEvent(ev map[string]json.RawMessage, out *StreamOut
 	}
 	out.Usage = &u
 	status := fmt.Sprintf("done: %d tokens in, %d out, $%.4f", u.InputTokens, u.OutputTokens, u.CostUSD)
+	kind := "usage"
 	if isError || (subtype != "" && subtype != "success") {
 		out.Failed = true
 		out.Error = strings.TrimSpace(text)
@@ -352,6 +353,7 @@ func (c *claudeStream) resultEvent(ev map[string]json.RawMessage, out *StreamOut
 			out.Error = "claude ended with " + subtype
 		}
 		status = "failed: " + oneLine(out.Error)
+		kind = "error" // as codex's failures, so a timeline marks both alike
 	} else {
 		out.Failed, out.Error = false, ""
 		out.Reply = text
@@ -359,7 +361,7 @@ func (c *claudeStream) resultEvent(ev map[string]json.RawMessage, out *StreamOut
 			out.Reply = c.lastText
 		}
 	}
-	return []ProgressRecord{{Status: clipRunes(status, maxStatusRunes), Kind: "usage", Usage: &u}}
+	return []ProgressRecord{{Status: clipRunes(status, maxStatusRunes), Kind: kind, Usage: &u}}
 }
 
 func (c *claudeStream) finish(out *StreamOutcome) {

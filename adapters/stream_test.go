@@ -77,7 +77,7 @@ usage: done: 13450 tokens in, 120 out, $0.0231
 tool: Bash: make deploy
 usage: 900 tokens in, 20 out
 tool_result: tool failed: make: *** No rule to make target 'deploy'.  Stop.
-usage: failed: API Error: 529 overloaded
+error: failed: API Error: 529 overloaded
 `},
 		{format: "claude", name: "unknown", reply: "All three files are formatted.", bad: 1,
 			usage: adapters.Usage{InputTokens: 400, OutputTokens: 12, CostUSD: 0.0012},
