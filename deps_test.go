@@ -80,10 +80,10 @@ func TestDependencyArrows(t *testing.T) {
 				}
 			}
 		}
-		if !strings.HasPrefix(path, module+"/launchd") && !strings.HasPrefix(path, module+"/cmd/") {
+		if !strings.HasPrefix(path, module+"/internal/service") && !strings.HasPrefix(path, module+"/cmd/") {
 			for _, d := range p.Deps {
 				if strings.HasPrefix(d, "github.com/kardianos/service") {
-					t.Errorf("only package launchd may import kardianos/service; %s does", path)
+					t.Errorf("only package internal/service may import kardianos/service; %s does", path)
 				}
 			}
 		}

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/agent-bridge/agent-bridge/launchd"
+	"github.com/agent-bridge/agent-bridge/internal/service"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -120,9 +120,9 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "serve":
-		return m.runUnderServiceManager(ctx, launchd.Serve, m.runServe, rest)
+		return m.runUnderServiceManager(ctx, service.Serve, m.runServe, rest)
 	case "coordinator":
-		return m.runUnderServiceManager(ctx, launchd.Coordinator, m.runCoordinator, rest)
+		return m.runUnderServiceManager(ctx, service.Coordinator, m.runCoordinator, rest)
 	case "up":
 		return m.runUp(ctx, rest)
 	case "thread":

@@ -18,14 +18,14 @@ import (
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/launchd"
+	"github.com/agent-bridge/agent-bridge/internal/service"
 )
 
-// runUnderServiceManager runs a daemon subcommand through launchd.Run, so
+// runUnderServiceManager runs a daemon subcommand through service.Run, so
 // that under launchd or systemd kardianos's Start/Stop drive the same
 // graceful shutdown as a signal does.
-func (m *Main) runUnderServiceManager(ctx context.Context, d launchd.Daemon, run func(context.Context, []string) error, args []string) error {
-	return launchd.Run(ctx, d, func(ctx context.Context) error { return run(ctx, args) })
+func (m *Main) runUnderServiceManager(ctx context.Context, d service.Daemon, run func(context.Context, []string) error, args []string) error {
+	return service.Run(ctx, d, func(ctx context.Context) error { return run(ctx, args) })
 }
 
 const serviceUsage = `usage: agent-bridge service install|uninstall|start|stop|status serve|coordinator [flags] [-- DAEMON FLAGS]
@@ -59,7 +59,7 @@ func (m *Main) runService(_ context.Context, args []string) error {
 		return usagef("service needs an action and a daemon, e.g. \"service install serve\"")
 	}
 	action := pos[0]
-	d, err := launchd.ParseDaemon(pos[1])
+	d, err := service.ParseDaemon(pos[1])
 	if err != nil {
 		return usagef("service: %v", err)
 	}
@@ -72,7 +72,7 @@ func (m *Main) runService(_ context.Context, args []string) error {
 	if *user != "" && !*system {
 		return usagef("--user: only a system service (--system) runs as another user")
 	}
-	mgr, merr := launchd.NewManager()
+	mgr, merr := service.NewManager()
 	if mgr == nil {
 		return merr
 	}
@@ -82,8 +82,8 @@ func (m *Main) runService(_ context.Context, args []string) error {
 	if merr != nil {
 		return merr
 	}
-	o := launchd.Options{System: *system}
-	name := launchd.Name(d, mgr.Options(o).GOOS)
+	o := service.Options{System: *system}
+	name := service.Name(d, mgr.Options(o).GOOS)
 	switch action {
 	case "install":
 		o, err = m.installOptions(mgr, d, *system, *user, *dataDir, *logDir, *pathEnv, daemonArgs)
@@ -94,7 +94,7 @@ func (m *Main) runService(_ context.Context, args []string) error {
 			return err
 		}
 		fmt.Fprintf(m.Stdout, "installed %s: %s\n  runs: %s %s\n  PATH: %s\n  logs: %s\n",
-			name, mgr.DefinitionPath(d, o.System), o.Binary, strings.Join(launchd.Config(d, o).Arguments, " "), o.Path, launchd.LogFile(d, o))
+			name, mgr.DefinitionPath(d, o.System), o.Binary, strings.Join(service.Config(d, o).Arguments, " "), o.Path, service.LogFile(d, o))
 		if err := mgr.Start(d, o); err != nil {
 			return fmt.Errorf("installed, but could not start it: %w", err)
 		}
@@ -126,14 +126,14 @@ func (m *Main) runService(_ context.Context, args []string) error {
 // printServiceStatus prints installed/running/stopped and where the logs
 // are. unsupported is the error NewManager returned, if any: the status of
 // a definition file can still be told.
-func (m *Main) printServiceStatus(mgr *launchd.Manager, d launchd.Daemon, system bool, unsupported error) error {
+func (m *Main) printServiceStatus(mgr *service.Manager, d service.Daemon, system bool, unsupported error) error {
 	st, err := mgr.Status(d, system)
 	if err != nil {
 		return err
 	}
-	name := launchd.Name(d, mgr.Options(launchd.Options{}).GOOS)
+	name := service.Name(d, mgr.Options(service.Options{}).GOOS)
 	fmt.Fprintf(m.Stdout, "%s: %s\n", name, st.State)
-	if st.State == launchd.NotInstalled {
+	if st.State == service.NotInstalled {
 		fmt.Fprintf(m.Stdout, "  install it with: agent-bridge service install %s\n", d)
 		if unsupported != nil {
 			fmt.Fprintf(m.Stdout, "  note: %v\n", unsupported)
@@ -158,48 +158,48 @@ var daemonPathFlags = []string{"db", "state", "config", "token-file"}
 // installOptions works out everything "service install" writes: absolute
 // binary, data and log folders, the daemon's flags with absolute paths and
 // defaults for the databases, and the PATH captured now.
-func (m *Main) installOptions(mgr *launchd.Manager, d launchd.Daemon, system bool, user, dataDir, logDir, pathEnv string, daemonArgs []string) (launchd.Options, error) {
+func (m *Main) installOptions(mgr *service.Manager, d service.Daemon, system bool, user, dataDir, logDir, pathEnv string, daemonArgs []string) (service.Options, error) {
 	bin, err := os.Executable()
 	if err != nil {
-		return launchd.Options{}, fmt.Errorf("find the agent-bridge binary: %w", err)
+		return service.Options{}, fmt.Errorf("find the agent-bridge binary: %w", err)
 	}
 	if bin, err = filepath.EvalSymlinks(bin); err != nil {
-		return launchd.Options{}, fmt.Errorf("find the agent-bridge binary: %w", err)
+		return service.Options{}, fmt.Errorf("find the agent-bridge binary: %w", err)
 	}
-	goos := mgr.Options(launchd.Options{}).GOOS
-	defData, defLog := launchd.Defaults(goos, mgr.Home, system, m.Getenv)
+	goos := mgr.Options(service.Options{}).GOOS
+	defData, defLog := service.Defaults(goos, mgr.Home, system, m.Getenv)
 	if dataDir, err = absOr(dataDir, defData); err != nil {
-		return launchd.Options{}, usagef("--data-dir: %v", err)
+		return service.Options{}, usagef("--data-dir: %v", err)
 	}
 	if logDir, err = absOr(logDir, defLog); err != nil {
-		return launchd.Options{}, usagef("--log-dir: %v", err)
+		return service.Options{}, usagef("--log-dir: %v", err)
 	}
 	if pathEnv == "" {
-		return launchd.Options{}, usagef("--path: the PATH is empty; adapters would not find their CLIs")
+		return service.Options{}, usagef("--path: the PATH is empty; adapters would not find their CLIs")
 	}
 	args, set, err := absDaemonArgs(daemonArgs)
 	if err != nil {
-		return launchd.Options{}, err
+		return service.Options{}, err
 	}
-	defaults := launchd.DefaultArgs(d, dataDir)
+	defaults := service.DefaultArgs(d, dataDir)
 	for i := 0; i+1 < len(defaults); i += 2 {
 		if !set[strings.TrimLeft(defaults[i], "-")] {
 			args = append(args, defaults[i], defaults[i+1])
 		}
 	}
-	if d == launchd.Coordinator {
+	if d == service.Coordinator {
 		cfg := argValue(args, "config")
 		if _, err := os.Stat(cfg); err != nil {
-			return launchd.Options{}, usagef("the coordinator's config %s does not exist: create it there, or pass -- --config FILE", cfg)
+			return service.Options{}, usagef("the coordinator's config %s does not exist: create it there, or pass -- --config FILE", cfg)
 		}
 	}
-	if d == launchd.Serve && !set["token-file"] && m.Getenv("BRIDGE_TOKEN") != "" {
+	if d == service.Serve && !set["token-file"] && m.Getenv("BRIDGE_TOKEN") != "" {
 		fmt.Fprintln(m.Stderr, "warning: BRIDGE_TOKEN is set in this shell, but a service does not inherit it; pass -- --token-file FILE to keep the token")
 	}
-	o := launchd.Options{System: system, Binary: bin, Args: args, Path: pathEnv,
+	o := service.Options{System: system, Binary: bin, Args: args, Path: pathEnv,
 		DataDir: dataDir, LogDir: logDir, UserName: user}
 	if err := o.Validate(); err != nil {
-		return launchd.Options{}, usagef("service install: %v", err)
+		return service.Options{}, usagef("service install: %v", err)
 	}
 	return o, nil
 }
@@ -419,24 +419,24 @@ func (m *Main) runDoctor(ctx context.Context, args []string) error {
 	// Installed services say which files the daemons really use; flags the
 	// user did not give follow them.
 	servicePath, pathSource := m.Getenv("PATH"), "the current PATH"
-	mgr, merr := launchd.NewManager()
+	mgr, merr := service.NewManager()
 	if mgr == nil {
 		results = append(results, checkResult{Name: "services", Status: checkWarn, Detail: merr.Error()})
 	}
-	for _, d := range []launchd.Daemon{launchd.Serve, launchd.Coordinator} {
+	for _, d := range []service.Daemon{service.Serve, service.Coordinator} {
 		if mgr == nil {
 			break
 		}
 		st, err := mgr.Status(d, *system)
 		results = append(results, checkService(d, st, err))
-		if st.State == launchd.NotInstalled {
+		if st.State == service.NotInstalled {
 			continue
 		}
 		args := st.Installed.Args
-		if d == launchd.Serve && !given["db"] && argValue(args, "db") != "" {
+		if d == service.Serve && !given["db"] && argValue(args, "db") != "" {
 			*db = argValue(args, "db")
 		}
-		if d == launchd.Coordinator {
+		if d == service.Coordinator {
 			if !given["config"] && argValue(args, "config") != "" {
 				*cfgPath = argValue(args, "config")
 			}
@@ -641,16 +641,16 @@ func isExecutable(path string) error {
 
 // checkService reports an installed service that is not running; one that
 // is not installed is fine (the daemons may be run by hand).
-func checkService(d launchd.Daemon, st launchd.Status, err error) checkResult {
+func checkService(d service.Daemon, st service.Status, err error) checkResult {
 	name := "service " + string(d)
 	switch {
 	case err != nil:
 		return checkResult{Name: name, Status: checkWarn, Detail: err.Error()}
-	case st.State == launchd.NotInstalled:
+	case st.State == service.NotInstalled:
 		return checkResult{Name: name, Status: checkOK, Detail: "not installed (fine if you run it by hand; agent-bridge service install " + string(d) + " to keep it running)"}
-	case st.State == launchd.Running:
+	case st.State == service.Running:
 		return checkResult{Name: name, Status: checkOK, Detail: "running; logs in " + st.Installed.LogFile}
-	case st.State == launchd.Stopped:
+	case st.State == service.Stopped:
 		return checkResult{Name: name, Status: checkFail, Detail: "installed but stopped",
 			Fix: fmt.Sprintf("agent-bridge service start %s; if it stops again, read %s", d, st.Installed.LogFile)}
 	}

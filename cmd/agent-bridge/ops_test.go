@@ -18,8 +18,8 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/internal/service"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
-	"github.com/agent-bridge/agent-bridge/launchd"
 )
 
 // opsMain is a Main with captured output and the given environment (PATH
@@ -112,16 +112,16 @@ func TestServiceStatusNotInstalled(t *testing.T) {
 // TestServiceInstallUnsupported runs install where kardianos finds neither
 // systemd nor launchd (containers): it must fail with the reason and write
 // nothing. Where a real init system runs, the test does not install
-// anything (see launchd.TestInstallRoundTrip).
+// anything (see service.TestInstallRoundTrip).
 func TestServiceInstallUnsupported(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
-	if _, err := launchd.NewManager(); !errors.Is(err, launchd.ErrUnsupported) {
+	if _, err := service.NewManager(); !errors.Is(err, service.ErrUnsupported) {
 		t.Skip("this machine has a supported init system; not installing a real service from a test")
 	}
 	m, _, _ := opsMain(nil)
 	err := m.Run(context.Background(), []string{"service", "install", "serve"})
-	if !errors.Is(err, launchd.ErrUnsupported) || !strings.Contains(err.Error(), "docs/operations.md") {
+	if !errors.Is(err, service.ErrUnsupported) || !strings.Contains(err.Error(), "docs/operations.md") {
 		t.Errorf("install = %v, want ErrUnsupported pointing at the docs", err)
 	}
 	entries, _ := os.ReadDir(home)
@@ -134,10 +134,10 @@ func TestServiceInstallOptions(t *testing.T) {
 	home := t.TempDir()
 	t.Chdir(t.TempDir())
 	cwd, _ := os.Getwd()
-	mgr := &launchd.Manager{Home: home}
+	mgr := &service.Manager{Home: home}
 	m, _, stderr := opsMain(map[string]string{"BRIDGE_TOKEN": "s3cret", "XDG_DATA_HOME": filepath.Join(home, "xdg")})
 
-	o, err := m.installOptions(mgr, launchd.Serve, false, "", "", "", "/usr/bin:/bin", []string{"--addr", "127.0.0.1:6000", "--token-file=tok"})
+	o, err := m.installOptions(mgr, service.Serve, false, "", "", "", "/usr/bin:/bin", []string{"--addr", "127.0.0.1:6000", "--token-file=tok"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,14 +155,14 @@ func TestServiceInstallOptions(t *testing.T) {
 		t.Errorf("warned about BRIDGE_TOKEN although --token-file was given: %s", stderr)
 	}
 
-	if _, err := m.installOptions(mgr, launchd.Serve, false, "", "", "", "/usr/bin", nil); err != nil {
+	if _, err := m.installOptions(mgr, service.Serve, false, "", "", "", "/usr/bin", nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(stderr.String(), "BRIDGE_TOKEN is set") {
 		t.Errorf("no warning that the service will not see BRIDGE_TOKEN: %q", stderr)
 	}
 
-	_, err = m.installOptions(mgr, launchd.Coordinator, false, "", "data", "", "/usr/bin", []string{"--config", "missing.json"})
+	_, err = m.installOptions(mgr, service.Coordinator, false, "", "data", "", "/usr/bin", []string{"--config", "missing.json"})
 	var ue *usageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), filepath.Join(cwd, "missing.json")) {
 		t.Errorf("coordinator with a missing config: %v, want a usage error naming the absolute path", err)
@@ -170,7 +170,7 @@ func TestServiceInstallOptions(t *testing.T) {
 	if err := os.WriteFile("coordinator.config.json", []byte(`{}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o, err = m.installOptions(mgr, launchd.Coordinator, false, "", "data", "logs", "/usr/bin", []string{"--config", "coordinator.config.json"})
+	o, err = m.installOptions(mgr, service.Coordinator, false, "", "data", "logs", "/usr/bin", []string{"--config", "coordinator.config.json"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestServiceInstallOptions(t *testing.T) {
 	if strings.Join(o.Args, " ") != strings.Join(want, " ") || o.LogDir != filepath.Join(cwd, "logs") {
 		t.Errorf("coordinator args %q log %q, want %q", o.Args, o.LogDir, want)
 	}
-	if _, err := m.installOptions(mgr, launchd.Serve, false, "", "", "", "", nil); !errors.As(err, &ue) {
+	if _, err := m.installOptions(mgr, service.Serve, false, "", "", "", "", nil); !errors.As(err, &ue) {
 		t.Errorf("empty PATH: %v, want a usage error", err)
 	}
 }
@@ -329,18 +329,18 @@ func coordinatorConfigForTest(commands map[string][]string) coordinator.Config {
 
 func TestCheckService(t *testing.T) {
 	tests := []struct {
-		st   launchd.Status
+		st   service.Status
 		err  error
 		want checkStatus
 	}{
-		{launchd.Status{State: launchd.NotInstalled}, nil, checkOK},
-		{launchd.Status{State: launchd.Running}, nil, checkOK},
-		{launchd.Status{State: launchd.Stopped, Installed: launchd.Definition{LogFile: "/l/serve.log"}}, nil, checkFail},
-		{launchd.Status{State: launchd.Unknown, Detail: "no bus"}, nil, checkWarn},
-		{launchd.Status{}, errors.New("unreadable"), checkWarn},
+		{service.Status{State: service.NotInstalled}, nil, checkOK},
+		{service.Status{State: service.Running}, nil, checkOK},
+		{service.Status{State: service.Stopped, Installed: service.Definition{LogFile: "/l/serve.log"}}, nil, checkFail},
+		{service.Status{State: service.Unknown, Detail: "no bus"}, nil, checkWarn},
+		{service.Status{}, errors.New("unreadable"), checkWarn},
 	}
 	for _, tt := range tests {
-		r := checkService(launchd.Serve, tt.st, tt.err)
+		r := checkService(service.Serve, tt.st, tt.err)
 		if r.Status != tt.want {
 			t.Errorf("%+v: %v, want %v", tt.st, r.Status, tt.want)
 		}

@@ -1,4 +1,4 @@
-package launchd
+package service
 
 import (
 	"context"
@@ -141,10 +141,13 @@ func exampleOptions(d Daemon, goos string) (Options, *strings.Replacer) {
 }
 
 func exampleFile(d Daemon, goos string) string {
+	// The examples stay in the top-level launchd/ folder, where people
+	// look for service files.
+	dir := filepath.Join("..", "..", "launchd")
 	if goos == "darwin" {
-		return Name(d, goos) + ".plist.example"
+		return filepath.Join(dir, Name(d, goos)+".plist.example")
 	}
-	return Name(d, goos) + ".service.example"
+	return filepath.Join(dir, Name(d, goos)+".service.example")
 }
 
 // TestExamples checks that the example files are what "service install"

@@ -1,4 +1,4 @@
-// Package launchd installs and runs agent-bridge's two daemons (serve and
+// Package service installs and runs agent-bridge's two daemons (serve and
 // coordinator) as services of the platform's init system: a LaunchAgent or
 // LaunchDaemon on macOS, a systemd user or system unit on Linux. It is the only
 // package that imports kardianos/service.
@@ -8,8 +8,9 @@
 // multi-user.target (which a user manager never reaches) and restart after two
 // minutes. The rendered text is handed to kardianos as its custom template
 // option (it contains no template actions, so kardianos writes it verbatim),
-// and the example files in this folder are rendered by the same code.
-package launchd
+// and the example files in the top-level launchd/ folder are rendered by the
+// same code.
+package service
 
 import (
 	"context"
