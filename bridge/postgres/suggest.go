@@ -27,7 +27,7 @@ func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (ag
 		Status: agentbridge.SuggestionPending, Timestamp: agentbridge.FormatTime(t),
 	}
 	if _, err := s.pool.Exec(ctx, `INSERT INTO suggestions (id, sender, title, description, status, ts) VALUES ($1, $2, $3, $4, $5, $6)`,
-		sg.ID, sg.From, sg.Title, sg.Description, sg.Status, sg.Timestamp); err != nil {
+		sg.ID, sg.From, []byte(sg.Title), []byte(sg.Description), sg.Status, sg.Timestamp); err != nil {
 		return agentbridge.Suggestion{}, fmt.Errorf("insert suggestion: %w", err)
 	}
 	return sg, nil
@@ -50,9 +50,11 @@ func (s *Store) Suggestions(ctx context.Context, status string) ([]agentbridge.S
 	out := []agentbridge.Suggestion{}
 	for rows.Next() {
 		var sg agentbridge.Suggestion
-		if err := rows.Scan(&sg.ID, &sg.From, &sg.Title, &sg.Description, &sg.Status, &sg.Timestamp); err != nil {
+		var title, desc []byte
+		if err := rows.Scan(&sg.ID, &sg.From, &title, &desc, &sg.Status, &sg.Timestamp); err != nil {
 			return nil, fmt.Errorf("read suggestion: %w", err)
 		}
+		sg.Title, sg.Description = string(title), string(desc)
 		out = append(out, sg)
 	}
 	if err := rows.Err(); err != nil {

@@ -101,7 +101,7 @@ func testSuggestions(t *testing.T, newStore Factory) {
 	}
 	var ids []string
 	for _, title := range []string{"first", "second", "third"} {
-		sg, err := ss.Suggest(ctx, agentbridge.SuggestionInput{From: "codex", Title: title, Description: "d " + title})
+		sg, err := ss.Suggest(ctx, agentbridge.SuggestionInput{From: "codex", Title: title, Description: "d\x00 " + title})
 		if err != nil {
 			t.Fatal(err)
 		}
