@@ -108,3 +108,26 @@ type ReceiptStore interface {
 	// unknown thread is thread_not_found.
 	Receipts(ctx context.Context, q ReceiptsQuery) ([]Receipt, error)
 }
+
+// StoreStats are a store's cumulative counters since it was opened, for
+// /metrics. They are read atomically one by one, so a snapshot may be a
+// few appends out of step between fields.
+type StoreStats struct {
+	// Appends counts committed events (including thread.created events).
+	Appends uint64
+	// Replayed counts appends answered from an idempotency key.
+	Replayed uint64
+	// Rejected counts appends refused inside the writer (unknown thread or
+	// reply_to, muted, paused, thread exists).
+	Rejected uint64
+	// Batches counts group commits; Appends/Batches is the mean batch size.
+	Batches uint64
+	// MaxBatchSeen is the largest number of requests one commit carried.
+	MaxBatchSeen uint64
+}
+
+// StatsStore is a store that counts its group commits. The bridge exports
+// the counts on /metrics when its store implements it.
+type StatsStore interface {
+	Stats() StoreStats
+}

@@ -277,8 +277,8 @@ func TestEventQueries(t *testing.T) {
 	}
 }
 
-// TestMetrics checks the appends counter and the latency histogram's route
-// label on /metrics.
+// TestMetrics checks the appends counter, the store's group-commit
+// counters and the latency histogram's route label on /metrics.
 func TestMetrics(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	ts.newThread("t")
@@ -293,6 +293,10 @@ func TestMetrics(t *testing.T) {
 	body := string(ts.must(200, "GET", "/metrics", "").body)
 	for _, want := range []string{
 		"agent_bridge_appends_total 3",
+		// thread.created, one and two; the retry is a replay.
+		"agent_bridge_store_events_total 3",
+		"agent_bridge_store_replayed_total 1",
+		"agent_bridge_store_rejected_total 0",
 		`agent_bridge_http_request_duration_seconds_count{code="200",method="POST",route="/threads/{id}/events"} 3`,
 		`agent_bridge_http_request_duration_seconds_count{code="405",method="other",route="unmatched"} 3`,
 	} {

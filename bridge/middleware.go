@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
 )
 
 // requestID returns the id instrument gave the request ("" outside one),
@@ -154,6 +156,31 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.appends, m.subscribers, m.latency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// addStoreStats exports a store's group-commit counters, read at scrape
+// time: agent_bridge_appends_total counts HTTP appends only, these count
+// what the writer did (thread creations and refusals too, and how many
+// commits carried them).
+func (m *metrics) addStoreStats(ss agentbridge.StatsStore) {
+	counter := func(name, help string, get func(agentbridge.StoreStats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(get(ss.Stats())) })
+	}
+	m.reg.MustRegister(
+		counter("agent_bridge_store_events_total", "Events the store committed, thread.created included.",
+			func(st agentbridge.StoreStats) uint64 { return st.Appends }),
+		counter("agent_bridge_store_replayed_total", "Appends the store answered from an idempotency key.",
+			func(st agentbridge.StoreStats) uint64 { return st.Replayed }),
+		counter("agent_bridge_store_rejected_total", "Appends the store's writer refused (unknown thread or reply_to, muted, paused, ...).",
+			func(st agentbridge.StoreStats) uint64 { return st.Rejected }),
+		counter("agent_bridge_store_commits_total", "Group commits; events_total / commits_total is the mean batch size.",
+			func(st agentbridge.StoreStats) uint64 { return st.Batches }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "agent_bridge_store_max_batch",
+			Help: "The most requests one group commit has carried since the store opened.",
+		}, func() float64 { return float64(ss.Stats().MaxBatchSeen) }),
+	)
 }
 
 func (m *metrics) handler() http.Handler {

@@ -146,6 +146,9 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 		cancel:   cancel,
 	}
 	s.receipts, _ = store.(agentbridge.ReceiptStore)
+	if ss, ok := store.(agentbridge.StatsStore); ok {
+		s.metrics.addStoreStats(ss)
+	}
 	s.receiptHub = newReceiptHub()
 	s.handler = s.routes()
 	return s, nil

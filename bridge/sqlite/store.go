@@ -34,7 +34,10 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-var _ agentbridge.EventStore = (*Store)(nil)
+var (
+	_ agentbridge.EventStore = (*Store)(nil)
+	_ agentbridge.StatsStore = (*Store)(nil)
+)
 
 // DefaultMaxBatch is the default cap on appends per group commit: large
 // enough to absorb a burst, small enough that one commit stays short.
@@ -77,23 +80,6 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxBatch caps appends per group commit; default DefaultMaxBatch.
 	MaxBatch int
-}
-
-// Stats are cumulative counters since Open, for /metrics. They are read
-// atomically one by one, so a snapshot may be a few appends out of step
-// between fields.
-type Stats struct {
-	// Appends counts committed events (including thread.created events).
-	Appends uint64
-	// Replayed counts appends answered from an idempotency key.
-	Replayed uint64
-	// Rejected counts appends refused inside the writer (unknown thread or
-	// reply_to, muted, paused, thread exists).
-	Rejected uint64
-	// Batches counts group commits; Appends/Batches is the mean batch size.
-	Batches uint64
-	// MaxBatchSeen is the largest number of requests one commit carried.
-	MaxBatchSeen uint64
 }
 
 // Store is the SQLite event store. It is safe for concurrent use; Close it
@@ -295,9 +281,10 @@ func (s *Store) wake() {
 	s.mu.Unlock()
 }
 
-// Stats returns the store's counters.
-func (s *Store) Stats() Stats {
-	return Stats{
+// Stats returns the store's counters since Open; the bridge exports them
+// on /metrics (agentbridge.StatsStore).
+func (s *Store) Stats() agentbridge.StoreStats {
+	return agentbridge.StoreStats{
 		Appends:      s.appends.Load(),
 		Replayed:     s.replayed.Load(),
 		Rejected:     s.rejected.Load(),
