@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -72,9 +73,6 @@ type Config struct {
 	BroadcastAgents  []string
 	// PresenceHeartbeat is how often presence is refreshed (0 = never).
 	PresenceHeartbeat time.Duration
-	// PollThreads is accepted for compatibility with the original's
-	// config and unused: the coordinator streams.
-	PollThreads time.Duration
 	// Agents maps entry names to adapters.
 	Agents map[string]AgentConfig
 	// HumanIDs are the participants whose controls count; it must match
@@ -152,7 +150,6 @@ func DefaultConfig() Config {
 		BroadcastSenders:        []string{"user"},
 		BroadcastAgents:         []string{},
 		PresenceHeartbeat:       10 * time.Second,
-		PollThreads:             5 * time.Second,
 		Agents:                  map[string]AgentConfig{},
 		HumanIDs:                agentbridge.Humans{"user"},
 		MaxConcurrency:          8,
@@ -211,64 +208,368 @@ func ParseConfig(r io.Reader, baseDir string) (Config, []string, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return Config{}, nil, &ConfigError{Err: errors.New("the file holds more than one JSON value")}
 	}
-
-	cfg := DefaultConfig()
-	p := &parser{raw: raw}
-	steps := []func() error{
-		func() error { return p.url("bridge_url", &cfg.BridgeURL) },
-		func() error { return p.id("coordinator_id", &cfg.CoordinatorID) },
-		func() error { return p.startupMode(&cfg.StartupMode) },
-		func() error { return p.integer("max_reply_chars", &cfg.MaxReplyChars, minReplyChars) },
-		func() error { return p.integer("context_window_size", &cfg.ContextWindowSize, 0) },
-		func() error { return p.seconds("adapter_timeout_s", &cfg.AdapterTimeout, false) },
-		func() error { return p.boolean("enable_mentions", &cfg.EnableMentions) },
-		func() error { return p.mentionPrefix(&cfg.MentionPrefix) },
-		func() error { return p.ids("mention_senders", &cfg.MentionSenders, false) },
-		func() error { return p.boolean("enable_broadcast", &cfg.EnableBroadcast) },
-		func() error { return p.ids("broadcast_senders", &cfg.BroadcastSenders, false) },
-		func() error { return p.ids("broadcast_agents", &cfg.BroadcastAgents, false) },
-		func() error { return p.seconds("presence_heartbeat_s", &cfg.PresenceHeartbeat, true) },
-		func() error { return p.seconds("poll_threads_s", &cfg.PollThreads, true) },
-		func() error { return p.humans(&cfg.HumanIDs) },
-		func() error { return p.integer("max_concurrency", &cfg.MaxConcurrency, 1) },
-		func() error { return p.integer("max_agent_hops", &cfg.MaxAgentHops, 1) },
-		func() error { return p.integer("max_invocations_per_minute", &cfg.MaxInvocationsPerMinute, 1) },
-		func() error { return p.path("primer_path", &cfg.PrimerPath, baseDir) },
-		func() error { return p.path("scene_primer_path", &cfg.ScenePrimerPath, baseDir) },
-		func() error { return p.statusAddr(&cfg.StatusAddr) },
-		func() error { return p.str("bridge_token", &cfg.BridgeToken) },
-		func() error { return p.seconds("shutdown_grace_s", &cfg.ShutdownGrace, true) },
-		func() error { return p.agents(&cfg.Agents, baseDir) },
+	var f fileConfig
+	_, f.agentsPresent = raw["agents"]
+	unknown, err := decodeObject(raw, "", &f, legacyKeys...)
+	if err != nil {
+		return Config{}, nil, err
 	}
-	for _, step := range steps {
-		if err := step(); err != nil {
-			return Config{}, p.warnings, err
-		}
-	}
-	for _, k := range sortedKeys(raw) {
-		if !isKnownKey(k) {
-			p.warnf(k, "unknown key, ignored")
-		}
-	}
-	if len(cfg.Agents) == 0 {
-		p.warnf("agents", "no agents are configured, so nobody will be invoked")
-	}
-	return cfg, p.warnings, nil
+	cfg, warnings, err := f.Validate(baseDir)
+	warnings = append(warnings, unknown...)
+	return cfg, warnings, err
 }
 
-// isKnownKey reports whether k is a top-level key ParseConfig understands.
-func isKnownKey(k string) bool {
-	switch k {
-	case "bridge_url", "coordinator_id", "startup_mode", "max_reply_chars",
-		"context_window_size", "adapter_timeout_s", "enable_mentions",
-		"mention_prefix", "mention_senders", "enable_broadcast",
-		"broadcast_senders", "broadcast_agents", "presence_heartbeat_s",
-		"poll_threads_s", "agents", "human_ids", "max_concurrency",
-		"max_agent_hops", "max_invocations_per_minute", "primer_path",
-		"scene_primer_path", "status_addr", "bridge_token", "shutdown_grace_s":
-		return true
+// legacyKeys are keys of the original coordinator's config that mean
+// nothing here (poll_threads_s: this coordinator streams instead of
+// polling). They are skipped without a warning, so that its configs load
+// quietly.
+var legacyKeys = []string{"poll_threads_s"}
+
+// fileConfig is the config file as data: every top-level key, by its JSON
+// name, with the JSON type it must have. A nil field is a key left out or
+// null, which keeps its default. Validate checks the values and turns
+// them into a Config.
+type fileConfig struct {
+	BridgeURL               *string                     `json:"bridge_url"`
+	CoordinatorID           *string                     `json:"coordinator_id"`
+	StartupMode             *string                     `json:"startup_mode"`
+	MaxReplyChars           *float64                    `json:"max_reply_chars"`
+	ContextWindowSize       *float64                    `json:"context_window_size"`
+	AdapterTimeoutS         *float64                    `json:"adapter_timeout_s"`
+	EnableMentions          *bool                       `json:"enable_mentions"`
+	MentionPrefix           *string                     `json:"mention_prefix"`
+	MentionSenders          *[]string                   `json:"mention_senders"`
+	EnableBroadcast         *bool                       `json:"enable_broadcast"`
+	BroadcastSenders        *[]string                   `json:"broadcast_senders"`
+	BroadcastAgents         *[]string                   `json:"broadcast_agents"`
+	PresenceHeartbeatS      *float64                    `json:"presence_heartbeat_s"`
+	HumanIDs                *[]string                   `json:"human_ids"`
+	MaxConcurrency          *float64                    `json:"max_concurrency"`
+	MaxAgentHops            *float64                    `json:"max_agent_hops"`
+	MaxInvocationsPerMinute *float64                    `json:"max_invocations_per_minute"`
+	PrimerPath              *string                     `json:"primer_path"`
+	ScenePrimerPath         *string                     `json:"scene_primer_path"`
+	StatusAddr              *string                     `json:"status_addr"`
+	BridgeToken             *string                     `json:"bridge_token"`
+	ShutdownGraceS          *float64                    `json:"shutdown_grace_s"`
+	Agents                  *map[string]json.RawMessage `json:"agents"`
+	// agentsPresent tells a missing "agents" (required) from a null one.
+	agentsPresent bool
+}
+
+// agentFile is one entry of "agents" as data.
+type agentFile struct {
+	Command *[]string                   `json:"command"`
+	Cwd     *string                     `json:"cwd"`
+	Env     *map[string]string          `json:"env"`
+	Client  *string                     `json:"client"`
+	Profile *map[string]json.RawMessage `json:"profile"`
+}
+
+// profileFile is an agent entry's "profile" as data.
+type profileFile struct {
+	Client   *string   `json:"client"`
+	Model    *string   `json:"model"`
+	Nickname *string   `json:"nickname"`
+	Roles    *[]string `json:"roles"`
+}
+
+// decodeObject decodes raw, a JSON object found at prefix ("" at the top,
+// else the dotted path and a dot), into dst, a pointer to a struct of
+// pointer fields with json tags: the tags are the keys it knows. A value
+// of the wrong JSON type is a *ConfigError naming its key; a key neither
+// known nor in skip is returned as a warning.
+func decodeObject(raw map[string]json.RawMessage, prefix string, dst any, skip ...string) ([]string, error) {
+	v := reflect.ValueOf(dst).Elem()
+	known := make(map[string]bool, v.NumField())
+	for i := range v.NumField() {
+		sf := v.Type().Field(i)
+		k, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if k == "" {
+			continue
+		}
+		known[k] = true
+		val, ok := raw[k]
+		if !ok || string(bytes.TrimSpace(val)) == "null" {
+			continue
+		}
+		ptr := reflect.New(sf.Type.Elem())
+		if err := json.Unmarshal(val, ptr.Interface()); err != nil {
+			return nil, configErrorf(prefix+k, "must be %s, not %s", jsonWant(sf.Type.Elem()), jsonKind(val))
+		}
+		v.Field(i).Set(ptr)
 	}
-	return false
+	var warnings []string
+	for _, k := range sortedKeys(raw) {
+		if !known[k] && !slices.Contains(skip, k) {
+			warnings = append(warnings, "config: "+prefix+k+": unknown key, ignored")
+		}
+	}
+	return warnings, nil
+}
+
+// jsonWant names the JSON a Go type of decodeObject's fields decodes from.
+func jsonWant(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Float64:
+		return "a number"
+	case reflect.Slice:
+		return "an array of strings"
+	case reflect.Map:
+		if t.Elem().Kind() == reflect.String {
+			return "an object of string values"
+		}
+		return "an object"
+	}
+	return t.String()
+}
+
+// Validate checks every value of f and returns the Config it describes,
+// with DefaultConfig's value for each key left out, and the warnings about
+// its agents. Relative paths are resolved against baseDir. Every error is
+// a *ConfigError naming the key.
+func (f *fileConfig) Validate(baseDir string) (Config, []string, error) {
+	cfg := DefaultConfig()
+	var err error
+	set := func(e error) {
+		if err == nil {
+			err = e
+		}
+	}
+	if f.BridgeURL != nil {
+		set(checkURL("bridge_url", *f.BridgeURL, &cfg.BridgeURL))
+	}
+	if f.CoordinatorID != nil {
+		set(checkID("coordinator_id", *f.CoordinatorID))
+		cfg.CoordinatorID = *f.CoordinatorID
+	}
+	if f.StartupMode != nil {
+		if s := *f.StartupMode; s != "end" && s != "resume" {
+			set(configErrorf("startup_mode", "must be \"end\" or \"resume\", not %q", s))
+		}
+		cfg.StartupMode = *f.StartupMode
+	}
+	set(checkInt("max_reply_chars", f.MaxReplyChars, minReplyChars, &cfg.MaxReplyChars))
+	set(checkInt("context_window_size", f.ContextWindowSize, 0, &cfg.ContextWindowSize))
+	set(checkSeconds("adapter_timeout_s", f.AdapterTimeoutS, false, &cfg.AdapterTimeout))
+	if f.EnableMentions != nil {
+		cfg.EnableMentions = *f.EnableMentions
+	}
+	if f.MentionPrefix != nil {
+		if e := validMentionPrefix(*f.MentionPrefix); e != nil {
+			set(&ConfigError{Key: "mention_prefix", Err: e})
+		}
+		cfg.MentionPrefix = *f.MentionPrefix
+	}
+	set(checkIDs("mention_senders", f.MentionSenders, false, &cfg.MentionSenders))
+	if f.EnableBroadcast != nil {
+		cfg.EnableBroadcast = *f.EnableBroadcast
+	}
+	set(checkIDs("broadcast_senders", f.BroadcastSenders, false, &cfg.BroadcastSenders))
+	set(checkIDs("broadcast_agents", f.BroadcastAgents, false, &cfg.BroadcastAgents))
+	set(checkSeconds("presence_heartbeat_s", f.PresenceHeartbeatS, true, &cfg.PresenceHeartbeat))
+	var humans []string
+	set(checkIDs("human_ids", f.HumanIDs, true, &humans))
+	if humans != nil {
+		cfg.HumanIDs = agentbridge.Humans(humans)
+	}
+	set(checkInt("max_concurrency", f.MaxConcurrency, 1, &cfg.MaxConcurrency))
+	set(checkInt("max_agent_hops", f.MaxAgentHops, 1, &cfg.MaxAgentHops))
+	set(checkInt("max_invocations_per_minute", f.MaxInvocationsPerMinute, 1, &cfg.MaxInvocationsPerMinute))
+	if f.PrimerPath != nil {
+		cfg.PrimerPath = resolvePath(baseDir, *f.PrimerPath)
+	}
+	if f.ScenePrimerPath != nil {
+		cfg.ScenePrimerPath = resolvePath(baseDir, *f.ScenePrimerPath)
+	}
+	if f.StatusAddr != nil {
+		if s := *f.StatusAddr; s != "" {
+			if _, _, e := net.SplitHostPort(s); e != nil {
+				set(configErrorf("status_addr", "%q is not a host:port address (use \"\" to turn the status API off)", s))
+			}
+		}
+		cfg.StatusAddr = *f.StatusAddr
+	}
+	if f.BridgeToken != nil {
+		cfg.BridgeToken = *f.BridgeToken
+	}
+	set(checkSeconds("shutdown_grace_s", f.ShutdownGraceS, true, &cfg.ShutdownGrace))
+	if err != nil {
+		return Config{}, nil, err
+	}
+	agents, warnings, err := f.agents(baseDir)
+	if err != nil {
+		return Config{}, warnings, err
+	}
+	cfg.Agents = agents
+	if len(agents) == 0 {
+		warnings = append(warnings, "config: agents: no agents are configured, so nobody will be invoked")
+	}
+	return cfg, warnings, nil
+}
+
+func (f *fileConfig) agents(baseDir string) (map[string]AgentConfig, []string, error) {
+	if !f.agentsPresent {
+		return nil, nil, configErrorf("agents", "is required: an object mapping participant ids to {\"command\": [...]}")
+	}
+	if f.Agents == nil {
+		return nil, nil, configErrorf("agents", "must be an object, not null")
+	}
+	var warnings []string
+	agents := make(map[string]AgentConfig)
+	clients := make(map[string]string)
+	for _, name := range sortedKeys(*f.Agents) {
+		key := "agents." + name
+		if !agentbridge.ParticipantIDPattern.MatchString(name) {
+			return nil, warnings, configErrorf(key, "the agent name is not a valid participant id (1 to 128 letters, digits or . _ @ : -, starting with a letter or digit)")
+		}
+		a, w, err := parseAgent(key, (*f.Agents)[name], baseDir)
+		warnings = append(warnings, w...)
+		if err != nil {
+			return nil, warnings, err
+		}
+		if a.Client != "" {
+			c := strings.ToLower(a.Client)
+			if other, dup := clients[c]; dup {
+				return nil, warnings, configErrorf(key+".client", "%q is already served by the agent %q; a client may name one agent only", a.Client, other)
+			}
+			clients[c] = name
+		}
+		agents[name] = a
+	}
+	return agents, warnings, nil
+}
+
+// parseAgent decodes and checks the agent entry raw found at key.
+func parseAgent(key string, raw json.RawMessage, baseDir string) (AgentConfig, []string, error) {
+	if string(bytes.TrimSpace(raw)) == "null" {
+		return AgentConfig{}, nil, configErrorf(key, "must be an object with a \"command\", not null")
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return AgentConfig{}, nil, configErrorf(key, "must be an object, not %s", jsonKind(raw))
+	}
+	var e agentFile
+	unknown, err := decodeObject(obj, key+".", &e)
+	if err != nil {
+		return AgentConfig{}, nil, err
+	}
+	var a AgentConfig
+	if e.Command != nil {
+		a.Command = *e.Command
+	}
+	if len(a.Command) == 0 {
+		return AgentConfig{}, nil, configErrorf(key+".command", "is required: the adapter's argv as a non-empty array, such as [\"./adapters/echo.sh\"]")
+	}
+	if slices.Contains(a.Command, "") {
+		return AgentConfig{}, nil, configErrorf(key+".command", "must not contain empty strings")
+	}
+	if strings.Contains(a.Command[0], "/") {
+		a.Command[0] = resolvePath(baseDir, a.Command[0])
+	}
+	if e.Cwd != nil && *e.Cwd != "" {
+		a.Cwd = resolvePath(baseDir, *e.Cwd)
+	}
+	if a.Cwd == "" {
+		a.Cwd = baseDir
+	}
+	if e.Env != nil {
+		a.Env = *e.Env
+	}
+	if e.Client != nil {
+		a.Client = *e.Client
+	}
+	var warnings []string
+	if e.Profile != nil {
+		var pf profileFile
+		w, err := decodeObject(*e.Profile, key+".profile.", &pf)
+		if err != nil {
+			return AgentConfig{}, nil, err
+		}
+		warnings = w
+		a.Profile = &agentbridge.Profile{}
+		for dst, src := range map[*string]*string{&a.Profile.Client: pf.Client, &a.Profile.Model: pf.Model, &a.Profile.Nickname: pf.Nickname} {
+			if src != nil {
+				*dst = *src
+			}
+		}
+		if pf.Roles != nil {
+			a.Profile.Roles = *pf.Roles
+		}
+	}
+	return a, append(warnings, unknown...), nil
+}
+
+// checkInt sets *dst from the number v, when given, if it is whole and at
+// least lowest.
+func checkInt(key string, v *float64, lowest int, dst *int) error {
+	if v == nil {
+		return nil
+	}
+	f := *v
+	if f != math.Trunc(f) || f > math.MaxInt32 || f < math.MinInt32 {
+		return configErrorf(key, "must be a whole number, not %v", f)
+	}
+	if int(f) < lowest {
+		return configErrorf(key, "must be at least %d, not %d", lowest, int(f))
+	}
+	*dst = int(f)
+	return nil
+}
+
+// checkSeconds sets *dst from v, a duration in seconds (fractions
+// allowed), when given.
+func checkSeconds(key string, v *float64, zeroOK bool, dst *time.Duration) error {
+	if v == nil {
+		return nil
+	}
+	f := *v
+	switch {
+	case f < 0 || (f == 0 && !zeroOK):
+		return configErrorf(key, "must be a positive number of seconds, not %v", f)
+	case f > 365*24*3600:
+		return configErrorf(key, "must be at most a year's worth of seconds, not %v", f)
+	}
+	*dst = time.Duration(f * float64(time.Second))
+	return nil
+}
+
+// checkIDs sets *dst from list, when given, if every entry is a
+// participant id.
+func checkIDs(key string, list *[]string, nonEmpty bool, dst *[]string) error {
+	if list == nil {
+		return nil
+	}
+	if nonEmpty && len(*list) == 0 {
+		return configErrorf(key, "must name at least one participant")
+	}
+	for _, id := range *list {
+		if err := checkID(key, id); err != nil {
+			return err
+		}
+	}
+	*dst = *list
+	return nil
+}
+
+func checkID(key, id string) error {
+	if !agentbridge.ParticipantIDPattern.MatchString(id) {
+		return configErrorf(key, "%q is not a valid participant id (1 to 128 letters, digits or . _ @ : -, starting with a letter or digit)", id)
+	}
+	return nil
+}
+
+func checkURL(key, s string, dst *string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return configErrorf(key, "%q is not an http:// or https:// URL with a host", s)
+	}
+	*dst = strings.TrimRight(s, "/")
+	return nil
 }
 
 // jsonError describes a JSON syntax error with its line, which is what a
@@ -280,188 +581,6 @@ func jsonError(data []byte, err error) string {
 		return fmt.Sprintf("%v (line %d)", se, line)
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
-}
-
-// parser decodes one JSON object's keys into typed fields, turning each
-// mistake into a *ConfigError that names the key. A key that is absent or
-// null keeps its default.
-type parser struct {
-	raw      map[string]json.RawMessage
-	prefix   string // dotted path of raw within the file, "" at the top
-	warnings []string
-}
-
-func (p *parser) key(k string) string { return p.prefix + k }
-
-func (p *parser) warnf(k, format string, args ...any) {
-	p.warnings = append(p.warnings, "config: "+p.key(k)+": "+fmt.Sprintf(format, args...))
-}
-
-// get returns the raw value of k, or nil when k is absent or null.
-func (p *parser) get(k string) json.RawMessage {
-	v, ok := p.raw[k]
-	if !ok || string(bytes.TrimSpace(v)) == "null" {
-		return nil
-	}
-	return v
-}
-
-func (p *parser) typeError(k, want string, v json.RawMessage) *ConfigError {
-	return configErrorf(p.key(k), "must be %s, not %s", want, jsonKind(v))
-}
-
-func (p *parser) str(k string, dst *string) error {
-	v := p.get(k)
-	if v == nil {
-		return nil
-	}
-	if err := json.Unmarshal(v, dst); err != nil {
-		return p.typeError(k, "a string", v)
-	}
-	return nil
-}
-
-func (p *parser) boolean(k string, dst *bool) error {
-	v := p.get(k)
-	if v == nil {
-		return nil
-	}
-	if err := json.Unmarshal(v, dst); err != nil {
-		return p.typeError(k, "true or false", v)
-	}
-	return nil
-}
-
-func (p *parser) number(k string) (float64, bool, error) {
-	v := p.get(k)
-	if v == nil {
-		return 0, false, nil
-	}
-	var f float64
-	if err := json.Unmarshal(v, &f); err != nil {
-		return 0, false, p.typeError(k, "a number", v)
-	}
-	return f, true, nil
-}
-
-func (p *parser) integer(k string, dst *int, lowest int) error {
-	f, ok, err := p.number(k)
-	if err != nil || !ok {
-		return err
-	}
-	if f != math.Trunc(f) || f > math.MaxInt32 || f < math.MinInt32 {
-		return configErrorf(p.key(k), "must be a whole number, not %v", f)
-	}
-	if int(f) < lowest {
-		return configErrorf(p.key(k), "must be at least %d, not %d", lowest, int(f))
-	}
-	*dst = int(f)
-	return nil
-}
-
-// seconds reads a duration given in seconds (fractions allowed).
-func (p *parser) seconds(k string, dst *time.Duration, zeroOK bool) error {
-	f, ok, err := p.number(k)
-	if err != nil || !ok {
-		return err
-	}
-	switch {
-	case f < 0 || (f == 0 && !zeroOK):
-		return configErrorf(p.key(k), "must be a positive number of seconds, not %v", f)
-	case f > 365*24*3600:
-		return configErrorf(p.key(k), "must be at most a year's worth of seconds, not %v", f)
-	}
-	*dst = time.Duration(f * float64(time.Second))
-	return nil
-}
-
-func (p *parser) stringList(k string, dst *[]string) error {
-	v := p.get(k)
-	if v == nil {
-		return nil
-	}
-	var list []string
-	if err := json.Unmarshal(v, &list); err != nil {
-		return p.typeError(k, "an array of strings", v)
-	}
-	*dst = list
-	return nil
-}
-
-// ids reads an array of participant ids.
-func (p *parser) ids(k string, dst *[]string, nonEmpty bool) error {
-	var list []string
-	if err := p.stringList(k, &list); err != nil || list == nil {
-		return err
-	}
-	if nonEmpty && len(list) == 0 {
-		return configErrorf(p.key(k), "must name at least one participant")
-	}
-	for _, id := range list {
-		if !agentbridge.ParticipantIDPattern.MatchString(id) {
-			return configErrorf(p.key(k), "%q is not a valid participant id (1 to 128 letters, digits or . _ @ : -, starting with a letter or digit)", id)
-		}
-	}
-	*dst = list
-	return nil
-}
-
-func (p *parser) id(k string, dst *string) error {
-	var s string
-	if err := p.str(k, &s); err != nil || p.get(k) == nil {
-		return err
-	}
-	if !agentbridge.ParticipantIDPattern.MatchString(s) {
-		return configErrorf(p.key(k), "%q is not a valid participant id (1 to 128 letters, digits or . _ @ : -, starting with a letter or digit)", s)
-	}
-	*dst = s
-	return nil
-}
-
-func (p *parser) humans(dst *agentbridge.Humans) error {
-	var list []string
-	if err := p.ids("human_ids", &list, true); err != nil || list == nil {
-		return err
-	}
-	*dst = agentbridge.Humans(list)
-	return nil
-}
-
-func (p *parser) url(k string, dst *string) error {
-	var s string
-	if err := p.str(k, &s); err != nil || p.get(k) == nil {
-		return err
-	}
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return configErrorf(p.key(k), "%q is not an http:// or https:// URL with a host", s)
-	}
-	*dst = strings.TrimRight(s, "/")
-	return nil
-}
-
-func (p *parser) startupMode(dst *string) error {
-	var s string
-	if err := p.str("startup_mode", &s); err != nil || p.get("startup_mode") == nil {
-		return err
-	}
-	if s != "end" && s != "resume" {
-		return configErrorf("startup_mode", "must be \"end\" or \"resume\", not %q", s)
-	}
-	*dst = s
-	return nil
-}
-
-func (p *parser) mentionPrefix(dst *string) error {
-	var s string
-	if err := p.str("mention_prefix", &s); err != nil || p.get("mention_prefix") == nil {
-		return err
-	}
-	if err := validMentionPrefix(s); err != nil {
-		return &ConfigError{Key: "mention_prefix", Err: err}
-	}
-	*dst = s
-	return nil
 }
 
 // validMentionPrefix checks a mention prefix: 1 to 8 characters, none of
@@ -476,33 +595,6 @@ func validMentionPrefix(s string) error {
 	return nil
 }
 
-func (p *parser) statusAddr(dst *string) error {
-	var s string
-	if err := p.str("status_addr", &s); err != nil || p.get("status_addr") == nil {
-		return err
-	}
-	if s != "" {
-		if _, _, err := net.SplitHostPort(s); err != nil {
-			return configErrorf("status_addr", "%q is not a host:port address (use \"\" to turn the status API off)", s)
-		}
-	}
-	*dst = s
-	return nil
-}
-
-// path reads a file path and resolves it against baseDir.
-func (p *parser) path(k string, dst *string, baseDir string) error {
-	var s string
-	if err := p.str(k, &s); err != nil || p.get(k) == nil {
-		return err
-	}
-	*dst = s
-	if s != "" {
-		*dst = resolvePath(baseDir, s)
-	}
-	return nil
-}
-
 // resolvePath makes a relative path relative to baseDir, the config's
 // folder, rather than to the process's working directory.
 func resolvePath(baseDir, p string) string {
@@ -510,126 +602,6 @@ func resolvePath(baseDir, p string) string {
 		return p
 	}
 	return filepath.Join(baseDir, p)
-}
-
-// sub returns a parser for the object held by key k.
-func (p *parser) sub(k string) (*parser, error) {
-	v := p.get(k)
-	if v == nil {
-		return nil, nil
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(v, &obj); err != nil {
-		return nil, p.typeError(k, "an object", v)
-	}
-	return &parser{raw: obj, prefix: p.key(k) + "."}, nil
-}
-
-func (p *parser) agents(dst *map[string]AgentConfig, baseDir string) error {
-	if _, ok := p.raw["agents"]; !ok {
-		return configErrorf("agents", "is required: an object mapping participant ids to {\"command\": [...]}")
-	}
-	ap, err := p.sub("agents")
-	if err != nil {
-		return err
-	}
-	if ap == nil {
-		return configErrorf("agents", "must be an object, not null")
-	}
-	agents := make(map[string]AgentConfig)
-	clients := make(map[string]string)
-	for _, name := range sortedKeys(ap.raw) {
-		if !agentbridge.ParticipantIDPattern.MatchString(name) {
-			return configErrorf(ap.key(name), "the agent name is not a valid participant id (1 to 128 letters, digits or . _ @ : -, starting with a letter or digit)")
-		}
-		a, err := ap.agent(name, baseDir)
-		if err != nil {
-			return err
-		}
-		if a.Client != "" {
-			c := strings.ToLower(a.Client)
-			if other, dup := clients[c]; dup {
-				return configErrorf(ap.key(name)+".client", "%q is already served by the agent %q; a client may name one agent only", a.Client, other)
-			}
-			clients[c] = name
-		}
-		agents[name] = a
-	}
-	p.warnings = append(p.warnings, ap.warnings...)
-	*dst = agents
-	return nil
-}
-
-func (p *parser) agent(name string, baseDir string) (AgentConfig, error) {
-	e, err := p.sub(name)
-	if err != nil {
-		return AgentConfig{}, err
-	}
-	if e == nil {
-		return AgentConfig{}, configErrorf(p.key(name), "must be an object with a \"command\", not null")
-	}
-	defer func() { p.warnings = append(p.warnings, e.warnings...) }()
-	var a AgentConfig
-	if err := e.stringList("command", &a.Command); err != nil {
-		return AgentConfig{}, err
-	}
-	if len(a.Command) == 0 {
-		return AgentConfig{}, configErrorf(e.key("command"), "is required: the adapter's argv as a non-empty array, such as [\"./adapters/echo.sh\"]")
-	}
-	if slices.Contains(a.Command, "") {
-		return AgentConfig{}, configErrorf(e.key("command"), "must not contain empty strings")
-	}
-	if strings.Contains(a.Command[0], "/") {
-		a.Command[0] = resolvePath(baseDir, a.Command[0])
-	}
-	if err := e.path("cwd", &a.Cwd, baseDir); err != nil {
-		return AgentConfig{}, err
-	}
-	if a.Cwd == "" {
-		a.Cwd = baseDir
-	}
-	if v := e.get("env"); v != nil {
-		if err := json.Unmarshal(v, &a.Env); err != nil {
-			return AgentConfig{}, e.typeError("env", "an object of string values", v)
-		}
-	}
-	if err := e.str("client", &a.Client); err != nil {
-		return AgentConfig{}, err
-	}
-	pp, err := e.sub("profile")
-	if err != nil {
-		return AgentConfig{}, err
-	}
-	if pp != nil {
-		prof := &agentbridge.Profile{}
-		for _, step := range []func() error{
-			func() error { return pp.str("client", &prof.Client) },
-			func() error { return pp.str("model", &prof.Model) },
-			func() error { return pp.str("nickname", &prof.Nickname) },
-			func() error { return pp.stringList("roles", &prof.Roles) },
-		} {
-			if err := step(); err != nil {
-				return AgentConfig{}, err
-			}
-		}
-		for _, k := range sortedKeys(pp.raw) {
-			switch k {
-			case "client", "model", "nickname", "roles":
-			default:
-				pp.warnf(k, "unknown key, ignored")
-			}
-		}
-		e.warnings = append(e.warnings, pp.warnings...)
-		a.Profile = prof
-	}
-	for _, k := range sortedKeys(e.raw) {
-		switch k {
-		case "command", "cwd", "env", "profile", "client":
-		default:
-			e.warnf(k, "unknown key, ignored")
-		}
-	}
-	return a, nil
 }
 
 // jsonKind names the JSON type of v for error messages.
