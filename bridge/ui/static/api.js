@@ -1,9 +1,9 @@
-// api.js: the bridge's HTTP API as seen from the browser. Every request goes
-// through fetch so that the token (when the server requires one) travels in
-// the Authorization header, never in a URL; the event streams are read with
-// fetch too, since EventSource cannot send headers.
-
-const TOKEN_KEY = "agent-bridge-token";
+// api.js: the bridge's HTTP API as seen from the browser. When the server
+// requires a token, the page exchanges it once for the bridge's HttpOnly
+// login cookie (login), which the browser then sends with every request,
+// streams included: no script on the page, an injected one included, can
+// read the token back, as it could from sessionStorage, and it never
+// appears in a URL.
 
 // ApiError carries the server's error code and its sentence for people.
 export class ApiError extends Error {
@@ -18,15 +18,17 @@ export class ApiError extends Error {
 let tokenWaiters = [];
 let onUnauthorized = () => {};
 
-export function getToken() {
-  return sessionStorage.getItem(TOKEN_KEY) || "";
-}
-
-// setToken keeps the token for this tab only (sessionStorage) and wakes
-// everything that was waiting for one.
-export function setToken(token) {
-  if (token) sessionStorage.setItem(TOKEN_KEY, token);
-  else sessionStorage.removeItem(TOKEN_KEY);
+// login exchanges token for the login cookie (POST /auth/login) and wakes
+// everything that was waiting for one. A wrong token rejects with the
+// server's ApiError and sets nothing.
+export async function login(token) {
+  const res = await fetch("/auth/login", {
+    method: "POST",
+    headers: { Accept: "application/json", "Content-Type": "application/json" },
+    body: JSON.stringify({ token }),
+    credentials: "same-origin",
+  });
+  if (!res.ok) throw await errorFrom(res);
   const waiters = tokenWaiters;
   tokenWaiters = [];
   for (const w of waiters) w();
@@ -45,10 +47,7 @@ function waitForToken(signal) {
 }
 
 function headers(extra) {
-  const h = Object.assign({ Accept: "application/json" }, extra || {});
-  const t = getToken();
-  if (t) h.Authorization = "Bearer " + t;
-  return h;
+  return Object.assign({ Accept: "application/json" }, extra || {});
 }
 
 async function errorFrom(res) {

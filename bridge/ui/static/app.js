@@ -1169,10 +1169,14 @@ function setConn(status) {
   c.dataset.status = status.split(":")[0];
 }
 
+// tokenTried is whether the person has given a token yet: the first 401
+// only asks, a later one says why the token was refused.
+let tokenTried = false;
+
 function askToken(err) {
   const d = $("token-dialog");
   const msg = $("token-error");
-  if (api.getToken()) {
+  if (tokenTried) {
     msg.textContent = err && err.message ? err.message : "The token was refused.";
     msg.hidden = false;
   }
@@ -1261,7 +1265,8 @@ function wire() {
   $("token-dialog").addEventListener("cancel", (e) => e.preventDefault());
   $("token-form").addEventListener("submit", () => {
     $("token-error").hidden = true;
-    api.setToken($("token-input").value.trim());
+    tokenTried = true;
+    api.login($("token-input").value.trim()).catch(askToken);
     $("token-input").value = "";
   });
 
