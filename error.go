@@ -77,6 +77,21 @@ func FieldErrorf(code, field, format string, args ...any) *Error {
 	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
+// CursorAhead is the error for a cursor past the head of a thread (thread
+// set) or of the global log (thread ""), named by field: a client whose
+// server was restored from an older backup must learn it, not wait
+// forever. Every store and the bridge's streams build it here, so the
+// sentence and the head a client resumes from are the same everywhere.
+func CursorAhead(thread, field string, cursor, head int64) *Error {
+	e := &Error{Code: ECodeCursorAhead, Field: field, Thread: thread, Head: &head}
+	if thread == "" {
+		e.Message = fmt.Sprintf("The cursor %d is past the end of the log (%d); was the server restored from an older backup? Start again from %d or less.", cursor, head, head)
+	} else {
+		e.Message = fmt.Sprintf("The cursor %d is past the end of thread %q (its last seq is %d); was the server restored from an older backup? Start again from %d or less.", cursor, thread, head, head)
+	}
+	return e
+}
+
 // ErrorCode returns the code of err if it is (or wraps) an *Error, and
 // ECodeInternal otherwise.
 func ErrorCode(err error) string {

@@ -30,16 +30,6 @@ const stallTimeout = time.Minute
 // maxWait caps the wait parameter of the long-poll, in seconds.
 const maxWait = 60
 
-// cursorAhead is the error for a cursor past the head: a client whose
-// server was restored from an older backup must learn it, not wait forever.
-func cursorAhead(param string, cursor, head int64, thread string) error {
-	e := agentbridge.FieldErrorf(agentbridge.ECodeCursorAhead, param,
-		"The cursor %d is beyond the end of the log (%d): this server has fewer events than the client saw, perhaps restored from an older backup; resume from %d or lower.", cursor, head, head)
-	e.Head = &head
-	e.Thread = thread
-	return e
-}
-
 // lastEventID parses the Last-Event-ID header (-1 when absent).
 func lastEventID(r *http.Request) (int64, error) {
 	v := strings.TrimSpace(r.Header.Get("Last-Event-ID"))
@@ -219,7 +209,7 @@ func (s *Server) handleThreadStream(w http.ResponseWriter, r *http.Request) erro
 		cursor, param = -1, "since"
 	}
 	if cursor > th.LastSeq {
-		return cursorAhead(param, cursor, th.LastSeq, id)
+		return agentbridge.CursorAhead(id, param, cursor, th.LastSeq)
 	}
 	_, rver := s.receiptHub.watch()
 	s.metrics.subscribers.WithLabelValues("thread").Inc()
@@ -274,7 +264,7 @@ func (s *Server) handleGlobalStream(w http.ResponseWriter, r *http.Request) erro
 		cursor, param = after, "after"
 	}
 	if cursor > head {
-		return cursorAhead(param, cursor, head, "")
+		return agentbridge.CursorAhead("", param, cursor, head)
 	}
 	_, rver := s.receiptHub.watch()
 	s.metrics.subscribers.WithLabelValues("global").Inc()
@@ -330,7 +320,7 @@ func (s *Server) handleEventsPoll(w http.ResponseWriter, r *http.Request) error 
 		return fmt.Errorf("poll head: %w", err)
 	}
 	if after > head {
-		return cursorAhead("after", after, head, "")
+		return agentbridge.CursorAhead("", "after", after, head)
 	}
 	s.metrics.subscribers.WithLabelValues("poll").Inc()
 	defer s.metrics.subscribers.WithLabelValues("poll").Dec()

@@ -108,10 +108,10 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 			return fmt.Errorf("look up thread %s: %w", q.Thread, err)
 		}
 		if q.After > last {
-			return cursorAhead(q.Thread, "after", q.After, last)
+			return agentbridge.CursorAhead(q.Thread, "after", q.After, last)
 		}
 		if q.Until > last {
-			return cursorAhead(q.Thread, "until", q.Until, last)
+			return agentbridge.CursorAhead(q.Thread, "until", q.Until, last)
 		}
 		hi := last
 		if q.Until > 0 {
@@ -168,7 +168,7 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) ([]agentbrid
 			return err
 		}
 		if after > head {
-			return cursorAhead("", "after", after, head)
+			return agentbridge.CursorAhead("", "after", after, head)
 		}
 		out, err = queryEvents(ctx, tx, selectEvent+` WHERE gseq > $1 ORDER BY gseq LIMIT $2`, after, limit)
 		return err
@@ -291,7 +291,7 @@ func (s *Store) State(ctx context.Context, thread string, at int64) (agentbridge
 			return fmt.Errorf("load state of thread %s: %w", thread, err)
 		}
 		if at > last {
-			return cursorAhead(thread, "at", at, last)
+			return agentbridge.CursorAhead(thread, "at", at, last)
 		}
 		seq = last
 		if at != 0 && at != last {
@@ -317,14 +317,4 @@ func (s *Store) State(ctx context.Context, thread string, at int64) (agentbridge
 		return agentbridge.ThreadState{}, 0, err
 	}
 	return st.Normalize(), seq, nil
-}
-
-func cursorAhead(thread, field string, cursor, head int64) *agentbridge.Error {
-	e := &agentbridge.Error{Code: agentbridge.ECodeCursorAhead, Field: field, Thread: thread, Head: &head}
-	if thread == "" {
-		e.Message = fmt.Sprintf("The cursor %d is past the end of the log (%d); was the server restored from an older backup? Start again from %d or less.", cursor, head, head)
-	} else {
-		e.Message = fmt.Sprintf("The cursor %d is past the end of thread %q (its last seq is %d); was the server restored from an older backup? Start again from %d or less.", cursor, thread, head, head)
-	}
-	return e
 }
