@@ -195,7 +195,7 @@ func NewPayload(bridgeURL string, thread agentbridge.Thread, trigger agentbridge
 
 // Environment variable names set for every adapter (contract §4).
 const (
-	EnvBridgeURL     = "BRIDGE_URL"
+	EnvBridgeURL     = agentbridge.EnvBridgeURL
 	EnvThreadID      = "BRIDGE_THREAD_ID"
 	EnvEventID       = "BRIDGE_EVENT_ID"
 	EnvParticipantID = "BRIDGE_PARTICIPANT_ID"

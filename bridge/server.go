@@ -20,7 +20,7 @@ import (
 
 // Defaults for the zero values of Options.
 const (
-	DefaultAddr        = "127.0.0.1:5111"
+	DefaultAddr        = agentbridge.DefaultBridgeAddr
 	DefaultMaxBody     = 1 << 20
 	DefaultPresenceTTL = 120 * time.Second
 	DefaultKeepAlive   = 15 * time.Second

@@ -137,7 +137,7 @@ func configErrorf(key, format string, args ...any) *ConfigError {
 // out: the original coordinator's defaults plus the contract's new keys.
 func DefaultConfig() Config {
 	return Config{
-		BridgeURL:               "http://127.0.0.1:5111",
+		BridgeURL:               agentbridge.DefaultBridgeURL,
 		CoordinatorID:           "bridge-coordinator",
 		StartupMode:             "end",
 		MaxReplyChars:           8000,
@@ -157,7 +157,7 @@ func DefaultConfig() Config {
 		MaxInvocationsPerMinute: 30,
 		PrimerPath:              "docs/bridge-agent-primer.md",
 		ScenePrimerPath:         "docs/scene-actor-primer.md",
-		StatusAddr:              "127.0.0.1:5112",
+		StatusAddr:              agentbridge.DefaultStatusAddr,
 		ShutdownGrace:           10 * time.Second,
 	}
 }

@@ -38,7 +38,7 @@ func Handler() http.Handler { return NewHandler(Options{}) }
 // DefaultCoordinatorURL is where the UI links to the coordinator's runs
 // dashboard when Options.CoordinatorURL says nothing: the coordinator's
 // default status_addr.
-const DefaultCoordinatorURL = "http://127.0.0.1:5112"
+const DefaultCoordinatorURL = agentbridge.DefaultStatusURL
 
 // Options configures the UI beyond its files.
 type Options struct {

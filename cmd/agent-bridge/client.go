@@ -22,10 +22,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/client"
 )
 
-// defaultBridgeURL is where the client subcommands look for the bridge when
-// neither --url nor BRIDGE_URL says otherwise (the original's port).
-const defaultBridgeURL = "http://127.0.0.1:5111"
-
 // Tail's reconnect backoff: doubling from tailBackoffMin up to
 // tailBackoffMax, with jitter, reset once a stream delivers again.
 const (
@@ -42,7 +38,7 @@ type clientFlags struct {
 
 func (m *Main) addClientFlags(fs *flag.FlagSet) *clientFlags {
 	cf := &clientFlags{}
-	fs.StringVar(&cf.url, "url", m.env("BRIDGE_URL", defaultBridgeURL), "bridge URL (env BRIDGE_URL)")
+	fs.StringVar(&cf.url, "url", m.env(agentbridge.EnvBridgeURL, agentbridge.DefaultBridgeURL), "bridge URL (env BRIDGE_URL)")
 	fs.StringVar(&cf.tokenFile, "token-file", "", "file holding the bearer token (default: env BRIDGE_TOKEN)")
 	fs.BoolVar(&cf.json, "json", false, "print JSON instead of readable text")
 	return cf
@@ -54,7 +50,7 @@ func (m *Main) newClient(cf *clientFlags) (*client.Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, usagef("--url: %q is not an http:// or https:// URL", cf.url)
 	}
-	token := strings.TrimSpace(m.Getenv("BRIDGE_TOKEN"))
+	token := strings.TrimSpace(m.Getenv(agentbridge.EnvToken))
 	if cf.tokenFile != "" {
 		b, err := os.ReadFile(cf.tokenFile)
 		if err != nil {

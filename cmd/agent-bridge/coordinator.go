@@ -26,22 +26,19 @@ import (
 	"github.com/agent-bridge/agent-bridge/coordinator/state"
 )
 
-// defaultStatusURL is where invocations and why look for the coordinator.
-const defaultStatusURL = "http://127.0.0.1:5112"
-
 // coordinatorURLFlag defines --coordinator-url for the commands that ask
 // the coordinator's status API. It defaults to env BRIDGE_COORDINATOR_URL,
 // as serve's flag of the same name does, so one export serves every command.
 func (m *Main) coordinatorURLFlag(fs *flag.FlagSet) *string {
-	return fs.String("coordinator-url", m.env("BRIDGE_COORDINATOR_URL", defaultStatusURL), "the coordinator's status API (env BRIDGE_COORDINATOR_URL)")
+	return fs.String("coordinator-url", m.env(agentbridge.EnvCoordinatorURL, agentbridge.DefaultStatusURL), "the coordinator's status API (env BRIDGE_COORDINATOR_URL)")
 }
 
 func (m *Main) runCoordinator(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("coordinator")
-	configPath := fs.String("config", m.env("BRIDGE_COORDINATOR_CONFIG", "./coordinator.config.json"), "config file, watched for changes (env BRIDGE_COORDINATOR_CONFIG)")
-	statePath := fs.String("state", m.env("BRIDGE_COORDINATOR_STATE", "./data/coordinator.db"), "state database, created with its folder, or a postgres:// URL shared by several coordinators (env BRIDGE_COORDINATOR_STATE)")
+	configPath := fs.String("config", m.env(agentbridge.EnvCoordinatorConfig, agentbridge.DefaultCoordinatorConfig), "config file, watched for changes (env BRIDGE_COORDINATOR_CONFIG)")
+	statePath := fs.String("state", m.env(agentbridge.EnvCoordinatorState, agentbridge.DefaultCoordinatorState), "state database, created with its folder, or a postgres:// URL shared by several coordinators (env BRIDGE_COORDINATOR_STATE)")
 	mode := fs.String("startup-mode", "", "end or resume; overrides the config's startup_mode")
-	logLevel := fs.String("log-level", m.env("BRIDGE_LOG_LEVEL", "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
+	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -67,7 +64,7 @@ func (m *Main) runCoordinator(ctx context.Context, args []string) error {
 		cfg.StartupMode = *mode
 	}
 	if cfg.BridgeToken == "" {
-		cfg.BridgeToken = strings.TrimSpace(m.Getenv("BRIDGE_TOKEN"))
+		cfg.BridgeToken = strings.TrimSpace(m.Getenv(agentbridge.EnvToken))
 	}
 	return m.startCoordinator(ctx, cfg, *statePath, logger, func(*coordinator.Coordinator) {})
 }
@@ -141,11 +138,11 @@ func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, sta
 
 func (m *Main) runUp(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("up")
-	addr := fs.String("addr", m.env("BRIDGE_ADDR", bridge.DefaultAddr), "bridge listen address (env BRIDGE_ADDR)")
-	db := fs.String("db", m.env("BRIDGE_DB", "./data/bridge.db"), "bridge database (env BRIDGE_DB)")
-	configPath := fs.String("config", m.env("BRIDGE_COORDINATOR_CONFIG", "./coordinator.config.json"), "coordinator config; defaults apply when the file does not exist (env BRIDGE_COORDINATOR_CONFIG)")
-	statePath := fs.String("state", m.env("BRIDGE_COORDINATOR_STATE", "./data/coordinator.db"), "coordinator state database (env BRIDGE_COORDINATOR_STATE)")
-	logLevel := fs.String("log-level", m.env("BRIDGE_LOG_LEVEL", "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
+	addr := fs.String("addr", m.env(agentbridge.EnvAddr, bridge.DefaultAddr), "bridge listen address (env BRIDGE_ADDR)")
+	db := fs.String("db", m.env(agentbridge.EnvDB, agentbridge.DefaultDBPath), "bridge database (env BRIDGE_DB)")
+	configPath := fs.String("config", m.env(agentbridge.EnvCoordinatorConfig, agentbridge.DefaultCoordinatorConfig), "coordinator config; defaults apply when the file does not exist (env BRIDGE_COORDINATOR_CONFIG)")
+	statePath := fs.String("state", m.env(agentbridge.EnvCoordinatorState, agentbridge.DefaultCoordinatorState), "coordinator state database (env BRIDGE_COORDINATOR_STATE)")
+	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -169,7 +166,7 @@ func (m *Main) runUp(ctx context.Context, args []string) error {
 	} else {
 		logger.Info("no coordinator config file; using the defaults (no agents)", "path", *configPath)
 	}
-	token := strings.TrimSpace(m.Getenv("BRIDGE_TOKEN"))
+	token := strings.TrimSpace(m.Getenv(agentbridge.EnvToken))
 	if err := os.MkdirAll(filepath.Dir(*db), 0o755); err != nil {
 		return fmt.Errorf("create database folder: %w", err)
 	}

@@ -21,10 +21,10 @@ import (
 func (m *Main) runMCP(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("mcp")
 	as := fs.String("as", "", "the participant id the tools act as (required)")
-	bridgeURL := fs.String("url", m.env("BRIDGE_URL", defaultBridgeURL), "bridge URL (env BRIDGE_URL)")
+	bridgeURL := fs.String("url", m.env(agentbridge.EnvBridgeURL, agentbridge.DefaultBridgeURL), "bridge URL (env BRIDGE_URL)")
 	token := fs.String("token", "", "bearer token (default: env BRIDGE_TOKEN; prefer the env, flags show in process lists)")
 	tokenFile := fs.String("token-file", "", "file holding the bearer token")
-	logLevel := fs.String("log-level", m.env("BRIDGE_LOG_LEVEL", "warn"), "log level on stderr: debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
+	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "warn"), "log level on stderr: debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -41,7 +41,7 @@ func (m *Main) runMCP(ctx context.Context, args []string) error {
 	if u, err := url.Parse(*bridgeURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return usagef("--url: %q is not an http:// or https:// URL", *bridgeURL)
 	}
-	tok := strings.TrimSpace(m.Getenv("BRIDGE_TOKEN"))
+	tok := strings.TrimSpace(m.Getenv(agentbridge.EnvToken))
 	switch {
 	case *token != "" && *tokenFile != "":
 		return usagef("--token and --token-file: give one, not both")

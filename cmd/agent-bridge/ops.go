@@ -193,7 +193,7 @@ func (m *Main) installOptions(mgr *service.Manager, d service.Daemon, system boo
 			return service.Options{}, usagef("the coordinator's config %s does not exist: create it there, or pass -- --config FILE", cfg)
 		}
 	}
-	if d == service.Serve && !set["token-file"] && m.Getenv("BRIDGE_TOKEN") != "" {
+	if d == service.Serve && !set["token-file"] && m.Getenv(agentbridge.EnvToken) != "" {
 		fmt.Fprintln(m.Stderr, "warning: BRIDGE_TOKEN is set in this shell, but a service does not inherit it; pass -- --token-file FILE to keep the token")
 	}
 	o := service.Options{System: system, Binary: bin, Args: args, Path: pathEnv,
@@ -286,7 +286,7 @@ func argValue(args []string, name string) string {
 func (m *Main) runBackup(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("backup")
 	to := fs.String("to", "", "the backup file to write (required)")
-	db := fs.String("db", m.env("BRIDGE_DB", "./data/bridge.db"), "the bridge database (env BRIDGE_DB); the server may be running")
+	db := fs.String("db", m.env(agentbridge.EnvDB, agentbridge.DefaultDBPath), "the bridge database (env BRIDGE_DB); the server may be running")
 	force := fs.Bool("force", false, "replace the --to file if it exists")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -328,7 +328,7 @@ func (m *Main) runBackup(ctx context.Context, args []string) error {
 func (m *Main) runRestore(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("restore")
 	from := fs.String("from", "", "the backup file to restore (required)")
-	db := fs.String("db", m.env("BRIDGE_DB", "./data/bridge.db"), "the bridge database to replace (env BRIDGE_DB); the server must be stopped")
+	db := fs.String("db", m.env(agentbridge.EnvDB, agentbridge.DefaultDBPath), "the bridge database to replace (env BRIDGE_DB); the server must be stopped")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -399,11 +399,11 @@ const (
 // failure, exit 1 when something is wrong.
 func (m *Main) runDoctor(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("doctor")
-	url := fs.String("url", m.env("BRIDGE_URL", "http://127.0.0.1:5111"), "the bridge server (env BRIDGE_URL)")
+	url := fs.String("url", m.env(agentbridge.EnvBridgeURL, agentbridge.DefaultBridgeURL), "the bridge server (env BRIDGE_URL)")
 	tokenFile := fs.String("token-file", "", "file holding the bearer token (else env BRIDGE_TOKEN, else the config's bridge_token)")
-	cfgPath := fs.String("config", m.env("BRIDGE_COORDINATOR_CONFIG", "./coordinator.config.json"), "the coordinator config (env BRIDGE_COORDINATOR_CONFIG)")
-	db := fs.String("db", m.env("BRIDGE_DB", "./data/bridge.db"), "the bridge database (env BRIDGE_DB)")
-	state := fs.String("state", m.env("BRIDGE_COORDINATOR_STATE", "./data/coordinator.db"), "the coordinator state database (env BRIDGE_COORDINATOR_STATE)")
+	cfgPath := fs.String("config", m.env(agentbridge.EnvCoordinatorConfig, agentbridge.DefaultCoordinatorConfig), "the coordinator config (env BRIDGE_COORDINATOR_CONFIG)")
+	db := fs.String("db", m.env(agentbridge.EnvDB, agentbridge.DefaultDBPath), "the bridge database (env BRIDGE_DB)")
+	state := fs.String("state", m.env(agentbridge.EnvCoordinatorState, agentbridge.DefaultCoordinatorState), "the coordinator state database (env BRIDGE_COORDINATOR_STATE)")
 	system := fs.Bool("system", false, "look at system services instead of per-user ones")
 	pos, err := parseFlags(fs, args)
 	if err != nil {

@@ -116,20 +116,20 @@ func (m *Main) readToken(path string) (string, error) {
 		}
 		return tok, nil
 	}
-	return strings.TrimSpace(m.Getenv("BRIDGE_TOKEN")), nil
+	return strings.TrimSpace(m.Getenv(agentbridge.EnvToken)), nil
 }
 
 func (m *Main) runServe(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("serve")
-	addr := fs.String("addr", m.env("BRIDGE_ADDR", bridge.DefaultAddr), "listen address (env BRIDGE_ADDR); a non-loopback address needs a token")
-	db := fs.String("db", m.env("BRIDGE_DB", "./data/bridge.db"), "SQLite database file, created with its folder, or a postgres:// URL (env BRIDGE_DB)")
+	addr := fs.String("addr", m.env(agentbridge.EnvAddr, bridge.DefaultAddr), "listen address (env BRIDGE_ADDR); a non-loopback address needs a token")
+	db := fs.String("db", m.env(agentbridge.EnvDB, agentbridge.DefaultDBPath), "SQLite database file, created with its folder, or a postgres:// URL (env BRIDGE_DB)")
 	humans := fs.String("humans", "user", "comma-separated participant ids whose controls count")
 	tokenFile := fs.String("token-file", "", "file holding the bearer token (else env BRIDGE_TOKEN)")
 	allowedHosts := fs.String("allowed-hosts", "", "comma-separated extra Host names (no port) besides loopback")
 	corsOrigins := fs.String("cors-origin", "", "comma-separated extra allowed origins, scheme://host[:port]")
 	maxBody := fs.String("max-body", strconv.Itoa(bridge.DefaultMaxBody), "maximum request body, in bytes")
-	logLevel := fs.String("log-level", m.env("BRIDGE_LOG_LEVEL", "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
-	coordURL := fs.String("coordinator-url", m.env("BRIDGE_COORDINATOR_URL", ui.DefaultCoordinatorURL), "the coordinator's status address, which the web UI links to as the runs dashboard (env BRIDGE_COORDINATOR_URL)")
+	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
+	coordURL := fs.String("coordinator-url", m.env(agentbridge.EnvCoordinatorURL, agentbridge.DefaultStatusURL), "the coordinator's status address, which the web UI links to as the runs dashboard (env BRIDGE_COORDINATOR_URL)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
