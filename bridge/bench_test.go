@@ -13,6 +13,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -96,7 +97,7 @@ func newFloor(b *testing.B) string {
 			http.Error(w, err.Error(), 400)
 			return
 		}
-		writeJSON(w, 200, appendAnswer{Received: true, Event: agentbridge.Event{Type: in.Type, From: in.From, To: in.To, Content: in.Content, Meta: in.Meta}})
+		httpjson.Write(w, 200, appendAnswer{Received: true, Event: agentbridge.Event{Type: in.Type, From: in.From, To: in.To, Content: in.Content, Meta: in.Meta}})
 	})}
 	go func() { _ = srv.Serve(ln) }()
 	b.Cleanup(func() { _ = srv.Close() })

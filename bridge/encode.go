@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // writeAppendAnswer writes the answer of an event POST. The common event
@@ -25,7 +26,7 @@ func writeAppendAnswer(w http.ResponseWriter, res agentbridge.AppendResult, bufs
 	b := append((*buf)[:0], `{"received":true,"event":`...)
 	b, ok := appendEventJSON(b, res.Event)
 	if !ok {
-		writeJSON(w, http.StatusOK, appendAnswer{Received: true, Event: res.Event, Replayed: res.Replayed})
+		httpjson.Write(w, http.StatusOK, appendAnswer{Received: true, Event: res.Event, Replayed: res.Replayed})
 		return
 	}
 	if res.Replayed {
@@ -33,7 +34,7 @@ func writeAppendAnswer(w http.ResponseWriter, res agentbridge.AppendResult, bufs
 	}
 	b = append(b, '}')
 	*buf = b
-	writeJSONBytes(w, http.StatusOK, b)
+	httpjson.WriteBytes(w, http.StatusOK, b)
 }
 
 // bufPool keeps byte buffers for answers. Its zero value is ready to use.

@@ -1,13 +1,11 @@
 package bridge
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // statusByCode is the one table that maps an error code to its HTTP status;
@@ -49,11 +47,6 @@ func StatusForCode(code string) int {
 	return http.StatusInternalServerError
 }
 
-// errorBody is the JSON envelope of every error answer.
-type errorBody struct {
-	Error *agentbridge.Error `json:"error"`
-}
-
 // handlerFunc is the shape of every handler: it returns an error instead of
 // writing one, so a forgotten return after an error answer cannot happen.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
@@ -91,32 +84,5 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.Code == agentbridge.ECodeUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agent-bridge"`)
 	}
-	writeJSON(w, StatusForCode(ae.Code), errorBody{Error: ae})
-}
-
-// writeJSON writes v as the JSON answer with the given status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b = fmt.Appendf(nil, `{"error":{"code":%q,"message":"The server could not encode its answer."}}`, agentbridge.ECodeInternal)
-		status = http.StatusInternalServerError
-	}
-	writeJSONBytes(w, status, b)
-}
-
-// writeJSONBytes writes b, one JSON value, as the answer with the given
-// status. It writes the newline separately rather than appending it, which
-// would copy the whole answer, and gives both fixed headers one backing
-// array.
-func writeJSONBytes(w http.ResponseWriter, status int, b []byte) {
-	vals := make([]string, 2)
-	vals[0], vals[1] = "application/json", "no-store"
-	h := w.Header()
-	h["Content-Type"] = vals[0:1:1]
-	h["Cache-Control"] = vals[1:2:2]
-	w.WriteHeader(status)
-	// A failed write means the client is gone; there is nobody to tell.
-	if _, err := w.Write(b); err == nil {
-		_, _ = io.WriteString(w, "\n")
-	}
+	httpjson.WriteError(w, StatusForCode(ae.Code), ae)
 }

@@ -16,13 +16,14 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // maxIdempotencyKey bounds the Idempotency-Key header, in bytes.
 const maxIdempotencyKey = 256
 
 func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "server": "agent-bridge", "version": s.opts.Version})
+	httpjson.Write(w, http.StatusOK, map[string]string{"status": "ok", "server": "agent-bridge", "version": s.opts.Version})
 	return nil
 }
 
@@ -32,7 +33,7 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) error {
 		s.log.Warn("healthz: store unavailable", "err", err)
 		return agentbridge.Errorf(agentbridge.ECodeUnavailable, "The event store is not answering.")
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	httpjson.Write(w, http.StatusOK, map[string]string{"status": "ok"})
 	return nil
 }
 
@@ -171,7 +172,7 @@ func (s *Server) handleThreadsGet(w http.ResponseWriter, r *http.Request) error 
 	if threads == nil {
 		threads = []agentbridge.Thread{}
 	}
-	writeJSON(w, http.StatusOK, threadsPage{Threads: threads})
+	httpjson.Write(w, http.StatusOK, threadsPage{Threads: threads})
 	return nil
 }
 
@@ -212,7 +213,7 @@ func (s *Server) handleThreadsPost(w http.ResponseWriter, r *http.Request) error
 		return storeErr("create thread", err)
 	}
 	s.metrics.appends.Inc()
-	writeJSON(w, http.StatusOK, struct {
+	httpjson.Write(w, http.StatusOK, struct {
 		agentbridge.Thread
 		Event agentbridge.Event `json:"event"`
 	}{th, ev})
@@ -233,7 +234,7 @@ func (s *Server) handleThreadGet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return storeErr("get thread", err)
 	}
-	writeJSON(w, http.StatusOK, th)
+	httpjson.Write(w, http.StatusOK, th)
 	return nil
 }
 
@@ -267,7 +268,7 @@ func (s *Server) handleEventsGet(w http.ResponseWriter, r *http.Request) error {
 	if evs == nil {
 		evs = []agentbridge.Event{}
 	}
-	writeJSON(w, http.StatusOK, eventsPage{Events: evs, Count: len(evs)})
+	httpjson.Write(w, http.StatusOK, eventsPage{Events: evs, Count: len(evs)})
 	return nil
 }
 
@@ -323,6 +324,6 @@ func (s *Server) handleStateGet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return storeErr("thread state", err)
 	}
-	writeJSON(w, http.StatusOK, stateAnswer{Thread: id, Seq: seq, State: st.Normalize()})
+	httpjson.Write(w, http.StatusOK, stateAnswer{Thread: id, Seq: seq, State: st.Normalize()})
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // presenceLogSize is how many recent presence changes the hub keeps for
@@ -133,7 +134,7 @@ func (s *Server) handlePresenceGet(w http.ResponseWriter, r *http.Request) error
 	if _, err := s.store.Thread(r.Context(), id); err != nil {
 		return storeErr("presence thread", err)
 	}
-	writeJSON(w, http.StatusOK, presenceAnswer{Thread: id, TTLSeconds: int(s.opts.PresenceTTL / time.Second), Participants: s.presence.list(id)})
+	httpjson.Write(w, http.StatusOK, presenceAnswer{Thread: id, TTLSeconds: int(s.opts.PresenceTTL / time.Second), Participants: s.presence.list(id)})
 	return nil
 }
 
@@ -169,7 +170,7 @@ func (s *Server) handlePresencePost(w http.ResponseWriter, r *http.Request) erro
 		return storeErr("presence thread", err)
 	}
 	pr := s.presence.set(id, in)
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "presence": pr})
+	httpjson.Write(w, http.StatusOK, map[string]any{"ok": true, "presence": pr})
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // receiptLogSize is how many recent receipt changes the hub keeps for
@@ -111,7 +112,7 @@ func (s *Server) handleReceiptPut(w http.ResponseWriter, r *http.Request) error 
 		s.receiptHub.add(rc)
 	}
 	rc.Thread = ""
-	writeJSON(w, http.StatusOK, receiptAnswer{Receipt: rc, Changed: changed})
+	httpjson.Write(w, http.StatusOK, receiptAnswer{Receipt: rc, Changed: changed})
 	return nil
 }
 
@@ -136,7 +137,7 @@ func (s *Server) handleReceiptsGet(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return storeErr("list receipts", err)
 	}
-	writeJSON(w, http.StatusOK, receiptsPage{Receipts: list})
+	httpjson.Write(w, http.StatusOK, receiptsPage{Receipts: list})
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // TokenCookie is the cookie a browser gets from POST /auth/login: HttpOnly
@@ -206,7 +207,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if s.gate.token == nil {
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "token_required": false})
+		httpjson.Write(w, http.StatusOK, map[string]any{"ok": true, "token_required": false})
 		return nil
 	}
 	if req.Token == "" || !s.gate.tokenEqual(req.Token) {
@@ -220,13 +221,13 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 		SameSite: http.SameSiteStrictMode,
 		Secure:   r.TLS != nil,
 	})
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "token_required": true})
+	httpjson.Write(w, http.StatusOK, map[string]any{"ok": true, "token_required": true})
 	return nil
 }
 
 // handleLogout clears the login cookie.
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) error {
 	http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+	httpjson.Write(w, http.StatusOK, map[string]any{"ok": true})
 	return nil
 }

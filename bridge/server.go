@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // Defaults for the zero values of Options.
@@ -267,7 +268,7 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) error {
 		ui = "/ui"
 		list = append(list, indexEntry{"GET", "/ui", "the web UI"})
 	}
-	writeJSON(w, http.StatusOK, struct {
+	httpjson.Write(w, http.StatusOK, struct {
 		Server    string       `json:"server"`
 		Version   string       `json:"version"`
 		UI        string       `json:"ui,omitempty"`

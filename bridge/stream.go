@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // streamBatch is how many events a stream reads per query.
@@ -360,6 +361,6 @@ func (s *Server) writePoll(ctx context.Context, w http.ResponseWriter, evs []age
 	if evs == nil {
 		evs = []agentbridge.Event{}
 	}
-	writeJSON(w, http.StatusOK, pollAnswer{Events: evs, Next: next, Head: max(head, next)})
+	httpjson.Write(w, http.StatusOK, pollAnswer{Events: evs, Next: next, Head: max(head, next)})
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // suggestions returns the store's suggestion box, or an error a client
@@ -35,7 +36,7 @@ func (s *Server) handleSuggestPost(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return storeErr("suggest", err)
 	}
-	writeJSON(w, http.StatusOK, suggestAnswer{Submitted: true, ID: sg.ID, Timestamp: sg.Timestamp})
+	httpjson.Write(w, http.StatusOK, suggestAnswer{Submitted: true, ID: sg.ID, Timestamp: sg.Timestamp})
 	return nil
 }
 
@@ -58,6 +59,6 @@ func (s *Server) handleSuggestionsGet(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return storeErr("list suggestions", err)
 	}
-	writeJSON(w, http.StatusOK, suggestionsPage{Suggestions: list, Count: len(list)})
+	httpjson.Write(w, http.StatusOK, suggestionsPage{Suggestions: list, Count: len(list)})
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // The runs dashboard (docs/runs.md): plain HTML, CSS and one script,
@@ -55,7 +56,7 @@ func (c *Coordinator) mountDashboard(mux *http.ServeMux) {
 	serve := func(w http.ResponseWriter, r *http.Request, name string) {
 		b, err := fs.ReadFile(sub, name)
 		if err != nil {
-			writeError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no dashboard file %s.", r.URL.Path))
+			httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no dashboard file %s.", r.URL.Path))
 			return
 		}
 		h := w.Header()
@@ -100,14 +101,14 @@ func (c *Coordinator) handleRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := state.RunFilter{Thread: q.Get("thread"), Participant: q.Get("participant"), Status: q.Get("status")}
 	if f.Status != "" && !state.ValidStatus(f.Status) {
-		writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "status",
+		httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "status",
 			"%q is not an invocation status.", f.Status))
 		return
 	}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 1000 {
-			writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "limit",
+			httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "limit",
 				"limit must be a whole number from 1 to 1000."))
 			return
 		}
@@ -116,7 +117,7 @@ func (c *Coordinator) handleRuns(w http.ResponseWriter, r *http.Request) {
 	invs, err := c.db.Runs(r.Context(), f)
 	if err != nil {
 		c.log.Error("list runs", "err", err)
-		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The runs could not be read."))
+		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The runs could not be read."))
 		return
 	}
 	out := RunsResponse{Runs: make([]Run, len(invs)), Now: agentbridge.FormatTime(time.Now().UTC())}
@@ -127,7 +128,7 @@ func (c *Coordinator) handleRuns(w http.ResponseWriter, r *http.Request) {
 	for i, inv := range invs {
 		out.Runs[i] = Run{Invocation: inv, TriggerExcerpt: c.excerpt(ctx, inv)}
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpjson.Write(w, http.StatusOK, out)
 }
 
 // excerpt returns the start of an invocation's trigger, from the cache or
@@ -182,7 +183,7 @@ func (c *Coordinator) handleUsage(w http.ResponseWriter, r *http.Request) {
 	if s := r.URL.Query().Get("tz_offset_min"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < -14*60 || n > 14*60 {
-			writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "tz_offset_min",
+			httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "tz_offset_min",
 				"tz_offset_min must be the time zone's offset from UTC in minutes, from -840 to 840."))
 			return
 		}
@@ -199,8 +200,8 @@ func (c *Coordinator) handleUsage(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		c.log.Error("sum usage", "err", err)
-		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The usage could not be summed."))
+		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The usage could not be summed."))
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpjson.Write(w, http.StatusOK, out)
 }

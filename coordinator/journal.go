@@ -5,6 +5,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // JournalResponse is the body of GET /journals/{participant}: an actor's
@@ -19,17 +20,17 @@ type JournalResponse struct {
 func (c *Coordinator) handleJournal(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("participant")
 	if !agentbridge.ParticipantIDPattern.MatchString(id) {
-		writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "participant", "%q is not a valid participant id.", id))
+		httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "participant", "%q is not a valid participant id.", id))
 		return
 	}
 	entries, err := c.db.Journal(r.Context(), id)
 	if err != nil {
 		c.log.Error("read journal", "participant", id, "err", err)
-		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The journal could not be read."))
+		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The journal could not be read."))
 		return
 	}
 	if entries == nil {
 		entries = []state.JournalEntry{}
 	}
-	writeJSON(w, http.StatusOK, JournalResponse{Participant: id, Entries: entries, Text: state.JournalText(entries)})
+	httpjson.Write(w, http.StatusOK, JournalResponse{Participant: id, Entries: entries, Text: state.JournalText(entries)})
 }

@@ -9,6 +9,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // Sessions (contract 5.6): the coordinator keeps, per (thread, participant,
@@ -67,8 +68,8 @@ func (c *Coordinator) handleSessions(w http.ResponseWriter, r *http.Request) {
 	list, err := c.db.Sessions(r.Context(), r.URL.Query().Get("thread"))
 	if err != nil {
 		c.log.Error("list sessions", "err", err)
-		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The sessions could not be read."))
+		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The sessions could not be read."))
 		return
 	}
-	writeJSON(w, http.StatusOK, SessionsResponse{Sessions: list})
+	httpjson.Write(w, http.StatusOK, SessionsResponse{Sessions: list})
 }

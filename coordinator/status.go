@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // metrics are the coordinator's Prometheus metrics, in a registry of its
@@ -99,7 +99,7 @@ func (c *Coordinator) statusHandler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		// following tells scripts and tests that events appended from
 		// now on will be processed (startup_mode end has settled).
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "cursor": c.cursor.Load(), "following": c.following.Load()})
+		httpjson.Write(w, http.StatusOK, map[string]any{"status": "ok", "cursor": c.cursor.Load(), "following": c.following.Load()})
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /invocations", c.handleInvocations)
@@ -110,7 +110,7 @@ func (c *Coordinator) statusHandler() http.Handler {
 	mux.HandleFunc("GET /journals/{participant}", c.handleJournal)
 	c.mountDashboard(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no %s %s on the coordinator's status API; try /invocations or /decisions?event=ID.", r.Method, r.URL.Path))
+		httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no %s %s on the coordinator's status API; try /invocations or /decisions?event=ID.", r.Method, r.URL.Path))
 	})
 	return mux
 }
@@ -124,14 +124,14 @@ func (c *Coordinator) handleInvocations(w http.ResponseWriter, r *http.Request) 
 	q := r.URL.Query()
 	f := state.Filter{Thread: q.Get("thread"), Participant: q.Get("participant"), Status: q.Get("status")}
 	if f.Status != "" && !state.ValidStatus(f.Status) {
-		writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "status",
+		httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "status",
 			"%q is not an invocation status: use queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed.", f.Status))
 		return
 	}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > agentbridge.MaxEventsLimit {
-			writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "limit",
+			httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "limit",
 				"limit must be a whole number from 1 to %d.", agentbridge.MaxEventsLimit))
 			return
 		}
@@ -140,41 +140,31 @@ func (c *Coordinator) handleInvocations(w http.ResponseWriter, r *http.Request) 
 	invs, err := c.db.Invocations(r.Context(), f)
 	if err != nil {
 		c.log.Error("list invocations", "err", err)
-		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation records could not be read."))
+		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation records could not be read."))
 		return
 	}
 	if invs == nil {
 		invs = []state.Invocation{}
 	}
-	writeJSON(w, http.StatusOK, InvocationsResponse{Invocations: invs})
+	httpjson.Write(w, http.StatusOK, InvocationsResponse{Invocations: invs})
 }
 
 func (c *Coordinator) handleDecisions(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("event")
 	if id == "" {
-		writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeMissingField, "event", "Say which event: /decisions?event=EVENT_ID."))
+		httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeMissingField, "event", "Say which event: /decisions?event=EVENT_ID."))
 		return
 	}
 	d, err := c.db.Decision(r.Context(), id)
 	if errors.Is(err, state.ErrNotFound) {
-		writeError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeEventNotFound,
+		httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeEventNotFound,
 			"The coordinator recorded no decision for event %q: it is not a message, or it was posted before the coordinator started following (startup_mode end) or to another bridge.", id))
 		return
 	}
 	if err != nil {
 		c.log.Error("read decision", "err", err)
-		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The decision could not be read."))
+		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The decision could not be read."))
 		return
 	}
-	writeJSON(w, http.StatusOK, d)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, e *agentbridge.Error) {
-	writeJSON(w, status, map[string]any{"error": e})
+	httpjson.Write(w, http.StatusOK, d)
 }

@@ -7,6 +7,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // InvocationResponse is the body of GET /invocations/{id}: the record and
@@ -21,7 +22,7 @@ type InvocationResponse struct {
 func invocationID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id < 1 {
-		writeError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound,
+		httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound,
 			"There is no invocation %q: invocation ids are the numbers agent-bridge invocations lists.", r.PathValue("id")))
 		return 0, false
 	}
@@ -40,7 +41,7 @@ func (c *Coordinator) handleInvocation(w http.ResponseWriter, r *http.Request) {
 	if s := r.URL.Query().Get("after"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after",
+			httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after",
 				"after must be the id of a progress record (a whole number, 0 for all)."))
 			return
 		}
@@ -48,21 +49,21 @@ func (c *Coordinator) handleInvocation(w http.ResponseWriter, r *http.Request) {
 	}
 	inv, err := c.db.Invocation(r.Context(), id)
 	if errors.Is(err, state.ErrNotFound) {
-		writeError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no invocation %d in the coordinator's ledger.", id))
+		httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no invocation %d in the coordinator's ledger.", id))
 		return
 	}
 	if err != nil {
 		c.log.Error("read invocation", "id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation record could not be read."))
+		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation record could not be read."))
 		return
 	}
 	progress, _, err := c.db.ProgressOf(r.Context(), id, after)
 	if err != nil {
 		c.log.Error("read progress", "id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation's progress could not be read."))
+		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation's progress could not be read."))
 		return
 	}
-	writeJSON(w, http.StatusOK, InvocationResponse{Invocation: inv, Progress: progress})
+	httpjson.Write(w, http.StatusOK, InvocationResponse{Invocation: inv, Progress: progress})
 }
 
 // handleCancel serves POST /invocations/{id}/cancel. The status API has no
@@ -70,7 +71,7 @@ func (c *Coordinator) handleInvocation(w http.ResponseWriter, r *http.Request) {
 // this server) is refused: a web page must not be able to stop runs.
 func (c *Coordinator) handleCancel(w http.ResponseWriter, r *http.Request) {
 	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
-		writeError(w, http.StatusForbidden, agentbridge.Errorf(agentbridge.ECodeForbiddenOrigin,
+		httpjson.WriteError(w, http.StatusForbidden, agentbridge.Errorf(agentbridge.ECodeForbiddenOrigin,
 			"Cancelling from the web page at %s is not allowed; use the coordinator's own dashboard or agent-bridge invocations cancel.", o))
 		return
 	}
@@ -81,14 +82,14 @@ func (c *Coordinator) handleCancel(w http.ResponseWriter, r *http.Request) {
 	inv, err := c.Cancel(r.Context(), id, "")
 	switch {
 	case errors.Is(err, state.ErrNotFound):
-		writeError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no invocation %d in the coordinator's ledger.", id))
+		httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no invocation %d in the coordinator's ledger.", id))
 	case errors.Is(err, state.ErrNotRunning):
-		writeError(w, http.StatusConflict, agentbridge.Errorf(agentbridge.ECodeNotRunning,
+		httpjson.WriteError(w, http.StatusConflict, agentbridge.Errorf(agentbridge.ECodeNotRunning,
 			"Invocation %d is not queued or running (it is %s), so there is nothing to cancel.", id, inv.Status))
 	case err != nil:
 		c.log.Error("cancel invocation", "id", id, "err", err)
-		writeError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation could not be cancelled."))
+		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation could not be cancelled."))
 	default:
-		writeJSON(w, http.StatusOK, inv)
+		httpjson.Write(w, http.StatusOK, inv)
 	}
 }

@@ -9,13 +9,13 @@ package ui
 
 import (
 	"embed"
-	"encoding/json"
 	"io/fs"
 	"net/http"
 	"path"
 	"strings"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 //go:embed static
@@ -79,7 +79,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr.Set("X-Frame-Options", "DENY")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		hdr.Set("Allow", "GET, HEAD")
-		writeError(w, http.StatusMethodNotAllowed, agentbridge.Errorf(agentbridge.ECodeMethodNotAllowed,
+		httpjson.WriteError(w, http.StatusMethodNotAllowed, agentbridge.Errorf(agentbridge.ECodeMethodNotAllowed,
 			"The web UI only answers GET and HEAD, not %s.", r.Method))
 		return
 	}
@@ -94,9 +94,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				cfg.CoordinatorURL = u
 			}
 		}
-		hdr.Set("Content-Type", "application/json")
-		hdr.Set("Cache-Control", "no-store")
-		_ = json.NewEncoder(w).Encode(cfg)
+		httpjson.Write(w, http.StatusOK, cfg)
 	case strings.HasPrefix(p, "/static/"):
 		name := path.Clean(strings.TrimPrefix(p, "/static/"))
 		if name == "index.html" || strings.HasPrefix(name, ".") {
@@ -128,7 +126,7 @@ func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, name string)
 }
 
 func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
-	writeError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound,
+	httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound,
 		"There is no UI page or asset at %s.", r.URL.Path))
 }
 
@@ -149,11 +147,4 @@ func contentType(name string) string {
 	default:
 		return "application/octet-stream"
 	}
-}
-
-// writeError answers with the same JSON error body as the rest of the API.
-func writeError(w http.ResponseWriter, status int, e *agentbridge.Error) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]*agentbridge.Error{"error": e})
 }

@@ -1,0 +1,52 @@
+// Package httpjson writes JSON answers and errors the one way the bridge,
+// the coordinator's status API and the UI handler all answer: the value as
+// one JSON line, Content-Type application/json, Cache-Control no-store, and
+// an error as {"error": {code, message, ...}}.
+package httpjson
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// Write writes v as the JSON answer with the given status. A value that
+// cannot be encoded is answered as an internal error instead.
+func Write(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = fmt.Appendf(nil, `{"error":{"code":%q,"message":"The server could not encode its answer."}}`, agentbridge.ECodeInternal)
+		status = http.StatusInternalServerError
+	}
+	WriteBytes(w, status, b)
+}
+
+// WriteBytes writes b, one JSON value, as the answer with the given
+// status. It writes the newline separately rather than appending it, which
+// would copy the whole answer, and gives both fixed headers one backing
+// array.
+func WriteBytes(w http.ResponseWriter, status int, b []byte) {
+	vals := make([]string, 2)
+	vals[0], vals[1] = "application/json", "no-store"
+	h := w.Header()
+	h["Content-Type"] = vals[0:1:1]
+	h["Cache-Control"] = vals[1:2:2]
+	w.WriteHeader(status)
+	// A failed write means the client is gone; there is nobody to tell.
+	if _, err := w.Write(b); err == nil {
+		_, _ = io.WriteString(w, "\n")
+	}
+}
+
+// errorBody is the shape of every error answer.
+type errorBody struct {
+	Error *agentbridge.Error `json:"error"`
+}
+
+// WriteError answers with e in the API's error shape.
+func WriteError(w http.ResponseWriter, status int, e *agentbridge.Error) {
+	Write(w, status, errorBody{Error: e})
+}
