@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -284,7 +283,7 @@ func (c *Coordinator) follow(ctx context.Context) error {
 	c.cursor.Store(cursor)
 	c.following.Store(true)
 	defer c.following.Store(false)
-	var b backoff
+	var b client.Backoff
 	sseFailures := 0
 	for ctx.Err() == nil {
 		var progressed bool
@@ -307,7 +306,7 @@ func (c *Coordinator) follow(ctx context.Context) error {
 			return nil
 		}
 		if progressed {
-			b.reset()
+			b.Reset()
 		}
 		if err != nil {
 			var ae *agentbridge.Error
@@ -322,9 +321,9 @@ func (c *Coordinator) follow(ctx context.Context) error {
 				c.cursor.Store(cursor)
 				continue
 			}
-			d := b.next()
+			d := b.Next()
 			c.log.Warn("bridge stream failed; reconnecting", "err", err, "retry_in", d.Round(time.Millisecond), "cursor", cursor)
-			if !sleepCtx(ctx, d) {
+			if !client.Sleep(ctx, d) {
 				return nil
 			}
 		}
@@ -347,7 +346,7 @@ func (c *Coordinator) startCursor(ctx context.Context) (int64, error) {
 	if ok && c.cfg.Load().StartupMode == StartupResume {
 		return stored, nil
 	}
-	var b backoff
+	var b client.Backoff
 	for {
 		head, err := c.bridge.Head(ctx)
 		if err == nil {
@@ -357,9 +356,9 @@ func (c *Coordinator) startCursor(ctx context.Context) (int64, error) {
 			c.log.Info("starting at the end of the log", "gseq", head, "resumed", false)
 			return head, nil
 		}
-		d := b.next()
+		d := b.Next()
 		c.log.Warn("cannot read the bridge's head; retrying", "err", err, "retry_in", d.Round(time.Millisecond))
-		if !sleepCtx(ctx, d) {
+		if !client.Sleep(ctx, d) {
 			return 0, ctx.Err()
 		}
 	}
@@ -592,36 +591,4 @@ func mustJSON(v any) json.RawMessage {
 func idempotencyKey(trigger, kind string) string {
 	sum := sha256.Sum256([]byte("agent-bridge\x00" + trigger + "\x00" + kind))
 	return "coord-" + hex.EncodeToString(sum[:16])
-}
-
-// backoff is capped exponential backoff with full jitter.
-type backoff struct{ n int }
-
-const (
-	backoffMin = 100 * time.Millisecond
-	backoffMax = 10 * time.Second
-)
-
-func (b *backoff) next() time.Duration {
-	d := backoffMin << min(b.n, 10)
-	if d > backoffMax {
-		d = backoffMax
-	}
-	b.n++
-	return d/2 + rand.N(d/2+1)
-}
-
-func (b *backoff) reset() { b.n = 0 }
-
-// sleepCtx sleeps for d or until ctx ends; it reports whether the full
-// time passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -15,6 +15,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/state"
 )
 
@@ -173,7 +174,7 @@ type prepared struct {
 // Bridge errors are retried until ctx ends; only then is an error returned.
 func (c *Coordinator) prepare(ctx context.Context, j job, cfg *Config) (prepared, error) {
 	inv := j.inv
-	var b backoff
+	var b client.Backoff
 	for {
 		p, err := c.tryPrepare(ctx, j, cfg)
 		if err == nil {
@@ -187,9 +188,9 @@ func (c *Coordinator) prepare(ctx context.Context, j job, cfg *Config) (prepared
 			// The thread is gone: nothing to answer.
 			return prepared{startErr: err}, nil
 		}
-		d := b.next()
+		d := b.Next()
 		c.log.Warn("cannot prepare invocation; retrying", "id", inv.ID, "err", err, "retry_in", d.Round(time.Millisecond))
-		if !sleepCtx(ctx, d) {
+		if !client.Sleep(ctx, d) {
 			return prepared{}, ctx.Err()
 		}
 	}
@@ -375,7 +376,7 @@ func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post js
 // ends. It returns the bridge's *agentbridge.Error for a permanent refusal
 // and ctx's error when it gave up.
 func (c *Coordinator) appendRetry(ctx context.Context, inv state.Invocation, in agentbridge.EventInput, key string) (agentbridge.Event, error) {
-	var b backoff
+	var b client.Backoff
 	for {
 		ev, err := c.bridge.Append(ctx, inv.Thread, in, key)
 		if err == nil {
@@ -388,9 +389,9 @@ func (c *Coordinator) appendRetry(ctx context.Context, inv state.Invocation, in 
 		if ctx.Err() != nil {
 			return agentbridge.Event{}, ctx.Err()
 		}
-		d := b.next()
+		d := b.Next()
 		c.log.Warn("cannot post reply; retrying", "id", inv.ID, "err", err, "retry_in", d.Round(time.Millisecond))
-		if !sleepCtx(ctx, d) {
+		if !client.Sleep(ctx, d) {
 			return agentbridge.Event{}, ctx.Err()
 		}
 	}
@@ -413,7 +414,7 @@ func (c *Coordinator) postNotice(ctx context.Context, n state.Notice) {
 	}
 	in.Meta.Hop = nil // recorded before the bridge assigned hops (see deliver)
 	key := idempotencyKey(n.TriggerID, "notice:"+n.Kind)
-	var b backoff
+	var b client.Backoff
 	for {
 		ev, err := c.bridge.Append(ctx, n.Thread, in, key)
 		var ae *agentbridge.Error
@@ -430,9 +431,9 @@ func (c *Coordinator) postNotice(ctx context.Context, n state.Notice) {
 			}
 			return
 		}
-		d := b.next()
+		d := b.Next()
 		c.log.Warn("cannot post notice; retrying", "trigger", n.TriggerID, "err", err, "retry_in", d.Round(time.Millisecond))
-		if !sleepCtx(ctx, d) {
+		if !client.Sleep(ctx, d) {
 			return
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/state"
 )
 
@@ -189,7 +190,7 @@ func (c *Coordinator) partyReplies(ctx context.Context, r state.PartyRound, invs
 	if len(want) == 0 {
 		return out, nil
 	}
-	var b backoff
+	var b client.Backoff
 	for {
 		evs, err := c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: r.Thread, After: r.TriggerSeq, Limit: agentbridge.MaxEventsLimit})
 		if err == nil {
@@ -204,7 +205,7 @@ func (c *Coordinator) partyReplies(ctx context.Context, r state.PartyRound, invs
 		if errors.As(err, &ae) && permanent(ae.Status) {
 			return nil, err
 		}
-		if !sleepCtx(ctx, b.next()) {
+		if !client.Sleep(ctx, b.Next()) {
 			return nil, fmt.Errorf("read party replies: %w", ctx.Err())
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/state"
 )
 
@@ -120,7 +121,7 @@ func (r *receiptReporter) run(ctx context.Context, final <-chan struct{}) {
 	inv, dec, err := r.c.db.ReceiptHeads(ctx)
 	for err != nil {
 		r.c.log.Warn("receipts: cannot read the ledger; retrying", "err", err)
-		if !sleepCtx(ctx, time.Second) {
+		if !client.Sleep(ctx, time.Second) {
 			return
 		}
 		inv, dec, err = r.c.db.ReceiptHeads(ctx)
@@ -145,7 +146,7 @@ func (r *receiptReporter) run(ctx context.Context, final <-chan struct{}) {
 		}
 		select {
 		case <-r.nudge:
-			if !sleepCtx(ctx, receiptSettle) {
+			if !client.Sleep(ctx, receiptSettle) {
 				return
 			}
 		case <-tick.C:
@@ -249,7 +250,7 @@ func finished(p state.PairState) bool {
 // dropped with a log line.
 func (r *receiptReporter) send(ctx context.Context, in agentbridge.ReceiptInput) bool {
 	in.From = r.c.cfg.Load().CoordinatorID
-	var b backoff
+	var b client.Backoff
 	for {
 		_, _, err := r.c.bridge.PutReceipt(ctx, in)
 		if err == nil {
@@ -268,9 +269,9 @@ func (r *receiptReporter) send(ctx context.Context, in agentbridge.ReceiptInput)
 			level("receipts: the bridge refused a receipt; dropping it", "thread", in.Thread, "event", in.Event, "participant", in.Participant, "state", in.State, "err", err)
 			return true
 		}
-		d := min(b.next(), receiptRetryMax)
+		d := min(b.Next(), receiptRetryMax)
 		r.c.log.Debug("receipts: cannot reach the bridge; retrying", "err", err, "retry_in", d.Round(time.Millisecond))
-		if !sleepCtx(ctx, d) {
+		if !client.Sleep(ctx, d) {
 			return false
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/state"
 )
 
@@ -72,7 +73,7 @@ func (c *Coordinator) recover(ctx context.Context) error {
 // something, retrying while the bridge is unreachable. Unfinished records
 // are few and recent, so one bounded read per thread is enough.
 func (c *Coordinator) repliesAfter(ctx context.Context, thread string, seq int64) ([]agentbridge.Event, error) {
-	var b backoff
+	var b client.Backoff
 	for {
 		evs, err := c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: thread, After: max(seq-1, 0), Limit: agentbridge.MaxEventsLimit})
 		if err == nil {
@@ -84,9 +85,9 @@ func (c *Coordinator) repliesAfter(ctx context.Context, thread string, seq int64
 			}
 			return out, nil
 		}
-		d := b.next()
+		d := b.Next()
 		c.log.Warn("cannot read thread for recovery; retrying", "thread", thread, "err", err, "retry_in", d.Round(time.Millisecond))
-		if !sleepCtx(ctx, d) {
+		if !client.Sleep(ctx, d) {
 			return nil, fmt.Errorf("recover thread %s: %w", thread, ctx.Err())
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -575,7 +574,7 @@ func (t *tailer) start(ctx context.Context, last int) error {
 // backoff and jitter, from the last printed event, so a bridge restart loses
 // and repeats nothing.
 func (t *tailer) follow(ctx context.Context) error {
-	backoff := tailBackoffMin
+	b := client.Backoff{Min: tailBackoffMin, Max: tailBackoffMax}
 	for {
 		var s *client.Stream
 		var err error
@@ -589,7 +588,7 @@ func (t *tailer) follow(ctx context.Context) error {
 			progressed, err = t.drain(s)
 			s.Close()
 			if progressed {
-				backoff = tailBackoffMin
+				b.Reset()
 			}
 		}
 		if ctx.Err() != nil {
@@ -598,16 +597,11 @@ func (t *tailer) follow(ctx context.Context) error {
 		if permanent(err) {
 			return err
 		}
-		delay := backoff/2 + rand.N(backoff/2+1)
+		delay := b.Next()
 		t.log.Warn("tail: stream lost; reconnecting", "err", err, "after", t.cursor, "in", delay.Round(time.Millisecond))
-		timer := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if !client.Sleep(ctx, delay) {
 			return nil
-		case <-timer.C:
 		}
-		backoff = min(backoff*2, tailBackoffMax)
 	}
 }
 
