@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
 // selectEvent selects the columns scanEvent reads.
@@ -102,7 +103,7 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 		var last int64
 		err := tx.QueryRow(ctx, `SELECT last_seq FROM threads WHERE id = $1`, q.Thread).Scan(&last)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return threadNotFound(q.Thread)
+			return storecore.ThreadNotFound(q.Thread)
 		}
 		if err != nil {
 			return fmt.Errorf("look up thread %s: %w", q.Thread, err)
@@ -183,7 +184,7 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) ([]agentbrid
 func (s *Store) Event(ctx context.Context, id string) (agentbridge.Event, error) {
 	ev, err := scanEvent(s.pool.QueryRow(ctx, selectEvent+` WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return agentbridge.Event{}, agentbridge.Errorf(agentbridge.ECodeEventNotFound, "There is no event %q.", clip(id))
+		return agentbridge.Event{}, agentbridge.Errorf(agentbridge.ECodeEventNotFound, "There is no event %q.", storecore.Clip(id))
 	}
 	if err != nil {
 		return agentbridge.Event{}, fmt.Errorf("load event %s: %w", id, err)
@@ -214,7 +215,7 @@ func headOf(ctx context.Context, tx pgx.Tx) (int64, error) {
 func (s *Store) Thread(ctx context.Context, id string) (agentbridge.Thread, error) {
 	t, err := scanThread(s.pool.QueryRow(ctx, selectThread+` WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return agentbridge.Thread{}, threadNotFound(id)
+		return agentbridge.Thread{}, storecore.ThreadNotFound(id)
 	}
 	if err != nil {
 		return agentbridge.Thread{}, fmt.Errorf("load thread %s: %w", id, err)
@@ -243,7 +244,7 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) ([]agentbr
 			err = tx.QueryRow(ctx, `SELECT updated_at FROM threads WHERE id = $1`, after).Scan(&updated)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after",
-					"after names %q, which is not a thread; pass the id of the last thread of the previous page.", clip(after))
+					"after names %q, which is not a thread; pass the id of the last thread of the previous page.", storecore.Clip(after))
 			}
 			if err != nil {
 				return fmt.Errorf("look up thread %s: %w", after, err)
@@ -285,7 +286,7 @@ func (s *Store) State(ctx context.Context, thread string, at int64) (agentbridge
 		var hop int
 		err := tx.QueryRow(ctx, `SELECT last_seq, state, last_hop FROM threads WHERE id = $1`, thread).Scan(&last, &state, &hop)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return threadNotFound(thread)
+			return storecore.ThreadNotFound(thread)
 		}
 		if err != nil {
 			return fmt.Errorf("load state of thread %s: %w", thread, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
 var _ agentbridge.ReceiptStore = (*Store)(nil)
@@ -24,7 +25,7 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (ag
 		return agentbridge.Receipt{}, false, err
 	}
 	if !agentbridge.ThreadIDPattern.MatchString(in.Thread) {
-		return agentbridge.Receipt{}, false, threadNotFound(in.Thread)
+		return agentbridge.Receipt{}, false, storecore.ThreadNotFound(in.Thread)
 	}
 	var out agentbridge.Receipt
 	var changed bool
@@ -32,7 +33,7 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (ag
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM threads WHERE id = $1`, in.Thread).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return threadNotFound(in.Thread)
+			return storecore.ThreadNotFound(in.Thread)
 		}
 		if err != nil {
 			return fmt.Errorf("look up thread %s: %w", in.Thread, err)
@@ -41,7 +42,7 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (ag
 		if errors.Is(err, pgx.ErrNoRows) {
 			return &agentbridge.Error{
 				Code: agentbridge.ECodeEventNotFound, Field: "event", Thread: in.Thread,
-				Message: fmt.Sprintf("There is no event %q in thread %q.", clip(in.Event), in.Thread),
+				Message: fmt.Sprintf("There is no event %q in thread %q.", storecore.Clip(in.Event), in.Thread),
 			}
 		}
 		if err != nil {

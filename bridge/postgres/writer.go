@@ -8,12 +8,12 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/oklog/ulid/v2"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
 // maxIdempotencyKeyLen bounds Idempotency-Key values, in bytes (as in the
@@ -49,13 +49,13 @@ func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (agen
 		return agentbridge.AppendResult{}, err
 	}
 	if !agentbridge.ThreadIDPattern.MatchString(req.Thread) {
-		return agentbridge.AppendResult{}, threadNotFound(req.Thread)
+		return agentbridge.AppendResult{}, storecore.ThreadNotFound(req.Thread)
 	}
 	if len(req.IdempotencyKey) > maxIdempotencyKeyLen {
 		return agentbridge.AppendResult{}, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "idempotency_key",
 			"An idempotency key must be at most %d bytes.", maxIdempotencyKeyLen)
 	}
-	meta, err := storedMeta(&req.Input.Meta)
+	meta, err := storecore.StoredMeta(&req.Input.Meta)
 	if err != nil {
 		return agentbridge.AppendResult{}, err
 	}
@@ -71,7 +71,7 @@ func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (agen
 func (s *Store) CreateThread(ctx context.Context, req agentbridge.CreateThreadRequest) (agentbridge.Thread, agentbridge.Event, error) {
 	if req.ID != "" && !agentbridge.ThreadIDPattern.MatchString(req.ID) {
 		return agentbridge.Thread{}, agentbridge.Event{}, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "id",
-			"The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit.", clip(req.ID))
+			"The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit.", storecore.Clip(req.ID))
 	}
 	if req.Name == "" {
 		req.Name = "Untitled"
@@ -84,7 +84,7 @@ func (s *Store) CreateThread(ctx context.Context, req agentbridge.CreateThreadRe
 	}
 	if !agentbridge.ParticipantIDPattern.MatchString(req.From) {
 		return agentbridge.Thread{}, agentbridge.Event{}, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "from",
-			"The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clip(req.From))
+			"The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", storecore.Clip(req.From))
 	}
 	resp := s.submit(ctx, &request{ctx: ctx, create: &req})
 	return resp.thread, resp.event, resp.err
@@ -297,7 +297,7 @@ func (s *Store) lockThreads(ctx context.Context, tx pgx.Tx, b *batch, live []*re
 func (s *Store) appendEvent(ctx context.Context, tx pgx.Tx, b *batch, req agentbridge.AppendRequest, meta string) (response, error) {
 	h, ok := b.heads[req.Thread]
 	if !ok {
-		return response{err: threadNotFound(req.Thread)}, nil
+		return response{err: storecore.ThreadNotFound(req.Thread)}, nil
 	}
 	if req.IdempotencyKey != "" {
 		if i, ok := b.keys[req.Thread+"\x00"+req.IdempotencyKey]; ok {
@@ -339,7 +339,7 @@ func (s *Store) appendEvent(ctx context.Context, tx pgx.Tx, b *batch, req agentb
 		hop := agentbridge.AssignHop(h.state, in, reply, s.humans, h.messages)
 		in.Meta.Hop = &hop
 		var err error
-		if meta, err = storedMeta(&in.Meta); err != nil {
+		if meta, err = storecore.StoredMeta(&in.Meta); err != nil {
 			return response{}, err
 		}
 		h.messages = true
@@ -348,7 +348,7 @@ func (s *Store) appendEvent(ctx context.Context, tx pgx.Tx, b *batch, req agentb
 		Seq: h.lastSeq + 1, Thread: req.Thread,
 		Type: in.Type, From: in.From, To: in.To, Content: in.Content, Meta: in.Meta,
 	}
-	i, err := s.add(b, &ev, meta, h, nextTime(h.lastTS))
+	i, err := s.add(b, &ev, meta, h, storecore.NextTime(h.lastTS))
 	if err != nil {
 		return response{}, err
 	}
@@ -376,7 +376,7 @@ func (s *Store) createThread(ctx context.Context, tx pgx.Tx, b *batch, req agent
 	if _, ok := b.heads[id]; ok {
 		return exists(), nil
 	}
-	zero, err := stateKey(agentbridge.ThreadState{})
+	zero, err := storecore.StateKey(agentbridge.ThreadState{})
 	if err != nil {
 		return response{}, err
 	}
@@ -389,7 +389,7 @@ func (s *Store) createThread(ctx context.Context, tx pgx.Tx, b *batch, req agent
 		Seq: 1, Thread: id, Type: agentbridge.TypeThreadCreated,
 		From: req.From, To: agentbridge.ToAll, Content: content,
 	}
-	ts := nextTime(time.Time{})
+	ts := storecore.NextTime(time.Time{})
 	h.created = agentbridge.FormatTime(ts)
 	// The row goes in now, so that another bridge creating the same id
 	// waits for this commit and then finds it (and this batch finds
@@ -403,7 +403,7 @@ func (s *Store) createThread(ctx context.Context, tx pgx.Tx, b *batch, req agent
 		return exists(), nil
 	}
 	b.heads[id] = h
-	meta, err := storedMeta(&ev.Meta)
+	meta, err := storecore.StoredMeta(&ev.Meta)
 	if err != nil {
 		return response{}, err
 	}
@@ -436,7 +436,7 @@ func (s *Store) add(b *batch, ev *agentbridge.Event, meta string, h *head, t tim
 	h.state = after
 	h.dirty = true
 	if changed {
-		key, err := stateKey(after)
+		key, err := storecore.StateKey(after)
 		if err != nil {
 			return 0, err
 		}
@@ -499,72 +499,4 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, b *batch) error {
 		return fmt.Errorf("write batch: %w", err)
 	}
 	return nil
-}
-
-// storedMeta encodes m as it is stored and turns m into what readers will
-// decode from that.
-func storedMeta(m *agentbridge.Meta) (string, error) {
-	b, err := m.MarshalJSON()
-	if err != nil {
-		return "", fmt.Errorf("encode meta: %w", err)
-	}
-	if !metaIsStoredForm(*m) {
-		fresh := new(agentbridge.Meta)
-		if err := json.Unmarshal(b, fresh); err != nil {
-			return "", fmt.Errorf("decode meta: %w", err)
-		}
-		*m = *fresh
-	}
-	return string(b), nil
-}
-
-// metaIsStoredForm reports whether m decodes from its own encoding
-// unchanged (see the SQLite store's function of the same name).
-func metaIsStoredForm(m agentbridge.Meta) bool {
-	if len(m.Extra) > 0 || (m.Hop != nil && *m.Hop < 0) ||
-		!utf8.ValidString(m.ReplyTo) || !utf8.ValidString(m.Via) {
-		return false
-	}
-	for _, t := range m.Tags {
-		if !utf8.ValidString(t) {
-			return false
-		}
-	}
-	return true
-}
-
-// stateKey is the stored form of a state: its JSON without LastHop.
-func stateKey(st agentbridge.ThreadState) (string, error) {
-	st.LastHop = 0
-	b, err := json.Marshal(st)
-	if err != nil {
-		return "", fmt.Errorf("encode thread state: %w", err)
-	}
-	return string(b), nil
-}
-
-// nextTime returns now, truncated to the microsecond, or 1µs after last
-// when the clock has not moved past it (another bridge's clock may run
-// ahead of this one's): a thread's ts must strictly increase.
-func nextTime(last time.Time) time.Time {
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	if now.After(last) {
-		return now
-	}
-	return last.Add(time.Microsecond)
-}
-
-func threadNotFound(id string) *agentbridge.Error {
-	return &agentbridge.Error{
-		Code: agentbridge.ECodeThreadNotFound, Thread: id,
-		Message: fmt.Sprintf("There is no thread %q.", clip(id)),
-	}
-}
-
-// clip shortens user input quoted back in an error message.
-func clip(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	return strings.ToValidUTF8(s[:61], "") + "…"
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
 // selectEvent selects the columns scanEvent reads.
@@ -132,7 +133,7 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 		var last int64
 		err := tx.QueryRowContext(ctx, sqlLastSeq, q.Thread).Scan(&last)
 		if errors.Is(err, sql.ErrNoRows) {
-			return threadNotFound(q.Thread)
+			return storecore.ThreadNotFound(q.Thread)
 		}
 		if err != nil {
 			return fmt.Errorf("look up thread %s: %w", q.Thread, err)
@@ -262,7 +263,7 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) ([]agentbrid
 func (s *Store) Event(ctx context.Context, id string) (agentbridge.Event, error) {
 	ev, err := scanEvent(s.rdb.QueryRowContext(ctx, selectEvent+` WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return agentbridge.Event{}, agentbridge.Errorf(agentbridge.ECodeEventNotFound, "There is no event %q.", clip(id))
+		return agentbridge.Event{}, agentbridge.Errorf(agentbridge.ECodeEventNotFound, "There is no event %q.", storecore.Clip(id))
 	}
 	if err != nil {
 		return agentbridge.Event{}, fmt.Errorf("load event %s: %w", id, err)
@@ -305,7 +306,7 @@ func scanThread(r scanner) (agentbridge.Thread, error) {
 func (s *Store) Thread(ctx context.Context, id string) (agentbridge.Thread, error) {
 	t, err := scanThread(s.rdb.QueryRowContext(ctx, selectThread+` WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return agentbridge.Thread{}, threadNotFound(id)
+		return agentbridge.Thread{}, storecore.ThreadNotFound(id)
 	}
 	if err != nil {
 		return agentbridge.Thread{}, fmt.Errorf("load thread %s: %w", id, err)
@@ -337,7 +338,7 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) ([]agentbr
 			err = tx.QueryRowContext(ctx, `SELECT updated_at FROM thread_heads WHERE id = ?`, after).Scan(&updated)
 			if errors.Is(err, sql.ErrNoRows) {
 				return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after",
-					"after names %q, which is not a thread; pass the id of the last thread of the previous page.", clip(after))
+					"after names %q, which is not a thread; pass the id of the last thread of the previous page.", storecore.Clip(after))
 			}
 			if err != nil {
 				return fmt.Errorf("look up thread %s: %w", after, err)
@@ -383,7 +384,7 @@ func (s *Store) State(ctx context.Context, thread string, at int64) (agentbridge
 		var hop int
 		err := tx.QueryRowContext(ctx, sqlState, thread).Scan(&last, &state, &hop)
 		if errors.Is(err, sql.ErrNoRows) {
-			return threadNotFound(thread)
+			return storecore.ThreadNotFound(thread)
 		}
 		if err != nil {
 			return fmt.Errorf("load state of thread %s: %w", thread, err)

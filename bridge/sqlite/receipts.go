@@ -8,6 +8,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
 var _ agentbridge.ReceiptStore = (*Store)(nil)
@@ -38,7 +39,7 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (ag
 		return agentbridge.Receipt{}, false, err
 	}
 	if !agentbridge.ThreadIDPattern.MatchString(in.Thread) {
-		return agentbridge.Receipt{}, false, threadNotFound(in.Thread)
+		return agentbridge.Receipt{}, false, storecore.ThreadNotFound(in.Thread)
 	}
 	r := s.newRequest(ctx)
 	r.receipt = &in
@@ -55,14 +56,14 @@ func (s *Store) putReceipt(ctx context.Context, b *batch, in agentbridge.Receipt
 	if _, found, err := s.headOf(ctx, b, in.Thread); err != nil {
 		return response{}, err
 	} else if !found {
-		return response{err: threadNotFound(in.Thread), isReceipt: true}, nil
+		return response{err: storecore.ThreadNotFound(in.Thread), isReceipt: true}, nil
 	}
 	var one int
 	err := s.st.selectReplyTo.QueryRowContext(ctx, in.Event, in.Thread).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return response{err: &agentbridge.Error{
 			Code: agentbridge.ECodeEventNotFound, Field: "event", Thread: in.Thread,
-			Message: fmt.Sprintf("There is no event %q in thread %q.", clip(in.Event), in.Thread),
+			Message: fmt.Sprintf("There is no event %q in thread %q.", storecore.Clip(in.Event), in.Thread),
 		}, isReceipt: true}, nil
 	}
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -113,7 +114,7 @@ func enqueue(ctx context.Context, s *Store, thread string, in agentbridge.EventI
 	if err := r.append.Input.Validate(); err != nil {
 		panic(err)
 	}
-	meta, err := storedMeta(&r.append.Input.Meta)
+	meta, err := storecore.StoredMeta(&r.append.Input.Meta)
 	if err != nil {
 		panic(err)
 	}

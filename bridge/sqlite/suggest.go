@@ -7,6 +7,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
 var _ agentbridge.SuggestionStore = (*Store)(nil)
@@ -25,7 +26,7 @@ func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (ag
 
 // insertSuggestion runs inside a group commit (see apply).
 func (s *Store) insertSuggestion(ctx context.Context, in agentbridge.SuggestionInput) (response, error) {
-	t := nextTime(s.lastSuggestion)
+	t := storecore.NextTime(s.lastSuggestion)
 	u, err := ulid.New(ulid.Timestamp(t), s.entropy)
 	if err != nil {
 		return response{}, fmt.Errorf("new suggestion id: %w", err)

@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/oklog/ulid/v2"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
 // maxIdempotencyKeyLen bounds Idempotency-Key values, in bytes.
@@ -136,13 +135,13 @@ func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (agen
 		return agentbridge.AppendResult{}, err
 	}
 	if !agentbridge.ThreadIDPattern.MatchString(req.Thread) {
-		return agentbridge.AppendResult{}, threadNotFound(req.Thread)
+		return agentbridge.AppendResult{}, storecore.ThreadNotFound(req.Thread)
 	}
 	if len(req.IdempotencyKey) > maxIdempotencyKeyLen {
 		return agentbridge.AppendResult{}, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "idempotency_key",
 			"An idempotency key must be at most %d bytes.", maxIdempotencyKeyLen)
 	}
-	meta, err := storedMeta(&req.Input.Meta)
+	meta, err := storecore.StoredMeta(&req.Input.Meta)
 	if err != nil {
 		return agentbridge.AppendResult{}, err
 	}
@@ -160,7 +159,7 @@ func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (agen
 func (s *Store) CreateThread(ctx context.Context, req agentbridge.CreateThreadRequest) (agentbridge.Thread, agentbridge.Event, error) {
 	if req.ID != "" && !agentbridge.ThreadIDPattern.MatchString(req.ID) {
 		return agentbridge.Thread{}, agentbridge.Event{}, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "id",
-			"The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit.", clip(req.ID))
+			"The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit.", storecore.Clip(req.ID))
 	}
 	if req.Name == "" {
 		req.Name = "Untitled"
@@ -173,7 +172,7 @@ func (s *Store) CreateThread(ctx context.Context, req agentbridge.CreateThreadRe
 	}
 	if !agentbridge.ParticipantIDPattern.MatchString(req.From) {
 		return agentbridge.Thread{}, agentbridge.Event{}, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "from",
-			"The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clip(req.From))
+			"The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", storecore.Clip(req.From))
 	}
 	r := s.newRequest(ctx)
 	r.create = &req
@@ -598,7 +597,7 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 		return response{}, err
 	}
 	if !found {
-		return response{err: threadNotFound(req.Thread)}, nil
+		return response{err: storecore.ThreadNotFound(req.Thread)}, nil
 	}
 	if req.IdempotencyKey != "" {
 		var id string
@@ -674,7 +673,7 @@ func (s *Store) createThread(ctx context.Context, b *batch, req agentbridge.Crea
 			Message: fmt.Sprintf("A thread with id %q already exists; choose another id or leave it out.", id),
 		}}, nil
 	}
-	zero, err := stateKey(agentbridge.ThreadState{})
+	zero, err := storecore.StateKey(agentbridge.ThreadState{})
 	if err != nil {
 		return response{}, err
 	}
@@ -696,7 +695,7 @@ func (s *Store) createThread(ctx context.Context, b *batch, req agentbridge.Crea
 	if _, err := s.st.insertState.ExecContext(ctx, id, zero); err != nil {
 		return response{}, fmt.Errorf("insert state of thread %s: %w", id, err)
 	}
-	meta, err := storedMeta(&ev.Meta)
+	meta, err := storecore.StoredMeta(&ev.Meta)
 	if err != nil {
 		return response{}, err
 	}
@@ -711,7 +710,7 @@ func (s *Store) createThread(ctx context.Context, b *batch, req agentbridge.Crea
 // stamp gives ev its ts (strictly after the thread's last) and id, and
 // moves h's clock to it.
 func (s *Store) stamp(ev *agentbridge.Event, h *head) error {
-	t := nextTime(h.lastTS)
+	t := storecore.NextTime(h.lastTS)
 	u, err := ulid.New(ulid.Timestamp(t), s.entropy)
 	if err != nil {
 		return fmt.Errorf("new event id: %w", err)
@@ -720,25 +719,6 @@ func (s *Store) stamp(ev *agentbridge.Event, h *head) error {
 	ev.TS = agentbridge.FormatTime(t)
 	h.lastTS = t
 	return nil
-}
-
-// storedMeta encodes m as it is stored and turns m into what readers will
-// decode from that (see metaIsStoredForm).
-func storedMeta(m *agentbridge.Meta) (string, error) {
-	b, err := m.MarshalJSON()
-	if err != nil {
-		return "", fmt.Errorf("encode meta: %w", err)
-	}
-	if !metaIsStoredForm(*m) {
-		// Decoded into a fresh value, not into m, so that m (the caller's
-		// request, on its stack) does not escape to the heap.
-		fresh := new(agentbridge.Meta)
-		if err := json.Unmarshal(b, fresh); err != nil {
-			return "", fmt.Errorf("decode meta: %w", err)
-		}
-		*m = *fresh
-	}
-	return string(b), nil
 }
 
 // withHop returns meta, the stored form of m without a hop, with m's hop
@@ -760,10 +740,10 @@ func withHop(m agentbridge.Meta, meta string, hop int) (string, error) {
 }
 
 // insertEvent stores the stamped ev, with meta its Meta in stored form
-// (storedMeta), and advances h past it: seq, name, folded state,
+// (storecore.StoredMeta), and advances h past it: seq, name, folded state,
 // and a state snapshot when a control changed the state. ev.Seq, Thread
 // and the client fields must be set, and ev.Meta already passed through
-// storedMeta; on return ev is exactly what readers will get back. A
+// storecore.StoredMeta; on return ev is exactly what readers will get back. A
 // renamed thread's row and a changed thread_state are left to flush.
 func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta string, h *head) error {
 	var content any
@@ -796,7 +776,7 @@ func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta str
 	if ev.Type != agentbridge.TypeControl && !partyEnded && !sceneChanged {
 		return nil
 	}
-	key, err := stateKey(after)
+	key, err := storecore.StateKey(after)
 	if err != nil {
 		return err
 	}
@@ -808,24 +788,6 @@ func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta str
 	}
 	h.stateKey, h.stateDirty = key, true
 	return nil
-}
-
-// metaIsStoredForm reports whether m decodes from its own encoding
-// unchanged, so that storedMeta can skip decoding what it just encoded
-// (every meta a client posts without extra keys). Extra keys, invalid UTF-8
-// (encoded as U+FFFD) and a negative hop (refused by the decoder) take the
-// round trip, so the event Append returns is always what readers get.
-func metaIsStoredForm(m agentbridge.Meta) bool {
-	if len(m.Extra) > 0 || (m.Hop != nil && *m.Hop < 0) ||
-		!utf8.ValidString(m.ReplyTo) || !utf8.ValidString(m.Via) {
-		return false
-	}
-	for _, t := range m.Tags {
-		if !utf8.ValidString(t) {
-			return false
-		}
-	}
-	return true
 }
 
 // flush writes the threads row of each thread the batch renamed and the
@@ -847,41 +809,4 @@ func (s *Store) flush(ctx context.Context, b *batch) error {
 		}
 	}
 	return nil
-}
-
-// stateKey is the stored form of a state: its JSON without LastHop, which
-// changes with every message and is kept per event instead.
-func stateKey(st agentbridge.ThreadState) (string, error) {
-	st.LastHop = 0
-	b, err := json.Marshal(st)
-	if err != nil {
-		return "", fmt.Errorf("encode thread state: %w", err)
-	}
-	return string(b), nil
-}
-
-// nextTime returns now, truncated to the microsecond, or 1µs after last
-// when the clock has not moved past it: a thread's ts must strictly
-// increase, because v0 clients page with since=<ts>.
-func nextTime(last time.Time) time.Time {
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	if now.After(last) {
-		return now
-	}
-	return last.Add(time.Microsecond)
-}
-
-func threadNotFound(id string) *agentbridge.Error {
-	return &agentbridge.Error{
-		Code: agentbridge.ECodeThreadNotFound, Thread: id,
-		Message: fmt.Sprintf("There is no thread %q.", clip(id)),
-	}
-}
-
-// clip shortens user input quoted back in an error message.
-func clip(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	return strings.ToValidUTF8(s[:61], "") + "…"
 }

@@ -1,0 +1,91 @@
+// Package storecore holds what the SQLite and PostgreSQL event stores do
+// alike below the shared rules of the root package: the stored form of
+// meta and of a thread's state, the strictly increasing timestamps, and
+// their common errors. One copy, so that the two stores cannot drift.
+package storecore
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// StoredMeta encodes m as it is stored and turns m into what readers will
+// decode from that (see MetaIsStoredForm).
+func StoredMeta(m *agentbridge.Meta) (string, error) {
+	b, err := m.MarshalJSON()
+	if err != nil {
+		return "", fmt.Errorf("encode meta: %w", err)
+	}
+	if !MetaIsStoredForm(*m) {
+		// Decoded into a fresh value, not into m, so that m (the caller's
+		// request, on its stack) does not escape to the heap.
+		fresh := new(agentbridge.Meta)
+		if err := json.Unmarshal(b, fresh); err != nil {
+			return "", fmt.Errorf("decode meta: %w", err)
+		}
+		*m = *fresh
+	}
+	return string(b), nil
+}
+
+// MetaIsStoredForm reports whether m decodes from its own encoding
+// unchanged, so that StoredMeta can skip decoding what it just encoded
+// (every meta a client posts without extra keys). Extra keys, invalid UTF-8
+// (encoded as U+FFFD) and a negative hop (refused by the decoder) take the
+// round trip, so the event Append returns is always what readers get.
+func MetaIsStoredForm(m agentbridge.Meta) bool {
+	if len(m.Extra) > 0 || (m.Hop != nil && *m.Hop < 0) ||
+		!utf8.ValidString(m.ReplyTo) || !utf8.ValidString(m.Via) {
+		return false
+	}
+	for _, t := range m.Tags {
+		if !utf8.ValidString(t) {
+			return false
+		}
+	}
+	return true
+}
+
+// StateKey is the stored form of a state: its JSON without LastHop, which
+// changes with every message and is kept per event instead.
+func StateKey(st agentbridge.ThreadState) (string, error) {
+	st.LastHop = 0
+	b, err := json.Marshal(st)
+	if err != nil {
+		return "", fmt.Errorf("encode thread state: %w", err)
+	}
+	return string(b), nil
+}
+
+// NextTime returns now, truncated to the microsecond, or 1µs after last
+// when the clock has not moved past it (or, with several bridges, another
+// one's clock runs ahead): a thread's ts must strictly increase, because
+// v0 clients page with since=<ts>.
+func NextTime(last time.Time) time.Time {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	if now.After(last) {
+		return now
+	}
+	return last.Add(time.Microsecond)
+}
+
+// ThreadNotFound is the error for an unknown thread id.
+func ThreadNotFound(id string) *agentbridge.Error {
+	return &agentbridge.Error{
+		Code: agentbridge.ECodeThreadNotFound, Thread: id,
+		Message: fmt.Sprintf("There is no thread %q.", Clip(id)),
+	}
+}
+
+// Clip shortens user input quoted back in an error message.
+func Clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	return strings.ToValidUTF8(s[:61], "") + "…"
+}
