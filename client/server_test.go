@@ -5,47 +5,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/bridge"
-	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/internal/testbridge"
 )
 
 // startBridge runs a real bridge on 127.0.0.1:0 over a temp SQLite file and
 // returns a client of it.
 func startBridge(t testing.TB, token string) *client.Client {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := bridge.NewServer(st, bridge.Options{Addr: "127.0.0.1:0", Token: token, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Open(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Close(ctx); err != nil {
-			t.Errorf("close server: %v", err)
-		}
-		if err := st.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
-	return client.New(srv.URL(), client.WithToken(token))
+	return client.New(testbridge.Start(t, token), client.WithToken(token))
 }
 
 func msg(from, text string) agentbridge.EventInput {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,9 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/bridge"
-	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/internal/testbridge"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 	"github.com/agent-bridge/agent-bridge/mcpserver"
 )
@@ -39,29 +37,8 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := bridge.NewServer(st, bridge.Options{Addr: "127.0.0.1:0", Token: token, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Open(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Close(ctx); err != nil {
-			t.Errorf("close bridge: %v", err)
-		}
-		if err := st.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
-	e := &env{t: t, url: srv.URL(), bridge: client.New(srv.URL(), client.WithToken(token))}
+	url := testbridge.Start(t, token)
+	e := &env{t: t, url: url, bridge: client.New(url, client.WithToken(token))}
 	e.cs = e.connect("claude")
 	return e
 }
