@@ -18,10 +18,21 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
+	"github.com/agent-bridge/agent-bridge/internal/storetest"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
 const waitTimeout = 10 * time.Second
+
+// The shared suite's helpers, under the short names these tests use.
+var (
+	newThread  = storetest.NewThread
+	msg        = storetest.Msg
+	control    = storetest.Control
+	mustAppend = storetest.MustAppend
+	wantCode   = storetest.WantCode
+	allEvents  = storetest.AllEvents
+)
 
 func openStore(t testing.TB, opts Options) *Store {
 	t.Helper()
@@ -35,55 +46,6 @@ func openStore(t testing.TB, opts Options) *Store {
 		}
 	})
 	return s
-}
-
-func newThread(t testing.TB, s *Store, id string) agentbridge.Thread {
-	t.Helper()
-	th, _, err := s.CreateThread(context.Background(), agentbridge.CreateThreadRequest{ID: id, Name: "thread " + id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return th
-}
-
-func msg(from, text string) agentbridge.EventInput {
-	b, _ := json.Marshal(text)
-	return agentbridge.EventInput{From: from, Content: b}
-}
-
-func control(from, content string) agentbridge.EventInput {
-	return agentbridge.EventInput{Type: agentbridge.TypeControl, From: from, Content: json.RawMessage(content)}
-}
-
-func mustAppend(t testing.TB, s *Store, thread string, in agentbridge.EventInput) agentbridge.Event {
-	t.Helper()
-	res, err := s.Append(context.Background(), agentbridge.AppendRequest{Thread: thread, Input: in})
-	if err != nil {
-		t.Fatalf("append to %s: %v", thread, err)
-	}
-	return res.Event
-}
-
-// wantCode fails unless err is an *agentbridge.Error with the code.
-func wantCode(t *testing.T, err error, code string) *agentbridge.Error {
-	t.Helper()
-	var e *agentbridge.Error
-	if !errors.As(err, &e) || e.Code != code {
-		t.Fatalf("err = %v, want code %s", err, code)
-	}
-	if e.Message == "" {
-		t.Fatalf("error %s has no message", code)
-	}
-	return e
-}
-
-func allEvents(t testing.TB, s *Store, thread string) []agentbridge.Event {
-	t.Helper()
-	evs, err := s.ThreadEvents(context.Background(), agentbridge.ThreadEventsQuery{Thread: thread, After: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return evs
 }
 
 // lockWriter takes SQLite's write lock from a second connection, so the

@@ -26,63 +26,63 @@ func testServerAssignedHop(t *testing.T, newStore Factory) {
 		return *ev.Meta.Hop
 	}
 	reply := func(from, to string) agentbridge.EventInput {
-		in := msg(from, "re")
+		in := Msg(from, "re")
 		in.Meta.ReplyTo = to
 		return in
 	}
-	newThread(t, s, "t")
-	ctl := mustAppend(t, s, "t", control("user", `{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"m"}}}`))
+	NewThread(t, s, "t")
+	ctl := MustAppend(t, s, "t", Control("user", `{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"m"}}}`))
 	if ctl.Meta.Hop != nil {
 		t.Errorf("a control got hop %d; only messages get one", *ctl.Meta.Hop)
 	}
-	first := mustAppend(t, s, "t", msg("codex", "an agent speaks first"))
+	first := MustAppend(t, s, "t", Msg("codex", "an agent speaks first"))
 	if h := hopOf(first); h != 0 {
 		t.Errorf("first message of a thread from an agent: hop %d, want 0", h)
 	}
-	human := mustAppend(t, s, "t", msg("user", "hello"))
-	a := mustAppend(t, s, "t", reply("codex", human.ID))
-	b := mustAppend(t, s, "t", reply("claude", a.ID))
+	human := MustAppend(t, s, "t", Msg("user", "hello"))
+	a := MustAppend(t, s, "t", reply("codex", human.ID))
+	b := MustAppend(t, s, "t", reply("claude", a.ID))
 	for ev, want := range map[*agentbridge.Event]int{&human: 0, &a: 1, &b: 2} {
 		if h := hopOf(*ev); h != want {
 			t.Errorf("%s: hop %d, want %d", ev.From, h, want)
 		}
 	}
-	c := mustAppend(t, s, "t", msg("codex", "no reply_to: one more than the last message"))
+	c := MustAppend(t, s, "t", Msg("codex", "no reply_to: one more than the last message"))
 	if h := hopOf(c); h != 3 {
 		t.Errorf("without reply_to: hop %d, want 3", h)
 	}
-	d := mustAppend(t, s, "t", reply("claude", human.ID))
+	d := MustAppend(t, s, "t", reply("claude", human.ID))
 	if h := hopOf(d); h != 1 {
 		t.Errorf("reply to the human's message: hop %d, want 1", h)
 	}
-	e := mustAppend(t, s, "t", reply("claude", ctl.ID))
+	e := MustAppend(t, s, "t", reply("claude", ctl.ID))
 	if h := hopOf(e); h != 1 {
 		t.Errorf("reply to a control before any message: hop %d, want 1 (the control carries hop 0)", h)
 	}
 
 	// A chain of agent replies counts up from the human's message.
-	prev := mustAppend(t, s, "t", msg("user", "again"))
+	prev := MustAppend(t, s, "t", Msg("user", "again"))
 	for i := range 5 {
-		ev := mustAppend(t, s, "t", reply("codex", prev.ID))
+		ev := MustAppend(t, s, "t", reply("codex", prev.ID))
 		if h := hopOf(ev); h != i+1 {
 			t.Errorf("chain step %d: hop %d, want %d", i, h, i+1)
 		}
 		prev = ev
 	}
 
-	before := len(allEvents(t, s, "t"))
-	forged := msg("codex", "resetting the chain")
+	before := len(AllEvents(t, s, "t"))
+	forged := Msg("codex", "resetting the chain")
 	forged.Meta.Hop = new(0)
 	_, err := s.Append(ctx, agentbridge.AppendRequest{Thread: "t", Input: forged})
-	if e := wantCode(t, err, agentbridge.ECodeFieldNotAllowed); e.Field != "meta.hop" {
+	if e := WantCode(t, err, agentbridge.ECodeFieldNotAllowed); e.Field != "meta.hop" {
 		t.Errorf("field = %q, want meta.hop", e.Field)
 	}
 	unknown := reply("codex", "01NOSUCHEVENT0000000000000")
 	_, err = s.Append(ctx, agentbridge.AppendRequest{Thread: "t", Input: unknown})
-	if e := wantCode(t, err, agentbridge.ECodeUnknownReplyTo); e.Field != "meta.reply_to" {
+	if e := WantCode(t, err, agentbridge.ECodeUnknownReplyTo); e.Field != "meta.reply_to" {
 		t.Errorf("field = %q, want meta.reply_to", e.Field)
 	}
-	if n := len(allEvents(t, s, "t")); n != before {
+	if n := len(AllEvents(t, s, "t")); n != before {
 		t.Errorf("a refused append stored something: %d → %d events", before, n)
 	}
 }

@@ -15,20 +15,20 @@ import (
 func testSceneState(t *testing.T, newStore Factory) {
 	s := newStore(t, nil)
 	ctx := context.Background()
-	th := newThread(t, s, "t").ID
-	mustAppend(t, s, th, control("user", `{"invite":{"participant_id":"maria","profile":{"client":"c","model":"m","character":"sheet"}}}`))
-	_, err := s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: control("user", `{"scene":{"on":true,"actors":["maria","sam"]}}`)})
-	wantCode(t, err, agentbridge.ECodeInvalidControl)
-	mustAppend(t, s, th, control("user", `{"invite":{"participant_id":"sam","profile":{"client":"c","model":"m"}}}`))
-	mustAppend(t, s, th, control("user", `{"scene":{"on":true,"actors":["maria","sam"],"soft_cap":1,"hard_cap":2}}`))
+	th := NewThread(t, s, "t").ID
+	MustAppend(t, s, th, Control("user", `{"invite":{"participant_id":"maria","profile":{"client":"c","model":"m","character":"sheet"}}}`))
+	_, err := s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: Control("user", `{"scene":{"on":true,"actors":["maria","sam"]}}`)})
+	WantCode(t, err, agentbridge.ECodeInvalidControl)
+	MustAppend(t, s, th, Control("user", `{"invite":{"participant_id":"sam","profile":{"client":"c","model":"m"}}}`))
+	MustAppend(t, s, th, Control("user", `{"scene":{"on":true,"actors":["maria","sam"],"soft_cap":1,"hard_cap":2}}`))
 	speech := func(from, to string, turn int) agentbridge.Event {
-		in := msg(from, from+" speaks")
+		in := Msg(from, from+" speaks")
 		in.To = to
 		in.Meta.Extra = map[string]json.RawMessage{agentbridge.MetaScene: json.RawMessage(fmt.Sprintf(`{"turn":%d}`, turn))}
-		return mustAppend(t, s, th, in)
+		return MustAppend(t, s, th, in)
 	}
 	first := speech("maria", "sam", 1)
-	mustAppend(t, s, th, msg("user", "an aside, not a turn"))
+	MustAppend(t, s, th, Msg("user", "an aside, not a turn"))
 	speech("sam", "maria", 2)
 	st, _, err := s.State(ctx, th, first.Seq)
 	if err != nil {
@@ -44,8 +44,8 @@ func testSceneState(t *testing.T, newStore Factory) {
 	if st.Scene.Turn != 2 || !st.Scene.Running() {
 		t.Fatalf("scene now: %+v", st.Scene)
 	}
-	_, err = s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: control("user", `{"scene":{"on":true,"actors":["maria","sam"]}}`)})
-	wantCode(t, err, agentbridge.ECodeInvalidControl)
+	_, err = s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: Control("user", `{"scene":{"on":true,"actors":["maria","sam"]}}`)})
+	WantCode(t, err, agentbridge.ECodeInvalidControl)
 	speech("maria", "sam", 3)
 	st, _, _ = s.State(ctx, th, 0)
 	if st.Scene.Status != agentbridge.SceneClosing || st.Scene.CloseReason != agentbridge.CloseHardCap {

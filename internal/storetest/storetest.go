@@ -51,7 +51,8 @@ func Run(t *testing.T, newStore Factory) {
 	}
 }
 
-func newThread(t testing.TB, s agentbridge.EventStore, id string) agentbridge.Thread {
+// NewThread creates the thread id (named "thread <id>") or fails t.
+func NewThread(t testing.TB, s agentbridge.EventStore, id string) agentbridge.Thread {
 	t.Helper()
 	th, _, err := s.CreateThread(context.Background(), agentbridge.CreateThreadRequest{ID: id, Name: "thread " + id})
 	if err != nil {
@@ -60,16 +61,19 @@ func newThread(t testing.TB, s agentbridge.EventStore, id string) agentbridge.Th
 	return th
 }
 
-func msg(from, text string) agentbridge.EventInput {
+// Msg is a message from from whose content is the JSON string text.
+func Msg(from, text string) agentbridge.EventInput {
 	b, _ := json.Marshal(text)
 	return agentbridge.EventInput{From: from, Content: b}
 }
 
-func control(from, content string) agentbridge.EventInput {
+// Control is a control from from with the raw JSON content.
+func Control(from, content string) agentbridge.EventInput {
 	return agentbridge.EventInput{Type: agentbridge.TypeControl, From: from, Content: json.RawMessage(content)}
 }
 
-func mustAppend(t testing.TB, s agentbridge.EventStore, thread string, in agentbridge.EventInput) agentbridge.Event {
+// MustAppend appends in to thread or fails t.
+func MustAppend(t testing.TB, s agentbridge.EventStore, thread string, in agentbridge.EventInput) agentbridge.Event {
 	t.Helper()
 	res, err := s.Append(context.Background(), agentbridge.AppendRequest{Thread: thread, Input: in})
 	if err != nil {
@@ -78,8 +82,8 @@ func mustAppend(t testing.TB, s agentbridge.EventStore, thread string, in agentb
 	return res.Event
 }
 
-// wantCode fails unless err is an *agentbridge.Error with the code.
-func wantCode(t *testing.T, err error, code string) *agentbridge.Error {
+// WantCode fails unless err is an *agentbridge.Error with the code.
+func WantCode(t *testing.T, err error, code string) *agentbridge.Error {
 	t.Helper()
 	var e *agentbridge.Error
 	if !errors.As(err, &e) || e.Code != code {
@@ -91,7 +95,8 @@ func wantCode(t *testing.T, err error, code string) *agentbridge.Error {
 	return e
 }
 
-func allEvents(t testing.TB, s agentbridge.EventStore, thread string) []agentbridge.Event {
+// AllEvents reads every event of thread or fails t.
+func AllEvents(t testing.TB, s agentbridge.EventStore, thread string) []agentbridge.Event {
 	t.Helper()
 	evs, err := s.ThreadEvents(context.Background(), agentbridge.ThreadEventsQuery{Thread: thread, After: -1})
 	if err != nil {
@@ -105,7 +110,7 @@ func testConcurrentAppendsAreOrdered(t *testing.T, newStore Factory) {
 	ctx := context.Background()
 	threads := []string{"a", "b", "c", "d"}
 	for _, id := range threads {
-		newThread(t, s, id)
+		NewThread(t, s, id)
 	}
 	const writers, each = 16, 25
 	var wg sync.WaitGroup
@@ -116,7 +121,7 @@ func testConcurrentAppendsAreOrdered(t *testing.T, newStore Factory) {
 			defer wg.Done()
 			for i := range each {
 				th := threads[(w+i)%len(threads)]
-				if _, err := s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: msg(fmt.Sprintf("agent%d", w), fmt.Sprintf("m%d", i))}); err != nil {
+				if _, err := s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: Msg(fmt.Sprintf("agent%d", w), fmt.Sprintf("m%d", i))}); err != nil {
 					errs <- err
 				}
 			}
@@ -130,7 +135,7 @@ func testConcurrentAppendsAreOrdered(t *testing.T, newStore Factory) {
 
 	total := 0
 	for _, th := range threads {
-		evs := allEvents(t, s, th)
+		evs := AllEvents(t, s, th)
 		total += len(evs)
 		for i, ev := range evs {
 			if ev.Seq != int64(i+1) {
@@ -176,52 +181,52 @@ func testConcurrentAppendsAreOrdered(t *testing.T, newStore Factory) {
 func testAppendErrors(t *testing.T, newStore Factory) {
 	s := newStore(t, agentbridge.Humans{"user", "boss"})
 	ctx := context.Background()
-	th := newThread(t, s, "t").ID
-	otherEv := mustAppend(t, s, newThread(t, s, "u").ID, msg("user", "in u"))
-	mustAppend(t, s, th, control("user", `{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"gpt"}}}`))
+	th := NewThread(t, s, "t").ID
+	otherEv := MustAppend(t, s, NewThread(t, s, "u").ID, Msg("user", "in u"))
+	MustAppend(t, s, th, Control("user", `{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"gpt"}}}`))
 	// A non-human's mute and pause do not count.
-	mustAppend(t, s, th, control("codex", `{"mute":{"targets":["claude"]},"pause":{"on":true}}`))
-	mustAppend(t, s, th, msg("claude", "still allowed"))
-	stored := len(allEvents(t, s, th))
+	MustAppend(t, s, th, Control("codex", `{"mute":{"targets":["claude"]},"pause":{"on":true}}`))
+	MustAppend(t, s, th, Msg("claude", "still allowed"))
+	stored := len(AllEvents(t, s, th))
 
 	appendErr := func(thread string, in agentbridge.EventInput) error {
 		_, err := s.Append(ctx, agentbridge.AppendRequest{Thread: thread, Input: in})
 		return err
 	}
-	e := wantCode(t, appendErr("missing", msg("user", "x")), agentbridge.ECodeThreadNotFound)
+	e := WantCode(t, appendErr("missing", Msg("user", "x")), agentbridge.ECodeThreadNotFound)
 	if e.Thread != "missing" {
 		t.Errorf("thread_not_found names thread %q", e.Thread)
 	}
-	wantCode(t, appendErr("bad id!", msg("user", "x")), agentbridge.ECodeThreadNotFound)
-	e = wantCode(t, appendErr(th, agentbridge.EventInput{From: "user", Content: json.RawMessage(`"x"`), Meta: agentbridge.Meta{ReplyTo: otherEv.ID}}), agentbridge.ECodeUnknownReplyTo)
+	WantCode(t, appendErr("bad id!", Msg("user", "x")), agentbridge.ECodeThreadNotFound)
+	e = WantCode(t, appendErr(th, agentbridge.EventInput{From: "user", Content: json.RawMessage(`"x"`), Meta: agentbridge.Meta{ReplyTo: otherEv.ID}}), agentbridge.ECodeUnknownReplyTo)
 	if e.Field != "meta.reply_to" {
 		t.Errorf("unknown_reply_to field = %q", e.Field)
 	}
-	wantCode(t, appendErr(th, agentbridge.EventInput{From: "user", Content: json.RawMessage(`"x"`), Meta: agentbridge.Meta{ReplyTo: "01NOPE"}}), agentbridge.ECodeUnknownReplyTo)
-	wantCode(t, appendErr(th, agentbridge.EventInput{From: "user"}), agentbridge.ECodeMissingField)
-	if n := len(allEvents(t, s, th)); n != stored {
+	WantCode(t, appendErr(th, agentbridge.EventInput{From: "user", Content: json.RawMessage(`"x"`), Meta: agentbridge.Meta{ReplyTo: "01NOPE"}}), agentbridge.ECodeUnknownReplyTo)
+	WantCode(t, appendErr(th, agentbridge.EventInput{From: "user"}), agentbridge.ECodeMissingField)
+	if n := len(AllEvents(t, s, th)); n != stored {
 		t.Fatalf("refused appends stored something: %d events, want %d", n, stored)
 	}
 
-	mustAppend(t, s, th, control("boss", `{"mute":{"targets":["codex"],"mode":"hard"}}`))
-	e = wantCode(t, appendErr(th, msg("codex", "let me speak")), agentbridge.ECodeParticipantMuted)
+	MustAppend(t, s, th, Control("boss", `{"mute":{"targets":["codex"],"mode":"hard"}}`))
+	e = WantCode(t, appendErr(th, Msg("codex", "let me speak")), agentbridge.ECodeParticipantMuted)
 	if e.Thread != th || e.Participant != "codex" {
 		t.Errorf("participant_muted names thread %q participant %q", e.Thread, e.Participant)
 	}
 	// Hard mute refuses messages only.
-	mustAppend(t, s, th, agentbridge.EventInput{Type: "note", From: "codex", Content: json.RawMessage(`{"x":1}`)})
+	MustAppend(t, s, th, agentbridge.EventInput{Type: "note", From: "codex", Content: json.RawMessage(`{"x":1}`)})
 
-	mustAppend(t, s, th, control("user", `{"pause":{"on":true},"unmute":{"targets":["codex"]}}`))
-	e = wantCode(t, appendErr(th, msg("codex", "hello?")), agentbridge.ECodeThreadPaused)
+	MustAppend(t, s, th, Control("user", `{"pause":{"on":true},"unmute":{"targets":["codex"]}}`))
+	e = WantCode(t, appendErr(th, Msg("codex", "hello?")), agentbridge.ECodeThreadPaused)
 	if e.Thread != th || e.Participant != "codex" {
 		t.Errorf("thread_paused names thread %q participant %q", e.Thread, e.Participant)
 	}
-	mustAppend(t, s, th, msg("boss", "humans may still talk"))
-	mustAppend(t, s, th, control("codex", `{"invite":{"participant_id":"gemini","profile":{"client":"gemini","model":"g"}}}`))
-	mustAppend(t, s, th, control("user", `{"pause":{"on":false}}`))
-	mustAppend(t, s, th, msg("codex", "back"))
+	MustAppend(t, s, th, Msg("boss", "humans may still talk"))
+	MustAppend(t, s, th, Control("codex", `{"invite":{"participant_id":"gemini","profile":{"client":"gemini","model":"g"}}}`))
+	MustAppend(t, s, th, Control("user", `{"pause":{"on":false}}`))
+	MustAppend(t, s, th, Msg("codex", "back"))
 
-	if _, err := s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: msg("user", "x"), IdempotencyKey: string(make([]byte, 300))}); err == nil {
+	if _, err := s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: Msg("user", "x"), IdempotencyKey: string(make([]byte, 300))}); err == nil {
 		t.Error("a 300-byte idempotency key was accepted")
 	}
 }
@@ -252,26 +257,26 @@ func testCreateThread(t *testing.T, newStore Factory) {
 	if th2.ID != "my-thread_1.x" || th2.Name != "Plans" || ev2.From != "codex" {
 		t.Errorf("chosen thread = %+v, event %+v", th2, ev2)
 	}
-	e := wantCode(t, firstErr(s.CreateThread(ctx, agentbridge.CreateThreadRequest{ID: "my-thread_1.x"})), agentbridge.ECodeThreadExists)
+	e := WantCode(t, firstErr(s.CreateThread(ctx, agentbridge.CreateThreadRequest{ID: "my-thread_1.x"})), agentbridge.ECodeThreadExists)
 	if e.Thread != "my-thread_1.x" {
 		t.Errorf("thread_exists names %q", e.Thread)
 	}
 	for _, req := range []agentbridge.CreateThreadRequest{{ID: "-bad"}, {ID: "has space"}, {ID: string(make([]byte, 65))}} {
-		if e := wantCode(t, firstErr(s.CreateThread(ctx, req)), agentbridge.ECodeInvalidField); e.Field != "id" {
+		if e := WantCode(t, firstErr(s.CreateThread(ctx, req)), agentbridge.ECodeInvalidField); e.Field != "id" {
 			t.Errorf("invalid id %q: field %q", req.ID, e.Field)
 		}
 	}
-	if e := wantCode(t, firstErr(s.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: "  "})), agentbridge.ECodeInvalidField); e.Field != "name" {
+	if e := WantCode(t, firstErr(s.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: "  "})), agentbridge.ECodeInvalidField); e.Field != "name" {
 		t.Errorf("blank name: field %q", e.Field)
 	}
-	if e := wantCode(t, firstErr(s.CreateThread(ctx, agentbridge.CreateThreadRequest{From: "no spaces"})), agentbridge.ECodeInvalidField); e.Field != "from" {
+	if e := WantCode(t, firstErr(s.CreateThread(ctx, agentbridge.CreateThreadRequest{From: "no spaces"})), agentbridge.ECodeInvalidField); e.Field != "from" {
 		t.Errorf("bad from: field %q", e.Field)
 	}
 	if _, err := s.Thread(ctx, "nope"); agentbridge.ErrorCode(err) != agentbridge.ECodeThreadNotFound {
 		t.Errorf("Thread(nope): %v", err)
 	}
 
-	ren := mustAppend(t, s, th2.ID, agentbridge.EventInput{Type: agentbridge.TypeThreadRenamed, From: "user", Content: json.RawMessage(`"Better plans"`)})
+	ren := MustAppend(t, s, th2.ID, agentbridge.EventInput{Type: agentbridge.TypeThreadRenamed, From: "user", Content: json.RawMessage(`"Better plans"`)})
 	got, _ = s.Thread(ctx, th2.ID)
 	if got.Name != "Better plans" || got.UpdatedAt != ren.TS || got.LastSeq != 2 {
 		t.Errorf("after rename: %+v", got)
@@ -291,8 +296,8 @@ func firstErr(_ agentbridge.Thread, _ agentbridge.Event, err error) error { retu
 func testEventRoundTrip(t *testing.T, newStore Factory) {
 	s := newStore(t, nil)
 	ctx := context.Background()
-	th := newThread(t, s, "t").ID
-	first := mustAppend(t, s, th, msg("user", "hi"))
+	th := NewThread(t, s, "t").ID
+	first := MustAppend(t, s, th, Msg("user", "hi"))
 
 	body := fmt.Sprintf(`{"from":"codex","to":"user","content":"réponse \u00e9 \"quoted\"",
 		"meta":{"reply_to":%q,"tags":["coordinator"],"via":"bridge-coordinator","custom":{"b": [1, 2.50, null]},"z":"last"}}`, first.ID)
@@ -343,15 +348,15 @@ func testEventRoundTrip(t *testing.T, newStore Factory) {
 func testIdempotency(t *testing.T, newStore Factory) {
 	s := newStore(t, nil)
 	ctx := context.Background()
-	th := newThread(t, s, "t").ID
-	other := newThread(t, s, "u").ID
-	req := agentbridge.AppendRequest{Thread: th, Input: msg("codex", "reply"), IdempotencyKey: "trigger-1/codex"}
+	th := NewThread(t, s, "t").ID
+	other := NewThread(t, s, "u").ID
+	req := agentbridge.AppendRequest{Thread: th, Input: Msg("codex", "reply"), IdempotencyKey: "trigger-1/codex"}
 	first, err := s.Append(ctx, req)
 	if err != nil || first.Replayed {
 		t.Fatalf("first append: %+v %v", first, err)
 	}
 	// The retry is answered even if the thread has since been paused.
-	mustAppend(t, s, th, control("user", `{"pause":{"on":true}}`))
+	MustAppend(t, s, th, Control("user", `{"pause":{"on":true}}`))
 	again, err := s.Append(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -365,7 +370,7 @@ func testIdempotency(t *testing.T, newStore Factory) {
 	if err != nil || res.Replayed || res.Event.Thread != other {
 		t.Fatalf("same key in another thread: %+v %v", res, err)
 	}
-	if n := len(allEvents(t, s, th)); n != 3 {
+	if n := len(AllEvents(t, s, th)); n != 3 {
 		t.Errorf("thread has %d events, want 3: the retry stored something", n)
 	}
 }
@@ -373,27 +378,27 @@ func testIdempotency(t *testing.T, newStore Factory) {
 func testStateAtEveryRevision(t *testing.T, newStore Factory) {
 	s := newStore(t, nil)
 	ctx := context.Background()
-	th := newThread(t, s, "t").ID
+	th := NewThread(t, s, "t").ID
 	inputs := []agentbridge.EventInput{
-		control("user", `{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"gpt-5","roles":["reviewer"]}}}`),
-		msg("user", "hello"),
-		msg("codex", "hi"),
-		msg("claude", "second agent"),
-		msg("claude", "unstamped"),
-		control("user", `{"mute":{"targets":["claude"],"mode":"hard"},"discussion":{"on":true}}`),
-		control("codex", `{"pause":{"on":true}}`), // not human: no change
-		control("user", `{"pause":{"on":true},"invited_auto":{"on":true}}`),
-		msg("user", "paused now"),
-		control("user", `{"mute":{"targets":["codex"],"mode":"soft"},"unmute":{"targets":["claude"]}}`),
-		control("claude", `{"invite":{"participant_id":"claude","profile":{"client":"claude","model":"opus","nickname":"C"}}}`),
-		control("user", `{"pause":{"on":false},"discussion":{"on":true,"allow_agent_mentions":false}}`),
-		control("user", `{"uninvite":{"participant_id":"codex"}}`),
-		msg("codex", "still here"),
+		Control("user", `{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"gpt-5","roles":["reviewer"]}}}`),
+		Msg("user", "hello"),
+		Msg("codex", "hi"),
+		Msg("claude", "second agent"),
+		Msg("claude", "unstamped"),
+		Control("user", `{"mute":{"targets":["claude"],"mode":"hard"},"discussion":{"on":true}}`),
+		Control("codex", `{"pause":{"on":true}}`), // not human: no change
+		Control("user", `{"pause":{"on":true},"invited_auto":{"on":true}}`),
+		Msg("user", "paused now"),
+		Control("user", `{"mute":{"targets":["codex"],"mode":"soft"},"unmute":{"targets":["claude"]}}`),
+		Control("claude", `{"invite":{"participant_id":"claude","profile":{"client":"claude","model":"opus","nickname":"C"}}}`),
+		Control("user", `{"pause":{"on":false},"discussion":{"on":true,"allow_agent_mentions":false}}`),
+		Control("user", `{"uninvite":{"participant_id":"codex"}}`),
+		Msg("codex", "still here"),
 	}
 	for _, in := range inputs {
-		mustAppend(t, s, th, in)
+		MustAppend(t, s, th, in)
 	}
-	evs := allEvents(t, s, th)
+	evs := AllEvents(t, s, th)
 	var want agentbridge.ThreadState
 	for _, ev := range evs {
 		want = agentbridge.Fold(want, ev, agentbridge.DefaultHumans)
@@ -412,12 +417,12 @@ func testStateAtEveryRevision(t *testing.T, newStore Factory) {
 	if now.LastHop != 1 || now.Paused || len(now.Participants.Invited) != 1 {
 		t.Errorf("final state looks wrong: %+v", now)
 	}
-	e := wantCode(t, stateErr(s.State(ctx, th, int64(len(evs))+1)), agentbridge.ECodeCursorAhead)
+	e := WantCode(t, stateErr(s.State(ctx, th, int64(len(evs))+1)), agentbridge.ECodeCursorAhead)
 	if e.Head == nil || *e.Head != int64(len(evs)) {
 		t.Errorf("cursor_ahead head = %v, want %d", e.Head, len(evs))
 	}
-	wantCode(t, stateErr(s.State(ctx, th, -1)), agentbridge.ECodeInvalidField)
-	wantCode(t, stateErr(s.State(ctx, "nope", 0)), agentbridge.ECodeThreadNotFound)
+	WantCode(t, stateErr(s.State(ctx, th, -1)), agentbridge.ECodeInvalidField)
+	WantCode(t, stateErr(s.State(ctx, "nope", 0)), agentbridge.ECodeThreadNotFound)
 }
 
 func stateErr(_ agentbridge.ThreadState, _ int64, err error) error { return err }
@@ -425,11 +430,11 @@ func stateErr(_ agentbridge.ThreadState, _ int64, err error) error { return err 
 func testThreadEventsQueries(t *testing.T, newStore Factory) {
 	s := newStore(t, nil)
 	ctx := context.Background()
-	th := newThread(t, s, "t").ID
+	th := NewThread(t, s, "t").ID
 	for i := 2; i <= 30; i++ {
-		mustAppend(t, s, th, msg("user", fmt.Sprint(i)))
+		MustAppend(t, s, th, Msg("user", fmt.Sprint(i)))
 	}
-	all := allEvents(t, s, th)
+	all := AllEvents(t, s, th)
 	seqs := func(evs []agentbridge.Event) string {
 		var b strings.Builder
 		for _, e := range evs {
@@ -480,18 +485,18 @@ func testThreadEventsQueries(t *testing.T, newStore Factory) {
 		_, err := s.ThreadEvents(ctx, q)
 		return err
 	}
-	e := wantCode(t, qErr(agentbridge.ThreadEventsQuery{Thread: th, After: 31}), agentbridge.ECodeCursorAhead)
+	e := WantCode(t, qErr(agentbridge.ThreadEventsQuery{Thread: th, After: 31}), agentbridge.ECodeCursorAhead)
 	if e.Head == nil || *e.Head != 30 || e.Thread != th {
 		t.Errorf("cursor_ahead = %+v, want head 30", e)
 	}
-	wantCode(t, qErr(agentbridge.ThreadEventsQuery{Thread: th, After: -1, Until: 31}), agentbridge.ECodeCursorAhead)
-	if e := wantCode(t, qErr(agentbridge.ThreadEventsQuery{Thread: th, After: -1, Limit: agentbridge.MaxEventsLimit + 1}), agentbridge.ECodeInvalidField); e.Field != "limit" {
+	WantCode(t, qErr(agentbridge.ThreadEventsQuery{Thread: th, After: -1, Until: 31}), agentbridge.ECodeCursorAhead)
+	if e := WantCode(t, qErr(agentbridge.ThreadEventsQuery{Thread: th, After: -1, Limit: agentbridge.MaxEventsLimit + 1}), agentbridge.ECodeInvalidField); e.Field != "limit" {
 		t.Errorf("limit over max: field %q", e.Field)
 	}
-	wantCode(t, qErr(agentbridge.ThreadEventsQuery{Thread: th, After: -1, Limit: -1}), agentbridge.ECodeInvalidField)
-	wantCode(t, qErr(agentbridge.ThreadEventsQuery{Thread: th, After: -2}), agentbridge.ECodeInvalidField)
-	wantCode(t, qErr(agentbridge.ThreadEventsQuery{Thread: th, After: -1, Tail: -1}), agentbridge.ECodeInvalidField)
-	wantCode(t, qErr(agentbridge.ThreadEventsQuery{Thread: "nope", After: -1}), agentbridge.ECodeThreadNotFound)
+	WantCode(t, qErr(agentbridge.ThreadEventsQuery{Thread: th, After: -1, Limit: -1}), agentbridge.ECodeInvalidField)
+	WantCode(t, qErr(agentbridge.ThreadEventsQuery{Thread: th, After: -2}), agentbridge.ECodeInvalidField)
+	WantCode(t, qErr(agentbridge.ThreadEventsQuery{Thread: th, After: -1, Tail: -1}), agentbridge.ECodeInvalidField)
+	WantCode(t, qErr(agentbridge.ThreadEventsQuery{Thread: "nope", After: -1}), agentbridge.ECodeThreadNotFound)
 
 	// The global log.
 	head, _ := s.Head(ctx)
@@ -502,12 +507,12 @@ func testThreadEventsQueries(t *testing.T, newStore Factory) {
 	if evs, err := s.Events(ctx, head, 0); err != nil || len(evs) != 0 {
 		t.Fatalf("Events(head) = %v %v, want empty", evs, err)
 	}
-	e = wantCode(t, eventsErr(s.Events(ctx, head+1, 0)), agentbridge.ECodeCursorAhead)
+	e = WantCode(t, eventsErr(s.Events(ctx, head+1, 0)), agentbridge.ECodeCursorAhead)
 	if e.Head == nil || *e.Head != head {
 		t.Errorf("global cursor_ahead head = %v, want %d", e.Head, head)
 	}
-	wantCode(t, eventsErr(s.Events(ctx, 0, agentbridge.MaxEventsLimit+1)), agentbridge.ECodeInvalidField)
-	wantCode(t, eventsErr(s.Events(ctx, -1, 0)), agentbridge.ECodeInvalidField)
+	WantCode(t, eventsErr(s.Events(ctx, 0, agentbridge.MaxEventsLimit+1)), agentbridge.ECodeInvalidField)
+	WantCode(t, eventsErr(s.Events(ctx, -1, 0)), agentbridge.ECodeInvalidField)
 }
 
 func eventsErr(_ []agentbridge.Event, err error) error { return err }
@@ -519,11 +524,11 @@ func testThreadsPaging(t *testing.T, newStore Factory) {
 		t.Fatalf("empty store: %v %v", ths, err)
 	}
 	for i := range 7 {
-		newThread(t, s, fmt.Sprintf("t%d", i))
+		NewThread(t, s, fmt.Sprintf("t%d", i))
 	}
 	// Touch some threads so recency differs from creation order.
 	for _, id := range []string{"t2", "t5", "t0"} {
-		mustAppend(t, s, id, msg("user", "bump"))
+		MustAppend(t, s, id, Msg("user", "bump"))
 	}
 	want := []string{"t0", "t5", "t2", "t6", "t4", "t3", "t1"}
 	var got []string
@@ -568,11 +573,11 @@ func testSinceBoundaries(t *testing.T, newStore Factory) {
 	s := newStore(t, nil)
 	ctx := context.Background()
 	for n := 1; n <= 40; n++ {
-		th := newThread(t, s, fmt.Sprintf("t%d", n)).ID
+		th := NewThread(t, s, fmt.Sprintf("t%d", n)).ID
 		for i := 2; i <= n; i++ {
-			mustAppend(t, s, th, msg("user", fmt.Sprint(i)))
+			MustAppend(t, s, th, Msg("user", fmt.Sprint(i)))
 		}
-		all := allEvents(t, s, th)
+		all := AllEvents(t, s, th)
 		sinces := []string{"", "2000-01-01T00:00:00.000000Z", all[0].TS[:10], "9999", all[n-1].TS + "0"}
 		for _, ev := range all {
 			ts, err := time.Parse(agentbridge.TimeLayout, ev.TS)
@@ -613,15 +618,15 @@ func testSinceBoundaries(t *testing.T, newStore Factory) {
 // finds the event.
 func testNotifyWakesAfterCommit(t *testing.T, newStore Factory) {
 	s := newStore(t, nil)
-	newThread(t, s, "t")
+	NewThread(t, s, "t")
 	ch := s.Notify()
-	mustAppend(t, s, "t", msg("user", "hello"))
+	MustAppend(t, s, "t", Msg("user", "hello"))
 	select {
 	case <-ch:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Notify did not fire after the commit")
 	}
-	if evs := allEvents(t, s, "t"); len(evs) != 2 {
+	if evs := AllEvents(t, s, "t"); len(evs) != 2 {
 		t.Fatalf("after wake-up the thread has %d events, want 2", len(evs))
 	}
 	testutil.WaitFor(t, 10*time.Second, "a fresh Notify channel", func() bool {
@@ -662,7 +667,7 @@ func testConcurrentCreateSameID(t *testing.T, newStore Factory) {
 	if won != 1 {
 		t.Fatalf("%d creations of one id succeeded, want 1", won)
 	}
-	if evs := allEvents(t, s, "same"); len(evs) != 1 {
+	if evs := AllEvents(t, s, "same"); len(evs) != 1 {
 		t.Fatalf("thread holds %d events, want 1", len(evs))
 	}
 }
@@ -677,9 +682,9 @@ func testReceipts(t *testing.T, newStore Factory) {
 		t.Skip("the store keeps no receipts")
 	}
 	ctx := context.Background()
-	th := newThread(t, s, "t").ID
-	ev := mustAppend(t, s, th, msg("user", "@codex hi"))
-	other := mustAppend(t, s, newThread(t, s, "u").ID, msg("user", "elsewhere"))
+	th := NewThread(t, s, "t").ID
+	ev := MustAppend(t, s, th, Msg("user", "@codex hi"))
+	other := MustAppend(t, s, NewThread(t, s, "u").ID, Msg("user", "elsewhere"))
 	in := agentbridge.ReceiptInput{Thread: th, Event: ev.ID, Participant: "codex", From: "coordinator", State: agentbridge.ReceiptQueued}
 	first, changed, err := rs.PutReceipt(ctx, in)
 	if err != nil || !changed || first.State != agentbridge.ReceiptQueued || first.Thread != th || first.UpdatedAt == "" {
@@ -707,13 +712,13 @@ func testReceipts(t *testing.T, newStore Factory) {
 	}
 	bad := in
 	bad.Event = other.ID
-	wantCode(t, func() error { _, _, err := rs.PutReceipt(ctx, bad); return err }(), agentbridge.ECodeEventNotFound)
+	WantCode(t, func() error { _, _, err := rs.PutReceipt(ctx, bad); return err }(), agentbridge.ECodeEventNotFound)
 	bad = in
 	bad.Thread = "nope"
-	wantCode(t, func() error { _, _, err := rs.PutReceipt(ctx, bad); return err }(), agentbridge.ECodeThreadNotFound)
+	WantCode(t, func() error { _, _, err := rs.PutReceipt(ctx, bad); return err }(), agentbridge.ECodeThreadNotFound)
 	bad = in
 	bad.State = "done"
-	wantCode(t, func() error { _, _, err := rs.PutReceipt(ctx, bad); return err }(), agentbridge.ECodeInvalidField)
+	WantCode(t, func() error { _, _, err := rs.PutReceipt(ctx, bad); return err }(), agentbridge.ECodeInvalidField)
 	if _, err := rs.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: "nope"}); agentbridge.ErrorCode(err) != agentbridge.ECodeThreadNotFound {
 		t.Errorf("Receipts of an unknown thread: %v", err)
 	}
@@ -737,27 +742,27 @@ func testReceipts(t *testing.T, newStore Factory) {
 func testParty(t *testing.T, newStore Factory) {
 	s := newStore(t, nil)
 	ctx := context.Background()
-	th := newThread(t, s, "t").ID
-	mustAppend(t, s, th, control("user", `{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"m","expertise":["go"]}}}`))
-	before := len(allEvents(t, s, th))
-	_, err := s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: control("user", `{"party":{"on":true,"agents":["codex","ghost"]}}`)})
-	if e := wantCode(t, err, agentbridge.ECodeInvalidControl); e.Participant != "ghost" || e.Field != "content.party.agents" {
+	th := NewThread(t, s, "t").ID
+	MustAppend(t, s, th, Control("user", `{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"m","expertise":["go"]}}}`))
+	before := len(AllEvents(t, s, th))
+	_, err := s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: Control("user", `{"party":{"on":true,"agents":["codex","ghost"]}}`)})
+	if e := WantCode(t, err, agentbridge.ECodeInvalidControl); e.Participant != "ghost" || e.Field != "content.party.agents" {
 		t.Errorf("unknown party agent: %+v", e)
 	}
-	if n := len(allEvents(t, s, th)); n != before {
+	if n := len(AllEvents(t, s, th)); n != before {
 		t.Fatalf("a refused party control was stored (%d events, want %d)", n, before)
 	}
 	for _, in := range []agentbridge.EventInput{
-		control("user", `{"party":{"on":true,"agents":["codex"],"max_agents":1}}`),
-		msg("user", "what about go?"),
-		msg("codex", "I quit"), // not human: no change
-		msg("user", "thanks, goodbye"),
-		msg("user", "still here"),
+		Control("user", `{"party":{"on":true,"agents":["codex"],"max_agents":1}}`),
+		Msg("user", "what about go?"),
+		Msg("codex", "I quit"), // not human: no change
+		Msg("user", "thanks, goodbye"),
+		Msg("user", "still here"),
 	} {
-		mustAppend(t, s, th, in)
+		MustAppend(t, s, th, in)
 	}
 	var want agentbridge.ThreadState
-	for _, ev := range allEvents(t, s, th) {
+	for _, ev := range AllEvents(t, s, th) {
 		want = agentbridge.Fold(want, ev, agentbridge.DefaultHumans)
 		got, _, err := s.State(ctx, th, ev.Seq)
 		if err != nil {
