@@ -13,6 +13,30 @@ type CreateThreadRequest struct {
 	From string
 }
 
+// WithDefaults checks req and fills in its defaults (Name "Untitled", From
+// "user"), so that every store refuses the same requests with the same
+// errors before anything reaches its writer.
+func (req CreateThreadRequest) WithDefaults() (CreateThreadRequest, error) {
+	if req.ID != "" && !ThreadIDPattern.MatchString(req.ID) {
+		return req, FieldErrorf(ECodeInvalidField, "id",
+			"The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit.", clip(req.ID))
+	}
+	if req.Name == "" {
+		req.Name = "Untitled"
+	}
+	if err := ValidateThreadName(req.Name); err != nil {
+		return req, err
+	}
+	if req.From == "" {
+		req.From = "user"
+	}
+	if !ParticipantIDPattern.MatchString(req.From) {
+		return req, FieldErrorf(ECodeInvalidField, "from",
+			"The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clip(req.From))
+	}
+	return req, nil
+}
+
 // AppendRequest appends one event to a thread.
 type AppendRequest struct {
 	Thread string

@@ -157,22 +157,9 @@ func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (agen
 // CreateThread validates req, then creates the thread and its
 // thread.created event through the writer, with Append's ctx rules.
 func (s *Store) CreateThread(ctx context.Context, req agentbridge.CreateThreadRequest) (agentbridge.Thread, agentbridge.Event, error) {
-	if req.ID != "" && !agentbridge.ThreadIDPattern.MatchString(req.ID) {
-		return agentbridge.Thread{}, agentbridge.Event{}, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "id",
-			"The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit.", storecore.Clip(req.ID))
-	}
-	if req.Name == "" {
-		req.Name = "Untitled"
-	}
-	if err := agentbridge.ValidateThreadName(req.Name); err != nil {
+	req, err := req.WithDefaults()
+	if err != nil {
 		return agentbridge.Thread{}, agentbridge.Event{}, err
-	}
-	if req.From == "" {
-		req.From = "user"
-	}
-	if !agentbridge.ParticipantIDPattern.MatchString(req.From) {
-		return agentbridge.Thread{}, agentbridge.Event{}, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "from",
-			"The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", storecore.Clip(req.From))
 	}
 	r := s.newRequest(ctx)
 	r.create = &req
