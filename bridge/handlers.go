@@ -22,8 +22,9 @@ import (
 // maxIdempotencyKey bounds the Idempotency-Key header, in bytes.
 const maxIdempotencyKey = 256
 
+// handlePing answers without a token: liveness, version and the humans.
 func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
-	httpjson.Write(w, http.StatusOK, map[string]string{"status": "ok", "server": "agent-bridge", "version": s.opts.Version})
+	httpjson.Write(w, http.StatusOK, agentbridge.ServerInfo{Status: "ok", Server: "agent-bridge", Version: s.opts.Version, Humans: s.opts.Humans})
 	return nil
 }
 

@@ -238,16 +238,12 @@ func threadPath(id string, rest ...string) string {
 	return p
 }
 
-// Ping checks that a bridge answers at the URL and returns its version.
-func (c *Client) Ping(ctx context.Context) (string, error) {
-	var out struct {
-		Status  string `json:"status"`
-		Version string `json:"version"`
-	}
-	if err := c.do(ctx, request{op: "ping", method: http.MethodGet, path: "/ping", wantOut: &out}); err != nil {
-		return "", err
-	}
-	return out.Version, nil
+// Ping asks GET /ping, which needs no token: the server's version and the
+// participants it counts as humans.
+func (c *Client) Ping(ctx context.Context) (agentbridge.ServerInfo, error) {
+	var out agentbridge.ServerInfo
+	err := c.do(ctx, request{op: "ping", method: http.MethodGet, path: "/ping", wantOut: &out})
+	return out, err
 }
 
 // CreateThread creates a thread (the server appends its thread.created

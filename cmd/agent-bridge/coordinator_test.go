@@ -14,69 +14,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/adapters/adapterstest"
 	"github.com/agent-bridge/agent-bridge/bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
-
-// coordBins holds the agent-bridge binary and the fake adapter, each built
-// at most once per test binary for the coordinator's tests.
-var coordBins struct {
-	dir                 string
-	dirOnce             sync.Once
-	binOnce, fakeOnce   sync.Once
-	bin, fake           string
-	dirErr, binErr, err error
-}
-
-func coordBinDir(t *testing.T) string {
-	t.Helper()
-	coordBins.dirOnce.Do(func() {
-		coordBins.dir, coordBins.dirErr = os.MkdirTemp("", "agent-bridge-coordinator-test")
-	})
-	if coordBins.dirErr != nil {
-		t.Fatal(coordBins.dirErr)
-	}
-	return coordBins.dir
-}
-
-// buildFake builds the fake adapter.
-func buildFake(t *testing.T) string {
-	t.Helper()
-	dir := coordBinDir(t)
-	coordBins.fakeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		coordBins.fake, coordBins.err = adapterstest.BuildFake(ctx, dir)
-	})
-	if coordBins.err != nil {
-		t.Fatalf("build: %v", coordBins.err)
-	}
-	return coordBins.fake
-}
-
-// buildCoordBinaries builds agent-bridge and the fake adapter.
-func buildCoordBinaries(t *testing.T) (bin, fake string) {
-	t.Helper()
-	dir := coordBinDir(t)
-	coordBins.binOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		coordBins.bin, coordBins.binErr = testutil.GoBuild(ctx, "./cmd/agent-bridge", dir, false)
-	})
-	if coordBins.binErr != nil {
-		t.Fatalf("build: %v", coordBins.binErr)
-	}
-	return coordBins.bin, buildFake(t)
-}
 
 // coordEnv is the scene of a coordinator test: a bridge in-process, a
 // config file, a state db and the fake adapter's folder.

@@ -23,8 +23,6 @@ import (
 // pg is the PostgreSQL this package's tests share (one database per test).
 var pg = pgtest.New()
 
-func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
-
 // TestDBSchemes checks --db's parsing: an unsupported scheme:// exits 2
 // naming the supported ones and creates nothing; backup and restore on a
 // PostgreSQL URL exit 2 pointing at pg_dump/pg_restore.

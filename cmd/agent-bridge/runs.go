@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -222,4 +223,136 @@ func plural(n int64, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func (m *Main) runInvocations(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "show":
+			return m.runInvocationShow(ctx, args[1:])
+		case "cancel":
+			return m.runInvocationCancel(ctx, args[1:])
+		}
+	}
+	fs := m.newFlagSet("invocations")
+	thread := fs.String("thread", "", "only this thread")
+	participant := fs.String("participant", "", "only this participant's")
+	status := fs.String("status", "", "only this status: queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed")
+	limit := fs.Int("limit", 100, "at most this many, newest first")
+	asJSON := fs.Bool("json", false, "print the records as JSON")
+	base := m.coordinatorURLFlag(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("invocations takes no arguments, got %q", pos[0])
+	}
+	if *status != "" && !state.ValidStatus(*status) {
+		return usagef("--status: %q is not one of queued, running, succeeded, failed, timeout, interrupted, refused, cancelled, passed", *status)
+	}
+	if *limit < 1 || *limit > agentbridge.MaxEventsLimit {
+		return usagef("--limit: must be from 1 to %d", agentbridge.MaxEventsLimit)
+	}
+	q := url.Values{"limit": {strconv.Itoa(*limit)}}
+	if *thread != "" {
+		q.Set("thread", *thread)
+	}
+	if *participant != "" {
+		q.Set("participant", *participant)
+	}
+	if *status != "" {
+		q.Set("status", *status)
+	}
+	var out coordinator.InvocationsResponse
+	if err := statusGet(ctx, *base, "/invocations", q, &out); err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out.Invocations)
+	}
+	if len(out.Invocations) == 0 {
+		fmt.Fprintln(m.Stdout, "no invocations")
+		return nil
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tPARTICIPANT\tTHREAD\tTRIGGER\tEXIT\tDURATION\tTOKENS\tCOST\tREPLY")
+	for _, inv := range out.Invocations {
+		exit := "-"
+		if inv.ExitCode != nil {
+			exit = strconv.Itoa(*inv.ExitCode)
+		}
+		reply := inv.ReplyEventID
+		if reply == "" {
+			reply = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", inv.ID, inv.Status, inv.Participant, inv.Thread, inv.TriggerID,
+			exit, runDuration(inv, time.Now()), tokens(inv), cost(inv), reply)
+	}
+	return tw.Flush()
+}
+
+func (m *Main) runWhy(ctx context.Context, args []string) error {
+	fs := m.newFlagSet("why")
+	base := m.coordinatorURLFlag(fs)
+	asJSON := fs.Bool("json", false, "print the recorded decision as JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("why takes one argument: the event id")
+	}
+	var rec state.Decision
+	if err := statusGet(ctx, *base, "/decisions", url.Values{"event": {pos[0]}}, &rec); err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rec)
+	}
+	var d coordinator.Decision
+	if err := json.Unmarshal(rec.Decision, &d); err != nil {
+		return fmt.Errorf("decode decision: %w", err)
+	}
+	printDecision(m.Stdout, rec, d)
+	return nil
+}
+
+// printDecision words a recorded decision for a person.
+func printDecision(w io.Writer, rec state.Decision, d coordinator.Decision) {
+	fmt.Fprintf(w, "event %s (thread %s, seq %d), decided %s\n", rec.EventID, rec.Thread, rec.Seq, rec.CreatedAt)
+	rule := d.Rule
+	if d.Reason != "" {
+		rule += " (" + d.Reason + ")"
+	}
+	fmt.Fprintf(w, "rule: %s\n", rule)
+	fmt.Fprintf(w, "hop: %d\n", d.Hop)
+	if len(d.Invoke) == 0 {
+		fmt.Fprintln(w, "invoked: nobody")
+	} else {
+		fmt.Fprintln(w, "invoked:")
+		for _, t := range d.Invoke {
+			fmt.Fprintf(w, "  %s (agent %s)\n", t.Participant, t.Agent)
+		}
+	}
+	if len(d.Skipped) > 0 {
+		fmt.Fprintln(w, "not invoked:")
+		for _, s := range d.Skipped {
+			fmt.Fprintf(w, "  %s: %s\n", s.Participant, s.Reason)
+		}
+	}
+	if d.Clarify != "" {
+		fmt.Fprintf(w, "clarification sent: %s\n", d.Clarify)
+	}
+	if d.LoopGuard {
+		fmt.Fprintln(w, "loop guard: the hop limit was reached; a notice was posted")
+	}
+	if d.SceneClose != "" {
+		fmt.Fprintf(w, "scene: this event closed the scene (%s); scene.closed was posted\n", d.SceneClose)
+	}
+	printPartySelection(w, d.Party)
 }

@@ -20,34 +20,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
-
-// serveBin is the agent-bridge binary built once per test binary for the
-// real-process tests.
-var serveBin struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-func buildServeBinary(t *testing.T) string {
-	t.Helper()
-	serveBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "agent-bridge-serve-test")
-		if err != nil {
-			serveBin.err = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		serveBin.path, serveBin.err = testutil.GoBuild(ctx, "./cmd/agent-bridge", dir, false)
-	})
-	if serveBin.err != nil {
-		t.Fatalf("build agent-bridge: %v", serveBin.err)
-	}
-	return serveBin.path
-}
 
 // serveProc is a running `agent-bridge serve`.
 type serveProc struct {

@@ -30,21 +30,14 @@ type cliRig struct {
 func newCLIRig(t *testing.T) *cliRig {
 	t.Helper()
 	bin, fake := buildCoordBinaries(t)
-	fakeCLIBuild.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		fakeCLIBuild.path, fakeCLIBuild.err = testutil.GoBuild(ctx, "./adapters/internal/fakecli", coordBinDir(t), false)
-	})
-	if fakeCLIBuild.err != nil {
-		t.Fatal(fakeCLIBuild.err)
-	}
+	fakeCLI := buildFakeCLI(t)
 	e := newCoordEnv(t, fake)
 	clis := filepath.Join(e.dir, "clis")
 	if err := os.Mkdir(clis, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"claude", "codex"} {
-		if err := os.Symlink(fakeCLIBuild.path, filepath.Join(clis, name)); err != nil {
+		if err := os.Symlink(fakeCLI, filepath.Join(clis, name)); err != nil {
 			t.Fatal(err)
 		}
 	}

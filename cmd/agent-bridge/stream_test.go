@@ -10,32 +10,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
-
-// fakeCLIBuild is the fake claude/codex program (adapters/internal/fakecli),
-// built once per test binary.
-var fakeCLIBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
 
 // cliEnv is scriptEnv with the fake claude and codex on PATH; it returns the
 // environment and the file the fakes log their argv and stdin to.
 func cliEnv(t *testing.T) ([]string, string) {
 	t.Helper()
-	fakeCLIBuild.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		fakeCLIBuild.path, fakeCLIBuild.err = testutil.GoBuild(ctx, "./adapters/internal/fakecli", coordBinDir(t), false)
-	})
-	if fakeCLIBuild.err != nil {
-		t.Fatal(fakeCLIBuild.err)
-	}
+	fakeCLI := buildFakeCLI(t)
 	env, logDir := scriptEnv(t, nil)
 	var bin string
 	for _, e := range env {
@@ -44,7 +27,7 @@ func cliEnv(t *testing.T) ([]string, string) {
 		}
 	}
 	for _, name := range []string{"claude", "codex"} {
-		if err := os.Symlink(fakeCLIBuild.path, filepath.Join(bin, name)); err != nil {
+		if err := os.Symlink(fakeCLI, filepath.Join(bin, name)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -16,208 +15,10 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/internal/service"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
-
-// opsMain is a Main with captured output and the given environment (PATH
-// comes from the test process unless env sets it).
-func opsMain(env map[string]string) (*Main, *testutil.Buffer, *testutil.Buffer) {
-	stdout, stderr := &testutil.Buffer{}, &testutil.Buffer{}
-	getenv := func(k string) string {
-		if v, ok := env[k]; ok {
-			return v
-		}
-		if k == "PATH" {
-			return os.Getenv("PATH")
-		}
-		return ""
-	}
-	return &Main{Stdin: strings.NewReader(""), Stdout: stdout, Stderr: stderr, Getenv: getenv}, stdout, stderr
-}
-
-// opsStore creates a bridge database with one thread of n messages and
-// returns its path, with the store still open.
-func opsStore(t *testing.T, dir string, n int) (string, *sqlite.Store) {
-	t.Helper()
-	path := filepath.Join(dir, "bridge.db")
-	s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	th, _, err := s.CreateThread(context.Background(), agentbridge.CreateThreadRequest{Name: "ops"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range n - 1 {
-		_, err := s.Append(context.Background(), agentbridge.AppendRequest{Thread: th.ID, Input: agentbridge.EventInput{
-			Type: "message", From: "user", To: "all", Content: json.RawMessage(`"hello"`)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return path, s
-}
-
-// opsBridge starts a real bridge server on 127.0.0.1:0 with a token.
-func opsBridge(t *testing.T, token string) string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	b, err := startBridge(ctx, bridgeConfig{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "bridge.db"),
-		Humans: agentbridge.Humans{"user"}, Token: token, MaxBody: 1 << 20, Version: "test"},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = b.Close(context.Background())
-	})
-	return b.URL()
-}
-
-func TestServiceUsageErrors(t *testing.T) {
-	for _, args := range [][]string{
-		{"service"},
-		{"service", "install"},
-		{"service", "reinstall", "serve"},
-		{"service", "install", "web"},
-		{"service", "start", "serve", "--", "--addr", "x"},
-		{"service", "install", "serve", "--user", "bob"},
-		{"service", "status", "serve", "extra"},
-	} {
-		m, _, _ := opsMain(nil)
-		err := m.Run(context.Background(), args)
-		if code := exitCode(io.Discard, err); code != 2 {
-			t.Errorf("%q: exit %d (%v), want 2", args, code, err)
-		}
-	}
-}
-
-func TestServiceStatusNotInstalled(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
-	m, stdout, _ := opsMain(nil)
-	if err := m.Run(context.Background(), []string{"service", "status", "coordinator"}); err != nil {
-		t.Fatalf("status: %v", err)
-	}
-	if out := stdout.String(); !strings.Contains(out, "coordinator: not installed") || !strings.Contains(out, "service install coordinator") {
-		t.Errorf("status output:\n%s", out)
-	}
-}
-
-// TestServiceInstallUnsupported runs install where kardianos finds neither
-// systemd nor launchd (containers): it must fail with the reason and write
-// nothing. Where a real init system runs, the test does not install
-// anything (see service.TestInstallRoundTrip).
-func TestServiceInstallUnsupported(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	if _, err := service.NewManager(); !errors.Is(err, service.ErrUnsupported) {
-		t.Skip("this machine has a supported init system; not installing a real service from a test")
-	}
-	m, _, _ := opsMain(nil)
-	err := m.Run(context.Background(), []string{"service", "install", "serve"})
-	if !errors.Is(err, service.ErrUnsupported) || !strings.Contains(err.Error(), "docs/operations.md") {
-		t.Errorf("install = %v, want ErrUnsupported pointing at the docs", err)
-	}
-	entries, _ := os.ReadDir(home)
-	if len(entries) > 0 {
-		t.Errorf("a refused install wrote %v under HOME", entries)
-	}
-}
-
-func TestServiceInstallOptions(t *testing.T) {
-	home := t.TempDir()
-	t.Chdir(t.TempDir())
-	cwd, _ := os.Getwd()
-	mgr := &service.Manager{Home: home}
-	m, _, stderr := opsMain(map[string]string{"BRIDGE_TOKEN": "s3cret", "XDG_DATA_HOME": filepath.Join(home, "xdg")})
-
-	o, err := m.installOptions(mgr, service.Serve, false, "", "", "", "/usr/bin:/bin", []string{"--addr", "127.0.0.1:6000", "--token-file=tok"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"--addr", "127.0.0.1:6000", "--token-file=" + filepath.Join(cwd, "tok"), "--db", filepath.Join(o.DataDir, "bridge.db")}
-	if strings.Join(o.Args, " ") != strings.Join(want, " ") {
-		t.Errorf("serve args %q, want %q", o.Args, want)
-	}
-	if !filepath.IsAbs(o.Binary) || o.Path != "/usr/bin:/bin" || !filepath.IsAbs(o.LogDir) {
-		t.Errorf("options %+v", o)
-	}
-	if mgr.Options(o).GOOS == "linux" && o.DataDir != filepath.Join(home, "xdg", "agent-bridge") {
-		t.Errorf("data folder %q ignores XDG_DATA_HOME", o.DataDir)
-	}
-	if strings.Contains(stderr.String(), "BRIDGE_TOKEN") {
-		t.Errorf("warned about BRIDGE_TOKEN although --token-file was given: %s", stderr)
-	}
-
-	if _, err := m.installOptions(mgr, service.Serve, false, "", "", "", "/usr/bin", nil); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(stderr.String(), "BRIDGE_TOKEN is set") {
-		t.Errorf("no warning that the service will not see BRIDGE_TOKEN: %q", stderr)
-	}
-
-	_, err = m.installOptions(mgr, service.Coordinator, false, "", "data", "", "/usr/bin", []string{"--config", "missing.json"})
-	var ue *usageError
-	if !errors.As(err, &ue) || !strings.Contains(err.Error(), filepath.Join(cwd, "missing.json")) {
-		t.Errorf("coordinator with a missing config: %v, want a usage error naming the absolute path", err)
-	}
-	if err := os.WriteFile("coordinator.config.json", []byte(`{}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	o, err = m.installOptions(mgr, service.Coordinator, false, "", "data", "logs", "/usr/bin", []string{"--config", "coordinator.config.json"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want = []string{"--config", filepath.Join(cwd, "coordinator.config.json"), "--state", filepath.Join(cwd, "data", "coordinator.db")}
-	if strings.Join(o.Args, " ") != strings.Join(want, " ") || o.LogDir != filepath.Join(cwd, "logs") {
-		t.Errorf("coordinator args %q log %q, want %q", o.Args, o.LogDir, want)
-	}
-	if _, err := m.installOptions(mgr, service.Serve, false, "", "", "", "", nil); !errors.As(err, &ue) {
-		t.Errorf("empty PATH: %v, want a usage error", err)
-	}
-}
-
-func TestBackupAndRestoreCommands(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	db, store := opsStore(t, dir, 5)
-	to := filepath.Join(dir, "backups", "b1.db")
-
-	m, stdout, _ := opsMain(nil)
-	if err := m.Run(ctx, []string{"backup", "--to", to, "--db", db}); err != nil {
-		t.Fatalf("backup: %v", err)
-	}
-	if !strings.Contains(stdout.String(), "backed up 5 events") {
-		t.Errorf("backup output: %s", stdout)
-	}
-	if err := m.Run(ctx, []string{"backup", "--to", to, "--db", db}); exitCode(io.Discard, err) != 2 {
-		t.Errorf("backup over an existing file without --force: %v, want a usage error", err)
-	}
-	if err := m.Run(ctx, []string{"backup", "--db", db}); exitCode(io.Discard, err) != 2 {
-		t.Errorf("backup without --to: %v, want a usage error", err)
-	}
-
-	err := m.Run(ctx, []string{"restore", "--from", to, "--db", db})
-	if !errors.Is(err, sqlite.ErrInUse) || exitCode(io.Discard, err) != 1 {
-		t.Fatalf("restore while the server has the database open: %v, want ErrInUse", err)
-	}
-	if err := store.Close(); err != nil {
-		t.Fatal(err)
-	}
-	stdout.Reset()
-	if err := m.Run(ctx, []string{"restore", "--from", to, "--db", db}); err != nil {
-		t.Fatalf("restore: %v", err)
-	}
-	if out := stdout.String(); !strings.Contains(out, "restored 5 events") || !strings.Contains(out, "previous database is kept as "+db+".pre-restore-") {
-		t.Errorf("restore output: %s", out)
-	}
-}
 
 func TestCheckBridge(t *testing.T) {
 	ctx := context.Background()
@@ -227,22 +28,50 @@ func TestCheckBridge(t *testing.T) {
 	}
 	deadURL := "http://" + l.Addr().String()
 	_ = l.Close()
-	res := checkBridge(ctx, deadURL, "")
+	res := checkBridge(ctx, deadURL, "", nil)
 	if len(res) != 1 || res[0].Status != checkFail || res[0].Fix == "" {
 		t.Errorf("unreachable bridge: %+v", res)
 	}
 
 	url := opsBridge(t, "right-token")
-	res = checkBridge(ctx, url, "wrong-token")
+	res = checkBridge(ctx, url, "wrong-token", nil)
 	if len(res) != 2 || res[0].Status != checkOK || res[1].Status != checkFail || !strings.Contains(res[1].Fix, "token") {
 		t.Errorf("wrong token: %+v", res)
 	}
 	if strings.Contains(res[1].Detail, "wrong-token") {
 		t.Errorf("the check prints the token: %s", res[1].Detail)
 	}
-	res = checkBridge(ctx, url, "right-token")
+	res = checkBridge(ctx, url, "right-token", nil)
 	if len(res) != 2 || res[0].Status != checkOK || res[1].Status != checkOK {
 		t.Errorf("right token: %+v", res)
+	}
+	// With a config, the server's humans (its default, "user") are checked
+	// against human_ids.
+	res = checkBridge(ctx, url, "right-token", agentbridge.Humans{"user"})
+	if len(res) != 3 || res[1].Name != "humans" || res[1].Status != checkOK {
+		t.Errorf("matching humans: %+v", res)
+	}
+	res = checkBridge(ctx, url, "right-token", agentbridge.Humans{"user", "alice"})
+	if len(res) != 3 || res[1].Status != checkFail || !strings.Contains(res[1].Fix, "--humans alice,user") {
+		t.Errorf("humans the server does not have: %+v", res)
+	}
+}
+
+func TestCheckHumans(t *testing.T) {
+	for _, tc := range []struct {
+		config, server agentbridge.Humans
+		want           checkStatus
+	}{
+		{agentbridge.Humans{"user"}, agentbridge.Humans{"user"}, checkOK},
+		{agentbridge.Humans{"bob", "alice"}, agentbridge.Humans{"alice", "bob"}, checkOK},
+		{agentbridge.Humans{"user", "user"}, agentbridge.Humans{"user"}, checkOK},
+		{agentbridge.Humans{"user"}, agentbridge.Humans{"user", "alice"}, checkFail},
+		{agentbridge.Humans{"alice"}, agentbridge.Humans{"user"}, checkFail},
+		{agentbridge.Humans{"user"}, nil, checkWarn},
+	} {
+		if got := checkHumans(tc.config, tc.server); got.Status != tc.want {
+			t.Errorf("checkHumans(%v, %v) = %+v, want %v", tc.config, tc.server, got, tc.want)
+		}
 	}
 }
 
@@ -409,6 +238,10 @@ func TestDoctor(t *testing.T) {
 	if err := os.WriteFile(junk, bytes.Repeat([]byte("x"), 4096), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// ... and a config whose humans the server does not share.
+	if err := os.WriteFile(cfgPath, []byte(`{"agents": {"echo": {"command": ["sh"]}}, "bridge_token": "tok", "human_ids": ["alice"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	m, stdout, _ = opsMain(map[string]string{"BRIDGE_TOKEN": "wrong"})
 	err = m.Run(ctx, []string{"doctor", "--url", url, "--config", cfgPath, "--db", junk, "--state", db})
 	var ee *exitError
@@ -416,7 +249,7 @@ func TestDoctor(t *testing.T) {
 		t.Fatalf("doctor with problems: %v, want exit 1", err)
 	}
 	out = stdout.String()
-	for _, want := range []string{"[FAIL] token accepted", "[FAIL] bridge database", "fix: ", "problem(s) found"} {
+	for _, want := range []string{"[FAIL] token accepted", "[FAIL] bridge database", "[FAIL] humans", "--humans alice", "fix: ", "problem(s) found"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out)
 		}

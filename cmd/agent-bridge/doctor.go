@@ -1,0 +1,425 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/bridge/postgres"
+	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
+	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/internal/service"
+)
+
+// checkStatus grades one doctor check.
+type checkStatus int
+
+const (
+	checkOK checkStatus = iota
+	checkWarn
+	checkFail
+)
+
+// String is the grade as doctor prints it, padded to one width.
+func (s checkStatus) String() string {
+	return [...]string{"ok  ", "warn", "FAIL"}[s]
+}
+
+// checkResult is one line of doctor's checklist: what was checked, how it
+// went, and how to fix it when it did not.
+type checkResult struct {
+	Name   string
+	Status checkStatus
+	Detail string
+	Fix    string
+}
+
+// Free-disk thresholds: below warnFree doctor warns, below failFree the
+// bridge is about to stop accepting events.
+const (
+	warnFree = 1 << 30
+	failFree = 100 << 20
+)
+
+// doctorTargets are what doctor looks at: its flags, completed from the
+// installed services' definitions where the user gave no flag.
+type doctorTargets struct {
+	url, tokenFile, config, db, state string
+	system                            bool
+	// given are the flags set on the command line.
+	given map[string]bool
+	// pathEnv is the PATH the adapters will see; pathSource says whose
+	// PATH it is, for the messages.
+	pathEnv, pathSource string
+}
+
+// runDoctor is "agent-bridge doctor": a checklist with a fix for each
+// failure, exit 1 when something is wrong.
+func (m *Main) runDoctor(ctx context.Context, args []string) error {
+	t, err := m.parseDoctor(args)
+	if err != nil {
+		return err
+	}
+	results := m.followServices(&t)
+	cfg, cfgRes := checkConfig(t.config)
+	results = append(results, cfgRes...)
+	token, err := m.readToken(t.tokenFile)
+	if err != nil {
+		return err
+	}
+	var humans agentbridge.Humans
+	if cfg != nil {
+		humans = cfg.HumanIDs
+		if token == "" {
+			token = cfg.BridgeToken
+		}
+	}
+	results = append(results, checkBridge(ctx, t.url, token, humans)...)
+	if cfg != nil {
+		results = append(results, checkAdapters(*cfg, t.pathEnv, t.pathSource)...)
+	}
+	stores, err := checkStores(ctx, t.db, t.state)
+	if err != nil {
+		return err
+	}
+	results = append(results, stores...)
+	if failed := printChecks(m.Stdout, results); failed > 0 {
+		fmt.Fprintf(m.Stdout, "\n%d problem(s) found\n", failed)
+		return &exitError{code: 1}
+	}
+	fmt.Fprintln(m.Stdout, "\nall checks passed")
+	return nil
+}
+
+// parseDoctor parses doctor's flags.
+func (m *Main) parseDoctor(args []string) (doctorTargets, error) {
+	var t doctorTargets
+	fs := m.newFlagSet("doctor")
+	fs.StringVar(&t.url, "url", m.env(agentbridge.EnvBridgeURL, agentbridge.DefaultBridgeURL), "the bridge server (env BRIDGE_URL)")
+	fs.StringVar(&t.tokenFile, "token-file", "", "file holding the bearer token (else env BRIDGE_TOKEN, else the config's bridge_token)")
+	fs.StringVar(&t.config, "config", m.env(agentbridge.EnvCoordinatorConfig, agentbridge.DefaultCoordinatorConfig), "the coordinator config (env BRIDGE_COORDINATOR_CONFIG)")
+	fs.StringVar(&t.db, "db", m.env(agentbridge.EnvDB, agentbridge.DefaultDBPath), "the bridge database (env BRIDGE_DB)")
+	fs.StringVar(&t.state, "state", m.env(agentbridge.EnvCoordinatorState, agentbridge.DefaultCoordinatorState), "the coordinator state database (env BRIDGE_COORDINATOR_STATE)")
+	fs.BoolVar(&t.system, "system", false, "look at system services instead of per-user ones")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return t, err
+	}
+	if len(pos) > 0 {
+		return t, usagef("doctor takes no arguments, got %q", pos[0])
+	}
+	t.given = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { t.given[f.Name] = true })
+	t.pathEnv, t.pathSource = m.Getenv("PATH"), "the current PATH"
+	return t, nil
+}
+
+// followServices checks the installed services and, because their
+// definitions say which files the daemons really use, points the targets
+// the user did not give at those files and at the service's PATH.
+func (m *Main) followServices(t *doctorTargets) []checkResult {
+	mgr, merr := service.NewManager()
+	if mgr == nil {
+		return []checkResult{{Name: "services", Status: checkWarn, Detail: merr.Error()}}
+	}
+	var results []checkResult
+	for _, d := range []service.Daemon{service.Serve, service.Coordinator} {
+		st, err := mgr.Status(d, t.system)
+		results = append(results, checkService(d, st, err))
+		if st.State == service.NotInstalled {
+			continue
+		}
+		follow := func(flag string, target *string) {
+			if v := argValue(st.Installed.Args, flag); v != "" && !t.given[flag] {
+				*target = v
+			}
+		}
+		switch d {
+		case service.Serve:
+			follow("db", &t.db)
+		case service.Coordinator:
+			follow("config", &t.config)
+			follow("state", &t.state)
+			if st.Installed.Path != "" {
+				t.pathEnv, t.pathSource = st.Installed.Path, "the PATH in "+st.Definition
+			}
+		}
+	}
+	return results
+}
+
+// checkStores checks the bridge database and the coordinator state, each
+// a SQLite file or a PostgreSQL database, and the free disk under a
+// SQLite bridge database.
+func checkStores(ctx context.Context, db, state string) ([]checkResult, error) {
+	dbPG, err := isPostgres("db", db)
+	if err != nil {
+		return nil, err
+	}
+	statePG, err := isPostgres("state", state)
+	if err != nil {
+		return nil, err
+	}
+	var res []checkResult
+	if dbPG {
+		res = append(res, checkPostgres(ctx, "bridge database", db, postgres.SchemaVersions))
+	} else {
+		res = append(res, checkDatabase(ctx, "bridge database", db, "agent-bridge restore --from BACKUP --db "+db))
+	}
+	if statePG {
+		res = append(res, checkPostgres(ctx, "coordinator state", state, ledgerVersions))
+	} else {
+		res = append(res, checkDatabase(ctx, "coordinator state", state, "stop the coordinator and move "+state+" aside; it starts afresh (startup_mode decides what it replays)"))
+	}
+	if !dbPG {
+		res = append(res, checkDisk(db))
+	}
+	return res, nil
+}
+
+// printChecks prints the checklist and returns the number of failures.
+func printChecks(w io.Writer, results []checkResult) int {
+	failed := 0
+	for _, r := range results {
+		fmt.Fprintf(w, "[%s] %s: %s\n", r.Status, r.Name, r.Detail)
+		if r.Status != checkOK && r.Fix != "" {
+			fmt.Fprintf(w, "       fix: %s\n", r.Fix)
+		}
+		if r.Status == checkFail {
+			failed++
+		}
+	}
+	return failed
+}
+
+// checkBridge checks that the server answers /ping, that it counts the
+// same participants as humans as the coordinator's config does (humans is
+// nil without a config), and that it accepts the token on an authenticated
+// request.
+func checkBridge(ctx context.Context, url, token string, humans agentbridge.Humans) []checkResult {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c := client.New(url, client.WithToken(token))
+	info, err := c.Ping(ctx)
+	if err != nil {
+		return []checkResult{{Name: "bridge reachable", Status: checkFail,
+			Detail: fmt.Sprintf("%s does not answer: %v", url, err),
+			Fix:    "start it (agent-bridge serve, or agent-bridge service start serve), or point --url / BRIDGE_URL at it"}}
+	}
+	res := []checkResult{{Name: "bridge reachable", Status: checkOK, Detail: fmt.Sprintf("%s answers (version %s)", url, info.Version)}}
+	if humans != nil {
+		res = append(res, checkHumans(humans, info.Humans))
+	}
+	if _, err := c.Threads(ctx, "", 1); err != nil {
+		r := checkResult{Name: "token accepted", Status: checkFail, Detail: fmt.Sprintf("GET /threads failed: %v", err)}
+		var ae *agentbridge.Error
+		if errors.As(err, &ae) && ae.Code == agentbridge.ECodeUnauthorized {
+			r.Fix = "give doctor the server's token: --token-file FILE, BRIDGE_TOKEN, or bridge_token in the coordinator config"
+			if token == "" {
+				r.Detail = "the server wants a token and none was given"
+			}
+		}
+		return append(res, r)
+	}
+	detail := "an authenticated request (GET /threads) succeeded"
+	if token == "" {
+		detail = "the server needs no token"
+	}
+	return append(res, checkResult{Name: "token accepted", Status: checkOK, Detail: detail})
+}
+
+// checkHumans compares the coordinator's human_ids with the server's
+// --humans. They must be the same set: a participant only one side counts
+// as human has its pause and mute controls obeyed by one daemon and not
+// the other, and its messages refused by the bridge while the coordinator
+// treats them as a person's.
+func checkHumans(config, server agentbridge.Humans) checkResult {
+	const name = "humans"
+	if server == nil {
+		return checkResult{Name: name, Status: checkWarn,
+			Detail: "the server does not say which participants it counts as humans (it predates /ping's humans)",
+			Fix:    "upgrade the server, then run doctor again"}
+	}
+	want, got := slices.Sorted(slices.Values(config)), slices.Sorted(slices.Values(server))
+	want, got = slices.Compact(want), slices.Compact(got)
+	if slices.Equal(want, got) {
+		return checkResult{Name: name, Status: checkOK, Detail: "the coordinator's human_ids match the server's --humans (" + strings.Join(got, ", ") + ")"}
+	}
+	return checkResult{Name: name, Status: checkFail,
+		Detail: fmt.Sprintf("the coordinator's human_ids are [%s] but the server's --humans are [%s]", strings.Join(want, ", "), strings.Join(got, ", ")),
+		Fix:    fmt.Sprintf("make them the same: start serve with --humans %s, or set \"human_ids\" in the coordinator config to the server's list", strings.Join(want, ","))}
+}
+
+// checkConfig loads the coordinator config; it returns nil when there is
+// none to check further.
+func checkConfig(path string) (*coordinator.Config, []checkResult) {
+	const name = "coordinator config"
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, []checkResult{{Name: name, Status: checkWarn, Detail: fmt.Sprintf("%s does not exist, so the coordinator cannot start", path),
+			Fix: "create it (see docs/operations.md), or point --config at it"}}
+	}
+	cfg, warnings, err := coordinator.LoadConfig(path)
+	if err != nil {
+		return nil, []checkResult{{Name: name, Status: checkFail, Detail: err.Error(),
+			Fix: "correct the key named above in " + path + "; the coordinator refuses to start (or keeps its previous config) until then"}}
+	}
+	res := []checkResult{{Name: name, Status: checkOK, Detail: fmt.Sprintf("%s is valid, %d agent(s)", path, len(cfg.Agents))}}
+	for _, w := range warnings {
+		res = append(res, checkResult{Name: name, Status: checkWarn, Detail: w, Fix: "remove or rename the key"})
+	}
+	return &cfg, res
+}
+
+// shippedAdapterCLIs maps the shipped adapter scripts to the CLI each runs.
+var shippedAdapterCLIs = map[string]string{"claude_code.sh": "claude", "codex.sh": "codex"}
+
+// checkAdapters checks each agent's command is present and executable, and
+// that the CLI a shipped adapter wraps is on the PATH the service will see.
+func checkAdapters(cfg coordinator.Config, pathEnv, pathSource string) []checkResult {
+	var res []checkResult
+	ids := make([]string, 0, len(cfg.Agents))
+	for id := range cfg.Agents {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		cmd := cfg.Agents[id].Command
+		name := "adapter " + id
+		if len(cmd) == 0 {
+			res = append(res, checkResult{Name: name, Status: checkFail, Detail: "no command configured", Fix: "set agents." + id + ".command"})
+			continue
+		}
+		var found string
+		var err error
+		if strings.Contains(cmd[0], "/") {
+			found, err = cmd[0], isExecutable(cmd[0])
+		} else {
+			found, err = lookPathIn(cmd[0], pathEnv)
+		}
+		if err != nil {
+			res = append(res, checkResult{Name: name, Status: checkFail,
+				Detail: fmt.Sprintf("command %s: %v (looked in %s)", cmd[0], err, pathSource),
+				Fix:    "install it, fix agents." + id + ".command[0], or chmod +x it"})
+			continue
+		}
+		res = append(res, checkResult{Name: name, Status: checkOK, Detail: found})
+		for _, arg := range cmd {
+			cli, ok := shippedAdapterCLIs[filepath.Base(arg)]
+			if !ok {
+				continue
+			}
+			cname := fmt.Sprintf("%s CLI for %s", cli, id)
+			if p, err := lookPathIn(cli, pathEnv); err != nil {
+				res = append(res, checkResult{Name: cname, Status: checkFail,
+					Detail: fmt.Sprintf("%s is not on %s", cli, pathSource),
+					Fix:    fmt.Sprintf("install %s, or reinstall the service from a shell where it is on PATH (agent-bridge service install coordinator, or --path)", cli)})
+			} else {
+				res = append(res, checkResult{Name: cname, Status: checkOK, Detail: p})
+			}
+		}
+	}
+	return res
+}
+
+// lookPathIn is exec.LookPath against a given PATH rather than the
+// process's own: the service's PATH is what matters.
+func lookPathIn(file, pathEnv string) (string, error) {
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, file)
+		if isExecutable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found", file)
+}
+
+// isExecutable reports why path cannot be run, or nil.
+func isExecutable(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return fmt.Errorf("%s is a folder", path)
+	case fi.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("%s is not executable", path)
+	}
+	return nil
+}
+
+// checkService reports an installed service that is not running; one that
+// is not installed is fine (the daemons may be run by hand).
+func checkService(d service.Daemon, st service.Status, err error) checkResult {
+	name := "service " + string(d)
+	switch {
+	case err != nil:
+		return checkResult{Name: name, Status: checkWarn, Detail: err.Error()}
+	case st.State == service.NotInstalled:
+		return checkResult{Name: name, Status: checkOK, Detail: "not installed (fine if you run it by hand; agent-bridge service install " + string(d) + " to keep it running)"}
+	case st.State == service.Running:
+		return checkResult{Name: name, Status: checkOK, Detail: "running; logs in " + st.Installed.LogFile}
+	case st.State == service.Stopped:
+		return checkResult{Name: name, Status: checkFail, Detail: "installed but stopped",
+			Fix: fmt.Sprintf("agent-bridge service start %s; if it stops again, read %s", d, st.Installed.LogFile)}
+	}
+	return checkResult{Name: name, Status: checkWarn, Detail: "installed, state unknown: " + st.Detail,
+		Fix: "read " + st.Installed.LogFile}
+}
+
+// checkDatabase runs integrity_check on a database; a missing one is a
+// warning (the daemon creates it).
+func checkDatabase(ctx context.Context, name, path, fix string) checkResult {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return checkResult{Name: name, Status: checkWarn, Detail: path + " does not exist yet (the daemon creates it on start)",
+			Fix: "point --db / --state at the daemon's file if it lives elsewhere"}
+	}
+	if err := sqlite.IntegrityCheck(ctx, path); err != nil {
+		return checkResult{Name: name, Status: checkFail, Detail: err.Error(), Fix: fix}
+	}
+	return checkResult{Name: name, Status: checkOK, Detail: path + ": integrity_check ok"}
+}
+
+// checkDisk checks free space on the filesystem holding path (or its
+// nearest existing parent).
+func checkDisk(path string) checkResult {
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return checkResult{Name: "free disk", Status: checkWarn, Detail: err.Error()}
+	}
+	for {
+		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return checkResult{Name: "free disk", Status: checkWarn, Detail: fmt.Sprintf("statfs %s: %v", dir, err)}
+	}
+	return gradeFree(dir, st.Bavail*uint64(st.Bsize))
+}
+
+// gradeFree turns a free-space figure into a check result.
+func gradeFree(dir string, free uint64) checkResult {
+	r := checkResult{Name: "free disk", Detail: fmt.Sprintf("%.1f GiB free on %s", float64(free)/(1<<30), dir)}
+	switch {
+	case free < failFree:
+		r.Status, r.Fix = checkFail, "free space: below 100 MiB SQLite may fail to commit events or checkpoint its WAL"
+	case free < warnFree:
+		r.Status, r.Fix = checkWarn, "free some space soon (less than 1 GiB left)"
+	}
+	return r
+}

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/bridge"
+	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
+	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
+)
+
+// opsMain is a Main with captured output and the given environment (PATH
+// comes from the test process unless env sets it).
+func opsMain(env map[string]string) (*Main, *testutil.Buffer, *testutil.Buffer) {
+	stdout, stderr := &testutil.Buffer{}, &testutil.Buffer{}
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		if k == "PATH" {
+			return os.Getenv("PATH")
+		}
+		return ""
+	}
+	return &Main{Stdin: strings.NewReader(""), Stdout: stdout, Stderr: stderr, Getenv: getenv}, stdout, stderr
+}
+
+// opsStore creates a bridge database with one thread of n messages and
+// returns its path, with the store still open.
+func opsStore(t *testing.T, dir string, n int) (string, *sqlite.Store) {
+	t.Helper()
+	path := filepath.Join(dir, "bridge.db")
+	s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	th, _, err := s.CreateThread(context.Background(), agentbridge.CreateThreadRequest{Name: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range n - 1 {
+		_, err := s.Append(context.Background(), agentbridge.AppendRequest{Thread: th.ID, Input: agentbridge.EventInput{
+			Type: "message", From: "user", To: "all", Content: json.RawMessage(`"hello"`)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path, s
+}
+
+// opsBridge starts a real bridge server on 127.0.0.1:0 with a token.
+func opsBridge(t *testing.T, token string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	b, err := startBridge(ctx, bridgeConfig{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "bridge.db"),
+		Humans: agentbridge.Humans{"user"}, Token: token, MaxBody: 1 << 20, Version: "test"},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = b.Close(context.Background())
+	})
+	return b.URL()
+}
+
+// testBridge is a real bridge server over a SQLite file, which a test can
+// stop and start again on the same file and port.
+type testBridge struct {
+	t     *testing.T
+	db    string
+	addr  string
+	token string
+	srv   *bridge.Server
+	store *sqlite.Store
+}
+
+func startTestBridge(t *testing.T) *testBridge {
+	t.Helper()
+	return startTokenBridge(t, "")
+}
+
+// startTokenBridge starts a bridge that requires the bearer token ("" for
+// none).
+func startTokenBridge(t *testing.T, token string) *testBridge {
+	t.Helper()
+	b := &testBridge{t: t, db: filepath.Join(t.TempDir(), "bridge.db"), addr: "127.0.0.1:0", token: token}
+	b.start()
+	t.Cleanup(b.stop)
+	return b
+}
+
+func (b *testBridge) start() {
+	b.t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := sqlite.Open(b.t.Context(), b.db, sqlite.Options{Logger: quiet})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	srv, err := bridge.NewServer(st, bridge.Options{Addr: b.addr, Token: b.token, Logger: quiet})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := srv.Open(); err != nil {
+		b.t.Fatal(err)
+	}
+	u, err := url.Parse(srv.URL())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.srv, b.store, b.addr = srv, st, u.Host
+}
+
+func (b *testBridge) stop() {
+	if b.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.srv.Close(ctx); err != nil {
+		b.t.Errorf("close server: %v", err)
+	}
+	if err := b.store.Close(); err != nil {
+		b.t.Errorf("close store: %v", err)
+	}
+	b.srv, b.store = nil, nil
+}
+
+func (b *testBridge) url() string { return "http://" + b.addr }
+
+func (b *testBridge) client() *client.Client {
+	return client.New(b.url(), client.WithToken(b.token))
+}
+
+// cli runs one subcommand in-process and returns its output and exit code.
+type cli struct {
+	t     *testing.T
+	env   map[string]string
+	stdin string
+}
+
+func (c cli) run(args ...string) (stdout, stderr string, code int) {
+	c.t.Helper()
+	var out, errb testutil.Buffer
+	m := &Main{Stdin: strings.NewReader(c.stdin), Stdout: &out, Stderr: &errb,
+		Getenv: func(k string) string { return c.env[k] }}
+	err := m.Run(c.t.Context(), args)
+	code = exitCode(&errb, err)
+	return out.String(), errb.String(), code
+}
+
+// ok runs a subcommand that must succeed and returns its stdout.
+func (c cli) ok(args ...string) string {
+	c.t.Helper()
+	out, errOut, code := c.run(args...)
+	if code != 0 {
+		c.t.Fatalf("%v: exit %d, stderr %q", args, code, errOut)
+	}
+	return out
+}
+
+func newCLI(t *testing.T, b *testBridge) cli {
+	return cli{t: t, env: map[string]string{"BRIDGE_URL": b.url()}}
+}
+
+// TestMain gives the package's tests a folder for the programs they build
+// and a PostgreSQL server, and removes both afterwards.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agent-bridge-cmd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bins.dir = dir
+	code := pg.Run(m)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testBins are the programs the real-process tests run, each built at most
+// once per test binary into one folder.
+type testBins struct {
+	dir   string
+	mu    sync.Mutex
+	built map[string]*builtBin
+}
+
+// builtBin is one program of testBins, built on first use.
+type builtBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// bins is the package's testBins; TestMain sets its folder.
+var bins = &testBins{built: map[string]*builtBin{}}
+
+// build returns the program pkg (a path below the module root), building
+// it the first time.
+func (b *testBins) build(t *testing.T, pkg string) string {
+	t.Helper()
+	b.mu.Lock()
+	bb, ok := b.built[pkg]
+	if !ok {
+		bb = &builtBin{}
+		b.built[pkg] = bb
+	}
+	b.mu.Unlock()
+	bb.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		bb.path, bb.err = testutil.GoBuild(ctx, pkg, b.dir, false)
+	})
+	if bb.err != nil {
+		t.Fatalf("build %s: %v", pkg, bb.err)
+	}
+	return bb.path
+}
+
+// buildServeBinary returns the agent-bridge binary.
+func buildServeBinary(t *testing.T) string { return bins.build(t, "./cmd/agent-bridge") }
+
+// buildFake returns the fake adapter (adapters/internal/fakeadapter).
+func buildFake(t *testing.T) string { return bins.build(t, "./adapters/internal/fakeadapter") }
+
+// buildFakeCLI returns the fake claude/codex program
+// (adapters/internal/fakecli).
+func buildFakeCLI(t *testing.T) string { return bins.build(t, "./adapters/internal/fakecli") }
+
+// buildCoordBinaries returns the agent-bridge binary and the fake adapter.
+func buildCoordBinaries(t *testing.T) (bin, fake string) {
+	return buildServeBinary(t), buildFake(t)
+}

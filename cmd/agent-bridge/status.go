@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// coordinatorURLFlag defines --coordinator-url for the commands that ask
+// the coordinator's status API. It defaults to env BRIDGE_COORDINATOR_URL,
+// as serve's flag of the same name does, so one export serves every command.
+func (m *Main) coordinatorURLFlag(fs *flag.FlagSet) *string {
+	return fs.String("coordinator-url", m.env(agentbridge.EnvCoordinatorURL, agentbridge.DefaultStatusURL), "the coordinator's status API (env BRIDGE_COORDINATOR_URL)")
+}
+
+// statusGet asks the coordinator's status API and decodes the answer into
+// out; an error answer comes back as an *agentbridge.Error.
+func statusGet(ctx context.Context, base, path string, q url.Values, out any) error {
+	return statusDo(ctx, http.MethodGet, base, path, q, out)
+}
+
+// statusDo is statusGet with any method.
+func statusDo(ctx context.Context, method, base, path string, q url.Values, out any) error {
+	u := strings.TrimRight(base, "/") + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return usagef("--coordinator-url: %v", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("ask the coordinator at %s (is it running? see --coordinator-url): %w", base, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("read the coordinator's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error *agentbridge.Error `json:"error"`
+		}
+		if json.Unmarshal(body, &e) == nil && e.Error != nil {
+			e.Error.Status = resp.StatusCode
+			return e.Error
+		}
+		return fmt.Errorf("the coordinator answered %s", resp.Status)
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("decode the coordinator's answer: %w", err)
+	}
+	return nil
+}

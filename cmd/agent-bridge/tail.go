@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/client"
+)
+
+// Tail's reconnect backoff: doubling from tailBackoffMin up to
+// tailBackoffMax, with jitter, reset once a stream delivers again.
+const (
+	tailBackoffMin = 100 * time.Millisecond
+	tailBackoffMax = 5 * time.Second
+)
+
+// tailer follows a stream and prints each item once, resuming from the last
+// printed cursor after a broken connection.
+type tailer struct {
+	m        *Main
+	c        *client.Client
+	cf       *clientFlags
+	log      *slog.Logger
+	thread   string // "" with --all
+	presence bool
+	// receipts prints receipt changes (on by default, --no-receipts);
+	// dim wraps them in ANSI dim, only when stdout is a terminal.
+	receipts, dim bool
+	// cursor is the seq (thread) or gseq (--all) of the last printed event.
+	cursor int64
+}
+
+func (m *Main) runTail(ctx context.Context, args []string) error {
+	fs := m.newFlagSet("tail")
+	cf := m.addClientFlags(fs)
+	all := fs.Bool("all", false, "follow every thread (the global stream)")
+	after := fs.Int64("after", -1, "start after this seq (gseq with --all); default: the last --last events, or the end with --all")
+	last := fs.Int("last", 10, "without --after, print this many past events of the thread first")
+	presence := fs.Bool("presence", false, "with --all, print presence changes too")
+	noReceipts := fs.Bool("no-receipts", false, "do not print receipts (what became of each addressed participant)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *all && len(pos) > 0:
+		return usagef("tail: give either THREAD or --all, not both")
+	case !*all && len(pos) != 1:
+		return usagef("tail: give one THREAD, or --all")
+	case *last < 0:
+		return usagef("--last: must be 0 or more, not %d", *last)
+	}
+	c, err := m.newClient(cf)
+	if err != nil {
+		return err
+	}
+	t := &tailer{m: m, c: c, cf: cf, presence: *presence, cursor: *after,
+		log: slog.New(slog.NewTextHandler(m.Stderr, nil)), receipts: !*noReceipts}
+	if f, ok := m.Stdout.(*os.File); ok && isTerminal(f) {
+		t.dim = true
+	}
+	if !*all {
+		t.thread = pos[0]
+	}
+	if err := t.start(ctx, *last); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return explain(err, cf.url)
+	}
+	return explain(t.follow(ctx), cf.url)
+}
+
+// start sets the cursor when --after was not given: a thread's last events
+// are printed first; the global stream starts at the log's end.
+func (t *tailer) start(ctx context.Context, last int) error {
+	if t.cursor >= 0 {
+		return nil
+	}
+	if t.thread == "" {
+		head, err := t.c.Head(ctx)
+		t.cursor = head
+		return err
+	}
+	events, err := t.c.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: t.thread, After: -1, Tail: max(last, 1)})
+	if err != nil {
+		return err
+	}
+	t.cursor = 0
+	if n := len(events); n > 0 {
+		t.cursor = events[n-1].Seq
+	}
+	if len(events) > last {
+		events = events[len(events)-last:]
+	}
+	// Receipts are not replayed on the stream, so the backlog's current
+	// ones are asked for: each is printed under its event, as the live
+	// changes that follow are.
+	byEvent := map[string][]agentbridge.Receipt{}
+	if t.receipts && len(events) > 0 {
+		rs, err := t.c.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: t.thread, FromEvent: events[0].ID})
+		if err != nil {
+			t.log.Warn("tail: the past events' receipts could not be read; printing new ones only", "err", err)
+		}
+		for _, r := range rs {
+			byEvent[r.Event] = append(byEvent[r.Event], r)
+		}
+	}
+	for _, e := range events {
+		if err := t.printEvent(e); err != nil {
+			return err
+		}
+		for _, r := range byEvent[e.ID] {
+			if err := t.printReceipt(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// follow streams from the cursor until ctx ends or the bridge refuses for
+// good (the thread is gone, the cursor is past the head after a restore, the
+// token is wrong). A broken connection is retried with capped exponential
+// backoff and jitter, from the last printed event, so a bridge restart loses
+// and repeats nothing.
+func (t *tailer) follow(ctx context.Context) error {
+	b := client.Backoff{Min: tailBackoffMin, Max: tailBackoffMax}
+	for {
+		var s *client.Stream
+		var err error
+		if t.thread == "" {
+			s, err = t.c.StreamAll(ctx, t.cursor)
+		} else {
+			s, err = t.c.Stream(ctx, t.thread, t.cursor)
+		}
+		if err == nil {
+			var progressed bool
+			progressed, err = t.drain(s)
+			s.Close()
+			if progressed {
+				b.Reset()
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if permanent(err) {
+			return err
+		}
+		delay := b.Next()
+		t.log.Warn("tail: stream lost; reconnecting", "err", err, "after", t.cursor, "in", delay.Round(time.Millisecond))
+		if !client.Sleep(ctx, delay) {
+			return nil
+		}
+	}
+}
+
+// drain prints the stream's items until it ends, skipping anything at or
+// before the cursor, and reports whether anything arrived.
+func (t *tailer) drain(s *client.Stream) (progressed bool, err error) {
+	for {
+		it, err := s.Next()
+		if err != nil {
+			if err == io.EOF {
+				err = errors.New("the bridge closed the stream")
+			}
+			return progressed, err
+		}
+		progressed = true
+		switch {
+		case it.Presence != nil:
+			if t.presence {
+				if err := t.printPresence(*it.Presence); err != nil {
+					return progressed, err
+				}
+			}
+		case it.Receipt != nil:
+			if t.receipts {
+				if err := t.printReceipt(*it.Receipt); err != nil {
+					return progressed, err
+				}
+			}
+		case it.Event != nil:
+			pos := it.Event.Seq
+			if t.thread == "" {
+				pos = it.Event.GSeq
+			}
+			if pos <= t.cursor {
+				continue
+			}
+			if err := t.printEvent(*it.Event); err != nil {
+				return progressed, err
+			}
+			t.cursor = pos
+		}
+	}
+}
+
+// permanent reports whether retrying cannot help: the bridge answered with a
+// client error (unknown thread, cursor ahead, unauthorized …), or printing
+// failed.
+func permanent(err error) bool {
+	var e *agentbridge.Error
+	if errors.As(err, &e) {
+		return e.Status >= 400 && e.Status < 500 && e.Status != http.StatusRequestTimeout && e.Status != http.StatusTooManyRequests
+	}
+	var pe *printError
+	return errors.As(err, &pe)
+}
+
+// printError marks a failure to write the output (a closed pipe), which
+// ends tail rather than being retried.
+type printError struct{ err error }
+
+func (p *printError) Error() string { return "write output: " + p.err.Error() }
+
+func (p *printError) Unwrap() error { return p.err }
+
+func (t *tailer) printEvent(e agentbridge.Event) error {
+	var err error
+	if t.cf.json {
+		err = t.m.printJSON(e)
+	} else {
+		_, err = fmt.Fprintln(t.m.Stdout, formatEvent(e, t.thread == ""))
+	}
+	if err != nil {
+		return &printError{err: err}
+	}
+	return nil
+}
+
+func (t *tailer) printPresence(p agentbridge.Presence) error {
+	var err error
+	if t.cf.json {
+		err = t.m.printJSON(map[string]any{"presence": p})
+	} else {
+		_, err = fmt.Fprintf(t.m.Stdout, "[presence] %s %s %s: %s\n", p.UpdatedAt, p.Thread, p.ID, p.State)
+	}
+	if err != nil {
+		return &printError{err: err}
+	}
+	return nil
+}
+
+// printReceipt prints a receipt change as one line, dim on a terminal so
+// that it reads as a footnote to the conversation.
+func (t *tailer) printReceipt(r agentbridge.Receipt) error {
+	var err error
+	switch {
+	case t.cf.json:
+		err = t.m.printJSON(map[string]any{"receipt": r})
+	case t.dim:
+		_, err = fmt.Fprintf(t.m.Stdout, "\x1b[2m%s\x1b[0m\n", formatReceipt(r, t.thread == ""))
+	default:
+		_, err = fmt.Fprintln(t.m.Stdout, formatReceipt(r, t.thread == ""))
+	}
+	if err != nil {
+		return &printError{err: err}
+	}
+	return nil
+}
+
+// formatReceipt renders a receipt as "  ↳ participant: state (details) for
+// event" (with --all, the thread is named too).
+func formatReceipt(r agentbridge.Receipt, global bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  ↳ %s: %s", r.Participant, r.State)
+	if r.Reason != "" {
+		fmt.Fprintf(&b, " — %s", r.Reason)
+	}
+	if r.Invocation != "" {
+		fmt.Fprintf(&b, " (invocation %s)", r.Invocation)
+	}
+	if r.Reply != "" {
+		fmt.Fprintf(&b, " reply %s", r.Reply)
+	}
+	b.WriteString(" for ")
+	if global {
+		b.WriteString(r.Thread + "/")
+	}
+	b.WriteString(r.Event)
+	return b.String()
+}
+
+// formatEvent renders an event as one readable line:
+// "[seq] ts from → to: content" (with --all, "[gseq] thread#seq ts …").
+// Types other than message are named; continuation lines of a multi-line
+// content are indented so that every event still starts with "[".
+func formatEvent(e agentbridge.Event, global bool) string {
+	var b strings.Builder
+	if global {
+		fmt.Fprintf(&b, "[%d] %s#%d ", e.GSeq, e.Thread, e.Seq)
+	} else {
+		fmt.Fprintf(&b, "[%d] ", e.Seq)
+	}
+	fmt.Fprintf(&b, "%s %s → %s", e.TS, e.From, e.To)
+	if e.Type != agentbridge.TypeMessage {
+		fmt.Fprintf(&b, " (%s)", e.Type)
+	}
+	b.WriteString(": ")
+	b.WriteString(strings.ReplaceAll(strings.TrimRight(e.Text(), "\n"), "\n", "\n    "))
+	return b.String()
+}
