@@ -43,8 +43,8 @@ func TestAgainstServer(t *testing.T) {
 	c := startBridge(t, "tok")
 	ctx := t.Context()
 
-	if v, err := c.Ping(ctx); err != nil || v == "" {
-		t.Fatalf("Ping = %q, %v", v, err)
+	if info, err := c.Ping(ctx); err != nil || info.Version == "" || !info.Humans.Has("user") {
+		t.Fatalf("Ping = %+v, %v; want a version and the default human", info, err)
 	}
 	if _, err := client.New(c.URL()).Threads(ctx, "", 0); err == nil {
 		t.Fatal("a client without the token was let in")
