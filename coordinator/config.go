@@ -133,6 +133,21 @@ func configErrorf(key, format string, args ...any) *ConfigError {
 	return &ConfigError{Key: key, Err: fmt.Errorf(format, args...)}
 }
 
+// SelfCommand, as an agent's command[0], stands for the running
+// agent-bridge binary itself, wherever it is installed and whatever the
+// PATH: "agent-bridge adapter echo" runs the built-in echo agent.
+const SelfCommand = "agent-bridge"
+
+// defaultAgents is the built-in echo agent, so that a first run anywhere
+// (agent-bridge up without a config file) gets an answer. A config file
+// names its agents itself.
+func defaultAgents() map[string]AgentConfig {
+	return map[string]AgentConfig{
+		"echo": {Command: []string{SelfCommand, "adapter", "echo"}, Client: "echo",
+			Profile: &agentbridge.Profile{Client: "echo", Model: "echo"}},
+	}
+}
+
 // DefaultConfig returns the configuration used for every key a file leaves
 // out: the original coordinator's defaults plus the contract's new keys.
 func DefaultConfig() Config {
@@ -150,7 +165,7 @@ func DefaultConfig() Config {
 		BroadcastSenders:        []string{"user"},
 		BroadcastAgents:         []string{},
 		PresenceHeartbeat:       10 * time.Second,
-		Agents:                  map[string]AgentConfig{},
+		Agents:                  defaultAgents(),
 		HumanIDs:                agentbridge.Humans{"user"},
 		MaxConcurrency:          8,
 		MaxAgentHops:            6,

@@ -337,7 +337,7 @@ func TestLoadConfig_RepoDefault(t *testing.T) {
 	want.Path = path
 	want.Agents = map[string]AgentConfig{
 		"echo": {
-			Command: []string{filepath.Join(root, "adapters/echo.sh")}, Cwd: root, Client: "echo",
+			Command: []string{SelfCommand, "adapter", "echo"}, Cwd: root, Client: "echo",
 			Profile: &agentbridge.Profile{Client: "echo", Model: "echo"},
 		},
 		"claude-code": {Command: []string{filepath.Join(root, "adapters/claude_code.sh")}, Cwd: root, Client: "claude"},

@@ -256,16 +256,7 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 	if agent.Profile != nil && profile.Client == "" {
 		profile = *agent.Profile
 	}
-	var primer string
-	if cfg.PrimerPath != "" {
-		// Read at use, so that edits to the primer apply to the next
-		// invocation without a reload.
-		b, err := os.ReadFile(cfg.PrimerPath)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			c.log.Warn("cannot read primer", "path", cfg.PrimerPath, "err", err)
-		}
-		primer = string(b)
-	}
+	primer := c.readPrimer(cfg.PrimerPath, agentbridge.BuiltinPrimer())
 	payload := adapters.NewPayload(cfg.BridgeURL, agentbridge.Thread{ID: inv.Thread, Name: name}, *trigger, inv.Participant, profile, window, primer)
 	payload.SinceLastTurn = since
 	if payload.Session, err = c.sessionFor(ctx, inv, profile.Client); err != nil {
@@ -302,12 +293,39 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 	env = append(env, adapters.BridgeEnv(payload)...)
 	env = append(env, adapters.EnvAgentBridgeBin+"="+c.exe)
 	return prepared{
-		spec:    adapters.Spec{Command: agent.Command, Dir: agent.Cwd, Env: env, Timeout: cfg.AdapterTimeout},
+		spec:    adapters.Spec{Command: c.command(agent.Command), Dir: agent.Cwd, Env: env, Timeout: cfg.AdapterTimeout},
 		payload: body,
 		scene:   scene,
 		p:       payload,
 		trigger: *trigger,
 	}, nil
+}
+
+// readPrimer reads a primer file at use, so that edits to it apply to the
+// next invocation without a reload. A path naming no file (a coordinator
+// started away from the repository's docs/) gives the primer built into the
+// binary; an empty path gives none.
+func (c *Coordinator) readPrimer(path, builtin string) string {
+	if path == "" {
+		return ""
+	}
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return builtin
+	case err != nil:
+		c.log.Warn("cannot read primer; using the built-in one", "path", path, "err", err)
+		return builtin
+	}
+	return string(b)
+}
+
+// command is an agent's argv with SelfCommand replaced by this binary.
+func (c *Coordinator) command(argv []string) []string {
+	if len(argv) == 0 || argv[0] != SelfCommand {
+		return argv
+	}
+	return append([]string{c.exe}, argv[1:]...)
 }
 
 // deliver posts a reply or error message with the pair's idempotency key,

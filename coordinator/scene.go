@@ -3,8 +3,6 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -130,11 +128,7 @@ func (c *Coordinator) sceneBriefing(ctx context.Context, cfg *Config, p *adapter
 		p.Content, p.Trigger.Content = SceneStartContent, SceneStartContent
 	}
 	// The actor system prompt replaces the thread primer.
-	if b, err := os.ReadFile(cfg.ScenePrimerPath); err == nil {
-		p.Primer = string(b)
-	} else if cfg.ScenePrimerPath != "" && !errors.Is(err, os.ErrNotExist) {
-		c.log.Warn("cannot read scene primer", "path", cfg.ScenePrimerPath, "err", err)
-	}
+	p.Primer = c.readPrimer(cfg.ScenePrimerPath, agentbridge.BuiltinScenePrimer())
 	return &sceneRun{step: step, next: sc.NextAfter(actor), threadName: threadName}, nil
 }
 

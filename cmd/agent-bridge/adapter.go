@@ -21,14 +21,57 @@ const (
 	streamNotStarted = 3
 )
 
-// runAdapterStream reads a CLI's JSON event lines on stdin, writes progress
+// runAdapter dispatches "adapter echo|stream": the adapters built into the
+// binary, so that a coordinator started anywhere has them without the
+// repository's scripts (a config names them "agent-bridge adapter …").
+func (m *Main) runAdapter(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usagef("adapter: give one of echo, stream")
+	}
+	switch args[0] {
+	case "echo":
+		return m.runAdapterEcho(ctx, args[1:])
+	case "stream":
+		return m.runAdapterStream(ctx, args[1:])
+	default:
+		return usagef("adapter: unknown adapter %q (want echo or stream)", args[0])
+	}
+}
+
+// runAdapterEcho is the echo agent: it replies with the content of the
+// message it was sent, to check the coordinator loop end to end without an
+// AI CLI (the default config's "echo" agent).
+func (m *Main) runAdapterEcho(_ context.Context, args []string) error {
+	fs := m.newFlagSet("adapter echo")
+	fs.Usage = func() { fmt.Fprintln(fs.Output(), "usage: agent-bridge adapter echo < payload.json") }
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("adapter echo: unexpected argument %q: the payload is read from stdin", pos[0])
+	}
+	raw, err := io.ReadAll(m.Stdin)
+	if err != nil {
+		return fmt.Errorf("adapter echo: read stdin: %w", err)
+	}
+	content, err := payloadField(raw, "content")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(m.Stdout, content)
+	return err
+}
+
+// runAdapterStream (adapter stream, also adapter-stream) reads a CLI's JSON event lines on stdin, writes progress
 // records to the progress fd (when BRIDGE_PROGRESS_FD is set) and the reply
 // to stdout (docs/adapter-protocol.md, "The shipped adapters").
 func (m *Main) runAdapterStream(_ context.Context, args []string) error {
-	fs := m.newFlagSet("adapter-stream")
+	fs := m.newFlagSet("adapter stream")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: claude -p --output-format stream-json --verbose … | agent-bridge adapter-stream claude\n"+
-			"       codex exec --json … | agent-bridge adapter-stream codex")
+		fmt.Fprintln(fs.Output(), "usage: claude -p --output-format stream-json --verbose … | agent-bridge adapter stream claude\n"+
+			"       codex exec --json … | agent-bridge adapter stream codex\n"+
+			"(adapter-stream is the same command under its first name, which the shipped scripts use)")
 	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {

@@ -299,6 +299,10 @@ func checkAdapters(cfg coordinator.Config, pathEnv, pathSource string) []checkRe
 			res = append(res, checkResult{Name: name, Status: checkFail, Detail: "no command configured", Fix: "set agents." + id + ".command"})
 			continue
 		}
+		if cmd[0] == coordinator.SelfCommand {
+			res = append(res, checkResult{Name: name, Status: checkOK, Detail: "built into agent-bridge (" + strings.Join(cmd, " ") + ")"})
+			continue
+		}
 		var found string
 		var err error
 		if strings.Contains(cmd[0], "/") {

@@ -91,7 +91,9 @@ Client:
   state THREAD [--at SEQ]
   tail THREAD | tail --all
   prompt         render an adapter payload (stdin) as a prompt
-  adapter-stream claude|codex  a CLI's JSON events (stdin) to reply and progress
+  adapter echo   the built-in echo agent (payload on stdin, its content on stdout)
+  adapter stream claude|codex  a CLI's JSON events (stdin) to reply and progress
+                 (also adapter-stream)
   invocations [--thread T] [--participant P] [--status S]  the coordinator's invocation records
   invocations show ID [--follow] | invocations cancel ID
   cancel THREAD ID  stop a participant's queued and running invocations
@@ -153,6 +155,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.runCancel(ctx, rest)
 	case "mcp":
 		return m.runMCP(ctx, rest)
+	case "adapter":
+		return m.runAdapter(ctx, rest)
 	case "adapter-stream":
 		return m.runAdapterStream(ctx, rest)
 	case "party":
