@@ -272,9 +272,10 @@ func (c *Coordinator) shutdown(work context.Context, cancelWork context.CancelFu
 	c.presences.wait()
 }
 
-// follow reads the global log from the persisted cursor until ctx ends,
-// over SSE, falling back to long-polling when SSE keeps failing, and
-// reconnecting with capped, jittered exponential backoff.
+// follow reads the global log from the persisted cursor until ctx ends
+// (client.Follow: SSE, long-polling when the stream keeps failing, capped
+// backoff). Every failure is retried, those of process too: a daemon waits
+// for the bridge and its own state db to come back rather than exit.
 func (c *Coordinator) follow(ctx context.Context) error {
 	cursor, err := c.startCursor(ctx)
 	if err != nil {
@@ -283,52 +284,27 @@ func (c *Coordinator) follow(ctx context.Context) error {
 	c.cursor.Store(cursor)
 	c.following.Store(true)
 	defer c.following.Store(false)
-	var b client.Backoff
-	sseFailures := 0
-	for ctx.Err() == nil {
-		var progressed bool
-		var err error
-		if sseFailures < sseFailuresBeforePoll {
-			progressed, err = c.followSSE(ctx, &cursor)
-			if err != nil && !progressed {
-				sseFailures++
-			} else {
-				sseFailures = 0
-			}
-		} else {
-			progressed, err = c.followPoll(ctx, &cursor)
-			if err == nil {
-				// Polling ran its course; try the stream again.
-				sseFailures = 0
-			}
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		if progressed {
-			b.Reset()
-		}
-		if err != nil {
-			var ae *agentbridge.Error
-			if errors.As(err, &ae) && ae.Code == agentbridge.ECodeCursorAhead && ae.Head != nil {
-				// The bridge was restored from an older backup: what we
-				// processed past its head is gone from its log.
-				c.log.Error("the bridge's log ends before our cursor; continuing from its head", "cursor", cursor, "head", *ae.Head)
-				if err := c.db.SetCursor(ctx, *ae.Head); err != nil {
-					return err
-				}
-				cursor = *ae.Head
-				c.cursor.Store(cursor)
-				continue
-			}
-			d := b.Next()
-			c.log.Warn("bridge stream failed; reconnecting", "err", err, "retry_in", d.Round(time.Millisecond), "cursor", cursor)
-			if !client.Sleep(ctx, d) {
+	return c.bridge.Follow(ctx, cursor, client.FollowOptions{
+		Handle: func(it client.Item) error {
+			if it.Event == nil {
 				return nil
 			}
-		}
-	}
-	return nil
+			return c.process(ctx, *it.Event)
+		},
+		Retry: func(error) bool { return true },
+		CursorAhead: func(head int64) (int64, error) {
+			// The bridge was restored from an older backup: what we
+			// processed past its head is gone from its log.
+			c.log.Error("the bridge's log ends before our cursor; continuing from its head", "cursor", c.cursor.Load(), "head", head)
+			if err := c.db.SetCursor(ctx, head); err != nil {
+				return 0, err
+			}
+			c.cursor.Store(head)
+			return head, nil
+		},
+		PollAfter: sseFailuresBeforePoll,
+		Logger:    c.log,
+	})
 }
 
 // sseFailuresBeforePoll is how many failed stream connections in a row make
@@ -362,50 +338,6 @@ func (c *Coordinator) startCursor(ctx context.Context) (int64, error) {
 			return 0, ctx.Err()
 		}
 	}
-}
-
-// followSSE processes the global stream until it fails; progressed reports
-// whether the connection opened (so backoff resets).
-func (c *Coordinator) followSSE(ctx context.Context, cursor *int64) (bool, error) {
-	st, err := c.bridge.StreamAll(ctx, *cursor)
-	if err != nil {
-		return false, err
-	}
-	defer st.Close()
-	for {
-		it, err := st.Next()
-		if err != nil {
-			return true, err
-		}
-		if it.Event == nil {
-			continue
-		}
-		if err := c.process(ctx, *it.Event); err != nil {
-			return true, err
-		}
-		*cursor = it.Event.GSeq
-	}
-}
-
-// followPoll long-polls the log for a minute, then returns so the stream
-// is tried again.
-func (c *Coordinator) followPoll(ctx context.Context, cursor *int64) (bool, error) {
-	until := time.Now().Add(time.Minute)
-	progressed := false
-	for time.Now().Before(until) {
-		events, _, err := c.bridge.Events(ctx, *cursor, 500, 25*time.Second)
-		if err != nil {
-			return progressed, err
-		}
-		progressed = true
-		for _, e := range events {
-			if err := c.process(ctx, e); err != nil {
-				return progressed, err
-			}
-			*cursor = e.GSeq
-		}
-	}
-	return progressed, nil
 }
 
 // process handles one event of the global log: it folds the thread's

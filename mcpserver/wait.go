@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
-	"net/http"
 	"strings"
 	"time"
 
@@ -112,82 +109,39 @@ var errWaitTimeout = errors.New("no reply within the timeout")
 // awaitReply follows the thread's stream from the awaited event on, so a
 // reply posted before the call is found as well as one posted during it,
 // until a message from someone else whose reply_to is the event arrives.
-// A broken stream is reopened from the last event seen, with capped
-// backoff. It returns errWaitTimeout when timeout passes and ctx's error
-// when ctx ends first.
+// client.Follow reopens a broken stream from the last event seen. It
+// returns errWaitTimeout when timeout passes and ctx's error when ctx ends
+// first.
 func (s *Server) awaitReply(ctx context.Context, thread string, target agentbridge.Event, timeout time.Duration) (agentbridge.Event, error) {
 	wctx, cancel := context.WithTimeoutCause(ctx, timeout, errWaitTimeout)
 	defer cancel()
-	cursor := target.Seq
-	backoff := backoffMin
-	for {
-		st, err := s.c.Stream(wctx, thread, cursor)
-		if err == nil {
-			var reply *agentbridge.Event
-			var progressed bool
-			reply, progressed, err = s.scan(st, target.ID, &cursor)
-			st.Close()
-			if reply != nil {
-				return *reply, nil
+	var reply agentbridge.Event
+	err := s.c.Follow(wctx, target.Seq, client.FollowOptions{
+		Thread:  thread,
+		Backoff: client.Backoff{Min: backoffMin, Max: backoffMax},
+		Logger:  s.log.With("tool", "wait_for_reply"),
+		Handle: func(it client.Item) error {
+			e := it.Event
+			if e != nil && e.Type == agentbridge.TypeMessage && e.Meta.ReplyTo == target.ID && e.From != s.as {
+				reply = *e
+				return errReplied
 			}
-			if progressed {
-				backoff = backoffMin
-			}
-		}
-		if ctx.Err() != nil {
-			return agentbridge.Event{}, ctx.Err()
-		}
-		if wctx.Err() != nil {
-			return agentbridge.Event{}, errWaitTimeout
-		}
-		if permanent(err) {
-			return agentbridge.Event{}, err
-		}
-		delay := backoff/2 + rand.N(backoff/2+1)
-		s.log.Warn("wait_for_reply: stream lost; reconnecting", "thread", thread, "after", cursor, "err", err, "in", delay.Round(time.Millisecond))
-		timer := time.NewTimer(delay)
-		select {
-		case <-wctx.Done():
-			timer.Stop()
-		case <-timer.C:
-		}
-		backoff = min(backoff*2, backoffMax)
+			return nil
+		},
+	})
+	switch {
+	case errors.Is(err, errReplied):
+		return reply, nil
+	case ctx.Err() != nil:
+		return agentbridge.Event{}, ctx.Err()
+	case wctx.Err() != nil:
+		return agentbridge.Event{}, errWaitTimeout
 	}
+	return agentbridge.Event{}, err
 }
 
-// scan reads st until a reply to id arrives or the stream ends, advancing
-// *cursor past every event seen.
-func (s *Server) scan(st *client.Stream, id string, cursor *int64) (reply *agentbridge.Event, progressed bool, err error) {
-	for {
-		it, err := st.Next()
-		if err != nil {
-			if err == io.EOF {
-				err = errors.New("the bridge closed the stream")
-			}
-			return nil, progressed, err
-		}
-		progressed = true
-		e := it.Event
-		if e == nil || e.Seq <= *cursor {
-			continue
-		}
-		*cursor = e.Seq
-		if e.Type == agentbridge.TypeMessage && e.Meta.ReplyTo == id && e.From != s.as {
-			return e, true, nil
-		}
-	}
-}
-
-// permanent reports whether a stream error will not heal by retrying: a
-// refusal such as an unknown thread or a wrong token. Unavailability and
-// network errors are retried.
-func permanent(err error) bool {
-	var e *agentbridge.Error
-	if !errors.As(err, &e) {
-		return false
-	}
-	return e.Status >= 400 && e.Status < 500 && e.Status != http.StatusTooManyRequests
-}
+// errReplied ends the follow loop once the reply is found.
+var errReplied = errors.New("replied")
 
 // findEvent looks the awaited event up by id, from the thread's end
 // backwards a page at a time, so the stream can start at it.

@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -129,102 +126,39 @@ func (t *tailer) start(ctx context.Context, last int) error {
 
 // follow streams from the cursor until ctx ends or the bridge refuses for
 // good (the thread is gone, the cursor is past the head after a restore, the
-// token is wrong). A broken connection is retried with capped exponential
-// backoff and jitter, from the last printed event, so a bridge restart loses
-// and repeats nothing.
+// token is wrong) or printing fails; client.Follow reconnects from the last
+// printed event, so a bridge restart loses and repeats nothing.
 func (t *tailer) follow(ctx context.Context) error {
-	b := client.Backoff{Min: tailBackoffMin, Max: tailBackoffMax}
-	for {
-		var s *client.Stream
-		var err error
-		if t.thread == "" {
-			s, err = t.c.StreamAll(ctx, t.cursor)
-		} else {
-			s, err = t.c.Stream(ctx, t.thread, t.cursor)
-		}
-		if err == nil {
-			var progressed bool
-			progressed, err = t.drain(s)
-			s.Close()
-			if progressed {
-				b.Reset()
-			}
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		if permanent(err) {
+	return t.c.Follow(ctx, t.cursor, client.FollowOptions{
+		Thread:  t.thread,
+		Backoff: client.Backoff{Min: tailBackoffMin, Max: tailBackoffMax},
+		Logger:  t.log,
+		Handle:  t.print,
+	})
+}
+
+// print prints one stream item: events always, presence with --presence,
+// receipts unless --no-receipts.
+func (t *tailer) print(it client.Item) error {
+	switch {
+	case it.Presence != nil && t.presence:
+		return t.printPresence(*it.Presence)
+	case it.Receipt != nil && t.receipts:
+		return t.printReceipt(*it.Receipt)
+	case it.Event != nil:
+		if err := t.printEvent(*it.Event); err != nil {
 			return err
 		}
-		delay := b.Next()
-		t.log.Warn("tail: stream lost; reconnecting", "err", err, "after", t.cursor, "in", delay.Round(time.Millisecond))
-		if !client.Sleep(ctx, delay) {
-			return nil
+		t.cursor = it.Event.Seq
+		if t.thread == "" {
+			t.cursor = it.Event.GSeq
 		}
 	}
+	return nil
 }
 
-// drain prints the stream's items until it ends, skipping anything at or
-// before the cursor, and reports whether anything arrived.
-func (t *tailer) drain(s *client.Stream) (progressed bool, err error) {
-	for {
-		it, err := s.Next()
-		if err != nil {
-			if err == io.EOF {
-				err = errors.New("the bridge closed the stream")
-			}
-			return progressed, err
-		}
-		progressed = true
-		switch {
-		case it.Presence != nil:
-			if t.presence {
-				if err := t.printPresence(*it.Presence); err != nil {
-					return progressed, err
-				}
-			}
-		case it.Receipt != nil:
-			if t.receipts {
-				if err := t.printReceipt(*it.Receipt); err != nil {
-					return progressed, err
-				}
-			}
-		case it.Event != nil:
-			pos := it.Event.Seq
-			if t.thread == "" {
-				pos = it.Event.GSeq
-			}
-			if pos <= t.cursor {
-				continue
-			}
-			if err := t.printEvent(*it.Event); err != nil {
-				return progressed, err
-			}
-			t.cursor = pos
-		}
-	}
-}
-
-// permanent reports whether retrying cannot help: the bridge answered with a
-// client error (unknown thread, cursor ahead, unauthorized …), or printing
-// failed.
-func permanent(err error) bool {
-	var e *agentbridge.Error
-	if errors.As(err, &e) {
-		return e.Status >= 400 && e.Status < 500 && e.Status != http.StatusRequestTimeout && e.Status != http.StatusTooManyRequests
-	}
-	var pe *printError
-	return errors.As(err, &pe)
-}
-
-// printError marks a failure to write the output (a closed pipe), which
-// ends tail rather than being retried.
-type printError struct{ err error }
-
-func (p *printError) Error() string { return "write output: " + p.err.Error() }
-
-func (p *printError) Unwrap() error { return p.err }
-
+// printEvent prints one event, as JSON with --json. A failure to write
+// (a closed pipe) ends tail: client.Follow retries only the bridge.
 func (t *tailer) printEvent(e agentbridge.Event) error {
 	var err error
 	if t.cf.json {
@@ -233,11 +167,12 @@ func (t *tailer) printEvent(e agentbridge.Event) error {
 		_, err = fmt.Fprintln(t.m.Stdout, formatEvent(e, t.thread == ""))
 	}
 	if err != nil {
-		return &printError{err: err}
+		return fmt.Errorf("write output: %w", err)
 	}
 	return nil
 }
 
+// printPresence prints one presence change (--all --presence).
 func (t *tailer) printPresence(p agentbridge.Presence) error {
 	var err error
 	if t.cf.json {
@@ -246,7 +181,7 @@ func (t *tailer) printPresence(p agentbridge.Presence) error {
 		_, err = fmt.Fprintf(t.m.Stdout, "[presence] %s %s %s: %s\n", p.UpdatedAt, p.Thread, p.ID, p.State)
 	}
 	if err != nil {
-		return &printError{err: err}
+		return fmt.Errorf("write output: %w", err)
 	}
 	return nil
 }
@@ -264,7 +199,7 @@ func (t *tailer) printReceipt(r agentbridge.Receipt) error {
 		_, err = fmt.Fprintln(t.m.Stdout, formatReceipt(r, t.thread == ""))
 	}
 	if err != nil {
-		return &printError{err: err}
+		return fmt.Errorf("write output: %w", err)
 	}
 	return nil
 }

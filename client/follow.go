@@ -1,0 +1,191 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// FollowOptions says what to follow and what to do with it; see Follow.
+type FollowOptions struct {
+	// Thread is the thread to follow, by its seq; "" follows the global
+	// log of all threads, by gseq.
+	Thread string
+	// Handle is called with each item, in order, from one goroutine.
+	// Events at or before the cursor (a reconnect repeats some) are not
+	// passed on; once Handle accepts an event, the cursor moves past it.
+	// An error from Handle ends Follow with that error, unless Retry says
+	// to retry it.
+	Handle func(Item) error
+	// Retry decides whether an error is worth another connection: one
+	// from the connection, the bridge's refusal or Handle's. Nil retries
+	// connection failures and the bridge's temporary answers (5xx, 408,
+	// 429) and nothing else (see Permanent).
+	Retry func(error) bool
+	// CursorAhead, when set, is called when the bridge answers
+	// cursor_ahead (its log ends before the cursor, as after a restore
+	// from an older backup) with the bridge's head; Follow continues from
+	// the cursor it returns. Unset, cursor_ahead is a refusal like any
+	// other.
+	CursorAhead func(head int64) (int64, error)
+	// PollAfter, for the global log only, is how many failed stream
+	// connections in a row make Follow long-poll (GET /events) for a
+	// minute before trying the stream again, for proxies and networks
+	// that break long responses; 0 never polls.
+	PollAfter int
+	// Backoff paces reconnects; the zero value is DefaultBackoffMin up to
+	// DefaultBackoffMax.
+	Backoff Backoff
+	// Logger logs each reconnect at warn level; nil logs nothing.
+	Logger *slog.Logger
+}
+
+// handleError marks an error as Handle's, so that the default Retry does
+// not mistake it for a connection failure.
+type handleError struct{ err error }
+
+func (e *handleError) Error() string { return e.err.Error() }
+func (e *handleError) Unwrap() error { return e.err }
+
+// Follow reads a stream of the bridge from after cursor on, across broken
+// connections: it reconnects with capped, jittered exponential backoff from
+// the last event Handle accepted, so that a bridge restart loses and repeats
+// nothing. It is the one follow loop of the coordinator, tail and the MCP
+// server's wait_for_reply. It returns nil when ctx ends, or the error that
+// Retry declined.
+func (c *Client) Follow(ctx context.Context, cursor int64, o FollowOptions) error {
+	retry := o.Retry
+	if retry == nil {
+		retry = func(err error) bool {
+			var he *handleError
+			return !errors.As(err, &he) && !Permanent(err)
+		}
+	}
+	failures := 0
+	for ctx.Err() == nil {
+		var opened bool
+		var err error
+		if o.Thread == "" && o.PollAfter > 0 && failures >= o.PollAfter {
+			opened, err = c.followPoll(ctx, &cursor, o.Handle)
+			if err == nil {
+				failures = 0 // polling ran its course; try the stream again
+			}
+		} else {
+			opened, err = c.followStream(ctx, &cursor, o)
+			if opened {
+				failures = 0
+			} else {
+				failures++
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if opened {
+			o.Backoff.Reset()
+		}
+		if err == nil {
+			continue
+		}
+		var ae *agentbridge.Error
+		if o.CursorAhead != nil && errors.As(err, &ae) && ae.Code == agentbridge.ECodeCursorAhead && ae.Head != nil {
+			if cursor, err = o.CursorAhead(*ae.Head); err != nil {
+				return err
+			}
+			continue
+		}
+		if !retry(err) {
+			var he *handleError
+			if errors.As(err, &he) {
+				return he.err
+			}
+			return err
+		}
+		d := o.Backoff.Next()
+		if o.Logger != nil {
+			o.Logger.Warn("bridge stream lost; reconnecting", "thread", o.Thread, "cursor", cursor, "err", err, "retry_in", d.Round(time.Millisecond))
+		}
+		if !Sleep(ctx, d) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// followStream passes one stream connection's items to Handle until the
+// stream or Handle fails; opened reports whether the connection opened.
+func (c *Client) followStream(ctx context.Context, cursor *int64, o FollowOptions) (opened bool, err error) {
+	var st *Stream
+	if o.Thread == "" {
+		st, err = c.StreamAll(ctx, *cursor)
+	} else {
+		st, err = c.Stream(ctx, o.Thread, *cursor)
+	}
+	if err != nil {
+		return false, err
+	}
+	defer st.Close()
+	for {
+		it, err := st.Next()
+		if err == io.EOF {
+			return true, errors.New("the bridge closed the stream")
+		} else if err != nil {
+			return true, err
+		}
+		pos := int64(-1)
+		if it.Event != nil {
+			pos = it.Event.Seq
+			if o.Thread == "" {
+				pos = it.Event.GSeq
+			}
+			if pos <= *cursor {
+				continue
+			}
+		}
+		if err := o.Handle(it); err != nil {
+			return true, &handleError{err}
+		}
+		if pos >= 0 {
+			*cursor = pos
+		}
+	}
+}
+
+// followPoll long-polls the global log for a minute, then returns so that
+// the stream is tried again.
+func (c *Client) followPoll(ctx context.Context, cursor *int64, handle func(Item) error) (answered bool, err error) {
+	until := time.Now().Add(time.Minute)
+	for time.Now().Before(until) {
+		events, _, err := c.Events(ctx, *cursor, 500, 25*time.Second)
+		if err != nil {
+			return answered, err
+		}
+		answered = true
+		for i := range events {
+			if events[i].GSeq <= *cursor {
+				continue
+			}
+			if err := handle(Item{Event: &events[i]}); err != nil {
+				return true, &handleError{err}
+			}
+			*cursor = events[i].GSeq
+		}
+	}
+	return answered, nil
+}
+
+// Permanent reports whether the bridge refused for good, so that asking
+// again cannot help: a client error (unknown thread, cursor ahead, wrong
+// token …) other than a timeout or too many requests.
+func Permanent(err error) bool {
+	var e *agentbridge.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	return e.Status >= 400 && e.Status < 500 && e.Status != http.StatusRequestTimeout && e.Status != http.StatusTooManyRequests
+}

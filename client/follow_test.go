@@ -1,0 +1,247 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/internal/testbridge"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
+)
+
+// cutProxy is a reverse proxy on 127.0.0.1 in front of a real bridge that a
+// test can use to break every open connection, or to refuse streams (as a
+// proxy that buffers long responses would) while plain requests pass.
+type cutProxy struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	// cut ends the requests in flight; each request takes the current one.
+	cut       context.CancelFunc
+	gen       context.Context
+	noStreams bool
+	// streams counts the stream requests.
+	streams atomic.Int64
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{}
+	p.gen, p.cut = context.WithCancel(context.Background())
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1
+	rp.ErrorLog = log.New(io.Discard, "", 0) // the cuts are on purpose
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/stream") {
+			p.streams.Add(1)
+		}
+		p.mu.Lock()
+		gen, refuse := p.gen, p.noStreams && strings.HasSuffix(r.URL.Path, "/stream")
+		p.mu.Unlock()
+		if refuse {
+			http.Error(w, "no streams here", http.StatusBadGateway)
+			return
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(gen, cancel)
+		defer stop()
+		rp.ServeHTTP(w, r.WithContext(ctx))
+	}))
+	t.Cleanup(func() {
+		p.breakAll()
+		p.srv.Close()
+	})
+	return p
+}
+
+// breakAll ends every request in flight through the proxy.
+func (p *cutProxy) breakAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut()
+	p.gen, p.cut = context.WithCancel(context.Background())
+}
+
+func (p *cutProxy) refuseStreams(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.noStreams = on
+}
+
+// collector is a Follow handler that records the events' cursors.
+type collector struct {
+	mu     sync.Mutex
+	global bool
+	seen   []int64
+}
+
+func (c *collector) handle(it client.Item) error {
+	if it.Event == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pos := it.Event.Seq
+	if c.global {
+		pos = it.Event.GSeq
+	}
+	c.seen = append(c.seen, pos)
+	return nil
+}
+
+func (c *collector) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.seen)
+}
+
+// wantRun checks that the cursors seen are exactly from+1 … to, once each.
+func (c *collector) wantRun(t *testing.T, from, to int64) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	want := make([]int64, 0, to-from)
+	for p := from + 1; p <= to; p++ {
+		want = append(want, p)
+	}
+	if fmt.Sprint(c.seen) != fmt.Sprint(want) {
+		t.Errorf("followed %v, want %v: an event lost or repeated", c.seen, want)
+	}
+}
+
+// follow runs Follow in the background and returns a function that stops
+// it and returns its error.
+func follow(c *client.Client, cursor int64, o client.FollowOptions) (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Follow(ctx, cursor, o) }()
+	return func() error {
+		cancel()
+		return <-done
+	}
+}
+
+// TestFollowAcrossBrokenConnections follows a thread through a proxy that
+// breaks every connection every few messages: each event arrives once, in
+// order, none lost.
+func TestFollowAcrossBrokenConnections(t *testing.T) {
+	base := testbridge.Start(t, "")
+	direct := client.New(base)
+	proxy := newCutProxy(t, base)
+	ctx := t.Context()
+	th, err := direct.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: "cut"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got collector
+	stop := follow(client.New(proxy.srv.URL), 1, client.FollowOptions{
+		Thread: th.ID, Handle: got.handle, Backoff: client.Backoff{Min: time.Millisecond, Max: 20 * time.Millisecond},
+	})
+	const n = 40
+	for i := range n {
+		if _, err := direct.Append(ctx, th.ID, msg("user", fmt.Sprintf("m%d", i)), ""); err != nil {
+			t.Fatal(err)
+		}
+		if i%7 == 3 {
+			proxy.breakAll()
+		}
+	}
+	testutil.WaitFor(t, 30*time.Second, "every message followed", func() bool { return got.count() >= n })
+	if err := stop(); err != nil {
+		t.Errorf("Follow = %v after its context ended, want nil", err)
+	}
+	got.wantRun(t, 1, n+1)
+	if s := proxy.streams.Load(); s < 2 {
+		t.Errorf("%d stream connections: the cuts did not break any", s)
+	}
+}
+
+// TestFollowPollsWhenStreamsFail follows the global log through a proxy
+// that refuses streams: after PollAfter failed connections Follow
+// long-polls, and still sees every event once.
+func TestFollowPollsWhenStreamsFail(t *testing.T) {
+	base := testbridge.Start(t, "")
+	direct := client.New(base)
+	proxy := newCutProxy(t, base)
+	proxy.refuseStreams(true)
+	ctx := t.Context()
+	th, err := direct.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: "poll"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collector{global: true}
+	stop := follow(client.New(proxy.srv.URL), 0, client.FollowOptions{
+		Handle: got.handle, PollAfter: 2, Backoff: client.Backoff{Min: time.Millisecond, Max: 5 * time.Millisecond},
+	})
+	defer stop()
+	for i := range 5 {
+		if _, err := direct.Append(ctx, th.ID, msg("user", fmt.Sprintf("m%d", i)), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.WaitFor(t, 30*time.Second, "the thread's events by long-poll", func() bool { return got.count() >= 6 })
+	got.wantRun(t, 0, 6)
+}
+
+// TestFollowEnds checks how Follow stops: with Handle's error, with the
+// bridge's refusal, and past a cursor_ahead when CursorAhead moves the
+// cursor back.
+func TestFollowEnds(t *testing.T) {
+	c := startBridge(t, "")
+	ctx := t.Context()
+	th, err := c.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: "ends"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(ctx, th.ID, msg("user", "one"), ""); err != nil {
+		t.Fatal(err)
+	}
+
+	errStop := errors.New("seen enough")
+	err = c.Follow(ctx, 0, client.FollowOptions{Thread: th.ID, Handle: func(client.Item) error { return errStop }})
+	if !errors.Is(err, errStop) {
+		t.Errorf("Follow with a failing Handle = %v, want its error", err)
+	}
+
+	err = c.Follow(ctx, 0, client.FollowOptions{Thread: "no-such-thread", Handle: func(client.Item) error { return nil }})
+	wantCode(t, err, agentbridge.ECodeThreadNotFound)
+
+	var heads []int64
+	var got collector
+	stop := follow(c, 99, client.FollowOptions{
+		Thread: th.ID, Handle: got.handle,
+		CursorAhead: func(head int64) (int64, error) { heads = append(heads, head); return head, nil },
+	})
+	testutil.WaitFor(t, 30*time.Second, "the follow to open", func() bool {
+		if _, err := c.Append(ctx, th.ID, msg("user", "two"), ""); err != nil {
+			t.Fatal(err)
+		}
+		return got.count() > 0
+	})
+	if err := stop(); err != nil {
+		t.Errorf("Follow = %v", err)
+	}
+	if len(heads) != 1 || heads[0] < 2 {
+		t.Fatalf("CursorAhead got heads %v, want one call with the thread's head", heads)
+	}
+	if got.seen[0] != heads[0]+1 {
+		t.Errorf("after cursor_ahead at head %d the first event followed is seq %d, want the next one", heads[0], got.seen[0])
+	}
+}
