@@ -42,11 +42,9 @@ const maxErrorBody = 64 << 10
 type Client struct {
 	base  string
 	token string
-	hc    *http.Client
-	// shc is used for streams and long-polls: same transport, no overall
-	// timeout, since those requests legitimately last minutes and are bounded
-	// by their context instead.
-	shc *http.Client
+	// hc has no overall timeout: streams and long-polls legitimately last
+	// minutes; every request is bounded by its context instead.
+	hc *http.Client
 }
 
 // Option configures a Client at construction.
@@ -58,13 +56,6 @@ func WithToken(token string) Option {
 	return func(c *Client) { c.token = token }
 }
 
-// WithHTTPClient replaces the default HTTP client, to share a transport or
-// set a timeout for plain requests. Streams and long-polls use a copy without
-// the overall timeout, because a timeout would cut them off mid-stream.
-func WithHTTPClient(hc *http.Client) Option {
-	return func(c *Client) { c.hc = hc }
-}
-
 // New returns a client of the bridge at baseURL (such as
 // "http://127.0.0.1:5111"); a trailing slash is ignored.
 func New(baseURL string, opts ...Option) *Client {
@@ -72,12 +63,6 @@ func New(baseURL string, opts ...Option) *Client {
 	for _, o := range opts {
 		o(c)
 	}
-	if c.hc == nil {
-		c.hc = &http.Client{}
-	}
-	shc := *c.hc
-	shc.Timeout = 0
-	c.shc = &shc
 	return c
 }
 
@@ -87,15 +72,12 @@ func (c *Client) URL() string { return c.base }
 
 // request describes one call: op names it in wrapped errors.
 type request struct {
-	op     string
-	method string
-	path   string
-	query  url.Values
-	body   any
-	header http.Header
-	// long marks streams and long-polls, which use the client without an
-	// overall timeout.
-	long    bool
+	op      string
+	method  string
+	path    string
+	query   url.Values
+	body    any
+	header  http.Header
 	wantOut any
 }
 
@@ -153,11 +135,7 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	hc := c.hc
-	if r.long {
-		hc = c.shc
-	}
-	resp, err := hc.Do(req)
+	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.op, err)
 	}
@@ -403,7 +381,7 @@ func (c *Client) Events(ctx context.Context, after int64, limit int, wait time.D
 		Events []agentbridge.Event `json:"events"`
 		Next   int64               `json:"next"`
 	}
-	if err := c.do(ctx, request{op: "read events", method: http.MethodGet, path: "/events", query: q, long: wait > 0, wantOut: &out}); err != nil {
+	if err := c.do(ctx, request{op: "read events", method: http.MethodGet, path: "/events", query: q, wantOut: &out}); err != nil {
 		return nil, after, err
 	}
 	return out.Events, out.Next, nil

@@ -77,7 +77,7 @@ func (c *Client) StreamAll(ctx context.Context, after int64) (*Stream, error) {
 func (c *Client) openStream(ctx context.Context, op, path string, q url.Values) (*Stream, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	resp, err := c.send(sctx, request{
-		op: op, method: http.MethodGet, path: path, query: q, long: true,
+		op: op, method: http.MethodGet, path: path, query: q,
 		header: http.Header{"Accept": {"text/event-stream"}, "Cache-Control": {"no-cache"}},
 	})
 	if err != nil {
