@@ -280,7 +280,7 @@ func TestHotReloadAddsAgent(t *testing.T) {
 	path := filepath.Join(s.dir, "coordinator.config.json")
 	write := func(agents string) {
 		t.Helper()
-		body := `{"bridge_url": "` + s.bridge.url + `", "status_addr": "127.0.0.1:0", "startup_mode": "resume", "agents": {` + agents + `}}`
+		body := `{"bridge_url": "` + s.bridge.URL() + `", "status_addr": "127.0.0.1:0", "startup_mode": "resume", "agents": {` + agents + `}}`
 		tmp := path + ".tmp"
 		if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
 			t.Fatal(err)

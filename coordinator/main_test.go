@@ -17,11 +17,10 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters/adapterstest"
-	"github.com/agent-bridge/agent-bridge/bridge"
-	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/internal/testbridge"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -62,42 +61,6 @@ func ensureFake(t testing.TB) {
 
 const waitLong = 30 * time.Second
 
-// testBridge is a real bridge (SQLite file + HTTP on 127.0.0.1:0).
-type testBridge struct {
-	store *sqlite.Store
-	srv   *bridge.Server
-	url   string
-}
-
-func startTestBridge(t testing.TB, dbPath, addr string) *testBridge {
-	t.Helper()
-	ctx := context.Background()
-	store, err := sqlite.Open(ctx, dbPath, sqlite.Options{Humans: agentbridge.DefaultHumans, Logger: quietLogger()})
-	if err != nil {
-		t.Fatalf("open bridge store: %v", err)
-	}
-	srv, err := bridge.NewServer(store, bridge.Options{Addr: addr, Humans: agentbridge.DefaultHumans, Logger: quietLogger()})
-	if err != nil {
-		t.Fatalf("new bridge server: %v", err)
-	}
-	if err := srv.Open(); err != nil {
-		t.Fatalf("open bridge server: %v", err)
-	}
-	return &testBridge{store: store, srv: srv, url: srv.URL()}
-}
-
-func (b *testBridge) close(t testing.TB) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := b.srv.Close(ctx); err != nil {
-		t.Errorf("close bridge: %v", err)
-	}
-	if err := b.store.Close(); err != nil {
-		t.Errorf("close bridge store: %v", err)
-	}
-}
-
 func quietLogger() *slog.Logger {
 	if os.Getenv("COORDINATOR_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -110,7 +73,7 @@ type stack struct {
 	t       testing.TB
 	dir     string
 	fakeDir string
-	bridge  *testBridge
+	bridge  *testbridge.Bridge
 	cl      *client.Client
 	cfg     coordinator.Config
 	cfgPath string
@@ -167,12 +130,12 @@ func newStack(t testing.TB) *stack {
 		t.Fatal(err)
 	}
 	t.Setenv("FAKE_ADAPTER_DIR", s.fakeDir)
-	s.bridge = startTestBridge(t, filepath.Join(dir, "bridge.db"), "127.0.0.1:0")
-	s.cl = client.New(s.bridge.url)
-	s.cfg = testConfig(s.bridge.url)
+	s.bridge = testbridge.New(t, "")
+	s.cl = client.New(s.bridge.URL())
+	s.cfg = testConfig(s.bridge.URL())
 	t.Cleanup(func() {
 		s.stopCoordinator()
-		s.bridge.close(t)
+		s.bridge.Stop()
 	})
 	return s
 }

@@ -2,9 +2,7 @@ package coordinator_test
 
 import (
 	"context"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -168,13 +166,12 @@ func TestReceiptsCatchUpAfterBridgeOutage(t *testing.T) {
 		rs, err := s.cl.Receipts(context.Background(), agentbridge.ReceiptsQuery{Thread: th, Event: e.ID})
 		return err == nil && len(rs) == 1 && rs[0].State == agentbridge.ReceiptRunning
 	})
-	addr := strings.TrimPrefix(s.bridge.url, "http://")
-	s.bridge.close(t)
+	s.bridge.Stop()
 	testutil.WaitFor(t, waitLong, "the run to end while the bridge is down", func() bool {
 		invs := s.invocations(e.ID)
 		return len(invs) == 1 && invs[0].Status == state.StatusSucceeded
 	})
-	s.bridge = startTestBridge(t, filepath.Join(s.dir, "bridge.db"), addr)
+	s.bridge.Start()
 	testutil.WaitFor(t, waitLong, "the succeeded receipt after the outage", func() bool {
 		rs, err := s.cl.Receipts(context.Background(), agentbridge.ReceiptsQuery{Thread: th, Event: e.ID})
 		return err == nil && len(rs) == 1 && rs[0].State == agentbridge.ReceiptSucceeded && rs[0].Reply != ""

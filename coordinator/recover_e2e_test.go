@@ -112,7 +112,7 @@ func TestStartupModeEnd(t *testing.T) {
 // refuses it), the coordinator follows the log by long-polling instead.
 func TestFallsBackToLongPoll(t *testing.T) {
 	s := newStack(t)
-	target, err := url.Parse(s.bridge.url)
+	target, err := url.Parse(s.bridge.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/internal/testbridge"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -37,9 +38,8 @@ func BenchmarkProgressFlood(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	br := startTestBridge(b, filepath.Join(dir, "bridge.db"), "127.0.0.1:0")
-	defer br.close(b)
-	cl := client.New(br.url)
+	br := testbridge.New(b, "")
+	cl := client.New(br.URL())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -47,7 +47,7 @@ func BenchmarkProgressFlood(b *testing.B) {
 	statusAddr := ln.Addr().String()
 	ln.Close()
 	cfg, _ := json.Marshal(map[string]any{
-		"bridge_url": br.url, "status_addr": statusAddr, "startup_mode": "resume",
+		"bridge_url": br.URL(), "status_addr": statusAddr, "startup_mode": "resume",
 		"adapter_timeout_s": 600, "max_invocations_per_minute": 100000, "presence_heartbeat_s": 10,
 		"agents": map[string]any{"alice": map[string]any{"command": []string{fakePath}}, "flooder": map[string]any{"command": []string{fakePath}}},
 	})

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -49,7 +48,7 @@ func newCoordEnv(t *testing.T, fake string) *coordEnv {
 	e.startBridge("127.0.0.1:0")
 	e.bridgeAddr = strings.TrimPrefix(e.bridge.URL(), "http://")
 	e.cl = client.New(e.bridge.URL())
-	statusAddr := freeAddr(t)
+	statusAddr := testutil.FreeAddr(t)
 	e.statusURL = "http://" + statusAddr
 	e.cfgPath = filepath.Join(dir, "coordinator.config.json")
 	cfg := map[string]any{
@@ -87,19 +86,6 @@ func (e *coordEnv) stopBridge() {
 		e.t.Errorf("close bridge: %v", err)
 	}
 	e.bridge = nil
-}
-
-// freeAddr returns a loopback address that was free a moment ago, for a
-// child process's status server.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // coordProc is a running `agent-bridge coordinator`.

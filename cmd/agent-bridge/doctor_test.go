@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,12 +21,7 @@ import (
 
 func TestCheckBridge(t *testing.T) {
 	ctx := context.Background()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadURL := "http://" + l.Addr().String()
-	_ = l.Close()
+	deadURL := "http://" + testutil.FreeAddr(t)
 	res := checkBridge(ctx, deadURL, "", nil)
 	if len(res) != 1 || res[0].Status != checkFail || res[0].Fix == "" {
 		t.Errorf("unreachable bridge: %+v", res)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,9 +14,9 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/internal/testbridge"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -79,17 +78,10 @@ func opsBridge(t *testing.T, token string) string {
 	return b.URL()
 }
 
-// testBridge is a real bridge server over a SQLite file, which a test can
-// stop and start again on the same file and port.
-type testBridge struct {
-	t     *testing.T
-	db    string
-	addr  string
-	token string
-	srv   *bridge.Server
-	store *sqlite.Store
-}
+// testBridge is a real bridge (internal/testbridge) with a client of it.
+type testBridge struct{ *testbridge.Bridge }
 
+// startTestBridge starts a bridge that requires no token.
 func startTestBridge(t *testing.T) *testBridge {
 	t.Helper()
 	return startTokenBridge(t, "")
@@ -99,52 +91,11 @@ func startTestBridge(t *testing.T) *testBridge {
 // none).
 func startTokenBridge(t *testing.T, token string) *testBridge {
 	t.Helper()
-	b := &testBridge{t: t, db: filepath.Join(t.TempDir(), "bridge.db"), addr: "127.0.0.1:0", token: token}
-	b.start()
-	t.Cleanup(b.stop)
-	return b
+	return &testBridge{testbridge.New(t, token)}
 }
-
-func (b *testBridge) start() {
-	b.t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := sqlite.Open(b.t.Context(), b.db, sqlite.Options{Logger: quiet})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	srv, err := bridge.NewServer(st, bridge.Options{Addr: b.addr, Token: b.token, Logger: quiet})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if err := srv.Open(); err != nil {
-		b.t.Fatal(err)
-	}
-	u, err := url.Parse(srv.URL())
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	b.srv, b.store, b.addr = srv, st, u.Host
-}
-
-func (b *testBridge) stop() {
-	if b.srv == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := b.srv.Close(ctx); err != nil {
-		b.t.Errorf("close server: %v", err)
-	}
-	if err := b.store.Close(); err != nil {
-		b.t.Errorf("close store: %v", err)
-	}
-	b.srv, b.store = nil, nil
-}
-
-func (b *testBridge) url() string { return "http://" + b.addr }
 
 func (b *testBridge) client() *client.Client {
-	return client.New(b.url(), client.WithToken(b.token))
+	return client.New(b.URL(), client.WithToken(b.Token()))
 }
 
 // cli runs one subcommand in-process and returns its output and exit code.
@@ -175,7 +126,7 @@ func (c cli) ok(args ...string) string {
 }
 
 func newCLI(t *testing.T, b *testBridge) cli {
-	return cli{t: t, env: map[string]string{"BRIDGE_URL": b.url()}}
+	return cli{t: t, env: map[string]string{"BRIDGE_URL": b.URL()}}
 }
 
 // TestMain gives the package's tests a folder for the programs they build

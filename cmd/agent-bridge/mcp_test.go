@@ -43,8 +43,8 @@ func TestMCPUsageErrors(t *testing.T) {
 // connects the SDK's client to it over the process's stdin and stdout.
 func mcpProc(t *testing.T, bin string, b *testBridge, as string) (*mcp.ClientSession, *exec.Cmd, *testutil.Buffer) {
 	t.Helper()
-	cmd := exec.Command(bin, "mcp", "--as", as, "--url", b.url(), "--log-level", "info")
-	cmd.Env = append(os.Environ(), "BRIDGE_TOKEN="+b.token)
+	cmd := exec.Command(bin, "mcp", "--as", as, "--url", b.URL(), "--log-level", "info")
+	cmd.Env = append(os.Environ(), "BRIDGE_TOKEN="+b.Token())
 	stderr := &testutil.Buffer{}
 	cmd.Stderr = stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).
@@ -166,8 +166,8 @@ func TestMCPBinary(t *testing.T) {
 // metrics.
 func threadStreams(t *testing.T, b *testBridge) int {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, b.url()+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+b.token)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, b.URL()+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+b.Token())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

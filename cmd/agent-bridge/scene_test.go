@@ -136,7 +136,7 @@ func TestSceneDemo(t *testing.T) {
 	demo := shipped["agents"].(map[string]any)["scene-demo"].(map[string]any)
 	demo["command"] = []string{filepath.Join(root, "adapters", "scene-demo.sh")}
 	dir := t.TempDir()
-	statusAddr := freeAddr(t)
+	statusAddr := testutil.FreeAddr(t)
 	cfg := map[string]any{"status_addr": statusAddr, "agents": map[string]any{"scene-demo": demo},
 		"scene_primer_path": filepath.Join(root, "docs", "scene-actor-primer.md")}
 	b, _ := json.Marshal(cfg)
@@ -144,7 +144,7 @@ func TestSceneDemo(t *testing.T) {
 	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	up := exec.Command(bin, "up", "--addr", addr, "--db", filepath.Join(dir, "bridge.db"), "--config", cfgPath, "--state", filepath.Join(dir, "coordinator.db"))
 	var upErr testutil.Buffer
 	up.Stderr = &upErr

@@ -70,11 +70,11 @@ func TestTailResumesAcrossRestart(t *testing.T) {
 	post("m14")
 	waitLines(12)
 
-	b.stop()
+	b.Stop()
 	if _, err := cl.Append(t.Context(), "T", agentbridge.EventInput{From: "user", Content: []byte(`"lost"`)}, ""); err == nil {
 		t.Fatal("posted to a stopped bridge")
 	}
-	b.start()
+	b.Start()
 	for i := 15; i <= 18; i++ {
 		post("m" + strconv.Itoa(i))
 	}

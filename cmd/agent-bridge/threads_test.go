@@ -161,7 +161,7 @@ func TestServerErrorsAreSentences(t *testing.T) {
 		t.Errorf("invalid --from: exit %d, stderr %q", code, errOut)
 	}
 
-	b.stop()
+	b.Stop()
 	_, errOut, code = c.run("thread", "list")
 	if code != 1 || !strings.Contains(errOut, "is the bridge running") {
 		t.Errorf("bridge down: exit %d, stderr %q", code, errOut)

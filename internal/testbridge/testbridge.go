@@ -1,13 +1,14 @@
 // Package testbridge runs a real bridge for other packages' tests: a
-// server on 127.0.0.1:0 over a SQLite file in the test's temp folder,
-// closed when the test ends. It is not imported by the bridge's own tests
-// (that would be an import cycle).
+// server on 127.0.0.1 over a SQLite file in the test's temp folder, stopped
+// when the test ends. It is not imported by the bridge's own tests (that
+// would be an import cycle).
 package testbridge
 
 import (
 	"context"
 	"io"
 	"log/slog"
+	"net/url"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,31 +17,75 @@ import (
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 )
 
+// Bridge is a running test bridge, which a test can stop and start again
+// on the same file and address (a bridge restart as its clients see it).
+type Bridge struct {
+	t     testing.TB
+	db    string
+	addr  string
+	token string
+	srv   *bridge.Server
+	store *sqlite.Store
+}
+
+// New runs a quiet bridge that requires token (none when "") on a free
+// port, until the test ends.
+func New(t testing.TB, token string) *Bridge {
+	t.Helper()
+	b := &Bridge{t: t, db: filepath.Join(t.TempDir(), "bridge.db"), addr: "127.0.0.1:0", token: token}
+	b.Start()
+	t.Cleanup(b.Stop)
+	return b
+}
+
 // Start runs a quiet bridge that requires token (none when "") and
 // returns its base URL.
 func Start(t testing.TB, token string) string {
 	t.Helper()
+	return New(t, token).URL()
+}
+
+// Start starts the bridge again after Stop, on the same file and address.
+func (b *Bridge) Start() {
+	b.t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{Logger: quiet})
+	st, err := sqlite.Open(context.Background(), b.db, sqlite.Options{Logger: quiet})
 	if err != nil {
-		t.Fatal(err)
+		b.t.Fatal(err)
 	}
-	srv, err := bridge.NewServer(st, bridge.Options{Addr: "127.0.0.1:0", Token: token, Logger: quiet})
+	srv, err := bridge.NewServer(st, bridge.Options{Addr: b.addr, Token: b.token, Logger: quiet})
 	if err != nil {
-		t.Fatal(err)
+		b.t.Fatal(err)
 	}
 	if err := srv.Open(); err != nil {
-		t.Fatal(err)
+		b.t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Close(ctx); err != nil {
-			t.Errorf("close bridge: %v", err)
-		}
-		if err := st.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
-	return srv.URL()
+	u, err := url.Parse(srv.URL())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.srv, b.store, b.addr = srv, st, u.Host
 }
+
+// Stop stops the server and closes its store; a stopped bridge's Stop
+// does nothing.
+func (b *Bridge) Stop() {
+	if b.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.srv.Close(ctx); err != nil {
+		b.t.Errorf("close bridge: %v", err)
+	}
+	if err := b.store.Close(); err != nil {
+		b.t.Errorf("close store: %v", err)
+	}
+	b.srv, b.store = nil, nil
+}
+
+// URL is the bridge's base URL; it stays the same across Stop and Start.
+func (b *Bridge) URL() string { return "http://" + b.addr }
+
+// Token is the token the bridge requires ("" for none).
+func (b *Bridge) Token() string { return b.token }
