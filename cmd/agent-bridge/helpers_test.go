@@ -132,6 +132,11 @@ func newCLI(t *testing.T, b *testBridge) cli {
 // TestMain gives the package's tests a folder for the programs they build
 // and a PostgreSQL server, and removes both afterwards.
 func TestMain(m *testing.M) {
+	if os.Getenv(promptHelperEnv) != "" {
+		// The test binary run as agent-bridge by the adapter scripts
+		// (TestPromptHelperProcess), which exits on its own.
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "agent-bridge-cmd-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
