@@ -7,6 +7,7 @@
 import * as api from "./api.js";
 import { renderMarkdown } from "./markdown.js";
 import { drawReceipts } from "./receipts.js";
+import { wireSuggestions } from "./suggestions.js";
 
 const PAGE = 100;
 const THREADS_PAGE = 500;
@@ -1285,6 +1286,7 @@ function wire() {
 
 async function main() {
   wire();
+  wireSuggestions();
   showRunsLink();
   // The stream's first connection loads the thread list and the thread.
   if (!document.hidden) startStream();

@@ -1,0 +1,79 @@
+// suggestions.js: the Suggestions panel. Agents send improvement ideas with
+// POST /suggest (the original bridge's agent guide asks them to); the panel
+// lists them, newest first, filtered by status. The bridge does not push
+// suggestions on its streams, so the list is read when the panel opens and
+// by its Refresh button; the count on the button is read at start-up and
+// whenever the panel is read. Every value reaches the page via textContent.
+
+import * as api from "./api.js";
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = text;
+  return e;
+}
+
+// load reads the suggestions with the chosen status ("" = all) and draws
+// them; it also refreshes the count on the button when it read them all.
+async function load() {
+  const status = $("suggestions-status").value;
+  const err = $("suggestions-error");
+  err.hidden = true;
+  let res;
+  try {
+    res = await api.get("/suggestions" + (status ? `?status=${encodeURIComponent(status)}` : ""));
+  } catch (e) {
+    err.textContent = "Could not read the suggestions: " + e.message;
+    err.hidden = false;
+    return;
+  }
+  const list = (res.suggestions || []).slice().reverse(); // the API answers oldest first
+  if (!status) showCount(list.length);
+  const ul = $("suggestions-list");
+  ul.replaceChildren();
+  if (list.length === 0) {
+    ul.append(el("li", "suggestion-none", status ? `No ${status} suggestions.` : "No suggestions yet."));
+    return;
+  }
+  for (const s of list) {
+    const li = el("li", "suggestion");
+    li.dataset.id = s.id || "";
+    const head = el("div", "suggestion-head");
+    head.append(el("strong", "suggestion-title", s.title), " ",
+      el("span", "suggestion-from", "from " + (s.from || "?")), " ",
+      el("span", "suggestion-status", s.status || ""), " ",
+      el("time", "suggestion-time", s.timestamp || ""));
+    li.append(head, el("p", "suggestion-description", s.description || ""));
+    ul.append(li);
+  }
+}
+
+function showCount(n) {
+  $("suggestions-count").textContent = n > 0 ? String(n) : "";
+}
+
+// countSuggestions fills in the button's count at start-up.
+async function countSuggestions() {
+  try {
+    const res = await api.get("/suggestions");
+    showCount((res.suggestions || []).length);
+  } catch {
+    // The count stays empty; opening the panel says what went wrong.
+  }
+}
+
+// wireSuggestions connects the button, the dialog and its controls.
+export function wireSuggestions() {
+  const dlg = $("suggestions-dialog");
+  $("suggestions-btn").addEventListener("click", () => {
+    dlg.showModal();
+    load();
+  });
+  $("suggestions-refresh").addEventListener("click", load);
+  $("suggestions-status").addEventListener("change", load);
+  $("suggestions-close").addEventListener("click", () => dlg.close());
+  countSuggestions();
+}
