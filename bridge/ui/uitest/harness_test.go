@@ -337,6 +337,9 @@ func newBrowser(t testing.TB) *browser {
 		chromedp.Flag("disable-background-timer-throttling", true),
 		chromedp.Flag("disable-renderer-backgrounding", true),
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium keeps its singleton socket folder in TMPDIR, and a
+		// browser killed with its test leaves it behind.
+		chromedp.Env("TMPDIR=" + t.TempDir()),
 		chromedp.WindowSize(1400, 900),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
