@@ -44,7 +44,7 @@ func bulkFill(b *testing.B, s *Store, thread string, n int) {
 			if i%2 == 1 {
 				from, hop = "codex", 1
 			}
-			id := ulid.MustNew(ulid.Timestamp(t), s.entropy).String()
+			id := ulid.MustNew(ulid.Timestamp(t), s.w.entropy).String()
 			content := fmt.Sprintf("%q", fmt.Sprintf("message %d: a line of text of ordinary length for a chat between people and agents", i))
 			if _, err := stmt.ExecContext(ctx, id, thread, seq, ts, from, content, hop); err != nil {
 				return err
@@ -56,7 +56,7 @@ func bulkFill(b *testing.B, s *Store, thread string, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	delete(s.heads, thread) // the writer's cache did not see this
+	delete(s.w.heads, thread) // the writer's cache did not see this
 }
 
 // p50 reports the median of the recorded durations.

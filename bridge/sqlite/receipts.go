@@ -59,7 +59,7 @@ func (s *Store) putReceipt(ctx context.Context, b *batch, in agentbridge.Receipt
 		return response{err: storecore.ThreadNotFound(in.Thread), isReceipt: true}, nil
 	}
 	var one int
-	err := s.st.selectReplyTo.QueryRowContext(ctx, in.Event, in.Thread).Scan(&one)
+	err := s.w.st.selectReplyTo.QueryRowContext(ctx, in.Event, in.Thread).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return response{err: &agentbridge.Error{
 			Code: agentbridge.ECodeEventNotFound, Field: "event", Thread: in.Thread,
@@ -70,7 +70,7 @@ func (s *Store) putReceipt(ctx context.Context, b *batch, in agentbridge.Receipt
 		return response{}, fmt.Errorf("look up receipt event: %w", err)
 	}
 	old := agentbridge.Receipt{Thread: in.Thread, Event: in.Event, Participant: in.Participant}
-	err = s.conn.QueryRowContext(ctx, rSelectOne, in.Thread, in.Event, in.Participant).
+	err = s.w.conn.QueryRowContext(ctx, rSelectOne, in.Thread, in.Event, in.Participant).
 		Scan(&old.From, &old.State, &old.Reason, &old.Invocation, &old.Reply, &old.UpdatedAt)
 	switch {
 	case err == nil:
@@ -85,7 +85,7 @@ func (s *Store) putReceipt(ctx context.Context, b *batch, in agentbridge.Receipt
 		State: in.State, Reason: in.Reason, Invocation: in.Invocation, Reply: in.Reply,
 		UpdatedAt: agentbridge.FormatTime(time.Now().UTC().Truncate(time.Microsecond)),
 	}
-	if _, err := s.conn.ExecContext(ctx, rUpsert, rc.Thread, rc.Event, rc.Participant, rc.From,
+	if _, err := s.w.conn.ExecContext(ctx, rUpsert, rc.Thread, rc.Event, rc.Participant, rc.From,
 		rc.State, rc.Reason, rc.Invocation, rc.Reply, rc.UpdatedAt); err != nil {
 		return response{}, fmt.Errorf("store receipt: %w", err)
 	}

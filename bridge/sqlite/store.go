@@ -94,30 +94,20 @@ type Store struct {
 	rdb *sql.DB // read-only pool
 	cdb *sql.DB // one connection, used only by the checkpointer goroutine
 
-	// The writer goroutine's own: its connection, held for the store's
-	// life so that statements stay prepared on it, and its cache of thread
-	// heads (only committed ones; see batch).
-	conn  *sql.Conn
-	st    writerStmts
-	heads map[string]head
-	// scratch is the batch every commit reuses (see batch).
-	scratch batch
-	// lastBatch is how many requests the last commit carried, and gatherT
-	// the timer that bounds waiting for as many again, for at most
-	// gatherWait (groupWait; tests change it) (see gather).
-	lastBatch  int
-	gatherT    *time.Timer
-	gatherWait time.Duration
+	// w is the writer goroutine's own state; nothing else touches it
+	// (Open builds it, Close closes its connection after the writer
+	// exits).
+	w writerState
+
 	// gatherNeed is how many queued requests the gathering writer waits
 	// for (0 when it is not waiting); the submitter whose request makes
 	// the queue that long signals gatherFull (buffered 1).
 	gatherNeed atomic.Int64
 	gatherFull chan struct{}
-	// sinceCheckpoint counts the writer's commits since it last woke the
-	// checkpointer through checkpoint (buffered 1, so wake-ups coalesce).
-	sinceCheckpoint int
-	checkpoint      chan struct{}
-	ckptStopped     chan struct{} // closed when the checkpointer has exited
+	// checkpoint wakes the checkpointer (buffered 1, so wake-ups
+	// coalesce).
+	checkpoint  chan struct{}
+	ckptStopped chan struct{} // closed when the checkpointer has exited
 
 	reqs      chan *request
 	reqPool   sync.Pool     // of *request, each with its reply channel
@@ -125,11 +115,6 @@ type Store struct {
 	stopped   chan struct{} // closed when the writer goroutine has exited
 	closeOnce sync.Once
 	cerr      error
-
-	entropy *ulid.MonotonicEntropy // used by the writer goroutine only
-	// lastSuggestion is the time of the last suggestion the writer stored,
-	// so that their timestamps strictly increase as events' do.
-	lastSuggestion time.Time
 
 	mu     sync.Mutex
 	notify chan struct{}
@@ -202,21 +187,18 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		wdb:    wdb,
 		rdb:    rdb,
 		cdb:    cdb,
-		conn:   conn,
-		st:     st,
-		heads:  make(map[string]head),
-
-		scratch: batch{index: make(map[string]int)},
-
+		w: writerState{
+			conn: conn, st: st, heads: make(map[string]head),
+			scratch: batch{index: make(map[string]int)}, gatherWait: groupWait,
+			entropy: ulid.Monotonic(rand.Reader, 0),
+		},
 		checkpoint:  make(chan struct{}, 1),
 		ckptStopped: make(chan struct{}),
 		reqs:        make(chan *request, opts.MaxBatch),
 		reqPool:     sync.Pool{New: func() any { return &request{reply: make(chan response, 1)} }},
 		gatherFull:  make(chan struct{}, 1),
-		gatherWait:  groupWait,
 		done:        make(chan struct{}),
 		stopped:     make(chan struct{}),
-		entropy:     ulid.Monotonic(rand.Reader, 0),
 		notify:      make(chan struct{}),
 	}
 	go s.run()
@@ -235,7 +217,7 @@ func (s *Store) Close() error {
 		close(s.done)
 		<-s.stopped
 		<-s.ckptStopped
-		s.cerr = errors.Join(s.st.close(), s.conn.Close(), s.wdb.Close(), s.cdb.Close(), s.rdb.Close())
+		s.cerr = errors.Join(s.w.st.close(), s.w.conn.Close(), s.wdb.Close(), s.cdb.Close(), s.rdb.Close())
 		if s.cerr != nil {
 			s.cerr = fmt.Errorf("close store: %w", s.cerr)
 		}

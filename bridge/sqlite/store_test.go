@@ -630,14 +630,14 @@ func TestQueuedDuringBeginJoinsTheBatch(t *testing.T) {
 // wait ends at the deadline when too few come, and Close ends it at once.
 func TestGather(t *testing.T) {
 	newStore := func(last int, wait time.Duration) *Store {
-		return &Store{reqs: make(chan *request, 8), max: 8, lastBatch: last, done: make(chan struct{}),
-			gatherFull: make(chan struct{}, 1), gatherWait: wait}
+		return &Store{reqs: make(chan *request, 8), max: 8, done: make(chan struct{}),
+			gatherFull: make(chan struct{}, 1), w: writerState{lastBatch: last, gatherWait: wait}}
 	}
 	r := func() *request { return &request{} }
 
 	s := newStore(1, groupWait)
-	if got := s.gather([]*request{r()}); len(got) != 1 || s.gatherT != nil {
-		t.Errorf("after a one-request commit: gathered %d, timer %v; want 1 and no wait", len(got), s.gatherT)
+	if got := s.gather([]*request{r()}); len(got) != 1 || s.w.gatherT != nil {
+		t.Errorf("after a one-request commit: gathered %d, timer %v; want 1 and no wait", len(got), s.w.gatherT)
 	}
 
 	s = newStore(3, groupWait)

@@ -26,8 +26,8 @@ func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (ag
 
 // insertSuggestion runs inside a group commit (see apply).
 func (s *Store) insertSuggestion(ctx context.Context, in agentbridge.SuggestionInput) (response, error) {
-	t := storecore.NextTime(s.lastSuggestion)
-	u, err := ulid.New(ulid.Timestamp(t), s.entropy)
+	t := storecore.NextTime(s.w.lastSuggestion)
+	u, err := ulid.New(ulid.Timestamp(t), s.w.entropy)
 	if err != nil {
 		return response{}, fmt.Errorf("new suggestion id: %w", err)
 	}
@@ -35,11 +35,11 @@ func (s *Store) insertSuggestion(ctx context.Context, in agentbridge.SuggestionI
 		ID: u.String(), From: in.From, Title: in.Title, Description: in.Description,
 		Status: agentbridge.SuggestionPending, Timestamp: agentbridge.FormatTime(t),
 	}
-	if _, err := s.conn.ExecContext(ctx, `INSERT INTO suggestions (id, sender, title, description, status, ts) VALUES (?, ?, ?, ?, ?, ?)`,
+	if _, err := s.w.conn.ExecContext(ctx, `INSERT INTO suggestions (id, sender, title, description, status, ts) VALUES (?, ?, ?, ?, ?, ?)`,
 		sg.ID, sg.From, sg.Title, sg.Description, sg.Status, sg.Timestamp); err != nil {
 		return response{}, fmt.Errorf("insert suggestion: %w", err)
 	}
-	s.lastSuggestion = t
+	s.w.lastSuggestion = t
 	return response{suggestion: sg}, nil
 }
 

@@ -1,0 +1,216 @@
+// The append path: appendEvent is an ordinary append from top to bottom
+// (the thread's head read under its row lock, idempotency, the domain's
+// Admit and AssignHop, add), createThread a new thread; both only queue
+// their events in the batch, which write (writer.go) numbers and stores at
+// the end. Everything here runs on the writer goroutine.
+
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/oklog/ulid/v2"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
+)
+
+// head is a thread as the batch sees it, read under its row lock.
+type head struct {
+	name     string
+	created  string
+	lastTS   time.Time
+	lastSeq  int64
+	state    agentbridge.ThreadState
+	stateKey string
+	dirty    bool
+	// messages is whether the thread holds a message: the first message
+	// of a thread that has none gets hop 0 (agentbridge.AssignHop).
+	messages bool
+}
+
+// batchEvent is what a later append in the same batch may need of an
+// event: the thread it is in and its hop.
+type batchEvent struct {
+	thread string
+	hop    int
+}
+
+// batch is one group commit's working set.
+type batch struct {
+	heads map[string]*head
+	// events are the batch's new events, in order; their gseqs are
+	// assigned at the end, under the log_head lock.
+	events []agentbridge.Event
+	metas  []string
+	hops   []int
+	// snapshots are state rows to insert: (thread, seq, state).
+	snapshots [][3]any
+	// keys are idempotency keys recorded in this batch: thread+"\x00"+key
+	// to the index in events.
+	keys map[string]int
+	ids  map[string]batchEvent // event id → its thread and hop, for reply_to within the batch
+}
+
+func (s *Store) appendEvent(ctx context.Context, tx pgx.Tx, b *batch, req agentbridge.AppendRequest, meta string) (response, error) {
+	h, ok := b.heads[req.Thread]
+	if !ok {
+		return response{err: storecore.ThreadNotFound(req.Thread)}, nil
+	}
+	if req.IdempotencyKey != "" {
+		if i, ok := b.keys[req.Thread+"\x00"+req.IdempotencyKey]; ok {
+			return response{pending: i + 1, replayed: true}, nil
+		}
+		var id string
+		err := tx.QueryRow(ctx, `SELECT event_id FROM idempotency WHERE thread = $1 AND key = $2`,
+			req.Thread, []byte(req.IdempotencyKey)).Scan(&id)
+		switch {
+		case err == nil:
+			ev, err := scanEvent(tx.QueryRow(ctx, selectEvent+` WHERE id = $1`, id))
+			if err != nil {
+				return response{}, fmt.Errorf("load idempotent event %s: %w", id, err)
+			}
+			return response{event: ev, replayed: true}, nil
+		case !errors.Is(err, pgx.ErrNoRows):
+			return response{}, fmt.Errorf("look up idempotency key: %w", err)
+		}
+	}
+	in := req.Input
+	var reply agentbridge.ReplyTarget
+	if in.Meta.ReplyTo != "" {
+		if e, ok := b.ids[in.Meta.ReplyTo]; ok && e.thread == req.Thread {
+			reply = agentbridge.ReplyTarget{Found: true, Hop: e.hop}
+		} else {
+			err := tx.QueryRow(ctx, `SELECT hop FROM events WHERE id = $1 AND thread = $2`, in.Meta.ReplyTo, req.Thread).Scan(&reply.Hop)
+			switch {
+			case err == nil:
+				reply.Found = true
+			case !errors.Is(err, pgx.ErrNoRows):
+				return response{}, fmt.Errorf("look up reply_to: %w", err)
+			}
+		}
+	}
+	if err := agentbridge.Admit(req.Thread, h.state, in, reply, s.humans); err != nil {
+		return response{err: err}, nil
+	}
+	if in.Type == agentbridge.TypeMessage {
+		hop := agentbridge.AssignHop(h.state, in, reply, s.humans, h.messages)
+		in.Meta.Hop = &hop
+		var err error
+		if meta, err = storecore.StoredMeta(&in.Meta); err != nil {
+			return response{}, err
+		}
+		h.messages = true
+	}
+	ev := agentbridge.Event{
+		Seq: h.lastSeq + 1, Thread: req.Thread,
+		Type: in.Type, From: in.From, To: in.To, Content: in.Content, Meta: in.Meta,
+	}
+	i, err := s.add(b, &ev, meta, h, storecore.NextTime(h.lastTS))
+	if err != nil {
+		return response{}, err
+	}
+	if req.IdempotencyKey != "" {
+		b.keys[req.Thread+"\x00"+req.IdempotencyKey] = i
+	}
+	return response{pending: i + 1}, nil
+}
+
+func (s *Store) createThread(ctx context.Context, tx pgx.Tx, b *batch, req agentbridge.CreateThreadRequest) (response, error) {
+	id := req.ID
+	if id == "" {
+		u, err := ulid.New(ulid.Now(), s.entropy)
+		if err != nil {
+			return response{}, fmt.Errorf("new thread id: %w", err)
+		}
+		id = u.String()
+	}
+	exists := func() response {
+		return response{err: &agentbridge.Error{
+			Code: agentbridge.ECodeThreadExists, Field: "id", Thread: id,
+			Message: fmt.Sprintf("A thread with id %q already exists; choose another id or leave it out.", id),
+		}}
+	}
+	if _, ok := b.heads[id]; ok {
+		return exists(), nil
+	}
+	zero, err := storecore.StateKey(agentbridge.ThreadState{})
+	if err != nil {
+		return response{}, err
+	}
+	content, err := json.Marshal(req.Name)
+	if err != nil {
+		return response{}, fmt.Errorf("encode thread name: %w", err)
+	}
+	h := &head{name: req.Name, stateKey: zero}
+	ev := agentbridge.Event{
+		Seq: 1, Thread: id, Type: agentbridge.TypeThreadCreated,
+		From: req.From, To: agentbridge.ToAll, Content: content,
+	}
+	ts := storecore.NextTime(time.Time{})
+	h.created = agentbridge.FormatTime(ts)
+	// The row goes in now, so that another bridge creating the same id
+	// waits for this commit and then finds it (and this batch finds
+	// theirs); the head columns are set again by write.
+	tag, err := tx.Exec(ctx, `INSERT INTO threads (id, name, created_at, updated_at, last_seq, last_hop, state)
+		VALUES ($1, $2, $3, $3, 0, 0, $4) ON CONFLICT (id) DO NOTHING`, id, []byte(req.Name), h.created, zero)
+	if err != nil {
+		return response{}, fmt.Errorf("insert thread %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return exists(), nil
+	}
+	b.heads[id] = h
+	meta, err := storecore.StoredMeta(&ev.Meta)
+	if err != nil {
+		return response{}, err
+	}
+	i, err := s.add(b, &ev, meta, h, ts)
+	if err != nil {
+		return response{}, err
+	}
+	th := agentbridge.Thread{ID: id, Name: req.Name, CreatedAt: ev.TS, UpdatedAt: ev.TS, LastSeq: 1, EventCount: 1}
+	return response{thread: th, pending: i + 1}, nil
+}
+
+// add stamps ev with ts t (after the thread's last) and an id, folds it
+// into h and queues it for write; it returns ev's index in the batch.
+func (s *Store) add(b *batch, ev *agentbridge.Event, meta string, h *head, t time.Time) (int, error) {
+	u, err := ulid.New(ulid.Timestamp(t), s.entropy)
+	if err != nil {
+		return 0, fmt.Errorf("new event id: %w", err)
+	}
+	ev.ID = u.String()
+	ev.TS = agentbridge.FormatTime(t)
+	h.lastTS = t
+	after := agentbridge.Fold(h.state, *ev, s.humans)
+	if ev.Type == agentbridge.TypeThreadRenamed {
+		h.name = ev.Text()
+	}
+	h.lastSeq = ev.Seq
+	// Besides controls, a message ending party mode and a scene event (a
+	// speech counts a turn) change the state, as in the SQLite store.
+	changed := ev.Type == agentbridge.TypeControl || (h.state.Party.On && !after.Party.On) || after.Scene != h.state.Scene
+	h.state = after
+	h.dirty = true
+	if changed {
+		key, err := storecore.StateKey(after)
+		if err != nil {
+			return 0, err
+		}
+		if key != h.stateKey {
+			b.snapshots = append(b.snapshots, [3]any{ev.Thread, ev.Seq, key})
+			h.stateKey = key
+		}
+	}
+	b.events = append(b.events, *ev)
+	b.metas = append(b.metas, meta)
+	b.hops = append(b.hops, after.LastHop)
+	b.ids[ev.ID] = batchEvent{thread: ev.Thread, hop: after.LastHop}
+	return len(b.events) - 1, nil
+}

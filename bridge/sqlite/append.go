@@ -1,0 +1,371 @@
+// The append path, the writer's fast path: apply dispatches one request of
+// a group commit; appendEvent is an ordinary append from top to bottom
+// (head from the batch or the cache, idempotency, the domain's Admit and
+// AssignHop, stamp, insertEvent), and flush writes what a whole batch
+// changed once. Everything here runs on the writer goroutine (writer.go).
+
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"github.com/oklog/ulid/v2"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
+)
+
+// maxCachedHeads bounds the writer's head cache; past it an arbitrary
+// entry is dropped and reloaded from the database on its next append.
+const maxCachedHeads = 4096
+
+// head is the writer's view of a thread: everything an append reads
+// before writing, and what it leaves behind for the next one.
+type head struct {
+	name     string
+	lastTS   time.Time               // ts of the last event; the next must be later
+	lastSeq  int64                   // also the thread's event count: seq is gapless from 1
+	state    agentbridge.ThreadState // folded, LastHop included
+	stateKey string                  // stored form of state (see stateKey)
+	// messages is whether the thread holds a message: the first message
+	// of a thread that has none gets hop 0 (agentbridge.AssignHop).
+	messages bool
+	// nameDirty and stateDirty are set when the batch renamed the thread or
+	// changed stateKey, so that flush writes the threads or thread_state row
+	// only then: a message changes neither (but for one ending party mode,
+	// see insertEvent), and readers take a thread's last seq, ts and hop
+	// from its last event.
+	nameDirty, stateDirty bool
+}
+
+// batch collects the heads a group commit advanced. They reach the cache
+// only after COMMIT, so a failed batch leaves the cache as it was; a
+// renamed thread's row and a changed thread_state are written once per
+// thread, at the end (flush).
+type batch struct {
+	// order and heads are the touched threads in first-touched order and
+	// their heads; index maps a thread id to its position. A map of heads
+	// would allocate every entry (a head is too large to live in a map's
+	// slots), on every commit.
+	index map[string]int
+	order []string
+	heads []head
+	// live and resps are the commit's requests and their answers. The
+	// writer reuses one batch for every commit (see reset), so that a
+	// commit allocates no map or slices of its own.
+	live  []*request
+	resps []response
+}
+
+// reset empties b for the next commit, keeping its storage but no
+// reference to the last commit's requests or events.
+func (b *batch) reset() {
+	clear(b.index)
+	clear(b.heads)
+	clear(b.live)
+	clear(b.resps)
+	b.order, b.heads, b.live, b.resps = b.order[:0], b.heads[:0], b.live[:0], b.resps[:0]
+}
+
+func (b *batch) put(thread string, h head) {
+	if i, ok := b.index[thread]; ok {
+		b.heads[i] = h
+		return
+	}
+	b.index[thread] = len(b.heads)
+	b.order = append(b.order, thread)
+	b.heads = append(b.heads, h)
+}
+
+// apply runs one request inside the batch. A refusal comes back in the
+// response; an error means the database failed and the batch must roll back.
+func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, error) {
+	if r.create != nil {
+		return s.createThread(ctx, b, *r.create)
+	}
+	if r.receipt != nil {
+		return s.putReceipt(ctx, b, *r.receipt)
+	}
+	if r.suggest != nil {
+		return s.insertSuggestion(ctx, *r.suggest)
+	}
+	return s.appendEvent(ctx, b, r.append, r.meta)
+}
+
+// appendEvent appends req, whose meta in stored form is meta.
+func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.AppendRequest, meta string) (response, error) {
+	h, found, err := s.headOf(ctx, b, req.Thread)
+	if err != nil {
+		return response{}, err
+	}
+	if !found {
+		return response{err: storecore.ThreadNotFound(req.Thread)}, nil
+	}
+	if req.IdempotencyKey != "" {
+		var id string
+		err := s.w.st.selectIdempotency.QueryRowContext(ctx, req.Thread, req.IdempotencyKey).Scan(&id)
+		switch {
+		case err == nil:
+			ev, err := scanEvent(s.w.st.selectEventByID.QueryRowContext(ctx, id))
+			if err != nil {
+				return response{}, fmt.Errorf("load idempotent event %s: %w", id, err)
+			}
+			return response{event: ev, replayed: true}, nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return response{}, fmt.Errorf("look up idempotency key: %w", err)
+		}
+	}
+	in := req.Input
+	var reply agentbridge.ReplyTarget
+	if in.Meta.ReplyTo != "" {
+		err := s.w.st.selectReplyTo.QueryRowContext(ctx, in.Meta.ReplyTo, req.Thread).Scan(&reply.Hop)
+		switch {
+		case err == nil:
+			reply.Found = true
+		case !errors.Is(err, sql.ErrNoRows):
+			return response{}, fmt.Errorf("look up reply_to: %w", err)
+		}
+	}
+	if err := agentbridge.Admit(req.Thread, h.state, in, reply, s.humans); err != nil {
+		return response{err: err}, nil
+	}
+	if in.Type == agentbridge.TypeMessage {
+		hop := agentbridge.AssignHop(h.state, in, reply, s.humans, h.messages)
+		in.Meta.Hop = &hop
+		if meta, err = withHop(in.Meta, meta, hop); err != nil {
+			return response{}, err
+		}
+		h.messages = true
+	}
+	ev := agentbridge.Event{
+		Seq: h.lastSeq + 1, Thread: req.Thread,
+		Type: in.Type, From: in.From, To: in.To, Content: in.Content, Meta: in.Meta,
+	}
+	if err := s.stamp(&ev, &h); err != nil {
+		return response{}, err
+	}
+	if err := s.insertEvent(ctx, &ev, meta, &h); err != nil {
+		return response{}, err
+	}
+	if req.IdempotencyKey != "" {
+		if _, err := s.w.st.insertIdempotency.ExecContext(ctx, req.Thread, req.IdempotencyKey, ev.ID); err != nil {
+			return response{}, fmt.Errorf("record idempotency key: %w", err)
+		}
+	}
+	b.put(req.Thread, h)
+	return response{event: ev}, nil
+}
+
+// headOf returns thread's head as this batch sees it: advanced earlier in
+// the batch, cached from an earlier commit, or read from the database
+// (found is false when there is no such thread).
+func (s *Store) headOf(ctx context.Context, b *batch, thread string) (head, bool, error) {
+	if i, ok := b.index[thread]; ok {
+		return b.heads[i], true, nil
+	}
+	if h, ok := s.w.heads[thread]; ok {
+		return h, true, nil
+	}
+	return s.loadHead(ctx, thread)
+}
+
+// loadHead reads thread's head from the database (found is false when there
+// is no such thread). It is apart from headOf because scanning into h moves
+// h to the heap, which headOf's cache hits should not pay for.
+func (s *Store) loadHead(ctx context.Context, thread string) (h head, found bool, err error) {
+	var lastHop int
+	var lastTS string
+	err = s.w.st.selectHead.QueryRowContext(ctx, thread).
+		Scan(&h.name, &lastTS, &h.lastSeq, &h.stateKey, &lastHop, &h.messages)
+	if errors.Is(err, sql.ErrNoRows) {
+		return head{}, false, nil
+	}
+	if err != nil {
+		return head{}, false, fmt.Errorf("load thread %s: %w", thread, err)
+	}
+	if err := json.Unmarshal([]byte(h.stateKey), &h.state); err != nil {
+		return head{}, false, fmt.Errorf("decode state of thread %s: %w", thread, err)
+	}
+	h.state.LastHop = lastHop
+	if t, err := time.Parse(agentbridge.TimeLayout, lastTS); err == nil {
+		h.lastTS = t
+	}
+	return h, true, nil
+}
+
+// stamp gives ev its ts (strictly after the thread's last) and id, and
+// moves h's clock to it.
+func (s *Store) stamp(ev *agentbridge.Event, h *head) error {
+	t := storecore.NextTime(h.lastTS)
+	u, err := ulid.New(ulid.Timestamp(t), s.w.entropy)
+	if err != nil {
+		return fmt.Errorf("new event id: %w", err)
+	}
+	ev.ID = u.String()
+	ev.TS = agentbridge.FormatTime(t)
+	h.lastTS = t
+	return nil
+}
+
+// withHop returns meta, the stored form of m without a hop, with m's hop
+// added. Without extra keys no key sorts before "hop" (the typed keys are
+// reply_to, tags and via), so it goes first and needs no re-encoding.
+func withHop(m agentbridge.Meta, meta string, hop int) (string, error) {
+	if len(m.Extra) > 0 {
+		b, err := m.MarshalJSON()
+		if err != nil {
+			return "", fmt.Errorf("encode meta: %w", err)
+		}
+		return string(b), nil
+	}
+	prefix := `{"hop":` + strconv.Itoa(hop)
+	if meta == "{}" {
+		return prefix + "}", nil
+	}
+	return prefix + "," + meta[1:], nil
+}
+
+// insertEvent stores the stamped ev, with meta its Meta in stored form
+// (storecore.StoredMeta), and advances h past it: seq, name, folded state,
+// and a state snapshot when a control changed the state. ev.Seq, Thread
+// and the client fields must be set, and ev.Meta already passed through
+// storecore.StoredMeta; on return ev is exactly what readers will get back. A
+// renamed thread's row and a changed thread_state are left to flush.
+func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta string, h *head) error {
+	var content any
+	if ev.Content != nil {
+		// Bound as text without a copy: the driver hands it to
+		// sqlite3_bind_text64 with SQLITE_TRANSIENT, which copies it during
+		// the call, and nothing writes to ev.Content meanwhile.
+		content = unsafe.String(unsafe.SliceData(ev.Content), len(ev.Content))
+	}
+	after := agentbridge.Fold(h.state, *ev, s.humans)
+	res, err := s.w.st.insertEvent.ExecContext(ctx,
+		ev.ID, ev.Thread, ev.Seq, ev.TS, ev.Type, ev.From, ev.To, content, meta, after.LastHop)
+	if err != nil {
+		return fmt.Errorf("insert event: %w", err)
+	}
+	if ev.GSeq, err = res.LastInsertId(); err != nil {
+		return fmt.Errorf("read gseq: %w", err)
+	}
+	if ev.Type == agentbridge.TypeThreadRenamed {
+		h.name, h.nameDirty = ev.Text(), true
+	}
+	h.lastSeq = ev.Seq
+	// Besides controls, only a message ending party mode (an exit word)
+	// or a scene event (a speech counts a turn) changes the state;
+	// comparing the scene pointer keeps plain messages free of the
+	// state's encoding.
+	partyEnded := h.state.Party.On && !after.Party.On
+	sceneChanged := after.Scene != h.state.Scene
+	h.state = after
+	if ev.Type != agentbridge.TypeControl && !partyEnded && !sceneChanged {
+		return nil
+	}
+	key, err := storecore.StateKey(after)
+	if err != nil {
+		return err
+	}
+	if key == h.stateKey {
+		return nil
+	}
+	if _, err := s.w.st.insertSnapshot.ExecContext(ctx, ev.Thread, ev.Seq, key); err != nil {
+		return fmt.Errorf("insert state snapshot: %w", err)
+	}
+	h.stateKey, h.stateDirty = key, true
+	return nil
+}
+
+// flush writes the threads row of each thread the batch renamed and the
+// thread_state row of each whose state a control changed: once per thread
+// rather than once per event, and not at all for a batch of messages.
+func (s *Store) flush(ctx context.Context, b *batch) error {
+	for i, id := range b.order {
+		h := &b.heads[i]
+		if h.nameDirty {
+			if _, err := s.w.st.updateThread.ExecContext(ctx, h.name, id); err != nil {
+				return fmt.Errorf("rename thread %s: %w", id, err)
+			}
+		}
+		if !h.stateDirty {
+			continue
+		}
+		if _, err := s.w.st.updateState.ExecContext(ctx, h.lastSeq, h.state.LastHop, h.stateKey, id); err != nil {
+			return fmt.Errorf("update state of thread %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// remember puts a committed head in the cache, dropping another entry when
+// the cache is full.
+func (s *Store) remember(thread string, h head) {
+	h.nameDirty, h.stateDirty = false, false
+	if _, ok := s.w.heads[thread]; !ok && len(s.w.heads) >= maxCachedHeads {
+		for id := range s.w.heads {
+			delete(s.w.heads, id)
+			break
+		}
+	}
+	s.w.heads[thread] = h
+}
+
+func (s *Store) createThread(ctx context.Context, b *batch, req agentbridge.CreateThreadRequest) (response, error) {
+	id := req.ID
+	if id == "" {
+		u, err := ulid.New(ulid.Now(), s.w.entropy)
+		if err != nil {
+			return response{}, fmt.Errorf("new thread id: %w", err)
+		}
+		id = u.String()
+	}
+	_, found, err := s.headOf(ctx, b, id)
+	if err != nil {
+		return response{}, err
+	}
+	if found {
+		return response{err: &agentbridge.Error{
+			Code: agentbridge.ECodeThreadExists, Field: "id", Thread: id,
+			Message: fmt.Sprintf("A thread with id %q already exists; choose another id or leave it out.", id),
+		}}, nil
+	}
+	zero, err := storecore.StateKey(agentbridge.ThreadState{})
+	if err != nil {
+		return response{}, err
+	}
+	content, err := json.Marshal(req.Name)
+	if err != nil {
+		return response{}, fmt.Errorf("encode thread name: %w", err)
+	}
+	h := head{name: req.Name, stateKey: zero}
+	ev := agentbridge.Event{
+		Seq: 1, Thread: id, Type: agentbridge.TypeThreadCreated,
+		From: req.From, To: agentbridge.ToAll, Content: content,
+	}
+	if err := s.stamp(&ev, &h); err != nil {
+		return response{}, err
+	}
+	if _, err := s.w.st.insertThread.ExecContext(ctx, id, req.Name, ev.TS); err != nil {
+		return response{}, fmt.Errorf("insert thread %s: %w", id, err)
+	}
+	if _, err := s.w.st.insertState.ExecContext(ctx, id, zero); err != nil {
+		return response{}, fmt.Errorf("insert state of thread %s: %w", id, err)
+	}
+	meta, err := storecore.StoredMeta(&ev.Meta)
+	if err != nil {
+		return response{}, err
+	}
+	if err := s.insertEvent(ctx, &ev, meta, &h); err != nil {
+		return response{}, err
+	}
+	b.put(id, h)
+	th := agentbridge.Thread{ID: id, Name: req.Name, CreatedAt: ev.TS, UpdatedAt: ev.TS, LastSeq: 1, EventCount: 1}
+	return response{thread: th, event: ev}, nil
+}
