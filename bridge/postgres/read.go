@@ -71,28 +71,12 @@ func queryEvents(ctx context.Context, tx pgx.Tx, query string, args ...any) ([]a
 	return events, nil
 }
 
-func checkLimit(limit int) error {
-	if limit < 0 || limit > agentbridge.MaxEventsLimit {
-		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "limit",
-			"limit must be between 1 and %d (or left out).", agentbridge.MaxEventsLimit)
-	}
-	return nil
-}
-
 // ThreadEvents answers a per-thread query from the (thread, seq) index.
 // Its rules are the SQLite store's (see there): After wins over Since over
 // Tail, Until caps, cursors past the head are cursor_ahead.
 func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuery) ([]agentbridge.Event, error) {
-	if err := checkLimit(q.Limit); err != nil {
+	if err := storecore.CheckThreadEventsQuery(q); err != nil {
 		return nil, err
-	}
-	switch {
-	case q.After < -1:
-		return nil, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after", "after must be a seq, 0 or greater.")
-	case q.Until < 0:
-		return nil, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "until", "until must be a seq, 1 or greater.")
-	case q.Tail < 0:
-		return nil, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "tail", "tail must be a count, 1 or greater.")
 	}
 	var limit any // NULL: no limit
 	if q.Limit > 0 {
@@ -108,35 +92,21 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 		if err != nil {
 			return fmt.Errorf("look up thread %s: %w", q.Thread, err)
 		}
-		if q.After > last {
-			return agentbridge.CursorAhead(q.Thread, "after", q.After, last)
-		}
-		if q.Until > last {
-			return agentbridge.CursorAhead(q.Thread, "until", q.Until, last)
-		}
-		hi := last
-		if q.Until > 0 {
-			hi = q.Until
-		}
-		var lo int64
-		switch {
-		case q.After >= 0:
-			lo = q.After
-		case q.Since != "":
-			// ts strictly increases with seq in a thread (and compares
-			// as bytes: the column's collation is C).
+		lo, hi, empty, err := storecore.ThreadRange(q, last, func() (int64, error) {
+			// ts compares as bytes: the column's collation is C.
 			var first *int64
 			if err := tx.QueryRow(ctx, `SELECT min(seq) FROM events WHERE thread = $1 AND ts > $2`,
 				q.Thread, q.Since).Scan(&first); err != nil {
-				return fmt.Errorf("look up since: %w", err)
+				return 0, fmt.Errorf("look up since: %w", err)
 			}
 			if first == nil {
-				out = []agentbridge.Event{}
-				return nil
+				return last + 1, nil
 			}
-			lo = *first - 1
-		case q.Tail > 0:
-			lo = max(hi-int64(q.Tail), 0)
+			return *first, nil
+		})
+		if err != nil || empty {
+			out = []agentbridge.Event{}
+			return err
 		}
 		out, err = queryEvents(ctx, tx, selectEvent+` WHERE thread = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
 			q.Thread, lo, hi, limit)
@@ -153,11 +123,8 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 // one a reader sees has committed before it (see write), so a follower never
 // skips one.
 func (s *Store) Events(ctx context.Context, after int64, limit int) ([]agentbridge.Event, error) {
-	if err := checkLimit(limit); err != nil {
+	if err := storecore.CheckEventsQuery(after, limit); err != nil {
 		return nil, err
-	}
-	if after < 0 {
-		return nil, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after", "after must be a gseq, 0 or greater.")
 	}
 	if limit == 0 {
 		limit = agentbridge.MaxEventsLimit
@@ -226,8 +193,8 @@ func (s *Store) Thread(ctx context.Context, id string) (agentbridge.Thread, erro
 // Threads lists threads most recently updated first (ties by id,
 // descending), keyset-paged after the thread whose id is after.
 func (s *Store) Threads(ctx context.Context, after string, limit int) ([]agentbridge.Thread, error) {
-	if limit < 0 {
-		return nil, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "limit", "limit must be 1 or greater (or left out).")
+	if err := storecore.CheckThreadsLimit(limit); err != nil {
+		return nil, err
 	}
 	var lim any
 	if limit > 0 {
@@ -275,8 +242,8 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) ([]agentbr
 // the seq it reflects: the current state is the thread row; an older one
 // the latest snapshot at or before at plus that event's hop.
 func (s *Store) State(ctx context.Context, thread string, at int64) (agentbridge.ThreadState, int64, error) {
-	if at < 0 {
-		return agentbridge.ThreadState{}, 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "at", "at must be a seq, 1 or greater.")
+	if err := storecore.CheckAt(at); err != nil {
+		return agentbridge.ThreadState{}, 0, err
 	}
 	var st agentbridge.ThreadState
 	var seq int64

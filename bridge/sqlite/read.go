@@ -98,14 +98,6 @@ func queryEvents(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]
 	return events, nil
 }
 
-func checkLimit(limit int) error {
-	if limit < 0 || limit > agentbridge.MaxEventsLimit {
-		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "limit",
-			"limit must be between 1 and %d (or left out).", agentbridge.MaxEventsLimit)
-	}
-	return nil
-}
-
 // ThreadEvents answers a per-thread query from the (thread, seq) index,
 // never by scanning the thread (since=<ts> by firstAfter's search). After and Until past
 // the thread's last seq are cursor_ahead errors (with Head set); Since is
@@ -113,16 +105,8 @@ func checkLimit(limit int) error {
 // of the last Tail events, so a client can page on with After. Limit 0
 // means no cap. An unknown thread is thread_not_found.
 func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuery) ([]agentbridge.Event, error) {
-	if err := checkLimit(q.Limit); err != nil {
+	if err := storecore.CheckThreadEventsQuery(q); err != nil {
 		return nil, err
-	}
-	switch {
-	case q.After < -1:
-		return nil, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after", "after must be a seq, 0 or greater.")
-	case q.Until < 0:
-		return nil, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "until", "until must be a seq, 1 or greater.")
-	case q.Tail < 0:
-		return nil, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "tail", "tail must be a count, 1 or greater.")
 	}
 	limit := int64(q.Limit)
 	if limit == 0 {
@@ -138,35 +122,12 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 		if err != nil {
 			return fmt.Errorf("look up thread %s: %w", q.Thread, err)
 		}
-		if q.After > last {
-			return agentbridge.CursorAhead(q.Thread, "after", q.After, last)
-		}
-		if q.Until > last {
-			return agentbridge.CursorAhead(q.Thread, "until", q.Until, last)
-		}
-		hi := last
-		if q.Until > 0 {
-			hi = q.Until
-		}
-		var lo int64 // events with seq > lo
-		switch {
-		case q.After >= 0:
-			lo = q.After
-		case q.Since != "":
-			// ts strictly increases with seq in a thread, so the first
-			// event after since turns the ts cursor into a seq cursor.
-			first, err := firstAfter(ctx, tx, q.Thread, q.Since, last)
-			if err != nil {
-				return err
-			}
-			if first > last {
-				out = []agentbridge.Event{}
-				return nil
-			}
-			lo = first - 1
-		case q.Tail > 0:
-			// seq is gapless, so the last Tail events are a seq range.
-			lo = max(hi-int64(q.Tail), 0)
+		lo, hi, empty, err := storecore.ThreadRange(q, last, func() (int64, error) {
+			return firstAfter(ctx, tx, q.Thread, q.Since, last)
+		})
+		if err != nil || empty {
+			out = []agentbridge.Event{}
+			return err
 		}
 		out, err = queryEvents(ctx, tx, sqlThreadRange, q.Thread, lo, hi, limit)
 		return err
@@ -232,11 +193,8 @@ func firstAfter(ctx context.Context, tx *sql.Tx, thread, since string, last int6
 // most limit (0 means MaxEventsLimit). after past the end of the log is
 // cursor_ahead with Head set.
 func (s *Store) Events(ctx context.Context, after int64, limit int) ([]agentbridge.Event, error) {
-	if err := checkLimit(limit); err != nil {
+	if err := storecore.CheckEventsQuery(after, limit); err != nil {
 		return nil, err
-	}
-	if after < 0 {
-		return nil, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after", "after must be a gseq, 0 or greater.")
 	}
 	if limit == 0 {
 		limit = agentbridge.MaxEventsLimit
@@ -320,8 +278,8 @@ func (s *Store) Thread(ctx context.Context, id string) (agentbridge.Thread, erro
 // current position: a thread updated between two pages moves to the front
 // and is not repeated further down. An unknown after is invalid_field.
 func (s *Store) Threads(ctx context.Context, after string, limit int) ([]agentbridge.Thread, error) {
-	if limit < 0 {
-		return nil, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "limit", "limit must be 1 or greater (or left out).")
+	if err := storecore.CheckThreadsLimit(limit); err != nil {
+		return nil, err
 	}
 	lim := int64(limit)
 	if lim == 0 {
@@ -373,8 +331,8 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) ([]agentbr
 // whatever the thread's length. at past the head is cursor_ahead. Slices
 // in the result are never nil (ThreadState.Normalize).
 func (s *Store) State(ctx context.Context, thread string, at int64) (agentbridge.ThreadState, int64, error) {
-	if at < 0 {
-		return agentbridge.ThreadState{}, 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "at", "at must be a seq, 1 or greater.")
+	if err := storecore.CheckAt(at); err != nil {
+		return agentbridge.ThreadState{}, 0, err
 	}
 	var st agentbridge.ThreadState
 	var seq int64

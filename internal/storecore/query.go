@@ -1,0 +1,99 @@
+package storecore
+
+import (
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// The read rules both stores apply before and around their SQL: which
+// parameters are valid, and which seq range a thread query reads.
+
+// CheckLimit refuses a limit outside 0 (no cap) … MaxEventsLimit.
+func CheckLimit(limit int) error {
+	if limit < 0 || limit > agentbridge.MaxEventsLimit {
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "limit",
+			"limit must be between 1 and %d (or left out).", agentbridge.MaxEventsLimit)
+	}
+	return nil
+}
+
+// CheckThreadEventsQuery refuses a per-thread query's invalid parameters;
+// cursors past the thread's head are refused later, by ThreadRange.
+func CheckThreadEventsQuery(q agentbridge.ThreadEventsQuery) error {
+	if err := CheckLimit(q.Limit); err != nil {
+		return err
+	}
+	switch {
+	case q.After < -1:
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after", "after must be a seq, 0 or greater.")
+	case q.Until < 0:
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "until", "until must be a seq, 1 or greater.")
+	case q.Tail < 0:
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "tail", "tail must be a count, 1 or greater.")
+	}
+	return nil
+}
+
+// CheckEventsQuery refuses the global log query's invalid parameters.
+func CheckEventsQuery(after int64, limit int) error {
+	if err := CheckLimit(limit); err != nil {
+		return err
+	}
+	if after < 0 {
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after", "after must be a gseq, 0 or greater.")
+	}
+	return nil
+}
+
+// CheckThreadsLimit refuses a negative thread list limit (0 = no cap).
+func CheckThreadsLimit(limit int) error {
+	if limit < 0 {
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "limit", "limit must be 1 or greater (or left out).")
+	}
+	return nil
+}
+
+// CheckAt refuses a negative revision for State (0 = now).
+func CheckAt(at int64) error {
+	if at < 0 {
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "at", "at must be a seq, 1 or greater.")
+	}
+	return nil
+}
+
+// ThreadRange turns a checked per-thread query into the seq range it reads,
+// (lo, hi], for a thread whose last seq is last: After wins over Since over
+// Tail, and Until caps. firstAfter finds the seq of the first event after
+// q.Since (last+1 when there is none); it is only called for a Since query,
+// which is the one that needs a lookup (ts strictly increases with seq in a
+// thread, so the first event after since turns the ts cursor into a seq
+// cursor). After or Until past last is cursor_ahead; empty reports a
+// range with nothing in it.
+func ThreadRange(q agentbridge.ThreadEventsQuery, last int64, firstAfter func() (int64, error)) (lo, hi int64, empty bool, err error) {
+	if q.After > last {
+		return 0, 0, false, agentbridge.CursorAhead(q.Thread, "after", q.After, last)
+	}
+	if q.Until > last {
+		return 0, 0, false, agentbridge.CursorAhead(q.Thread, "until", q.Until, last)
+	}
+	hi = last
+	if q.Until > 0 {
+		hi = q.Until
+	}
+	switch {
+	case q.After >= 0:
+		lo = q.After
+	case q.Since != "":
+		first, err := firstAfter()
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if first > last {
+			return 0, 0, true, nil
+		}
+		lo = first - 1
+	case q.Tail > 0:
+		// seq is gapless, so the last Tail events are a seq range.
+		lo = max(hi-int64(q.Tail), 0)
+	}
+	return lo, hi, false, nil
+}
