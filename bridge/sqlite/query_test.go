@@ -13,6 +13,7 @@ import (
 	"testing/fstest"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/migration"
 	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
 )
 
@@ -267,7 +268,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 		t.Fatalf("open the version-1 database: %v", err)
 	}
 	t.Cleanup(func() { _ = old.Close() })
-	migs, err := sqlitex.Migrations(migrations, "migrations")
+	migs, err := migration.Read(migrations, "migrations")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,57 +13,17 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io/fs"
-	"path"
-	"regexp"
-	"sort"
-	"strconv"
+
+	"github.com/agent-bridge/agent-bridge/internal/migration"
 )
 
 // ErrSchemaTooNew is wrapped by Migrate when the database was migrated by
 // a newer binary than this one.
 var ErrSchemaTooNew = errors.New("database schema is newer than this binary")
 
-var migrationName = regexp.MustCompile(`^([0-9]{4})_[A-Za-z0-9_-]+\.sql$`)
-
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func migrations(fsys fs.FS, dir string) ([]migration, error) {
-	entries, err := fs.ReadDir(fsys, dir)
-	if err != nil {
-		return nil, fmt.Errorf("read migrations %s: %w", dir, err)
-	}
-	var out []migration
-	for _, e := range entries {
-		if e.IsDir() || path.Ext(e.Name()) != ".sql" {
-			continue
-		}
-		m := migrationName.FindStringSubmatch(e.Name())
-		if m == nil {
-			return nil, fmt.Errorf("migration %s: name must look like 0001_name.sql", e.Name())
-		}
-		v, _ := strconv.Atoi(m[1])
-		b, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
-		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected version %d (versions must run 1, 2, 3 … without gaps or duplicates)", m.name, i+1)
-		}
-	}
-	return out, nil
-}
-
 // Latest returns the version the files of dir bring a database to.
 func Latest(fsys fs.FS, dir string) (int, error) {
-	migs, err := migrations(fsys, dir)
+	migs, err := migration.Read(fsys, dir)
 	return len(migs), err
 }
 
@@ -89,7 +49,7 @@ func Version(ctx context.Context, db *sql.DB, table string) (int, error) {
 // missing). A database at a newer version is refused with an error wrapping
 // ErrSchemaTooNew.
 func Migrate(ctx context.Context, db *sql.DB, fsys fs.FS, dir, table string) error {
-	migs, err := migrations(fsys, dir)
+	migs, err := migration.Read(fsys, dir)
 	if err != nil {
 		return err
 	}
@@ -124,8 +84,8 @@ func Migrate(ctx context.Context, db *sql.DB, fsys fs.FS, dir, table string) err
 	// All pending steps in the one transaction: PostgreSQL's DDL is
 	// transactional, so a crash leaves the database at the old version.
 	for _, m := range migs[cur:] {
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE `+quote(table)+` SET version = $1`, len(migs)); err != nil {

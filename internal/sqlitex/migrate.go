@@ -5,55 +5,10 @@ import (
 	"database/sql"
 	"fmt"
 	"io/fs"
-	"path"
-	"regexp"
-	"sort"
 	"strconv"
+
+	"github.com/agent-bridge/agent-bridge/internal/migration"
 )
-
-// migrationName matches NNNN_name.sql; NNNN is the schema version the file
-// brings the database to.
-var migrationName = regexp.MustCompile(`^([0-9]{4})_[A-Za-z0-9_-]+\.sql$`)
-
-// Migration is one numbered schema step.
-type Migration struct {
-	Version int
-	Name    string
-	SQL     string
-}
-
-// Migrations reads the numbered .sql files of dir in fsys. The versions must
-// run 1, 2, 3 … without gaps or duplicates, so that a missing or misnamed
-// file fails loudly at start-up rather than leaving a schema half-built.
-func Migrations(fsys fs.FS, dir string) ([]Migration, error) {
-	entries, err := fs.ReadDir(fsys, dir)
-	if err != nil {
-		return nil, fmt.Errorf("read migrations %s: %w", dir, err)
-	}
-	var out []Migration
-	for _, e := range entries {
-		if e.IsDir() || path.Ext(e.Name()) != ".sql" {
-			continue
-		}
-		m := migrationName.FindStringSubmatch(e.Name())
-		if m == nil {
-			return nil, fmt.Errorf("migration %s: name must look like 0001_name.sql", e.Name())
-		}
-		v, _ := strconv.Atoi(m[1])
-		b, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
-		}
-		out = append(out, Migration{Version: v, Name: e.Name(), SQL: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
-	for i, m := range out {
-		if m.Version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected version %d (versions must run 1, 2, 3 … without gaps or duplicates)", m.Name, i+1)
-		}
-	}
-	return out, nil
-}
 
 // SchemaVersion returns the database's schema version (PRAGMA user_version;
 // 0 for a new file).
@@ -74,7 +29,7 @@ func SchemaVersion(ctx context.Context, db *sql.DB) (int, error) {
 // processes migrating at once take turns and the second sees the first's
 // version).
 func Migrate(ctx context.Context, db *sql.DB, fsys fs.FS, dir string) error {
-	migs, err := Migrations(fsys, dir)
+	migs, err := migration.Read(fsys, dir)
 	if err != nil {
 		return err
 	}
@@ -93,7 +48,7 @@ func Migrate(ctx context.Context, db *sql.DB, fsys fs.FS, dir string) error {
 	return nil
 }
 
-func migrateOne(ctx context.Context, db *sql.DB, m Migration) error {
+func migrateOne(ctx context.Context, db *sql.DB, m migration.File) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migration %s: begin: %w", m.Name, err)

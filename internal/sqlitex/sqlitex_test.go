@@ -140,16 +140,3 @@ func TestMigrate(t *testing.T) {
 		t.Errorf("error %q does not name the database's version", err)
 	}
 }
-
-func TestMigrationsRejectsBadNames(t *testing.T) {
-	for name, files := range map[string]map[string]string{
-		"gap":       {"0001_a.sql": "", "0003_c.sql": ""},
-		"duplicate": {"0001_a.sql": "", "0001_b.sql": ""},
-		"misnamed":  {"0001_a.sql": "", "2_b.sql": ""},
-		"no one":    {"0002_b.sql": ""},
-	} {
-		if _, err := Migrations(migrationsFS(files), "m"); err == nil {
-			t.Errorf("%s: Migrations accepted %v", name, files)
-		}
-	}
-}
