@@ -96,25 +96,17 @@ type RunsResponse struct {
 	Now string `json:"now"`
 }
 
+// maxRuns caps /runs?limit=: each row also carries its trigger's excerpt.
+const maxRuns = 1000
+
 // handleRuns serves GET /runs?thread=&participant=&status=&limit=.
 func (c *Coordinator) handleRuns(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	f := state.RunFilter{Thread: q.Get("thread"), Participant: q.Get("participant"), Status: q.Get("status")}
-	if f.Status != "" && !state.ValidStatus(f.Status) {
-		httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "status",
-			"%q is not an invocation status.", f.Status))
+	f, ferr := invocationFilter(r.URL.Query(), maxRuns)
+	if ferr != nil {
+		httpjson.WriteError(w, http.StatusBadRequest, ferr)
 		return
 	}
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 1000 {
-			httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "limit",
-				"limit must be a whole number from 1 to 1000."))
-			return
-		}
-		f.Limit = n
-	}
-	invs, err := c.db.Runs(r.Context(), f)
+	invs, err := c.db.Invocations(r.Context(), f)
 	if err != nil {
 		c.log.Error("list runs", "err", err)
 		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The runs could not be read."))

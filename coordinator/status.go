@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -120,22 +121,30 @@ type InvocationsResponse struct {
 	Invocations []state.Invocation `json:"invocations"`
 }
 
-func (c *Coordinator) handleInvocations(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+// invocationFilter reads the filter of GET /invocations and GET /runs:
+// thread, participant, status (one of the statuses) and limit (1 to max).
+func invocationFilter(q url.Values, max int) (state.Filter, *agentbridge.Error) {
 	f := state.Filter{Thread: q.Get("thread"), Participant: q.Get("participant"), Status: q.Get("status")}
 	if f.Status != "" && !state.ValidStatus(f.Status) {
-		httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "status",
-			"%q is not an invocation status: use queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed.", f.Status))
-		return
+		return f, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "status",
+			"%q is not an invocation status: use queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed.", f.Status)
 	}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > agentbridge.MaxEventsLimit {
-			httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "limit",
-				"limit must be a whole number from 1 to %d.", agentbridge.MaxEventsLimit))
-			return
+		if err != nil || n < 1 || n > max {
+			return f, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "limit", "limit must be a whole number from 1 to %d.", max)
 		}
 		f.Limit = n
+	}
+	return f, nil
+}
+
+// handleInvocations serves GET /invocations?thread=&participant=&status=&limit=.
+func (c *Coordinator) handleInvocations(w http.ResponseWriter, r *http.Request) {
+	f, ferr := invocationFilter(r.URL.Query(), agentbridge.MaxEventsLimit)
+	if ferr != nil {
+		httpjson.WriteError(w, http.StatusBadRequest, ferr)
+		return
 	}
 	invs, err := c.db.Invocations(r.Context(), f)
 	if err != nil {

@@ -3,43 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
-	"strings"
 )
-
-// RunFilter selects invocations for the runs dashboard; zero fields match
-// everything.
-type RunFilter struct {
-	Thread      string
-	Participant string
-	Status      string
-	// Limit caps the count (0 = 100).
-	Limit int
-}
-
-// Runs lists the invocations matching f, newest first.
-func (d *DB) Runs(ctx context.Context, f RunFilter) ([]Invocation, error) {
-	var where []string
-	var args []any
-	for _, c := range []struct{ col, v string }{{"thread", f.Thread}, {"participant", f.Participant}, {"status", f.Status}} {
-		if c.v != "" {
-			where = append(where, c.col+" = ?")
-			args = append(args, c.v)
-		}
-	}
-	q := `SELECT ` + invocationColumns + ` FROM invocations`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	rows, err := d.db.QueryContext(ctx, q+" ORDER BY id DESC LIMIT ?", append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	return scanInvocations(rows)
-}
 
 // ParticipantUsage is one participant's runs, tokens and cost over a period.
 type ParticipantUsage struct {

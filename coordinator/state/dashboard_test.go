@@ -8,7 +8,7 @@ import (
 )
 
 // TestRunsAndUsage runs the dashboard's queries (on both dialects, as every
-// ledger test): the runs list with its filters, newest first, and the
+// ledger test): the invocation list with its filters, newest first, and the
 // usage sums per participant, whose SQL sum() answers other types on
 // PostgreSQL than on SQLite.
 func TestRunsAndUsage(t *testing.T) {
@@ -27,17 +27,17 @@ func TestRunsAndUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	runs, err := db.Runs(ctx, state.RunFilter{})
+	runs, err := db.Invocations(ctx, state.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(runs) != 4 || runs[0].Participant != "carol" || runs[3].ID != a1 {
 		t.Errorf("runs = %d, first %q, last %d; want 4, newest (carol) first", len(runs), runs[0].Participant, runs[3].ID)
 	}
-	if runs, err := db.Runs(ctx, state.RunFilter{Participant: "alice", Thread: "T", Limit: 1}); err != nil || len(runs) != 1 || runs[0].ID != a2 {
+	if runs, err := db.Invocations(ctx, state.Filter{Participant: "alice", Thread: "T", Limit: 1}); err != nil || len(runs) != 1 || runs[0].ID != a2 {
 		t.Errorf("alice's newest run = %+v, %v; want invocation %d", runs, err, a2)
 	}
-	if runs, err := db.Runs(ctx, state.RunFilter{Status: state.StatusSucceeded}); err != nil || len(runs) != 0 {
+	if runs, err := db.Invocations(ctx, state.Filter{Status: state.StatusSucceeded}); err != nil || len(runs) != 0 {
 		t.Errorf("succeeded runs = %d, %v; want none", len(runs), err)
 	}
 
