@@ -119,4 +119,5 @@ func printAgents(w io.Writer, cfg coordinator.Config) {
 		a := cfg.Agents[id]
 		fmt.Fprintf(w, "  %-12s %s\n", id, strings.Join(a.Command, " "))
 	}
+	fmt.Fprintln(w, "(agent-bridge doctor checks that each command, and the CLI it wraps, is installed)")
 }
