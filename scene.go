@@ -537,6 +537,9 @@ func (sc *SceneState) String() string {
 		parts[i] = fmt.Sprintf("%s %d", a, sc.Turns[a])
 	}
 	s := fmt.Sprintf("%s, turns: %s (soft cap %d, hard cap %d)", sc.Status, strings.Join(parts, ", "), sc.SoftCap, sc.HardCap)
+	if sc.Running() && sc.Next != "" {
+		s += ", next: " + sc.Next
+	}
 	if sc.CloseReason != "" {
 		s += ", close reason: " + sc.CloseReason
 	}

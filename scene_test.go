@@ -377,3 +377,19 @@ func BenchmarkFoldSpeech(b *testing.B) {
 		_ = Fold(s, e, DefaultHumans)
 	}
 }
+
+// TestSceneStateString: the one-line form names the awaited actor while
+// the scene runs, and the close reason once it closed.
+func TestSceneStateString(t *testing.T) {
+	sc := &SceneState{Status: SceneRunning, Actors: []string{"maria", "sam"}, Turns: map[string]int{"maria": 2, "sam": 1}, SoftCap: 40, HardCap: 60, Next: "sam"}
+	if got, want := sc.String(), "running, turns: maria 2, sam 1 (soft cap 40, hard cap 60), next: sam"; got != want {
+		t.Errorf("running: %q, want %q", got, want)
+	}
+	sc.Status, sc.CloseReason = SceneClosed, CloseNatural
+	if got := sc.String(); strings.Contains(got, "next:") || !strings.HasSuffix(got, ", close reason: natural") {
+		t.Errorf("closed: %q", got)
+	}
+	if got := (*SceneState)(nil).String(); got != "none" {
+		t.Errorf("nil: %q", got)
+	}
+}
