@@ -133,6 +133,16 @@ type ReceiptStore interface {
 	Receipts(ctx context.Context, q ReceiptsQuery) ([]Receipt, error)
 }
 
+// ReceiptWatcher is a receipt store that several bridge processes share
+// (PostgreSQL). A bridge announces the receipts it stores on its own
+// streams; WatchReceipts hands it those that other processes stored, so
+// that every bridge's streams announce every receipt change. fn is called
+// from one goroutine, in the order the changes committed, and must not
+// block.
+type ReceiptWatcher interface {
+	WatchReceipts(fn func(Receipt))
+}
+
 // StoreStats are a store's cumulative counters since it was opened, for
 // /metrics. They are read atomically one by one, so a snapshot may be a
 // few appends out of step between fields.

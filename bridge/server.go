@@ -151,6 +151,10 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 		s.metrics.addStoreStats(ss)
 	}
 	s.receiptHub = newReceiptHub()
+	if rw, ok := store.(agentbridge.ReceiptWatcher); ok {
+		// Receipts stored through another bridge on the same database.
+		rw.WatchReceipts(s.receiptHub.add)
+	}
 	s.handler = s.routes()
 	return s, nil
 }

@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -60,6 +62,15 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (ag
 			in.Thread, in.Event, in.Participant, in.From, in.State, in.Reason, in.Invocation, in.Reply, now))
 		if err == nil {
 			changed = true
+			// Delivered at COMMIT, to every bridge on the database.
+			out.Thread = in.Thread
+			notice, err := json.Marshal(receiptNotice{Origin: s.origin, Receipt: out})
+			if err != nil {
+				return fmt.Errorf("encode receipt notice: %w", err)
+			}
+			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, receiptChannel, string(notice)); err != nil {
+				return fmt.Errorf("announce receipt: %w", err)
+			}
 			return nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
@@ -115,4 +126,40 @@ func scanReceipt(r pgx.Row) (agentbridge.Receipt, error) {
 	var rc agentbridge.Receipt
 	err := r.Scan(&rc.Event, &rc.Participant, &rc.From, &rc.State, &rc.Reason, &rc.Invocation, &rc.Reply, &rc.UpdatedAt)
 	return rc, err
+}
+
+// receiptNotice is the payload of a receiptChannel notification: the
+// receipt as stored and the store that stored it. A receipt fits in
+// PostgreSQL's 8000-byte payload: its fields are capped (MaxReceiptReason,
+// MaxReceiptID), at most about 3 KB once JSON-escaped.
+type receiptNotice struct {
+	Origin  string              `json:"origin"`
+	Receipt agentbridge.Receipt `json:"receipt"`
+}
+
+// WatchReceipts registers fn for the receipts other processes store
+// (agentbridge.ReceiptWatcher); the listener calls it.
+func (s *Store) WatchReceipts(fn func(agentbridge.Receipt)) {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	s.watchers = append(s.watchers, fn)
+}
+
+// receiptNoticed hands a receipt another process stored to the watchers.
+// This store's own notices are skipped: its bridge announced them already.
+func (s *Store) receiptNoticed(payload string) {
+	var n receiptNotice
+	if err := json.Unmarshal([]byte(payload), &n); err != nil {
+		s.log.Warn("unreadable receipt notice", "err", err)
+		return
+	}
+	if n.Origin == s.origin {
+		return
+	}
+	s.watchMu.Lock()
+	watchers := slices.Clone(s.watchers)
+	s.watchMu.Unlock()
+	for _, fn := range watchers {
+		fn(n.Receipt)
+	}
 }

@@ -42,6 +42,10 @@ const SchemaTable = "bridge_schema"
 // notifyChannel is the LISTEN/NOTIFY channel commits wake readers on.
 const notifyChannel = "agent_bridge_events"
 
+// receiptChannel carries each changed receipt (receiptNotice) to the other
+// bridges on the database, whose streams announce it too.
+const receiptChannel = "agent_bridge_receipts"
+
 // DefaultMaxBatch caps appends per group commit, as in the SQLite store.
 const DefaultMaxBatch = 256
 
@@ -84,6 +88,12 @@ type Store struct {
 	closeOnce  sync.Once
 
 	entropy *ulid.MonotonicEntropy // the writer goroutine's only
+
+	// origin tells this store's receipt notices from other processes'
+	// (see receiptNotice); watchers are WatchReceipts' functions.
+	origin   string
+	watchMu  sync.Mutex
+	watchers []func(agentbridge.Receipt)
 
 	mu     sync.Mutex
 	notify chan struct{}
@@ -132,6 +142,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		listened:   make(chan struct{}),
 		listening:  make(chan struct{}),
 		entropy:    ulid.Monotonic(rand.Reader, 0),
+		origin:     ulid.Make().String(),
 		notify:     make(chan struct{}),
 	}
 	go s.run()
@@ -226,7 +237,7 @@ func (s *Store) listenOnce(first *bool) error {
 		return err
 	}
 	defer func() { _ = conn.Close(context.Background()) }()
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel+"; LISTEN "+receiptChannel); err != nil {
 		return err
 	}
 	if *first {
@@ -236,8 +247,13 @@ func (s *Store) listenOnce(first *bool) error {
 		s.wake()
 	}
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return err
+		}
+		if n.Channel == receiptChannel {
+			s.receiptNoticed(n.Payload)
+			continue
 		}
 		s.wake()
 	}

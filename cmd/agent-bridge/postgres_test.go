@@ -129,6 +129,44 @@ func TestTwoBridgesOneDatabase(t *testing.T) {
 	if err != nil || item.Event == nil || item.Event.ID != posted.ID {
 		t.Fatalf("B's stream got %+v %v, want the event posted through A", item, err)
 	}
+	// So does a receipt: stored through A, announced on B's stream (and on
+	// A's own, once).
+	streamA, err := ca.Stream(ctx, th.ID, posted.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rin := agentbridge.ReceiptInput{Thread: th.ID, Event: posted.ID, Participant: "codex", From: "bridge-coordinator", State: agentbridge.ReceiptQueued}
+	if _, _, err := ca.PutReceipt(ctx, rin); err != nil {
+		t.Fatal(err)
+	}
+	for name, st := range map[string]*client.Stream{"A": streamA, "B": stream} {
+		item, err := st.Next()
+		for err == nil && item.Presence != nil {
+			item, err = st.Next()
+		}
+		if err != nil || item.Receipt == nil || item.Receipt.Event != posted.ID || item.Receipt.State != agentbridge.ReceiptQueued {
+			t.Fatalf("%s's stream got %+v %v, want the receipt stored through A", name, item, err)
+		}
+	}
+	// The same report again changes nothing and announces nothing; the
+	// next change is the next thing each stream says.
+	if _, changed, err := ca.PutReceipt(ctx, rin); err != nil || changed {
+		t.Fatalf("repeated receipt: changed %v, %v", changed, err)
+	}
+	rin.State = agentbridge.ReceiptRunning
+	if _, _, err := cb.PutReceipt(ctx, rin); err != nil {
+		t.Fatal(err)
+	}
+	for name, st := range map[string]*client.Stream{"A": streamA, "B": stream} {
+		item, err := st.Next()
+		for err == nil && item.Presence != nil {
+			item, err = st.Next()
+		}
+		if err != nil || item.Receipt == nil || item.Receipt.State != agentbridge.ReceiptRunning {
+			t.Fatalf("%s's stream got %+v %v, want the running receipt stored through B, once", name, item, err)
+		}
+	}
+	_ = streamA.Close()
 	_ = stream.Close()
 
 	const writersPerBridge, each = 4, 40
