@@ -63,9 +63,10 @@ func (m *Main) runAdapterEcho(_ context.Context, args []string) error {
 	return err
 }
 
-// runAdapterStream (adapter stream, also adapter-stream) reads a CLI's JSON event lines on stdin, writes progress
-// records to the progress fd (when BRIDGE_PROGRESS_FD is set) and the reply
-// to stdout (docs/adapter-protocol.md, "The shipped adapters").
+// runAdapterStream ("adapter stream", also "adapter-stream") reads a CLI's
+// JSON event lines on stdin, writes progress records to the progress fd
+// (when BRIDGE_PROGRESS_FD is set) and the reply to stdout
+// (docs/adapter-protocol.md, "The shipped adapters").
 func (m *Main) runAdapterStream(_ context.Context, args []string) error {
 	fs := m.newFlagSet("adapter stream")
 	fs.Usage = func() {
