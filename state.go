@@ -79,6 +79,15 @@ type Humans []string
 // Has reports whether id is a human.
 func (h Humans) Has(id string) bool { return slices.Contains(h, id) }
 
+// Same reports whether h and other name the same participants, in any
+// order and counting repeats once: the server's --humans and the
+// coordinator's human_ids must (agent-bridge doctor checks it, and the
+// coordinator warns at start).
+func (h Humans) Same(other Humans) bool {
+	a, b := slices.Sorted(slices.Values(h)), slices.Sorted(slices.Values(other))
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
+
 // DefaultHumans is the default human set.
 var DefaultHumans = Humans{"user"}
 

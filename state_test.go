@@ -429,3 +429,21 @@ func TestNormalize(t *testing.T) {
 		t.Fatal("DefaultHumans")
 	}
 }
+
+func TestHumansSame(t *testing.T) {
+	for _, tc := range []struct {
+		a, b Humans
+		same bool
+	}{
+		{Humans{"user"}, Humans{"user"}, true},
+		{Humans{"bob", "alice"}, Humans{"alice", "bob"}, true},
+		{Humans{"user", "user"}, Humans{"user"}, true},
+		{Humans{"user"}, Humans{"user", "alice"}, false},
+		{Humans{"alice"}, Humans{"user"}, false},
+		{Humans{}, nil, true},
+	} {
+		if got := tc.a.Same(tc.b); got != tc.same {
+			t.Errorf("%v.Same(%v) = %v, want %v", tc.a, tc.b, got, tc.same)
+		}
+	}
+}

@@ -277,6 +277,7 @@ func (c *Coordinator) shutdown(work context.Context, cancelWork context.CancelFu
 // backoff). Every failure is retried, those of process too: a daemon waits
 // for the bridge and its own state db to come back rather than exit.
 func (c *Coordinator) follow(ctx context.Context) error {
+	c.checkHumans(ctx)
 	cursor, err := c.startCursor(ctx)
 	if err != nil {
 		return err
@@ -305,6 +306,23 @@ func (c *Coordinator) follow(ctx context.Context) error {
 		PollAfter: sseFailuresBeforePoll,
 		Logger:    c.log,
 	})
+}
+
+// checkHumans warns when the bridge counts other participants as humans
+// than human_ids: one daemon would then obey a pause or mute the other
+// ignores. A bridge that does not answer, or does not say (an older one),
+// is not checked; agent-bridge doctor checks the same.
+func (c *Coordinator) checkHumans(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	info, err := c.bridge.Ping(ctx)
+	if err != nil || info.Humans == nil {
+		return
+	}
+	if mine := c.cfg.Load().HumanIDs; !mine.Same(info.Humans) {
+		c.log.Warn("the bridge's --humans differ from this config's human_ids; make them the same (agent-bridge doctor)",
+			"bridge_humans", info.Humans, "human_ids", mine)
+	}
 }
 
 // sseFailuresBeforePoll is how many failed stream connections in a row make

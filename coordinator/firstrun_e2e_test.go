@@ -2,11 +2,14 @@ package coordinator_test
 
 import (
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
 // TestSelfCommandAndBuiltinPrimer runs an agent whose command is
@@ -31,5 +34,24 @@ func TestSelfCommandAndBuiltinPrimer(t *testing.T) {
 	}
 	if p.Primer == "" || p.Primer != agentbridge.BuiltinPrimer() {
 		t.Errorf("primer = %.80q…, want the built-in primer", p.Primer)
+	}
+}
+
+// TestWarnsWhenHumansDiffer: a coordinator whose human_ids are not the
+// bridge's --humans says so when it starts (and one whose are, does not).
+func TestWarnsWhenHumansDiffer(t *testing.T) {
+	for _, tc := range []struct {
+		humans agentbridge.Humans
+		warn   bool
+	}{{agentbridge.Humans{"alice"}, true}, {agentbridge.Humans{"user"}, false}} {
+		var logs testutil.Buffer
+		s := newStack(t)
+		s.logger = slog.New(slog.NewTextHandler(&logs, nil))
+		s.cfg.HumanIDs = tc.humans
+		s.startCoordinator()
+		if got := strings.Contains(logs.String(), "differ from this config's human_ids"); got != tc.warn {
+			t.Errorf("human_ids %v: warned %v, want %v; logs:\n%s", tc.humans, got, tc.warn, logs.String())
+		}
+		s.stopCoordinator()
 	}
 }

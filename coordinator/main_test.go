@@ -81,6 +81,8 @@ type stack struct {
 	coord   *coordinator.Coordinator
 	cancel  context.CancelFunc
 	done    chan error
+	// logger is the coordinator's logger; nil is quietLogger.
+	logger *slog.Logger
 }
 
 // testConfig is the coordinator config of the tests: agents alice, bob and
@@ -147,7 +149,11 @@ func (s *stack) startCoordinator() {
 	if err != nil {
 		t.Fatalf("open state: %v", err)
 	}
-	c, err := coordinator.New(coordinator.Options{Config: s.cfg, ConfigPath: s.cfgPath, State: db, Logger: quietLogger(), Executable: fakePath})
+	logger := s.logger
+	if logger == nil {
+		logger = quietLogger()
+	}
+	c, err := coordinator.New(coordinator.Options{Config: s.cfg, ConfigPath: s.cfgPath, State: db, Logger: logger, Executable: fakePath})
 	if err != nil {
 		t.Fatalf("new coordinator: %v", err)
 	}

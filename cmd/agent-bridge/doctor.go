@@ -250,9 +250,8 @@ func checkHumans(config, server agentbridge.Humans) checkResult {
 			Detail: "the server does not say which participants it counts as humans (it predates /ping's humans)",
 			Fix:    "upgrade the server, then run doctor again"}
 	}
-	want, got := slices.Sorted(slices.Values(config)), slices.Sorted(slices.Values(server))
-	want, got = slices.Compact(want), slices.Compact(got)
-	if slices.Equal(want, got) {
+	want, got := slices.Compact(slices.Sorted(slices.Values(config))), slices.Compact(slices.Sorted(slices.Values(server)))
+	if config.Same(server) {
 		return checkResult{Name: name, Status: checkOK, Detail: "the coordinator's human_ids match the server's --humans (" + strings.Join(got, ", ") + ")"}
 	}
 	return checkResult{Name: name, Status: checkFail,
