@@ -7,20 +7,12 @@
 import * as api from "./api.js";
 import { renderMarkdown } from "./markdown.js";
 import { drawReceipts } from "./receipts.js";
+import { $, el } from "./dom.js";
 import { wireSuggestions } from "./suggestions.js";
 
 const PAGE = 100;
 const THREADS_PAGE = 500;
 const SENDER_KEY = "agent-bridge-sender";
-
-const $ = (id) => document.getElementById(id);
-
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = text;
-  return e;
-}
 
 // ---------------------------------------------------------------- settings
 
@@ -572,7 +564,6 @@ async function showEvent(v, id) {
   void node.offsetWidth;
   node.classList.add("highlight");
 }
-
 
 // ------------------------------------------------------- revision cursor
 

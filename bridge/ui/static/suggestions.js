@@ -6,15 +6,7 @@
 // whenever the panel is read. Every value reaches the page via textContent.
 
 import * as api from "./api.js";
-
-const $ = (id) => document.getElementById(id);
-
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = text;
-  return e;
-}
+import { $, el } from "./dom.js";
 
 // load reads the suggestions with the chosen status ("" = all) and draws
 // them; it also refreshes the count on the button when it read them all.

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -88,17 +87,6 @@ func chromiumPath(t testing.TB) string {
 	}
 	t.Skip("chromium is not installed (apt-get install -y chromium); skipping browser tests")
 	return ""
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
 }
 
 // proc is a daemon subprocess whose output goes to a log file that is
@@ -182,7 +170,7 @@ func newStack(t testing.TB) *stack {
 	chromiumPath(t) // skip before spending a build when there is no browser
 	bridgeBin, fakeBin := binaries(t)
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	s := &stack{t: t, bin: bridgeBin, fake: fakeBin, dir: dir, addr: addr, url: "http://" + addr, db: filepath.Join(dir, "bridge.db")}
 	return s
 }
@@ -211,7 +199,7 @@ func (s *stack) startServe() {
 // the fake adapter.
 func (s *stack) startCoordinator() {
 	s.t.Helper()
-	statusAddr := freeAddr(s.t)
+	statusAddr := testutil.FreeAddr(s.t)
 	s.statusURL = "http://" + statusAddr
 	cfg := map[string]any{
 		"bridge_url":           s.url,
