@@ -73,6 +73,9 @@ type Coordinator struct {
 	// following turns true once the start cursor is settled: from then
 	// on every event appended to the bridge will be processed.
 	following atomic.Bool
+	// ready is closed the first time following turns true (Ready).
+	ready     chan struct{}
+	readyOnce sync.Once
 	// skipGrace cancels the work context (set by Run).
 	skipGrace atomic.Pointer[context.CancelFunc]
 
@@ -125,6 +128,7 @@ func New(opts Options) (*Coordinator, error) {
 		threads: newThreadCaches(maxCachedThreads),
 		runs:    newRunRegistry(),
 		recent:  newRecentEvents(),
+		ready:   make(chan struct{}),
 	}
 	c.cfg.Store(&cfg)
 	c.metrics = newMetrics(c)
@@ -174,6 +178,12 @@ func (c *Coordinator) applyConfig(cfg Config) {
 	c.cfg.Store(&cfg)
 	c.sched.wake()
 }
+
+// Ready is closed once Run has settled where it starts reading the log:
+// from then on every event appended to the bridge will be processed. A
+// message posted before may be skipped as history (startup_mode), so `up`
+// says it is up only then.
+func (c *Coordinator) Ready() <-chan struct{} { return c.ready }
 
 // Run recovers what a previous run left unfinished, then follows the
 // bridge until ctx ends. On cancel it stops taking triggers, lets running
@@ -277,13 +287,16 @@ func (c *Coordinator) shutdown(work context.Context, cancelWork context.CancelFu
 // backoff). Every failure is retried, those of process too: a daemon waits
 // for the bridge and its own state db to come back rather than exit.
 func (c *Coordinator) follow(ctx context.Context) error {
-	c.checkHumans(ctx)
 	cursor, err := c.startCursor(ctx)
 	if err != nil {
 		return err
 	}
+	// After the start position is fixed, so that the check's round trip
+	// cannot move it past what is posted meanwhile.
+	c.checkHumans(ctx)
 	c.cursor.Store(cursor)
 	c.following.Store(true)
+	c.readyOnce.Do(func() { close(c.ready) })
 	defer c.following.Store(false)
 	return c.bridge.Follow(ctx, cursor, client.FollowOptions{
 		Handle: func(it client.Item) error {

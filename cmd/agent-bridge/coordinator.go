@@ -53,7 +53,8 @@ func (m *Main) runCoordinator(ctx context.Context, args []string) error {
 }
 
 // startCoordinator opens the ledger and runs a coordinator until ctx ends,
-// reloading its config on SIGHUP. started is called once it is listening.
+// reloading its config on SIGHUP. started is called once it follows the
+// log (coordinator.Ready).
 // It is the wiring shared by coordinator and up.
 func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, statePath string, logger *slog.Logger, started func(*coordinator.Coordinator)) (retErr error) {
 	pg, err := isPostgres("state", statePath)
@@ -115,6 +116,16 @@ func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, sta
 		}
 	}()
 	logger.Info("coordinator started", "bridge", cfg.BridgeURL, "status", c.StatusURL(), "state", redactURL(statePath), "startup_mode", cfg.StartupMode)
-	started(c)
+	// started is called once the coordinator follows the log, so that
+	// what it announces (up's "is up") holds for the next message posted.
+	runDone := make(chan struct{})
+	defer close(runDone)
+	go func() {
+		select {
+		case <-c.Ready():
+			started(c)
+		case <-runDone:
+		}
+	}()
 	return c.Run(ctx)
 }

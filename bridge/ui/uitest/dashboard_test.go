@@ -2,12 +2,9 @@ package uitest
 
 import (
 	"fmt"
-	"net/http"
 	"testing"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
 // runRow is a JS expression for the dashboard row of the run whose
@@ -27,14 +24,6 @@ func TestRunsDashboard(t *testing.T) {
 	th := s.newThread("Dashboard")
 	s.invite(th, "echo", "")
 	s.invite(th, "slow", "")
-	testutil.WaitFor(t, waitTimeout, "the coordinator's status server", func() bool {
-		res, err := http.Get(s.statusURL + "/healthz")
-		if err != nil {
-			return false
-		}
-		_ = res.Body.Close()
-		return res.StatusCode == 200
-	})
 	s.post(th, map[string]any{"from": "user", "to": "echo", "content": "count fake:progress=3"})
 
 	b := newBrowser(t)

@@ -216,6 +216,18 @@ func (s *stack) startCoordinator() {
 		s.t.Fatal(err)
 	}
 	s.coord = startProc(s.t, "coordinator", nil, s.bin, "coordinator", "--config", path, "--state", filepath.Join(s.dir, "coordinator.db"))
+	// Following, not only answering: a fresh coordinator starts at the
+	// log's end, so a message posted before it read that end would be
+	// skipped as history.
+	testutil.WaitFor(s.t, waitTimeout, "the coordinator to follow the log", func() bool {
+		res, err := http.Get(s.statusURL + "/healthz")
+		if err != nil {
+			return false
+		}
+		defer res.Body.Close()
+		var h struct{ Following bool }
+		return res.StatusCode == http.StatusOK && json.NewDecoder(res.Body).Decode(&h) == nil && h.Following
+	})
 }
 
 // api calls the bridge's HTTP API and decodes the answer into out (when
