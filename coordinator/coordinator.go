@@ -88,6 +88,9 @@ type Coordinator struct {
 	recent *recentEvents
 	// presences orders each pair's presence reports (invoke.go).
 	presences presenceChain
+	// rosterPresence keeps the threads' presence from the stream, for
+	// the payload's roster (presencecache.go).
+	rosterPresence *presenceCache
 }
 
 // threadCache is a thread's derived state as of seq.
@@ -129,6 +132,8 @@ func New(opts Options) (*Coordinator, error) {
 		runs:    newRunRegistry(),
 		recent:  newRecentEvents(),
 		ready:   make(chan struct{}),
+
+		rosterPresence: newPresenceCache(time.Now),
 	}
 	c.cfg.Store(&cfg)
 	c.metrics = newMetrics(c)
@@ -300,12 +305,16 @@ func (c *Coordinator) follow(ctx context.Context) error {
 	defer c.following.Store(false)
 	return c.bridge.Follow(ctx, cursor, client.FollowOptions{
 		Handle: func(it client.Item) error {
+			if it.Presence != nil {
+				c.rosterPresence.change(*it.Presence)
+			}
 			if it.Event == nil {
 				return nil
 			}
 			return c.process(ctx, *it.Event)
 		},
-		Retry: func(error) bool { return true },
+		Opened: c.rosterPresence.opened,
+		Retry:  func(error) bool { return true },
 		CursorAhead: func(head int64) (int64, error) {
 			// The bridge was restored from an older backup: what we
 			// processed past its head is gone from its log.
