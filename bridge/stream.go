@@ -212,6 +212,11 @@ func (s *Server) handleThreadStream(w http.ResponseWriter, r *http.Request) erro
 	if cursor > th.LastSeq {
 		return agentbridge.CursorAhead(id, param, cursor, th.LastSeq)
 	}
+	release, err := s.gate.Stream()
+	if err != nil {
+		return err
+	}
+	defer release()
 	_, rver := s.receiptHub.watch()
 	s.metrics.subscribers.WithLabelValues("thread").Inc()
 	defer s.metrics.subscribers.WithLabelValues("thread").Dec()
@@ -267,6 +272,11 @@ func (s *Server) handleGlobalStream(w http.ResponseWriter, r *http.Request) erro
 	if cursor > head {
 		return agentbridge.CursorAhead("", param, cursor, head)
 	}
+	release, err := s.gate.Stream()
+	if err != nil {
+		return err
+	}
+	defer release()
 	_, rver := s.receiptHub.watch()
 	s.metrics.subscribers.WithLabelValues("global").Inc()
 	defer s.metrics.subscribers.WithLabelValues("global").Dec()
@@ -322,6 +332,14 @@ func (s *Server) handleEventsPoll(w http.ResponseWriter, r *http.Request) error 
 	}
 	if after > head {
 		return agentbridge.CursorAhead("", "after", after, head)
+	}
+	if wait > 0 {
+		// Only a poll that waits holds a connection like a stream.
+		release, err := s.gate.Stream()
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
 	s.metrics.subscribers.WithLabelValues("poll").Inc()
 	defer s.metrics.subscribers.WithLabelValues("poll").Dec()

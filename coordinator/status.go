@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
@@ -91,10 +93,47 @@ func (m *metrics) observe(status string, d time.Duration) {
 	}
 }
 
+// newStatusGuard builds the status API's gate, the bridge's own
+// (internal/httpguard): Host loopback or status_allowed_hosts, Origin on
+// the cancel, and the token the coordinator uses with the bridge
+// (bridge_token, else BRIDGE_TOKEN), so that the runs, their trigger
+// excerpts and the cancel are as closed as the bridge's own data. A
+// non-loopback status_addr without a token is a *ConfigError.
+func newStatusGuard(cfg Config, timeout time.Duration) (*httpguard.Guard, error) {
+	const tokenHint = "the coordinator's bridge_token or BRIDGE_TOKEN, the bridge's token"
+	if err := httpguard.CheckListen(cfg.StatusAddr, cfg.BridgeToken, tokenHint); err != nil {
+		return nil, &ConfigError{Key: "status_addr", Err: err}
+	}
+	g, err := httpguard.New(httpguard.Options{
+		Token:          cfg.BridgeToken,
+		AllowedHosts:   cfg.StatusAllowedHosts,
+		ListenAddr:     cfg.StatusAddr,
+		Open:           statusOpen,
+		TokenHint:      tokenHint,
+		HostHint:       "list it in the coordinator config's status_allowed_hosts",
+		OriginHint:     "only the coordinator's own dashboard may",
+		RequestTimeout: timeout,
+	})
+	if err != nil {
+		return nil, &ConfigError{Key: "status_allowed_hosts", Err: err}
+	}
+	return g, nil
+}
+
+// statusOpen reports whether a status API request needs no token: the
+// liveness probe, and the dashboard's page and files, which hold no data
+// (the page's requests for runs carry the login cookie).
+func statusOpen(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	p := r.URL.Path
+	return p == "/healthz" || p == "/" || strings.HasPrefix(p, "/dashboard/")
+}
+
 // statusHandler serves the status API: /healthz, /metrics, /invocations
-// and /decisions, all read-only, and POST /invocations/{id}/cancel. It
-// listens on loopback by default; the cancel refuses cross-site requests
-// (see handleCancel).
+// and /decisions, all read-only, and POST /invocations/{id}/cancel. The
+// gate (newStatusGuard) is put in front of it by Run.
 func (c *Coordinator) statusHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -38,6 +39,10 @@ func statusDo(ctx context.Context, method, base, path string, q url.Values, out 
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		return usagef("--coordinator-url: %v", err)
+	}
+	// The status API asks for the bridge's token when there is one.
+	if tok := strings.TrimSpace(os.Getenv(agentbridge.EnvToken)); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
