@@ -25,6 +25,8 @@ const (
 	DefaultMaxBody     = 1 << 20
 	DefaultPresenceTTL = 120 * time.Second
 	DefaultKeepAlive   = 15 * time.Second
+	// DefaultMaxStreams caps the streams open at once (Options.MaxStreams).
+	DefaultMaxStreams = httpguard.DefaultMaxStreams
 )
 
 // ErrInsecureAddr is returned by NewServer for a non-loopback address

@@ -28,12 +28,17 @@ func (m *Main) runUp(ctx context.Context, args []string) error {
 	statePath := fs.String("state", m.env(agentbridge.EnvCoordinatorState, agentbridge.DefaultCoordinatorState), "coordinator state database (env BRIDGE_COORDINATOR_STATE)")
 	statusAddr := fs.String("status-addr", "", "the coordinator status API's listen address (default: the config's status_addr, "+agentbridge.DefaultStatusAddr+")")
 	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
+	maxStreams := m.maxStreamsFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return usagef("up takes no arguments, got %q", pos[0])
+	}
+	ms, err := parseMaxStreams(*maxStreams)
+	if err != nil {
+		return err
 	}
 	logger, err := newLogger(m.Stderr, *logLevel)
 	if err != nil {
@@ -54,7 +59,7 @@ func (m *Main) runUp(ctx context.Context, args []string) error {
 	// once the coordinator listens.
 	var statusURL atomic.Pointer[string]
 	b, err := startBridge(ctx, bridgeConfig{Addr: *addr, DB: *db, Humans: cfg.HumanIDs, Token: token,
-		MaxBody: bridge.DefaultMaxBody, Version: version, CoordinatorURL: func() string {
+		MaxBody: bridge.DefaultMaxBody, MaxStreams: ms, Version: version, CoordinatorURL: func() string {
 			if u := statusURL.Load(); u != nil {
 				return *u
 			}

@@ -27,17 +27,26 @@ const token = "s3cret-token"
 type stack struct {
 	bridgeURL, statusURL string
 	bridge               *bridge.Server
+	// client has a transport of its own, whose idle connections are
+	// closed before the goroutine check.
+	client *http.Client
 }
 
 type stackOptions struct {
 	requestTimeout time.Duration
 	maxStreams     int
 	keepAlive      time.Duration
+	// bridgeOnly starts no coordinator (whose follow stream would take
+	// one of the bridge's stream slots).
+	bridgeOnly bool
 }
 
 func startStack(t *testing.T, o stackOptions) *stack {
 	t.Helper()
 	t.Cleanup(testutil.CheckGoroutines(t))
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr}
 	quiet := slog.New(slog.DiscardHandler)
 	dir := t.TempDir()
 	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "bridge.db"), sqlite.Options{Logger: quiet})
@@ -65,6 +74,9 @@ func startStack(t *testing.T, o stackOptions) *stack {
 		}
 	})
 
+	if o.bridgeOnly {
+		return &stack{bridgeURL: srv.URL(), bridge: srv, client: client}
+	}
 	cfg := coordinator.DefaultConfig()
 	cfg.BridgeURL = srv.URL()
 	cfg.BridgeToken = token
@@ -91,14 +103,14 @@ func startStack(t *testing.T, o stackOptions) *stack {
 		}
 	})
 	testutil.WaitFor(t, 10*time.Second, "the coordinator's status API", func() bool {
-		resp, err := http.Get(c.StatusURL() + "/healthz")
+		resp, err := client.Get(c.StatusURL() + "/healthz")
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	return &stack{bridgeURL: srv.URL(), statusURL: c.StatusURL(), bridge: srv}
+	return &stack{bridgeURL: srv.URL(), statusURL: c.StatusURL(), bridge: srv, client: client}
 }
 
 // target is one route of one listener the attacks are run against.
@@ -222,14 +234,14 @@ func TestAttackMatrix(t *testing.T) {
 	for _, tg := range s.targets() {
 		t.Run(tg.name, func(t *testing.T) {
 			honest := attack{}.request(t, tg)
-			code, status, _ := send(t, honest)
+			code, status, _ := s.send(t, honest)
 			if status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusUnsupportedMediaType {
 				t.Fatalf("the honest request was refused: %d %s", status, code)
 			}
 			for _, a := range attacks {
 				t.Run(a.name, func(t *testing.T) {
 					want := a.want(tg)
-					code, status, h := send(t, a.request(t, tg))
+					code, status, h := s.send(t, a.request(t, tg))
 					if want == "" {
 						if status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusUnsupportedMediaType {
 							t.Fatalf("refused with %d %s, want the request through", status, code)
@@ -247,7 +259,7 @@ func TestAttackMatrix(t *testing.T) {
 	// Nothing the attacks sent was stored: the honest POST /threads made
 	// the only thread.
 	req := attack{}.request(t, target{base: s.bridgeURL, method: "GET", path: "/threads"})
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,9 +275,9 @@ func TestAttackMatrix(t *testing.T) {
 
 // send does req and returns the error code (if any), the status and the
 // headers.
-func send(t *testing.T, req *http.Request) (string, int, http.Header) {
+func (s *stack) send(t *testing.T, req *http.Request) (string, int, http.Header) {
 	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
