@@ -87,7 +87,9 @@ type Server struct {
 	// its changes.
 	receipts   agentbridge.ReceiptStore
 	receiptHub *receiptHub
-	metrics    *metrics
+	// threadHub wakes thread streams when their thread gets events.
+	threadHub *threadHub
+	metrics   *metrics
 	handler    http.Handler
 	reqSeq     atomic.Uint64
 	reqBase    string
@@ -157,6 +159,7 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 		s.metrics.addStoreStats(ss)
 	}
 	s.receiptHub = newReceiptHub()
+	s.threadHub = &threadHub{threads: map[string]*threadWatch{}}
 	if rw, ok := store.(agentbridge.ReceiptWatcher); ok {
 		// Receipts stored through another bridge on the same database.
 		rw.WatchReceipts(s.receiptHub.add)
@@ -319,6 +322,7 @@ func (s *Server) URL() string {
 // is done, after which it closes the remaining connections.
 func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
+	s.threadHub.wg.Wait()
 	s.mu.Lock()
 	srv, served := s.srv, s.served
 	s.mu.Unlock()
