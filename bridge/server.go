@@ -90,10 +90,10 @@ type Server struct {
 	// threadHub wakes thread streams when their thread gets events.
 	threadHub *threadHub
 	metrics   *metrics
-	handler    http.Handler
-	reqSeq     atomic.Uint64
-	reqBase    string
-	answers    bufPool // buffers of append answers (writeAppendAnswer)
+	handler   http.Handler
+	reqSeq    atomic.Uint64
+	reqBase   string
+	answers   bufPool // buffers of append answers (writeAppendAnswer)
 
 	// ctx is the base context of every request; Close cancels it so that
 	// streams and long-polls end promptly instead of holding Shutdown.
