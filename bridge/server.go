@@ -322,7 +322,7 @@ func (s *Server) URL() string {
 // is done, after which it closes the remaining connections.
 func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
-	s.threadHub.wg.Wait()
+	s.threadHub.close()
 	s.mu.Lock()
 	srv, served := s.srv, s.served
 	s.mu.Unlock()

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -24,7 +25,18 @@ type threadHub struct {
 	// started is set once run is running; its cursor was read before any
 	// stream could query, so run misses no event a stream waits for.
 	started bool
-	wg      sync.WaitGroup
+	// closed is set by close: no reader starts after it.
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// close stops the hub from starting its reader and waits for the reader
+// to end (the server's context, cancelled before, ends it).
+func (h *threadHub) close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.wg.Wait()
 }
 
 // threadWatch is one thread's channel and how many streams follow it.
@@ -40,6 +52,10 @@ func (s *Server) subscribeThread(ctx context.Context, thread string) (unsubscrib
 	h := s.threadHub
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.closed {
+		// Close waits for the reader, which must not start now.
+		return nil, errors.New("stream: the server is closing")
+	}
 	if !h.started {
 		head, err := s.store.Head(ctx)
 		if err != nil {
