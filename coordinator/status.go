@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -124,11 +125,43 @@ func newStatusGuard(cfg Config, timeout time.Duration) (*httpguard.Guard, error)
 // liveness probe, and the dashboard's page and files, which hold no data
 // (the page's requests for runs carry the login cookie).
 func statusOpen(r *http.Request) bool {
+	p := r.URL.Path
+	if r.Method == http.MethodPost {
+		return p == "/auth/login"
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
 	}
-	p := r.URL.Path
 	return p == "/healthz" || p == "/" || strings.HasPrefix(p, "/dashboard/")
+}
+
+// maxLoginBody caps the body of POST /auth/login, which is read before any
+// token is known.
+const maxLoginBody = 4 << 10
+
+// handleLogin serves POST /auth/login {"token": "..."}: with the right
+// token it sets the same HttpOnly, SameSite=Strict cookie as the bridge's
+// login, for the dashboard's requests (docs/security.md).
+func (c *Coordinator) handleLogin(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Token string `json:"token"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxLoginBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		httpjson.WriteError(w, http.StatusBadRequest, agentbridge.Errorf(agentbridge.ECodeInvalidJSON, "The body must be {\"token\": \"...\"}."))
+		return
+	}
+	if !c.guard.HasToken() {
+		httpjson.Write(w, http.StatusOK, map[string]any{"ok": true, "token_required": false})
+		return
+	}
+	if !c.guard.TokenEqual(req.Token) {
+		httpguard.WriteError(w, r, agentbridge.FieldErrorf(agentbridge.ECodeUnauthorized, "token", "That token is not this coordinator's token (the bridge's token, bridge_token in its config)."))
+		return
+	}
+	httpguard.SetLoginCookie(w, r, req.Token)
+	httpjson.Write(w, http.StatusOK, map[string]any{"ok": true, "token_required": true})
 }
 
 // statusHandler serves the status API: /healthz, /metrics, /invocations
@@ -146,6 +179,7 @@ func (c *Coordinator) statusHandler() http.Handler {
 	mux.HandleFunc("GET /invocations/{id}", c.handleInvocation)
 	mux.HandleFunc("POST /invocations/{id}/cancel", c.handleCancel)
 	mux.HandleFunc("GET /decisions", c.handleDecisions)
+	mux.HandleFunc("POST /auth/login", c.handleLogin)
 	mux.HandleFunc("GET /sessions", c.handleSessions)
 	mux.HandleFunc("GET /journals/{participant}", c.handleJournal)
 	c.mountDashboard(mux)

@@ -289,3 +289,47 @@ func (s *stack) send(t *testing.T, req *http.Request) (string, int, http.Header)
 	_ = json.Unmarshal(b, &e)
 	return e.Error.Code, resp.StatusCode, resp.Header
 }
+
+// TestLoginCookieOpensBothListeners: a browser logged in to the bridge
+// (POST /auth/login) sends the same HttpOnly cookie to the coordinator's
+// dashboard on the same host, which takes it, as the token is the same;
+// the dashboard's own login sets the same cookie, and a wrong token sets
+// nothing.
+func TestLoginCookieOpensBothListeners(t *testing.T) {
+	s := startStack(t, stackOptions{})
+	login := func(base, tok string) (int, *http.Cookie) {
+		req, _ := http.NewRequest("POST", base+"/auth/login", strings.NewReader(`{"token":"`+tok+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := s.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		for _, c := range resp.Cookies() {
+			if c.Name == "agent_bridge_token" {
+				return resp.StatusCode, c
+			}
+		}
+		return resp.StatusCode, nil
+	}
+	withCookie := func(u string, c *http.Cookie) int {
+		req, _ := http.NewRequest("GET", u, nil)
+		req.AddCookie(c)
+		_, status, _ := s.send(t, req)
+		return status
+	}
+	if status, c := login(s.statusURL, "wrong"); status != http.StatusUnauthorized || c != nil {
+		t.Fatalf("dashboard login with a wrong token: %d, cookie %v", status, c)
+	}
+	for _, base := range []string{s.bridgeURL, s.statusURL} {
+		status, c := login(base, token)
+		if status != http.StatusOK || c == nil || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
+			t.Fatalf("login at %s: %d, cookie %+v", base, status, c)
+		}
+		for _, u := range []string{s.bridgeURL + "/threads", s.statusURL + "/runs"} {
+			if got := withCookie(u, c); got != http.StatusOK {
+				t.Errorf("%s with the cookie of %s: %d", u, base, got)
+			}
+		}
+	}
+}
