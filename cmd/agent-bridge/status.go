@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -24,12 +23,13 @@ func (m *Main) coordinatorURLFlag(fs *flag.FlagSet) *string {
 
 // statusGet asks the coordinator's status API and decodes the answer into
 // out; an error answer comes back as an *agentbridge.Error.
-func statusGet(ctx context.Context, base, path string, q url.Values, out any) error {
-	return statusDo(ctx, http.MethodGet, base, path, q, out)
+func (m *Main) statusGet(ctx context.Context, base, path string, q url.Values, out any) error {
+	return m.statusDo(ctx, http.MethodGet, base, path, q, out)
 }
 
-// statusDo is statusGet with any method.
-func statusDo(ctx context.Context, method, base, path string, q url.Values, out any) error {
+// statusDo is statusGet with any method. It sends BRIDGE_TOKEN, as the
+// status API asks for the bridge's token when there is one.
+func (m *Main) statusDo(ctx context.Context, method, base, path string, q url.Values, out any) error {
 	u := strings.TrimRight(base, "/") + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -40,8 +40,7 @@ func statusDo(ctx context.Context, method, base, path string, q url.Values, out 
 	if err != nil {
 		return usagef("--coordinator-url: %v", err)
 	}
-	// The status API asks for the bridge's token when there is one.
-	if tok := strings.TrimSpace(os.Getenv(agentbridge.EnvToken)); tok != "" {
+	if tok := strings.TrimSpace(m.Getenv(agentbridge.EnvToken)); tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := http.DefaultClient.Do(req)
