@@ -88,13 +88,12 @@ func (h *threadHub) watch(thread string) <-chan struct{} {
 	return h.threads[thread].ch
 }
 
-// wake closes the channels of the given threads (every followed thread
-// when all), giving each a fresh one.
-func (h *threadHub) wake(threads map[string]bool, all bool) {
+// wake closes the channels of the given threads, giving each a fresh one.
+func (h *threadHub) wake(threads map[string]bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for id, w := range h.threads {
-		if all || threads[id] {
+		if threads[id] {
 			close(w.ch)
 			w.ch = make(chan struct{})
 		}
@@ -106,14 +105,16 @@ func (h *threadHub) wake(threads map[string]bool, all bool) {
 const dispatchRetry = time.Second
 
 // dispatchThreads follows the log from cursor until the server closes: one
-// query per commit (per batch), whatever the number of streams. When a
-// read fails it wakes every stream, which then query and report the
-// failure themselves, as they did before the hub.
+// query per commit (per batch), whatever the number of streams. A failed
+// read is retried from the same cursor (the streams wait meanwhile, as
+// they would for a commit), logged once when it starts failing and once
+// when it reads again.
 func (s *Server) dispatchThreads(cursor int64) {
 	h := s.threadHub
 	defer h.wg.Done()
 	ctx := s.ctx
 	seen := map[string]bool{}
+	failing := false
 	for {
 		wake := s.store.Notify()
 		evs, err := s.store.Events(ctx, cursor, streamBatch)
@@ -121,7 +122,10 @@ func (s *Server) dispatchThreads(cursor int64) {
 			if ctx.Err() != nil {
 				return
 			}
-			h.wake(nil, true)
+			if !failing {
+				failing = true
+				s.log.Warn("thread streams cannot read the log; retrying", "err", err)
+			}
 			t := time.NewTimer(dispatchRetry)
 			select {
 			case <-wake:
@@ -133,13 +137,17 @@ func (s *Server) dispatchThreads(cursor int64) {
 			t.Stop()
 			continue
 		}
+		if failing {
+			failing = false
+			s.log.Info("thread streams read the log again")
+		}
 		if len(evs) > 0 {
 			clear(seen)
 			for _, ev := range evs {
 				seen[ev.Thread] = true
 			}
 			cursor = evs[len(evs)-1].GSeq
-			h.wake(seen, false)
+			h.wake(seen)
 			if len(evs) == streamBatch {
 				continue
 			}
