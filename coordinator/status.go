@@ -101,16 +101,15 @@ func (m *metrics) observe(status string, d time.Duration) {
 // excerpts and the cancel are as closed as the bridge's own data. A
 // non-loopback status_addr without a token is a *ConfigError.
 func newStatusGuard(cfg Config, timeout time.Duration) (*httpguard.Guard, error) {
-	const tokenHint = "the coordinator's bridge_token or BRIDGE_TOKEN, the bridge's token"
-	if err := httpguard.CheckListen(cfg.StatusAddr, cfg.BridgeToken, tokenHint); err != nil {
-		return nil, &ConfigError{Key: "status_addr", Err: err}
+	if err := CheckStatusListen(cfg); err != nil {
+		return nil, err
 	}
 	g, err := httpguard.New(httpguard.Options{
 		Token:          cfg.BridgeToken,
 		AllowedHosts:   cfg.StatusAllowedHosts,
 		ListenAddr:     cfg.StatusAddr,
 		Open:           statusOpen,
-		TokenHint:      tokenHint,
+		TokenHint:      statusTokenHint,
 		HostHint:       "list it in the coordinator config's status_allowed_hosts",
 		OriginHint:     "only the coordinator's own dashboard may",
 		RequestTimeout: timeout,
@@ -119,6 +118,24 @@ func newStatusGuard(cfg Config, timeout time.Duration) (*httpguard.Guard, error)
 		return nil, &ConfigError{Key: "status_allowed_hosts", Err: err}
 	}
 	return g, nil
+}
+
+// statusTokenHint says where the status API's token comes from.
+const statusTokenHint = "the coordinator's bridge_token or BRIDGE_TOKEN, the bridge's token"
+
+// CheckStatusListen applies the listen-address rule to status_addr on its
+// own, so that a command can refuse it before it starts anything (New
+// applies it too): a non-loopback status_addr needs a token, which is the
+// one the coordinator uses with the bridge. The error is a *ConfigError
+// naming status_addr; an empty status_addr (no status API) passes.
+func CheckStatusListen(cfg Config) error {
+	if cfg.StatusAddr == "" {
+		return nil
+	}
+	if err := httpguard.CheckListen(cfg.StatusAddr, cfg.BridgeToken, statusTokenHint); err != nil {
+		return &ConfigError{Key: "status_addr", Err: err}
+	}
+	return nil
 }
 
 // statusOpen reports whether a status API request needs no token: the

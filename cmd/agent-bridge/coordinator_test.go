@@ -408,6 +408,8 @@ func TestCoordinatorConfigErrors(t *testing.T) {
 		{[]string{"coordinator", "--config", bad, "--startup-mode", "later"}, "--startup-mode"},
 		{[]string{"why"}, "event id"},
 		{[]string{"coordinator", "--config", open, "--state", filepath.Join(dir, "s.db")}, "status_addr"},
+		{[]string{"up", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "b.db"), "--config", filepath.Join(dir, "none.json"),
+			"--state", filepath.Join(dir, "s.db"), "--status-addr", "0.0.0.0:0"}, "status_addr"},
 	} {
 		var out, errb bytes.Buffer
 		m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
@@ -415,6 +417,10 @@ func TestCoordinatorConfigErrors(t *testing.T) {
 		if code != 2 || !strings.Contains(errb.String(), tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 naming %s", tc.args, code, errb.String(), tc.want)
 		}
+	}
+	// up refused its status_addr before it started the bridge.
+	if _, err := os.Stat(filepath.Join(dir, "b.db")); err == nil {
+		t.Error("up created the bridge's database before refusing its status_addr")
 	}
 }
 

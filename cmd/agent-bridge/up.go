@@ -52,6 +52,12 @@ func (m *Main) runUp(ctx context.Context, args []string) error {
 		cfg.StatusAddr = *statusAddr
 	}
 	token := strings.TrimSpace(m.Getenv(agentbridge.EnvToken))
+	if token != "" {
+		cfg.BridgeToken = token
+	}
+	if err := coordinator.CheckStatusListen(cfg); err != nil {
+		return err // before the bridge starts
+	}
 	if err := os.MkdirAll(filepath.Dir(*db), 0o755); err != nil {
 		return fmt.Errorf("create database folder: %w", err)
 	}
@@ -76,9 +82,6 @@ func (m *Main) runUp(ctx context.Context, args []string) error {
 		}
 	}()
 	cfg.BridgeURL = b.URL()
-	if token != "" {
-		cfg.BridgeToken = token
-	}
 	return m.startCoordinator(ctx, cfg, *statePath, logger, func(c *coordinator.Coordinator) {
 		u := c.StatusURL()
 		statusURL.Store(&u)
