@@ -66,9 +66,12 @@ func TestIdleThreadStreamsCostAppendsNothing(t *testing.T) {
 		}
 	}
 	// Only the busy stream queried: at most once per append (fewer when
-	// commits came together).
-	if n := cs.threadQueries.Load() - before; n > appends {
-		t.Fatalf("%d thread queries for %d appends with %d idle streams, want at most %d", n, appends, idle, appends)
+	// commits came together), plus each stream's first query, which may
+	// come after the count above (a stream is counted before it sends its
+	// headers, and queries after). Before the thread hub every stream
+	// queried on every commit: over 800 here.
+	if n, most := cs.threadQueries.Load()-before, int64(appends+idle+1); n > most {
+		t.Fatalf("%d thread queries for %d appends with %d idle streams, want at most %d", n, appends, idle, most)
 	}
 	// And an idle stream wakes for its own thread.
 	ts.post("q7", "user", "now you")
