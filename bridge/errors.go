@@ -34,6 +34,8 @@ var statusByCode = map[string]int{
 	agentbridge.ECodeHeadersTooLarge:      http.StatusRequestHeaderFieldsTooLarge,
 	agentbridge.ECodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	agentbridge.ECodeUnavailable:          http.StatusServiceUnavailable,
+	agentbridge.ECodeTooManyStreams:       http.StatusServiceUnavailable,
+	agentbridge.ECodeRequestTimeout:       http.StatusRequestTimeout,
 	agentbridge.ECodeInternal:             http.StatusInternalServerError,
 }
 

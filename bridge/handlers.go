@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"slices"
 	"sort"
@@ -49,9 +48,6 @@ const exactReadMax = 64 << 10
 // goes through MaxBytesReader, which also closes the connection when it is
 // too large.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if err := checkJSONType(r); err != nil {
-		return nil, err
-	}
 	if n := r.ContentLength; n >= 0 && n <= min(s.opts.MaxBody, exactReadMax) {
 		b := make([]byte, n)
 		if _, err := io.ReadFull(r.Body, b); err != nil {
@@ -68,28 +64,6 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		return nil, fmt.Errorf("read request body: %w", err)
 	}
 	return b, nil
-}
-
-// checkJSONType refuses a request body that is not declared as JSON. A
-// form or text/plain body (curl -d without -H, an HTML form) would
-// otherwise be read as JSON, and it is what any web page can make a browser
-// send to this server without a CORS preflight. A request without a body
-// needs no type.
-func checkJSONType(r *http.Request) error {
-	ct := r.Header.Get("Content-Type")
-	if ct == "application/json" || r.ContentLength == 0 {
-		return nil
-	}
-	if mt, params, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
-		if cs, ok := params["charset"]; !ok || strings.EqualFold(cs, "utf-8") {
-			return nil
-		}
-	}
-	if ct == "" {
-		ct = "none"
-	}
-	return agentbridge.Errorf(agentbridge.ECodeUnsupportedMediaType,
-		"The request body must be JSON sent with the header \"Content-Type: application/json\" (this request's type: %s); with curl, add -H 'Content-Type: application/json'.", clipQuery(ct))
 }
 
 // decodeStrict decodes a JSON object body into v. Fields lists the accepted

@@ -94,6 +94,9 @@ type Config struct {
 	ScenePrimerPath string
 	// StatusAddr is where the status API listens ("" = off).
 	StatusAddr string
+	// StatusAllowedHosts are extra Host names (no port) the status API
+	// answers to besides loopback (config key status_allowed_hosts).
+	StatusAllowedHosts []string
 	// BridgeToken is sent as a bearer token to the bridge.
 	BridgeToken string
 	// ShutdownGrace is how long running adapters may finish on shutdown.
@@ -265,6 +268,7 @@ type fileConfig struct {
 	PrimerPath              *string                     `json:"primer_path"`
 	ScenePrimerPath         *string                     `json:"scene_primer_path"`
 	StatusAddr              *string                     `json:"status_addr"`
+	StatusAllowedHosts      *[]string                   `json:"status_allowed_hosts"`
 	BridgeToken             *string                     `json:"bridge_token"`
 	ShutdownGraceS          *float64                    `json:"shutdown_grace_s"`
 	Agents                  *map[string]json.RawMessage `json:"agents"`
@@ -408,6 +412,9 @@ func (f *fileConfig) Validate(baseDir string) (Config, []string, error) {
 			}
 		}
 		cfg.StatusAddr = *f.StatusAddr
+	}
+	if f.StatusAllowedHosts != nil {
+		cfg.StatusAllowedHosts = *f.StatusAllowedHosts
 	}
 	if f.BridgeToken != nil {
 		cfg.BridgeToken = *f.BridgeToken

@@ -49,6 +49,9 @@ func (m *Main) runCoordinator(ctx context.Context, args []string) error {
 	if cfg.BridgeToken == "" {
 		cfg.BridgeToken = strings.TrimSpace(m.Getenv(agentbridge.EnvToken))
 	}
+	if err := coordinator.CheckStatusListen(cfg); err != nil {
+		return err // before standing by for a lease: a standby would only fail later
+	}
 	return m.startCoordinator(ctx, cfg, *statePath, logger, func(*coordinator.Coordinator) {})
 }
 
