@@ -1,0 +1,98 @@
+package storecore
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// Outage turns a store's "the database cannot be reached" errors into the
+// client's unavailable error (HTTP 503 with Retry-After), and logs an
+// outage once when it starts and once when it ends, however many requests
+// fail in between (contract 6.3). Each store decides which of its errors
+// mean an unreachable database (its Unreachable function). It is safe for
+// concurrent use; its cost on a request while the database answers is one
+// atomic load.
+type Outage struct {
+	log         *slog.Logger
+	unreachable func(error) bool
+	// onStart runs once when an outage begins (the PostgreSQL store drops
+	// its pooled connections, which a restarted server no longer knows).
+	onStart func()
+
+	down atomic.Bool
+	mu   sync.Mutex
+	// since and failed are guarded by mu.
+	since  time.Time
+	failed int
+}
+
+// NewOutage returns a tracker that logs to log and asks unreachable which
+// errors mean the database cannot be reached; onStart (may be nil) runs
+// when an outage begins.
+func NewOutage(log *slog.Logger, unreachable func(error) bool, onStart func()) *Outage {
+	return &Outage{log: log, unreachable: unreachable, onStart: onStart}
+}
+
+// RetryAfterSeconds is what the bridge answers in Retry-After during an
+// outage: the store notices the database's return on the next request, so
+// a client retrying this soon is served within a second of it.
+const RetryAfterSeconds = 1
+
+// Unavailable is the client's error for an unreachable database.
+func Unavailable() *agentbridge.Error {
+	return agentbridge.Errorf(agentbridge.ECodeUnavailable,
+		"The event store's database cannot be reached right now; nothing was stored. Try again in a moment.")
+}
+
+// Check passes err through, except that an error meaning the database
+// cannot be reached becomes Unavailable (and starts an outage if none is
+// on). A nil err is a database that answered, which ends an outage.
+func (o *Outage) Check(err error) error {
+	if err == nil {
+		if o.down.Load() {
+			o.end()
+		}
+		return nil
+	}
+	if !o.unreachable(err) {
+		return err
+	}
+	o.start(err)
+	return Unavailable()
+}
+
+// Down reports whether an outage is on.
+func (o *Outage) Down() bool { return o.down.Load() }
+
+// Unreachable reports whether err means the database cannot be reached,
+// by the store's rule.
+func (o *Outage) Unreachable(err error) bool { return err != nil && o.unreachable(err) }
+
+func (o *Outage) start(err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.failed++
+	if o.down.Load() {
+		return
+	}
+	o.since, o.failed = time.Now(), 1
+	o.down.Store(true)
+	o.log.Error("database unreachable: answering 503 unavailable until it is back", "err", err)
+	if o.onStart != nil {
+		o.onStart()
+	}
+}
+
+func (o *Outage) end() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.down.Load() {
+		return
+	}
+	o.down.Store(false)
+	o.log.Info("database reachable again: serving", "outage", time.Since(o.since).Round(time.Millisecond).String(), "refused_requests", o.failed)
+}
