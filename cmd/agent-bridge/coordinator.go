@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -56,27 +55,36 @@ func (m *Main) runCoordinator(ctx context.Context, args []string) error {
 // reloading its config on SIGHUP. started is called once it follows the
 // log (coordinator.Ready).
 // It is the wiring shared by coordinator and up.
-func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, statePath string, logger *slog.Logger, started func(*coordinator.Coordinator)) (retErr error) {
+func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, statePath string, logger *slog.Logger, started func(*coordinator.Coordinator)) error {
 	pg, err := isPostgres("state", statePath)
 	if err != nil {
 		return err
 	}
 	if pg {
 		// Several coordinators may share a PostgreSQL ledger: only the
-		// lease holder works (lease.go).
-		lease, err := holdLease(ctx, statePath, logger)
-		if err != nil || lease == nil {
-			return err // nil: stopped while standing by
-		}
-		ctx = lease.ctx
-		defer func() {
-			if lease.release() && retErr == nil {
-				retErr = errors.New("lost the coordinator lease (the state database connection ended); stopped so that the new holder works alone")
+		// lease holder works, and one that loses the lease or cannot work
+		// with it stands by again (lease.go).
+		return runLeased(ctx, statePath, logger, func(lease *heldLease) error {
+			var ran bool
+			err := m.coordinate(lease.ctx, cfg, statePath, logger, lease.onLoss, started, &ran)
+			if ran && err != nil {
+				return fmt.Errorf("%w: %w", errTermStarted, err)
 			}
-		}()
-	} else if err := os.MkdirAll(filepath.Dir(statePath), 0o755); err != nil {
+			return err
+		})
+	}
+	if err := os.MkdirAll(filepath.Dir(statePath), 0o755); err != nil {
 		return fmt.Errorf("create state folder: %w", err)
 	}
+	var ran bool
+	return m.coordinate(ctx, cfg, statePath, logger, func(func()) {}, started, &ran)
+}
+
+// coordinate opens the ledger and runs one coordinator until ctx ends.
+// onLoss receives what to do first when a lease is lost (skip the grace);
+// ran is set once the coordinator runs, so that the caller can tell a
+// coordinator that stopped from one that could not start.
+func (m *Main) coordinate(ctx context.Context, cfg coordinator.Config, statePath string, logger *slog.Logger, onLoss func(func()), started func(*coordinator.Coordinator), ran *bool) error {
 	db, err := state.Open(ctx, statePath)
 	if err != nil {
 		return err
@@ -86,6 +94,7 @@ func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, sta
 	if err != nil {
 		return err
 	}
+	onLoss(c.SkipGrace)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -127,5 +136,6 @@ func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, sta
 		case <-runDone:
 		}
 	}()
+	*ran = true
 	return c.Run(ctx)
 }
