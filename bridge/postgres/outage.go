@@ -47,4 +47,4 @@ func unreachable(err error) bool {
 // guard is deferred by every store method a client calls: it turns an
 // unreachable database into the unavailable error and tracks the outage
 // (storecore.Outage).
-func (s *Store) guard(err *error) { *err = s.outage.Check(*err) }
+func (s *Store) guard(started time.Time, err *error) { *err = s.outage.Check(started, *err) }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -75,7 +76,7 @@ func queryEvents(ctx context.Context, tx pgx.Tx, query string, args ...any) ([]a
 // Its rules are the SQLite store's (see there): After wins over Since over
 // Tail, Until caps, cursors past the head are cursor_ahead.
 func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuery) (_ []agentbridge.Event, err error) {
-	defer s.guard(&err)
+	defer s.guard(time.Now(), &err)
 	if err := storecore.CheckThreadEventsQuery(q); err != nil {
 		return nil, err
 	}
@@ -124,7 +125,7 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 // one a reader sees has committed before it (see write), so a follower never
 // skips one.
 func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []agentbridge.Event, err error) {
-	defer s.guard(&err)
+	defer s.guard(time.Now(), &err)
 	if err := storecore.CheckEventsQuery(after, limit); err != nil {
 		return nil, err
 	}
@@ -151,7 +152,7 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []agentbr
 
 // Event returns the event with the given id, or event_not_found.
 func (s *Store) Event(ctx context.Context, id string) (_ agentbridge.Event, err error) {
-	defer s.guard(&err)
+	defer s.guard(time.Now(), &err)
 	ev, err := scanEvent(s.pool.QueryRow(ctx, selectEvent+` WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return agentbridge.Event{}, agentbridge.Errorf(agentbridge.ECodeEventNotFound, "There is no event %q.", storecore.Clip(id))
@@ -164,7 +165,7 @@ func (s *Store) Event(ctx context.Context, id string) (_ agentbridge.Event, err 
 
 // Head returns the last gseq of the log, 0 when it is empty.
 func (s *Store) Head(ctx context.Context) (_ int64, err error) {
-	defer s.guard(&err)
+	defer s.guard(time.Now(), &err)
 	var head int64
 	err = s.readTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -184,7 +185,7 @@ func headOf(ctx context.Context, tx pgx.Tx) (int64, error) {
 
 // Thread returns one thread, or thread_not_found.
 func (s *Store) Thread(ctx context.Context, id string) (_ agentbridge.Thread, err error) {
-	defer s.guard(&err)
+	defer s.guard(time.Now(), &err)
 	t, err := scanThread(s.pool.QueryRow(ctx, selectThread+` WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return agentbridge.Thread{}, storecore.ThreadNotFound(id)
@@ -198,7 +199,7 @@ func (s *Store) Thread(ctx context.Context, id string) (_ agentbridge.Thread, er
 // Threads lists threads most recently updated first (ties by id,
 // descending), keyset-paged after the thread whose id is after.
 func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agentbridge.Thread, err error) {
-	defer s.guard(&err)
+	defer s.guard(time.Now(), &err)
 	if err := storecore.CheckThreadsLimit(limit); err != nil {
 		return nil, err
 	}
@@ -248,7 +249,7 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agent
 // the seq it reflects: the current state is the thread row; an older one
 // the latest snapshot at or before at plus that event's hop.
 func (s *Store) State(ctx context.Context, thread string, at int64) (_ agentbridge.ThreadState, _ int64, err error) {
-	defer s.guard(&err)
+	defer s.guard(time.Now(), &err)
 	if err := storecore.CheckAt(at); err != nil {
 		return agentbridge.ThreadState{}, 0, err
 	}

@@ -23,7 +23,7 @@ const receiptColumns = `event, participant, sender, state, reason, invocation, r
 // updates the pair's row only when it says something new, which keeps a
 // retried report from moving updated_at even when two bridges race.
 func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ agentbridge.Receipt, _ bool, err error) {
-	defer s.guard(&err)
+	defer s.guard(time.Now(), &err)
 	if err := in.Validate(); err != nil {
 		return agentbridge.Receipt{}, false, err
 	}
@@ -95,7 +95,7 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ 
 // Receipts answers q by event id then participant (see
 // agentbridge.ReceiptsQuery).
 func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []agentbridge.Receipt, err error) {
-	defer s.guard(&err)
+	defer s.guard(time.Now(), &err)
 	if _, err := s.Thread(ctx, q.Thread); err != nil {
 		return nil, err
 	}

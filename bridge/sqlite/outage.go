@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -54,4 +55,4 @@ func (s *Store) checkFile() error {
 // guard is deferred by every store method a client calls: it turns an
 // unusable database into the unavailable error and tracks the outage
 // (storecore.Outage).
-func (s *Store) guard(err *error) { *err = s.outage.Check(*err) }
+func (s *Store) guard(started time.Time, err *error) { *err = s.outage.Check(started, *err) }

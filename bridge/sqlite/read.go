@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
@@ -105,7 +106,7 @@ func queryEvents(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]
 // of the last Tail events, so a client can page on with After. Limit 0
 // means no cap. An unknown thread is thread_not_found.
 func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuery) (_ []agentbridge.Event, err error) {
-	defer s.guard(&err)
+	defer s.guard(time.Now(), &err)
 	if err := storecore.CheckThreadEventsQuery(q); err != nil {
 		return nil, err
 	}
@@ -194,7 +195,7 @@ func firstAfter(ctx context.Context, tx *sql.Tx, thread, since string, last int6
 // most limit (0 means MaxEventsLimit). after past the end of the log is
 // cursor_ahead with Head set.
 func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []agentbridge.Event, err error) {
-	defer s.guard(&err)
+	defer s.guard(time.Now(), &err)
 	if err := storecore.CheckEventsQuery(after, limit); err != nil {
 		return nil, err
 	}
@@ -221,7 +222,7 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []agentbr
 
 // Event returns the event with the given id, or event_not_found.
 func (s *Store) Event(ctx context.Context, id string) (_ agentbridge.Event, err error) {
-	defer s.guard(&err)
+	defer s.guard(time.Now(), &err)
 	ev, err := scanEvent(s.rdb.QueryRowContext(ctx, selectEvent+` WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return agentbridge.Event{}, agentbridge.Errorf(agentbridge.ECodeEventNotFound, "There is no event %q.", storecore.Clip(id))
@@ -234,7 +235,7 @@ func (s *Store) Event(ctx context.Context, id string) (_ agentbridge.Event, err 
 
 // Head returns the last gseq of the log, 0 when it is empty.
 func (s *Store) Head(ctx context.Context) (_ int64, err error) {
-	defer s.guard(&err)
+	defer s.guard(time.Now(), &err)
 	var head int64
 	err = s.readTx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -266,7 +267,7 @@ func scanThread(r scanner) (agentbridge.Thread, error) {
 
 // Thread returns one thread, or thread_not_found.
 func (s *Store) Thread(ctx context.Context, id string) (_ agentbridge.Thread, err error) {
-	defer s.guard(&err)
+	defer s.guard(time.Now(), &err)
 	t, err := scanThread(s.rdb.QueryRowContext(ctx, selectThread+` WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return agentbridge.Thread{}, storecore.ThreadNotFound(id)
@@ -283,7 +284,7 @@ func (s *Store) Thread(ctx context.Context, id string) (_ agentbridge.Thread, er
 // current position: a thread updated between two pages moves to the front
 // and is not repeated further down. An unknown after is invalid_field.
 func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agentbridge.Thread, err error) {
-	defer s.guard(&err)
+	defer s.guard(time.Now(), &err)
 	if err := storecore.CheckThreadsLimit(limit); err != nil {
 		return nil, err
 	}
@@ -337,7 +338,7 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agent
 // whatever the thread's length. at past the head is cursor_ahead. Slices
 // in the result are never nil (ThreadState.Normalize).
 func (s *Store) State(ctx context.Context, thread string, at int64) (_ agentbridge.ThreadState, _ int64, err error) {
-	defer s.guard(&err)
+	defer s.guard(time.Now(), &err)
 	if err := storecore.CheckAt(at); err != nil {
 		return agentbridge.ThreadState{}, 0, err
 	}

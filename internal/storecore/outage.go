@@ -25,9 +25,10 @@ type Outage struct {
 
 	down atomic.Bool
 	mu   sync.Mutex
-	// since and failed are guarded by mu.
-	since  time.Time
-	failed int
+	// since, ended and failed are guarded by mu: when the outage on
+	// began, when the last one ended, how many requests it refused.
+	since, ended time.Time
+	failed       int
 }
 
 // NewOutage returns a tracker that logs to log and asks unreachable which
@@ -48,20 +49,24 @@ func Unavailable() *agentbridge.Error {
 		"The event store's database cannot be reached right now; nothing was stored. Try again in a moment.")
 }
 
-// Check passes err through, except that an error meaning the database
-// cannot be reached becomes Unavailable (and starts an outage if none is
-// on). A nil err is a database that answered, which ends an outage.
-func (o *Outage) Check(err error) error {
+// Check passes err, the result of a request that started at started,
+// through, except that an error meaning the database cannot be reached
+// becomes Unavailable (and starts an outage if none is on). A nil err is a
+// database that answered, which ends an outage. Only requests that started
+// after an outage began end it, and only those that started after the last
+// one ended start a new one: a slow request finishing across the edge
+// must not log a second outage.
+func (o *Outage) Check(started time.Time, err error) error {
 	if err == nil {
 		if o.down.Load() {
-			o.end()
+			o.end(started)
 		}
 		return nil
 	}
 	if !o.unreachable(err) {
 		return err
 	}
-	o.start(err)
+	o.start(started, err)
 	return Unavailable()
 }
 
@@ -72,11 +77,11 @@ func (o *Outage) Down() bool { return o.down.Load() }
 // by the store's rule.
 func (o *Outage) Unreachable(err error) bool { return err != nil && o.unreachable(err) }
 
-func (o *Outage) start(err error) {
+func (o *Outage) start(started time.Time, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.failed++
-	if o.down.Load() {
+	if o.down.Load() || started.Before(o.ended) {
 		return
 	}
 	o.since, o.failed = time.Now(), 1
@@ -87,12 +92,13 @@ func (o *Outage) start(err error) {
 	}
 }
 
-func (o *Outage) end() {
+func (o *Outage) end(started time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.down.Load() {
+	if !o.down.Load() || started.Before(o.since) {
 		return
 	}
 	o.down.Store(false)
+	o.ended = time.Now()
 	o.log.Info("database reachable again: serving", "outage", time.Since(o.since).Round(time.Millisecond).String(), "refused_requests", o.failed)
 }
