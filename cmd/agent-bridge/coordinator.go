@@ -65,9 +65,9 @@ func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, sta
 		// lease holder works, and one that loses the lease or cannot work
 		// with it stands by again (lease.go).
 		return runLeased(ctx, statePath, logger, func(lease *heldLease) error {
-			var ran bool
-			err := m.coordinate(lease.ctx, cfg, statePath, logger, lease.onLoss, started, &ran)
-			if ran && err != nil {
+			t := term{leased: lease}
+			err := m.coordinate(lease.ctx, cfg, statePath, logger, started, &t)
+			if t.ran && err != nil {
 				return fmt.Errorf("%w: %w", errTermStarted, err)
 			}
 			return err
@@ -76,25 +76,21 @@ func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, sta
 	if err := os.MkdirAll(filepath.Dir(statePath), 0o755); err != nil {
 		return fmt.Errorf("create state folder: %w", err)
 	}
-	var ran bool
-	return m.coordinate(ctx, cfg, statePath, logger, func(func()) {}, started, &ran)
+	return m.coordinate(ctx, cfg, statePath, logger, started, &term{})
 }
 
-// coordinate opens the ledger and runs one coordinator until ctx ends.
-// onLoss receives what to do first when a lease is lost (skip the grace);
-// ran is set once the coordinator runs, so that the caller can tell a
-// coordinator that stopped from one that could not start.
-func (m *Main) coordinate(ctx context.Context, cfg coordinator.Config, statePath string, logger *slog.Logger, onLoss func(func()), started func(*coordinator.Coordinator), ran *bool) error {
+// coordinate opens the ledger and runs one coordinator until ctx ends, as
+// the holder of t.leased when that is set (lease.go).
+func (m *Main) coordinate(ctx context.Context, cfg coordinator.Config, statePath string, logger *slog.Logger, started func(*coordinator.Coordinator), t *term) error {
 	db, err := state.Open(ctx, statePath)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	c, err := coordinator.New(coordinator.Options{Config: cfg, ConfigPath: cfg.Path, State: db, Logger: logger})
+	c, err := t.newCoordinator(ctx, coordinator.Options{Config: cfg, ConfigPath: cfg.Path, State: db, Logger: logger}, logger)
 	if err != nil {
 		return err
 	}
-	onLoss(c.SkipGrace)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -136,6 +132,6 @@ func (m *Main) coordinate(ctx context.Context, cfg coordinator.Config, statePath
 		case <-runDone:
 		}
 	}()
-	*ran = true
+	t.ran = true
 	return c.Run(ctx)
 }

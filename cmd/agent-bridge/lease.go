@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/state"
 )
 
@@ -92,10 +93,11 @@ const (
 // the PostgreSQL ledger at url, and stands by again whenever a term ends
 // in a fault: a coordinator never dies of the lease (contract 6.3). A
 // term ends when the lease is lost (a database restart ends its session),
-// or when work fails while ctx lasts: the status address still held by
-// the previous holder, which is still stopping, or a ledger the restarting
-// database does not answer yet. Each fault is logged with its reason,
-// once per term, and the next attempt waits a capped, growing backoff.
+// or when work fails while ctx lasts: the status address held past
+// statusAddrWait (term.newCoordinator waits that long for a previous
+// holder to let it go), or a ledger the restarting database does not
+// answer yet. Each fault is logged with its reason, once per term, and
+// the next attempt waits a capped, growing backoff.
 // runLeased returns nil when ctx ends, and work's error only when work
 // failed before its first term ever ran and the failure is not one of
 // those (a configuration that can never work).
@@ -120,7 +122,7 @@ func runLeased(ctx context.Context, url string, logger *slog.Logger, work func(*
 			worked = true
 			logger.Warn("the coordinator stopped while holding the lease; standing by again", "err", err)
 		case errors.Is(err, syscall.EADDRINUSE):
-			logger.Warn("the status address is still in use (the previous lease holder may still be stopping); released the lease and standing by again", "err", err)
+			logger.Warn("the status address stayed in use (another program may hold it); released the lease and standing by again", "wait", statusAddrWait.String(), "err", err)
 		case err != nil && !worked && !transientLedgerError(err):
 			return err
 		case err != nil:
@@ -137,6 +139,52 @@ func runLeased(ctx context.Context, url string, logger *slog.Logger, work func(*
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, leaseRetryMax)
+	}
+}
+
+// statusAddrWait is how long a new lease holder waits for the status
+// address while the previous holder, which has lost the lease, stops and
+// lets it go; only then does it give the lease back (runLeased).
+const statusAddrWait = 10 * time.Second
+
+// term is one coordinator's run: as the holder of leased when that is set
+// (a PostgreSQL ledger), else on its own.
+type term struct {
+	leased *heldLease
+	// ran is set once the coordinator runs, so that the caller can tell a
+	// coordinator that stopped from one that could not start.
+	ran bool
+}
+
+// newCoordinator builds the term's coordinator. A lease holder finding
+// the status address in use waits up to statusAddrWait for it (retrying
+// every 100 ms, logging once), since the previous holder, which lost the
+// lease, is stopping and will let it go; giving the lease back at once
+// would hand it to that stopping coordinator. On its return the
+// coordinator's shutdown skips the grace when the lease is lost.
+func (t *term) newCoordinator(ctx context.Context, opts coordinator.Options, logger *slog.Logger) (*coordinator.Coordinator, error) {
+	deadline := time.Now().Add(statusAddrWait)
+	logged := false
+	for {
+		c, err := coordinator.New(opts)
+		if err == nil {
+			if t.leased != nil {
+				t.leased.onLoss(c.SkipGrace)
+			}
+			return c, nil
+		}
+		if t.leased == nil || !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			return nil, err
+		}
+		if !logged {
+			logged = true
+			logger.Info("the status address is still in use, probably by the previous lease holder that is stopping; waiting for it", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
