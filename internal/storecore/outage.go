@@ -70,12 +70,8 @@ func (o *Outage) Check(started time.Time, err error) error {
 	return Unavailable()
 }
 
-// Down reports whether an outage is on.
+// Down reports whether an outage is on (for tests and status reports).
 func (o *Outage) Down() bool { return o.down.Load() }
-
-// Unreachable reports whether err means the database cannot be reached,
-// by the store's rule.
-func (o *Outage) Unreachable(err error) bool { return err != nil && o.unreachable(err) }
 
 func (o *Outage) start(started time.Time, err error) {
 	o.mu.Lock()
