@@ -78,7 +78,20 @@ func (g *lineGuard) handle(pw *io.PipeWriter, line []byte, tooLong bool) error {
 	case !json.Valid(trimmed):
 		g.log.Warn("mcp: a line is not JSON", "bytes", len(trimmed))
 		return g.answer(nil, codeParseError, "Parse error: the line is not JSON; each line must hold one JSON-RPC message.")
-	case trimmed[0] != '[':
+	case trimmed[0] == '[':
+		// A batch (protocol versions before 2025-06-18): the SDK ends the
+		// session on one bad element too.
+		var batch []json.RawMessage
+		if json.Unmarshal(trimmed, &batch) != nil || len(batch) == 0 {
+			return g.answer(nil, codeInvalidRequest, "Invalid Request: a batch must be a non-empty array of JSON-RPC messages.")
+		}
+		for _, m := range batch {
+			if _, err := jsonrpc.DecodeMessage(m); err != nil {
+				g.log.Warn("mcp: a batch holds something that is no JSON-RPC message", "err", err)
+				return g.answer(nil, codeInvalidRequest, "Invalid Request: every element of a batch must be a JSON-RPC 2.0 request, notification or response.")
+			}
+		}
+	default:
 		if _, err := jsonrpc.DecodeMessage(trimmed); err != nil {
 			g.log.Warn("mcp: a line is no JSON-RPC message", "err", err)
 			return g.answer(requestID(trimmed), codeInvalidRequest, "Invalid Request: the line is JSON but not a JSON-RPC 2.0 request, notification or response.")

@@ -115,6 +115,12 @@ func TestMCPBadLineKeepsServing(t *testing.T) {
 	if m := next("the JSON line that is no message"); m.Error == nil || m.Error.Code != -32600 || string(m.ID) != "7" {
 		t.Fatalf("the JSON non-message got %+v, want -32600 with id 7", m)
 	}
+	for _, batch := range []string{`[]`, `[{"jsonrpc":"2.0","id":8,"method":"ping"},{"nope":1}]`} {
+		send(batch)
+		if m := next("the bad batch " + batch); m.Error == nil || m.Error.Code != -32600 {
+			t.Fatalf("the bad batch %s got %+v, want -32600", batch, m)
+		}
+	}
 	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_threads","arguments":{}}}`)
 	if m := next("list_threads after the bad line"); string(m.ID) != "3" || m.Error != nil {
 		t.Fatalf("list_threads after the bad line answered %+v", m)
