@@ -30,7 +30,12 @@ func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
 // handleHealthz answers ok when the store answers a trivial query.
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.store.Head(r.Context()); err != nil {
-		s.log.Warn("healthz: store unavailable", "err", err)
+		// Not logged here: a store's outage is logged once, when it
+		// starts and when it ends, not on every probe.
+		if agentbridge.ErrorCode(err) == agentbridge.ECodeUnavailable {
+			return err
+		}
+		s.log.Debug("healthz: store error", "err", err)
 		return agentbridge.Errorf(agentbridge.ECodeUnavailable, "The event store is not answering.")
 	}
 	httpjson.Write(w, http.StatusOK, map[string]string{"status": "ok"})
