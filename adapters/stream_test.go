@@ -2,8 +2,8 @@ package adapters_test
 
 import (
 	"bytes"
-	"math"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
