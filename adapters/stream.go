@@ -505,11 +505,12 @@ type codexItem struct {
 		Path string `json:"path"`
 		Kind string `json:"kind"`
 	} `json:"changes"`
-	Server  string            `json:"server"`
-	Tool    string            `json:"tool"`
-	Query   string            `json:"query"`
-	Items   []json.RawMessage `json:"items"`
-	Message string            `json:"message"`
+	Server    string            `json:"server"`
+	Tool      string            `json:"tool"`
+	Arguments json.RawMessage   `json:"arguments"`
+	Query     string            `json:"query"`
+	Items     []json.RawMessage `json:"items"`
+	Message   string            `json:"message"`
 }
 
 func (c *codexStream) event(ev map[string]json.RawMessage, out *StreamOutcome) []ProgressRecord {
@@ -644,7 +645,12 @@ func (c *codexStream) item(typ string, it codexItem) (ProgressRecord, bool) {
 			k = "tool_result"
 		}
 		name := it.Server + "." + it.Tool
-		return ProgressRecord{Status: clipRunes(name, maxStatusRunes), Kind: k, Detail: detail(map[string]string{"name": name, "status": it.Status})}, true
+		status, arg := name, toolArgument(it.Arguments)
+		if arg != "" {
+			status += ": " + oneLine(arg)
+		}
+		return ProgressRecord{Status: clipRunes(status, maxStatusRunes), Kind: k,
+			Detail: detail(map[string]string{"name": name, "input": clipRunes(arg, maxDetailRunes), "status": it.Status})}, true
 	case "web_search":
 		if done {
 			return ProgressRecord{}, false

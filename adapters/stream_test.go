@@ -355,3 +355,16 @@ func TestConvertClaudeMCPToolStatus(t *testing.T) {
 		}
 	}
 }
+
+// MCP tool calls as the pinned CLIs printed them: server.tool and the
+// argument that says most (defect 6).
+func TestConvertRecordedMCPCalls(t *testing.T) {
+	_, recs := recordedRecords(t, "codex", "mcp-post", adapters.StreamOptions{})
+	if !strings.Contains(recs, "tool: bridge.post: hello from codex over MCP\n") {
+		t.Errorf("codex records:\n%s", recs)
+	}
+	_, recs = recordedRecords(t, "claude", "mcp-post", adapters.StreamOptions{})
+	if !strings.Contains(recs, "tool: bridge.post: hello from claude over MCP\n") {
+		t.Errorf("claude records:\n%s", recs)
+	}
+}

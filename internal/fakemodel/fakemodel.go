@@ -110,8 +110,8 @@ type Request struct {
 	Stream bool
 	// Body is the raw request body.
 	Body []byte
-	// Status is the HTTP status answered; Usage the usage reported (zero
-	// for an error).
+	// Status is the HTTP status answered (0 while the answer is held
+	// back); Usage the usage reported (zero for an error).
 	Status int
 	Usage  Usage
 	// Tool is the tool the answer called, "" for none.
@@ -317,6 +317,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.n++
 	req.N = s.n
+	// Logged on arrival (Status 0 until answered), so a test sees a slow
+	// call while it is held back.
+	idx := len(s.log)
+	s.log = append(s.log, req)
 	badKey := s.key != "" && req.Key != s.key
 	var reply Reply
 	if req.API != Other && !badKey {
@@ -360,7 +364,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Lock()
-	s.log = append(s.log, req)
+	s.log[idx] = req
 	s.mu.Unlock()
 }
 
