@@ -36,7 +36,6 @@ func TestThreeTurnsResumeAndBookWhatWasServed(t *testing.T) {
 		t.Run(a.cli, func(t *testing.T) {
 			s.t = t
 			thread := s.thread("three turns with " + a.id)
-			var served []fakemodel.Usage
 			for i, q := range []string{"question one", "question two", "question three"} {
 				before := len(a.fake.Requests())
 				a.fake.Push(fakemodel.Reply{Text: "answer " + q})
@@ -46,7 +45,6 @@ func TestThreeTurnsResumeAndBookWhatWasServed(t *testing.T) {
 				}
 				inv := s.finished(thread, a.id, i+1)
 				u := a.fake.ServedSince(before)
-				served = append(served, u)
 				calls := a.fake.Calls()[before:]
 				if len(calls) == 0 {
 					t.Fatalf("turn %d: no model call", i+1)
