@@ -20,7 +20,7 @@ var record = flag.Bool("record", false, "re-record adapters/testdata/cli from th
 type fixture struct {
 	name    string
 	replies []fakemodel.Reply
-	failing *fakemodel.Reply // the answer to every call, when set
+	failing *fakemodel.Reply  // the answer to every call, when set
 	key     string            // the key the CLI sends; goodKey when ""
 	args    []string          // after the CLI's machine-readable flags
 	env     map[string]string // extra environment
