@@ -116,7 +116,7 @@ type agent struct {
 }
 
 // newAgent makes an agent whose fake model server accepts goodKey.
-func newAgent(t *testing.T, id, cli string) *agent {
+func newAgent(t testing.TB, id, cli string) *agent {
 	t.Helper()
 	dir := t.TempDir()
 	a := &agent{id: id, cli: cli, key: goodKey, fake: fakemodel.Start(t, goodKey),
@@ -138,7 +138,7 @@ func newAgent(t *testing.T, id, cli string) *agent {
 
 // env is the environment the agent's CLI runs with (besides the
 // coordinator's own).
-func (a *agent) env(t *testing.T) map[string]string {
+func (a *agent) env(t testing.TB) map[string]string {
 	t.Helper()
 	env := map[string]string{
 		"PATH":             cliDir + string(os.PathListSeparator) + filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH"),
@@ -163,7 +163,7 @@ func (a *agent) env(t *testing.T) map[string]string {
 
 // writeCodexConfig points codex at the fake through a custom provider,
 // with no update check or analytics, plus extra TOML.
-func (a *agent) writeCodexConfig(t *testing.T, extra string) {
+func (a *agent) writeCodexConfig(t testing.TB, extra string) {
 	t.Helper()
 	cfg := fmt.Sprintf(`model_provider = "fake"
 model = %q
@@ -184,7 +184,7 @@ env_key = "FAKE_OPENAI_KEY"
 }
 
 // command runs the CLI directly with the agent's environment.
-func (a *agent) command(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
+func (a *agent) command(ctx context.Context, t testing.TB, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, filepath.Join(cliDir, a.cli), args...)
 	cmd.Dir = a.work
@@ -198,7 +198,7 @@ func (a *agent) command(ctx context.Context, t *testing.T, args ...string) *exec
 // stack is a real "agent-bridge serve" and "agent-bridge coordinator",
 // each its own process, whose agents are the shipped adapters.
 type stack struct {
-	t         *testing.T
+	t         testing.TB
 	dir       string
 	bridgeURL string
 	statusURL string
@@ -208,7 +208,7 @@ type stack struct {
 
 // startProc starts bin with args, stopped (SIGTERM, then kill) when the
 // test ends; its stderr is logged when the test failed.
-func startProc(t *testing.T, name string, args ...string) {
+func startProc(t testing.TB, name string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "BRIDGE_TOKEN=", "BRIDGE_LOG_LEVEL=warn")
@@ -233,7 +233,7 @@ func startProc(t *testing.T, name string, args ...string) {
 	})
 }
 
-func newStack(t *testing.T, agents ...*agent) *stack {
+func newStack(t testing.TB, agents ...*agent) *stack {
 	t.Helper()
 	s := &stack{t: t, dir: t.TempDir(), agents: agents}
 	bridgeAddr, statusAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
