@@ -46,7 +46,7 @@ codex_home=${CODEX_HOME:-$HOME/.codex}
 provider=${AGENT_BRIDGE_CODEX_PROVIDER:-}
 if [ -z "$provider" ] && [ -f "$codex_home/config.toml" ]; then
 	# The top-level key only: it ends at the first table.
-	provider=$(awk '/^[[:space:]]*\[/ { exit } /^[[:space:]]*model_provider[[:space:]]*=/ { sub(/^[^=]*=[[:space:]]*/, ""); gsub(/["'"'"'[:space:]]/, ""); sub(/#.*/, ""); print; exit }' "$codex_home/config.toml")
+	provider=$(awk '/^[[:space:]]*\[/ { exit } /^[[:space:]]*model_provider[[:space:]]*=/ { sub(/^[^=]*=[[:space:]]*/, ""); gsub(/["'"'"'[:space:]]/, ""); sub(/#.*/, ""); print; exit }' "$codex_home/config.toml" || true)
 fi
 retries=${AGENT_BRIDGE_CODEX_MAX_RETRIES:-2}
 
