@@ -368,3 +368,29 @@ func TestConvertRecordedMCPCalls(t *testing.T) {
 		t.Errorf("claude records:\n%s", recs)
 	}
 }
+
+func TestSessionTotals(t *testing.T) {
+	st := adapters.SessionTotals{Dir: filepath.Join(t.TempDir(), "usage")}
+	if u := st.Load("s1"); u != (adapters.Usage{}) {
+		t.Errorf("nothing kept yet: %+v", u)
+	}
+	want := adapters.Usage{InputTokens: 3600, OutputTokens: 102}
+	if err := st.Save("s1", want); err != nil {
+		t.Fatal(err)
+	}
+	if u := st.Load("s1"); u != want {
+		t.Errorf("kept %+v, want %+v", u, want)
+	}
+	// Ids that are no file name are neither kept nor read.
+	for _, bad := range []string{"", "../s1", "a/b", ".hidden"} {
+		if err := st.Save(bad, want); err != nil {
+			t.Errorf("save %q: %v", bad, err)
+		}
+		if u := st.Load(bad); u != (adapters.Usage{}) {
+			t.Errorf("load %q: %+v", bad, u)
+		}
+	}
+	if entries, _ := os.ReadDir(st.Dir); len(entries) != 1 {
+		t.Errorf("files kept: %v", entries)
+	}
+}
