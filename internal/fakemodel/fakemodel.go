@@ -78,6 +78,9 @@ type ToolCall struct {
 
 // Reply is one scripted answer.
 type Reply struct {
+	// Thinking, when set, comes first: a thinking block (Anthropic) or a
+	// reasoning item with this summary (OpenAI).
+	Thinking string
 	// Text is the assistant's text. With Tool set it comes before the
 	// tool call (and may be empty).
 	Text string
@@ -459,6 +462,9 @@ func writeMessages(w http.ResponseWriter, req Request, rep Reply) {
 	}
 	stop := "end_turn"
 	var blocks []map[string]any
+	if rep.Thinking != "" {
+		blocks = append(blocks, map[string]any{"type": "thinking", "thinking": rep.Thinking, "signature": "fakesig"})
+	}
 	if rep.Text != "" || rep.Tool == nil {
 		blocks = append(blocks, map[string]any{"type": "text", "text": rep.Text})
 	}
@@ -483,7 +489,11 @@ func writeMessages(w http.ResponseWriter, req Request, rep Reply) {
 	s.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": id, "type": "message",
 		"role": "assistant", "model": model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": start}})
 	for i, b := range blocks {
-		if b["type"] == "text" {
+		if b["type"] == "thinking" {
+			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "thinking_delta", "thinking": b["thinking"]}})
+			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "signature_delta", "signature": b["signature"]}})
+		} else if b["type"] == "text" {
 			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
 			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": b["text"]}})
 		} else {
@@ -526,6 +536,10 @@ func writeResponses(w http.ResponseWriter, req Request, rep Reply) {
 		model = "gpt-fake"
 	}
 	var items []map[string]any
+	if rep.Thinking != "" {
+		items = append(items, map[string]any{"type": "reasoning", "id": fmt.Sprintf("rs_fake%06d", req.N),
+			"summary": []any{map[string]any{"type": "summary_text", "text": rep.Thinking}}})
+	}
 	if rep.Text != "" || rep.Tool == nil {
 		items = append(items, map[string]any{"type": "message", "id": fmt.Sprintf("msg_fake%06d", req.N), "role": "assistant", "status": "completed",
 			"content": []any{map[string]any{"type": "output_text", "text": rep.Text, "annotations": []any{}}}})

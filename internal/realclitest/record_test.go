@@ -44,8 +44,21 @@ func TestRecordFixtures(t *testing.T) {
 	if _, err := s.cl.CreateThread(t.Context(), agentbridge.CreateThreadRequest{ID: "t1", Name: "fixtures"}); err != nil {
 		t.Fatal(err)
 	}
+	// One fixed working folder, so that the paths the CLIs print (and
+	// the tests expect) are the same at every recording.
+	work := filepath.Join(os.TempDir(), "agent-bridge-fixtures", "project")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(work)) })
+	parse := "package parse\n\nfunc Count(s []string) int {\n\tn := len(s)\n\treturn n - 1\n}\n"
+	if err := os.WriteFile(filepath.Join(work, "parse.go"), []byte(parse), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	grep := "grep -n 'n - 1' parse.go"
 	for _, cli := range []string{"claude", "codex"} {
 		a := newAgent(t, cli, cli)
+		a.work = work
 		mcp := func(msg string) []fakemodel.Reply {
 			return []fakemodel.Reply{{Tool: &fakemodel.ToolCall{Name: "mcp__bridge__post", Input: map[string]string{"thread": "t1", "content": msg}}}, {Text: "posted it"}}
 		}
@@ -66,6 +79,14 @@ func TestRecordFixtures(t *testing.T) {
 				{name: "lost-session", args: []string{"--resume", "11111111-2222-3333-4444-555555555555"}, prompt: "lost"},
 				{name: "bad-key", key: "sk-wrong", env: map[string]string{"CLAUDE_CODE_MAX_RETRIES": "2"}, prompt: "q"},
 				{name: "mcp-post", replies: mcp("hello from claude over MCP"), args: []string{"--mcp-config", mcpConfig, "--strict-mcp-config", "--allowedTools", "mcp__bridge__post"}, prompt: "post hi"},
+				{name: "normal", replies: []fakemodel.Reply{
+					{Thinking: "The test fails; look at Count first.", Tool: &fakemodel.ToolCall{Name: "Bash", Input: map[string]string{"command": grep, "description": "Find the subtraction"}}},
+					{Tool: &fakemodel.ToolCall{Name: "Read", Input: map[string]string{"file_path": filepath.Join(work, "parse.go")}}},
+					{Text: "The test fails because Count subtracts one.\nRemove the `- 1` in parse.go and it passes."}},
+					args: []string{"--allowedTools", "Bash,Read"}, prompt: "why does the test fail?"},
+				{name: "failed", replies: []fakemodel.Reply{{Tool: &fakemodel.ToolCall{Name: "Bash", Input: map[string]string{"command": "make deploy", "description": "Deploy"}}}},
+					failing: &fakemodel.Reply{Status: 529, Error: "overloaded"}, env: map[string]string{"CLAUDE_CODE_MAX_RETRIES": "0"},
+					args: []string{"--allowedTools", "Bash"}, prompt: "deploy it"},
 			}
 		} else {
 			fixtures = []fixture{
@@ -75,6 +96,13 @@ func TestRecordFixtures(t *testing.T) {
 				{name: "bad-key", key: "sk-wrong", prompt: "q"},
 				{name: "server-error", failing: &fakemodel.Reply{Status: 500, Error: "upstream exploded"},
 					args: []string{"-c", "model_providers.fake.stream_max_retries=1", "-c", "model_providers.fake.request_max_retries=1"}, prompt: "q"},
+				{name: "normal", replies: []fakemodel.Reply{
+					{Thinking: "Look at Count first.", Tool: &fakemodel.ToolCall{Name: "exec_command", Input: map[string]string{"cmd": grep}}},
+					{Text: "Fixed: Count no longer subtracts one; the tests pass."}}, prompt: "fix the test"},
+				{name: "failed", replies: []fakemodel.Reply{{Tool: &fakemodel.ToolCall{Name: "exec_command", Input: map[string]string{"cmd": "make deploy"}}}},
+					failing: &fakemodel.Reply{Status: 429, Error: "rate limit reached"},
+					args:    []string{"-c", "model_providers.fake.stream_max_retries=0", "-c", "model_providers.fake.request_max_retries=0"}, prompt: "deploy it"},
+				// Last: it adds the MCP server to the config.
 				{name: "mcp-post", replies: mcp("hello from codex over MCP"), prompt: "post hi"},
 			}
 		}
