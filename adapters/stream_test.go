@@ -440,3 +440,19 @@ usage: done: 10 tokens in, 2 out
 		t.Errorf("records:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// codex 0.169 waiting for an unreachable model address: a retry, not a
+// failure (seen with the pinned codex against a closed port).
+func TestConvertCodexWaitingForNetwork(t *testing.T) {
+	in := `{"type":"thread.started","thread_id":"th"}
+{"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}
+{"type":"turn.completed","usage":{"input_tokens":10,"output_tokens":2}}`
+	var recs []adapters.ProgressRecord
+	out, err := adapters.ConvertStream(adapters.StreamCodex, strings.NewReader(in), func(r adapters.ProgressRecord) { recs = append(recs, r) })
+	if err != nil || out.Failed {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if got := statuses(recs); !strings.Contains(got, "retry: retrying: waiting for network (Connection failed: error sending request)\n") {
+		t.Errorf("records:\n%s", got)
+	}
+}

@@ -276,13 +276,12 @@ func TestMCPClientsPostIntoAThread(t *testing.T) {
 				}
 				args = []string{"-p", "--output-format", "stream-json", "--verbose", "--mcp-config", path, "--strict-mcp-config", "--allowedTools", "mcp__bridge__post"}
 			} else {
-				a.writeCodexConfig(t, `
-[mcp_servers.bridge]
-command = "`+bin+`"
-args = ["mcp", "--as", "`+as+`"]
-env = { BRIDGE_URL = "`+s.bridgeURL+`" }
-`)
-				args = []string{"exec", "--json", "--skip-git-repo-check", "-"}
+				// docs/mcp.md's table as written, pointed at this
+				// stack; --strict-config refuses any key this codex
+				// does not know.
+				a.writeCodexConfig(t, "\n"+strings.NewReplacer(`"agent-bridge"`, strconv.Quote(bin), "codex-bo", as,
+					"http://127.0.0.1:5111", s.bridgeURL).Replace(docsCodexTOML(t)))
+				args = []string{"exec", "--strict-config", "--json", "--skip-git-repo-check", "-"}
 			}
 			cmd := a.command(ctx, t, args...)
 			cmd.Stdin = strings.NewReader("post hello")
@@ -383,4 +382,18 @@ func TestDocumentedMCPCommandsAreAccepted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// docsCodexTOML is the codex MCP server table docs/mcp.md shows.
+func docsCodexTOML(t *testing.T) string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "mcp.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```toml\n(\\[mcp_servers\\.bridge\\].*?)```").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/mcp.md shows no [mcp_servers.bridge] table")
+	}
+	return string(m[1])
 }
