@@ -578,3 +578,43 @@ func writeResponses(w http.ResponseWriter, req Request, rep Reply) {
 	}
 	s.event("response.completed", map[string]any{"type": "response.completed", "response": resp})
 }
+
+// ClaudeEnv is the environment ("KEY=value" entries) that points claude,
+// or claude-agent-acp, at s with key, and switches off its traffic to
+// anywhere else: telemetry, error reports, update checks, feature flags.
+func (s *Server) ClaudeEnv(key string) []string {
+	return []string{
+		"ANTHROPIC_BASE_URL=" + s.URL(),
+		"ANTHROPIC_API_KEY=" + key,
+		"DISABLE_TELEMETRY=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1",
+		"DISABLE_ERROR_REPORTING=1",
+		"DISABLE_GROWTHBOOK=1",
+		"CLAUDE_CODE_DISABLE_FEATURE_FLAGS=1",
+	}
+}
+
+// CodexProvider is the model provider id CodexConfig defines.
+const CodexProvider = "fake"
+
+// CodexConfig is a config.toml for a test CODEX_HOME that points codex, or
+// codex-acp, at s: a custom provider (CodexProvider) speaking the
+// Responses API, whose key codex reads from the environment variable
+// envKey, with model as the default model, no update check and no
+// analytics. Append tables (an [mcp_servers.x], say) after it.
+func (s *Server) CodexConfig(model, envKey string) string {
+	return fmt.Sprintf(`model_provider = %q
+model = %q
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[model_providers.%s]
+name = "fake model server"
+base_url = %q
+wire_api = "responses"
+env_key = %q
+`, CodexProvider, model, CodexProvider, s.URL()+"/v1", envKey)
+}

@@ -95,13 +95,13 @@ func TestRecordFixtures(t *testing.T) {
 					args: []string{"resume", "$SESSION"}, prompt: "second question"},
 				{name: "bad-key", key: "sk-wrong", prompt: "q"},
 				{name: "server-error", failing: &fakemodel.Reply{Status: 500, Error: "upstream exploded"},
-					args: []string{"-c", "model_providers.fake.stream_max_retries=1", "-c", "model_providers.fake.request_max_retries=1"}, prompt: "q"},
+					args: []string{"-c", "model_providers." + fakemodel.CodexProvider + ".stream_max_retries=1", "-c", "model_providers." + fakemodel.CodexProvider + ".request_max_retries=1"}, prompt: "q"},
 				{name: "normal", replies: []fakemodel.Reply{
 					{Thinking: "Look at Count first.", Tool: &fakemodel.ToolCall{Name: "exec_command", Input: map[string]string{"cmd": grep}}},
 					{Text: "Fixed: Count no longer subtracts one; the tests pass."}}, prompt: "fix the test"},
 				{name: "failed", replies: []fakemodel.Reply{{Tool: &fakemodel.ToolCall{Name: "exec_command", Input: map[string]string{"cmd": "make deploy"}}}},
 					failing: &fakemodel.Reply{Status: 429, Error: "rate limit reached"},
-					args:    []string{"-c", "model_providers.fake.stream_max_retries=0", "-c", "model_providers.fake.request_max_retries=0"}, prompt: "deploy it"},
+					args:    []string{"-c", "model_providers." + fakemodel.CodexProvider + ".stream_max_retries=0", "-c", "model_providers." + fakemodel.CodexProvider + ".request_max_retries=0"}, prompt: "deploy it"},
 				// Last: it adds the MCP server to the config.
 				{name: "mcp-post", replies: mcp("hello from codex over MCP"), prompt: "post hi"},
 			}

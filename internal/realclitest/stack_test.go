@@ -90,17 +90,6 @@ func need(t *testing.T) {
 	t.Skip(skipWhy)
 }
 
-// quietEnv keeps the CLIs off the network beyond the fake model: no
-// telemetry, error reports, update checks or feature-flag fetches.
-var quietEnv = map[string]string{
-	"DISABLE_TELEMETRY":                        "1",
-	"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-	"DISABLE_AUTOUPDATER":                      "1",
-	"DISABLE_ERROR_REPORTING":                  "1",
-	"DISABLE_GROWTHBOOK":                       "1",
-	"CLAUDE_CODE_DISABLE_FEATURE_FLAGS":        "1",
-}
-
 // agent is one participant served by a shipped adapter and its own fake
 // model server.
 type agent struct {
@@ -145,12 +134,11 @@ func (a *agent) env(t testing.TB) map[string]string {
 		"AGENT_BRIDGE_BIN": bin,
 		"HOME":             a.home,
 	}
-	for k, v := range quietEnv {
-		env[k] = v
-	}
 	if a.cli == "claude" {
-		env["ANTHROPIC_BASE_URL"] = a.fake.URL()
-		env["ANTHROPIC_API_KEY"] = a.key
+		for _, kv := range a.fake.ClaudeEnv(a.key) {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
 	} else {
 		env["CODEX_HOME"] = a.codex
 		env["FAKE_OPENAI_KEY"] = a.key
@@ -165,19 +153,7 @@ func (a *agent) env(t testing.TB) map[string]string {
 // with no update check or analytics, plus extra TOML.
 func (a *agent) writeCodexConfig(t testing.TB, extra string) {
 	t.Helper()
-	cfg := fmt.Sprintf(`model_provider = "fake"
-model = %q
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[model_providers.fake]
-name = "fake"
-base_url = %q
-wire_api = "responses"
-env_key = "FAKE_OPENAI_KEY"
-%s`, a.model, a.fake.URL()+"/v1", extra)
+	cfg := a.fake.CodexConfig(a.model, "FAKE_OPENAI_KEY") + extra
 	if err := os.WriteFile(filepath.Join(a.codex, "config.toml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
