@@ -42,7 +42,7 @@ if ! command -v codex >/dev/null 2>&1; then
 	exit 127
 fi
 
-codex_home=${CODEX_HOME:-$HOME/.codex}
+codex_home=${CODEX_HOME:-${HOME:-}/.codex}
 provider=${AGENT_BRIDGE_CODEX_PROVIDER:-}
 if [ -z "$provider" ] && [ -f "$codex_home/config.toml" ]; then
 	# The top-level key only: it ends at the first table.
