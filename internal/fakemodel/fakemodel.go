@@ -92,6 +92,10 @@ type Reply struct {
 	Status int
 	// Error is the error's message; a default per status when empty.
 	Error string
+	// ErrorType is the error's type (and, for OpenAI, its code); a
+	// default per status when empty. "insufficient_quota" with 429 is
+	// OpenAI's exhausted quota, which codex does not retry.
+	ErrorType string
 	// Delay holds the answer back this long before its first byte (cut
 	// short when the client goes away): a slow model.
 	Delay time.Duration
@@ -335,10 +339,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case req.API == Other:
 		req.Status = http.StatusNotFound
-		writeError(w, req.API, http.StatusNotFound, "not found: "+r.URL.Path)
+		writeError(w, req.API, http.StatusNotFound, "", "not found: "+r.URL.Path)
 	case badKey:
 		req.Status = http.StatusUnauthorized
-		writeError(w, req.API, http.StatusUnauthorized, "")
+		writeError(w, req.API, http.StatusUnauthorized, "", "")
 	default:
 		if reply.Delay > 0 {
 			t := time.NewTimer(reply.Delay)
@@ -350,7 +354,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		if reply.Status != 0 {
 			req.Status = reply.Status
-			writeError(w, req.API, reply.Status, reply.Error)
+			writeError(w, req.API, reply.Status, reply.ErrorType, reply.Error)
 			break
 		}
 		if reply.Usage == (Usage{}) {
@@ -396,11 +400,15 @@ var errorTypes = map[int][2]string{
 	529:                            {"overloaded_error", "overloaded"},
 }
 
-// writeError answers status with an error body in the API's shape.
-func writeError(w http.ResponseWriter, api API, status int, msg string) {
-	typ, def := "api_error", http.StatusText(status)
+// writeError answers status with an error body in the API's shape; typ
+// and msg default per status.
+func writeError(w http.ResponseWriter, api API, status int, typ, msg string) {
+	deftyp, def := "api_error", http.StatusText(status)
 	if e, ok := errorTypes[status]; ok {
-		typ, def = e[0], e[1]
+		deftyp, def = e[0], e[1]
+	}
+	if typ == "" {
+		typ = deftyp
 	}
 	if msg == "" {
 		msg = def

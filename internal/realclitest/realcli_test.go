@@ -195,7 +195,7 @@ func TestCancelStopsTheCLI(t *testing.T) {
 	}
 }
 
-// A bad key and a failing model surface as one error notice with the
+// A bad key, a failing model and an exhausted quota surface as one error notice with the
 // CLI's own reason within 15 s, the retries in between as progress with
 // their status and attempt (contract 6.1).
 func TestErrorsSurfaceWithinSeconds(t *testing.T) {
@@ -211,14 +211,19 @@ func TestErrorsSurfaceWithinSeconds(t *testing.T) {
 		bad.key = "sk-wrong"
 		down := newAgent(t, cli+"-down", cli)
 		down.fake.SetDefault(fakemodel.Reply{Status: 500, Error: "upstream exploded"})
-		agents = append(agents, bad, down)
+		quota := newAgent(t, cli+"-quota", cli)
+		quota.fake.SetDefault(fakemodel.Reply{Status: 429, ErrorType: "insufficient_quota", Error: "You exceeded your current quota, please check your plan and billing details."})
+		agents = append(agents, bad, down, quota)
 		if cli == "claude" {
 			wants[bad.id] = want{"Invalid API key", "retrying after 401 (attempt 2 of 3)"}
 			wants[down.id] = want{"upstream exploded", "retrying after 500 (attempt 2 of 3)"}
+			wants[quota.id] = want{"exceeded your current quota", "retrying after 429 (attempt 2 of 3)"}
 		} else {
 			wants[bad.id] = want{"401 Unauthorized", "retrying after 401 (attempt 2 of 3)"}
-			// codex words every 5xx alike.
+			// codex words every 5xx alike, and does not retry an
+			// exhausted quota.
 			wants[down.id] = want{"high demand", "(attempt 2 of 3)"}
+			wants[quota.id] = want{"Quota exceeded", ""}
 		}
 	}
 	s := newStack(t, agents...)
