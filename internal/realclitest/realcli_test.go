@@ -34,7 +34,7 @@ func TestThreeTurnsResumeAndBookWhatWasServed(t *testing.T) {
 	s := newStack(t, claude, codex)
 	for _, a := range []*agent{claude, codex} {
 		t.Run(a.cli, func(t *testing.T) {
-			s.t = t
+			s := s.with(t)
 			thread := s.thread("three turns with " + a.id)
 			for i, q := range []string{"question one", "question two", "question three"} {
 				before := len(a.fake.Requests())
@@ -117,7 +117,7 @@ func TestLostSessionStartsAfresh(t *testing.T) {
 	s := newStack(t, claude, codex)
 	for _, a := range []*agent{claude, codex} {
 		t.Run(a.cli, func(t *testing.T) {
-			s.t = t
+			s := s.with(t)
 			thread := s.thread("lost session with " + a.id)
 			a.fake.Push(fakemodel.Reply{Text: "first answer"})
 			if got := text(s.answer(thread, s.ask(thread, a, "first question"), replyTimeout)); got != "first answer" {
@@ -165,7 +165,7 @@ func TestCancelStopsTheCLI(t *testing.T) {
 	s := newStack(t, claude, codex)
 	for _, a := range []*agent{claude, codex} {
 		t.Run(a.cli, func(t *testing.T) {
-			s.t = t
+			s := s.with(t)
 			thread := s.thread("cancel " + a.id)
 			a.fake.SetDefault(fakemodel.Reply{Text: "too late", Delay: 5 * time.Minute})
 			trig := s.ask(thread, a, "take your time")
@@ -229,7 +229,7 @@ func TestErrorsSurfaceWithinSeconds(t *testing.T) {
 	s := newStack(t, agents...)
 	for _, a := range agents {
 		t.Run(a.id, func(t *testing.T) {
-			s.t = t
+			s := s.with(t)
 			thread := s.thread("errors " + a.id)
 			start := time.Now()
 			trig := s.ask(thread, a, "are you there")
@@ -263,7 +263,7 @@ func TestMCPClientsPostIntoAThread(t *testing.T) {
 	thread := s.thread("mcp")
 	for _, cli := range []string{"claude", "codex"} {
 		t.Run(cli, func(t *testing.T) {
-			s.t = t
+			s := s.with(t)
 			a := newAgent(t, cli, cli)
 			as := cli + "-mcp"
 			msg := "hello from " + cli + " over MCP"

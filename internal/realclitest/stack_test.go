@@ -244,6 +244,14 @@ func newStack(t testing.TB, agents ...*agent) *stack {
 	return s
 }
 
+// with is the stack for a subtest: the same processes, with failures
+// reported to t.
+func (s *stack) with(t testing.TB) *stack {
+	c := *s
+	c.t = t
+	return &c
+}
+
 // getJSON decodes a status API answer.
 func (s *stack) getJSON(path string, v any) error {
 	resp, err := http.Get(s.statusURL + path)
