@@ -402,3 +402,35 @@ func docsCodexTOML(t *testing.T) string {
 	}
 	return string(m[1])
 }
+
+// The CLIs under test are the versions .ci/clis/package.json pins (the
+// fixtures and docs describe those).
+func TestCLIsAreThePinnedVersions(t *testing.T) {
+	need(t)
+	b, err := os.ReadFile(filepath.Join(root, ".ci", "clis", "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if err := json.Unmarshal(b, &pkg); err != nil {
+		t.Fatal(err)
+	}
+	for cli, npmName := range map[string]string{"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"} {
+		pin := pkg.Dependencies[npmName]
+		if pin == "" {
+			t.Fatalf("package.json pins no %s", npmName)
+		}
+		a := newAgent(t, cli, cli)
+		ctx, cancel := context.WithTimeout(t.Context(), replyTimeout)
+		out, err := a.command(ctx, t, "--version").Output()
+		cancel()
+		if err != nil {
+			t.Fatalf("%s --version: %v", cli, err)
+		}
+		if !regexp.MustCompile(`(^|\s)` + regexp.QuoteMeta(pin) + `(\s|$)`).Match(out) {
+			t.Errorf("%s --version says %q; .ci/clis/package.json pins %s %s (%s=%s)", cli, strings.TrimSpace(string(out)), npmName, pin, envCLIBin, cliDir)
+		}
+	}
+}
