@@ -193,7 +193,7 @@ func TestCodexScript(t *testing.T) {
 		t.Fatalf("codex.sh: %s, stdout %q", adapters.ErrorMessage(res, 0), res.Stdout)
 	}
 	calls := cliCalls(t, log)
-	if got, want := strings.Join(calls[0].Argv, " "), "codex exec --json --skip-git-repo-check -m gpt-5-codex -"; got != want {
+	if got, want := strings.Join(calls[0].Argv, " "), "codex exec --json --skip-git-repo-check --disable unbounded_connection_retries -m gpt-5-codex -"; got != want {
 		t.Errorf("argv %q, want %q", got, want)
 	}
 	if calls[0].Stdin != adapters.RenderPrompt(p) {
@@ -211,7 +211,7 @@ func TestCodexScript(t *testing.T) {
 		t.Fatalf("resume: %s, stdout %q", adapters.ErrorMessage(res, 0), res.Stdout)
 	}
 	calls = cliCalls(t, log)
-	if got, want := strings.Join(calls[1].Argv, " "), "codex exec --json --skip-git-repo-check --sandbox workspace-write resume sess-9 -"; got != want {
+	if got, want := strings.Join(calls[1].Argv, " "), "codex exec --json --skip-git-repo-check --disable unbounded_connection_retries --sandbox workspace-write resume sess-9 -"; got != want {
 		t.Errorf("argv %q, want %q", got, want)
 	}
 	if sessionOf(recs) != "sess-9" || !hasRecord(recs, "other", "hologram") {

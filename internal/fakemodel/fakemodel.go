@@ -609,8 +609,10 @@ const CodexProvider = "fake"
 // CodexConfig is a config.toml for a test CODEX_HOME that points codex, or
 // codex-acp, at s: a custom provider (CodexProvider) speaking the
 // Responses API, whose key codex reads from the environment variable
-// envKey, with model as the default model, no update check and no
-// analytics. Append tables (an [mcp_servers.x], say) after it.
+// envKey, with model as the default model, no update check, no analytics
+// and no plugins (codex 0.169 otherwise looks up github.com and
+// chatgpt.com for its plugin marketplace). Append tables (an
+// [mcp_servers.x], say) after it.
 func (s *Server) CodexConfig(model, envKey string) string {
 	return fmt.Sprintf(`model_provider = %q
 model = %q
@@ -618,6 +620,9 @@ check_for_update_on_startup = false
 
 [analytics]
 enabled = false
+
+[features]
+plugins = false
 
 [model_providers.%s]
 name = "fake model server"

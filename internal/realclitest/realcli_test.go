@@ -213,20 +213,31 @@ func TestErrorsSurfaceWithinSeconds(t *testing.T) {
 		down.fake.SetDefault(fakemodel.Reply{Status: 500, Error: "upstream exploded"})
 		quota := newAgent(t, cli+"-quota", cli)
 		quota.fake.SetDefault(fakemodel.Reply{Status: 429, ErrorType: "insufficient_quota", Error: "You exceeded your current quota, please check your plan and billing details."})
-		agents = append(agents, bad, down, quota)
+		// Nothing listens at this one's address once the stack runs.
+		gone := newAgent(t, cli+"-unreachable", cli)
+		agents = append(agents, bad, down, quota, gone)
 		if cli == "claude" {
 			wants[bad.id] = want{"Invalid API key", "retrying after 401 (attempt 2 of 3)"}
 			wants[down.id] = want{"upstream exploded", "retrying after 500 (attempt 2 of 3)"}
 			wants[quota.id] = want{"exceeded your current quota", "retrying after 429 (attempt 2 of 3)"}
+			wants[gone.id] = want{"Connection refused", "(attempt 2 of 3)"}
 		} else {
 			wants[bad.id] = want{"401 Unauthorized", "retrying after 401 (attempt 2 of 3)"}
 			// codex words every 5xx alike, and does not retry an
 			// exhausted quota.
 			wants[down.id] = want{"high demand", "(attempt 2 of 3)"}
 			wants[quota.id] = want{"Quota exceeded", ""}
+			wants[gone.id] = want{"Connection failed", "retrying after Connection failed: error sending request (attempt 2 of 3)"}
 		}
 	}
 	s := newStack(t, agents...)
+	for _, a := range agents {
+		if strings.HasSuffix(a.id, "-unreachable") {
+			if err := a.fake.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	for _, a := range agents {
 		t.Run(a.id, func(t *testing.T) {
 			s := s.with(t)
