@@ -8,8 +8,9 @@
 //     default "normal"; the folder is $FAKE_CLI_FIXTURES.
 //   - Resuming (claude --resume ID, codex exec … resume ID) replays the
 //     fixture with its session id replaced by ID, unless ID starts with
-//     "gone": then it prints an error on stderr and exits 1 before any
-//     event, as a CLI that no longer knows the session does.
+//     "gone": then it exits 1 as that CLI does for a session it no longer
+//     knows: claude prints one failed result naming the dead id (and the
+//     reason on stderr), codex only an error on stderr.
 //   - Each run appends one JSON line {"argv": [...], "stdin": "..."} to the
 //     file named by $FAKE_CLI_LOG, so tests can check what the adapter
 //     passed.
@@ -32,11 +33,9 @@ import (
 	"strings"
 )
 
-// The session ids the fixtures were recorded with.
-var fixtureSessions = map[string]string{
-	"claude": "5b6f0a3e-0c1d-4a57-9a0e-2f1f6c7b9d10",
-	"codex":  "0199a213-81c0-7800-8aa1-bbab2a035a53",
-}
+// fixtureSession matches the session id a fixture was recorded with: the
+// first session_id (claude) or thread_id (codex) in it.
+var fixtureSession = regexp.MustCompile(`"(?:session_id|thread_id)":"([^"]+)"`)
 
 var fixtureToken = regexp.MustCompile(`fixture:([a-z_]+)`)
 
@@ -51,7 +50,7 @@ func main() {
 
 func run() (int, error) {
 	cli := filepath.Base(os.Args[0])
-	if _, ok := fixtureSessions[cli]; !ok {
+	if cli != "claude" && cli != "codex" {
 		return 0, fmt.Errorf("run me as claude or codex, not %q", cli)
 	}
 	stdin, err := io.ReadAll(os.Stdin)
@@ -65,6 +64,15 @@ func run() (int, error) {
 	resume := resumeID(cli, os.Args[1:])
 	if strings.HasPrefix(resume, "gone") || (resume != "" && forgotten()) {
 		if cli == "claude" {
+			// As claude 2.1.328 does (testdata/cli/claude/lost-session.jsonl):
+			// one failed result on stdout carrying the dead id, the
+			// reason on stderr too.
+			line, err := json.Marshal(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true,
+				"num_turns": 0, "session_id": resume, "total_cost_usd": 0, "errors": []string{"No conversation found with session ID: " + resume}})
+			if err != nil {
+				return 0, fmt.Errorf("encode result: %w", err)
+			}
+			fmt.Fprintf(os.Stdout, "%s\n", line)
 			fmt.Fprintf(os.Stderr, "No conversation found with session ID: %s\n", resume)
 		} else {
 			fmt.Fprintf(os.Stderr, "Error: thread/resume failed: no rollout found for thread id %s\n", resume)
@@ -80,11 +88,15 @@ func run() (int, error) {
 		return 0, fmt.Errorf("read fixture: %w", err)
 	}
 	out := string(b)
+	var id string
+	if m := fixtureSession.FindStringSubmatch(out); m != nil && len(m[1]) > 12 {
+		id = m[1]
+	}
 	switch {
+	case id == "":
 	case resume != "":
-		out = strings.ReplaceAll(out, fixtureSessions[cli], resume)
+		out = strings.ReplaceAll(out, id, resume)
 	case os.Getenv("FAKE_CLI_NEW_SESSIONS") != "":
-		id := fixtureSessions[cli]
 		out = strings.ReplaceAll(out, id, fmt.Sprintf("%s%012d", id[:len(id)-12], runNo))
 	}
 	if _, err := io.WriteString(os.Stdout, out); err != nil {
