@@ -11,7 +11,7 @@ import (
 // receiptLines is the text of the receipt lines under the message whose
 // body is text.
 func receiptLines(text string) string {
-	return fmt.Sprintf(`(() => { const e = Array.from(document.querySelectorAll("#event-list .event")).find(e => e.querySelector(".event-body").textContent === %s); return e ? Array.from(e.querySelectorAll(".receipts .receipt")).map(r => r.textContent).join("\n") : ""; })()`, jsString(text))
+	return fmt.Sprintf(`(() => { const e = Array.from(document.querySelectorAll("#event-list .event")).find(e => e.querySelector(".event-body").textContent === %s); return e ? Array.from(e.querySelectorAll(".receipts .receipt")).map(r => r.querySelector(".receipt-text, .receipt-link").textContent).join("\n") : ""; })()`, jsString(text))
 }
 
 // TestReceiptLines: under an addressed message the UI shows one line per
