@@ -1,7 +1,9 @@
 // Package ui embeds the bridge's web UI and serves it at /ui.
 //
-// The UI is plain HTML, CSS and ES modules written by hand and embedded in the
-// binary, so the bridge needs no Node build and no files on disk. It talks to
+// The UI is plain HTML, CSS and ES modules embedded in the binary, so the
+// bridge needs no Node build and no files on disk; the two libraries it uses
+// (marked for Markdown, DOMPurify to sanitise) are vendored as ES modules in
+// static/vendor by vendor.sh. It talks to
 // the bridge's own HTTP API from the browser; this package only serves the
 // files, with a strict Content-Security-Policy that keeps untrusted event
 // content inert even if a rendering bug slipped through.

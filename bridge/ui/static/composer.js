@@ -35,15 +35,17 @@ async function send() {
   const body = { from: sender(), to: $("to-select").value || "all", content: text };
   if (v.replyTo) body.meta = { reply_to: v.replyTo };
   $("send-btn").disabled = true;
+  // What one posts comes into view when the stream brings it: go to the
+  // bottom now, not when the answer comes, which may be after the event
+  // and after the viewer scrolled elsewhere.
+  v.stick = true;
+  scrollToBottom();
   try {
     await api.post(`/threads/${encodeURIComponent(v.id)}/events`, body, { signal: v.ctrl.signal });
     if (v !== ui.view) return;
     input.value = "";
     showComposerError("");
     setReply(null);
-    // What one just posted comes into view when the stream brings it.
-    v.stick = true;
-    scrollToBottom();
   } catch (err) {
     if (v === ui.view) showComposerError(inThreadWords(err.message, v.id));
   } finally {

@@ -180,8 +180,8 @@ export function markQuestions() {
 }
 
 // refreshSenderLabels updates names and profiles once the participant list
-// is known, touching only the label nodes, and redraws the receipts, whose
-// lines name participants too.
+// is known, touching only the label nodes, and redraws the receipts and
+// control sentences, which name participants too.
 export function refreshSenderLabels(v) {
   for (const span of document.querySelectorAll("#event-list .sender, #event-list .profile")) {
     const who = senderLabel(v, span.dataset.from);
@@ -189,4 +189,12 @@ export function refreshSenderLabels(v) {
     if (span.textContent !== text) span.textContent = text;
   }
   for (const id of v.receipts.keys()) paintReceipts(v, id);
+  const ctx = controlContext(v);
+  for (const node of document.querySelectorAll("#event-list .event.type-control")) {
+    const ev = v.events.get(Number(node.dataset.seq));
+    const body = node.querySelector(".event-body");
+    if (!ev || !body) continue;
+    const text = describeControl(ev.content, ctx);
+    if (body.textContent !== text) body.textContent = text;
+  }
 }

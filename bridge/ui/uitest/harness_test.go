@@ -385,11 +385,11 @@ func (b *browser) run(what string, actions ...chromedp.Action[chromedp.Void]) {
 
 // eval evaluates a JavaScript expression through the DevTools protocol
 // (which the page's CSP does not restrict) and decodes its JSON value.
-func eval[T any](b *browser, expr string) T {
+func eval[T any](b *browser, expr string, opts ...chromedp.EvaluateOption) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, waitTimeout)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
 	if err != nil {
 		b.t.Fatalf("evaluate %s: %v", expr, err)
 	}
