@@ -25,8 +25,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
-var updateScreenshot = flag.Bool("update-screenshot", false, "write the main view's screenshot to docs/ui-screenshot.png")
-
 // waitTimeout bounds every wait for the browser or a daemon. It is generous
 // because eight people share two cores; a passing run waits far less.
 const waitTimeout = 30 * time.Second

@@ -3,8 +3,6 @@ package uitest
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -87,19 +85,11 @@ func TestConversationWithAgent(t *testing.T) {
 	b.waitJS("the prod event and a second reply from echo", contains(eventsText, "prodded Echo (echo)")+` && document.querySelectorAll('#event-list .event .sender[data-from="echo"]').length === 2`)
 	s.post(b.threadID(), map[string]any{"from": "user", "content": "Thanks! The plan:\n```go\nfmt.Println(\"ship it\")\n```\nSee `docs/ui.md` and https://example.com/design."})
 	b.waitJS("the code block", `document.querySelector("#event-list pre code")`)
-	png := b.screenshot("ui-main.png")
+	b.docShot("ui-screenshot.png")
 
 	b.run("follow the reply link", chromedp.Click(chromedp.JSPath(sel+`.querySelector(".reply-link")`)))
 	b.waitJS("the original highlighted", fmt.Sprintf(`Array.from(document.querySelectorAll("#event-list .event.highlight")).some(e => e.querySelector(".event-body").textContent === %s)`, jsString(msg)))
-	if *updateScreenshot {
-		root, err := testutil.ModuleRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, "docs", "ui-screenshot.png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+
 }
 
 // TestThreadsListSearchRenameDeepLink covers the thread list: most recent
