@@ -57,7 +57,8 @@ export async function loadThreads() {
     const old = new Map(ui.threads.map((t) => [t.id, t]));
     for (const t of all) {
       const o = old.get(t.id);
-      t.unread = o ? o.unread : 0;
+      t.unseen = o ? o.unseen : new Set();
+      t.unread = t.unseen.size;
       t.last = o ? o.last : null;
       if (typeof read[t.id] !== "number" && typeof t.last_seq === "number") read[t.id] = t.last_seq;
     }
@@ -81,13 +82,14 @@ async function loadPreviews(list) {
         const res = await api.get(`/threads/${encodeURIComponent(t.id)}/events?tail=${PREVIEW_TAIL}`);
         const evs = res.events || [];
         const seen = read[t.id] || 0;
-        let n = 0;
+        // A set of seqs, so that an event both read here and streamed
+        // counts once.
         for (const ev of evs) {
-          if (countsAsUnread(ev) && ev.seq > seen) n++;
+          if (countsAsUnread(ev) && ev.seq > seen) t.unseen.add(ev.seq);
           if (ev.type === "message" && !(ev.meta && ev.meta.private === true)) t.last = preview(ev);
         }
-        t.unread = n;
-        t.unreadMore = n > 0 && evs.length === PREVIEW_TAIL && evs[0].seq > seen + 1;
+        t.unread = t.unseen.size;
+        t.unreadMore = t.unread > 0 && evs.length === PREVIEW_TAIL && evs[0].seq > seen + 1;
       } catch {
         // A preview is a hint; the list works without it.
       }
@@ -112,14 +114,17 @@ export function noteThread(ev, live) {
   if (typeof ev.thread !== "string" || !ev.thread) return;
   let t = ui.threads.find((x) => x.id === ev.thread);
   if (!t) {
-    ui.threads.push((t = { id: ev.thread, name: ev.thread, updated_at: "", unread: 0, last: null }));
+    ui.threads.push((t = { id: ev.thread, name: ev.thread, updated_at: "", unread: 0, unseen: new Set(), last: null }));
     if (typeof read[t.id] !== "number") read[t.id] = Math.max(0, (ev.seq || 1) - 1);
   }
   if ((ev.type === "thread.created" || ev.type === "thread.renamed") && typeof ev.content === "string") t.name = ev.content;
   if (typeof ev.ts === "string" && ev.ts > String(t.updated_at || "")) t.updated_at = ev.ts;
   if (typeof ev.seq === "number" && ev.seq > (t.last_seq || 0)) t.last_seq = ev.seq;
   if (ev.type === "message" && !(ev.meta && ev.meta.private === true)) t.last = preview(ev);
-  if (live && countsAsUnread(ev) && ev.seq > (read[t.id] || 0)) t.unread = (t.unread || 0) + 1;
+  if (live && countsAsUnread(ev) && ev.seq > (read[t.id] || 0)) {
+    t.unseen.add(ev.seq);
+    t.unread = t.unseen.size;
+  }
   sortThreads();
   // One redraw per frame, however many events a burst brings.
   if (threadsFrame === null) {
@@ -139,6 +144,7 @@ export function markRead(id, seq) {
     saveRead();
   }
   if (t) {
+    t.unseen.clear();
     t.unread = 0;
     t.unreadMore = false;
   }
