@@ -22,46 +22,56 @@ export function button(cls, text, fn, title) {
   return b;
 }
 
+// Formatters are built once: building one per call (toLocaleTimeString
+// with options does) costs more than drawing the event it is for.
+const TIME = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+const FULL = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
+const DAY_MONTH = new Intl.DateTimeFormat(undefined, { day: "numeric", month: "short" });
+const DAY_MONTH_YEAR = new Intl.DateTimeFormat(undefined, { day: "numeric", month: "short", year: "numeric" });
+const WEEKDAY = new Intl.DateTimeFormat(undefined, { weekday: "long", day: "numeric", month: "long" });
+const WEEKDAY_YEAR = new Intl.DateTimeFormat(undefined, { weekday: "long", day: "numeric", month: "long", year: "numeric" });
+
+const parse = (ts) => {
+  const d = new Date(ts);
+  return isNaN(d) ? null : d;
+};
+const sameDay = (a, b) => a.getFullYear() === b.getFullYear() && a.getMonth() === b.getMonth() && a.getDate() === b.getDate();
+
 // dayKey is a timestamp's local calendar day, "" when it is not a time.
 export function dayKey(ts) {
-  const d = new Date(ts);
-  return isNaN(d) ? "" : d.toDateString();
+  const d = parse(ts);
+  return d ? `${d.getFullYear()}-${d.getMonth() + 1}-${d.getDate()}` : "";
 }
 
 // dayLabel names a local day for a date separator: Today, Yesterday, or
 // the weekday and date.
 export function dayLabel(ts) {
-  const d = new Date(ts);
-  if (isNaN(d)) return "";
+  const d = parse(ts);
+  if (!d) return "";
   const today = new Date();
-  const yesterday = new Date(today.getFullYear(), today.getMonth(), today.getDate() - 1);
-  if (d.toDateString() === today.toDateString()) return "Today";
-  if (d.toDateString() === yesterday.toDateString()) return "Yesterday";
-  const opts = { weekday: "long", day: "numeric", month: "long" };
-  if (d.getFullYear() !== today.getFullYear()) opts.year = "numeric";
-  return d.toLocaleDateString(undefined, opts);
+  if (sameDay(d, today)) return "Today";
+  if (sameDay(d, new Date(today.getFullYear(), today.getMonth(), today.getDate() - 1))) return "Yesterday";
+  return (d.getFullYear() === today.getFullYear() ? WEEKDAY : WEEKDAY_YEAR).format(d);
 }
 
 // timeOf is a timestamp's local time of day (hours and minutes).
 export function timeOf(ts) {
-  const d = new Date(ts);
-  return isNaN(d) ? String(ts || "") : d.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
+  const d = parse(ts);
+  return d ? TIME.format(d) : String(ts || "");
 }
 
 // shortDate is a compact when for lists: the time today, the day and month
 // this year, the full date before.
 export function shortDate(ts) {
-  const d = new Date(ts);
-  if (isNaN(d)) return String(ts || "");
+  const d = parse(ts);
+  if (!d) return String(ts || "");
   const today = new Date();
-  if (d.toDateString() === today.toDateString()) return timeOf(ts);
-  const opts = { day: "numeric", month: "short" };
-  if (d.getFullYear() !== today.getFullYear()) opts.year = "numeric";
-  return d.toLocaleDateString(undefined, opts);
+  if (sameDay(d, today)) return TIME.format(d);
+  return (d.getFullYear() === today.getFullYear() ? DAY_MONTH : DAY_MONTH_YEAR).format(d);
 }
 
 // fullTime is a timestamp as the local date and time, for tooltips.
 export function fullTime(ts) {
-  const d = new Date(ts);
-  return isNaN(d) ? String(ts || "") : d.toLocaleString();
+  const d = parse(ts);
+  return d ? FULL.format(d) : String(ts || "");
 }

@@ -55,8 +55,30 @@ export function safeURL(raw) {
   return u.protocol === "http:" || u.protocol === "https:" ? u.href : null;
 }
 
+// PLAIN matches text in which Markdown would find nothing to do: no
+// emphasis, code, link, HTML, entity, heading, quote, list, table, rule or
+// indented code. Most chat lines are like that; they skip the parser and
+// the sanitiser (built with textContent, which is as inert), which keeps a
+// burst of live events and the opening of a thread fast.
+const PLAIN = /[*_`[\]<>#|~\\!&]|https?:|www\.|@|^\s*(?:[-+]|\d+[.)])(?:\s|$)|^\s*>|^(?: {4}|\t)|^\s*(?:=+|-+)\s*$/m;
+
+function renderPlain(text) {
+  const wrap = document.createElement("div");
+  wrap.className = "md";
+  for (const para of String(text).trim().split(/\n[ \t]*\n\s*/)) {
+    const p = document.createElement("p");
+    para.split("\n").forEach((line, i) => {
+      if (i) p.append(document.createElement("br"));
+      p.append(line);
+    });
+    wrap.append(p);
+  }
+  return wrap;
+}
+
 // renderMarkdown turns untrusted text into a sanitised fragment.
 export function renderMarkdown(text) {
+  if (!PLAIN.test(String(text))) return renderPlain(text);
   const html = marked.parse(String(text), { async: false }).trim();
   const frag = DOMPurify.sanitize(html, PURIFY);
   for (const code of frag.querySelectorAll("pre > code")) {

@@ -50,8 +50,16 @@ export function renderRevision() {
   if (past) $("revision-text").textContent = `Viewing revision ${v.cursor} of ${h}`;
   document.body.classList.toggle("viewing-past", past);
   for (const id of POSTING) $(id).disabled = past;
-  for (const b of document.querySelectorAll("#participant-list button, #event-list .permission-option")) b.disabled = past;
+  for (const b of document.querySelectorAll("#participant-list button")) b.disabled = past;
+  // The permission buttons only change when the view moves in or out of
+  // the past: looking them up per event would cost a burst dearly.
+  if (past !== shownPast) {
+    shownPast = past;
+    for (const b of document.querySelectorAll("#event-list .permission-option")) b.disabled = past;
+  }
 }
+
+let shownPast = false;
 
 // wireRevision connects the back, forward and live buttons.
 export function wireRevision() {

@@ -154,8 +154,10 @@ export function addEvent(v, ev, live) {
     const partyOn = v.liveState && v.liveState.party && v.liveState.party.on;
     if (ev.type === "control" || ev.type === "scene.closed" || (ev.meta && ev.meta.scene) || (ev.type === "message" && partyOn)) refreshState(v);
     if (ev.from === sender() && ev.type === "message") v.stick = true; // one's own post comes into view
-    if (v.stick && v.cursor === null) scrollToBottom();
-    else if (v.cursor === null) showPill(v, v.unseen + 1);
+    // A stuck view follows through the ResizeObserver (wireScrolling):
+    // one layout and one scroll per frame, however many events a burst
+    // brings, where a scroll here would force a layout per event.
+    if (!v.stick && v.cursor === null) showPill(v, v.unseen + 1);
     if (!document.hidden) markRead(v.id, v.last);
   }
   renderRevision();

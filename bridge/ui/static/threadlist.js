@@ -27,12 +27,20 @@ function loadRead() {
   }
 }
 
+let saveTimer = null;
+
+// saveRead writes the read positions at most twice a second: a burst of
+// events in the open thread must not write the storage per event.
 function saveRead() {
-  try {
-    localStorage.setItem(READ_KEY, JSON.stringify(read));
-  } catch {
-    // A full or refused storage only costs the counts after a reload.
-  }
+  if (saveTimer !== null) return;
+  saveTimer = setTimeout(() => {
+    saveTimer = null;
+    try {
+      localStorage.setItem(READ_KEY, JSON.stringify(read));
+    } catch {
+      // A full or refused storage only costs the counts after a reload.
+    }
+  }, 500);
 }
 
 const sortThreads = () => ui.threads.sort((a, b) => String(b.updated_at || "").localeCompare(String(a.updated_at || "")));
