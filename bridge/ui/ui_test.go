@@ -172,3 +172,28 @@ func TestConfigNamesTheCoordinator(t *testing.T) {
 		t.Errorf("coordinator URL = %q", got)
 	}
 }
+
+// TestRevalidationWithETag: a file comes with an entity tag, and asking
+// again with it gets 304 and no body; a changed tag gets the file.
+func TestRevalidationWithETag(t *testing.T) {
+	h := ui.Handler()
+	for _, p := range []string{"/ui/static/app.js", "/ui/static/vendor/marked.esm.js", "/ui/"} {
+		res := get(t, h, http.MethodGet, p)
+		tag := res.Header.Get("ETag")
+		if res.StatusCode != http.StatusOK || tag == "" || res.Header.Get("Cache-Control") != "no-cache" {
+			t.Fatalf("GET %s: %d, ETag %q, Cache-Control %q", p, res.StatusCode, tag, res.Header.Get("Cache-Control"))
+		}
+		for _, c := range []struct {
+			ifNoneMatch string
+			want        int
+		}{{tag, http.StatusNotModified}, {`"other"`, http.StatusOK}} {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodGet, p, nil)
+			req.Header.Set("If-None-Match", c.ifNoneMatch)
+			h.ServeHTTP(rec, req)
+			if rec.Code != c.want || (c.want == http.StatusNotModified && rec.Body.Len() != 0) {
+				t.Errorf("GET %s If-None-Match %s: %d with %d bytes, want %d", p, c.ifNoneMatch, rec.Code, rec.Body.Len(), c.want)
+			}
+		}
+	}
+}
