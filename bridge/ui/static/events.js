@@ -123,7 +123,11 @@ export function renderEvent(v, ev) {
   else if (ev.type === "thread.renamed") body.textContent = `renamed the thread to “${contentText(ev)}”`;
   else body.textContent = `${ev.type}: ${contentText(ev)}`;
   node.append(body);
-  if (ev.type === "message" && tags.includes("permission")) node.append(permissionBox(ev));
+  if (ev.type === "message" && tags.includes("permission")) {
+    node.append(permissionBox(ev));
+    const answer = v.permissionAnswers.get(ev.id);
+    if (answer) markAnswered(v, node, ev, answer);
+  }
   if (node.classList.contains("asks")) markForViewer(node);
   if (ev.type === "message" || ev.type === "control") {
     const box = el("div", "receipts");
@@ -167,6 +171,37 @@ function permissionBox(ev) {
   }
   box.append(row);
   return box;
+}
+
+// notePermissionAnswer marks the request a permission control answers:
+// its buttons give way to who chose what, so nobody answers twice.
+export function notePermissionAnswer(v, ev) {
+  if (ev.type !== "control") return;
+  let c = ev.content;
+  if (typeof c === "string") {
+    try {
+      c = JSON.parse(c);
+    } catch {
+      return;
+    }
+  }
+  const p = c && typeof c === "object" ? c.permission : null;
+  if (!p || typeof p.event !== "string") return;
+  const answer = { from: ev.from, option: String(p.option || "") };
+  v.permissionAnswers.set(p.event, answer);
+  const node = v.nodes.get(v.byID.get(p.event));
+  const req = v.events.get(v.byID.get(p.event));
+  if (node && req) markAnswered(v, node, req, answer);
+}
+
+function markAnswered(v, node, req, answer) {
+  node.classList.add("answered");
+  const box = node.querySelector(".permission");
+  if (!box) return;
+  let line = box.querySelector(".permission-answer");
+  if (!line) box.append((line = el("div", "permission-answer")));
+  const name = controlContext(v).option(req.id, answer.option) || answer.option;
+  line.textContent = `${senderLabel(v, answer.from).name} chose ${name}`;
 }
 
 // markForViewer highlights a question or permission request addressed to

@@ -9,7 +9,7 @@
 import * as api from "./api.js";
 import { $ } from "./dom.js";
 import { ui, sender, inThreadWords, threadName } from "./shared.js";
-import { renderEvent, markGroups, notePartyReply } from "./events.js";
+import { renderEvent, markGroups, notePartyReply, notePermissionAnswer } from "./events.js";
 import { loadReceipts, paintRunning } from "./receipts.js";
 import { loadPresence, markStale, renderPresence } from "./presence.js";
 import { refreshState } from "./panel.js";
@@ -37,6 +37,7 @@ function newView(id) {
     presence: new Map(),
     receipts: new Map(), // event id -> Map participant -> receipt
     party: new Map(), // trigger id -> Map participant -> Set of rounds replied
+    permissionAnswers: new Map(), // permission request id -> {from, option}
     loadingOlder: false,
     stateReq: 0,
     replyTo: null,
@@ -145,6 +146,7 @@ export function addEvent(v, ev, live) {
   }
   if (!v.first || ev.seq < v.first) v.first = ev.seq;
   markGroups(node);
+  notePermissionAnswer(v, ev);
   if (v.cursor !== null && ev.seq > v.cursor) node.classList.add("future");
   if ((ev.type === "thread.renamed" || ev.type === "thread.created") && ev.seq === v.last && typeof ev.content === "string") {
     $("thread-title").textContent = ev.content;

@@ -49,6 +49,7 @@ func TestPermissionRequestButtons(t *testing.T) {
 
 	b.click("allow once", `#event-list .event.tag-permission .permission-option[data-option="allow"]`)
 	b.waitJS("the answer as a sentence", contains(eventsText, "answered a permission request: “Allow once”"))
+	b.waitJS("the request answered, its buttons gone", request+`.classList.contains("answered") && !`+request+`.querySelector(".permission-option").checkVisibility() && `+request+`.querySelector(".permission-answer").textContent === "user chose “Allow once”"`)
 
 	var page struct {
 		Events []struct {
