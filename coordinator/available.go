@@ -79,6 +79,11 @@ func (a *availability) put(thread string, invited []agentbridge.Invite, replace 
 			a.order = a.order[1:]
 			delete(a.threads, drop)
 			delete(a.fresh, drop)
+			for k := range a.shown {
+				if k.thread == drop {
+					delete(a.shown, k)
+				}
+			}
 		}
 	}
 	a.threads[thread] = invited

@@ -162,6 +162,9 @@ func TestLayoutPhoneAndDesktop(t *testing.T) {
 				// The backdrop is the dimmed strip left of the drawer.
 				b.run("close it on the backdrop", chromedp.MouseClickXY(20, 400))
 				b.waitJS("the panel closed", `!document.body.classList.contains("show-panel")`)
+				// With no thread open, the phone shows the thread list.
+				b.run("open the UI's start", chromedp.Navigate(s.url+"/ui/"))
+				b.waitJS("the thread list fills the screen", inWindow("#sidebar")+` && document.querySelector("#sidebar").getBoundingClientRect().width >= 380 && document.querySelectorAll("#thread-list .thread-item").length >= 2`)
 			} else {
 				for _, sel := range []string{"#sidebar", "#panel", "#thread-title"} {
 					if !eval[bool](b, inWindow(sel)) {
