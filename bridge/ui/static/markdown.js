@@ -45,7 +45,7 @@ const PURIFY = {
 };
 
 // safeURL returns the normalised URL when it is http or https, else null.
-export function safeURL(raw) {
+function safeURL(raw) {
   let u;
   try {
     u = new URL(raw);

@@ -25,7 +25,7 @@ const ENDED = {
 // Date.now(); presence is the participant's presence entry, if any;
 // rounds the party rounds (1, 2) the participant replied in for this
 // trigger, if any.
-export function receiptText(r, presence, now, rounds) {
+function receiptText(r, presence, now, rounds) {
   let text;
   switch (r.state) {
     case "queued":
@@ -56,7 +56,7 @@ export function receiptText(r, presence, now, rounds) {
 // a participant's display name; onReply(id) shows a reply; runURL(r) is
 // the link to a receipt's run ("" for none); rounds(id) a participant's
 // party rounds.
-export function drawReceipts(box, byParticipant, presence, { label, onReply, runURL, rounds }, now) {
+function drawReceipts(box, byParticipant, presence, { label, onReply, runURL, rounds }, now) {
   const list = byParticipant ? Array.from(byParticipant.values()) : [];
   list.sort((a, b) => (a.participant < b.participant ? -1 : a.participant > b.participant ? 1 : 0));
   box.hidden = list.length === 0;
