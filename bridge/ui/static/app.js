@@ -10,7 +10,7 @@
 import * as api from "./api.js";
 import { $ } from "./dom.js";
 import { ui, sender } from "./shared.js";
-import { createThread, renderThreads } from "./threadlist.js";
+import { createThread, renderThreads, flushRead } from "./threadlist.js";
 import { openThread, routeID, wireScrolling } from "./thread.js";
 import { markQuestions } from "./events.js";
 import { wireComposer } from "./composer.js";
@@ -144,6 +144,7 @@ function wire() {
   });
 
   window.addEventListener("popstate", () => openThread(routeID()));
+  window.addEventListener("pagehide", flushRead);
   document.addEventListener("visibilitychange", onVisibility);
   document.addEventListener("animationend", (e) => {
     if (e.animationName === "flash") e.target.classList.remove("highlight");

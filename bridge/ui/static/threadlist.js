@@ -32,15 +32,19 @@ let saveTimer = null;
 // saveRead writes the read positions at most twice a second: a burst of
 // events in the open thread must not write the storage per event.
 function saveRead() {
-  if (saveTimer !== null) return;
-  saveTimer = setTimeout(() => {
-    saveTimer = null;
-    try {
-      localStorage.setItem(READ_KEY, JSON.stringify(read));
-    } catch {
-      // A full or refused storage only costs the counts after a reload.
-    }
-  }, 500);
+  if (saveTimer === null) saveTimer = setTimeout(flushRead, 500);
+}
+
+// flushRead writes the read positions now; the page calls it when it goes
+// away (pagehide), so a reload right after reading loses nothing.
+export function flushRead() {
+  if (saveTimer !== null) clearTimeout(saveTimer);
+  saveTimer = null;
+  try {
+    localStorage.setItem(READ_KEY, JSON.stringify(read));
+  } catch {
+    // A full or refused storage only costs the counts after a reload.
+  }
 }
 
 const sortThreads = () => ui.threads.sort((a, b) => String(b.updated_at || "").localeCompare(String(a.updated_at || "")));
