@@ -13,6 +13,7 @@ import { ui, sender } from "./shared.js";
 import { createThread, renderThreads, flushRead } from "./threadlist.js";
 import { openThread, routeID, wireScrolling } from "./thread.js";
 import { markQuestions } from "./events.js";
+import { paintReceipts } from "./receipts.js";
 import { wireComposer } from "./composer.js";
 import { wirePanel, showControlError } from "./panel.js";
 import { wireRevision } from "./revision.js";
@@ -34,6 +35,9 @@ async function showRunsLink() {
       const a = $("runs-link");
       a.href = ui.coordinatorURL + "/";
       a.hidden = false;
+      // Receipts drawn before this answer get their run links now.
+      const v = ui.view;
+      if (v) for (const id of v.receipts.keys()) paintReceipts(v, id);
     }
   } catch {
     // No link then.
