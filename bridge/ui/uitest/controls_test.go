@@ -38,7 +38,16 @@ func TestControlSentences(t *testing.T) {
 	for _, c := range samples {
 		s.post(th, map[string]any{"type": "control", "from": "user", "content": c.content})
 	}
+	for _, vp := range []viewport{phone, desktop} {
+		t.Run(vp.name, func(t *testing.T) { checkControlSentences(t, s, th, vp, samples) })
+	}
+}
+
+// checkControlSentences opens the thread at one size and checks each
+// control's sentence.
+func checkControlSentences(t *testing.T, s *stack, th string, vp viewport, samples []controlSample) {
 	b := newBrowser(t)
+	b.resize(vp)
 	b.run("open the thread", chromedp.Navigate(s.url+"/ui/threads/"+th))
 	sentences := `Array.from(document.querySelectorAll("#event-list .event.type-control .event-body")).map(e => e.textContent)`
 	b.waitJS("every control shown", fmt.Sprintf(`(%s).length === %d && document.querySelector("#participant-list .participant")`, sentences, len(samples)))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
@@ -88,6 +89,9 @@ func seedConversation(s *stack, name string) string {
 		// To all, with no mention: the running coordinator stays out of it.
 		s.post(th, map[string]any{"from": "user", "content": fmt.Sprintf("Step %d: what do we check next?", i)})
 		reply := fmt.Sprintf("For step %d:\n\n- run the **unit** tests\n- read `docs/ui.md`\n- then *[nods]* ask again", i)
+		if i == 3 {
+			reply = "A **bold** claim, and <script>window.__xss=1</script> shown as typed."
+		}
 		if i == 6 {
 			reply = "Here is the patch:\n\n```go\nfunc main() {\n\tfmt.Println(\"a rather long line of code that is wider than any phone screen would ever be\")\n}\n```\n\n| check | state |\n|---|---|\n| vet | ok |\n| race | ok |"
 		}
@@ -120,6 +124,12 @@ func TestLayoutPhoneAndDesktop(t *testing.T) {
 			b.waitJS("the date separator", `document.querySelector("#event-list .event.day-start").dataset.dayLabel === "Today"`)
 			if got := eval[[]string](b, overflowing); len(got) > 0 {
 				t.Errorf("wider than the %d px window: %v", vp.w, got)
+			}
+			if got := eval[string](b, `Array.from(document.querySelectorAll("#event-list strong")).map(e => e.textContent).join(",") + " " + typeof window.__xss`); !strings.Contains(got, ",bold,") || !strings.HasSuffix(got, " undefined") {
+				t.Errorf("Markdown and script: strong elements and window.__xss = %q, want **bold** in <strong> and no script run", got)
+			}
+			if !eval[bool](b, contains(eventsText, "A bold claim, and <script>window.__xss=1</script> shown as typed.")) {
+				t.Error("the <script> in a message is not shown as typed")
 			}
 			if !eval[bool](b, inWindow("#message-input")+` && `+inWindow("#send-btn")+` && document.querySelector("#message-input").getBoundingClientRect().width >= 150`) {
 				t.Errorf("the composer is not usable: input %v", eval[any](b, `JSON.stringify(document.querySelector("#message-input").getBoundingClientRect())`))
