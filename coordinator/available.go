@@ -17,17 +17,19 @@ import (
 // "via": coordinator_id}, so that the UI shows it as available rather than
 // offline once its last run is older than the bridge's presence TTL. The
 // reports are sent when a participant is invited (or the coordinator first
-// meets the thread) and then refreshed every availableRefresh, under the
-// bridge's TTL; when the coordinator stops they stop, and the entries go
+// meets the thread) and then renewed every availableHeartbeats presence
+// heartbeats (presence_heartbeat_s), under the bridge's TTL; when the coordinator stops they stop, and the entries go
 // stale on their own, so a participant shows available only while a
 // coordinator that can start it runs. Nothing polls: the bridge passes the
 // reports to the pages on its streams.
 
 const (
-	// availableRefresh is how often the reports are renewed: a third of the
-	// bridge's default presence TTL (120 s), so one lost report does not
-	// make a participant look offline.
-	availableRefresh = 40 * time.Second
+	// availableHeartbeats is how many presence heartbeats pass between two
+	// renewals: 40 s with the default presence_heartbeat_s of 10, a third
+	// of the bridge's presence TTL (120 s), so one lost report does not
+	// make a participant look offline. More than one heartbeat, because
+	// these reports are for every idle pair, not the few running ones.
+	availableHeartbeats = 4
 	// availableSeedThreads is how many of the most recently updated threads
 	// get their participants reported at start, before they speak again.
 	availableSeedThreads = 256
@@ -102,7 +104,8 @@ func sameInvites(a, b []agentbridge.Invite) bool {
 }
 
 // run reports until ctx ends: the seed at start, changes when noted, and
-// everything every availableRefresh.
+// everything every availableHeartbeats presence heartbeats (never when
+// presence_heartbeat_s is 0; a reload applies at the next renewal).
 func (a *availability) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -111,16 +114,36 @@ func (a *availability) run(ctx context.Context) {
 		defer wg.Done()
 		a.seed(ctx)
 	}()
-	t := time.NewTicker(availableRefresh)
-	defer t.Stop()
+	// One timer across wakes, so that frequent changes cannot put the
+	// renewal off; re-armed when it fires, with the period of the config
+	// in force then.
+	var renew *time.Timer
+	arm := func() {
+		if every := availableHeartbeats * a.c.cfg.Load().PresenceHeartbeat; every > 0 {
+			renew = time.NewTimer(every)
+		} else {
+			renew = nil
+		}
+	}
+	arm()
+	defer func() {
+		if renew != nil {
+			renew.Stop()
+		}
+	}()
 	for {
+		var fired <-chan time.Time
+		if renew != nil {
+			fired = renew.C
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-a.wake:
 			a.report(ctx, false)
-		case <-t.C:
+		case <-fired:
 			a.report(ctx, true)
+			arm()
 		}
 	}
 }

@@ -74,3 +74,22 @@ func TestAvailablePresence(t *testing.T) {
 		}
 	}
 }
+
+// TestAvailableRenewed: with nothing happening in the thread, the
+// coordinator renews an idle participant's available report before the
+// bridge's TTL would make it stale (every 4 presence heartbeats: 4 s here).
+func TestAvailableRenewed(t *testing.T) {
+	s := startStack(t, nil)
+	th := s.thread("quiet")
+	s.invite(th, "alice", agentbridge.Profile{Client: "fake", Model: "m"})
+	var first string
+	testutil.WaitFor(t, waitLong, "alice available", func() bool {
+		p, ok := s.presenceOf(th, "alice")
+		first = p.UpdatedAt
+		return ok && isAvailable(p)
+	})
+	testutil.WaitFor(t, waitLong, "the report renewed", func() bool {
+		p, ok := s.presenceOf(th, "alice")
+		return ok && isAvailable(p) && p.UpdatedAt > first
+	})
+}
