@@ -98,6 +98,9 @@ type Coordinator struct {
 	// rosterPresence keeps the threads' presence from the stream, for
 	// the payload's roster (presencecache.go).
 	rosterPresence *presenceCache
+	// avail reports the participants it can start as available
+	// (available.go).
+	avail *availability
 }
 
 // threadCache is a thread's derived state as of seq.
@@ -146,6 +149,7 @@ func New(opts Options) (*Coordinator, error) {
 	c.metrics = newMetrics(c)
 	c.sched = newScheduler(c)
 	c.receipts = newReceiptReporter(c)
+	c.avail = newAvailability(c)
 	if opts.ConfigPath != "" {
 		c.watcher = NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
 	}
@@ -251,12 +255,19 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		}()
 	}
 
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.avail.run(stop)
+	}()
+
 	err := c.recover(stop)
 	if err == nil {
 		err = c.follow(stop)
 	}
 	cancelStop()
 	c.shutdown(work, cancelWork)
+	c.avail.offline()
 	stopReceipts()
 	if ctx.Err() != nil {
 		return nil
@@ -460,6 +471,7 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 		name = e.Text()
 	}
 	c.threads.put(e.Thread, threadCache{seq: e.Seq, state: after, name: name})
+	c.avail.note(e.Thread, after)
 	c.recent.add(e, cfg.ContextWindowSize+recentSlack)
 	if decided {
 		c.log.Debug("decided", "event", e.ID, "thread", e.Thread, "rule", d.Rule, "invoke", len(d.Invoke), "skipped", len(d.Skipped))

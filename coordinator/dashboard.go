@@ -45,6 +45,9 @@ const (
 type excerpts struct {
 	mu sync.Mutex
 	m  map[string]string
+	// names caches the names of threads the coordinator has no state
+	// for (dashboard_words.go); a rename shows once the thread speaks.
+	names map[string]string
 }
 
 // mountDashboard adds the dashboard's routes to the status server's mux.
@@ -82,10 +85,12 @@ func (c *Coordinator) mountDashboard(mux *http.ServeMux) {
 }
 
 // Run is one row of GET /runs: the invocation record plus the first
-// characters of its trigger.
+// characters of its trigger (as one line: a control in words) and its
+// thread's name.
 type Run struct {
 	state.Invocation
 	TriggerExcerpt string `json:"trigger_excerpt"`
+	ThreadName     string `json:"thread_name"`
 }
 
 // RunsResponse is the body of GET /runs.
@@ -94,6 +99,9 @@ type RunsResponse struct {
 	// Now is the status server's clock, so the page computes running
 	// durations without trusting the browser's.
 	Now string `json:"now"`
+	// BridgeURL is the bridge the coordinator follows, so the page links
+	// each run's thread to the bridge's UI.
+	BridgeURL string `json:"bridge_url"`
 }
 
 // maxRuns caps /runs?limit=: each row also carries its trigger's excerpt.
@@ -112,13 +120,13 @@ func (c *Coordinator) handleRuns(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The runs could not be read."))
 		return
 	}
-	out := RunsResponse{Runs: make([]Run, len(invs)), Now: agentbridge.FormatTime(time.Now().UTC())}
+	out := RunsResponse{Runs: make([]Run, len(invs)), Now: agentbridge.FormatTime(time.Now().UTC()), BridgeURL: c.cfg.Load().BridgeURL}
 	// One budget for every fetch of this answer: a bridge that hangs costs
 	// the page excerpts, not 2 s per row.
 	ctx, cancel := context.WithTimeout(r.Context(), excerptTimeout)
 	defer cancel()
 	for i, inv := range invs {
-		out.Runs[i] = Run{Invocation: inv, TriggerExcerpt: c.excerpt(ctx, inv)}
+		out.Runs[i] = Run{Invocation: inv, TriggerExcerpt: c.excerpt(ctx, inv), ThreadName: c.runThreadName(ctx, inv.Thread)}
 	}
 	httpjson.Write(w, http.StatusOK, out)
 }
@@ -139,10 +147,7 @@ func (c *Coordinator) excerpt(ctx context.Context, inv state.Invocation) string 
 	if err != nil || len(evs) == 0 || evs[0].ID != inv.TriggerID {
 		return ""
 	}
-	s = evs[0].Text()
-	if evs[0].Type == agentbridge.TypeControl {
-		s = string(evs[0].Content)
-	}
+	s = triggerLine(evs[0])
 	if utf8.RuneCountInString(s) > excerptRunes {
 		s = string([]rune(s)[:excerptRunes-1]) + "…"
 	}

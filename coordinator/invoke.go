@@ -474,7 +474,7 @@ func (c *Coordinator) postNotice(ctx context.Context, n state.Notice) {
 
 // presence reports the participant as thinking from presenceDelay on and
 // every heartbeat until the returned function is called, which has it
-// report listening. Presence is best effort (failures are logged at debug
+// report listening (and available, see available.go). Presence is best effort (failures are logged at debug
 // level only) and off the wake path: the reports are sent from their own
 // goroutine, a run that ends within presenceDelay (no one could have seen
 // it thinking) sends only the listening report, after its reply, and the
@@ -491,8 +491,12 @@ func (c *Coordinator) presence(ctx context.Context, thread, participant string, 
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		in := agentbridge.PresenceInput{From: participant, State: st}
-		if st == agentbridge.PresenceThinking {
+		switch st {
+		case agentbridge.PresenceThinking:
 			in.Details = presenceDetails(mon)
+		case agentbridge.PresenceListening:
+			// Done, and ready for the next trigger (available.go).
+			in.Details = availableDetails(c.cfg.Load().CoordinatorID)
 		}
 		if err := c.bridge.SetPresence(pctx, thread, in); err != nil {
 			c.log.Debug("set presence", "participant", participant, "thread", thread, "state", st, "err", err)

@@ -1,14 +1,18 @@
 // Package ui embeds the bridge's web UI and serves it at /ui.
 //
-// The UI is plain HTML, CSS and ES modules written by hand and embedded in the
-// binary, so the bridge needs no Node build and no files on disk. It talks to
+// The UI is plain HTML, CSS and ES modules embedded in the binary, so the
+// bridge needs no Node build and no files on disk; the two libraries it uses
+// (marked for Markdown, DOMPurify to sanitise) are vendored as ES modules in
+// static/vendor by vendor.sh. It talks to
 // the bridge's own HTTP API from the browser; this package only serves the
 // files, with a strict Content-Security-Policy that keeps untrusted event
 // content inert even if a rendering bug slipped through.
 package ui
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"io/fs"
 	"net/http"
 	"path"
@@ -63,12 +67,34 @@ func NewHandler(opts Options) http.Handler {
 		// broken build, not a runtime condition.
 		panic("ui: embedded static folder missing: " + err.Error())
 	}
-	return &handler{files: sub, opts: opts}
+	return &handler{files: sub, opts: opts, etags: etags(sub)}
 }
 
 type handler struct {
 	files fs.FS
 	opts  Options
+	// etags holds each file's entity tag, a hash of its content, so a
+	// reload revalidates the page's modules with 304s instead of sending
+	// them again.
+	etags map[string]string
+}
+
+// etags hashes every embedded file once.
+func etags(files fs.FS) map[string]string {
+	out := make(map[string]string)
+	_ = fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(files, p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		out[p] = `"` + hex.EncodeToString(sum[:12]) + `"`
+		return nil
+	})
+	return out
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -108,8 +134,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveFile writes one embedded file. Everything is revalidated on each load
-// (no-cache): the files are tiny and a stale app.js after an upgrade would
-// talk to the new server with old assumptions.
+// (no-cache): a stale app.js after an upgrade would talk to the new server
+// with old assumptions. The entity tag makes the revalidation a 304 when
+// the file is the one the browser has.
 func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, name string) {
 	b, err := fs.ReadFile(h.files, name)
 	if err != nil {
@@ -118,6 +145,13 @@ func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, name string)
 	}
 	w.Header().Set("Content-Type", contentType(name))
 	w.Header().Set("Cache-Control", "no-cache")
+	if tag := h.etags[name]; tag != "" {
+		w.Header().Set("ETag", tag)
+		if r.Header.Get("If-None-Match") == tag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
 		return

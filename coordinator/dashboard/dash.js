@@ -1,12 +1,15 @@
 // The runs dashboard: polls the status API once a second (GET /runs with
 // the filters, GET /usage, and GET /invocations/{id} for the open detail)
-// and renders with textContent only, so adapter output stays inert.
+// and renders with textContent only, so adapter output stays inert. A run's
+// detail opens in a side panel; ?run=ID in the address opens it too (the
+// bridge UI's receipts link there), and threads link to the bridge's UI.
 
 const $ = (id) => document.getElementById(id);
 const POLL_MS = 1000;
 
 let selected = null; // the invocation id whose detail is open
 let serverSkew = 0; // server clock minus browser clock, in ms
+let bridgeURL = ""; // the bridge the coordinator follows, for thread links
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -70,6 +73,45 @@ function fmtCost(c) {
   return c ? "$" + c.toFixed(4) : "";
 }
 
+// exitText says how a run's process ended, in words: a negative code is
+// the runner's mark for a process it stopped (cancel, timeout, shutdown).
+function exitText(r) {
+  const c = r.exit_code;
+  if (c === null || c === undefined) return "";
+  if (c === 0) return "0 · ok";
+  if (c > 0) return `${c} · error`;
+  switch (r.status) {
+    case "cancelled":
+      return "stopped: cancelled";
+    case "timeout":
+      return "stopped: timed out";
+    case "interrupted":
+      return "stopped: coordinator shut down";
+    default:
+      return "killed by a signal";
+  }
+}
+
+function threadURL(id) {
+  return /^https?:\/\//.test(bridgeURL) ? `${bridgeURL.replace(/\/+$/, "")}/ui/threads/${encodeURIComponent(id)}` : "";
+}
+
+// threadCell is a link to the run's thread in the bridge's UI, by name.
+function threadCell(r) {
+  const td = el("td", "thread");
+  const url = threadURL(r.thread);
+  const a = el(url ? "a" : "span", null, r.thread_name || r.thread);
+  if (url) {
+    a.href = url;
+    a.target = "_blank";
+    a.rel = "noopener";
+    a.addEventListener("click", (e) => e.stopPropagation());
+  }
+  a.title = r.thread;
+  td.append(a);
+  return td;
+}
+
 function durationOf(r) {
   if (r.status === "running" && r.started_at) return Date.now() + serverSkew - Date.parse(r.started_at);
   return r.duration_ms || (r.started_at && r.finished_at ? Date.parse(r.finished_at) - Date.parse(r.started_at) : NaN);
@@ -85,25 +127,32 @@ function filterQuery() {
   return q.toString();
 }
 
+const LABELS = ["id", "participant", "thread", "trigger", "status", "started", "duration", "tokens", "cost", "exit", ""];
+
 function renderRuns(res) {
   if (res.now) serverSkew = Date.parse(res.now) - Date.now();
+  if (typeof res.bridge_url === "string") bridgeURL = res.bridge_url;
   const rows = [];
   for (const r of res.runs || []) {
     const tr = el("tr", "run");
     tr.dataset.id = r.id;
     tr.dataset.status = r.status;
     if (r.id === selected) tr.classList.add("selected");
+    const trigger = el("td", "trigger", r.trigger_excerpt || r.trigger_id);
+    trigger.title = r.trigger_excerpt || "";
+    const exit = el("td", "exit " + (r.exit_code === 0 ? "exit-ok" : r.exit_code > 0 ? "exit-bad" : ""), exitText(r));
+    if (r.error) exit.title = r.error;
     tr.append(
       el("td", "id", r.id),
       el("td", "participant", r.participant),
-      el("td", "thread", r.thread),
-      el("td", "trigger", r.trigger_excerpt || r.trigger_id),
+      threadCell(r),
+      trigger,
       el("td", "status st-" + r.status, r.status),
       el("td", "started", fmtTime(r.started_at)),
       el("td", "duration", fmtDuration(durationOf(r))),
       el("td", "tokens", fmtTokens(r.input_tokens, r.output_tokens)),
       el("td", "cost", fmtCost(r.cost_usd)),
-      el("td", "exit", r.exit_code === null || r.exit_code === undefined ? "" : r.exit_code),
+      exit,
     );
     const act = el("td", "actions");
     if (r.status === "running" || r.status === "queued") {
@@ -116,11 +165,14 @@ function renderRuns(res) {
       act.append(b);
     }
     tr.append(act);
+    Array.from(tr.children).forEach((td, i) => (td.dataset.label = LABELS[i]));
     tr.addEventListener("click", () => openDetail(r.id));
     rows.push(tr);
   }
   $("runs-body").replaceChildren(...rows);
 }
+
+const USAGE_LABELS = ["participant", "runs today", "tokens today", "cost today", "runs 7 days", "tokens 7 days", "cost 7 days"];
 
 function renderUsage(res) {
   const by = new Map();
@@ -137,6 +189,7 @@ function renderUsage(res) {
     tr.dataset.participant = p;
     tr.append(el("td", "participant", p));
     for (const v of [...cells(by.get(p).today), ...cells(by.get(p).week)]) tr.append(el("td", null, v));
+    Array.from(tr.children).forEach((td, i) => (td.dataset.label = USAGE_LABELS[i]));
     rows.push(tr);
   }
   $("usage-body").replaceChildren(...rows);
@@ -145,7 +198,16 @@ function renderUsage(res) {
 async function openDetail(id) {
   selected = id;
   $("detail").hidden = false;
+  history.replaceState(null, "", "?run=" + encodeURIComponent(id));
+  for (const tr of document.querySelectorAll("#runs-body tr.run")) tr.classList.toggle("selected", tr.dataset.id === String(id));
   await refreshDetail();
+}
+
+function closeDetail() {
+  selected = null;
+  $("detail").hidden = true;
+  history.replaceState(null, "", location.pathname);
+  for (const tr of document.querySelectorAll("#runs-body tr.selected")) tr.classList.remove("selected");
 }
 
 async function refreshDetail() {
@@ -163,15 +225,21 @@ async function refreshDetail() {
   $("detail-title").textContent = `#${inv.id} ${inv.participant} · ${inv.status}`;
   $("detail").dataset.status = inv.status;
   $("detail-meta").textContent = [
-    `thread ${inv.thread}`,
-    `trigger ${inv.trigger_id}`,
     inv.started_at ? `started ${fmtTime(inv.started_at)}` : "not started",
     fmtDuration(durationOf(inv)),
     fmtTokens(inv.input_tokens, inv.output_tokens),
     fmtCost(inv.cost_usd),
-    inv.exit_code === null || inv.exit_code === undefined ? "" : `exit ${inv.exit_code}`,
+    exitText(inv) ? `exit ${exitText(inv)}` : "",
     inv.error || "",
   ].filter(Boolean).join(" · ");
+  const row = document.querySelector(`#runs-body tr.run[data-id="${CSS.escape(String(inv.id))}"]`);
+  const link = $("detail-thread-link");
+  const url = threadURL(inv.thread);
+  const name = row ? row.querySelector(".thread").textContent : inv.thread;
+  link.textContent = "thread " + name;
+  if (url) link.href = url;
+  else link.removeAttribute("href");
+  $("detail-trigger").textContent = "trigger: " + (row ? row.querySelector(".trigger").title || inv.trigger_id : inv.trigger_id);
   $("detail-cancel").hidden = !(inv.status === "running" || inv.status === "queued");
   const items = (inv.progress || []).map((p) => {
     const li = el("li", "progress");
@@ -221,15 +289,15 @@ function wire() {
   for (const id of ["f-thread", "f-participant", "f-status"]) $(id).addEventListener("input", () => poll());
   $("filters").addEventListener("submit", (e) => e.preventDefault());
   $("login").addEventListener("submit", login);
-  $("detail-close").addEventListener("click", () => {
-    selected = null;
-    $("detail").hidden = true;
-  });
+  $("detail-close").addEventListener("click", closeDetail);
+  document.addEventListener("keydown", (e) => e.key === "Escape" && selected !== null && closeDetail());
   $("detail-cancel").addEventListener("click", () => selected !== null && cancel(selected));
 }
 
 async function main() {
   wire();
+  const run = new URLSearchParams(location.search).get("run");
+  if (run && /^\d+$/.test(run)) openDetail(Number(run));
   for (;;) {
     await poll();
     await new Promise((r) => setTimeout(r, POLL_MS));

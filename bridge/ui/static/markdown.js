@@ -1,11 +1,51 @@
-// markdown.js: a deliberately small markdown subset for untrusted text.
-// Everything is built with createElement and textContent (no HTML parsing),
-// so event content can only ever become text, code blocks or http(s) links.
+// markdown.js: message content as Markdown (CommonMark with GitHub's
+// tables, task lists, strikethrough and autolinks) through marked, and the
+// HTML it makes through DOMPurify, both vendored from npm (vendor/README.md).
+//
+// Raw HTML typed into a message is shown as text, not interpreted: agents
+// quote HTML often and mean it literally. Images become links (the page's
+// CSP would block a foreign image anyway, and loading one would tell its
+// host who reads the thread). Links open in a new tab and only http(s) and
+// mailto links stay links. DOMPurify runs last, so even a mistake in these
+// rules cannot put a script or an event handler on the page.
 
-const INLINE = /`([^`\n]+)`|\[([^\]\n]+)\]\(([^()\s]+)\)|(https?:\/\/[^\s<>"'`]+)/g;
+import { Marked } from "./vendor/marked.esm.js";
+import DOMPurify from "./vendor/purify.es.js";
+
+const escapeHTML = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+
+const linkable = (href) => safeURL(href) !== null || /^mailto:/i.test(String(href));
+
+const marked = new Marked({
+  gfm: true,
+  // A line break in a chat message is meant as one.
+  breaks: true,
+  renderer: {
+    html(token) {
+      return escapeHTML(token.text);
+    },
+    link(token) {
+      // A link to anything but http(s) or mailto is shown as typed.
+      return linkable(token.href) ? false : escapeHTML(token.raw);
+    },
+    image(token) {
+      const label = token.text || token.href;
+      if (!linkable(token.href)) return escapeHTML(token.raw);
+      return `<a href="${escapeHTML(token.href)}">${escapeHTML(label)}</a>`;
+    },
+  },
+});
+
+const PURIFY = {
+  FORBID_TAGS: ["style", "img", "svg", "math", "form", "button", "textarea", "select", "iframe"],
+  // Inline styles would break the page's CSP (style-src 'self').
+  FORBID_ATTR: ["style", "class", "id"],
+  ALLOWED_URI_REGEXP: /^(?:https?:|mailto:)/i,
+  RETURN_DOM_FRAGMENT: true,
+};
 
 // safeURL returns the normalised URL when it is http or https, else null.
-export function safeURL(raw) {
+function safeURL(raw) {
   let u;
   try {
     u = new URL(raw);
@@ -15,75 +55,73 @@ export function safeURL(raw) {
   return u.protocol === "http:" || u.protocol === "https:" ? u.href : null;
 }
 
-function link(href, text) {
-  const a = document.createElement("a");
-  a.href = href;
-  a.target = "_blank";
-  a.rel = "noopener noreferrer";
-  a.textContent = text;
-  return a;
-}
+// PLAIN matches text in which Markdown would find nothing to do: no
+// emphasis, code, link, HTML, entity, heading, quote, list, table, rule or
+// indented code. Most chat lines are like that; they skip the parser and
+// the sanitiser (built with textContent, which is as inert), which keeps a
+// burst of live events and the opening of a thread fast.
+const PLAIN = /[*_`[\]<>#|~\\!&]|https?:|www\.|@|^\s*(?:[-+]|\d+[.)])(?:\s|$)|^\s*>|^(?: {4}|\t)|^\s*(?:=+|-+)\s*$/m;
 
-// renderInline appends text with inline code spans and safe links to parent.
-function renderInline(parent, text) {
-  let last = 0;
-  INLINE.lastIndex = 0;
-  for (let m; (m = INLINE.exec(text)); ) {
-    if (m.index > last) parent.append(text.slice(last, m.index));
-    let end = m.index + m[0].length;
-    if (m[1] !== undefined) {
-      const code = document.createElement("code");
-      code.textContent = m[1];
-      parent.append(code);
-    } else if (m[2] !== undefined) {
-      const href = safeURL(m[3]);
-      parent.append(href ? link(href, m[2]) : m[0]);
-    } else {
-      let url = m[4];
-      const trail = url.match(/[.,;:!?)\]]+$/);
-      if (trail) {
-        url = url.slice(0, -trail[0].length);
-        end -= trail[0].length;
-        INLINE.lastIndex = end;
-      }
-      const href = safeURL(url);
-      parent.append(href ? link(href, url) : url);
-    }
-    last = end;
+function renderPlain(text) {
+  const wrap = document.createElement("div");
+  wrap.className = "md";
+  for (const para of String(text).trim().split(/\n[ \t]*\n\s*/)) {
+    const p = document.createElement("p");
+    para.split("\n").forEach((line, i) => {
+      if (i) p.append(document.createElement("br"));
+      p.append(line);
+    });
+    wrap.append(p);
   }
-  if (last < text.length) parent.append(text.slice(last));
+  return wrap;
 }
 
-// renderMarkdown turns text into a fragment of paragraphs (newlines kept),
-// fenced code blocks, inline code and links.
+// renderMarkdown turns untrusted text into a sanitised fragment.
 export function renderMarkdown(text) {
-  const frag = document.createDocumentFragment();
-  const lines = String(text).split("\n");
-  let prose = [];
-  const flush = () => {
-    if (!prose.length) return;
-    const p = document.createElement("div");
-    p.className = "md-text";
-    renderInline(p, prose.join("\n"));
-    frag.append(p);
-    prose = [];
-  };
-  for (let i = 0; i < lines.length; i++) {
-    const open = lines[i].match(/^\s*```\s*([\w+#.-]*)\s*$/);
-    if (!open) {
-      prose.push(lines[i]);
+  if (!PLAIN.test(String(text))) return renderPlain(text);
+  const html = marked.parse(String(text), { async: false }).trim();
+  const frag = DOMPurify.sanitize(html, PURIFY);
+  for (const code of frag.querySelectorAll("pre > code")) {
+    // marked ends a code block with its last newline.
+    const last = code.lastChild;
+    if (last && last.nodeType === Node.TEXT_NODE && last.data.endsWith("\n")) last.data = last.data.slice(0, -1);
+  }
+  for (const a of frag.querySelectorAll("a")) {
+    const href = a.getAttribute("href") || "";
+    if (!linkable(href)) {
+      // A link whose target was refused keeps its words, as text.
+      a.replaceWith(document.createTextNode(a.textContent));
       continue;
     }
-    flush();
-    const code = [];
-    for (i++; i < lines.length && !/^\s*```\s*$/.test(lines[i]); i++) code.push(lines[i]);
-    const pre = document.createElement("pre");
-    const c = document.createElement("code");
-    if (open[1]) c.dataset.lang = open[1];
-    c.textContent = code.join("\n");
-    pre.append(c);
-    frag.append(pre);
+    a.target = "_blank";
+    a.rel = "noopener noreferrer";
   }
-  flush();
-  return frag;
+  for (const box of frag.querySelectorAll('input[type="checkbox"]')) box.disabled = true;
+  for (const pre of frag.querySelectorAll("pre")) addCopyButton(pre);
+  const wrap = document.createElement("div");
+  wrap.className = "md";
+  wrap.append(frag);
+  return wrap;
+}
+
+// addCopyButton puts a Copy button on a code block that copies its text.
+function addCopyButton(pre) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = "copy-btn";
+  b.textContent = "Copy";
+  b.title = "Copy the code to the clipboard";
+  b.addEventListener("click", async () => {
+    const code = pre.querySelector("code");
+    const text = (code || pre).textContent;
+    try {
+      await navigator.clipboard.writeText(text);
+      b.textContent = "Copied";
+    } catch {
+      b.textContent = "Copy failed";
+    }
+    setTimeout(() => (b.textContent = "Copy"), 1500);
+  });
+  pre.classList.add("has-copy");
+  pre.prepend(b);
 }

@@ -1,8 +1,15 @@
-// Receipts: under each addressed message, one line per participant the
+// receipts.js: under each addressed message, one line per participant the
 // coordinator considered, saying what became of it (docs/runs.md). The
-// lines are built here from the receipts (GET /threads/{id}/receipts, then
-// "event: receipt" on the thread's stream) and the participants' presence,
-// whose details.status says what a running agent is doing.
+// lines are built from the receipts (GET /threads/{id}/receipts, then
+// "event: receipt" on the stream) and the participants' presence, whose
+// details.status says what a running agent is doing. A line whose run the
+// coordinator recorded links to that run on the runs dashboard.
+
+import * as api from "./api.js";
+import { el } from "./dom.js";
+import { ui } from "./shared.js";
+import { senderLabel } from "./events.js";
+import { showEvent } from "./thread.js";
 
 const ENDED = {
   succeeded: "replied",
@@ -15,52 +22,125 @@ const ENDED = {
 };
 
 // receiptText is one line's text, without the participant's name. now is
-// Date.now(); presence is the participant's presence entry, if any.
-export function receiptText(r, presence, now) {
+// Date.now(); presence is the participant's presence entry, if any;
+// rounds the party rounds (1, 2) the participant replied in for this
+// trigger, if any.
+function receiptText(r, presence, now, rounds) {
+  let text;
   switch (r.state) {
     case "queued":
       return "queued";
     case "running": {
       const started = Date.parse(r.updated_at);
-      let text = "running";
+      text = "running";
       if (!isNaN(started)) text += ` ${Math.max(0, Math.round((now - started) / 1000))} s`;
       const d = presence && !presence.stale && presence.state === "thinking" && presence.details;
       if (d && typeof d.status === "string" && d.status) text += " · " + d.status;
-      return text;
+      break;
     }
     case "skipped":
       return "not invoked" + (r.reason ? " — " + r.reason : "");
     default:
-      return ENDED[r.state] || r.state;
+      text = ENDED[r.state] || r.state;
   }
+  // A party trigger keeps one receipt per participant, the last round's:
+  // say what the earlier round brought.
+  const rs = rounds ? Array.from(rounds).sort() : [];
+  if (rs.length === 2 && r.state === "succeeded") return "replied in rounds 1 and 2";
+  if (rs.length && r.state !== "succeeded") return `replied in round ${rs.join(" and ")}, then ${text}`;
+  return text;
 }
 
 // drawReceipts fills box (a message's receipt area) with one line per
 // receipt of byParticipant (a Map), sorted by participant. label(id) gives
-// a participant's display name; onReply(id) shows a reply.
-export function drawReceipts(box, byParticipant, presence, label, onReply, now) {
+// a participant's display name; onReply(id) shows a reply; runURL(r) is
+// the link to a receipt's run ("" for none); rounds(id) a participant's
+// party rounds.
+function drawReceipts(box, byParticipant, presence, { label, onReply, runURL, rounds }, now) {
   const list = byParticipant ? Array.from(byParticipant.values()) : [];
   list.sort((a, b) => (a.participant < b.participant ? -1 : a.participant > b.participant ? 1 : 0));
   box.hidden = list.length === 0;
   const lines = [];
   for (const r of list) {
-    const line = document.createElement("div");
-    line.className = "receipt receipt-" + String(r.state).replace(/[^a-z]/g, "");
+    const line = el("div", "receipt receipt-" + String(r.state).replace(/[^a-z]/g, ""));
     line.dataset.participant = r.participant;
     line.dataset.state = r.state;
-    const text = `${label(r.participant)}: ${receiptText(r, presence.get(r.participant), now)}`;
+    const text = `${label(r.participant)}: ${receiptText(r, presence.get(r.participant), now, rounds(r.participant))}`;
     if (r.reply && onReply) {
-      const a = document.createElement("button");
+      const a = el("button", "receipt-link", text);
       a.type = "button";
-      a.className = "receipt-link";
-      a.textContent = text;
       a.title = "Show the " + (r.state === "succeeded" ? "reply" : "notice");
       a.addEventListener("click", () => onReply(r.reply));
       line.append(a);
     } else {
-      line.textContent = text;
+      line.append(el("span", "receipt-text", text));
+    }
+    const url = runURL(r);
+    if (url) {
+      const a = el("a", "run-link", `run #${r.invocation}`);
+      a.href = url;
+      a.target = "_blank";
+      a.rel = "noopener";
+      a.title = "This run on the coordinator's runs dashboard";
+      line.append(" ", a);
     }
     lines.push(line);
   }
   box.replaceChildren(...lines);
+}
+
+// loadReceipts (re)loads the receipts of the events shown: those from the
+// first loaded event on (event ids sort in append order).
+export async function loadReceipts(v) {
+  const first = v.events.get(v.first);
+  const from = first && first.id ? `?from_event=${encodeURIComponent(first.id)}` : "";
+  try {
+    const res = await api.get(`/threads/${encodeURIComponent(v.id)}/receipts${from}`, { signal: v.ctrl.signal });
+    if (v !== ui.view) return;
+    v.receipts = new Map();
+    for (const r of res.receipts || []) putReceipt(v, r);
+    for (const id of v.receipts.keys()) paintReceipts(v, id);
+  } catch {
+    // Receipts are a hint; the stream and the next reconnect bring them.
+  }
+}
+
+function putReceipt(v, r) {
+  let m = v.receipts.get(r.event);
+  if (!m) v.receipts.set(r.event, (m = new Map()));
+  m.set(r.participant, r);
+}
+
+export function onReceipt(v, r) {
+  if (typeof r.event !== "string") return;
+  putReceipt(v, r);
+  paintReceipts(v, r.event);
+}
+
+// paintReceipts redraws the receipt lines under one event, if it is shown.
+export function paintReceipts(v, eventID, box) {
+  if (!box) {
+    const node = v.nodes.get(v.byID.get(eventID));
+    box = node && node.querySelector(".receipts");
+  }
+  if (!box) return;
+  const party = v.party.get(eventID);
+  drawReceipts(box, v.receipts.get(eventID), v.presence, {
+    label: (id) => senderLabel(v, id).name,
+    onReply: (id) => showEvent(v, id),
+    runURL: (r) => (ui.coordinatorURL && /^\d+$/.test(String(r.invocation || "")) ? `${ui.coordinatorURL}/?run=${r.invocation}` : ""),
+    rounds: (id) => (party ? party.get(id) : null),
+  }, Date.now());
+}
+
+// paintRunning redraws the receipts that count running seconds.
+export function paintRunning(v) {
+  for (const [id, m] of v.receipts) {
+    for (const r of m.values()) {
+      if (r.state === "running") {
+        paintReceipts(v, id);
+        break;
+      }
+    }
+  }
 }

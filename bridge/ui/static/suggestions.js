@@ -3,10 +3,13 @@
 // lists them, newest first, filtered by status. The bridge does not push
 // suggestions on its streams, so the list is read when the panel opens and
 // by its Refresh button; the count on the button is read at start-up and
-// whenever the panel is read. Every value reaches the page via textContent.
+// whenever the panel is read. Descriptions are Markdown (markdown.js); every
+// other value reaches the page via textContent. The bridge has no route to
+// change a suggestion's status, so the panel offers no accept or dismiss.
 
 import * as api from "./api.js";
-import { $, el } from "./dom.js";
+import { $, el, shortDate, fullTime } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
 
 // load reads the suggestions with the chosen status ("" = all) and draws
 // them; it also refreshes the count on the button when it read them all.
@@ -34,11 +37,14 @@ async function load() {
     const li = el("li", "suggestion");
     li.dataset.id = s.id || "";
     const head = el("div", "suggestion-head");
-    head.append(el("strong", "suggestion-title", s.title), " ",
-      el("span", "suggestion-from", "from " + (s.from || "?")), " ",
-      el("span", "suggestion-status", s.status || ""), " ",
-      el("time", "suggestion-time", s.timestamp || ""));
-    li.append(head, el("p", "suggestion-description", s.description || ""));
+    const when = el("time", "suggestion-time", s.timestamp ? shortDate(s.timestamp) : "");
+    when.dateTime = s.timestamp || "";
+    when.title = s.timestamp ? fullTime(s.timestamp) : "";
+    head.append(el("strong", "suggestion-title", s.title), el("span", "suggestion-from", "from " + (s.from || "?")), when);
+    if (s.status) head.append(el("span", "suggestion-status", s.status));
+    const desc = el("div", "suggestion-description");
+    desc.append(renderMarkdown(s.description || ""));
+    li.append(head, desc);
     ul.append(li);
   }
 }

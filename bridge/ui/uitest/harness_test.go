@@ -25,8 +25,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
-var updateScreenshot = flag.Bool("update-screenshot", false, "write the main view's screenshot to docs/ui-screenshot.png")
-
 // waitTimeout bounds every wait for the browser or a daemon. It is generous
 // because eight people share two cores; a passing run waits far less.
 const waitTimeout = 30 * time.Second
@@ -385,11 +383,11 @@ func (b *browser) run(what string, actions ...chromedp.Action[chromedp.Void]) {
 
 // eval evaluates a JavaScript expression through the DevTools protocol
 // (which the page's CSP does not restrict) and decodes its JSON value.
-func eval[T any](b *browser, expr string) T {
+func eval[T any](b *browser, expr string, opts ...chromedp.EvaluateOption) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, waitTimeout)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
 	if err != nil {
 		b.t.Fatalf("evaluate %s: %v", expr, err)
 	}

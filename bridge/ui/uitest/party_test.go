@@ -45,6 +45,9 @@ func TestPartyMode(t *testing.T) {
 	if got := eval[string](b, `getComputedStyle(document.querySelector("#event-list .party-start"), "::before").content`); got != `"Party · round 1 — first takes"` {
 		t.Errorf("group title shown as %s", got)
 	}
+	// A party trigger keeps one receipt per participant, the last round's;
+	// its line tells both rounds.
+	b.waitJS("the receipts tell both rounds", receiptLines("which databases?")+` === "alice: replied in rounds 1 and 2\nbob: replied in rounds 1 and 2"`)
 	b.screenshot("ui-party.png")
 
 	b.run("say goodbye", chromedp.SendKeys(chromedp.ID("message-input"), "thanks, goodbye"))

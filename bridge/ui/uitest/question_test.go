@@ -41,7 +41,7 @@ func TestQuestionForTheViewer(t *testing.T) {
 	// (the coordinator reports it on its own schedule) and push the button
 	// down between the test seeing it and the click landing: wait for the
 	// final one.
-	b.waitJS("ada's receipt settled", `Array.from(document.querySelectorAll("#event-list .receipts .receipt")).some(r => / replied$/.test(r.textContent))`)
+	b.waitJS("ada's receipt settled", `Array.from(document.querySelectorAll("#event-list .receipts .receipt")).some(r => / replied$/.test(r.querySelector(".receipt-text, .receipt-link").textContent))`)
 	b.click("answer the question", "#event-list .event.tag-question .answer-btn")
 	b.waitJS("the composer replying to ada", `!document.querySelector("#reply-indicator").hidden && document.querySelector("#reply-text").textContent.startsWith("Replying to ada")`)
 	if to := eval[string](b, `document.querySelector("#to-select").value`); to != "ada" {

@@ -11,7 +11,7 @@ import (
 // receiptLines is the text of the receipt lines under the message whose
 // body is text.
 func receiptLines(text string) string {
-	return fmt.Sprintf(`(() => { const e = Array.from(document.querySelectorAll("#event-list .event")).find(e => e.querySelector(".event-body").textContent === %s); return e ? Array.from(e.querySelectorAll(".receipts .receipt")).map(r => r.textContent).join("\n") : ""; })()`, jsString(text))
+	return fmt.Sprintf(`(() => { const e = Array.from(document.querySelectorAll("#event-list .event")).find(e => e.querySelector(".event-body").textContent === %s); return e ? Array.from(e.querySelectorAll(".receipts .receipt")).map(r => r.querySelector(".receipt-text, .receipt-link").textContent).join("\n") : ""; })()`, jsString(text))
 }
 
 // TestReceiptLines: under an addressed message the UI shows one line per
@@ -54,6 +54,10 @@ func TestReceiptLines(t *testing.T) {
 	reply := s.post(th, map[string]any{"from": "codex", "content": "all green", "meta": map[string]any{"reply_to": id}})
 	put("codex", map[string]any{"state": "succeeded", "invocation": "7", "reply": reply["id"]})
 	b.waitJS("codex replied", lines+` === "codex: replied\ngemini: not invoked — no adapter"`)
+	// The line links its run on the coordinator's dashboard.
+	if got := eval[string](b, `document.querySelector('.receipts .receipt[data-participant="codex"] .run-link').href`); got != "http://127.0.0.1:5999/?run=7" {
+		t.Errorf("codex's run link = %q", got)
+	}
 	b.run("follow the replied line", chromedp.Click(chromedp.JSPath(`document.querySelector(".receipts .receipt-link")`)))
 	b.waitJS("the reply highlighted", `Array.from(document.querySelectorAll("#event-list .event.highlight")).some(e => e.querySelector(".event-body").textContent === "all green")`)
 }

@@ -29,7 +29,7 @@ func TestStopThinkingParticipant(t *testing.T) {
 	b.waitJS("the Stop button shown", `!`+li+`.querySelector("button.stop").hidden`)
 	b.click("stop echo", `#participant-list .participant[data-id="echo"] button.stop`)
 	b.waitJS("the cancel notice in the thread", contains(eventsText, "echo's run was cancelled by user."))
-	b.waitJS("echo listening, Stop hidden", li+`.dataset.presence === "listening" && `+li+`.querySelector("button.stop").hidden`)
+	b.waitJS("echo available, Stop hidden", li+`.dataset.presence === "available" && `+li+`.querySelector("button.stop").hidden`)
 	var events struct {
 		Events []struct {
 			Type    string          `json:"type"`

@@ -37,7 +37,7 @@ func TestSuggestionsPanel(t *testing.T) {
 	if got := eval[string](b, first+`.querySelector(".suggestion-from").textContent`); got != "from claude" {
 		t.Errorf("sender = %q, want from claude", got)
 	}
-	if got := eval[string](b, first+`.querySelector(".suggestion-description").textContent`); got != "Line one\nline two" {
+	if got := eval[string](b, first+`.querySelector(".suggestion-description").innerText`); got != "Line one\nline two" {
 		t.Errorf("description = %q", got)
 	}
 	if got := eval[string](b, first+`.querySelector(".suggestion-status").textContent`); got != "pending" {

@@ -1,0 +1,96 @@
+// stream.js: the tab's one stream, the global one (GET /events/stream):
+// every thread's events (which keep the thread list current and feed the
+// open thread), presence changes and receipts. One, and none while the tab
+// is hidden unless the viewer allowed notifications: browsers allow only
+// six HTTP/1.1 connections per host across all tabs, and a held stream
+// occupies one. Presence and receipts are not replayed, so every
+// connection reloads those of the open thread; a connection that starts at
+// the head (the first, or after cursor_ahead) reloads everything, after
+// the stream's start is fixed, so nothing falls between the load and the
+// stream.
+
+import * as api from "./api.js";
+import { $ } from "./dom.js";
+import { ui } from "./shared.js";
+import { loadThreads, noteThread } from "./threadlist.js";
+import { openThread, routeID, addEvent } from "./thread.js";
+import { loadPresence, onPresence } from "./presence.js";
+import { loadReceipts, onReceipt } from "./receipts.js";
+import { maybeNotify, notifyEnabled } from "./notify.js";
+
+export const tab = {
+  ctrl: null, // aborts the stream; null while not streaming
+  gseq: null, // the last gseq received; null = start at the head
+  from: null, // the cursor the current connection started from
+  up: false, // the stream is connected
+};
+
+export function setConn(status) {
+  const c = $("conn-status");
+  c.textContent = status;
+  c.dataset.status = status.split(":")[0];
+}
+
+export function startStream() {
+  if (tab.ctrl) return;
+  tab.ctrl = new AbortController();
+  followStream(tab.ctrl.signal);
+}
+
+// onVisibility gives the connection back while hidden, unless a hidden tab
+// has notifications to raise.
+export function onVisibility() {
+  if (!document.hidden) return startStream();
+  if (notifyEnabled() || !tab.ctrl) return;
+  tab.ctrl.abort();
+  tab.ctrl = null;
+  tab.up = false;
+  setConn("paused while hidden");
+}
+
+function followStream(signal) {
+  api.stream("/events/stream", {
+    signal,
+    cursor: () => (tab.from = tab.gseq),
+    onStatus: (status) => {
+      setConn(status);
+      tab.up = status === "live";
+      if (!tab.up) return;
+      if (tab.from === null) {
+        loadThreads();
+        openThread(routeID());
+      } else if (ui.view) {
+        loadPresence(ui.view);
+        loadReceipts(ui.view);
+      }
+    },
+    onMessage: (name, data) => {
+      let msg;
+      try {
+        msg = JSON.parse(data);
+      } catch {
+        return;
+      }
+      if (!msg || typeof msg !== "object") return;
+      const v = ui.view;
+      if (name === "presence") return onPresence(v, msg);
+      if (name === "receipt") return v && msg.thread === v.id && onReceipt(v, msg);
+      if (name !== "message") return;
+      if (typeof msg.gseq === "number") tab.gseq = msg.gseq;
+      noteThread(msg, !v || msg.thread !== v.id || document.hidden);
+      maybeNotify(msg);
+      if (v && msg.thread === v.id) addEvent(v, msg, true);
+    },
+    onError: (err) => {
+      if (err.code === "cursor_ahead") {
+        // The server's log is older than what we saw (restored from a
+        // backup): start over from what it has.
+        setConn("reset: " + err.message);
+        tab.gseq = null;
+        return true;
+      }
+      setConn("error: " + err.message);
+      return true;
+    },
+  });
+}

@@ -1,0 +1,75 @@
+package uitest
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestPermissionRequestButtons: an ACP agent's permission request
+// (contract 6.6: tags coordinator,permission, meta.permission with the tool
+// call and the options), addressed to the viewer, shows the options as
+// buttons; a click posts the permission control as the viewer, naming the
+// request and the option, and the control reads as a sentence. Someone
+// else viewing gets no buttons.
+func TestPermissionRequestButtons(t *testing.T) {
+	s := newStack(t)
+	s.startServe()
+	th := s.newThread("Permissions")
+	s.invite(th, "claude", "")
+	req := s.post(th, map[string]any{
+		"from": "claude", "to": "user", "content": "claude asks to run `rm -rf build`",
+		"meta": map[string]any{
+			"tags": []string{"coordinator", "permission"}, "via": "bridge-coordinator",
+			"permission": map[string]any{
+				"invocation": "12",
+				"tool_call":  map[string]any{"title": "rm -rf build", "kind": "execute"},
+				"options": []map[string]any{
+					{"id": "allow", "name": "Allow once", "kind": "allow_once"},
+					{"id": "reject", "name": "Reject", "kind": "reject_once"},
+				},
+			},
+		},
+	})
+	b := newBrowser(t)
+	b.run("open the thread", chromedp.Navigate(s.url+"/ui/threads/"+th))
+	request := `document.querySelector("#event-list .event.tag-permission")`
+	b.waitJS("the request with its buttons", request+` && `+request+`.classList.contains("question-for-me") && `+request+`.querySelector(".permission-option").checkVisibility()`)
+	if got := eval[string](b, `Array.from(`+request+`.querySelectorAll(".permission-option")).map(b => b.textContent).join("|")`); got != "Allow once|Reject" {
+		t.Errorf("buttons = %q", got)
+	}
+	if got := eval[string](b, request+`.querySelector(".permission-call").textContent`); got != "rm -rf build (execute)" {
+		t.Errorf("tool call = %q", got)
+	}
+	b.setValue("#sender", "someone-else")
+	b.waitJS("no buttons for another viewer", `!`+request+`.querySelector(".permission-option").checkVisibility()`)
+	b.setValue("#sender", "user")
+	b.waitJS("buttons again for user", request+`.querySelector(".permission-option").checkVisibility()`)
+
+	b.click("allow once", `#event-list .event.tag-permission .permission-option[data-option="allow"]`)
+	b.waitJS("the answer as a sentence", contains(eventsText, "answered a permission request: “Allow once”"))
+	b.waitJS("the request answered, its buttons gone", request+`.classList.contains("answered") && !`+request+`.querySelector(".permission-option").checkVisibility() && `+request+`.querySelector(".permission-answer").textContent === "user chose “Allow once”"`)
+
+	var page struct {
+		Events []struct {
+			Type    string          `json:"type"`
+			From    string          `json:"from"`
+			Content json.RawMessage `json:"content"`
+		} `json:"events"`
+	}
+	s.mustAPI("GET", "/threads/"+th+"/events", nil, &page)
+	var answers []map[string]map[string]string
+	for _, e := range page.Events {
+		var c map[string]map[string]string
+		if e.Type == "control" && json.Unmarshal(e.Content, &c) == nil && c["permission"] != nil {
+			if e.From != "user" {
+				t.Errorf("the answer was sent as %q, want the viewer", e.From)
+			}
+			answers = append(answers, c)
+		}
+	}
+	if len(answers) != 1 || answers[0]["permission"]["event"] != req["id"] || answers[0]["permission"]["option"] != "allow" {
+		t.Errorf("permission controls = %v, want one {event: %v, option: allow}", answers, req["id"])
+	}
+}
