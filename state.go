@@ -264,6 +264,17 @@ type Control struct {
 	// sessions in the thread (contract 5.6); any participant may send it,
 	// and it leaves the fold's state as it is.
 	ResetSession *ResetSessionControl
+	// Permission answers an ACP agent's permission request (contract
+	// 6.6); it leaves the fold's state as it is.
+	Permission *PermissionControl
+}
+
+// PermissionControl is {"permission":{"event","option"}}: the answer to
+// the permission request posted as event, choosing the option with that
+// id.
+type PermissionControl struct {
+	Event  string `json:"event"`
+	Option string `json:"option"`
 }
 
 // ResetSessionControl is {"reset_session":{"participant_id"}}.
@@ -461,6 +472,16 @@ func ParseControl(content json.RawMessage) (Control, error) {
 				return Control{}, bad(key, "A reset_session needs {\"participant_id\": ...} with a valid participant id.")
 			}
 			c.ResetSession = &ResetSessionControl{ParticipantID: *raw.ParticipantID}
+		case "permission":
+			var raw struct {
+				Event  *string `json:"event"`
+				Option *string `json:"option"`
+			}
+			if err := json.Unmarshal(v, &raw); err != nil || raw.Event == nil || raw.Option == nil ||
+				!ThreadIDPattern.MatchString(*raw.Event) /* event ids are ULIDs: the same characters */ || *raw.Option == "" || len(*raw.Option) > 256 {
+				return Control{}, bad(key, "A permission answer needs {\"event\": <the permission request's event id>, \"option\": <one of its option ids>}.")
+			}
+			c.Permission = &PermissionControl{Event: *raw.Event, Option: *raw.Option}
 		}
 	}
 	return c, nil

@@ -41,6 +41,9 @@ type Options struct {
 	// Executable is the agent-bridge binary adapters may call back into
 	// (AGENT_BRIDGE_BIN); it defaults to os.Executable().
 	Executable string
+	// ACPDir holds the per-thread session folders of ACP agents without a
+	// workdir; it defaults to a folder in the user's cache.
+	ACPDir string
 }
 
 // Coordinator follows the bridge's event log and turns trigger events into
@@ -88,6 +91,8 @@ type Coordinator struct {
 	recent *recentEvents
 	// presences orders each pair's presence reports (invoke.go).
 	presences presenceChain
+	// acp keeps the warm ACP agents (acp.go).
+	acp *acpPool
 }
 
 // threadCache is a thread's derived state as of seq.
@@ -134,6 +139,7 @@ func New(opts Options) (*Coordinator, error) {
 	c.metrics = newMetrics(c)
 	c.sched = newScheduler(c)
 	c.receipts = newReceiptReporter(c)
+	c.acp = newACPPool(c, acpDir(opts.ACPDir))
 	if opts.ConfigPath != "" {
 		c.watcher = NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
 	}
@@ -240,6 +246,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 	cancelStop()
 	c.shutdown(work, cancelWork)
+	c.acp.closeAll()
 	stopReceipts()
 	if ctx.Err() != nil {
 		return nil
@@ -410,7 +417,7 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 		for _, t := range d.Invoke {
 			cmd := []string{}
 			if a, ok := cfg.Agents[t.Agent]; ok {
-				cmd = a.Command
+				cmd = a.Argv()
 			}
 			step.Invocations = append(step.Invocations, state.Invocation{
 				Thread: e.Thread, TriggerID: e.ID, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq,
@@ -428,6 +435,7 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	if err := c.applyResetSession(ctx, e); err != nil {
 		return err
 	}
+	c.applyPermissionControl(e, humans)
 	queued, err := c.db.Commit(ctx, step)
 	if err != nil {
 		return err

@@ -53,17 +53,13 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		return
 	}
 	var res adapters.Result
+	var why string
 	mon := c.startMonitor(ledger, inv)
 	stopPresence := c.presence(ctx, inv.Thread, inv.Participant, cfg.PresenceHeartbeat, mon)
 	if in.startErr != nil {
 		res = adapters.Result{ExitCode: -1, StartErr: in.startErr, Started: time.Now(), Finished: time.Now()}
 	} else {
-		in.spec.Progress = mon.record
-		res = adapters.Run(ctx, in.spec, in.payload, func(pid, pgid int) {
-			if err := c.db.MarkRunning(ledger, inv.ID, pid, pgid, time.Now()); err != nil {
-				c.log.Error("record adapter start", "id", inv.ID, "err", err)
-			}
-		})
+		res, why = c.runAgent(ctx, inv, in, in.payload, mon.record)
 	}
 	mon.stopMonitor()
 	c.keepSession(ledger, inv, in, mon.latestSession())
@@ -94,6 +90,9 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 			o.Status = state.StatusTimeout
 		}
 		msg := adapters.ErrorMessage(res, cfg.AdapterTimeout)
+		if why != "" {
+			msg = why
+		}
 		o.Error = msg
 		post = c.errorPost(cfg, inv, msg)
 		if in.scene != nil && in.scene.step.Step == agentbridge.SceneStepTurn {

@@ -82,7 +82,11 @@ func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, sta
 		return err
 	}
 	defer db.Close()
-	c, err := coordinator.New(coordinator.Options{Config: cfg, ConfigPath: cfg.Path, State: db, Logger: logger})
+	acpDir := "" // PostgreSQL state: the user's cache folder
+	if !pg {
+		acpDir = filepath.Join(filepath.Dir(statePath), "acp")
+	}
+	c, err := coordinator.New(coordinator.Options{Config: cfg, ConfigPath: cfg.Path, State: db, Logger: logger, ACPDir: acpDir})
 	if err != nil {
 		return err
 	}
