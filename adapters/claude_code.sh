@@ -11,6 +11,10 @@
 # claude no longer knows it, the run is retried once as a new session.
 # Extra claude flags (permissions, say) come from AGENT_BRIDGE_CLAUDE_ARGS,
 # split on spaces; set it in the agent entry's "env".
+# claude retries a failing model call 10 times by default (minutes for a
+# bad key); this adapter caps it at CLAUDE_CODE_MAX_RETRIES=2 unless the
+# environment sets it, so an error reaches the thread in seconds. Each
+# retry shows as progress ("retrying after 401 (attempt 2 of 3)").
 #
 # Exit status: 0 with a reply; non-zero when claude or the run failed (the
 # reason on stderr); 127 when claude or agent-bridge is missing.
@@ -26,6 +30,9 @@ if ! command -v claude >/dev/null 2>&1; then
 	echo "$me: the claude CLI is not on PATH ($PATH): install Claude Code or add its folder to the coordinator's PATH (services get a minimal PATH)" >&2
 	exit 127
 fi
+
+CLAUDE_CODE_MAX_RETRIES=${CLAUDE_CODE_MAX_RETRIES:-2}
+export CLAUDE_CODE_MAX_RETRIES
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/agent-bridge-claude.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT

@@ -10,8 +10,22 @@
 # payload carries a session id (session.id, kept by the coordinator per
 # thread and participant), codex resumes it ("codex exec resume <id>"); if
 # codex no longer knows it, the run is retried once as a new session. Extra
-# codex flags (sandbox, approvals) come from AGENT_BRIDGE_CODEX_ARGS, split
-# on spaces; set it in the agent entry's "env".
+# codex flags (the sandbox, say: "--sandbox workspace-write") come from
+# AGENT_BRIDGE_CODEX_ARGS, split on spaces; set it in the agent entry's
+# "env".
+#
+# Usage: after "exec resume" codex reports the thread's running total;
+# adapter-stream keeps each session's total in
+# $CODEX_HOME/agent-bridge-usage (default ~/.codex) and books only what the
+# run added.
+#
+# Retries: codex retries a failing model call up to 5 times. For a custom
+# model provider (AGENT_BRIDGE_CODEX_PROVIDER, else config.toml's top-level
+# model_provider) this adapter caps it at AGENT_BRIDGE_CODEX_MAX_RETRIES
+# (default 2) with -c model_providers.<id>.request_max_retries and
+# stream_max_retries; codex allows no such override of its built-in
+# providers (openai, …), whose 5 quick retries take a few seconds. Each
+# retry shows as progress ("retrying after 401 (attempt 2 of 3)").
 #
 # Exit status: 0 with a reply; non-zero when codex or the run failed (the
 # reason on stderr); 127 when codex or agent-bridge is missing.
@@ -27,6 +41,14 @@ if ! command -v codex >/dev/null 2>&1; then
 	echo "$me: the codex CLI is not on PATH ($PATH): install it or add its folder to the coordinator's PATH (services get a minimal PATH)" >&2
 	exit 127
 fi
+
+codex_home=${CODEX_HOME:-$HOME/.codex}
+provider=${AGENT_BRIDGE_CODEX_PROVIDER:-}
+if [ -z "$provider" ] && [ -f "$codex_home/config.toml" ]; then
+	# The top-level key only: it ends at the first table.
+	provider=$(awk '/^[[:space:]]*\[/ { exit } /^[[:space:]]*model_provider[[:space:]]*=/ { sub(/^[^=]*=[[:space:]]*/, ""); gsub(/["'"'"'[:space:]]/, ""); sub(/#.*/, ""); print; exit }' "$codex_home/config.toml")
+fi
+retries=${AGENT_BRIDGE_CODEX_MAX_RETRIES:-2}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/agent-bridge-codex.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -46,6 +68,10 @@ run_codex() {
 	if [ -n "$model" ] && [ -z "$resume" ]; then
 		set -- "$@" -m "$model"
 	fi
+	case "$provider" in
+	"" | openai | oss | ollama | lmstudio) ;; # built in: codex refuses overrides
+	*) set -- "$@" -c "model_providers.$provider.request_max_retries=$retries" -c "model_providers.$provider.stream_max_retries=$retries" ;;
+	esac
 	# shellcheck disable=SC2086 # word splitting of the extra flags is intended
 	set -- "$@" ${AGENT_BRIDGE_CODEX_ARGS:-}
 	if [ -n "$resume" ]; then
@@ -55,7 +81,7 @@ run_codex() {
 		rc=0
 		codex "$@" - <"$tmp/prompt.txt" || rc=$?
 		echo "$rc" >"$tmp/codex.rc"
-	} | "$bin" adapter-stream codex
+	} | "$bin" adapter-stream --session-totals "$codex_home/agent-bridge-usage" codex
 }
 
 status=0

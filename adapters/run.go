@@ -90,8 +90,10 @@ type Result struct {
 	// StartErr is set when the command could not be started: not found,
 	// not executable, bad working directory.
 	StartErr error
-	// Stdout holds at most Spec.MaxStdout bytes of output; StdoutBytes is
-	// the total the adapter wrote and StdoutTruncated says some was dropped.
+	// Stdout holds at most Spec.MaxStdout bytes of output, with NUL and
+	// the C0 controls other than newline and tab removed (StripControls);
+	// StdoutBytes is the total the adapter wrote and StdoutTruncated says
+	// some was dropped.
 	Stdout          []byte
 	StdoutTruncated bool
 	StdoutBytes     int64
@@ -316,7 +318,8 @@ func Run(ctx context.Context, spec Spec, payload []byte, onStart func(pid, pgid 
 	} else if waitErr != nil {
 		res.StartErr = fmt.Errorf("wait for %s: %w", spec.Command[0], waitErr)
 	}
-	res.Stdout = stdout.buf
+	// Stored as a reply, so NUL and other C0 controls go (contract 6.2).
+	res.Stdout = StripControls(stdout.buf)
 	res.StdoutBytes = stdout.total
 	res.StdoutTruncated = stdout.total > int64(len(stdout.buf))
 	res.StderrTail = stderr.Bytes()

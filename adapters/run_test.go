@@ -461,3 +461,15 @@ cat "$1"`
 		t.Fatalf("the escaped process %d is gone; this test no longer exercises the bounded drain", pid)
 	}
 }
+
+// Adapter output is stored as a reply: NUL and the C0 controls but newline
+// and tab never reach it (contract 6.2), whatever the adapter printed.
+func TestRunStripsControlCharacters(t *testing.T) {
+	res, _ := runFake(t, context.Background(), "a\x00b\x1b]0;PWNED\x07\x1b[2Jc\r\nd\te\x7f", adapters.Spec{})
+	if !res.OK() {
+		t.Fatalf("not OK: %+v", res)
+	}
+	if got, want := string(res.Stdout), "codex got: ab]0;PWNED[2Jc\nd\te\x7f"; got != want {
+		t.Errorf("stdout = %q, want %q", got, want)
+	}
+}

@@ -7,6 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -50,8 +54,13 @@ type StreamOutcome struct {
 	Started bool
 	// Session is the CLI's session id, "" when none was seen.
 	Session string
-	// Usage is the run's total as last reported, nil when none was.
+	// Usage is the run's own total as last reported, nil when none was.
 	Usage *Usage
+	// SessionTotal is the session's running total as the CLI last
+	// reported it (codex counts a resumed thread's earlier turns in), nil
+	// when the format has none. Keep it as the Baseline of the session's
+	// next run.
+	SessionTotal *Usage
 	// Lines counts the lines read; Bad those that were not JSON objects
 	// (or too long) and were skipped.
 	Lines, Bad int
@@ -60,17 +69,31 @@ type StreamOutcome struct {
 // ErrUnknownStream is returned for a format ConvertStream does not know.
 var ErrUnknownStream = errors.New("unknown stream format")
 
+// StreamOptions adjusts ConvertStreamWith.
+type StreamOptions struct {
+	// Baseline returns a session's running total at the end of its
+	// previous run (a StreamOutcome.SessionTotal kept from then), zero
+	// when unknown. codex reports a resumed thread's usage from the
+	// thread's start; the run's own is the difference.
+	Baseline func(session string) Usage
+}
+
 // ConvertStream reads format's event lines from r until EOF, calls emit (if
 // not nil) with a progress record for each event worth showing, and returns
 // the outcome. Malformed lines are counted and skipped; unknown event types
 // become records of kind "other". Only a read error is returned as error.
 func ConvertStream(format string, r io.Reader, emit func(ProgressRecord)) (StreamOutcome, error) {
+	return ConvertStreamWith(format, r, emit, StreamOptions{})
+}
+
+// ConvertStreamWith is ConvertStream with options.
+func ConvertStreamWith(format string, r io.Reader, emit func(ProgressRecord), opts StreamOptions) (StreamOutcome, error) {
 	var c streamConverter
 	switch format {
 	case StreamClaude:
 		c = &claudeStream{msgUsage: map[string]claudeUsage{}}
 	case StreamCodex:
-		c = &codexStream{}
+		c = &codexStream{baseline: opts.Baseline}
 	default:
 		return StreamOutcome{}, fmt.Errorf("%w %q: use %s or %s", ErrUnknownStream, format, StreamClaude, StreamCodex)
 	}
@@ -177,12 +200,61 @@ func toolArgument(input json.RawMessage) string {
 	if json.Unmarshal(input, &in) != nil {
 		return ""
 	}
-	for _, k := range []string{"command", "file_path", "path", "notebook_path", "pattern", "url", "query", "description", "prompt", "skill"} {
+	for _, k := range []string{"command", "cmd", "file_path", "path", "notebook_path", "pattern", "url", "query", "description", "prompt", "skill", "content", "text", "message", "thread", "name"} {
 		if s, ok := in[k].(string); ok && s != "" {
 			return s
 		}
 	}
-	return ""
+	if len(in) == 0 {
+		return ""
+	}
+	// A tool with other arguments (an MCP tool's, say): show them all.
+	b, _ := json.Marshal(in)
+	return string(b)
+}
+
+// toolName words claude's name of an MCP tool, mcp__<server>__<tool>, as
+// codex's progress does, <server>.<tool>; other names stay as they are.
+func toolName(name string) string {
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok {
+		return name
+	}
+	if server, tool, ok := strings.Cut(rest, "__"); ok && server != "" && tool != "" {
+		return server + "." + tool
+	}
+	return name
+}
+
+// retryRecord is the progress record of a CLI retrying a failed model
+// call: "retrying after 401 (attempt 2 of 3)", counting the first try as
+// attempt 1. status is the HTTP status, or a short reason when there is
+// none; max is the number of retries allowed (0 when unknown).
+func retryRecord(status string, retry, max int, detailv map[string]any) ProgressRecord {
+	s := fmt.Sprintf("retrying after %s (attempt %d", status, retry+1)
+	if max > 0 {
+		s += fmt.Sprintf(" of %d", max+1)
+	}
+	s += ")"
+	return ProgressRecord{Status: clipRunes(s, maxStatusRunes), Kind: "retry", Detail: detail(detailv)}
+}
+
+// claudeRetry words claude's system/api_retry event: attempt n of
+// max_retries failed with error_status (and error, its kind).
+func claudeRetry(ev map[string]json.RawMessage) ProgressRecord {
+	var attempt, max, status int
+	_ = json.Unmarshal(ev["attempt"], &attempt)
+	_ = json.Unmarshal(ev["max_retries"], &max)
+	_ = json.Unmarshal(ev["error_status"], &status)
+	why := str(ev, "error")
+	reason := strconv.Itoa(status)
+	if status == 0 {
+		reason = why
+		if reason == "" {
+			reason = "an error"
+		}
+	}
+	return retryRecord(reason, attempt, max, map[string]any{"attempt": attempt, "max_retries": max, "status": status, "error": why})
 }
 
 // claudeStream converts "claude -p --output-format stream-json --verbose".
@@ -224,7 +296,14 @@ type claudeMessage struct {
 
 func (c *claudeStream) event(ev map[string]json.RawMessage, out *StreamOutcome) []ProgressRecord {
 	var recs []ProgressRecord
-	if id := str(ev, "session_id"); id != "" && id != out.Session {
+	typ := str(ev, "type")
+	// A run has begun once claude prints its init (or, were init missing,
+	// a message of the conversation). A result alone does not count: a
+	// resume of a session claude no longer has prints only a failed
+	// result carrying that dead id (then exit 3 lets the adapter start a
+	// fresh session).
+	begins := (typ == "system" && str(ev, "subtype") == "init") || typ == "assistant" || typ == "user"
+	if id := str(ev, "session_id"); id != "" && id != out.Session && begins {
 		out.Session, out.Started = id, true
 		status := "session " + id
 		if m := str(ev, "model"); m != "" {
@@ -232,11 +311,15 @@ func (c *claudeStream) event(ev map[string]json.RawMessage, out *StreamOutcome) 
 		}
 		recs = append(recs, sessionRecord(id, clipRunes(status, maxStatusRunes)))
 	}
-	switch typ := str(ev, "type"); typ {
+	switch typ {
 	case "system":
-		// init is reported as the session above; other subtypes
-		// (compaction, hooks) are shown as they come.
-		if sub := str(ev, "subtype"); sub != "init" {
+		// init is reported as the session above; api_retry as a retry;
+		// other subtypes (compaction, hooks) are shown as they come.
+		switch sub := str(ev, "subtype"); sub {
+		case "init":
+		case "api_retry":
+			recs = append(recs, claudeRetry(ev))
+		default:
 			recs = append(recs, ProgressRecord{Status: clipRunes("system: "+sub, maxStatusRunes), Kind: "other"})
 		}
 	case "assistant", "user":
@@ -252,13 +335,15 @@ func (c *claudeStream) event(ev map[string]json.RawMessage, out *StreamOutcome) 
 		if typ == "assistant" && msg.Usage != nil && msg.ID != "" {
 			c.msgUsage[msg.ID] = *msg.Usage
 			var u Usage
+			// An assistant event is printed before its message ends,
+			// with a placeholder output_tokens (1): only the input is
+			// known until the result, which has the real figures.
 			for _, mu := range c.msgUsage {
 				u.InputTokens += mu.input()
-				u.OutputTokens += mu.OutputTokens
 			}
 			if out.Usage == nil || *out.Usage != u {
 				out.Usage = &u
-				recs = append(recs, ProgressRecord{Status: fmt.Sprintf("%d tokens in, %d out", u.InputTokens, u.OutputTokens), Kind: "usage", Usage: &u})
+				recs = append(recs, ProgressRecord{Status: fmt.Sprintf("%d tokens in", u.InputTokens), Kind: "usage", Usage: &u})
 			}
 		}
 	case "stream_event":
@@ -282,9 +367,9 @@ func (c *claudeStream) block(b claudeBlock) (ProgressRecord, bool) {
 		return ProgressRecord{Status: oneLine(b.Text), Kind: "text", Detail: detail(map[string]string{"text": clipRunes(b.Text, maxDetailRunes)})}, true
 	case "thinking", "redacted_thinking":
 		return ProgressRecord{Status: "thinking", Kind: "thinking", Detail: detail(map[string]string{"text": clipRunes(b.Thinking, maxDetailRunes)})}, true
-	case "tool_use", "server_tool_use":
+	case "tool_use", "server_tool_use", "mcp_tool_use":
 		arg := toolArgument(b.Input)
-		status := b.Name
+		status := toolName(b.Name)
 		if arg != "" {
 			status += ": " + oneLine(arg)
 		}
@@ -332,16 +417,27 @@ func (c *claudeStream) resultEvent(ev map[string]json.RawMessage, out *StreamOut
 	_ = json.Unmarshal(ev["is_error"], &isError)
 	subtype := str(ev, "subtype")
 	text := str(ev, "result")
+	// usage is this run's own; so is model_usage_since_last_result (per
+	// model, with costUSD), while total_cost_usd and modelUsage are the
+	// session's running totals once a session is resumed.
 	var u Usage
 	var cu claudeUsage
 	_ = json.Unmarshal(ev["usage"], &cu)
 	u.InputTokens, u.OutputTokens = cu.input(), cu.OutputTokens
-	// total_cost_usd is the current name; older builds said cost_usd.
-	if json.Unmarshal(ev["total_cost_usd"], &u.CostUSD) != nil {
+	var since map[string]struct {
+		CostUSD float64 `json:"costUSD"`
+	}
+	if json.Unmarshal(ev["model_usage_since_last_result"], &since) == nil && since != nil {
+		for _, m := range since {
+			u.CostUSD += m.CostUSD
+		}
+	} else if json.Unmarshal(ev["total_cost_usd"], &u.CostUSD) != nil {
+		// Builds without the per-run figures: the total is the run's
+		// own on a new session only. Older builds said cost_usd.
 		_ = json.Unmarshal(ev["cost_usd"], &u.CostUSD)
 	}
 	if u.InputTokens == 0 && u.OutputTokens == 0 && out.Usage != nil {
-		u.InputTokens, u.OutputTokens = out.Usage.InputTokens, out.Usage.OutputTokens
+		u.InputTokens = out.Usage.InputTokens
 	}
 	out.Usage = &u
 	status := fmt.Sprintf("done: %d tokens in, %d out, $%.4f", u.InputTokens, u.OutputTokens, u.CostUSD)
@@ -349,6 +445,13 @@ func (c *claudeStream) resultEvent(ev map[string]json.RawMessage, out *StreamOut
 	if isError || (subtype != "" && subtype != "success") {
 		out.Failed = true
 		out.Error = strings.TrimSpace(text)
+		if out.Error == "" {
+			// error_during_execution has no result: its reasons are
+			// in errors[].
+			var errs []string
+			_ = json.Unmarshal(ev["errors"], &errs)
+			out.Error = strings.TrimSpace(strings.Join(errs, "; "))
+		}
 		if out.Error == "" {
 			out.Error = "claude ended with " + subtype
 		}
@@ -371,11 +474,20 @@ func (c *claudeStream) finish(out *StreamOutcome) {
 	}
 }
 
+// codexReconnect matches codex's error event for a retry: attempt, of how
+// many, and why; codexStatus the HTTP status in the why.
+var (
+	codexReconnect = regexp.MustCompile(`^Reconnecting\.\.\. (\d+)/(\d+)(?: \((.*)\))?$`)
+	codexStatus    = regexp.MustCompile(`unexpected status (\d{3})`)
+)
+
 // codexStream converts "codex exec --json".
 type codexStream struct {
 	lastMessage string
 	completed   bool
-	usage       Usage
+	baseline    func(string) Usage
+	// before is the thread's running total when this run began.
+	before Usage
 }
 
 type codexItem struct {
@@ -393,11 +505,12 @@ type codexItem struct {
 		Path string `json:"path"`
 		Kind string `json:"kind"`
 	} `json:"changes"`
-	Server  string            `json:"server"`
-	Tool    string            `json:"tool"`
-	Query   string            `json:"query"`
-	Items   []json.RawMessage `json:"items"`
-	Message string            `json:"message"`
+	Server    string            `json:"server"`
+	Tool      string            `json:"tool"`
+	Arguments json.RawMessage   `json:"arguments"`
+	Query     string            `json:"query"`
+	Items     []json.RawMessage `json:"items"`
+	Message   string            `json:"message"`
 }
 
 func (c *codexStream) event(ev map[string]json.RawMessage, out *StreamOutcome) []ProgressRecord {
@@ -408,6 +521,9 @@ func (c *codexStream) event(ev map[string]json.RawMessage, out *StreamOutcome) [
 			return nil
 		}
 		out.Session, out.Started = id, true
+		if c.baseline != nil {
+			c.before = c.baseline(id)
+		}
 		return []ProgressRecord{sessionRecord(id, clipRunes("session "+id, maxStatusRunes))}
 	case "turn.started":
 		return []ProgressRecord{{Status: "working", Kind: "turn"}}
@@ -419,10 +535,16 @@ func (c *codexStream) event(ev map[string]json.RawMessage, out *StreamOutcome) [
 			} `json:"usage"`
 		}
 		_ = json.Unmarshal(ev["usage"], &body.Usage)
-		// Usage is per turn; the run's total adds them up.
-		c.usage.InputTokens += body.Usage.InputTokens
-		c.usage.OutputTokens += body.Usage.OutputTokens
-		u := c.usage
+		// The usage is the thread's running total (after exec resume
+		// it counts the earlier runs too): the run's own is what was
+		// added since the thread's total at the run's start.
+		total := Usage{InputTokens: body.Usage.InputTokens, OutputTokens: body.Usage.OutputTokens}
+		out.SessionTotal = &total
+		u := total
+		if b := c.before; b.InputTokens <= total.InputTokens && b.OutputTokens <= total.OutputTokens {
+			u.InputTokens -= b.InputTokens
+			u.OutputTokens -= b.OutputTokens
+		}
 		out.Usage = &u
 		c.completed = true
 		out.Failed, out.Error = false, ""
@@ -434,7 +556,21 @@ func (c *codexStream) event(ev map[string]json.RawMessage, out *StreamOutcome) [
 		_ = json.Unmarshal(ev["error"], &e)
 		return c.fail(out, e.Message, "the turn failed")
 	case "error":
-		return c.fail(out, str(ev, "message"), "codex reported an error")
+		msg := str(ev, "message")
+		// "Reconnecting... 1/5 (unexpected status 401 Unauthorized: …)"
+		// is a retry in progress, not the end of the run.
+		if m := codexReconnect.FindStringSubmatch(msg); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			max, _ := strconv.Atoi(m[2])
+			reason := m[3]
+			if st := codexStatus.FindStringSubmatch(reason); st != nil {
+				reason = st[1]
+			} else {
+				reason = clipRunes(oneLine(reason), 60)
+			}
+			return []ProgressRecord{retryRecord(reason, n, max, map[string]any{"attempt": n, "max_retries": max, "error": m[3]})}
+		}
+		return c.fail(out, msg, "codex reported an error")
 	case "item.started", "item.updated", "item.completed":
 		var it codexItem
 		if json.Unmarshal(ev["item"], &it) != nil {
@@ -509,7 +645,12 @@ func (c *codexStream) item(typ string, it codexItem) (ProgressRecord, bool) {
 			k = "tool_result"
 		}
 		name := it.Server + "." + it.Tool
-		return ProgressRecord{Status: clipRunes(name, maxStatusRunes), Kind: k, Detail: detail(map[string]string{"name": name, "status": it.Status})}, true
+		status, arg := name, toolArgument(it.Arguments)
+		if arg != "" {
+			status += ": " + oneLine(arg)
+		}
+		return ProgressRecord{Status: clipRunes(status, maxStatusRunes), Kind: k,
+			Detail: detail(map[string]string{"name": name, "input": clipRunes(arg, maxDetailRunes), "status": it.Status})}, true
 	case "web_search":
 		if done {
 			return ProgressRecord{}, false
@@ -519,8 +660,10 @@ func (c *codexStream) item(typ string, it codexItem) (ProgressRecord, bool) {
 	case "todo_list":
 		return ProgressRecord{Status: fmt.Sprintf("plan: %d items", len(it.Items)), Kind: "plan"}, true
 	case "error":
-		// A non-fatal error item (the turn goes on).
-		return ProgressRecord{Status: clipRunes("error: "+oneLine(it.Message), maxStatusRunes), Kind: "error"}, true
+		// A non-fatal error item: the turn goes on (codex says so of a
+		// model it has no metadata for, and still answers).
+		return ProgressRecord{Status: clipRunes("warning: "+oneLine(it.Message), maxStatusRunes), Kind: "warning",
+			Detail: detail(map[string]string{"message": clipRunes(it.Message, maxDetailRunes)})}, true
 	default:
 		if !done {
 			return ProgressRecord{}, false
@@ -535,4 +678,56 @@ func (c *codexStream) finish(out *StreamOutcome) {
 		out.Failed = true
 		out.Error = "codex ended without completing its turn"
 	}
+}
+
+// SessionTotals keeps, per CLI session, the running total the CLI last
+// reported (StreamOutcome.SessionTotal), one small JSON file per session
+// in Dir, so the session's next run can book only its own usage
+// (StreamOptions.Baseline). The shipped codex.sh keeps them beside codex's
+// own sessions, in $CODEX_HOME/agent-bridge-usage, so they live and go
+// with them. Runs of one session never overlap (the coordinator runs one
+// trigger at a time per participant and thread), so there is no locking.
+type SessionTotals struct{ Dir string }
+
+// file is the session's file, "" for an id unfit for a file name.
+func (s SessionTotals) file(session string) string {
+	if s.Dir == "" || session == "" || strings.ContainsAny(session, `/\`) || strings.HasPrefix(session, ".") {
+		return ""
+	}
+	return filepath.Join(s.Dir, session+".json")
+}
+
+// Load returns the session's kept total, zero when none is kept or it
+// cannot be read (the run then books the CLI's figures as they are).
+func (s SessionTotals) Load(session string) Usage {
+	var u Usage
+	if f := s.file(session); f != "" {
+		if b, err := os.ReadFile(f); err == nil {
+			_ = json.Unmarshal(b, &u)
+		}
+	}
+	return u
+}
+
+// Save keeps the session's total for its next run.
+func (s SessionTotals) Save(session string, total Usage) error {
+	f := s.file(session)
+	if f == "" {
+		return nil
+	}
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return fmt.Errorf("keep the session's usage: %w", err)
+	}
+	b, err := json.Marshal(total)
+	if err != nil {
+		return fmt.Errorf("keep the session's usage: %w", err)
+	}
+	tmp := f + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("keep the session's usage: %w", err)
+	}
+	if err := os.Rename(tmp, f); err != nil {
+		return fmt.Errorf("keep the session's usage: %w", err)
+	}
+	return nil
 }

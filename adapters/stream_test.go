@@ -3,6 +3,7 @@ package adapters_test
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,22 +61,21 @@ func TestConvertStream(t *testing.T) {
 			usage: adapters.Usage{InputTokens: 13450, OutputTokens: 120, CostUSD: 0.0231},
 			records: `session: session ` + claudeSession + ` (claude-sonnet-4-5)
 thinking: thinking
-usage: 4200 tokens in, 40 out
+usage: 4200 tokens in
 tool: Bash: go test ./...
-usage: 4200 tokens in, 60 out
 tool_result: tool done
 tool: Read: /work/project/parse.go
-usage: 8900 tokens in, 85 out
+usage: 8900 tokens in
 tool_result: tool done
 text: The test fails because Count subtracts one.
-usage: 13450 tokens in, 120 out
+usage: 13450 tokens in
 usage: done: 13450 tokens in, 120 out, $0.0231
 `},
 		{format: "claude", name: "failed", failed: "API Error: 529 overloaded",
 			usage: adapters.Usage{InputTokens: 900, OutputTokens: 20, CostUSD: 0.004},
 			records: `session: session ` + claudeSession + ` (claude-sonnet-4-5)
 tool: Bash: make deploy
-usage: 900 tokens in, 20 out
+usage: 900 tokens in
 tool_result: tool failed: make: *** No rule to make target 'deploy'.  Stop.
 error: failed: API Error: 529 overloaded
 `},
@@ -84,7 +84,7 @@ error: failed: API Error: 529 overloaded
 			records: `session: session ` + claudeSession + ` (claude-sonnet-4-5)
 other: rate_limit_event
 text: All three files are formatted.
-usage: 400 tokens in, 12 out
+usage: 400 tokens in
 usage: done: 400 tokens in, 12 out, $0.0012
 `},
 		{format: "codex", name: "normal", reply: "Fixed: Count no longer subtracts one; the tests pass.",
@@ -208,4 +208,163 @@ func FuzzConvertStream(f *testing.F) {
 			t.Fatalf("outcome %+v", out)
 		}
 	})
+}
+
+// recordedRecords runs a fixture recorded from the pinned CLI (see
+// testdata/cli/README.md) and returns the outcome and the records' lines.
+func recordedRecords(t *testing.T, format, name string, opts adapters.StreamOptions) (adapters.StreamOutcome, string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "cli", format, name+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []adapters.ProgressRecord
+	out, err := adapters.ConvertStreamWith(format, bytes.NewReader(b), func(r adapters.ProgressRecord) { recs = append(recs, r) }, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, statuses(recs)
+}
+
+// Three turns of one claude session, as claude 2.1.328 printed them: each
+// run books its own usage and cost, never the session's running total
+// (total_cost_usd), so equal turns cost the same (defect 2 of issue 19).
+func TestConvertClaudeResumedRunsBookTheirOwnCost(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reply string
+		usage adapters.Usage
+	}{
+		{"turn1", "turn one answer", adapters.Usage{InputTokens: 1200, OutputTokens: 34, CostUSD: 0.00548}},
+		{"turn2-resumed-bash", "turn two answer", adapters.Usage{InputTokens: 2400, OutputTokens: 68, CostUSD: 0.01096}},
+		{"turn3-resumed", "turn three", adapters.Usage{InputTokens: 1200, OutputTokens: 34, CostUSD: 0.00548}},
+	} {
+		out, recs := recordedRecords(t, "claude", tc.name, adapters.StreamOptions{})
+		if out.Failed || out.Reply != tc.reply || !out.Started || out.Usage == nil {
+			t.Fatalf("%s: %+v", tc.name, out)
+		}
+		if u := *out.Usage; u.InputTokens != tc.usage.InputTokens || u.OutputTokens != tc.usage.OutputTokens || math.Abs(u.CostUSD-tc.usage.CostUSD) > 1e-9 {
+			t.Errorf("%s: usage %+v, want %+v", tc.name, u, tc.usage)
+		}
+		// The assistant event's placeholder output_tokens (1) is not
+		// reported as the run's output (defect 6).
+		if strings.Contains(recs, ", 1 out") {
+			t.Errorf("%s: a placeholder output count was reported:\n%s", tc.name, recs)
+		}
+	}
+	_, recs := recordedRecords(t, "claude", "turn2-resumed-bash", adapters.StreamOptions{})
+	if !strings.Contains(recs, "tool: Bash: echo hi-from-bash\n") || !strings.Contains(recs, "tool_result: tool done\n") {
+		t.Errorf("records:\n%s", recs)
+	}
+}
+
+// claude --resume of a session it does not have prints one failed result
+// carrying the dead id: the run never started, so the adapter starts a
+// fresh session (defects 1 and 6).
+func TestConvertClaudeLostSession(t *testing.T) {
+	out, recs := recordedRecords(t, "claude", "lost-session", adapters.StreamOptions{})
+	if !out.Failed || out.Started || out.Session != "" {
+		t.Errorf("outcome %+v: want failed, not started, no session", out)
+	}
+	if want := "No conversation found with session ID: 11111111-2222-3333-4444-555555555555"; out.Error != want {
+		t.Errorf("error %q, want %q", out.Error, want)
+	}
+	if strings.Contains(recs, "session:") {
+		t.Errorf("the dead session was reported:\n%s", recs)
+	}
+}
+
+// A bad key: claude's retries show as progress with the status and the
+// attempt, and the failure carries claude's reason (defect 5).
+func TestConvertClaudeRetriesAndBadKey(t *testing.T) {
+	out, recs := recordedRecords(t, "claude", "bad-key", adapters.StreamOptions{})
+	if !out.Failed || out.Error != "Invalid API key · Fix external API key" {
+		t.Errorf("outcome %+v", out)
+	}
+	for _, want := range []string{"retry: retrying after 401 (attempt 2 of 3)\n", "retry: retrying after 401 (attempt 3 of 3)\n"} {
+		if !strings.Contains(recs, want) {
+			t.Errorf("records lack %q:\n%s", want, recs)
+		}
+	}
+}
+
+// codex reports a resumed thread's usage from the thread's start: with the
+// previous run's total as baseline, the run books its own (defect 3). Its
+// warning item for a model it has no metadata for is no error (defect 6).
+func TestConvertCodexResumedRunBooksItsOwnUsage(t *testing.T) {
+	first, recs := recordedRecords(t, "codex", "turn1", adapters.StreamOptions{})
+	if first.Failed || first.Reply != "turn one answer" || first.Usage == nil || *first.Usage != (adapters.Usage{InputTokens: 1200, OutputTokens: 34}) {
+		t.Fatalf("turn 1: %+v", first)
+	}
+	if strings.Contains(recs, "error:") || !strings.Contains(recs, "warning: warning: Model metadata for `gpt-5.1-codex` not found.") {
+		t.Errorf("turn 1 records:\n%s", recs)
+	}
+	if first.SessionTotal == nil || *first.SessionTotal != *first.Usage {
+		t.Fatalf("turn 1 session total %+v", first.SessionTotal)
+	}
+	var asked string
+	second, recs := recordedRecords(t, "codex", "turn2-resumed-command", adapters.StreamOptions{Baseline: func(s string) adapters.Usage {
+		asked = s
+		return *first.SessionTotal
+	}})
+	if asked != first.Session || second.Session != first.Session {
+		t.Errorf("baseline asked for %q, sessions %q and %q", asked, first.Session, second.Session)
+	}
+	if second.Usage == nil || *second.Usage != (adapters.Usage{InputTokens: 2400, OutputTokens: 68}) || *second.SessionTotal != (adapters.Usage{InputTokens: 3600, OutputTokens: 102}) {
+		t.Errorf("turn 2: usage %+v, total %+v", second.Usage, second.SessionTotal)
+	}
+	if !strings.Contains(recs, "tool: $ /bin/bash -lc 'echo hi-from-bash'\n") {
+		t.Errorf("turn 2 records:\n%s", recs)
+	}
+	// Without a baseline (none kept) the thread's total is all there is.
+	if alone, _ := recordedRecords(t, "codex", "turn2-resumed-command", adapters.StreamOptions{}); *alone.Usage != (adapters.Usage{InputTokens: 3600, OutputTokens: 102}) {
+		t.Errorf("turn 2 without baseline: %+v", alone.Usage)
+	}
+}
+
+// codex's reconnects are retries in progress, with the status and attempt;
+// the run fails with codex's reason (defect 5).
+func TestConvertCodexRetries(t *testing.T) {
+	out, recs := recordedRecords(t, "codex", "bad-key", adapters.StreamOptions{})
+	if !out.Failed || !strings.HasPrefix(out.Error, "unexpected status 401 Unauthorized: invalid x-api-key") {
+		t.Errorf("bad key: %+v", out)
+	}
+	if !strings.Contains(recs, "retry: retrying after 401 (attempt 2 of 6)\n") || !strings.Contains(recs, "retry: retrying after 401 (attempt 6 of 6)\n") {
+		t.Errorf("bad key records:\n%s", recs)
+	}
+	out, recs = recordedRecords(t, "codex", "server-error", adapters.StreamOptions{})
+	if !out.Failed || out.Error != "We’re currently experiencing high demand, which may cause temporary errors." {
+		t.Errorf("server error: %+v", out)
+	}
+	if !strings.Contains(recs, "retry: retrying after We’re currently experiencing high demand, which may cause t… (attempt 2 of 2)\n") {
+		t.Errorf("server error records:\n%s", recs)
+	}
+}
+
+func TestConvertClaudeMCPToolStatus(t *testing.T) {
+	in := `{"type":"system","subtype":"init","session_id":"s"}
+{"type":"assistant","session_id":"s","message":{"id":"m","content":[{"type":"tool_use","name":"mcp__bridge__post","input":{"thread":"t1","content":"hello from claude"}},{"type":"tool_use","name":"mcp__bridge__thread_state","input":{"limit":3}}]}}`
+	var recs []adapters.ProgressRecord
+	if _, err := adapters.ConvertStream(adapters.StreamClaude, strings.NewReader(in), func(r adapters.ProgressRecord) { recs = append(recs, r) }); err != nil {
+		t.Fatal(err)
+	}
+	got := statuses(recs)
+	for _, want := range []string{"tool: bridge.post: hello from claude\n", `tool: bridge.thread_state: {"limit":3}` + "\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("records lack %q:\n%s", want, got)
+		}
+	}
+}
+
+// MCP tool calls as the pinned CLIs printed them: server.tool and the
+// argument that says most (defect 6).
+func TestConvertRecordedMCPCalls(t *testing.T) {
+	_, recs := recordedRecords(t, "codex", "mcp-post", adapters.StreamOptions{})
+	if !strings.Contains(recs, "tool: bridge.post: hello from codex over MCP\n") {
+		t.Errorf("codex records:\n%s", recs)
+	}
+	_, recs = recordedRecords(t, "claude", "mcp-post", adapters.StreamOptions{})
+	if !strings.Contains(recs, "tool: bridge.post: hello from claude over MCP\n") {
+		t.Errorf("claude records:\n%s", recs)
+	}
 }

@@ -175,3 +175,18 @@ func ErrorMessage(r Result, timeout time.Duration) string {
 	}
 	return msg
 }
+
+// StripControls removes NUL and the other C0 control characters except
+// newline and tab from b, in place: adapter output is stored as a reply,
+// and a terminal or a database column should not receive binary noise
+// (contract 6.2). Carriage returns go too, so CRLF output becomes LF.
+func StripControls(b []byte) []byte {
+	out := b[:0]
+	for _, c := range b {
+		if c < 0x20 && c != '\n' && c != '\t' {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}

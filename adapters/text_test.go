@@ -205,3 +205,16 @@ func TestProdPayloadContent(t *testing.T) {
 		t.Fatalf("trigger type = %q, want control", p.Trigger.Type)
 	}
 }
+
+func TestStripControls(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                      "",
+		"plain\ttext\nline two": "plain\ttext\nline two",
+		"\x00\x01\x1f\r\n":      "\n",
+		"é\x00ü \u0085":         "éü \u0085", // C1 (U+0085 is 0xC2 0x85) is valid text here
+	} {
+		if got := string(adapters.StripControls([]byte(in))); got != want {
+			t.Errorf("StripControls(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -74,6 +74,7 @@ func (m *Main) runAdapterStream(_ context.Context, args []string) error {
 			"       codex exec --json … | agent-bridge adapter stream codex\n"+
 			"(adapter-stream is the same command under its first name, which the shipped scripts use)")
 	}
+	totalsDir := fs.String("session-totals", "", "folder keeping each session's running usage total, so a resumed run books only its own (codex.sh passes $CODEX_HOME/agent-bridge-usage)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -83,9 +84,16 @@ func (m *Main) runAdapterStream(_ context.Context, args []string) error {
 	}
 	emit, closeFD := m.progressWriter()
 	defer closeFD()
-	out, err := adapters.ConvertStream(pos[0], m.Stdin, emit)
+	totals := adapters.SessionTotals{Dir: *totalsDir}
+	out, err := adapters.ConvertStreamWith(pos[0], m.Stdin, emit, adapters.StreamOptions{Baseline: totals.Load})
 	if err != nil {
 		return err
+	}
+	if out.SessionTotal != nil {
+		if err := totals.Save(out.Session, *out.SessionTotal); err != nil {
+			// The reply matters more than the next run's figures.
+			fmt.Fprintf(m.Stderr, "agent-bridge adapter-stream: %v\n", err)
+		}
 	}
 	if out.Failed {
 		fmt.Fprintf(m.Stderr, "agent-bridge adapter-stream: %s failed: %s\n", pos[0], out.Error)

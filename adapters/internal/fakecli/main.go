@@ -8,8 +8,9 @@
 //     default "normal"; the folder is $FAKE_CLI_FIXTURES.
 //   - Resuming (claude --resume ID, codex exec … resume ID) replays the
 //     fixture with its session id replaced by ID, unless ID starts with
-//     "gone": then it prints an error on stderr and exits 1 before any
-//     event, as a CLI that no longer knows the session does.
+//     "gone": then it exits 1 as that CLI does for a session it no longer
+//     knows: claude prints one failed result naming the dead id (and the
+//     reason on stderr), codex only an error on stderr.
 //   - Each run appends one JSON line {"argv": [...], "stdin": "..."} to the
 //     file named by $FAKE_CLI_LOG, so tests can check what the adapter
 //     passed.
@@ -65,6 +66,15 @@ func run() (int, error) {
 	resume := resumeID(cli, os.Args[1:])
 	if strings.HasPrefix(resume, "gone") || (resume != "" && forgotten()) {
 		if cli == "claude" {
+			// As claude 2.1.328 does (testdata/cli/claude/lost-session.jsonl):
+			// one failed result on stdout carrying the dead id, the
+			// reason on stderr too.
+			line, err := json.Marshal(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true,
+				"num_turns": 0, "session_id": resume, "total_cost_usd": 0, "errors": []string{"No conversation found with session ID: " + resume}})
+			if err != nil {
+				return 0, fmt.Errorf("encode result: %w", err)
+			}
+			fmt.Fprintf(os.Stdout, "%s\n", line)
 			fmt.Fprintf(os.Stderr, "No conversation found with session ID: %s\n", resume)
 		} else {
 			fmt.Fprintf(os.Stderr, "Error: thread/resume failed: no rollout found for thread id %s\n", resume)

@@ -1,0 +1,118 @@
+package fakemodel
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func post(t *testing.T, url, key, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("x-api-key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestMessagesStreamTextAndTool(t *testing.T) {
+	s := Start(t, "")
+	s.Push(Reply{Text: "hello there"}, Reply{Tool: &ToolCall{Name: "Bash", Input: map[string]string{"command": "echo hi"}}, Usage: Usage{InputTokens: 7, OutputTokens: 3}})
+	code, body := post(t, s.URL()+"/v1/messages", "k", `{"model":"claude-x","stream":true,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"question one"}]}`)
+	if code != 200 || !strings.Contains(body, "event: message_start") || !strings.Contains(body, `"text":"hello there"`) || !strings.Contains(body, `"stop_reason":"end_turn"`) {
+		t.Fatalf("text turn: %d %s", code, body)
+	}
+	code, body = post(t, s.URL()+"/v1/messages", "k", `{"model":"claude-x","stream":true,"messages":[]}`)
+	if code != 200 || !strings.Contains(body, `"name":"Bash"`) || !strings.Contains(body, `"partial_json":"{\"command\":\"echo hi\"}"`) || !strings.Contains(body, `"stop_reason":"tool_use"`) {
+		t.Fatalf("tool turn: %d %s", code, body)
+	}
+	calls := s.Calls()
+	if len(calls) != 2 || !calls[0].Contains("question one") || calls[0].Model != "claude-x" || !calls[0].Stream || calls[1].Tool != "Bash" {
+		t.Fatalf("log: %+v", calls)
+	}
+	if got := calls[0].ToolNames(); len(got) != 1 || got[0] != "Bash" {
+		t.Fatalf("tool names %v", got)
+	}
+	if want := DefaultUsage.Add(Usage{InputTokens: 7, OutputTokens: 3}); s.Served() != want || s.ServedSince(1) != (Usage{InputTokens: 7, OutputTokens: 3}) {
+		t.Fatalf("served %+v, want %+v", s.Served(), want)
+	}
+}
+
+func TestResponsesNamespaceToolAndErrors(t *testing.T) {
+	s := Start(t, "good")
+	s.Push(Reply{Tool: &ToolCall{Name: "mcp__bridge__post", Input: map[string]string{"content": "hi"}}}, Reply{Status: 500, Error: "upstream exploded"})
+	tools := `"tools":[{"type":"namespace","name":"mcp__bridge","tools":[{"type":"function","name":"post"}]}]`
+	code, body := post(t, s.URL()+"/v1/responses", "bad", `{"model":"gpt-x","stream":true,`+tools+`}`)
+	if code != 401 || !strings.Contains(body, "invalid x-api-key") {
+		t.Fatalf("bad key: %d %s", code, body)
+	}
+	code, body = post(t, s.URL()+"/v1/responses", "good", `{"model":"gpt-x","stream":true,`+tools+`}`)
+	if code != 200 || !strings.Contains(body, `"namespace":"mcp__bridge"`) || !strings.Contains(body, `"name":"post"`) || !strings.Contains(body, "event: response.completed") {
+		t.Fatalf("namespace call: %d %s", code, body)
+	}
+	code, body = post(t, s.URL()+"/v1/responses", "good", `{"stream":true}`)
+	if code != 500 || !strings.Contains(body, "upstream exploded") {
+		t.Fatalf("500: %d %s", code, body)
+	}
+	code, _ = post(t, s.URL()+"/v1/models", "good", ``)
+	if code != 404 {
+		t.Fatalf("other path: %d", code)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 4 || reqs[0].Status != 401 || reqs[1].Usage != DefaultUsage || reqs[2].Usage != (Usage{}) || reqs[3].API != Other {
+		t.Fatalf("log: %+v", reqs)
+	}
+	if got := reqs[1].ToolNames(); len(got) != 1 || got[0] != "mcp__bridge__post" {
+		t.Fatalf("tool names %v", got)
+	}
+}
+
+func TestSlowReplyEndsWhenClientLeaves(t *testing.T) {
+	s := Start(t, "")
+	s.SetDefault(Reply{Text: "late", Delay: time.Minute})
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"/v1/messages", strings.NewReader(`{}`))
+	start := time.Now()
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatal("a one-minute reply answered within 200 ms")
+	}
+	// Close waits for the handler, which must notice the client left.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Fatalf("the slow reply held the server for %v", time.Since(start))
+	}
+}
+
+func TestResponder(t *testing.T) {
+	s := Start(t, "")
+	s.SetResponder(func(r Request) (Reply, bool) {
+		if r.Contains("ping") {
+			return Reply{Text: "pong"}, true
+		}
+		return Reply{}, false
+	})
+	s.Push(Reply{Text: "queued"})
+	if _, body := post(t, s.URL()+"/v1/messages", "", `{"messages":"ping"}`); !strings.Contains(body, "pong") {
+		t.Fatal(body)
+	}
+	if _, body := post(t, s.URL()+"/v1/messages", "", `{"messages":"x"}`); !strings.Contains(body, "queued") {
+		t.Fatal(body)
+	}
+	if _, body := post(t, s.URL()+"/v1/messages", "", `{"messages":"x"}`); !strings.Contains(body, `"text":"ok"`) {
+		t.Fatal(body)
+	}
+}
