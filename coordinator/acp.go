@@ -445,6 +445,8 @@ func (a *acpAgent) mcpServers(cfg *Config) []acp.McpServer {
 // session, which must be sent the whole recent context.
 func (a *acpAgent) ensureSession(ctx context.Context, cfg *Config, stored string, progress func(adapters.ProgressRecord)) (fresh bool, err error) {
 	if a.session != "" && a.session == stored {
+		// Reported on every turn, so the ledger counts the session's turns.
+		progress(adapters.ProgressRecord{Status: "warm session", Kind: "session", Session: stored})
 		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, acpStartTimeout)
