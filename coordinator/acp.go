@@ -189,14 +189,13 @@ func (p *acpPool) release(a *acpAgent) {
 // closeIdle closes a when it has not been used for idle.
 func (p *acpPool) closeIdle(a *acpAgent, idle time.Duration) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.agents[a.key] != a || a.busy || time.Since(a.lastUsed) < idle {
-		p.mu.Unlock()
 		return
 	}
 	delete(p.agents, a.key)
-	p.mu.Unlock()
 	p.c.log.Info("closing idle ACP agent", "thread", a.key.thread, "participant", a.key.participant, "idle", idle)
-	a.close()
+	p.closeLater(a)
 }
 
 // evictLocked closes the least recently used idle agents until at most

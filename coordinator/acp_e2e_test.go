@@ -443,3 +443,55 @@ func TestACPScene(t *testing.T) {
 		t.Errorf("thinking %q, speech %q to %s", thinking.Text(), speech.Text(), speech.To)
 	}
 }
+
+// TestACPFiles: the fs capability is offered only with acp_fs, and then
+// reads stay inside the session folder.
+func TestACPFiles(t *testing.T) {
+	for _, fs := range []bool{false, true} {
+		t.Run("acp_fs="+strconv.FormatBool(fs), func(t *testing.T) {
+			s := startACPStack(t, nil, func(cfg *coordinator.Config) {
+				a := cfg.Agents["acpy"]
+				a.ACPFS = fs
+				cfg.Agents["acpy"] = a
+				if err := os.MkdirAll(a.Workdir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(a.Workdir, "notes.txt"), []byte("inside"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			})
+			want := "fs: refused | refused"
+			if fs {
+				want = "fs: inside | refused"
+			}
+			if got := s.reply(s.ask("FS please")).Text(); got != want {
+				t.Errorf("reply = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestACPParty: an ACP agent takes part in both party rounds as an adapter
+// does, on its one warm process.
+func TestACPParty(t *testing.T) {
+	s := startACPStack(t, nil, nil)
+	s.invite(s.thread, "alice", agentbridge.Profile{})
+	s.control(s.thread, "user", map[string]any{"party": map[string]any{"on": true, "agents": []string{"acpy", "alice"}}})
+	tr := s.say(s.thread, "all", "what do you both think?")
+	s.waitPartyNotice(s.thread, tr.ID)
+	rounds := map[int]agentbridge.Event{}
+	for _, e := range s.repliesTo(s.thread, tr.ID) {
+		if e.From == "acpy" {
+			round, _ := partyMetaOf(t, e)
+			rounds[round] = e
+		}
+	}
+	if len(rounds) != 2 {
+		t.Fatalf("acpy answered rounds %v, want 1 and 2", rounds)
+	}
+	pid1, sess1, _, _, _ := parseReply(t, rounds[1])
+	pid2, sess2, _, _, _ := parseReply(t, rounds[2])
+	if pid1 != pid2 || sess1 != sess2 {
+		t.Errorf("rounds on pid %d/%d sessions %s/%s, want one warm process and session", pid1, pid2, sess1, sess2)
+	}
+}

@@ -8,6 +8,9 @@
 //   - PERMISSION: asks permission for a tool call and replies with the
 //     option it got ("permission: <id>" or "permission: cancelled").
 //   - MAXTOKENS, REFUSAL: ends the turn with that stop reason.
+//   - FS: reads notes.txt in its session folder and a file outside it
+//     through the client's fs capability ("fs: A | B", "refused" for each
+//     read the client refuses).
 //   - TOOL: reports a tool call, its update, a plan and usage.
 //   - anything else: replies "fake-acp pid=P session=S turn=N fresh|resumed|bare: TEXT".
 //
@@ -22,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -34,6 +38,7 @@ type agent struct {
 	turns map[string]int
 	next  int
 	cost  float64
+	cwd   string
 }
 
 func (a *agent) log(method, session string) {
@@ -80,6 +85,9 @@ func (a *agent) NewSession(_ context.Context, req acp.NewSessionRequest) (acp.Ne
 	a.turns[id] = 0
 	a.mu.Unlock()
 	a.log("session/new", id)
+	a.mu.Lock()
+	a.cwd = req.Cwd
+	a.mu.Unlock()
 	return acp.NewSessionResponse{SessionId: acp.SessionId(id)}, nil
 }
 
@@ -178,6 +186,20 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 		}
 		a.say(ctx, s, acp.UpdateToolCall("perm-1", acp.WithUpdateStatus(acp.ToolCallStatusCompleted)))
 		a.say(ctx, s, acp.UpdateAgentMessageText("permission: "+got))
+		return end, nil
+	case strings.Contains(msg, "FS"):
+		// Reads a file in its folder and one outside it through the
+		// client's fs capability.
+		var out []string
+		for _, path := range []string{filepath.Join(a.cwd, "notes.txt"), "/etc/hostname"} {
+			r, err := a.conn.ReadTextFile(ctx, acp.ReadTextFileRequest{SessionId: s, Path: path})
+			if err != nil {
+				out = append(out, "refused")
+			} else {
+				out = append(out, strings.TrimSpace(r.Content))
+			}
+		}
+		a.say(ctx, s, acp.UpdateAgentMessageText("fs: "+strings.Join(out, " | ")))
 		return end, nil
 	case strings.Contains(msg, "TOOL"):
 		a.say(ctx, s, acp.StartToolCall("t-1", "Read notes.txt", acp.WithStartKind(acp.ToolKindRead), acp.WithStartStatus(acp.ToolCallStatusInProgress)))
