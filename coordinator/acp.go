@@ -1,8 +1,9 @@
 package coordinator
 
 import (
+	"bytes"
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -66,12 +68,18 @@ type acpPool struct {
 	// their request was registered (bounded).
 	perms map[string]*acpPermission
 	early map[string]permissionAnswer
-	wg    sync.WaitGroup
+	// noPresence holds the invocations whose payload was built without
+	// reading presence (rosterPresence).
+	noPresence map[int64]bool
+	wg         sync.WaitGroup
+	// promptWritten, when set (benchmarks), is called as each
+	// session/prompt request has been written to an agent.
+	promptWritten atomic.Pointer[func(time.Time)]
 }
 
 func newACPPool(c *Coordinator, dir string) *acpPool {
 	return &acpPool{c: c, dir: dir, agents: make(map[pairKey]*acpAgent),
-		perms: make(map[string]*acpPermission), early: make(map[string]permissionAnswer)}
+		perms: make(map[string]*acpPermission), early: make(map[string]permissionAnswer), noPresence: make(map[int64]bool)}
 }
 
 // acpAgent is one warm agent process and its session.
@@ -106,6 +114,10 @@ type acpAgent struct {
 	// one turn at a time touches them.
 	session  string
 	costSeen float64
+	// rosterSent is the rosterKey last sent to the session.
+	rosterSent string
+	// promptSent is closed when the turn's prompt has been written.
+	promptSent atomic.Pointer[chan struct{}]
 
 	mu   sync.Mutex
 	turn *acpTurn
@@ -328,7 +340,7 @@ func (a *acpAgent) start(ctx context.Context, cfg *Config) error {
 		_ = syscall.Kill(-a.pid, syscall.SIGKILL)
 		close(a.exited)
 	}()
-	a.conn = acp.NewClientSideConnection(&acpClient{a: a}, inW, outR)
+	a.conn = acp.NewClientSideConnection(&acpClient{a: a}, &promptWriter{w: inW, hook: a.pool.promptWritten.Load(), sent: &a.promptSent}, outR)
 	a.conn.SetLogger(c.log.With("acp_participant", a.key.participant))
 	a.pool.wg.Add(1)
 	go func() {
@@ -482,10 +494,10 @@ func (a *acpAgent) ensureSession(ctx context.Context, cfg *Config, stored string
 }
 
 // runAgent runs one turn of the invocation's agent: the adapter, or for an
-// "acp" entry a session/prompt on the pair's warm agent. body is the
-// adapter payload. why, when not empty, is the sentence for the thread
+// "acp" entry a session/prompt on the pair's warm agent. p is the adapter
+// payload and body its encoding. why, when not empty, is the sentence for the thread
 // when the run failed in a way adapters.ErrorMessage cannot word.
-func (c *Coordinator) runAgent(ctx context.Context, inv state.Invocation, in prepared, body []byte, progress func(adapters.ProgressRecord)) (res adapters.Result, why string) {
+func (c *Coordinator) runAgent(ctx context.Context, inv state.Invocation, in prepared, p adapters.Payload, body []byte, progress func(adapters.ProgressRecord)) (res adapters.Result, why string) {
 	cfg := c.cfg.Load()
 	entry, ok := cfg.Agents[inv.Agent]
 	if !ok || len(entry.ACP) == 0 {
@@ -500,11 +512,11 @@ func (c *Coordinator) runAgent(ctx context.Context, inv state.Invocation, in pre
 	if progress == nil {
 		progress = func(adapters.ProgressRecord) {}
 	}
-	return c.runACP(ctx, cfg, inv, in, entry, body, progress)
+	return c.runACP(ctx, cfg, inv, in, entry, p, progress)
 }
 
 // runACP is one turn on the pair's warm agent (contract 6.6).
-func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocation, in prepared, entry AgentConfig, body []byte, progress func(adapters.ProgressRecord)) (adapters.Result, string) {
+func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocation, in prepared, entry AgentConfig, p adapters.Payload, progress func(adapters.ProgressRecord)) (adapters.Result, string) {
 	res := adapters.Result{ExitCode: -1, Started: time.Now()}
 	fail := func(why string, a *acpAgent) (adapters.Result, string) {
 		res.StartErr, res.Finished = errACPTurn, time.Now()
@@ -523,10 +535,6 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 		}
 		return res, ""
 	}
-	var p adapters.Payload
-	if err := json.Unmarshal(body, &p); err != nil {
-		return fail(fmt.Sprintf("The payload could not be read: %v.", err), nil)
-	}
 	a, err := c.acp.acquire(ctx, cfg, pairKey{inv.Thread, inv.Participant}, entry)
 	if err != nil {
 		return fail(fmt.Sprintf("The ACP agent could not be started: %v.", err), nil)
@@ -537,15 +545,27 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 	if err != nil {
 		return fail(fmt.Sprintf("The ACP agent could not open a session: %v.", err), a)
 	}
-	if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, a.pid, a.pid, a.started); err != nil {
-		c.log.Error("record ACP turn start", "id", inv.ID, "err", err)
-	}
 	res.PID, res.PGID = a.pid, a.pid
 	if fresh {
 		p.Session = adapters.SessionInfo{}
 	} else {
 		p.Session.ID = a.session
 	}
+	// A warm session has the roster from its first prompt: it is sent
+	// again only when who is invited changed.
+	roster := rosterKey(p.Participants)
+	switch noPresence := c.acp.tookNoPresence(inv.ID); {
+	case !fresh && roster == a.rosterSent:
+		p.Participants = nil
+	case noPresence:
+		st := c.presenceStates(ctx, inv.Thread)
+		for i, e := range p.Participants {
+			if !e.Human {
+				p.Participants[i].Presence = cmp.Or(st[e.ID], agentbridge.PresenceOffline)
+			}
+		}
+	}
+	a.rosterSent = roster
 	text := adapters.RenderPrompt(p)
 
 	t := a.beginTurn(c, inv, in, entry, progress)
@@ -557,10 +577,30 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 	answered := make(chan answer, 1)
 	promptCtx, cancelPrompt := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelPrompt()
+	sent := make(chan struct{})
+	a.promptSent.Store(&sent)
 	go func() {
 		r, err := a.conn.Prompt(promptCtx, acp.PromptRequest{SessionId: acp.SessionId(a.session), Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
 		answered <- answer{r, err}
 	}()
+	// Beside the prompt, as adapters.Run writes the payload first: the
+	// ledger write is off the turn's critical path. It ends before the
+	// turn does, so the outcome is always recorded after it.
+	marked := make(chan struct{})
+	go func() {
+		defer close(marked)
+		// After the prompt's write, so the two do not compete for a CPU.
+		wait := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-sent:
+		case <-wait.C:
+		}
+		wait.Stop()
+		if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, a.pid, a.pid, a.started); err != nil {
+			c.log.Error("record ACP turn start", "id", inv.ID, "err", err)
+		}
+	}()
+	defer func() { <-marked }()
 	var timeout <-chan time.Time
 	if cfg.AdapterTimeout > 0 {
 		tm := time.NewTimer(cfg.AdapterTimeout)
@@ -721,4 +761,72 @@ func acpDir(dir string) string {
 		base = os.TempDir()
 	}
 	return filepath.Join(base, "agent-bridge", "acp")
+}
+
+// promptWriter is an agent's stdin. It tells when a session/prompt
+// request has been written: to the turn (sent), and to the hook of the
+// turn-overhead benchmark.
+type promptWriter struct {
+	w    io.Writer
+	hook *func(time.Time)
+	sent *atomic.Pointer[chan struct{}]
+}
+
+func (pw *promptWriter) Write(b []byte) (int, error) {
+	n, err := pw.w.Write(b)
+	if bytes.Contains(b, []byte(`"method":"session/prompt"`)) {
+		if pw.hook != nil {
+			(*pw.hook)(time.Now())
+		}
+		if ch := pw.sent.Swap(nil); ch != nil {
+			close(*ch)
+		}
+	}
+	return n, err
+}
+
+// rosterPresence starts the presence read for the roster of inv's
+// payload and returns the function that waits for it. A warm ACP session is
+// sent no roster unless who is invited changed (runACP), so for it the read
+// is skipped (and done by runACP if the roster is needed after all).
+func (c *Coordinator) rosterPresence(ctx context.Context, inv state.Invocation) func() map[string]string {
+	if entry, ok := c.cfg.Load().Agents[inv.Agent]; ok && len(entry.ACP) > 0 && c.acp.skipPresence(inv) {
+		return func() map[string]string { return nil }
+	}
+	ch := make(chan map[string]string, 1)
+	go func() { ch <- c.presenceStates(ctx, inv.Thread) }()
+	return func() map[string]string { return <-ch }
+}
+
+// skipPresence reports whether inv's pair has a warm session, and if so
+// notes that its payload is built without presence.
+func (p *acpPool) skipPresence(inv state.Invocation) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	a := p.agents[pairKey{inv.Thread, inv.Participant}]
+	if a == nil || a.busy || a.dead() || a.session == "" {
+		return false
+	}
+	p.noPresence[inv.ID] = true
+	return true
+}
+
+// tookNoPresence reports (and forgets) whether inv's payload was built
+// without presence.
+func (p *acpPool) tookNoPresence(id int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v := p.noPresence[id]
+	delete(p.noPresence, id)
+	return v
+}
+
+// rosterKey names who is invited, to tell when a warm session's roster
+// is out of date.
+func rosterKey(r []adapters.RosterEntry) string {
+	ids := make([]string, 0, len(r))
+	for _, e := range r {
+		ids = append(ids, e.ID)
+	}
+	return strings.Join(ids, "\x00")
 }

@@ -52,7 +52,7 @@ type acpStack struct {
 	log    string
 }
 
-func startACPStack(t *testing.T, env map[string]string, mutate func(*coordinator.Config)) *acpStack {
+func startACPStack(t testing.TB, env map[string]string, mutate func(*coordinator.Config)) *acpStack {
 	t.Helper()
 	bin := ensureFakeACP(t)
 	var log string
@@ -102,9 +102,9 @@ func (s *acpStack) count(method string) int {
 	return n
 }
 
-var replyPattern = regexp.MustCompile(`^fake-acp pid=(\d+) session=(\S+) turn=(\d+) (\w+): (.*)$`)
+var replyPattern = regexp.MustCompile(`^fake-acp pid=(\d+) session=(\S+) turn=(\d+) (\S+): (.*)$`)
 
-func parseReply(t *testing.T, e agentbridge.Event) (pid int, session string, turn int, mode, text string) {
+func parseReply(t testing.TB, e agentbridge.Event) (pid int, session string, turn int, mode, text string) {
 	t.Helper()
 	m := replyPattern.FindStringSubmatch(e.Text())
 	if m == nil {
@@ -124,8 +124,8 @@ func TestACPWarmTurns(t *testing.T) {
 	s := startACPStack(t, nil, nil)
 	first := s.ask("hello there")
 	r1 := s.reply(first)
-	pid1, sess1, turn1, _, text1 := parseReply(t, r1)
-	if r1.From != "acpy" || turn1 != 1 || text1 != "user -> acpy: hello there" {
+	pid1, sess1, turn1, mode1, text1 := parseReply(t, r1)
+	if r1.From != "acpy" || turn1 != 1 || text1 != "user -> acpy: hello there" || !strings.HasSuffix(mode1, "+roster") {
 		t.Fatalf("first reply = %q from %s", r1.Text(), r1.From)
 	}
 	inv := s.waitStatus(first.ID, "acpy", state.StatusSucceeded)
@@ -139,7 +139,12 @@ func TestACPWarmTurns(t *testing.T) {
 		t.Errorf("second turn on pid %d session %s turn %d, want pid %d session %s turn 2", pid2, sess2, turn2, pid1, sess1)
 	}
 	if mode2 != "resumed" {
-		t.Errorf("second prompt was %s, want resumed (only what is new)", mode2)
+		t.Errorf("second prompt was %s, want resumed (only what is new, no roster)", mode2)
+	}
+	// Who is invited changed: the roster is sent again.
+	s.invite(s.thread, "alice", agentbridge.Profile{})
+	if _, _, _, mode3, _ := parseReply(t, s.reply(s.ask("who is here?"))); !strings.HasSuffix(mode3, "+roster") {
+		t.Errorf("after an invite the prompt was %s, want the roster again", mode3)
 	}
 	if n := s.count("initialize"); n != 1 {
 		t.Errorf("initialize called %d times, want 1", n)
@@ -387,9 +392,9 @@ func TestACPRestart(t *testing.T) {
 				t.Errorf("session/load called %d times, want 1", s.count("session/load"))
 			}
 			switch {
-			case !refuse && (sess2 != sess1 || mode != "resumed"):
+			case !refuse && (sess2 != sess1 || !strings.HasPrefix(mode, "resumed")):
 				t.Errorf("after a load: session %s (%s), want %s resumed", sess2, mode, sess1)
-			case refuse && (sess2 == sess1 || mode != "fresh"):
+			case refuse && (sess2 == sess1 || !strings.HasPrefix(mode, "fresh")):
 				t.Errorf("after a refused load: session %s (%s), want a new session with the context", sess2, mode)
 			}
 		})

@@ -59,7 +59,7 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	if in.startErr != nil {
 		res = adapters.Result{ExitCode: -1, StartErr: in.startErr, Started: time.Now(), Finished: time.Now()}
 	} else {
-		res, why = c.runAgent(ctx, inv, in, in.payload, mon.record)
+		res, why = c.runAgent(ctx, inv, in, in.p, in.payload, mon.record)
 	}
 	mon.stopMonitor()
 	c.keepSession(ledger, inv, in, mon.latestSession())
@@ -197,6 +197,9 @@ func (c *Coordinator) prepare(ctx context.Context, j job, cfg *Config) (prepared
 
 func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepared, error) {
 	inv := j.inv
+	// The roster's presence read overlaps the ledger reads below (and a
+	// warm ACP session needs none, acp.go).
+	presence := c.rosterPresence(ctx, inv)
 	n := cfg.ContextWindowSize
 	var window []agentbridge.Event
 	trigger := j.trigger
@@ -261,7 +264,7 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 	if payload.Session, err = c.sessionFor(ctx, inv, profile.Client); err != nil {
 		return prepared{}, err
 	}
-	payload.Participants = adapters.Roster(after.Participants.Invited, c.presenceStates(ctx, inv.Thread), cfg.HumanIDs)
+	payload.Participants = adapters.Roster(after.Participants.Invited, presence(), cfg.HumanIDs)
 	if inv.Round > 0 {
 		if err := c.partyPayload(ctx, inv, &payload); err != nil {
 			return prepared{}, err
@@ -276,9 +279,11 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 			return prepared{}, err
 		}
 	}
-	body, err := json.Marshal(payload)
-	if err != nil {
-		return prepared{}, fmt.Errorf("encode payload: %w", err)
+	var body []byte
+	if len(agent.ACP) == 0 { // an ACP turn renders the payload itself
+		if body, err = json.Marshal(payload); err != nil {
+			return prepared{}, fmt.Errorf("encode payload: %w", err)
+		}
 	}
 	keys := make([]string, 0, len(agent.Env))
 	for k := range agent.Env {

@@ -180,7 +180,7 @@ func (c *Coordinator) sceneOutcome(ctx context.Context, cfg *Config, inv state.I
 		// The first run's progress monitor has stopped; the correction
 		// run reports no progress.
 		var why string
-		res, why = c.runAgent(ctx, inv, in, body, nil)
+		res, why = c.runAgent(ctx, inv, in, p, body, nil)
 		o.Finished, o.OutputBytes, o.StderrTail = res.Finished, o.OutputBytes+res.StdoutBytes, string(res.StderrTail)
 		switch {
 		case res.Cancelled:

@@ -12,11 +12,13 @@
 //     through the client's fs capability ("fs: A | B", "refused" for each
 //     read the client refuses).
 //   - TOOL: reports a tool call, its update, a plan and usage.
-//   - anything else: replies "fake-acp pid=P session=S turn=N fresh|resumed|bare: TEXT".
+//   - anything else: replies "fake-acp pid=P session=S turn=N MODE: TEXT", MODE
+//     being fresh (the whole context), resumed (what is new) or bare (only
+//     the message), plus "+roster" when the prompt lists who is invited.
 //
 // A scene actor's prompt (it holds "<speech>") gets a thought chunk and a
 // <speech> reply. FAKE_ACP_LOG names a file that gets one line per call
-// ("pid method session"); FAKE_ACP_NO_LOAD=1 offers no session/load and
+// ("pid method session unix-nanos"); FAKE_ACP_NO_LOAD=1 offers no session/load and
 // FAKE_ACP_REFUSE_LOAD=1 offers it but refuses every load.
 package main
 
@@ -28,6 +30,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -51,7 +54,7 @@ func (a *agent) log(method, session string) {
 		return
 	}
 	defer f.Close()
-	fmt.Fprintf(f, "%d %s %s\n", os.Getpid(), method, session)
+	fmt.Fprintf(f, "%d %s %s %d\n", os.Getpid(), method, session, time.Now().UnixNano())
 }
 
 func (a *agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
@@ -220,6 +223,9 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 		mode = "fresh"
 	case strings.Contains(text, "## New in thread"):
 		mode = "resumed"
+	}
+	if strings.Contains(text, "## Who is in this thread") {
+		mode += "+roster"
 	}
 	a.say(ctx, s, acp.UpdateAgentMessageText(fmt.Sprintf("fake-acp pid=%d session=%s turn=%d %s: ", os.Getpid(), s, turn, mode)))
 	a.say(ctx, s, acp.UpdateAgentMessageText(msg))
