@@ -255,13 +255,6 @@ func (p *acpPool) closeAll() {
 	p.wg.Wait()
 }
 
-// warm counts the warm agents (metrics, tests).
-func (p *acpPool) warm() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.agents)
-}
-
 // start runs the agent process and initializes the connection.
 func (a *acpAgent) start(ctx context.Context, cfg *Config) error {
 	c := a.pool.c

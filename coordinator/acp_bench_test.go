@@ -113,7 +113,8 @@ func BenchmarkACPTurnOverhead(b *testing.B) {
 }
 
 // BenchmarkACPIdleClose measures the time from an idle agent's deadline
-// (its turn's end + acp_idle_s) to its process being gone.
+// (its turn's end as the ledger has it + acp_idle_s; the idle timer starts
+// just before that end) to its process being gone, polled every 100 µs.
 func BenchmarkACPIdleClose(b *testing.B) {
 	const idle = 200 * time.Millisecond
 	s := startACPStack(b, nil, func(c *coordinator.Config) { c.ACPIdle = idle; c.MaxInvocationsPerMinute = 0 })
@@ -122,7 +123,10 @@ func BenchmarkACPIdleClose(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		trig := s.ask(fmt.Sprintf("turn %d", i))
 		inv := s.waitStatus(trig.ID, "acpy", "succeeded")
-		ended := time.Now()
+		ended, err := time.Parse(agentbridge.TimeLayout, inv.FinishedAt)
+		if err != nil {
+			b.Fatal(err)
+		}
 		for alive(inv.PID) {
 			time.Sleep(100 * time.Microsecond)
 		}

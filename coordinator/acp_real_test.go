@@ -6,8 +6,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,7 +32,7 @@ var (
 )
 
 // agentBridgeBin builds the agent-bridge binary once per test binary.
-func agentBridgeBin(t *testing.T) string {
+func agentBridgeBin(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
 		binPath = filepath.Join(fakeDir, "agent-bridge")
@@ -47,7 +49,7 @@ func agentBridgeBin(t *testing.T) string {
 
 // realACP returns the path of an ACP agent program, skipping (or, in CI,
 // failing) when it is not installed.
-func realACP(t *testing.T, name string) string {
+func realACP(t testing.TB, name string) string {
 	t.Helper()
 	dir := os.Getenv("AGENT_BRIDGE_CLI_BIN")
 	why := ""
@@ -94,22 +96,22 @@ func quiet(env map[string]string) map[string]string {
 
 type realAgent struct {
 	name string
-	argv func(t *testing.T) []string
-	env  func(t *testing.T, m *fakemodel.Server) map[string]string
+	argv func(t testing.TB) []string
+	env  func(t testing.TB, m *fakemodel.Server) map[string]string
 	// asks is whether the agent asks permission for a Bash mkdir.
 	asks bool
 }
 
 var realAgents = []realAgent{
 	{name: "claude-agent-acp", asks: true,
-		argv: func(t *testing.T) []string { return []string{realACP(t, "claude-agent-acp")} },
-		env: func(t *testing.T, m *fakemodel.Server) map[string]string {
+		argv: func(t testing.TB) []string { return []string{realACP(t, "claude-agent-acp")} },
+		env: func(t testing.TB, m *fakemodel.Server) map[string]string {
 			return quiet(map[string]string{"ANTHROPIC_BASE_URL": m.URL(), "ANTHROPIC_API_KEY": "test-key", "IS_SANDBOX": "1",
 				"HOME": t.TempDir(), "CLAUDE_CODE_MAX_RETRIES": "1"})
 		}},
 	{name: "codex-acp",
-		argv: func(t *testing.T) []string { return []string{realACP(t, "codex-acp")} },
-		env: func(t *testing.T, m *fakemodel.Server) map[string]string {
+		argv: func(t testing.TB) []string { return []string{realACP(t, "codex-acp")} },
+		env: func(t testing.TB, m *fakemodel.Server) map[string]string {
 			home := t.TempDir()
 			toml := "model = \"gpt-5.1-codex\"\nmodel_provider = \"fake\"\ncheck_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n" +
 				"[model_providers.fake]\nname = \"fake\"\nbase_url = \"" + m.URL() + "/v1\"\nwire_api = \"responses\"\nenv_key = \"FAKE_OPENAI_KEY\"\n"
@@ -122,7 +124,7 @@ var realAgents = []realAgent{
 
 // startRealACP runs a stack whose participant "agent" is the real ACP
 // agent ra, with the given permissions.
-func startRealACP(t *testing.T, ra realAgent, perms string) (*acpStack, string) {
+func startRealACP(t testing.TB, ra realAgent, perms string) (*acpStack, string, *fakemodel.Server) {
 	argv := ra.argv(t)
 	m := fakemodel.Start(t, "")
 	modelScript(m)
@@ -136,7 +138,7 @@ func startRealACP(t *testing.T, ra realAgent, perms string) (*acpStack, string) 
 	as := &acpStack{stack: s}
 	as.thread = s.thread("real-acp")
 	s.invite(as.thread, "acpy", agentbridge.Profile{Client: ra.name})
-	return as, work
+	return as, work, m
 }
 
 // TestRealACPAgents: reply, a second turn on the same warm process and
@@ -144,7 +146,7 @@ func startRealACP(t *testing.T, ra realAgent, perms string) (*acpStack, string) 
 func TestRealACPAgents(t *testing.T) {
 	for _, ra := range realAgents {
 		t.Run(ra.name, func(t *testing.T) {
-			s, _ := startRealACP(t, ra, coordinator.PermissionsAsk)
+			s, _, _ := startRealACP(t, ra, coordinator.PermissionsAsk)
 			first := s.ask("say pong")
 			r1 := s.reply(first)
 			if r1.From != "acpy" || !strings.Contains(r1.Text(), "pong from the model") {
@@ -186,7 +188,7 @@ func TestRealACPPermission(t *testing.T) {
 		}
 		for _, answer := range []string{"allow", "reject"} {
 			t.Run(ra.name+"/"+answer, func(t *testing.T) {
-				s, work := startRealACP(t, ra, coordinator.PermissionsAsk)
+				s, work, _ := startRealACP(t, ra, coordinator.PermissionsAsk)
 				trig := s.ask("PLEASE_MKDIR in your folder")
 				req, pm := s.permissionRequest(trig)
 				found := false
@@ -213,4 +215,151 @@ func TestRealACPPermission(t *testing.T) {
 			})
 		}
 	}
+}
+
+// BenchmarkRealACP measures the real agents on this machine against the
+// instant fake model: a cold turn (process start, initialize, session/new)
+// and warm turns, each from the trigger's append to the agent's first model
+// request; the coordinator's own part of a warm turn (trigger →
+// session/prompt written); the agents' memory with 8 warm; and the time an
+// idle one takes to close. For claude, a cold `claude -p` from its start to
+// its first model request, for comparison. Run with -benchtime 1x.
+func BenchmarkRealACP(b *testing.B) {
+	for _, ra := range realAgents {
+		b.Run(ra.name, func(b *testing.B) {
+			s, _, m := startRealACP(b, ra, coordinator.PermissionsAsk)
+			var mu sync.Mutex
+			var written []time.Time
+			coordinator.SetACPPromptHook(s.coord, func(t time.Time) {
+				mu.Lock()
+				written = append(written, t)
+				mu.Unlock()
+			})
+			// firstCall is the time of the first model request after t.
+			firstCall := func(t time.Time) time.Duration {
+				for _, r := range m.Calls() {
+					if r.Time.After(t) {
+						return r.Time.Sub(t)
+					}
+				}
+				return -1
+			}
+			turn := func(thread string) (toModel, toPrompt time.Duration) {
+				trig := s.say(thread, "acpy", "say pong")
+				s.waitReplies(thread, trig.ID, 1)
+				ts, _ := time.Parse(agentbridge.TimeLayout, trig.TS)
+				mu.Lock()
+				last := written[len(written)-1]
+				mu.Unlock()
+				return firstCall(ts), last.Sub(ts)
+			}
+			coldModel, coldPrompt := turn(s.thread)
+			var warmModel, warmPrompt []time.Duration
+			for range 10 {
+				tm, tp := turn(s.thread)
+				warmModel = append(warmModel, tm)
+				warmPrompt = append(warmPrompt, tp)
+			}
+			slices.Sort(warmModel)
+			slices.Sort(warmPrompt)
+			b.ReportMetric(float64(coldPrompt.Microseconds())/1000, "cold-to-prompt-ms")
+			b.ReportMetric(float64(coldModel.Microseconds())/1000, "cold-to-model-ms")
+			b.ReportMetric(float64(percentile(warmPrompt, 50).Microseconds())/1000, "warm-to-prompt-p50-ms")
+			b.ReportMetric(float64(percentile(warmModel, 50).Microseconds())/1000, "warm-to-model-p50-ms")
+
+			// 8 warm agents: the coordinator's (test process's) memory and
+			// the agents' own, each with the processes it started.
+			before := rssKB(b, os.Getpid())
+			var pids []int
+			for j := range 8 {
+				th := s.stack.thread(fmt.Sprintf("warm %d", j))
+				s.invite(th, "acpy", agentbridge.Profile{Client: ra.name})
+				trig := s.say(th, "acpy", "say pong")
+				s.waitReplies(th, trig.ID, 1)
+				inv := s.waitStatus(trig.ID, "acpy", state.StatusSucceeded)
+				pids = append(pids, inv.PID)
+			}
+			after := rssKB(b, os.Getpid())
+			agents := 0
+			for _, p := range pids {
+				agents += groupRSSKB(b, p)
+			}
+			b.ReportMetric(float64(after-before)/1024, "coordinator-rss-delta-8warm-MB")
+			b.ReportMetric(float64(agents)/1024/8, "agent-rss-each-MB")
+
+			s.stopCoordinator()
+
+			// Idle close: one turn, then the time from its end + acp_idle_s
+			// to the process (and what it started) being gone.
+			const idle = 300 * time.Millisecond
+			c, _, _ := startRealACP(b, ra, coordinator.PermissionsAsk)
+			c.cfg.ACPIdle = idle
+			c.stopCoordinator()
+			c.startCoordinator()
+			trig := c.ask("say pong")
+			inv := c.waitStatus(trig.ID, "acpy", state.StatusSucceeded)
+			ended, _ := time.Parse(agentbridge.TimeLayout, inv.FinishedAt)
+			for alive(inv.PID) {
+				time.Sleep(time.Millisecond)
+			}
+			b.ReportMetric(float64((time.Since(ended)-idle).Microseconds())/1000, "idle-close-ms")
+
+			if ra.name == "claude-agent-acp" {
+				b.ReportMetric(coldCLI(b, m), "claude-p-cold-to-model-ms")
+			}
+		})
+	}
+}
+
+// groupRSSKB sums the resident memory of the processes in process group
+// pgid (an agent and what it started).
+func groupRSSKB(tb testing.TB, pgid int) int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		tb.Skipf("no /proc: %v", err)
+	}
+	total := 0
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command name: state ppid pgrp ...
+		i := strings.LastIndexByte(string(st), ')')
+		f := strings.Fields(string(st[i+1:]))
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) {
+			total += rssKB(tb, pid)
+		}
+	}
+	return total
+}
+
+// coldCLI runs `claude -p` once against m and returns the time from its
+// start to its first model request, in ms.
+func coldCLI(b *testing.B, m *fakemodel.Server) float64 {
+	dir := os.Getenv("AGENT_BRIDGE_CLI_BIN")
+	cmd := exec.Command(filepath.Join(dir, "claude"), "-p", "say pong", "--output-format", "json")
+	cmd.Dir = b.TempDir()
+	cmd.Env = os.Environ()
+	for k, v := range quiet(map[string]string{"ANTHROPIC_BASE_URL": m.URL(), "ANTHROPIC_API_KEY": "test-key", "HOME": b.TempDir()}) {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("claude -p: %v\n%s", err, out)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		b.ReportMetric(float64(ru.Maxrss)/1024, "claude-p-maxrss-MB")
+	}
+	b.ReportMetric(float64(time.Since(start).Milliseconds()), "claude-p-total-ms")
+	for _, r := range m.Calls() {
+		if r.Time.After(start) {
+			return float64(r.Time.Sub(start).Microseconds()) / 1000
+		}
+	}
+	return -1
 }
