@@ -522,11 +522,7 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 		return res, why
 	}
 	if ctx.Err() != nil {
-		res.Interrupted, res.Finished = true, time.Now()
-		if errors.Is(context.Cause(ctx), adapters.ErrCancelled) {
-			res.Interrupted, res.Cancelled = false, true
-		}
-		return res, ""
+		return stoppedResult(ctx, res), ""
 	}
 	a, err := c.acp.acquire(ctx, cfg, pairKey{inv.Thread, inv.Participant}, entry)
 	if err != nil {
@@ -535,6 +531,10 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 	defer c.acp.release(a)
 	errMark := a.stderr.mark()
 	fresh, err := a.ensureSession(ctx, cfg, p.Session.ID, progress)
+	if err != nil && ctx.Err() != nil {
+		// Stopped while the session was being set up.
+		return stoppedResult(ctx, res), ""
+	}
 	if err != nil {
 		return fail(fmt.Sprintf("The ACP agent could not open a session: %v.", err), a)
 	}
@@ -649,7 +649,13 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 	}
 	if ans.err != nil {
 		if a.dead() {
-			<-a.exited
+			// The connection closed; the process may linger.
+			select {
+			case <-a.exited:
+			case <-time.After(acpCloseGrace):
+				a.kill()
+				<-a.exited
+			}
 			return fail(fmt.Sprintf("The ACP agent exited during the turn (exit code %d).", a.exitCode), a)
 		}
 		return fail(fmt.Sprintf("The ACP agent answered the prompt with an error: %v.", ans.err), a)
@@ -822,4 +828,16 @@ func rosterKey(r []adapters.RosterEntry) string {
 		ids = append(ids, e.ID)
 	}
 	return strings.Join(ids, "\x00")
+}
+
+// stoppedResult is res for a run whose ctx ended before its prompt: a
+// cancel, or the coordinator's shutdown.
+func stoppedResult(ctx context.Context, res adapters.Result) adapters.Result {
+	res.Finished = time.Now()
+	if errors.Is(context.Cause(ctx), adapters.ErrCancelled) {
+		res.Cancelled = true
+	} else {
+		res.Interrupted = true
+	}
+	return res
 }
