@@ -669,6 +669,9 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 	case acp.StopReasonMaxTurnRequests:
 		return fail("The ACP agent stopped because it reached its limit of model requests in one turn (max_turn_requests).", a)
 	case acp.StopReasonCancelled:
+		if t.refusals() > 0 {
+			return fail("The ACP agent ended its turn after a permission request was refused.", a)
+		}
 		return fail("The ACP agent cancelled the turn itself.", a)
 	default:
 		return fail(fmt.Sprintf("The ACP agent ended the turn with an unknown stop reason %q.", ans.resp.StopReason), a)

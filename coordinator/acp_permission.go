@@ -68,6 +68,15 @@ func permissionSelected(id acp.PermissionOptionId) acp.RequestPermissionResponse
 
 // askPermission answers one session/request_permission of turn t.
 func (p *acpPool) askPermission(ctx context.Context, t *acpTurn, req acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+	opts := make([]PermissionOption, 0, len(req.Options))
+	for _, o := range req.Options {
+		opts = append(opts, PermissionOption{ID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
+	}
+	return t.noteAnswer(p.answer(ctx, t, req, opts), opts)
+}
+
+// answer decides the answer to req per the entry's permissions.
+func (p *acpPool) answer(ctx context.Context, t *acpTurn, req acp.RequestPermissionRequest, opts []PermissionOption) acp.RequestPermissionResponse {
 	c := p.c
 	cfg := c.cfg.Load()
 	tc := PermissionToolCall{Kind: "other"}
@@ -87,10 +96,6 @@ func (p *acpPool) askPermission(ctx context.Context, t *acpTurn, req acp.Request
 		}
 	}
 	t.mu.Unlock()
-	opts := make([]PermissionOption, 0, len(req.Options))
-	for _, o := range req.Options {
-		opts = append(opts, PermissionOption{ID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
-	}
 	record := func(status string, detail map[string]any) {
 		detail["tool_call"] = tc
 		t.progress(adapters.ProgressRecord{Status: oneLineStatus(status), Kind: "permission", Detail: mustJSON(detail)})

@@ -67,14 +67,17 @@ func realACP(t testing.TB, name string) string {
 	return filepath.Join(dir, name)
 }
 
-// modelScript answers like a model: a tool call when the prompt asks for
-// PLEASE_MKDIR and no tool result came back yet, else text.
+// modelScript answers like a model: a shell tool call (claude's Bash,
+// codex's exec_command) when the prompt asks for PLEASE_MKDIR and no tool
+// result came back yet, else text.
 func modelScript(m *fakemodel.Server) {
 	m.SetResponder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
 		tools := r.ToolNames()
 		switch {
 		case r.Contains("PLEASE_MKDIR") && !r.Contains("tool_result") && !r.Contains("function_call_output") && slices.Contains(tools, "Bash"):
 			return fakemodel.Reply{Tool: &fakemodel.ToolCall{Name: "Bash", Input: map[string]any{"command": "mkdir made-by-agent", "description": "Make a folder"}}}, true
+		case r.Contains("PLEASE_MKDIR") && !r.Contains("function_call_output") && slices.Contains(tools, "exec_command"):
+			return fakemodel.Reply{Tool: &fakemodel.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "mkdir made-by-agent"}}}, true
 		case r.Contains("PLEASE_MKDIR"):
 			return fakemodel.Reply{Text: "the tool ran or was refused"}, true
 		case r.Contains("PLEASE_WAIT"):
@@ -98,12 +101,10 @@ type realAgent struct {
 	name string
 	argv func(t testing.TB) []string
 	env  func(t testing.TB, m *fakemodel.Server) map[string]string
-	// asks is whether the agent asks permission for a Bash mkdir.
-	asks bool
 }
 
 var realAgents = []realAgent{
-	{name: "claude-agent-acp", asks: true,
+	{name: "claude-agent-acp",
 		argv: func(t testing.TB) []string { return []string{realACP(t, "claude-agent-acp")} },
 		env: func(t testing.TB, m *fakemodel.Server) map[string]string {
 			return quiet(map[string]string{"ANTHROPIC_BASE_URL": m.URL(), "ANTHROPIC_API_KEY": "test-key", "IS_SANDBOX": "1",
@@ -113,7 +114,10 @@ var realAgents = []realAgent{
 		argv: func(t testing.TB) []string { return []string{realACP(t, "codex-acp")} },
 		env: func(t testing.TB, m *fakemodel.Server) map[string]string {
 			home := t.TempDir()
-			toml := "model = \"gpt-5.1-codex\"\nmodel_provider = \"fake\"\ncheck_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n" +
+			// "untrusted": codex asks before a command that is not known
+			// to be read-only (its default runs it in a sandbox instead);
+			// no sandbox, which needs bubblewrap, on CI's machine.
+			toml := "model = \"gpt-5.1-codex\"\napproval_policy = \"untrusted\"\nsandbox_mode = \"danger-full-access\"\nmodel_provider = \"fake\"\ncheck_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n" +
 				"[model_providers.fake]\nname = \"fake\"\nbase_url = \"" + m.URL() + "/v1\"\nwire_api = \"responses\"\nenv_key = \"FAKE_OPENAI_KEY\"\n"
 			if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(toml), 0o644); err != nil {
 				t.Fatal(err)
@@ -179,39 +183,58 @@ func TestRealACPAgents(t *testing.T) {
 	}
 }
 
-// TestRealACPPermission: a tool call that asks permission, answered allow
-// (the folder is made) and answered deny (it is not).
+// TestRealACPPermission: a shell mkdir asks permission (claude-agent-acp
+// by default, codex-acp with approval_policy "untrusted"), answered with
+// the allow_once option (the folder is made) and with reject_once (it is
+// not).
 func TestRealACPPermission(t *testing.T) {
 	for _, ra := range realAgents {
-		if !ra.asks {
-			continue
-		}
-		for _, answer := range []string{"allow", "reject"} {
-			t.Run(ra.name+"/"+answer, func(t *testing.T) {
+		for _, kind := range []string{"allow_once", "reject_once"} {
+			t.Run(ra.name+"/"+kind, func(t *testing.T) {
 				s, work, _ := startRealACP(t, ra, coordinator.PermissionsAsk)
 				trig := s.ask("PLEASE_MKDIR in your folder")
 				req, pm := s.permissionRequest(trig)
-				found := false
+				answer := ""
 				for _, o := range pm.Options {
-					found = found || o.ID == answer
+					if o.Kind == kind {
+						answer = o.ID
+					}
 				}
-				if !found || pm.ToolCall.Kind != "execute" {
-					t.Fatalf("meta.permission = %+v, want an execute tool call offering %s", pm, answer)
+				if answer == "" || pm.ToolCall.Kind != "execute" {
+					t.Fatalf("meta.permission = %+v, want an execute tool call offering %s", pm, kind)
 				}
 				s.control(s.thread, "user", map[string]any{"permission": map[string]any{"event": req.ID, "option": answer}})
-				s.waitStatus(trig.ID, "acpy", state.StatusSucceeded)
-				_, err := os.Stat(filepath.Join(work, "made-by-agent"))
-				if made := err == nil; made != (answer == "allow") {
-					t.Errorf("answered %s: folder made = %v", answer, made)
-				}
-				testutil.WaitFor(t, waitLong, "the reply", func() bool {
-					for _, e := range s.repliesTo(s.thread, trig.ID) {
-						if e.From == "acpy" {
+				var inv state.Invocation
+				testutil.WaitFor(t, waitLong, "the turn to end", func() bool {
+					for _, i := range s.invocations(trig.ID) {
+						if i.Status != state.StatusRunning && i.Status != state.StatusQueued && len(i.PendingPost) == 0 {
+							inv = i
 							return true
 						}
 					}
 					return false
 				})
+				_, err := os.Stat(filepath.Join(work, "made-by-agent"))
+				if made := err == nil; made != (kind == "allow_once") {
+					t.Errorf("answered %s (%s): folder made = %v", answer, kind, made)
+				}
+				// One reply, or (an agent that ends its turn on a refusal,
+				// as codex-acp does) one error notice saying so.
+				var replies []agentbridge.Event
+				for _, e := range s.repliesTo(s.thread, trig.ID) {
+					if !e.Meta.HasTag("permission") {
+						replies = append(replies, e)
+					}
+				}
+				if len(replies) != 1 {
+					t.Fatalf("replies to the trigger: %+v", replies)
+				}
+				if kind == "allow_once" && inv.Status != state.StatusSucceeded {
+					t.Errorf("allowed turn ended %s: %s", inv.Status, inv.Error)
+				}
+				if inv.Status == state.StatusFailed && !strings.Contains(inv.Error, "permission request was refused") {
+					t.Errorf("a turn ended on a refusal says %q", inv.Error)
+				}
 			})
 		}
 	}

@@ -37,6 +37,8 @@ type acpTurn struct {
 	// latest one reported during it.
 	costStart, costLast float64
 	hasCost             bool
+	// refused counts the permission requests answered with a refusal.
+	refused int
 }
 
 type toolInfo struct{ title, kind string }
@@ -84,6 +86,31 @@ func (t *acpTurn) result() (reply, thought string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.reply.String(), t.thought.String()
+}
+
+// noteAnswer counts a refusal among the turn's permission answers.
+func (t *acpTurn) noteAnswer(r acp.RequestPermissionResponse, opts []PermissionOption) acp.RequestPermissionResponse {
+	refused := r.Outcome.Cancelled != nil
+	if s := r.Outcome.Selected; s != nil {
+		for _, o := range opts {
+			if o.ID == string(s.OptionId) && strings.HasPrefix(o.Kind, "reject") {
+				refused = true
+			}
+		}
+	}
+	if refused {
+		t.mu.Lock()
+		t.refused++
+		t.mu.Unlock()
+	}
+	return r
+}
+
+// refusals is how many permission requests of the turn were refused.
+func (t *acpTurn) refusals() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.refused
 }
 
 // costDelta is the cost of this turn from the running totals.
