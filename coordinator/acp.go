@@ -20,6 +20,7 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+	"github.com/prometheus/client_golang/prometheus"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
@@ -78,8 +79,26 @@ type acpPool struct {
 }
 
 func newACPPool(c *Coordinator, dir string) *acpPool {
-	return &acpPool{c: c, dir: dir, agents: make(map[pairKey]*acpAgent),
+	p := &acpPool{c: c, dir: dir, agents: make(map[pairKey]*acpAgent),
 		perms: make(map[string]*acpPermission), early: make(map[string]permissionAnswer), noPresence: make(map[int64]bool)}
+	c.metrics.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "agent_bridge_coordinator_acp_warm_agents",
+			Help: "ACP agent processes kept warm (acp_max_warm caps the idle ones).",
+		}, func() float64 {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return float64(len(p.agents))
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "agent_bridge_coordinator_acp_permission_requests_waiting",
+			Help: "ACP permission requests waiting for a person's answer.",
+		}, func() float64 {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return float64(len(p.perms))
+		}))
+	return p
 }
 
 // acpAgent is one warm agent process and its session.

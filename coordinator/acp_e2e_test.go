@@ -3,6 +3,8 @@ package coordinator_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,6 +155,19 @@ func TestACPWarmTurns(t *testing.T) {
 		t.Errorf("session/new called %d times, want 1", n)
 	}
 	s.waitPresence(s.thread, "acpy", agentbridge.PresenceListening)
+	testutil.WaitFor(t, waitLong, "the receipt of the first turn", func() bool {
+		rs, err := s.cl.Receipts(context.Background(), agentbridge.ReceiptsQuery{Thread: s.thread, Event: first.ID})
+		return err == nil && len(rs) == 1 && rs[0].State == "succeeded" && rs[0].Reply == r1.ID
+	})
+	resp, err := http.Get(s.coord.StatusURL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), "agent_bridge_coordinator_acp_warm_agents 1\n") {
+		t.Errorf("/metrics does not count one warm ACP agent")
+	}
 }
 
 // TestACPProgressAndUsage: tool calls and plans become progress records
