@@ -159,8 +159,9 @@ func fingerprintOf(a AgentConfig) string {
 }
 
 // acquire returns the pair's warm agent, starting one when there is none
-// (or the entry changed, or it died), marked busy until release.
-func (p *acpPool) acquire(ctx context.Context, cfg *Config, key pairKey, entry AgentConfig) (*acpAgent, error) {
+// (or the entry changed, or it died), marked busy until release. onStart is
+// called as soon as a new process runs, before it is initialized.
+func (p *acpPool) acquire(ctx context.Context, cfg *Config, key pairKey, entry AgentConfig, onStart func(*acpAgent)) (*acpAgent, error) {
 	fp := fingerprintOf(entry)
 	p.mu.Lock()
 	if p.closed {
@@ -183,7 +184,7 @@ func (p *acpPool) acquire(ctx context.Context, cfg *Config, key pairKey, entry A
 	a := &acpAgent{pool: p, key: key, fingerprint: fp, cfg: entry, busy: true, exited: make(chan struct{}), stderr: &stderrTail{}}
 	p.agents[key] = a
 	p.mu.Unlock()
-	if err := a.start(ctx, cfg); err != nil {
+	if err := a.start(ctx, cfg, onStart); err != nil {
 		p.mu.Lock()
 		if p.agents[key] == a {
 			delete(p.agents, key)
@@ -275,7 +276,7 @@ func (p *acpPool) closeAll() {
 }
 
 // start runs the agent process and initializes the connection.
-func (a *acpAgent) start(ctx context.Context, cfg *Config) error {
+func (a *acpAgent) start(ctx context.Context, cfg *Config, onStart func(*acpAgent)) error {
 	c := a.pool.c
 	a.cwd = a.cfg.Workdir
 	if a.cwd == "" {
@@ -334,6 +335,7 @@ func (a *acpAgent) start(ctx context.Context, cfg *Config) error {
 		return fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	a.pid, a.started, a.stdin = a.cmd.Process.Pid, time.Now(), inW
+	onStart(a)
 	c.log.Info("started ACP agent", "thread", a.key.thread, "participant", a.key.participant, "pid", a.pid, "argv", argv)
 	a.pool.wg.Add(2)
 	go func() {
@@ -543,7 +545,22 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 	if ctx.Err() != nil {
 		return stoppedResult(ctx, res), ""
 	}
-	a, err := c.acp.acquire(ctx, cfg, pairKey{inv.Thread, inv.Participant}, entry)
+	// A cold start is marked running at once (it may take seconds, and a
+	// cancel meanwhile must stop a running turn); a warm turn after its
+	// prompt is written.
+	markRunning := func(a *acpAgent) {
+		if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, a.pid, a.pid, a.started); err != nil {
+			c.log.Error("record ACP turn start", "id", inv.ID, "err", err)
+		}
+	}
+	cold := false
+	a, err := c.acp.acquire(ctx, cfg, pairKey{inv.Thread, inv.Participant}, entry, func(a *acpAgent) {
+		cold = true
+		markRunning(a)
+	})
+	if err != nil && ctx.Err() != nil {
+		return stoppedResult(ctx, res), ""
+	}
 	if err != nil {
 		return fail(fmt.Sprintf("The ACP agent could not be started: %v.", err), nil)
 	}
@@ -595,12 +612,16 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 		r, err := a.conn.Prompt(promptCtx, acp.PromptRequest{SessionId: acp.SessionId(a.session), Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
 		answered <- answer{r, err}
 	}()
-	// Beside the prompt, as adapters.Run writes the payload first: the
-	// ledger write is off the turn's critical path. It ends before the
-	// turn does, so the outcome is always recorded after it.
+	// A warm turn's running mark goes beside the prompt, as adapters.Run
+	// writes the payload first: the ledger write is off the turn's
+	// critical path. It ends before the turn does, so the outcome is
+	// always recorded after it.
 	marked := make(chan struct{})
 	go func() {
 		defer close(marked)
+		if cold {
+			return
+		}
 		// After the prompt's write, so the two do not compete for a CPU.
 		wait := time.NewTimer(50 * time.Millisecond)
 		select {
@@ -608,9 +629,7 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 		case <-wait.C:
 		}
 		wait.Stop()
-		if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, a.pid, a.pid, a.started); err != nil {
-			c.log.Error("record ACP turn start", "id", inv.ID, "err", err)
-		}
+		markRunning(a)
 	}()
 	defer func() { <-marked }()
 	var timeout <-chan time.Time

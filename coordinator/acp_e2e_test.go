@@ -515,3 +515,16 @@ func TestACPParty(t *testing.T) {
 		t.Errorf("rounds on pid %d/%d sessions %s/%s, want one warm process and session", pid1, pid2, sess1, sess2)
 	}
 }
+
+// TestACPCancelColdStart: a turn is running from its agent's start on, so
+// a cancel while the agent starts stops it like any running turn.
+func TestACPCancelColdStart(t *testing.T) {
+	s := startACPStack(t, map[string]string{"FAKE_ACP_INIT_DELAY": "1m"}, nil)
+	trig := s.ask("hello")
+	inv := s.cancelRunning(trig)
+	s.waitStatus(trig.ID, "acpy", state.StatusCancelled)
+	if n := s.reply(trig); !n.Meta.HasTag("cancelled") {
+		t.Errorf("reply = %q, want the cancelled notice", n.Text())
+	}
+	testutil.WaitFor(t, waitLong, "the starting agent to be stopped", func() bool { return !alive(inv.PID) })
+}

@@ -19,7 +19,8 @@
 // A scene actor's prompt (it holds "<speech>") gets a thought chunk and a
 // <speech> reply. FAKE_ACP_LOG names a file that gets one line per call
 // ("pid method session unix-nanos"); FAKE_ACP_NO_LOAD=1 offers no session/load and
-// FAKE_ACP_REFUSE_LOAD=1 offers it but refuses every load.
+// FAKE_ACP_REFUSE_LOAD=1 offers it but refuses every load;
+// FAKE_ACP_INIT_DELAY (a Go duration) holds initialize back, a slow start.
 package main
 
 import (
@@ -63,6 +64,9 @@ func (a *agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.Auth
 
 func (a *agent) Initialize(_ context.Context, req acp.InitializeRequest) (acp.InitializeResponse, error) {
 	a.log("initialize", fmt.Sprintf("fs=%v", req.ClientCapabilities.Fs.ReadTextFile))
+	if d, err := time.ParseDuration(os.Getenv("FAKE_ACP_INIT_DELAY")); err == nil {
+		time.Sleep(d)
+	}
 	return acp.InitializeResponse{ProtocolVersion: acp.ProtocolVersionNumber,
 		AgentCapabilities: acp.AgentCapabilities{LoadSession: os.Getenv("FAKE_ACP_NO_LOAD") != "1"},
 		AuthMethods:       []acp.AuthMethod{}}, nil
