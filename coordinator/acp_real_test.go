@@ -166,6 +166,19 @@ func TestRealACPAgents(t *testing.T) {
 			if inv2.PID != inv1.PID || inv1.PID == 0 {
 				t.Errorf("second turn on pid %d, first on %d: want the same warm process", inv2.PID, inv1.PID)
 			}
+			if ra.name == "claude-agent-acp" {
+				// Each turn books its own figures: tokens from the prompt's
+				// answer, cost as the difference of the running totals.
+				u := fakemodel.DefaultUsage
+				for i, inv := range []state.Invocation{inv1, inv2} {
+					if inv.InputTokens != u.InputTokens || inv.OutputTokens != u.OutputTokens || inv.CostUSD <= 0 {
+						t.Errorf("turn %d booked %d/%d tokens, $%v; want the model's %d/%d and a cost", i+1, inv.InputTokens, inv.OutputTokens, inv.CostUSD, u.InputTokens, u.OutputTokens)
+					}
+				}
+				if d := inv2.CostUSD - inv1.CostUSD; d > 1e-9 || d < -1e-9 {
+					t.Errorf("turn costs $%v and $%v: equal turns must book equal costs (not the running total)", inv1.CostUSD, inv2.CostUSD)
+				}
+			}
 			sessions, err := s.db.Sessions(t.Context(), s.thread)
 			if err != nil || len(sessions) != 1 || sessions[0].Turns < 2 {
 				t.Errorf("sessions = %+v, %v; want one session with both turns", sessions, err)
