@@ -25,7 +25,9 @@
 # (default 2) with -c model_providers.<id>.request_max_retries and
 # stream_max_retries; codex allows no such override of its built-in
 # providers (openai, …), whose 5 quick retries take a few seconds. Each
-# retry shows as progress ("retrying after 401 (attempt 2 of 3)").
+# retry shows as progress ("retrying after 401 (attempt 2 of 3)"). It also
+# turns off codex's unbounded_connection_retries feature, with which codex
+# waits indefinitely while the model's address refuses connections.
 #
 # Exit status: 0 with a reply; non-zero when codex or the run failed (the
 # reason on stderr); 127 when codex or agent-bridge is missing.
@@ -42,11 +44,11 @@ if ! command -v codex >/dev/null 2>&1; then
 	exit 127
 fi
 
-codex_home=${CODEX_HOME:-$HOME/.codex}
+codex_home=${CODEX_HOME:-${HOME:-}/.codex}
 provider=${AGENT_BRIDGE_CODEX_PROVIDER:-}
 if [ -z "$provider" ] && [ -f "$codex_home/config.toml" ]; then
 	# The top-level key only: it ends at the first table.
-	provider=$(awk '/^[[:space:]]*\[/ { exit } /^[[:space:]]*model_provider[[:space:]]*=/ { sub(/^[^=]*=[[:space:]]*/, ""); gsub(/["'"'"'[:space:]]/, ""); sub(/#.*/, ""); print; exit }' "$codex_home/config.toml")
+	provider=$(awk '/^[[:space:]]*\[/ { exit } /^[[:space:]]*model_provider[[:space:]]*=/ { sub(/^[^=]*=[[:space:]]*/, ""); gsub(/["'"'"'[:space:]]/, ""); sub(/#.*/, ""); print; exit }' "$codex_home/config.toml" || true)
 fi
 retries=${AGENT_BRIDGE_CODEX_MAX_RETRIES:-2}
 
@@ -63,7 +65,10 @@ session=$("$bin" prompt --field session.id <"$tmp/payload.json")
 # status is kept in $tmp/codex.rc, as POSIX sh has no pipefail.
 run_codex() {
 	resume=$1
-	set -- exec --json --skip-git-repo-check
+	# Without unbounded_connection_retries codex gives up on a model
+	# address that refuses connections after its retries, instead of
+	# waiting for the network for as long as the run may last.
+	set -- exec --json --skip-git-repo-check --disable unbounded_connection_retries
 	# A resumed session keeps the model it was started with.
 	if [ -n "$model" ] && [ -z "$resume" ]; then
 		set -- "$@" -m "$model"

@@ -570,6 +570,12 @@ func (c *codexStream) event(ev map[string]json.RawMessage, out *StreamOutcome) [
 			}
 			return []ProgressRecord{retryRecord(reason, n, max, map[string]any{"attempt": n, "max_retries": max, "error": m[3]})}
 		}
+		// "Reconnecting... waiting for network (Connection failed: …)":
+		// codex waits for the model's address to answer again.
+		if rest, ok := strings.CutPrefix(msg, "Reconnecting... "); ok {
+			return []ProgressRecord{{Status: clipRunes("retrying: "+oneLine(rest), maxStatusRunes), Kind: "retry",
+				Detail: detail(map[string]string{"error": clipRunes(msg, maxDetailRunes)})}}
+		}
 		return c.fail(out, msg, "codex reported an error")
 	case "item.started", "item.updated", "item.completed":
 		var it codexItem

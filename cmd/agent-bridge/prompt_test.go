@@ -178,6 +178,9 @@ func scriptEnv(t *testing.T, fakes map[string]string) (env []string, logDir stri
 	env = []string{
 		"PATH=" + bin + string(os.PathListSeparator) + tools,
 		"XDG_STATE_HOME=" + filepath.Join(t.TempDir(), "state"),
+		// codex.sh keeps session totals under $CODEX_HOME: not the
+		// user's.
+		"CODEX_HOME=" + filepath.Join(t.TempDir(), "codex-home"),
 		"AGENT_BRIDGE_BIN=" + filepath.Join(bin, "agent-bridge"),
 	}
 	return env, logDir

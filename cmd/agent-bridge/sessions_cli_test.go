@@ -52,6 +52,7 @@ func newCLIRig(t *testing.T) *cliRig {
 		"FAKE_CLI_FIXTURES":     filepath.Join(root, "adapters", "testdata", "cli"),
 		"FAKE_CLI_NEW_SESSIONS": "1",
 		"FAKE_CLI_FORGET":       r.forget,
+		"CODEX_HOME":            filepath.Join(e.dir, "codex-home"),
 	}
 	b, err := os.ReadFile(e.cfgPath)
 	if err != nil {

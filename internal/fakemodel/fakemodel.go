@@ -78,6 +78,9 @@ type ToolCall struct {
 
 // Reply is one scripted answer.
 type Reply struct {
+	// Thinking, when set, comes first: a thinking block (Anthropic) or a
+	// reasoning item with this summary (OpenAI).
+	Thinking string
 	// Text is the assistant's text. With Tool set it comes before the
 	// tool call (and may be empty).
 	Text string
@@ -89,6 +92,10 @@ type Reply struct {
 	Status int
 	// Error is the error's message; a default per status when empty.
 	Error string
+	// ErrorType is the error's type (and, for OpenAI, its code); a
+	// default per status when empty. "insufficient_quota" with 429 is
+	// OpenAI's exhausted quota, which codex does not retry.
+	ErrorType string
 	// Delay holds the answer back this long before its first byte (cut
 	// short when the client goes away): a slow model.
 	Delay time.Duration
@@ -332,10 +339,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case req.API == Other:
 		req.Status = http.StatusNotFound
-		writeError(w, req.API, http.StatusNotFound, "not found: "+r.URL.Path)
+		writeError(w, req.API, http.StatusNotFound, "", "not found: "+r.URL.Path)
 	case badKey:
 		req.Status = http.StatusUnauthorized
-		writeError(w, req.API, http.StatusUnauthorized, "")
+		writeError(w, req.API, http.StatusUnauthorized, "", "")
 	default:
 		if reply.Delay > 0 {
 			t := time.NewTimer(reply.Delay)
@@ -347,7 +354,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		if reply.Status != 0 {
 			req.Status = reply.Status
-			writeError(w, req.API, reply.Status, reply.Error)
+			writeError(w, req.API, reply.Status, reply.ErrorType, reply.Error)
 			break
 		}
 		if reply.Usage == (Usage{}) {
@@ -393,11 +400,15 @@ var errorTypes = map[int][2]string{
 	529:                            {"overloaded_error", "overloaded"},
 }
 
-// writeError answers status with an error body in the API's shape.
-func writeError(w http.ResponseWriter, api API, status int, msg string) {
-	typ, def := "api_error", http.StatusText(status)
+// writeError answers status with an error body in the API's shape; typ
+// and msg default per status.
+func writeError(w http.ResponseWriter, api API, status int, typ, msg string) {
+	deftyp, def := "api_error", http.StatusText(status)
 	if e, ok := errorTypes[status]; ok {
-		typ, def = e[0], e[1]
+		deftyp, def = e[0], e[1]
+	}
+	if typ == "" {
+		typ = deftyp
 	}
 	if msg == "" {
 		msg = def
@@ -459,6 +470,9 @@ func writeMessages(w http.ResponseWriter, req Request, rep Reply) {
 	}
 	stop := "end_turn"
 	var blocks []map[string]any
+	if rep.Thinking != "" {
+		blocks = append(blocks, map[string]any{"type": "thinking", "thinking": rep.Thinking, "signature": "fakesig"})
+	}
 	if rep.Text != "" || rep.Tool == nil {
 		blocks = append(blocks, map[string]any{"type": "text", "text": rep.Text})
 	}
@@ -483,7 +497,11 @@ func writeMessages(w http.ResponseWriter, req Request, rep Reply) {
 	s.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": id, "type": "message",
 		"role": "assistant", "model": model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": start}})
 	for i, b := range blocks {
-		if b["type"] == "text" {
+		if b["type"] == "thinking" {
+			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "thinking_delta", "thinking": b["thinking"]}})
+			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "signature_delta", "signature": b["signature"]}})
+		} else if b["type"] == "text" {
 			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
 			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": b["text"]}})
 		} else {
@@ -526,6 +544,10 @@ func writeResponses(w http.ResponseWriter, req Request, rep Reply) {
 		model = "gpt-fake"
 	}
 	var items []map[string]any
+	if rep.Thinking != "" {
+		items = append(items, map[string]any{"type": "reasoning", "id": fmt.Sprintf("rs_fake%06d", req.N),
+			"summary": []any{map[string]any{"type": "summary_text", "text": rep.Thinking}}})
+	}
 	if rep.Text != "" || rep.Tool == nil {
 		items = append(items, map[string]any{"type": "message", "id": fmt.Sprintf("msg_fake%06d", req.N), "role": "assistant", "status": "completed",
 			"content": []any{map[string]any{"type": "output_text", "text": rep.Text, "annotations": []any{}}}})
@@ -563,4 +585,49 @@ func writeResponses(w http.ResponseWriter, req Request, rep Reply) {
 		s.event("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": i, "item": it})
 	}
 	s.event("response.completed", map[string]any{"type": "response.completed", "response": resp})
+}
+
+// ClaudeEnv is the environment ("KEY=value" entries) that points claude,
+// or claude-agent-acp, at s with key, and switches off its traffic to
+// anywhere else: telemetry, error reports, update checks, feature flags.
+func (s *Server) ClaudeEnv(key string) []string {
+	return []string{
+		"ANTHROPIC_BASE_URL=" + s.URL(),
+		"ANTHROPIC_API_KEY=" + key,
+		"DISABLE_TELEMETRY=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1",
+		"DISABLE_ERROR_REPORTING=1",
+		"DISABLE_GROWTHBOOK=1",
+		"CLAUDE_CODE_DISABLE_FEATURE_FLAGS=1",
+	}
+}
+
+// CodexProvider is the model provider id CodexConfig defines.
+const CodexProvider = "fake"
+
+// CodexConfig is a config.toml for a test CODEX_HOME that points codex, or
+// codex-acp, at s: a custom provider (CodexProvider) speaking the
+// Responses API, whose key codex reads from the environment variable
+// envKey, with model as the default model, no update check, no analytics
+// and no plugins (codex 0.169 otherwise looks up github.com and
+// chatgpt.com for its plugin marketplace). Append tables (an
+// [mcp_servers.x], say) after it.
+func (s *Server) CodexConfig(model, envKey string) string {
+	return fmt.Sprintf(`model_provider = %q
+model = %q
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+
+[model_providers.%s]
+name = "fake model server"
+base_url = %q
+wire_api = "responses"
+env_key = %q
+`, CodexProvider, model, CodexProvider, s.URL()+"/v1", envKey)
 }

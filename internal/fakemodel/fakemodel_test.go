@@ -116,3 +116,14 @@ func TestResponder(t *testing.T) {
 		t.Fatal(body)
 	}
 }
+
+func TestThinking(t *testing.T) {
+	s := Start(t, "")
+	s.SetDefault(Reply{Thinking: "hmm", Text: "done"})
+	if _, body := post(t, s.URL()+"/v1/messages", "", `{"stream":true}`); !strings.Contains(body, `"thinking":"hmm","type":"thinking_delta"`) || !strings.Contains(body, `"text":"done"`) {
+		t.Errorf("messages: %s", body)
+	}
+	if _, body := post(t, s.URL()+"/v1/responses", "", `{"stream":true}`); !strings.Contains(body, `"type":"reasoning"`) || !strings.Contains(body, `"text":"hmm","type":"summary_text"`) {
+		t.Errorf("responses: %s", body)
+	}
+}

@@ -33,11 +33,9 @@ import (
 	"strings"
 )
 
-// The session ids the fixtures were recorded with.
-var fixtureSessions = map[string]string{
-	"claude": "5b6f0a3e-0c1d-4a57-9a0e-2f1f6c7b9d10",
-	"codex":  "0199a213-81c0-7800-8aa1-bbab2a035a53",
-}
+// fixtureSession matches the session id a fixture was recorded with: the
+// first session_id (claude) or thread_id (codex) in it.
+var fixtureSession = regexp.MustCompile(`"(?:session_id|thread_id)":"([^"]+)"`)
 
 var fixtureToken = regexp.MustCompile(`fixture:([a-z_]+)`)
 
@@ -52,7 +50,7 @@ func main() {
 
 func run() (int, error) {
 	cli := filepath.Base(os.Args[0])
-	if _, ok := fixtureSessions[cli]; !ok {
+	if cli != "claude" && cli != "codex" {
 		return 0, fmt.Errorf("run me as claude or codex, not %q", cli)
 	}
 	stdin, err := io.ReadAll(os.Stdin)
@@ -90,11 +88,15 @@ func run() (int, error) {
 		return 0, fmt.Errorf("read fixture: %w", err)
 	}
 	out := string(b)
+	var id string
+	if m := fixtureSession.FindStringSubmatch(out); m != nil && len(m[1]) > 12 {
+		id = m[1]
+	}
 	switch {
+	case id == "":
 	case resume != "":
-		out = strings.ReplaceAll(out, fixtureSessions[cli], resume)
+		out = strings.ReplaceAll(out, id, resume)
 	case os.Getenv("FAKE_CLI_NEW_SESSIONS") != "":
-		id := fixtureSessions[cli]
 		out = strings.ReplaceAll(out, id, fmt.Sprintf("%s%012d", id[:len(id)-12], runNo))
 	}
 	if _, err := io.WriteString(os.Stdout, out); err != nil {
