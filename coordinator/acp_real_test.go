@@ -87,14 +87,17 @@ func modelScript(m *fakemodel.Server) {
 	})
 }
 
-// quiet adds to env what keeps the agents off the network beyond the
-// fake model: no telemetry, error reports, update checks or feature flags.
-func quiet(env map[string]string) map[string]string {
-	for _, k := range []string{"DISABLE_TELEMETRY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER",
-		"DISABLE_ERROR_REPORTING", "DISABLE_GROWTHBOOK", "CLAUDE_CODE_DISABLE_FEATURE_FLAGS"} {
-		env[k] = "1"
+// envMap turns "KEY=value" entries into the map an agent entry's env is.
+func envMap(entries []string, more map[string]string) map[string]string {
+	out := make(map[string]string, len(entries)+len(more))
+	for _, e := range entries {
+		k, v, _ := strings.Cut(e, "=")
+		out[k] = v
 	}
-	return env
+	for k, v := range more {
+		out[k] = v
+	}
+	return out
 }
 
 type realAgent struct {
@@ -107,8 +110,9 @@ var realAgents = []realAgent{
 	{name: "claude-agent-acp",
 		argv: func(t testing.TB) []string { return []string{realACP(t, "claude-agent-acp")} },
 		env: func(t testing.TB, m *fakemodel.Server) map[string]string {
-			return quiet(map[string]string{"ANTHROPIC_BASE_URL": m.URL(), "ANTHROPIC_API_KEY": "test-key", "IS_SANDBOX": "1",
-				"HOME": t.TempDir(), "CLAUDE_CODE_MAX_RETRIES": "1"})
+			// IS_SANDBOX: CI runs as root, where claude refuses to skip its
+			// own permission prompts otherwise (docs/acp.md).
+			return envMap(m.ClaudeEnv("test-key"), map[string]string{"IS_SANDBOX": "1", "HOME": t.TempDir(), "CLAUDE_CODE_MAX_RETRIES": "1"})
 		}},
 	{name: "codex-acp",
 		argv: func(t testing.TB) []string { return []string{realACP(t, "codex-acp")} },
@@ -117,12 +121,11 @@ var realAgents = []realAgent{
 			// "untrusted": codex asks before a command that is not known
 			// to be read-only (its default runs it in a sandbox instead);
 			// no sandbox, which needs bubblewrap, on CI's machine.
-			toml := "model = \"gpt-5.1-codex\"\napproval_policy = \"untrusted\"\nsandbox_mode = \"danger-full-access\"\nmodel_provider = \"fake\"\ncheck_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n" +
-				"[model_providers.fake]\nname = \"fake\"\nbase_url = \"" + m.URL() + "/v1\"\nwire_api = \"responses\"\nenv_key = \"FAKE_OPENAI_KEY\"\n"
+			toml := "approval_policy = \"untrusted\"\nsandbox_mode = \"danger-full-access\"\n" + m.CodexConfig("gpt-5.1-codex", "FAKE_OPENAI_KEY")
 			if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(toml), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			return quiet(map[string]string{"CODEX_HOME": home, "FAKE_OPENAI_KEY": "test-key", "HOME": t.TempDir()})
+			return map[string]string{"CODEX_HOME": home, "FAKE_OPENAI_KEY": "test-key", "HOME": t.TempDir()}
 		}},
 }
 
@@ -130,10 +133,12 @@ var realAgents = []realAgent{
 // agent ra, with the given permissions.
 func startRealACP(t testing.TB, ra realAgent, perms string) (*acpStack, string, *fakemodel.Server) {
 	argv := ra.argv(t)
+	s := newStack(t)
+	// After the stack, so that it closes before the goroutine check (a
+	// held-back answer's handler ends with it).
 	m := fakemodel.Start(t, "")
 	modelScript(m)
 	work := t.TempDir()
-	s := newStack(t)
 	// The agent starts "agent-bridge mcp" as its MCP server: the real one.
 	s.exe = agentBridgeBin(t)
 	s.cfg.Agents["acpy"] = coordinator.AgentConfig{ACP: argv, Env: ra.env(t, m), Workdir: work, Permissions: perms}
@@ -381,9 +386,8 @@ func coldCLI(b *testing.B, m *fakemodel.Server) float64 {
 	cmd := exec.Command(filepath.Join(dir, "claude"), "-p", "say pong", "--output-format", "json")
 	cmd.Dir = b.TempDir()
 	cmd.Env = os.Environ()
-	for k, v := range quiet(map[string]string{"ANTHROPIC_BASE_URL": m.URL(), "ANTHROPIC_API_KEY": "test-key", "HOME": b.TempDir()}) {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd.Env = append(cmd.Env, m.ClaudeEnv("test-key")...)
+	cmd.Env = append(cmd.Env, "HOME="+b.TempDir())
 	start := time.Now()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("claude -p: %v\n%s", err, out)
