@@ -5,6 +5,8 @@
 //   - CRASH: sends a partial message chunk, writes to stderr, exits 3.
 //   - HANG: never answers, not even session/cancel.
 //   - SLOW: answers only when cancelled (stop reason cancelled).
+//   - FIRSTSLOW: like SLOW the first time (a marker file next to
+//     FAKE_ACP_LOG remembers it), then an ordinary reply.
 //   - PERMISSION: asks permission for a tool call and replies with the
 //     option it got ("permission: <id>" or "permission: cancelled").
 //   - MAXTOKENS, REFUSAL: ends the turn with that stop reason.
@@ -164,7 +166,12 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 		os.Exit(3)
 	case strings.Contains(msg, "HANG"):
 		select {}
-	case strings.Contains(msg, "SLOW"):
+	case strings.Contains(msg, "FIRSTSLOW") && firstTime(os.Getenv("FAKE_ACP_LOG")+".slow"):
+		// Slow the first time only (across processes): a restarted
+		// coordinator's re-run gets an answer.
+		<-ctx.Done()
+		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+	case strings.Contains(msg, "SLOW") && !strings.Contains(msg, "FIRSTSLOW"):
 		a.say(ctx, s, acp.StartToolCall("slow-1", "Waiting for a cancel", acp.WithStartKind(acp.ToolKindOther)))
 		<-ctx.Done()
 		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
@@ -234,6 +241,16 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 	a.say(ctx, s, acp.UpdateAgentMessageText(fmt.Sprintf("fake-acp pid=%d session=%s turn=%d %s: ", os.Getpid(), s, turn, mode)))
 	a.say(ctx, s, acp.UpdateAgentMessageText(msg))
 	return end, nil
+}
+
+// firstTime reports whether marker did not exist yet, creating it.
+func firstTime(marker string) bool {
+	f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
 }
 
 func main() {
