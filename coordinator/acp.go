@@ -542,6 +542,7 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 		}
 		return res, why
 	}
+	noPresence := c.acp.tookNoPresence(inv.ID)
 	if ctx.Err() != nil {
 		return stoppedResult(ctx, res), ""
 	}
@@ -583,7 +584,7 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 	// A warm session has the roster from its first prompt: it is sent
 	// again only when who is invited changed.
 	roster := rosterKey(p.Participants)
-	switch noPresence := c.acp.tookNoPresence(inv.ID); {
+	switch {
 	case !fresh && roster == a.rosterSent:
 		p.Participants = nil
 	case noPresence:
