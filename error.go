@@ -36,6 +36,12 @@ const (
 	// application/json: a form or text/plain body is what a browser can
 	// send to any site without asking (a "simple request").
 	ECodeUnsupportedMediaType = "unsupported_media_type"
+	// ECodeTooManyStreams refuses a stream (SSE or long-poll) when the
+	// listener already holds its cap of open streams.
+	ECodeTooManyStreams = "too_many_streams"
+	// ECodeRequestTimeout: the request's body did not arrive within the
+	// listener's request timeout (10 s).
+	ECodeRequestTimeout = "request_timeout"
 )
 
 // Error is the error a client sees. It is serialised as

@@ -379,6 +379,19 @@ func (in *EventInput) Validate() error {
 		if _, err := ParseControl(in.Content); err != nil {
 			return err
 		}
+		if err := checkControlKeys(in.Content); err != nil {
+			return err
+		}
+	case TypeSceneClosed:
+		var reason string
+		if json.Unmarshal(in.Content, &reason) != nil || !slices.Contains(closeReasons, reason) {
+			return FieldErrorf(ECodeInvalidField, "content", "A scene.closed event's content must be its close reason, one of %s, as a string.", strings.Join(closeReasons, ", "))
+		}
+	case TypeJournal:
+		var s string
+		if json.Unmarshal(in.Content, &s) != nil || strings.TrimSpace(s) == "" {
+			return FieldErrorf(ECodeInvalidField, "content", "A journal entry's content must be non-empty text, as a string.")
+		}
 	case TypeThreadCreated, TypeThreadRenamed:
 		if len(in.Content) == 0 {
 			return FieldErrorf(ECodeMissingField, "content", "A %s event needs the thread's name as content.", in.Type)

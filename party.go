@@ -65,11 +65,14 @@ func parseParty(v json.RawMessage) (*PartyControl, error) {
 		if err := json.Unmarshal(*raw.Agents, &ids); err != nil || !validIDs(ids) {
 			return nil, bad(".agents", "A party's agents must be a list of participant ids, such as [\"claude\", \"codex\"].")
 		}
+		seen := make(map[string]bool, len(ids))
 		for _, id := range ids {
-			if !slices.Contains(p.Agents, id) {
-				p.Agents = append(p.Agents, id)
+			if seen[id] {
+				return nil, bad(".agents", "A party's agents list %q twice; name each agent once.", clip(id))
 			}
+			seen[id] = true
 		}
+		p.Agents = append(p.Agents, ids...)
 	}
 	if raw.MaxAgents != nil && !isNull(*raw.MaxAgents) {
 		var n int

@@ -16,7 +16,8 @@ func TestParsePartyControl(t *testing.T) {
 	}{
 		{`{"party":{"on":true}}`, &PartyControl{On: true, Agents: []string{}, MaxAgents: 2, CrossTalk: true}, ""},
 		{`{"party":{"on":false}}`, &PartyControl{On: false, Agents: []string{}, MaxAgents: 2, CrossTalk: true}, ""},
-		{`{"party":{"on":true,"agents":["a","b","a"],"max_agents":3,"cross_talk":false}}`, &PartyControl{On: true, Agents: []string{"a", "b"}, MaxAgents: 3, CrossTalk: false}, ""},
+		{`{"party":{"on":true,"agents":["a","b"],"max_agents":3,"cross_talk":false}}`, &PartyControl{On: true, Agents: []string{"a", "b"}, MaxAgents: 3, CrossTalk: false}, ""},
+		{`{"party":{"on":true,"agents":["a","b","a"]}}`, nil, "content.party.agents"},
 		{`{"party":{"on":true,"agents":null,"max_agents":null}}`, &PartyControl{On: true, Agents: []string{}, MaxAgents: 2, CrossTalk: true}, ""},
 		{`"{\"party\":{\"on\":true,\"max_agents\":1}}"`, &PartyControl{On: true, Agents: []string{}, MaxAgents: 1, CrossTalk: true}, ""},
 		{`{"party":true}`, nil, "content.party"},

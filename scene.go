@@ -41,6 +41,14 @@ const (
 	SceneStepJournal = "journal"
 )
 
+// closeReasons are the contents a scene.closed event may have.
+var closeReasons = []string{CloseNatural, CloseExplicit, CloseSoftCap, CloseHardCap, CloseError}
+
+// MaxSceneCap bounds soft_cap and hard_cap: a scene runs one adapter
+// invocation per turn, and a cap beyond this many turns per actor is no
+// cap a scene can reach in practice (contract 6.3 refuses it).
+const MaxSceneCap = 1000
+
 // Default caps of a scene, per actor (seed 000: 40 turns each, 60 at most).
 const (
 	DefaultSoftCap = 40
@@ -339,14 +347,14 @@ func parseSceneControl(v json.RawMessage) (*SceneControl, error) {
 		c.First = *raw.First
 	}
 	if raw.SoftCap != nil {
-		if *raw.SoftCap <= 0 {
-			return nil, bad("soft_cap", "\"soft_cap\" must be a positive number of turns per actor, not %d.", *raw.SoftCap)
+		if *raw.SoftCap <= 0 || *raw.SoftCap > MaxSceneCap {
+			return nil, bad("soft_cap", "\"soft_cap\" must be a number of turns per actor from 1 to %d, not %d.", MaxSceneCap, *raw.SoftCap)
 		}
 		c.SoftCap = *raw.SoftCap
 	}
 	if raw.HardCap != nil {
-		if *raw.HardCap <= 0 {
-			return nil, bad("hard_cap", "\"hard_cap\" must be a positive number of turns per actor, not %d.", *raw.HardCap)
+		if *raw.HardCap <= 0 || *raw.HardCap > MaxSceneCap {
+			return nil, bad("hard_cap", "\"hard_cap\" must be a number of turns per actor from 1 to %d, not %d.", MaxSceneCap, *raw.HardCap)
 		}
 		c.HardCap = *raw.HardCap
 	}

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // Profile describes an invited participant: which client runs it, with
@@ -314,6 +316,48 @@ type UnmuteControl struct {
 type DiscussionControl struct {
 	On                 bool
 	AllowAgentMentions *bool
+}
+
+// ControlKeys are the control keys the product acts on, all of which
+// ParseControl reads ("permission", the answer to an ACP agent's permission
+// request, contract 6.6, is acted on by the coordinator). A control holding none of
+// them does nothing anywhere, so the bridge refuses it (contract 6.3);
+// unknown keys next to a known one are kept, as v0 kept them.
+var ControlKeys = []string{
+	"cancel", "discussion", "invite", "invited_auto", "mute", "party", "pause",
+	"permission", "prod", "reset_session", "scene", "uninvite", "unmute",
+}
+
+// checkControlKeys refuses control content (already parsed by
+// ParseControl) that holds no key of ControlKeys.
+func checkControlKeys(content json.RawMessage) error {
+	content = bytes.TrimSpace(content)
+	if len(content) > 0 && content[0] == '"' {
+		var s string
+		if json.Unmarshal(content, &s) != nil {
+			return nil // ParseControl has refused it already
+		}
+		content = json.RawMessage(s)
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(content, &obj) != nil {
+		return nil
+	}
+	for k := range obj {
+		if slices.Contains(ControlKeys, k) {
+			return nil
+		}
+	}
+	keys := slices.Sorted(maps.Keys(obj))
+	for i, k := range keys {
+		keys[i] = strconv.Quote(clip(k))
+	}
+	got := "no key"
+	if len(keys) > 0 {
+		got = "only " + strings.Join(keys, ", ")
+	}
+	return FieldErrorf(ECodeInvalidControl, "content",
+		"This control has %s, which nothing acts on; a control needs one of %s.", got, strings.Join(ControlKeys, ", "))
 }
 
 // ParseControl parses control content: a JSON object, or a JSON string

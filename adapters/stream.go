@@ -690,9 +690,12 @@ func (c *codexStream) finish(out *StreamOutcome) {
 // reported (StreamOutcome.SessionTotal), one small JSON file per session
 // in Dir, so the session's next run can book only its own usage
 // (StreamOptions.Baseline). The shipped codex.sh keeps them beside codex's
-// own sessions, in $CODEX_HOME/agent-bridge-usage, so they live and go
-// with them. Runs of one session never overlap (the coordinator runs one
-// trigger at a time per participant and thread), so there is no locking.
+// own sessions, in $CODEX_HOME/agent-bridge-usage (about 60 bytes a
+// session; nothing prunes them). Runs of one session never overlap (the
+// coordinator runs one trigger at a time per participant and thread), so
+// there is no locking. A run that fails before codex reports its usage
+// saves nothing, so the session's next run books what both used: the sum
+// still equals what the model served.
 type SessionTotals struct{ Dir string }
 
 // file is the session's file, "" for an id unfit for a file name.

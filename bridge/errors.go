@@ -3,9 +3,11 @@ package bridge
 import (
 	"errors"
 	"net/http"
+	"strconv"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
 // statusByCode is the one table that maps an error code to its HTTP status;
@@ -34,6 +36,8 @@ var statusByCode = map[string]int{
 	agentbridge.ECodeHeadersTooLarge:      http.StatusRequestHeaderFieldsTooLarge,
 	agentbridge.ECodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	agentbridge.ECodeUnavailable:          http.StatusServiceUnavailable,
+	agentbridge.ECodeTooManyStreams:       http.StatusServiceUnavailable,
+	agentbridge.ECodeRequestTimeout:       http.StatusRequestTimeout,
 	agentbridge.ECodeInternal:             http.StatusInternalServerError,
 }
 
@@ -81,8 +85,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		ae = agentbridge.Errorf(agentbridge.ECodeInternal, "The server could not handle this request; its log has the details under request id %s.", id)
 	}
-	if ae.Code == agentbridge.ECodeUnauthorized {
+	switch ae.Code {
+	case agentbridge.ECodeUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agent-bridge"`)
+	case agentbridge.ECodeUnavailable:
+		// The store's database is unreachable (storecore.Outage); the
+		// store logged it once, so nothing is logged per request.
+		w.Header().Set("Retry-After", strconv.Itoa(storecore.RetryAfterSeconds))
 	}
 	httpjson.WriteError(w, StatusForCode(ae.Code), ae)
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"slices"
 	"sort"
@@ -31,7 +30,12 @@ func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
 // handleHealthz answers ok when the store answers a trivial query.
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.store.Head(r.Context()); err != nil {
-		s.log.Warn("healthz: store unavailable", "err", err)
+		// Not logged here: a store's outage is logged once, when it
+		// starts and when it ends, not on every probe.
+		if agentbridge.ErrorCode(err) == agentbridge.ECodeUnavailable {
+			return err
+		}
+		s.log.Debug("healthz: store error", "err", err)
 		return agentbridge.Errorf(agentbridge.ECodeUnavailable, "The event store is not answering.")
 	}
 	httpjson.Write(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -49,9 +53,6 @@ const exactReadMax = 64 << 10
 // goes through MaxBytesReader, which also closes the connection when it is
 // too large.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if err := checkJSONType(r); err != nil {
-		return nil, err
-	}
 	if n := r.ContentLength; n >= 0 && n <= min(s.opts.MaxBody, exactReadMax) {
 		b := make([]byte, n)
 		if _, err := io.ReadFull(r.Body, b); err != nil {
@@ -68,28 +69,6 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		return nil, fmt.Errorf("read request body: %w", err)
 	}
 	return b, nil
-}
-
-// checkJSONType refuses a request body that is not declared as JSON. A
-// form or text/plain body (curl -d without -H, an HTML form) would
-// otherwise be read as JSON, and it is what any web page can make a browser
-// send to this server without a CORS preflight. A request without a body
-// needs no type.
-func checkJSONType(r *http.Request) error {
-	ct := r.Header.Get("Content-Type")
-	if ct == "application/json" || r.ContentLength == 0 {
-		return nil
-	}
-	if mt, params, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
-		if cs, ok := params["charset"]; !ok || strings.EqualFold(cs, "utf-8") {
-			return nil
-		}
-	}
-	if ct == "" {
-		ct = "none"
-	}
-	return agentbridge.Errorf(agentbridge.ECodeUnsupportedMediaType,
-		"The request body must be JSON sent with the header \"Content-Type: application/json\" (this request's type: %s); with curl, add -H 'Content-Type: application/json'.", clipQuery(ct))
 }
 
 // decodeStrict decodes a JSON object body into v. Fields lists the accepted

@@ -100,6 +100,9 @@ func TestReceiptsGolden(t *testing.T) {
 	if got := ts.receiptsOf("/threads/t1/receipts?limit=1"); len(got) != 1 || got[0].Participant != "codex" || got[0].Event != ev.ID {
 		t.Errorf("limit=1 = %+v", got)
 	}
+	if code := ts.do("GET", "/threads/t1/receipts?event="+ev.ID+"&from_event="+ev.ID, "").errCode(); code != "invalid_field" {
+		t.Errorf("event with from_event: %s, want invalid_field", code)
+	}
 	if code := ts.do("GET", "/threads/t1/receipts?limit=0", "").errCode(); code != "invalid_field" {
 		t.Errorf("limit=0: %s, want invalid_field", code)
 	}

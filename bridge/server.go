@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
@@ -25,15 +25,15 @@ const (
 	DefaultMaxBody     = 1 << 20
 	DefaultPresenceTTL = 120 * time.Second
 	DefaultKeepAlive   = 15 * time.Second
-	// maxHeaderBytes caps request headers (the contract's 64 KiB).
-	maxHeaderBytes = 64 << 10
+	// DefaultMaxStreams caps the streams open at once (Options.MaxStreams).
+	DefaultMaxStreams = httpguard.DefaultMaxStreams
 )
 
 // ErrInsecureAddr is returned by NewServer for a non-loopback address
 // without a token: the original answered any website's cross-origin POST and
 // its coordinator runs agents with full tool permissions, so the bridge must
 // not be reachable from the network unauthenticated.
-var ErrInsecureAddr = errors.New("refusing to listen on a non-loopback address without a token")
+var ErrInsecureAddr = httpguard.ErrInsecureAddr
 
 // Options configures a Server. The zero value of each field means its
 // default.
@@ -65,6 +65,12 @@ type Options struct {
 	Version string
 	// UI, when non-nil, is mounted at /ui and /ui/*.
 	UI http.Handler
+	// MaxStreams caps the streams (SSE and long-polls) open at once; the
+	// one over answers 503 too_many_streams (1,024 by default).
+	MaxStreams int
+	// RequestTimeout bounds the arrival of a request's headers and body
+	// (10 s by default); tests shorten it.
+	RequestTimeout time.Duration
 }
 
 // Server is the bridge HTTP server. Create it with NewServer, start it with
@@ -74,18 +80,20 @@ type Server struct {
 	store    agentbridge.EventStore
 	opts     Options
 	log      *slog.Logger
-	gate     *gate
+	gate     *httpguard.Guard
 	presence *presenceHub
 	// receipts is the store's receipt side, nil when the store keeps none
 	// (the receipt endpoints then answer not_found); receiptHub streams
 	// its changes.
 	receipts   agentbridge.ReceiptStore
 	receiptHub *receiptHub
-	metrics    *metrics
-	handler    http.Handler
-	reqSeq     atomic.Uint64
-	reqBase    string
-	answers    bufPool // buffers of append answers (writeAppendAnswer)
+	// threadHub wakes thread streams when their thread gets events.
+	threadHub *threadHub
+	metrics   *metrics
+	handler   http.Handler
+	reqSeq    atomic.Uint64
+	reqBase   string
+	answers   bufPool // buffers of append answers (writeAppendAnswer)
 
 	// ctx is the base context of every request; Close cancels it so that
 	// streams and long-polls end promptly instead of holding Shutdown.
@@ -129,28 +137,29 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 	if err := CheckListen(opts.Addr, opts.Token); err != nil {
 		return nil, err
 	}
-	host, _, _ := net.SplitHostPort(opts.Addr)
-	g, err := newGate(opts, host)
-	if err != nil {
-		return nil, err
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		store:    store,
 		opts:     opts,
 		log:      opts.Logger.With("component", "bridge"),
-		gate:     g,
 		presence: newPresenceHub(opts.PresenceTTL, time.Now),
 		metrics:  newMetrics(),
 		reqBase:  fmt.Sprintf("%x", time.Now().UnixNano()&0xffffff),
 		ctx:      ctx,
 		cancel:   cancel,
 	}
+	g, err := newGate(opts, s)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	s.gate = g
 	s.receipts, _ = store.(agentbridge.ReceiptStore)
 	if ss, ok := store.(agentbridge.StatsStore); ok {
 		s.metrics.addStoreStats(ss)
 	}
 	s.receiptHub = newReceiptHub()
+	s.threadHub = &threadHub{threads: map[string]*threadWatch{}}
 	if rw, ok := store.(agentbridge.ReceiptWatcher); ok {
 		// Receipts stored through another bridge on the same database.
 		rw.WatchReceipts(s.receiptHub.add)
@@ -163,34 +172,14 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 // can refuse a bad address before it opens anything: addr must be
 // host:port, and a non-loopback host needs a token (ErrInsecureAddr).
 func CheckListen(addr, token string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("listen address %q: %w", addr, err)
-	}
-	if !isLoopbackHost(host) && token == "" {
-		return fmt.Errorf("%w: %s is reachable from other machines; configure a token (--token-file or BRIDGE_TOKEN) or listen on 127.0.0.1", ErrInsecureAddr, addr)
-	}
-	return nil
-}
-
-// isLoopbackHost reports whether host (no port) names only this machine.
-// The security gate calls it on every request, so it parses with
-// net/netip, which does not allocate; a zoned address is not loopback, as
-// net.ParseIP rejects zones.
-func isLoopbackHost(host string) bool {
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	return err == nil && ip.Zone() == "" && ip.Unmap().IsLoopback()
+	return httpguard.CheckListen(addr, token, "--token-file or BRIDGE_TOKEN")
 }
 
 // routes builds the router: security and instrumentation first, then the
 // API. Stream routes get no timeout or buffering middleware.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.instrument, s.gate.middleware(s))
+	r.Use(s.instrument, s.gate.Wrap)
 	r.NotFound(s.h(func(w http.ResponseWriter, r *http.Request) error {
 		return agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no %s on this server.", r.URL.Path)
 	}))
@@ -301,14 +290,9 @@ func (s *Server) Open() error {
 		return fmt.Errorf("listen on %s: %w", s.opts.Addr, err)
 	}
 	s.ln = ln
-	s.srv = &http.Server{
-		Handler:           s.handler,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return s.ctx },
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-	}
+	s.srv = s.gate.Server(s.handler)
+	s.srv.BaseContext = func(net.Listener) context.Context { return s.ctx }
+	s.srv.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
 	s.served = make(chan struct{})
 	go func() {
 		defer close(s.served)
@@ -338,6 +322,7 @@ func (s *Server) URL() string {
 // is done, after which it closes the remaining connections.
 func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
+	s.threadHub.close()
 	s.mu.Lock()
 	srv, served := s.srv, s.served
 	s.mu.Unlock()

@@ -101,15 +101,18 @@ func (s *sse) flush() error {
 }
 
 // follow is the loop shared by both SSE streams (wake after commit, style
-// lesson 6): grab the store's notify channel (and presence's) before
+// lesson 6): grab the event wake-up channel (events(): the store's notify
+// for the global stream, the thread's for a thread stream) before
 // querying, so no commit between the query and the wait is missed; write
 // what the query found; otherwise wait for a wake, the keep-alive tick or
-// the end of the request. fetch writes one batch and reports how many
-// events it wrote; a full batch is followed at once by the next. Receipt
-// changes of receiptThread ("" = every thread) made after version rver
-// (taken before the stream's headers were sent, so that a client that has
-// its headers misses no change) are interleaved too.
-func (s *Server) follow(ctx context.Context, out *sse, fetch func() (int, error), withPresence bool, receiptThread string, rver int64) error {
+// the end of the request. The log is queried only when events may have
+// come (the first time, after an event wake-up, after a full batch), not
+// on receipt or presence wake-ups. fetch writes one batch and reports how
+// many events it wrote; a full batch is followed at once by the next.
+// Receipt changes of receiptThread ("" = every thread) made after version
+// rver (taken before the stream's headers were sent, so that a client that
+// has its headers misses no change) are interleaved too.
+func (s *Server) follow(ctx context.Context, out *sse, events func() <-chan struct{}, fetch func() (int, error), withPresence bool, receiptThread string, rver int64) error {
 	tick := time.NewTicker(s.opts.KeepAlive)
 	defer tick.Stop()
 	var pwake <-chan struct{} // nil (never ready) without presence
@@ -117,13 +120,19 @@ func (s *Server) follow(ctx context.Context, out *sse, fetch func() (int, error)
 	if withPresence {
 		_, pver = s.presence.watch() // only changes made from now on
 	}
+	var wake <-chan struct{}
+	fetchNow := true
 	for {
-		wake := s.store.Notify()
-		rwake, _ := s.receiptHub.watch()
-		n, err := fetch()
-		if err != nil {
-			return err
+		n := 0
+		if fetchNow {
+			wake = events()
+			var err error
+			if n, err = fetch(); err != nil {
+				return err
+			}
+			fetchNow = n >= streamBatch
 		}
+		rwake, _ := s.receiptHub.watch()
 		var receipts []agentbridge.Receipt
 		receipts, rver = s.receiptHub.since(rver, receiptThread)
 		for _, rc := range receipts {
@@ -147,12 +156,13 @@ func (s *Server) follow(ctx context.Context, out *sse, fetch func() (int, error)
 			if err := out.flush(); err != nil {
 				return err
 			}
-			if n >= streamBatch {
-				continue
-			}
+		}
+		if fetchNow {
+			continue
 		}
 		select {
 		case <-wake:
+			fetchNow = true
 		case <-pwake:
 		case <-rwake:
 		case <-tick.C:
@@ -212,6 +222,16 @@ func (s *Server) handleThreadStream(w http.ResponseWriter, r *http.Request) erro
 	if cursor > th.LastSeq {
 		return agentbridge.CursorAhead(id, param, cursor, th.LastSeq)
 	}
+	release, err := s.gate.Stream()
+	if err != nil {
+		return err
+	}
+	defer release()
+	unsubscribe, err := s.subscribeThread(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer unsubscribe()
 	_, rver := s.receiptHub.watch()
 	s.metrics.subscribers.WithLabelValues("thread").Inc()
 	defer s.metrics.subscribers.WithLabelValues("thread").Dec()
@@ -237,7 +257,8 @@ func (s *Server) handleThreadStream(w http.ResponseWriter, r *http.Request) erro
 		}
 		return len(evs), nil
 	}
-	s.endStream(w, r, s.follow(ctx, out, fetch, false, id, rver))
+	events := func() <-chan struct{} { return s.threadHub.watch(id) }
+	s.endStream(w, r, s.follow(ctx, out, events, fetch, false, id, rver))
 	return nil
 }
 
@@ -267,6 +288,11 @@ func (s *Server) handleGlobalStream(w http.ResponseWriter, r *http.Request) erro
 	if cursor > head {
 		return agentbridge.CursorAhead("", param, cursor, head)
 	}
+	release, err := s.gate.Stream()
+	if err != nil {
+		return err
+	}
+	defer release()
 	_, rver := s.receiptHub.watch()
 	s.metrics.subscribers.WithLabelValues("global").Inc()
 	defer s.metrics.subscribers.WithLabelValues("global").Dec()
@@ -288,7 +314,7 @@ func (s *Server) handleGlobalStream(w http.ResponseWriter, r *http.Request) erro
 		}
 		return len(evs), nil
 	}
-	s.endStream(w, r, s.follow(ctx, out, fetch, true, "", rver))
+	s.endStream(w, r, s.follow(ctx, out, s.store.Notify, fetch, true, "", rver))
 	return nil
 }
 
@@ -322,6 +348,14 @@ func (s *Server) handleEventsPoll(w http.ResponseWriter, r *http.Request) error 
 	}
 	if after > head {
 		return agentbridge.CursorAhead("", "after", after, head)
+	}
+	if wait > 0 {
+		// Only a poll that waits holds a connection like a stream.
+		release, err := s.gate.Stream()
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
 	s.metrics.subscribers.WithLabelValues("poll").Inc()
 	defer s.metrics.subscribers.WithLabelValues("poll").Dec()

@@ -339,13 +339,22 @@ func (c *Client) SetPresence(ctx context.Context, thread string, p agentbridge.P
 // Presence returns the participants' presence in a thread, stale ones
 // included (marked Stale).
 func (c *Client) Presence(ctx context.Context, thread string) ([]agentbridge.Presence, error) {
+	list, _, err := c.PresenceTTL(ctx, thread)
+	return list, err
+}
+
+// PresenceTTL is Presence with the bridge's presence TTL: how long a report
+// stays fresh, so that a caller keeping presence from the stream can tell
+// when it goes stale (0 from a bridge that does not say).
+func (c *Client) PresenceTTL(ctx context.Context, thread string) ([]agentbridge.Presence, time.Duration, error) {
 	var out struct {
+		TTLSeconds   int                    `json:"ttl_seconds"`
 		Participants []agentbridge.Presence `json:"participants"`
 	}
 	if err := c.do(ctx, request{op: "read presence", method: http.MethodGet, path: threadPath(thread, "presence"), wantOut: &out}); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return out.Participants, nil
+	return out.Participants, time.Duration(out.TTLSeconds) * time.Second, nil
 }
 
 // Head returns the gseq of the log's last event (0 for an empty log), so a

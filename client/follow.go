@@ -43,6 +43,12 @@ type FollowOptions struct {
 	Backoff Backoff
 	// Logger logs each reconnect at warn level; nil logs nothing.
 	Logger *slog.Logger
+	// Opened, when set, is called each time a connection opens, before
+	// its first item: stream true for an SSE stream (which carries
+	// presence and receipt changes), false for long-polling (events
+	// only). Whatever a caller keeps from those changes may have missed
+	// some while no connection was open.
+	Opened func(stream bool)
 }
 
 // handleError marks an error as Handle's, so that the default Retry does
@@ -71,6 +77,9 @@ func (c *Client) Follow(ctx context.Context, cursor int64, o FollowOptions) erro
 		var opened bool
 		var err error
 		if o.Thread == "" && o.PollAfter > 0 && failures >= o.PollAfter {
+			if o.Opened != nil {
+				o.Opened(false)
+			}
 			opened, err = c.followPoll(ctx, &cursor, o.Handle)
 			if err == nil {
 				failures = 0 // polling ran its course; try the stream again
@@ -130,6 +139,9 @@ func (c *Client) followStream(ctx context.Context, cursor *int64, o FollowOption
 		return false, err
 	}
 	defer st.Close()
+	if o.Opened != nil {
+		o.Opened(true)
+	}
 	for {
 		it, err := st.Next()
 		if err == io.EOF {

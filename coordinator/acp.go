@@ -70,7 +70,7 @@ type acpPool struct {
 	perms map[string]*acpPermission
 	early map[string]permissionAnswer
 	// noPresence holds the invocations whose payload was built without
-	// reading presence (rosterPresence).
+	// reading presence (payloadPresence).
 	noPresence map[int64]bool
 	wg         sync.WaitGroup
 	// promptWritten, when set (benchmarks), is called as each
@@ -826,17 +826,15 @@ func (pw *promptWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// rosterPresence starts the presence read for the roster of inv's
-// payload and returns the function that waits for it. A warm ACP session is
-// sent no roster unless who is invited changed (runACP), so for it the read
-// is skipped (and done by runACP if the roster is needed after all).
-func (c *Coordinator) rosterPresence(ctx context.Context, inv state.Invocation) func() map[string]string {
+// payloadPresence returns the function that reads the presence for the
+// roster of inv's payload. A warm ACP session is sent no roster unless who
+// is invited changed (runACP), so for it the read is skipped (and done by
+// runACP if the roster is needed after all).
+func (c *Coordinator) payloadPresence(ctx context.Context, inv state.Invocation) func() map[string]string {
 	if entry, ok := c.cfg.Load().Agents[inv.Agent]; ok && len(entry.ACP) > 0 && c.acp.skipPresence(inv) {
 		return func() map[string]string { return nil }
 	}
-	ch := make(chan map[string]string, 1)
-	go func() { ch <- c.presenceStates(ctx, inv.Thread) }()
-	return func() map[string]string { return <-ch }
+	return func() map[string]string { return c.presenceStates(ctx, inv.Thread) }
 }
 
 // skipPresence reports whether inv's pair has a warm session, and if so
@@ -853,7 +851,7 @@ func (p *acpPool) skipPresence(inv state.Invocation) bool {
 }
 
 // tookNoPresence reports (and forgets) whether inv's payload was built
-// without presence.
+// without presence (payloadPresence).
 func (p *acpPool) tookNoPresence(id int64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()

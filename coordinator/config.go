@@ -121,6 +121,9 @@ type Config struct {
 	ScenePrimerPath string
 	// StatusAddr is where the status API listens ("" = off).
 	StatusAddr string
+	// StatusAllowedHosts are extra Host names (no port) the status API
+	// answers to besides loopback (config key status_allowed_hosts).
+	StatusAllowedHosts []string
 	// BridgeToken is sent as a bearer token to the bridge.
 	BridgeToken string
 	// ShutdownGrace is how long running adapters may finish on shutdown.
@@ -219,6 +222,13 @@ func DefaultConfig() Config {
 // "[truncated]" marker.
 const minReplyChars = 64
 
+// MaxReplyCharsLimit bounds max_reply_chars so that a reply of that many
+// characters always fits the bridge's default body limit (1 MiB): JSON
+// encodes a character in at most 6 bytes (\u003c for "<"), and 160,000 of
+// those leave 88 KB for the rest of the event. A larger cap could only
+// produce replies the bridge refuses (contract 6.3).
+const MaxReplyCharsLimit = 160_000
+
 // LoadConfig reads and parses the config file at path, resolving relative
 // paths against the file's folder. A file that cannot be read is a
 // *ConfigError too, so that the command exits 2 naming it.
@@ -303,6 +313,7 @@ type fileConfig struct {
 	PrimerPath              *string                     `json:"primer_path"`
 	ScenePrimerPath         *string                     `json:"scene_primer_path"`
 	StatusAddr              *string                     `json:"status_addr"`
+	StatusAllowedHosts      *[]string                   `json:"status_allowed_hosts"`
 	BridgeToken             *string                     `json:"bridge_token"`
 	ShutdownGraceS          *float64                    `json:"shutdown_grace_s"`
 	ACPIdleS                *float64                    `json:"acp_idle_s"`
@@ -416,6 +427,9 @@ func (f *fileConfig) Validate(baseDir string) (Config, []string, error) {
 		cfg.StartupMode = *f.StartupMode
 	}
 	set(checkInt("max_reply_chars", f.MaxReplyChars, minReplyChars, &cfg.MaxReplyChars))
+	if cfg.MaxReplyChars > MaxReplyCharsLimit {
+		set(configErrorf("max_reply_chars", "must be at most %d, not %d: a longer reply would not fit the bridge's 1 MiB request limit, and the bridge would refuse it", MaxReplyCharsLimit, cfg.MaxReplyChars))
+	}
 	set(checkInt("context_window_size", f.ContextWindowSize, 0, &cfg.ContextWindowSize))
 	set(checkSeconds("adapter_timeout_s", f.AdapterTimeoutS, false, &cfg.AdapterTimeout))
 	if f.EnableMentions != nil {
@@ -455,6 +469,9 @@ func (f *fileConfig) Validate(baseDir string) (Config, []string, error) {
 			}
 		}
 		cfg.StatusAddr = *f.StatusAddr
+	}
+	if f.StatusAllowedHosts != nil {
+		cfg.StatusAllowedHosts = *f.StatusAllowedHosts
 	}
 	if f.BridgeToken != nil {
 		cfg.BridgeToken = *f.BridgeToken

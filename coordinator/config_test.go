@@ -231,6 +231,7 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"max_reply_chars fraction", `{"max_reply_chars": 100.5, ` + minimalConfig[1:], "max_reply_chars", "whole number"},
 		{"max_reply_chars string", `{"max_reply_chars": "8000", ` + minimalConfig[1:], "max_reply_chars", "must be a number, not a string"},
 		{"max_reply_chars huge", `{"max_reply_chars": 1e30, ` + minimalConfig[1:], "max_reply_chars", "whole number"},
+		{"max_reply_chars over the bridge's limit", `{"max_reply_chars": 20000000, ` + minimalConfig[1:], "max_reply_chars", "must be at most 160000, not 20000000: a longer reply would not fit the bridge's 1 MiB request limit"},
 		{"context_window_size negative", `{"context_window_size": -1, ` + minimalConfig[1:], "context_window_size", "at least 0"},
 		{"adapter_timeout_s zero", `{"adapter_timeout_s": 0, ` + minimalConfig[1:], "adapter_timeout_s", "positive"},
 		{"adapter_timeout_s negative", `{"adapter_timeout_s": -5, ` + minimalConfig[1:], "adapter_timeout_s", "positive"},

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 )
 
 // Startup modes (config key startup_mode).
@@ -41,6 +43,9 @@ type Options struct {
 	// Executable is the agent-bridge binary adapters may call back into
 	// (AGENT_BRIDGE_BIN); it defaults to os.Executable().
 	Executable string
+	// RequestTimeout bounds the arrival of a status API request's headers
+	// and body (10 s by default); tests shorten it.
+	RequestTimeout time.Duration
 	// ACPDir holds the per-thread session folders of ACP agents without a
 	// workdir; it defaults to a folder in the user's cache.
 	ACPDir string
@@ -69,6 +74,8 @@ type Coordinator struct {
 
 	statusLn  net.Listener
 	statusSrv *http.Server
+	// guard is the status API's security gate (status.go).
+	guard *httpguard.Guard
 
 	// cursor is the gseq of the last event committed to the ledger, for
 	// the lag gauge.
@@ -91,6 +98,9 @@ type Coordinator struct {
 	recent *recentEvents
 	// presences orders each pair's presence reports (invoke.go).
 	presences presenceChain
+	// rosterPresence keeps the threads' presence from the stream, for
+	// the payload's roster (presencecache.go).
+	rosterPresence *presenceCache
 	// acp keeps the warm ACP agents (acp.go).
 	acp *acpPool
 }
@@ -134,6 +144,8 @@ func New(opts Options) (*Coordinator, error) {
 		runs:    newRunRegistry(),
 		recent:  newRecentEvents(),
 		ready:   make(chan struct{}),
+
+		rosterPresence: newPresenceCache(time.Now),
 	}
 	c.cfg.Store(&cfg)
 	c.metrics = newMetrics(c)
@@ -144,6 +156,11 @@ func New(opts Options) (*Coordinator, error) {
 		c.watcher = NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
 	}
 	if cfg.StatusAddr != "" {
+		g, err := newStatusGuard(cfg, opts.RequestTimeout)
+		if err != nil {
+			return nil, err
+		}
+		c.guard = g
 		ln, err := net.Listen("tcp", cfg.StatusAddr)
 		if err != nil {
 			return nil, fmt.Errorf("status server: listen on %s: %w", cfg.StatusAddr, err)
@@ -174,12 +191,14 @@ func (c *Coordinator) Reload() {
 
 func (c *Coordinator) applyConfig(cfg Config) {
 	old := c.cfg.Load()
-	if cfg.BridgeURL != old.BridgeURL || cfg.BridgeToken != old.BridgeToken || cfg.StatusAddr != old.StatusAddr {
-		c.log.Warn("bridge_url, bridge_token and status_addr changes take effect after a restart")
+	if cfg.BridgeURL != old.BridgeURL || cfg.BridgeToken != old.BridgeToken || cfg.StatusAddr != old.StatusAddr ||
+		!slices.Equal(cfg.StatusAllowedHosts, old.StatusAllowedHosts) {
+		c.log.Warn("bridge_url, bridge_token, status_addr and status_allowed_hosts changes take effect after a restart")
 	}
 	// The connection settings in use stay: the client and the status
 	// listener were built from them (and "up" sets bridge_url itself).
 	cfg.BridgeURL, cfg.BridgeToken, cfg.StatusAddr = old.BridgeURL, old.BridgeToken, old.StatusAddr
+	cfg.StatusAllowedHosts = old.StatusAllowedHosts
 	cfg.StartupMode = old.StartupMode
 	c.cfg.Store(&cfg)
 	c.sched.wake()
@@ -212,11 +231,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	stopReceipts := c.receipts.start(ctx)
 
 	if c.statusLn != nil {
-		c.statusSrv = &http.Server{
-			Handler:           c.statusHandler(),
-			ReadHeaderTimeout: 10 * time.Second,
-			BaseContext:       func(net.Listener) context.Context { return ctx },
-		}
+		c.statusSrv = c.guard.Server(c.guard.Wrap(c.statusHandler()))
+		c.statusSrv.BaseContext = func(net.Listener) context.Context { return ctx }
+		c.statusSrv.ErrorLog = slog.NewLogLogger(c.log.Handler(), slog.LevelDebug)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -307,12 +324,16 @@ func (c *Coordinator) follow(ctx context.Context) error {
 	defer c.following.Store(false)
 	return c.bridge.Follow(ctx, cursor, client.FollowOptions{
 		Handle: func(it client.Item) error {
+			if it.Presence != nil {
+				c.rosterPresence.change(*it.Presence)
+			}
 			if it.Event == nil {
 				return nil
 			}
 			return c.process(ctx, *it.Event)
 		},
-		Retry: func(error) bool { return true },
+		Opened: c.rosterPresence.opened,
+		Retry:  func(error) bool { return true },
 		CursorAhead: func(head int64) (int64, error) {
 			// The bridge was restored from an older backup: what we
 			// processed past its head is gone from its log.

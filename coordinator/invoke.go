@@ -197,9 +197,8 @@ func (c *Coordinator) prepare(ctx context.Context, j job, cfg *Config) (prepared
 
 func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepared, error) {
 	inv := j.inv
-	// The roster's presence read overlaps the ledger reads below (and a
-	// warm ACP session needs none, acp.go).
-	presence := c.rosterPresence(ctx, inv)
+	// A warm ACP session needs no presence for its roster (acp.go).
+	presence := c.payloadPresence(ctx, inv)
 	n := cfg.ContextWindowSize
 	var window []agentbridge.Event
 	trigger := j.trigger
@@ -356,6 +355,7 @@ func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post js
 		return status
 	}
 	var last agentbridge.Event
+	var note, newStatus string // what a refused part changed (refused.go)
 	for i, in := range posts {
 		// A post recorded before the bridge assigned hops carries the one
 		// the coordinator stamped then, which the bridge now refuses.
@@ -378,17 +378,31 @@ func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post js
 			}
 			return state.StatusRefused
 		case errors.As(err, &ae):
-			c.log.Error("the bridge rejected a reply; not retrying", "id", inv.ID, "err", err)
-			if err := c.db.Posted(ledger, inv.ID, "", "", "the bridge rejected the reply: "+ae.Message); err != nil {
+			// Refused for good: a cut or an error notice stands in for it
+			// (refused.go), so the trigger is still answered.
+			rp, err := c.postRefused(ctx, inv, in, key, ae)
+			if err == nil {
+				last, note = rp.ev, rp.note
+				if rp.status != "" {
+					status, newStatus = rp.status, rp.status
+				}
+				c.noteReply(ledger, rp.ev)
+				continue
+			}
+			if ctx.Err() != nil {
+				return status // left pending: the next run posts it
+			}
+			c.log.Error("the bridge refused a reply and its error notice; not retrying", "id", inv.ID, "err", err)
+			if err := c.db.Posted(ledger, inv.ID, "", state.StatusFailed, "the bridge refused the reply and the error notice: "+ae.Message); err != nil {
 				c.log.Error("record rejected reply", "id", inv.ID, "err", err)
 			}
-			return status
+			return state.StatusFailed
 		default:
 			// Left pending in the ledger: the next run posts it.
 			return status
 		}
 	}
-	if err := c.db.Posted(ledger, inv.ID, last.ID, "", ""); err != nil {
+	if err := c.db.Posted(ledger, inv.ID, last.ID, newStatus, note); err != nil {
 		c.log.Error("record reply", "id", inv.ID, "err", err)
 	}
 	return status

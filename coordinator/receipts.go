@@ -127,6 +127,17 @@ func (r *receiptReporter) run(ctx context.Context, final <-chan struct{}) {
 		inv, dec, err = r.c.db.ReceiptHeads(ctx)
 	}
 	r.lastInv, r.lastDec = max(inv-receiptReplay, 0), max(dec-receiptReplay, 0)
+	// Every run the recovery will settle is watched from the first pass,
+	// however old: the replay above covers only the newest, and a run
+	// interrupted by a graceful stop would otherwise be reported as
+	// interrupted and never again when its re-run succeeds.
+	if unf, err := r.c.db.Unfinished(ctx); err != nil {
+		r.c.log.Warn("receipts: cannot list unfinished runs", "err", err)
+	} else {
+		for _, u := range unf {
+			r.active[u.ID] = pairReport{}
+		}
+	}
 	tick := time.NewTicker(receiptPoll)
 	defer tick.Stop()
 	finishing := false
@@ -234,11 +245,14 @@ func (r *receiptReporter) pass(ctx context.Context) (int, error) {
 }
 
 // finished reports whether an invocation's receipt can no longer change:
-// it ended and whatever it owed is posted. Interrupted runs may be re-run
-// by a restarted coordinator, which the replay at start-up reports.
+// it ended and whatever it owed is posted. An interrupted run is not
+// finished: a restarted coordinator runs it again under the same id, and
+// the receipt must end as that run does (contract 6.3). The reporter of
+// the process that interrupted it reports interrupted as its last word;
+// the next one's keeps watching it (see run).
 func finished(p state.PairState) bool {
 	switch p.Status {
-	case state.StatusQueued, state.StatusRunning:
+	case state.StatusQueued, state.StatusRunning, state.StatusInterrupted:
 		return false
 	}
 	return !p.Pending

@@ -65,14 +65,21 @@ func sinceLastTurn(events []agentbridge.Event, participant string) []agentbridge
 	return out
 }
 
-// presenceStates reads the thread's presence once, for the roster. It is
+// presenceStates reads the thread's presence for the roster: from the
+// cache kept from the stream, else from the bridge (once per thread and
+// connection). It is
 // best effort: a participant the bridge has no fresh presence for is
 // offline, and a failed read leaves everyone offline rather than holding
 // up the invocation.
 func (c *Coordinator) presenceStates(ctx context.Context, thread string) map[string]string {
+	if m, ok := c.rosterPresence.states(thread); ok {
+		return m
+	}
+	gen := c.rosterPresence.begin(thread)
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	list, err := c.bridge.Presence(pctx, thread)
+	list, ttl, err := c.bridge.PresenceTTL(pctx, thread)
+	c.rosterPresence.fill(gen, thread, list, ttl)
 	if err != nil {
 		c.log.Debug("read presence for the roster", "thread", thread, "err", err)
 		return nil

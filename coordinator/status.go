@@ -2,10 +2,12 @@ package coordinator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +15,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
@@ -91,10 +94,96 @@ func (m *metrics) observe(status string, d time.Duration) {
 	}
 }
 
+// newStatusGuard builds the status API's gate, the bridge's own
+// (internal/httpguard): Host loopback or status_allowed_hosts, Origin on
+// the cancel, and the token the coordinator uses with the bridge
+// (bridge_token, else BRIDGE_TOKEN), so that the runs, their trigger
+// excerpts and the cancel are as closed as the bridge's own data. A
+// non-loopback status_addr without a token is a *ConfigError.
+func newStatusGuard(cfg Config, timeout time.Duration) (*httpguard.Guard, error) {
+	if err := CheckStatusListen(cfg); err != nil {
+		return nil, err
+	}
+	g, err := httpguard.New(httpguard.Options{
+		Token:          cfg.BridgeToken,
+		AllowedHosts:   cfg.StatusAllowedHosts,
+		ListenAddr:     cfg.StatusAddr,
+		Open:           statusOpen,
+		TokenHint:      statusTokenHint,
+		HostHint:       "list it in the coordinator config's status_allowed_hosts",
+		OriginHint:     "only the coordinator's own dashboard may",
+		RequestTimeout: timeout,
+	})
+	if err != nil {
+		return nil, &ConfigError{Key: "status_allowed_hosts", Err: err}
+	}
+	return g, nil
+}
+
+// statusTokenHint says where the status API's token comes from.
+const statusTokenHint = "the coordinator's bridge_token or BRIDGE_TOKEN, the bridge's token"
+
+// CheckStatusListen applies the listen-address rule to status_addr on its
+// own, so that a command can refuse it before it starts anything (New
+// applies it too): a non-loopback status_addr needs a token, which is the
+// one the coordinator uses with the bridge. The error is a *ConfigError
+// naming status_addr; an empty status_addr (no status API) passes.
+func CheckStatusListen(cfg Config) error {
+	if cfg.StatusAddr == "" {
+		return nil
+	}
+	if err := httpguard.CheckListen(cfg.StatusAddr, cfg.BridgeToken, statusTokenHint); err != nil {
+		return &ConfigError{Key: "status_addr", Err: err}
+	}
+	return nil
+}
+
+// statusOpen reports whether a status API request needs no token: the
+// liveness probe, and the dashboard's page and files, which hold no data
+// (the page's requests for runs carry the login cookie).
+func statusOpen(r *http.Request) bool {
+	p := r.URL.Path
+	if r.Method == http.MethodPost {
+		return p == "/auth/login"
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	return p == "/healthz" || p == "/" || strings.HasPrefix(p, "/dashboard/")
+}
+
+// maxLoginBody caps the body of POST /auth/login, which is read before any
+// token is known.
+const maxLoginBody = 4 << 10
+
+// handleLogin serves POST /auth/login {"token": "..."}: with the right
+// token it sets the same HttpOnly, SameSite=Strict cookie as the bridge's
+// login, for the dashboard's requests (docs/security.md).
+func (c *Coordinator) handleLogin(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Token string `json:"token"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxLoginBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		httpjson.WriteError(w, http.StatusBadRequest, agentbridge.Errorf(agentbridge.ECodeInvalidJSON, "The body must be {\"token\": \"...\"}."))
+		return
+	}
+	if !c.guard.HasToken() {
+		httpjson.Write(w, http.StatusOK, map[string]any{"ok": true, "token_required": false})
+		return
+	}
+	if !c.guard.TokenEqual(req.Token) {
+		httpguard.WriteError(w, r, agentbridge.FieldErrorf(agentbridge.ECodeUnauthorized, "token", "That token is not this coordinator's token (the bridge's token, bridge_token in its config)."))
+		return
+	}
+	httpguard.SetLoginCookie(w, r, req.Token)
+	httpjson.Write(w, http.StatusOK, map[string]any{"ok": true, "token_required": true})
+}
+
 // statusHandler serves the status API: /healthz, /metrics, /invocations
-// and /decisions, all read-only, and POST /invocations/{id}/cancel. It
-// listens on loopback by default; the cancel refuses cross-site requests
-// (see handleCancel).
+// and /decisions, all read-only, and POST /invocations/{id}/cancel. The
+// gate (newStatusGuard) is put in front of it by Run.
 func (c *Coordinator) statusHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -107,6 +196,7 @@ func (c *Coordinator) statusHandler() http.Handler {
 	mux.HandleFunc("GET /invocations/{id}", c.handleInvocation)
 	mux.HandleFunc("POST /invocations/{id}/cancel", c.handleCancel)
 	mux.HandleFunc("GET /decisions", c.handleDecisions)
+	mux.HandleFunc("POST /auth/login", c.handleLogin)
 	mux.HandleFunc("GET /sessions", c.handleSessions)
 	mux.HandleFunc("GET /journals/{participant}", c.handleJournal)
 	c.mountDashboard(mux)

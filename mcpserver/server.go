@@ -86,7 +86,7 @@ func New(opts Options) (*Server, error) {
 		// client.
 		Capabilities: &mcp.ServerCapabilities{},
 	})
-	s.mcp.AddReceivingMiddleware(s.endWithServer)
+	s.mcp.AddReceivingMiddleware(s.endWithServer, friendlyArgErrors)
 	s.addTools()
 	s.addResources()
 	return s, nil
@@ -116,7 +116,14 @@ Threads are also resources: bridge://threads/{id}.`, as, as)
 // client hangs up or ctx ends. When ctx ends, the tool calls in progress are
 // cancelled and the session closed; the server is then done. A client
 // hanging up and ctx ending are both normal ends and return nil.
+//
+// An *mcp.IOTransport is served through the line guard (stdio.go): a line
+// that is not JSON gets a -32700 parse error and the session goes on,
+// where the SDK alone would end it and lose the answers in flight.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	if io, ok := t.(*mcp.IOTransport); ok {
+		t = &lineGuard{in: io.Reader, out: &lockedWriter{w: io.Writer}, log: s.log}
+	}
 	ss, err := s.mcp.Connect(ctx, t, nil)
 	if err != nil {
 		return fmt.Errorf("mcp: connect: %w", err)

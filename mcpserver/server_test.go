@@ -346,6 +346,13 @@ func TestBadArguments(t *testing.T) {
 		{"read_thread", map[string]any{"thread": "t1", "limit": 501}, "invalid limit: must be between 1 and 500"},
 		{"read_thread", map[string]any{"thread": "t1", "after": -2}, "invalid after"},
 		{"list_threads", map[string]any{"limit": -1}, "invalid limit"},
+		// The SDK's own argument checks name the argument, never a Go
+		// field or type (mcpserver.listThreadsIn.limit).
+		{"list_threads", map[string]any{"limit": 1e30}, "invalid limit: 1e+30 is not a whole number"},
+		{"read_thread", map[string]any{"thread": "t1", "after": 1e30}, "invalid after: 1e+30 is not a whole number"},
+		{"list_threads", map[string]any{"limit": "ten"}, "invalid limit: it must be a whole number, not ten"},
+		{"list_threads", map[string]any{"bogus": 1}, `unknown argument "bogus"`},
+		{"post", map[string]any{"thread": 5, "content": "x"}, "invalid thread: it must be text"},
 		{"create_thread", map[string]any{"name": " "}, "invalid name"},
 		{"create_thread", map[string]any{"name": "x", "id": "no spaces"}, "invalid id"},
 		{"invite", map[string]any{"thread": "t1", "participant": "bad id", "client": "codex", "model": "m"}, "invalid participant"},
@@ -353,6 +360,9 @@ func TestBadArguments(t *testing.T) {
 		{"invite", map[string]any{"thread": "t1", "participant": "codex", "client": "codex", "model": ""}, "invalid model"},
 	} {
 		got := e.callErr(c.tool, c.args)
+		if strings.Contains(got, "mcpserver.") || strings.Contains(got, "Go struct") || strings.Contains(got, "/properties/") {
+			t.Errorf("%s(%v) = %q names Go or schema internals", c.tool, c.args, got)
+		}
 		if !strings.Contains(got, c.want) {
 			t.Errorf("%s(%v) = %q, want it to contain %q", c.tool, c.args, got, c.want)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -74,7 +75,8 @@ func queryEvents(ctx context.Context, tx pgx.Tx, query string, args ...any) ([]a
 // ThreadEvents answers a per-thread query from the (thread, seq) index.
 // Its rules are the SQLite store's (see there): After wins over Since over
 // Tail, Until caps, cursors past the head are cursor_ahead.
-func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuery) ([]agentbridge.Event, error) {
+func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuery) (_ []agentbridge.Event, err error) {
+	defer s.guard(time.Now(), &err)
 	if err := storecore.CheckThreadEventsQuery(q); err != nil {
 		return nil, err
 	}
@@ -83,7 +85,7 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 		limit = q.Limit
 	}
 	var out []agentbridge.Event
-	err := s.readTx(ctx, func(tx pgx.Tx) error {
+	err = s.readTx(ctx, func(tx pgx.Tx) error {
 		var last int64
 		err := tx.QueryRow(ctx, `SELECT last_seq FROM threads WHERE id = $1`, q.Thread).Scan(&last)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -122,7 +124,8 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 // most limit (0 means MaxEventsLimit). Every event with a smaller gseq than
 // one a reader sees has committed before it (see write), so a follower never
 // skips one.
-func (s *Store) Events(ctx context.Context, after int64, limit int) ([]agentbridge.Event, error) {
+func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []agentbridge.Event, err error) {
+	defer s.guard(time.Now(), &err)
 	if err := storecore.CheckEventsQuery(after, limit); err != nil {
 		return nil, err
 	}
@@ -130,7 +133,7 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) ([]agentbrid
 		limit = agentbridge.MaxEventsLimit
 	}
 	var out []agentbridge.Event
-	err := s.readTx(ctx, func(tx pgx.Tx) error {
+	err = s.readTx(ctx, func(tx pgx.Tx) error {
 		head, err := headOf(ctx, tx)
 		if err != nil {
 			return err
@@ -148,7 +151,8 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) ([]agentbrid
 }
 
 // Event returns the event with the given id, or event_not_found.
-func (s *Store) Event(ctx context.Context, id string) (agentbridge.Event, error) {
+func (s *Store) Event(ctx context.Context, id string) (_ agentbridge.Event, err error) {
+	defer s.guard(time.Now(), &err)
 	ev, err := scanEvent(s.pool.QueryRow(ctx, selectEvent+` WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return agentbridge.Event{}, agentbridge.Errorf(agentbridge.ECodeEventNotFound, "There is no event %q.", storecore.Clip(id))
@@ -160,9 +164,10 @@ func (s *Store) Event(ctx context.Context, id string) (agentbridge.Event, error)
 }
 
 // Head returns the last gseq of the log, 0 when it is empty.
-func (s *Store) Head(ctx context.Context) (int64, error) {
+func (s *Store) Head(ctx context.Context) (_ int64, err error) {
+	defer s.guard(time.Now(), &err)
 	var head int64
-	err := s.readTx(ctx, func(tx pgx.Tx) error {
+	err = s.readTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		head, err = headOf(ctx, tx)
 		return err
@@ -179,7 +184,8 @@ func headOf(ctx context.Context, tx pgx.Tx) (int64, error) {
 }
 
 // Thread returns one thread, or thread_not_found.
-func (s *Store) Thread(ctx context.Context, id string) (agentbridge.Thread, error) {
+func (s *Store) Thread(ctx context.Context, id string) (_ agentbridge.Thread, err error) {
+	defer s.guard(time.Now(), &err)
 	t, err := scanThread(s.pool.QueryRow(ctx, selectThread+` WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return agentbridge.Thread{}, storecore.ThreadNotFound(id)
@@ -192,7 +198,8 @@ func (s *Store) Thread(ctx context.Context, id string) (agentbridge.Thread, erro
 
 // Threads lists threads most recently updated first (ties by id,
 // descending), keyset-paged after the thread whose id is after.
-func (s *Store) Threads(ctx context.Context, after string, limit int) ([]agentbridge.Thread, error) {
+func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agentbridge.Thread, err error) {
+	defer s.guard(time.Now(), &err)
 	if err := storecore.CheckThreadsLimit(limit); err != nil {
 		return nil, err
 	}
@@ -201,7 +208,7 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) ([]agentbr
 		lim = limit
 	}
 	out := []agentbridge.Thread{}
-	err := s.readTx(ctx, func(tx pgx.Tx) error {
+	err = s.readTx(ctx, func(tx pgx.Tx) error {
 		var rows pgx.Rows
 		var err error
 		if after == "" {
@@ -241,13 +248,14 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) ([]agentbr
 // State returns a thread's derived state as of revision at (0 = now) and
 // the seq it reflects: the current state is the thread row; an older one
 // the latest snapshot at or before at plus that event's hop.
-func (s *Store) State(ctx context.Context, thread string, at int64) (agentbridge.ThreadState, int64, error) {
+func (s *Store) State(ctx context.Context, thread string, at int64) (_ agentbridge.ThreadState, _ int64, err error) {
+	defer s.guard(time.Now(), &err)
 	if err := storecore.CheckAt(at); err != nil {
 		return agentbridge.ThreadState{}, 0, err
 	}
 	var st agentbridge.ThreadState
 	var seq int64
-	err := s.readTx(ctx, func(tx pgx.Tx) error {
+	err = s.readTx(ctx, func(tx pgx.Tx) error {
 		var last int64
 		var state string
 		var hop int

@@ -22,7 +22,8 @@ const receiptColumns = `event, participant, sender, state, reason, invocation, r
 // events (no gseq), so they skip the writer: one statement inserts or
 // updates the pair's row only when it says something new, which keeps a
 // retried report from moving updated_at even when two bridges race.
-func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (agentbridge.Receipt, bool, error) {
+func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ agentbridge.Receipt, _ bool, err error) {
+	defer s.guard(time.Now(), &err)
 	if err := in.Validate(); err != nil {
 		return agentbridge.Receipt{}, false, err
 	}
@@ -31,7 +32,7 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (ag
 	}
 	var out agentbridge.Receipt
 	var changed bool
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM threads WHERE id = $1`, in.Thread).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -93,7 +94,8 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (ag
 
 // Receipts answers q by event id then participant (see
 // agentbridge.ReceiptsQuery).
-func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) ([]agentbridge.Receipt, error) {
+func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []agentbridge.Receipt, err error) {
+	defer s.guard(time.Now(), &err)
 	if _, err := s.Thread(ctx, q.Thread); err != nil {
 		return nil, err
 	}

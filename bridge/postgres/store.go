@@ -31,6 +31,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/pgschema"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
 //go:embed migrations/*.sql
@@ -89,6 +90,9 @@ type Store struct {
 
 	entropy *ulid.MonotonicEntropy // the writer goroutine's only
 
+	// outage tracks the database's reachability (outage.go).
+	outage *storecore.Outage
+
 	// origin tells this store's receipt notices from other processes'
 	// (see receiptNotice); watchers are WatchReceipts' functions.
 	origin   string
@@ -123,6 +127,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("parse PostgreSQL URL: %w", err)
 	}
 	cfg.MaxConns = poolSize
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = connectTimeout
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
@@ -145,6 +152,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		origin:     ulid.Make().String(),
 		notify:     make(chan struct{}),
 	}
+	// A restarted server does not know the pooled connections: drop them
+	// when an outage starts, so the first requests after its return do not
+	// fail on them.
+	s.outage = storecore.NewOutage(opts.Logger, unreachable, pool.Reset)
 	go s.run()
 	go s.listen()
 	// Streams rely on cross-process wake-ups from the first moment.
@@ -210,27 +221,41 @@ func (s *Store) wake() {
 // listen holds a connection LISTENing on notifyChannel and wakes readers
 // on every notification, whoever committed. When the connection drops it
 // reconnects and wakes readers once, since a commit may have slipped by.
+//
+// It logs the loss once and the reconnection once, however many attempts
+// an outage takes (the store's outage log says the rest), and retries at
+// least every listenRetryMax, so other bridges' commits wake this one's
+// streams again within about a second of the database's return.
 func (s *Store) listen() {
 	defer close(s.listened)
 	first := true
+	lost := false
 	delay := 50 * time.Millisecond
 	for s.listenCtx.Err() == nil {
-		err := s.listenOnce(&first)
+		err := s.listenOnce(&first, &lost, &delay)
 		if s.listenCtx.Err() != nil {
 			return
 		}
-		s.log.Warn("commit listener lost its connection; reconnecting", "err", err)
+		if !lost {
+			lost = true
+			s.log.Warn("commit listener lost its connection; reconnecting", "err", err)
+		} else {
+			s.log.Debug("commit listener: reconnect failed", "err", err)
+		}
 		s.wake()
 		select {
 		case <-time.After(delay):
 		case <-s.listenCtx.Done():
 			return
 		}
-		delay = min(2*delay, 5*time.Second)
+		delay = min(2*delay, listenRetryMax)
 	}
 }
 
-func (s *Store) listenOnce(first *bool) error {
+// listenRetryMax caps the listener's reconnect backoff.
+const listenRetryMax = time.Second
+
+func (s *Store) listenOnce(first, lost *bool, delay *time.Duration) error {
 	ctx := s.listenCtx
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
@@ -246,6 +271,11 @@ func (s *Store) listenOnce(first *bool) error {
 	} else {
 		s.wake()
 	}
+	if *lost {
+		*lost = false
+		s.log.Info("commit listener reconnected")
+	}
+	*delay = 50 * time.Millisecond
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {

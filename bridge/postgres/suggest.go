@@ -15,7 +15,8 @@ var _ agentbridge.SuggestionStore = (*Store)(nil)
 // Suggest validates in and stores it with status pending. Suggestions are
 // not events (no gseq), so they skip the writer: one INSERT is the whole
 // write, and seq gives them their order.
-func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (agentbridge.Suggestion, error) {
+func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (_ agentbridge.Suggestion, err error) {
+	defer s.guard(time.Now(), &err)
 	if err := in.Validate(); err != nil {
 		return agentbridge.Suggestion{}, err
 	}
@@ -35,7 +36,8 @@ func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (ag
 
 // Suggestions lists suggestions in arrival order, filtered by status
 // unless status is "".
-func (s *Store) Suggestions(ctx context.Context, status string) ([]agentbridge.Suggestion, error) {
+func (s *Store) Suggestions(ctx context.Context, status string) (_ []agentbridge.Suggestion, err error) {
+	defer s.guard(time.Now(), &err)
 	q := `SELECT id, sender, title, description, status, ts FROM suggestions`
 	var args []any
 	if status != "" {

@@ -48,7 +48,8 @@ type response struct {
 // Append validates req, hands it to the writer and waits for the commit.
 // Once the writer has taken the request it is committed (or refused)
 // whatever happens to ctx, and Append waits for that answer.
-func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (agentbridge.AppendResult, error) {
+func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (_ agentbridge.AppendResult, err error) {
+	defer s.guard(time.Now(), &err)
 	if err := req.Input.Validate(); err != nil {
 		return agentbridge.AppendResult{}, err
 	}
@@ -72,8 +73,9 @@ func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (agen
 
 // CreateThread validates req, then creates the thread and its
 // thread.created event through the writer.
-func (s *Store) CreateThread(ctx context.Context, req agentbridge.CreateThreadRequest) (agentbridge.Thread, agentbridge.Event, error) {
-	req, err := req.WithDefaults()
+func (s *Store) CreateThread(ctx context.Context, req agentbridge.CreateThreadRequest) (_ agentbridge.Thread, _ agentbridge.Event, err error) {
+	defer s.guard(time.Now(), &err)
+	req, err = req.WithDefaults()
 	if err != nil {
 		return agentbridge.Thread{}, agentbridge.Event{}, err
 	}
@@ -183,7 +185,12 @@ func (s *Store) commit(reqs []*request) {
 	})
 	if err != nil {
 		err = fmt.Errorf("group commit: %w", err)
-		s.log.Error("group commit failed", "requests", len(live), "err", err)
+		if unreachable(err) {
+			// The outage is logged once, by the store's outage tracker.
+			s.log.Debug("group commit failed: database unreachable", "requests", len(live), "err", err)
+		} else {
+			s.log.Error("group commit failed", "requests", len(live), "err", err)
+		}
 		for _, r := range live {
 			r.reply <- response{err: err}
 		}

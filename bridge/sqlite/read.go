@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
@@ -104,7 +105,8 @@ func queryEvents(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]
 // exempt, as in v0. With Tail and Limit both set, it returns the first Limit
 // of the last Tail events, so a client can page on with After. Limit 0
 // means no cap. An unknown thread is thread_not_found.
-func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuery) ([]agentbridge.Event, error) {
+func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuery) (_ []agentbridge.Event, err error) {
+	defer s.guard(time.Now(), &err)
 	if err := storecore.CheckThreadEventsQuery(q); err != nil {
 		return nil, err
 	}
@@ -113,7 +115,7 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 		limit = -1 // SQLite: no limit
 	}
 	var out []agentbridge.Event
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err = s.readTx(ctx, func(tx *sql.Tx) error {
 		var last int64
 		err := tx.QueryRowContext(ctx, sqlLastSeq, q.Thread).Scan(&last)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -192,7 +194,8 @@ func firstAfter(ctx context.Context, tx *sql.Tx, thread, since string, last int6
 // Events returns events of all threads with gseq > after, in gseq order, at
 // most limit (0 means MaxEventsLimit). after past the end of the log is
 // cursor_ahead with Head set.
-func (s *Store) Events(ctx context.Context, after int64, limit int) ([]agentbridge.Event, error) {
+func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []agentbridge.Event, err error) {
+	defer s.guard(time.Now(), &err)
 	if err := storecore.CheckEventsQuery(after, limit); err != nil {
 		return nil, err
 	}
@@ -200,7 +203,7 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) ([]agentbrid
 		limit = agentbridge.MaxEventsLimit
 	}
 	var out []agentbridge.Event
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err = s.readTx(ctx, func(tx *sql.Tx) error {
 		head, err := headOf(ctx, tx)
 		if err != nil {
 			return err
@@ -218,7 +221,8 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) ([]agentbrid
 }
 
 // Event returns the event with the given id, or event_not_found.
-func (s *Store) Event(ctx context.Context, id string) (agentbridge.Event, error) {
+func (s *Store) Event(ctx context.Context, id string) (_ agentbridge.Event, err error) {
+	defer s.guard(time.Now(), &err)
 	ev, err := scanEvent(s.rdb.QueryRowContext(ctx, selectEvent+` WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return agentbridge.Event{}, agentbridge.Errorf(agentbridge.ECodeEventNotFound, "There is no event %q.", storecore.Clip(id))
@@ -230,9 +234,10 @@ func (s *Store) Event(ctx context.Context, id string) (agentbridge.Event, error)
 }
 
 // Head returns the last gseq of the log, 0 when it is empty.
-func (s *Store) Head(ctx context.Context) (int64, error) {
+func (s *Store) Head(ctx context.Context) (_ int64, err error) {
+	defer s.guard(time.Now(), &err)
 	var head int64
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err = s.readTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		head, err = headOf(ctx, tx)
 		return err
@@ -261,7 +266,8 @@ func scanThread(r scanner) (agentbridge.Thread, error) {
 }
 
 // Thread returns one thread, or thread_not_found.
-func (s *Store) Thread(ctx context.Context, id string) (agentbridge.Thread, error) {
+func (s *Store) Thread(ctx context.Context, id string) (_ agentbridge.Thread, err error) {
+	defer s.guard(time.Now(), &err)
 	t, err := scanThread(s.rdb.QueryRowContext(ctx, selectThread+` WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return agentbridge.Thread{}, storecore.ThreadNotFound(id)
@@ -277,7 +283,8 @@ func (s *Store) Thread(ctx context.Context, id string) (agentbridge.Thread, erro
 // (0 = all). Paging is keyset on (updated_at, id) as of the after thread's
 // current position: a thread updated between two pages moves to the front
 // and is not repeated further down. An unknown after is invalid_field.
-func (s *Store) Threads(ctx context.Context, after string, limit int) ([]agentbridge.Thread, error) {
+func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agentbridge.Thread, err error) {
+	defer s.guard(time.Now(), &err)
 	if err := storecore.CheckThreadsLimit(limit); err != nil {
 		return nil, err
 	}
@@ -286,7 +293,7 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) ([]agentbr
 		lim = -1
 	}
 	out := []agentbridge.Thread{}
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err = s.readTx(ctx, func(tx *sql.Tx) error {
 		var rows *sql.Rows
 		var err error
 		if after == "" {
@@ -330,13 +337,14 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) ([]agentbr
 // latest snapshot at or before at plus that event's hop: two index lookups,
 // whatever the thread's length. at past the head is cursor_ahead. Slices
 // in the result are never nil (ThreadState.Normalize).
-func (s *Store) State(ctx context.Context, thread string, at int64) (agentbridge.ThreadState, int64, error) {
+func (s *Store) State(ctx context.Context, thread string, at int64) (_ agentbridge.ThreadState, _ int64, err error) {
+	defer s.guard(time.Now(), &err)
 	if err := storecore.CheckAt(at); err != nil {
 		return agentbridge.ThreadState{}, 0, err
 	}
 	var st agentbridge.ThreadState
 	var seq int64
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err = s.readTx(ctx, func(tx *sql.Tx) error {
 		var last int64
 		var state string
 		var hop int

@@ -34,7 +34,8 @@ const (
 // goroutine, so that it commits in order with the appends it refers to
 // (a receipt for an event appended a moment ago finds it) and never races
 // another write for the file.
-func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (agentbridge.Receipt, bool, error) {
+func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ agentbridge.Receipt, _ bool, err error) {
+	defer s.guard(time.Now(), &err)
 	if err := in.Validate(); err != nil {
 		return agentbridge.Receipt{}, false, err
 	}
@@ -94,7 +95,8 @@ func (s *Store) putReceipt(ctx context.Context, b *batch, in agentbridge.Receipt
 
 // Receipts reads a thread's receipts from the read pool: one seek on the
 // table's key (thread, event, participant), then a range.
-func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) ([]agentbridge.Receipt, error) {
+func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []agentbridge.Receipt, err error) {
+	defer s.guard(time.Now(), &err)
 	if _, err := s.Thread(ctx, q.Thread); err != nil {
 		return nil, err
 	}
@@ -103,7 +105,6 @@ func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) ([]ag
 		limit = agentbridge.MaxEventsLimit
 	}
 	var rows *sql.Rows
-	var err error
 	if q.Event != "" {
 		rows, err = s.rdb.QueryContext(ctx, rSelectEvent, q.Thread, q.Event, limit)
 	} else {

@@ -29,6 +29,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
 //go:embed migrations/*.sql
@@ -120,6 +121,11 @@ type Store struct {
 	notify chan struct{}
 
 	appends, replayed, rejected, batches, maxBatch atomic.Uint64
+
+	// outage tracks whether the file can be used (outage.go); file is
+	// the database file as opened, which checkFile compares the path with.
+	outage *storecore.Outage
+	file   os.FileInfo
 }
 
 // Open opens (creating the folder and the file if needed) and migrates the
@@ -164,6 +170,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = wdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	file, err := os.Stat(path)
+	if err != nil {
+		_ = st.close()
+		_ = conn.Close()
+		_ = wdb.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	cdb, err := sqlitex.Open(path, sqlitex.Options{MaxOpen: 1})
 	if err != nil {
 		_ = st.close()
@@ -200,6 +213,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		done:        make(chan struct{}),
 		stopped:     make(chan struct{}),
 		notify:      make(chan struct{}),
+		outage:      storecore.NewOutage(opts.Logger, unreachable, nil),
+		file:        file,
 	}
 	go s.run()
 	go s.checkpointer()

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/oklog/ulid/v2"
 
@@ -14,7 +15,8 @@ var _ agentbridge.SuggestionStore = (*Store)(nil)
 
 // Suggest validates in and stores it through the writer (the one
 // connection that writes), with Append's ctx rules.
-func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (agentbridge.Suggestion, error) {
+func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (_ agentbridge.Suggestion, err error) {
+	defer s.guard(time.Now(), &err)
 	if err := in.Validate(); err != nil {
 		return agentbridge.Suggestion{}, err
 	}
@@ -45,7 +47,8 @@ func (s *Store) insertSuggestion(ctx context.Context, in agentbridge.SuggestionI
 
 // Suggestions lists suggestions in arrival order, filtered by status
 // unless status is "".
-func (s *Store) Suggestions(ctx context.Context, status string) ([]agentbridge.Suggestion, error) {
+func (s *Store) Suggestions(ctx context.Context, status string) (_ []agentbridge.Suggestion, err error) {
+	defer s.guard(time.Now(), &err)
 	q := `SELECT id, sender, title, description, status, ts FROM suggestions`
 	var args []any
 	if status != "" {

@@ -87,7 +87,8 @@ type writerState struct {
 // A request whose ctx is done before the writer takes it is dropped and
 // returns ctx's error; once the writer has taken it, it is committed (or
 // refused) whatever happens to ctx, and Append waits for that answer.
-func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (agentbridge.AppendResult, error) {
+func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (_ agentbridge.AppendResult, err error) {
+	defer s.guard(time.Now(), &err)
 	if err := req.Input.Validate(); err != nil {
 		return agentbridge.AppendResult{}, err
 	}
@@ -113,8 +114,9 @@ func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (agen
 
 // CreateThread validates req, then creates the thread and its
 // thread.created event through the writer, with Append's ctx rules.
-func (s *Store) CreateThread(ctx context.Context, req agentbridge.CreateThreadRequest) (agentbridge.Thread, agentbridge.Event, error) {
-	req, err := req.WithDefaults()
+func (s *Store) CreateThread(ctx context.Context, req agentbridge.CreateThreadRequest) (_ agentbridge.Thread, _ agentbridge.Event, err error) {
+	defer s.guard(time.Now(), &err)
+	req, err = req.WithDefaults()
 	if err != nil {
 		return agentbridge.Thread{}, agentbridge.Event{}, err
 	}
@@ -304,6 +306,9 @@ func (s *Store) commit(reqs []*request) {
 	ctx := context.Background()
 	resps := append(b.resps, make([]response, len(live))...)
 	err := s.inTx(ctx, func(*sql.Conn) error {
+		if err := s.checkFile(); err != nil {
+			return err
+		}
 		for i := 0; i < len(live); i++ {
 			if i == len(live)-1 {
 				// Whoever submitted while BEGIN and the first requests
@@ -325,7 +330,12 @@ func (s *Store) commit(reqs []*request) {
 		clear(s.w.heads)
 		b.live, b.resps = live, resps // for reset
 		err = fmt.Errorf("group commit: %w", err)
-		s.log.Error("group commit failed", "requests", len(live), "err", err)
+		if unreachable(err) {
+			// The outage is logged once, by the store's outage tracker.
+			s.log.Debug("group commit failed: database unusable", "requests", len(live), "err", err)
+		} else {
+			s.log.Error("group commit failed", "requests", len(live), "err", err)
+		}
 		for _, r := range live {
 			r.reply <- response{err: err}
 		}

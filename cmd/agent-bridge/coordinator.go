@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -49,6 +48,9 @@ func (m *Main) runCoordinator(ctx context.Context, args []string) error {
 	if cfg.BridgeToken == "" {
 		cfg.BridgeToken = strings.TrimSpace(m.Getenv(agentbridge.EnvToken))
 	}
+	if err := coordinator.CheckStatusListen(cfg); err != nil {
+		return err // before standing by for a lease: a standby would only fail later
+	}
 	return m.startCoordinator(ctx, cfg, *statePath, logger, func(*coordinator.Coordinator) {})
 }
 
@@ -56,37 +58,43 @@ func (m *Main) runCoordinator(ctx context.Context, args []string) error {
 // reloading its config on SIGHUP. started is called once it follows the
 // log (coordinator.Ready).
 // It is the wiring shared by coordinator and up.
-func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, statePath string, logger *slog.Logger, started func(*coordinator.Coordinator)) (retErr error) {
+func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, statePath string, logger *slog.Logger, started func(*coordinator.Coordinator)) error {
 	pg, err := isPostgres("state", statePath)
 	if err != nil {
 		return err
 	}
 	if pg {
 		// Several coordinators may share a PostgreSQL ledger: only the
-		// lease holder works (lease.go).
-		lease, err := holdLease(ctx, statePath, logger)
-		if err != nil || lease == nil {
-			return err // nil: stopped while standing by
-		}
-		ctx = lease.ctx
-		defer func() {
-			if lease.release() && retErr == nil {
-				retErr = errors.New("lost the coordinator lease (the state database connection ended); stopped so that the new holder works alone")
+		// lease holder works, and one that loses the lease or cannot work
+		// with it stands by again (lease.go).
+		return runLeased(ctx, statePath, logger, func(lease *heldLease) error {
+			t := term{leased: lease}
+			err := m.coordinate(lease.ctx, cfg, statePath, logger, started, &t)
+			if t.ran && err != nil {
+				return fmt.Errorf("%w: %w", errTermStarted, err)
 			}
-		}()
-	} else if err := os.MkdirAll(filepath.Dir(statePath), 0o755); err != nil {
+			return err
+		})
+	}
+	if err := os.MkdirAll(filepath.Dir(statePath), 0o755); err != nil {
 		return fmt.Errorf("create state folder: %w", err)
 	}
+	return m.coordinate(ctx, cfg, statePath, logger, started, &term{})
+}
+
+// coordinate opens the ledger and runs one coordinator until ctx ends, as
+// the holder of t.leased when that is set (lease.go).
+func (m *Main) coordinate(ctx context.Context, cfg coordinator.Config, statePath string, logger *slog.Logger, started func(*coordinator.Coordinator), t *term) error {
 	db, err := state.Open(ctx, statePath)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	acpDir := "" // PostgreSQL state: the user's cache folder
-	if !pg {
+	acpDir := "" // a PostgreSQL ledger (leased): the user's cache folder
+	if t.leased == nil {
 		acpDir = filepath.Join(filepath.Dir(statePath), "acp")
 	}
-	c, err := coordinator.New(coordinator.Options{Config: cfg, ConfigPath: cfg.Path, State: db, Logger: logger, ACPDir: acpDir})
+	c, err := t.newCoordinator(ctx, coordinator.Options{Config: cfg, ConfigPath: cfg.Path, State: db, Logger: logger, ACPDir: acpDir}, logger)
 	if err != nil {
 		return err
 	}
@@ -131,5 +139,6 @@ func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, sta
 		case <-runDone:
 		}
 	}()
+	t.ran = true
 	return c.Run(ctx)
 }

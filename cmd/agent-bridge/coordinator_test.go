@@ -395,6 +395,11 @@ func TestCoordinatorConfigErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{"startup_mode": "sideways"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A status API reachable from the network with no token to ask for.
+	open := filepath.Join(dir, "open.json")
+	if err := os.WriteFile(open, []byte(`{"status_addr": "0.0.0.0:0", "agents": {}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -402,6 +407,9 @@ func TestCoordinatorConfigErrors(t *testing.T) {
 		{[]string{"coordinator", "--config", bad, "--state", filepath.Join(dir, "s.db")}, "startup_mode"},
 		{[]string{"coordinator", "--config", bad, "--startup-mode", "later"}, "--startup-mode"},
 		{[]string{"why"}, "event id"},
+		{[]string{"coordinator", "--config", open, "--state", filepath.Join(dir, "s.db")}, "status_addr"},
+		{[]string{"up", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "b.db"), "--config", filepath.Join(dir, "none.json"),
+			"--state", filepath.Join(dir, "s.db"), "--status-addr", "0.0.0.0:0"}, "status_addr"},
 	} {
 		var out, errb bytes.Buffer
 		m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
@@ -409,6 +417,10 @@ func TestCoordinatorConfigErrors(t *testing.T) {
 		if code != 2 || !strings.Contains(errb.String(), tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 naming %s", tc.args, code, errb.String(), tc.want)
 		}
+	}
+	// up refused its status_addr before it started the bridge.
+	if _, err := os.Stat(filepath.Join(dir, "b.db")); err == nil {
+		t.Error("up created the bridge's database before refusing its status_addr")
 	}
 }
 

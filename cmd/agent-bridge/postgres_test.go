@@ -168,6 +168,26 @@ func TestTwoBridgesOneDatabase(t *testing.T) {
 	}
 	_ = streamA.Close()
 	_ = stream.Close()
+	// A thread stream on B wakes for an event appended through A too (B's
+	// thread hub reads the log on B's notify from the database).
+	streamB, err := cb.Stream(ctx, th.ID, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ca.Append(ctx, th.ID, agentbridge.EventInput{From: "user", Content: []byte(`"again through A"`)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		item, err := streamB.Next()
+		if err != nil {
+			t.Fatalf("B's thread stream: %v", err)
+		}
+		if item.Event != nil && item.Event.ID == again.ID {
+			break
+		}
+	}
+	_ = streamB.Close()
 
 	const writersPerBridge, each = 4, 40
 	start, _ := ca.Head(ctx)

@@ -62,7 +62,7 @@ func (m *Main) runInvocationCancel(ctx context.Context, args []string) error {
 		return err
 	}
 	var inv state.Invocation
-	if err := statusDo(ctx, http.MethodPost, *base, "/invocations/"+id+"/cancel", nil, &inv); err != nil {
+	if err := m.statusDo(ctx, http.MethodPost, *base, "/invocations/"+id+"/cancel", nil, &inv); err != nil {
 		return err
 	}
 	fmt.Fprintf(m.Stdout, "invocation %d (%s in %s) cancelled\n", inv.ID, inv.Participant, inv.Thread)
@@ -86,7 +86,7 @@ func (m *Main) runInvocationShow(ctx context.Context, args []string) error {
 		return usagef("invocations show: --json and --follow do not go together")
 	}
 	var rec coordinator.InvocationResponse
-	if err := statusGet(ctx, *base, "/invocations/"+id, nil, &rec); err != nil {
+	if err := m.statusGet(ctx, *base, "/invocations/"+id, nil, &rec); err != nil {
 		return err
 	}
 	if *asJSON {
@@ -108,7 +108,7 @@ func (m *Main) runInvocationShow(ctx context.Context, args []string) error {
 		case <-t.C:
 		}
 		q := url.Values{"after": {strconv.FormatInt(last, 10)}}
-		if err := statusGet(ctx, *base, "/invocations/"+id, q, &rec); err != nil {
+		if err := m.statusGet(ctx, *base, "/invocations/"+id, q, &rec); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -265,7 +265,7 @@ func (m *Main) runInvocations(ctx context.Context, args []string) error {
 		q.Set("status", *status)
 	}
 	var out coordinator.InvocationsResponse
-	if err := statusGet(ctx, *base, "/invocations", q, &out); err != nil {
+	if err := m.statusGet(ctx, *base, "/invocations", q, &out); err != nil {
 		return err
 	}
 	if *asJSON {
@@ -306,7 +306,7 @@ func (m *Main) runWhy(ctx context.Context, args []string) error {
 		return usagef("why takes one argument: the event id")
 	}
 	var rec state.Decision
-	if err := statusGet(ctx, *base, "/decisions", url.Values{"event": {pos[0]}}, &rec); err != nil {
+	if err := m.statusGet(ctx, *base, "/decisions", url.Values{"event": {pos[0]}}, &rec); err != nil {
 		return err
 	}
 	if *asJSON {

@@ -58,13 +58,13 @@ func (e *coordEnv) cli(bin string, args ...string) (string, string, int) {
 // invocationFor reads the trigger's record from the status API.
 func (e *coordEnv) invocationFor(trigger string) (coordinator.InvocationResponse, bool) {
 	var list coordinator.InvocationsResponse
-	if statusGet(context.Background(), e.statusURL, "/invocations", nil, &list) != nil {
+	if (&Main{Getenv: func(string) string { return "" }}).statusGet(context.Background(), e.statusURL, "/invocations", nil, &list) != nil {
 		return coordinator.InvocationResponse{}, false
 	}
 	for _, inv := range list.Invocations {
 		if inv.TriggerID == trigger {
 			var rec coordinator.InvocationResponse
-			err := statusGet(context.Background(), e.statusURL, "/invocations/"+strconv.FormatInt(inv.ID, 10), nil, &rec)
+			err := (&Main{Getenv: func(string) string { return "" }}).statusGet(context.Background(), e.statusURL, "/invocations/"+strconv.FormatInt(inv.ID, 10), nil, &rec)
 			return rec, err == nil
 		}
 	}

@@ -75,7 +75,7 @@ func (m *Main) runJournal(ctx context.Context, args []string) error {
 		return usagef("journal takes one argument: the participant id")
 	}
 	var j coordinator.JournalResponse
-	if err := statusGet(ctx, *base, "/journals/"+pos[0], nil, &j); err != nil {
+	if err := m.statusGet(ctx, *base, "/journals/"+pos[0], nil, &j); err != nil {
 		return err
 	}
 	if *asJSON {

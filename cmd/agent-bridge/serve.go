@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -32,7 +33,9 @@ type bridgeConfig struct {
 	AllowedHosts []string
 	CORSOrigins  []string
 	MaxBody      int64
-	Version      string
+	// MaxStreams caps open streams (0 = bridge's default, 1,024).
+	MaxStreams int
+	Version    string
 	// CoordinatorURL is where the UI links to the runs dashboard (see
 	// ui.Options).
 	CoordinatorURL func() string
@@ -72,6 +75,7 @@ func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*r
 		AllowedHosts: cfg.AllowedHosts,
 		CORSOrigins:  cfg.CORSOrigins,
 		MaxBody:      cfg.MaxBody,
+		MaxStreams:   cfg.MaxStreams,
 		Logger:       logger,
 		Version:      cfg.Version,
 		UI:           ui.NewHandler(ui.Options{CoordinatorURL: cfg.CoordinatorURL}),
@@ -88,6 +92,21 @@ func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*r
 		return nil, err
 	}
 	return &runningBridge{Server: srv, Store: store}, nil
+}
+
+// maxStreamsFlag defines --max-streams for serve and up.
+func (*Main) maxStreamsFlag(fs *flag.FlagSet) *string {
+	return fs.String("max-streams", strconv.Itoa(bridge.DefaultMaxStreams),
+		"most streams (SSE and waiting long-polls) open at once; the one over gets 503 too_many_streams")
+}
+
+// parseMaxStreams reads the value of --max-streams.
+func parseMaxStreams(s string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 1 {
+		return 0, usagef("--max-streams: %q is not a positive whole number", s)
+	}
+	return n, nil
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.
@@ -128,6 +147,7 @@ func (m *Main) runServe(ctx context.Context, args []string) error {
 	allowedHosts := fs.String("allowed-hosts", "", "comma-separated extra Host names (no port) besides loopback")
 	corsOrigins := fs.String("cors-origin", "", "comma-separated extra allowed origins, scheme://host[:port]")
 	maxBody := fs.String("max-body", strconv.Itoa(bridge.DefaultMaxBody), "maximum request body, in bytes")
+	maxStreams := m.maxStreamsFlag(fs)
 	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
 	coordURL := fs.String("coordinator-url", m.env(agentbridge.EnvCoordinatorURL, agentbridge.DefaultStatusURL), "the coordinator's status address, which the web UI links to as the runs dashboard (env BRIDGE_COORDINATOR_URL)")
 	pos, err := parseFlags(fs, args)
@@ -147,6 +167,10 @@ func (m *Main) runServe(ctx context.Context, args []string) error {
 	mb, err := strconv.ParseInt(*maxBody, 10, 64)
 	if err != nil || mb <= 0 {
 		return usagef("--max-body: %q is not a positive number of bytes", *maxBody)
+	}
+	ms, err := parseMaxStreams(*maxStreams)
+	if err != nil {
+		return err
 	}
 	hs := splitList(*humans)
 	if len(hs) == 0 {
@@ -169,6 +193,7 @@ func (m *Main) runServe(ctx context.Context, args []string) error {
 		AllowedHosts:   splitList(*allowedHosts),
 		CORSOrigins:    splitList(*corsOrigins),
 		MaxBody:        mb,
+		MaxStreams:     ms,
 		Version:        version,
 		CoordinatorURL: func() string { return *coordURL },
 	}, logger)

@@ -199,6 +199,7 @@ func TestServeUsage(t *testing.T) {
 	}{
 		{[]string{"--addr", "0.0.0.0:0"}, "--addr"},
 		{[]string{"--max-body", "lots"}, "--max-body"},
+		{[]string{"--max-streams", "0"}, "--max-streams"},
 		{[]string{"--humans", "a b"}, "--humans"},
 		{[]string{"--token-file", empty}, "--token-file"},
 		{[]string{"--cors-origin", "example.com"}, "CORS origin"},

@@ -33,7 +33,7 @@ func (m *Main) runSessions(ctx context.Context, args []string) error {
 		q.Set("thread", *thread)
 	}
 	var out coordinator.SessionsResponse
-	if err := statusGet(ctx, *base, "/sessions", q, &out); err != nil {
+	if err := m.statusGet(ctx, *base, "/sessions", q, &out); err != nil {
 		return err
 	}
 	if *asJSON {

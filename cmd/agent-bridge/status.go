@@ -23,12 +23,13 @@ func (m *Main) coordinatorURLFlag(fs *flag.FlagSet) *string {
 
 // statusGet asks the coordinator's status API and decodes the answer into
 // out; an error answer comes back as an *agentbridge.Error.
-func statusGet(ctx context.Context, base, path string, q url.Values, out any) error {
-	return statusDo(ctx, http.MethodGet, base, path, q, out)
+func (m *Main) statusGet(ctx context.Context, base, path string, q url.Values, out any) error {
+	return m.statusDo(ctx, http.MethodGet, base, path, q, out)
 }
 
-// statusDo is statusGet with any method.
-func statusDo(ctx context.Context, method, base, path string, q url.Values, out any) error {
+// statusDo is statusGet with any method. It sends BRIDGE_TOKEN, as the
+// status API asks for the bridge's token when there is one.
+func (m *Main) statusDo(ctx context.Context, method, base, path string, q url.Values, out any) error {
 	u := strings.TrimRight(base, "/") + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -38,6 +39,9 @@ func statusDo(ctx context.Context, method, base, path string, q url.Values, out 
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		return usagef("--coordinator-url: %v", err)
+	}
+	if tok := strings.TrimSpace(m.Getenv(agentbridge.EnvToken)); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

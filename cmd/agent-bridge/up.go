@@ -28,12 +28,17 @@ func (m *Main) runUp(ctx context.Context, args []string) error {
 	statePath := fs.String("state", m.env(agentbridge.EnvCoordinatorState, agentbridge.DefaultCoordinatorState), "coordinator state database (env BRIDGE_COORDINATOR_STATE)")
 	statusAddr := fs.String("status-addr", "", "the coordinator status API's listen address (default: the config's status_addr, "+agentbridge.DefaultStatusAddr+")")
 	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
+	maxStreams := m.maxStreamsFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return usagef("up takes no arguments, got %q", pos[0])
+	}
+	ms, err := parseMaxStreams(*maxStreams)
+	if err != nil {
+		return err
 	}
 	logger, err := newLogger(m.Stderr, *logLevel)
 	if err != nil {
@@ -47,6 +52,12 @@ func (m *Main) runUp(ctx context.Context, args []string) error {
 		cfg.StatusAddr = *statusAddr
 	}
 	token := strings.TrimSpace(m.Getenv(agentbridge.EnvToken))
+	if token != "" {
+		cfg.BridgeToken = token
+	}
+	if err := coordinator.CheckStatusListen(cfg); err != nil {
+		return err // before the bridge starts
+	}
 	if err := os.MkdirAll(filepath.Dir(*db), 0o755); err != nil {
 		return fmt.Errorf("create database folder: %w", err)
 	}
@@ -54,7 +65,7 @@ func (m *Main) runUp(ctx context.Context, args []string) error {
 	// once the coordinator listens.
 	var statusURL atomic.Pointer[string]
 	b, err := startBridge(ctx, bridgeConfig{Addr: *addr, DB: *db, Humans: cfg.HumanIDs, Token: token,
-		MaxBody: bridge.DefaultMaxBody, Version: version, CoordinatorURL: func() string {
+		MaxBody: bridge.DefaultMaxBody, MaxStreams: ms, Version: version, CoordinatorURL: func() string {
 			if u := statusURL.Load(); u != nil {
 				return *u
 			}
@@ -71,9 +82,6 @@ func (m *Main) runUp(ctx context.Context, args []string) error {
 		}
 	}()
 	cfg.BridgeURL = b.URL()
-	if token != "" {
-		cfg.BridgeToken = token
-	}
 	return m.startCoordinator(ctx, cfg, *statePath, logger, func(c *coordinator.Coordinator) {
 		u := c.StatusURL()
 		statusURL.Store(&u)

@@ -18,8 +18,33 @@ function el(tag, cls, text) {
 async function getJSON(path) {
   const res = await fetch(path, { cache: "no-store" });
   const body = await res.json().catch(() => ({}));
-  if (!res.ok) throw new Error((body.error && body.error.message) || `${res.status} ${res.statusText}`);
+  if (!res.ok) {
+    const err = new Error((body.error && body.error.message) || `${res.status} ${res.statusText}`);
+    err.status = res.status;
+    throw err;
+  }
   return body;
+}
+
+// login exchanges the token for the HttpOnly login cookie (the page keeps
+// no copy), then polls again.
+async function login(e) {
+  e.preventDefault();
+  const token = $("login-token").value.trim();
+  $("login-token").value = "";
+  const res = await fetch("/auth/login", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ token }),
+  });
+  if (!res.ok) {
+    const body = await res.json().catch(() => ({}));
+    $("login-error").textContent = (body.error && body.error.message) || `${res.status}`;
+    return;
+  }
+  $("login-error").textContent = "";
+  $("login").hidden = true;
+  await poll();
 }
 
 function fmtDuration(ms) {
@@ -180,6 +205,14 @@ async function poll() {
     await refreshDetail();
     $("status").textContent = "live · updated " + new Date().toLocaleTimeString();
   } catch (err) {
+    if (err.status === 401) {
+      $("status").textContent = "log in to see the runs";
+      if ($("login").hidden) {
+        $("login").hidden = false;
+        $("login-token").focus();
+      }
+      return;
+    }
     $("status").textContent = "cannot reach the coordinator: " + err.message;
   }
 }
@@ -187,6 +220,7 @@ async function poll() {
 function wire() {
   for (const id of ["f-thread", "f-participant", "f-status"]) $(id).addEventListener("input", () => poll());
   $("filters").addEventListener("submit", (e) => e.preventDefault());
+  $("login").addEventListener("submit", login);
   $("detail-close").addEventListener("click", () => {
     selected = null;
     $("detail").hidden = true;

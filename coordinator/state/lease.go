@@ -46,11 +46,19 @@ func AcquireLease(ctx context.Context, url string, logger *slog.Logger) (*Lease,
 	if err != nil {
 		return nil, fmt.Errorf("lease: %w", err)
 	}
-	waiting := false
+	waiting, unreachable := false, false
 	for {
 		l, err := tryLease(ctx, db)
-		if err != nil {
-			logger.Warn("lease: cannot reach the state database; retrying", "err", err)
+		switch {
+		case err != nil && !unreachable:
+			// Once per outage, not once a poll.
+			unreachable = true
+			logger.Warn("lease: cannot reach the state database; retrying every second", "err", err)
+		case err != nil:
+			logger.Debug("lease: state database still unreachable", "err", err)
+		case unreachable:
+			unreachable = false
+			logger.Info("lease: the state database answers again")
 		}
 		if l != nil {
 			if waiting {

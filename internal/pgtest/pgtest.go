@@ -193,12 +193,8 @@ func (s *Server) start() error {
 			return err
 		}
 		s.port = port
-		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300", port, dir)
-		if !s.durable {
-			opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-		}
 		out, err := s.command("pg_ctl", "start", "-w", "-t", "60", "-D", data,
-			"-l", filepath.Join(dir, "log"), "-o", opts).CombinedOutput()
+			"-l", filepath.Join(dir, "log"), "-o", s.serverOptions()).CombinedOutput()
 		if err == nil {
 			return nil
 		}
@@ -207,6 +203,15 @@ func (s *Server) start() error {
 			return fmt.Errorf("pg_ctl start: %w: %s\n%s", err, out, log)
 		}
 	}
+}
+
+// serverOptions are the postgres options of every start.
+func (s *Server) serverOptions() string {
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300", s.port, s.dir)
+	if !s.durable {
+		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	}
+	return opts
 }
 
 func (s *Server) command(name string, args ...string) *exec.Cmd {
@@ -224,6 +229,30 @@ func (s *Server) Stop() {
 		_ = s.command("pg_ctl", "stop", "-w", "-m", "immediate", "-D", filepath.Join(s.dir, "data")).Run()
 	}
 	_ = os.RemoveAll(s.dir)
+}
+
+// Halt stops the running server and keeps its data, so that a test can
+// watch its clients through a database outage; Resume starts it again.
+// mode is pg_ctl's shutdown mode: "fast" (a clean stop, as a restart by
+// an operator) or "immediate" (a crash: recovery replays the WAL at the
+// next start). Tests that halt a server use one of their own (New), not
+// the package's shared one.
+func (s *Server) Halt(t testing.TB, mode string) {
+	t.Helper()
+	if out, err := s.command("pg_ctl", "stop", "-w", "-t", "60", "-m", mode, "-D", filepath.Join(s.dir, "data")).CombinedOutput(); err != nil {
+		t.Fatalf("pg_ctl stop -m %s: %v: %s", mode, err, out)
+	}
+}
+
+// Resume starts a halted server again on the same port and waits until
+// it accepts connections.
+func (s *Server) Resume(t testing.TB) {
+	t.Helper()
+	if out, err := s.command("pg_ctl", "start", "-w", "-t", "60", "-D", filepath.Join(s.dir, "data"),
+		"-l", filepath.Join(s.dir, "log"), "-o", s.serverOptions()).CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
+		t.Fatalf("pg_ctl start: %v: %s\n%s", err, out, log)
+	}
 }
 
 // freePort returns a loopback port that was free a moment ago.

@@ -26,6 +26,8 @@ type Bridge struct {
 	token string
 	srv   *bridge.Server
 	store *sqlite.Store
+	// maxBody is the server's MaxBody (0 = its default).
+	maxBody int64
 }
 
 // New runs a quiet bridge that requires token (none when "") on a free
@@ -33,6 +35,17 @@ type Bridge struct {
 func New(t testing.TB, token string) *Bridge {
 	t.Helper()
 	b := &Bridge{t: t, db: filepath.Join(t.TempDir(), "bridge.db"), addr: "127.0.0.1:0", token: token}
+	b.Start()
+	t.Cleanup(b.Stop)
+	return b
+}
+
+// NewMaxBody is New with the server's request body limit set to maxBody
+// bytes, for tests of what happens to a request the bridge refuses as too
+// large.
+func NewMaxBody(t testing.TB, token string, maxBody int64) *Bridge {
+	t.Helper()
+	b := &Bridge{t: t, db: filepath.Join(t.TempDir(), "bridge.db"), addr: "127.0.0.1:0", token: token, maxBody: maxBody}
 	b.Start()
 	t.Cleanup(b.Stop)
 	return b
@@ -53,7 +66,7 @@ func (b *Bridge) Start() {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	srv, err := bridge.NewServer(st, bridge.Options{Addr: b.addr, Token: b.token, Logger: quiet})
+	srv, err := bridge.NewServer(st, bridge.Options{Addr: b.addr, Token: b.token, Logger: quiet, MaxBody: b.maxBody})
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -1,0 +1,10 @@
+// Package wakebench measures the coordinator's wake latency from outside,
+// as a user sees it: `agent-bridge serve` and `agent-bridge coordinator` run
+// as two processes, a compiled no-op adapter answers, and each trigger is
+// timed from its POST to its reply on the thread's SSE stream, beside the
+// floor measured in the same run (one fork/exec of that adapter plus two
+// loopback round trips). The in-process benchmark in coordinator/ shares a
+// process and a scheduler with the bridge, so it does not see this path.
+//
+// The package holds only its benchmark (wake_test.go).
+package wakebench

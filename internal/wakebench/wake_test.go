@@ -1,0 +1,230 @@
+package wakebench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
+)
+
+// BenchmarkWakeFromOutside posts b.N triggers (default 60 with
+// -benchtime 60x), each after an idle gap of 0–50 ms, to a participant whose
+// adapter is the compiled fake adapter, and reports the p50 and p99 of POST
+// → reply seen on the thread's SSE stream, the floor's p50 and their ratio.
+func BenchmarkWakeFromOutside(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := b.TempDir()
+	bin, err := testutil.GoBuild(ctx, "./cmd/agent-bridge", dir, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fake, err := testutil.GoBuild(ctx, "./adapters/internal/fakeadapter", dir, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr, status := testutil.FreeAddr(b), testutil.FreeAddr(b)
+	url := "http://" + addr
+	cfg := map[string]any{
+		"bridge_url": url, "status_addr": status, "startup_mode": "end",
+		"max_invocations_per_minute": 100000, "human_ids": []string{"user"},
+		"agents": map[string]any{"alice": map[string]any{"command": []string{fake}, "client": "fake"}},
+	}
+	cfgPath := filepath.Join(dir, "coordinator.config.json")
+	raw, _ := json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	start := func(args ...string) {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "FAKE_ADAPTER_DIR=")
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.WaitDelay = 10 * time.Second
+		logf, err := os.Create(filepath.Join(dir, args[0]+".log"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = logf, logf
+		b.Cleanup(func() {
+			if b.Failed() {
+				out, _ := os.ReadFile(logf.Name())
+				b.Logf("%s log:\n%s", args[0], out)
+			}
+		})
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	}
+	start("serve", "-addr", addr, "-db", filepath.Join(dir, "bridge.db"))
+	cl := client.New(url)
+	testutil.WaitFor(b, 30*time.Second, "bridge up", func() bool { _, err := cl.Ping(ctx); return err == nil })
+	start("coordinator", "-config", cfgPath, "-state", filepath.Join(dir, "coordinator.db"))
+	testutil.WaitFor(b, 30*time.Second, "coordinator up", func() bool {
+		resp, err := http.Get("http://" + status + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+
+	th, err := cl.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: "wake"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	invite, _ := json.Marshal(map[string]any{"invite": map[string]any{"participant_id": "alice",
+		"profile": map[string]string{"client": "fake", "model": "m1"}}})
+	last, err := cl.Append(ctx, th.ID, agentbridge.EventInput{Type: agentbridge.TypeControl, From: "user", Content: invite}, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := cl.Stream(ctx, th.ID, last.Seq)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	awaitReply := func(trig string) {
+		for {
+			it, err := st.Next()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if it.Event != nil && it.Event.Meta.ReplyTo == trig {
+				return
+			}
+		}
+	}
+	post := func(i int) string {
+		e, err := cl.Append(ctx, th.ID, agentbridge.EventInput{From: "user", To: "alice",
+			Content: json.RawMessage(fmt.Sprintf("%q", fmt.Sprintf("ping %d", i)))}, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return e.ID
+	}
+	// One trigger first, so that the coordinator is following and the
+	// adapter's binary is in the page cache.
+	awaitReply(post(-1))
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		time.Sleep(time.Duration(rng.IntN(51)) * time.Millisecond) // the idle gap is the point of the benchmark
+		b.StartTimer()
+		t0 := time.Now()
+		awaitReply(post(i))
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	floor := floorP50(b, fake, cl, max(b.N, 30))
+	p50 := lat[len(lat)/2]
+	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[(len(lat)-1)*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(floor.Microseconds())/1000, "floor-p50-ms")
+	b.ReportMetric(float64(p50)/float64(floor), "p50/floor")
+	reportStages(b, cl, "http://"+status, th.ID)
+}
+
+// reportStages reports the p50 of each stage of a trigger's way, from the
+// trigger's and the reply's timestamps on the bridge and the ledger's
+// timestamps of its invocation, so that a regression names its stage.
+func reportStages(b *testing.B, cl *client.Client, status, thread string) {
+	ctx := context.Background()
+	evs, err := cl.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: thread, After: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := map[string]time.Time{}      // event id → appended
+	replyTS := map[string]time.Time{} // trigger id → reply appended
+	for _, e := range evs {
+		t, err := time.Parse(agentbridge.TimeLayout, e.TS)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ts[e.ID] = t
+		if e.Meta.ReplyTo != "" {
+			replyTS[e.Meta.ReplyTo] = t
+		}
+	}
+	resp, err := http.Get(status + "/invocations?limit=1000&thread=" + thread)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Invocations []struct {
+			TriggerID        string `json:"trigger_id"`
+			QueuedAt         string `json:"queued_at"`
+			ProcessStartedAt string `json:"process_started_at"`
+			FinishedAt       string `json:"finished_at"`
+		} `json:"invocations"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		b.Fatal(err)
+	}
+	stages := []string{"appended→queued", "queued→process-started", "process-started→finished", "finished→reply-stored"}
+	d := make([][]time.Duration, len(stages))
+	for _, inv := range body.Invocations {
+		q, e1 := time.Parse(agentbridge.TimeLayout, inv.QueuedAt)
+		p, e2 := time.Parse(agentbridge.TimeLayout, inv.ProcessStartedAt)
+		f, e3 := time.Parse(agentbridge.TimeLayout, inv.FinishedAt)
+		r, ok := replyTS[inv.TriggerID]
+		if e1 != nil || e2 != nil || e3 != nil || !ok {
+			continue
+		}
+		for i, v := range []time.Duration{q.Sub(ts[inv.TriggerID]), p.Sub(q), f.Sub(p), r.Sub(f)} {
+			d[i] = append(d[i], v)
+		}
+	}
+	for i, name := range stages {
+		if len(d[i]) == 0 {
+			continue
+		}
+		slices.Sort(d[i])
+		b.ReportMetric(float64(d[i][len(d[i])/2].Microseconds())/1000, name+"-ms")
+	}
+}
+
+// floorP50 is the p50 of one fork/exec of the fake adapter (payload on
+// stdin, reply read) plus two loopback HTTP round trips to the bridge: the
+// least any coordinator outside the bridge must spend on a trigger.
+func floorP50(b *testing.B, fake string, cl *client.Client, n int) time.Duration {
+	payload, _ := json.Marshal(map[string]any{"event_id": "bench", "content": "ping", "participant": map[string]any{"id": "alice"}})
+	ctx := context.Background()
+	out := make([]time.Duration, 0, n)
+	for range n {
+		t0 := time.Now()
+		cmd := exec.Command(fake)
+		cmd.Stdin = bytes.NewReader(payload)
+		cmd.Env = append(os.Environ(), "FAKE_ADAPTER_DIR=")
+		if _, err := cmd.Output(); err != nil {
+			b.Fatalf("fake adapter: %v", err)
+		}
+		for range 2 {
+			if _, err := cl.Head(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		out = append(out, time.Since(t0))
+	}
+	slices.Sort(out)
+	return out[len(out)/2]
+}
