@@ -266,6 +266,17 @@ type Control struct {
 	// sessions in the thread (contract 5.6); any participant may send it,
 	// and it leaves the fold's state as it is.
 	ResetSession *ResetSessionControl
+	// Permission answers an ACP agent's permission request (contract
+	// 6.6); it leaves the fold's state as it is.
+	Permission *PermissionControl
+}
+
+// PermissionControl is {"permission":{"event","option"}}: the answer to
+// the permission request posted as event, choosing the option with that
+// id.
+type PermissionControl struct {
+	Event  string `json:"event"`
+	Option string `json:"option"`
 }
 
 // ResetSessionControl is {"reset_session":{"participant_id"}}.
@@ -307,9 +318,9 @@ type DiscussionControl struct {
 	AllowAgentMentions *bool
 }
 
-// ControlKeys are the control keys the product acts on: those ParseControl
-// reads, and "permission", the answer to an ACP agent's permission request
-// (contract 6.6), which the coordinator reads. A control holding none of
+// ControlKeys are the control keys the product acts on, all of which
+// ParseControl reads ("permission", the answer to an ACP agent's permission
+// request, contract 6.6, is acted on by the coordinator). A control holding none of
 // them does nothing anywhere, so the bridge refuses it (contract 6.3);
 // unknown keys next to a known one are kept, as v0 kept them.
 var ControlKeys = []string{
@@ -505,6 +516,16 @@ func ParseControl(content json.RawMessage) (Control, error) {
 				return Control{}, bad(key, "A reset_session needs {\"participant_id\": ...} with a valid participant id.")
 			}
 			c.ResetSession = &ResetSessionControl{ParticipantID: *raw.ParticipantID}
+		case "permission":
+			var raw struct {
+				Event  *string `json:"event"`
+				Option *string `json:"option"`
+			}
+			if err := json.Unmarshal(v, &raw); err != nil || raw.Event == nil || raw.Option == nil ||
+				!ThreadIDPattern.MatchString(*raw.Event) /* event ids are ULIDs: the same characters */ || *raw.Option == "" || len(*raw.Option) > 256 {
+				return Control{}, bad(key, "A permission answer needs {\"event\": <the permission request's event id>, \"option\": <one of its option ids>}.")
+			}
+			c.Permission = &PermissionControl{Event: *raw.Event, Option: *raw.Option}
 		}
 	}
 	return c, nil

@@ -41,7 +41,34 @@ type AgentConfig struct {
 	// profile.client matches it, so one configured claude adapter serves
 	// every invited claude participant, each with its own model and roles.
 	Client string
+	// ACP, when set, names an Agent Client Protocol agent's argv instead
+	// of an adapter (contract 6.6, docs/acp.md); Command is then empty.
+	ACP []string
+	// Workdir is an ACP agent's session folder; empty means a per-thread
+	// folder under the coordinator's state folder.
+	Workdir string
+	// Permissions is how an ACP agent's permission requests are answered:
+	// PermissionsAsk (the default), PermissionsAllow or PermissionsDeny.
+	Permissions string
+	// ACPFS offers the agent the client's fs capability, restricted to
+	// its session folder.
+	ACPFS bool
 }
+
+// Argv is the program the entry runs: its ACP agent or its adapter.
+func (a AgentConfig) Argv() []string {
+	if len(a.ACP) > 0 {
+		return a.ACP
+	}
+	return a.Command
+}
+
+// Answers to an ACP agent's permission requests (agent key "permissions").
+const (
+	PermissionsAsk   = "ask"
+	PermissionsAllow = "allow"
+	PermissionsDeny  = "deny"
+)
 
 // Config is the coordinator's configuration, as read from
 // coordinator.config.json. A Config is a value: the watcher builds a new
@@ -101,6 +128,14 @@ type Config struct {
 	BridgeToken string
 	// ShutdownGrace is how long running adapters may finish on shutdown.
 	ShutdownGrace time.Duration
+	// ACPIdle closes a warm ACP agent unused for this long (acp_idle_s).
+	ACPIdle time.Duration
+	// ACPMaxWarm caps the warm ACP agents; the least recently used idle
+	// one is closed first (acp_max_warm).
+	ACPMaxWarm int
+	// PermissionTimeout is how long a permission request waits for a
+	// person's answer before it is refused (permission_timeout_s).
+	PermissionTimeout time.Duration
 	// Path is the file the config was loaded from ("" when parsed from a
 	// reader).
 	Path string
@@ -177,6 +212,9 @@ func DefaultConfig() Config {
 		ScenePrimerPath:         "docs/scene-actor-primer.md",
 		StatusAddr:              agentbridge.DefaultStatusAddr,
 		ShutdownGrace:           10 * time.Second,
+		ACPIdle:                 600 * time.Second,
+		ACPMaxWarm:              8,
+		PermissionTimeout:       300 * time.Second,
 	}
 }
 
@@ -278,6 +316,9 @@ type fileConfig struct {
 	StatusAllowedHosts      *[]string                   `json:"status_allowed_hosts"`
 	BridgeToken             *string                     `json:"bridge_token"`
 	ShutdownGraceS          *float64                    `json:"shutdown_grace_s"`
+	ACPIdleS                *float64                    `json:"acp_idle_s"`
+	ACPMaxWarm              *float64                    `json:"acp_max_warm"`
+	PermissionTimeoutS      *float64                    `json:"permission_timeout_s"`
 	Agents                  *map[string]json.RawMessage `json:"agents"`
 	// agentsPresent tells a missing "agents" (required) from a null one.
 	agentsPresent bool
@@ -285,11 +326,15 @@ type fileConfig struct {
 
 // agentFile is one entry of "agents" as data.
 type agentFile struct {
-	Command *[]string                   `json:"command"`
-	Cwd     *string                     `json:"cwd"`
-	Env     *map[string]string          `json:"env"`
-	Client  *string                     `json:"client"`
-	Profile *map[string]json.RawMessage `json:"profile"`
+	Command     *[]string                   `json:"command"`
+	Cwd         *string                     `json:"cwd"`
+	Env         *map[string]string          `json:"env"`
+	Client      *string                     `json:"client"`
+	Profile     *map[string]json.RawMessage `json:"profile"`
+	ACP         *[]string                   `json:"acp"`
+	Workdir     *string                     `json:"workdir"`
+	Permissions *string                     `json:"permissions"`
+	ACPFS       *bool                       `json:"acp_fs"`
 }
 
 // profileFile is an agent entry's "profile" as data.
@@ -327,7 +372,9 @@ func decodeObject(raw map[string]json.RawMessage, prefix string, dst any, skip .
 	}
 	var warnings []string
 	for _, k := range sortedKeys(raw) {
-		if !known[k] && !slices.Contains(skip, k) {
+		// A key starting with "_" is a comment (the shipped config's
+		// "_comment" and "_examples"): skipped without a warning.
+		if !known[k] && !slices.Contains(skip, k) && !strings.HasPrefix(k, "_") {
 			warnings = append(warnings, "config: "+prefix+k+": unknown key, ignored")
 		}
 	}
@@ -430,6 +477,9 @@ func (f *fileConfig) Validate(baseDir string) (Config, []string, error) {
 		cfg.BridgeToken = *f.BridgeToken
 	}
 	set(checkSeconds("shutdown_grace_s", f.ShutdownGraceS, true, &cfg.ShutdownGrace))
+	set(checkSeconds("acp_idle_s", f.ACPIdleS, false, &cfg.ACPIdle))
+	set(checkInt("acp_max_warm", f.ACPMaxWarm, 1, &cfg.ACPMaxWarm))
+	set(checkSeconds("permission_timeout_s", f.PermissionTimeoutS, false, &cfg.PermissionTimeout))
 	if err != nil {
 		return Config{}, nil, err
 	}
@@ -494,13 +544,17 @@ func parseAgent(key string, raw json.RawMessage, baseDir string) (AgentConfig, [
 	if e.Command != nil {
 		a.Command = *e.Command
 	}
-	if len(a.Command) == 0 {
+	if e.ACP != nil {
+		if err := parseACP(key, e, baseDir, &a); err != nil {
+			return AgentConfig{}, nil, err
+		}
+	} else if len(a.Command) == 0 {
 		return AgentConfig{}, nil, configErrorf(key+".command", "is required: the adapter's argv as a non-empty array, such as [\"./adapters/echo.sh\"]")
 	}
 	if slices.Contains(a.Command, "") {
 		return AgentConfig{}, nil, configErrorf(key+".command", "must not contain empty strings")
 	}
-	if strings.Contains(a.Command[0], "/") {
+	if len(a.Command) > 0 && strings.Contains(a.Command[0], "/") {
 		a.Command[0] = resolvePath(baseDir, a.Command[0])
 	}
 	if e.Cwd != nil && *e.Cwd != "" {
@@ -684,4 +738,35 @@ func (c *Config) ResolveAgent(participant string, st agentbridge.ThreadState) (a
 		}
 	}
 	return "", false
+}
+
+// parseACP checks an ACP agent entry's keys (contract 6.6) and sets them
+// on a.
+func parseACP(key string, e agentFile, baseDir string, a *AgentConfig) error {
+	if len(a.Command) > 0 {
+		return configErrorf(key+".acp", "an agent runs either an adapter (\"command\") or an ACP agent (\"acp\"), not both")
+	}
+	a.ACP = *e.ACP
+	if len(a.ACP) == 0 || slices.Contains(a.ACP, "") {
+		return configErrorf(key+".acp", "must be the ACP agent's argv as a non-empty array without empty strings, such as [\"claude-agent-acp\"]")
+	}
+	if strings.Contains(a.ACP[0], "/") {
+		a.ACP[0] = resolvePath(baseDir, a.ACP[0])
+	}
+	if e.Workdir != nil && *e.Workdir != "" {
+		a.Workdir = resolvePath(baseDir, *e.Workdir)
+	}
+	a.Permissions = PermissionsAsk
+	if e.Permissions != nil {
+		switch p := *e.Permissions; p {
+		case PermissionsAsk, PermissionsAllow, PermissionsDeny:
+			a.Permissions = p
+		default:
+			return configErrorf(key+".permissions", "must be \"ask\", \"allow\" or \"deny\", not %q", p)
+		}
+	}
+	if e.ACPFS != nil {
+		a.ACPFS = *e.ACPFS
+	}
+	return nil
 }

@@ -85,6 +85,9 @@ func TestParseConfig_AllKeys(t *testing.T) {
 		"status_addr": "",
 		"bridge_token": "s3cret",
 		"shutdown_grace_s": 0,
+		"acp_idle_s": 30,
+		"acp_max_warm": 2,
+		"permission_timeout_s": 60,
 		"agents": {
 			"codex": {
 				"command": ["/usr/bin/codex-adapter", "--fast"],
@@ -125,6 +128,9 @@ func TestParseConfig_AllKeys(t *testing.T) {
 		StatusAddr:              "",
 		BridgeToken:             "s3cret",
 		ShutdownGrace:           0,
+		ACPIdle:                 30 * time.Second,
+		ACPMaxWarm:              2,
+		PermissionTimeout:       time.Minute,
 		Agents: map[string]AgentConfig{"codex": {
 			Command: []string{"/usr/bin/codex-adapter", "--fast"},
 			Cwd:     "/tmp",

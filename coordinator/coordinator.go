@@ -46,6 +46,9 @@ type Options struct {
 	// RequestTimeout bounds the arrival of a status API request's headers
 	// and body (10 s by default); tests shorten it.
 	RequestTimeout time.Duration
+	// ACPDir holds the per-thread session folders of ACP agents without a
+	// workdir; it defaults to a folder in the user's cache.
+	ACPDir string
 }
 
 // Coordinator follows the bridge's event log and turns trigger events into
@@ -101,6 +104,8 @@ type Coordinator struct {
 	// avail reports the participants it can start as available
 	// (available.go).
 	avail *availability
+	// acp keeps the warm ACP agents (acp.go).
+	acp *acpPool
 }
 
 // threadCache is a thread's derived state as of seq.
@@ -150,6 +155,7 @@ func New(opts Options) (*Coordinator, error) {
 	c.sched = newScheduler(c)
 	c.receipts = newReceiptReporter(c)
 	c.avail = newAvailability(c)
+	c.acp = newACPPool(c, acpDir(opts.ACPDir))
 	if opts.ConfigPath != "" {
 		c.watcher = NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
 	}
@@ -268,6 +274,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	cancelStop()
 	c.shutdown(work, cancelWork)
 	c.avail.offline()
+	c.acp.closeAll()
 	stopReceipts()
 	if ctx.Err() != nil {
 		return nil
@@ -442,7 +449,7 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 		for _, t := range d.Invoke {
 			cmd := []string{}
 			if a, ok := cfg.Agents[t.Agent]; ok {
-				cmd = a.Command
+				cmd = a.Argv()
 			}
 			step.Invocations = append(step.Invocations, state.Invocation{
 				Thread: e.Thread, TriggerID: e.ID, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq,
@@ -460,6 +467,7 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	if err := c.applyResetSession(ctx, e); err != nil {
 		return err
 	}
+	c.applyPermissionControl(e, humans)
 	queued, err := c.db.Commit(ctx, step)
 	if err != nil {
 		return err

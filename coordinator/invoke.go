@@ -53,17 +53,13 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		return
 	}
 	var res adapters.Result
+	var why string
 	mon := c.startMonitor(ledger, inv)
 	stopPresence := c.presence(ctx, inv.Thread, inv.Participant, cfg.PresenceHeartbeat, mon)
 	if in.startErr != nil {
 		res = adapters.Result{ExitCode: -1, StartErr: in.startErr, Started: time.Now(), Finished: time.Now()}
 	} else {
-		in.spec.Progress = mon.record
-		res = adapters.Run(ctx, in.spec, in.payload, func(pid, pgid int) {
-			if err := c.db.MarkRunning(ledger, inv.ID, pid, pgid, time.Now()); err != nil {
-				c.log.Error("record adapter start", "id", inv.ID, "err", err)
-			}
-		})
+		res, why = c.runAgent(ctx, inv, in, in.p, in.payload, mon.record)
 	}
 	mon.stopMonitor()
 	c.keepSession(ledger, inv, in, mon.latestSession())
@@ -94,6 +90,9 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 			o.Status = state.StatusTimeout
 		}
 		msg := adapters.ErrorMessage(res, cfg.AdapterTimeout)
+		if why != "" {
+			msg = why
+		}
 		o.Error = msg
 		post = c.errorPost(cfg, inv, msg)
 		if in.scene != nil && in.scene.step.Step == agentbridge.SceneStepTurn {
@@ -198,6 +197,8 @@ func (c *Coordinator) prepare(ctx context.Context, j job, cfg *Config) (prepared
 
 func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepared, error) {
 	inv := j.inv
+	// A warm ACP session needs no presence for its roster (acp.go).
+	presence := c.payloadPresence(ctx, inv)
 	n := cfg.ContextWindowSize
 	var window []agentbridge.Event
 	trigger := j.trigger
@@ -262,7 +263,7 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 	if payload.Session, err = c.sessionFor(ctx, inv, profile.Client); err != nil {
 		return prepared{}, err
 	}
-	payload.Participants = adapters.Roster(after.Participants.Invited, c.presenceStates(ctx, inv.Thread), cfg.HumanIDs)
+	payload.Participants = adapters.Roster(after.Participants.Invited, presence(), cfg.HumanIDs)
 	if inv.Round > 0 {
 		if err := c.partyPayload(ctx, inv, &payload); err != nil {
 			return prepared{}, err
@@ -277,9 +278,11 @@ func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepa
 			return prepared{}, err
 		}
 	}
-	body, err := json.Marshal(payload)
-	if err != nil {
-		return prepared{}, fmt.Errorf("encode payload: %w", err)
+	var body []byte
+	if len(agent.ACP) == 0 { // an ACP turn renders the payload itself
+		if body, err = json.Marshal(payload); err != nil {
+			return prepared{}, fmt.Errorf("encode payload: %w", err)
+		}
 	}
 	keys := make([]string, 0, len(agent.Env))
 	for k := range agent.Env {

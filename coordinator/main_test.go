@@ -83,6 +83,8 @@ type stack struct {
 	done    chan error
 	// logger is the coordinator's logger; nil is quietLogger.
 	logger *slog.Logger
+	// exe is the coordinator's Executable; "" is the fake adapter.
+	exe string
 }
 
 // testConfig is the coordinator config of the tests: agents alice, bob and
@@ -153,7 +155,11 @@ func (s *stack) startCoordinator() {
 	if logger == nil {
 		logger = quietLogger()
 	}
-	c, err := coordinator.New(coordinator.Options{Config: s.cfg, ConfigPath: s.cfgPath, State: db, Logger: logger, Executable: fakePath})
+	exe := s.exe
+	if exe == "" {
+		exe = fakePath
+	}
+	c, err := coordinator.New(coordinator.Options{Config: s.cfg, ConfigPath: s.cfgPath, State: db, Logger: logger, Executable: exe})
 	if err != nil {
 		t.Fatalf("new coordinator: %v", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
-	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
@@ -180,13 +179,8 @@ func (c *Coordinator) sceneOutcome(ctx context.Context, cfg *Config, inv state.I
 		}
 		// The first run's progress monitor has stopped; the correction
 		// run reports no progress.
-		spec := in.spec
-		spec.Progress = nil
-		res = adapters.Run(ctx, spec, body, func(pid, pgid int) {
-			if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, pid, pgid, time.Now()); err != nil {
-				c.log.Error("record adapter start", "id", inv.ID, "err", err)
-			}
-		})
+		var why string
+		res, why = c.runAgent(ctx, inv, in, p, body, nil)
 		o.Finished, o.OutputBytes, o.StderrTail = res.Finished, o.OutputBytes+res.StdoutBytes, string(res.StderrTail)
 		switch {
 		case res.Cancelled:
@@ -201,6 +195,9 @@ func (c *Coordinator) sceneOutcome(ctx context.Context, cfg *Config, inv state.I
 				o.Status = state.StatusTimeout
 			}
 			o.Error = adapters.ErrorMessage(res, cfg.AdapterTimeout)
+			if why != "" {
+				o.Error = why
+			}
 			post := c.errorPost(cfg, inv, o.Error)
 			post.Meta.Extra[agentbridge.MetaScene] = mustJSON(agentbridge.SceneMeta{Close: agentbridge.CloseError})
 			o.Post = mustJSON(post)

@@ -90,7 +90,11 @@ func (m *Main) coordinate(ctx context.Context, cfg coordinator.Config, statePath
 		return err
 	}
 	defer db.Close()
-	c, err := t.newCoordinator(ctx, coordinator.Options{Config: cfg, ConfigPath: cfg.Path, State: db, Logger: logger}, logger)
+	acpDir := "" // a PostgreSQL ledger (leased): the user's cache folder
+	if t.leased == nil {
+		acpDir = filepath.Join(filepath.Dir(statePath), "acp")
+	}
+	c, err := t.newCoordinator(ctx, coordinator.Options{Config: cfg, ConfigPath: cfg.Path, State: db, Logger: logger, ACPDir: acpDir}, logger)
 	if err != nil {
 		return err
 	}

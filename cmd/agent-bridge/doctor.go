@@ -292,7 +292,7 @@ func checkAdapters(cfg coordinator.Config, pathEnv, pathSource string) []checkRe
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		cmd := cfg.Agents[id].Command
+		cmd := cfg.Agents[id].Argv()
 		name := "adapter " + id
 		if len(cmd) == 0 {
 			res = append(res, checkResult{Name: name, Status: checkFail, Detail: "no command configured", Fix: "set agents." + id + ".command"})

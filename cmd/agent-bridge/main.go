@@ -97,6 +97,7 @@ Client:
   invocations [--thread T] [--participant P] [--status S]  the coordinator's invocation records
   invocations show ID [--follow] | invocations cancel ID
   cancel THREAD ID  stop a participant's queued and running invocations
+  permit THREAD EVENT OPTION  answer an ACP agent's permission request
   sessions [--thread T] | sessions reset THREAD ID  the CLI sessions kept per participant
   why EVENT_ID   the coordinator's routing decision for one event
   scene THREAD on --actors a,b [--setting S] [--brief a=TEXT]... | scene THREAD off
@@ -153,6 +154,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.runTranscript(ctx, rest)
 	case "cancel":
 		return m.runCancel(ctx, rest)
+	case "permit":
+		return m.runPermit(ctx, rest)
 	case "mcp":
 		return m.runMCP(ctx, rest)
 	case "adapter":

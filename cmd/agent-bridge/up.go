@@ -125,7 +125,7 @@ func printAgents(w io.Writer, cfg coordinator.Config) {
 	fmt.Fprintln(w, "Agents (invite one into a thread, then post to it):")
 	for _, id := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		a := cfg.Agents[id]
-		fmt.Fprintf(w, "  %-12s %s\n", id, strings.Join(a.Command, " "))
+		fmt.Fprintf(w, "  %-12s %s\n", id, strings.Join(a.Argv(), " "))
 	}
 	fmt.Fprintln(w, "(agent-bridge doctor checks that each command, and the CLI it wraps, is installed)")
 }

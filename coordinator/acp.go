@@ -1,0 +1,883 @@
+package coordinator
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+	"github.com/prometheus/client_golang/prometheus"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+)
+
+// Agent Client Protocol agents (contract 6.6, docs/acp.md). An agent entry
+// with "acp" runs as a warm process per (thread, participant): started on
+// the pair's first trigger, initialized, given a session, and kept for
+// later triggers, each of which is one session/prompt. The pool closes a
+// process idle for acp_idle_s and keeps at most acp_max_warm, closing the
+// least recently used idle one first.
+
+const (
+	// acpCancelWait is how long a cancelled turn waits for the agent to
+	// answer session/cancel before its process group is killed.
+	acpCancelWait = 5 * time.Second
+	// acpCloseGrace is the time between SIGTERM and SIGKILL when a warm
+	// agent is closed.
+	acpCloseGrace = 2 * time.Second
+	// acpStartTimeout bounds initialize and session setup.
+	acpStartTimeout = 2 * time.Minute
+	// acpStderrKeep is how much of the end of an agent's stderr is kept,
+	// as for adapters.
+	acpStderrKeep = adapters.DefaultMaxStderr
+	// acpMaxReply bounds the reply text collected from message chunks.
+	acpMaxReply = adapters.DefaultMaxStdout
+)
+
+// errACPTurn marks a turn that ended without a reply; the message that
+// goes with it says why.
+var errACPTurn = errors.New("the ACP turn failed")
+
+// acpPool holds the warm agents. It is safe for concurrent use; one pair
+// runs one turn at a time (the scheduler's FIFO per pair).
+type acpPool struct {
+	c *Coordinator
+	// dir holds the per-thread session folders of agents without workdir.
+	dir string
+
+	mu     sync.Mutex
+	agents map[pairKey]*acpAgent
+	closed bool
+	// perms are the permission requests waiting for a person, by the id
+	// of the message that asked; early holds answers that arrived before
+	// their request was registered (bounded).
+	perms map[string]*acpPermission
+	early map[string]permissionAnswer
+	// noPresence holds the invocations whose payload was built without
+	// reading presence (payloadPresence).
+	noPresence map[int64]bool
+	wg         sync.WaitGroup
+	// promptWritten, when set (benchmarks), is called as each
+	// session/prompt request has been written to an agent.
+	promptWritten atomic.Pointer[func(time.Time)]
+}
+
+func newACPPool(c *Coordinator, dir string) *acpPool {
+	p := &acpPool{c: c, dir: dir, agents: make(map[pairKey]*acpAgent),
+		perms: make(map[string]*acpPermission), early: make(map[string]permissionAnswer), noPresence: make(map[int64]bool)}
+	c.metrics.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "agent_bridge_coordinator_acp_warm_agents",
+			Help: "ACP agent processes kept warm (acp_max_warm caps the idle ones).",
+		}, func() float64 {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return float64(len(p.agents))
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "agent_bridge_coordinator_acp_permission_requests_waiting",
+			Help: "ACP permission requests waiting for a person's answer.",
+		}, func() float64 {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return float64(len(p.perms))
+		}))
+	return p
+}
+
+// acpAgent is one warm agent process and its session.
+type acpAgent struct {
+	pool *acpPool
+	key  pairKey
+	// fingerprint is the entry's settings; a reload that changes them
+	// replaces the process at the next turn.
+	fingerprint string
+	cfg         AgentConfig
+	cwd         string
+
+	cmd     *exec.Cmd
+	pid     int
+	started time.Time
+	stdin   *os.File
+	conn    *acp.ClientSideConnection
+	exited  chan struct{}
+	// exitCode is set before exited is closed (-1 when signalled).
+	exitCode int
+	stderr   *stderrTail
+	// loadSession is the agent's loadSession capability.
+	loadSession bool
+
+	// Guarded by pool.mu.
+	busy     bool
+	lastUsed time.Time
+	idle     *time.Timer
+
+	// session is the ACP session in use ("" before the first); costSeen
+	// is the last running cost total the agent reported. Only the pair's
+	// one turn at a time touches them.
+	session  string
+	costSeen float64
+	// rosterSent is the rosterKey last sent to the session.
+	rosterSent string
+	// promptSent is closed when the turn's prompt has been written.
+	promptSent atomic.Pointer[chan struct{}]
+
+	mu   sync.Mutex
+	turn *acpTurn
+}
+
+// fingerprintOf is what of an entry a warm process was started with.
+func fingerprintOf(a AgentConfig) string {
+	keys := make([]string, 0, len(a.Env))
+	for k := range a.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString(strings.Join(a.ACP, "\x00"))
+	for _, k := range keys {
+		b.WriteString("\x01" + k + "=" + a.Env[k])
+	}
+	fmt.Fprintf(&b, "\x02%s\x02%v", a.Workdir, a.ACPFS)
+	return b.String()
+}
+
+// acquire returns the pair's warm agent, starting one when there is none
+// (or the entry changed, or it died), marked busy until release. onStart is
+// called as soon as a new process runs, before it is initialized.
+func (p *acpPool) acquire(ctx context.Context, cfg *Config, key pairKey, entry AgentConfig, onStart func(*acpAgent)) (*acpAgent, error) {
+	fp := fingerprintOf(entry)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errors.New("the coordinator is shutting down")
+	}
+	if a := p.agents[key]; a != nil {
+		if a.fingerprint == fp && !a.dead() {
+			a.busy = true
+			if a.idle != nil {
+				a.idle.Stop()
+			}
+			p.mu.Unlock()
+			return a, nil
+		}
+		delete(p.agents, key)
+		p.closeLater(a)
+	}
+	p.evictLocked(cfg.ACPMaxWarm - 1)
+	a := &acpAgent{pool: p, key: key, fingerprint: fp, cfg: entry, busy: true, exited: make(chan struct{}), stderr: &stderrTail{}}
+	p.agents[key] = a
+	p.mu.Unlock()
+	if err := a.start(ctx, cfg, onStart); err != nil {
+		p.mu.Lock()
+		if p.agents[key] == a {
+			delete(p.agents, key)
+		}
+		p.mu.Unlock()
+		a.close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// release ends a's turn: it stays warm (unless it died) and its idle
+// timer starts.
+func (p *acpPool) release(a *acpAgent) {
+	cfg := p.c.cfg.Load()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	a.busy = false
+	a.lastUsed = time.Now()
+	if p.agents[a.key] != a {
+		p.closeLater(a)
+		return
+	}
+	if a.dead() || p.closed {
+		delete(p.agents, a.key)
+		p.closeLater(a)
+		return
+	}
+	idle := cfg.ACPIdle
+	a.idle = time.AfterFunc(idle, func() { p.closeIdle(a, idle) })
+	p.evictLocked(cfg.ACPMaxWarm)
+}
+
+// closeIdle closes a when it has not been used for idle.
+func (p *acpPool) closeIdle(a *acpAgent, idle time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.agents[a.key] != a || a.busy || time.Since(a.lastUsed) < idle {
+		return
+	}
+	delete(p.agents, a.key)
+	p.c.log.Info("closing idle ACP agent", "thread", a.key.thread, "participant", a.key.participant, "idle", idle)
+	p.closeLater(a)
+}
+
+// evictLocked closes the least recently used idle agents until at most
+// limit remain; busy ones are never closed, so the cap may be passed
+// while all are working.
+func (p *acpPool) evictLocked(limit int) {
+	for len(p.agents) > max(limit, 0) {
+		var lru *acpAgent
+		for _, a := range p.agents {
+			if !a.busy && (lru == nil || a.lastUsed.Before(lru.lastUsed)) {
+				lru = a
+			}
+		}
+		if lru == nil {
+			return
+		}
+		delete(p.agents, lru.key)
+		p.c.log.Info("closing least recently used ACP agent", "thread", lru.key.thread, "participant", lru.key.participant)
+		p.closeLater(lru)
+	}
+}
+
+// closeLater closes a in the background; closeAll waits for it.
+func (p *acpPool) closeLater(a *acpAgent) {
+	if a.idle != nil {
+		a.idle.Stop()
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		a.close()
+	}()
+}
+
+// closeAll closes every warm agent and waits for them to exit: the
+// coordinator's shutdown, after the running turns have ended.
+func (p *acpPool) closeAll() {
+	p.mu.Lock()
+	p.closed = true
+	for k, a := range p.agents {
+		delete(p.agents, k)
+		p.closeLater(a)
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// start runs the agent process and initializes the connection.
+func (a *acpAgent) start(ctx context.Context, cfg *Config, onStart func(*acpAgent)) error {
+	c := a.pool.c
+	a.cwd = a.cfg.Workdir
+	if a.cwd == "" {
+		a.cwd = filepath.Join(a.pool.dir, a.key.thread)
+	}
+	if err := os.MkdirAll(a.cwd, 0o755); err != nil {
+		return fmt.Errorf("create the session folder: %w", err)
+	}
+	if abs, err := filepath.Abs(a.cwd); err == nil {
+		a.cwd = abs
+	}
+	argv := a.cfg.ACP
+	a.cmd = exec.Command(argv[0], argv[1:]...)
+	a.cmd.Dir = a.cwd
+	a.cmd.SysProcAttr = acpProcAttr()
+	env := os.Environ()
+	keys := make([]string, 0, len(a.cfg.Env))
+	for k := range a.cfg.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+a.cfg.Env[k])
+	}
+	env = append(env, "BRIDGE_URL="+cfg.BridgeURL, "BRIDGE_THREAD_ID="+a.key.thread,
+		"BRIDGE_PARTICIPANT_ID="+a.key.participant, adapters.EnvAgentBridgeBin+"="+c.exe)
+	a.cmd.Env = env
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return err
+	}
+	a.cmd.Stdin, a.cmd.Stdout, a.cmd.Stderr = inR, outW, errW
+	err = a.cmd.Start()
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		close(a.exited)
+		return fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	a.pid, a.started, a.stdin = a.cmd.Process.Pid, time.Now(), inW
+	onStart(a)
+	c.log.Info("started ACP agent", "thread", a.key.thread, "participant", a.key.participant, "pid", a.pid, "argv", argv)
+	a.pool.wg.Add(2)
+	go func() {
+		defer a.pool.wg.Done()
+		defer errR.Close()
+		_, _ = io.Copy(a.stderr, errR)
+	}()
+	go func() {
+		defer a.pool.wg.Done()
+		err := a.cmd.Wait()
+		a.exitCode = a.cmd.ProcessState.ExitCode()
+		if err != nil && a.exitCode == 0 {
+			a.exitCode = -1
+		}
+		// Whatever it left in its group goes with it.
+		_ = syscall.Kill(-a.pid, syscall.SIGKILL)
+		close(a.exited)
+	}()
+	a.conn = acp.NewClientSideConnection(&acpClient{a: a}, &promptWriter{w: inW, hook: a.pool.promptWritten.Load(), sent: &a.promptSent}, outR)
+	a.conn.SetLogger(c.log.With("acp_participant", a.key.participant))
+	a.pool.wg.Add(1)
+	go func() {
+		defer a.pool.wg.Done()
+		<-a.conn.Done()
+		outR.Close()
+	}()
+	ictx, cancel := context.WithTimeout(ctx, acpStartTimeout)
+	defer cancel()
+	caps := acp.ClientCapabilities{}
+	if a.cfg.ACPFS {
+		caps.Fs = acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}
+	}
+	err = a.call(ictx, func(ctx context.Context) error {
+		r, err := a.conn.Initialize(ctx, acp.InitializeRequest{
+			ProtocolVersion:    acp.ProtocolVersionNumber,
+			ClientCapabilities: caps,
+			ClientInfo:         &acp.Implementation{Name: "agent-bridge", Version: buildVersion()},
+		})
+		a.loadSession = r.AgentCapabilities.LoadSession
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	return nil
+}
+
+// call runs one request, returning early when the process dies (the
+// connection then fails the request too, but only once its output pipe
+// closes, which a grandchild may hold).
+func (a *acpAgent) call(ctx context.Context, fn func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- fn(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-a.exited:
+		cancel()
+		<-done
+		return fmt.Errorf("the agent exited (code %d)", a.exitCode)
+	}
+}
+
+// dead reports whether the process has exited or its connection closed.
+func (a *acpAgent) dead() bool {
+	select {
+	case <-a.exited:
+		return true
+	default:
+	}
+	if a.conn == nil {
+		return false
+	}
+	select {
+	case <-a.conn.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// close ends the process: stdin closed, then SIGTERM to its group, then
+// SIGKILL after acpCloseGrace. It returns once the process is reaped.
+func (a *acpAgent) close() {
+	if a.stdin != nil {
+		a.stdin.Close()
+	}
+	if a.pid == 0 {
+		return
+	}
+	select {
+	case <-a.exited:
+		return
+	default:
+	}
+	_ = syscall.Kill(-a.pid, syscall.SIGTERM)
+	t := time.NewTimer(acpCloseGrace)
+	defer t.Stop()
+	select {
+	case <-a.exited:
+	case <-t.C:
+		a.kill()
+		<-a.exited
+	}
+}
+
+// kill kills the process group at once.
+func (a *acpAgent) kill() {
+	if a.pid > 0 {
+		_ = syscall.Kill(-a.pid, syscall.SIGKILL)
+	}
+}
+
+// mcpServers is the bridge's own MCP server, acting as the participant.
+func (a *acpAgent) mcpServers(cfg *Config) []acp.McpServer {
+	c := a.pool.c
+	env := []acp.EnvVariable{}
+	if cfg.BridgeToken != "" {
+		env = append(env, acp.EnvVariable{Name: agentbridge.EnvToken, Value: cfg.BridgeToken})
+	}
+	return []acp.McpServer{{Stdio: &acp.McpServerStdio{
+		Name: "agent-bridge", Command: c.exe,
+		Args: []string{"mcp", "--as", a.key.participant, "--url", cfg.BridgeURL}, Env: env,
+	}}}
+}
+
+// ensureSession makes sure a has the session the ledger remembers for the
+// pair (stored, "" for none): the warm one when it is that, else loaded
+// where the agent offers session/load, else a new one. fresh reports a new
+// session, which must be sent the whole recent context.
+func (a *acpAgent) ensureSession(ctx context.Context, cfg *Config, stored string, progress func(adapters.ProgressRecord)) (fresh bool, err error) {
+	if a.session != "" && a.session == stored {
+		// Reported on every turn, so the ledger counts the session's turns.
+		progress(adapters.ProgressRecord{Status: "warm session", Kind: "session", Session: stored})
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, acpStartTimeout)
+	defer cancel()
+	if stored != "" && a.loadSession {
+		a.session = ""
+		err := a.call(ctx, func(ctx context.Context) error {
+			_, err := a.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(stored), Cwd: a.cwd, McpServers: a.mcpServers(cfg)})
+			return err
+		})
+		if err == nil {
+			a.session = stored
+			progress(adapters.ProgressRecord{Status: "session loaded", Kind: "session", Session: stored})
+			return false, nil
+		}
+		if a.dead() {
+			return false, fmt.Errorf("session/load: %w", err)
+		}
+		progress(adapters.ProgressRecord{Status: "session/load refused; starting a new session", Kind: "session",
+			Detail: mustJSON(map[string]string{"error": err.Error()})})
+	}
+	var id string
+	err = a.call(ctx, func(ctx context.Context) error {
+		r, err := a.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: a.cwd, McpServers: a.mcpServers(cfg)})
+		id = string(r.SessionId)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("session/new: %w", err)
+	}
+	a.session, a.costSeen = id, 0
+	progress(adapters.ProgressRecord{Status: "new session", Kind: "session", Session: id})
+	return true, nil
+}
+
+// runAgent runs one turn of the invocation's agent: the adapter, or for an
+// "acp" entry a session/prompt on the pair's warm agent. p is the adapter
+// payload and body its encoding. why, when not empty, is the sentence for the thread
+// when the run failed in a way adapters.ErrorMessage cannot word.
+func (c *Coordinator) runAgent(ctx context.Context, inv state.Invocation, in prepared, p adapters.Payload, body []byte, progress func(adapters.ProgressRecord)) (res adapters.Result, why string) {
+	cfg := c.cfg.Load()
+	entry, ok := cfg.Agents[inv.Agent]
+	if !ok || len(entry.ACP) == 0 {
+		spec := in.spec
+		spec.Progress = progress
+		return adapters.Run(ctx, spec, body, func(pid, pgid int) {
+			if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, pid, pgid, time.Now()); err != nil {
+				c.log.Error("record adapter start", "id", inv.ID, "err", err)
+			}
+		}), ""
+	}
+	if progress == nil {
+		progress = func(adapters.ProgressRecord) {}
+	}
+	return c.runACP(ctx, cfg, inv, in, entry, p, progress)
+}
+
+// runACP is one turn on the pair's warm agent (contract 6.6).
+func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocation, in prepared, entry AgentConfig, p adapters.Payload, progress func(adapters.ProgressRecord)) (adapters.Result, string) {
+	res := adapters.Result{ExitCode: -1, Started: time.Now()}
+	fail := func(why string, a *acpAgent) (adapters.Result, string) {
+		res.StartErr, res.Finished = errACPTurn, time.Now()
+		if a != nil {
+			res.StderrTail = a.stderr.since(0)
+			if tail := strings.TrimSpace(string(res.StderrTail)); tail != "" {
+				why += "\n\nThe end of its stderr:\n" + tail
+			}
+		}
+		return res, why
+	}
+	noPresence := c.acp.tookNoPresence(inv.ID)
+	if ctx.Err() != nil {
+		return stoppedResult(ctx, res), ""
+	}
+	// A cold start is marked running at once (it may take seconds, and a
+	// cancel meanwhile must stop a running turn); a warm turn after its
+	// prompt is written.
+	markRunning := func(a *acpAgent) {
+		if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, a.pid, a.pid, a.started); err != nil {
+			c.log.Error("record ACP turn start", "id", inv.ID, "err", err)
+		}
+	}
+	cold := false
+	a, err := c.acp.acquire(ctx, cfg, pairKey{inv.Thread, inv.Participant}, entry, func(a *acpAgent) {
+		cold = true
+		markRunning(a)
+	})
+	if err != nil && ctx.Err() != nil {
+		return stoppedResult(ctx, res), ""
+	}
+	if err != nil {
+		return fail(fmt.Sprintf("The ACP agent could not be started: %v.", err), nil)
+	}
+	defer c.acp.release(a)
+	errMark := a.stderr.mark()
+	fresh, err := a.ensureSession(ctx, cfg, p.Session.ID, progress)
+	if err != nil && ctx.Err() != nil {
+		// Stopped while the session was being set up.
+		return stoppedResult(ctx, res), ""
+	}
+	if err != nil {
+		return fail(fmt.Sprintf("The ACP agent could not open a session: %v.", err), a)
+	}
+	res.PID, res.PGID = a.pid, a.pid
+	if fresh {
+		p.Session = adapters.SessionInfo{}
+	} else {
+		p.Session.ID = a.session
+	}
+	// A warm session has the roster from its first prompt: it is sent
+	// again only when who is invited changed.
+	roster := rosterKey(p.Participants)
+	switch {
+	case !fresh && roster == a.rosterSent:
+		p.Participants = nil
+	case noPresence:
+		st := c.presenceStates(ctx, inv.Thread)
+		for i, e := range p.Participants {
+			if !e.Human {
+				p.Participants[i].Presence = cmp.Or(st[e.ID], agentbridge.PresenceOffline)
+			}
+		}
+	}
+	a.rosterSent = roster
+	text := adapters.RenderPrompt(p)
+
+	t := a.beginTurn(c, inv, in, entry, progress)
+	defer a.endTurn()
+	type answer struct {
+		resp acp.PromptResponse
+		err  error
+	}
+	answered := make(chan answer, 1)
+	promptCtx, cancelPrompt := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelPrompt()
+	sent := make(chan struct{})
+	a.promptSent.Store(&sent)
+	go func() {
+		r, err := a.conn.Prompt(promptCtx, acp.PromptRequest{SessionId: acp.SessionId(a.session), Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
+		answered <- answer{r, err}
+	}()
+	// A warm turn's running mark goes beside the prompt, as adapters.Run
+	// writes the payload first: the ledger write is off the turn's
+	// critical path. It ends before the turn does, so the outcome is
+	// always recorded after it.
+	marked := make(chan struct{})
+	go func() {
+		defer close(marked)
+		if cold {
+			return
+		}
+		// After the prompt's write, so the two do not compete for a CPU.
+		wait := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-sent:
+		case <-wait.C:
+		}
+		wait.Stop()
+		markRunning(a)
+	}()
+	defer func() { <-marked }()
+	var timeout <-chan time.Time
+	if cfg.AdapterTimeout > 0 {
+		tm := time.NewTimer(cfg.AdapterTimeout)
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	var ans answer
+	stopped := ""
+	select {
+	case ans = <-answered:
+	case <-a.exited:
+		select {
+		case ans = <-answered:
+		case <-time.After(time.Second):
+			ans.err = errors.New("the agent exited")
+		}
+	case <-ctx.Done():
+		stopped = "interrupted"
+		if errors.Is(context.Cause(ctx), adapters.ErrCancelled) {
+			stopped = "cancelled"
+		}
+	case <-timeout:
+		stopped = "timeout"
+	}
+	if stopped != "" {
+		t.stop()
+		_ = a.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: acp.SessionId(a.session)})
+		wait := time.NewTimer(acpCancelWait)
+		select {
+		case ans = <-answered:
+		case <-wait.C:
+			c.log.Warn("the ACP agent did not answer session/cancel; killing its process group", "id", inv.ID, "pid", a.pid)
+			a.kill()
+			cancelPrompt()
+			ans = <-answered
+		}
+		wait.Stop()
+	}
+	res.Finished = time.Now()
+	res.StderrTail = a.stderr.since(errMark)
+	reply, thought := t.result()
+	c.acpUsage(a, t, ans.resp.Usage, progress)
+	switch stopped {
+	case "cancelled":
+		res.Cancelled = true
+		return res, ""
+	case "interrupted":
+		res.Interrupted = true
+		return res, ""
+	case "timeout":
+		res.TimedOut = true
+		return res, ""
+	}
+	if ans.err != nil {
+		if a.dead() {
+			// The connection closed; the process may linger.
+			select {
+			case <-a.exited:
+			case <-time.After(acpCloseGrace):
+				a.kill()
+				<-a.exited
+			}
+			return fail(fmt.Sprintf("The ACP agent exited during the turn (exit code %d).", a.exitCode), a)
+		}
+		return fail(fmt.Sprintf("The ACP agent answered the prompt with an error: %v.", ans.err), a)
+	}
+	switch ans.resp.StopReason {
+	case acp.StopReasonEndTurn:
+	case acp.StopReasonMaxTokens:
+		return fail("The ACP agent stopped because it reached its token limit (max_tokens).", a)
+	case acp.StopReasonRefusal:
+		return fail("The ACP agent refused to go on (refusal).", a)
+	case acp.StopReasonMaxTurnRequests:
+		return fail("The ACP agent stopped because it reached its limit of model requests in one turn (max_turn_requests).", a)
+	case acp.StopReasonCancelled:
+		if t.refusals() > 0 {
+			return fail("The ACP agent ended its turn after a permission request was refused.", a)
+		}
+		return fail("The ACP agent cancelled the turn itself.", a)
+	default:
+		return fail(fmt.Sprintf("The ACP agent ended the turn with an unknown stop reason %q.", ans.resp.StopReason), a)
+	}
+	if in.scene != nil && thought != "" && !strings.Contains(reply, "<thinking>") {
+		// A scene actor's private thinking comes as thought chunks.
+		reply = "<thinking>" + thought + "</thinking>\n" + reply
+	}
+	res.ExitCode, res.PID = 0, 0
+	res.Stdout = []byte(reply)
+	res.StdoutBytes = int64(len(reply))
+	return res, ""
+}
+
+// acpUsage records the turn's usage: tokens from the prompt's answer, cost
+// from the agent's running total (claude-agent-acp's usage_update) as the
+// difference over the turn.
+func (c *Coordinator) acpUsage(a *acpAgent, t *acpTurn, u *acp.Usage, progress func(adapters.ProgressRecord)) {
+	cost, hasCost := t.costDelta()
+	if u == nil && !hasCost {
+		return
+	}
+	usage := &adapters.Usage{CostUSD: cost}
+	if u != nil {
+		usage.InputTokens = int64(u.InputTokens)
+		if u.CachedReadTokens != nil {
+			usage.InputTokens += int64(*u.CachedReadTokens)
+		}
+		if u.CachedWriteTokens != nil {
+			usage.InputTokens += int64(*u.CachedWriteTokens)
+		}
+		usage.OutputTokens = int64(u.OutputTokens)
+	}
+	progress(adapters.ProgressRecord{Status: "usage", Kind: "usage", Usage: usage})
+}
+
+// stderrTail keeps the end of an agent's stderr and counts what was
+// written, so that a turn can take what was written during it.
+type stderrTail struct {
+	mu    sync.Mutex
+	buf   []byte
+	total int64
+}
+
+func (s *stderrTail) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total += int64(len(p))
+	s.buf = append(s.buf, p...)
+	if len(s.buf) > acpStderrKeep {
+		s.buf = slices.Clone(s.buf[len(s.buf)-acpStderrKeep:])
+	}
+	return len(p), nil
+}
+
+// mark is the count written so far.
+func (s *stderrTail) mark() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
+}
+
+// since returns what was written after mark (its kept end).
+func (s *stderrTail) since(mark int64) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := min(s.total-mark, int64(len(s.buf)))
+	return slices.Clone(s.buf[int64(len(s.buf))-n:])
+}
+
+// buildVersion is the module version this binary was built from, for the
+// clientInfo of initialize.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// acpDir is where per-thread session folders go: dir when set, else
+// agent-bridge/acp in the user's cache folder (the temporary folder when
+// there is none).
+func acpDir(dir string) string {
+	if dir != "" {
+		return dir
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "agent-bridge", "acp")
+}
+
+// promptWriter is an agent's stdin. It tells when a session/prompt
+// request has been written: to the turn (sent), and to the hook of the
+// turn-overhead benchmark.
+type promptWriter struct {
+	w    io.Writer
+	hook *func(time.Time)
+	sent *atomic.Pointer[chan struct{}]
+}
+
+func (pw *promptWriter) Write(b []byte) (int, error) {
+	n, err := pw.w.Write(b)
+	if bytes.Contains(b, []byte(`"method":"session/prompt"`)) {
+		if pw.hook != nil {
+			(*pw.hook)(time.Now())
+		}
+		if ch := pw.sent.Swap(nil); ch != nil {
+			close(*ch)
+		}
+	}
+	return n, err
+}
+
+// payloadPresence returns the function that reads the presence for the
+// roster of inv's payload. A warm ACP session is sent no roster unless who
+// is invited changed (runACP), so for it the read is skipped (and done by
+// runACP if the roster is needed after all).
+func (c *Coordinator) payloadPresence(ctx context.Context, inv state.Invocation) func() map[string]string {
+	if entry, ok := c.cfg.Load().Agents[inv.Agent]; ok && len(entry.ACP) > 0 && c.acp.skipPresence(inv) {
+		return func() map[string]string { return nil }
+	}
+	return func() map[string]string { return c.presenceStates(ctx, inv.Thread) }
+}
+
+// skipPresence reports whether inv's pair has a warm session, and if so
+// notes that its payload is built without presence.
+func (p *acpPool) skipPresence(inv state.Invocation) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	a := p.agents[pairKey{inv.Thread, inv.Participant}]
+	if a == nil || a.busy || a.dead() || a.session == "" {
+		return false
+	}
+	p.noPresence[inv.ID] = true
+	return true
+}
+
+// tookNoPresence reports (and forgets) whether inv's payload was built
+// without presence (payloadPresence).
+func (p *acpPool) tookNoPresence(id int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v := p.noPresence[id]
+	delete(p.noPresence, id)
+	return v
+}
+
+// rosterKey names who is invited, to tell when a warm session's roster
+// is out of date.
+func rosterKey(r []adapters.RosterEntry) string {
+	ids := make([]string, 0, len(r))
+	for _, e := range r {
+		ids = append(ids, e.ID)
+	}
+	return strings.Join(ids, "\x00")
+}
+
+// stoppedResult is res for a run whose ctx ended before its prompt: a
+// cancel, or the coordinator's shutdown.
+func stoppedResult(ctx context.Context, res adapters.Result) adapters.Result {
+	res.Finished = time.Now()
+	if errors.Is(context.Cause(ctx), adapters.ErrCancelled) {
+		res.Cancelled = true
+	} else {
+		res.Interrupted = true
+	}
+	return res
+}

@@ -1,0 +1,57 @@
+package coordinator
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestParseConfig_ACP: an "acp" entry (contract 6.6) with its keys, its
+// defaults, and the mistakes that exit 2 naming the key.
+func TestParseConfig_ACP(t *testing.T) {
+	cfg, warnings, err := ParseConfig(strings.NewReader(`{
+		"_comment": "keys starting with _ are comments",
+		"agents": {
+			"claude-acp": {"acp": ["./bin/claude-agent-acp", "--x"], "env": {"IS_SANDBOX": "1"}, "workdir": "work",
+				"permissions": "allow", "acp_fs": true, "client": "claude-acp", "_note": "a comment too"},
+			"codex-acp": {"acp": ["codex-acp"]}
+		},
+		"_examples": {"gemini": {"acp": ["gemini", "--experimental-acp"]}}
+	}`), "/base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 0 {
+		t.Errorf("warnings = %q, want none (comments are quiet)", warnings)
+	}
+	want := AgentConfig{ACP: []string{"/base/bin/claude-agent-acp", "--x"}, Env: map[string]string{"IS_SANDBOX": "1"},
+		Workdir: "/base/work", Permissions: PermissionsAllow, ACPFS: true, Client: "claude-acp", Cwd: "/base"}
+	if got := cfg.Agents["claude-acp"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("claude-acp = %+v, want %+v", got, want)
+	}
+	if got := cfg.Agents["codex-acp"]; got.Permissions != PermissionsAsk || got.ACPFS || got.Workdir != "" {
+		t.Errorf("codex-acp defaults = %+v", got)
+	}
+	if cfg.ACPIdle.Seconds() != 600 || cfg.ACPMaxWarm != 8 || cfg.PermissionTimeout.Seconds() != 300 {
+		t.Errorf("defaults: acp_idle_s %v, acp_max_warm %d, permission_timeout_s %v", cfg.ACPIdle, cfg.ACPMaxWarm, cfg.PermissionTimeout)
+	}
+	for in, key := range map[string]string{
+		`{"agents": {"a": {"acp": []}}}`:                            "agents.a.acp",
+		`{"agents": {"a": {"acp": [""]}}}`:                          "agents.a.acp",
+		`{"agents": {"a": {"acp": ["x"], "command": ["y"]}}}`:       "agents.a.acp",
+		`{"agents": {"a": {"acp": ["x"], "permissions": "maybe"}}}`: "agents.a.permissions",
+		`{"agents": {"a": {"acp": "x"}}}`:                           "agents.a.acp",
+		`{"acp_max_warm": 0, "agents": {}}`:                         "acp_max_warm",
+		`{"acp_idle_s": -1, "agents": {}}`:                          "acp_idle_s",
+		`{"permission_timeout_s": "soon", "agents": {}}`:            "permission_timeout_s",
+		`{"agents": {"a": {"acp": ["x"], "acp_fs": "yes"}}}`:        "agents.a.acp_fs",
+		`{"agents": {"a": {"workdir": "w"}}}`:                       "agents.a.command",
+	} {
+		_, _, err := ParseConfig(strings.NewReader(in), "/base")
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Key != key {
+			t.Errorf("%s: err = %v, want a ConfigError on %s", in, err, key)
+		}
+	}
+}

@@ -1,0 +1,11 @@
+package coordinator
+
+import "syscall"
+
+// acpProcAttr puts an ACP agent in its own process group, so that a cancel
+// without answer or a close can kill all it started, and has the kernel
+// kill it when the coordinator dies (see adapters' sysProcAttr for why the
+// forking thread's lifetime is not a concern).
+func acpProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}

@@ -1,0 +1,405 @@
+package coordinator_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
+)
+
+// The real ACP agents (npm @zed-industries/claude-agent-acp and
+// @zed-industries/codex-acp, pinned by .ci/run) against the project's fake
+// model server. AGENT_BRIDGE_CLI_BIN names the folder of their programs;
+// without it the tests skip, except in CI.
+
+var (
+	binOnce  sync.Once
+	binPath  string
+	binBuild error
+)
+
+// agentBridgeBin builds the agent-bridge binary once per test binary.
+func agentBridgeBin(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(func() {
+		binPath = filepath.Join(fakeDir, "agent-bridge")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/agent-bridge/agent-bridge/cmd/agent-bridge").CombinedOutput()
+		if err != nil {
+			binBuild = fmt.Errorf("build agent-bridge: %v\n%s", err, out)
+		}
+	})
+	if binBuild != nil {
+		t.Fatal(binBuild)
+	}
+	return binPath
+}
+
+// realACP returns the path of an ACP agent program, skipping (or, in CI,
+// failing) when it is not installed.
+func realACP(t testing.TB, name string) string {
+	t.Helper()
+	dir := os.Getenv("AGENT_BRIDGE_CLI_BIN")
+	why := ""
+	if dir == "" {
+		why = "AGENT_BRIDGE_CLI_BIN is not set (the folder holding " + name + ")"
+	} else if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+		why = name + " is not in AGENT_BRIDGE_CLI_BIN: " + err.Error()
+	}
+	if why != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+	return filepath.Join(dir, name)
+}
+
+// modelScript answers like a model: a shell tool call (claude's Bash,
+// codex's exec_command) when the prompt asks for PLEASE_MKDIR and no tool
+// result came back yet, else text.
+func modelScript(m *fakemodel.Server) {
+	m.SetResponder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
+		tools := r.ToolNames()
+		switch {
+		case r.Contains("PLEASE_MKDIR") && !r.Contains("tool_result") && !r.Contains("function_call_output") && slices.Contains(tools, "Bash"):
+			return fakemodel.Reply{Tool: &fakemodel.ToolCall{Name: "Bash", Input: map[string]any{"command": "mkdir made-by-agent", "description": "Make a folder"}}}, true
+		case r.Contains("PLEASE_MKDIR") && !r.Contains("function_call_output") && slices.Contains(tools, "exec_command"):
+			return fakemodel.Reply{Tool: &fakemodel.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "mkdir made-by-agent"}}}, true
+		case r.Contains("PLEASE_MKDIR"):
+			return fakemodel.Reply{Text: "the tool ran or was refused"}, true
+		case r.Contains("PLEASE_WAIT"):
+			return fakemodel.Reply{Text: "too late", Delay: time.Minute}, true
+		}
+		return fakemodel.Reply{Text: "pong from the model"}, true
+	})
+}
+
+// envMap turns "KEY=value" entries into the map an agent entry's env is.
+func envMap(entries []string, more map[string]string) map[string]string {
+	out := make(map[string]string, len(entries)+len(more))
+	for _, e := range entries {
+		k, v, _ := strings.Cut(e, "=")
+		out[k] = v
+	}
+	for k, v := range more {
+		out[k] = v
+	}
+	return out
+}
+
+type realAgent struct {
+	name string
+	argv func(t testing.TB) []string
+	env  func(t testing.TB, m *fakemodel.Server) map[string]string
+}
+
+var realAgents = []realAgent{
+	{name: "claude-agent-acp",
+		argv: func(t testing.TB) []string { return []string{realACP(t, "claude-agent-acp")} },
+		env: func(t testing.TB, m *fakemodel.Server) map[string]string {
+			// IS_SANDBOX: CI runs as root, where claude refuses to skip its
+			// own permission prompts otherwise (docs/acp.md).
+			return envMap(m.ClaudeEnv("test-key"), map[string]string{"IS_SANDBOX": "1", "HOME": t.TempDir(), "CLAUDE_CODE_MAX_RETRIES": "1"})
+		}},
+	{name: "codex-acp",
+		argv: func(t testing.TB) []string { return []string{realACP(t, "codex-acp")} },
+		env: func(t testing.TB, m *fakemodel.Server) map[string]string {
+			home := t.TempDir()
+			// "untrusted": codex asks before a command that is not known
+			// to be read-only (its default runs it in a sandbox instead);
+			// no sandbox, which needs bubblewrap, on CI's machine.
+			toml := "approval_policy = \"untrusted\"\nsandbox_mode = \"danger-full-access\"\n" + m.CodexConfig("gpt-5.1-codex", "FAKE_OPENAI_KEY")
+			if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(toml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return map[string]string{"CODEX_HOME": home, "FAKE_OPENAI_KEY": "test-key", "HOME": t.TempDir()}
+		}},
+}
+
+// startRealACP runs a stack whose participant "agent" is the real ACP
+// agent ra, with the given permissions.
+func startRealACP(t testing.TB, ra realAgent, perms string) (*acpStack, string, *fakemodel.Server) {
+	argv := ra.argv(t)
+	s := newStack(t)
+	// After the stack, so that it closes before the goroutine check (a
+	// held-back answer's handler ends with it).
+	m := fakemodel.Start(t, "")
+	modelScript(m)
+	work := t.TempDir()
+	// The agent starts "agent-bridge mcp" as its MCP server: the real one.
+	s.exe = agentBridgeBin(t)
+	s.cfg.Agents["acpy"] = coordinator.AgentConfig{ACP: argv, Env: ra.env(t, m), Workdir: work, Permissions: perms}
+	s.cfg.AdapterTimeout = 2 * time.Minute
+	s.startCoordinator()
+	as := &acpStack{stack: s}
+	as.thread = s.thread("real-acp")
+	s.invite(as.thread, "acpy", agentbridge.Profile{Client: ra.name})
+	return as, work, m
+}
+
+// TestRealACPAgents: reply, a second turn on the same warm process and
+// session, and cancel.
+func TestRealACPAgents(t *testing.T) {
+	for _, ra := range realAgents {
+		t.Run(ra.name, func(t *testing.T) {
+			s, _, _ := startRealACP(t, ra, coordinator.PermissionsAsk)
+			first := s.ask("say pong")
+			r1 := s.reply(first)
+			if r1.From != "acpy" || !strings.Contains(r1.Text(), "pong from the model") {
+				t.Fatalf("first reply = %q from %s", r1.Text(), r1.From)
+			}
+			inv1 := s.waitStatus(first.ID, "acpy", state.StatusSucceeded)
+			second := s.ask("say pong again")
+			r2 := s.reply(second)
+			if r2.From != "acpy" || !strings.Contains(r2.Text(), "pong from the model") {
+				t.Fatalf("second reply = %q from %s", r2.Text(), r2.From)
+			}
+			inv2 := s.waitStatus(second.ID, "acpy", state.StatusSucceeded)
+			if inv2.PID != inv1.PID || inv1.PID == 0 {
+				t.Errorf("second turn on pid %d, first on %d: want the same warm process", inv2.PID, inv1.PID)
+			}
+			if ra.name == "claude-agent-acp" {
+				// Each turn books its own figures: tokens from the prompt's
+				// answer, cost as the difference of the running totals.
+				u := fakemodel.DefaultUsage
+				for i, inv := range []state.Invocation{inv1, inv2} {
+					if inv.InputTokens != u.InputTokens || inv.OutputTokens != u.OutputTokens || inv.CostUSD <= 0 {
+						t.Errorf("turn %d booked %d/%d tokens, $%v; want the model's %d/%d and a cost", i+1, inv.InputTokens, inv.OutputTokens, inv.CostUSD, u.InputTokens, u.OutputTokens)
+					}
+				}
+				if d := inv2.CostUSD - inv1.CostUSD; d > 1e-9 || d < -1e-9 {
+					t.Errorf("turn costs $%v and $%v: equal turns must book equal costs (not the running total)", inv1.CostUSD, inv2.CostUSD)
+				}
+			}
+			sessions, err := s.db.Sessions(t.Context(), s.thread)
+			if err != nil || len(sessions) != 1 || sessions[0].Turns < 2 {
+				t.Errorf("sessions = %+v, %v; want one session with both turns", sessions, err)
+			}
+
+			slow := s.ask("PLEASE_WAIT for a while")
+			s.cancelRunning(slow)
+			s.waitStatus(slow.ID, "acpy", state.StatusCancelled)
+			for _, e := range s.repliesTo(s.thread, slow.ID) {
+				if e.From == "acpy" {
+					t.Errorf("a cancelled turn posted %q", e.Text())
+				}
+			}
+		})
+	}
+}
+
+// TestRealACPPermission: a shell mkdir asks permission (claude-agent-acp
+// by default, codex-acp with approval_policy "untrusted"), answered with
+// the allow_once option (the folder is made) and with reject_once (it is
+// not).
+func TestRealACPPermission(t *testing.T) {
+	for _, ra := range realAgents {
+		for _, kind := range []string{"allow_once", "reject_once"} {
+			t.Run(ra.name+"/"+kind, func(t *testing.T) {
+				s, work, _ := startRealACP(t, ra, coordinator.PermissionsAsk)
+				trig := s.ask("PLEASE_MKDIR in your folder")
+				req, pm := s.permissionRequest(trig)
+				answer := ""
+				for _, o := range pm.Options {
+					if o.Kind == kind {
+						answer = o.ID
+					}
+				}
+				if answer == "" || pm.ToolCall.Kind != "execute" {
+					t.Fatalf("meta.permission = %+v, want an execute tool call offering %s", pm, kind)
+				}
+				s.control(s.thread, "user", map[string]any{"permission": map[string]any{"event": req.ID, "option": answer}})
+				var inv state.Invocation
+				testutil.WaitFor(t, waitLong, "the turn to end", func() bool {
+					for _, i := range s.invocations(trig.ID) {
+						if i.Status != state.StatusRunning && i.Status != state.StatusQueued && len(i.PendingPost) == 0 {
+							inv = i
+							return true
+						}
+					}
+					return false
+				})
+				_, err := os.Stat(filepath.Join(work, "made-by-agent"))
+				if made := err == nil; made != (kind == "allow_once") {
+					t.Errorf("answered %s (%s): folder made = %v", answer, kind, made)
+				}
+				// One reply, or (an agent that ends its turn on a refusal,
+				// as codex-acp does) one error notice saying so.
+				var replies []agentbridge.Event
+				for _, e := range s.repliesTo(s.thread, trig.ID) {
+					if !e.Meta.HasTag("permission") {
+						replies = append(replies, e)
+					}
+				}
+				if len(replies) != 1 {
+					t.Fatalf("replies to the trigger: %+v", replies)
+				}
+				if kind == "allow_once" && inv.Status != state.StatusSucceeded {
+					t.Errorf("allowed turn ended %s: %s", inv.Status, inv.Error)
+				}
+				if inv.Status == state.StatusFailed && !strings.Contains(inv.Error, "permission request was refused") {
+					t.Errorf("a turn ended on a refusal says %q", inv.Error)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkRealACP measures the real agents on this machine against the
+// instant fake model: a cold turn (process start, initialize, session/new)
+// and warm turns, each from the trigger's append to the agent's first model
+// request; the coordinator's own part of a warm turn (trigger →
+// session/prompt written); the agents' memory with 8 warm; and the time an
+// idle one takes to close. For claude, a cold `claude -p` from its start to
+// its first model request, for comparison. Run with -benchtime 1x.
+func BenchmarkRealACP(b *testing.B) {
+	for _, ra := range realAgents {
+		b.Run(ra.name, func(b *testing.B) {
+			s, _, m := startRealACP(b, ra, coordinator.PermissionsAsk)
+			var mu sync.Mutex
+			var written []time.Time
+			coordinator.SetACPPromptHook(s.coord, func(t time.Time) {
+				mu.Lock()
+				written = append(written, t)
+				mu.Unlock()
+			})
+			// firstCall is the time of the first model request after t.
+			firstCall := func(t time.Time) time.Duration {
+				for _, r := range m.Calls() {
+					if r.Time.After(t) {
+						return r.Time.Sub(t)
+					}
+				}
+				return -1
+			}
+			turn := func(thread string) (toModel, toPrompt time.Duration) {
+				trig := s.say(thread, "acpy", "say pong")
+				s.waitReplies(thread, trig.ID, 1)
+				ts, _ := time.Parse(agentbridge.TimeLayout, trig.TS)
+				mu.Lock()
+				last := written[len(written)-1]
+				mu.Unlock()
+				return firstCall(ts), last.Sub(ts)
+			}
+			coldModel, coldPrompt := turn(s.thread)
+			var warmModel, warmPrompt []time.Duration
+			for range 10 {
+				tm, tp := turn(s.thread)
+				warmModel = append(warmModel, tm)
+				warmPrompt = append(warmPrompt, tp)
+			}
+			slices.Sort(warmModel)
+			slices.Sort(warmPrompt)
+			b.ReportMetric(float64(coldPrompt.Microseconds())/1000, "cold-to-prompt-ms")
+			b.ReportMetric(float64(coldModel.Microseconds())/1000, "cold-to-model-ms")
+			b.ReportMetric(float64(percentile(warmPrompt, 50).Microseconds())/1000, "warm-to-prompt-p50-ms")
+			b.ReportMetric(float64(percentile(warmModel, 50).Microseconds())/1000, "warm-to-model-p50-ms")
+
+			// 8 warm agents: the coordinator's (test process's) memory and
+			// the agents' own, each with the processes it started.
+			before := rssKB(b, os.Getpid())
+			var pids []int
+			for j := range 8 {
+				th := s.stack.thread(fmt.Sprintf("warm %d", j))
+				s.invite(th, "acpy", agentbridge.Profile{Client: ra.name})
+				trig := s.say(th, "acpy", "say pong")
+				s.waitReplies(th, trig.ID, 1)
+				inv := s.waitStatus(trig.ID, "acpy", state.StatusSucceeded)
+				pids = append(pids, inv.PID)
+			}
+			after := rssKB(b, os.Getpid())
+			agents := 0
+			for _, p := range pids {
+				agents += groupRSSKB(b, p)
+			}
+			b.ReportMetric(float64(after-before)/1024, "coordinator-rss-delta-8warm-MB")
+			b.ReportMetric(float64(agents)/1024/8, "agent-rss-each-MB")
+
+			s.stopCoordinator()
+
+			// Idle close: one turn, then the time from its end + acp_idle_s
+			// to the process (and what it started) being gone.
+			const idle = 300 * time.Millisecond
+			c, _, _ := startRealACP(b, ra, coordinator.PermissionsAsk)
+			c.cfg.ACPIdle = idle
+			c.stopCoordinator()
+			c.startCoordinator()
+			trig := c.ask("say pong")
+			inv := c.waitStatus(trig.ID, "acpy", state.StatusSucceeded)
+			ended, _ := time.Parse(agentbridge.TimeLayout, inv.FinishedAt)
+			for alive(inv.PID) {
+				time.Sleep(time.Millisecond)
+			}
+			b.ReportMetric(float64((time.Since(ended)-idle).Microseconds())/1000, "idle-close-ms")
+
+			if ra.name == "claude-agent-acp" {
+				b.ReportMetric(coldCLI(b, m), "claude-p-cold-to-model-ms")
+			}
+		})
+	}
+}
+
+// groupRSSKB sums the resident memory of the processes in process group
+// pgid (an agent and what it started).
+func groupRSSKB(tb testing.TB, pgid int) int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		tb.Skipf("no /proc: %v", err)
+	}
+	total := 0
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command name: state ppid pgrp ...
+		i := strings.LastIndexByte(string(st), ')')
+		f := strings.Fields(string(st[i+1:]))
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) {
+			total += rssKB(tb, pid)
+		}
+	}
+	return total
+}
+
+// coldCLI runs `claude -p` once against m and returns the time from its
+// start to its first model request, in ms.
+func coldCLI(b *testing.B, m *fakemodel.Server) float64 {
+	dir := os.Getenv("AGENT_BRIDGE_CLI_BIN")
+	cmd := exec.Command(filepath.Join(dir, "claude"), "-p", "say pong", "--output-format", "json")
+	cmd.Dir = b.TempDir()
+	cmd.Env = os.Environ()
+	cmd.Env = append(cmd.Env, m.ClaudeEnv("test-key")...)
+	cmd.Env = append(cmd.Env, "HOME="+b.TempDir())
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("claude -p: %v\n%s", err, out)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		b.ReportMetric(float64(ru.Maxrss)/1024, "claude-p-maxrss-MB")
+	}
+	b.ReportMetric(float64(time.Since(start).Milliseconds()), "claude-p-total-ms")
+	for _, r := range m.Calls() {
+		if r.Time.After(start) {
+			return float64(r.Time.Sub(start).Microseconds()) / 1000
+		}
+	}
+	return -1
+}

@@ -1,0 +1,331 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/state"
+)
+
+// acpTurn collects one session/prompt's updates: the reply from message
+// chunks, the thinking from thought chunks, progress records from tool
+// calls and plans, and the running cost.
+type acpTurn struct {
+	c        *Coordinator
+	inv      state.Invocation
+	in       prepared
+	entry    AgentConfig
+	progress func(adapters.ProgressRecord)
+	// stopped is closed when the turn is being cancelled: a permission
+	// request still waiting is answered cancelled.
+	stopped  chan struct{}
+	stopOnce sync.Once
+
+	mu      sync.Mutex
+	reply   strings.Builder
+	thought strings.Builder
+	tools   map[acp.ToolCallId]toolInfo
+	// costStart is the running total when the turn began; costLast the
+	// latest one reported during it.
+	costStart, costLast float64
+	hasCost             bool
+	// refused counts the permission requests answered with a refusal.
+	refused int
+}
+
+type toolInfo struct{ title, kind string }
+
+// beginTurn attaches a new turn to a; endTurn detaches it. Updates that
+// arrive between turns (a session/load replaying history) are dropped.
+func (a *acpAgent) beginTurn(c *Coordinator, inv state.Invocation, in prepared, entry AgentConfig, progress func(adapters.ProgressRecord)) *acpTurn {
+	t := &acpTurn{c: c, inv: inv, in: in, entry: entry, progress: progress, stopped: make(chan struct{}),
+		tools: make(map[acp.ToolCallId]toolInfo), costStart: a.costSeen}
+	a.mu.Lock()
+	a.turn = t
+	a.mu.Unlock()
+	return t
+}
+
+func (a *acpAgent) endTurn() {
+	a.mu.Lock()
+	t := a.turn
+	a.turn = nil
+	a.mu.Unlock()
+	if t != nil {
+		t.mu.Lock()
+		if t.hasCost {
+			a.costSeen = t.costLast
+		}
+		t.mu.Unlock()
+	}
+}
+
+// current is the running turn of session, or nil.
+func (a *acpAgent) current(session acp.SessionId) *acpTurn {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.turn == nil || string(session) != a.session {
+		return nil
+	}
+	return a.turn
+}
+
+// stop marks the turn as being cancelled.
+func (t *acpTurn) stop() { t.stopOnce.Do(func() { close(t.stopped) }) }
+
+// result is the turn's reply and thinking text.
+func (t *acpTurn) result() (reply, thought string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.reply.String(), t.thought.String()
+}
+
+// noteAnswer counts a refusal among the turn's permission answers.
+func (t *acpTurn) noteAnswer(r acp.RequestPermissionResponse, opts []PermissionOption) acp.RequestPermissionResponse {
+	refused := r.Outcome.Cancelled != nil
+	if s := r.Outcome.Selected; s != nil {
+		for _, o := range opts {
+			if o.ID == string(s.OptionId) && strings.HasPrefix(o.Kind, "reject") {
+				refused = true
+			}
+		}
+	}
+	if refused {
+		t.mu.Lock()
+		t.refused++
+		t.mu.Unlock()
+	}
+	return r
+}
+
+// refusals is how many permission requests of the turn were refused.
+func (t *acpTurn) refusals() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.refused
+}
+
+// costDelta is the cost of this turn from the running totals.
+func (t *acpTurn) costDelta() (float64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.hasCost {
+		return 0, false
+	}
+	return max(t.costLast-t.costStart, 0), true
+}
+
+// update handles one session/update of the turn.
+func (t *acpTurn) update(u acp.SessionUpdate) {
+	switch {
+	case u.AgentMessageChunk != nil:
+		t.appendText(&t.reply, u.AgentMessageChunk.Content)
+	case u.AgentThoughtChunk != nil:
+		t.appendText(&t.thought, u.AgentThoughtChunk.Content)
+	case u.ToolCall != nil:
+		tc := u.ToolCall
+		t.mu.Lock()
+		t.tools[tc.ToolCallId] = toolInfo{title: tc.Title, kind: string(tc.Kind)}
+		t.mu.Unlock()
+		t.progress(adapters.ProgressRecord{Status: oneLineStatus(tc.Title), Kind: string(tc.Kind),
+			Detail: mustJSON(map[string]any{"tool_call_id": tc.ToolCallId, "status": tc.Status, "update": "tool_call"})})
+	case u.ToolCallUpdate != nil:
+		tc := u.ToolCallUpdate
+		t.mu.Lock()
+		info := t.tools[tc.ToolCallId]
+		if tc.Title != nil {
+			info.title = *tc.Title
+		}
+		if tc.Kind != nil {
+			info.kind = string(*tc.Kind)
+		}
+		t.tools[tc.ToolCallId] = info
+		t.mu.Unlock()
+		detail := map[string]any{"tool_call_id": tc.ToolCallId, "update": "tool_call_update"}
+		if tc.Status != nil {
+			detail["status"] = *tc.Status
+		}
+		t.progress(adapters.ProgressRecord{Status: oneLineStatus(info.title), Kind: info.kind, Detail: mustJSON(detail)})
+	case u.Plan != nil:
+		status := fmt.Sprintf("plan: %d steps", len(u.Plan.Entries))
+		for _, e := range u.Plan.Entries {
+			if e.Status == acp.PlanEntryStatusInProgress {
+				status = e.Content
+				break
+			}
+		}
+		t.progress(adapters.ProgressRecord{Status: oneLineStatus(status), Kind: "plan", Detail: mustJSON(u.Plan.Entries)})
+	case u.UsageUpdate != nil && u.UsageUpdate.Cost != nil:
+		t.mu.Lock()
+		t.costLast, t.hasCost = u.UsageUpdate.Cost.Amount, true
+		t.mu.Unlock()
+	}
+}
+
+// appendText adds a text chunk to b, up to acpMaxReply bytes.
+func (t *acpTurn) appendText(b *strings.Builder, c acp.ContentBlock) {
+	if c.Text == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if room := acpMaxReply - b.Len(); room > 0 {
+		s := c.Text.Text
+		if len(s) > room {
+			s = s[:room]
+		}
+		b.WriteString(s)
+	}
+}
+
+// oneLineStatus is s on one line, bounded, for a progress status.
+func oneLineStatus(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > maxStatusChars {
+		s = string(r[:maxStatusChars-1]) + "…"
+	}
+	return s
+}
+
+// acpClient is the client side of one agent's connection: what the agent
+// may ask of the coordinator.
+type acpClient struct{ a *acpAgent }
+
+var _ acp.Client = (*acpClient)(nil)
+
+// SessionUpdate feeds the running turn. It must not block: the SDK
+// handles notifications one at a time.
+func (cl *acpClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+	if t := cl.a.current(n.SessionId); t != nil {
+		t.update(n.Update)
+	}
+	return nil
+}
+
+// RequestPermission answers per the entry's "permissions": allow picks
+// allow_once, deny refuses, ask asks the human who started the chain
+// (acp_permission.go).
+func (cl *acpClient) RequestPermission(ctx context.Context, req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	t := cl.a.current(req.SessionId)
+	if t == nil {
+		return permissionCancelled(), nil
+	}
+	return t.c.acp.askPermission(ctx, t, req), nil
+}
+
+// ReadTextFile serves fs/read_text_file inside the session folder (only
+// offered with "acp_fs": true).
+func (cl *acpClient) ReadTextFile(_ context.Context, req acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	path, err := cl.inside(req.Path)
+	if err != nil {
+		return acp.ReadTextFileResponse{}, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return acp.ReadTextFileResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	text := string(b)
+	if req.Line != nil || req.Limit != nil {
+		lines := strings.SplitAfter(text, "\n")
+		from := 0
+		if req.Line != nil && *req.Line > 1 {
+			from = min(*req.Line-1, len(lines))
+		}
+		to := len(lines)
+		if req.Limit != nil && *req.Limit >= 0 {
+			to = min(from+*req.Limit, len(lines))
+		}
+		text = strings.Join(lines[from:to], "")
+	}
+	return acp.ReadTextFileResponse{Content: text}, nil
+}
+
+// WriteTextFile serves fs/write_text_file inside the session folder.
+func (cl *acpClient) WriteTextFile(_ context.Context, req acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	path, err := cl.inside(req.Path)
+	if err != nil {
+		return acp.WriteTextFileResponse{}, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return acp.WriteTextFileResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	if err := os.WriteFile(path, []byte(req.Content), 0o644); err != nil {
+		return acp.WriteTextFileResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	return acp.WriteTextFileResponse{}, nil
+}
+
+// errOutside refuses a file request outside the session folder.
+var errOutside = errors.New("outside the session folder")
+
+// inside checks that path (absolute, as ACP requires) lies in the session
+// folder, symbolic links resolved, and that fs was offered at all.
+func (cl *acpClient) inside(path string) (string, error) {
+	a := cl.a
+	if !a.cfg.ACPFS {
+		return "", acp.NewMethodNotFound("fs")
+	}
+	if !filepath.IsAbs(path) {
+		return "", acp.NewInvalidParams(map[string]any{"error": "the path must be absolute", "path": path})
+	}
+	root, err := filepath.EvalSymlinks(a.cwd)
+	if err != nil {
+		root = a.cwd
+	}
+	clean := filepath.Clean(path)
+	// Resolve the longest existing prefix, so a link inside the folder
+	// cannot point out of it.
+	resolved := clean
+	for dir, rest := clean, ""; ; {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			resolved = filepath.Join(r, rest)
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+	if rel, err := filepath.Rel(root, resolved); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", acp.NewInvalidParams(map[string]any{"error": errOutside.Error(), "path": path})
+	}
+	return resolved, nil
+}
+
+// The terminal capability is never offered; these answer an agent that
+// asks all the same.
+
+// CreateTerminal refuses: no terminal capability.
+func (cl *acpClient) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	return acp.CreateTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalCreate)
+}
+
+// KillTerminal refuses: no terminal capability.
+func (cl *acpClient) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+	return acp.KillTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalKill)
+}
+
+// TerminalOutput refuses: no terminal capability.
+func (cl *acpClient) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	return acp.TerminalOutputResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalOutput)
+}
+
+// ReleaseTerminal refuses: no terminal capability.
+func (cl *acpClient) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	return acp.ReleaseTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalRelease)
+}
+
+// WaitForTerminalExit refuses: no terminal capability.
+func (cl *acpClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalWaitForExit)
+}

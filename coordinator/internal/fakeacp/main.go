@@ -1,0 +1,260 @@
+// Command fakeacp is the project's fake Agent Client Protocol agent, for the
+// coordinator's tests of ACP agents (docs/acp.md). It speaks ACP on stdio
+// and answers each prompt by the words in the message to answer:
+//
+//   - CRASH: sends a partial message chunk, writes to stderr, exits 3.
+//   - HANG: never answers, not even session/cancel.
+//   - SLOW: answers only when cancelled (stop reason cancelled).
+//   - FIRSTSLOW: like SLOW the first time (a marker file next to
+//     FAKE_ACP_LOG remembers it), then an ordinary reply.
+//   - PERMISSION: asks permission for a tool call and replies with the
+//     option it got ("permission: <id>" or "permission: cancelled").
+//   - MAXTOKENS, REFUSAL: ends the turn with that stop reason.
+//   - FS: reads notes.txt in its session folder and a file outside it
+//     through the client's fs capability ("fs: A | B", "refused" for each
+//     read the client refuses).
+//   - TOOL: reports a tool call, its update, a plan and usage.
+//   - anything else: replies "fake-acp pid=P session=S turn=N MODE: TEXT", MODE
+//     being fresh (the whole context), resumed (what is new) or bare (only
+//     the message), plus "+roster" when the prompt lists who is invited.
+//
+// A scene actor's prompt (it holds "<speech>") gets a thought chunk and a
+// <speech> reply. FAKE_ACP_LOG names a file that gets one line per call
+// ("pid method session unix-nanos"); FAKE_ACP_NO_LOAD=1 offers no session/load and
+// FAKE_ACP_REFUSE_LOAD=1 offers it but refuses every load;
+// FAKE_ACP_INIT_DELAY (a Go duration) holds initialize back, a slow start.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+type agent struct {
+	conn  *acp.AgentSideConnection
+	mu    sync.Mutex
+	turns map[string]int
+	next  int
+	cost  float64
+	cwd   string
+}
+
+func (a *agent) log(method, session string) {
+	path := os.Getenv("FAKE_ACP_LOG")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%d %s %s %d\n", os.Getpid(), method, session, time.Now().UnixNano())
+}
+
+func (a *agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	return acp.AuthenticateResponse{}, nil
+}
+
+func (a *agent) Initialize(_ context.Context, req acp.InitializeRequest) (acp.InitializeResponse, error) {
+	a.log("initialize", fmt.Sprintf("fs=%v", req.ClientCapabilities.Fs.ReadTextFile))
+	if d, err := time.ParseDuration(os.Getenv("FAKE_ACP_INIT_DELAY")); err == nil {
+		time.Sleep(d)
+	}
+	return acp.InitializeResponse{ProtocolVersion: acp.ProtocolVersionNumber,
+		AgentCapabilities: acp.AgentCapabilities{LoadSession: os.Getenv("FAKE_ACP_NO_LOAD") != "1"},
+		AuthMethods:       []acp.AuthMethod{}}, nil
+}
+
+func (a *agent) Cancel(_ context.Context, n acp.CancelNotification) error {
+	a.log("cancel", string(n.SessionId))
+	return nil
+}
+
+func (a *agent) CloseSession(context.Context, acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	return acp.CloseSessionResponse{}, nil
+}
+
+func (a *agent) ListSessions(context.Context, acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	return acp.ListSessionsResponse{}, nil
+}
+
+func (a *agent) NewSession(_ context.Context, req acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	a.mu.Lock()
+	a.next++
+	id := fmt.Sprintf("s-%d-%d", os.Getpid(), a.next)
+	a.turns[id] = 0
+	a.mu.Unlock()
+	a.log("session/new", id)
+	a.mu.Lock()
+	a.cwd = req.Cwd
+	a.mu.Unlock()
+	return acp.NewSessionResponse{SessionId: acp.SessionId(id)}, nil
+}
+
+func (a *agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
+	a.log("session/load", string(req.SessionId))
+	if os.Getenv("FAKE_ACP_REFUSE_LOAD") == "1" {
+		return acp.LoadSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": "unknown session"})
+	}
+	a.mu.Lock()
+	a.turns[string(req.SessionId)] = 0
+	a.mu.Unlock()
+	// A load replays the history; the client must not take it for a reply.
+	_ = a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: req.SessionId, Update: acp.UpdateAgentMessageText("(replayed history)")})
+	return acp.LoadSessionResponse{}, nil
+}
+
+func (a *agent) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	return acp.ResumeSessionResponse{}, errors.New("not supported")
+}
+
+func (a *agent) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+	return acp.SetSessionConfigOptionResponse{}, nil
+}
+
+func (a *agent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	return acp.SetSessionModeResponse{}, nil
+}
+
+// message is the text after the prompt's "## The message to answer" line.
+func message(prompt string) string {
+	_, after, ok := strings.Cut(prompt, "## The message to answer\n\n")
+	if !ok {
+		return prompt
+	}
+	line, _, _ := strings.Cut(after, "\n\n")
+	return line
+}
+
+func (a *agent) say(ctx context.Context, s acp.SessionId, u acp.SessionUpdate) {
+	_ = a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: s, Update: u})
+}
+
+func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptResponse, error) {
+	var prompt strings.Builder
+	for _, b := range req.Prompt {
+		if b.Text != nil {
+			prompt.WriteString(b.Text.Text)
+		}
+	}
+	text := prompt.String()
+	msg := message(text)
+	s := req.SessionId
+	a.mu.Lock()
+	a.turns[string(s)]++
+	turn := a.turns[string(s)]
+	a.mu.Unlock()
+	a.log("session/prompt", string(s))
+	end := acp.PromptResponse{StopReason: acp.StopReasonEndTurn}
+	switch {
+	case strings.Contains(text, "<speech>"):
+		a.say(ctx, s, acp.UpdateAgentThoughtText("a private thought"))
+		a.say(ctx, s, acp.UpdateAgentMessageText("<speech>A line from the fake.</speech>"))
+		return end, nil
+	case strings.Contains(msg, "CRASH"):
+		a.say(ctx, s, acp.UpdateAgentMessageText("partial"))
+		fmt.Fprintln(os.Stderr, "fake-acp: crashing on purpose")
+		os.Exit(3)
+	case strings.Contains(msg, "HANG"):
+		select {}
+	case strings.Contains(msg, "FIRSTSLOW") && firstTime(os.Getenv("FAKE_ACP_LOG")+".slow"):
+		// Slow the first time only (across processes): a restarted
+		// coordinator's re-run gets an answer.
+		<-ctx.Done()
+		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+	case strings.Contains(msg, "SLOW") && !strings.Contains(msg, "FIRSTSLOW"):
+		a.say(ctx, s, acp.StartToolCall("slow-1", "Waiting for a cancel", acp.WithStartKind(acp.ToolKindOther)))
+		<-ctx.Done()
+		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+	case strings.Contains(msg, "MAXTOKENS"):
+		a.say(ctx, s, acp.UpdateAgentMessageText("cut"))
+		return acp.PromptResponse{StopReason: acp.StopReasonMaxTokens}, nil
+	case strings.Contains(msg, "REFUSAL"):
+		return acp.PromptResponse{StopReason: acp.StopReasonRefusal}, nil
+	case strings.Contains(msg, "PERMISSION"):
+		a.say(ctx, s, acp.StartToolCall("perm-1", "mkdir demo", acp.WithStartKind(acp.ToolKindExecute), acp.WithStartStatus(acp.ToolCallStatusPending)))
+		resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{SessionId: s,
+			ToolCall: acp.ToolCallUpdate{ToolCallId: "perm-1", Title: acp.Ptr("mkdir demo"), Kind: acp.Ptr(acp.ToolKindExecute)},
+			Options: []acp.PermissionOption{
+				{OptionId: "allow_always", Name: "Always allow", Kind: acp.PermissionOptionKindAllowAlways},
+				{OptionId: "allow", Name: "Allow", Kind: acp.PermissionOptionKindAllowOnce},
+				{OptionId: "reject", Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},
+			}})
+		if ctx.Err() != nil {
+			return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+		}
+		got := "cancelled"
+		if err != nil {
+			got = "error " + err.Error()
+		} else if resp.Outcome.Selected != nil {
+			got = string(resp.Outcome.Selected.OptionId)
+		}
+		a.say(ctx, s, acp.UpdateToolCall("perm-1", acp.WithUpdateStatus(acp.ToolCallStatusCompleted)))
+		a.say(ctx, s, acp.UpdateAgentMessageText("permission: "+got))
+		return end, nil
+	case strings.Contains(msg, "FS"):
+		// Reads a file in its folder and one outside it through the
+		// client's fs capability.
+		var out []string
+		for _, path := range []string{filepath.Join(a.cwd, "notes.txt"), "/etc/hostname"} {
+			r, err := a.conn.ReadTextFile(ctx, acp.ReadTextFileRequest{SessionId: s, Path: path})
+			if err != nil {
+				out = append(out, "refused")
+			} else {
+				out = append(out, strings.TrimSpace(r.Content))
+			}
+		}
+		a.say(ctx, s, acp.UpdateAgentMessageText("fs: "+strings.Join(out, " | ")))
+		return end, nil
+	case strings.Contains(msg, "TOOL"):
+		a.say(ctx, s, acp.StartToolCall("t-1", "Read notes.txt", acp.WithStartKind(acp.ToolKindRead), acp.WithStartStatus(acp.ToolCallStatusInProgress)))
+		a.say(ctx, s, acp.UpdateToolCall("t-1", acp.WithUpdateStatus(acp.ToolCallStatusCompleted)))
+		a.say(ctx, s, acp.UpdatePlan(acp.PlanEntry{Content: "Write the answer", Status: acp.PlanEntryStatusInProgress, Priority: acp.PlanEntryPriorityHigh}))
+		a.mu.Lock()
+		a.cost += 0.25
+		cost := a.cost
+		a.mu.Unlock()
+		a.say(ctx, s, acp.SessionUpdate{UsageUpdate: &acp.SessionUsageUpdate{Cost: &acp.Cost{Amount: cost, Currency: "USD"}, Size: 1000, Used: 10}})
+		a.say(ctx, s, acp.UpdateAgentMessageText("tools done"))
+		end.Usage = &acp.Usage{InputTokens: 100, OutputTokens: 20, TotalTokens: 120}
+		return end, nil
+	}
+	mode := "bare" // only the trigger
+	switch {
+	case strings.Contains(text, "## Conversation so far"):
+		mode = "fresh"
+	case strings.Contains(text, "## New in thread"):
+		mode = "resumed"
+	}
+	if strings.Contains(text, "## Who is in this thread") {
+		mode += "+roster"
+	}
+	a.say(ctx, s, acp.UpdateAgentMessageText(fmt.Sprintf("fake-acp pid=%d session=%s turn=%d %s: ", os.Getpid(), s, turn, mode)))
+	a.say(ctx, s, acp.UpdateAgentMessageText(msg))
+	return end, nil
+}
+
+// firstTime reports whether marker did not exist yet, creating it.
+func firstTime(marker string) bool {
+	f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
+}
+
+func main() {
+	a := &agent{turns: map[string]int{}}
+	a.conn = acp.NewAgentSideConnection(a, os.Stdout, os.Stdin)
+	<-a.conn.Done()
+}
