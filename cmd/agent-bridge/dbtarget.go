@@ -45,7 +45,7 @@ func openEventStore(ctx context.Context, db string, humans agentbridge.Humans, l
 	if pg {
 		s, err := postgres.Open(ctx, db, postgres.Options{Humans: humans, Logger: logger})
 		if err != nil {
-			return nil, fmt.Errorf("open store %s: %w", redactURL(db), err)
+			return nil, fmt.Errorf("open store %s: %w", maskURL(db), err)
 		}
 		return s, nil
 	}
@@ -54,23 +54,6 @@ func openEventStore(ctx context.Context, db string, humans agentbridge.Humans, l
 		return nil, fmt.Errorf("open store %s: %w", db, err)
 	}
 	return s, nil
-}
-
-// redactURL hides a password in a postgres:// URL for messages and logs.
-func redactURL(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return u
-	}
-	user, _, hasPass := strings.Cut(rest[:at], ":")
-	if !hasPass {
-		return u
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
 
 // pgDumpAdvice is the sentence backup and restore give for a PostgreSQL
@@ -82,7 +65,7 @@ const pgDumpAdvice = "the bridge database is PostgreSQL: back it up with pg_dump
 func checkPostgres(ctx context.Context, name, url string, versions func(context.Context, *sql.DB) (int, int, error)) checkResult {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	shown := redactURL(url)
+	shown := maskURL(url)
 	db, err := sql.Open("pgx", url)
 	if err != nil {
 		return checkResult{Name: name, Status: checkFail, Detail: fmt.Sprintf("%s: %v", shown, err), Fix: "check the URL"}

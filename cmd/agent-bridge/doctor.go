@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +18,8 @@ import (
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/internal/service"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // checkStatus grades one doctor check.
@@ -63,13 +64,21 @@ type doctorTargets struct {
 	pathEnv, pathSource string
 }
 
-// runDoctor is "agent-bridge doctor": a checklist with a fix for each
+// doctorCommand is "agent-bridge doctor": a checklist with a fix for each
 // failure, exit 1 when something is wrong.
-func (m *Main) runDoctor(ctx context.Context, args []string) error {
-	t, err := m.parseDoctor(args)
-	if err != nil {
-		return err
+func (m *Main) doctorCommand(c *cobra.Command) runFunc {
+	parse := m.doctorFlags(c.Flags())
+	return func(ctx context.Context, pos []string) error {
+		t, err := parse(pos)
+		if err != nil {
+			return err
+		}
+		return m.doctor(ctx, t)
 	}
+}
+
+// doctor runs the checks on t and prints them.
+func (m *Main) doctor(ctx context.Context, t doctorTargets) error {
 	results := m.followServices(&t)
 	cfg, cfgRes := checkConfig(t.config)
 	results = append(results, cfgRes...)
@@ -101,27 +110,25 @@ func (m *Main) runDoctor(ctx context.Context, args []string) error {
 	return nil
 }
 
-// parseDoctor parses doctor's flags.
-func (m *Main) parseDoctor(args []string) (doctorTargets, error) {
+// doctorFlags defines doctor's flags; the function it returns checks the
+// arguments and returns the targets.
+func (m *Main) doctorFlags(fs *pflag.FlagSet) func(pos []string) (doctorTargets, error) {
 	var t doctorTargets
-	fs := m.newFlagSet("doctor")
 	fs.StringVar(&t.url, "url", m.env(agentbridge.EnvBridgeURL, agentbridge.DefaultBridgeURL), "the bridge server (env BRIDGE_URL)")
 	fs.StringVar(&t.tokenFile, "token-file", "", "file holding the bearer token (else env BRIDGE_TOKEN, else the config's bridge_token)")
 	fs.StringVar(&t.config, "config", m.env(agentbridge.EnvCoordinatorConfig, agentbridge.DefaultCoordinatorConfig), "the coordinator config (env BRIDGE_COORDINATOR_CONFIG)")
 	fs.StringVar(&t.db, "db", m.env(agentbridge.EnvDB, agentbridge.DefaultDBPath), "the bridge database (env BRIDGE_DB)")
 	fs.StringVar(&t.state, "state", m.env(agentbridge.EnvCoordinatorState, agentbridge.DefaultCoordinatorState), "the coordinator state database (env BRIDGE_COORDINATOR_STATE)")
 	fs.BoolVar(&t.system, "system", false, "look at system services instead of per-user ones")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return t, err
+	return func(pos []string) (doctorTargets, error) {
+		if len(pos) > 0 {
+			return t, usagef("doctor takes no arguments, got %q", pos[0])
+		}
+		t.given = map[string]bool{}
+		fs.Visit(func(f *pflag.Flag) { t.given[f.Name] = true })
+		t.pathEnv, t.pathSource = m.Getenv("PATH"), "the current PATH"
+		return t, nil
 	}
-	if len(pos) > 0 {
-		return t, usagef("doctor takes no arguments, got %q", pos[0])
-	}
-	t.given = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { t.given[f.Name] = true })
-	t.pathEnv, t.pathSource = m.Getenv("PATH"), "the current PATH"
-	return t, nil
 }
 
 // followServices checks the installed services and, because their

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,13 +12,6 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
-
-// coordinatorURLFlag defines --coordinator-url for the commands that ask
-// the coordinator's status API. It defaults to env BRIDGE_COORDINATOR_URL,
-// as serve's flag of the same name does, so one export serves every command.
-func (m *Main) coordinatorURLFlag(fs *flag.FlagSet) *string {
-	return fs.String("coordinator-url", m.env(agentbridge.EnvCoordinatorURL, agentbridge.DefaultStatusURL), "the coordinator's status API (env BRIDGE_COORDINATOR_URL)")
-}
 
 // statusGet asks the coordinator's status API and decodes the answer into
 // out; an error answer comes back as an *agentbridge.Error.

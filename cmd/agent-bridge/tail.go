@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/spf13/cobra"
 )
 
 // Tail's reconnect backoff: doubling from tailBackoffMin up to
@@ -35,45 +37,43 @@ type tailer struct {
 	cursor int64
 }
 
-func (m *Main) runTail(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("tail")
+func (m *Main) tailCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	cf := m.addClientFlags(fs)
 	all := fs.Bool("all", false, "follow every thread (the global stream)")
 	after := fs.Int64("after", -1, "start after this seq (gseq with --all); default: the last --last events, or the end with --all")
 	last := fs.Int("last", 10, "without --after, print this many past events of the thread first")
 	presence := fs.Bool("presence", false, "with --all, print presence changes too")
 	noReceipts := fs.Bool("no-receipts", false, "do not print receipts (what became of each addressed participant)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	switch {
-	case *all && len(pos) > 0:
-		return usagef("tail: give either THREAD or --all, not both")
-	case !*all && len(pos) != 1:
-		return usagef("tail: give one THREAD, or --all")
-	case *last < 0:
-		return usagef("--last: must be 0 or more, not %d", *last)
-	}
-	c, err := m.newClient(cf)
-	if err != nil {
-		return err
-	}
-	t := &tailer{m: m, c: c, cf: cf, presence: *presence, cursor: *after,
-		log: slog.New(slog.NewTextHandler(m.Stderr, nil)), receipts: !*noReceipts}
-	if f, ok := m.Stdout.(*os.File); ok && isTerminal(f) {
-		t.dim = true
-	}
-	if !*all {
-		t.thread = pos[0]
-	}
-	if err := t.start(ctx, *last); err != nil {
-		if ctx.Err() != nil {
-			return nil
+	return func(ctx context.Context, pos []string) error {
+		switch {
+		case *all && len(pos) > 0:
+			return usagef("tail: give either THREAD or --all, not both")
+		case !*all && len(pos) != 1:
+			return usagef("tail: give one THREAD, or --all")
+		case *last < 0:
+			return usagef("--last: must be 0 or more, not %d", *last)
 		}
-		return explain(err, cf.url)
+		c, err := m.newClient(cf)
+		if err != nil {
+			return err
+		}
+		t := &tailer{m: m, c: c, cf: cf, presence: *presence, cursor: *after,
+			log: slog.New(slog.NewTextHandler(m.Stderr, nil)), receipts: !*noReceipts}
+		if f, ok := unescaped(m.Stdout).(*os.File); ok && isTerminal(f) {
+			t.dim = true
+		}
+		if !*all {
+			t.thread = pos[0]
+		}
+		if err := t.start(ctx, *last); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return explain(err, cf.url)
+		}
+		return explain(t.follow(ctx), cf.url)
 	}
-	return explain(t.follow(ctx), cf.url)
 }
 
 // start sets the cursor when --after was not given: a thread's last events
@@ -194,7 +194,14 @@ func (t *tailer) printReceipt(r agentbridge.Receipt) error {
 	case t.cf.json:
 		err = t.m.printJSON(map[string]any{"receipt": r})
 	case t.dim:
-		_, err = fmt.Fprintf(t.m.Stdout, "\x1b[2m%s\x1b[0m\n", formatReceipt(r, t.thread == ""))
+		// The dim codes are written around the escaped line, not through
+		// the escaper, which would show them.
+		raw := t.m.rawOut()
+		if _, err = io.WriteString(raw, "\x1b[2m"); err == nil {
+			if _, err = fmt.Fprint(t.m.Stdout, formatReceipt(r, t.thread == "")); err == nil {
+				_, err = io.WriteString(raw, "\x1b[0m\n")
+			}
+		}
 	default:
 		_, err = fmt.Fprintln(t.m.Stdout, formatReceipt(r, t.thread == ""))
 	}
