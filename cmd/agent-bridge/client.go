@@ -80,6 +80,19 @@ func explain(err error, bridgeURL string) error {
 	}
 }
 
+// cursorTypo words a cursor_ahead answer to a seq the user typed (tail
+// --after, state --at) as the typo it most likely is, naming the thread's
+// last seq; the bridge's own sentence suspects a restored backup, which
+// fits a client that remembered a cursor, not a person. Other errors are
+// returned as they are.
+func cursorTypo(err error, flag string, seq int64, thread string) error {
+	var e *agentbridge.Error
+	if !errors.As(err, &e) || e.Code != agentbridge.ECodeCursorAhead || e.Head == nil {
+		return err
+	}
+	return usagef("%s: %d is past the end of thread %s, whose last seq is %d", flag, seq, thread, *e.Head)
+}
+
 // printJSON prints v as one line of JSON, unescaped (JSON escapes
 // control characters itself).
 func (m *Main) printJSON(v any) error {

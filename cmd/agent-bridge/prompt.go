@@ -14,11 +14,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// payloadFields are the top-level keys of an adapter payload, the names
-// --field accepts before the first dot.
-var payloadFields = []string{"thread_id", "event_id", "from", "to", "content", "context_window",
-	"bridge", "thread", "participant", "trigger", "primer", "scene", "participants", "session", "since_last_turn"}
-
 // promptCommand reads an adapter payload on stdin and prints the rendered prompt
 // (adapters.RenderPrompt), or with --field one value of the payload, so that
 // adapters written in shell need neither jq nor python.
@@ -63,12 +58,12 @@ func (m *Main) promptCommand(c *cobra.Command) runFunc {
 
 // payloadField returns the value at the dotted path name in the payload:
 // strings as they are, numbers, booleans, objects and arrays as JSON, and
-// an absent value as "" (payloads of older coordinators lack some fields).
+// an absent value as "" (payloads of older coordinators lack some fields,
+// and most fields appear only in some modes, such as party and scene).
 func payloadField(raw []byte, name string) (string, error) {
 	path := strings.Split(name, ".")
-	if !slices.Contains(payloadFields, path[0]) {
-		return "", usagef("--field: %q is not a payload field; use one of %s, or a dotted path below one of them",
-			name, strings.Join(payloadFields, ", "))
+	if slices.Contains(path, "") {
+		return "", usagef("--field: %q is not a dotted path (such as content, participant.id or party.round)", name)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

@@ -76,34 +76,60 @@ func (m *Main) tailCommand(c *cobra.Command) runFunc {
 	}
 }
 
-// start sets the cursor when --after was not given: a thread's last events
-// are printed first; the global stream starts at the log's end.
+// tailPage is how many past events tail --after reads per request.
+const tailPage = 500
+
+// start prints what comes before following: a thread's last --last events,
+// or with --after every event of the thread after that seq, each with its
+// current receipts. The global stream starts at the log's end, or after
+// --after, and replays events only (receipts are not kept by gseq).
 func (t *tailer) start(ctx context.Context, last int) error {
-	if t.cursor >= 0 {
-		return nil
-	}
 	if t.thread == "" {
+		if t.cursor >= 0 {
+			return nil
+		}
 		head, err := t.c.Head(ctx)
 		t.cursor = head
 		return err
 	}
-	events, err := t.c.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: t.thread, After: -1, Tail: max(last, 1)})
-	if err != nil {
-		return err
+	if t.cursor < 0 {
+		events, err := t.c.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: t.thread, After: -1, Tail: max(last, 1)})
+		if err != nil {
+			return err
+		}
+		t.cursor = 0
+		if n := len(events); n > 0 {
+			t.cursor = events[n-1].Seq
+		}
+		if len(events) > last {
+			events = events[len(events)-last:]
+		}
+		return t.printBacklog(ctx, events)
 	}
-	t.cursor = 0
-	if n := len(events); n > 0 {
-		t.cursor = events[n-1].Seq
+	for {
+		events, err := t.c.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: t.thread, After: t.cursor, Limit: tailPage})
+		if err != nil {
+			return cursorTypo(err, "--after", t.cursor, t.thread)
+		}
+		if len(events) == 0 {
+			return nil
+		}
+		if err := t.printBacklog(ctx, events); err != nil {
+			return err
+		}
+		t.cursor = events[len(events)-1].Seq
+		if len(events) < tailPage {
+			return nil
+		}
 	}
-	if len(events) > last {
-		events = events[len(events)-last:]
-	}
-	// Receipts are not replayed on the stream, so the backlog's current
-	// ones are asked for: each is printed under its event, as the live
-	// changes that follow are.
+}
+
+// printBacklog prints past events, each followed by its current receipts:
+// receipts are not replayed on the stream, so they are asked for.
+func (t *tailer) printBacklog(ctx context.Context, events []agentbridge.Event) error {
 	byEvent := map[string][]agentbridge.Receipt{}
 	if t.receipts && len(events) > 0 {
-		rs, err := t.c.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: t.thread, FromEvent: events[0].ID})
+		rs, err := t.c.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: t.thread, FromEvent: events[0].ID, Limit: agentbridge.MaxEventsLimit})
 		if err != nil {
 			t.log.Warn("tail: the past events' receipts could not be read; printing new ones only", "err", err)
 		}

@@ -289,7 +289,7 @@ func (m *Main) stateCommand(c *cobra.Command) runFunc {
 		}
 		st, seq, err := c.State(ctx, pos[0], *at)
 		if err != nil {
-			return explain(err, cf.url)
+			return explain(cursorTypo(err, "--at", *at, pos[0]), cf.url)
 		}
 		st = st.Normalize()
 		if cf.json {
