@@ -168,11 +168,9 @@ func (c *Coordinator) Reload() {
 
 func (c *Coordinator) applyConfig(cfg Config) {
 	old := c.cfg.Load()
-	if cfg.BridgeURL != old.BridgeURL || cfg.BridgeToken != old.BridgeToken || cfg.StatusAddr != old.StatusAddr {
-		c.log.Warn("bridge_url, bridge_token and status_addr changes take effect after a restart")
-	}
 	// The connection settings in use stay: the client and the status
 	// listener were built from them (and "up" sets bridge_url itself).
+	// The watcher says so when the file changed them (restartKeys).
 	cfg.BridgeURL, cfg.BridgeToken, cfg.StatusAddr = old.BridgeURL, old.BridgeToken, old.StatusAddr
 	cfg.StartupMode = old.StartupMode
 	c.cfg.Store(&cfg)
@@ -265,6 +263,12 @@ func (c *Coordinator) shutdown(work context.Context, cancelWork context.CancelFu
 		c.sched.wait()
 		close(done)
 	}()
+	if n := c.runs.count(); n > 0 {
+		// The person who pressed Ctrl-C learns why nothing seems to
+		// happen, and how to stop at once.
+		c.log.Warn(fmt.Sprintf("stopping: waiting up to %s for %d running adapter(s) to finish; a second Ctrl-C (or SIGTERM) stops them at once", grace, n),
+			"running", n, "grace", grace)
+	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
