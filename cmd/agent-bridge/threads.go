@@ -88,20 +88,26 @@ func (m *Main) threadRenameCommand(c *cobra.Command) runFunc {
 	}
 }
 
-// appendAndPrint posts one event and prints its id and seq.
+// appendAndPrint posts one event and prints its id and seq, and on stderr
+// why it will have no effect when the bridge says so.
 func (m *Main) appendAndPrint(ctx context.Context, cf *clientFlags, thread string, in agentbridge.EventInput, key string) error {
 	c, err := m.newClient(cf)
 	if err != nil {
 		return err
 	}
-	e, err := c.Append(ctx, thread, in, key)
+	a, err := c.AppendAnswer(ctx, thread, in, key)
 	if err != nil {
 		return explain(err, cf.url)
 	}
-	if cf.json {
-		return m.printJSON(e)
+	// An action the bridge stored but that will change nothing is said
+	// on stderr; it is not a failure (exit 0), as the event is stored.
+	if a.Ignored != nil {
+		fmt.Fprintf(m.Stderr, "agent-bridge: note: %s (%s)\n", a.Ignored.Reason, a.Ignored.Code)
 	}
-	_, err = fmt.Fprintf(m.Stdout, "%s seq %d\n", e.ID, e.Seq)
+	if cf.json {
+		return m.printJSON(a.Event)
+	}
+	_, err = fmt.Fprintf(m.Stdout, "%s seq %d\n", a.Event.ID, a.Event.Seq)
 	return err
 }
 
