@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -49,11 +51,31 @@ func openEventStore(ctx context.Context, db string, humans agentbridge.Humans, l
 		}
 		return s, nil
 	}
+	if err := checkWritableFolder(db); err != nil {
+		return nil, err
+	}
 	s, err := sqlite.Open(ctx, db, sqlite.Options{Humans: humans, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", db, err)
 	}
 	return s, nil
+}
+
+// checkWritableFolder makes the folder of a SQLite file and checks that
+// it can be written, so that a bad --db is named as such rather than as
+// SQLite's "unable to open database file".
+func checkWritableFolder(path string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return usagef("--db: cannot create the folder for %s: %v; choose another path (--db or BRIDGE_DB)", path, err)
+	}
+	f, err := os.CreateTemp(dir, ".agent-bridge-write-check-*")
+	if err != nil {
+		return usagef("--db: cannot write in %s: %v; choose a folder you can write (--db or BRIDGE_DB)", dir, err)
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
 }
 
 // pgDumpAdvice is the sentence backup and restore give for a PostgreSQL

@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -125,3 +129,71 @@ func TestServeLogsNoPassword(t *testing.T) {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// TestDiscoveryOrder checks where a command sends its requests: the flag,
+// then the environment, then a running up's runtime file, then the
+// default.
+func TestDiscoveryOrder(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"XDG_RUNTIME_DIR": dir}
+	m := &Main{Getenv: func(k string) string { return env[k] }}
+	if got := m.bridgeEndpoint("", false).url; got != agentbridge.DefaultBridgeURL {
+		t.Errorf("nothing set: %q", got)
+	}
+	rt := client.Runtime{PID: os.Getpid(), BridgeURL: "http://127.0.0.1:18301", StatusURL: "http://127.0.0.1:18302", TokenFile: "/t"}
+	if err := client.WriteRuntime(client.RuntimePath(m.Getenv), rt); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.bridgeEndpoint("", false); got.url != rt.BridgeURL || got.tokenFile != "/t" {
+		t.Errorf("runtime file: %+v", got)
+	}
+	if got := m.statusURL("", false); got != rt.StatusURL {
+		t.Errorf("runtime file status URL: %q", got)
+	}
+	env[agentbridge.EnvBridgeURL], env[agentbridge.EnvCoordinatorURL] = "http://127.0.0.1:1", "http://127.0.0.1:2"
+	if got := m.bridgeEndpoint("", false); got.url != "http://127.0.0.1:1" || got.tokenFile != "" {
+		t.Errorf("environment: %+v", got)
+	}
+	if got := m.statusURL("", false); got != "http://127.0.0.1:2" {
+		t.Errorf("environment status URL: %q", got)
+	}
+	if got := m.bridgeEndpoint("http://127.0.0.1:3", true).url; got != "http://127.0.0.1:3" {
+		t.Errorf("flag: %q", got)
+	}
+}
+
+// TestUnwritableDB checks that a --db whose folder cannot be made is named
+// as the mistake it is.
+func TestUnwritableDB(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := cli{t: t, env: map[string]string{}}
+	_, errOut, code := c.run("serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(file, "bridge.db"))
+	if code != 2 || !strings.Contains(errOut, "--db: cannot create the folder") {
+		t.Errorf("serve with a --db below a file: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestSecondUpSameData checks that up refuses to share a running up's
+// databases: two coordinators on one log would answer everything twice.
+func TestSecondUpSameData(t *testing.T) {
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	dir := t.TempDir()
+	env := map[string]string{"XDG_RUNTIME_DIR": dir}
+	db, _ := filepath.Abs(filepath.Join(dir, "data", "bridge.db"))
+	rt := client.Runtime{PID: other.Process.Pid, Dir: dir, DB: db, State: filepath.Join(dir, "data", "coordinator.db"), BridgeURL: "http://127.0.0.1:18301"}
+	if err := client.WriteRuntime(client.RuntimePath(func(k string) string { return env[k] }), rt); err != nil {
+		t.Fatal(err)
+	}
+	c := cli{t: t, env: env}
+	_, errOut, code := c.run("up", "--addr", "127.0.0.1:0", "--status-addr", "127.0.0.1:0", "--db", db, "--state", filepath.Join(dir, "other.db"))
+	if code != 2 || !strings.Contains(errOut, "another agent-bridge up") {
+		t.Errorf("a second up on the same database: exit %d, stderr %q", code, errOut)
+	}
+}
