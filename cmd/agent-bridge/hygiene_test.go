@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,5 +197,76 @@ func TestSecondUpSameData(t *testing.T) {
 	_, errOut, code := c.run("up", "--addr", "127.0.0.1:0", "--status-addr", "127.0.0.1:0", "--db", db, "--state", filepath.Join(dir, "other.db"))
 	if code != 2 || !strings.Contains(errOut, "another agent-bridge up") {
 		t.Errorf("a second up on the same database: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestUpTokenFileDiscovered runs up in-process with --token-file and
+// --humans: a command with no flag and no environment finds it through the
+// runtime file, token included, and the bridge counts the given humans.
+func TestUpTokenFileDiscovered(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"XDG_RUNTIME_DIR": dir}
+	var stdout, stderr testutil.Buffer
+	m := &Main{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] }}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- m.Run(ctx, []string{"up", "--addr", "127.0.0.1:0", "--status-addr", "127.0.0.1:0", "--token-file", tokenFile, "--humans", "alice,user",
+			"--config", filepath.Join(dir, "none.json"), "--db", filepath.Join(dir, "data", "bridge.db"), "--state", filepath.Join(dir, "data", "coordinator.db")})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("up did not stop")
+		}
+	})
+	// A named config that does not exist is refused before anything starts.
+	select {
+	case err := <-done:
+		if code := exitCode(io.Discard, err); code != 2 {
+			t.Fatalf("up --config none.json: exit %d (%v), want 2", code, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("up with a missing --config kept running")
+	}
+	ctx, cancel = context.WithCancel(t.Context())
+	go func() {
+		done <- m.Run(ctx, []string{"up", "--addr", "127.0.0.1:0", "--status-addr", "127.0.0.1:0", "--token-file", tokenFile, "--humans", "alice,user",
+			"--db", filepath.Join(dir, "data", "bridge.db"), "--state", filepath.Join(dir, "data", "coordinator.db")})
+	}()
+	testutil.WaitFor(t, 30*time.Second, "up to say it is up", func() bool { return strings.Contains(stdout.String(), "agent-bridge is up") })
+	c := cli{t: t, env: env}
+	c.ok("thread", "new", "t", "--id", "T")
+	if _, errOut, code := c.run("pause", "T", "on", "--from", "alice"); code != 0 || errOut != "" {
+		t.Errorf("pause from alice (a human by --humans): exit %d, stderr %q", code, errOut)
+	}
+	if _, _, code := c.run("thread", "list", "--token-file", filepath.Join(dir, "none")); code != 2 {
+		t.Errorf("an explicit unreadable --token-file: exit %d, want 2", code)
+	}
+}
+
+// TestAgentsCommand checks that agents lists a config's agents with their
+// commands, and refuses a named config that does not exist.
+func TestAgentsCommand(t *testing.T) {
+	dir := t.TempDir()
+	c := cli{t: t, env: map[string]string{}}
+	if _, errOut, code := c.run("agents", "--config", filepath.Join(dir, "x.json")); code != 2 || !strings.Contains(errOut, "does not exist") {
+		t.Errorf("agents with a named config that does not exist: exit %d, stderr %q", code, errOut)
+	}
+	cfg := filepath.Join(dir, "c.json")
+	if err := os.WriteFile(cfg, []byte(`{"agents": {"codex": {"command": ["./codex.sh"]}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := c.ok("agents", "--config", cfg); !strings.Contains(out, "codex") || !strings.Contains(out, "codex.sh") {
+		t.Errorf("agents --config c.json:\n%s", out)
+	}
+	if out := c.ok("agents", "--config", cfg, "--json"); !strings.HasPrefix(out, `{"codex":`) || strings.Count(out, "\n") != 1 {
+		t.Errorf("agents --json:\n%s", out)
 	}
 }
