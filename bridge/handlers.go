@@ -314,15 +314,21 @@ func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error 
 }
 
 // ignored decides whether the appended event e will have no effect
-// (agentbridge.IgnoredEffect), from the thread's state just before it. It
-// reads that state only for the events the decision may concern; a
-// failed read leaves the note out rather than failing the append, which
-// is committed.
+// (agentbridge.IgnoredEffect), from the thread's state before it. It reads
+// that state only for the events the decision may concern; a failed read
+// leaves the note out rather than failing the append, which is committed.
 func (s *Server) ignored(ctx context.Context, e agentbridge.Event) *agentbridge.Ignored {
 	if !agentbridge.NeedsIgnoredCheck(e, s.opts.Humans) {
 		return nil
 	}
-	before, _, err := s.store.State(ctx, e.Thread, e.Seq-1)
+	// A message changes none of what the decision reads (invites, mutes,
+	// pause), so the current state, one cheap read, stands for the state
+	// before it; a control changes them, so the state before it is read.
+	at := int64(0)
+	if e.Type != agentbridge.TypeMessage {
+		at = e.Seq - 1
+	}
+	before, _, err := s.store.State(ctx, e.Thread, at)
 	if err != nil {
 		s.log.Debug("state for the ignored check", "thread", e.Thread, "seq", e.Seq, "err", err)
 		return nil
