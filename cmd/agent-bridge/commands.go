@@ -200,7 +200,7 @@ func (m *Main) rootCommand() *cobra.Command {
 			return unknownCommand(c, args[0])
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
-			_ = c.Usage()
+			fmt.Fprint(c.ErrOrStderr(), c.UsageString())
 			return usagef("no command given")
 		},
 	}
@@ -211,7 +211,7 @@ func (m *Main) rootCommand() *cobra.Command {
 	root.SetUsageTemplate(usageTemplate)
 	root.SetVersionTemplate("agent-bridge {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usagef("%s: %v (see \"%s --help\")", c.CommandPath(), err, c.CommandPath())
+		return usagef("%s: %v (see \"%s --help\")", strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" "), err, c.CommandPath())
 	})
 	root.AddGroup(
 		&cobra.Group{ID: groupDaemons, Title: "Daemons:"},

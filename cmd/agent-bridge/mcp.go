@@ -22,7 +22,7 @@ import (
 func (m *Main) mcpCommand(c *cobra.Command) runFunc {
 	fs := c.Flags()
 	as := fs.String("as", "", "the participant id the tools act as (required)")
-	bridgeURL := fs.String("url", m.env(agentbridge.EnvBridgeURL, agentbridge.DefaultBridgeURL), "bridge URL (env BRIDGE_URL)")
+	bridgeURL := fs.String("url", agentbridge.DefaultBridgeURL, "bridge URL (else env BRIDGE_URL, else the running up's)")
 	token := fs.String("token", "", "bearer token (default: env BRIDGE_TOKEN; prefer the env, flags show in process lists)")
 	tokenFile := fs.String("token-file", "", "file holding the bearer token")
 	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "warn"), "log level on stderr: debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
@@ -36,6 +36,8 @@ func (m *Main) mcpCommand(c *cobra.Command) runFunc {
 		if !agentbridge.ParticipantIDPattern.MatchString(*as) {
 			return usagef("--as: %q is not a valid participant id: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit", *as)
 		}
+		ep := m.bridgeEndpoint(*bridgeURL, fs.Changed("url"))
+		*bridgeURL = ep.url
 		if u, err := url.Parse(*bridgeURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return usagef("--url: %q is not an http:// or https:// URL", *bridgeURL)
 		}
@@ -45,7 +47,10 @@ func (m *Main) mcpCommand(c *cobra.Command) runFunc {
 			return usagef("--token and --token-file: give one, not both")
 		case *token != "":
 			tok = *token
-		case *tokenFile != "":
+		case *tokenFile == "" && tok == "" && ep.tokenFile != "":
+			*tokenFile = ep.tokenFile
+		}
+		if *tokenFile != "" {
 			b, err := os.ReadFile(*tokenFile)
 			if err != nil {
 				return usagef("--token-file: cannot read the token: %v", err)
@@ -59,7 +64,7 @@ func (m *Main) mcpCommand(c *cobra.Command) runFunc {
 		srv, err := mcpserver.New(mcpserver.Options{
 			Client:  client.New(*bridgeURL, client.WithToken(tok)),
 			As:      *as,
-			Version: version,
+			Version: moduleVersion(),
 			Logger:  log,
 		})
 		if err != nil {
