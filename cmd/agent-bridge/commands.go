@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -259,6 +260,9 @@ func (m *Main) build(spec command) *cobra.Command {
 			return unknownCommand(c, args[0])
 		}
 	}
+	if f := strings.Fields(spec.use); len(f) > 1 && strings.Trim(f[1], "[]") == "THREAD" {
+		c.ValidArgsFunction = m.completeThread
+	}
 	c.Flags().SortFlags = false
 	c.SuggestionsMinimumDistance = 2
 	var env []string
@@ -276,6 +280,37 @@ func (m *Main) build(spec command) *cobra.Command {
 		c.Annotations = map[string]string{envAnnotation: strings.Join(env, "\n")}
 	}
 	return c
+}
+
+// completeThread completes a THREAD argument with the ids of the bridge's
+// threads, most recently updated first, found as the command itself would
+// find the bridge (its --url and --token-file when given on the line).
+func (m *Main) completeThread(c *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 || c.Flags().Lookup("url") == nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	cf := &clientFlags{fs: c.Flags()}
+	cf.url, _ = c.Flags().GetString("url")
+	cf.tokenFile, _ = c.Flags().GetString("token-file")
+	cl, err := m.newClient(cf)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	parent := c.Context()
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(parent, 2*time.Second)
+	defer cancel()
+	threads, err := cl.Threads(ctx, "", 200)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	out := make([]cobra.Completion, 0, len(threads))
+	for _, th := range threads {
+		out = append(out, cobra.CompletionWithDesc(th.ID, th.Name))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
 // subcommandNames lists c's subcommands as "new, list or rename".

@@ -89,3 +89,20 @@ func TestVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestCompleteThread checks that a THREAD argument completes to the
+// bridge's thread ids, with their names, found through BRIDGE_URL.
+func TestCompleteThread(t *testing.T) {
+	b := startTestBridge(t)
+	c := newCLI(t, b)
+	c.ok("thread", "new", "design review", "--id", "plan")
+	for _, args := range [][]string{{"__complete", "tail", ""}, {"__complete", "post", ""}, {"__complete", "thread", "rename", ""}} {
+		out := c.ok(args...)
+		if !strings.Contains(out, "plan\tdesign review") {
+			t.Errorf("%v:\n%s", args, out)
+		}
+	}
+	if out := c.ok("__complete", "post", "plan", ""); strings.Contains(out, "plan\t") {
+		t.Errorf("TEXT completed as a thread:\n%s", out)
+	}
+}

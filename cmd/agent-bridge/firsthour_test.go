@@ -164,14 +164,27 @@ func TestFirstHour(t *testing.T) {
 		if err := os.WriteFile(script, []byte(f.ok("completion", "bash")), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		complete := exec.Command("bash", "--norc", "--noprofile", "-c", `source "$1"; source "$2"
-COMP_WORDS=(agent-bridge th); COMP_CWORD=1; COMP_LINE="agent-bridge th"; COMP_POINT=${#COMP_LINE}
-__start_agent-bridge agent-bridge th agent-bridge 2>/dev/null
-printf '%s\n' "${COMPREPLY[@]}"`, "bash", bashCompletion, script)
-		complete.Dir, complete.Env = f.dir, f.env
-		got, err := complete.Output()
-		if err != nil || strings.TrimSpace(string(got)) != "thread" {
-			t.Errorf("bash completes \"agent-bridge th\" to %q (%v), want thread", got, err)
+		// complete runs bash's completion of line (ending in the word
+		// being completed) and returns the candidates.
+		complete := func(line string) []string {
+			cmd := exec.Command("bash", "--norc", "--noprofile", "-c", `source "$1"; source "$2"
+read -ra COMP_WORDS <<< "$3"; [[ "$3" == *" " ]] && COMP_WORDS+=("")
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); COMP_LINE="$3"; COMP_POINT=${#COMP_LINE}
+__start_agent-bridge agent-bridge "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}" 2>/dev/null
+printf '%s\n' "${COMPREPLY[@]}"`, "bash", bashCompletion, script, line)
+			cmd.Dir, cmd.Env = f.dir, f.env
+			got, err := cmd.Output()
+			if err != nil {
+				t.Errorf("bash completion of %q: %v", line, err)
+			}
+			return strings.Fields(string(got))
+		}
+		if got := complete("agent-bridge th"); len(got) != 1 || got[0] != "thread" {
+			t.Errorf("bash completes \"agent-bridge th\" to %q, want thread", got)
+		}
+		// A THREAD argument completes to the running up's threads.
+		if got := complete("agent-bridge tail "); len(got) != 1 || got[0] != thread {
+			t.Errorf("bash completes \"agent-bridge tail \" to %q, want %s", got, thread)
 		}
 	}
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -212,11 +211,16 @@ func TestUpTokenFileDiscovered(t *testing.T) {
 	env := map[string]string{"XDG_RUNTIME_DIR": dir}
 	var stdout, stderr testutil.Buffer
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] }}
+	// A named config that does not exist is refused before anything starts.
+	c := cli{t: t, env: env}
+	if _, errOut, code := c.run("up", "--addr", "127.0.0.1:0", "--config", filepath.Join(dir, "none.json")); code != 2 || !strings.Contains(errOut, "does not exist") {
+		t.Fatalf("up --config none.json: exit %d, stderr %q; want 2", code, errOut)
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
 		done <- m.Run(ctx, []string{"up", "--addr", "127.0.0.1:0", "--status-addr", "127.0.0.1:0", "--token-file", tokenFile, "--humans", "alice,user",
-			"--config", filepath.Join(dir, "none.json"), "--db", filepath.Join(dir, "data", "bridge.db"), "--state", filepath.Join(dir, "data", "coordinator.db")})
+			"--db", filepath.Join(dir, "data", "bridge.db"), "--state", filepath.Join(dir, "data", "coordinator.db")})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -226,22 +230,7 @@ func TestUpTokenFileDiscovered(t *testing.T) {
 			t.Error("up did not stop")
 		}
 	})
-	// A named config that does not exist is refused before anything starts.
-	select {
-	case err := <-done:
-		if code := exitCode(io.Discard, err); code != 2 {
-			t.Fatalf("up --config none.json: exit %d (%v), want 2", code, err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("up with a missing --config kept running")
-	}
-	ctx, cancel = context.WithCancel(t.Context())
-	go func() {
-		done <- m.Run(ctx, []string{"up", "--addr", "127.0.0.1:0", "--status-addr", "127.0.0.1:0", "--token-file", tokenFile, "--humans", "alice,user",
-			"--db", filepath.Join(dir, "data", "bridge.db"), "--state", filepath.Join(dir, "data", "coordinator.db")})
-	}()
 	testutil.WaitFor(t, 30*time.Second, "up to say it is up", func() bool { return strings.Contains(stdout.String(), "agent-bridge is up") })
-	c := cli{t: t, env: env}
 	c.ok("thread", "new", "t", "--id", "T")
 	if _, errOut, code := c.run("pause", "T", "on", "--from", "alice"); code != 0 || errOut != "" {
 		t.Errorf("pause from alice (a human by --humans): exit %d, stderr %q", code, errOut)
