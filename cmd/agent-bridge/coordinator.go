@@ -47,6 +47,12 @@ func (m *Main) coordinatorCommand(c *cobra.Command) runFunc {
 		if cfg.BridgeToken == "" {
 			cfg.BridgeToken = strings.TrimSpace(m.Getenv(agentbridge.EnvToken))
 		}
+		if rt, ok := m.runningUp(); ok && strings.TrimRight(rt.BridgeURL, "/") == strings.TrimRight(cfg.BridgeURL, "/") {
+			// up runs a coordinator of its own on that bridge: with a
+			// ledger of its own, each would answer every message.
+			logger.Warn("an agent-bridge up already runs a coordinator against this bridge; both will answer every message they are asked",
+				"pid", rt.PID, "bridge", rt.BridgeURL, "up_state", rt.State)
+		}
 		return m.startCoordinator(ctx, cfg, *statePath, logger, func(*coordinator.Coordinator) {})
 	}
 }
