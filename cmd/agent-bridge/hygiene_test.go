@@ -259,3 +259,41 @@ func TestAgentsCommand(t *testing.T) {
 		t.Errorf("agents --json:\n%s", out)
 	}
 }
+
+// TestCoordinatorBesideUpWarns starts a coordinator against the bridge a
+// running up serves: it must say that both will answer.
+func TestCoordinatorBesideUpWarns(t *testing.T) {
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	dir := t.TempDir()
+	env := map[string]string{"XDG_RUNTIME_DIR": dir}
+	bridgeURL := "http://" + testutil.FreeAddr(t)
+	rt := client.Runtime{PID: other.Process.Pid, BridgeURL: bridgeURL, State: "/elsewhere/coordinator.db"}
+	if err := client.WriteRuntime(client.RuntimePath(func(k string) string { return env[k] }), rt); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "c.json")
+	if err := os.WriteFile(cfg, []byte(`{"bridge_url": "`+bridgeURL+`", "status_addr": "", "agents": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr testutil.Buffer
+	m := &Main{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] }}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- m.Run(ctx, []string{"coordinator", "--config", cfg, "--state", filepath.Join(dir, "c.db")})
+	}()
+	testutil.WaitFor(t, 20*time.Second, "the warning", func() bool {
+		return strings.Contains(stderr.String(), "an agent-bridge up already runs a coordinator against this bridge")
+	})
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the coordinator did not stop")
+	}
+}
