@@ -43,6 +43,13 @@ func unescaped(w io.Writer) io.Writer {
 // Write escapes p and reports len(p) written when the escaped form was
 // written whole.
 func (e *escaper) Write(p []byte) (int, error) {
+	if len(e.partial) == 0 && plain(p) {
+		// The common case, plain text: written as it is, no copy.
+		if _, err := e.w.Write(p); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
 	in := p
 	if len(e.partial) > 0 {
 		in = append(e.partial, p...)
@@ -53,6 +60,17 @@ func (e *escaper) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// plain reports whether p is printable ASCII, newlines and tabs only, so
+// that nothing in it needs escaping.
+func plain(p []byte) bool {
+	for _, c := range p {
+		if c >= 0x7f || (c < 0x20 && c != '\n' && c != '\t') {
+			return false
+		}
+	}
+	return true
 }
 
 // escapeText appends the escaped form of in to dst. With partial non-nil,
