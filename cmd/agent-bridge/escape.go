@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -18,7 +19,10 @@ import (
 // goes through it; data (JSON, prompts, protocol streams) is written to
 // Main.raw instead.
 type escaper struct {
-	w io.Writer
+	// mu makes Write safe from several goroutines (loggers made apart
+	// from one another share the daemon's stderr), as partial is state.
+	mu sync.Mutex
+	w  io.Writer
 	// partial holds the start of a UTF-8 sequence that the previous
 	// Write ended in the middle of.
 	partial []byte
@@ -43,6 +47,8 @@ func unescaped(w io.Writer) io.Writer {
 // Write escapes p and reports len(p) written when the escaped form was
 // written whole.
 func (e *escaper) Write(p []byte) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	if len(e.partial) == 0 && plain(p) {
 		// The common case, plain text: written as it is, no copy.
 		if _, err := e.w.Write(p); err != nil {
