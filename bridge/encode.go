@@ -20,17 +20,23 @@ import (
 // The answer is built in a buffer from bufs and copied into the connection's
 // own buffer by Write, so the buffer goes back to bufs as soon as it is
 // written.
-func writeAppendAnswer(w http.ResponseWriter, res agentbridge.AppendResult, bufs *bufPool) {
+func writeAppendAnswer(w http.ResponseWriter, res agentbridge.AppendResult, ignored *agentbridge.Ignored, bufs *bufPool) {
 	buf := bufs.get()
 	defer bufs.put(buf)
 	b := append((*buf)[:0], `{"received":true,"event":`...)
 	b, ok := appendEventJSON(b, res.Event)
 	if !ok {
-		httpjson.Write(w, http.StatusOK, appendAnswer{Received: true, Event: res.Event, Replayed: res.Replayed})
+		httpjson.Write(w, http.StatusOK, appendAnswer{Received: true, Event: res.Event, Replayed: res.Replayed, Ignored: ignored})
 		return
 	}
 	if res.Replayed {
 		b = append(b, `,"replayed":true`...)
+	}
+	if ignored != nil {
+		note, err := json.Marshal(ignored)
+		if err == nil {
+			b = append(append(b, `,"ignored":`...), note...)
+		}
 	}
 	b = append(b, '}')
 	*buf = b

@@ -88,9 +88,9 @@ func TestAppendAnswerMatchesEncodingJSON(t *testing.T) {
 		{Event: agentbridge.Event{ID: "E2", Seq: 2, GSeq: 5, TS: "2026-11-21T20:12:22.664728Z", Thread: "t", Type: "message", From: "codex", To: "user", Content: json.RawMessage(`"hi"`), Meta: agentbridge.Meta{Hop: &hop, Via: "coordinator", Tags: []string{}}}, Replayed: true},
 		{Event: agentbridge.Event{ID: "E3", Seq: 3, GSeq: 6, TS: "2026-11-21T20:12:22.664729Z", Thread: "t", Type: "control", From: "user", To: "all", Content: json.RawMessage(`{"pause": {"on": true}}`), Meta: agentbridge.Meta{Extra: map[string]json.RawMessage{"x": json.RawMessage(`1`)}}}},
 	} {
-		writeAppendAnswer(httptest.NewRecorder(), res, bufs)
+		writeAppendAnswer(httptest.NewRecorder(), res, nil, bufs)
 		rec := httptest.NewRecorder()
-		writeAppendAnswer(rec, res, bufs)
+		writeAppendAnswer(rec, res, nil, bufs)
 		want, err := json.Marshal(appendAnswer{Received: true, Event: res.Event, Replayed: res.Replayed})
 		if err != nil {
 			t.Fatal(err)

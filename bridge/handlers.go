@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -257,6 +258,10 @@ type appendAnswer struct {
 	Received bool              `json:"received"`
 	Event    agentbridge.Event `json:"event"`
 	Replayed bool              `json:"replayed,omitempty"`
+	// Ignored says why the event will have no effect, when it will not
+	// (agentbridge.IgnoredEffect); absent otherwise, so older clients
+	// see the answer they know.
+	Ignored *agentbridge.Ignored `json:"ignored,omitempty"`
 }
 
 // handleEventsPost appends one event. Both a new event and an idempotent
@@ -283,8 +288,31 @@ func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error 
 	if !res.Replayed {
 		s.metrics.appends.Inc()
 	}
-	writeAppendAnswer(w, res, &s.answers)
+	writeAppendAnswer(w, res, s.ignored(r.Context(), res.Event), &s.answers)
 	return nil
+}
+
+// ignored decides whether the appended event e will have no effect
+// (agentbridge.IgnoredEffect), from the thread's state before it. It reads
+// that state only for the events the decision may concern; a failed read
+// leaves the note out rather than failing the append, which is committed.
+func (s *Server) ignored(ctx context.Context, e agentbridge.Event) *agentbridge.Ignored {
+	if !agentbridge.NeedsIgnoredCheck(e, s.opts.Humans) {
+		return nil
+	}
+	// A message changes none of what the decision reads (invites, mutes,
+	// pause), so the current state, one cheap read, stands for the state
+	// before it; a control changes them, so the state before it is read.
+	at := int64(0)
+	if e.Type != agentbridge.TypeMessage {
+		at = e.Seq - 1
+	}
+	before, _, err := s.store.State(ctx, e.Thread, at)
+	if err != nil {
+		s.log.Debug("state for the ignored check", "thread", e.Thread, "seq", e.Seq, "err", err)
+		return nil
+	}
+	return agentbridge.IgnoredEffect(before, e, s.opts.Humans)
 }
 
 // stateAnswer is the answer of GET /threads/{id}/state.

@@ -273,15 +273,28 @@ func (c *Client) Thread(ctx context.Context, id string) (agentbridge.Thread, err
 // key, a retry returns the first event instead of storing a second one, so
 // callers that may retry (the coordinator's replies) cannot double-post.
 func (c *Client) Append(ctx context.Context, thread string, in agentbridge.EventInput, idempotencyKey string) (agentbridge.Event, error) {
+	a, err := c.AppendAnswer(ctx, thread, in, idempotencyKey)
+	return a.Event, err
+}
+
+// Appended is the bridge's whole answer to an append: the stored event,
+// and whether it will have no effect, and why.
+type Appended struct {
+	Event agentbridge.Event `json:"event"`
+	// Ignored is set when the bridge says the event changes nothing
+	// (agentbridge.IgnoredEffect).
+	Ignored *agentbridge.Ignored `json:"ignored"`
+}
+
+// AppendAnswer is Append returning the whole answer.
+func (c *Client) AppendAnswer(ctx context.Context, thread string, in agentbridge.EventInput, idempotencyKey string) (Appended, error) {
 	var h http.Header
 	if idempotencyKey != "" {
 		h = http.Header{"Idempotency-Key": {idempotencyKey}}
 	}
-	var out struct {
-		Event agentbridge.Event `json:"event"`
-	}
+	var out Appended
 	err := c.do(ctx, request{op: "post event", method: http.MethodPost, path: threadPath(thread, "events"), body: in, header: h, wantOut: &out})
-	return out.Event, err
+	return out, err
 }
 
 // ThreadEvents reads one thread's events in seq order. q.After < 0 means no

@@ -75,67 +75,67 @@ const (
 // one on every valid edit and the daemon swaps it in whole.
 type Config struct {
 	// BridgeURL is the bridge server to follow and post to.
-	BridgeURL string
+	BridgeURL string `config:"bridge_url"`
 	// CoordinatorID is the participant id the coordinator posts its own
 	// notices as; its own events never trigger anything.
-	CoordinatorID string
+	CoordinatorID string `config:"coordinator_id"`
 	// StartupMode is "end" (skip what was posted while down) or "resume".
-	StartupMode string
+	StartupMode string `config:"startup_mode"`
 	// MaxReplyChars caps a reply, including the [truncated] marker.
-	MaxReplyChars int
+	MaxReplyChars int `config:"max_reply_chars"`
 	// ContextWindowSize is how many recent events an adapter receives.
-	ContextWindowSize int
+	ContextWindowSize int `config:"context_window_size"`
 	// AdapterTimeout bounds one adapter run.
-	AdapterTimeout time.Duration
+	AdapterTimeout time.Duration `config:"adapter_timeout_s"`
 	// EnableMentions turns mention routing on for to=all messages.
-	EnableMentions bool
+	EnableMentions bool `config:"enable_mentions"`
 	// MentionPrefix introduces a mention ("@").
-	MentionPrefix string
+	MentionPrefix string `config:"mention_prefix"`
 	// MentionSenders may always wake participants by mention.
-	MentionSenders []string
+	MentionSenders []string `config:"mention_senders"`
 	// EnableBroadcast lets BroadcastSenders wake BroadcastAgents with a
 	// to=all message that mentions nobody.
-	EnableBroadcast  bool
-	BroadcastSenders []string
-	BroadcastAgents  []string
+	EnableBroadcast  bool     `config:"enable_broadcast"`
+	BroadcastSenders []string `config:"broadcast_senders"`
+	BroadcastAgents  []string `config:"broadcast_agents"`
 	// PresenceHeartbeat is how often presence is refreshed (0 = never).
-	PresenceHeartbeat time.Duration
+	PresenceHeartbeat time.Duration `config:"presence_heartbeat_s"`
 	// Agents maps entry names to adapters.
-	Agents map[string]AgentConfig
+	Agents map[string]AgentConfig `config:"agents"`
 	// HumanIDs are the participants whose controls count; it must match
 	// the server's --humans.
-	HumanIDs agentbridge.Humans
+	HumanIDs agentbridge.Humans `config:"human_ids"`
 	// MaxConcurrency caps adapters running at once.
-	MaxConcurrency int
+	MaxConcurrency int `config:"max_concurrency"`
 	// MaxAgentHops is the loop guard: a trigger whose hop count has
 	// reached it invokes nobody.
-	MaxAgentHops int
+	MaxAgentHops int `config:"max_agent_hops"`
 	// MaxInvocationsPerMinute is a per-thread rate; the excess waits.
-	MaxInvocationsPerMinute int
+	MaxInvocationsPerMinute int `config:"max_invocations_per_minute"`
 	// PrimerPath is the primer file given to adapters, resolved against
 	// the config folder.
-	PrimerPath string
+	PrimerPath string `config:"primer_path"`
 	// ScenePrimerPath is the actor system prompt given to actors in a
 	// scene instead of the primer (config key scene_primer_path), resolved
 	// like PrimerPath.
-	ScenePrimerPath string
+	ScenePrimerPath string `config:"scene_primer_path"`
 	// StatusAddr is where the status API listens ("" = off).
-	StatusAddr string
+	StatusAddr string `config:"status_addr"`
 	// StatusAllowedHosts are extra Host names (no port) the status API
-	// answers to besides loopback (config key status_allowed_hosts).
-	StatusAllowedHosts []string
+	// answers to besides loopback.
+	StatusAllowedHosts []string `config:"status_allowed_hosts"`
 	// BridgeToken is sent as a bearer token to the bridge.
-	BridgeToken string
+	BridgeToken string `config:"bridge_token"`
 	// ShutdownGrace is how long running adapters may finish on shutdown.
-	ShutdownGrace time.Duration
-	// ACPIdle closes a warm ACP agent unused for this long (acp_idle_s).
-	ACPIdle time.Duration
+	ShutdownGrace time.Duration `config:"shutdown_grace_s"`
+	// ACPIdle closes a warm ACP agent unused for this long.
+	ACPIdle time.Duration `config:"acp_idle_s"`
 	// ACPMaxWarm caps the warm ACP agents; the least recently used idle
-	// one is closed first (acp_max_warm).
-	ACPMaxWarm int
+	// one is closed first.
+	ACPMaxWarm int `config:"acp_max_warm"`
 	// PermissionTimeout is how long a permission request waits for a
-	// person's answer before it is refused (permission_timeout_s).
-	PermissionTimeout time.Duration
+	// person's answer before it is refused.
+	PermissionTimeout time.Duration `config:"permission_timeout_s"`
 	// Path is the file the config was loaded from ("" when parsed from a
 	// reader).
 	Path string
@@ -152,9 +152,12 @@ type ConfigError struct {
 	Err error
 }
 
-// Error returns "config: <key>: <what is wrong>".
+// Error returns "config: <key>: <what is wrong>", or for an unknown key
+// "config: unknown key "<key>"; did you mean "<nearest>"?", which names
+// the key itself.
 func (e *ConfigError) Error() string {
-	if e.Key == "" {
+	var uk *unknownKeyError
+	if e.Key == "" || errors.As(e.Err, &uk) {
 		return "config: " + e.Err.Error()
 	}
 	return "config: " + e.Key + ": " + e.Err.Error()
@@ -166,6 +169,59 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 // ConfigKey returns the offending key; main uses this method to recognise
 // configuration errors without importing this package.
 func (e *ConfigError) ConfigKey() string { return e.Key }
+
+// unknownKeyError is a key the config does not know, with the known key
+// nearest to it (by edit distance), if one is near enough to be the
+// one meant.
+type unknownKeyError struct {
+	key, nearest string
+	known        []string
+}
+
+func (u *unknownKeyError) Error() string {
+	if u.nearest != "" {
+		return fmt.Sprintf("unknown key %q; did you mean %q?", u.key, u.nearest)
+	}
+	return fmt.Sprintf("unknown key %q; the keys here are %s", u.key, strings.Join(u.known, ", "))
+}
+
+// unknownKey is the *ConfigError for key (a dotted path ending in name)
+// among the known keys of its object.
+func unknownKey(prefix, name string, known []string) *ConfigError {
+	u := &unknownKeyError{key: prefix + name, known: known}
+	best := -1
+	for _, k := range known {
+		d := editDistance(name, k)
+		// A key is "near" when at most a third of it differs (at least
+		// two edits allowed): max_concurency, bridge_urll, comand.
+		if d <= max(2, len(k)/3) && (best < 0 || d < best) {
+			best, u.nearest = d, prefix+k
+		}
+	}
+	return &ConfigError{Key: prefix + name, Err: u}
+}
+
+// editDistance is the Levenshtein distance between a and b, by bytes
+// (config keys are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
 
 func configErrorf(key, format string, args ...any) *ConfigError {
 	return &ConfigError{Key: key, Err: fmt.Errorf(format, args...)}
@@ -252,9 +308,9 @@ func LoadConfig(path string) (Config, []string, error) {
 
 // ParseConfig parses a config file's content. It does no I/O beyond reading
 // r: relative paths are resolved against baseDir (left alone when baseDir is
-// empty). Every error is a *ConfigError naming the key; unknown keys are
-// returned as warnings, not errors, so that a config written for a newer
-// version still loads.
+// empty). Every error is a *ConfigError naming the key. An unknown key is
+// an error too, naming the nearest known key (contract 6.4): a misspelt
+// key would otherwise leave its setting at the default without a word.
 func ParseConfig(r io.Reader, baseDir string) (Config, []string, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -273,13 +329,10 @@ func ParseConfig(r io.Reader, baseDir string) (Config, []string, error) {
 	}
 	var f fileConfig
 	_, f.agentsPresent = raw["agents"]
-	unknown, err := decodeObject(raw, "", &f, legacyKeys...)
-	if err != nil {
+	if err := decodeObject(raw, "", &f, legacyKeys...); err != nil {
 		return Config{}, nil, err
 	}
-	cfg, warnings, err := f.Validate(baseDir)
-	warnings = append(warnings, unknown...)
-	return cfg, warnings, err
+	return f.Validate(baseDir)
 }
 
 // legacyKeys are keys of the original coordinator's config that mean
@@ -349,36 +402,35 @@ type profileFile struct {
 // else the dotted path and a dot), into dst, a pointer to a struct of
 // pointer fields with json tags: the tags are the keys it knows. A value
 // of the wrong JSON type is a *ConfigError naming its key; a key neither
-// known nor in skip is returned as a warning.
-func decodeObject(raw map[string]json.RawMessage, prefix string, dst any, skip ...string) ([]string, error) {
+// known nor in skip is a *ConfigError naming the nearest known key.
+func decodeObject(raw map[string]json.RawMessage, prefix string, dst any, skip ...string) error {
 	v := reflect.ValueOf(dst).Elem()
-	known := make(map[string]bool, v.NumField())
+	known := make([]string, 0, v.NumField())
 	for i := range v.NumField() {
 		sf := v.Type().Field(i)
 		k, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
 		if k == "" {
 			continue
 		}
-		known[k] = true
+		known = append(known, k)
 		val, ok := raw[k]
 		if !ok || string(bytes.TrimSpace(val)) == "null" {
 			continue
 		}
 		ptr := reflect.New(sf.Type.Elem())
 		if err := json.Unmarshal(val, ptr.Interface()); err != nil {
-			return nil, configErrorf(prefix+k, "must be %s, not %s", jsonWant(sf.Type.Elem()), jsonKind(val))
+			return configErrorf(prefix+k, "must be %s, not %s", jsonWant(sf.Type.Elem()), jsonKind(val))
 		}
 		v.Field(i).Set(ptr)
 	}
-	var warnings []string
 	for _, k := range sortedKeys(raw) {
 		// A key starting with "_" is a comment (the shipped config's
-		// "_comment" and "_examples"): skipped without a warning.
-		if !known[k] && !slices.Contains(skip, k) && !strings.HasPrefix(k, "_") {
-			warnings = append(warnings, "config: "+prefix+k+": unknown key, ignored")
+		// "_comment" and "_acp_examples").
+		if !slices.Contains(known, k) && !slices.Contains(skip, k) && !strings.HasPrefix(k, "_") {
+			return unknownKey(prefix, k, known)
 		}
 	}
-	return warnings, nil
+	return nil
 }
 
 // jsonWant names the JSON a Go type of decodeObject's fields decodes from.
@@ -483,62 +535,60 @@ func (f *fileConfig) Validate(baseDir string) (Config, []string, error) {
 	if err != nil {
 		return Config{}, nil, err
 	}
-	agents, warnings, err := f.agents(baseDir)
+	agents, err := f.agents(baseDir)
 	if err != nil {
-		return Config{}, warnings, err
+		return Config{}, nil, err
 	}
 	cfg.Agents = agents
+	var warnings []string
 	if len(agents) == 0 {
 		warnings = append(warnings, "config: agents: no agents are configured, so nobody will be invoked")
 	}
 	return cfg, warnings, nil
 }
 
-func (f *fileConfig) agents(baseDir string) (map[string]AgentConfig, []string, error) {
+func (f *fileConfig) agents(baseDir string) (map[string]AgentConfig, error) {
 	if !f.agentsPresent {
-		return nil, nil, configErrorf("agents", "is required: an object mapping participant ids to {\"command\": [...]}")
+		return nil, configErrorf("agents", "is required: an object mapping participant ids to {\"command\": [...]}")
 	}
 	if f.Agents == nil {
-		return nil, nil, configErrorf("agents", "must be an object, not null")
+		return nil, configErrorf("agents", "must be an object, not null")
 	}
-	var warnings []string
 	agents := make(map[string]AgentConfig)
 	clients := make(map[string]string)
 	for _, name := range sortedKeys(*f.Agents) {
 		key := "agents." + name
 		if !agentbridge.ParticipantIDPattern.MatchString(name) {
-			return nil, warnings, configErrorf(key, "the agent name is not a valid participant id (1 to 128 letters, digits or . _ @ : -, starting with a letter or digit)")
+			return nil, configErrorf(key, "the agent name is not a valid participant id (1 to 128 letters, digits or . _ @ : -, starting with a letter or digit)")
 		}
-		a, w, err := parseAgent(key, (*f.Agents)[name], baseDir)
-		warnings = append(warnings, w...)
+		a, err := parseAgent(key, (*f.Agents)[name], baseDir)
 		if err != nil {
-			return nil, warnings, err
+			return nil, err
 		}
 		if a.Client != "" {
 			c := strings.ToLower(a.Client)
 			if other, dup := clients[c]; dup {
-				return nil, warnings, configErrorf(key+".client", "%q is already served by the agent %q; a client may name one agent only", a.Client, other)
+				return nil, configErrorf(key+".client", "%q is already served by the agent %q; a client may name one agent only", a.Client, other)
 			}
 			clients[c] = name
 		}
 		agents[name] = a
 	}
-	return agents, warnings, nil
+	return agents, nil
 }
 
 // parseAgent decodes and checks the agent entry raw found at key.
-func parseAgent(key string, raw json.RawMessage, baseDir string) (AgentConfig, []string, error) {
+func parseAgent(key string, raw json.RawMessage, baseDir string) (AgentConfig, error) {
 	if string(bytes.TrimSpace(raw)) == "null" {
-		return AgentConfig{}, nil, configErrorf(key, "must be an object with a \"command\", not null")
+		return AgentConfig{}, configErrorf(key, "must be an object with a \"command\", not null")
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return AgentConfig{}, nil, configErrorf(key, "must be an object, not %s", jsonKind(raw))
+		return AgentConfig{}, configErrorf(key, "must be an object, not %s", jsonKind(raw))
 	}
 	var e agentFile
-	unknown, err := decodeObject(obj, key+".", &e)
-	if err != nil {
-		return AgentConfig{}, nil, err
+	if err := decodeObject(obj, key+".", &e); err != nil {
+		return AgentConfig{}, err
 	}
 	var a AgentConfig
 	if e.Command != nil {
@@ -546,13 +596,13 @@ func parseAgent(key string, raw json.RawMessage, baseDir string) (AgentConfig, [
 	}
 	if e.ACP != nil {
 		if err := parseACP(key, e, baseDir, &a); err != nil {
-			return AgentConfig{}, nil, err
+			return AgentConfig{}, err
 		}
 	} else if len(a.Command) == 0 {
-		return AgentConfig{}, nil, configErrorf(key+".command", "is required: the adapter's argv as a non-empty array, such as [\"./adapters/echo.sh\"]")
+		return AgentConfig{}, configErrorf(key+".command", "is required: the adapter's argv as a non-empty array, such as [\"./adapters/echo.sh\"]")
 	}
 	if slices.Contains(a.Command, "") {
-		return AgentConfig{}, nil, configErrorf(key+".command", "must not contain empty strings")
+		return AgentConfig{}, configErrorf(key+".command", "must not contain empty strings")
 	}
 	if len(a.Command) > 0 && strings.Contains(a.Command[0], "/") {
 		a.Command[0] = resolvePath(baseDir, a.Command[0])
@@ -569,14 +619,11 @@ func parseAgent(key string, raw json.RawMessage, baseDir string) (AgentConfig, [
 	if e.Client != nil {
 		a.Client = *e.Client
 	}
-	var warnings []string
 	if e.Profile != nil {
 		var pf profileFile
-		w, err := decodeObject(*e.Profile, key+".profile.", &pf)
-		if err != nil {
-			return AgentConfig{}, nil, err
+		if err := decodeObject(*e.Profile, key+".profile.", &pf); err != nil {
+			return AgentConfig{}, err
 		}
-		warnings = w
 		a.Profile = &agentbridge.Profile{}
 		for dst, src := range map[*string]*string{&a.Profile.Client: pf.Client, &a.Profile.Model: pf.Model, &a.Profile.Nickname: pf.Nickname} {
 			if src != nil {
@@ -587,7 +634,7 @@ func parseAgent(key string, raw json.RawMessage, baseDir string) (AgentConfig, [
 			a.Profile.Roles = *pf.Roles
 		}
 	}
-	return a, append(warnings, unknown...), nil
+	return a, nil
 }
 
 // checkInt sets *dst from the number v, when given, if it is whole and at

@@ -292,30 +292,48 @@ func TestParseConfig_NullKeepsDefault(t *testing.T) {
 }
 
 func TestParseConfig_Warnings(t *testing.T) {
-	const in = `{
-		"bridge_urll": "x",
-		"poll_threads_s": 5,
-		"agents": {"a": {"command": ["x"], "comand": 1, "profile": {"nick": "n"}}}
-	}`
-	_, warnings, err := ParseConfig(strings.NewReader(in), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{
-		"config: agents.a.profile.nick: unknown key, ignored",
-		"config: agents.a.comand: unknown key, ignored",
-		"config: bridge_urll: unknown key, ignored",
-	}
-	if !slices.Equal(warnings, want) {
-		t.Fatalf("warnings =\n%q\nwant\n%q", warnings, want)
-	}
-
-	_, warnings, err = ParseConfig(strings.NewReader(`{"agents": {}}`), "")
+	_, warnings, err := ParseConfig(strings.NewReader(`{"poll_threads_s": 5, "agents": {}}`), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "no agents") {
 		t.Fatalf("warnings for no agents = %q", warnings)
+	}
+}
+
+// TestParseConfig_UnknownKeys checks that an unknown key is refused with
+// the nearest known key of its object (contract 6.4), at every level.
+func TestParseConfig_UnknownKeys(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"max_concurency": 3, "agents": {}}`:                                  `config: unknown key "max_concurency"; did you mean "max_concurrency"?`,
+		`{"bridge_urll": "x", "agents": {}}`:                                   `config: unknown key "bridge_urll"; did you mean "bridge_url"?`,
+		`{"agents": {"a": {"command": ["x"], "comand": 1}}}`:                   `config: unknown key "agents.a.comand"; did you mean "agents.a.command"?`,
+		`{"agents": {"a": {"command": ["x"], "profile": {"nick": "n"}}}}`:      `config: unknown key "agents.a.profile.nick"; the keys here are client, model, nickname, roles`,
+		`{"agents": {"a": {"command": ["x"], "profile": {"modle": "gpt-5"}}}}`: `config: unknown key "agents.a.profile.modle"; did you mean "agents.a.profile.model"?`,
+	} {
+		_, _, err := ParseConfig(strings.NewReader(in), "")
+		var ce *ConfigError
+		if !errors.As(err, &ce) || err.Error() != want {
+			t.Errorf("%s: err = %v, want %q", in, err, want)
+		}
+	}
+}
+
+// TestChangedKeys checks that a reload names the config keys that changed,
+// by their names in the file, and only those.
+func TestChangedKeys(t *testing.T) {
+	a := DefaultConfig()
+	b := DefaultConfig()
+	b.AdapterTimeout++
+	b.Agents = map[string]AgentConfig{"echo": a.Agents["echo"], "codex": {Command: []string{"codex.sh"}}}
+	if got, want := changedKeys(a, b), []string{"adapter_timeout_s", "agents.codex"}; !slices.Equal(got, want) {
+		t.Errorf("changedKeys = %q, want %q", got, want)
+	}
+	ct := reflect.TypeFor[Config]()
+	for i := range ct.NumField() {
+		if f := ct.Field(i); f.Name != "Path" && f.Tag.Get("config") == "" {
+			t.Errorf("Config.%s has no config tag: reload messages would not name it", f.Name)
+		}
 	}
 }
 

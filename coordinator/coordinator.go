@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -195,12 +194,9 @@ func (c *Coordinator) Reload() {
 
 func (c *Coordinator) applyConfig(cfg Config) {
 	old := c.cfg.Load()
-	if cfg.BridgeURL != old.BridgeURL || cfg.BridgeToken != old.BridgeToken || cfg.StatusAddr != old.StatusAddr ||
-		!slices.Equal(cfg.StatusAllowedHosts, old.StatusAllowedHosts) {
-		c.log.Warn("bridge_url, bridge_token, status_addr and status_allowed_hosts changes take effect after a restart")
-	}
 	// The connection settings in use stay: the client and the status
 	// listener were built from them (and "up" sets bridge_url itself).
+	// The watcher says so when the file changed them (restartKeys).
 	cfg.BridgeURL, cfg.BridgeToken, cfg.StatusAddr = old.BridgeURL, old.BridgeToken, old.StatusAddr
 	cfg.StatusAllowedHosts = old.StatusAllowedHosts
 	cfg.StartupMode = old.StartupMode
@@ -300,6 +296,12 @@ func (c *Coordinator) shutdown(work context.Context, cancelWork context.CancelFu
 		c.sched.wait()
 		close(done)
 	}()
+	if n := c.runs.count(); n > 0 {
+		// The person who pressed Ctrl-C learns why nothing seems to
+		// happen, and how to stop at once.
+		c.log.Warn(fmt.Sprintf("stopping: waiting up to %s for %d running adapter(s) to finish; a second Ctrl-C (or SIGTERM) stops them at once", grace, n),
+			"running", n, "grace", grace)
+	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {

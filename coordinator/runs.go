@@ -51,6 +51,13 @@ func (r *runRegistry) add(id int64, cancel context.CancelCauseFunc) {
 	r.mu.Unlock()
 }
 
+// count is how many runs are registered: the adapters running now.
+func (r *runRegistry) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.runs)
+}
+
 func (r *runRegistry) remove(id int64) {
 	r.mu.Lock()
 	delete(r.runs, id)

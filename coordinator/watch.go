@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,7 +100,8 @@ func (w *Watcher) Reload() {
 	defer w.mu.Unlock()
 	cfg, warnings, err := LoadConfig(w.path)
 	if err != nil {
-		w.log.Error("config reload failed; keeping the previous config", "path", w.path, "err", err)
+		// The sentence is the one the coordinator exits with at start.
+		w.log.Error("config reload failed; keeping the previous config: "+err.Error(), "path", w.path)
 		return
 	}
 	for _, warning := range warnings {
@@ -106,7 +109,7 @@ func (w *Watcher) Reload() {
 	}
 	var changed []string
 	if w.last != nil {
-		changed = changedFields(*w.last, cfg)
+		changed = changedKeys(*w.last, cfg)
 		if len(changed) == 0 {
 			w.log.Debug("config file touched but unchanged", "path", w.path)
 			return
@@ -114,16 +117,39 @@ func (w *Watcher) Reload() {
 	}
 	w.last = &cfg
 	w.log.Info("config reloaded", "path", w.path, "changed", changed)
+	if later := slices.DeleteFunc(slices.Clone(changed), func(k string) bool { return !slices.Contains(restartKeys, k) }); len(later) > 0 {
+		w.log.Warn(strings.Join(later, ", ")+": the change takes effect after a restart", "keys", later)
+	}
 	w.apply(cfg)
 }
 
-// changedFields names the fields of Config that differ between a and b.
-func changedFields(a, b Config) []string {
+// restartKeys are the config keys a running coordinator keeps: its bridge
+// client, its status listener and its start position were made from them.
+var restartKeys = []string{"bridge_url", "bridge_token", "status_addr", "status_allowed_hosts", "startup_mode"}
+
+// changedKeys names the config keys (Config's config tags) whose values
+// differ between a and b; a changed agent is named "agents.NAME".
+func changedKeys(a, b Config) []string {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	var out []string
 	for i := range va.NumField() {
-		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
-			out = append(out, va.Type().Field(i).Name)
+		key := va.Type().Field(i).Tag.Get("config")
+		if key == "" || reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			continue
+		}
+		if key != "agents" {
+			out = append(out, key)
+			continue
+		}
+		for _, name := range sortedKeys(a.Agents) {
+			if nb, ok := b.Agents[name]; !ok || !reflect.DeepEqual(a.Agents[name], nb) {
+				out = append(out, "agents."+name)
+			}
+		}
+		for _, name := range sortedKeys(b.Agents) {
+			if _, ok := a.Agents[name]; !ok {
+				out = append(out, "agents."+name)
+			}
 		}
 	}
 	return out

@@ -114,8 +114,8 @@ func TestWatcher_AppliesReplacedFile(t *testing.T) {
 	if got, want := cfg.Agents["echo"].Command[0], filepath.Join(filepath.Dir(h.path), "echo.sh"); got != want {
 		t.Errorf("applied command = %q, want %q (resolved against the config folder)", got, want)
 	}
-	if strings.Count(h.logs.String(), "MaxConcurrency") == 0 {
-		t.Errorf("the reload log does not name the changed field")
+	if !strings.Contains(h.logs.String(), "changed=[max_concurrency]") {
+		t.Errorf("the reload log does not name the changed key, and only it:\n%s", h.logs.String())
 	}
 
 	// Saving in place works as well as a rename.
@@ -185,5 +185,31 @@ func TestWatcher_MissingFolder(t *testing.T) {
 	w := NewWatcher(filepath.Join(t.TempDir(), "no", "such", "c.json"), slog.New(slog.DiscardHandler), func(Config) {})
 	if err := w.Run(context.Background()); err == nil {
 		t.Fatal("Run on a missing folder returned nil")
+	}
+}
+
+// TestWatcher_UnknownKeyKeepsOldConfig checks that a reload with a
+// misspelt key keeps the config in force and logs the sentence the
+// coordinator exits with at start, and that a reload names only the keys
+// that changed, warning about a restart only for the keys that need one.
+func TestWatcher_UnknownKeyKeepsOldConfig(t *testing.T) {
+	h := newWatcherHarness(t)
+	replaceFile(t, h.path, `{"max_concurency": 3, "agents": {}}`)
+	h.w.Reload()
+	if got := len(h.applied.snapshot()); got != 0 {
+		t.Fatalf("a config with an unknown key was applied")
+	}
+	if !strings.Contains(h.logs.String(), `unknown key \"max_concurency\"; did you mean \"max_concurrency\"?`) {
+		t.Errorf("the failure log lacks the suggestion:\n%s", h.logs.String())
+	}
+	replaceFile(t, h.path, configWith(4))
+	h.w.Reload()
+	if strings.Contains(h.logs.String(), "after a restart") {
+		t.Errorf("a reload of max_concurrency warned about a restart:\n%s", h.logs.String())
+	}
+	replaceFile(t, h.path, `{"status_addr": "127.0.0.1:0", "max_concurrency": 4, "agents": {"echo": {"command": ["echo.sh"]}}}`)
+	h.w.Reload()
+	if !strings.Contains(h.logs.String(), "status_addr: the change takes effect after a restart") {
+		t.Errorf("no restart warning for status_addr:\n%s", h.logs.String())
 	}
 }

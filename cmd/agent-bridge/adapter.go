@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/spf13/cobra"
 )
 
 // Exit statuses of adapter-stream besides 0 (the run succeeded).
@@ -21,92 +22,71 @@ const (
 	streamNotStarted = 3
 )
 
-// runAdapter dispatches "adapter echo|stream": the adapters built into the
-// binary, so that a coordinator started anywhere has them without the
-// repository's scripts (a config names them "agent-bridge adapter …").
-func (m *Main) runAdapter(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usagef("adapter: give one of echo, stream")
-	}
-	switch args[0] {
-	case "echo":
-		return m.runAdapterEcho(ctx, args[1:])
-	case "stream":
-		return m.runAdapterStream(ctx, args[1:])
-	default:
-		return usagef("adapter: unknown adapter %q (want echo or stream)", args[0])
-	}
-}
-
-// runAdapterEcho is the echo agent: it replies with the content of the
+// adapterEchoCommand is the echo agent: it replies with the content of the
 // message it was sent, to check the coordinator loop end to end without an
 // AI CLI (the default config's "echo" agent).
-func (m *Main) runAdapterEcho(_ context.Context, args []string) error {
-	fs := m.newFlagSet("adapter echo")
+func (m *Main) adapterEchoCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), "usage: agent-bridge adapter echo < payload.json") }
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	return func(_ context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usagef("adapter echo: unexpected argument %q: the payload is read from stdin", pos[0])
+		}
+		raw, err := io.ReadAll(m.Stdin)
+		if err != nil {
+			return fmt.Errorf("adapter echo: read stdin: %w", err)
+		}
+		content, err := payloadField(raw, "content")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(m.rawOut(), content)
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef("adapter echo: unexpected argument %q: the payload is read from stdin", pos[0])
-	}
-	raw, err := io.ReadAll(m.Stdin)
-	if err != nil {
-		return fmt.Errorf("adapter echo: read stdin: %w", err)
-	}
-	content, err := payloadField(raw, "content")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(m.Stdout, content)
-	return err
 }
 
-// runAdapterStream ("adapter stream", also "adapter-stream") reads a CLI's
+// adapterStreamCommand ("adapter stream", also "adapter-stream") reads a CLI's
 // JSON event lines on stdin, writes progress records to the progress fd
 // (when BRIDGE_PROGRESS_FD is set) and the reply to stdout
 // (docs/adapter-protocol.md, "The shipped adapters").
-func (m *Main) runAdapterStream(_ context.Context, args []string) error {
-	fs := m.newFlagSet("adapter stream")
+func (m *Main) adapterStreamCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: claude -p --output-format stream-json --verbose … | agent-bridge adapter stream claude\n"+
 			"       codex exec --json … | agent-bridge adapter stream codex\n"+
 			"(adapter-stream is the same command under its first name, which the shipped scripts use)")
 	}
 	totalsDir := fs.String("session-totals", "", "folder keeping each session's running usage total, so a resumed run books only its own (codex.sh passes $CODEX_HOME/agent-bridge-usage)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	return func(_ context.Context, pos []string) error {
+		if len(pos) != 1 || (pos[0] != adapters.StreamClaude && pos[0] != adapters.StreamCodex) {
+			return usagef("adapter-stream takes one argument: claude or codex")
+		}
+		emit, closeFD := m.progressWriter()
+		defer closeFD()
+		totals := adapters.SessionTotals{Dir: *totalsDir}
+		out, err := adapters.ConvertStreamWith(pos[0], m.Stdin, emit, adapters.StreamOptions{Baseline: totals.Load})
+		if err != nil {
+			return err
+		}
+		if out.SessionTotal != nil {
+			if err := totals.Save(out.Session, *out.SessionTotal); err != nil {
+				// The reply matters more than the next run's figures.
+				fmt.Fprintf(m.Stderr, "agent-bridge adapter-stream: %v\n", err)
+			}
+		}
+		if out.Failed {
+			fmt.Fprintf(m.Stderr, "agent-bridge adapter-stream: %s failed: %s\n", pos[0], out.Error)
+			if out.Bad > 0 {
+				fmt.Fprintf(m.Stderr, "agent-bridge adapter-stream: %d of %d lines were not JSON events\n", out.Bad, out.Lines)
+			}
+			if !out.Started {
+				return &exitError{code: streamNotStarted}
+			}
+			return &exitError{code: streamFailed}
+		}
+		_, err = io.WriteString(m.rawOut(), out.Reply)
 		return err
 	}
-	if len(pos) != 1 || (pos[0] != adapters.StreamClaude && pos[0] != adapters.StreamCodex) {
-		return usagef("adapter-stream takes one argument: claude or codex")
-	}
-	emit, closeFD := m.progressWriter()
-	defer closeFD()
-	totals := adapters.SessionTotals{Dir: *totalsDir}
-	out, err := adapters.ConvertStreamWith(pos[0], m.Stdin, emit, adapters.StreamOptions{Baseline: totals.Load})
-	if err != nil {
-		return err
-	}
-	if out.SessionTotal != nil {
-		if err := totals.Save(out.Session, *out.SessionTotal); err != nil {
-			// The reply matters more than the next run's figures.
-			fmt.Fprintf(m.Stderr, "agent-bridge adapter-stream: %v\n", err)
-		}
-	}
-	if out.Failed {
-		fmt.Fprintf(m.Stderr, "agent-bridge adapter-stream: %s failed: %s\n", pos[0], out.Error)
-		if out.Bad > 0 {
-			fmt.Fprintf(m.Stderr, "agent-bridge adapter-stream: %d of %d lines were not JSON events\n", out.Bad, out.Lines)
-		}
-		if !out.Started {
-			return &exitError{code: streamNotStarted}
-		}
-		return &exitError{code: streamFailed}
-	}
-	_, err = io.WriteString(m.Stdout, out.Reply)
-	return err
 }
 
 // progressWriter returns the function that writes one record to the

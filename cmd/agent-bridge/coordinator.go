@@ -13,45 +13,50 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/spf13/cobra"
 )
 
-func (m *Main) runCoordinator(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("coordinator")
+func (m *Main) coordinatorCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	configPath := fs.String("config", m.env(agentbridge.EnvCoordinatorConfig, agentbridge.DefaultCoordinatorConfig), "config file, watched for changes (env BRIDGE_COORDINATOR_CONFIG)")
 	statePath := fs.String("state", m.env(agentbridge.EnvCoordinatorState, agentbridge.DefaultCoordinatorState), "state database, created with its folder, or a postgres:// URL shared by several coordinators (env BRIDGE_COORDINATOR_STATE)")
 	mode := fs.String("startup-mode", "", "end or resume; overrides the config's startup_mode")
 	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usagef("coordinator takes no arguments, got %q", pos[0])
+		}
+		if *mode != "" && *mode != coordinator.StartupEnd && *mode != coordinator.StartupResume {
+			return usagef("--startup-mode: %q is not end or resume", *mode)
+		}
+		logger, err := newLogger(m.Stderr, *logLevel)
+		if err != nil {
+			return err
+		}
+		cfg, warnings, err := coordinator.LoadConfig(*configPath)
+		if err != nil {
+			return err
+		}
+		for _, w := range warnings {
+			logger.Warn(w, "path", cfg.Path)
+		}
+		if *mode != "" {
+			cfg.StartupMode = *mode
+		}
+		if cfg.BridgeToken == "" {
+			cfg.BridgeToken = strings.TrimSpace(m.Getenv(agentbridge.EnvToken))
+		}
+		if rt, ok := m.runningUp(); ok && strings.TrimRight(rt.BridgeURL, "/") == strings.TrimRight(cfg.BridgeURL, "/") {
+			// up runs a coordinator of its own on that bridge: with a
+			// ledger of its own, each would answer every message.
+			logger.Warn("an agent-bridge up already runs a coordinator against this bridge; both will answer every message they are asked",
+				"pid", rt.PID, "bridge", rt.BridgeURL, "up_state", rt.State)
+		}
+		if err := coordinator.CheckStatusListen(cfg); err != nil {
+			return err // before standing by for a lease: a standby would only fail later
+		}
+		return m.startCoordinator(ctx, cfg, *statePath, logger, func(*coordinator.Coordinator) {})
 	}
-	if len(pos) > 0 {
-		return usagef("coordinator takes no arguments, got %q", pos[0])
-	}
-	if *mode != "" && *mode != coordinator.StartupEnd && *mode != coordinator.StartupResume {
-		return usagef("--startup-mode: %q is not end or resume", *mode)
-	}
-	logger, err := newLogger(m.Stderr, *logLevel)
-	if err != nil {
-		return err
-	}
-	cfg, warnings, err := coordinator.LoadConfig(*configPath)
-	if err != nil {
-		return err
-	}
-	for _, w := range warnings {
-		logger.Warn(w, "path", cfg.Path)
-	}
-	if *mode != "" {
-		cfg.StartupMode = *mode
-	}
-	if cfg.BridgeToken == "" {
-		cfg.BridgeToken = strings.TrimSpace(m.Getenv(agentbridge.EnvToken))
-	}
-	if err := coordinator.CheckStatusListen(cfg); err != nil {
-		return err // before standing by for a lease: a standby would only fail later
-	}
-	return m.startCoordinator(ctx, cfg, *statePath, logger, func(*coordinator.Coordinator) {})
 }
 
 // startCoordinator opens the ledger and runs a coordinator until ctx ends,
@@ -127,7 +132,7 @@ func (m *Main) coordinate(ctx context.Context, cfg coordinator.Config, statePath
 			}
 		}
 	}()
-	logger.Info("coordinator started", "bridge", cfg.BridgeURL, "status", c.StatusURL(), "state", redactURL(statePath), "startup_mode", cfg.StartupMode)
+	logger.Info("coordinator started", "bridge", cfg.BridgeURL, "status", c.StatusURL(), "state", maskURL(statePath), "startup_mode", cfg.StartupMode)
 	// started is called once the coordinator follows the log, so that
 	// what it announces (up's "is up") holds for the next message posted.
 	runDone := make(chan struct{})

@@ -482,3 +482,31 @@ func TestUpCommand(t *testing.T) {
 		t.Fatal("up did not stop")
 	}
 }
+
+// TestCoordinatorInterruptSaysWhatItWaitsFor sends SIGINT while an adapter
+// runs: the coordinator says how many runs it waits for and that a second
+// Ctrl-C stops them at once, lets the run finish (its reply is posted) and
+// exits 0.
+func TestCoordinatorInterruptSaysWhatItWaitsFor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin, fake := buildCoordBinaries(t)
+	e := newCoordEnv(t, fake)
+	p := e.startCoordProc(bin)
+	th := e.threadWithAlice()
+	trig := e.say(th, "alice", "fake:sleep=2s")
+	testutil.WaitFor(t, 30*time.Second, "the adapter to start", func() bool { return e.runs(trig.ID) == 1 })
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != 0 {
+		t.Errorf("exit code after SIGINT = %d, want 0; stderr:\n%s", code, p.stderr.String())
+	}
+	if !strings.Contains(p.stderr.String(), "for 1 running adapter(s) to finish; a second Ctrl-C (or SIGTERM) stops them at once") {
+		t.Errorf("the first Ctrl-C did not say what it waits for; stderr:\n%s", p.stderr.String())
+	}
+	if got := e.replies(th, trig.ID); len(got) != 1 {
+		t.Errorf("replies = %+v, want the finished run's one", got)
+	}
+}

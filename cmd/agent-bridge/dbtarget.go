@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -45,9 +47,12 @@ func openEventStore(ctx context.Context, db string, humans agentbridge.Humans, l
 	if pg {
 		s, err := postgres.Open(ctx, db, postgres.Options{Humans: humans, Logger: logger})
 		if err != nil {
-			return nil, fmt.Errorf("open store %s: %w", redactURL(db), err)
+			return nil, fmt.Errorf("open store %s: %w", maskURL(db), err)
 		}
 		return s, nil
+	}
+	if err := checkWritableFolder(db); err != nil {
+		return nil, err
 	}
 	s, err := sqlite.Open(ctx, db, sqlite.Options{Humans: humans, Logger: logger})
 	if err != nil {
@@ -56,21 +61,21 @@ func openEventStore(ctx context.Context, db string, humans agentbridge.Humans, l
 	return s, nil
 }
 
-// redactURL hides a password in a postgres:// URL for messages and logs.
-func redactURL(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
+// checkWritableFolder makes the folder of a SQLite file and checks that
+// it can be written, so that a bad --db is named as such rather than as
+// SQLite's "unable to open database file".
+func checkWritableFolder(path string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return usagef("--db: cannot create the folder for %s: %v; choose another path (--db or BRIDGE_DB)", path, err)
 	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return u
+	f, err := os.CreateTemp(dir, ".agent-bridge-write-check-*")
+	if err != nil {
+		return usagef("--db: cannot write in %s: %v; choose a folder you can write (--db or BRIDGE_DB)", dir, err)
 	}
-	user, _, hasPass := strings.Cut(rest[:at], ":")
-	if !hasPass {
-		return u
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
 }
 
 // pgDumpAdvice is the sentence backup and restore give for a PostgreSQL
@@ -82,7 +87,7 @@ const pgDumpAdvice = "the bridge database is PostgreSQL: back it up with pg_dump
 func checkPostgres(ctx context.Context, name, url string, versions func(context.Context, *sql.DB) (int, int, error)) checkResult {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	shown := redactURL(url)
+	shown := maskURL(url)
 	db, err := sql.Open("pgx", url)
 	if err != nil {
 		return checkResult{Name: name, Status: checkFail, Detail: fmt.Sprintf("%s: %v", shown, err), Fix: "check the URL"}

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +19,8 @@ import (
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/internal/service"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // checkStatus grades one doctor check.
@@ -63,17 +65,33 @@ type doctorTargets struct {
 	pathEnv, pathSource string
 }
 
-// runDoctor is "agent-bridge doctor": a checklist with a fix for each
+// doctorCommand is "agent-bridge doctor": a checklist with a fix for each
 // failure, exit 1 when something is wrong.
-func (m *Main) runDoctor(ctx context.Context, args []string) error {
-	t, err := m.parseDoctor(args)
-	if err != nil {
-		return err
+func (m *Main) doctorCommand(c *cobra.Command) runFunc {
+	parse := m.doctorFlags(c.Flags())
+	return func(ctx context.Context, pos []string) error {
+		t, err := parse(pos)
+		if err != nil {
+			return err
+		}
+		return m.doctor(ctx, t)
 	}
+}
+
+// doctor runs the checks on t and prints them. Only what stops the
+// product from working fails (exit 1); what is optional or not started
+// yet is a warning (contract 6.4).
+func (m *Main) doctor(ctx context.Context, t doctorTargets) error {
 	results := m.followServices(&t)
-	cfg, cfgRes := checkConfig(t.config)
+	explicitConfig := t.given["config"] || m.Getenv(agentbridge.EnvCoordinatorConfig) != ""
+	cfg, cfgRes := checkConfig(t.config, explicitConfig)
 	results = append(results, cfgRes...)
-	token, err := m.readToken(t.tokenFile)
+	ep := m.bridgeEndpoint(t.url, t.given["url"])
+	tokenFile := t.tokenFile
+	if tokenFile == "" && m.Getenv(agentbridge.EnvToken) == "" {
+		tokenFile = ep.tokenFile
+	}
+	token, err := m.readToken(tokenFile)
 	if err != nil {
 		return err
 	}
@@ -84,7 +102,10 @@ func (m *Main) runDoctor(ctx context.Context, args []string) error {
 			token = cfg.BridgeToken
 		}
 	}
-	results = append(results, checkBridge(ctx, t.url, token, humans)...)
+	// A bridge the user named (flag, environment, a running up) must
+	// answer; the default one may simply not be started yet.
+	named := ep.url != agentbridge.DefaultBridgeURL || t.given["url"] || m.Getenv(agentbridge.EnvBridgeURL) != ""
+	results = append(results, checkBridge(ctx, ep.url, token, humans, named)...)
 	if cfg != nil {
 		results = append(results, checkAdapters(*cfg, t.pathEnv, t.pathSource)...)
 	}
@@ -93,35 +114,71 @@ func (m *Main) runDoctor(ctx context.Context, args []string) error {
 		return err
 	}
 	results = append(results, stores...)
+	results = append(results, m.checkUpHere(t, cfg))
 	if failed := printChecks(m.Stdout, results); failed > 0 {
 		fmt.Fprintf(m.Stdout, "\n%d problem(s) found\n", failed)
 		return &exitError{code: 1}
+	}
+	warned := 0
+	for _, r := range results {
+		if r.Status == checkWarn {
+			warned++
+		}
+	}
+	if warned > 0 {
+		fmt.Fprintf(m.Stdout, "\nno problems; %d warning(s) about optional or not yet started parts\n", warned)
+		return nil
 	}
 	fmt.Fprintln(m.Stdout, "\nall checks passed")
 	return nil
 }
 
-// parseDoctor parses doctor's flags.
-func (m *Main) parseDoctor(args []string) (doctorTargets, error) {
+// checkUpHere says what "agent-bridge up" would do from this folder:
+// which config it loads, where it listens and keeps its data, and
+// whether an up is running already.
+func (m *Main) checkUpHere(t doctorTargets, cfg *coordinator.Config) checkResult {
+	r := checkResult{Name: "up from here", Status: checkOK}
+	if rt, ok := m.runningUp(); ok {
+		r.Detail = fmt.Sprintf("an up is running (pid %d, in %s): bridge %s, coordinator status %s; other commands find it by themselves",
+			rt.PID, rt.Dir, rt.BridgeURL, rt.StatusURL)
+		return r
+	}
+	config := "the built-in defaults (agent echo), as " + t.config + " does not exist"
+	if _, err := os.Stat(t.config); err == nil {
+		config = t.config
+	}
+	bridgeAt := agentbridge.DefaultBridgeURL
+	if a := m.Getenv(agentbridge.EnvAddr); a != "" {
+		bridgeAt = "http://" + a
+	}
+	agents := 0
+	if cfg != nil {
+		agents = len(cfg.Agents)
+	}
+	r.Detail = fmt.Sprintf("would load %s (%d agent(s)), listen on %s (bridge) and %s (coordinator status), and keep its data in %s and %s",
+		config, agents, bridgeAt, agentbridge.DefaultStatusURL, maskURL(t.db), maskURL(t.state))
+	return r
+}
+
+// doctorFlags defines doctor's flags; the function it returns checks the
+// arguments and returns the targets.
+func (m *Main) doctorFlags(fs *pflag.FlagSet) func(pos []string) (doctorTargets, error) {
 	var t doctorTargets
-	fs := m.newFlagSet("doctor")
-	fs.StringVar(&t.url, "url", m.env(agentbridge.EnvBridgeURL, agentbridge.DefaultBridgeURL), "the bridge server (env BRIDGE_URL)")
+	fs.StringVar(&t.url, "url", agentbridge.DefaultBridgeURL, "the bridge server (else env BRIDGE_URL, else the running up's)")
 	fs.StringVar(&t.tokenFile, "token-file", "", "file holding the bearer token (else env BRIDGE_TOKEN, else the config's bridge_token)")
 	fs.StringVar(&t.config, "config", m.env(agentbridge.EnvCoordinatorConfig, agentbridge.DefaultCoordinatorConfig), "the coordinator config (env BRIDGE_COORDINATOR_CONFIG)")
 	fs.StringVar(&t.db, "db", m.env(agentbridge.EnvDB, agentbridge.DefaultDBPath), "the bridge database (env BRIDGE_DB)")
 	fs.StringVar(&t.state, "state", m.env(agentbridge.EnvCoordinatorState, agentbridge.DefaultCoordinatorState), "the coordinator state database (env BRIDGE_COORDINATOR_STATE)")
 	fs.BoolVar(&t.system, "system", false, "look at system services instead of per-user ones")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return t, err
+	return func(pos []string) (doctorTargets, error) {
+		if len(pos) > 0 {
+			return t, usagef("doctor takes no arguments, got %q", pos[0])
+		}
+		t.given = map[string]bool{}
+		fs.Visit(func(f *pflag.Flag) { t.given[f.Name] = true })
+		t.pathEnv, t.pathSource = m.Getenv("PATH"), "the current PATH"
+		return t, nil
 	}
-	if len(pos) > 0 {
-		return t, usagef("doctor takes no arguments, got %q", pos[0])
-	}
-	t.given = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { t.given[f.Name] = true })
-	t.pathEnv, t.pathSource = m.Getenv("PATH"), "the current PATH"
-	return t, nil
 }
 
 // followServices checks the installed services and, because their
@@ -205,16 +262,22 @@ func printChecks(w io.Writer, results []checkResult) int {
 // checkBridge checks that the server answers /ping, that it counts the
 // same participants as humans as the coordinator's config does (humans is
 // nil without a config), and that it accepts the token on an authenticated
-// request.
-func checkBridge(ctx context.Context, url, token string, humans agentbridge.Humans) []checkResult {
+// request. A bridge that does not answer fails when the user named it
+// (named), and is a warning at the default address, where it may not be
+// started yet.
+func checkBridge(ctx context.Context, url, token string, humans agentbridge.Humans, named bool) []checkResult {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	c := client.New(url, client.WithToken(token))
 	info, err := c.Ping(ctx)
 	if err != nil {
-		return []checkResult{{Name: "bridge reachable", Status: checkFail,
+		r := checkResult{Name: "bridge reachable", Status: checkFail,
 			Detail: fmt.Sprintf("%s does not answer: %v", url, err),
-			Fix:    "start it (agent-bridge serve, or agent-bridge service start serve), or point --url / BRIDGE_URL at it"}}
+			Fix:    "start it (agent-bridge up, agent-bridge serve, or agent-bridge service start serve), or point --url / BRIDGE_URL at it"}
+		if !named {
+			r.Status, r.Detail = checkWarn, fmt.Sprintf("nothing answers at the default %s: not started yet?", url)
+		}
+		return []checkResult{r}
 	}
 	res := []checkResult{{Name: "bridge reachable", Status: checkOK, Detail: fmt.Sprintf("%s answers (version %s)", url, info.Version)}}
 	if humans != nil {
@@ -259,13 +322,19 @@ func checkHumans(config, server agentbridge.Humans) checkResult {
 		Fix:    fmt.Sprintf("make them the same: start serve with --humans %s, or set \"human_ids\" in the coordinator config to the server's list", strings.Join(want, ","))}
 }
 
-// checkConfig loads the coordinator config; it returns nil when there is
-// none to check further.
-func checkConfig(path string) (*coordinator.Config, []checkResult) {
+// checkConfig loads the coordinator config. A missing file is fine
+// unless it was named (explicit): up then runs the built-in defaults,
+// which are checked instead. It returns nil when there is no config to
+// check further.
+func checkConfig(path string, explicit bool) (*coordinator.Config, []checkResult) {
 	const name = "coordinator config"
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil, []checkResult{{Name: name, Status: checkWarn, Detail: fmt.Sprintf("%s does not exist, so the coordinator cannot start", path),
-			Fix: "create it (see docs/operations.md), or point --config at it"}}
+		if explicit {
+			return nil, []checkResult{{Name: name, Status: checkFail, Detail: fmt.Sprintf("%s does not exist", path),
+				Fix: "create it (see docs/operations.md), or point --config at the right file"}}
+		}
+		cfg := coordinator.DefaultConfig()
+		return &cfg, []checkResult{{Name: name, Status: checkOK, Detail: fmt.Sprintf("none at %s: agent-bridge up runs the built-in defaults (agent echo); the coordinator daemon needs one (--config)", path)}}
 	}
 	cfg, warnings, err := coordinator.LoadConfig(path)
 	if err != nil {
@@ -274,7 +343,7 @@ func checkConfig(path string) (*coordinator.Config, []checkResult) {
 	}
 	res := []checkResult{{Name: name, Status: checkOK, Detail: fmt.Sprintf("%s is valid, %d agent(s)", path, len(cfg.Agents))}}
 	for _, w := range warnings {
-		res = append(res, checkResult{Name: name, Status: checkWarn, Detail: w, Fix: "remove or rename the key"})
+		res = append(res, checkResult{Name: name, Status: checkWarn, Detail: w})
 	}
 	return &cfg, res
 }
@@ -282,56 +351,68 @@ func checkConfig(path string) (*coordinator.Config, []checkResult) {
 // shippedAdapterCLIs maps the shipped adapter scripts to the CLI each runs.
 var shippedAdapterCLIs = map[string]string{"claude_code.sh": "claude", "codex.sh": "codex"}
 
-// checkAdapters checks each agent's command is present and executable, and
-// that the CLI a shipped adapter wraps is on the PATH the service will see.
+// checkAdapters checks what each configured agent needs: its command
+// present and executable, and the CLI a shipped adapter wraps on the PATH
+// the coordinator will see. An agent that cannot run is a warning (it
+// answers with an error notice when invoked; the others work); no agent
+// able to run at all is a failure, as nobody would answer.
 func checkAdapters(cfg coordinator.Config, pathEnv, pathSource string) []checkResult {
 	var res []checkResult
-	ids := make([]string, 0, len(cfg.Agents))
-	for id := range cfg.Agents {
-		ids = append(ids, id)
+	runnable := 0
+	for _, id := range slices.Sorted(maps.Keys(cfg.Agents)) {
+		r, ok := checkAgent(id, cfg.Agents[id].Argv(), pathEnv, pathSource)
+		res = append(res, r...)
+		if ok {
+			runnable++
+		}
 	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		cmd := cfg.Agents[id].Argv()
-		name := "adapter " + id
-		if len(cmd) == 0 {
-			res = append(res, checkResult{Name: name, Status: checkFail, Detail: "no command configured", Fix: "set agents." + id + ".command"})
-			continue
-		}
-		if cmd[0] == coordinator.SelfCommand {
-			res = append(res, checkResult{Name: name, Status: checkOK, Detail: "built into agent-bridge (" + strings.Join(cmd, " ") + ")"})
-			continue
-		}
-		var found string
-		var err error
-		if strings.Contains(cmd[0], "/") {
-			found, err = cmd[0], isExecutable(cmd[0])
-		} else {
-			found, err = lookPathIn(cmd[0], pathEnv)
-		}
-		if err != nil {
-			res = append(res, checkResult{Name: name, Status: checkFail,
-				Detail: fmt.Sprintf("command %s: %v (looked in %s)", cmd[0], err, pathSource),
-				Fix:    "install it, fix agents." + id + ".command[0], or chmod +x it"})
-			continue
-		}
-		res = append(res, checkResult{Name: name, Status: checkOK, Detail: found})
-		for _, arg := range cmd {
-			cli, ok := shippedAdapterCLIs[filepath.Base(arg)]
-			if !ok {
-				continue
-			}
-			cname := fmt.Sprintf("%s CLI for %s", cli, id)
-			if p, err := lookPathIn(cli, pathEnv); err != nil {
-				res = append(res, checkResult{Name: cname, Status: checkFail,
-					Detail: fmt.Sprintf("%s is not on %s", cli, pathSource),
-					Fix:    fmt.Sprintf("install %s, or reinstall the service from a shell where it is on PATH (agent-bridge service install coordinator, or --path)", cli)})
-			} else {
-				res = append(res, checkResult{Name: cname, Status: checkOK, Detail: p})
-			}
-		}
+	if len(cfg.Agents) > 0 && runnable == 0 {
+		res = append(res, checkResult{Name: "agents", Status: checkFail, Detail: "no configured agent can run, so no message will get a reply",
+			Fix: "install what the agents above need, or add the built-in echo agent: \"echo\": {\"command\": [\"agent-bridge\", \"adapter\", \"echo\"]}"})
 	}
 	return res
+}
+
+// checkAgent checks one agent's command and the CLI it wraps, and reports
+// whether the agent can run.
+func checkAgent(id string, cmd []string, pathEnv, pathSource string) ([]checkResult, bool) {
+	name := "adapter " + id
+	if len(cmd) == 0 {
+		return []checkResult{{Name: name, Status: checkWarn, Detail: "no command configured", Fix: "set agents." + id + ".command"}}, false
+	}
+	if cmd[0] == coordinator.SelfCommand {
+		return []checkResult{{Name: name, Status: checkOK, Detail: "built into agent-bridge (" + strings.Join(cmd, " ") + ")"}}, true
+	}
+	var found string
+	var err error
+	if strings.Contains(cmd[0], "/") {
+		found, err = cmd[0], isExecutable(cmd[0])
+	} else {
+		found, err = lookPathIn(cmd[0], pathEnv)
+	}
+	if err != nil {
+		return []checkResult{{Name: name, Status: checkWarn,
+			Detail: fmt.Sprintf("%s cannot answer: command %s: %v (looked in %s)", id, cmd[0], err, pathSource),
+			Fix:    "install it, fix agents." + id + ".command[0], or chmod +x it"}}, false
+	}
+	res := []checkResult{{Name: name, Status: checkOK, Detail: found}}
+	ok := true
+	for _, arg := range cmd {
+		cli, wraps := shippedAdapterCLIs[filepath.Base(arg)]
+		if !wraps {
+			continue
+		}
+		cname := fmt.Sprintf("%s CLI for %s", cli, id)
+		if p, err := lookPathIn(cli, pathEnv); err != nil {
+			ok = false
+			res = append(res, checkResult{Name: cname, Status: checkWarn,
+				Detail: fmt.Sprintf("%s is not on %s, so %s answers with an error notice when invoked", cli, pathSource, id),
+				Fix:    fmt.Sprintf("install %s if you want %s (or remove the agent from the config); for a service, reinstall it from a shell where %s is on PATH (or --path)", cli, id, cli)})
+		} else {
+			res = append(res, checkResult{Name: cname, Status: checkOK, Detail: p})
+		}
+	}
+	return res, ok
 }
 
 // lookPathIn is exec.LookPath against a given PATH rather than the

@@ -22,30 +22,34 @@ import (
 func TestCheckBridge(t *testing.T) {
 	ctx := context.Background()
 	deadURL := "http://" + testutil.FreeAddr(t)
-	res := checkBridge(ctx, deadURL, "", nil)
+	res := checkBridge(ctx, deadURL, "", nil, true)
 	if len(res) != 1 || res[0].Status != checkFail || res[0].Fix == "" {
 		t.Errorf("unreachable bridge: %+v", res)
 	}
+	// At the default address, a bridge not started yet is a warning.
+	if res := checkBridge(ctx, deadURL, "", nil, false); len(res) != 1 || res[0].Status != checkWarn {
+		t.Errorf("unreachable default bridge: %+v", res)
+	}
 
 	url := opsBridge(t, "right-token")
-	res = checkBridge(ctx, url, "wrong-token", nil)
+	res = checkBridge(ctx, url, "wrong-token", nil, true)
 	if len(res) != 2 || res[0].Status != checkOK || res[1].Status != checkFail || !strings.Contains(res[1].Fix, "token") {
 		t.Errorf("wrong token: %+v", res)
 	}
 	if strings.Contains(res[1].Detail, "wrong-token") {
 		t.Errorf("the check prints the token: %s", res[1].Detail)
 	}
-	res = checkBridge(ctx, url, "right-token", nil)
+	res = checkBridge(ctx, url, "right-token", nil, true)
 	if len(res) != 2 || res[0].Status != checkOK || res[1].Status != checkOK {
 		t.Errorf("right token: %+v", res)
 	}
 	// With a config, the server's humans (its default, "user") are checked
 	// against human_ids.
-	res = checkBridge(ctx, url, "right-token", agentbridge.Humans{"user"})
+	res = checkBridge(ctx, url, "right-token", agentbridge.Humans{"user"}, true)
 	if len(res) != 3 || res[1].Name != "humans" || res[1].Status != checkOK {
 		t.Errorf("matching humans: %+v", res)
 	}
-	res = checkBridge(ctx, url, "right-token", agentbridge.Humans{"user", "alice"})
+	res = checkBridge(ctx, url, "right-token", agentbridge.Humans{"user", "alice"}, true)
 	if len(res) != 3 || res[1].Status != checkFail || !strings.Contains(res[1].Fix, "--humans alice,user") {
 		t.Errorf("humans the server does not have: %+v", res)
 	}
@@ -71,26 +75,33 @@ func TestCheckHumans(t *testing.T) {
 
 func TestCheckConfig(t *testing.T) {
 	dir := t.TempDir()
-	if cfg, res := checkConfig(filepath.Join(dir, "none.json")); cfg != nil || res[0].Status != checkWarn {
-		t.Errorf("missing config: %+v", res)
+	// A missing default config: up runs the built-in defaults.
+	if cfg, res := checkConfig(filepath.Join(dir, "none.json"), false); cfg == nil || res[0].Status != checkOK || !strings.Contains(res[0].Detail, "built-in defaults") {
+		t.Errorf("missing default config: %+v", res)
+	}
+	if cfg, res := checkConfig(filepath.Join(dir, "none.json"), true); cfg != nil || res[0].Status != checkFail {
+		t.Errorf("missing named config: %+v", res)
 	}
 	bad := filepath.Join(dir, "bad.json")
 	if err := os.WriteFile(bad, []byte(`{"agents": {"x": {"command": "not an array"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if cfg, res := checkConfig(bad); cfg != nil || res[0].Status != checkFail || !strings.Contains(res[0].Detail, "agents.x.command") {
+	if cfg, res := checkConfig(bad, true); cfg != nil || res[0].Status != checkFail || !strings.Contains(res[0].Detail, "agents.x.command") {
 		t.Errorf("invalid config: %+v", res)
 	}
-	good := filepath.Join(dir, "good.json")
-	if err := os.WriteFile(good, []byte(`{"agents": {"x": {"command": ["echo"]}}, "no_such_key": 1}`), 0o600); err != nil {
+	typo := filepath.Join(dir, "typo.json")
+	if err := os.WriteFile(typo, []byte(`{"agents": {"x": {"command": ["echo"]}}, "max_concurency": 1}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, res := checkConfig(good)
-	if cfg == nil || res[0].Status != checkOK {
-		t.Fatalf("valid config: %+v", res)
+	if cfg, res := checkConfig(typo, true); cfg != nil || res[0].Status != checkFail || !strings.Contains(res[0].Detail, `did you mean "max_concurrency"?`) {
+		t.Errorf("unknown key: %+v", res)
 	}
-	if len(res) < 2 || res[1].Status != checkWarn {
-		t.Errorf("unknown key not reported: %+v", res)
+	good := filepath.Join(dir, "good.json")
+	if err := os.WriteFile(good, []byte(`{"agents": {"x": {"command": ["echo"]}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, res := checkConfig(good, true); cfg == nil || res[0].Status != checkOK {
+		t.Fatalf("valid config: %+v", res)
 	}
 }
 
@@ -122,9 +133,11 @@ func TestCheckAdapters(t *testing.T) {
 			t.Errorf("%s fails without a fix", r.Name)
 		}
 	}
+	// Each agent that cannot run is a warning; none able to run fails.
 	want := map[string]checkStatus{
-		"adapter codex": checkOK, "codex CLI for codex": checkFail,
-		"adapter missing": checkFail, "adapter noexec": checkFail, "adapter lookup": checkFail,
+		"adapter codex": checkOK, "codex CLI for codex": checkWarn,
+		"adapter missing": checkWarn, "adapter noexec": checkWarn, "adapter lookup": checkWarn,
+		"agents": checkFail,
 	}
 	for name, st := range want {
 		if status[name] != st {
@@ -136,7 +149,7 @@ func TestCheckAdapters(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range checkAdapters(cfg, bin, "the test PATH") {
-		if r.Name == "codex CLI for codex" && r.Status != checkOK {
+		if (r.Name == "codex CLI for codex" && r.Status != checkOK) || r.Name == "agents" {
 			t.Errorf("codex on PATH: %+v", r)
 		}
 	}

@@ -9,41 +9,40 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/spf13/cobra"
 )
 
-// runParty implements `agent-bridge party THREAD on|off`: it posts the
+// partyCommand implements `agent-bridge party THREAD on|off`: it posts the
 // party control (contract 5.7).
-func (m *Main) runParty(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("party")
+func (m *Main) partyCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	cf := m.addClientFlags(fs)
 	from := fs.String("from", "user", "who sends the control (party mode counts only from humans)")
 	agents := fs.String("agents", "", "comma-separated participant ids the rounds choose from (default: every invited participant)")
 	maxAgents := fs.Int("max-agents", 2, "how many agents a round selects, 1 to 16 (mentions may add more)")
 	noCrossTalk := fs.Bool("no-cross-talk", false, "skip round 2, the agents' reactions to each other")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 2 || (pos[1] != "on" && pos[1] != "off") {
-		return usagef("party: give THREAD and on or off")
-	}
-	if pos[1] == "off" {
-		return m.postControl(ctx, cf, pos[0], *from, map[string]any{"party": map[string]any{"on": false}})
-	}
-	if *maxAgents < 1 || *maxAgents > 16 {
-		return usagef("--max-agents: must be from 1 to 16, not %s", strconv.Itoa(*maxAgents))
-	}
-	party := map[string]any{"on": true, "max_agents": *maxAgents, "cross_talk": !*noCrossTalk}
-	if *agents != "" {
-		var ids []string
-		for _, id := range strings.Split(*agents, ",") {
-			if id = strings.TrimSpace(id); id != "" {
-				ids = append(ids, id)
-			}
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 2 || (pos[1] != "on" && pos[1] != "off") {
+			return usagef("party: give THREAD and on or off")
 		}
-		party["agents"] = ids
+		if pos[1] == "off" {
+			return m.postControl(ctx, cf, pos[0], *from, map[string]any{"party": map[string]any{"on": false}})
+		}
+		if *maxAgents < 1 || *maxAgents > 16 {
+			return usagef("--max-agents: must be from 1 to 16, not %s", strconv.Itoa(*maxAgents))
+		}
+		party := map[string]any{"on": true, "max_agents": *maxAgents, "cross_talk": !*noCrossTalk}
+		if *agents != "" {
+			var ids []string
+			for _, id := range strings.Split(*agents, ",") {
+				if id = strings.TrimSpace(id); id != "" {
+					ids = append(ids, id)
+				}
+			}
+			party["agents"] = ids
+		}
+		return m.postControl(ctx, cf, pos[0], *from, map[string]any{"party": party})
 	}
-	return m.postControl(ctx, cf, pos[0], *from, map[string]any{"party": party})
 }
 
 // printPartySelection words a party round's selection for `why`: who was

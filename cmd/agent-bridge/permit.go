@@ -1,21 +1,23 @@
 package main
 
-import "context"
+import (
+	"context"
 
-// runPermit answers an ACP agent's permission request (docs/acp.md): it
+	"github.com/spf13/cobra"
+)
+
+// permitCommand answers an ACP agent's permission request (docs/acp.md): it
 // posts the control {"permission": {"event", "option"}} naming the request
 // message and one of the options it lists.
-func (m *Main) runPermit(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("permit")
+func (m *Main) permitCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	cf := m.addClientFlags(fs)
 	from := fs.String("from", "user", "who answers (only a human's answer counts)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 3 {
+			return usagef("permit: give THREAD, the permission request's EVENT id and the OPTION id it lists")
+		}
+		ctl := map[string]any{"permission": map[string]string{"event": pos[1], "option": pos[2]}}
+		return m.postControl(ctx, cf, pos[0], *from, ctl)
 	}
-	if len(pos) != 3 {
-		return usagef("permit: give THREAD, the permission request's EVENT id and the OPTION id it lists")
-	}
-	ctl := map[string]any{"permission": map[string]string{"event": pos[1], "option": pos[2]}}
-	return m.postControl(ctx, cf, pos[0], *from, ctl)
 }

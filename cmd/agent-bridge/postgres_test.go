@@ -54,7 +54,7 @@ func TestDBSchemes(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 naming pg_dump and pg_restore", args, code, stderr.String())
 		}
 	}
-	if got := redactURL("postgres://u:secret@h:5432/db?sslmode=disable"); strings.Contains(got, "secret") {
+	if got := maskURL("postgres://u:secret@h:5432/db?sslmode=disable"); strings.Contains(got, "secret") {
 		t.Errorf("redactURL kept the password: %s", got)
 	}
 }

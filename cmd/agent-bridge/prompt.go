@@ -11,18 +11,14 @@ import (
 	"strings"
 
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/spf13/cobra"
 )
 
-// payloadFields are the top-level keys of an adapter payload, the names
-// --field accepts before the first dot.
-var payloadFields = []string{"thread_id", "event_id", "from", "to", "content", "context_window",
-	"bridge", "thread", "participant", "trigger", "primer", "scene", "participants", "session", "since_last_turn"}
-
-// runPrompt reads an adapter payload on stdin and prints the rendered prompt
+// promptCommand reads an adapter payload on stdin and prints the rendered prompt
 // (adapters.RenderPrompt), or with --field one value of the payload, so that
 // adapters written in shell need neither jq nor python.
-func (m *Main) runPrompt(_ context.Context, args []string) error {
-	fs := m.newFlagSet("prompt")
+func (m *Main) promptCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	field := fs.String("field", "", "print one payload field instead of the prompt: content, thread_id, event_id, from, to, "+
 		"primer, participant.id, participant.profile.model, thread.name, trigger.seq, context_window.0.content ... "+
 		"(strings as text, other values as JSON, a missing one as an empty line)")
@@ -32,44 +28,42 @@ func (m *Main) runPrompt(_ context.Context, args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: agent-bridge prompt [--fresh] [--field NAME] < payload.json")
 		fs.PrintDefaults()
 	}
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("prompt: unexpected argument %q: the payload is read from stdin", pos[0])
-	}
-	raw, err := io.ReadAll(m.Stdin)
-	if err != nil {
-		return fmt.Errorf("prompt: read stdin: %w", err)
-	}
-	if *field != "" {
-		v, err := payloadField(raw, *field)
+	return func(_ context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usagef("prompt: unexpected argument %q: the payload is read from stdin", pos[0])
+		}
+		raw, err := io.ReadAll(m.Stdin)
 		if err != nil {
+			return fmt.Errorf("prompt: read stdin: %w", err)
+		}
+		if *field != "" {
+			v, err := payloadField(raw, *field)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(m.rawOut(), v)
 			return err
 		}
-		_, err = fmt.Fprintln(m.Stdout, v)
+		var p adapters.Payload
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return usagef("prompt: stdin is not an adapter payload (a JSON object): %v", err)
+		}
+		if *fresh {
+			p.Session = adapters.SessionInfo{}
+		}
+		_, err = io.WriteString(m.rawOut(), adapters.RenderPrompt(p))
 		return err
 	}
-	var p adapters.Payload
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return usagef("prompt: stdin is not an adapter payload (a JSON object): %v", err)
-	}
-	if *fresh {
-		p.Session = adapters.SessionInfo{}
-	}
-	_, err = io.WriteString(m.Stdout, adapters.RenderPrompt(p))
-	return err
 }
 
 // payloadField returns the value at the dotted path name in the payload:
 // strings as they are, numbers, booleans, objects and arrays as JSON, and
-// an absent value as "" (payloads of older coordinators lack some fields).
+// an absent value as "" (payloads of older coordinators lack some fields,
+// and most fields appear only in some modes, such as party and scene).
 func payloadField(raw []byte, name string) (string, error) {
 	path := strings.Split(name, ".")
-	if !slices.Contains(payloadFields, path[0]) {
-		return "", usagef("--field: %q is not a payload field; use one of %s, or a dotted path below one of them",
-			name, strings.Join(payloadFields, ", "))
+	if slices.Contains(path, "") {
+		return "", usagef("--field: %q is not a dotted path (such as content, participant.id or party.round)", name)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

@@ -74,6 +74,10 @@ func TestPromptField(t *testing.T) {
 		{"context_window.0.content", "Shall we split the work?\n"},
 		{"context_window.9.content", "\n"},
 		{"content.deeper", "\n"},
+		// Any dotted path works, also of fields a payload has only in
+		// some modes (docs/adapter-protocol.md).
+		{"party.round", "\n"},
+		{"not_a_field", "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {
@@ -97,7 +101,7 @@ func TestPromptBadInput(t *testing.T) {
 		{"empty stdin", "", nil, "not an adapter payload"},
 		{"bad JSON with --field", "[1,2", []string{"--field", "content"}, "not an adapter payload"},
 		{"array with --field", "[1,2]", []string{"--field", "content"}, "expected a JSON object"},
-		{"unknown field", string(b), []string{"--field", "nope"}, `"nope" is not a payload field`},
+		{"empty path segment", string(b), []string{"--field", "party..round"}, `"party..round" is not a dotted path`},
 		{"positional argument", string(b), []string{"extra"}, "unexpected argument"},
 		{"unknown flag", string(b), []string{"--bogus"}, "bogus"},
 	}

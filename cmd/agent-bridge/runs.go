@@ -15,6 +15,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/spf13/cobra"
 )
 
 // followPoll is how often "invocations show --follow" asks for news; the
@@ -22,21 +23,19 @@ import (
 // more.
 const followPoll = 500 * time.Millisecond
 
-// runCancel posts a cancel control: the way a person stops a participant,
+// cancelCommand posts a cancel control: the way a person stops a participant,
 // whichever coordinator runs it (docs/runs.md).
-func (m *Main) runCancel(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("cancel")
+func (m *Main) cancelCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	cf := m.addClientFlags(fs)
 	from := fs.String("from", "user", "who cancels (only a human's cancel counts)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 2 {
+			return usagef("cancel: give THREAD and the participant ID")
+		}
+		ctl := map[string]any{"cancel": map[string]string{"participant_id": pos[1]}}
+		return m.postControl(ctx, cf, pos[0], *from, ctl)
 	}
-	if len(pos) != 2 {
-		return usagef("cancel: give THREAD and the participant ID")
-	}
-	ctl := map[string]any{"cancel": map[string]string{"participant_id": pos[1]}}
-	return m.postControl(ctx, cf, pos[0], *from, ctl)
 }
 
 // parseInvocationID checks the ID argument of invocations show|cancel.
@@ -50,78 +49,72 @@ func parseInvocationID(cmd string, pos []string) (string, error) {
 	return pos[0], nil
 }
 
-func (m *Main) runInvocationCancel(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("invocations cancel")
+func (m *Main) invocationCancelCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	base := m.coordinatorURLFlag(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		id, err := parseInvocationID("cancel", pos)
+		if err != nil {
+			return err
+		}
+		var inv state.Invocation
+		if err := m.statusDo(ctx, http.MethodPost, base(), "/invocations/"+id+"/cancel", nil, &inv); err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stdout, "invocation %d (%s in %s) cancelled\n", inv.ID, inv.Participant, inv.Thread)
+		return nil
 	}
-	id, err := parseInvocationID("cancel", pos)
-	if err != nil {
-		return err
-	}
-	var inv state.Invocation
-	if err := m.statusDo(ctx, http.MethodPost, *base, "/invocations/"+id+"/cancel", nil, &inv); err != nil {
-		return err
-	}
-	fmt.Fprintf(m.Stdout, "invocation %d (%s in %s) cancelled\n", inv.ID, inv.Participant, inv.Thread)
-	return nil
 }
 
-func (m *Main) runInvocationShow(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("invocations show")
+func (m *Main) invocationShowCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	base := m.coordinatorURLFlag(fs)
 	follow := fs.Bool("follow", false, "keep printing new progress until the invocation ends")
 	asJSON := fs.Bool("json", false, "print the record and its progress as JSON")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	id, err := parseInvocationID("show", pos)
-	if err != nil {
-		return err
-	}
-	if *asJSON && *follow {
-		return usagef("invocations show: --json and --follow do not go together")
-	}
-	var rec coordinator.InvocationResponse
-	if err := m.statusGet(ctx, *base, "/invocations/"+id, nil, &rec); err != nil {
-		return err
-	}
-	if *asJSON {
-		enc := json.NewEncoder(m.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rec)
-	}
-	printInvocation(m.Stdout, rec.Invocation)
-	last := printProgress(m.Stdout, rec.Progress, 0)
-	if !*follow {
-		return nil
-	}
-	t := time.NewTicker(followPoll)
-	defer t.Stop()
-	for !ended(rec.Invocation) {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		q := url.Values{"after": {strconv.FormatInt(last, 10)}}
-		if err := m.statusGet(ctx, *base, "/invocations/"+id, q, &rec); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
+	return func(ctx context.Context, pos []string) error {
+		id, err := parseInvocationID("show", pos)
+		if err != nil {
 			return err
 		}
-		last = printProgress(m.Stdout, rec.Progress, last)
+		if *asJSON && *follow {
+			return usagef("invocations show: --json and --follow do not go together")
+		}
+		var rec coordinator.InvocationResponse
+		if err := m.statusGet(ctx, base(), "/invocations/"+id, nil, &rec); err != nil {
+			return err
+		}
+		if *asJSON {
+			return m.printJSON(rec)
+		}
+		printInvocation(m.Stdout, rec.Invocation)
+		last := printProgress(m.Stdout, rec.Progress, 0)
+		if !*follow {
+			return nil
+		}
+		t := time.NewTicker(followPoll)
+		defer t.Stop()
+		for !ended(rec.Invocation) {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
+			q := url.Values{"after": {strconv.FormatInt(last, 10)}}
+			if err := m.statusGet(ctx, base(), "/invocations/"+id, q, &rec); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			last = printProgress(m.Stdout, rec.Progress, last)
+		}
+		fmt.Fprintf(m.Stdout, "-- %s", rec.Status)
+		if rec.ExitCode != nil {
+			fmt.Fprintf(m.Stdout, " (exit %d)", *rec.ExitCode)
+		}
+		fmt.Fprintf(m.Stdout, " after %s, %s tokens, %s\n", time.Duration(rec.DurationMS)*time.Millisecond, tokens(rec.Invocation), cost(rec.Invocation))
+		return nil
 	}
-	fmt.Fprintf(m.Stdout, "-- %s", rec.Status)
-	if rec.ExitCode != nil {
-		fmt.Fprintf(m.Stdout, " (exit %d)", *rec.ExitCode)
-	}
-	fmt.Fprintf(m.Stdout, " after %s, %s tokens, %s\n", time.Duration(rec.DurationMS)*time.Millisecond, tokens(rec.Invocation), cost(rec.Invocation))
-	return nil
 }
 
 // ended reports whether an invocation will change no more: not queued or
@@ -225,101 +218,85 @@ func plural(n int64, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-func (m *Main) runInvocations(ctx context.Context, args []string) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "show":
-			return m.runInvocationShow(ctx, args[1:])
-		case "cancel":
-			return m.runInvocationCancel(ctx, args[1:])
-		}
-	}
-	fs := m.newFlagSet("invocations")
+func (m *Main) invocationsCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	thread := fs.String("thread", "", "only this thread")
 	participant := fs.String("participant", "", "only this participant's")
 	status := fs.String("status", "", "only this status: queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed")
 	limit := fs.Int("limit", 100, "at most this many, newest first")
 	asJSON := fs.Bool("json", false, "print the records as JSON")
 	base := m.coordinatorURLFlag(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("invocations takes no arguments, got %q", pos[0])
-	}
-	if *status != "" && !state.ValidStatus(*status) {
-		return usagef("--status: %q is not one of queued, running, succeeded, failed, timeout, interrupted, refused, cancelled, passed", *status)
-	}
-	if *limit < 1 || *limit > agentbridge.MaxEventsLimit {
-		return usagef("--limit: must be from 1 to %d", agentbridge.MaxEventsLimit)
-	}
-	q := url.Values{"limit": {strconv.Itoa(*limit)}}
-	if *thread != "" {
-		q.Set("thread", *thread)
-	}
-	if *participant != "" {
-		q.Set("participant", *participant)
-	}
-	if *status != "" {
-		q.Set("status", *status)
-	}
-	var out coordinator.InvocationsResponse
-	if err := m.statusGet(ctx, *base, "/invocations", q, &out); err != nil {
-		return err
-	}
-	if *asJSON {
-		enc := json.NewEncoder(m.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out.Invocations)
-	}
-	if len(out.Invocations) == 0 {
-		fmt.Fprintln(m.Stdout, "no invocations")
-		return nil
-	}
-	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tPARTICIPANT\tTHREAD\tTRIGGER\tEXIT\tDURATION\tTOKENS\tCOST\tREPLY")
-	for _, inv := range out.Invocations {
-		exit := "-"
-		if inv.ExitCode != nil {
-			exit = strconv.Itoa(*inv.ExitCode)
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usagef("invocations takes no arguments, got %q", pos[0])
 		}
-		reply := inv.ReplyEventID
-		if reply == "" {
-			reply = "-"
+		if *status != "" && !state.ValidStatus(*status) {
+			return usagef("--status: %q is not one of queued, running, succeeded, failed, timeout, interrupted, refused, cancelled, passed", *status)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", inv.ID, inv.Status, inv.Participant, inv.Thread, inv.TriggerID,
-			exit, runDuration(inv, time.Now()), tokens(inv), cost(inv), reply)
+		if *limit < 1 || *limit > agentbridge.MaxEventsLimit {
+			return usagef("--limit: must be from 1 to %d", agentbridge.MaxEventsLimit)
+		}
+		q := url.Values{"limit": {strconv.Itoa(*limit)}}
+		if *thread != "" {
+			q.Set("thread", *thread)
+		}
+		if *participant != "" {
+			q.Set("participant", *participant)
+		}
+		if *status != "" {
+			q.Set("status", *status)
+		}
+		var out coordinator.InvocationsResponse
+		if err := m.statusGet(ctx, base(), "/invocations", q, &out); err != nil {
+			return err
+		}
+		if *asJSON {
+			return m.printJSON(out.Invocations)
+		}
+		if len(out.Invocations) == 0 {
+			fmt.Fprintln(m.Stdout, "no invocations")
+			return nil
+		}
+		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tSTATUS\tPARTICIPANT\tTHREAD\tTRIGGER\tEXIT\tDURATION\tTOKENS\tCOST\tREPLY")
+		for _, inv := range out.Invocations {
+			exit := "-"
+			if inv.ExitCode != nil {
+				exit = strconv.Itoa(*inv.ExitCode)
+			}
+			reply := inv.ReplyEventID
+			if reply == "" {
+				reply = "-"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", inv.ID, inv.Status, inv.Participant, inv.Thread, inv.TriggerID,
+				exit, runDuration(inv, time.Now()), tokens(inv), cost(inv), reply)
+		}
+		return tw.Flush()
 	}
-	return tw.Flush()
 }
 
-func (m *Main) runWhy(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("why")
+func (m *Main) whyCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	base := m.coordinatorURLFlag(fs)
 	asJSON := fs.Bool("json", false, "print the recorded decision as JSON")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("why takes one argument: the event id")
+		}
+		var rec state.Decision
+		if err := m.statusGet(ctx, base(), "/decisions", url.Values{"event": {pos[0]}}, &rec); err != nil {
+			return err
+		}
+		if *asJSON {
+			return m.printJSON(rec)
+		}
+		var d coordinator.Decision
+		if err := json.Unmarshal(rec.Decision, &d); err != nil {
+			return fmt.Errorf("decode decision: %w", err)
+		}
+		printDecision(m.Stdout, rec, d)
+		return nil
 	}
-	if len(pos) != 1 {
-		return usagef("why takes one argument: the event id")
-	}
-	var rec state.Decision
-	if err := m.statusGet(ctx, *base, "/decisions", url.Values{"event": {pos[0]}}, &rec); err != nil {
-		return err
-	}
-	if *asJSON {
-		enc := json.NewEncoder(m.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rec)
-	}
-	var d coordinator.Decision
-	if err := json.Unmarshal(rec.Decision, &d); err != nil {
-		return fmt.Errorf("decode decision: %w", err)
-	}
-	printDecision(m.Stdout, rec, d)
-	return nil
 }
 
 // printDecision words a recorded decision for a person.

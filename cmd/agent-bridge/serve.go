@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -17,6 +16,8 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/ui"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // shutdownGrace bounds how long a stopping server waits for in-flight
@@ -95,7 +96,7 @@ func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*r
 }
 
 // maxStreamsFlag defines --max-streams for serve and up.
-func (*Main) maxStreamsFlag(fs *flag.FlagSet) *string {
+func (*Main) maxStreamsFlag(fs *pflag.FlagSet) *string {
 	return fs.String("max-streams", strconv.Itoa(bridge.DefaultMaxStreams),
 		"most streams (SSE and waiting long-polls) open at once; the one over gets 503 too_many_streams")
 }
@@ -138,8 +139,8 @@ func (m *Main) readToken(path string) (string, error) {
 	return strings.TrimSpace(m.Getenv(agentbridge.EnvToken)), nil
 }
 
-func (m *Main) runServe(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("serve")
+func (m *Main) serveCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	addr := fs.String("addr", m.env(agentbridge.EnvAddr, bridge.DefaultAddr), "listen address (env BRIDGE_ADDR); a non-loopback address needs a token")
 	db := fs.String("db", m.env(agentbridge.EnvDB, agentbridge.DefaultDBPath), "SQLite database file, created with its folder, or a postgres:// URL (env BRIDGE_DB)")
 	humans := fs.String("humans", "user", "comma-separated participant ids whose controls count")
@@ -150,75 +151,68 @@ func (m *Main) runServe(ctx context.Context, args []string) error {
 	maxStreams := m.maxStreamsFlag(fs)
 	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
 	coordURL := fs.String("coordinator-url", m.env(agentbridge.EnvCoordinatorURL, agentbridge.DefaultStatusURL), "the coordinator's status address, which the web UI links to as the runs dashboard (env BRIDGE_COORDINATOR_URL)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("serve takes no arguments, got %q", pos[0])
-	}
-	if u, err := url.Parse(*coordURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usagef("--coordinator-url: %q is not an http(s) URL", *coordURL)
-	}
-	logger, err := newLogger(m.Stderr, *logLevel)
-	if err != nil {
-		return err
-	}
-	mb, err := strconv.ParseInt(*maxBody, 10, 64)
-	if err != nil || mb <= 0 {
-		return usagef("--max-body: %q is not a positive number of bytes", *maxBody)
-	}
-	ms, err := parseMaxStreams(*maxStreams)
-	if err != nil {
-		return err
-	}
-	hs := splitList(*humans)
-	if len(hs) == 0 {
-		return usagef("--humans: give at least one participant id")
-	}
-	for _, h := range hs {
-		if !agentbridge.ParticipantIDPattern.MatchString(h) {
-			return usagef("--humans: %q is not a valid participant id", h)
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usagef("serve takes no arguments, got %q", pos[0])
 		}
-	}
-	token, err := m.readToken(*tokenFile)
-	if err != nil {
-		return err
-	}
-	b, err := startBridge(ctx, bridgeConfig{
-		Addr:           *addr,
-		DB:             *db,
-		Humans:         hs,
-		Token:          token,
-		AllowedHosts:   splitList(*allowedHosts),
-		CORSOrigins:    splitList(*corsOrigins),
-		MaxBody:        mb,
-		MaxStreams:     ms,
-		Version:        version,
-		CoordinatorURL: func() string { return *coordURL },
-	}, logger)
-	if err != nil {
-		return err
-	}
-	logger.Info("agent-bridge serving", "url", b.URL(), "db", *db, "ui", b.URL()+"/ui", "token", token != "")
-	<-ctx.Done()
-	logger.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-	defer cancel()
-	// A second SIGINT/SIGTERM skips the grace period.
-	again := make(chan os.Signal, 1)
-	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(again)
-	go func() {
-		select {
-		case <-again:
-			logger.Warn("second signal: closing connections now")
-			cancel()
-		case <-sctx.Done():
+		if u, err := url.Parse(*coordURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usagef("--coordinator-url: %q is not an http(s) URL", *coordURL)
 		}
-	}()
-	if err := b.Close(sctx); err != nil {
-		return fmt.Errorf("shut down: %w", err)
+		logger, err := newLogger(m.Stderr, *logLevel)
+		if err != nil {
+			return err
+		}
+		mb, err := strconv.ParseInt(*maxBody, 10, 64)
+		if err != nil || mb <= 0 {
+			return usagef("--max-body: %q is not a positive number of bytes", *maxBody)
+		}
+		ms, err := parseMaxStreams(*maxStreams)
+		if err != nil {
+			return err
+		}
+		hs, err := parseHumans(*humans)
+		if err != nil {
+			return err
+		}
+		token, err := m.readToken(*tokenFile)
+		if err != nil {
+			return err
+		}
+		b, err := startBridge(ctx, bridgeConfig{
+			Addr:           *addr,
+			DB:             *db,
+			Humans:         hs,
+			Token:          token,
+			AllowedHosts:   splitList(*allowedHosts),
+			CORSOrigins:    splitList(*corsOrigins),
+			MaxBody:        mb,
+			MaxStreams:     ms,
+			Version:        moduleVersion(),
+			CoordinatorURL: func() string { return *coordURL },
+		}, logger)
+		if err != nil {
+			return err
+		}
+		logger.Info("agent-bridge serving", "url", b.URL(), "db", maskURL(*db), "ui", b.URL()+"/ui", "token", token != "")
+		<-ctx.Done()
+		logger.Info("shutting down")
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		// A second SIGINT/SIGTERM skips the grace period.
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(again)
+		go func() {
+			select {
+			case <-again:
+				logger.Warn("second signal: closing connections now")
+				cancel()
+			case <-sctx.Done():
+			}
+		}()
+		if err := b.Close(sctx); err != nil {
+			return fmt.Errorf("shut down: %w", err)
+		}
+		return nil
 	}
-	return nil
 }

@@ -10,23 +10,8 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/service"
+	"github.com/spf13/cobra"
 )
-
-// runUnderServiceManager runs a daemon subcommand through service.Run, so
-// that under launchd or systemd kardianos's Start/Stop drive the same
-// graceful shutdown as a signal does.
-func (m *Main) runUnderServiceManager(ctx context.Context, d service.Daemon, run func(context.Context, []string) error, args []string) error {
-	return service.Run(ctx, d, func(ctx context.Context) error { return run(ctx, args) })
-}
-
-const serviceUsage = `usage: agent-bridge service install|uninstall|start|stop|status serve|coordinator [flags] [-- DAEMON FLAGS]
-
-install writes the service definition (replacing a previous one) and starts it.
-Flags after "--" are passed to the daemon; relative file paths among them
-(--db, --state, --config, --token-file) are made absolute.
-  agent-bridge service install serve -- --addr 127.0.0.1:5111 --token-file ~/.config/agent-bridge/token
-  agent-bridge service install coordinator -- --config ./coordinator.config.json
-`
 
 // serviceRequest is one "agent-bridge service ACTION DAEMON" as parsed
 // from the command line.
@@ -41,12 +26,20 @@ type serviceRequest struct {
 	daemonArgs []string
 }
 
-// runService is "agent-bridge service ACTION DAEMON".
-func (m *Main) runService(_ context.Context, args []string) error {
-	req, err := m.parseService(args)
-	if err != nil {
-		return err
+// serviceCommand is "agent-bridge service ACTION DAEMON".
+func (m *Main) serviceCommand(c *cobra.Command) runFunc {
+	parse := m.serviceFlags(c)
+	return func(_ context.Context, pos []string) error {
+		req, err := parse(pos)
+		if err != nil {
+			return err
+		}
+		return m.runService(req)
 	}
+}
+
+// runService carries out one service request.
+func (m *Main) runService(req serviceRequest) error {
 	mgr, merr := service.NewManager()
 	if mgr == nil {
 		return merr
@@ -87,41 +80,42 @@ func (m *Main) runService(_ context.Context, args []string) error {
 	return nil
 }
 
-// parseService parses and checks service's arguments; every mistake is a
-// usage error, before anything is touched.
-func (m *Main) parseService(args []string) (serviceRequest, error) {
+// serviceFlags defines service's flags; the function it returns parses
+// and checks the arguments (after "--": the daemon's flags). Every
+// mistake is a usage error, before anything is touched.
+func (m *Main) serviceFlags(c *cobra.Command) func(pos []string) (serviceRequest, error) {
 	var req serviceRequest
-	if i := slices.Index(args, "--"); i >= 0 {
-		args, req.daemonArgs = args[:i], args[i+1:]
-	}
-	fs := m.newFlagSet("service")
-	fs.Usage = func() { fmt.Fprint(m.Stderr, serviceUsage); fs.PrintDefaults() }
+	fs := c.Flags()
 	fs.BoolVar(&req.system, "system", false, "a system service (root) instead of a per-user one")
 	fs.StringVar(&req.user, "user", "", "with --system: the user the daemon runs as (default root)")
 	fs.StringVar(&req.dataDir, "data-dir", "", "the daemon's folder for its databases (default: the platform's per-user data folder)")
 	fs.StringVar(&req.logDir, "log-dir", "", "where the daemon's log file goes (default: the platform's per-user log folder)")
-	fs.StringVar(&req.pathEnv, "path", m.Getenv("PATH"), "the PATH the daemon (and its adapters) will see (default: the current PATH)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return req, err
+	fs.StringVar(&req.pathEnv, "path", "", "the PATH the daemon (and its adapters) will see (default: the current PATH)")
+	return func(pos []string) (serviceRequest, error) {
+		if dash := c.ArgsLenAtDash(); dash >= 0 {
+			pos, req.daemonArgs = pos[:dash], pos[dash:]
+		}
+		if !fs.Changed("path") {
+			req.pathEnv = m.Getenv("PATH")
+		}
+		if len(pos) != 2 {
+			return req, usagef("service needs an action and a daemon, e.g. \"service install serve\" (see \"agent-bridge service --help\")")
+		}
+		req.action = pos[0]
+		var err error
+		if req.daemon, err = service.ParseDaemon(pos[1]); err != nil {
+			return req, usagef("service: %v", err)
+		}
+		switch {
+		case !slices.Contains([]string{"install", "uninstall", "start", "stop", "status"}, req.action):
+			return req, usagef("service: %q is not one of install, uninstall, start, stop, status", req.action)
+		case len(req.daemonArgs) > 0 && req.action != "install":
+			return req, usagef("service %s takes no daemon flags (only install does)", req.action)
+		case req.user != "" && !req.system:
+			return req, usagef("--user: only a system service (--system) runs as another user")
+		}
+		return req, nil
 	}
-	if len(pos) != 2 {
-		fmt.Fprint(m.Stderr, serviceUsage)
-		return req, usagef("service needs an action and a daemon, e.g. \"service install serve\"")
-	}
-	req.action = pos[0]
-	if req.daemon, err = service.ParseDaemon(pos[1]); err != nil {
-		return req, usagef("service: %v", err)
-	}
-	switch {
-	case !slices.Contains([]string{"install", "uninstall", "start", "stop", "status"}, req.action):
-		return req, usagef("service: %q is not one of install, uninstall, start, stop, status", req.action)
-	case len(req.daemonArgs) > 0 && req.action != "install":
-		return req, usagef("service %s takes no daemon flags (only install does)", req.action)
-	case req.user != "" && !req.system:
-		return req, usagef("--user: only a system service (--system) runs as another user")
-	}
-	return req, nil
 }
 
 // installService writes the service definition, says what it runs and

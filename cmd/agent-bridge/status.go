@@ -3,23 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
-
-// coordinatorURLFlag defines --coordinator-url for the commands that ask
-// the coordinator's status API. It defaults to env BRIDGE_COORDINATOR_URL,
-// as serve's flag of the same name does, so one export serves every command.
-func (m *Main) coordinatorURLFlag(fs *flag.FlagSet) *string {
-	return fs.String("coordinator-url", m.env(agentbridge.EnvCoordinatorURL, agentbridge.DefaultStatusURL), "the coordinator's status API (env BRIDGE_COORDINATOR_URL)")
-}
 
 // statusGet asks the coordinator's status API and decodes the answer into
 // out; an error answer comes back as an *agentbridge.Error.
@@ -27,8 +20,8 @@ func (m *Main) statusGet(ctx context.Context, base, path string, q url.Values, o
 	return m.statusDo(ctx, http.MethodGet, base, path, q, out)
 }
 
-// statusDo is statusGet with any method. It sends BRIDGE_TOKEN, as the
-// status API asks for the bridge's token when there is one.
+// statusDo is statusGet with any method. It sends the bridge's token
+// (statusToken), as the status API asks for it when there is one.
 func (m *Main) statusDo(ctx context.Context, method, base, path string, q url.Values, out any) error {
 	u := strings.TrimRight(base, "/") + path
 	if len(q) > 0 {
@@ -40,7 +33,7 @@ func (m *Main) statusDo(ctx context.Context, method, base, path string, q url.Va
 	if err != nil {
 		return usagef("--coordinator-url: %v", err)
 	}
-	if tok := strings.TrimSpace(m.Getenv(agentbridge.EnvToken)); tok != "" {
+	if tok := m.statusToken(); tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -66,4 +59,19 @@ func (m *Main) statusDo(ctx context.Context, method, base, path string, q url.Va
 		return fmt.Errorf("decode the coordinator's answer: %w", err)
 	}
 	return nil
+}
+
+// statusToken is the token for the status API: BRIDGE_TOKEN, else the
+// token file of a running up (whose coordinator shares the bridge's
+// token), else none.
+func (m *Main) statusToken() string {
+	if tok := strings.TrimSpace(m.Getenv(agentbridge.EnvToken)); tok != "" {
+		return tok
+	}
+	if rt, ok := m.runningUp(); ok && rt.TokenFile != "" {
+		if b, err := os.ReadFile(rt.TokenFile); err == nil {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	return ""
 }

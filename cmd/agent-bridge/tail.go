@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/spf13/cobra"
 )
 
 // Tail's reconnect backoff: doubling from tailBackoffMin up to
@@ -35,75 +37,99 @@ type tailer struct {
 	cursor int64
 }
 
-func (m *Main) runTail(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("tail")
+func (m *Main) tailCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	cf := m.addClientFlags(fs)
 	all := fs.Bool("all", false, "follow every thread (the global stream)")
 	after := fs.Int64("after", -1, "start after this seq (gseq with --all); default: the last --last events, or the end with --all")
 	last := fs.Int("last", 10, "without --after, print this many past events of the thread first")
 	presence := fs.Bool("presence", false, "with --all, print presence changes too")
 	noReceipts := fs.Bool("no-receipts", false, "do not print receipts (what became of each addressed participant)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	switch {
-	case *all && len(pos) > 0:
-		return usagef("tail: give either THREAD or --all, not both")
-	case !*all && len(pos) != 1:
-		return usagef("tail: give one THREAD, or --all")
-	case *last < 0:
-		return usagef("--last: must be 0 or more, not %d", *last)
-	}
-	c, err := m.newClient(cf)
-	if err != nil {
-		return err
-	}
-	t := &tailer{m: m, c: c, cf: cf, presence: *presence, cursor: *after,
-		log: slog.New(slog.NewTextHandler(m.Stderr, nil)), receipts: !*noReceipts}
-	if f, ok := m.Stdout.(*os.File); ok && isTerminal(f) {
-		t.dim = true
-	}
-	if !*all {
-		t.thread = pos[0]
-	}
-	if err := t.start(ctx, *last); err != nil {
-		if ctx.Err() != nil {
-			return nil
+	return func(ctx context.Context, pos []string) error {
+		switch {
+		case *all && len(pos) > 0:
+			return usagef("tail: give either THREAD or --all, not both")
+		case !*all && len(pos) != 1:
+			return usagef("tail: give one THREAD, or --all")
+		case *last < 0:
+			return usagef("--last: must be 0 or more, not %d", *last)
 		}
-		return explain(err, cf.url)
+		c, err := m.newClient(cf)
+		if err != nil {
+			return err
+		}
+		t := &tailer{m: m, c: c, cf: cf, presence: *presence, cursor: *after,
+			log: slog.New(slog.NewTextHandler(m.Stderr, nil)), receipts: !*noReceipts}
+		if f, ok := unescaped(m.Stdout).(*os.File); ok && isTerminal(f) {
+			t.dim = true
+		}
+		if !*all {
+			t.thread = pos[0]
+		}
+		if err := t.start(ctx, *last); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return explain(err, cf.url)
+		}
+		return explain(t.follow(ctx), cf.url)
 	}
-	return explain(t.follow(ctx), cf.url)
 }
 
-// start sets the cursor when --after was not given: a thread's last events
-// are printed first; the global stream starts at the log's end.
+// tailPage is how many past events tail --after reads per request.
+const tailPage = 500
+
+// start prints what comes before following: a thread's last --last events,
+// or with --after every event of the thread after that seq, each with its
+// current receipts. The global stream starts at the log's end, or after
+// --after, and replays events only (receipts are not kept by gseq).
 func (t *tailer) start(ctx context.Context, last int) error {
-	if t.cursor >= 0 {
-		return nil
-	}
 	if t.thread == "" {
+		if t.cursor >= 0 {
+			return nil
+		}
 		head, err := t.c.Head(ctx)
 		t.cursor = head
 		return err
 	}
-	events, err := t.c.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: t.thread, After: -1, Tail: max(last, 1)})
-	if err != nil {
-		return err
+	if t.cursor < 0 {
+		events, err := t.c.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: t.thread, After: -1, Tail: max(last, 1)})
+		if err != nil {
+			return err
+		}
+		t.cursor = 0
+		if n := len(events); n > 0 {
+			t.cursor = events[n-1].Seq
+		}
+		if len(events) > last {
+			events = events[len(events)-last:]
+		}
+		return t.printBacklog(ctx, events)
 	}
-	t.cursor = 0
-	if n := len(events); n > 0 {
-		t.cursor = events[n-1].Seq
+	for {
+		events, err := t.c.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: t.thread, After: t.cursor, Limit: tailPage})
+		if err != nil {
+			return cursorTypo(err, "--after", t.cursor, t.thread)
+		}
+		if len(events) == 0 {
+			return nil
+		}
+		if err := t.printBacklog(ctx, events); err != nil {
+			return err
+		}
+		t.cursor = events[len(events)-1].Seq
+		if len(events) < tailPage {
+			return nil
+		}
 	}
-	if len(events) > last {
-		events = events[len(events)-last:]
-	}
-	// Receipts are not replayed on the stream, so the backlog's current
-	// ones are asked for: each is printed under its event, as the live
-	// changes that follow are.
+}
+
+// printBacklog prints past events, each followed by its current receipts:
+// receipts are not replayed on the stream, so they are asked for.
+func (t *tailer) printBacklog(ctx context.Context, events []agentbridge.Event) error {
 	byEvent := map[string][]agentbridge.Receipt{}
 	if t.receipts && len(events) > 0 {
-		rs, err := t.c.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: t.thread, FromEvent: events[0].ID})
+		rs, err := t.c.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: t.thread, FromEvent: events[0].ID, Limit: agentbridge.MaxEventsLimit})
 		if err != nil {
 			t.log.Warn("tail: the past events' receipts could not be read; printing new ones only", "err", err)
 		}
@@ -194,7 +220,14 @@ func (t *tailer) printReceipt(r agentbridge.Receipt) error {
 	case t.cf.json:
 		err = t.m.printJSON(map[string]any{"receipt": r})
 	case t.dim:
-		_, err = fmt.Fprintf(t.m.Stdout, "\x1b[2m%s\x1b[0m\n", formatReceipt(r, t.thread == ""))
+		// The dim codes are written around the escaped line, not through
+		// the escaper, which would show them.
+		raw := t.m.rawOut()
+		if _, err = io.WriteString(raw, "\x1b[2m"); err == nil {
+			if _, err = fmt.Fprint(t.m.Stdout, formatReceipt(r, t.thread == "")); err == nil {
+				_, err = io.WriteString(raw, "\x1b[0m\n")
+			}
+		}
 	default:
 		_, err = fmt.Fprintln(t.m.Stdout, formatReceipt(r, t.thread == ""))
 	}

@@ -233,3 +233,38 @@ func TestFormatReceipt(t *testing.T) {
 		t.Errorf("formatReceipt = %q, want %q", got, want)
 	}
 }
+
+// TestTailAfterPrintsReceipts checks that tail --after N prints the past
+// events after N with their receipts, as tail --last does, and that an
+// --after past the end is named as such.
+func TestTailAfterPrintsReceipts(t *testing.T) {
+	b := startTestBridge(t)
+	c := newCLI(t, b)
+	cl := b.client()
+	c.ok("thread", "new", "t", "--id", "T")
+	ev, err := cl.Append(t.Context(), "T", agentbridge.EventInput{From: "user", To: "codex", Content: []byte(`"hi"`)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := agentbridge.ReceiptInput{Thread: "T", Event: ev.ID, Participant: "codex", From: "bridge-coordinator", State: agentbridge.ReceiptSkipped, Reason: "not invited"}
+	if _, _, err := cl.PutReceipt(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb testutil.Buffer
+	stop := runTailAsync(t, c.env, &out, &errb, "T", "--after", "1")
+	testutil.WaitFor(t, 20*time.Second, "tail --after to print the receipt", func() bool { return strings.Contains(out.String(), "↳ codex: skipped — not invited") })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 2 || !strings.HasSuffix(lines[0], ": hi") {
+		t.Errorf("tail --after 1 printed:\n%s", out.String())
+	}
+	_, errOut, code := c.run("tail", "T", "--after", "99")
+	if code != 2 || !strings.Contains(errOut, "--after: 99 is past the end of thread T, whose last seq is 2") {
+		t.Errorf("tail --after 99: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = c.run("state", "T", "--at", "99")
+	if code != 2 || !strings.Contains(errOut, "--at: 99 is past the end of thread T") {
+		t.Errorf("state --at 99: exit %d, stderr %q", code, errOut)
+	}
+}

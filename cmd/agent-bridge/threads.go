@@ -11,148 +11,130 @@ import (
 	"text/tabwriter"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/spf13/cobra"
 )
 
-// runThread dispatches "thread new|list|rename".
-func (m *Main) runThread(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usagef("thread: give a subcommand: new, list or rename")
-	}
-	switch args[0] {
-	case "new":
-		return m.runThreadNew(ctx, args[1:])
-	case "list", "ls":
-		return m.runThreadList(ctx, args[1:])
-	case "rename":
-		return m.runThreadRename(ctx, args[1:])
-	default:
-		return usagef("thread: unknown subcommand %q (want new, list or rename)", args[0])
-	}
-}
-
-func (m *Main) runThreadNew(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("thread new")
+func (m *Main) threadNewCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	cf := m.addClientFlags(fs)
 	id := fs.String("id", "", "choose the thread's id (default: the server assigns one)")
 	from := fs.String("from", "user", "who creates the thread")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) == 0 {
+			return usagef("thread new: give the thread a NAME")
+		}
+		c, err := m.newClient(cf)
+		if err != nil {
+			return err
+		}
+		th, err := c.CreateThread(ctx, agentbridge.CreateThreadRequest{ID: *id, Name: joinText(pos), From: *from})
+		if err != nil {
+			return explain(err, cf.url)
+		}
+		if cf.json {
+			return m.printJSON(th)
+		}
+		_, err = fmt.Fprintln(m.Stdout, th.ID)
 		return err
 	}
-	if len(pos) == 0 {
-		return usagef("thread new: give the thread a NAME")
-	}
-	c, err := m.newClient(cf)
-	if err != nil {
-		return err
-	}
-	th, err := c.CreateThread(ctx, agentbridge.CreateThreadRequest{ID: *id, Name: joinText(pos), From: *from})
-	if err != nil {
-		return explain(err, cf.url)
-	}
-	if cf.json {
-		return m.printJSON(th)
-	}
-	_, err = fmt.Fprintln(m.Stdout, th.ID)
-	return err
 }
 
-func (m *Main) runThreadList(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("thread list")
+func (m *Main) threadListCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	cf := m.addClientFlags(fs)
 	limit := fs.Int("limit", 0, "at most this many threads (0 = all)")
 	after := fs.String("after", "", "start after this thread id (the last of the previous page)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("thread list: unexpected argument %q", pos[0])
-	}
-	if *limit < 0 {
-		return usagef("--limit: must be 0 or more, not %d", *limit)
-	}
-	c, err := m.newClient(cf)
-	if err != nil {
-		return err
-	}
-	threads, err := c.Threads(ctx, *after, *limit)
-	if err != nil {
-		return explain(err, cf.url)
-	}
-	if cf.json {
-		if threads == nil {
-			threads = []agentbridge.Thread{}
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usagef("thread list: unexpected argument %q", pos[0])
 		}
-		return m.printJSON(threads)
+		if *limit < 0 {
+			return usagef("--limit: must be 0 or more, not %d", *limit)
+		}
+		c, err := m.newClient(cf)
+		if err != nil {
+			return err
+		}
+		threads, err := c.Threads(ctx, *after, *limit)
+		if err != nil {
+			return explain(err, cf.url)
+		}
+		if cf.json {
+			if threads == nil {
+				threads = []agentbridge.Thread{}
+			}
+			return m.printJSON(threads)
+		}
+		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tEVENTS\tUPDATED")
+		for _, th := range threads {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", th.ID, th.Name, th.EventCount, th.UpdatedAt)
+		}
+		return tw.Flush()
 	}
-	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tEVENTS\tUPDATED")
-	for _, th := range threads {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", th.ID, th.Name, th.EventCount, th.UpdatedAt)
-	}
-	return tw.Flush()
 }
 
-func (m *Main) runThreadRename(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("thread rename")
+func (m *Main) threadRenameCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	cf := m.addClientFlags(fs)
 	from := fs.String("from", "user", "who renames the thread")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) < 2 {
+			return usagef("thread rename: give THREAD and the new NAME")
+		}
+		content, _ := json.Marshal(joinText(pos[1:]))
+		in := agentbridge.EventInput{Type: agentbridge.TypeThreadRenamed, From: *from, Content: content}
+		return m.appendAndPrint(ctx, cf, pos[0], in, "")
 	}
-	if len(pos) < 2 {
-		return usagef("thread rename: give THREAD and the new NAME")
-	}
-	content, _ := json.Marshal(joinText(pos[1:]))
-	in := agentbridge.EventInput{Type: agentbridge.TypeThreadRenamed, From: *from, Content: content}
-	return m.appendAndPrint(ctx, cf, pos[0], in, "")
 }
 
-// appendAndPrint posts one event and prints its id and seq.
+// appendAndPrint posts one event and prints its id and seq, and on stderr
+// why it will have no effect when the bridge says so.
 func (m *Main) appendAndPrint(ctx context.Context, cf *clientFlags, thread string, in agentbridge.EventInput, key string) error {
 	c, err := m.newClient(cf)
 	if err != nil {
 		return err
 	}
-	e, err := c.Append(ctx, thread, in, key)
+	a, err := c.AppendAnswer(ctx, thread, in, key)
 	if err != nil {
 		return explain(err, cf.url)
 	}
-	if cf.json {
-		return m.printJSON(e)
+	// An action the bridge stored but that will change nothing is said
+	// on stderr; it is not a failure (exit 0), as the event is stored.
+	if a.Ignored != nil {
+		fmt.Fprintf(m.Stderr, "agent-bridge: note: %s (%s)\n", a.Ignored.Reason, a.Ignored.Code)
 	}
-	_, err = fmt.Fprintf(m.Stdout, "%s seq %d\n", e.ID, e.Seq)
+	if cf.json {
+		return m.printJSON(a.Event)
+	}
+	_, err = fmt.Fprintf(m.Stdout, "%s seq %d\n", a.Event.ID, a.Event.Seq)
 	return err
 }
 
-func (m *Main) runPost(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("post")
+func (m *Main) postCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	cf := m.addClientFlags(fs)
 	to := fs.String("to", agentbridge.ToAll, "recipient participant id")
 	from := fs.String("from", "user", "sender participant id")
 	replyTo := fs.String("reply-to", "", "id of the event this replies to")
 	typ := fs.String("type", agentbridge.TypeMessage, "event type (a control's TEXT is its JSON object)")
 	key := fs.String("idempotency-key", "", "retrying with the same key stores the event only once")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) < 2 {
-		return usagef("post: give THREAD and TEXT (TEXT - reads standard input)")
-	}
-	text := joinText(pos[1:])
-	if text == "-" {
-		b, err := io.ReadAll(m.Stdin)
-		if err != nil {
-			return fmt.Errorf("read standard input: %w", err)
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) < 2 {
+			return usagef("post: give THREAD and TEXT (TEXT - reads standard input)")
 		}
-		text = strings.TrimRight(string(b), "\r\n")
+		text := joinText(pos[1:])
+		if text == "-" {
+			b, err := io.ReadAll(m.Stdin)
+			if err != nil {
+				return fmt.Errorf("read standard input: %w", err)
+			}
+			text = strings.TrimRight(string(b), "\r\n")
+		}
+		in := agentbridge.EventInput{Type: *typ, From: *from, To: *to, Content: encodeContent(*typ, text)}
+		in.Meta.ReplyTo = *replyTo
+		return m.appendAndPrint(ctx, cf, pos[0], in, *key)
 	}
-	in := agentbridge.EventInput{Type: *typ, From: *from, To: *to, Content: encodeContent(*typ, text)}
-	in.Meta.ReplyTo = *replyTo
-	return m.appendAndPrint(ctx, cf, pos[0], in, *key)
 }
 
 // encodeContent makes TEXT the event's content: a string for messages and
@@ -171,8 +153,8 @@ func encodeContent(typ, text string) json.RawMessage {
 	return b
 }
 
-func (m *Main) runInvite(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("invite")
+func (m *Main) inviteCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	cf := m.addClientFlags(fs)
 	from := fs.String("from", "user", "who sends the invite")
 	cl := fs.String("client", "", "the participant's client, such as claude or codex (required)")
@@ -183,30 +165,28 @@ func (m *Main) runInvite(ctx context.Context, args []string) error {
 	fs.Var(&roles, "role", "a role the participant answers to in mentions (repeatable)")
 	var expertise stringList
 	fs.Var(&expertise, "expertise", "a topic the participant knows well, which party mode matches against messages (repeatable)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 2 {
-		return usagef("invite: give THREAD and the participant ID")
-	}
-	if *cl == "" {
-		return usagef("--client: required (the participant's client, such as claude or codex)")
-	}
-	if *model == "" {
-		return usagef("--model: required (the participant's model)")
-	}
-	sheet := *character
-	if name, ok := strings.CutPrefix(sheet, "@"); ok {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			return usagef("--character: %v", err)
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 2 {
+			return usagef("invite: give THREAD and the participant ID")
 		}
-		sheet = string(b)
+		if *cl == "" {
+			return usagef("--client: required (the participant's client, such as claude or codex)")
+		}
+		if *model == "" {
+			return usagef("--model: required (the participant's model)")
+		}
+		sheet := *character
+		if name, ok := strings.CutPrefix(sheet, "@"); ok {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				return usagef("--character: %v", err)
+			}
+			sheet = string(b)
+		}
+		profile := agentbridge.Profile{Client: *cl, Model: *model, Roles: roles, Nickname: *nick, Character: sheet, Expertise: expertise}
+		ctl := map[string]any{"invite": map[string]any{"participant_id": pos[1], "profile": profile}}
+		return m.postControl(ctx, cf, pos[0], *from, ctl)
 	}
-	profile := agentbridge.Profile{Client: *cl, Model: *model, Roles: roles, Nickname: *nick, Character: sheet, Expertise: expertise}
-	ctl := map[string]any{"invite": map[string]any{"participant_id": pos[1], "profile": profile}}
-	return m.postControl(ctx, cf, pos[0], *from, ctl)
 }
 
 // postControl posts a control event built from ctl.
@@ -219,10 +199,14 @@ func (m *Main) postControl(ctx context.Context, cf *clientFlags, thread, from st
 	return m.appendAndPrint(ctx, cf, thread, in, "")
 }
 
-// runControl implements the small control subcommands: uninvite, mute,
-// unmute, pause, discussion, auto and prod.
-func (m *Main) runControl(ctx context.Context, name string, args []string) error {
-	fs := m.newFlagSet(name)
+// controlCommand implements the small control subcommands: uninvite,
+// mute, unmute, pause, discussion, auto and prod.
+func (m *Main) controlCommand(name string) func(c *cobra.Command) runFunc {
+	return func(c *cobra.Command) runFunc { return m.control(c, name) }
+}
+
+func (m *Main) control(c *cobra.Command, name string) runFunc {
+	fs := c.Flags()
 	cf := m.addClientFlags(fs)
 	from := fs.String("from", "user", "who sends the control (mute, pause, discussion and auto count only from humans)")
 	var mode, agentMentions *string
@@ -232,58 +216,56 @@ func (m *Main) runControl(ctx context.Context, name string, args []string) error
 	if name == "discussion" {
 		agentMentions = fs.String("agent-mentions", "", "whether agents may wake each other by mention (default: same as on|off)")
 	}
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	var ctl map[string]any
-	switch name {
-	case "uninvite":
-		if len(pos) != 2 {
-			return usagef("uninvite: give THREAD and the participant ID")
-		}
-		ctl = map[string]any{"uninvite": map[string]string{"participant_id": pos[1]}}
-	case "mute", "unmute", "prod":
-		if len(pos) < 2 {
-			return usagef("%s: give THREAD and one or more participant IDs", name)
-		}
+	return func(ctx context.Context, pos []string) error {
+		var ctl map[string]any
 		switch name {
-		case "mute":
-			if *mode != agentbridge.MuteHard && *mode != agentbridge.MuteSoft {
-				return usagef("--mode: must be hard or soft, not %q", *mode)
+		case "uninvite":
+			if len(pos) != 2 {
+				return usagef("uninvite: give THREAD and the participant ID")
 			}
-			ctl = map[string]any{"mute": map[string]any{"targets": pos[1:], "mode": *mode}}
-		case "unmute":
-			ctl = map[string]any{"unmute": map[string]any{"targets": pos[1:]}}
-		default:
-			ctl = map[string]any{"prod": pos[1:]}
-		}
-	case "pause", "discussion", "auto":
-		if len(pos) != 2 {
-			return usagef("%s: give THREAD and on or off", name)
-		}
-		on, ok := parseOnOff(pos[1])
-		if !ok {
-			return usagef("%s: the second argument must be on or off, not %q", name, pos[1])
-		}
-		switch name {
-		case "pause":
-			ctl = map[string]any{"pause": map[string]bool{"on": on}}
-		case "auto":
-			ctl = map[string]any{"invited_auto": map[string]bool{"on": on}}
-		default:
-			d := map[string]bool{"on": on}
-			if *agentMentions != "" {
-				am, err := strconv.ParseBool(*agentMentions)
-				if err != nil {
-					return usagef("--agent-mentions: must be true or false, not %q", *agentMentions)
+			ctl = map[string]any{"uninvite": map[string]string{"participant_id": pos[1]}}
+		case "mute", "unmute", "prod":
+			if len(pos) < 2 {
+				return usagef("%s: give THREAD and one or more participant IDs", name)
+			}
+			switch name {
+			case "mute":
+				if *mode != agentbridge.MuteHard && *mode != agentbridge.MuteSoft {
+					return usagef("--mode: must be hard or soft, not %q", *mode)
 				}
-				d["allow_agent_mentions"] = am
+				ctl = map[string]any{"mute": map[string]any{"targets": pos[1:], "mode": *mode}}
+			case "unmute":
+				ctl = map[string]any{"unmute": map[string]any{"targets": pos[1:]}}
+			default:
+				ctl = map[string]any{"prod": pos[1:]}
 			}
-			ctl = map[string]any{"discussion": d}
+		case "pause", "discussion", "auto":
+			if len(pos) != 2 {
+				return usagef("%s: give THREAD and on or off", name)
+			}
+			on, ok := parseOnOff(pos[1])
+			if !ok {
+				return usagef("%s: the second argument must be on or off, not %q", name, pos[1])
+			}
+			switch name {
+			case "pause":
+				ctl = map[string]any{"pause": map[string]bool{"on": on}}
+			case "auto":
+				ctl = map[string]any{"invited_auto": map[string]bool{"on": on}}
+			default:
+				d := map[string]bool{"on": on}
+				if *agentMentions != "" {
+					am, err := strconv.ParseBool(*agentMentions)
+					if err != nil {
+						return usagef("--agent-mentions: must be true or false, not %q", *agentMentions)
+					}
+					d["allow_agent_mentions"] = am
+				}
+				ctl = map[string]any{"discussion": d}
+			}
 		}
+		return m.postControl(ctx, cf, pos[0], *from, ctl)
 	}
-	return m.postControl(ctx, cf, pos[0], *from, ctl)
 }
 
 func parseOnOff(s string) (on, ok bool) {
@@ -296,76 +278,74 @@ func parseOnOff(s string) (on, ok bool) {
 	return false, false
 }
 
-func (m *Main) runState(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("state")
+func (m *Main) stateCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
 	cf := m.addClientFlags(fs)
 	at := fs.Int64("at", 0, "the state as of this seq (0 = now)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("state: give one THREAD")
-	}
-	if *at < 0 {
-		return usagef("--at: must be a seq of 1 or more, not %d", *at)
-	}
-	c, err := m.newClient(cf)
-	if err != nil {
-		return err
-	}
-	st, seq, err := c.State(ctx, pos[0], *at)
-	if err != nil {
-		return explain(err, cf.url)
-	}
-	st = st.Normalize()
-	if cf.json {
-		return m.printJSON(struct {
-			Thread string                  `json:"thread"`
-			Seq    int64                   `json:"seq"`
-			State  agentbridge.ThreadState `json:"state"`
-		}{pos[0], seq, st})
-	}
-	w := m.Stdout
-	onOff := func(b bool) string {
-		if b {
-			return "on"
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("state: give one THREAD")
 		}
-		return "off"
-	}
-	fmt.Fprintf(w, "thread %s at seq %d\n", pos[0], seq)
-	fmt.Fprintf(w, "paused:       %s\n", onOff(st.Paused))
-	fmt.Fprintf(w, "muted:        %s\n", listOrNone(st.Muted))
-	if len(st.SoftMuted) > 0 {
-		fmt.Fprintf(w, "soft-muted:   %s\n", listOrNone(st.SoftMuted))
-	}
-	fmt.Fprintf(w, "discussion:   %s (agent mentions %s)\n", onOff(st.Discussion.On), onOff(st.Discussion.AllowAgentMentions))
-	fmt.Fprintf(w, "invited_auto: %s\n", onOff(st.InvitedAuto.On))
-	if st.Scene != nil {
-		fmt.Fprintf(w, "scene:        %s\n", st.Scene)
-	}
-	fmt.Fprintf(w, "party:        %s\n", partyLine(st.Party))
-	if len(st.Participants.Invited) == 0 {
-		_, err = fmt.Fprintln(w, "invited:      none")
-		return err
-	}
-	fmt.Fprintln(w, "invited:")
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, inv := range st.Participants.Invited {
-		p := inv.Profile
-		fmt.Fprintf(tw, "  %s\tclient=%s\tmodel=%s", inv.ID, p.Client, p.Model)
-		if p.Nickname != "" {
-			fmt.Fprintf(tw, "\tnickname=%s", p.Nickname)
+		if *at < 0 {
+			return usagef("--at: must be a seq of 1 or more, not %d", *at)
 		}
-		if len(p.Roles) > 0 {
-			fmt.Fprintf(tw, "\troles=%s", strings.Join(p.Roles, ","))
+		c, err := m.newClient(cf)
+		if err != nil {
+			return err
 		}
-		if len(p.Expertise) > 0 {
-			fmt.Fprintf(tw, "\texpertise=%s", strings.Join(p.Expertise, ","))
+		st, seq, err := c.State(ctx, pos[0], *at)
+		if err != nil {
+			return explain(cursorTypo(err, "--at", *at, pos[0]), cf.url)
 		}
-		fmt.Fprintf(tw, "\t(invited by %s)\n", inv.InvitedBy)
+		st = st.Normalize()
+		if cf.json {
+			return m.printJSON(struct {
+				Thread string                  `json:"thread"`
+				Seq    int64                   `json:"seq"`
+				State  agentbridge.ThreadState `json:"state"`
+			}{pos[0], seq, st})
+		}
+		w := m.Stdout
+		onOff := func(b bool) string {
+			if b {
+				return "on"
+			}
+			return "off"
+		}
+		fmt.Fprintf(w, "thread %s at seq %d\n", pos[0], seq)
+		fmt.Fprintf(w, "paused:       %s\n", onOff(st.Paused))
+		fmt.Fprintf(w, "muted:        %s\n", listOrNone(st.Muted))
+		if len(st.SoftMuted) > 0 {
+			fmt.Fprintf(w, "soft-muted:   %s\n", listOrNone(st.SoftMuted))
+		}
+		fmt.Fprintf(w, "discussion:   %s (agent mentions %s)\n", onOff(st.Discussion.On), onOff(st.Discussion.AllowAgentMentions))
+		fmt.Fprintf(w, "invited_auto: %s\n", onOff(st.InvitedAuto.On))
+		if st.Scene != nil {
+			fmt.Fprintf(w, "scene:        %s\n", st.Scene)
+		}
+		fmt.Fprintf(w, "party:        %s\n", partyLine(st.Party))
+		if len(st.Participants.Invited) == 0 {
+			_, err = fmt.Fprintln(w, "invited:      none")
+			return err
+		}
+		fmt.Fprintln(w, "invited:")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, inv := range st.Participants.Invited {
+			p := inv.Profile
+			fmt.Fprintf(tw, "  %s\tclient=%s\tmodel=%s", inv.ID, p.Client, p.Model)
+			if p.Nickname != "" {
+				fmt.Fprintf(tw, "\tnickname=%s", p.Nickname)
+			}
+			if len(p.Roles) > 0 {
+				fmt.Fprintf(tw, "\troles=%s", strings.Join(p.Roles, ","))
+			}
+			if len(p.Expertise) > 0 {
+				fmt.Fprintf(tw, "\texpertise=%s", strings.Join(p.Expertise, ","))
+			}
+			fmt.Fprintf(tw, "\t(invited by %s)\n", inv.InvitedBy)
+		}
+		return tw.Flush()
 	}
-	return tw.Flush()
 }
 
 func listOrNone(l []string) string {

@@ -222,3 +222,29 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestIgnoredActionsExplained checks that an action the bridge stores but
+// that changes nothing is explained on stderr, exit 0, and that the same
+// action with an effect prints no note.
+func TestIgnoredActionsExplained(t *testing.T) {
+	b := startTestBridge(t)
+	c := newCLI(t, b)
+	c.ok("thread", "new", "plan", "--id", "plan")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pause", "plan", "on", "--from", "codex"}, `pause counts only from a human (user), and "codex" is not one`},
+		{[]string{"post", "plan", "hi", "--to", "claude-code"}, `"claude-code" is not invited to this thread`},
+		{[]string{"uninvite", "plan", "gemini"}, `"gemini" is not invited`},
+		{[]string{"scene", "plan", "off"}, "no scene is running"},
+	} {
+		out, errOut, code := c.run(tc.args...)
+		if code != 0 || !strings.Contains(out, " seq ") || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 0, the seq, and a note naming %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	if _, errOut, code := c.run("pause", "plan", "on"); code != 0 || errOut != "" {
+		t.Errorf("pause from a human: exit %d, stderr %q; want no note", code, errOut)
+	}
+}

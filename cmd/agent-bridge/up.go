@@ -12,107 +12,229 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge"
+	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/spf13/cobra"
 )
 
-// runUp is "agent-bridge up": the bridge and the coordinator in one
+// upCommand is "agent-bridge up": the bridge and the coordinator in one
 // process, for a first run.
-func (m *Main) runUp(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("up")
-	addr := fs.String("addr", m.env(agentbridge.EnvAddr, bridge.DefaultAddr), "bridge listen address (env BRIDGE_ADDR)")
-	db := fs.String("db", m.env(agentbridge.EnvDB, agentbridge.DefaultDBPath), "bridge database (env BRIDGE_DB)")
-	configPath := fs.String("config", m.env(agentbridge.EnvCoordinatorConfig, agentbridge.DefaultCoordinatorConfig), "coordinator config; defaults apply when the file does not exist (env BRIDGE_COORDINATOR_CONFIG)")
-	statePath := fs.String("state", m.env(agentbridge.EnvCoordinatorState, agentbridge.DefaultCoordinatorState), "coordinator state database (env BRIDGE_COORDINATOR_STATE)")
-	statusAddr := fs.String("status-addr", "", "the coordinator status API's listen address (default: the config's status_addr, "+agentbridge.DefaultStatusAddr+")")
-	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
+func (m *Main) upCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
+	addr := fs.String("addr", m.env(agentbridge.EnvAddr, bridge.DefaultAddr), "the bridge's listen address")
+	envFlag(fs, "addr", agentbridge.EnvAddr)
+	statusAddr := fs.String("status-addr", "", "the coordinator status API's listen address, a second port (default: the config's status_addr, "+agentbridge.DefaultStatusAddr+")")
+	db := fs.String("db", m.env(agentbridge.EnvDB, agentbridge.DefaultDBPath), "the bridge database")
+	envFlag(fs, "db", agentbridge.EnvDB)
+	configPath := fs.String("config", m.env(agentbridge.EnvCoordinatorConfig, agentbridge.DefaultCoordinatorConfig), "the coordinator config; the built-in defaults when this default file does not exist")
+	envFlag(fs, "config", agentbridge.EnvCoordinatorConfig)
+	statePath := fs.String("state", m.env(agentbridge.EnvCoordinatorState, agentbridge.DefaultCoordinatorState), "the coordinator state database")
+	envFlag(fs, "state", agentbridge.EnvCoordinatorState)
+	humans := fs.String("humans", "", "comma-separated participant ids whose controls count (default: the config's human_ids, user)")
+	tokenFile := fs.String("token-file", "", "file holding the bridge's bearer token (else env BRIDGE_TOKEN; default: no token)")
+	envFlag(fs, "token-file", agentbridge.EnvToken)
+	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "info"), "debug, info, warn or error")
+	envFlag(fs, "log-level", agentbridge.EnvLogLevel)
 	maxStreams := m.maxStreamsFlag(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("up takes no arguments, got %q", pos[0])
-	}
-	ms, err := parseMaxStreams(*maxStreams)
-	if err != nil {
-		return err
-	}
-	logger, err := newLogger(m.Stderr, *logLevel)
-	if err != nil {
-		return err
-	}
-	cfg, where, err := loadUpConfig(*configPath, logger)
-	if err != nil {
-		return err
-	}
-	if *statusAddr != "" {
-		cfg.StatusAddr = *statusAddr
-	}
-	token := strings.TrimSpace(m.Getenv(agentbridge.EnvToken))
-	if token != "" {
-		cfg.BridgeToken = token
-	}
-	if err := coordinator.CheckStatusListen(cfg); err != nil {
-		return err // before the bridge starts
-	}
-	if err := os.MkdirAll(filepath.Dir(*db), 0o755); err != nil {
-		return fmt.Errorf("create database folder: %w", err)
-	}
-	// The UI links to the coordinator's dashboard, whose address is known
-	// once the coordinator listens.
-	var statusURL atomic.Pointer[string]
-	b, err := startBridge(ctx, bridgeConfig{Addr: *addr, DB: *db, Humans: cfg.HumanIDs, Token: token,
-		MaxBody: bridge.DefaultMaxBody, MaxStreams: ms, Version: version, CoordinatorURL: func() string {
-			if u := statusURL.Load(); u != nil {
-				return *u
-			}
-			return ""
-		}}, logger)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-		defer cancel()
-		if err := b.Close(cctx); err != nil {
-			logger.Error("close bridge", "err", err)
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usagef("up takes no arguments, got %q", pos[0])
 		}
-	}()
-	cfg.BridgeURL = b.URL()
-	return m.startCoordinator(ctx, cfg, *statePath, logger, func(c *coordinator.Coordinator) {
-		u := c.StatusURL()
-		statusURL.Store(&u)
-		fmt.Fprintf(m.Stdout, "agent-bridge is up: bridge %s, coordinator status %s\nOpen the UI at %s/ui\nRuns dashboard at %s/\n", b.URL(), c.StatusURL(), b.URL(), c.StatusURL())
-		fmt.Fprintf(m.Stdout, "Coordinator config: %s\n", where)
-		printAgents(m.Stdout, cfg)
-	})
+		ms, err := parseMaxStreams(*maxStreams)
+		if err != nil {
+			return err
+		}
+		logger, err := newLogger(m.Stderr, *logLevel)
+		if err != nil {
+			return err
+		}
+		cfg, where, warnings, err := m.loadUpConfig(*configPath, fs.Changed("config") || m.Getenv(agentbridge.EnvCoordinatorConfig) != "")
+		if err != nil {
+			return err
+		}
+		for _, w := range warnings {
+			logger.Warn(w, "path", cfg.Path)
+		}
+		if fs.Changed("humans") {
+			hs, err := parseHumans(*humans)
+			if err != nil {
+				return err
+			}
+			cfg.HumanIDs = hs
+		}
+		if *statusAddr != "" {
+			cfg.StatusAddr = *statusAddr
+		}
+		token, err := m.readToken(*tokenFile)
+		if err != nil {
+			return err
+		}
+		if token != "" {
+			cfg.BridgeToken = token
+		}
+		if err := coordinator.CheckStatusListen(cfg); err != nil {
+			return err // before the bridge starts
+		}
+		rt, err := m.upRuntime(*db, *statePath, *tokenFile)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(*db), 0o755); err != nil {
+			return fmt.Errorf("create database folder: %w", err)
+		}
+		// The UI links to the coordinator's dashboard, whose address is known
+		// once the coordinator listens.
+		var statusURL atomic.Pointer[string]
+		b, err := startBridge(ctx, bridgeConfig{Addr: *addr, DB: *db, Humans: cfg.HumanIDs, Token: token,
+			MaxBody: bridge.DefaultMaxBody, MaxStreams: ms, Version: moduleVersion(), CoordinatorURL: func() string {
+				if u := statusURL.Load(); u != nil {
+					return *u
+				}
+				return ""
+			}}, logger)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+			defer cancel()
+			if err := b.Close(cctx); err != nil {
+				logger.Error("close bridge", "err", err)
+			}
+		}()
+		cfg.BridgeURL = b.URL()
+		runtimePath := client.RuntimePath(m.Getenv)
+		defer func() {
+			if err := client.RemoveRuntime(runtimePath, rt.PID); err != nil {
+				logger.Warn("remove the runtime file", "err", err)
+			}
+		}()
+		return m.startCoordinator(ctx, cfg, *statePath, logger, func(c *coordinator.Coordinator) {
+			u := c.StatusURL()
+			statusURL.Store(&u)
+			rt.BridgeURL, rt.StatusURL = b.URL(), c.StatusURL()
+			published := m.publishRuntime(runtimePath, rt, logger)
+			m.printUpSummary(rt, where, warnings, cfg, runtimePath, published)
+		})
+	}
+}
+
+// parseHumans checks a comma-separated --humans list.
+func parseHumans(list string) (agentbridge.Humans, error) {
+	hs := splitList(list)
+	if len(hs) == 0 {
+		return nil, usagef("--humans: give at least one participant id")
+	}
+	for _, h := range hs {
+		if !agentbridge.ParticipantIDPattern.MatchString(h) {
+			return nil, usagef("--humans: %q is not a valid participant id", h)
+		}
+	}
+	return hs, nil
+}
+
+// upRuntime is the runtime file up will publish, without its addresses
+// yet. Another running up that uses the same databases is refused: two
+// coordinators following one log would answer every message twice.
+func (m *Main) upRuntime(db, statePath, tokenFile string) (client.Runtime, error) {
+	abs := func(p string) string {
+		if pg, _ := isPostgres("db", p); pg {
+			return maskURL(p)
+		}
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return p
+	}
+	dir, _ := os.Getwd()
+	rt := client.Runtime{PID: os.Getpid(), Dir: dir, DB: abs(db), State: abs(statePath), Started: time.Now().UTC().Format(time.RFC3339)}
+	if tokenFile != "" {
+		rt.TokenFile = abs(tokenFile)
+	}
+	if other, ok := m.runningUp(); ok && other.PID != rt.PID && (other.DB == rt.DB || other.State == rt.State) {
+		return rt, usagef("another agent-bridge up (pid %d, started %s in %s) uses %s and %s; stop it, or give this one its own --db and --state",
+			other.PID, other.Started, other.Dir, other.DB, other.State)
+	}
+	return rt, nil
+}
+
+// publishRuntime writes up's runtime file, unless another running up
+// owns it; it reports whether other commands will find this up through it.
+func (m *Main) publishRuntime(path string, rt client.Runtime, logger *slog.Logger) bool {
+	if path == "" {
+		return false
+	}
+	if other, ok := m.runningUp(); ok && other.PID != rt.PID {
+		logger.Warn("another agent-bridge up is running; commands without BRIDGE_URL find that one, not this one", "pid", other.PID, "bridge", other.BridgeURL)
+		return false
+	}
+	if err := client.WriteRuntime(path, rt); err != nil {
+		logger.Warn("other commands will not find this up by themselves", "err", err)
+		return false
+	}
+	return true
+}
+
+// printUpSummary is what up prints once it is up: where everything is,
+// the config and its warnings, the agents, and how other shells find it.
+func (m *Main) printUpSummary(rt client.Runtime, where string, warnings []string, cfg coordinator.Config, runtimePath string, published bool) {
+	w := m.Stdout
+	fmt.Fprintf(w, "agent-bridge is up: bridge %s, coordinator status %s\nOpen the UI at %s/ui\nRuns dashboard at %s/\n", rt.BridgeURL, rt.StatusURL, rt.BridgeURL, rt.StatusURL)
+	fmt.Fprintf(w, "Coordinator config: %s\n", where)
+	if len(warnings) > 0 {
+		fmt.Fprintln(w, "Config warnings:")
+		for _, s := range warnings {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
+	}
+	printAgents(w, cfg)
+	if published {
+		fmt.Fprintf(w, "Other agent-bridge commands find this up through %s while it runs.\n", runtimePath)
+	}
+	var exports []string
+	if rt.BridgeURL != agentbridge.DefaultBridgeURL {
+		exports = append(exports, "export "+agentbridge.EnvBridgeURL+"="+rt.BridgeURL)
+	}
+	if rt.StatusURL != "" && rt.StatusURL != agentbridge.DefaultStatusURL {
+		exports = append(exports, "export "+agentbridge.EnvCoordinatorURL+"="+rt.StatusURL)
+	}
+	if len(exports) > 0 {
+		fmt.Fprintln(w, "The addresses are not the defaults; elsewhere (scripts, another user, a container):")
+		for _, e := range exports {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+	}
 }
 
 // loadUpConfig loads the coordinator config for up. Unlike the coordinator
 // daemon, up runs without a config file, on the defaults (whose built-in
-// echo agent answers a first run). It also says, for the person reading
-// up's output, where the config came from.
-func loadUpConfig(path string, logger *slog.Logger) (coordinator.Config, string, error) {
+// echo agent answers a first run), but only when the file was not named
+// (explicit: by --config or BRIDGE_COORDINATOR_CONFIG): a named file that
+// does not exist is a usage error. It also says, for the person reading
+// up's output, where the config came from, and returns the config's
+// warnings for up's summary.
+func (m *Main) loadUpConfig(path string, explicit bool) (coordinator.Config, string, []string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return coordinator.Config{}, "", fmt.Errorf("resolve %s: %w", path, err)
+		return coordinator.Config{}, "", nil, fmt.Errorf("resolve %s: %w", path, err)
 	}
 	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
-		return coordinator.DefaultConfig(), fmt.Sprintf("none found at %s, so the built-in defaults (agent echo); pass --config FILE or write that file to configure agents", abs), nil
+		if explicit {
+			return coordinator.Config{}, "", nil, usagef("--config: %s does not exist", abs)
+		}
+		return coordinator.DefaultConfig(), fmt.Sprintf("none found at %s, so the built-in defaults (agent echo); pass --config FILE or write that file to configure agents", abs), nil, nil
 	} else if err != nil {
-		return coordinator.Config{}, "", &usageError{msg: fmt.Sprintf("--config: %v", err)}
+		return coordinator.Config{}, "", nil, usagef("--config: %v", err)
 	}
 	cfg, warnings, err := coordinator.LoadConfig(abs)
 	if err != nil {
-		return coordinator.Config{}, "", err
+		return coordinator.Config{}, "", nil, err
 	}
-	for _, w := range warnings {
-		logger.Warn(w, "path", cfg.Path)
-	}
-	return cfg, cfg.Path, nil
+	return cfg, cfg.Path, warnings, nil
 }
 
 // printAgents lists the configured agents, one a line with the command
@@ -128,4 +250,28 @@ func printAgents(w io.Writer, cfg coordinator.Config) {
 		fmt.Fprintf(w, "  %-12s %s\n", id, strings.Join(a.Argv(), " "))
 	}
 	fmt.Fprintln(w, "(agent-bridge doctor checks that each command, and the CLI it wraps, is installed)")
+}
+
+// agentsCommand is "agent-bridge agents": the agents of the config that
+// up (or the coordinator) would load from here, one a line.
+func (m *Main) agentsCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
+	configPath := fs.String("config", m.env(agentbridge.EnvCoordinatorConfig, agentbridge.DefaultCoordinatorConfig), "coordinator config; the built-in defaults when the default file does not exist")
+	envFlag(fs, "config", agentbridge.EnvCoordinatorConfig)
+	asJSON := fs.Bool("json", false, "print the agents as one JSON object")
+	return func(_ context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usagef("agents takes no arguments, got %q", pos[0])
+		}
+		cfg, where, _, err := m.loadUpConfig(*configPath, fs.Changed("config"))
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return m.printJSON(cfg.Agents)
+		}
+		fmt.Fprintf(m.Stdout, "Coordinator config: %s\n", where)
+		printAgents(m.Stdout, cfg)
+		return nil
+	}
 }

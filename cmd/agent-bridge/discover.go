@@ -1,0 +1,64 @@
+package main
+
+import (
+	"github.com/spf13/pflag"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/client"
+)
+
+// endpoint is where a command sends its requests, and the token file
+// that goes with it when it came from up's runtime file.
+type endpoint struct {
+	url, tokenFile string
+}
+
+// runningUp returns the runtime file of a running up, if there is one
+// (client.ReadRuntime); a file that cannot be used is as good as none.
+func (m *Main) runningUp() (client.Runtime, bool) {
+	rt, ok, err := client.ReadRuntime(client.RuntimePath(m.Getenv))
+	if err != nil {
+		return client.Runtime{}, false
+	}
+	return rt, ok
+}
+
+// bridgeEndpoint resolves the bridge's URL (contract 6.4): the --url flag
+// when given, else BRIDGE_URL, else a running up's, else the default.
+func (m *Main) bridgeEndpoint(flagValue string, given bool) endpoint {
+	if given {
+		return endpoint{url: flagValue}
+	}
+	if v := m.Getenv(agentbridge.EnvBridgeURL); v != "" {
+		return endpoint{url: v}
+	}
+	if rt, ok := m.runningUp(); ok && rt.BridgeURL != "" {
+		return endpoint{url: rt.BridgeURL, tokenFile: rt.TokenFile}
+	}
+	return endpoint{url: agentbridge.DefaultBridgeURL}
+}
+
+// statusURL resolves the coordinator's status API the same way:
+// --coordinator-url, else BRIDGE_COORDINATOR_URL, else a running up's,
+// else the default.
+func (m *Main) statusURL(flagValue string, given bool) string {
+	if given {
+		return flagValue
+	}
+	if v := m.Getenv(agentbridge.EnvCoordinatorURL); v != "" {
+		return v
+	}
+	if rt, ok := m.runningUp(); ok && rt.StatusURL != "" {
+		return rt.StatusURL
+	}
+	return agentbridge.DefaultStatusURL
+}
+
+// coordinatorURLFlag defines --coordinator-url for the commands that ask
+// the coordinator's status API; the returned function resolves it
+// (statusURL) once the flags are parsed.
+func (m *Main) coordinatorURLFlag(fs *pflag.FlagSet) func() string {
+	v := fs.String("coordinator-url", agentbridge.DefaultStatusURL, "the coordinator's status API (else env BRIDGE_COORDINATOR_URL, else the running up's)")
+	envFlag(fs, "coordinator-url", agentbridge.EnvCoordinatorURL)
+	return func() string { return m.statusURL(*v, fs.Changed("coordinator-url")) }
+}
