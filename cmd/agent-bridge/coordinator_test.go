@@ -408,7 +408,7 @@ func TestCoordinatorConfigErrors(t *testing.T) {
 		{[]string{"coordinator", "--config", bad, "--startup-mode", "later"}, "--startup-mode"},
 		{[]string{"why"}, "event id"},
 		{[]string{"coordinator", "--config", open, "--state", filepath.Join(dir, "s.db")}, "status_addr"},
-		{[]string{"up", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "b.db"), "--config", filepath.Join(dir, "none.json"),
+		{[]string{"up", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "b.db"), "--config", open,
 			"--state", filepath.Join(dir, "s.db"), "--status-addr", "0.0.0.0:0"}, "status_addr"},
 	} {
 		var out, errb bytes.Buffer

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -181,8 +182,10 @@ func (m *Main) publishRuntime(path string, rt client.Runtime, logger *slog.Logge
 
 // printUpSummary is what up prints once it is up: where everything is,
 // the config and its warnings, the agents, and how other shells find it.
+// It is written at once, so that whoever waits for "is up" reads it whole.
 func (m *Main) printUpSummary(rt client.Runtime, where string, warnings []string, cfg coordinator.Config, runtimePath string, published bool) {
-	w := m.Stdout
+	w := &bytes.Buffer{}
+	defer func() { _, _ = m.Stdout.Write(w.Bytes()) }()
 	fmt.Fprintf(w, "agent-bridge is up: bridge %s, coordinator status %s\nOpen the UI at %s/ui\nRuns dashboard at %s/\n", rt.BridgeURL, rt.StatusURL, rt.BridgeURL, rt.StatusURL)
 	fmt.Fprintf(w, "Coordinator config: %s\n", where)
 	if len(warnings) > 0 {
