@@ -120,6 +120,9 @@ type acpAgent struct {
 	// exitCode is set before exited is closed (-1 when signalled).
 	exitCode int
 	stderr   *stderrTail
+	// stderrDone is closed when the agent's stderr reached its end (the
+	// agent and whatever inherited the pipe are gone).
+	stderrDone chan struct{}
 	// loadSession is the agent's loadSession capability.
 	loadSession bool
 
@@ -181,7 +184,7 @@ func (p *acpPool) acquire(ctx context.Context, cfg *Config, key pairKey, entry A
 		p.closeLater(a)
 	}
 	p.evictLocked(cfg.ACPMaxWarm - 1)
-	a := &acpAgent{pool: p, key: key, fingerprint: fp, cfg: entry, busy: true, exited: make(chan struct{}), stderr: &stderrTail{}}
+	a := &acpAgent{pool: p, key: key, fingerprint: fp, cfg: entry, busy: true, exited: make(chan struct{}), stderr: &stderrTail{}, stderrDone: make(chan struct{})}
 	p.agents[key] = a
 	p.mu.Unlock()
 	if err := a.start(ctx, cfg, onStart); err != nil {
@@ -332,6 +335,7 @@ func (a *acpAgent) start(ctx context.Context, cfg *Config, onStart func(*acpAgen
 		outR.Close()
 		errR.Close()
 		close(a.exited)
+		close(a.stderrDone)
 		return fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	a.pid, a.started, a.stdin = a.cmd.Process.Pid, time.Now(), inW
@@ -340,6 +344,7 @@ func (a *acpAgent) start(ctx context.Context, cfg *Config, onStart func(*acpAgen
 	a.pool.wg.Add(2)
 	go func() {
 		defer a.pool.wg.Done()
+		defer close(a.stderrDone)
 		defer errR.Close()
 		_, _ = io.Copy(a.stderr, errR)
 	}()
@@ -694,6 +699,12 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 			case <-time.After(acpCloseGrace):
 				a.kill()
 				<-a.exited
+			}
+			// What it said last on stderr is the reason; the pipe is read
+			// apart from the exit, so wait a moment for its end.
+			select {
+			case <-a.stderrDone:
+			case <-time.After(time.Second):
 			}
 			return fail(fmt.Sprintf("The ACP agent exited during the turn (exit code %d).", a.exitCode), a)
 		}
