@@ -24,7 +24,7 @@ func Admit(thread string, s ThreadState, in EventInput, reply ReplyTarget, human
 	if in.Meta.ReplyTo != "" && !reply.Found {
 		return &Error{
 			Code: ECodeUnknownReplyTo, Field: "meta.reply_to", Thread: thread,
-			Message: fmt.Sprintf("meta.reply_to names %q, which is not an event of thread %q.", clip(in.Meta.ReplyTo), thread),
+			Message: fmt.Sprintf("meta.reply_to names %q, which is not an event of thread %q.", Clip(in.Meta.ReplyTo, QuoteRunes), thread),
 		}
 	}
 	if err := AdmitParty(thread, s, in); err != nil {

@@ -3,7 +3,6 @@ package agentbridge
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -355,10 +354,10 @@ func (in *EventInput) Validate() error {
 		return FieldErrorf(ECodeMissingField, "from", "The field \"from\" is required: say who is speaking.")
 	}
 	if !ParticipantIDPattern.MatchString(in.From) {
-		return FieldErrorf(ECodeInvalidField, "from", "The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clip(in.From))
+		return FieldErrorf(ECodeInvalidField, "from", "The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(in.From, QuoteRunes))
 	}
 	if !ParticipantIDPattern.MatchString(in.To) {
-		return FieldErrorf(ECodeInvalidField, "to", "The recipient id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clip(in.To))
+		return FieldErrorf(ECodeInvalidField, "to", "The recipient id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(in.To, QuoteRunes))
 	}
 	switch in.Type {
 	case TypeMessage:
@@ -405,7 +404,7 @@ func (in *EventInput) Validate() error {
 		}
 	default:
 		if !TypePattern.MatchString(in.Type) {
-			return FieldErrorf(ECodeInvalidField, "type", "The event type %q is not valid: use up to 64 lowercase letters, digits or _ . -, starting with a letter.", clip(in.Type))
+			return FieldErrorf(ECodeInvalidField, "type", "The event type %q is not valid: use up to 64 lowercase letters, digits or _ . -, starting with a letter.", Clip(in.Type, QuoteRunes))
 		}
 	}
 	return nil
@@ -421,12 +420,4 @@ func ValidateThreadName(name string) error {
 		return FieldErrorf(ECodeInvalidField, "name", "A thread name must be valid text of at most %d bytes.", MaxThreadNameLen)
 	}
 	return nil
-}
-
-// clip shortens user input quoted back in an error message.
-func clip(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	return fmt.Sprintf("%s…", s[:61])
 }

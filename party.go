@@ -68,7 +68,7 @@ func parseParty(v json.RawMessage) (*PartyControl, error) {
 		seen := make(map[string]bool, len(ids))
 		for _, id := range ids {
 			if seen[id] {
-				return nil, bad(".agents", "A party's agents list %q twice; name each agent once.", clip(id))
+				return nil, bad(".agents", "A party's agents list %q twice; name each agent once.", Clip(id, QuoteRunes))
 			}
 			seen[id] = true
 		}
@@ -122,7 +122,7 @@ func AdmitParty(thread string, s ThreadState, in EventInput) error {
 		if !slices.ContainsFunc(invited, func(inv Invite) bool { return inv.ID == id }) {
 			return &Error{
 				Code: ECodeInvalidControl, Field: "content.party.agents", Thread: thread, Participant: id,
-				Message: fmt.Sprintf("The party names %s, who is not invited in thread %q; invite them first or leave them out of agents.", clip(id), thread),
+				Message: fmt.Sprintf("The party names %s, who is not invited in thread %q; invite them first or leave them out of agents.", Clip(id, QuoteRunes), thread),
 			}
 		}
 	}

@@ -324,7 +324,7 @@ func parseSceneControl(v json.RawMessage) (*SceneControl, error) {
 	}
 	for i, a := range raw.Actors {
 		if !ParticipantIDPattern.MatchString(a) {
-			return nil, bad("actors", "The actor id %q is not a valid participant id.", clip(a))
+			return nil, bad("actors", "The actor id %q is not a valid participant id.", Clip(a, QuoteRunes))
 		}
 		if slices.Contains(raw.Actors[:i], a) {
 			return nil, bad("actors", "The actor %q is listed twice; each actor plays once.", a)
@@ -336,13 +336,13 @@ func parseSceneControl(v json.RawMessage) (*SceneControl, error) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(raw.Briefs)) {
 		if !slices.Contains(c.Actors, k) {
-			return nil, bad("briefs", "There is a brief for %q, who is not one of the scene's actors.", clip(k))
+			return nil, bad("briefs", "There is a brief for %q, who is not one of the scene's actors.", Clip(k, QuoteRunes))
 		}
 	}
 	c.First = c.Actors[0]
 	if raw.First != nil {
 		if !slices.Contains(c.Actors, *raw.First) {
-			return nil, bad("first", "\"first\" must be one of the actors (%s), not %q.", strings.Join(c.Actors, ", "), clip(*raw.First))
+			return nil, bad("first", "\"first\" must be one of the actors (%s), not %q.", strings.Join(c.Actors, ", "), Clip(*raw.First, QuoteRunes))
 		}
 		c.First = *raw.First
 	}

@@ -339,7 +339,7 @@ func checkControlKeys(content json.RawMessage) error {
 	}
 	keys := slices.Sorted(maps.Keys(obj))
 	for i, k := range keys {
-		keys[i] = strconv.Quote(clip(k))
+		keys[i] = strconv.Quote(Clip(k, QuoteRunes))
 	}
 	got := "no key"
 	if len(keys) > 0 {
@@ -383,7 +383,7 @@ func ParseControl(content json.RawMessage) (Control, error) {
 				return Control{}, bad(key, "An invite needs {\"participant_id\": ..., \"profile\": {\"client\": ..., \"model\": ...}}.")
 			}
 			if !ParticipantIDPattern.MatchString(*raw.ParticipantID) {
-				return Control{}, bad(key, "The invited participant id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clip(*raw.ParticipantID))
+				return Control{}, bad(key, "The invited participant id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(*raw.ParticipantID, QuoteRunes))
 			}
 			var p struct {
 				Client   *string  `json:"client"`
@@ -436,7 +436,7 @@ func ParseControl(content json.RawMessage) (Control, error) {
 			m := &MuteControl{Targets: raw.Targets, Mode: MuteHard}
 			if raw.Mode != nil {
 				if *raw.Mode != MuteHard && *raw.Mode != MuteSoft {
-					return Control{}, bad(key, "A mute's mode must be \"hard\" or \"soft\", not %q.", clip(*raw.Mode))
+					return Control{}, bad(key, "A mute's mode must be \"hard\" or \"soft\", not %q.", Clip(*raw.Mode, QuoteRunes))
 				}
 				m.Mode = *raw.Mode
 			}

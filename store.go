@@ -19,7 +19,7 @@ type CreateThreadRequest struct {
 func (req CreateThreadRequest) WithDefaults() (CreateThreadRequest, error) {
 	if req.ID != "" && !ThreadIDPattern.MatchString(req.ID) {
 		return req, FieldErrorf(ECodeInvalidField, "id",
-			"The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit.", clip(req.ID))
+			"The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit.", Clip(req.ID, QuoteRunes))
 	}
 	if req.Name == "" {
 		req.Name = "Untitled"
@@ -32,7 +32,7 @@ func (req CreateThreadRequest) WithDefaults() (CreateThreadRequest, error) {
 	}
 	if !ParticipantIDPattern.MatchString(req.From) {
 		return req, FieldErrorf(ECodeInvalidField, "from",
-			"The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clip(req.From))
+			"The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(req.From, QuoteRunes))
 	}
 	return req, nil
 }

@@ -123,16 +123,9 @@ func queryInt(r *http.Request, name string, def, min, max int64) (int64, error) 
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < min || n > max {
-		return 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be a whole number from %d to %d, not %q.", name, min, max, clipQuery(v))
+		return 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be a whole number from %d to %d, not %q.", name, min, max, agentbridge.Clip(v, 41))
 	}
 	return n, nil
-}
-
-func clipQuery(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }
 
 // threadsPage is the answer of GET /threads.
@@ -172,7 +165,7 @@ func (s *Server) handleThreadsPost(w http.ResponseWriter, r *http.Request) error
 	var req agentbridge.CreateThreadRequest
 	if body.ID != nil {
 		if req.ID = *body.ID; !agentbridge.ThreadIDPattern.MatchString(req.ID) {
-			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "id", "The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit (or leave it out to get one).", clipQuery(req.ID))
+			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "id", "The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit (or leave it out to get one).", agentbridge.Clip(req.ID, 41))
 		}
 	}
 	if body.Name != nil {
@@ -185,7 +178,7 @@ func (s *Server) handleThreadsPost(w http.ResponseWriter, r *http.Request) error
 	}
 	if body.From != nil {
 		if req.From = *body.From; !agentbridge.ParticipantIDPattern.MatchString(req.From) {
-			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "from", "The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit (or leave it out for \"user\").", clipQuery(req.From))
+			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "from", "The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit (or leave it out for \"user\").", agentbridge.Clip(req.From, 41))
 		}
 	}
 	th, ev, err := s.store.CreateThread(r.Context(), req)

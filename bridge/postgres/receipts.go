@@ -45,7 +45,7 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ 
 		if errors.Is(err, pgx.ErrNoRows) {
 			return &agentbridge.Error{
 				Code: agentbridge.ECodeEventNotFound, Field: "event", Thread: in.Thread,
-				Message: fmt.Sprintf("There is no event %q in thread %q.", storecore.Clip(in.Event), in.Thread),
+				Message: fmt.Sprintf("There is no event %q in thread %q.", agentbridge.Clip(in.Event, agentbridge.QuoteRunes), in.Thread),
 			}
 		}
 		if err != nil {

@@ -225,7 +225,7 @@ func (s *Store) Event(ctx context.Context, id string) (_ agentbridge.Event, err 
 	defer s.guard(time.Now(), &err)
 	ev, err := scanEvent(s.rdb.QueryRowContext(ctx, selectEvent+` WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return agentbridge.Event{}, agentbridge.Errorf(agentbridge.ECodeEventNotFound, "There is no event %q.", storecore.Clip(id))
+		return agentbridge.Event{}, agentbridge.Errorf(agentbridge.ECodeEventNotFound, "There is no event %q.", agentbridge.Clip(id, agentbridge.QuoteRunes))
 	}
 	if err != nil {
 		return agentbridge.Event{}, fmt.Errorf("load event %s: %w", id, err)
@@ -303,7 +303,7 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agent
 			err = tx.QueryRowContext(ctx, `SELECT updated_at FROM thread_heads WHERE id = ?`, after).Scan(&updated)
 			if errors.Is(err, sql.ErrNoRows) {
 				return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after",
-					"after names %q, which is not a thread; pass the id of the last thread of the previous page.", storecore.Clip(after))
+					"after names %q, which is not a thread; pass the id of the last thread of the previous page.", agentbridge.Clip(after, agentbridge.QuoteRunes))
 			}
 			if err != nil {
 				return fmt.Errorf("look up thread %s: %w", after, err)

@@ -64,7 +64,7 @@ func (s *Store) putReceipt(ctx context.Context, b *batch, in agentbridge.Receipt
 	if errors.Is(err, sql.ErrNoRows) {
 		return response{err: &agentbridge.Error{
 			Code: agentbridge.ECodeEventNotFound, Field: "event", Thread: in.Thread,
-			Message: fmt.Sprintf("There is no event %q in thread %q.", storecore.Clip(in.Event), in.Thread),
+			Message: fmt.Sprintf("There is no event %q in thread %q.", agentbridge.Clip(in.Event, agentbridge.QuoteRunes), in.Thread),
 		}, isReceipt: true}, nil
 	}
 	if err != nil {

@@ -7,7 +7,6 @@ package storecore
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -78,14 +77,6 @@ func NextTime(last time.Time) time.Time {
 func ThreadNotFound(id string) *agentbridge.Error {
 	return &agentbridge.Error{
 		Code: agentbridge.ECodeThreadNotFound, Thread: id,
-		Message: fmt.Sprintf("There is no thread %q.", Clip(id)),
+		Message: fmt.Sprintf("There is no thread %q.", agentbridge.Clip(id, agentbridge.QuoteRunes)),
 	}
-}
-
-// Clip shortens user input quoted back in an error message.
-func Clip(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	return strings.ToValidUTF8(s[:61], "") + "…"
 }
