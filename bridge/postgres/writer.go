@@ -1,8 +1,10 @@
-// The writer: callers queue requests (Append, CreateThread, and receipts
-// and suggestions) and wait for their answer; one goroutine (run) gathers
-// what is queued into one transaction, locks the threads it touches, runs
-// the append path (append.go), then writes the batch under the log_head
-// lock and answers every caller after COMMIT.
+// The writer: callers queue requests (Append and CreateThread) and wait
+// for their answer; one goroutine (run) gathers what is queued into one
+// transaction, locks the threads it touches, runs the append path
+// (append.go), then writes the batch under the log_head lock and answers
+// every caller after COMMIT. Receipts and suggestions are not events (no
+// gseq to hand out) and skip the writer: each is one statement of its own
+// (receipts.go, suggest.go).
 
 package postgres
 
