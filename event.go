@@ -239,22 +239,10 @@ var serverFields = map[string]bool{"id": true, "seq": true, "gseq": true, "ts": 
 
 var inputFields = map[string]bool{"type": true, "from": true, "to": true, "content": true, "meta": true}
 
-// DecodeEventInput parses a request body into a validated EventInput with
-// defaults applied. Every failure is an *Error naming the field.
-func DecodeEventInput(body []byte) (EventInput, error) {
-	in, err := ParseEventInput(body)
-	if err != nil {
-		return EventInput{}, err
-	}
-	if err := in.Validate(); err != nil {
-		return EventInput{}, err
-	}
-	return in, nil
-}
-
-// ParseEventInput is DecodeEventInput without Validate: it refuses what is
-// not an event's shape (bad JSON, server-assigned or unknown fields, wrong
-// JSON types) but checks no content rule. It is for callers that hand the
+// ParseEventInput parses a request body into an EventInput without
+// Validate: it refuses what is not an event's shape (bad JSON,
+// server-assigned or unknown fields, wrong JSON types) but checks no
+// content rule. It is for callers that hand the
 // input to something that validates it anyway, such as an EventStore's
 // Append, so that an append is validated once.
 func ParseEventInput(body []byte) (EventInput, error) {

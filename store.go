@@ -89,8 +89,6 @@ type EventStore interface {
 	// Events returns events of all threads with gseq > after, in gseq
 	// order, at most limit; a cursor past the head is cursor_ahead.
 	Events(ctx context.Context, after int64, limit int) ([]Event, error)
-	// Event returns one event by id.
-	Event(ctx context.Context, id string) (Event, error)
 	// Head returns the last gseq (0 for an empty log).
 	Head(ctx context.Context) (int64, error)
 	// State returns a thread's derived state as of revision at (0 = now)

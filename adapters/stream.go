@@ -70,7 +70,7 @@ type StreamOutcome struct {
 // ErrUnknownStream is returned for a format ConvertStream does not know.
 var ErrUnknownStream = errors.New("unknown stream format")
 
-// StreamOptions adjusts ConvertStreamWith.
+// StreamOptions adjusts ConvertStreamWith (the zero value: no baseline).
 type StreamOptions struct {
 	// Baseline returns a session's running total at the end of its
 	// previous run (a StreamOutcome.SessionTotal kept from then), zero
@@ -79,15 +79,11 @@ type StreamOptions struct {
 	Baseline func(session string) Usage
 }
 
-// ConvertStream reads format's event lines from r until EOF, calls emit (if
-// not nil) with a progress record for each event worth showing, and returns
-// the outcome. Malformed lines are counted and skipped; unknown event types
-// become records of kind "other". Only a read error is returned as error.
-func ConvertStream(format string, r io.Reader, emit func(ProgressRecord)) (StreamOutcome, error) {
-	return ConvertStreamWith(format, r, emit, StreamOptions{})
-}
-
-// ConvertStreamWith is ConvertStream with options.
+// ConvertStreamWith reads format's event lines from r until EOF, calls emit
+// (if not nil) with a progress record for each event worth showing, and
+// returns the outcome. Malformed lines are counted and skipped; unknown
+// event types become records of kind "other". Only a read error is
+// returned as error.
 func ConvertStreamWith(format string, r io.Reader, emit func(ProgressRecord), opts StreamOptions) (StreamOutcome, error) {
 	var c streamConverter
 	switch format {

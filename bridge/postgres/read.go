@@ -150,19 +150,6 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []agentbr
 	return out, nil
 }
 
-// Event returns the event with the given id, or event_not_found.
-func (s *Store) Event(ctx context.Context, id string) (_ agentbridge.Event, err error) {
-	defer s.guard(time.Now(), &err)
-	ev, err := scanEvent(s.pool.QueryRow(ctx, selectEvent+` WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return agentbridge.Event{}, agentbridge.Errorf(agentbridge.ECodeEventNotFound, "There is no event %q.", agentbridge.Clip(id, agentbridge.QuoteRunes))
-	}
-	if err != nil {
-		return agentbridge.Event{}, fmt.Errorf("load event %s: %w", id, err)
-	}
-	return ev, nil
-}
-
 // Head returns the last gseq of the log, 0 when it is empty.
 func (s *Store) Head(ctx context.Context) (_ int64, err error) {
 	defer s.guard(time.Now(), &err)
