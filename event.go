@@ -332,6 +332,13 @@ func jsonErrText(err error) string {
 // Validate applies defaults and checks every content rule that does not need
 // the store (reply_to existence, mute and pause are checked on append).
 func (in *EventInput) Validate() error {
+	_, err := in.validate()
+	return err
+}
+
+// validate is Validate, returning a control event's parsed control (nil
+// for any other type) for AppendRequest.Validate to hand on.
+func (in *EventInput) validate() (*Control, error) {
 	if in.Type == "" {
 		in.Type = TypeMessage
 	}
@@ -339,36 +346,33 @@ func (in *EventInput) Validate() error {
 		in.To = ToAll
 	}
 	if in.From == "" {
-		return FieldErrorf(ECodeMissingField, "from", "The field \"from\" is required: say who is speaking.")
+		return nil, FieldErrorf(ECodeMissingField, "from", "The field \"from\" is required: say who is speaking.")
 	}
 	if !ParticipantIDPattern.MatchString(in.From) {
-		return FieldErrorf(ECodeInvalidField, "from", "The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(in.From, QuoteRunes))
+		return nil, FieldErrorf(ECodeInvalidField, "from", "The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(in.From, QuoteRunes))
 	}
 	if !ParticipantIDPattern.MatchString(in.To) {
-		return FieldErrorf(ECodeInvalidField, "to", "The recipient id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(in.To, QuoteRunes))
+		return nil, FieldErrorf(ECodeInvalidField, "to", "The recipient id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(in.To, QuoteRunes))
 	}
+	if in.Type != TypeControl {
+		return nil, in.checkContent()
+	}
+	if len(in.Content) == 0 {
+		return nil, FieldErrorf(ECodeMissingField, "content", "A control event needs content: a JSON object such as {\"pause\":{\"on\":true}}.")
+	}
+	c, err := checkControl(in.Content)
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// checkContent checks the content (and the type) of an event that is not
+// a control, by its type.
+func (in *EventInput) checkContent() error {
 	switch in.Type {
 	case TypeMessage:
-		var s string
-		if len(in.Content) == 0 {
-			return FieldErrorf(ECodeMissingField, "content", "A message needs content.")
-		}
-		if err := json.Unmarshal(in.Content, &s); err != nil {
-			return FieldErrorf(ECodeInvalidField, "content", "A message's content must be a string.")
-		}
-		if strings.TrimSpace(s) == "" {
-			return FieldErrorf(ECodeInvalidField, "content", "A message's content must not be empty.")
-		}
-	case TypeControl:
-		if len(in.Content) == 0 {
-			return FieldErrorf(ECodeMissingField, "content", "A control event needs content: a JSON object such as {\"pause\":{\"on\":true}}.")
-		}
-		if _, err := ParseControl(in.Content); err != nil {
-			return err
-		}
-		if err := checkControlKeys(in.Content); err != nil {
-			return err
-		}
+		return checkMessageContent(in.Content)
 	case TypeSceneClosed:
 		var reason string
 		if json.Unmarshal(in.Content, &reason) != nil || !slices.Contains(closeReasons, reason) {
@@ -380,22 +384,41 @@ func (in *EventInput) Validate() error {
 			return FieldErrorf(ECodeInvalidField, "content", "A journal entry's content must be non-empty text, as a string.")
 		}
 	case TypeThreadCreated, TypeThreadRenamed:
-		if len(in.Content) == 0 {
-			return FieldErrorf(ECodeMissingField, "content", "A %s event needs the thread's name as content.", in.Type)
-		}
-		var s string
-		if err := json.Unmarshal(in.Content, &s); err != nil {
-			return FieldErrorf(ECodeInvalidField, "content", "A %s event's content must be the thread's name, as a string.", in.Type)
-		}
-		if err := ValidateThreadName(s); err != nil {
-			return err
-		}
+		return checkNameContent(in.Type, in.Content)
 	default:
 		if !TypePattern.MatchString(in.Type) {
 			return FieldErrorf(ECodeInvalidField, "type", "The event type %q is not valid: use up to 64 lowercase letters, digits or _ . -, starting with a letter.", Clip(in.Type, QuoteRunes))
 		}
 	}
 	return nil
+}
+
+// checkMessageContent checks a message's content: non-blank text.
+func checkMessageContent(content json.RawMessage) error {
+	var s string
+	if len(content) == 0 {
+		return FieldErrorf(ECodeMissingField, "content", "A message needs content.")
+	}
+	if err := json.Unmarshal(content, &s); err != nil {
+		return FieldErrorf(ECodeInvalidField, "content", "A message's content must be a string.")
+	}
+	if strings.TrimSpace(s) == "" {
+		return FieldErrorf(ECodeInvalidField, "content", "A message's content must not be empty.")
+	}
+	return nil
+}
+
+// checkNameContent checks the content of a thread.created or
+// thread.renamed event: the thread's name, as a string.
+func checkNameContent(typ string, content json.RawMessage) error {
+	if len(content) == 0 {
+		return FieldErrorf(ECodeMissingField, "content", "A %s event needs the thread's name as content.", typ)
+	}
+	var s string
+	if err := json.Unmarshal(content, &s); err != nil {
+		return FieldErrorf(ECodeInvalidField, "content", "A %s event's content must be the thread's name, as a string.", typ)
+	}
+	return ValidateThreadName(s)
 }
 
 // ValidateThreadName checks a thread name: non-blank, at most

@@ -46,6 +46,32 @@ type AppendRequest struct {
 	IdempotencyKey string
 }
 
+// MaxIdempotencyKeyLen bounds an idempotency key (the Idempotency-Key
+// header), in bytes.
+const MaxIdempotencyKeyLen = 256
+
+// Validate checks req on its own, before any store looks at the thread:
+// the input (EventInput.Validate, whose defaults it applies to req.Input),
+// the thread id (a malformed one names no thread: thread_not_found) and
+// the idempotency key's length. For a control it returns the parsed
+// control (nil for any other type), which Admit and FoldParsed take, so
+// that an appended control is parsed once. Every store's Append starts
+// with it, so all refuse the same requests with the same errors.
+func (req *AppendRequest) Validate() (*Control, error) {
+	c, err := req.Input.validate()
+	if err != nil {
+		return nil, err
+	}
+	if !ThreadIDPattern.MatchString(req.Thread) {
+		return nil, ThreadNotFound(req.Thread)
+	}
+	if len(req.IdempotencyKey) > MaxIdempotencyKeyLen {
+		return nil, FieldErrorf(ECodeInvalidField, "idempotency_key",
+			"An idempotency key must be at most %d bytes.", MaxIdempotencyKeyLen)
+	}
+	return c, nil
+}
+
 // AppendResult is the committed event, and whether it was an idempotent
 // replay of an earlier append.
 type AppendResult struct {

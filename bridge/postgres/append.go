@@ -57,7 +57,7 @@ type batch struct {
 	ids  map[string]batchEvent // event id → its thread and hop, for reply_to within the batch
 }
 
-func (s *Store) appendEvent(ctx context.Context, tx pgx.Tx, b *batch, req agentbridge.AppendRequest, meta string) (response, error) {
+func (s *Store) appendEvent(ctx context.Context, tx pgx.Tx, b *batch, req agentbridge.AppendRequest, meta string, ctl *agentbridge.Control) (response, error) {
 	h, ok := b.heads[req.Thread]
 	if !ok {
 		return response{err: storecore.ThreadNotFound(req.Thread)}, nil
@@ -95,7 +95,7 @@ func (s *Store) appendEvent(ctx context.Context, tx pgx.Tx, b *batch, req agentb
 			}
 		}
 	}
-	if err := agentbridge.Admit(req.Thread, h.state, in, reply, s.humans); err != nil {
+	if err := agentbridge.Admit(req.Thread, h.state, in, ctl, reply, s.humans); err != nil {
 		return response{err: err}, nil
 	}
 	if in.Type == agentbridge.TypeMessage {
@@ -111,7 +111,7 @@ func (s *Store) appendEvent(ctx context.Context, tx pgx.Tx, b *batch, req agentb
 		Seq: h.lastSeq + 1, Thread: req.Thread,
 		Type: in.Type, From: in.From, To: in.To, Content: in.Content, Meta: in.Meta,
 	}
-	i, err := s.add(b, &ev, meta, h, storecore.NextTime(h.lastTS))
+	i, err := s.add(b, &ev, meta, ctl, h, storecore.NextTime(h.lastTS))
 	if err != nil {
 		return response{}, err
 	}
@@ -170,7 +170,7 @@ func (s *Store) createThread(ctx context.Context, tx pgx.Tx, b *batch, req agent
 	if err != nil {
 		return response{}, err
 	}
-	i, err := s.add(b, &ev, meta, h, ts)
+	i, err := s.add(b, &ev, meta, nil, h, ts)
 	if err != nil {
 		return response{}, err
 	}
@@ -179,8 +179,9 @@ func (s *Store) createThread(ctx context.Context, tx pgx.Tx, b *batch, req agent
 }
 
 // add stamps ev with ts t (after the thread's last) and an id, folds it
-// into h and queues it for write; it returns ev's index in the batch.
-func (s *Store) add(b *batch, ev *agentbridge.Event, meta string, h *head, t time.Time) (int, error) {
+// (with ctl, its parsed control) into h and queues it for write; it
+// returns ev's index in the batch.
+func (s *Store) add(b *batch, ev *agentbridge.Event, meta string, ctl *agentbridge.Control, h *head, t time.Time) (int, error) {
 	u, err := ulid.New(ulid.Timestamp(t), s.entropy)
 	if err != nil {
 		return 0, fmt.Errorf("new event id: %w", err)
@@ -188,14 +189,12 @@ func (s *Store) add(b *batch, ev *agentbridge.Event, meta string, h *head, t tim
 	ev.ID = u.String()
 	ev.TS = agentbridge.FormatTime(t)
 	h.lastTS = t
-	after := agentbridge.Fold(h.state, *ev, s.humans)
+	after := agentbridge.FoldParsed(h.state, *ev, ctl, s.humans)
 	if ev.Type == agentbridge.TypeThreadRenamed {
 		h.name = ev.Text()
 	}
 	h.lastSeq = ev.Seq
-	// Besides controls, a message ending party mode and a scene event (a
-	// speech counts a turn) change the state, as in the SQLite store.
-	changed := ev.Type == agentbridge.TypeControl || (h.state.Party.On && !after.Party.On) || after.Scene != h.state.Scene
+	changed := agentbridge.SnapshotDue(h.state, after, *ev)
 	h.state = after
 	h.dirty = true
 	if changed {

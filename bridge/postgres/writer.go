@@ -22,18 +22,16 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
-// maxIdempotencyKeyLen bounds Idempotency-Key values, in bytes (as in the
-// SQLite store).
-const maxIdempotencyKeyLen = 256
-
 // request is one write handed to the writer goroutine: a thread creation
 // when create is set, else append.
 type request struct {
 	ctx    context.Context
 	append agentbridge.AppendRequest
 	meta   string // append's meta in stored form
-	create *agentbridge.CreateThreadRequest
-	reply  chan response
+	// control is append's control as AppendRequest.Validate parsed it.
+	control *agentbridge.Control
+	create  *agentbridge.CreateThreadRequest
+	reply   chan response
 }
 
 type response struct {
@@ -52,21 +50,15 @@ type response struct {
 // whatever happens to ctx, and Append waits for that answer.
 func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (_ agentbridge.AppendResult, err error) {
 	defer s.guard(time.Now(), &err)
-	if err := req.Input.Validate(); err != nil {
+	ctl, err := req.Validate()
+	if err != nil {
 		return agentbridge.AppendResult{}, err
-	}
-	if !agentbridge.ThreadIDPattern.MatchString(req.Thread) {
-		return agentbridge.AppendResult{}, storecore.ThreadNotFound(req.Thread)
-	}
-	if len(req.IdempotencyKey) > maxIdempotencyKeyLen {
-		return agentbridge.AppendResult{}, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "idempotency_key",
-			"An idempotency key must be at most %d bytes.", maxIdempotencyKeyLen)
 	}
 	meta, err := storecore.StoredMeta(&req.Input.Meta)
 	if err != nil {
 		return agentbridge.AppendResult{}, err
 	}
-	resp := s.submit(ctx, &request{ctx: ctx, append: req, meta: meta})
+	resp := s.submit(ctx, &request{ctx: ctx, append: req, meta: meta, control: ctl})
 	if resp.err != nil {
 		return agentbridge.AppendResult{}, resp.err
 	}
@@ -177,7 +169,7 @@ func (s *Store) commit(reqs []*request) {
 			if r.create != nil {
 				resps[i], err = s.createThread(ctx, tx, b, *r.create)
 			} else {
-				resps[i], err = s.appendEvent(ctx, tx, b, r.append, r.meta)
+				resps[i], err = s.appendEvent(ctx, tx, b, r.append, r.meta, r.control)
 			}
 			if err != nil {
 				return err

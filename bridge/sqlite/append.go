@@ -96,11 +96,12 @@ func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, erro
 	if r.suggest != nil {
 		return s.insertSuggestion(ctx, *r.suggest)
 	}
-	return s.appendEvent(ctx, b, r.append, r.meta)
+	return s.appendEvent(ctx, b, r.append, r.meta, r.control)
 }
 
-// appendEvent appends req, whose meta in stored form is meta.
-func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.AppendRequest, meta string) (response, error) {
+// appendEvent appends req, whose meta in stored form is meta and whose
+// parsed control (nil for any other type) is ctl.
+func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.AppendRequest, meta string, ctl *agentbridge.Control) (response, error) {
 	h, found, err := s.headOf(ctx, b, req.Thread)
 	if err != nil {
 		return response{}, err
@@ -133,7 +134,7 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 			return response{}, fmt.Errorf("look up reply_to: %w", err)
 		}
 	}
-	if err := agentbridge.Admit(req.Thread, h.state, in, reply, s.humans); err != nil {
+	if err := agentbridge.Admit(req.Thread, h.state, in, ctl, reply, s.humans); err != nil {
 		return response{err: err}, nil
 	}
 	if in.Type == agentbridge.TypeMessage {
@@ -151,7 +152,7 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	if err := s.stamp(&ev, &h); err != nil {
 		return response{}, err
 	}
-	if err := s.insertEvent(ctx, &ev, meta, &h); err != nil {
+	if err := s.insertEvent(ctx, &ev, meta, ctl, &h); err != nil {
 		return response{}, err
 	}
 	if req.IdempotencyKey != "" {
@@ -233,12 +234,13 @@ func withHop(m agentbridge.Meta, meta string, hop int) (string, error) {
 }
 
 // insertEvent stores the stamped ev, with meta its Meta in stored form
-// (storecore.StoredMeta), and advances h past it: seq, name, folded state,
+// (storecore.StoredMeta) and ctl its parsed control (nil for any other
+// type), and advances h past it: seq, name, folded state,
 // and a state snapshot when a control changed the state. ev.Seq, Thread
 // and the client fields must be set, and ev.Meta already passed through
 // storecore.StoredMeta; on return ev is exactly what readers will get back. A
 // renamed thread's row and a changed thread_state are left to flush.
-func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta string, h *head) error {
+func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta string, ctl *agentbridge.Control, h *head) error {
 	var content any
 	if ev.Content != nil {
 		// Bound as text without a copy: the driver hands it to
@@ -246,7 +248,7 @@ func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta str
 		// the call, and nothing writes to ev.Content meanwhile.
 		content = unsafe.String(unsafe.SliceData(ev.Content), len(ev.Content))
 	}
-	after := agentbridge.Fold(h.state, *ev, s.humans)
+	after := agentbridge.FoldParsed(h.state, *ev, ctl, s.humans)
 	res, err := s.w.st.insertEvent.ExecContext(ctx,
 		ev.ID, ev.Thread, ev.Seq, ev.TS, ev.Type, ev.From, ev.To, content, meta, after.LastHop)
 	if err != nil {
@@ -259,14 +261,9 @@ func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta str
 		h.name, h.nameDirty = ev.Text(), true
 	}
 	h.lastSeq = ev.Seq
-	// Besides controls, only a message ending party mode (an exit word)
-	// or a scene event (a speech counts a turn) changes the state;
-	// comparing the scene pointer keeps plain messages free of the
-	// state's encoding.
-	partyEnded := h.state.Party.On && !after.Party.On
-	sceneChanged := after.Scene != h.state.Scene
+	due := agentbridge.SnapshotDue(h.state, after, *ev)
 	h.state = after
-	if ev.Type != agentbridge.TypeControl && !partyEnded && !sceneChanged {
+	if !due {
 		return nil
 	}
 	key, err := storecore.StateKey(after)
@@ -362,7 +359,7 @@ func (s *Store) createThread(ctx context.Context, b *batch, req agentbridge.Crea
 	if err != nil {
 		return response{}, err
 	}
-	if err := s.insertEvent(ctx, &ev, meta, &h); err != nil {
+	if err := s.insertEvent(ctx, &ev, meta, nil, &h); err != nil {
 		return response{}, err
 	}
 	b.put(id, h)

@@ -73,9 +73,11 @@ func lockWriter(t *testing.T, s *Store) (release func()) {
 // returns its reply channel.
 func enqueue(ctx context.Context, s *Store, thread string, in agentbridge.EventInput) chan response {
 	r := &request{ctx: ctx, append: agentbridge.AppendRequest{Thread: thread, Input: in}, reply: make(chan response, 1)}
-	if err := r.append.Input.Validate(); err != nil {
+	ctl, err := r.append.Validate()
+	if err != nil {
 		panic(err)
 	}
+	r.control = ctl
 	meta, err := storecore.StoredMeta(&r.append.Input.Meta)
 	if err != nil {
 		panic(err)

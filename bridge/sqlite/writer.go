@@ -21,9 +21,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
-// maxIdempotencyKeyLen bounds Idempotency-Key values, in bytes.
-const maxIdempotencyKeyLen = 256
-
 // request is one write handed to the writer goroutine: a thread creation
 // when create is set, else append. reply is buffered so the writer never
 // blocks. Requests are pooled (see Store.reqPool) with their reply channel:
@@ -34,8 +31,11 @@ type request struct {
 	// meta is append's Input.Meta in its stored form, encoded by the
 	// caller: the writer is the one serial step of every append, so what
 	// can be done before it is done there.
-	meta   string
-	create *agentbridge.CreateThreadRequest
+	meta string
+	// control is append's control as AppendRequest.Validate parsed it
+	// (nil for any other type), for Admit and FoldParsed.
+	control *agentbridge.Control
+	create  *agentbridge.CreateThreadRequest
 	// receipt, when set, makes this a receipt write (see putReceipt).
 	receipt *agentbridge.ReceiptInput
 	// suggest, when set, makes the request a suggestion (see Suggest).
@@ -89,22 +89,16 @@ type writerState struct {
 // refused) whatever happens to ctx, and Append waits for that answer.
 func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (_ agentbridge.AppendResult, err error) {
 	defer s.guard(time.Now(), &err)
-	if err := req.Input.Validate(); err != nil {
+	ctl, err := req.Validate()
+	if err != nil {
 		return agentbridge.AppendResult{}, err
-	}
-	if !agentbridge.ThreadIDPattern.MatchString(req.Thread) {
-		return agentbridge.AppendResult{}, storecore.ThreadNotFound(req.Thread)
-	}
-	if len(req.IdempotencyKey) > maxIdempotencyKeyLen {
-		return agentbridge.AppendResult{}, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "idempotency_key",
-			"An idempotency key must be at most %d bytes.", maxIdempotencyKeyLen)
 	}
 	meta, err := storecore.StoredMeta(&req.Input.Meta)
 	if err != nil {
 		return agentbridge.AppendResult{}, err
 	}
 	r := s.newRequest(ctx)
-	r.append, r.meta = req, meta
+	r.append, r.meta, r.control = req, meta, ctl
 	resp := s.submit(ctx, r)
 	if resp.err != nil {
 		return agentbridge.AppendResult{}, resp.err
