@@ -18,9 +18,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
-// maxIdempotencyKey bounds the Idempotency-Key header, in bytes.
-const maxIdempotencyKey = 256
-
 // handlePing answers without a token: liveness, version and the humans.
 func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
 	httpjson.Write(w, http.StatusOK, agentbridge.ServerInfo{Status: "ok", Server: "agent-bridge", Version: s.opts.Version, Humans: s.opts.Humans})
@@ -256,8 +253,8 @@ type appendAnswer struct {
 // replay answer 200 (the v0 server answered 200; see docs/api.md).
 func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error {
 	key := r.Header.Get("Idempotency-Key")
-	if len(key) > maxIdempotencyKey {
-		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "Idempotency-Key", "The Idempotency-Key header must be at most %d bytes.", maxIdempotencyKey)
+	if len(key) > agentbridge.MaxIdempotencyKeyLen {
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "Idempotency-Key", "The Idempotency-Key header must be at most %d bytes.", agentbridge.MaxIdempotencyKeyLen)
 	}
 	body, err := s.readBody(w, r)
 	if err != nil {

@@ -89,7 +89,7 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 		var last int64
 		err := tx.QueryRow(ctx, `SELECT last_seq FROM threads WHERE id = $1`, q.Thread).Scan(&last)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return storecore.ThreadNotFound(q.Thread)
+			return agentbridge.ThreadNotFound(q.Thread)
 		}
 		if err != nil {
 			return fmt.Errorf("look up thread %s: %w", q.Thread, err)
@@ -175,7 +175,7 @@ func (s *Store) Thread(ctx context.Context, id string) (_ agentbridge.Thread, er
 	defer s.guard(time.Now(), &err)
 	t, err := scanThread(s.pool.QueryRow(ctx, selectThread+` WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return agentbridge.Thread{}, storecore.ThreadNotFound(id)
+		return agentbridge.Thread{}, agentbridge.ThreadNotFound(id)
 	}
 	if err != nil {
 		return agentbridge.Thread{}, fmt.Errorf("load thread %s: %w", id, err)
@@ -248,7 +248,7 @@ func (s *Store) State(ctx context.Context, thread string, at int64) (_ agentbrid
 		var hop int
 		err := tx.QueryRow(ctx, `SELECT last_seq, state, last_hop FROM threads WHERE id = $1`, thread).Scan(&last, &state, &hop)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return storecore.ThreadNotFound(thread)
+			return agentbridge.ThreadNotFound(thread)
 		}
 		if err != nil {
 			return fmt.Errorf("load state of thread %s: %w", thread, err)

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
 var _ agentbridge.ReceiptStore = (*Store)(nil)
@@ -28,7 +27,7 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ 
 		return agentbridge.Receipt{}, false, err
 	}
 	if !agentbridge.ThreadIDPattern.MatchString(in.Thread) {
-		return agentbridge.Receipt{}, false, storecore.ThreadNotFound(in.Thread)
+		return agentbridge.Receipt{}, false, agentbridge.ThreadNotFound(in.Thread)
 	}
 	var out agentbridge.Receipt
 	var changed bool
@@ -36,7 +35,7 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ 
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM threads WHERE id = $1`, in.Thread).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return storecore.ThreadNotFound(in.Thread)
+			return agentbridge.ThreadNotFound(in.Thread)
 		}
 		if err != nil {
 			return fmt.Errorf("look up thread %s: %w", in.Thread, err)

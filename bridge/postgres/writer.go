@@ -164,12 +164,13 @@ func (s *Store) commit(reqs []*request) {
 		if err := s.lockThreads(ctx, tx, b, live); err != nil {
 			return err
 		}
+		l := &lookups{tx: tx, b: b}
 		for i, r := range live {
 			var err error
 			if r.create != nil {
 				resps[i], err = s.createThread(ctx, tx, b, *r.create)
 			} else {
-				resps[i], err = s.appendEvent(ctx, tx, b, r.append, r.meta, r.control)
+				resps[i], err = s.appendEvent(ctx, l, r.append, r.meta, r.control)
 			}
 			if err != nil {
 				return err

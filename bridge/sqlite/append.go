@@ -107,40 +107,22 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 		return response{}, err
 	}
 	if !found {
-		return response{err: storecore.ThreadNotFound(req.Thread)}, nil
+		return response{err: agentbridge.ThreadNotFound(req.Thread)}, nil
 	}
-	if req.IdempotencyKey != "" {
-		var id string
-		err := s.w.st.selectIdempotency.QueryRowContext(ctx, req.Thread, req.IdempotencyKey).Scan(&id)
-		switch {
-		case err == nil:
-			ev, err := scanEvent(s.w.st.selectEventByID.QueryRowContext(ctx, id))
-			if err != nil {
-				return response{}, fmt.Errorf("load idempotent event %s: %w", id, err)
-			}
-			return response{event: ev, replayed: true}, nil
-		case !errors.Is(err, sql.ErrNoRows):
-			return response{}, fmt.Errorf("look up idempotency key: %w", err)
-		}
+	a, err := storecore.Preamble(ctx, lookups{s}, req, ctl, h.state, h.messages, s.humans)
+	switch {
+	case err != nil:
+		return response{}, err
+	case a.Replayed:
+		ev := s.w.replayed
+		s.w.replayed = agentbridge.Event{}
+		return response{event: ev, replayed: true}, nil
+	case a.Refusal != nil:
+		return response{err: a.Refusal}, nil
 	}
-	in := req.Input
-	var reply agentbridge.ReplyTarget
-	if in.Meta.ReplyTo != "" {
-		err := s.w.st.selectReplyTo.QueryRowContext(ctx, in.Meta.ReplyTo, req.Thread).Scan(&reply.Hop)
-		switch {
-		case err == nil:
-			reply.Found = true
-		case !errors.Is(err, sql.ErrNoRows):
-			return response{}, fmt.Errorf("look up reply_to: %w", err)
-		}
-	}
-	if err := agentbridge.Admit(req.Thread, h.state, in, ctl, reply, s.humans); err != nil {
-		return response{err: err}, nil
-	}
+	in := a.Input
 	if in.Type == agentbridge.TypeMessage {
-		hop := agentbridge.AssignHop(h.state, in, reply, s.humans, h.messages)
-		in.Meta.Hop = &hop
-		if meta, err = withHop(in.Meta, meta, hop); err != nil {
+		if meta, err = withHop(in.Meta, meta, *in.Meta.Hop); err != nil {
 			return response{}, err
 		}
 		h.messages = true
@@ -162,6 +144,33 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	}
 	b.put(req.Thread, h)
 	return response{event: ev}, nil
+}
+
+// lookups answers storecore.Preamble from the writer's prepared
+// statements (one pointer, so passing it as the interface allocates
+// nothing).
+type lookups struct{ s *Store }
+
+// Replay loads the event stored under key into the writer's replayed.
+func (l lookups) Replay(ctx context.Context, thread, key string) (bool, error) {
+	var id string
+	found, err := storecore.Found(l.s.w.st.selectIdempotency.QueryRowContext(ctx, thread, key).Scan(&id))
+	if !found {
+		return false, err
+	}
+	ev, err := storecore.ScanEvent(l.s.w.st.selectEventByID.QueryRowContext(ctx, id))
+	if err != nil {
+		return false, fmt.Errorf("load idempotent event %s: %w", id, err)
+	}
+	l.s.w.replayed = ev
+	return true, nil
+}
+
+func (l lookups) ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error) {
+	var t agentbridge.ReplyTarget
+	var err error
+	t.Found, err = storecore.Found(l.s.w.st.selectReplyTo.QueryRowContext(ctx, id, thread).Scan(&t.Hop))
+	return t, err
 }
 
 // headOf returns thread's head as this batch sees it: advanced earlier in
@@ -328,10 +337,7 @@ func (s *Store) createThread(ctx context.Context, b *batch, req agentbridge.Crea
 		return response{}, err
 	}
 	if found {
-		return response{err: &agentbridge.Error{
-			Code: agentbridge.ECodeThreadExists, Field: "id", Thread: id,
-			Message: fmt.Sprintf("A thread with id %q already exists; choose another id or leave it out.", id),
-		}}, nil
+		return response{err: storecore.ThreadExists(id)}, nil
 	}
 	zero, err := storecore.StateKey(agentbridge.ThreadState{})
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
 var _ agentbridge.ReceiptStore = (*Store)(nil)
@@ -40,7 +39,7 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ 
 		return agentbridge.Receipt{}, false, err
 	}
 	if !agentbridge.ThreadIDPattern.MatchString(in.Thread) {
-		return agentbridge.Receipt{}, false, storecore.ThreadNotFound(in.Thread)
+		return agentbridge.Receipt{}, false, agentbridge.ThreadNotFound(in.Thread)
 	}
 	r := s.newRequest(ctx)
 	r.receipt = &in
@@ -57,7 +56,7 @@ func (s *Store) putReceipt(ctx context.Context, b *batch, in agentbridge.Receipt
 	if _, found, err := s.headOf(ctx, b, in.Thread); err != nil {
 		return response{}, err
 	} else if !found {
-		return response{err: storecore.ThreadNotFound(in.Thread), isReceipt: true}, nil
+		return response{err: agentbridge.ThreadNotFound(in.Thread), isReceipt: true}, nil
 	}
 	var one int
 	err := s.w.st.selectReplyTo.QueryRowContext(ctx, in.Event, in.Thread).Scan(&one)

@@ -81,6 +81,9 @@ type writerState struct {
 	// lastSuggestion is the time of the last suggestion stored, so that
 	// their timestamps strictly increase as events' do.
 	lastSuggestion time.Time
+	// replayed is the event an idempotency key named, from lookups.Replay
+	// to the append that asked.
+	replayed agentbridge.Event
 }
 
 // Append validates req, hands it to the writer and waits for the commit.

@@ -1,7 +1,8 @@
 // Package storecore holds what the SQLite and PostgreSQL event stores do
 // alike below the shared rules of the root package: the stored form of
-// meta and of a thread's state, the strictly increasing timestamps, and
-// their common errors. One copy, so that the two stores cannot drift.
+// meta and of a thread's state, the strictly increasing timestamps, an
+// append's preamble (append.go), the rows both read (rows.go) and their
+// common errors. One copy, so that the two stores cannot drift.
 package storecore
 
 import (
@@ -71,12 +72,4 @@ func NextTime(last time.Time) time.Time {
 		return now
 	}
 	return last.Add(time.Microsecond)
-}
-
-// ThreadNotFound is the error for an unknown thread id.
-func ThreadNotFound(id string) *agentbridge.Error {
-	return &agentbridge.Error{
-		Code: agentbridge.ECodeThreadNotFound, Thread: id,
-		Message: fmt.Sprintf("There is no thread %q.", agentbridge.Clip(id, agentbridge.QuoteRunes)),
-	}
 }
