@@ -11,11 +11,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
 var _ agentbridge.ReceiptStore = (*Store)(nil)
 
-const receiptColumns = `event, participant, sender, state, reason, invocation, reply, updated_at`
+const receiptColumns = storecore.ReceiptColumns
 
 // PutReceipt stores in as its pair's latest receipt. Receipts are not
 // events (no gseq), so they skip the writer: one statement inserts or
@@ -51,7 +52,7 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ 
 			return fmt.Errorf("look up receipt event: %w", err)
 		}
 		now := agentbridge.FormatTime(time.Now().UTC().Truncate(time.Microsecond))
-		out, err = scanReceipt(tx.QueryRow(ctx, `INSERT INTO receipts (thread, `+receiptColumns+`)
+		out, err = storecore.ScanReceipt(tx.QueryRow(ctx, `INSERT INTO receipts (thread, `+receiptColumns+`)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (thread, event, participant) DO UPDATE SET
 				sender = excluded.sender, state = excluded.state, reason = excluded.reason,
@@ -77,7 +78,7 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ 
 			return fmt.Errorf("store receipt: %w", err)
 		}
 		// The pair already said exactly this: answer with it as it is.
-		out, err = scanReceipt(tx.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts
+		out, err = storecore.ScanReceipt(tx.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts
 			WHERE thread = $1 AND event = $2 AND participant = $3`, in.Thread, in.Event, in.Participant))
 		if err != nil {
 			return fmt.Errorf("load receipt: %w", err)
@@ -109,24 +110,7 @@ func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []
 		return nil, fmt.Errorf("list receipts of %s: %w", q.Thread, err)
 	}
 	defer rows.Close()
-	out := []agentbridge.Receipt{}
-	for rows.Next() {
-		r, err := scanReceipt(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read receipt: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list receipts of %s: %w", q.Thread, err)
-	}
-	return out, nil
-}
-
-func scanReceipt(r pgx.Row) (agentbridge.Receipt, error) {
-	var rc agentbridge.Receipt
-	err := r.Scan(&rc.Event, &rc.Participant, &rc.From, &rc.State, &rc.Reason, &rc.Invocation, &rc.Reply, &rc.UpdatedAt)
-	return rc, err
+	return storecore.Collect(rows, "receipts", storecore.ScanReceipt)
 }
 
 // receiptNotice is the payload of a receiptChannel notification: the

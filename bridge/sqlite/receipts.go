@@ -8,6 +8,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
 var _ agentbridge.ReceiptStore = (*Store)(nil)
@@ -23,9 +24,9 @@ const (
 		ON CONFLICT (thread, event, participant) DO UPDATE SET
 			sender = excluded.sender, state = excluded.state, reason = excluded.reason,
 			invocation = excluded.invocation, reply = excluded.reply, updated_at = excluded.updated_at`
-	rSelectThread = `SELECT event, participant, sender, state, reason, invocation, reply, updated_at
+	rSelectThread = `SELECT ` + storecore.ReceiptColumns + `
 		FROM receipts WHERE thread = ? AND event >= ? ORDER BY event, participant LIMIT ?`
-	rSelectEvent = `SELECT event, participant, sender, state, reason, invocation, reply, updated_at
+	rSelectEvent = `SELECT ` + storecore.ReceiptColumns + `
 		FROM receipts WHERE thread = ? AND event = ? ORDER BY participant LIMIT ?`
 )
 
@@ -113,16 +114,5 @@ func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []
 		return nil, fmt.Errorf("list receipts of %s: %w", q.Thread, err)
 	}
 	defer rows.Close()
-	out := []agentbridge.Receipt{}
-	for rows.Next() {
-		var r agentbridge.Receipt
-		if err := rows.Scan(&r.Event, &r.Participant, &r.From, &r.State, &r.Reason, &r.Invocation, &r.Reply, &r.UpdatedAt); err != nil {
-			return nil, fmt.Errorf("read receipt: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list receipts of %s: %w", q.Thread, err)
-	}
-	return out, nil
+	return storecore.Collect(rows, "receipts", storecore.ScanReceipt)
 }
