@@ -8,7 +8,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -133,30 +132,18 @@ func (l *lookups) ReplyTarget(ctx context.Context, thread, id string) (agentbrid
 }
 
 func (s *Store) createThread(ctx context.Context, tx pgx.Tx, b *batch, req agentbridge.CreateThreadRequest) (response, error) {
-	id := req.ID
-	if id == "" {
-		u, err := ulid.New(ulid.Now(), s.entropy)
-		if err != nil {
-			return response{}, fmt.Errorf("new thread id: %w", err)
-		}
-		id = u.String()
+	id, err := storecore.ThreadID(req, s.entropy)
+	if err != nil {
+		return response{}, err
 	}
 	if _, ok := b.heads[id]; ok {
 		return response{err: storecore.ThreadExists(id)}, nil
 	}
-	zero, err := storecore.StateKey(agentbridge.ThreadState{})
+	ev, zero, err := storecore.CreatedEvent(id, req)
 	if err != nil {
 		return response{}, err
 	}
-	content, err := json.Marshal(req.Name)
-	if err != nil {
-		return response{}, fmt.Errorf("encode thread name: %w", err)
-	}
 	h := &head{name: req.Name, stateKey: zero}
-	ev := agentbridge.Event{
-		Seq: 1, Thread: id, Type: agentbridge.TypeThreadCreated,
-		From: req.From, To: agentbridge.ToAll, Content: content,
-	}
 	ts := storecore.NextTime(time.Time{})
 	h.created = agentbridge.FormatTime(ts)
 	// The row goes in now, so that another bridge creating the same id

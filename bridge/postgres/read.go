@@ -55,8 +55,7 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 		limit = q.Limit
 	}
 	var out []agentbridge.Event
-	err = s.readTx(ctx, func(tx pgx.Tx) error {
-		var err error
+	err = s.readTx(ctx, func(tx pgx.Tx) (err error) {
 		out, err = storecore.ReadThreadEvents(rowOf(ctx, tx), list(ctx, tx, "events", storecore.ScanEvent), storecore.ThreadEventsQueries{
 			LastSeq: `SELECT last_seq FROM threads WHERE id = $1`,
 			Range:   selectEvent + ` WHERE thread = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
@@ -74,10 +73,7 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 		})
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }
 
 // Events returns events of all threads with gseq > after, in gseq order, at
@@ -90,24 +86,19 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []agentbr
 		return nil, err
 	}
 	var out []agentbridge.Event
-	err = s.readTx(ctx, func(tx pgx.Tx) error {
-		var err error
+	err = s.readTx(ctx, func(tx pgx.Tx) (err error) {
 		out, err = storecore.ReadEvents(func() (int64, error) { return headOf(ctx, tx) },
 			list(ctx, tx, "events", storecore.ScanEvent), selectEvent+` WHERE gseq > $1 ORDER BY gseq LIMIT $2`, after, limit)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }
 
 // Head returns the last gseq of the log, 0 when it is empty.
 func (s *Store) Head(ctx context.Context) (_ int64, err error) {
 	defer s.guard(time.Now(), &err)
 	var head int64
-	err = s.readTx(ctx, func(tx pgx.Tx) error {
-		var err error
+	err = s.readTx(ctx, func(tx pgx.Tx) (err error) {
 		head, err = headOf(ctx, tx)
 		return err
 	})
@@ -147,8 +138,7 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agent
 		lim = limit
 	}
 	var out []agentbridge.Thread
-	err = s.readTx(ctx, func(tx pgx.Tx) error {
-		var err error
+	err = s.readTx(ctx, func(tx pgx.Tx) (err error) {
 		out, err = storecore.PageThreads(rowOf(ctx, tx), list(ctx, tx, "threads", storecore.ScanThread), storecore.ThreadsQueries{
 			First:     selectThread + ` ORDER BY updated_at DESC, id DESC LIMIT $1`,
 			UpdatedAt: `SELECT updated_at FROM threads WHERE id = $1`,
@@ -156,10 +146,7 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agent
 		}, after, lim)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }
 
 // State returns a thread's derived state as of revision at (0 = now) and
@@ -172,8 +159,7 @@ func (s *Store) State(ctx context.Context, thread string, at int64) (_ agentbrid
 	}
 	var st agentbridge.ThreadState
 	var seq int64
-	err = s.readTx(ctx, func(tx pgx.Tx) error {
-		var err error
+	err = s.readTx(ctx, func(tx pgx.Tx) (err error) {
 		st, seq, err = storecore.ReadState(rowOf(ctx, tx), storecore.StateQueries{
 			Head:       `SELECT last_seq, state, last_hop FROM threads WHERE id = $1`,
 			SnapshotAt: `SELECT state FROM state_snapshots WHERE thread = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1`,
@@ -181,8 +167,5 @@ func (s *Store) State(ctx context.Context, thread string, at int64) (_ agentbrid
 		}, thread, at)
 		return err
 	})
-	if err != nil {
-		return agentbridge.ThreadState{}, 0, err
-	}
-	return st, seq, nil
+	return st, seq, err
 }

@@ -14,8 +14,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
-var _ agentbridge.ReceiptStore = (*Store)(nil)
-
 const receiptColumns = storecore.ReceiptColumns
 
 // PutReceipt stores in as its pair's latest receipt. Receipts are not
@@ -24,11 +22,8 @@ const receiptColumns = storecore.ReceiptColumns
 // retried report from moving updated_at even when two bridges race.
 func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ agentbridge.Receipt, _ bool, err error) {
 	defer s.guard(time.Now(), &err)
-	if err := in.Validate(); err != nil {
+	if err := storecore.CheckReceipt(in); err != nil {
 		return agentbridge.Receipt{}, false, err
-	}
-	if !agentbridge.ThreadIDPattern.MatchString(in.Thread) {
-		return agentbridge.Receipt{}, false, agentbridge.ThreadNotFound(in.Thread)
 	}
 	var out agentbridge.Receipt
 	var changed bool
@@ -43,10 +38,7 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ 
 		}
 		err = tx.QueryRow(ctx, `SELECT 1 FROM events WHERE id = $1 AND thread = $2`, in.Event, in.Thread).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return &agentbridge.Error{
-				Code: agentbridge.ECodeEventNotFound, Field: "event", Thread: in.Thread,
-				Message: fmt.Sprintf("There is no event %q in thread %q.", agentbridge.Clip(in.Event, agentbridge.QuoteRunes), in.Thread),
-			}
+			return storecore.ReceiptEventNotFound(in)
 		}
 		if err != nil {
 			return fmt.Errorf("look up receipt event: %w", err)
@@ -99,10 +91,7 @@ func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []
 	if _, err := s.Thread(ctx, q.Thread); err != nil {
 		return nil, err
 	}
-	limit := q.Limit
-	if limit <= 0 || limit > agentbridge.MaxEventsLimit {
-		limit = agentbridge.MaxEventsLimit
-	}
+	limit := storecore.ReceiptsLimit(q)
 	sql := `SELECT ` + receiptColumns + ` FROM receipts WHERE thread = $1 AND ($2 = '' OR event = $2) AND event >= $3
 		ORDER BY event, participant LIMIT $4`
 	rows, err := s.pool.Query(ctx, sql, q.Thread, q.Event, q.FromEvent, limit)

@@ -47,28 +47,25 @@ const notifyChannel = "agent_bridge_events"
 // bridges on the database, whose streams announce it too.
 const receiptChannel = "agent_bridge_receipts"
 
-// DefaultMaxBatch caps appends per group commit, as in the SQLite store.
-const DefaultMaxBatch = 256
+// DefaultMaxBatch is the default cap on appends per group commit.
+const DefaultMaxBatch = storecore.DefaultMaxBatch
 
 // poolSize caps the connections of one store: the writer's, the readers'
 // (stream catch-up, queries) and none for the listener, which has its own.
 const poolSize = 16
 
-var _ agentbridge.EventStore = (*Store)(nil)
+var (
+	_ agentbridge.EventStore      = (*Store)(nil)
+	_ agentbridge.ReceiptStore    = (*Store)(nil)
+	_ agentbridge.ReceiptWatcher  = (*Store)(nil)
+	_ agentbridge.SuggestionStore = (*Store)(nil)
+)
 
 // ErrClosed is returned by writes attempted after Close.
-var ErrClosed = errors.New("event store is closed")
+var ErrClosed = storecore.ErrClosed
 
-// Options configures Open. The zero value is usable.
-type Options struct {
-	// Humans lists whose controls count; default agentbridge.DefaultHumans.
-	Humans agentbridge.Humans
-	// Logger receives the store's operational messages; default
-	// slog.Default() with component=store.
-	Logger *slog.Logger
-	// MaxBatch caps appends per group commit; default DefaultMaxBatch.
-	MaxBatch int
-}
+// Options configures Open (storecore.Options). The zero value is usable.
+type Options = storecore.Options
 
 // Store is the PostgreSQL event store. It is safe for concurrent use;
 // Close it to stop the writer and the listener.
@@ -113,15 +110,7 @@ func IsURL(db string) bool {
 // starts the writer and the listener. A database migrated by a newer
 // agent-bridge is refused with an error wrapping pgschema.ErrSchemaTooNew.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
-	if opts.Humans == nil {
-		opts.Humans = agentbridge.DefaultHumans
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default().With("component", "store")
-	}
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = DefaultMaxBatch
-	}
+	opts = opts.WithDefaults()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse PostgreSQL URL: %w", err)

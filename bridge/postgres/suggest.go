@@ -11,8 +11,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
-var _ agentbridge.SuggestionStore = (*Store)(nil)
-
 // Suggest validates in and stores it with status pending. Suggestions are
 // not events (no gseq), so they skip the writer: one INSERT is the whole
 // write, and seq gives them their order.

@@ -77,67 +77,22 @@ func (s *Store) CreateThread(ctx context.Context, req agentbridge.CreateThreadRe
 	return resp.thread, resp.event, resp.err
 }
 
+// submit queues r and waits for the writer's answer.
 func (s *Store) submit(ctx context.Context, r *request) response {
-	if err := ctx.Err(); err != nil {
-		return response{err: fmt.Errorf("write not queued: %w", err)}
-	}
 	r.reply = make(chan response, 1)
-	select {
-	case <-s.done:
-		return response{err: ErrClosed}
-	default:
+	if err := storecore.Enqueue(ctx, s.reqs, s.done, r); err != nil {
+		return response{err: err}
 	}
-	select {
-	case s.reqs <- r:
-	case <-s.done:
-		return response{err: ErrClosed}
-	case <-ctx.Done():
-		return response{err: fmt.Errorf("write not queued: %w", ctx.Err())}
-	}
-	select {
-	case resp := <-r.reply:
-		return resp
-	case <-s.stopped:
-		select {
-		case resp := <-r.reply:
-			return resp
-		default:
-			return response{err: ErrClosed}
-		}
-	}
+	return storecore.Await(r.reply, s.stopped, response{err: ErrClosed})
 }
 
 // run is the writer goroutine: it takes one request, drains whatever else
 // is queued (up to the cap) and commits them together. After Close it
 // commits what is still queued, then exits.
 func (s *Store) run() {
-	defer close(s.stopped)
-	for {
-		select {
-		case first := <-s.reqs:
-			s.commit(s.take([]*request{first}))
-		case <-s.done:
-			for {
-				batch := s.take(nil)
-				if len(batch) == 0 {
-					return
-				}
-				s.commit(batch)
-			}
-		}
-	}
-}
-
-func (s *Store) take(batch []*request) []*request {
-	for len(batch) < s.max {
-		select {
-		case r := <-s.reqs:
-			batch = append(batch, r)
-		default:
-			return batch
-		}
-	}
-	return batch
+	storecore.RunWriter(s.reqs, s.done, s.stopped, s.max, func(first *request) {
+		s.commit(storecore.Take(s.reqs, []*request{first}, s.max))
+	}, s.commit)
 }
 
 // commit runs one group commit. Refusals are decided before the refused
@@ -146,8 +101,8 @@ func (s *Store) take(batch []*request) []*request {
 func (s *Store) commit(reqs []*request) {
 	live := reqs[:0:0]
 	for _, r := range reqs {
-		if err := r.ctx.Err(); err != nil {
-			r.reply <- response{err: fmt.Errorf("write dropped before commit: %w", err)}
+		if err := storecore.DroppedBeforeCommit(r.ctx); err != nil {
+			r.reply <- response{err: err}
 			continue
 		}
 		live = append(live, r)
@@ -179,13 +134,7 @@ func (s *Store) commit(reqs []*request) {
 		return s.write(ctx, tx, b)
 	})
 	if err != nil {
-		err = fmt.Errorf("group commit: %w", err)
-		if unreachable(err) {
-			// The outage is logged once, by the store's outage tracker.
-			s.log.Debug("group commit failed: database unreachable", "requests", len(live), "err", err)
-		} else {
-			s.log.Error("group commit failed", "requests", len(live), "err", err)
-		}
+		err = storecore.CommitFailed(s.log, unreachable, err, len(live))
 		for _, r := range live {
 			r.reply <- response{err: err}
 		}

@@ -324,34 +324,21 @@ func (s *Store) remember(thread string, h head) {
 }
 
 func (s *Store) createThread(ctx context.Context, b *batch, req agentbridge.CreateThreadRequest) (response, error) {
-	id := req.ID
-	if id == "" {
-		u, err := ulid.New(ulid.Now(), s.w.entropy)
-		if err != nil {
-			return response{}, fmt.Errorf("new thread id: %w", err)
+	id, err := storecore.ThreadID(req, s.w.entropy)
+	if err != nil {
+		return response{}, err
+	}
+	if _, found, err := s.headOf(ctx, b, id); err != nil || found {
+		if found {
+			return response{err: storecore.ThreadExists(id)}, nil
 		}
-		id = u.String()
-	}
-	_, found, err := s.headOf(ctx, b, id)
-	if err != nil {
 		return response{}, err
 	}
-	if found {
-		return response{err: storecore.ThreadExists(id)}, nil
-	}
-	zero, err := storecore.StateKey(agentbridge.ThreadState{})
+	ev, zero, err := storecore.CreatedEvent(id, req)
 	if err != nil {
 		return response{}, err
-	}
-	content, err := json.Marshal(req.Name)
-	if err != nil {
-		return response{}, fmt.Errorf("encode thread name: %w", err)
 	}
 	h := head{name: req.Name, stateKey: zero}
-	ev := agentbridge.Event{
-		Seq: 1, Thread: id, Type: agentbridge.TypeThreadCreated,
-		From: req.From, To: agentbridge.ToAll, Content: content,
-	}
 	if err := s.stamp(&ev, &h); err != nil {
 		return response{}, err
 	}

@@ -91,17 +91,13 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 		limit = -1 // SQLite: no limit
 	}
 	var out []agentbridge.Event
-	err = s.readTx(ctx, func(tx *sql.Tx) error {
-		var err error
+	err = s.readTx(ctx, func(tx *sql.Tx) (err error) {
 		out, err = storecore.ReadThreadEvents(rowOf(ctx, tx), list(ctx, tx, "events", storecore.ScanEvent),
 			storecore.ThreadEventsQueries{LastSeq: sqlLastSeq, Range: sqlThreadRange}, q, limit,
 			func(last int64) (int64, error) { return firstAfter(ctx, tx, q.Thread, q.Since, last) })
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }
 
 // firstAfter returns the seq of thread's first event whose ts is greater
@@ -164,24 +160,19 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []agentbr
 		return nil, err
 	}
 	var out []agentbridge.Event
-	err = s.readTx(ctx, func(tx *sql.Tx) error {
-		var err error
+	err = s.readTx(ctx, func(tx *sql.Tx) (err error) {
 		out, err = storecore.ReadEvents(func() (int64, error) { return headOf(ctx, tx) },
 			list(ctx, tx, "events", storecore.ScanEvent), sqlGlobalRange, after, limit)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }
 
 // Head returns the last gseq of the log, 0 when it is empty.
 func (s *Store) Head(ctx context.Context) (_ int64, err error) {
 	defer s.guard(time.Now(), &err)
 	var head int64
-	err = s.readTx(ctx, func(tx *sql.Tx) error {
-		var err error
+	err = s.readTx(ctx, func(tx *sql.Tx) (err error) {
 		head, err = headOf(ctx, tx)
 		return err
 	})
@@ -227,8 +218,7 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agent
 		lim = -1
 	}
 	var out []agentbridge.Thread
-	err = s.readTx(ctx, func(tx *sql.Tx) error {
-		var err error
+	err = s.readTx(ctx, func(tx *sql.Tx) (err error) {
 		out, err = storecore.PageThreads(rowOf(ctx, tx), list(ctx, tx, "threads", storecore.ScanThread), storecore.ThreadsQueries{
 			First:     selectThread + ` ORDER BY updated_at DESC, id DESC LIMIT ?`,
 			UpdatedAt: `SELECT updated_at FROM thread_heads WHERE id = ?`,
@@ -236,10 +226,7 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agent
 		}, after, lim)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }
 
 // State returns a thread's derived state as of revision at (0 = now) and
@@ -254,13 +241,9 @@ func (s *Store) State(ctx context.Context, thread string, at int64) (_ agentbrid
 	}
 	var st agentbridge.ThreadState
 	var seq int64
-	err = s.readTx(ctx, func(tx *sql.Tx) error {
-		var err error
+	err = s.readTx(ctx, func(tx *sql.Tx) (err error) {
 		st, seq, err = storecore.ReadState(rowOf(ctx, tx), storecore.StateQueries{Head: sqlState, SnapshotAt: sqlSnapshotAt, HopAt: sqlHopAt}, thread, at)
 		return err
 	})
-	if err != nil {
-		return agentbridge.ThreadState{}, 0, err
-	}
-	return st, seq, nil
+	return st, seq, err
 }

@@ -11,8 +11,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
-var _ agentbridge.ReceiptStore = (*Store)(nil)
-
 // Receipt statements. Receipts are rare next to appends (a few per
 // invocation), so they are not prepared up front like the writer's hot
 // statements; the driver caches them on the writer's connection.
@@ -36,11 +34,8 @@ const (
 // another write for the file.
 func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ agentbridge.Receipt, _ bool, err error) {
 	defer s.guard(time.Now(), &err)
-	if err := in.Validate(); err != nil {
+	if err := storecore.CheckReceipt(in); err != nil {
 		return agentbridge.Receipt{}, false, err
-	}
-	if !agentbridge.ThreadIDPattern.MatchString(in.Thread) {
-		return agentbridge.Receipt{}, false, agentbridge.ThreadNotFound(in.Thread)
 	}
 	r := s.newRequest(ctx)
 	r.receipt = &in
@@ -62,10 +57,7 @@ func (s *Store) putReceipt(ctx context.Context, b *batch, in agentbridge.Receipt
 	var one int
 	err := s.w.st.selectReplyTo.QueryRowContext(ctx, in.Event, in.Thread).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return response{err: &agentbridge.Error{
-			Code: agentbridge.ECodeEventNotFound, Field: "event", Thread: in.Thread,
-			Message: fmt.Sprintf("There is no event %q in thread %q.", agentbridge.Clip(in.Event, agentbridge.QuoteRunes), in.Thread),
-		}, isReceipt: true}, nil
+		return response{err: storecore.ReceiptEventNotFound(in), isReceipt: true}, nil
 	}
 	if err != nil {
 		return response{}, fmt.Errorf("look up receipt event: %w", err)
@@ -100,10 +92,7 @@ func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []
 	if _, err := s.Thread(ctx, q.Thread); err != nil {
 		return nil, err
 	}
-	limit := q.Limit
-	if limit <= 0 || limit > agentbridge.MaxEventsLimit {
-		limit = agentbridge.MaxEventsLimit
-	}
+	limit := storecore.ReceiptsLimit(q)
 	var rows *sql.Rows
 	if q.Event != "" {
 		rows, err = s.rdb.QueryContext(ctx, rSelectEvent, q.Thread, q.Event, limit)

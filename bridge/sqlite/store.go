@@ -36,13 +36,14 @@ import (
 var migrations embed.FS
 
 var (
-	_ agentbridge.EventStore = (*Store)(nil)
-	_ agentbridge.StatsStore = (*Store)(nil)
+	_ agentbridge.EventStore      = (*Store)(nil)
+	_ agentbridge.StatsStore      = (*Store)(nil)
+	_ agentbridge.ReceiptStore    = (*Store)(nil)
+	_ agentbridge.SuggestionStore = (*Store)(nil)
 )
 
-// DefaultMaxBatch is the default cap on appends per group commit: large
-// enough to absorb a burst, small enough that one commit stays short.
-const DefaultMaxBatch = 256
+// DefaultMaxBatch is the default cap on appends per group commit.
+const DefaultMaxBatch = storecore.DefaultMaxBatch
 
 // groupWait bounds how long the writer holds a commit open for more
 // requests (see Store.gather): long enough to collect a commit's worth of
@@ -68,20 +69,10 @@ const checkpointEvery = 32
 const writerCheckpointPages = 4000
 
 // ErrClosed is returned by writes attempted after Close.
-var ErrClosed = errors.New("event store is closed")
+var ErrClosed = storecore.ErrClosed
 
-// Options configures Open. The zero value is usable.
-type Options struct {
-	// Humans lists whose controls count (mute, pause, …); default
-	// agentbridge.DefaultHumans. It must match the coordinator's human_ids,
-	// or the two would fold different states from the same log.
-	Humans agentbridge.Humans
-	// Logger receives the store's few operational messages; default
-	// slog.Default() with component=store.
-	Logger *slog.Logger
-	// MaxBatch caps appends per group commit; default DefaultMaxBatch.
-	MaxBatch int
-}
+// Options configures Open (storecore.Options). The zero value is usable.
+type Options = storecore.Options
 
 // Store is the SQLite event store. It is safe for concurrent use; Close it
 // to stop the writer and release the file.
@@ -132,15 +123,7 @@ type Store struct {
 // store at path, and starts its writer. A database written by a newer
 // agent-bridge is refused with an error wrapping sqlitex.ErrSchemaTooNew.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	if opts.Humans == nil {
-		opts.Humans = agentbridge.DefaultHumans
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default().With("component", "store")
-	}
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = DefaultMaxBatch
-	}
+	opts = opts.WithDefaults()
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create store folder: %w", err)

@@ -11,8 +11,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
-var _ agentbridge.SuggestionStore = (*Store)(nil)
-
 // Suggest validates in and stores it through the writer (the one
 // connection that writes), with Append's ctx rules.
 func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (_ agentbridge.Suggestion, err error) {

@@ -3,10 +3,13 @@ package storecore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/oklog/ulid/v2"
 )
 
 // AppendLookups are the facts an append's preamble asks of a store's
@@ -87,4 +90,35 @@ func ThreadExists(id string) *agentbridge.Error {
 		Code: agentbridge.ECodeThreadExists, Field: "id", Thread: id,
 		Message: fmt.Sprintf("A thread with id %q already exists; choose another id or leave it out.", id),
 	}
+}
+
+// ThreadID is the id of a thread req creates: req.ID, or a new ULID drawn
+// from entropy.
+func ThreadID(req agentbridge.CreateThreadRequest, entropy io.Reader) (string, error) {
+	if req.ID != "" {
+		return req.ID, nil
+	}
+	u, err := ulid.New(ulid.Now(), entropy)
+	if err != nil {
+		return "", fmt.Errorf("new thread id: %w", err)
+	}
+	return u.String(), nil
+}
+
+// CreatedEvent is the thread.created event (seq 1, before the store stamps
+// its id and ts) of thread id that req creates, and the stored form of the
+// empty state the thread starts with.
+func CreatedEvent(id string, req agentbridge.CreateThreadRequest) (ev agentbridge.Event, zeroState string, err error) {
+	zero, err := StateKey(agentbridge.ThreadState{})
+	if err != nil {
+		return agentbridge.Event{}, "", err
+	}
+	content, err := json.Marshal(req.Name)
+	if err != nil {
+		return agentbridge.Event{}, "", fmt.Errorf("encode thread name: %w", err)
+	}
+	return agentbridge.Event{
+		Seq: 1, Thread: id, Type: agentbridge.TypeThreadCreated,
+		From: req.From, To: agentbridge.ToAll, Content: content,
+	}, zero, nil
 }

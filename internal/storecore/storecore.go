@@ -8,6 +8,7 @@ package storecore
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 	"unicode/utf8"
 
@@ -72,4 +73,36 @@ func NextTime(last time.Time) time.Time {
 		return now
 	}
 	return last.Add(time.Microsecond)
+}
+
+// DefaultMaxBatch is the default cap on appends per group commit: large
+// enough to absorb a burst, small enough that one commit stays short.
+const DefaultMaxBatch = 256
+
+// Options configures a store's Open (sqlite.Options and postgres.Options
+// are this type). The zero value is usable.
+type Options struct {
+	// Humans lists whose controls count (mute, pause, …); default
+	// agentbridge.DefaultHumans. It must match the coordinator's human_ids,
+	// or the two would fold different states from the same log.
+	Humans agentbridge.Humans
+	// Logger receives the store's few operational messages; default
+	// slog.Default() with component=store.
+	Logger *slog.Logger
+	// MaxBatch caps appends per group commit; default DefaultMaxBatch.
+	MaxBatch int
+}
+
+// WithDefaults returns o with its zero fields set to the defaults.
+func (o Options) WithDefaults() Options {
+	if o.Humans == nil {
+		o.Humans = agentbridge.DefaultHumans
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default().With("component", "store")
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	return o
 }
