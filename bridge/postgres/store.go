@@ -96,8 +96,8 @@ type Store struct {
 	watchMu  sync.Mutex
 	watchers []func(agentbridge.Receipt)
 
-	mu     sync.Mutex
-	notify chan struct{}
+	// notifier wakes readers after a commit (see Notify).
+	notifier *storecore.Notifier
 }
 
 // IsURL reports whether db names a PostgreSQL database rather than a
@@ -139,7 +139,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		listening:  make(chan struct{}),
 		entropy:    ulid.Monotonic(rand.Reader, 0),
 		origin:     ulid.Make().String(),
-		notify:     make(chan struct{}),
+		notifier:   storecore.NewNotifier(),
 	}
 	// A restarted server does not know the pooled connections: drop them
 	// when an outage starts, so the first requests after its return do not
@@ -195,16 +195,7 @@ func (s *Store) Close() error {
 // Notify returns a channel closed after the next commit of any bridge
 // sharing the database. Grab it before querying.
 func (s *Store) Notify() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.notify
-}
-
-func (s *Store) wake() {
-	s.mu.Lock()
-	close(s.notify)
-	s.notify = make(chan struct{})
-	s.mu.Unlock()
+	return s.notifier.Notify()
 }
 
 // listen holds a connection LISTENing on notifyChannel and wakes readers
@@ -231,7 +222,7 @@ func (s *Store) listen() {
 		} else {
 			s.log.Debug("commit listener: reconnect failed", "err", err)
 		}
-		s.wake()
+		s.notifier.Wake()
 		select {
 		case <-time.After(delay):
 		case <-s.listenCtx.Done():
@@ -258,7 +249,7 @@ func (s *Store) listenOnce(first, lost *bool, delay *time.Duration) error {
 		*first = false
 		close(s.listening)
 	} else {
-		s.wake()
+		s.notifier.Wake()
 	}
 	if *lost {
 		*lost = false
@@ -274,6 +265,6 @@ func (s *Store) listenOnce(first, lost *bool, delay *time.Duration) error {
 			s.receiptNoticed(n.Payload)
 			continue
 		}
-		s.wake()
+		s.notifier.Wake()
 	}
 }

@@ -141,7 +141,7 @@ func (s *Store) commit(reqs []*request) {
 		return
 	}
 	if len(b.events) > 0 {
-		s.wake()
+		s.notifier.Wake()
 	}
 	for i, r := range live {
 		resp := resps[i]

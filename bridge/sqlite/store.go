@@ -108,8 +108,8 @@ type Store struct {
 	closeOnce sync.Once
 	cerr      error
 
-	mu     sync.Mutex
-	notify chan struct{}
+	// notifier wakes readers after a commit (see Notify).
+	notifier *storecore.Notifier
 
 	appends, replayed, rejected, batches, maxBatch atomic.Uint64
 
@@ -195,7 +195,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		gatherFull:  make(chan struct{}, 1),
 		done:        make(chan struct{}),
 		stopped:     make(chan struct{}),
-		notify:      make(chan struct{}),
+		notifier:    storecore.NewNotifier(),
 		outage:      storecore.NewOutage(opts.Logger, unreachable, nil),
 		file:        file,
 	}
@@ -227,9 +227,7 @@ func (s *Store) Close() error {
 // querying: a commit that lands between the query and the wait then still
 // wakes the reader.
 func (s *Store) Notify() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.notify
+	return s.notifier.Notify()
 }
 
 // checkpointer copies the WAL back into the database file whenever the
@@ -251,14 +249,6 @@ func (s *Store) checkpointer() {
 			return
 		}
 	}
-}
-
-// wake closes the current notify channel and installs a fresh one.
-func (s *Store) wake() {
-	s.mu.Lock()
-	close(s.notify)
-	s.notify = make(chan struct{})
-	s.mu.Unlock()
 }
 
 // Stats returns the store's counters since Open; the bridge exports them

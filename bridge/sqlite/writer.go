@@ -311,7 +311,7 @@ func (s *Store) commit(reqs []*request) {
 		s.maxBatch.Store(n) // only the writer goroutine stores
 	}
 	if committed > 0 {
-		s.wake()
+		s.notifier.Wake()
 	}
 	for i, r := range live {
 		r.reply <- resps[i]

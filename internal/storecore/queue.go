@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 )
 
 // The writer queue both stores use: callers queue a request and wait for
@@ -116,4 +117,31 @@ func CommitFailed(log *slog.Logger, unreachable func(error) bool, err error, n i
 		log.Error("group commit failed", "requests", n, "err", err)
 	}
 	return err
+}
+
+// Notifier wakes a store's readers after a commit: Notify returns a
+// channel that the next Wake closes. Readers grab it before querying, so a
+// commit between their query and their wait still wakes them. The zero
+// value is not usable; use NewNotifier. It is safe for concurrent use.
+type Notifier struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// NewNotifier returns a Notifier whose channel is open.
+func NewNotifier() *Notifier { return &Notifier{ch: make(chan struct{})} }
+
+// Notify returns the channel the next Wake closes.
+func (n *Notifier) Notify() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ch
+}
+
+// Wake closes the current channel and installs a fresh one.
+func (n *Notifier) Wake() {
+	n.mu.Lock()
+	close(n.ch)
+	n.ch = make(chan struct{})
+	n.mu.Unlock()
 }
