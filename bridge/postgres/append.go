@@ -1,6 +1,7 @@
 // The append path: appendEvent is an ordinary append from top to bottom
-// (the thread's head read under its row lock, idempotency, the domain's
-// Admit and AssignHop, add), createThread a new thread; both only queue
+// (the thread's head read under its row lock, storecore.Preamble's
+// idempotency, reply_to, Admit and hop with lookups answering from the
+// batch and the database, add), createThread a new thread; both only queue
 // their events in the batch, which write (writer.go) numbers and stores at
 // the end. Everything here runs on the writer goroutine.
 

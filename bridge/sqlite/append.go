@@ -1,7 +1,8 @@
 // The append path, the writer's fast path: apply dispatches one request of
 // a group commit; appendEvent is an ordinary append from top to bottom
-// (head from the batch or the cache, idempotency, the domain's Admit and
-// AssignHop, stamp, insertEvent), and flush writes what a whole batch
+// (head from the batch or the cache, storecore.Preamble's idempotency,
+// reply_to, Admit and hop with lookups answering from the prepared
+// statements, stamp, insertEvent), and flush writes what a whole batch
 // changed once. Everything here runs on the writer goroutine (writer.go).
 
 package sqlite

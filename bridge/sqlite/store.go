@@ -6,9 +6,10 @@
 // IMMEDIATE transaction. Every refusal is decided before the refused append
 // writes anything, so it never fails its neighbours; every caller gets its
 // answer only after the commit. Being the only writer, the goroutine caches
-// each thread's head and state, reading a thread from the file once. Reads use a separate read-only pool, so
-// stream catch-up never queues behind writes. docs/storage.md describes the
-// schema and the reasoning.
+// each thread's head and state, reading a thread from the file once. Reads
+// use a separate read-only pool, so stream catch-up never queues behind
+// writes. What the PostgreSQL store does alike is in internal/storecore.
+// docs/storage.md describes the schema and the reasoning.
 package sqlite
 
 import (
