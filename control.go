@@ -205,31 +205,28 @@ func participantIDOf(v json.RawMessage) (id string, ok bool) {
 	return *raw.ParticipantID, true
 }
 
-func parseUninvite(c *Control, v json.RawMessage) error {
+// parseParticipant parses the value of key, {"participant_id": id}, and
+// hands the id to set; an absent or invalid id is refused, in a sentence
+// that starts with article.
+func parseParticipant(v json.RawMessage, key, article string, set func(id string)) error {
 	id, ok := participantIDOf(v)
 	if !ok {
-		return badControl("uninvite", "An uninvite needs {\"participant_id\": ...} with a valid participant id.")
+		return badControl(key, "%s %s needs {\"participant_id\": ...} with a valid participant id.", article, key)
 	}
-	c.Uninvite = &UninviteControl{ParticipantID: id}
+	set(id)
 	return nil
+}
+
+func parseUninvite(c *Control, v json.RawMessage) error {
+	return parseParticipant(v, "uninvite", "An", func(id string) { c.Uninvite = &UninviteControl{ParticipantID: id} })
 }
 
 func parseCancel(c *Control, v json.RawMessage) error {
-	id, ok := participantIDOf(v)
-	if !ok {
-		return badControl("cancel", "A cancel needs {\"participant_id\": ...} with a valid participant id.")
-	}
-	c.Cancel = &CancelControl{ParticipantID: id}
-	return nil
+	return parseParticipant(v, "cancel", "A", func(id string) { c.Cancel = &CancelControl{ParticipantID: id} })
 }
 
 func parseResetSession(c *Control, v json.RawMessage) error {
-	id, ok := participantIDOf(v)
-	if !ok {
-		return badControl("reset_session", "A reset_session needs {\"participant_id\": ...} with a valid participant id.")
-	}
-	c.ResetSession = &ResetSessionControl{ParticipantID: id}
-	return nil
+	return parseParticipant(v, "reset_session", "A", func(id string) { c.ResetSession = &ResetSessionControl{ParticipantID: id} })
 }
 
 func parseInvite(c *Control, v json.RawMessage) error {
