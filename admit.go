@@ -16,21 +16,22 @@ type ReplyTarget struct {
 // EventInput.Validate has checked the input on its own. It is pure so that
 // every store enforces the same rules and they are tested as a table; the
 // store only looks up the facts (s and reply) and writes what is admitted.
-// The error is an *Error a client should see.
-func Admit(thread string, s ThreadState, in EventInput, reply ReplyTarget, humans Humans) error {
+// c is in's control as AppendRequest.Validate parsed it (nil for any other
+// type). The error is an *Error a client should see.
+func Admit(thread string, s ThreadState, in EventInput, c *Control, reply ReplyTarget, humans Humans) error {
 	if in.Meta.Hop != nil {
 		return hopNotAllowed()
 	}
 	if in.Meta.ReplyTo != "" && !reply.Found {
 		return &Error{
 			Code: ECodeUnknownReplyTo, Field: "meta.reply_to", Thread: thread,
-			Message: fmt.Sprintf("meta.reply_to names %q, which is not an event of thread %q.", clip(in.Meta.ReplyTo), thread),
+			Message: fmt.Sprintf("meta.reply_to names %q, which is not an event of thread %q.", Clip(in.Meta.ReplyTo, QuoteRunes), thread),
 		}
 	}
-	if err := AdmitParty(thread, s, in); err != nil {
+	if err := admitParty(thread, s, c); err != nil {
 		return err
 	}
-	if err := CheckSceneControl(s, in); err != nil {
+	if err := checkSceneControl(s, c); err != nil {
 		return err
 	}
 	if in.Type != TypeMessage {

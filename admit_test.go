@@ -39,7 +39,7 @@ func TestAdmit(t *testing.T) {
 		{"muted wins over paused", ThreadState{Paused: true, Muted: []string{"codex"}}, in(TypeMessage, "codex", ""), ReplyTarget{}, ECodeParticipantMuted},
 	}
 	for _, tt := range tests {
-		err := Admit("t", tt.s, tt.in, tt.reply, DefaultHumans)
+		err := Admit("t", tt.s, tt.in, controlOf(t, tt.in), tt.reply, DefaultHumans)
 		if got := codeOf(err); got != tt.code {
 			t.Errorf("%s: Admit = %v, want code %q", tt.name, err, tt.code)
 		}
@@ -109,4 +109,18 @@ func TestCheckJSONText(t *testing.T) {
 			t.Errorf("%q: field %q, want %q", tt.body, e.Field, tt.field)
 		}
 	}
+}
+
+// controlOf is in's control as Admit gets it: parsed, nil for any other
+// type or content that does not parse (which Validate refuses before).
+func controlOf(t testing.TB, in EventInput) *Control {
+	t.Helper()
+	if in.Type != TypeControl {
+		return nil
+	}
+	c, err := ParseControl(in.Content)
+	if err != nil {
+		return nil
+	}
+	return &c
 }

@@ -83,6 +83,15 @@ func FieldErrorf(code, field, format string, args ...any) *Error {
 	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
+// ThreadNotFound is the error for an unknown thread id, the same from
+// every store and handler.
+func ThreadNotFound(id string) *Error {
+	return &Error{
+		Code: ECodeThreadNotFound, Thread: id,
+		Message: fmt.Sprintf("There is no thread %q.", Clip(id, QuoteRunes)),
+	}
+}
+
 // CursorAhead is the error for a cursor past the head of a thread (thread
 // set) or of the global log (thread ""), named by field: a client whose
 // server was restored from an older backup must learn it, not wait

@@ -3,7 +3,6 @@ package agentbridge
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -240,22 +239,10 @@ var serverFields = map[string]bool{"id": true, "seq": true, "gseq": true, "ts": 
 
 var inputFields = map[string]bool{"type": true, "from": true, "to": true, "content": true, "meta": true}
 
-// DecodeEventInput parses a request body into a validated EventInput with
-// defaults applied. Every failure is an *Error naming the field.
-func DecodeEventInput(body []byte) (EventInput, error) {
-	in, err := ParseEventInput(body)
-	if err != nil {
-		return EventInput{}, err
-	}
-	if err := in.Validate(); err != nil {
-		return EventInput{}, err
-	}
-	return in, nil
-}
-
-// ParseEventInput is DecodeEventInput without Validate: it refuses what is
-// not an event's shape (bad JSON, server-assigned or unknown fields, wrong
-// JSON types) but checks no content rule. It is for callers that hand the
+// ParseEventInput parses a request body into an EventInput without
+// Validate: it refuses what is not an event's shape (bad JSON,
+// server-assigned or unknown fields, wrong JSON types) but checks no
+// content rule. It is for callers that hand the
 // input to something that validates it anyway, such as an EventStore's
 // Append, so that an append is validated once.
 func ParseEventInput(body []byte) (EventInput, error) {
@@ -345,6 +332,13 @@ func jsonErrText(err error) string {
 // Validate applies defaults and checks every content rule that does not need
 // the store (reply_to existence, mute and pause are checked on append).
 func (in *EventInput) Validate() error {
+	_, err := in.validate()
+	return err
+}
+
+// validate is Validate, returning a control event's parsed control (nil
+// for any other type) for AppendRequest.Validate to hand on.
+func (in *EventInput) validate() (*Control, error) {
 	if in.Type == "" {
 		in.Type = TypeMessage
 	}
@@ -352,36 +346,33 @@ func (in *EventInput) Validate() error {
 		in.To = ToAll
 	}
 	if in.From == "" {
-		return FieldErrorf(ECodeMissingField, "from", "The field \"from\" is required: say who is speaking.")
+		return nil, FieldErrorf(ECodeMissingField, "from", "The field \"from\" is required: say who is speaking.")
 	}
 	if !ParticipantIDPattern.MatchString(in.From) {
-		return FieldErrorf(ECodeInvalidField, "from", "The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clip(in.From))
+		return nil, FieldErrorf(ECodeInvalidField, "from", "The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(in.From, QuoteRunes))
 	}
 	if !ParticipantIDPattern.MatchString(in.To) {
-		return FieldErrorf(ECodeInvalidField, "to", "The recipient id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clip(in.To))
+		return nil, FieldErrorf(ECodeInvalidField, "to", "The recipient id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(in.To, QuoteRunes))
 	}
+	if in.Type != TypeControl {
+		return nil, in.checkContent()
+	}
+	if len(in.Content) == 0 {
+		return nil, FieldErrorf(ECodeMissingField, "content", "A control event needs content: a JSON object such as {\"pause\":{\"on\":true}}.")
+	}
+	c, err := checkControl(in.Content)
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// checkContent checks the content (and the type) of an event that is not
+// a control, by its type.
+func (in *EventInput) checkContent() error {
 	switch in.Type {
 	case TypeMessage:
-		var s string
-		if len(in.Content) == 0 {
-			return FieldErrorf(ECodeMissingField, "content", "A message needs content.")
-		}
-		if err := json.Unmarshal(in.Content, &s); err != nil {
-			return FieldErrorf(ECodeInvalidField, "content", "A message's content must be a string.")
-		}
-		if strings.TrimSpace(s) == "" {
-			return FieldErrorf(ECodeInvalidField, "content", "A message's content must not be empty.")
-		}
-	case TypeControl:
-		if len(in.Content) == 0 {
-			return FieldErrorf(ECodeMissingField, "content", "A control event needs content: a JSON object such as {\"pause\":{\"on\":true}}.")
-		}
-		if _, err := ParseControl(in.Content); err != nil {
-			return err
-		}
-		if err := checkControlKeys(in.Content); err != nil {
-			return err
-		}
+		return checkMessageContent(in.Content)
 	case TypeSceneClosed:
 		var reason string
 		if json.Unmarshal(in.Content, &reason) != nil || !slices.Contains(closeReasons, reason) {
@@ -393,22 +384,41 @@ func (in *EventInput) Validate() error {
 			return FieldErrorf(ECodeInvalidField, "content", "A journal entry's content must be non-empty text, as a string.")
 		}
 	case TypeThreadCreated, TypeThreadRenamed:
-		if len(in.Content) == 0 {
-			return FieldErrorf(ECodeMissingField, "content", "A %s event needs the thread's name as content.", in.Type)
-		}
-		var s string
-		if err := json.Unmarshal(in.Content, &s); err != nil {
-			return FieldErrorf(ECodeInvalidField, "content", "A %s event's content must be the thread's name, as a string.", in.Type)
-		}
-		if err := ValidateThreadName(s); err != nil {
-			return err
-		}
+		return checkNameContent(in.Type, in.Content)
 	default:
 		if !TypePattern.MatchString(in.Type) {
-			return FieldErrorf(ECodeInvalidField, "type", "The event type %q is not valid: use up to 64 lowercase letters, digits or _ . -, starting with a letter.", clip(in.Type))
+			return FieldErrorf(ECodeInvalidField, "type", "The event type %q is not valid: use up to 64 lowercase letters, digits or _ . -, starting with a letter.", Clip(in.Type, QuoteRunes))
 		}
 	}
 	return nil
+}
+
+// checkMessageContent checks a message's content: non-blank text.
+func checkMessageContent(content json.RawMessage) error {
+	var s string
+	if len(content) == 0 {
+		return FieldErrorf(ECodeMissingField, "content", "A message needs content.")
+	}
+	if err := json.Unmarshal(content, &s); err != nil {
+		return FieldErrorf(ECodeInvalidField, "content", "A message's content must be a string.")
+	}
+	if strings.TrimSpace(s) == "" {
+		return FieldErrorf(ECodeInvalidField, "content", "A message's content must not be empty.")
+	}
+	return nil
+}
+
+// checkNameContent checks the content of a thread.created or
+// thread.renamed event: the thread's name, as a string.
+func checkNameContent(typ string, content json.RawMessage) error {
+	if len(content) == 0 {
+		return FieldErrorf(ECodeMissingField, "content", "A %s event needs the thread's name as content.", typ)
+	}
+	var s string
+	if err := json.Unmarshal(content, &s); err != nil {
+		return FieldErrorf(ECodeInvalidField, "content", "A %s event's content must be the thread's name, as a string.", typ)
+	}
+	return ValidateThreadName(s)
 }
 
 // ValidateThreadName checks a thread name: non-blank, at most
@@ -421,12 +431,4 @@ func ValidateThreadName(name string) error {
 		return FieldErrorf(ECodeInvalidField, "name", "A thread name must be valid text of at most %d bytes.", MaxThreadNameLen)
 	}
 	return nil
-}
-
-// clip shortens user input quoted back in an error message.
-func clip(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	return fmt.Sprintf("%s…", s[:61])
 }

@@ -131,10 +131,10 @@ func TestDecodeEventInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in, err := DecodeEventInput([]byte(tt.body))
+			in, err := decodeEventInput([]byte(tt.body))
 			if tt.code == "" {
 				if err != nil {
-					t.Fatalf("DecodeEventInput: %v", err)
+					t.Fatalf("decode: %v", err)
 				}
 				if tt.check != nil {
 					tt.check(t, in)
@@ -166,7 +166,7 @@ func isSentence(s string) bool {
 
 // TestSeveralBadKeysOneError checks that content or meta with several
 // malformed keys is refused for the first of them in key order, every
-// time: map order once picked one at random (found by FuzzDecodeEventInput).
+// time: map order once picked one at random (found by FuzzEventInput).
 func TestSeveralBadKeysOneError(t *testing.T) {
 	for _, c := range []struct{ body, field string }{
 		{`{"type":"control","from":"user","content":{"uninvite":{"98":"1"},"unmute":{"22":true}}}`, "content.uninvite"},
@@ -174,7 +174,7 @@ func TestSeveralBadKeysOneError(t *testing.T) {
 		{`{"from":"user","content":"hi","meta":{"via":1,"tags":2,"reply_to":3,"hop":"x"}}`, "meta.hop"},
 	} {
 		for range 50 {
-			_, err := DecodeEventInput([]byte(c.body))
+			_, err := decodeEventInput([]byte(c.body))
 			var e *Error
 			if !errors.As(err, &e) || e.Field != c.field {
 				t.Fatalf("%s: got %v, want an error for %s", c.body, err, c.field)

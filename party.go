@@ -45,9 +45,6 @@ type PartyControl struct {
 // parseParty parses the value of a party control key. Unknown keys are
 // refused so that a typo ("max_agent") is not silently ignored.
 func parseParty(v json.RawMessage) (*PartyControl, error) {
-	bad := func(field, msg string, args ...any) error {
-		return FieldErrorf(ECodeInvalidControl, "content.party"+field, msg, args...)
-	}
 	var raw struct {
 		On        *bool            `json:"on"`
 		Agents    *json.RawMessage `json:"agents"`
@@ -57,36 +54,48 @@ func parseParty(v json.RawMessage) (*PartyControl, error) {
 	dec := json.NewDecoder(bytes.NewReader(v))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil || raw.On == nil {
-		return nil, bad("", "A party control needs {\"on\": true} or {\"on\": false}, and optionally \"agents\": [participant ids], \"max_agents\": 1 to %d and \"cross_talk\": bool.", MaxPartyAgents)
+		return nil, badControl("party", "A party control needs {\"on\": true} or {\"on\": false}, and optionally \"agents\": [participant ids], \"max_agents\": 1 to %d and \"cross_talk\": bool.", MaxPartyAgents)
 	}
 	p := &PartyControl{On: *raw.On, Agents: []string{}, MaxAgents: DefaultPartyMaxAgents, CrossTalk: true}
-	if raw.Agents != nil && !isNull(*raw.Agents) {
-		var ids []string
-		if err := json.Unmarshal(*raw.Agents, &ids); err != nil || !validIDs(ids) {
-			return nil, bad(".agents", "A party's agents must be a list of participant ids, such as [\"claude\", \"codex\"].")
-		}
-		seen := make(map[string]bool, len(ids))
-		for _, id := range ids {
-			if seen[id] {
-				return nil, bad(".agents", "A party's agents list %q twice; name each agent once.", clip(id))
-			}
-			seen[id] = true
+	if present(raw.Agents) {
+		ids, err := partyAgents(*raw.Agents)
+		if err != nil {
+			return nil, err
 		}
 		p.Agents = append(p.Agents, ids...)
 	}
-	if raw.MaxAgents != nil && !isNull(*raw.MaxAgents) {
+	if present(raw.MaxAgents) {
 		var n int
 		if err := json.Unmarshal(*raw.MaxAgents, &n); err != nil || n < 1 || n > MaxPartyAgents {
-			return nil, bad(".max_agents", "A party's max_agents must be a whole number from 1 to %d.", MaxPartyAgents)
+			return nil, badControl("party.max_agents", "A party's max_agents must be a whole number from 1 to %d.", MaxPartyAgents)
 		}
 		p.MaxAgents = n
 	}
-	if raw.CrossTalk != nil && !isNull(*raw.CrossTalk) {
+	if present(raw.CrossTalk) {
 		if err := json.Unmarshal(*raw.CrossTalk, &p.CrossTalk); err != nil {
-			return nil, bad(".cross_talk", "A party's cross_talk must be true or false.")
+			return nil, badControl("party.cross_talk", "A party's cross_talk must be true or false.")
 		}
 	}
 	return p, nil
+}
+
+// present reports whether an optional key was given a value (not null).
+func present(v *json.RawMessage) bool { return v != nil && !isNull(*v) }
+
+// partyAgents parses a party's agents: participant ids, each once.
+func partyAgents(v json.RawMessage) ([]string, error) {
+	var ids []string
+	if err := json.Unmarshal(v, &ids); err != nil || !validIDs(ids) {
+		return nil, badControl("party.agents", "A party's agents must be a list of participant ids, such as [\"claude\", \"codex\"].")
+	}
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if seen[id] {
+			return nil, badControl("party.agents", "A party's agents list %q twice; name each agent once.", Clip(id, QuoteRunes))
+		}
+		seen[id] = true
+	}
+	return ids, nil
 }
 
 // foldParty applies a party control from a human. Turning party mode off
@@ -101,16 +110,11 @@ func foldParty(s ThreadState, c *PartyControl) ThreadState {
 	return s
 }
 
-// AdmitParty refuses a party control that names agents not invited in the
+// admitParty refuses a party control that names agents not invited in the
 // thread (state s is the thread's state before the control), naming the
-// first such id; any other input is admitted. It is pure, so that every
-// store applies the same rule.
-func AdmitParty(thread string, s ThreadState, in EventInput) error {
-	if in.Type != TypeControl {
-		return nil
-	}
-	c, err := ParseControl(in.Content)
-	if err != nil || c.Party == nil || !c.Party.On {
+// first such id; anything else (c nil or without a party) is admitted.
+func admitParty(thread string, s ThreadState, c *Control) error {
+	if c == nil || c.Party == nil || !c.Party.On {
 		return nil
 	}
 	invited := slices.Clone(s.Participants.Invited)
@@ -122,7 +126,7 @@ func AdmitParty(thread string, s ThreadState, in EventInput) error {
 		if !slices.ContainsFunc(invited, func(inv Invite) bool { return inv.ID == id }) {
 			return &Error{
 				Code: ECodeInvalidControl, Field: "content.party.agents", Thread: thread, Participant: id,
-				Message: fmt.Sprintf("The party names %s, who is not invited in thread %q; invite them first or leave them out of agents.", clip(id), thread),
+				Message: fmt.Sprintf("The party names %s, who is not invited in thread %q; invite them first or leave them out of agents.", Clip(id, QuoteRunes), thread),
 			}
 		}
 	}

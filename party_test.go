@@ -147,16 +147,16 @@ func TestAdmitParty(t *testing.T) {
 		`{"invite":{"participant_id":"b","profile":{"client":"c","model":"m"}},"party":{"on":true,"agents":["a","b"]}}`,
 		`{"pause":{"on":true}}`,
 	} {
-		if err := AdmitParty("T", s, in(ok)); err != nil {
-			t.Errorf("AdmitParty(%s) = %v", ok, err)
+		if err := admitParty("T", s, controlOf(t, in(ok))); err != nil {
+			t.Errorf("admitParty(%s) = %v", ok, err)
 		}
 	}
-	err := AdmitParty("T", s, in(`{"party":{"on":true,"agents":["a","ghost"]}}`))
+	err := admitParty("T", s, controlOf(t, in(`{"party":{"on":true,"agents":["a","ghost"]}}`)))
 	var e *Error
 	if !errors.As(err, &e) || e.Code != ECodeInvalidControl || e.Participant != "ghost" || e.Field != "content.party.agents" || !isSentence(e.Message) {
 		t.Errorf("err = %#v, want invalid_control naming ghost", err)
 	}
-	if err := AdmitParty("T", s, EventInput{Type: TypeMessage, From: "user", Content: json.RawMessage(`"hi"`)}); err != nil {
+	if err := admitParty("T", s, controlOf(t, EventInput{Type: TypeMessage, From: "user", Content: json.RawMessage(`"hi"`)})); err != nil {
 		t.Errorf("a message: %v", err)
 	}
 }

@@ -69,15 +69,15 @@ func (in ReceiptInput) Validate() error {
 	case len(in.Event) > MaxReceiptID || !utf8.ValidString(in.Event):
 		return FieldErrorf(ECodeInvalidField, "event", "The event id must be at most %d bytes of UTF-8.", MaxReceiptID)
 	case !ParticipantIDPattern.MatchString(in.Participant):
-		return FieldErrorf(ECodeInvalidField, "participant", "The participant id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clip(in.Participant))
+		return FieldErrorf(ECodeInvalidField, "participant", "The participant id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(in.Participant, QuoteRunes))
 	case in.From == "":
 		return FieldErrorf(ECodeMissingField, "from", "The field \"from\" is required: say who reports this receipt (the coordinator's id).")
 	case !ParticipantIDPattern.MatchString(in.From):
-		return FieldErrorf(ECodeInvalidField, "from", "The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clip(in.From))
+		return FieldErrorf(ECodeInvalidField, "from", "The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(in.From, QuoteRunes))
 	case in.State == "":
 		return FieldErrorf(ECodeMissingField, "state", "The field \"state\" is required: one of %s.", strings.Join(ReceiptStates, ", "))
 	case !ValidReceiptState(in.State):
-		return FieldErrorf(ECodeInvalidField, "state", "The receipt state %q is not one of %s.", clip(in.State), strings.Join(ReceiptStates, ", "))
+		return FieldErrorf(ECodeInvalidField, "state", "The receipt state %q is not one of %s.", Clip(in.State, QuoteRunes), strings.Join(ReceiptStates, ", "))
 	}
 	for _, f := range []struct {
 		name, v string

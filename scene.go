@@ -201,63 +201,15 @@ func VisibleTo(events []Event, participant string) []Event {
 // it). A human's scene control starts or closes it; an actor's speech
 // (a message with meta.scene.turn) counts a turn and may close it; the
 // coordinator's error notice and scene.closed end it.
-func foldScene(sc *SceneState, e Event, humans Humans) *SceneState {
+func foldScene(sc *SceneState, e Event, c *Control, humans Humans) *SceneState {
 	switch e.Type {
 	case TypeControl:
-		if !humans.Has(e.From) {
+		if !humans.Has(e.From) || c == nil || c.Scene == nil {
 			return sc
 		}
-		c, err := ParseControl(e.Content)
-		if err != nil || c.Scene == nil {
-			return sc
-		}
-		if c.Scene.On {
-			if sc.Running() {
-				return sc
-			}
-			return newScene(c.Scene, e)
-		}
-		if !sc.Running() {
-			return sc
-		}
-		n := sc.clone()
-		n.closeWith(CloseExplicit)
-		return n
+		return foldSceneControl(sc, c.Scene, e)
 	case TypeMessage:
-		if !sc.Running() {
-			return sc
-		}
-		m, ok := SceneMetaOf(e)
-		if !ok {
-			return sc
-		}
-		if m.Close == CloseError && !sc.HasActor(e.From) {
-			n := sc.clone()
-			n.closeWith(CloseError)
-			return n
-		}
-		if m.Turn == 0 || !sc.HasActor(e.From) {
-			return sc
-		}
-		n := sc.clone()
-		n.Turn++
-		n.Turns[e.From]++
-		n.Next = n.after(e.From)
-		if m.Corrected {
-			n.Corrections++
-		}
-		text := e.Text()
-		switch {
-		case IsSceneEnd(text):
-			n.closeWith(CloseExplicit)
-		case n.CloseAfter == e.From:
-			n.closeWith(CloseNatural)
-		case n.Turns[e.From] >= n.HardCap:
-			n.closeWith(CloseHardCap)
-		case n.CloseAfter == "" && IsClosingLine(text):
-			n.CloseAfter = n.Next
-		}
-		return n
+		return foldSceneMessage(sc, e)
 	case TypeSceneClosed:
 		if sc == nil || sc.Status == SceneClosed {
 			return sc
@@ -270,6 +222,62 @@ func foldScene(sc *SceneState, e Event, humans Humans) *SceneState {
 		return n
 	}
 	return sc
+}
+
+// foldSceneControl applies a human's scene control c (event e): it starts a
+// scene unless one runs, or closes the running one.
+func foldSceneControl(sc *SceneState, c *SceneControl, e Event) *SceneState {
+	if c.On {
+		if sc.Running() {
+			return sc
+		}
+		return newScene(c, e)
+	}
+	if !sc.Running() {
+		return sc
+	}
+	n := sc.clone()
+	n.closeWith(CloseExplicit)
+	return n
+}
+
+// foldSceneMessage applies a message to a running scene: the coordinator's
+// error notice closes it; an actor's speech counts a turn and may close it.
+func foldSceneMessage(sc *SceneState, e Event) *SceneState {
+	if !sc.Running() {
+		return sc
+	}
+	m, ok := SceneMetaOf(e)
+	if !ok {
+		return sc
+	}
+	if m.Close == CloseError && !sc.HasActor(e.From) {
+		n := sc.clone()
+		n.closeWith(CloseError)
+		return n
+	}
+	if m.Turn == 0 || !sc.HasActor(e.From) {
+		return sc
+	}
+	n := sc.clone()
+	n.Turn++
+	n.Turns[e.From]++
+	n.Next = n.after(e.From)
+	if m.Corrected {
+		n.Corrections++
+	}
+	text := e.Text()
+	switch {
+	case IsSceneEnd(text):
+		n.closeWith(CloseExplicit)
+	case n.CloseAfter == e.From:
+		n.closeWith(CloseNatural)
+	case n.Turns[e.From] >= n.HardCap:
+		n.closeWith(CloseHardCap)
+	case n.CloseAfter == "" && IsClosingLine(text):
+		n.CloseAfter = n.Next
+	}
+	return n
 }
 
 func newScene(c *SceneControl, e Event) *SceneState {
@@ -290,82 +298,101 @@ func newScene(c *SceneControl, e Event) *SceneState {
 	}
 }
 
+// sceneRaw is a scene control's value as decoded, before its rules.
+type sceneRaw struct {
+	On      *bool             `json:"on"`
+	Actors  []string          `json:"actors"`
+	Setting *string           `json:"setting"`
+	Briefs  map[string]string `json:"briefs"`
+	First   *string           `json:"first"`
+	SoftCap *int              `json:"soft_cap"`
+	HardCap *int              `json:"hard_cap"`
+}
+
+// badScene is invalid_control on content.scene, or on its sub-key key.
+func badScene(key, msg string, args ...any) error {
+	if key != "" {
+		key = "." + key
+	}
+	return badControl("scene"+key, msg, args...)
+}
+
 // parseSceneControl parses the value of a "scene" control key. Every
 // refusal is invalid_control naming the sub-key at fault.
 func parseSceneControl(v json.RawMessage) (*SceneControl, error) {
-	bad := func(key, msg string, args ...any) error {
-		f := "content.scene"
-		if key != "" {
-			f += "." + key
-		}
-		return FieldErrorf(ECodeInvalidControl, f, msg, args...)
-	}
-	var raw struct {
-		On      *bool             `json:"on"`
-		Actors  []string          `json:"actors"`
-		Setting *string           `json:"setting"`
-		Briefs  map[string]string `json:"briefs"`
-		First   *string           `json:"first"`
-		SoftCap *int              `json:"soft_cap"`
-		HardCap *int              `json:"hard_cap"`
-	}
+	var raw sceneRaw
 	if err := json.Unmarshal(v, &raw); err != nil || isNull(v) {
-		return nil, bad("", "A scene control needs {\"on\": true, \"actors\": [ids], ...} or {\"on\": false}; its keys have the wrong types: %s.", jsonErrTextOf(err))
+		return nil, badScene("", "A scene control needs {\"on\": true, \"actors\": [ids], ...} or {\"on\": false}; its keys have the wrong types: %s.", jsonErrTextOf(err))
 	}
 	if raw.On == nil {
-		return nil, bad("on", "A scene control needs \"on\": true to start a scene or false to close it.")
+		return nil, badScene("on", "A scene control needs \"on\": true to start a scene or false to close it.")
 	}
 	if !*raw.On {
 		return &SceneControl{On: false}, nil
 	}
-	c := &SceneControl{On: true, Briefs: raw.Briefs, SoftCap: DefaultSoftCap, HardCap: DefaultHardCap}
-	if len(raw.Actors) < 2 {
-		return nil, bad("actors", "A scene needs at least two actors, such as \"actors\": [\"maria\", \"sam\"].")
-	}
-	for i, a := range raw.Actors {
-		if !ParticipantIDPattern.MatchString(a) {
-			return nil, bad("actors", "The actor id %q is not a valid participant id.", clip(a))
-		}
-		if slices.Contains(raw.Actors[:i], a) {
-			return nil, bad("actors", "The actor %q is listed twice; each actor plays once.", a)
-		}
-	}
-	c.Actors = raw.Actors
-	if raw.Setting != nil {
-		c.Setting = *raw.Setting
+	c := &SceneControl{On: true, Briefs: raw.Briefs, Setting: deref(raw.Setting)}
+	var err error
+	if c.Actors, err = sceneActors(raw.Actors); err != nil {
+		return nil, err
 	}
 	for _, k := range slices.Sorted(maps.Keys(raw.Briefs)) {
 		if !slices.Contains(c.Actors, k) {
-			return nil, bad("briefs", "There is a brief for %q, who is not one of the scene's actors.", clip(k))
+			return nil, badScene("briefs", "There is a brief for %q, who is not one of the scene's actors.", Clip(k, QuoteRunes))
 		}
 	}
 	c.First = c.Actors[0]
 	if raw.First != nil {
 		if !slices.Contains(c.Actors, *raw.First) {
-			return nil, bad("first", "\"first\" must be one of the actors (%s), not %q.", strings.Join(c.Actors, ", "), clip(*raw.First))
+			return nil, badScene("first", "\"first\" must be one of the actors (%s), not %q.", strings.Join(c.Actors, ", "), Clip(*raw.First, QuoteRunes))
 		}
 		c.First = *raw.First
 	}
+	if c.SoftCap, c.HardCap, err = sceneCaps(raw); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// sceneActors checks a scene's actors: at least two valid ids, each once.
+func sceneActors(actors []string) ([]string, error) {
+	if len(actors) < 2 {
+		return nil, badScene("actors", "A scene needs at least two actors, such as \"actors\": [\"maria\", \"sam\"].")
+	}
+	for i, a := range actors {
+		if !ParticipantIDPattern.MatchString(a) {
+			return nil, badScene("actors", "The actor id %q is not a valid participant id.", Clip(a, QuoteRunes))
+		}
+		if slices.Contains(actors[:i], a) {
+			return nil, badScene("actors", "The actor %q is listed twice; each actor plays once.", a)
+		}
+	}
+	return actors, nil
+}
+
+// sceneCaps returns a scene's soft and hard caps, the defaults where
+// absent: each from 1 to MaxSceneCap, soft not above hard.
+func sceneCaps(raw sceneRaw) (soft, hard int, err error) {
+	soft, hard = DefaultSoftCap, DefaultHardCap
 	if raw.SoftCap != nil {
 		if *raw.SoftCap <= 0 || *raw.SoftCap > MaxSceneCap {
-			return nil, bad("soft_cap", "\"soft_cap\" must be a number of turns per actor from 1 to %d, not %d.", MaxSceneCap, *raw.SoftCap)
+			return 0, 0, badScene("soft_cap", "\"soft_cap\" must be a number of turns per actor from 1 to %d, not %d.", MaxSceneCap, *raw.SoftCap)
 		}
-		c.SoftCap = *raw.SoftCap
+		soft = *raw.SoftCap
 	}
 	if raw.HardCap != nil {
 		if *raw.HardCap <= 0 || *raw.HardCap > MaxSceneCap {
-			return nil, bad("hard_cap", "\"hard_cap\" must be a number of turns per actor from 1 to %d, not %d.", MaxSceneCap, *raw.HardCap)
+			return 0, 0, badScene("hard_cap", "\"hard_cap\" must be a number of turns per actor from 1 to %d, not %d.", MaxSceneCap, *raw.HardCap)
 		}
-		c.HardCap = *raw.HardCap
+		hard = *raw.HardCap
 	}
-	if c.SoftCap > c.HardCap {
+	if soft > hard {
 		key := "soft_cap"
 		if raw.HardCap != nil && raw.SoftCap == nil {
 			key = "hard_cap"
 		}
-		return nil, bad(key, "\"soft_cap\" (%d) must not be greater than \"hard_cap\" (%d).", c.SoftCap, c.HardCap)
+		return 0, 0, badScene(key, "\"soft_cap\" (%d) must not be greater than \"hard_cap\" (%d).", soft, hard)
 	}
-	return c, nil
+	return soft, hard, nil
 }
 
 func jsonErrTextOf(err error) string {
@@ -375,17 +402,14 @@ func jsonErrTextOf(err error) string {
 	return jsonErrText(err)
 }
 
-// CheckSceneControl is the part of a scene control's validation that needs
+// checkSceneControl is the part of a scene control's validation that needs
 // the thread: every actor must be invited, and a scene cannot start while
 // another one runs. It returns nil for anything that is not a scene
-// control; the bridge calls it at append time with the state before in.
-func CheckSceneControl(s ThreadState, in EventInput) error {
-	if in.Type != TypeControl {
+// control (c nil or without a scene); Admit calls it with the state before
+// the control.
+func checkSceneControl(s ThreadState, c *Control) error {
+	if c == nil || c.Scene == nil || !c.Scene.On {
 		return nil
-	}
-	c, err := ParseControl(in.Content)
-	if err != nil || c.Scene == nil || !c.Scene.On {
-		return err
 	}
 	for _, a := range c.Scene.Actors {
 		if _, ok := s.Invited(a); !ok {

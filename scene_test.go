@@ -77,18 +77,18 @@ func TestCheckSceneControl(t *testing.T) {
 	in := func(c string) EventInput {
 		return EventInput{Type: TypeControl, From: "user", Content: json.RawMessage(c)}
 	}
-	if err := CheckSceneControl(s, in(`{"scene":{"on":true,"actors":["maria","sam"]}}`)); err != nil {
+	if err := checkSceneControl(s, controlOf(t, in(`{"scene":{"on":true,"actors":["maria","sam"]}}`))); err != nil {
 		t.Fatalf("valid scene refused: %v", err)
 	}
-	err := CheckSceneControl(s, in(`{"scene":{"on":true,"actors":["maria","bob"]}}`))
+	err := checkSceneControl(s, controlOf(t, in(`{"scene":{"on":true,"actors":["maria","bob"]}}`)))
 	if e, ok := err.(*Error); !ok || e.Field != "content.scene.actors" || !strings.Contains(e.Message, "bob") {
 		t.Fatalf("uninvited actor: %v", err)
 	}
 	s = Fold(s, ctl("user", `{"scene":{"on":true,"actors":["maria","sam"]}}`), DefaultHumans)
-	if err := CheckSceneControl(s, in(`{"scene":{"on":true,"actors":["maria","sam"]}}`)); ErrorCode(err) != ECodeInvalidControl {
+	if err := checkSceneControl(s, controlOf(t, in(`{"scene":{"on":true,"actors":["maria","sam"]}}`))); ErrorCode(err) != ECodeInvalidControl {
 		t.Fatalf("second scene while one runs: %v", err)
 	}
-	if err := CheckSceneControl(s, in(`{"scene":{"on":false}}`)); err != nil {
+	if err := checkSceneControl(s, controlOf(t, in(`{"scene":{"on":false}}`))); err != nil {
 		t.Fatalf("off refused: %v", err)
 	}
 }

@@ -1,13 +1,8 @@
 package agentbridge
 
 import (
-	"bytes"
-	"encoding/json"
-	"maps"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 )
 
 // Profile describes an invited participant: which client runs it, with
@@ -149,23 +144,42 @@ func Hop(s ThreadState, e Event, humans Humans) int {
 // (the bridge has already refused malformed controls, and the coordinator
 // must fold whatever the log holds without failing).
 func Fold(s ThreadState, e Event, humans Humans) ThreadState {
-	s.Scene = foldScene(s.Scene, e, humans)
-	switch e.Type {
-	case TypeMessage:
+	var c *Control
+	if e.Type == TypeControl {
+		if parsed, err := ParseControl(e.Content); err == nil {
+			c = &parsed
+		}
+	}
+	return FoldParsed(s, e, c, humans)
+}
+
+// FoldParsed is Fold given e's control already parsed: c is nil when e is
+// not a control or its content does not parse. A store's writer folds what
+// it appends with the control AppendRequest.Validate parsed, so that an
+// appended control is parsed once; Fold parses it once and hands it on to
+// every part of the state it changes.
+func FoldParsed(s ThreadState, e Event, c *Control, humans Humans) ThreadState {
+	s.Scene = foldScene(s.Scene, e, c, humans)
+	switch {
+	case e.Type == TypeMessage:
 		if PartyExits(s, e, humans) {
 			s.Party.On = false
 		}
 		s.LastHop = Hop(s, e, humans)
 		return s
-	case TypeControl:
-	default:
+	case e.Type != TypeControl || c == nil:
 		return s
 	}
-	c, err := ParseControl(e.Content)
-	if err != nil {
+	s = foldInvites(s, c, e)
+	if !humans.Has(e.From) {
 		return s
 	}
-	human := humans.Has(e.From)
+	return foldHumanControl(s, c)
+}
+
+// foldInvites applies a control's invite and uninvite, which count from
+// anyone.
+func foldInvites(s ThreadState, c *Control, e Event) ThreadState {
 	if c.Invite != nil {
 		inv := Invite{ID: c.Invite.ParticipantID, Profile: c.Invite.Profile, InvitedBy: e.From, InvitedAt: e.TS}
 		list := slices.Clone(s.Participants.Invited)
@@ -182,19 +196,14 @@ func Fold(s ThreadState, e Event, humans Humans) ThreadState {
 		id := c.Uninvite.ParticipantID
 		s.Participants.Invited = slices.DeleteFunc(slices.Clone(s.Participants.Invited), func(x Invite) bool { return x.ID == id })
 	}
-	if !human {
-		return s
-	}
+	return s
+}
+
+// foldHumanControl applies the parts of a control that count only from a
+// human: mute, unmute, pause, discussion, invited_auto and party.
+func foldHumanControl(s ThreadState, c *Control) ThreadState {
 	if c.Mute != nil {
-		for _, t := range c.Mute.Targets {
-			s.Muted = remove(s.Muted, t)
-			s.SoftMuted = remove(s.SoftMuted, t)
-			if c.Mute.Mode == MuteSoft {
-				s.SoftMuted = addSorted(s.SoftMuted, t)
-			} else {
-				s.Muted = addSorted(s.Muted, t)
-			}
-		}
+		s = foldMute(s, c.Mute)
 	}
 	if c.Unmute != nil {
 		for _, t := range c.Unmute.Targets {
@@ -220,6 +229,31 @@ func Fold(s ThreadState, e Event, humans Humans) ThreadState {
 	return s
 }
 
+// foldMute mutes m's targets in m's mode, moving a target muted in the
+// other mode.
+func foldMute(s ThreadState, m *MuteControl) ThreadState {
+	for _, t := range m.Targets {
+		s.Muted = remove(s.Muted, t)
+		s.SoftMuted = remove(s.SoftMuted, t)
+		if m.Mode == MuteSoft {
+			s.SoftMuted = addSorted(s.SoftMuted, t)
+		} else {
+			s.Muted = addSorted(s.Muted, t)
+		}
+	}
+	return s
+}
+
+// SnapshotDue reports whether folding e turned before into a state a store
+// must keep a snapshot of (when its stored form differs): a control, a
+// message ending party mode (an exit word) or a scene event (a speech
+// counts a turn). Any other event changes nothing but the last hop, which
+// stores keep per event; comparing the scene pointer keeps plain messages
+// free of the state's encoding.
+func SnapshotDue(before, after ThreadState, e Event) bool {
+	return e.Type == TypeControl || (before.Party.On && !after.Party.On) || after.Scene != before.Scene
+}
+
 // remove returns a copy of list without v (nil stays nil).
 func remove(list []string, v string) []string {
 	if !slices.Contains(list, v) {
@@ -235,307 +269,4 @@ func addSorted(list []string, v string) []string {
 	out := append(slices.Clone(list), v)
 	sort.Strings(out)
 	return out
-}
-
-// Mute modes.
-const (
-	MuteHard = "hard"
-	MuteSoft = "soft"
-)
-
-// Control is a parsed control event. A control may carry several known keys
-// at once; unknown keys are kept in the stored event but ignored here.
-type Control struct {
-	Invite      *InviteControl
-	Uninvite    *UninviteControl
-	Mute        *MuteControl
-	Unmute      *UnmuteControl
-	Pause       *Toggle
-	Discussion  *DiscussionControl
-	InvitedAuto *Toggle
-	// Prod names participants to invoke once (nil when absent).
-	Prod []string
-	// Party switches party mode (contract 5.7).
-	Party *PartyControl
-	// Scene starts or closes a scene (see SceneControl).
-	Scene *SceneControl
-	// Cancel stops a participant's queued and running invocations in the
-	// thread (contract 5.4); it leaves the fold's state as it is.
-	Cancel *CancelControl
-	// ResetSession makes the coordinator forget a participant's CLI
-	// sessions in the thread (contract 5.6); any participant may send it,
-	// and it leaves the fold's state as it is.
-	ResetSession *ResetSessionControl
-	// Permission answers an ACP agent's permission request (contract
-	// 6.6); it leaves the fold's state as it is.
-	Permission *PermissionControl
-}
-
-// PermissionControl is {"permission":{"event","option"}}: the answer to
-// the permission request posted as event, choosing the option with that
-// id.
-type PermissionControl struct {
-	Event  string `json:"event"`
-	Option string `json:"option"`
-}
-
-// ResetSessionControl is {"reset_session":{"participant_id"}}.
-type ResetSessionControl struct {
-	ParticipantID string `json:"participant_id"`
-}
-
-// CancelControl is {"cancel":{"participant_id"}}.
-type CancelControl struct {
-	ParticipantID string `json:"participant_id"`
-}
-
-// InviteControl is {"invite":{"participant_id","profile"}}.
-type InviteControl struct {
-	ParticipantID string  `json:"participant_id"`
-	Profile       Profile `json:"profile"`
-}
-
-// UninviteControl is {"uninvite":{"participant_id"}}.
-type UninviteControl struct {
-	ParticipantID string `json:"participant_id"`
-}
-
-// MuteControl is {"mute":{"targets":[..],"mode":"hard"}}.
-type MuteControl struct {
-	Targets []string `json:"targets"`
-	Mode    string   `json:"mode"`
-}
-
-// UnmuteControl is {"unmute":{"targets":[..]}}.
-type UnmuteControl struct {
-	Targets []string `json:"targets"`
-}
-
-// DiscussionControl is {"discussion":{"on":bool,"allow_agent_mentions":bool}};
-// AllowAgentMentions defaults to On when absent.
-type DiscussionControl struct {
-	On                 bool
-	AllowAgentMentions *bool
-}
-
-// ControlKeys are the control keys the product acts on, all of which
-// ParseControl reads ("permission", the answer to an ACP agent's permission
-// request, contract 6.6, is acted on by the coordinator). A control holding none of
-// them does nothing anywhere, so the bridge refuses it (contract 6.3);
-// unknown keys next to a known one are kept, as v0 kept them.
-var ControlKeys = []string{
-	"cancel", "discussion", "invite", "invited_auto", "mute", "party", "pause",
-	"permission", "prod", "reset_session", "scene", "uninvite", "unmute",
-}
-
-// checkControlKeys refuses control content (already parsed by
-// ParseControl) that holds no key of ControlKeys.
-func checkControlKeys(content json.RawMessage) error {
-	content = bytes.TrimSpace(content)
-	if len(content) > 0 && content[0] == '"' {
-		var s string
-		if json.Unmarshal(content, &s) != nil {
-			return nil // ParseControl has refused it already
-		}
-		content = json.RawMessage(s)
-	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(content, &obj) != nil {
-		return nil
-	}
-	for k := range obj {
-		if slices.Contains(ControlKeys, k) {
-			return nil
-		}
-	}
-	keys := slices.Sorted(maps.Keys(obj))
-	for i, k := range keys {
-		keys[i] = strconv.Quote(clip(k))
-	}
-	got := "no key"
-	if len(keys) > 0 {
-		got = "only " + strings.Join(keys, ", ")
-	}
-	return FieldErrorf(ECodeInvalidControl, "content",
-		"This control has %s, which nothing acts on; a control needs one of %s.", got, strings.Join(ControlKeys, ", "))
-}
-
-// ParseControl parses control content: a JSON object, or a JSON string
-// holding one (the original UI sends that). A known key with the wrong shape
-// is an *Error with code invalid_control naming the key.
-func ParseControl(content json.RawMessage) (Control, error) {
-	content = bytes.TrimSpace(content)
-	var s string
-	if len(content) > 0 && content[0] == '"' {
-		if err := json.Unmarshal(content, &s); err != nil {
-			return Control{}, FieldErrorf(ECodeInvalidControl, "content", "A control's content must be a JSON object.")
-		}
-		content = json.RawMessage(s)
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(content, &obj); err != nil || obj == nil {
-		return Control{}, FieldErrorf(ECodeInvalidControl, "content", "A control's content must be a JSON object, such as {\"pause\":{\"on\":true}}.")
-	}
-	var c Control
-	bad := func(key, msg string, args ...any) error {
-		return FieldErrorf(ECodeInvalidControl, "content."+key, msg, args...)
-	}
-	// In key order, so that content with several malformed keys always
-	// gets the same error: map order would pick one at random.
-	for _, key := range slices.Sorted(maps.Keys(obj)) {
-		v := obj[key]
-		switch key {
-		case "invite":
-			var raw struct {
-				ParticipantID *string         `json:"participant_id"`
-				Profile       json.RawMessage `json:"profile"`
-			}
-			if err := json.Unmarshal(v, &raw); err != nil || raw.ParticipantID == nil {
-				return Control{}, bad(key, "An invite needs {\"participant_id\": ..., \"profile\": {\"client\": ..., \"model\": ...}}.")
-			}
-			if !ParticipantIDPattern.MatchString(*raw.ParticipantID) {
-				return Control{}, bad(key, "The invited participant id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clip(*raw.ParticipantID))
-			}
-			var p struct {
-				Client   *string  `json:"client"`
-				Model    *string  `json:"model"`
-				Roles    []string `json:"roles"`
-				Nickname *string  `json:"nickname"`
-				// Expertise is decoded separately so that a wrong type
-				// gets its own sentence.
-				Expertise json.RawMessage `json:"expertise"`
-				Character *string         `json:"character"`
-			}
-			if len(raw.Profile) == 0 || json.Unmarshal(raw.Profile, &p) != nil || isNull(raw.Profile) {
-				return Control{}, bad(key, "An invite needs a profile object with client and model.")
-			}
-			if p.Client == nil || *p.Client == "" {
-				return Control{}, bad(key, "An invite's profile needs a client (such as \"claude\" or \"codex\").")
-			}
-			if p.Model == nil || *p.Model == "" {
-				return Control{}, bad(key, "An invite's profile needs a model.")
-			}
-			inv := &InviteControl{ParticipantID: *raw.ParticipantID, Profile: Profile{Client: *p.Client, Model: *p.Model, Roles: p.Roles}}
-			if p.Nickname != nil {
-				inv.Profile.Nickname = *p.Nickname
-			}
-			if len(p.Expertise) > 0 && !isNull(p.Expertise) {
-				if json.Unmarshal(p.Expertise, &inv.Profile.Expertise) != nil {
-					return Control{}, bad(key, "An invite's profile expertise must be a list of strings, such as [\"databases\", \"security\"].")
-				}
-			}
-			if p.Character != nil {
-				inv.Profile.Character = *p.Character
-			}
-			c.Invite = inv
-		case "uninvite":
-			var raw struct {
-				ParticipantID *string `json:"participant_id"`
-			}
-			if err := json.Unmarshal(v, &raw); err != nil || raw.ParticipantID == nil || !ParticipantIDPattern.MatchString(*raw.ParticipantID) {
-				return Control{}, bad(key, "An uninvite needs {\"participant_id\": ...} with a valid participant id.")
-			}
-			c.Uninvite = &UninviteControl{ParticipantID: *raw.ParticipantID}
-		case "mute":
-			var raw struct {
-				Targets []string `json:"targets"`
-				Mode    *string  `json:"mode"`
-			}
-			if err := json.Unmarshal(v, &raw); err != nil || len(raw.Targets) == 0 || !validIDs(raw.Targets) {
-				return Control{}, bad(key, "A mute needs {\"targets\": [participant ids], \"mode\": \"hard\"}.")
-			}
-			m := &MuteControl{Targets: raw.Targets, Mode: MuteHard}
-			if raw.Mode != nil {
-				if *raw.Mode != MuteHard && *raw.Mode != MuteSoft {
-					return Control{}, bad(key, "A mute's mode must be \"hard\" or \"soft\", not %q.", clip(*raw.Mode))
-				}
-				m.Mode = *raw.Mode
-			}
-			c.Mute = m
-		case "unmute":
-			var raw struct {
-				Targets []string `json:"targets"`
-			}
-			if err := json.Unmarshal(v, &raw); err != nil || len(raw.Targets) == 0 || !validIDs(raw.Targets) {
-				return Control{}, bad(key, "An unmute needs {\"targets\": [participant ids]}.")
-			}
-			c.Unmute = &UnmuteControl{Targets: raw.Targets}
-		case "pause", "invited_auto":
-			var raw struct {
-				On *bool `json:"on"`
-			}
-			if err := json.Unmarshal(v, &raw); err != nil || raw.On == nil {
-				return Control{}, bad(key, "A %s control needs {\"on\": true} or {\"on\": false}.", key)
-			}
-			t := &Toggle{On: *raw.On}
-			if key == "pause" {
-				c.Pause = t
-			} else {
-				c.InvitedAuto = t
-			}
-		case "discussion":
-			var raw struct {
-				On                 *bool `json:"on"`
-				AllowAgentMentions *bool `json:"allow_agent_mentions"`
-			}
-			if err := json.Unmarshal(v, &raw); err != nil || raw.On == nil {
-				return Control{}, bad(key, "A discussion control needs {\"on\": bool} and optionally \"allow_agent_mentions\": bool.")
-			}
-			c.Discussion = &DiscussionControl{On: *raw.On, AllowAgentMentions: raw.AllowAgentMentions}
-		case "prod":
-			var ids []string
-			if err := json.Unmarshal(v, &ids); err != nil || len(ids) == 0 || !validIDs(ids) {
-				return Control{}, bad(key, "A prod needs a list of participant ids, such as {\"prod\": [\"codex\"]}.")
-			}
-			c.Prod = ids
-		case "party":
-			p, err := parseParty(v)
-			if err != nil {
-				return Control{}, err
-			}
-			c.Party = p
-		case "scene":
-			sc, err := parseSceneControl(v)
-			if err != nil {
-				return Control{}, err
-			}
-			c.Scene = sc
-		case "cancel":
-			var raw struct {
-				ParticipantID *string `json:"participant_id"`
-			}
-			if err := json.Unmarshal(v, &raw); err != nil || raw.ParticipantID == nil || !ParticipantIDPattern.MatchString(*raw.ParticipantID) {
-				return Control{}, bad(key, "A cancel needs {\"participant_id\": ...} with a valid participant id.")
-			}
-			c.Cancel = &CancelControl{ParticipantID: *raw.ParticipantID}
-		case "reset_session":
-			var raw struct {
-				ParticipantID *string `json:"participant_id"`
-			}
-			if err := json.Unmarshal(v, &raw); err != nil || raw.ParticipantID == nil || !ParticipantIDPattern.MatchString(*raw.ParticipantID) {
-				return Control{}, bad(key, "A reset_session needs {\"participant_id\": ...} with a valid participant id.")
-			}
-			c.ResetSession = &ResetSessionControl{ParticipantID: *raw.ParticipantID}
-		case "permission":
-			var raw struct {
-				Event  *string `json:"event"`
-				Option *string `json:"option"`
-			}
-			if err := json.Unmarshal(v, &raw); err != nil || raw.Event == nil || raw.Option == nil ||
-				!ThreadIDPattern.MatchString(*raw.Event) /* event ids are ULIDs: the same characters */ || *raw.Option == "" || len(*raw.Option) > 256 {
-				return Control{}, bad(key, "A permission answer needs {\"event\": <the permission request's event id>, \"option\": <one of its option ids>}.")
-			}
-			c.Permission = &PermissionControl{Event: *raw.Event, Option: *raw.Option}
-		}
-	}
-	return c, nil
-}
-
-func validIDs(ids []string) bool {
-	for _, id := range ids {
-		if !ParticipantIDPattern.MatchString(id) {
-			return false
-		}
-	}
-	return true
 }

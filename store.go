@@ -19,7 +19,7 @@ type CreateThreadRequest struct {
 func (req CreateThreadRequest) WithDefaults() (CreateThreadRequest, error) {
 	if req.ID != "" && !ThreadIDPattern.MatchString(req.ID) {
 		return req, FieldErrorf(ECodeInvalidField, "id",
-			"The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit.", clip(req.ID))
+			"The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit.", Clip(req.ID, QuoteRunes))
 	}
 	if req.Name == "" {
 		req.Name = "Untitled"
@@ -32,7 +32,7 @@ func (req CreateThreadRequest) WithDefaults() (CreateThreadRequest, error) {
 	}
 	if !ParticipantIDPattern.MatchString(req.From) {
 		return req, FieldErrorf(ECodeInvalidField, "from",
-			"The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clip(req.From))
+			"The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(req.From, QuoteRunes))
 	}
 	return req, nil
 }
@@ -44,6 +44,32 @@ type AppendRequest struct {
 	// IdempotencyKey, when set, makes a retry with the same key in the same
 	// thread return the first event instead of storing a new one.
 	IdempotencyKey string
+}
+
+// MaxIdempotencyKeyLen bounds an idempotency key (the Idempotency-Key
+// header), in bytes.
+const MaxIdempotencyKeyLen = 256
+
+// Validate checks req on its own, before any store looks at the thread:
+// the input (EventInput.Validate, whose defaults it applies to req.Input),
+// the thread id (a malformed one names no thread: thread_not_found) and
+// the idempotency key's length. For a control it returns the parsed
+// control (nil for any other type), which Admit and FoldParsed take, so
+// that an appended control is parsed once. Every store's Append starts
+// with it, so all refuse the same requests with the same errors.
+func (req *AppendRequest) Validate() (*Control, error) {
+	c, err := req.Input.validate()
+	if err != nil {
+		return nil, err
+	}
+	if !ThreadIDPattern.MatchString(req.Thread) {
+		return nil, ThreadNotFound(req.Thread)
+	}
+	if len(req.IdempotencyKey) > MaxIdempotencyKeyLen {
+		return nil, FieldErrorf(ECodeInvalidField, "idempotency_key",
+			"An idempotency key must be at most %d bytes.", MaxIdempotencyKeyLen)
+	}
+	return c, nil
 }
 
 // AppendResult is the committed event, and whether it was an idempotent
@@ -89,8 +115,6 @@ type EventStore interface {
 	// Events returns events of all threads with gseq > after, in gseq
 	// order, at most limit; a cursor past the head is cursor_ahead.
 	Events(ctx context.Context, after int64, limit int) ([]Event, error)
-	// Event returns one event by id.
-	Event(ctx context.Context, id string) (Event, error)
 	// Head returns the last gseq (0 for an empty log).
 	Head(ctx context.Context) (int64, error)
 	// State returns a thread's derived state as of revision at (0 = now)

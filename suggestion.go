@@ -45,7 +45,7 @@ func (in SuggestionInput) Validate() error {
 	case in.From == "":
 		return FieldErrorf(ECodeMissingField, "from", "The field \"from\" is required: say who suggests this.")
 	case !ParticipantIDPattern.MatchString(in.From):
-		return FieldErrorf(ECodeInvalidField, "from", "The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clip(in.From))
+		return FieldErrorf(ECodeInvalidField, "from", "The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(in.From, QuoteRunes))
 	case strings.TrimSpace(in.Title) == "":
 		return FieldErrorf(ECodeMissingField, "title", "A suggestion needs a title: one line saying what to improve.")
 	case len(in.Title) > MaxSuggestionTitle || !utf8.ValidString(in.Title):

@@ -104,3 +104,27 @@ func hex4(b []byte) (rune, bool) {
 	}
 	return r, true
 }
+
+// QuoteRunes is how much of a client's value an error message quotes back,
+// in runes, the ellipsis included (see Clip).
+const QuoteRunes = 64
+
+// Clip shortens s to at most n runes (n ≥ 1), the ellipsis that marks a
+// cut included: s itself when it is that short, else its first n-1 runes
+// and "…". It cuts between runes, never inside one, so that a clipped
+// value is still text (an invalid byte of s counts as one rune and is kept
+// as it is). Every shortening of text for people goes through it: error
+// messages quoting a client's value (QuoteRunes), progress statuses.
+func Clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	k := 0
+	for i := range s {
+		if k == n-1 {
+			return s[:i] + "…"
+		}
+		k++
+	}
+	return s
+}

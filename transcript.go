@@ -57,7 +57,7 @@ func ValidTranscriptFormat(f string) bool { return f == TranscriptMarkdown || f 
 // appear. It is pure: the same source always gives the same bytes.
 func RenderTranscript(src TranscriptSource, format string) ([]byte, error) {
 	if !ValidTranscriptFormat(format) {
-		return nil, FieldErrorf(ECodeInvalidField, "format", "The transcript format must be \"md\" or \"json\", not %q.", clip(format))
+		return nil, FieldErrorf(ECodeInvalidField, "format", "The transcript format must be \"md\" or \"json\", not %q.", Clip(format, QuoteRunes))
 	}
 	t := buildTranscript(src)
 	if format == TranscriptJSON {

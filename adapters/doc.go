@@ -4,7 +4,7 @@
 // of output; the process group it runs in is killed on timeout or shutdown,
 // so no adapter (or anything it spawned) outlives the coordinator. The
 // adapter also gets a progress pipe as fd 3, whose JSON lines Run parses
-// (ParseProgress, ReadProgress) and hands to Spec.Progress; ConvertStream
+// (ParseProgress, ReadProgress) and hands to Spec.Progress; ConvertStreamWith
 // turns the claude and codex CLIs' event streams into such records and a
 // reply, for "agent-bridge adapter-stream".
 //

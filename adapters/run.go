@@ -148,167 +148,37 @@ func Run(ctx context.Context, spec Spec, payload []byte, onStart func(pid, pgid 
 		return res
 	}
 	if ctx.Err() != nil {
-		if errors.Is(context.Cause(ctx), ErrCancelled) {
-			res.Cancelled = true
-		} else {
-			res.Interrupted = true
-		}
+		res.Cancelled, res.Interrupted = stopCause(ctx)
 		return res
 	}
+	cmd, p, stdin, err := start(spec)
+	if err != nil {
+		res.StartErr = err
+		return res
+	}
+	pgid := cmd.Process.Pid // Setpgid with Pgid 0: the adapter leads a new group.
+	res.PID, res.PGID = cmd.Process.Pid, pgid
 
-	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
-	cmd.Dir = spec.Dir
-	// os/exec keeps the last value of a duplicated key, which gives the
-	// documented precedence: environment < entry env < BRIDGE_*.
-	cmd.Env = append(os.Environ(), spec.Env...)
-	cmd.SysProcAttr = sysProcAttr()
-	// Our own pipes rather than io.Writers: os/exec would then wait in
-	// Wait for the copy to reach EOF, which a grandchild holding the pipe
-	// could delay forever. With *os.File, Wait returns when the adapter
-	// exits and the draining below is bounded.
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		res.StartErr = fmt.Errorf("stdout pipe: %w", err)
-		return res
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		res.StartErr = fmt.Errorf("stderr pipe: %w", err)
-		return res
-	}
-	// The progress pipe is fd 3 in the adapter (ExtraFiles[0]).
-	progR, progW, err := os.Pipe()
-	if err != nil {
-		for _, f := range []*os.File{outR, outW, errR, errW} {
-			f.Close()
-		}
-		res.StartErr = fmt.Errorf("progress pipe: %w", err)
-		return res
-	}
-	cmd.ExtraFiles = []*os.File{progW}
-	cmd.Env = append(cmd.Env, EnvProgressFD+"="+strconv.Itoa(ProgressFD))
-	cmd.Stdout, cmd.Stderr = outW, errW
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		for _, f := range []*os.File{outR, outW, errR, errW, progR, progW} {
-			f.Close()
-		}
-		res.StartErr = fmt.Errorf("stdin pipe: %w", err)
-		return res
-	}
-
-	err = cmd.Start()
-	outW.Close()
-	errW.Close()
-	progW.Close()
-	if err != nil {
-		outR.Close()
-		errR.Close()
-		progR.Close()
-		res.StartErr = fmt.Errorf("start %s: %w", spec.Command[0], err)
-		return res
-	}
-	pid := cmd.Process.Pid
-	pgid := pid // Setpgid with Pgid 0: the adapter leads a new group.
-	res.PID, res.PGID = pid, pgid
-
-	stdout := &cappedBuffer{max: spec.MaxStdout}
-	stderr := newTailBuffer(spec.MaxStderr)
-	var readers sync.WaitGroup
-	readers.Add(3)
-	go func() { defer readers.Done(); _, _ = io.Copy(stdout, outR) }()
-	go func() { defer readers.Done(); _, _ = io.Copy(stderr, errR) }()
-	go func() {
-		defer readers.Done()
-		res.ProgressLines, res.ProgressBad = ReadProgress(progR, spec.Progress)
-	}()
-
+	out := collect(spec, p, &res)
 	// The payload is written in its own goroutine: an adapter that never
 	// reads stdin must not block Run. A write error (EPIPE when the adapter
 	// exits without reading) is expected and ignored; Wait closes stdin.
 	var writer sync.WaitGroup
-	writer.Add(1)
-	go func() {
-		defer writer.Done()
+	writer.Go(func() {
 		_, _ = stdin.Write(payload)
 		_ = stdin.Close()
-	}()
+	})
 	// onStart (which records the run in the coordinator's ledger) comes
 	// after the payload is on its way, so the adapter does not wait for it.
 	if onStart != nil {
-		onStart(pid, pgid)
+		onStart(res.PID, pgid)
 	}
-
-	// The escalation goroutine stops the group on timeout or cancel. It is
-	// stopped (exited closed, escDone awaited) before the adapter is reaped,
-	// so it never signals a process group id that may have been recycled.
-	// This is why exec.CommandContext's Cancel and WaitDelay are not used:
-	// their final kill reaches only the leader, and nothing orders them
-	// before the reap.
-	exited := make(chan struct{})
-	escDone := make(chan struct{})
-	var timedOut, interrupted, cancelled bool
-	go func() {
-		defer close(escDone)
-		var deadline <-chan time.Time
-		if spec.Timeout > 0 {
-			t := time.NewTimer(spec.Timeout)
-			defer t.Stop()
-			deadline = t.C
-		}
-		select {
-		case <-exited:
-			return
-		case <-ctx.Done():
-			if errors.Is(context.Cause(ctx), ErrCancelled) {
-				cancelled = true
-			} else {
-				interrupted = true
-			}
-		case <-deadline:
-			timedOut = true
-		}
-		_ = signalGroup(pgid, syscall.SIGTERM)
-		graceTime := spec.KillGrace
-		if cancelled {
-			graceTime = min(graceTime, CancelGrace)
-		}
-		grace := time.NewTimer(graceTime)
-		defer grace.Stop()
-		select {
-		case <-exited:
-		case <-grace.C:
-			_ = signalGroup(pgid, syscall.SIGKILL)
-		}
-	}()
-	stopEscalation := func() {
-		close(exited)
-		<-escDone
-	}
-
-	waitErr := waitLeader(cmd, pgid, stopEscalation)
+	esc := escalate(ctx, spec, pgid)
+	waitErr := waitLeader(cmd, pgid, esc.stop)
 	writer.Wait()
+	out.drain(p)
 
-	drained := make(chan struct{})
-	go func() { readers.Wait(); close(drained) }()
-	t := time.NewTimer(drainTimeout)
-	select {
-	case <-drained:
-	case <-t.C:
-		// Closing the read ends unblocks the readers.
-		outR.Close()
-		errR.Close()
-		progR.Close()
-		<-drained
-	}
-	t.Stop()
-	outR.Close()
-	errR.Close()
-	progR.Close()
-
-	res.TimedOut, res.Interrupted, res.Cancelled = timedOut, interrupted, cancelled
+	res.TimedOut, res.Interrupted, res.Cancelled = esc.timedOut, esc.interrupted, esc.cancelled
 	if st := cmd.ProcessState; st != nil {
 		res.ExitCode = st.ExitCode()
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -319,11 +189,188 @@ func Run(ctx context.Context, spec Spec, payload []byte, onStart func(pid, pgid 
 		res.StartErr = fmt.Errorf("wait for %s: %w", spec.Command[0], waitErr)
 	}
 	// Stored as a reply, so NUL and other C0 controls go (contract 6.2).
-	res.Stdout = StripControls(stdout.buf)
-	res.StdoutBytes = stdout.total
-	res.StdoutTruncated = stdout.total > int64(len(stdout.buf))
-	res.StderrTail = stderr.Bytes()
+	res.Stdout = StripControls(out.stdout.buf)
+	res.StdoutBytes = out.stdout.total
+	res.StdoutTruncated = out.stdout.total > int64(len(out.stdout.buf))
+	res.StderrTail = out.stderr.Bytes()
 	return res
+}
+
+// stopCause says why ctx ended: a person's cancel (ErrCancelled) or
+// anything else, which interrupts the run.
+func stopCause(ctx context.Context) (cancelled, interrupted bool) {
+	if errors.Is(context.Cause(ctx), ErrCancelled) {
+		return true, false
+	}
+	return false, true
+}
+
+// runPipes are the read ends Run drains (stdout, stderr, the progress fd)
+// and the write ends the adapter gets.
+type runPipes struct {
+	outR, outW, errR, errW, progR, progW *os.File
+}
+
+// closeAll closes every pipe end that is open (nil ones are skipped).
+func (p runPipes) closeAll() {
+	for _, f := range []*os.File{p.outR, p.outW, p.errR, p.errW, p.progR, p.progW} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// closeReads closes the read ends.
+func (p runPipes) closeReads() {
+	p.outR.Close()
+	p.errR.Close()
+	p.progR.Close()
+}
+
+// openPipes makes the three output pipes, or none.
+func openPipes() (runPipes, error) {
+	var p runPipes
+	var err error
+	if p.outR, p.outW, err = os.Pipe(); err != nil {
+		return runPipes{}, fmt.Errorf("stdout pipe: %w", err)
+	}
+	if p.errR, p.errW, err = os.Pipe(); err != nil {
+		p.closeAll()
+		return runPipes{}, fmt.Errorf("stderr pipe: %w", err)
+	}
+	if p.progR, p.progW, err = os.Pipe(); err != nil {
+		p.closeAll()
+		return runPipes{}, fmt.Errorf("progress pipe: %w", err)
+	}
+	return p, nil
+}
+
+// start builds the adapter's command (argv, folder, environment, its own
+// process group, the pipes) and starts it. On success the write ends are
+// closed here (the adapter holds them) and the read ends are the caller's.
+func start(spec Spec) (*exec.Cmd, runPipes, io.WriteCloser, error) {
+	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
+	cmd.Dir = spec.Dir
+	// os/exec keeps the last value of a duplicated key, which gives the
+	// documented precedence: environment < entry env < BRIDGE_*.
+	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.SysProcAttr = sysProcAttr()
+	// Our own pipes rather than io.Writers: os/exec would then wait in
+	// Wait for the copy to reach EOF, which a grandchild holding the pipe
+	// could delay forever. With *os.File, Wait returns when the adapter
+	// exits and the draining is bounded (see collected.drain).
+	p, err := openPipes()
+	if err != nil {
+		return nil, runPipes{}, nil, err
+	}
+	// The progress pipe is fd 3 in the adapter (ExtraFiles[0]).
+	cmd.ExtraFiles = []*os.File{p.progW}
+	cmd.Env = append(cmd.Env, EnvProgressFD+"="+strconv.Itoa(ProgressFD))
+	cmd.Stdout, cmd.Stderr = p.outW, p.errW
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		p.closeAll()
+		return nil, runPipes{}, nil, fmt.Errorf("stdin pipe: %w", err)
+	}
+	err = cmd.Start()
+	p.outW.Close()
+	p.errW.Close()
+	p.progW.Close()
+	if err != nil {
+		p.closeReads()
+		return nil, runPipes{}, nil, fmt.Errorf("start %s: %w", spec.Command[0], err)
+	}
+	return cmd, p, stdin, nil
+}
+
+// collected is what Run's readers gather from the adapter's output.
+type collected struct {
+	stdout  *cappedBuffer
+	stderr  *tailBuffer
+	readers sync.WaitGroup
+}
+
+// collect starts reading the adapter's stdout (capped), stderr (its tail)
+// and progress lines (into res and spec.Progress).
+func collect(spec Spec, p runPipes, res *Result) *collected {
+	c := &collected{stdout: &cappedBuffer{max: spec.MaxStdout}, stderr: newTailBuffer(spec.MaxStderr)}
+	c.readers.Go(func() { _, _ = io.Copy(c.stdout, p.outR) })
+	c.readers.Go(func() { _, _ = io.Copy(c.stderr, p.errR) })
+	c.readers.Go(func() {
+		res.ProgressLines, res.ProgressBad = ReadProgress(p.progR, spec.Progress)
+	})
+	return c
+}
+
+// drain waits for the readers to reach EOF, at most drainTimeout after the
+// adapter's group is gone, then closes the read ends.
+func (c *collected) drain(p runPipes) {
+	drained := make(chan struct{})
+	go func() { c.readers.Wait(); close(drained) }()
+	t := time.NewTimer(drainTimeout)
+	defer t.Stop()
+	select {
+	case <-drained:
+	case <-t.C:
+		// Closing the read ends unblocks the readers.
+		p.closeReads()
+		<-drained
+	}
+	p.closeReads()
+}
+
+// escalation stops a run's process group on timeout or when ctx ends:
+// SIGTERM, then SIGKILL after the grace. Its fields say which happened;
+// they are read only after stop has returned.
+type escalation struct {
+	exited, done                     chan struct{}
+	timedOut, interrupted, cancelled bool
+}
+
+// escalate starts the escalation goroutine of a run whose group is pgid.
+// It is stopped (exited closed, done awaited) before the adapter is
+// reaped, so it never signals a process group id that may have been
+// recycled. This is why exec.CommandContext's Cancel and WaitDelay are not
+// used: their final kill reaches only the leader, and nothing orders them
+// before the reap.
+func escalate(ctx context.Context, spec Spec, pgid int) *escalation {
+	e := &escalation{exited: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		var deadline <-chan time.Time
+		if spec.Timeout > 0 {
+			t := time.NewTimer(spec.Timeout)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-e.exited:
+			return
+		case <-ctx.Done():
+			e.cancelled, e.interrupted = stopCause(ctx)
+		case <-deadline:
+			e.timedOut = true
+		}
+		_ = signalGroup(pgid, syscall.SIGTERM)
+		graceTime := spec.KillGrace
+		if e.cancelled {
+			graceTime = min(graceTime, CancelGrace)
+		}
+		grace := time.NewTimer(graceTime)
+		defer grace.Stop()
+		select {
+		case <-e.exited:
+		case <-grace.C:
+			_ = signalGroup(pgid, syscall.SIGKILL)
+		}
+	}()
+	return e
+}
+
+// stop ends the escalation and waits for its goroutine.
+func (e *escalation) stop() {
+	close(e.exited)
+	<-e.done
 }
 
 // signalGroup sends sig to every process of the group; a group that no

@@ -12,7 +12,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
 )
 
 // The agent CLIs' machine-readable modes print one JSON event per line.
@@ -69,7 +70,7 @@ type StreamOutcome struct {
 // ErrUnknownStream is returned for a format ConvertStream does not know.
 var ErrUnknownStream = errors.New("unknown stream format")
 
-// StreamOptions adjusts ConvertStreamWith.
+// StreamOptions adjusts ConvertStreamWith (the zero value: no baseline).
 type StreamOptions struct {
 	// Baseline returns a session's running total at the end of its
 	// previous run (a StreamOutcome.SessionTotal kept from then), zero
@@ -78,15 +79,11 @@ type StreamOptions struct {
 	Baseline func(session string) Usage
 }
 
-// ConvertStream reads format's event lines from r until EOF, calls emit (if
-// not nil) with a progress record for each event worth showing, and returns
-// the outcome. Malformed lines are counted and skipped; unknown event types
-// become records of kind "other". Only a read error is returned as error.
-func ConvertStream(format string, r io.Reader, emit func(ProgressRecord)) (StreamOutcome, error) {
-	return ConvertStreamWith(format, r, emit, StreamOptions{})
-}
-
-// ConvertStreamWith is ConvertStream with options.
+// ConvertStreamWith reads format's event lines from r until EOF, calls emit
+// (if not nil) with a progress record for each event worth showing, and
+// returns the outcome. Malformed lines are counted and skipped; unknown
+// event types become records of kind "other". Only a read error is
+// returned as error.
 func ConvertStreamWith(format string, r io.Reader, emit func(ProgressRecord), opts StreamOptions) (StreamOutcome, error) {
 	var c streamConverter
 	switch format {
@@ -151,20 +148,11 @@ func str(ev map[string]json.RawMessage, key string) string {
 	return s
 }
 
-// clipRunes cuts s to at most n runes, marking the cut with an ellipsis.
-func clipRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
-}
-
 // oneLine is the first non-empty line of s, clipped to a status.
 func oneLine(s string) string {
 	for l := range strings.Lines(s) {
 		if l = strings.TrimSpace(l); l != "" {
-			return clipRunes(l, maxStatusRunes)
+			return agentbridge.Clip(l, maxStatusRunes)
 		}
 	}
 	return ""
@@ -181,7 +169,7 @@ func detail(v any) json.RawMessage {
 // otherRecord keeps an event of a type the converter does not know, with
 // its JSON as detail when that is small.
 func otherRecord(typ string, ev map[string]json.RawMessage) ProgressRecord {
-	rec := ProgressRecord{Status: clipRunes(typ, maxStatusRunes), Kind: "other"}
+	rec := ProgressRecord{Status: agentbridge.Clip(typ, maxStatusRunes), Kind: "other"}
 	if b, err := json.Marshal(ev); err == nil && len(b) <= maxDetailRunes {
 		rec.Detail = b
 	}
@@ -236,7 +224,7 @@ func retryRecord(status string, retry, max int, detailv map[string]any) Progress
 		s += fmt.Sprintf(" of %d", max+1)
 	}
 	s += ")"
-	return ProgressRecord{Status: clipRunes(s, maxStatusRunes), Kind: "retry", Detail: detail(detailv)}
+	return ProgressRecord{Status: agentbridge.Clip(s, maxStatusRunes), Kind: "retry", Detail: detail(detailv)}
 }
 
 // claudeRetry words claude's system/api_retry event: attempt n of
@@ -309,7 +297,7 @@ func (c *claudeStream) event(ev map[string]json.RawMessage, out *StreamOutcome) 
 		if m := str(ev, "model"); m != "" {
 			status += " (" + m + ")"
 		}
-		recs = append(recs, sessionRecord(id, clipRunes(status, maxStatusRunes)))
+		recs = append(recs, sessionRecord(id, agentbridge.Clip(status, maxStatusRunes)))
 	}
 	switch typ {
 	case "system":
@@ -320,7 +308,7 @@ func (c *claudeStream) event(ev map[string]json.RawMessage, out *StreamOutcome) 
 		case "api_retry":
 			recs = append(recs, claudeRetry(ev))
 		default:
-			recs = append(recs, ProgressRecord{Status: clipRunes("system: "+sub, maxStatusRunes), Kind: "other"})
+			recs = append(recs, ProgressRecord{Status: agentbridge.Clip("system: "+sub, maxStatusRunes), Kind: "other"})
 		}
 	case "assistant", "user":
 		var msg claudeMessage
@@ -364,17 +352,17 @@ func (c *claudeStream) block(b claudeBlock) (ProgressRecord, bool) {
 			return ProgressRecord{}, false
 		}
 		c.lastText = b.Text
-		return ProgressRecord{Status: oneLine(b.Text), Kind: "text", Detail: detail(map[string]string{"text": clipRunes(b.Text, maxDetailRunes)})}, true
+		return ProgressRecord{Status: oneLine(b.Text), Kind: "text", Detail: detail(map[string]string{"text": agentbridge.Clip(b.Text, maxDetailRunes)})}, true
 	case "thinking", "redacted_thinking":
-		return ProgressRecord{Status: "thinking", Kind: "thinking", Detail: detail(map[string]string{"text": clipRunes(b.Thinking, maxDetailRunes)})}, true
+		return ProgressRecord{Status: "thinking", Kind: "thinking", Detail: detail(map[string]string{"text": agentbridge.Clip(b.Thinking, maxDetailRunes)})}, true
 	case "tool_use", "server_tool_use", "mcp_tool_use":
 		arg := toolArgument(b.Input)
 		status := toolName(b.Name)
 		if arg != "" {
 			status += ": " + oneLine(arg)
 		}
-		return ProgressRecord{Status: clipRunes(status, maxStatusRunes), Kind: "tool",
-			Detail: detail(map[string]string{"name": b.Name, "input": clipRunes(arg, maxDetailRunes)})}, true
+		return ProgressRecord{Status: agentbridge.Clip(status, maxStatusRunes), Kind: "tool",
+			Detail: detail(map[string]string{"name": b.Name, "input": agentbridge.Clip(arg, maxDetailRunes)})}, true
 	case "tool_result":
 		status := "tool done"
 		if b.IsError {
@@ -384,10 +372,10 @@ func (c *claudeStream) block(b claudeBlock) (ProgressRecord, bool) {
 		if b.IsError && text != "" {
 			status += ": " + oneLine(text)
 		}
-		return ProgressRecord{Status: clipRunes(status, maxStatusRunes), Kind: "tool_result",
-			Detail: detail(map[string]any{"is_error": b.IsError, "output": clipRunes(text, maxDetailRunes)})}, true
+		return ProgressRecord{Status: agentbridge.Clip(status, maxStatusRunes), Kind: "tool_result",
+			Detail: detail(map[string]any{"is_error": b.IsError, "output": agentbridge.Clip(text, maxDetailRunes)})}, true
 	default:
-		return ProgressRecord{Status: clipRunes(b.Type, maxStatusRunes), Kind: "other"}, true
+		return ProgressRecord{Status: agentbridge.Clip(b.Type, maxStatusRunes), Kind: "other"}, true
 	}
 }
 
@@ -464,7 +452,7 @@ func (c *claudeStream) resultEvent(ev map[string]json.RawMessage, out *StreamOut
 			out.Reply = c.lastText
 		}
 	}
-	return []ProgressRecord{{Status: clipRunes(status, maxStatusRunes), Kind: kind, Usage: &u}}
+	return []ProgressRecord{{Status: agentbridge.Clip(status, maxStatusRunes), Kind: kind, Usage: &u}}
 }
 
 func (c *claudeStream) finish(out *StreamOutcome) {
@@ -524,7 +512,7 @@ func (c *codexStream) event(ev map[string]json.RawMessage, out *StreamOutcome) [
 		if c.baseline != nil {
 			c.before = c.baseline(id)
 		}
-		return []ProgressRecord{sessionRecord(id, clipRunes("session "+id, maxStatusRunes))}
+		return []ProgressRecord{sessionRecord(id, agentbridge.Clip("session "+id, maxStatusRunes))}
 	case "turn.started":
 		return []ProgressRecord{{Status: "working", Kind: "turn"}}
 	case "turn.completed":
@@ -566,15 +554,15 @@ func (c *codexStream) event(ev map[string]json.RawMessage, out *StreamOutcome) [
 			if st := codexStatus.FindStringSubmatch(reason); st != nil {
 				reason = st[1]
 			} else {
-				reason = clipRunes(oneLine(reason), 60)
+				reason = agentbridge.Clip(oneLine(reason), 60)
 			}
 			return []ProgressRecord{retryRecord(reason, n, max, map[string]any{"attempt": n, "max_retries": max, "error": m[3]})}
 		}
 		// "Reconnecting... waiting for network (Connection failed: …)":
 		// codex waits for the model's address to answer again.
 		if rest, ok := strings.CutPrefix(msg, "Reconnecting... "); ok {
-			return []ProgressRecord{{Status: clipRunes("retrying: "+oneLine(rest), maxStatusRunes), Kind: "retry",
-				Detail: detail(map[string]string{"error": clipRunes(msg, maxDetailRunes)})}}
+			return []ProgressRecord{{Status: agentbridge.Clip("retrying: "+oneLine(rest), maxStatusRunes), Kind: "retry",
+				Detail: detail(map[string]string{"error": agentbridge.Clip(msg, maxDetailRunes)})}}
 		}
 		return c.fail(out, msg, "codex reported an error")
 	case "item.started", "item.updated", "item.completed":
@@ -597,7 +585,7 @@ func (c *codexStream) fail(out *StreamOutcome, msg, fallback string) []ProgressR
 		msg = fallback
 	}
 	out.Failed, out.Error = true, msg
-	return []ProgressRecord{{Status: clipRunes("failed: "+oneLine(msg), maxStatusRunes), Kind: "error", Detail: detail(map[string]string{"message": clipRunes(msg, maxDetailRunes)})}}
+	return []ProgressRecord{{Status: agentbridge.Clip("failed: "+oneLine(msg), maxStatusRunes), Kind: "error", Detail: detail(map[string]string{"message": agentbridge.Clip(msg, maxDetailRunes)})}}
 }
 
 // item words one item event; started and completed ones are shown,
@@ -617,23 +605,23 @@ func (c *codexStream) item(typ string, it codexItem) (ProgressRecord, bool) {
 			return ProgressRecord{}, false
 		}
 		c.lastMessage = it.Text
-		return ProgressRecord{Status: oneLine(it.Text), Kind: "text", Detail: detail(map[string]string{"text": clipRunes(it.Text, maxDetailRunes)})}, true
+		return ProgressRecord{Status: oneLine(it.Text), Kind: "text", Detail: detail(map[string]string{"text": agentbridge.Clip(it.Text, maxDetailRunes)})}, true
 	case "reasoning":
 		if !done {
 			return ProgressRecord{}, false
 		}
-		return ProgressRecord{Status: "thinking", Kind: "thinking", Detail: detail(map[string]string{"text": clipRunes(it.Text, maxDetailRunes)})}, true
+		return ProgressRecord{Status: "thinking", Kind: "thinking", Detail: detail(map[string]string{"text": agentbridge.Clip(it.Text, maxDetailRunes)})}, true
 	case "command_execution":
 		if !done {
-			return ProgressRecord{Status: clipRunes("$ "+oneLine(it.Command), maxStatusRunes), Kind: "tool",
-				Detail: detail(map[string]string{"name": "shell", "input": clipRunes(it.Command, maxDetailRunes)})}, true
+			return ProgressRecord{Status: agentbridge.Clip("$ "+oneLine(it.Command), maxStatusRunes), Kind: "tool",
+				Detail: detail(map[string]string{"name": "shell", "input": agentbridge.Clip(it.Command, maxDetailRunes)})}, true
 		}
 		status := "$ " + oneLine(it.Command)
 		if it.ExitCode != nil {
 			status += fmt.Sprintf(" → exit %d", *it.ExitCode)
 		}
-		return ProgressRecord{Status: clipRunes(status, maxStatusRunes), Kind: "tool_result",
-			Detail: detail(map[string]any{"exit_code": it.ExitCode, "output": clipRunes(it.AggregatedOutput, maxDetailRunes)})}, true
+		return ProgressRecord{Status: agentbridge.Clip(status, maxStatusRunes), Kind: "tool_result",
+			Detail: detail(map[string]any{"exit_code": it.ExitCode, "output": agentbridge.Clip(it.AggregatedOutput, maxDetailRunes)})}, true
 	case "file_change":
 		var paths []string
 		for _, ch := range it.Changes {
@@ -643,7 +631,7 @@ func (c *codexStream) item(typ string, it codexItem) (ProgressRecord, bool) {
 		if done {
 			k = "tool_result"
 		}
-		return ProgressRecord{Status: clipRunes("edit: "+strings.Join(paths, ", "), maxStatusRunes), Kind: k,
+		return ProgressRecord{Status: agentbridge.Clip("edit: "+strings.Join(paths, ", "), maxStatusRunes), Kind: k,
 			Detail: detail(map[string]any{"name": "file_change", "changes": it.Changes})}, true
 	case "mcp_tool_call":
 		k := "tool"
@@ -655,26 +643,26 @@ func (c *codexStream) item(typ string, it codexItem) (ProgressRecord, bool) {
 		if arg != "" {
 			status += ": " + oneLine(arg)
 		}
-		return ProgressRecord{Status: clipRunes(status, maxStatusRunes), Kind: k,
-			Detail: detail(map[string]string{"name": name, "input": clipRunes(arg, maxDetailRunes), "status": it.Status})}, true
+		return ProgressRecord{Status: agentbridge.Clip(status, maxStatusRunes), Kind: k,
+			Detail: detail(map[string]string{"name": name, "input": agentbridge.Clip(arg, maxDetailRunes), "status": it.Status})}, true
 	case "web_search":
 		if done {
 			return ProgressRecord{}, false
 		}
-		return ProgressRecord{Status: clipRunes("search: "+oneLine(it.Query), maxStatusRunes), Kind: "tool",
-			Detail: detail(map[string]string{"name": "web_search", "input": clipRunes(it.Query, maxDetailRunes)})}, true
+		return ProgressRecord{Status: agentbridge.Clip("search: "+oneLine(it.Query), maxStatusRunes), Kind: "tool",
+			Detail: detail(map[string]string{"name": "web_search", "input": agentbridge.Clip(it.Query, maxDetailRunes)})}, true
 	case "todo_list":
 		return ProgressRecord{Status: fmt.Sprintf("plan: %d items", len(it.Items)), Kind: "plan"}, true
 	case "error":
 		// A non-fatal error item: the turn goes on (codex says so of a
 		// model it has no metadata for, and still answers).
-		return ProgressRecord{Status: clipRunes("warning: "+oneLine(it.Message), maxStatusRunes), Kind: "warning",
-			Detail: detail(map[string]string{"message": clipRunes(it.Message, maxDetailRunes)})}, true
+		return ProgressRecord{Status: agentbridge.Clip("warning: "+oneLine(it.Message), maxStatusRunes), Kind: "warning",
+			Detail: detail(map[string]string{"message": agentbridge.Clip(it.Message, maxDetailRunes)})}, true
 	default:
 		if !done {
 			return ProgressRecord{}, false
 		}
-		return ProgressRecord{Status: clipRunes(kind, maxStatusRunes), Kind: "other"}, true
+		return ProgressRecord{Status: agentbridge.Clip(kind, maxStatusRunes), Kind: "other"}, true
 	}
 }
 

@@ -3,6 +3,7 @@ package adapters_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -20,7 +21,7 @@ func convertFixture(t *testing.T, format, name string) (adapters.StreamOutcome, 
 		t.Fatal(err)
 	}
 	var recs []adapters.ProgressRecord
-	out, err := adapters.ConvertStream(format, bytes.NewReader(b), func(r adapters.ProgressRecord) {
+	out, err := convertStream(format, bytes.NewReader(b), func(r adapters.ProgressRecord) {
 		// Every record must be a valid progress line.
 		line, err := json.Marshal(r)
 		if err != nil || len(line) > adapters.MaxProgressLine {
@@ -165,18 +166,18 @@ usage: done: 5000 tokens in, 30 out
 func TestConvertStreamEdges(t *testing.T) {
 	// No events at all: failed, never started (a rejected resume).
 	for _, f := range []string{adapters.StreamClaude, adapters.StreamCodex} {
-		out, err := adapters.ConvertStream(f, strings.NewReader(""), nil)
+		out, err := convertStream(f, strings.NewReader(""), nil)
 		if err != nil || !out.Failed || out.Started {
 			t.Errorf("%s, empty stream: %+v %v", f, out, err)
 		}
 	}
-	if _, err := adapters.ConvertStream("gemini", strings.NewReader(""), nil); err == nil {
+	if _, err := convertStream("gemini", strings.NewReader(""), nil); err == nil {
 		t.Error("an unknown format was accepted")
 	}
 	// A line beyond the cap is skipped; the stream goes on.
 	huge := `{"type":"user","message":{"content":"` + strings.Repeat("x", 33<<20) + `"}}` + "\n"
 	in := huge + `{"type":"thread.started","thread_id":"t"}` + "\n" + `{"type":"turn.completed","usage":{}}`
-	out, err := adapters.ConvertStream(adapters.StreamCodex, strings.NewReader(in), nil)
+	out, err := convertStream(adapters.StreamCodex, strings.NewReader(in), nil)
 	if err != nil || out.Bad != 1 || out.Lines != 3 || out.Failed || out.Session != "t" {
 		t.Errorf("huge line: %+v %v", out, err)
 	}
@@ -184,7 +185,7 @@ func TestConvertStreamEdges(t *testing.T) {
 	long := strings.Repeat("é", 5000)
 	in = `{"type":"assistant","session_id":"s","message":{"id":"m","content":[{"type":"tool_use","name":"Bash","input":{"command":"` + long + `"}},{"type":"text","text":"` + long + `"}]}}`
 	var recs []adapters.ProgressRecord
-	if _, err := adapters.ConvertStream(adapters.StreamClaude, strings.NewReader(in), func(r adapters.ProgressRecord) { recs = append(recs, r) }); err != nil {
+	if _, err := convertStream(adapters.StreamClaude, strings.NewReader(in), func(r adapters.ProgressRecord) { recs = append(recs, r) }); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range recs {
@@ -212,7 +213,7 @@ func FuzzConvertStream(f *testing.F) {
 		if claude {
 			format = adapters.StreamClaude
 		}
-		out, err := adapters.ConvertStream(format, bytes.NewReader(in), func(r adapters.ProgressRecord) {
+		out, err := convertStream(format, bytes.NewReader(in), func(r adapters.ProgressRecord) {
 			line, err := json.Marshal(r)
 			if err != nil {
 				t.Fatalf("marshal %+v: %v", r, err)
@@ -365,7 +366,7 @@ func TestConvertClaudeMCPToolStatus(t *testing.T) {
 	in := `{"type":"system","subtype":"init","session_id":"s"}
 {"type":"assistant","session_id":"s","message":{"id":"m","content":[{"type":"tool_use","name":"mcp__bridge__post","input":{"thread":"t1","content":"hello from claude"}},{"type":"tool_use","name":"mcp__bridge__thread_state","input":{"limit":3}}]}}`
 	var recs []adapters.ProgressRecord
-	if _, err := adapters.ConvertStream(adapters.StreamClaude, strings.NewReader(in), func(r adapters.ProgressRecord) { recs = append(recs, r) }); err != nil {
+	if _, err := convertStream(adapters.StreamClaude, strings.NewReader(in), func(r adapters.ProgressRecord) { recs = append(recs, r) }); err != nil {
 		t.Fatal(err)
 	}
 	got := statuses(recs)
@@ -425,7 +426,7 @@ func TestConvertCodexOtherItemKinds(t *testing.T) {
 {"type":"item.updated","item":{"id":"i3","type":"todo_list","items":[{"text":"a","completed":true},{"text":"b","completed":false}]}}
 {"type":"turn.completed","usage":{"input_tokens":10,"output_tokens":2}}`
 	var recs []adapters.ProgressRecord
-	out, err := adapters.ConvertStream(adapters.StreamCodex, strings.NewReader(in), func(r adapters.ProgressRecord) { recs = append(recs, r) })
+	out, err := convertStream(adapters.StreamCodex, strings.NewReader(in), func(r adapters.ProgressRecord) { recs = append(recs, r) })
 	if err != nil || out.Failed {
 		t.Fatalf("%+v %v", out, err)
 	}
@@ -448,11 +449,16 @@ func TestConvertCodexWaitingForNetwork(t *testing.T) {
 {"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}
 {"type":"turn.completed","usage":{"input_tokens":10,"output_tokens":2}}`
 	var recs []adapters.ProgressRecord
-	out, err := adapters.ConvertStream(adapters.StreamCodex, strings.NewReader(in), func(r adapters.ProgressRecord) { recs = append(recs, r) })
+	out, err := convertStream(adapters.StreamCodex, strings.NewReader(in), func(r adapters.ProgressRecord) { recs = append(recs, r) })
 	if err != nil || out.Failed {
 		t.Fatalf("%+v %v", out, err)
 	}
 	if got := statuses(recs); !strings.Contains(got, "retry: retrying: waiting for network (Connection failed: error sending request)\n") {
 		t.Errorf("records:\n%s", got)
 	}
+}
+
+// convertStream is ConvertStreamWith without options.
+func convertStream(format string, r io.Reader, emit func(adapters.ProgressRecord)) (adapters.StreamOutcome, error) {
+	return adapters.ConvertStreamWith(format, r, emit, adapters.StreamOptions{})
 }

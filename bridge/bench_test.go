@@ -92,7 +92,10 @@ func newFloor(b *testing.B) string {
 			http.Error(w, err.Error(), 400)
 			return
 		}
-		in, err := agentbridge.DecodeEventInput(body)
+		in, err := agentbridge.ParseEventInput(body)
+		if err == nil {
+			err = in.Validate()
+		}
 		if err != nil {
 			http.Error(w, err.Error(), 400)
 			return
@@ -222,7 +225,7 @@ func BenchmarkLongPollWake(b *testing.B) {
 // network's noise.
 func BenchmarkHTTPLayer(b *testing.B) {
 	ts := newTestServer(b, Options{})
-	h := ts.srv.Handler()
+	h := ts.srv.handler
 	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:5111/ping", nil)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -243,7 +246,7 @@ func BenchmarkEventsGet(b *testing.B) {
 	for i := range 200 {
 		ts.must(200, "POST", "/threads/t/events", fmt.Sprintf(`{"from":"user","content":"message %d","meta":{"tags":["bench"]}}`, i))
 	}
-	h := ts.srv.Handler()
+	h := ts.srv.handler
 	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:5111/threads/t/events?limit=200", nil)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -34,7 +34,7 @@ func FuzzEventsPost(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	h := srv.Handler()
+	h := srv.handler
 	ctx := context.Background()
 	post := func(path, body string) *http.Request {
 		r := httptest.NewRequest("POST", "http://127.0.0.1"+path, strings.NewReader(body))

@@ -19,9 +19,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
-// maxIdempotencyKey bounds the Idempotency-Key header, in bytes.
-const maxIdempotencyKey = 256
-
 // handlePing answers without a token: liveness, version and the humans.
 func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
 	httpjson.Write(w, http.StatusOK, agentbridge.ServerInfo{Status: "ok", Server: "agent-bridge", Version: s.opts.Version, Humans: s.opts.Humans})
@@ -124,16 +121,9 @@ func queryInt(r *http.Request, name string, def, min, max int64) (int64, error) 
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < min || n > max {
-		return 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be a whole number from %d to %d, not %q.", name, min, max, clipQuery(v))
+		return 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be a whole number from %d to %d, not %q.", name, min, max, agentbridge.Clip(v, 41))
 	}
 	return n, nil
-}
-
-func clipQuery(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }
 
 // threadsPage is the answer of GET /threads.
@@ -173,7 +163,7 @@ func (s *Server) handleThreadsPost(w http.ResponseWriter, r *http.Request) error
 	var req agentbridge.CreateThreadRequest
 	if body.ID != nil {
 		if req.ID = *body.ID; !agentbridge.ThreadIDPattern.MatchString(req.ID) {
-			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "id", "The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit (or leave it out to get one).", clipQuery(req.ID))
+			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "id", "The thread id %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit (or leave it out to get one).", agentbridge.Clip(req.ID, 41))
 		}
 	}
 	if body.Name != nil {
@@ -186,7 +176,7 @@ func (s *Server) handleThreadsPost(w http.ResponseWriter, r *http.Request) error
 	}
 	if body.From != nil {
 		if req.From = *body.From; !agentbridge.ParticipantIDPattern.MatchString(req.From) {
-			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "from", "The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit (or leave it out for \"user\").", clipQuery(req.From))
+			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "from", "The sender id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit (or leave it out for \"user\").", agentbridge.Clip(req.From, 41))
 		}
 	}
 	th, ev, err := s.store.CreateThread(r.Context(), req)
@@ -268,8 +258,8 @@ type appendAnswer struct {
 // replay answer 200 (the v0 server answered 200; see docs/api.md).
 func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error {
 	key := r.Header.Get("Idempotency-Key")
-	if len(key) > maxIdempotencyKey {
-		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "Idempotency-Key", "The Idempotency-Key header must be at most %d bytes.", maxIdempotencyKey)
+	if len(key) > agentbridge.MaxIdempotencyKeyLen {
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "Idempotency-Key", "The Idempotency-Key header must be at most %d bytes.", agentbridge.MaxIdempotencyKeyLen)
 	}
 	body, err := s.readBody(w, r)
 	if err != nil {

@@ -156,11 +156,11 @@ func (s *Server) handlePresencePost(w http.ResponseWriter, r *http.Request) erro
 	case body.From == nil:
 		return agentbridge.FieldErrorf(agentbridge.ECodeMissingField, "from", "The field \"from\" is required: say whose presence this is.")
 	case !agentbridge.ParticipantIDPattern.MatchString(*body.From):
-		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "from", "The participant id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clipQuery(*body.From))
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "from", "The participant id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", agentbridge.Clip(*body.From, 41))
 	case body.State == nil:
 		return agentbridge.FieldErrorf(agentbridge.ECodeMissingField, "state", "The field \"state\" is required: one of listening, thinking, typing, idle, offline.")
 	case !agentbridge.ValidPresenceState(*body.State):
-		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "state", "The presence state %q is not one of listening, thinking, typing, idle, offline.", clipQuery(*body.State))
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "state", "The presence state %q is not one of listening, thinking, typing, idle, offline.", agentbridge.Clip(*body.State, 41))
 	case body.Details != nil && !isJSONNull(body.Details) && !isJSONObject(body.Details):
 		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "details", "Presence details must be a JSON object, such as {\"client\": \"codex\", \"model\": \"gpt-5\"}.")
 	}

@@ -174,7 +174,7 @@ func TestReceiptsSurviveRestart(t *testing.T) {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(method, "http://127.0.0.1"+path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		srv.Handler().ServeHTTP(rec, req)
+		srv.handler.ServeHTTP(rec, req)
 		return rec
 	}
 	st, srv := open()

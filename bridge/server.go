@@ -270,10 +270,6 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// Handler returns the server's HTTP handler, with the security gate, for
-// use without Open (httptest) or behind another listener.
-func (s *Server) Handler() http.Handler { return s.handler }
-
 // Open binds the listener synchronously, so a port already in use fails
 // here, and starts serving in the background.
 func (s *Server) Open() error {

@@ -39,7 +39,7 @@ func lastEventID(r *http.Request) (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
-		return 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "Last-Event-ID", "The Last-Event-ID header must be the id of an event received from this stream, a whole number, not %q.", clipQuery(v))
+		return 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "Last-Event-ID", "The Last-Event-ID header must be the id of an event received from this stream, a whole number, not %q.", agentbridge.Clip(v, 41))
 	}
 	return n, nil
 }

@@ -53,7 +53,7 @@ func (s *Server) handleSuggestionsGet(w http.ResponseWriter, r *http.Request) er
 	}
 	status := r.URL.Query().Get("status")
 	if status != "" && !agentbridge.SuggestionStatusPattern.MatchString(status) {
-		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "status", "The parameter \"status\" must be a status such as %q, not %q.", agentbridge.SuggestionPending, clipQuery(status))
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "status", "The parameter \"status\" must be a status such as %q, not %q.", agentbridge.SuggestionPending, agentbridge.Clip(status, 41))
 	}
 	list, err := ss.Suggestions(r.Context(), status)
 	if err != nil {

@@ -439,7 +439,7 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 				return err
 			}
 		}
-		d = DecideWithTurns(before.state, e, cfg, turns)
+		d = Decide(before.state, e, cfg, turns)
 		decided = e.Type == agentbridge.TypeMessage || d.Rule == RuleProd || d.Rule == RuleScene || d.Rule == RuleSceneJournal
 	}
 	if decided {

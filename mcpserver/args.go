@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -53,7 +54,7 @@ func argError(msg string) (string, bool) {
 		return fmt.Sprintf("invalid %s: %s is not %s.", m[2], val, kindWord(m[3])), true
 	}
 	if m := reSchemaType.FindStringSubmatch(msg); m != nil {
-		return fmt.Sprintf("invalid %s: it must be %s, not %s (%s).", m[1], kindWord(m[4]), clipArg(m[2]), kindWord(m[3])), true
+		return fmt.Sprintf("invalid %s: it must be %s, not %s (%s).", m[1], kindWord(m[4]), agentbridge.Clip(m[2], 41), kindWord(m[3])), true
 	}
 	if m := reExtra.FindStringSubmatch(msg); m != nil {
 		var names []string
@@ -76,13 +77,6 @@ func quoteAll(names []string) []string {
 		out[i] = fmt.Sprintf("%q", n)
 	}
 	return out
-}
-
-func clipArg(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }
 
 // friendlyArgErrors is the receiving middleware that applies argError to

@@ -41,7 +41,10 @@ func shortTime(ts string) string {
 	return ts
 }
 
-// writeState renders a thread's state the way `agent-bridge state` does.
+// writeState renders a thread's state in the lines `agent-bridge state`
+// starts with (pause, mute, discussion, invited_auto, the invited); it
+// leaves out the scene, party and expertise lines the CLI adds (issue 24:
+// one renderer for both is still to come).
 func writeState(w io.Writer, thread string, seq int64, st agentbridge.ThreadState) {
 	onOff := func(b bool) string {
 		if b {

@@ -144,12 +144,6 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	}
 }
 
-// Connect starts a session on t and returns it without waiting for it to
-// end; tests use it with in-memory transports.
-func (s *Server) Connect(ctx context.Context, t mcp.Transport) (*mcp.ServerSession, error) {
-	return s.mcp.Connect(ctx, t, nil)
-}
-
 // toolError turns a failure into what the model sees: the bridge's own
 // sentence and code for a refusal, a hint for a bridge that is not running,
 // the error text otherwise.

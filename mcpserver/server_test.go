@@ -55,18 +55,26 @@ func (e *env) connect(as string) *mcp.ClientSession {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	return serve(e.t, s)
+}
+
+// serve runs s with Run, as the CLI does, on an in-memory transport, and
+// returns an SDK client session speaking to it; the test's cleanup hangs
+// up and waits for Run to return.
+func serve(t testing.TB, s *mcpserver.Server) *mcp.ClientSession {
+	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(e.t.Context(), st)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background(), st) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(t.Context(), ct, nil)
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(e.t.Context(), ct, nil)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() {
+	t.Cleanup(func() {
 		_ = cs.Close()
-		_ = ss.Wait()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
 	})
 	return cs
 }
@@ -560,16 +568,7 @@ func TestUnreachableBridge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(t.Context(), st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(t.Context(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cs.Close(); _ = ss.Wait() }()
+	cs := serve(t, s)
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "list_threads"})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 // The append path: appendEvent is an ordinary append from top to bottom
-// (the thread's head read under its row lock, idempotency, the domain's
-// Admit and AssignHop, add), createThread a new thread; both only queue
+// (the thread's head read under its row lock, storecore.Preamble's
+// idempotency, reply_to, Admit and hop with lookups answering from the
+// batch and the database, add), createThread a new thread; both only queue
 // their events in the batch, which write (writer.go) numbers and stores at
 // the end. Everything here runs on the writer goroutine.
 
@@ -8,8 +9,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -57,51 +56,24 @@ type batch struct {
 	ids  map[string]batchEvent // event id → its thread and hop, for reply_to within the batch
 }
 
-func (s *Store) appendEvent(ctx context.Context, tx pgx.Tx, b *batch, req agentbridge.AppendRequest, meta string) (response, error) {
-	h, ok := b.heads[req.Thread]
+func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.AppendRequest, meta string, ctl *agentbridge.Control) (response, error) {
+	h, ok := l.b.heads[req.Thread]
 	if !ok {
-		return response{err: storecore.ThreadNotFound(req.Thread)}, nil
+		return response{err: agentbridge.ThreadNotFound(req.Thread)}, nil
 	}
-	if req.IdempotencyKey != "" {
-		if i, ok := b.keys[req.Thread+"\x00"+req.IdempotencyKey]; ok {
-			return response{pending: i + 1, replayed: true}, nil
-		}
-		var id string
-		err := tx.QueryRow(ctx, `SELECT event_id FROM idempotency WHERE thread = $1 AND key = $2`,
-			req.Thread, []byte(req.IdempotencyKey)).Scan(&id)
-		switch {
-		case err == nil:
-			ev, err := scanEvent(tx.QueryRow(ctx, selectEvent+` WHERE id = $1`, id))
-			if err != nil {
-				return response{}, fmt.Errorf("load idempotent event %s: %w", id, err)
-			}
-			return response{event: ev, replayed: true}, nil
-		case !errors.Is(err, pgx.ErrNoRows):
-			return response{}, fmt.Errorf("look up idempotency key: %w", err)
-		}
+	a, err := storecore.Preamble(ctx, l, req, ctl, h.state, h.messages, s.humans)
+	switch {
+	case err != nil:
+		return response{}, err
+	case a.Replayed:
+		r := l.replayed
+		l.replayed = response{}
+		return r, nil
+	case a.Refusal != nil:
+		return response{err: a.Refusal}, nil
 	}
-	in := req.Input
-	var reply agentbridge.ReplyTarget
-	if in.Meta.ReplyTo != "" {
-		if e, ok := b.ids[in.Meta.ReplyTo]; ok && e.thread == req.Thread {
-			reply = agentbridge.ReplyTarget{Found: true, Hop: e.hop}
-		} else {
-			err := tx.QueryRow(ctx, `SELECT hop FROM events WHERE id = $1 AND thread = $2`, in.Meta.ReplyTo, req.Thread).Scan(&reply.Hop)
-			switch {
-			case err == nil:
-				reply.Found = true
-			case !errors.Is(err, pgx.ErrNoRows):
-				return response{}, fmt.Errorf("look up reply_to: %w", err)
-			}
-		}
-	}
-	if err := agentbridge.Admit(req.Thread, h.state, in, reply, s.humans); err != nil {
-		return response{err: err}, nil
-	}
+	in := a.Input
 	if in.Type == agentbridge.TypeMessage {
-		hop := agentbridge.AssignHop(h.state, in, reply, s.humans, h.messages)
-		in.Meta.Hop = &hop
-		var err error
 		if meta, err = storecore.StoredMeta(&in.Meta); err != nil {
 			return response{}, err
 		}
@@ -111,47 +83,68 @@ func (s *Store) appendEvent(ctx context.Context, tx pgx.Tx, b *batch, req agentb
 		Seq: h.lastSeq + 1, Thread: req.Thread,
 		Type: in.Type, From: in.From, To: in.To, Content: in.Content, Meta: in.Meta,
 	}
-	i, err := s.add(b, &ev, meta, h, storecore.NextTime(h.lastTS))
+	i, err := s.add(l.b, &ev, meta, ctl, h, storecore.NextTime(h.lastTS))
 	if err != nil {
 		return response{}, err
 	}
 	if req.IdempotencyKey != "" {
-		b.keys[req.Thread+"\x00"+req.IdempotencyKey] = i
+		l.b.keys[req.Thread+"\x00"+req.IdempotencyKey] = i
 	}
 	return response{pending: i + 1}, nil
 }
 
+// lookups answers storecore.Preamble inside one group commit: from the
+// batch first (an event or key of an earlier append in it), then the
+// database.
+type lookups struct {
+	tx pgx.Tx
+	b  *batch
+	// replayed is the answer Replay found, for the append that asked.
+	replayed response
+}
+
+func (l *lookups) Replay(ctx context.Context, thread, key string) (bool, error) {
+	if i, ok := l.b.keys[thread+"\x00"+key]; ok {
+		l.replayed = response{pending: i + 1, replayed: true}
+		return true, nil
+	}
+	var id string
+	found, err := storecore.Found(l.tx.QueryRow(ctx, `SELECT event_id FROM idempotency WHERE thread = $1 AND key = $2`,
+		thread, []byte(key)).Scan(&id))
+	if !found {
+		return false, err
+	}
+	ev, err := storecore.ScanEvent(l.tx.QueryRow(ctx, selectEvent+` WHERE id = $1`, id))
+	if err != nil {
+		return false, fmt.Errorf("load idempotent event %s: %w", id, err)
+	}
+	l.replayed = response{event: ev, replayed: true}
+	return true, nil
+}
+
+func (l *lookups) ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error) {
+	if e, ok := l.b.ids[id]; ok && e.thread == thread {
+		return agentbridge.ReplyTarget{Found: true, Hop: e.hop}, nil
+	}
+	var t agentbridge.ReplyTarget
+	var err error
+	t.Found, err = storecore.Found(l.tx.QueryRow(ctx, `SELECT hop FROM events WHERE id = $1 AND thread = $2`, id, thread).Scan(&t.Hop))
+	return t, err
+}
+
 func (s *Store) createThread(ctx context.Context, tx pgx.Tx, b *batch, req agentbridge.CreateThreadRequest) (response, error) {
-	id := req.ID
-	if id == "" {
-		u, err := ulid.New(ulid.Now(), s.entropy)
-		if err != nil {
-			return response{}, fmt.Errorf("new thread id: %w", err)
-		}
-		id = u.String()
-	}
-	exists := func() response {
-		return response{err: &agentbridge.Error{
-			Code: agentbridge.ECodeThreadExists, Field: "id", Thread: id,
-			Message: fmt.Sprintf("A thread with id %q already exists; choose another id or leave it out.", id),
-		}}
-	}
-	if _, ok := b.heads[id]; ok {
-		return exists(), nil
-	}
-	zero, err := storecore.StateKey(agentbridge.ThreadState{})
+	id, err := storecore.ThreadID(req, s.entropy)
 	if err != nil {
 		return response{}, err
 	}
-	content, err := json.Marshal(req.Name)
+	if _, ok := b.heads[id]; ok {
+		return response{err: storecore.ThreadExists(id)}, nil
+	}
+	ev, zero, err := storecore.CreatedEvent(id, req)
 	if err != nil {
-		return response{}, fmt.Errorf("encode thread name: %w", err)
+		return response{}, err
 	}
 	h := &head{name: req.Name, stateKey: zero}
-	ev := agentbridge.Event{
-		Seq: 1, Thread: id, Type: agentbridge.TypeThreadCreated,
-		From: req.From, To: agentbridge.ToAll, Content: content,
-	}
 	ts := storecore.NextTime(time.Time{})
 	h.created = agentbridge.FormatTime(ts)
 	// The row goes in now, so that another bridge creating the same id
@@ -163,14 +156,14 @@ func (s *Store) createThread(ctx context.Context, tx pgx.Tx, b *batch, req agent
 		return response{}, fmt.Errorf("insert thread %s: %w", id, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return exists(), nil
+		return response{err: storecore.ThreadExists(id)}, nil
 	}
 	b.heads[id] = h
 	meta, err := storecore.StoredMeta(&ev.Meta)
 	if err != nil {
 		return response{}, err
 	}
-	i, err := s.add(b, &ev, meta, h, ts)
+	i, err := s.add(b, &ev, meta, nil, h, ts)
 	if err != nil {
 		return response{}, err
 	}
@@ -179,8 +172,9 @@ func (s *Store) createThread(ctx context.Context, tx pgx.Tx, b *batch, req agent
 }
 
 // add stamps ev with ts t (after the thread's last) and an id, folds it
-// into h and queues it for write; it returns ev's index in the batch.
-func (s *Store) add(b *batch, ev *agentbridge.Event, meta string, h *head, t time.Time) (int, error) {
+// (with ctl, its parsed control) into h and queues it for write; it
+// returns ev's index in the batch.
+func (s *Store) add(b *batch, ev *agentbridge.Event, meta string, ctl *agentbridge.Control, h *head, t time.Time) (int, error) {
 	u, err := ulid.New(ulid.Timestamp(t), s.entropy)
 	if err != nil {
 		return 0, fmt.Errorf("new event id: %w", err)
@@ -188,14 +182,12 @@ func (s *Store) add(b *batch, ev *agentbridge.Event, meta string, h *head, t tim
 	ev.ID = u.String()
 	ev.TS = agentbridge.FormatTime(t)
 	h.lastTS = t
-	after := agentbridge.Fold(h.state, *ev, s.humans)
+	after := agentbridge.FoldParsed(h.state, *ev, ctl, s.humans)
 	if ev.Type == agentbridge.TypeThreadRenamed {
 		h.name = ev.Text()
 	}
 	h.lastSeq = ev.Seq
-	// Besides controls, a message ending party mode and a scene event (a
-	// speech counts a turn) change the state, as in the SQLite store.
-	changed := ev.Type == agentbridge.TypeControl || (h.state.Party.On && !after.Party.On) || after.Scene != h.state.Scene
+	changed := agentbridge.SnapshotDue(h.state, after, *ev)
 	h.state = after
 	h.dirty = true
 	if changed {

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -13,38 +12,11 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
-// selectEvent selects the columns scanEvent reads.
-const selectEvent = `SELECT gseq, id, thread, seq, ts, type, sender, recipient, content, meta FROM events`
+// selectEvent selects the columns storecore.ScanEvent reads.
+const selectEvent = `SELECT ` + storecore.EventColumns + ` FROM events`
 
-// selectThread reads threads with their heads (scanThread).
-const selectThread = `SELECT id, name, created_at, updated_at, last_seq FROM threads`
-
-func scanEvent(r pgx.Row) (agentbridge.Event, error) {
-	var ev agentbridge.Event
-	var content []byte
-	var meta string
-	if err := r.Scan(&ev.GSeq, &ev.ID, &ev.Thread, &ev.Seq, &ev.TS, &ev.Type, &ev.From, &ev.To, &content, &meta); err != nil {
-		return agentbridge.Event{}, err
-	}
-	if content != nil {
-		ev.Content = json.RawMessage(content)
-	}
-	if meta == "{}" {
-		return ev, nil
-	}
-	if err := json.Unmarshal([]byte(meta), &ev.Meta); err != nil {
-		return agentbridge.Event{}, fmt.Errorf("decode meta of event %s: %w", ev.ID, err)
-	}
-	return ev, nil
-}
-
-func scanThread(r pgx.Row) (agentbridge.Thread, error) {
-	var t agentbridge.Thread
-	var name []byte
-	err := r.Scan(&t.ID, &name, &t.CreatedAt, &t.UpdatedAt, &t.LastSeq)
-	t.Name, t.EventCount = string(name), t.LastSeq
-	return t, err
-}
+// selectThread reads threads with their heads (storecore.ScanThread).
+const selectThread = `SELECT ` + storecore.ThreadColumns + ` FROM threads`
 
 // readTx runs fn in a read-only REPEATABLE READ transaction, so that the
 // several queries of one answer see one snapshot of the log.
@@ -52,24 +24,22 @@ func (s *Store) readTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 }
 
-func queryEvents(ctx context.Context, tx pgx.Tx, query string, args ...any) ([]agentbridge.Event, error) {
-	rows, err := tx.Query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("query events: %w", err)
-	}
-	defer rows.Close()
-	events := []agentbridge.Event{}
-	for rows.Next() {
-		ev, err := scanEvent(rows)
+// list returns a function that runs a query in tx and collects its rows
+// with scan, for storecore's reads.
+func list[T any](ctx context.Context, tx pgx.Tx, what string, scan func(storecore.Row) (T, error)) func(string, ...any) ([]T, error) {
+	return func(query string, args ...any) ([]T, error) {
+		rows, err := tx.Query(ctx, query, args...)
 		if err != nil {
-			return nil, fmt.Errorf("scan event: %w", err)
+			return nil, fmt.Errorf("query %s: %w", what, err)
 		}
-		events = append(events, ev)
+		defer rows.Close()
+		return storecore.Collect(rows, what, scan)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query events: %w", err)
-	}
-	return events, nil
+}
+
+// rowOf returns a function that runs a one-row query in tx.
+func rowOf(ctx context.Context, tx pgx.Tx) storecore.QueryRow {
+	return func(query string, args ...any) storecore.Row { return tx.QueryRow(ctx, query, args...) }
 }
 
 // ThreadEvents answers a per-thread query from the (thread, seq) index.
@@ -85,16 +55,11 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 		limit = q.Limit
 	}
 	var out []agentbridge.Event
-	err = s.readTx(ctx, func(tx pgx.Tx) error {
-		var last int64
-		err := tx.QueryRow(ctx, `SELECT last_seq FROM threads WHERE id = $1`, q.Thread).Scan(&last)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storecore.ThreadNotFound(q.Thread)
-		}
-		if err != nil {
-			return fmt.Errorf("look up thread %s: %w", q.Thread, err)
-		}
-		lo, hi, empty, err := storecore.ThreadRange(q, last, func() (int64, error) {
+	err = s.readTx(ctx, func(tx pgx.Tx) (err error) {
+		out, err = storecore.ReadThreadEvents(rowOf(ctx, tx), list(ctx, tx, "events", storecore.ScanEvent), storecore.ThreadEventsQueries{
+			LastSeq: `SELECT last_seq FROM threads WHERE id = $1`,
+			Range:   selectEvent + ` WHERE thread = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
+		}, q, limit, func(last int64) (int64, error) {
 			// ts compares as bytes: the column's collation is C.
 			var first *int64
 			if err := tx.QueryRow(ctx, `SELECT min(seq) FROM events WHERE thread = $1 AND ts > $2`,
@@ -106,18 +71,9 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 			}
 			return *first, nil
 		})
-		if err != nil || empty {
-			out = []agentbridge.Event{}
-			return err
-		}
-		out, err = queryEvents(ctx, tx, selectEvent+` WHERE thread = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
-			q.Thread, lo, hi, limit)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }
 
 // Events returns events of all threads with gseq > after, in gseq order, at
@@ -129,46 +85,20 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []agentbr
 	if err := storecore.CheckEventsQuery(after, limit); err != nil {
 		return nil, err
 	}
-	if limit == 0 {
-		limit = agentbridge.MaxEventsLimit
-	}
 	var out []agentbridge.Event
-	err = s.readTx(ctx, func(tx pgx.Tx) error {
-		head, err := headOf(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if after > head {
-			return agentbridge.CursorAhead("", "after", after, head)
-		}
-		out, err = queryEvents(ctx, tx, selectEvent+` WHERE gseq > $1 ORDER BY gseq LIMIT $2`, after, limit)
+	err = s.readTx(ctx, func(tx pgx.Tx) (err error) {
+		out, err = storecore.ReadEvents(func() (int64, error) { return headOf(ctx, tx) },
+			list(ctx, tx, "events", storecore.ScanEvent), selectEvent+` WHERE gseq > $1 ORDER BY gseq LIMIT $2`, after, limit)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// Event returns the event with the given id, or event_not_found.
-func (s *Store) Event(ctx context.Context, id string) (_ agentbridge.Event, err error) {
-	defer s.guard(time.Now(), &err)
-	ev, err := scanEvent(s.pool.QueryRow(ctx, selectEvent+` WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return agentbridge.Event{}, agentbridge.Errorf(agentbridge.ECodeEventNotFound, "There is no event %q.", storecore.Clip(id))
-	}
-	if err != nil {
-		return agentbridge.Event{}, fmt.Errorf("load event %s: %w", id, err)
-	}
-	return ev, nil
+	return out, err
 }
 
 // Head returns the last gseq of the log, 0 when it is empty.
 func (s *Store) Head(ctx context.Context) (_ int64, err error) {
 	defer s.guard(time.Now(), &err)
 	var head int64
-	err = s.readTx(ctx, func(tx pgx.Tx) error {
-		var err error
+	err = s.readTx(ctx, func(tx pgx.Tx) (err error) {
 		head, err = headOf(ctx, tx)
 		return err
 	})
@@ -186,9 +116,9 @@ func headOf(ctx context.Context, tx pgx.Tx) (int64, error) {
 // Thread returns one thread, or thread_not_found.
 func (s *Store) Thread(ctx context.Context, id string) (_ agentbridge.Thread, err error) {
 	defer s.guard(time.Now(), &err)
-	t, err := scanThread(s.pool.QueryRow(ctx, selectThread+` WHERE id = $1`, id))
+	t, err := storecore.ScanThread(s.pool.QueryRow(ctx, selectThread+` WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return agentbridge.Thread{}, storecore.ThreadNotFound(id)
+		return agentbridge.Thread{}, agentbridge.ThreadNotFound(id)
 	}
 	if err != nil {
 		return agentbridge.Thread{}, fmt.Errorf("load thread %s: %w", id, err)
@@ -207,42 +137,16 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agent
 	if limit > 0 {
 		lim = limit
 	}
-	out := []agentbridge.Thread{}
-	err = s.readTx(ctx, func(tx pgx.Tx) error {
-		var rows pgx.Rows
-		var err error
-		if after == "" {
-			rows, err = tx.Query(ctx, selectThread+` ORDER BY updated_at DESC, id DESC LIMIT $1`, lim)
-		} else {
-			var updated string
-			err = tx.QueryRow(ctx, `SELECT updated_at FROM threads WHERE id = $1`, after).Scan(&updated)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after",
-					"after names %q, which is not a thread; pass the id of the last thread of the previous page.", storecore.Clip(after))
-			}
-			if err != nil {
-				return fmt.Errorf("look up thread %s: %w", after, err)
-			}
-			rows, err = tx.Query(ctx, selectThread+` WHERE (updated_at, id) < ($1, $2) ORDER BY updated_at DESC, id DESC LIMIT $3`,
-				updated, after, lim)
-		}
-		if err != nil {
-			return fmt.Errorf("list threads: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			t, err := scanThread(rows)
-			if err != nil {
-				return fmt.Errorf("scan thread: %w", err)
-			}
-			out = append(out, t)
-		}
-		return rows.Err()
+	var out []agentbridge.Thread
+	err = s.readTx(ctx, func(tx pgx.Tx) (err error) {
+		out, err = storecore.PageThreads(rowOf(ctx, tx), list(ctx, tx, "threads", storecore.ScanThread), storecore.ThreadsQueries{
+			First:     selectThread + ` ORDER BY updated_at DESC, id DESC LIMIT $1`,
+			UpdatedAt: `SELECT updated_at FROM threads WHERE id = $1`,
+			After:     selectThread + ` WHERE (updated_at, id) < ($1, $2) ORDER BY updated_at DESC, id DESC LIMIT $3`,
+		}, after, lim)
+		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }
 
 // State returns a thread's derived state as of revision at (0 = now) and
@@ -255,42 +159,13 @@ func (s *Store) State(ctx context.Context, thread string, at int64) (_ agentbrid
 	}
 	var st agentbridge.ThreadState
 	var seq int64
-	err = s.readTx(ctx, func(tx pgx.Tx) error {
-		var last int64
-		var state string
-		var hop int
-		err := tx.QueryRow(ctx, `SELECT last_seq, state, last_hop FROM threads WHERE id = $1`, thread).Scan(&last, &state, &hop)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storecore.ThreadNotFound(thread)
-		}
-		if err != nil {
-			return fmt.Errorf("load state of thread %s: %w", thread, err)
-		}
-		if at > last {
-			return agentbridge.CursorAhead(thread, "at", at, last)
-		}
-		seq = last
-		if at != 0 && at != last {
-			seq = at
-			err := tx.QueryRow(ctx, `SELECT state FROM state_snapshots WHERE thread = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1`,
-				thread, at).Scan(&state)
-			if errors.Is(err, pgx.ErrNoRows) {
-				state = "{}"
-			} else if err != nil {
-				return fmt.Errorf("load state snapshot: %w", err)
-			}
-			if err := tx.QueryRow(ctx, `SELECT hop FROM events WHERE thread = $1 AND seq = $2`, thread, at).Scan(&hop); err != nil {
-				return fmt.Errorf("load hop at seq %d: %w", at, err)
-			}
-		}
-		if err := json.Unmarshal([]byte(state), &st); err != nil {
-			return fmt.Errorf("decode state of thread %s: %w", thread, err)
-		}
-		st.LastHop = hop
-		return nil
+	err = s.readTx(ctx, func(tx pgx.Tx) (err error) {
+		st, seq, err = storecore.ReadState(rowOf(ctx, tx), storecore.StateQueries{
+			Head:       `SELECT last_seq, state, last_hop FROM threads WHERE id = $1`,
+			SnapshotAt: `SELECT state FROM state_snapshots WHERE thread = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1`,
+			HopAt:      `SELECT hop FROM events WHERE thread = $1 AND seq = $2`,
+		}, thread, at)
+		return err
 	})
-	if err != nil {
-		return agentbridge.ThreadState{}, 0, err
-	}
-	return st.Normalize(), seq, nil
+	return st, seq, err
 }

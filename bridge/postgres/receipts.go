@@ -14,9 +14,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
-var _ agentbridge.ReceiptStore = (*Store)(nil)
-
-const receiptColumns = `event, participant, sender, state, reason, invocation, reply, updated_at`
+const receiptColumns = storecore.ReceiptColumns
 
 // PutReceipt stores in as its pair's latest receipt. Receipts are not
 // events (no gseq), so they skip the writer: one statement inserts or
@@ -24,11 +22,8 @@ const receiptColumns = `event, participant, sender, state, reason, invocation, r
 // retried report from moving updated_at even when two bridges race.
 func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ agentbridge.Receipt, _ bool, err error) {
 	defer s.guard(time.Now(), &err)
-	if err := in.Validate(); err != nil {
+	if err := storecore.CheckReceipt(in); err != nil {
 		return agentbridge.Receipt{}, false, err
-	}
-	if !agentbridge.ThreadIDPattern.MatchString(in.Thread) {
-		return agentbridge.Receipt{}, false, storecore.ThreadNotFound(in.Thread)
 	}
 	var out agentbridge.Receipt
 	var changed bool
@@ -36,23 +31,20 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ 
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM threads WHERE id = $1`, in.Thread).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return storecore.ThreadNotFound(in.Thread)
+			return agentbridge.ThreadNotFound(in.Thread)
 		}
 		if err != nil {
 			return fmt.Errorf("look up thread %s: %w", in.Thread, err)
 		}
 		err = tx.QueryRow(ctx, `SELECT 1 FROM events WHERE id = $1 AND thread = $2`, in.Event, in.Thread).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return &agentbridge.Error{
-				Code: agentbridge.ECodeEventNotFound, Field: "event", Thread: in.Thread,
-				Message: fmt.Sprintf("There is no event %q in thread %q.", storecore.Clip(in.Event), in.Thread),
-			}
+			return storecore.ReceiptEventNotFound(in)
 		}
 		if err != nil {
 			return fmt.Errorf("look up receipt event: %w", err)
 		}
 		now := agentbridge.FormatTime(time.Now().UTC().Truncate(time.Microsecond))
-		out, err = scanReceipt(tx.QueryRow(ctx, `INSERT INTO receipts (thread, `+receiptColumns+`)
+		out, err = storecore.ScanReceipt(tx.QueryRow(ctx, `INSERT INTO receipts (thread, `+receiptColumns+`)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (thread, event, participant) DO UPDATE SET
 				sender = excluded.sender, state = excluded.state, reason = excluded.reason,
@@ -78,7 +70,7 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ 
 			return fmt.Errorf("store receipt: %w", err)
 		}
 		// The pair already said exactly this: answer with it as it is.
-		out, err = scanReceipt(tx.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts
+		out, err = storecore.ScanReceipt(tx.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts
 			WHERE thread = $1 AND event = $2 AND participant = $3`, in.Thread, in.Event, in.Participant))
 		if err != nil {
 			return fmt.Errorf("load receipt: %w", err)
@@ -99,10 +91,7 @@ func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []
 	if _, err := s.Thread(ctx, q.Thread); err != nil {
 		return nil, err
 	}
-	limit := q.Limit
-	if limit <= 0 || limit > agentbridge.MaxEventsLimit {
-		limit = agentbridge.MaxEventsLimit
-	}
+	limit := storecore.ReceiptsLimit(q)
 	sql := `SELECT ` + receiptColumns + ` FROM receipts WHERE thread = $1 AND ($2 = '' OR event = $2) AND event >= $3
 		ORDER BY event, participant LIMIT $4`
 	rows, err := s.pool.Query(ctx, sql, q.Thread, q.Event, q.FromEvent, limit)
@@ -110,24 +99,7 @@ func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []
 		return nil, fmt.Errorf("list receipts of %s: %w", q.Thread, err)
 	}
 	defer rows.Close()
-	out := []agentbridge.Receipt{}
-	for rows.Next() {
-		r, err := scanReceipt(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read receipt: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list receipts of %s: %w", q.Thread, err)
-	}
-	return out, nil
-}
-
-func scanReceipt(r pgx.Row) (agentbridge.Receipt, error) {
-	var rc agentbridge.Receipt
-	err := r.Scan(&rc.Event, &rc.Participant, &rc.From, &rc.State, &rc.Reason, &rc.Invocation, &rc.Reply, &rc.UpdatedAt)
-	return rc, err
+	return storecore.Collect(rows, "receipts", storecore.ScanReceipt)
 }
 
 // receiptNotice is the payload of a receiptChannel notification: the

@@ -47,28 +47,25 @@ const notifyChannel = "agent_bridge_events"
 // bridges on the database, whose streams announce it too.
 const receiptChannel = "agent_bridge_receipts"
 
-// DefaultMaxBatch caps appends per group commit, as in the SQLite store.
-const DefaultMaxBatch = 256
+// DefaultMaxBatch is the default cap on appends per group commit.
+const DefaultMaxBatch = storecore.DefaultMaxBatch
 
 // poolSize caps the connections of one store: the writer's, the readers'
 // (stream catch-up, queries) and none for the listener, which has its own.
 const poolSize = 16
 
-var _ agentbridge.EventStore = (*Store)(nil)
+var (
+	_ agentbridge.EventStore      = (*Store)(nil)
+	_ agentbridge.ReceiptStore    = (*Store)(nil)
+	_ agentbridge.ReceiptWatcher  = (*Store)(nil)
+	_ agentbridge.SuggestionStore = (*Store)(nil)
+)
 
 // ErrClosed is returned by writes attempted after Close.
-var ErrClosed = errors.New("event store is closed")
+var ErrClosed = storecore.ErrClosed
 
-// Options configures Open. The zero value is usable.
-type Options struct {
-	// Humans lists whose controls count; default agentbridge.DefaultHumans.
-	Humans agentbridge.Humans
-	// Logger receives the store's operational messages; default
-	// slog.Default() with component=store.
-	Logger *slog.Logger
-	// MaxBatch caps appends per group commit; default DefaultMaxBatch.
-	MaxBatch int
-}
+// Options configures Open (storecore.Options). The zero value is usable.
+type Options = storecore.Options
 
 // Store is the PostgreSQL event store. It is safe for concurrent use;
 // Close it to stop the writer and the listener.
@@ -99,8 +96,8 @@ type Store struct {
 	watchMu  sync.Mutex
 	watchers []func(agentbridge.Receipt)
 
-	mu     sync.Mutex
-	notify chan struct{}
+	// notifier wakes readers after a commit (see Notify).
+	notifier *storecore.Notifier
 }
 
 // IsURL reports whether db names a PostgreSQL database rather than a
@@ -113,15 +110,7 @@ func IsURL(db string) bool {
 // starts the writer and the listener. A database migrated by a newer
 // agent-bridge is refused with an error wrapping pgschema.ErrSchemaTooNew.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
-	if opts.Humans == nil {
-		opts.Humans = agentbridge.DefaultHumans
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default().With("component", "store")
-	}
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = DefaultMaxBatch
-	}
+	opts = opts.WithDefaults()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse PostgreSQL URL: %w", err)
@@ -150,7 +139,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		listening:  make(chan struct{}),
 		entropy:    ulid.Monotonic(rand.Reader, 0),
 		origin:     ulid.Make().String(),
-		notify:     make(chan struct{}),
+		notifier:   storecore.NewNotifier(),
 	}
 	// A restarted server does not know the pooled connections: drop them
 	// when an outage starts, so the first requests after its return do not
@@ -206,16 +195,7 @@ func (s *Store) Close() error {
 // Notify returns a channel closed after the next commit of any bridge
 // sharing the database. Grab it before querying.
 func (s *Store) Notify() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.notify
-}
-
-func (s *Store) wake() {
-	s.mu.Lock()
-	close(s.notify)
-	s.notify = make(chan struct{})
-	s.mu.Unlock()
+	return s.notifier.Notify()
 }
 
 // listen holds a connection LISTENing on notifyChannel and wakes readers
@@ -242,7 +222,7 @@ func (s *Store) listen() {
 		} else {
 			s.log.Debug("commit listener: reconnect failed", "err", err)
 		}
-		s.wake()
+		s.notifier.Wake()
 		select {
 		case <-time.After(delay):
 		case <-s.listenCtx.Done():
@@ -269,7 +249,7 @@ func (s *Store) listenOnce(first, lost *bool, delay *time.Duration) error {
 		*first = false
 		close(s.listening)
 	} else {
-		s.wake()
+		s.notifier.Wake()
 	}
 	if *lost {
 		*lost = false
@@ -285,6 +265,6 @@ func (s *Store) listenOnce(first, lost *bool, delay *time.Duration) error {
 			s.receiptNoticed(n.Payload)
 			continue
 		}
-		s.wake()
+		s.notifier.Wake()
 	}
 }

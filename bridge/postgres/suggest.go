@@ -8,9 +8,8 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
-
-var _ agentbridge.SuggestionStore = (*Store)(nil)
 
 // Suggest validates in and stores it with status pending. Suggestions are
 // not events (no gseq), so they skip the writer: one INSERT is the whole
@@ -38,7 +37,7 @@ func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (_ 
 // unless status is "".
 func (s *Store) Suggestions(ctx context.Context, status string) (_ []agentbridge.Suggestion, err error) {
 	defer s.guard(time.Now(), &err)
-	q := `SELECT id, sender, title, description, status, ts FROM suggestions`
+	q := `SELECT ` + storecore.SuggestionColumns + ` FROM suggestions`
 	var args []any
 	if status != "" {
 		q += ` WHERE status = $1`
@@ -49,18 +48,5 @@ func (s *Store) Suggestions(ctx context.Context, status string) (_ []agentbridge
 		return nil, fmt.Errorf("list suggestions: %w", err)
 	}
 	defer rows.Close()
-	out := []agentbridge.Suggestion{}
-	for rows.Next() {
-		var sg agentbridge.Suggestion
-		var title, desc []byte
-		if err := rows.Scan(&sg.ID, &sg.From, &title, &desc, &sg.Status, &sg.Timestamp); err != nil {
-			return nil, fmt.Errorf("read suggestion: %w", err)
-		}
-		sg.Title, sg.Description = string(title), string(desc)
-		out = append(out, sg)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list suggestions: %w", err)
-	}
-	return out, nil
+	return storecore.Collect(rows, "suggestions", storecore.ScanSuggestion)
 }

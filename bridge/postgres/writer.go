@@ -1,8 +1,10 @@
-// The writer: callers queue requests (Append, CreateThread, and receipts
-// and suggestions) and wait for their answer; one goroutine (run) gathers
-// what is queued into one transaction, locks the threads it touches, runs
-// the append path (append.go), then writes the batch under the log_head
-// lock and answers every caller after COMMIT.
+// The writer: callers queue requests (Append and CreateThread) and wait
+// for their answer; one goroutine (run) gathers what is queued into one
+// transaction, locks the threads it touches, runs the append path
+// (append.go), then writes the batch under the log_head lock and answers
+// every caller after COMMIT. Receipts and suggestions are not events (no
+// gseq to hand out) and skip the writer: each is one statement of its own
+// (receipts.go, suggest.go).
 
 package postgres
 
@@ -20,18 +22,16 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
-// maxIdempotencyKeyLen bounds Idempotency-Key values, in bytes (as in the
-// SQLite store).
-const maxIdempotencyKeyLen = 256
-
 // request is one write handed to the writer goroutine: a thread creation
 // when create is set, else append.
 type request struct {
 	ctx    context.Context
 	append agentbridge.AppendRequest
 	meta   string // append's meta in stored form
-	create *agentbridge.CreateThreadRequest
-	reply  chan response
+	// control is append's control as AppendRequest.Validate parsed it.
+	control *agentbridge.Control
+	create  *agentbridge.CreateThreadRequest
+	reply   chan response
 }
 
 type response struct {
@@ -50,21 +50,15 @@ type response struct {
 // whatever happens to ctx, and Append waits for that answer.
 func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (_ agentbridge.AppendResult, err error) {
 	defer s.guard(time.Now(), &err)
-	if err := req.Input.Validate(); err != nil {
+	ctl, err := req.Validate()
+	if err != nil {
 		return agentbridge.AppendResult{}, err
-	}
-	if !agentbridge.ThreadIDPattern.MatchString(req.Thread) {
-		return agentbridge.AppendResult{}, storecore.ThreadNotFound(req.Thread)
-	}
-	if len(req.IdempotencyKey) > maxIdempotencyKeyLen {
-		return agentbridge.AppendResult{}, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "idempotency_key",
-			"An idempotency key must be at most %d bytes.", maxIdempotencyKeyLen)
 	}
 	meta, err := storecore.StoredMeta(&req.Input.Meta)
 	if err != nil {
 		return agentbridge.AppendResult{}, err
 	}
-	resp := s.submit(ctx, &request{ctx: ctx, append: req, meta: meta})
+	resp := s.submit(ctx, &request{ctx: ctx, append: req, meta: meta, control: ctl})
 	if resp.err != nil {
 		return agentbridge.AppendResult{}, resp.err
 	}
@@ -83,67 +77,22 @@ func (s *Store) CreateThread(ctx context.Context, req agentbridge.CreateThreadRe
 	return resp.thread, resp.event, resp.err
 }
 
+// submit queues r and waits for the writer's answer.
 func (s *Store) submit(ctx context.Context, r *request) response {
-	if err := ctx.Err(); err != nil {
-		return response{err: fmt.Errorf("write not queued: %w", err)}
-	}
 	r.reply = make(chan response, 1)
-	select {
-	case <-s.done:
-		return response{err: ErrClosed}
-	default:
+	if err := storecore.Enqueue(ctx, s.reqs, s.done, r); err != nil {
+		return response{err: err}
 	}
-	select {
-	case s.reqs <- r:
-	case <-s.done:
-		return response{err: ErrClosed}
-	case <-ctx.Done():
-		return response{err: fmt.Errorf("write not queued: %w", ctx.Err())}
-	}
-	select {
-	case resp := <-r.reply:
-		return resp
-	case <-s.stopped:
-		select {
-		case resp := <-r.reply:
-			return resp
-		default:
-			return response{err: ErrClosed}
-		}
-	}
+	return storecore.Await(r.reply, s.stopped, response{err: ErrClosed})
 }
 
 // run is the writer goroutine: it takes one request, drains whatever else
 // is queued (up to the cap) and commits them together. After Close it
 // commits what is still queued, then exits.
 func (s *Store) run() {
-	defer close(s.stopped)
-	for {
-		select {
-		case first := <-s.reqs:
-			s.commit(s.take([]*request{first}))
-		case <-s.done:
-			for {
-				batch := s.take(nil)
-				if len(batch) == 0 {
-					return
-				}
-				s.commit(batch)
-			}
-		}
-	}
-}
-
-func (s *Store) take(batch []*request) []*request {
-	for len(batch) < s.max {
-		select {
-		case r := <-s.reqs:
-			batch = append(batch, r)
-		default:
-			return batch
-		}
-	}
-	return batch
+	storecore.RunWriter(s.reqs, s.done, s.stopped, s.max, func(first *request) {
+		s.commit(storecore.Take(s.reqs, []*request{first}, s.max))
+	}, s.commit)
 }
 
 // commit runs one group commit. Refusals are decided before the refused
@@ -152,8 +101,8 @@ func (s *Store) take(batch []*request) []*request {
 func (s *Store) commit(reqs []*request) {
 	live := reqs[:0:0]
 	for _, r := range reqs {
-		if err := r.ctx.Err(); err != nil {
-			r.reply <- response{err: fmt.Errorf("write dropped before commit: %w", err)}
+		if err := storecore.DroppedBeforeCommit(r.ctx); err != nil {
+			r.reply <- response{err: err}
 			continue
 		}
 		live = append(live, r)
@@ -170,12 +119,13 @@ func (s *Store) commit(reqs []*request) {
 		if err := s.lockThreads(ctx, tx, b, live); err != nil {
 			return err
 		}
+		l := &lookups{tx: tx, b: b}
 		for i, r := range live {
 			var err error
 			if r.create != nil {
 				resps[i], err = s.createThread(ctx, tx, b, *r.create)
 			} else {
-				resps[i], err = s.appendEvent(ctx, tx, b, r.append, r.meta)
+				resps[i], err = s.appendEvent(ctx, l, r.append, r.meta, r.control)
 			}
 			if err != nil {
 				return err
@@ -184,20 +134,14 @@ func (s *Store) commit(reqs []*request) {
 		return s.write(ctx, tx, b)
 	})
 	if err != nil {
-		err = fmt.Errorf("group commit: %w", err)
-		if unreachable(err) {
-			// The outage is logged once, by the store's outage tracker.
-			s.log.Debug("group commit failed: database unreachable", "requests", len(live), "err", err)
-		} else {
-			s.log.Error("group commit failed", "requests", len(live), "err", err)
-		}
+		err = storecore.CommitFailed(s.log, unreachable, err, len(live))
 		for _, r := range live {
 			r.reply <- response{err: err}
 		}
 		return
 	}
 	if len(b.events) > 0 {
-		s.wake()
+		s.notifier.Wake()
 	}
 	for i, r := range live {
 		resp := resps[i]

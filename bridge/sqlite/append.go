@@ -1,7 +1,8 @@
 // The append path, the writer's fast path: apply dispatches one request of
 // a group commit; appendEvent is an ordinary append from top to bottom
-// (head from the batch or the cache, idempotency, the domain's Admit and
-// AssignHop, stamp, insertEvent), and flush writes what a whole batch
+// (head from the batch or the cache, storecore.Preamble's idempotency,
+// reply_to, Admit and hop with lookups answering from the prepared
+// statements, stamp, insertEvent), and flush writes what a whole batch
 // changed once. Everything here runs on the writer goroutine (writer.go).
 
 package sqlite
@@ -96,50 +97,33 @@ func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, erro
 	if r.suggest != nil {
 		return s.insertSuggestion(ctx, *r.suggest)
 	}
-	return s.appendEvent(ctx, b, r.append, r.meta)
+	return s.appendEvent(ctx, b, r.append, r.meta, r.control)
 }
 
-// appendEvent appends req, whose meta in stored form is meta.
-func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.AppendRequest, meta string) (response, error) {
+// appendEvent appends req, whose meta in stored form is meta and whose
+// parsed control (nil for any other type) is ctl.
+func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.AppendRequest, meta string, ctl *agentbridge.Control) (response, error) {
 	h, found, err := s.headOf(ctx, b, req.Thread)
 	if err != nil {
 		return response{}, err
 	}
 	if !found {
-		return response{err: storecore.ThreadNotFound(req.Thread)}, nil
+		return response{err: agentbridge.ThreadNotFound(req.Thread)}, nil
 	}
-	if req.IdempotencyKey != "" {
-		var id string
-		err := s.w.st.selectIdempotency.QueryRowContext(ctx, req.Thread, req.IdempotencyKey).Scan(&id)
-		switch {
-		case err == nil:
-			ev, err := scanEvent(s.w.st.selectEventByID.QueryRowContext(ctx, id))
-			if err != nil {
-				return response{}, fmt.Errorf("load idempotent event %s: %w", id, err)
-			}
-			return response{event: ev, replayed: true}, nil
-		case !errors.Is(err, sql.ErrNoRows):
-			return response{}, fmt.Errorf("look up idempotency key: %w", err)
-		}
+	a, err := storecore.Preamble(ctx, lookups{s}, req, ctl, h.state, h.messages, s.humans)
+	switch {
+	case err != nil:
+		return response{}, err
+	case a.Replayed:
+		ev := s.w.replayed
+		s.w.replayed = agentbridge.Event{}
+		return response{event: ev, replayed: true}, nil
+	case a.Refusal != nil:
+		return response{err: a.Refusal}, nil
 	}
-	in := req.Input
-	var reply agentbridge.ReplyTarget
-	if in.Meta.ReplyTo != "" {
-		err := s.w.st.selectReplyTo.QueryRowContext(ctx, in.Meta.ReplyTo, req.Thread).Scan(&reply.Hop)
-		switch {
-		case err == nil:
-			reply.Found = true
-		case !errors.Is(err, sql.ErrNoRows):
-			return response{}, fmt.Errorf("look up reply_to: %w", err)
-		}
-	}
-	if err := agentbridge.Admit(req.Thread, h.state, in, reply, s.humans); err != nil {
-		return response{err: err}, nil
-	}
+	in := a.Input
 	if in.Type == agentbridge.TypeMessage {
-		hop := agentbridge.AssignHop(h.state, in, reply, s.humans, h.messages)
-		in.Meta.Hop = &hop
-		if meta, err = withHop(in.Meta, meta, hop); err != nil {
+		if meta, err = withHop(in.Meta, meta, *in.Meta.Hop); err != nil {
 			return response{}, err
 		}
 		h.messages = true
@@ -151,7 +135,7 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	if err := s.stamp(&ev, &h); err != nil {
 		return response{}, err
 	}
-	if err := s.insertEvent(ctx, &ev, meta, &h); err != nil {
+	if err := s.insertEvent(ctx, &ev, meta, ctl, &h); err != nil {
 		return response{}, err
 	}
 	if req.IdempotencyKey != "" {
@@ -161,6 +145,33 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	}
 	b.put(req.Thread, h)
 	return response{event: ev}, nil
+}
+
+// lookups answers storecore.Preamble from the writer's prepared
+// statements (one pointer, so passing it as the interface allocates
+// nothing).
+type lookups struct{ s *Store }
+
+// Replay loads the event stored under key into the writer's replayed.
+func (l lookups) Replay(ctx context.Context, thread, key string) (bool, error) {
+	var id string
+	found, err := storecore.Found(l.s.w.st.selectIdempotency.QueryRowContext(ctx, thread, key).Scan(&id))
+	if !found {
+		return false, err
+	}
+	ev, err := storecore.ScanEvent(l.s.w.st.selectEventByID.QueryRowContext(ctx, id))
+	if err != nil {
+		return false, fmt.Errorf("load idempotent event %s: %w", id, err)
+	}
+	l.s.w.replayed = ev
+	return true, nil
+}
+
+func (l lookups) ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error) {
+	var t agentbridge.ReplyTarget
+	var err error
+	t.Found, err = storecore.Found(l.s.w.st.selectReplyTo.QueryRowContext(ctx, id, thread).Scan(&t.Hop))
+	return t, err
 }
 
 // headOf returns thread's head as this batch sees it: advanced earlier in
@@ -233,12 +244,13 @@ func withHop(m agentbridge.Meta, meta string, hop int) (string, error) {
 }
 
 // insertEvent stores the stamped ev, with meta its Meta in stored form
-// (storecore.StoredMeta), and advances h past it: seq, name, folded state,
+// (storecore.StoredMeta) and ctl its parsed control (nil for any other
+// type), and advances h past it: seq, name, folded state,
 // and a state snapshot when a control changed the state. ev.Seq, Thread
 // and the client fields must be set, and ev.Meta already passed through
 // storecore.StoredMeta; on return ev is exactly what readers will get back. A
 // renamed thread's row and a changed thread_state are left to flush.
-func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta string, h *head) error {
+func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta string, ctl *agentbridge.Control, h *head) error {
 	var content any
 	if ev.Content != nil {
 		// Bound as text without a copy: the driver hands it to
@@ -246,7 +258,7 @@ func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta str
 		// the call, and nothing writes to ev.Content meanwhile.
 		content = unsafe.String(unsafe.SliceData(ev.Content), len(ev.Content))
 	}
-	after := agentbridge.Fold(h.state, *ev, s.humans)
+	after := agentbridge.FoldParsed(h.state, *ev, ctl, s.humans)
 	res, err := s.w.st.insertEvent.ExecContext(ctx,
 		ev.ID, ev.Thread, ev.Seq, ev.TS, ev.Type, ev.From, ev.To, content, meta, after.LastHop)
 	if err != nil {
@@ -259,14 +271,9 @@ func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta str
 		h.name, h.nameDirty = ev.Text(), true
 	}
 	h.lastSeq = ev.Seq
-	// Besides controls, only a message ending party mode (an exit word)
-	// or a scene event (a speech counts a turn) changes the state;
-	// comparing the scene pointer keeps plain messages free of the
-	// state's encoding.
-	partyEnded := h.state.Party.On && !after.Party.On
-	sceneChanged := after.Scene != h.state.Scene
+	due := agentbridge.SnapshotDue(h.state, after, *ev)
 	h.state = after
-	if ev.Type != agentbridge.TypeControl && !partyEnded && !sceneChanged {
+	if !due {
 		return nil
 	}
 	key, err := storecore.StateKey(after)
@@ -318,37 +325,21 @@ func (s *Store) remember(thread string, h head) {
 }
 
 func (s *Store) createThread(ctx context.Context, b *batch, req agentbridge.CreateThreadRequest) (response, error) {
-	id := req.ID
-	if id == "" {
-		u, err := ulid.New(ulid.Now(), s.w.entropy)
-		if err != nil {
-			return response{}, fmt.Errorf("new thread id: %w", err)
+	id, err := storecore.ThreadID(req, s.w.entropy)
+	if err != nil {
+		return response{}, err
+	}
+	if _, found, err := s.headOf(ctx, b, id); err != nil || found {
+		if found {
+			return response{err: storecore.ThreadExists(id)}, nil
 		}
-		id = u.String()
-	}
-	_, found, err := s.headOf(ctx, b, id)
-	if err != nil {
 		return response{}, err
 	}
-	if found {
-		return response{err: &agentbridge.Error{
-			Code: agentbridge.ECodeThreadExists, Field: "id", Thread: id,
-			Message: fmt.Sprintf("A thread with id %q already exists; choose another id or leave it out.", id),
-		}}, nil
-	}
-	zero, err := storecore.StateKey(agentbridge.ThreadState{})
+	ev, zero, err := storecore.CreatedEvent(id, req)
 	if err != nil {
 		return response{}, err
-	}
-	content, err := json.Marshal(req.Name)
-	if err != nil {
-		return response{}, fmt.Errorf("encode thread name: %w", err)
 	}
 	h := head{name: req.Name, stateKey: zero}
-	ev := agentbridge.Event{
-		Seq: 1, Thread: id, Type: agentbridge.TypeThreadCreated,
-		From: req.From, To: agentbridge.ToAll, Content: content,
-	}
 	if err := s.stamp(&ev, &h); err != nil {
 		return response{}, err
 	}
@@ -362,7 +353,7 @@ func (s *Store) createThread(ctx context.Context, b *batch, req agentbridge.Crea
 	if err != nil {
 		return response{}, err
 	}
-	if err := s.insertEvent(ctx, &ev, meta, &h); err != nil {
+	if err := s.insertEvent(ctx, &ev, meta, nil, &h); err != nil {
 		return response{}, err
 	}
 	b.put(id, h)

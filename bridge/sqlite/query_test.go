@@ -15,6 +15,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/migration"
 	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
+	"github.com/agent-bridge/agent-bridge/internal/storetest"
 )
 
 func TestReopenKeepsEverything(t *testing.T) {
@@ -249,7 +250,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 				put(fmt.Sprintf("%s since #%d", id, i), evs, err)
 				st, seq, err := s.State(ctx, id, ev.Seq)
 				put(fmt.Sprintf("%s state at %d", id, ev.Seq), []any{st, seq}, err)
-				got, err := s.Event(ctx, ev.ID)
+				got, err := storetest.EventAt(s, id, ev.Seq)
 				put(id+" event "+ev.ID, got, err)
 			}
 			st, seq, err := s.State(ctx, id, 0)

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -12,8 +11,8 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
-// selectEvent selects the columns scanEvent reads.
-const selectEvent = `SELECT gseq, id, thread, seq, ts, type, sender, recipient, content, meta FROM events`
+// selectEvent selects the columns storecore.ScanEvent reads.
+const selectEvent = `SELECT ` + storecore.EventColumns + ` FROM events`
 
 // The read queries that must never scan; TestQueryPlansUseIndexes checks
 // each one's plan.
@@ -47,27 +46,6 @@ const (
 	sqlThreadsAfter = selectThread + ` WHERE (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT ?`
 )
 
-// scanner is a *sql.Row or *sql.Rows.
-type scanner interface{ Scan(dest ...any) error }
-
-func scanEvent(r scanner) (agentbridge.Event, error) {
-	var ev agentbridge.Event
-	var content, meta []byte
-	if err := r.Scan(&ev.GSeq, &ev.ID, &ev.Thread, &ev.Seq, &ev.TS, &ev.Type, &ev.From, &ev.To, &content, &meta); err != nil {
-		return agentbridge.Event{}, err
-	}
-	if content != nil {
-		ev.Content = json.RawMessage(content)
-	}
-	if string(meta) == "{}" {
-		return ev, nil // most events: skip the decoder, same result
-	}
-	if err := json.Unmarshal(meta, &ev.Meta); err != nil {
-		return agentbridge.Event{}, fmt.Errorf("decode meta of event %s: %w", ev.ID, err)
-	}
-	return ev, nil
-}
-
 // readTx runs fn in a read transaction on the read-only pool, so that the
 // several queries of one answer see one snapshot of the log.
 func (s *Store) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
@@ -79,24 +57,22 @@ func (s *Store) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return fn(tx)
 }
 
-func queryEvents(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]agentbridge.Event, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("query events: %w", err)
-	}
-	defer func() { _ = rows.Close() }()
-	events := []agentbridge.Event{}
-	for rows.Next() {
-		ev, err := scanEvent(rows)
+// list returns a function that runs a query in tx and collects its rows
+// with scan, for storecore's reads.
+func list[T any](ctx context.Context, tx *sql.Tx, what string, scan func(storecore.Row) (T, error)) func(string, ...any) ([]T, error) {
+	return func(query string, args ...any) ([]T, error) {
+		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
-			return nil, fmt.Errorf("scan event: %w", err)
+			return nil, fmt.Errorf("query %s: %w", what, err)
 		}
-		events = append(events, ev)
+		defer func() { _ = rows.Close() }()
+		return storecore.Collect(rows, what, scan)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query events: %w", err)
-	}
-	return events, nil
+}
+
+// rowOf returns a function that runs a one-row query in tx.
+func rowOf(ctx context.Context, tx *sql.Tx) storecore.QueryRow {
+	return func(query string, args ...any) storecore.Row { return tx.QueryRowContext(ctx, query, args...) }
 }
 
 // ThreadEvents answers a per-thread query from the (thread, seq) index,
@@ -115,29 +91,13 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 		limit = -1 // SQLite: no limit
 	}
 	var out []agentbridge.Event
-	err = s.readTx(ctx, func(tx *sql.Tx) error {
-		var last int64
-		err := tx.QueryRowContext(ctx, sqlLastSeq, q.Thread).Scan(&last)
-		if errors.Is(err, sql.ErrNoRows) {
-			return storecore.ThreadNotFound(q.Thread)
-		}
-		if err != nil {
-			return fmt.Errorf("look up thread %s: %w", q.Thread, err)
-		}
-		lo, hi, empty, err := storecore.ThreadRange(q, last, func() (int64, error) {
-			return firstAfter(ctx, tx, q.Thread, q.Since, last)
-		})
-		if err != nil || empty {
-			out = []agentbridge.Event{}
-			return err
-		}
-		out, err = queryEvents(ctx, tx, sqlThreadRange, q.Thread, lo, hi, limit)
+	err = s.readTx(ctx, func(tx *sql.Tx) (err error) {
+		out, err = storecore.ReadThreadEvents(rowOf(ctx, tx), list(ctx, tx, "events", storecore.ScanEvent),
+			storecore.ThreadEventsQueries{LastSeq: sqlLastSeq, Range: sqlThreadRange}, q, limit,
+			func(last int64) (int64, error) { return firstAfter(ctx, tx, q.Thread, q.Since, last) })
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }
 
 // firstAfter returns the seq of thread's first event whose ts is greater
@@ -199,46 +159,20 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []agentbr
 	if err := storecore.CheckEventsQuery(after, limit); err != nil {
 		return nil, err
 	}
-	if limit == 0 {
-		limit = agentbridge.MaxEventsLimit
-	}
 	var out []agentbridge.Event
-	err = s.readTx(ctx, func(tx *sql.Tx) error {
-		head, err := headOf(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if after > head {
-			return agentbridge.CursorAhead("", "after", after, head)
-		}
-		out, err = queryEvents(ctx, tx, sqlGlobalRange, after, limit)
+	err = s.readTx(ctx, func(tx *sql.Tx) (err error) {
+		out, err = storecore.ReadEvents(func() (int64, error) { return headOf(ctx, tx) },
+			list(ctx, tx, "events", storecore.ScanEvent), sqlGlobalRange, after, limit)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// Event returns the event with the given id, or event_not_found.
-func (s *Store) Event(ctx context.Context, id string) (_ agentbridge.Event, err error) {
-	defer s.guard(time.Now(), &err)
-	ev, err := scanEvent(s.rdb.QueryRowContext(ctx, selectEvent+` WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return agentbridge.Event{}, agentbridge.Errorf(agentbridge.ECodeEventNotFound, "There is no event %q.", storecore.Clip(id))
-	}
-	if err != nil {
-		return agentbridge.Event{}, fmt.Errorf("load event %s: %w", id, err)
-	}
-	return ev, nil
+	return out, err
 }
 
 // Head returns the last gseq of the log, 0 when it is empty.
 func (s *Store) Head(ctx context.Context) (_ int64, err error) {
 	defer s.guard(time.Now(), &err)
 	var head int64
-	err = s.readTx(ctx, func(tx *sql.Tx) error {
-		var err error
+	err = s.readTx(ctx, func(tx *sql.Tx) (err error) {
 		head, err = headOf(ctx, tx)
 		return err
 	})
@@ -253,24 +187,15 @@ func headOf(ctx context.Context, tx *sql.Tx) (int64, error) {
 	return head.Int64, nil
 }
 
-// selectThread reads threads with their heads (scanThread).
-const selectThread = `SELECT id, name, created_at, updated_at, last_seq FROM thread_heads`
-
-// scanThread scans a selectThread row. The event count is the last seq:
-// seq is gapless from 1.
-func scanThread(r scanner) (agentbridge.Thread, error) {
-	var t agentbridge.Thread
-	err := r.Scan(&t.ID, &t.Name, &t.CreatedAt, &t.UpdatedAt, &t.LastSeq)
-	t.EventCount = t.LastSeq
-	return t, err
-}
+// selectThread reads threads with their heads (storecore.ScanThread).
+const selectThread = `SELECT ` + storecore.ThreadColumns + ` FROM thread_heads`
 
 // Thread returns one thread, or thread_not_found.
 func (s *Store) Thread(ctx context.Context, id string) (_ agentbridge.Thread, err error) {
 	defer s.guard(time.Now(), &err)
-	t, err := scanThread(s.rdb.QueryRowContext(ctx, selectThread+` WHERE id = ?`, id))
+	t, err := storecore.ScanThread(s.rdb.QueryRowContext(ctx, selectThread+` WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return agentbridge.Thread{}, storecore.ThreadNotFound(id)
+		return agentbridge.Thread{}, agentbridge.ThreadNotFound(id)
 	}
 	if err != nil {
 		return agentbridge.Thread{}, fmt.Errorf("load thread %s: %w", id, err)
@@ -292,44 +217,16 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agent
 	if lim == 0 {
 		lim = -1
 	}
-	out := []agentbridge.Thread{}
-	err = s.readTx(ctx, func(tx *sql.Tx) error {
-		var rows *sql.Rows
-		var err error
-		if after == "" {
-			rows, err = tx.QueryContext(ctx, selectThread+` ORDER BY updated_at DESC, id DESC LIMIT ?`, lim)
-		} else {
-			var updated string
-			err = tx.QueryRowContext(ctx, `SELECT updated_at FROM thread_heads WHERE id = ?`, after).Scan(&updated)
-			if errors.Is(err, sql.ErrNoRows) {
-				return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after",
-					"after names %q, which is not a thread; pass the id of the last thread of the previous page.", storecore.Clip(after))
-			}
-			if err != nil {
-				return fmt.Errorf("look up thread %s: %w", after, err)
-			}
-			rows, err = tx.QueryContext(ctx, sqlThreadsAfter, updated, after, lim)
-		}
-		if err != nil {
-			return fmt.Errorf("list threads: %w", err)
-		}
-		defer func() { _ = rows.Close() }()
-		for rows.Next() {
-			t, err := scanThread(rows)
-			if err != nil {
-				return fmt.Errorf("scan thread: %w", err)
-			}
-			out = append(out, t)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("list threads: %w", err)
-		}
-		return nil
+	var out []agentbridge.Thread
+	err = s.readTx(ctx, func(tx *sql.Tx) (err error) {
+		out, err = storecore.PageThreads(rowOf(ctx, tx), list(ctx, tx, "threads", storecore.ScanThread), storecore.ThreadsQueries{
+			First:     selectThread + ` ORDER BY updated_at DESC, id DESC LIMIT ?`,
+			UpdatedAt: `SELECT updated_at FROM thread_heads WHERE id = ?`,
+			After:     sqlThreadsAfter,
+		}, after, lim)
+		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }
 
 // State returns a thread's derived state as of revision at (0 = now) and
@@ -344,41 +241,9 @@ func (s *Store) State(ctx context.Context, thread string, at int64) (_ agentbrid
 	}
 	var st agentbridge.ThreadState
 	var seq int64
-	err = s.readTx(ctx, func(tx *sql.Tx) error {
-		var last int64
-		var state string
-		var hop int
-		err := tx.QueryRowContext(ctx, sqlState, thread).Scan(&last, &state, &hop)
-		if errors.Is(err, sql.ErrNoRows) {
-			return storecore.ThreadNotFound(thread)
-		}
-		if err != nil {
-			return fmt.Errorf("load state of thread %s: %w", thread, err)
-		}
-		if at > last {
-			return agentbridge.CursorAhead(thread, "at", at, last)
-		}
-		seq = last
-		if at != 0 && at != last {
-			seq = at
-			err := tx.QueryRowContext(ctx, sqlSnapshotAt, thread, at).Scan(&state)
-			if errors.Is(err, sql.ErrNoRows) {
-				state = "{}"
-			} else if err != nil {
-				return fmt.Errorf("load state snapshot: %w", err)
-			}
-			if err := tx.QueryRowContext(ctx, sqlHopAt, thread, at).Scan(&hop); err != nil {
-				return fmt.Errorf("load hop at seq %d: %w", at, err)
-			}
-		}
-		if err := json.Unmarshal([]byte(state), &st); err != nil {
-			return fmt.Errorf("decode state of thread %s: %w", thread, err)
-		}
-		st.LastHop = hop
-		return nil
+	err = s.readTx(ctx, func(tx *sql.Tx) (err error) {
+		st, seq, err = storecore.ReadState(rowOf(ctx, tx), storecore.StateQueries{Head: sqlState, SnapshotAt: sqlSnapshotAt, HopAt: sqlHopAt}, thread, at)
+		return err
 	})
-	if err != nil {
-		return agentbridge.ThreadState{}, 0, err
-	}
-	return st.Normalize(), seq, nil
+	return st, seq, err
 }

@@ -11,8 +11,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
-var _ agentbridge.ReceiptStore = (*Store)(nil)
-
 // Receipt statements. Receipts are rare next to appends (a few per
 // invocation), so they are not prepared up front like the writer's hot
 // statements; the driver caches them on the writer's connection.
@@ -24,9 +22,9 @@ const (
 		ON CONFLICT (thread, event, participant) DO UPDATE SET
 			sender = excluded.sender, state = excluded.state, reason = excluded.reason,
 			invocation = excluded.invocation, reply = excluded.reply, updated_at = excluded.updated_at`
-	rSelectThread = `SELECT event, participant, sender, state, reason, invocation, reply, updated_at
+	rSelectThread = `SELECT ` + storecore.ReceiptColumns + `
 		FROM receipts WHERE thread = ? AND event >= ? ORDER BY event, participant LIMIT ?`
-	rSelectEvent = `SELECT event, participant, sender, state, reason, invocation, reply, updated_at
+	rSelectEvent = `SELECT ` + storecore.ReceiptColumns + `
 		FROM receipts WHERE thread = ? AND event = ? ORDER BY participant LIMIT ?`
 )
 
@@ -36,11 +34,8 @@ const (
 // another write for the file.
 func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ agentbridge.Receipt, _ bool, err error) {
 	defer s.guard(time.Now(), &err)
-	if err := in.Validate(); err != nil {
+	if err := storecore.CheckReceipt(in); err != nil {
 		return agentbridge.Receipt{}, false, err
-	}
-	if !agentbridge.ThreadIDPattern.MatchString(in.Thread) {
-		return agentbridge.Receipt{}, false, storecore.ThreadNotFound(in.Thread)
 	}
 	r := s.newRequest(ctx)
 	r.receipt = &in
@@ -57,15 +52,12 @@ func (s *Store) putReceipt(ctx context.Context, b *batch, in agentbridge.Receipt
 	if _, found, err := s.headOf(ctx, b, in.Thread); err != nil {
 		return response{}, err
 	} else if !found {
-		return response{err: storecore.ThreadNotFound(in.Thread), isReceipt: true}, nil
+		return response{err: agentbridge.ThreadNotFound(in.Thread), isReceipt: true}, nil
 	}
 	var one int
 	err := s.w.st.selectReplyTo.QueryRowContext(ctx, in.Event, in.Thread).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return response{err: &agentbridge.Error{
-			Code: agentbridge.ECodeEventNotFound, Field: "event", Thread: in.Thread,
-			Message: fmt.Sprintf("There is no event %q in thread %q.", storecore.Clip(in.Event), in.Thread),
-		}, isReceipt: true}, nil
+		return response{err: storecore.ReceiptEventNotFound(in), isReceipt: true}, nil
 	}
 	if err != nil {
 		return response{}, fmt.Errorf("look up receipt event: %w", err)
@@ -100,10 +92,7 @@ func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []
 	if _, err := s.Thread(ctx, q.Thread); err != nil {
 		return nil, err
 	}
-	limit := q.Limit
-	if limit <= 0 || limit > agentbridge.MaxEventsLimit {
-		limit = agentbridge.MaxEventsLimit
-	}
+	limit := storecore.ReceiptsLimit(q)
 	var rows *sql.Rows
 	if q.Event != "" {
 		rows, err = s.rdb.QueryContext(ctx, rSelectEvent, q.Thread, q.Event, limit)
@@ -114,16 +103,5 @@ func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []
 		return nil, fmt.Errorf("list receipts of %s: %w", q.Thread, err)
 	}
 	defer rows.Close()
-	out := []agentbridge.Receipt{}
-	for rows.Next() {
-		var r agentbridge.Receipt
-		if err := rows.Scan(&r.Event, &r.Participant, &r.From, &r.State, &r.Reason, &r.Invocation, &r.Reply, &r.UpdatedAt); err != nil {
-			return nil, fmt.Errorf("read receipt: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list receipts of %s: %w", q.Thread, err)
-	}
-	return out, nil
+	return storecore.Collect(rows, "receipts", storecore.ScanReceipt)
 }

@@ -6,9 +6,10 @@
 // IMMEDIATE transaction. Every refusal is decided before the refused append
 // writes anything, so it never fails its neighbours; every caller gets its
 // answer only after the commit. Being the only writer, the goroutine caches
-// each thread's head and state, reading a thread from the file once. Reads use a separate read-only pool, so
-// stream catch-up never queues behind writes. docs/storage.md describes the
-// schema and the reasoning.
+// each thread's head and state, reading a thread from the file once. Reads
+// use a separate read-only pool, so stream catch-up never queues behind
+// writes. What the PostgreSQL store does alike is in internal/storecore.
+// docs/storage.md describes the schema and the reasoning.
 package sqlite
 
 import (
@@ -36,13 +37,14 @@ import (
 var migrations embed.FS
 
 var (
-	_ agentbridge.EventStore = (*Store)(nil)
-	_ agentbridge.StatsStore = (*Store)(nil)
+	_ agentbridge.EventStore      = (*Store)(nil)
+	_ agentbridge.StatsStore      = (*Store)(nil)
+	_ agentbridge.ReceiptStore    = (*Store)(nil)
+	_ agentbridge.SuggestionStore = (*Store)(nil)
 )
 
-// DefaultMaxBatch is the default cap on appends per group commit: large
-// enough to absorb a burst, small enough that one commit stays short.
-const DefaultMaxBatch = 256
+// DefaultMaxBatch is the default cap on appends per group commit.
+const DefaultMaxBatch = storecore.DefaultMaxBatch
 
 // groupWait bounds how long the writer holds a commit open for more
 // requests (see Store.gather): long enough to collect a commit's worth of
@@ -68,20 +70,10 @@ const checkpointEvery = 32
 const writerCheckpointPages = 4000
 
 // ErrClosed is returned by writes attempted after Close.
-var ErrClosed = errors.New("event store is closed")
+var ErrClosed = storecore.ErrClosed
 
-// Options configures Open. The zero value is usable.
-type Options struct {
-	// Humans lists whose controls count (mute, pause, …); default
-	// agentbridge.DefaultHumans. It must match the coordinator's human_ids,
-	// or the two would fold different states from the same log.
-	Humans agentbridge.Humans
-	// Logger receives the store's few operational messages; default
-	// slog.Default() with component=store.
-	Logger *slog.Logger
-	// MaxBatch caps appends per group commit; default DefaultMaxBatch.
-	MaxBatch int
-}
+// Options configures Open (storecore.Options). The zero value is usable.
+type Options = storecore.Options
 
 // Store is the SQLite event store. It is safe for concurrent use; Close it
 // to stop the writer and release the file.
@@ -117,8 +109,8 @@ type Store struct {
 	closeOnce sync.Once
 	cerr      error
 
-	mu     sync.Mutex
-	notify chan struct{}
+	// notifier wakes readers after a commit (see Notify).
+	notifier *storecore.Notifier
 
 	appends, replayed, rejected, batches, maxBatch atomic.Uint64
 
@@ -132,15 +124,7 @@ type Store struct {
 // store at path, and starts its writer. A database written by a newer
 // agent-bridge is refused with an error wrapping sqlitex.ErrSchemaTooNew.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	if opts.Humans == nil {
-		opts.Humans = agentbridge.DefaultHumans
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default().With("component", "store")
-	}
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = DefaultMaxBatch
-	}
+	opts = opts.WithDefaults()
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create store folder: %w", err)
@@ -212,7 +196,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		gatherFull:  make(chan struct{}, 1),
 		done:        make(chan struct{}),
 		stopped:     make(chan struct{}),
-		notify:      make(chan struct{}),
+		notifier:    storecore.NewNotifier(),
 		outage:      storecore.NewOutage(opts.Logger, unreachable, nil),
 		file:        file,
 	}
@@ -244,9 +228,7 @@ func (s *Store) Close() error {
 // querying: a commit that lands between the query and the wait then still
 // wakes the reader.
 func (s *Store) Notify() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.notify
+	return s.notifier.Notify()
 }
 
 // checkpointer copies the WAL back into the database file whenever the
@@ -268,14 +250,6 @@ func (s *Store) checkpointer() {
 			return
 		}
 	}
-}
-
-// wake closes the current notify channel and installs a fresh one.
-func (s *Store) wake() {
-	s.mu.Lock()
-	close(s.notify)
-	s.notify = make(chan struct{})
-	s.mu.Unlock()
 }
 
 // Stats returns the store's counters since Open; the bridge exports them

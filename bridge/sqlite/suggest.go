@@ -11,8 +11,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
-var _ agentbridge.SuggestionStore = (*Store)(nil)
-
 // Suggest validates in and stores it through the writer (the one
 // connection that writes), with Append's ctx rules.
 func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (_ agentbridge.Suggestion, err error) {
@@ -49,7 +47,7 @@ func (s *Store) insertSuggestion(ctx context.Context, in agentbridge.SuggestionI
 // unless status is "".
 func (s *Store) Suggestions(ctx context.Context, status string) (_ []agentbridge.Suggestion, err error) {
 	defer s.guard(time.Now(), &err)
-	q := `SELECT id, sender, title, description, status, ts FROM suggestions`
+	q := `SELECT ` + storecore.SuggestionColumns + ` FROM suggestions`
 	var args []any
 	if status != "" {
 		q += ` WHERE status = ?`
@@ -60,16 +58,5 @@ func (s *Store) Suggestions(ctx context.Context, status string) (_ []agentbridge
 		return nil, fmt.Errorf("list suggestions: %w", err)
 	}
 	defer rows.Close()
-	out := []agentbridge.Suggestion{}
-	for rows.Next() {
-		var sg agentbridge.Suggestion
-		if err := rows.Scan(&sg.ID, &sg.From, &sg.Title, &sg.Description, &sg.Status, &sg.Timestamp); err != nil {
-			return nil, fmt.Errorf("read suggestion: %w", err)
-		}
-		out = append(out, sg)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list suggestions: %w", err)
-	}
-	return out, nil
+	return storecore.Collect(rows, "suggestions", storecore.ScanSuggestion)
 }

@@ -21,9 +21,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
-// maxIdempotencyKeyLen bounds Idempotency-Key values, in bytes.
-const maxIdempotencyKeyLen = 256
-
 // request is one write handed to the writer goroutine: a thread creation
 // when create is set, else append. reply is buffered so the writer never
 // blocks. Requests are pooled (see Store.reqPool) with their reply channel:
@@ -34,8 +31,11 @@ type request struct {
 	// meta is append's Input.Meta in its stored form, encoded by the
 	// caller: the writer is the one serial step of every append, so what
 	// can be done before it is done there.
-	meta   string
-	create *agentbridge.CreateThreadRequest
+	meta string
+	// control is append's control as AppendRequest.Validate parsed it
+	// (nil for any other type), for Admit and FoldParsed.
+	control *agentbridge.Control
+	create  *agentbridge.CreateThreadRequest
 	// receipt, when set, makes this a receipt write (see putReceipt).
 	receipt *agentbridge.ReceiptInput
 	// suggest, when set, makes the request a suggestion (see Suggest).
@@ -81,6 +81,9 @@ type writerState struct {
 	// lastSuggestion is the time of the last suggestion stored, so that
 	// their timestamps strictly increase as events' do.
 	lastSuggestion time.Time
+	// replayed is the event an idempotency key named, from lookups.Replay
+	// to the append that asked.
+	replayed agentbridge.Event
 }
 
 // Append validates req, hands it to the writer and waits for the commit.
@@ -89,22 +92,16 @@ type writerState struct {
 // refused) whatever happens to ctx, and Append waits for that answer.
 func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (_ agentbridge.AppendResult, err error) {
 	defer s.guard(time.Now(), &err)
-	if err := req.Input.Validate(); err != nil {
+	ctl, err := req.Validate()
+	if err != nil {
 		return agentbridge.AppendResult{}, err
-	}
-	if !agentbridge.ThreadIDPattern.MatchString(req.Thread) {
-		return agentbridge.AppendResult{}, storecore.ThreadNotFound(req.Thread)
-	}
-	if len(req.IdempotencyKey) > maxIdempotencyKeyLen {
-		return agentbridge.AppendResult{}, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "idempotency_key",
-			"An idempotency key must be at most %d bytes.", maxIdempotencyKeyLen)
 	}
 	meta, err := storecore.StoredMeta(&req.Input.Meta)
 	if err != nil {
 		return agentbridge.AppendResult{}, err
 	}
 	r := s.newRequest(ctx)
-	r.append, r.meta = req, meta
+	r.append, r.meta, r.control = req, meta, ctl
 	resp := s.submit(ctx, r)
 	if resp.err != nil {
 		return agentbridge.AppendResult{}, resp.err
@@ -136,69 +133,29 @@ func (s *Store) newRequest(ctx context.Context) *request {
 // submit queues r and waits for the writer's answer. r goes back to the
 // pool once its answer is in: the writer no longer holds it then.
 func (s *Store) submit(ctx context.Context, r *request) response {
-	if err := ctx.Err(); err != nil {
-		return response{err: fmt.Errorf("write not queued: %w", err)}
-	}
-	select {
-	case <-s.done:
-		return response{err: ErrClosed}
-	default:
-	}
-	// Try the queue without waiting first: it almost always has room, and
-	// only waiting needs ctx.Done, whose channel a request's context
-	// allocates on first use.
-	select {
-	case s.reqs <- r:
-	default:
-		select {
-		case s.reqs <- r:
-		case <-s.done:
-			return response{err: ErrClosed}
-		case <-ctx.Done():
-			return response{err: fmt.Errorf("write not queued: %w", ctx.Err())}
-		}
+	if err := storecore.Enqueue(ctx, s.reqs, s.done, r); err != nil {
+		return response{err: err}
 	}
 	s.queued()
-	select {
-	case resp := <-r.reply:
+	resp := storecore.Await(r.reply, s.stopped, response{err: ErrClosed})
+	if resp.err != ErrClosed { // answered: the writer is done with r
 		*r = request{reply: r.reply}
 		s.reqPool.Put(r)
-		return resp
-	case <-s.stopped:
-		// The writer replies before it stops, so an answer is either
-		// already buffered or will never come.
-		select {
-		case resp := <-r.reply:
-			return resp
-		default:
-			return response{err: ErrClosed}
-		}
 	}
+	return resp
 }
 
 // run is the writer goroutine: it blocks for one request, drains whatever
 // else is queued (up to the batch cap) and commits them together. After
 // Close it commits what is still queued, then exits.
 func (s *Store) run() {
-	defer close(s.stopped)
-	for {
-		select {
-		case first := <-s.reqs:
-			// Let the goroutines that are about to submit run first: on a
-			// busy machine this turns many one-append commits into fewer
-			// larger ones, and BEGIN/COMMIT cost as much as the appends.
-			runtime.Gosched()
-			s.commit(s.gather(s.take([]*request{first})))
-		case <-s.done:
-			for {
-				batch := s.take(nil)
-				if len(batch) == 0 {
-					return
-				}
-				s.commit(batch)
-			}
-		}
-	}
+	storecore.RunWriter(s.reqs, s.done, s.stopped, s.max, func(first *request) {
+		// Let the goroutines that are about to submit run first: on a
+		// busy machine this turns many one-append commits into fewer
+		// larger ones, and BEGIN/COMMIT cost as much as the appends.
+		runtime.Gosched()
+		s.commit(s.gather(storecore.Take(s.reqs, []*request{first}, s.max)))
+	}, s.commit)
 }
 
 // gather waits, up to groupWait, until batch holds as many requests as the
@@ -228,7 +185,7 @@ func (s *Store) gather(batch []*request) []*request {
 	}
 	defer s.w.gatherT.Stop()
 	for {
-		batch = s.take(batch)
+		batch = storecore.Take(s.reqs, batch, s.max)
 		need := want - len(batch)
 		if need <= 0 {
 			return batch
@@ -241,10 +198,10 @@ func (s *Store) gather(batch []*request) []*request {
 			case <-s.gatherFull:
 			case <-s.w.gatherT.C:
 				s.gatherNeed.Store(0)
-				return s.take(batch)
+				return storecore.Take(s.reqs, batch, s.max)
 			case <-s.done:
 				s.gatherNeed.Store(0)
-				return s.take(batch)
+				return storecore.Take(s.reqs, batch, s.max)
 			}
 		}
 		s.gatherNeed.Store(0)
@@ -263,19 +220,6 @@ func (s *Store) queued() {
 	}
 }
 
-// take appends queued requests to batch without blocking, up to the cap.
-func (s *Store) take(batch []*request) []*request {
-	for len(batch) < s.max {
-		select {
-		case r := <-s.reqs:
-			batch = append(batch, r)
-		default:
-			return batch
-		}
-	}
-	return batch
-}
-
 // commit runs one group commit: BEGIN IMMEDIATE, every request (and those
 // queued meanwhile, taken before the last one runs), flush, COMMIT; then
 // it answers every caller and wakes readers. Requests whose ctx is already
@@ -292,8 +236,8 @@ func (s *Store) commit(reqs []*request) {
 	live := b.live
 	defer func() { s.w.lastBatch = len(live) }()
 	for _, r := range reqs {
-		if err := r.ctx.Err(); err != nil {
-			r.reply <- response{err: fmt.Errorf("write dropped before commit: %w", err)}
+		if err := storecore.DroppedBeforeCommit(r.ctx); err != nil {
+			r.reply <- response{err: err}
 			continue
 		}
 		live = append(live, r)
@@ -329,13 +273,7 @@ func (s *Store) commit(reqs []*request) {
 		// it all anyway so that a database in an unknown state is reread.
 		clear(s.w.heads)
 		b.live, b.resps = live, resps // for reset
-		err = fmt.Errorf("group commit: %w", err)
-		if unreachable(err) {
-			// The outage is logged once, by the store's outage tracker.
-			s.log.Debug("group commit failed: database unusable", "requests", len(live), "err", err)
-		} else {
-			s.log.Error("group commit failed", "requests", len(live), "err", err)
-		}
+		err = storecore.CommitFailed(s.log, unreachable, err, len(live))
 		for _, r := range live {
 			r.reply <- response{err: err}
 		}
@@ -373,7 +311,7 @@ func (s *Store) commit(reqs []*request) {
 		s.maxBatch.Store(n) // only the writer goroutine stores
 	}
 	if committed > 0 {
-		s.wake()
+		s.notifier.Wake()
 	}
 	for i, r := range live {
 		r.reply <- resps[i]
@@ -386,8 +324,8 @@ func (s *Store) takeLive(live []*request) []*request {
 	for len(live) < s.max {
 		select {
 		case r := <-s.reqs:
-			if err := r.ctx.Err(); err != nil {
-				r.reply <- response{err: fmt.Errorf("write dropped before commit: %w", err)}
+			if err := storecore.DroppedBeforeCommit(r.ctx); err != nil {
+				r.reply <- response{err: err}
 				continue
 			}
 			live = append(live, r)

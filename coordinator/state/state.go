@@ -1,6 +1,6 @@
-// Package state is the coordinator's ledger: a SQLite file holding the
-// stream cursors, every routing decision, every invocation record and the
-// notices still to post. It is what makes delivery exactly-once across
+// Package state is the coordinator's ledger: a SQLite file or a PostgreSQL
+// database (dialect.go) holding the stream cursors, every routing decision,
+// every invocation record and the notices still to post. It is what makes delivery exactly-once across
 // crashes: a decision, the invocations it queues and the cursor advance past
 // its event are committed in one transaction (see docs/delivery.md).
 package state

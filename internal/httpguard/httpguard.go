@@ -318,7 +318,7 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 func (g *Guard) check(w http.ResponseWriter, r *http.Request) error {
 	if !g.hostAllowed(r.Host) {
 		return agentbridge.Errorf(agentbridge.ECodeForbiddenHost,
-			"The Host %q is not allowed: use a loopback address such as 127.0.0.1, or %s.", clip(r.Host), g.opts.HostHint)
+			"The Host %q is not allowed: use a loopback address such as 127.0.0.1, or %s.", agentbridge.Clip(r.Host, 101), g.opts.HostHint)
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
 		if n, _ := normalizeOrigin(origin); g.origins[n] {
@@ -330,7 +330,7 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) error {
 		preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
 		if (preflight || StateChanging(r.Method)) && !g.originAllowed(origin, r) {
 			return agentbridge.Errorf(agentbridge.ECodeForbiddenOrigin,
-				"Requests from the web page at %q may not change anything here: %s.", clip(origin), g.opts.OriginHint)
+				"Requests from the web page at %q may not change anything here: %s.", agentbridge.Clip(origin, 101), g.opts.OriginHint)
 		}
 		if preflight {
 			return nil // answered by Wrap, without a token: browsers send none
@@ -365,7 +365,7 @@ func checkJSONType(r *http.Request) error {
 		ct = "none"
 	}
 	return agentbridge.Errorf(agentbridge.ECodeUnsupportedMediaType,
-		"The request body must be JSON sent with the header \"Content-Type: application/json\" (this request's type: %s); with curl, add -H 'Content-Type: application/json'.", clip(ct))
+		"The request body must be JSON sent with the header \"Content-Type: application/json\" (this request's type: %s); with curl, add -H 'Content-Type: application/json'.", agentbridge.Clip(ct, 101))
 }
 
 // timeoutBody reports a body that stopped arriving before the request
@@ -463,12 +463,4 @@ func SetLoginCookie(w http.ResponseWriter, r *http.Request, token string) {
 // ClearLoginCookie removes the login cookie.
 func ClearLoginCookie(w http.ResponseWriter) {
 	http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-}
-
-// clip shortens a client-supplied value echoed in a message.
-func clip(s string) string {
-	if len(s) > 100 {
-		return s[:100] + "…"
-	}
-	return s
 }

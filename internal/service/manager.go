@@ -57,18 +57,6 @@ func NewManager() (*Manager, error) {
 	return &Manager{System: sys, Home: home}, nil
 }
 
-// SystemByName returns kardianos's implementation of the named init system
-// (SystemSystemd, say) even when it is not the detected one, so tests can
-// exercise the systemd code path on a machine that doesn't boot with it.
-func SystemByName(name string) (service.System, bool) {
-	for _, s := range service.AvailableSystems() {
-		if s.String() == name {
-			return s, true
-		}
-	}
-	return nil, false
-}
-
 func (m *Manager) goos() string {
 	switch {
 	case m.System == nil:

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/kardianos/service"
 )
 
 var update = flag.Bool("update", false, "rewrite the example files from Render")
@@ -300,7 +301,7 @@ func TestInstallRoundTrip(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the round trip runs kardianos's systemd code, which is Linux-only; on macOS it would touch the real ~/Library/LaunchAgents")
 	}
-	sys, ok := SystemByName(SystemSystemd)
+	sys, ok := systemByName(SystemSystemd)
 	if !ok {
 		t.Fatal("kardianos has no linux-systemd system")
 	}
@@ -437,4 +438,16 @@ func TestRunInteractiveCallsDirectly(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Run = %v, want the daemon's context error", err)
 	}
+}
+
+// systemByName returns kardianos's implementation of the named init system
+// (SystemSystemd, say) even when it is not the detected one, so tests can
+// exercise the systemd code path on a machine that doesn't boot with it.
+func systemByName(name string) (service.System, bool) {
+	for _, s := range service.AvailableSystems() {
+		if s.String() == name {
+			return s, true
+		}
+	}
+	return nil, false
 }

@@ -1,6 +1,8 @@
 package storecore
 
 import (
+	"fmt"
+
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
 
@@ -96,4 +98,34 @@ func ThreadRange(q agentbridge.ThreadEventsQuery, last int64, firstAfter func() 
 		lo = max(hi-int64(q.Tail), 0)
 	}
 	return lo, hi, false, nil
+}
+
+// CheckReceipt refuses a receipt before any store looks at its thread:
+// ReceiptInput.Validate, and a malformed thread id (thread_not_found).
+func CheckReceipt(in agentbridge.ReceiptInput) error {
+	if err := in.Validate(); err != nil {
+		return err
+	}
+	if !agentbridge.ThreadIDPattern.MatchString(in.Thread) {
+		return agentbridge.ThreadNotFound(in.Thread)
+	}
+	return nil
+}
+
+// ReceiptEventNotFound is the error for a receipt naming an event that is
+// not in its thread.
+func ReceiptEventNotFound(in agentbridge.ReceiptInput) *agentbridge.Error {
+	return &agentbridge.Error{
+		Code: agentbridge.ECodeEventNotFound, Field: "event", Thread: in.Thread,
+		Message: fmt.Sprintf("There is no event %q in thread %q.", agentbridge.Clip(in.Event, agentbridge.QuoteRunes), in.Thread),
+	}
+}
+
+// ReceiptsLimit is q's limit within 1 … MaxEventsLimit (0 or out of range:
+// MaxEventsLimit).
+func ReceiptsLimit(q agentbridge.ReceiptsQuery) int {
+	if q.Limit <= 0 || q.Limit > agentbridge.MaxEventsLimit {
+		return agentbridge.MaxEventsLimit
+	}
+	return q.Limit
 }

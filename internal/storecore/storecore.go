@@ -1,13 +1,14 @@
 // Package storecore holds what the SQLite and PostgreSQL event stores do
 // alike below the shared rules of the root package: the stored form of
-// meta and of a thread's state, the strictly increasing timestamps, and
-// their common errors. One copy, so that the two stores cannot drift.
+// meta and of a thread's state, the strictly increasing timestamps, an
+// append's preamble (append.go), the rows both read (rows.go) and their
+// common errors. One copy, so that the two stores cannot drift.
 package storecore
 
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
+	"log/slog"
 	"time"
 	"unicode/utf8"
 
@@ -74,18 +75,34 @@ func NextTime(last time.Time) time.Time {
 	return last.Add(time.Microsecond)
 }
 
-// ThreadNotFound is the error for an unknown thread id.
-func ThreadNotFound(id string) *agentbridge.Error {
-	return &agentbridge.Error{
-		Code: agentbridge.ECodeThreadNotFound, Thread: id,
-		Message: fmt.Sprintf("There is no thread %q.", Clip(id)),
-	}
+// DefaultMaxBatch is the default cap on appends per group commit: large
+// enough to absorb a burst, small enough that one commit stays short.
+const DefaultMaxBatch = 256
+
+// Options configures a store's Open (sqlite.Options and postgres.Options
+// are this type). The zero value is usable.
+type Options struct {
+	// Humans lists whose controls count (mute, pause, …); default
+	// agentbridge.DefaultHumans. It must match the coordinator's human_ids,
+	// or the two would fold different states from the same log.
+	Humans agentbridge.Humans
+	// Logger receives the store's few operational messages; default
+	// slog.Default() with component=store.
+	Logger *slog.Logger
+	// MaxBatch caps appends per group commit; default DefaultMaxBatch.
+	MaxBatch int
 }
 
-// Clip shortens user input quoted back in an error message.
-func Clip(s string) string {
-	if len(s) <= 64 {
-		return s
+// WithDefaults returns o with its zero fields set to the defaults.
+func (o Options) WithDefaults() Options {
+	if o.Humans == nil {
+		o.Humans = agentbridge.DefaultHumans
 	}
-	return strings.ToValidUTF8(s[:61], "") + "…"
+	if o.Logger == nil {
+		o.Logger = slog.Default().With("component", "store")
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	return o
 }

@@ -19,7 +19,7 @@ func testServerAssignedHop(t *testing.T, newStore Factory) {
 		if ev.Meta.Hop == nil {
 			t.Fatalf("message %q has no hop", ev.Text())
 		}
-		got, err := s.Event(ctx, ev.ID)
+		got, err := EventAt(s, ev.Thread, ev.Seq)
 		if err != nil || got.Meta.Hop == nil || *got.Meta.Hop != *ev.Meta.Hop {
 			t.Fatalf("stored event %+v (%v) differs from the answer's hop %d", got, err, *ev.Meta.Hop)
 		}

@@ -1,0 +1,124 @@
+package storecore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/oklog/ulid/v2"
+)
+
+// AppendLookups are the facts an append's preamble asks of a store's
+// writer, inside its transaction. Both drivers' "no row" errors are
+// sql.ErrNoRows (pgx's wraps it), which Found turns into found=false.
+type AppendLookups interface {
+	// Replay looks up thread's idempotency key: found says an earlier
+	// append stored an event under it, which the store keeps to answer
+	// with.
+	Replay(ctx context.Context, thread, key string) (found bool, err error)
+	// ReplyTarget looks up the event meta.reply_to names in thread.
+	ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error)
+}
+
+// Admission is what Preamble decided for an append.
+type Admission struct {
+	// Replayed says the idempotency key was seen: the store answers with
+	// the event its Replay found and writes nothing.
+	Replayed bool
+	// Refusal is the client's error (an *agentbridge.Error): nothing is
+	// written.
+	Refusal error
+	// Input is what to store: for a message, Meta.Hop is the hop the
+	// bridge assigns.
+	Input agentbridge.EventInput
+}
+
+// Preamble runs an append's rules in their order, on a thread whose state
+// before it is st (hasMessages: whether the thread holds a message yet):
+// the idempotency key (a replay ends it), reply_to, agentbridge.Admit with
+// the control AppendRequest.Validate parsed (ctl), and for a message the
+// hop (agentbridge.AssignHop). Every store runs it, so that all decide an
+// append alike; err is the database failing, and fails the batch.
+func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendRequest, ctl *agentbridge.Control,
+	st agentbridge.ThreadState, hasMessages bool, humans agentbridge.Humans) (Admission, error) {
+	if req.IdempotencyKey != "" {
+		found, err := l.Replay(ctx, req.Thread, req.IdempotencyKey)
+		if err != nil {
+			return Admission{}, fmt.Errorf("look up idempotency key: %w", err)
+		}
+		if found {
+			return Admission{Replayed: true}, nil
+		}
+	}
+	in := req.Input
+	var reply agentbridge.ReplyTarget
+	if in.Meta.ReplyTo != "" {
+		var err error
+		if reply, err = l.ReplyTarget(ctx, req.Thread, in.Meta.ReplyTo); err != nil {
+			return Admission{}, fmt.Errorf("look up reply_to: %w", err)
+		}
+	}
+	if err := agentbridge.Admit(req.Thread, st, in, ctl, reply, humans); err != nil {
+		return Admission{Refusal: err}, nil
+	}
+	if in.Type == agentbridge.TypeMessage {
+		hop := agentbridge.AssignHop(st, in, reply, humans, hasMessages)
+		in.Meta.Hop = &hop
+	}
+	return Admission{Input: in}, nil
+}
+
+// Found turns the error of a one-row lookup into whether the row was
+// there: no row is found=false and no error.
+func Found(err error) (bool, error) {
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	}
+	return false, err
+}
+
+// ThreadExists is the error for creating a thread whose id is taken.
+func ThreadExists(id string) *agentbridge.Error {
+	return &agentbridge.Error{
+		Code: agentbridge.ECodeThreadExists, Field: "id", Thread: id,
+		Message: fmt.Sprintf("A thread with id %q already exists; choose another id or leave it out.", id),
+	}
+}
+
+// ThreadID is the id of a thread req creates: req.ID, or a new ULID drawn
+// from entropy.
+func ThreadID(req agentbridge.CreateThreadRequest, entropy io.Reader) (string, error) {
+	if req.ID != "" {
+		return req.ID, nil
+	}
+	u, err := ulid.New(ulid.Now(), entropy)
+	if err != nil {
+		return "", fmt.Errorf("new thread id: %w", err)
+	}
+	return u.String(), nil
+}
+
+// CreatedEvent is the thread.created event (seq 1, before the store stamps
+// its id and ts) of thread id that req creates, and the stored form of the
+// empty state the thread starts with.
+func CreatedEvent(id string, req agentbridge.CreateThreadRequest) (ev agentbridge.Event, zeroState string, err error) {
+	zero, err := StateKey(agentbridge.ThreadState{})
+	if err != nil {
+		return agentbridge.Event{}, "", err
+	}
+	content, err := json.Marshal(req.Name)
+	if err != nil {
+		return agentbridge.Event{}, "", fmt.Errorf("encode thread name: %w", err)
+	}
+	return agentbridge.Event{
+		Seq: 1, Thread: id, Type: agentbridge.TypeThreadCreated,
+		From: req.From, To: agentbridge.ToAll, Content: content,
+	}, zero, nil
+}

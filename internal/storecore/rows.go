@@ -1,0 +1,102 @@
+package storecore
+
+import (
+	"encoding/json"
+	"fmt"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// The stored rows both stores read, scanned alike: database/sql's *sql.Row
+// and *sql.Rows and pgx's Row and Rows all have this Scan, and scanning a
+// text or bytea column into []byte works in both drivers, so one scan per
+// row type serves both. The SQL that selects the columns stays in each
+// store (placeholders and tables differ); the column order is fixed here.
+
+// Row is one result row of either driver.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// Rows is a result set of either driver (*sql.Rows, pgx.Rows); the caller
+// closes it.
+type Rows interface {
+	Row
+	Next() bool
+	Err() error
+}
+
+// EventColumns are the columns ScanEvent reads, in order.
+const EventColumns = `gseq, id, thread, seq, ts, type, sender, recipient, content, meta`
+
+// ThreadColumns are the columns ScanThread reads, in order.
+const ThreadColumns = `id, name, created_at, updated_at, last_seq`
+
+// ReceiptColumns are the columns ScanReceipt reads, in order.
+const ReceiptColumns = `event, participant, sender, state, reason, invocation, reply, updated_at`
+
+// SuggestionColumns are the columns ScanSuggestion reads, in order.
+const SuggestionColumns = `id, sender, title, description, status, ts`
+
+// ScanEvent scans an EventColumns row: content is the raw JSON as stored,
+// meta decoded (the common "{}" without the decoder).
+func ScanEvent(r Row) (agentbridge.Event, error) {
+	var ev agentbridge.Event
+	var content, meta []byte
+	if err := r.Scan(&ev.GSeq, &ev.ID, &ev.Thread, &ev.Seq, &ev.TS, &ev.Type, &ev.From, &ev.To, &content, &meta); err != nil {
+		return agentbridge.Event{}, err
+	}
+	if content != nil {
+		ev.Content = json.RawMessage(content)
+	}
+	if string(meta) == "{}" {
+		return ev, nil // most events: skip the decoder, same result
+	}
+	if err := json.Unmarshal(meta, &ev.Meta); err != nil {
+		return agentbridge.Event{}, fmt.Errorf("decode meta of event %s: %w", ev.ID, err)
+	}
+	return ev, nil
+}
+
+// ScanThread scans a ThreadColumns row. The event count is the last seq:
+// seq is gapless from 1.
+func ScanThread(r Row) (agentbridge.Thread, error) {
+	var t agentbridge.Thread
+	var name []byte
+	err := r.Scan(&t.ID, &name, &t.CreatedAt, &t.UpdatedAt, &t.LastSeq)
+	t.Name, t.EventCount = string(name), t.LastSeq
+	return t, err
+}
+
+// ScanReceipt scans a ReceiptColumns row (the thread is the caller's).
+func ScanReceipt(r Row) (agentbridge.Receipt, error) {
+	var rc agentbridge.Receipt
+	err := r.Scan(&rc.Event, &rc.Participant, &rc.From, &rc.State, &rc.Reason, &rc.Invocation, &rc.Reply, &rc.UpdatedAt)
+	return rc, err
+}
+
+// ScanSuggestion scans a SuggestionColumns row.
+func ScanSuggestion(r Row) (agentbridge.Suggestion, error) {
+	var sg agentbridge.Suggestion
+	var title, desc []byte
+	err := r.Scan(&sg.ID, &sg.From, &title, &desc, &sg.Status, &sg.Timestamp)
+	sg.Title, sg.Description = string(title), string(desc)
+	return sg, err
+}
+
+// Collect scans every row of rows with scan, what naming the rows in
+// errors. The result is never nil, so an empty answer encodes as [].
+func Collect[T any](rows Rows, what string, scan func(Row) (T, error)) ([]T, error) {
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", what, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	return out, nil
+}
