@@ -76,7 +76,9 @@ func TestSuggestionActions(t *testing.T) {
 		}
 		return ""
 	}
-	row := func(id string) string { return `document.querySelector('#suggestions-list .suggestion[data-id="` + id + `"]')` }
+	row := func(id string) string {
+		return `document.querySelector('#suggestions-list .suggestion[data-id="` + id + `"]')`
+	}
 
 	b := newBrowser(t)
 	b.run("open the UI", chromedp.Navigate(s.url+"/ui"))
