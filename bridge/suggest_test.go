@@ -8,7 +8,8 @@ import (
 // TestSuggestionStatusRoute: POST /suggestions/{id}/status accepts and
 // dismisses a suggestion over real HTTP, answering it as stored, and the
 // status filter of GET /suggestions follows; bad input is refused with its
-// code and a sentence, and leaves every status as it was.
+// code and a sentence, and so is a write from a foreign page; neither
+// changes any status.
 func TestSuggestionStatusRoute(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	var ids []string
@@ -66,6 +67,20 @@ func TestSuggestionStatusRoute(t *testing.T) {
 		}
 		if msg, _ := a.errField("message").(string); len(msg) < 10 {
 			t.Errorf("%s: message %q is not a sentence", c.name, msg)
+		}
+	}
+	// The route is behind the same gate as every write.
+	for _, c := range []struct {
+		header string
+		status int
+		code   string
+	}{
+		{"Origin: http://evil.example", 403, "forbidden_origin"},
+		{"Content-Type: text/plain", 415, "unsupported_media_type"},
+	} {
+		a := ts.do("POST", "/suggestions/"+ids[0]+"/status", `{"status":"pending","by":"user"}`, c.header)
+		if a.status != c.status || a.errCode() != c.code {
+			t.Errorf("with %s: got %d %s, want %d %s", c.header, a.status, a.errCode(), c.status, c.code)
 		}
 	}
 	if got := statuses(); got[ids[0]] != "accepted" || got[ids[1]] != "dismissed" {
