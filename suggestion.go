@@ -80,20 +80,21 @@ func (in SuggestionStatusInput) Validate() error {
 		return FieldErrorf(ECodeMissingField, "status", "The field \"status\" is required: %q, %q or %q.", SuggestionAccepted, SuggestionDismissed, SuggestionPending)
 	case SuggestionPending, SuggestionAccepted, SuggestionDismissed:
 	default:
-		return FieldErrorf(ECodeInvalidField, "status", "A suggestion's status is %q, %q or %q, not %q.", SuggestionAccepted, SuggestionDismissed, SuggestionPending, clip(in.Status))
+		return FieldErrorf(ECodeInvalidField, "status", "A suggestion's status is %q, %q or %q, not %.64q.", SuggestionAccepted, SuggestionDismissed, SuggestionPending, in.Status)
 	}
 	switch {
 	case in.By == "":
 		return FieldErrorf(ECodeMissingField, "by", "The field \"by\" is required: say who decides.")
 	case !ParticipantIDPattern.MatchString(in.By):
-		return FieldErrorf(ECodeInvalidField, "by", "The id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", clip(in.By))
+		return FieldErrorf(ECodeInvalidField, "by", "The id %.64q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", in.By)
 	}
 	return nil
 }
 
 // SuggestionNotFound is the error for a suggestion id no suggestion has.
+// Quoted input is cut at 64 runes by the verb's precision (%.64q).
 func SuggestionNotFound(id string) *Error {
-	return Errorf(ECodeSuggestionNotFound, "There is no suggestion %q.", clip(id))
+	return Errorf(ECodeSuggestionNotFound, "There is no suggestion %.64q.", id)
 }
 
 // SuggestionStore keeps suggestions durably. The bridge serves POST
