@@ -2,8 +2,9 @@
 // POST /suggest (the original bridge's agent guide asks them to); the panel
 // lists them, newest first, filtered by status. The bridge does not push
 // suggestions on its streams, so the list is read when the panel opens and
-// by its Refresh button; the count on the button is read at start-up and
-// whenever the panel is read. Descriptions are Markdown (markdown.js); every
+// by its Refresh button; the count on the button (pending suggestions, the
+// ones waiting for a decision) is read at start-up and whenever the panel
+// reads them. Descriptions are Markdown (markdown.js); every
 // other value reaches the page via textContent. A pending suggestion has
 // Accept and Dismiss buttons, a decided one "Reopen"; each posts
 // POST /suggestions/{id}/status as the viewer and reads the list again, so
@@ -47,7 +48,8 @@ function actions(s) {
 }
 
 // load reads the suggestions with the chosen status ("" = all) and draws
-// them; it also refreshes the count on the button when it read them all.
+// them; it also refreshes the count on the button when it read the pending
+// ones.
 async function load() {
   const status = $("suggestions-status").value;
   const err = $("suggestions-error");
@@ -61,7 +63,8 @@ async function load() {
     return;
   }
   const list = (res.suggestions || []).slice().reverse(); // the API answers oldest first
-  if (!status) showCount(list.length);
+  if (!status) showCount(list.filter((s) => s.status === "pending").length);
+  else if (status === "pending") showCount(list.length);
   const ul = $("suggestions-list");
   ul.replaceChildren();
   if (list.length === 0) {
@@ -91,7 +94,7 @@ function showCount(n) {
 // countSuggestions fills in the button's count at start-up.
 async function countSuggestions() {
   try {
-    const res = await api.get("/suggestions");
+    const res = await api.get("/suggestions?status=pending");
     showCount((res.suggestions || []).length);
   } catch {
     // The count stays empty; opening the panel says what went wrong.
