@@ -29,7 +29,10 @@ const (
 	ECodeUnavailable      = "unavailable"
 	ECodeInternal         = "internal"
 	ECodeEventNotFound    = "event_not_found"
-	ECodeHeadersTooLarge  = "headers_too_large"
+	// ECodeSuggestionNotFound: POST /suggestions/{id}/status names no
+	// stored suggestion.
+	ECodeSuggestionNotFound = "suggestion_not_found"
+	ECodeHeadersTooLarge    = "headers_too_large"
 	// ECodeNotRunning: a cancel of an invocation that has already ended.
 	ECodeNotRunning = "not_running"
 	// ECodeUnsupportedMediaType refuses a body not sent as

@@ -27,6 +27,7 @@ var statusByCode = map[string]int{
 	agentbridge.ECodeNotFound:             http.StatusNotFound,
 	agentbridge.ECodeThreadNotFound:       http.StatusNotFound,
 	agentbridge.ECodeEventNotFound:        http.StatusNotFound,
+	agentbridge.ECodeSuggestionNotFound:   http.StatusNotFound,
 	agentbridge.ECodeMethodNotAllowed:     http.StatusMethodNotAllowed,
 	agentbridge.ECodeThreadExists:         http.StatusConflict,
 	agentbridge.ECodeParticipantMuted:     http.StatusConflict,

@@ -233,6 +233,7 @@ func (s *Server) api() []route {
 		{"GET", "/events/stream", "events of all threads and presence as Server-Sent Events", s.handleGlobalStream},
 		{"POST", "/suggest", "suggest an improvement {from, title, description}", s.handleSuggestPost},
 		{"GET", "/suggestions", "the suggestions sent (?status)", s.handleSuggestionsGet},
+		{"POST", "/suggestions/{id}/status", "accept, dismiss or reopen a suggestion {status, by}", s.handleSuggestionStatusPost},
 	}
 }
 

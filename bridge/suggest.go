@@ -3,6 +3,8 @@ package bridge
 import (
 	"net/http"
 
+	"github.com/go-chi/chi/v5"
+
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
@@ -60,5 +62,26 @@ func (s *Server) handleSuggestionsGet(w http.ResponseWriter, r *http.Request) er
 		return storeErr("list suggestions", err)
 	}
 	httpjson.Write(w, http.StatusOK, suggestionsPage{Suggestions: list, Count: len(list)})
+	return nil
+}
+
+// handleSuggestionStatusPost sets a suggestion's status and answers the
+// suggestion as stored. Who decided is logged: the suggestions table keeps
+// the status only.
+func (s *Server) handleSuggestionStatusPost(w http.ResponseWriter, r *http.Request) error {
+	ss, err := s.suggestions()
+	if err != nil {
+		return err
+	}
+	var in agentbridge.SuggestionStatusInput
+	if err := s.decodeStrict(w, r, &in, []string{"status", "by"}, false); err != nil {
+		return err
+	}
+	sg, err := ss.SetSuggestionStatus(r.Context(), chi.URLParam(r, "id"), in)
+	if err != nil {
+		return storeErr("set suggestion status", err)
+	}
+	s.log.Info("suggestion status set", "suggestion", sg.ID, "status", sg.Status, "by", in.By)
+	httpjson.Write(w, http.StatusOK, sg)
 	return nil
 }

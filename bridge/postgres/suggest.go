@@ -2,9 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/oklog/ulid/v2"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -30,6 +32,30 @@ func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (_ 
 		sg.ID, sg.From, []byte(sg.Title), []byte(sg.Description), sg.Status, sg.Timestamp); err != nil {
 		return agentbridge.Suggestion{}, fmt.Errorf("insert suggestion: %w", err)
 	}
+	return sg, nil
+}
+
+// SetSuggestionStatus validates in and sets suggestion id's status. Like
+// Suggest it skips the writer: one UPDATE is the whole write.
+func (s *Store) SetSuggestionStatus(ctx context.Context, id string, in agentbridge.SuggestionStatusInput) (_ agentbridge.Suggestion, err error) {
+	defer s.guard(time.Now(), &err)
+	if err := in.Validate(); err != nil {
+		return agentbridge.Suggestion{}, err
+	}
+	if !agentbridge.SuggestionIDPattern.MatchString(id) {
+		return agentbridge.Suggestion{}, agentbridge.SuggestionNotFound(id)
+	}
+	sg := agentbridge.Suggestion{ID: id}
+	var title, desc []byte
+	err = s.pool.QueryRow(ctx, `UPDATE suggestions SET status = $1 WHERE id = $2 RETURNING sender, title, description, status, ts`,
+		in.Status, id).Scan(&sg.From, &title, &desc, &sg.Status, &sg.Timestamp)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return agentbridge.Suggestion{}, agentbridge.SuggestionNotFound(id)
+	case err != nil:
+		return agentbridge.Suggestion{}, fmt.Errorf("update suggestion: %w", err)
+	}
+	sg.Title, sg.Description = string(title), string(desc)
 	return sg, nil
 }
 

@@ -94,6 +94,9 @@ func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, erro
 	if r.receipt != nil {
 		return s.putReceipt(ctx, b, *r.receipt)
 	}
+	if r.suggestStatus != nil {
+		return s.updateSuggestion(ctx, *r.suggestStatus)
+	}
 	if r.suggest != nil {
 		return s.insertSuggestion(ctx, *r.suggest)
 	}

@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,6 +42,48 @@ func (s *Store) insertSuggestion(ctx context.Context, in agentbridge.SuggestionI
 		return response{}, fmt.Errorf("insert suggestion: %w", err)
 	}
 	s.w.lastSuggestion = t
+	return response{suggestion: sg}, nil
+}
+
+// suggestionStatus is a status change the writer applies (see
+// SetSuggestionStatus).
+type suggestionStatus struct {
+	id string
+	in agentbridge.SuggestionStatusInput
+}
+
+// SetSuggestionStatus validates in and sets suggestion id's status through
+// the writer, with Append's ctx rules.
+func (s *Store) SetSuggestionStatus(ctx context.Context, id string, in agentbridge.SuggestionStatusInput) (_ agentbridge.Suggestion, err error) {
+	defer s.guard(time.Now(), &err)
+	if err := in.Validate(); err != nil {
+		return agentbridge.Suggestion{}, err
+	}
+	if !agentbridge.SuggestionIDPattern.MatchString(id) {
+		return agentbridge.Suggestion{}, agentbridge.SuggestionNotFound(id)
+	}
+	r := s.newRequest(ctx)
+	r.suggestStatus = &suggestionStatus{id: id, in: in}
+	resp := s.submit(ctx, r)
+	if resp.err != nil {
+		return agentbridge.Suggestion{}, resp.err
+	}
+	return resp.suggestion, nil
+}
+
+// updateSuggestion runs inside a group commit (see apply). Its answer
+// always carries the suggestion's id, which keeps it out of the append
+// counters, refused or not.
+func (s *Store) updateSuggestion(ctx context.Context, c suggestionStatus) (response, error) {
+	sg := agentbridge.Suggestion{ID: c.id}
+	err := s.w.conn.QueryRowContext(ctx, `UPDATE suggestions SET status = ? WHERE id = ? RETURNING sender, title, description, status, ts`,
+		c.in.Status, c.id).Scan(&sg.From, &sg.Title, &sg.Description, &sg.Status, &sg.Timestamp)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return response{suggestion: sg, err: agentbridge.SuggestionNotFound(c.id)}, nil
+	case err != nil:
+		return response{}, fmt.Errorf("update suggestion: %w", err)
+	}
 	return response{suggestion: sg}, nil
 }
 

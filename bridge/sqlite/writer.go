@@ -40,7 +40,10 @@ type request struct {
 	receipt *agentbridge.ReceiptInput
 	// suggest, when set, makes the request a suggestion (see Suggest).
 	suggest *agentbridge.SuggestionInput
-	reply   chan response
+	// suggestStatus, when set, makes the request a suggestion's status
+	// change (see SetSuggestionStatus).
+	suggestStatus *suggestionStatus
+	reply         chan response
 }
 
 type response struct {

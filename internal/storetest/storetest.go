@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Party", testParty},
 		{"ServerAssignedHop", testServerAssignedHop},
 		{"Suggestions", testSuggestions},
+		{"SuggestionStatus", testSuggestionStatus},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}

@@ -161,6 +161,8 @@ type stack struct {
 	serveArgs []string
 	// statusURL is the coordinator's status server (its runs dashboard).
 	statusURL string
+	// agents are agent entries startCoordinator adds to "fake", by key.
+	agents map[string]any
 }
 
 func newStack(t testing.TB) *stack {
@@ -194,7 +196,7 @@ func (s *stack) startServe() {
 
 // startCoordinator runs the coordinator with one agent entry, "fake", whose
 // client is "fake": every invited participant with client fake is served by
-// the fake adapter.
+// the fake adapter; s.agents adds more entries.
 func (s *stack) startCoordinator() {
 	s.t.Helper()
 	statusAddr := testutil.FreeAddr(s.t)
@@ -207,6 +209,9 @@ func (s *stack) startCoordinator() {
 		"agents": map[string]any{
 			"fake": map[string]any{"command": []string{s.fake}, "client": "fake"},
 		},
+	}
+	for k, v := range s.agents {
+		cfg["agents"].(map[string]any)[k] = v
 	}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	path := filepath.Join(s.dir, "coordinator.config.json")
