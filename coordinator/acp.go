@@ -24,7 +24,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // Agent Client Protocol agents (contract 6.6, docs/acp.md). An agent entry
@@ -516,7 +516,7 @@ func (a *acpAgent) ensureSession(ctx context.Context, cfg *Config, stored string
 // "acp" entry a session/prompt on the pair's warm agent. p is the adapter
 // payload and body its encoding. why, when not empty, is the sentence for the thread
 // when the run failed in a way adapters.ErrorMessage cannot word.
-func (c *Coordinator) runAgent(ctx context.Context, inv state.Invocation, in prepared, p adapters.Payload, body []byte, progress func(adapters.ProgressRecord)) (res adapters.Result, why string) {
+func (c *Coordinator) runAgent(ctx context.Context, inv ledger.Invocation, in prepared, p adapters.Payload, body []byte, progress func(adapters.ProgressRecord)) (res adapters.Result, why string) {
 	cfg := c.cfg.Load()
 	entry, ok := cfg.Agents[inv.Agent]
 	if !ok || len(entry.ACP) == 0 {
@@ -535,7 +535,7 @@ func (c *Coordinator) runAgent(ctx context.Context, inv state.Invocation, in pre
 }
 
 // runACP is one turn on the pair's warm agent (contract 6.6).
-func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocation, in prepared, entry AgentConfig, p adapters.Payload, progress func(adapters.ProgressRecord)) (adapters.Result, string) {
+func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv ledger.Invocation, in prepared, entry AgentConfig, p adapters.Payload, progress func(adapters.ProgressRecord)) (adapters.Result, string) {
 	res := adapters.Result{ExitCode: -1, Started: time.Now()}
 	fail := func(why string, a *acpAgent) (adapters.Result, string) {
 		res.StartErr, res.Finished = errACPTurn, time.Now()
@@ -841,7 +841,7 @@ func (pw *promptWriter) Write(b []byte) (int, error) {
 // roster of inv's payload. A warm ACP session is sent no roster unless who
 // is invited changed (runACP), so for it the read is skipped (and done by
 // runACP if the roster is needed after all).
-func (c *Coordinator) payloadPresence(ctx context.Context, inv state.Invocation) func() map[string]string {
+func (c *Coordinator) payloadPresence(ctx context.Context, inv ledger.Invocation) func() map[string]string {
 	if entry, ok := c.cfg.Load().Agents[inv.Agent]; ok && len(entry.ACP) > 0 && c.acp.skipPresence(inv) {
 		return func() map[string]string { return nil }
 	}
@@ -850,7 +850,7 @@ func (c *Coordinator) payloadPresence(ctx context.Context, inv state.Invocation)
 
 // skipPresence reports whether inv's pair has a warm session, and if so
 // notes that its payload is built without presence.
-func (p *acpPool) skipPresence(inv state.Invocation) bool {
+func (p *acpPool) skipPresence(inv ledger.Invocation) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	a := p.agents[pairKey{inv.Thread, inv.Participant}]

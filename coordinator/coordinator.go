@@ -17,7 +17,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 )
 
@@ -36,7 +36,7 @@ type Options struct {
 	// status_addr are read at start-up only).
 	ConfigPath string
 	// State is the ledger; the caller opens and closes it.
-	State *state.DB
+	State *ledger.DB
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Executable is the agent-bridge binary adapters may call back into
@@ -56,7 +56,7 @@ type Options struct {
 // safe to call from any goroutine while it runs.
 type Coordinator struct {
 	log    *slog.Logger
-	db     *state.DB
+	db     *ledger.DB
 	bridge *client.Client
 	cfg    atomic.Pointer[Config]
 	exe    string
@@ -425,7 +425,7 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	if err != nil {
 		return err
 	}
-	step := state.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq}
+	step := ledger.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq}
 	var d Decision
 	decided := false
 	if done, ok, err := c.db.ThreadCursor(ctx, e.Thread); err != nil {
@@ -447,13 +447,13 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 		if err != nil {
 			return fmt.Errorf("encode decision: %w", err)
 		}
-		step.Decision = &state.Decision{EventID: e.ID, Thread: e.Thread, Seq: e.Seq, GSeq: e.GSeq, Decision: js}
+		step.Decision = &ledger.DecisionRecord{EventID: e.ID, Thread: e.Thread, Seq: e.Seq, GSeq: e.GSeq, Decision: js}
 		for _, t := range d.Invoke {
 			cmd := []string{}
 			if a, ok := cfg.Agents[t.Agent]; ok {
 				cmd = a.Argv()
 			}
-			step.Invocations = append(step.Invocations, state.Invocation{
+			step.Invocations = append(step.Invocations, ledger.Invocation{
 				Thread: e.Thread, TriggerID: e.ID, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq,
 				Participant: t.Participant, Agent: t.Agent, Command: cmd, Hop: d.Hop, Round: d.partyRound(),
 			})
@@ -555,15 +555,15 @@ const (
 
 // notices builds the coordinator messages a decision owes: a clarification
 // to the sender, a loop-guard notice to everyone.
-func (c *Coordinator) notices(cfg *Config, e agentbridge.Event, d Decision) []state.Notice {
-	var out []state.Notice
+func (c *Coordinator) notices(cfg *Config, e agentbridge.Event, d Decision) []ledger.Notice {
+	var out []ledger.Notice
 	add := func(kind, to, text string) {
 		in := agentbridge.EventInput{
 			Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: to,
 			Content: mustJSON(text),
 			Meta:    agentbridge.Meta{ReplyTo: e.ID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", kind}},
 		}
-		out = append(out, state.Notice{TriggerID: e.ID, Kind: kind, Thread: e.Thread, Post: mustJSON(in)})
+		out = append(out, ledger.Notice{TriggerID: e.ID, Kind: kind, Thread: e.Thread, Post: mustJSON(in)})
 	}
 	if d.Clarify != "" {
 		add(noticeClarification, e.From, d.Clarify)
@@ -577,7 +577,7 @@ func (c *Coordinator) notices(cfg *Config, e agentbridge.Event, d Decision) []st
 			Content: mustJSON(d.SceneClose),
 			Meta:    agentbridge.Meta{ReplyTo: e.ID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "scene"}},
 		}
-		out = append(out, state.Notice{TriggerID: e.ID, Kind: noticeSceneClosed, Thread: e.Thread, Post: mustJSON(in)})
+		out = append(out, ledger.Notice{TriggerID: e.ID, Kind: noticeSceneClosed, Thread: e.Thread, Post: mustJSON(in)})
 	}
 	return out
 }

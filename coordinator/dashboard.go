@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
@@ -88,7 +88,7 @@ func (c *Coordinator) mountDashboard(mux *http.ServeMux) {
 // characters of its trigger (as one line: a control in words) and its
 // thread's name.
 type Run struct {
-	state.Invocation
+	ledger.Invocation
 	TriggerExcerpt string `json:"trigger_excerpt"`
 	ThreadName     string `json:"thread_name"`
 }
@@ -133,7 +133,7 @@ func (c *Coordinator) handleRuns(w http.ResponseWriter, r *http.Request) {
 
 // excerpt returns the start of an invocation's trigger, from the cache or
 // the bridge; "" when the bridge cannot say (the next look tries again).
-func (c *Coordinator) excerpt(ctx context.Context, inv state.Invocation) string {
+func (c *Coordinator) excerpt(ctx context.Context, inv ledger.Invocation) string {
 	c.excerpts.mu.Lock()
 	s, ok := c.excerpts.m[inv.TriggerID]
 	c.excerpts.mu.Unlock()
@@ -164,8 +164,8 @@ func (c *Coordinator) excerpt(ctx context.Context, inv state.Invocation) string 
 // tokens and cost of the invocations queued since the start of today and
 // over the last 7 days.
 type UsageResponse struct {
-	Today     []state.ParticipantUsage `json:"today"`
-	Last7Days []state.ParticipantUsage `json:"last_7_days"`
+	Today     []ledger.ParticipantUsage `json:"today"`
+	Last7Days []ledger.ParticipantUsage `json:"last_7_days"`
 	// TodaySince and WeekSince are the periods' starts.
 	TodaySince string `json:"today_since"`
 	WeekSince  string `json:"week_since"`

@@ -7,7 +7,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // Reply directives (contract 5.2): an adapter's output may tell the
@@ -123,13 +123,13 @@ func (c *Coordinator) questionRecipient(ctx context.Context, thread string, trig
 
 // replyOutcome applies the reply directives to a successful run's output:
 // it sets o's status and returns the event to post (zero for a pass).
-func (c *Coordinator) replyOutcome(ctx context.Context, cfg *Config, inv state.Invocation, in prepared, stdout string, o *state.Outcome) agentbridge.EventInput {
+func (c *Coordinator) replyOutcome(ctx context.Context, cfg *Config, inv ledger.Invocation, in prepared, stdout string, o *ledger.Outcome) agentbridge.EventInput {
 	d := ParseDirective(stdout)
 	if d.Kind == DirectivePass {
-		o.Status = state.StatusPassed
+		o.Status = ledger.StatusPassed
 		return agentbridge.EventInput{}
 	}
-	o.Status = state.StatusSucceeded
+	o.Status = ledger.StatusSucceeded
 	// No meta.hop: the bridge assigns it from reply_to (contract 5.1).
 	post := agentbridge.EventInput{
 		Type: agentbridge.TypeMessage, From: inv.Participant, To: agentbridge.ToAll,

@@ -9,6 +9,6 @@
 // table-tested and fuzzed; a Decision records, for every event, the rule
 // that matched, who was invoked and why every other candidate was not. The
 // shell (the follow loop, the scheduler, the state database in
-// coordinator/state and the status server) carries those decisions out, and
+// coordinator/ledger and the status server) carries those decisions out, and
 // the Watcher swaps in a new Config when the file changes on disk.
 package coordinator

@@ -16,7 +16,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // invoke runs one job to its end: the adapter, then the post of its reply
@@ -26,12 +26,12 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	inv := j.inv
 	// Ledger writes must land even while the work context is being
 	// cancelled, or a finished run would be re-run after restart.
-	ledger := context.WithoutCancel(ctx)
+	keep := context.WithoutCancel(ctx)
 	if len(inv.PendingPost) > 0 {
-		if cur, err := c.db.Invocation(ledger, inv.ID); err == nil && cur.Status == state.StatusCancelled {
+		if cur, err := c.db.Invocation(keep, inv.ID); err == nil && cur.Status == ledger.StatusCancelled {
 			// Belt and braces: Finish never leaves a post owed by a
 			// cancelled run, and no reply of one is ever posted.
-			c.logInvocation(inv, state.StatusCancelled, 0)
+			c.logInvocation(inv, ledger.StatusCancelled, 0)
 			return
 		}
 		status := c.deliver(ctx, inv, inv.PendingPost, inv.Status)
@@ -48,13 +48,13 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	if err != nil {
 		// Only a cancelled work context (or a cancel) stops prepare.
 		if !errors.Is(context.Cause(ctx), adapters.ErrCancelled) {
-			c.finishInterrupted(ledger, inv, err)
+			c.finishInterrupted(keep, inv, err)
 		}
 		return
 	}
 	var res adapters.Result
 	var why string
-	mon := c.startMonitor(ledger, inv)
+	mon := c.startMonitor(keep, inv)
 	stopPresence := c.presence(ctx, inv.Thread, inv.Participant, cfg.PresenceHeartbeat, mon)
 	if in.startErr != nil {
 		res = adapters.Result{ExitCode: -1, StartErr: in.startErr, Started: time.Now(), Finished: time.Now()}
@@ -62,8 +62,8 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		res, why = c.runAgent(ctx, inv, in, in.p, in.payload, mon.record)
 	}
 	mon.stopMonitor()
-	c.keepSession(ledger, inv, in, mon.latestSession())
-	o := state.Outcome{
+	c.keepSession(keep, inv, in, mon.latestSession())
+	o := ledger.Outcome{
 		Started: res.Started, Finished: res.Finished,
 		OutputBytes: res.StdoutBytes, StderrTail: string(res.StderrTail), ProgressBad: res.ProgressBad,
 	}
@@ -75,19 +75,19 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	switch {
 	case res.Cancelled:
 		// The cancel already recorded the status; Finish keeps it.
-		o.Status = state.StatusCancelled
+		o.Status = ledger.StatusCancelled
 		o.Error = cancelReason("")
 	case res.Interrupted:
-		o.Status = state.StatusInterrupted
+		o.Status = ledger.StatusInterrupted
 		o.Error = adapters.ErrorMessage(res, cfg.AdapterTimeout)
 	case res.OK() && in.scene != nil:
 		res = c.sceneOutcome(ctx, cfg, inv, in, res, &o)
 	case res.OK():
 		post = c.replyOutcome(ctx, cfg, inv, in, string(res.Stdout), &o)
 	default:
-		o.Status = state.StatusFailed
+		o.Status = ledger.StatusFailed
 		if res.TimedOut {
-			o.Status = state.StatusTimeout
+			o.Status = ledger.StatusTimeout
 		}
 		msg := adapters.ErrorMessage(res, cfg.AdapterTimeout)
 		if why != "" {
@@ -108,9 +108,9 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	// Record the outcome and what is owed before posting it: a crash from
 	// here on re-posts the same event instead of re-running the adapter.
 	status := o.Status
-	if err := c.db.Finish(ledger, inv.ID, o); errors.Is(err, state.ErrCancelled) {
+	if err := c.db.Finish(keep, inv.ID, o); errors.Is(err, ledger.ErrCancelled) {
 		// A cancel won the race with this finish: nothing is posted.
-		status, o.Post = state.StatusCancelled, nil
+		status, o.Post = ledger.StatusCancelled, nil
 	} else if err != nil {
 		c.log.Error("record invocation outcome", "id", inv.ID, "err", err)
 	}
@@ -118,30 +118,30 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		status = c.deliver(ctx, inv, o.Post, o.Status)
 	}
 	stopPresence()
-	if status != state.StatusCancelled {
+	if status != ledger.StatusCancelled {
 		// A cancel is counted when it is made.
 		c.metrics.observe(status, res.Finished.Sub(res.Started))
 	}
 	c.logInvocation(inv, status, res.Finished.Sub(res.Started))
 }
 
-func (c *Coordinator) logInvocation(inv state.Invocation, status string, d time.Duration) {
+func (c *Coordinator) logInvocation(inv ledger.Invocation, status string, d time.Duration) {
 	c.log.Info("invocation", "participant", inv.Participant, "thread", inv.Thread, "trigger", inv.TriggerID,
 		"status", status, "duration_ms", d.Milliseconds())
 }
 
-func (c *Coordinator) finishInterrupted(ctx context.Context, inv state.Invocation, cause error) {
-	if err := c.db.SetStatus(ctx, inv.ID, state.StatusInterrupted, fmt.Sprintf("interrupted before the adapter started: %v", cause)); err != nil {
+func (c *Coordinator) finishInterrupted(ctx context.Context, inv ledger.Invocation, cause error) {
+	if err := c.db.SetStatus(ctx, inv.ID, ledger.StatusInterrupted, fmt.Sprintf("interrupted before the adapter started: %v", cause)); err != nil {
 		c.log.Error("record interrupted invocation", "id", inv.ID, "err", err)
 	}
-	c.metrics.observe(state.StatusInterrupted, 0)
-	c.logInvocation(inv, state.StatusInterrupted, 0)
+	c.metrics.observe(ledger.StatusInterrupted, 0)
+	c.logInvocation(inv, ledger.StatusInterrupted, 0)
 }
 
 // errorPost is the coordinator's message saying a participant's adapter
 // failed. meta.participant names the pair, so recovery can tell whose error
 // it is.
-func (c *Coordinator) errorPost(cfg *Config, inv state.Invocation, msg string) agentbridge.EventInput {
+func (c *Coordinator) errorPost(cfg *Config, inv ledger.Invocation, msg string) agentbridge.EventInput {
 	text := fmt.Sprintf("%s could not answer: %s", inv.Participant, msg)
 	return agentbridge.EventInput{
 		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: agentbridge.ToAll,
@@ -338,8 +338,8 @@ func (c *Coordinator) command(argv []string) []string {
 // one EventInput, or an array of them (a scene turn's thinking, then its
 // speech) posted in order, each under its own key: the last one under the
 // pair's key, so recovery finds the pair's reply as for any other.
-func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post json.RawMessage, status string) string {
-	ledger := context.WithoutCancel(ctx)
+func (c *Coordinator) deliver(ctx context.Context, inv ledger.Invocation, post json.RawMessage, status string) string {
+	keep := context.WithoutCancel(ctx)
 	var posts []agentbridge.EventInput
 	var err error
 	if trimmed := bytes.TrimSpace(post); len(trimmed) > 0 && trimmed[0] == '[' {
@@ -351,7 +351,7 @@ func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post js
 	}
 	if err != nil || len(posts) == 0 {
 		c.log.Error("decode pending post", "id", inv.ID, "err", err)
-		_ = c.db.Posted(ledger, inv.ID, "", "", fmt.Sprintf("the pending post could not be decoded: %v", err))
+		_ = c.db.Posted(keep, inv.ID, "", "", fmt.Sprintf("the pending post could not be decoded: %v", err))
 		return status
 	}
 	var last agentbridge.Event
@@ -367,16 +367,16 @@ func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post js
 		ev, err := c.appendRetry(ctx, inv, in, key)
 		if err == nil {
 			last = ev
-			c.noteReply(ledger, ev)
+			c.noteReply(keep, ev)
 			continue
 		}
 		var ae *agentbridge.Error
 		switch {
 		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
-			if err := c.db.Posted(ledger, inv.ID, "", state.StatusRefused, ae.Message); err != nil {
+			if err := c.db.Posted(keep, inv.ID, "", ledger.StatusRefused, ae.Message); err != nil {
 				c.log.Error("record refused reply", "id", inv.ID, "err", err)
 			}
-			return state.StatusRefused
+			return ledger.StatusRefused
 		case errors.As(err, &ae):
 			// Refused for good: a cut or an error notice stands in for it
 			// (refused.go), so the trigger is still answered.
@@ -386,23 +386,23 @@ func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post js
 				if rp.status != "" {
 					status, newStatus = rp.status, rp.status
 				}
-				c.noteReply(ledger, rp.ev)
+				c.noteReply(keep, rp.ev)
 				continue
 			}
 			if ctx.Err() != nil {
 				return status // left pending: the next run posts it
 			}
 			c.log.Error("the bridge refused a reply and its error notice; not retrying", "id", inv.ID, "err", err)
-			if err := c.db.Posted(ledger, inv.ID, "", state.StatusFailed, "the bridge refused the reply and the error notice: "+ae.Message); err != nil {
+			if err := c.db.Posted(keep, inv.ID, "", ledger.StatusFailed, "the bridge refused the reply and the error notice: "+ae.Message); err != nil {
 				c.log.Error("record rejected reply", "id", inv.ID, "err", err)
 			}
-			return state.StatusFailed
+			return ledger.StatusFailed
 		default:
 			// Left pending in the ledger: the next run posts it.
 			return status
 		}
 	}
-	if err := c.db.Posted(ledger, inv.ID, last.ID, newStatus, note); err != nil {
+	if err := c.db.Posted(keep, inv.ID, last.ID, newStatus, note); err != nil {
 		c.log.Error("record reply", "id", inv.ID, "err", err)
 	}
 	return status
@@ -411,7 +411,7 @@ func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post js
 // appendRetry appends in with key, retrying transient failures until ctx
 // ends. It returns the bridge's *agentbridge.Error for a permanent refusal
 // and ctx's error when it gave up.
-func (c *Coordinator) appendRetry(ctx context.Context, inv state.Invocation, in agentbridge.EventInput, key string) (agentbridge.Event, error) {
+func (c *Coordinator) appendRetry(ctx context.Context, inv ledger.Invocation, in agentbridge.EventInput, key string) (agentbridge.Event, error) {
 	var b client.Backoff
 	for {
 		ev, err := c.bridge.Append(ctx, inv.Thread, in, key)
@@ -440,12 +440,12 @@ func permanent(status int) bool {
 
 // postNotice posts a clarification or loop-guard notice once, with its own
 // idempotency key, retrying transient failures until ctx ends.
-func (c *Coordinator) postNotice(ctx context.Context, n state.Notice) {
-	ledger := context.WithoutCancel(ctx)
+func (c *Coordinator) postNotice(ctx context.Context, n ledger.Notice) {
+	keep := context.WithoutCancel(ctx)
 	var in agentbridge.EventInput
 	if err := json.Unmarshal(n.Post, &in); err != nil {
 		c.log.Error("decode notice", "trigger", n.TriggerID, "err", err)
-		_ = c.db.NoticePosted(ledger, n.TriggerID, n.Kind, "")
+		_ = c.db.NoticePosted(keep, n.TriggerID, n.Kind, "")
 		return
 	}
 	in.Meta.Hop = nil // recorded before the bridge assigned hops (see deliver)
@@ -456,13 +456,13 @@ func (c *Coordinator) postNotice(ctx context.Context, n state.Notice) {
 		var ae *agentbridge.Error
 		switch {
 		case err == nil:
-			if err := c.db.NoticePosted(ledger, n.TriggerID, n.Kind, ev.ID); err != nil {
+			if err := c.db.NoticePosted(keep, n.TriggerID, n.Kind, ev.ID); err != nil {
 				c.log.Error("record notice", "trigger", n.TriggerID, "err", err)
 			}
 			return
 		case errors.As(err, &ae) && permanent(ae.Status):
 			c.log.Warn("the bridge refused a notice; not retrying", "trigger", n.TriggerID, "kind", n.Kind, "err", err)
-			if err := c.db.NoticePosted(ledger, n.TriggerID, n.Kind, ""); err != nil {
+			if err := c.db.NoticePosted(keep, n.TriggerID, n.Kind, ""); err != nil {
 				c.log.Error("record notice", "trigger", n.TriggerID, "err", err)
 			}
 			return

@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
@@ -12,9 +12,9 @@ import (
 // journal entries, oldest first, and the same as one text with dated
 // headers (what the actor's next briefing carries).
 type JournalResponse struct {
-	Participant string               `json:"participant"`
-	Entries     []state.JournalEntry `json:"entries"`
-	Text        string               `json:"text"`
+	Participant string                `json:"participant"`
+	Entries     []ledger.JournalEntry `json:"entries"`
+	Text        string                `json:"text"`
 }
 
 func (c *Coordinator) handleJournal(w http.ResponseWriter, r *http.Request) {
@@ -30,7 +30,7 @@ func (c *Coordinator) handleJournal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if entries == nil {
-		entries = []state.JournalEntry{}
+		entries = []ledger.JournalEntry{}
 	}
-	httpjson.Write(w, http.StatusOK, JournalResponse{Participant: id, Entries: entries, Text: state.JournalText(entries)})
+	httpjson.Write(w, http.StatusOK, JournalResponse{Participant: id, Entries: entries, Text: ledger.JournalText(entries)})
 }

@@ -14,7 +14,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // The receipt reporter (contract 5.5) tells the bridge what became of every
@@ -209,7 +209,7 @@ func (r *receiptReporter) pass(ctx context.Context) (int, error) {
 		}
 		rows, ids = append(rows, more...), ids[n:]
 	}
-	slices.SortFunc(rows, func(a, b state.PairState) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(rows, func(a, b ledger.PairState) int { return cmp.Compare(a.ID, b.ID) })
 	newRows := 0
 	for _, p := range rows {
 		if p.ID > r.lastInv {
@@ -217,7 +217,7 @@ func (r *receiptReporter) pass(ctx context.Context) (int, error) {
 		}
 		prev, known := r.active[p.ID]
 		now := pairReport{status: p.Status, reply: p.ReplyEventID}
-		if p.Pending && p.Status != state.StatusQueued && p.Status != state.StatusRunning {
+		if p.Pending && p.Status != ledger.StatusQueued && p.Status != ledger.StatusRunning {
 			// An ending is reported once its reply or notice is in the
 			// thread, so that "replied" always links to the reply.
 			if !known {
@@ -250,9 +250,9 @@ func (r *receiptReporter) pass(ctx context.Context) (int, error) {
 // the receipt must end as that run does (contract 6.3). The reporter of
 // the process that interrupted it reports interrupted as its last word;
 // the next one's keeps watching it (see run).
-func finished(p state.PairState) bool {
+func finished(p ledger.PairState) bool {
 	switch p.Status {
-	case state.StatusQueued, state.StatusRunning, state.StatusInterrupted:
+	case ledger.StatusQueued, ledger.StatusRunning, ledger.StatusInterrupted:
 		return false
 	}
 	return !p.Pending

@@ -8,7 +8,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // recover settles what a previous run left unfinished (see
@@ -22,7 +22,7 @@ func (c *Coordinator) recover(ctx context.Context) error {
 		return err
 	}
 	for _, inv := range invs {
-		if inv.Status != state.StatusRunning || inv.PGID <= 0 {
+		if inv.Status != ledger.StatusRunning || inv.PGID <= 0 {
 			continue
 		}
 		started, err := time.Parse(agentbridge.TimeLayout, inv.ProcessStartedAt)
@@ -96,16 +96,16 @@ func (c *Coordinator) repliesAfter(ctx context.Context, thread string, seq int64
 // replyFor finds the pair's reply (from the participant) or error message
 // (from the coordinator, naming the participant) among evs, and the status
 // it implies.
-func replyFor(evs []agentbridge.Event, inv state.Invocation, coordinatorID string) (agentbridge.Event, string, bool) {
+func replyFor(evs []agentbridge.Event, inv ledger.Invocation, coordinatorID string) (agentbridge.Event, string, bool) {
 	for _, e := range evs {
 		if e.Meta.ReplyTo != inv.TriggerID || partyRoundOf(e) != inv.Round {
 			continue
 		}
 		if e.From == inv.Participant {
-			return e, state.StatusSucceeded, true
+			return e, ledger.StatusSucceeded, true
 		}
 		if e.From == coordinatorID && e.Meta.HasTag("error") && string(e.Meta.Extra[metaParticipant]) == string(mustJSON(inv.Participant)) {
-			return e, state.StatusFailed, true
+			return e, ledger.StatusFailed, true
 		}
 	}
 	return agentbridge.Event{}, "", false

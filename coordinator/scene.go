@@ -8,7 +8,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // Scene rules and reasons (contract 5.8). A scene's turns are decided
@@ -120,7 +120,7 @@ func (c *Coordinator) sceneBriefing(ctx context.Context, cfg *Config, p *adapter
 		}
 	}
 	p.Scene = &adapters.ScenePayload{
-		Actor: actor, Character: p.Participant.Profile.Character, Journal: state.JournalText(entries),
+		Actor: actor, Character: p.Participant.Profile.Character, Journal: ledger.JournalText(entries),
 		Brief: sc.Briefs[actor], Setting: sc.Setting, Turn: step.Turn, Nudge: step.Nudge, Step: step.Step, With: with,
 	}
 	if p.Trigger.Type == agentbridge.TypeControl {
@@ -152,7 +152,7 @@ const SceneStartContent = "The scene begins now. You speak first."
 // actor, after at most one correction run; for the journal step, the
 // private journal event and the journal entry itself. It returns the last
 // adapter result (the correction run's when there was one).
-func (c *Coordinator) sceneOutcome(ctx context.Context, cfg *Config, inv state.Invocation, in prepared, res adapters.Result, o *state.Outcome) adapters.Result {
+func (c *Coordinator) sceneOutcome(ctx context.Context, cfg *Config, inv ledger.Invocation, in prepared, res adapters.Result, o *ledger.Outcome) adapters.Result {
 	sr := in.scene
 	private := map[string]json.RawMessage{agentbridge.MetaPrivate: json.RawMessage("true")}
 	meta := func(extra map[string]json.RawMessage) agentbridge.Meta {
@@ -160,10 +160,10 @@ func (c *Coordinator) sceneOutcome(ctx context.Context, cfg *Config, inv state.I
 	}
 	if sr.step.Step == agentbridge.SceneStepJournal {
 		text := adapters.TruncateReply(string(res.Stdout), cfg.MaxReplyChars)
-		o.Status = state.StatusSucceeded
+		o.Status = ledger.StatusSucceeded
 		o.Post = mustJSON(agentbridge.EventInput{Type: agentbridge.TypeJournal, From: inv.Participant, To: inv.Participant,
 			Content: mustJSON(text), Meta: meta(private)})
-		o.Journal = &state.JournalEntry{Participant: inv.Participant, Thread: inv.Thread, ThreadName: sr.threadName, Entry: text}
+		o.Journal = &ledger.JournalEntry{Participant: inv.Participant, Thread: inv.Thread, ThreadName: sr.threadName, Entry: text}
 		return res
 	}
 	thinking, speech, ok := agentbridge.ParseSceneOutput(string(res.Stdout))
@@ -184,15 +184,15 @@ func (c *Coordinator) sceneOutcome(ctx context.Context, cfg *Config, inv state.I
 		o.Finished, o.OutputBytes, o.StderrTail = res.Finished, o.OutputBytes+res.StdoutBytes, string(res.StderrTail)
 		switch {
 		case res.Cancelled:
-			o.Status, o.Error = state.StatusCancelled, cancelReason("")
+			o.Status, o.Error = ledger.StatusCancelled, cancelReason("")
 			return res
 		case res.Interrupted:
-			o.Status, o.Error = state.StatusInterrupted, adapters.ErrorMessage(res, cfg.AdapterTimeout)
+			o.Status, o.Error = ledger.StatusInterrupted, adapters.ErrorMessage(res, cfg.AdapterTimeout)
 			return res
 		case !res.OK():
-			o.Status = state.StatusFailed
+			o.Status = ledger.StatusFailed
 			if res.TimedOut {
-				o.Status = state.StatusTimeout
+				o.Status = ledger.StatusTimeout
 			}
 			o.Error = adapters.ErrorMessage(res, cfg.AdapterTimeout)
 			if why != "" {
@@ -207,14 +207,14 @@ func (c *Coordinator) sceneOutcome(ctx context.Context, cfg *Config, inv state.I
 		corrected = true
 	}
 	if !ok {
-		o.Status = state.StatusFailed
+		o.Status = ledger.StatusFailed
 		o.Error = "the answer did not use the <thinking> and <speech> tags, even after the correction prompt"
 		post := c.errorPost(cfg, inv, "Its answer did not use the <thinking> and <speech> tags, even after the correction prompt, so the scene is closed.")
 		post.Meta.Extra[agentbridge.MetaScene] = mustJSON(agentbridge.SceneMeta{Close: agentbridge.CloseError})
 		o.Post = mustJSON(post)
 		return res
 	}
-	o.Status = state.StatusSucceeded
+	o.Status = ledger.StatusSucceeded
 	var posts []agentbridge.EventInput
 	if thinking != "" {
 		posts = append(posts, agentbridge.EventInput{Type: agentbridge.TypeThinking, From: inv.Participant, To: inv.Participant,

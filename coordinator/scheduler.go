@@ -6,14 +6,14 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // job is one queued invocation. trigger and profile are known when the
 // job comes from the follow loop; a job recovered from the ledger fetches
 // them from the bridge.
 type job struct {
-	inv        state.Invocation
+	inv        ledger.Invocation
 	trigger    *agentbridge.Event
 	profile    agentbridge.Profile
 	hasProfile bool
@@ -199,7 +199,7 @@ func (s *scheduler) interruptQueued(ctx context.Context) {
 	s.mu.Unlock()
 	for _, j := range left {
 		s.c.metrics.queueDepth.Dec()
-		if err := s.c.db.SetStatus(ctx, j.inv.ID, state.StatusInterrupted, "the coordinator stopped before this invocation started"); err != nil {
+		if err := s.c.db.SetStatus(ctx, j.inv.ID, ledger.StatusInterrupted, "the coordinator stopped before this invocation started"); err != nil {
 			s.c.log.Error("record interrupted invocation", "id", j.inv.ID, "err", err)
 		}
 	}
@@ -232,7 +232,7 @@ func (s *scheduler) drop(id int64) {
 
 // postNotice posts a clarification or loop-guard notice in the background,
 // retrying transient failures until the work context ends.
-func (s *scheduler) postNotice(n state.Notice) {
+func (s *scheduler) postNotice(n ledger.Notice) {
 	s.notices.Add(1)
 	go func() {
 		defer s.notices.Done()

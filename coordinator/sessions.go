@@ -8,7 +8,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
@@ -19,7 +19,7 @@ import (
 // client cannot resume the old client's session.
 
 // sessionFor is the payload's session for the invocation's pair.
-func (c *Coordinator) sessionFor(ctx context.Context, inv state.Invocation, client string) (adapters.SessionInfo, error) {
+func (c *Coordinator) sessionFor(ctx context.Context, inv ledger.Invocation, client string) (adapters.SessionInfo, error) {
 	s, err := c.db.Session(ctx, inv.Thread, inv.Participant, client)
 	if err != nil {
 		return adapters.SessionInfo{}, err
@@ -30,7 +30,7 @@ func (c *Coordinator) sessionFor(ctx context.Context, inv state.Invocation, clie
 // keepSession records the session a run reported, whatever its outcome:
 // a run that failed after the CLI created its session still has that
 // session to resume. It is best effort; losing it costs a fresh session.
-func (c *Coordinator) keepSession(ctx context.Context, inv state.Invocation, in prepared, session string) {
+func (c *Coordinator) keepSession(ctx context.Context, inv ledger.Invocation, in prepared, session string) {
 	if session == "" {
 		return
 	}
@@ -60,7 +60,7 @@ func (c *Coordinator) applyResetSession(ctx context.Context, e agentbridge.Event
 
 // SessionsResponse is the body of GET /sessions.
 type SessionsResponse struct {
-	Sessions []state.Session `json:"sessions"`
+	Sessions []ledger.Session `json:"sessions"`
 }
 
 // handleSessions serves GET /sessions[?thread=T].

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
@@ -208,14 +208,14 @@ func (c *Coordinator) statusHandler() http.Handler {
 
 // InvocationsResponse is the body of GET /invocations.
 type InvocationsResponse struct {
-	Invocations []state.Invocation `json:"invocations"`
+	Invocations []ledger.Invocation `json:"invocations"`
 }
 
 // invocationFilter reads the filter of GET /invocations and GET /runs:
 // thread, participant, status (one of the statuses) and limit (1 to max).
-func invocationFilter(q url.Values, max int) (state.Filter, *agentbridge.Error) {
-	f := state.Filter{Thread: q.Get("thread"), Participant: q.Get("participant"), Status: q.Get("status")}
-	if f.Status != "" && !state.ValidStatus(f.Status) {
+func invocationFilter(q url.Values, max int) (ledger.Filter, *agentbridge.Error) {
+	f := ledger.Filter{Thread: q.Get("thread"), Participant: q.Get("participant"), Status: q.Get("status")}
+	if f.Status != "" && !ledger.ValidStatus(f.Status) {
 		return f, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "status",
 			"%q is not an invocation status: use queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed.", f.Status)
 	}
@@ -243,7 +243,7 @@ func (c *Coordinator) handleInvocations(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	if invs == nil {
-		invs = []state.Invocation{}
+		invs = []ledger.Invocation{}
 	}
 	httpjson.Write(w, http.StatusOK, InvocationsResponse{Invocations: invs})
 }
@@ -255,7 +255,7 @@ func (c *Coordinator) handleDecisions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := c.db.Decision(r.Context(), id)
-	if errors.Is(err, state.ErrNotFound) {
+	if errors.Is(err, ledger.ErrNotFound) {
 		httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeEventNotFound,
 			"The coordinator recorded no decision for event %q: it is not a message, or it was posted before the coordinator started following (startup_mode end) or to another bridge.", id))
 		return

@@ -6,15 +6,15 @@ import (
 	"strconv"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // InvocationResponse is the body of GET /invocations/{id}: the record and
 // its kept progress records, oldest first.
 type InvocationResponse struct {
-	state.Invocation
-	Progress []state.Progress `json:"progress"`
+	ledger.Invocation
+	Progress []ledger.Progress `json:"progress"`
 }
 
 // invocationID parses the {id} path value, writing the error response when
@@ -48,7 +48,7 @@ func (c *Coordinator) handleInvocation(w http.ResponseWriter, r *http.Request) {
 		after = n
 	}
 	inv, err := c.db.Invocation(r.Context(), id)
-	if errors.Is(err, state.ErrNotFound) {
+	if errors.Is(err, ledger.ErrNotFound) {
 		httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no invocation %d in the coordinator's ledger.", id))
 		return
 	}
@@ -76,9 +76,9 @@ func (c *Coordinator) handleCancel(w http.ResponseWriter, r *http.Request) {
 	}
 	inv, err := c.Cancel(r.Context(), id, "")
 	switch {
-	case errors.Is(err, state.ErrNotFound):
+	case errors.Is(err, ledger.ErrNotFound):
 		httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no invocation %d in the coordinator's ledger.", id))
-	case errors.Is(err, state.ErrNotRunning):
+	case errors.Is(err, ledger.ErrNotRunning):
 		httpjson.WriteError(w, http.StatusConflict, agentbridge.Errorf(agentbridge.ECodeNotRunning,
 			"Invocation %d is not queued or running (it is %s), so there is nothing to cancel.", id, inv.Status))
 	case err != nil:

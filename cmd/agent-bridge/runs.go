@@ -14,7 +14,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/spf13/cobra"
 )
 
@@ -57,7 +57,7 @@ func (m *Main) invocationCancelCommand(c *cobra.Command) runFunc {
 		if err != nil {
 			return err
 		}
-		var inv state.Invocation
+		var inv ledger.Invocation
 		if err := m.statusDo(ctx, http.MethodPost, base(), "/invocations/"+id+"/cancel", nil, &inv); err != nil {
 			return err
 		}
@@ -119,15 +119,15 @@ func (m *Main) invocationShowCommand(c *cobra.Command) runFunc {
 
 // ended reports whether an invocation will change no more: not queued or
 // running, and its reply or notice posted.
-func ended(inv state.Invocation) bool {
+func ended(inv ledger.Invocation) bool {
 	switch inv.Status {
-	case state.StatusQueued, state.StatusRunning:
+	case ledger.StatusQueued, ledger.StatusRunning:
 		return false
 	}
-	return inv.FinishedAt != "" || inv.Status == state.StatusCancelled || inv.Status == state.StatusInterrupted
+	return inv.FinishedAt != "" || inv.Status == ledger.StatusCancelled || inv.Status == ledger.StatusInterrupted
 }
 
-func printInvocation(w io.Writer, inv state.Invocation) {
+func printInvocation(w io.Writer, inv ledger.Invocation) {
 	exit := "-"
 	if inv.ExitCode != nil {
 		exit = strconv.Itoa(*inv.ExitCode)
@@ -156,7 +156,7 @@ func printInvocation(w io.Writer, inv state.Invocation) {
 
 // printProgress prints the records newer than last, one line each, and
 // returns the id of the newest.
-func printProgress(w io.Writer, ps []state.Progress, last int64) int64 {
+func printProgress(w io.Writer, ps []ledger.Progress, last int64) int64 {
 	for _, p := range ps {
 		if p.ID <= last {
 			continue
@@ -181,7 +181,7 @@ func firstLine(s string) string {
 }
 
 // tokens words an invocation's token usage, "-" when none was reported.
-func tokens(inv state.Invocation) string {
+func tokens(inv ledger.Invocation) string {
 	if inv.InputTokens == 0 && inv.OutputTokens == 0 {
 		return "-"
 	}
@@ -189,7 +189,7 @@ func tokens(inv state.Invocation) string {
 }
 
 // cost words an invocation's cost, "-" when none was reported.
-func cost(inv state.Invocation) string {
+func cost(inv ledger.Invocation) string {
 	if inv.CostUSD == 0 {
 		return "-"
 	}
@@ -199,7 +199,7 @@ func cost(inv state.Invocation) string {
 // runDuration is an invocation's duration for the list: its final one
 // once it ended, the time it has run so far (to the second) while it
 // runs, "-" while it waits in the queue.
-func runDuration(inv state.Invocation, now time.Time) string {
+func runDuration(inv ledger.Invocation, now time.Time) string {
 	if inv.FinishedAt != "" {
 		return (time.Duration(inv.DurationMS) * time.Millisecond).String()
 	}
@@ -230,7 +230,7 @@ func (m *Main) invocationsCommand(c *cobra.Command) runFunc {
 		if len(pos) > 0 {
 			return usagef("invocations takes no arguments, got %q", pos[0])
 		}
-		if *status != "" && !state.ValidStatus(*status) {
+		if *status != "" && !ledger.ValidStatus(*status) {
 			return usagef("--status: %q is not one of queued, running, succeeded, failed, timeout, interrupted, refused, cancelled, passed", *status)
 		}
 		if *limit < 1 || *limit > agentbridge.MaxEventsLimit {
@@ -283,7 +283,7 @@ func (m *Main) whyCommand(c *cobra.Command) runFunc {
 		if len(pos) != 1 {
 			return usagef("why takes one argument: the event id")
 		}
-		var rec state.Decision
+		var rec ledger.DecisionRecord
 		if err := m.statusGet(ctx, base(), "/decisions", url.Values{"event": {pos[0]}}, &rec); err != nil {
 			return err
 		}
@@ -300,7 +300,7 @@ func (m *Main) whyCommand(c *cobra.Command) runFunc {
 }
 
 // printDecision words a recorded decision for a person.
-func printDecision(w io.Writer, rec state.Decision, d coordinator.Decision) {
+func printDecision(w io.Writer, rec ledger.DecisionRecord, d coordinator.Decision) {
 	fmt.Fprintf(w, "event %s (thread %s, seq %d), decided %s\n", rec.EventID, rec.Thread, rec.Seq, rec.CreatedAt)
 	rule := d.Rule
 	if d.Reason != "" {

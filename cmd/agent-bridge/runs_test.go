@@ -15,7 +15,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -207,12 +207,12 @@ func TestInvocationsFollowAndCancelRace(t *testing.T) {
 func TestRunDurationAndPlural(t *testing.T) {
 	now := time.Date(2026, 11, 23, 21, 0, 30, 0, time.UTC)
 	for _, c := range []struct {
-		inv  state.Invocation
+		inv  ledger.Invocation
 		want string
 	}{
-		{state.Invocation{Status: "queued"}, "-"},
-		{state.Invocation{Status: "running", StartedAt: "2026-11-23T21:00:17.600000Z"}, "12s"},
-		{state.Invocation{Status: "succeeded", StartedAt: "2026-11-23T21:00:17.600000Z", FinishedAt: "2026-11-23T21:00:18.000000Z", DurationMS: 400}, "400ms"},
+		{ledger.Invocation{Status: "queued"}, "-"},
+		{ledger.Invocation{Status: "running", StartedAt: "2026-11-23T21:00:17.600000Z"}, "12s"},
+		{ledger.Invocation{Status: "succeeded", StartedAt: "2026-11-23T21:00:17.600000Z", FinishedAt: "2026-11-23T21:00:18.000000Z", DurationMS: 400}, "400ms"},
 	} {
 		if got := runDuration(c.inv, now); got != c.want {
 			t.Errorf("runDuration(%s) = %q, want %q", c.inv.Status, got, c.want)
