@@ -394,22 +394,18 @@ func (c *Coordinator) startCursor(ctx context.Context) (int64, error) {
 	if ok && c.cfg.Load().StartupMode == StartupResume {
 		return stored, nil
 	}
-	var b client.Backoff
-	for {
-		head, err := c.bridge.Head(ctx)
-		if err == nil {
-			if err := c.db.SetCursor(ctx, head); err != nil {
-				return 0, err
-			}
-			c.log.Info("starting at the end of the log", "gseq", head, "resumed", false)
-			return head, nil
-		}
-		d := b.Next()
-		c.log.Warn("cannot read the bridge's head; retrying", "err", err, "retry_in", d.Round(time.Millisecond))
-		if !client.Sleep(ctx, d) {
-			return 0, ctx.Err()
-		}
+	var head int64
+	if err := c.retry(ctx, retrying{what: "read the bridge's head"}, func() (err error) {
+		head, err = c.bridge.Head(ctx)
+		return err
+	}); err != nil {
+		return 0, err
 	}
+	if err := c.db.SetCursor(ctx, head); err != nil {
+		return 0, err
+	}
+	c.log.Info("starting at the end of the log", "gseq", head, "resumed", false)
+	return head, nil
 }
 
 // process handles one event of the global log: it folds the thread's

@@ -15,7 +15,6 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -172,26 +171,21 @@ type prepared struct {
 // and the participant's profile) and builds the adapter's spec and payload.
 // Bridge errors are retried until ctx ends; only then is an error returned.
 func (c *Coordinator) prepare(ctx context.Context, j job, cfg *Config) (prepared, error) {
-	inv := j.inv
-	var b client.Backoff
-	for {
-		p, err := c.tryPrepare(ctx, j, cfg)
-		if err == nil {
-			return p, nil
-		}
-		if ctx.Err() != nil {
-			return prepared{}, ctx.Err()
-		}
-		var ae *agentbridge.Error
-		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-			// The thread is gone: nothing to answer.
-			return prepared{startErr: err}, nil
-		}
-		d := b.Next()
-		c.log.Warn("cannot prepare invocation; retrying", "id", inv.ID, "err", err, "retry_in", d.Round(time.Millisecond))
-		if !client.Sleep(ctx, d) {
-			return prepared{}, ctx.Err()
-		}
+	var p prepared
+	err := c.retry(ctx, retrying{what: "prepare invocation", attrs: []any{"id", j.inv.ID},
+		permanent: func(err error) bool { return bridgeStatus(err, http.StatusNotFound) }},
+		func() (err error) {
+			p, err = c.tryPrepare(ctx, j, cfg)
+			return err
+		})
+	switch {
+	case err == nil:
+		return p, nil
+	case ctx.Err() != nil:
+		return prepared{}, ctx.Err()
+	default:
+		// The thread is gone: nothing to answer.
+		return prepared{startErr: err}, nil
 	}
 }
 
@@ -412,30 +406,21 @@ func (c *Coordinator) deliver(ctx context.Context, inv ledger.Invocation, post j
 // ends. It returns the bridge's *agentbridge.Error for a permanent refusal
 // and ctx's error when it gave up.
 func (c *Coordinator) appendRetry(ctx context.Context, inv ledger.Invocation, in agentbridge.EventInput, key string) (agentbridge.Event, error) {
-	var b client.Backoff
-	for {
-		ev, err := c.bridge.Append(ctx, inv.Thread, in, key)
-		if err == nil {
-			return ev, nil
-		}
-		var ae *agentbridge.Error
-		if errors.As(err, &ae) && (ae.Status == http.StatusConflict || permanent(ae.Status)) {
-			return agentbridge.Event{}, ae
-		}
-		if ctx.Err() != nil {
-			return agentbridge.Event{}, ctx.Err()
-		}
-		d := b.Next()
-		c.log.Warn("cannot post reply; retrying", "id", inv.ID, "err", err, "retry_in", d.Round(time.Millisecond))
-		if !client.Sleep(ctx, d) {
-			return agentbridge.Event{}, ctx.Err()
-		}
+	var ev agentbridge.Event
+	err := c.retry(ctx, retrying{what: "post reply", attrs: []any{"id", inv.ID}, permanent: refusedForGood},
+		func() (err error) {
+			ev, err = c.bridge.Append(ctx, inv.Thread, in, key)
+			return err
+		})
+	var ae *agentbridge.Error
+	switch {
+	case err == nil:
+		return ev, nil
+	case errors.As(err, &ae):
+		return agentbridge.Event{}, ae
+	default:
+		return agentbridge.Event{}, err
 	}
-}
-
-// permanent reports whether an HTTP status means a retry cannot help.
-func permanent(status int) bool {
-	return status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
 }
 
 // postNotice posts a clarification or loop-guard notice once, with its own
@@ -450,28 +435,21 @@ func (c *Coordinator) postNotice(ctx context.Context, n ledger.Notice) {
 	}
 	in.Meta.Hop = nil // recorded before the bridge assigned hops (see deliver)
 	key := idempotencyKey(n.TriggerID, "notice:"+n.Kind)
-	var b client.Backoff
-	for {
-		ev, err := c.bridge.Append(ctx, n.Thread, in, key)
-		var ae *agentbridge.Error
-		switch {
-		case err == nil:
-			if err := c.db.NoticePosted(keep, n.TriggerID, n.Kind, ev.ID); err != nil {
-				c.log.Error("record notice", "trigger", n.TriggerID, "err", err)
-			}
-			return
-		case errors.As(err, &ae) && permanent(ae.Status):
-			c.log.Warn("the bridge refused a notice; not retrying", "trigger", n.TriggerID, "kind", n.Kind, "err", err)
-			if err := c.db.NoticePosted(keep, n.TriggerID, n.Kind, ""); err != nil {
-				c.log.Error("record notice", "trigger", n.TriggerID, "err", err)
-			}
-			return
-		}
-		d := b.Next()
-		c.log.Warn("cannot post notice; retrying", "trigger", n.TriggerID, "err", err, "retry_in", d.Round(time.Millisecond))
-		if !client.Sleep(ctx, d) {
-			return
-		}
+	var ev agentbridge.Event
+	err := c.retry(ctx, retrying{what: "post notice", attrs: []any{"trigger", n.TriggerID}, permanent: refusedForGood},
+		func() (err error) {
+			ev, err = c.bridge.Append(ctx, n.Thread, in, key)
+			return err
+		})
+	switch {
+	case err == nil:
+	case refusedForGood(err):
+		c.log.Warn("the bridge refused a notice; not retrying", "trigger", n.TriggerID, "kind", n.Kind, "err", err)
+	default:
+		return // ctx ended: the notice stays pending
+	}
+	if err := c.db.NoticePosted(keep, n.TriggerID, n.Kind, ev.ID); err != nil {
+		c.log.Error("record notice", "trigger", n.TriggerID, "err", err)
 	}
 }
 

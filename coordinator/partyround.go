@@ -3,13 +3,11 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -190,25 +188,25 @@ func (c *Coordinator) partyReplies(ctx context.Context, r ledger.PartyRound, inv
 	if len(want) == 0 {
 		return out, nil
 	}
-	var b client.Backoff
-	for {
-		evs, err := c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: r.Thread, After: r.TriggerSeq, Limit: agentbridge.MaxEventsLimit})
-		if err == nil {
-			for _, e := range evs {
-				if want[e.ID] {
-					out[e.ID] = e
-				}
-			}
-			return out, nil
-		}
-		var ae *agentbridge.Error
-		if errors.As(err, &ae) && permanent(ae.Status) {
-			return nil, err
-		}
-		if !client.Sleep(ctx, b.Next()) {
-			return nil, fmt.Errorf("read party replies: %w", ctx.Err())
+	var evs []agentbridge.Event
+	err := c.retry(ctx, retrying{what: "read party replies", attrs: []any{"trigger", r.TriggerID}, permanent: refusedForGood},
+		func() (err error) {
+			evs, err = c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: r.Thread, After: r.TriggerSeq, Limit: agentbridge.MaxEventsLimit})
+			return err
+		})
+	switch {
+	case err == nil:
+	case refusedForGood(err):
+		return nil, err
+	default:
+		return nil, fmt.Errorf("read party replies: %w", err)
+	}
+	for _, e := range evs {
+		if want[e.ID] {
+			out[e.ID] = e
 		}
 	}
+	return out, nil
 }
 
 // partyOutcomes turns a round's finished invocations into the outcomes

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
+	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -118,13 +118,12 @@ func (r *receiptReporter) wake() {
 // over whatever is left (the statuses shutdown wrote) and returns once a
 // pass finds nothing more, or when ctx ends.
 func (r *receiptReporter) run(ctx context.Context, final <-chan struct{}) {
-	inv, dec, err := r.c.db.ReceiptHeads(ctx)
-	for err != nil {
-		r.c.log.Warn("receipts: cannot read the ledger; retrying", "err", err)
-		if !client.Sleep(ctx, time.Second) {
-			return
-		}
+	var inv, dec int64
+	if err := r.c.retry(ctx, retrying{what: "read the ledger's heads for receipts", maxWait: time.Second}, func() (err error) {
 		inv, dec, err = r.c.db.ReceiptHeads(ctx)
+		return err
+	}); err != nil {
+		return
 	}
 	r.lastInv, r.lastDec = max(inv-receiptReplay, 0), max(dec-receiptReplay, 0)
 	// Every run the recovery will settle is watched from the first pass,
@@ -264,29 +263,25 @@ func finished(p ledger.PairState) bool {
 // dropped with a log line.
 func (r *receiptReporter) send(ctx context.Context, in agentbridge.ReceiptInput) bool {
 	in.From = r.c.cfg.Load().CoordinatorID
-	var b client.Backoff
-	for {
-		_, _, err := r.c.bridge.PutReceipt(ctx, in)
-		if err == nil {
-			r.sent.Inc()
-			return true
+	err := r.c.retry(ctx, retrying{what: "send a receipt", attrs: []any{"thread", in.Thread, "event", in.Event},
+		level: slog.LevelDebug, maxWait: receiptRetryMax,
+		permanent: func(err error) bool { return ctx.Err() == nil && refusedForGood(err) }},
+		func() error {
+			_, _, err := r.c.bridge.PutReceipt(ctx, in)
+			return err
+		})
+	switch {
+	case err == nil:
+		r.sent.Inc()
+		return true
+	case ctx.Err() != nil:
+		return false
+	default:
+		level := r.c.log.Debug
+		if !r.warned {
+			r.warned, level = true, r.c.log.Warn
 		}
-		if ctx.Err() != nil {
-			return false
-		}
-		var ae *agentbridge.Error
-		if errors.As(err, &ae) && permanent(ae.Status) {
-			level := r.c.log.Debug
-			if !r.warned {
-				r.warned, level = true, r.c.log.Warn
-			}
-			level("receipts: the bridge refused a receipt; dropping it", "thread", in.Thread, "event", in.Event, "participant", in.Participant, "state", in.State, "err", err)
-			return true
-		}
-		d := min(b.Next(), receiptRetryMax)
-		r.c.log.Debug("receipts: cannot reach the bridge; retrying", "err", err, "retry_in", d.Round(time.Millisecond))
-		if !client.Sleep(ctx, d) {
-			return false
-		}
+		level("receipts: the bridge refused a receipt; dropping it", "thread", in.Thread, "event", in.Event, "participant", in.Participant, "state", in.State, "err", err)
+		return true
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -73,24 +72,20 @@ func (c *Coordinator) recover(ctx context.Context) error {
 // something, retrying while the bridge is unreachable. Unfinished records
 // are few and recent, so one bounded read per thread is enough.
 func (c *Coordinator) repliesAfter(ctx context.Context, thread string, seq int64) ([]agentbridge.Event, error) {
-	var b client.Backoff
-	for {
-		evs, err := c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: thread, After: max(seq-1, 0), Limit: agentbridge.MaxEventsLimit})
-		if err == nil {
-			var out []agentbridge.Event
-			for _, e := range evs {
-				if e.Meta.ReplyTo != "" {
-					out = append(out, e)
-				}
-			}
-			return out, nil
-		}
-		d := b.Next()
-		c.log.Warn("cannot read thread for recovery; retrying", "thread", thread, "err", err, "retry_in", d.Round(time.Millisecond))
-		if !client.Sleep(ctx, d) {
-			return nil, fmt.Errorf("recover thread %s: %w", thread, ctx.Err())
+	var evs []agentbridge.Event
+	if err := c.retry(ctx, retrying{what: "read thread for recovery", attrs: []any{"thread", thread}}, func() (err error) {
+		evs, err = c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: thread, After: max(seq-1, 0), Limit: agentbridge.MaxEventsLimit})
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("recover thread %s: %w", thread, err)
+	}
+	var out []agentbridge.Event
+	for _, e := range evs {
+		if e.Meta.ReplyTo != "" {
+			out = append(out, e)
 		}
 	}
+	return out, nil
 }
 
 // replyFor finds the pair's reply (from the participant) or error message
