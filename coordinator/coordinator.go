@@ -421,44 +421,89 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	if err != nil {
 		return err
 	}
-	step := ledger.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq}
-	var d Decision
-	decided := false
-	if done, ok, err := c.db.ThreadCursor(ctx, e.Thread); err != nil {
+	d, decided, err := c.decide(ctx, e, before.state, cfg)
+	if err != nil {
 		return err
-	} else if ok && done >= e.Seq {
-		// Already processed (the global cursor was reset behind it).
-	} else if e.Type == agentbridge.TypeMessage || e.Type == agentbridge.TypeControl || e.Type == agentbridge.TypeSceneClosed {
-		var turns map[string]int
-		if before.state.Party.On {
-			if turns, err = c.db.PartyTurns(ctx, e.Thread); err != nil {
-				return err
-			}
-		}
-		d = DecideWithTurns(before.state, e, cfg, turns)
-		decided = e.Type == agentbridge.TypeMessage || d.Rule == RuleProd || d.Rule == RuleScene || d.Rule == RuleSceneJournal
 	}
+	step := ledger.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq}
 	if decided {
-		js, err := json.Marshal(d)
-		if err != nil {
-			return fmt.Errorf("encode decision: %w", err)
+		if step, err = c.stepFor(cfg, e, d); err != nil {
+			return err
 		}
-		step.Decision = &ledger.DecisionRecord{EventID: e.ID, Thread: e.Thread, Seq: e.Seq, GSeq: e.GSeq, Decision: js}
-		for _, t := range d.Invoke {
-			cmd := []string{}
-			if a, ok := cfg.Agents[t.Agent]; ok {
-				cmd = a.Argv()
-			}
-			step.Invocations = append(step.Invocations, ledger.Invocation{
-				Thread: e.Thread, TriggerID: e.ID, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq,
-				Participant: t.Participant, Agent: t.Agent, Command: cmd, Hop: d.Hop, Round: d.partyRound(),
-			})
-		}
-		step.Notices = c.notices(cfg, e, d)
-		step.PartyRound = d.partyStart(e)
 	}
 	// A cancel is applied before the cursor moves past it, so a crash
 	// in between applies it again (it is idempotent).
+	if err := c.applyControls(ctx, e, humans); err != nil {
+		return err
+	}
+	queued, err := c.db.Commit(ctx, step)
+	if err != nil {
+		return err
+	}
+	c.cursor.Store(e.GSeq)
+	after := c.remember(cfg, e, before, humans)
+	if decided {
+		c.log.Debug("decided", "event", e.ID, "thread", e.Thread, "rule", d.Rule, "invoke", len(d.Invoke), "skipped", len(d.Skipped))
+	}
+	c.dispatch(ctx, e, d, decided, step, queued, after)
+	return nil
+}
+
+// decide applies the trigger rules to e, unless the thread's cursor shows
+// it was processed already. decided reports whether the decision is to be
+// recorded: every message's, and a control's or closed scene's that did
+// something.
+func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, before agentbridge.ThreadState, cfg *Config) (d Decision, decided bool, err error) {
+	switch e.Type {
+	case agentbridge.TypeMessage, agentbridge.TypeControl, agentbridge.TypeSceneClosed:
+	default:
+		return d, false, nil
+	}
+	if done, ok, err := c.db.ThreadCursor(ctx, e.Thread); err != nil {
+		return d, false, err
+	} else if ok && done >= e.Seq {
+		// Already processed (the global cursor was reset behind it).
+		return d, false, nil
+	}
+	var turns map[string]int
+	if before.Party.On {
+		if turns, err = c.db.PartyTurns(ctx, e.Thread); err != nil {
+			return d, false, err
+		}
+	}
+	d = DecideWithTurns(before, e, cfg, turns)
+	decided = e.Type == agentbridge.TypeMessage || d.Rule == RuleProd || d.Rule == RuleScene || d.Rule == RuleSceneJournal
+	return d, decided, nil
+}
+
+// stepFor is the ledger step that records decision d of e: the decision,
+// the invocations it queues, the notices it owes and a party round it
+// starts.
+func (c *Coordinator) stepFor(cfg *Config, e agentbridge.Event, d Decision) (ledger.Step, error) {
+	step := ledger.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq}
+	js, err := json.Marshal(d)
+	if err != nil {
+		return step, fmt.Errorf("encode decision: %w", err)
+	}
+	step.Decision = &ledger.DecisionRecord{EventID: e.ID, Thread: e.Thread, Seq: e.Seq, GSeq: e.GSeq, Decision: js}
+	for _, t := range d.Invoke {
+		cmd := []string{}
+		if a, ok := cfg.Agents[t.Agent]; ok {
+			cmd = a.Argv()
+		}
+		step.Invocations = append(step.Invocations, ledger.Invocation{
+			Thread: e.Thread, TriggerID: e.ID, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq,
+			Participant: t.Participant, Agent: t.Agent, Command: cmd, Hop: d.Hop, Round: d.partyRound(),
+		})
+	}
+	step.Notices = c.notices(cfg, e, d)
+	step.PartyRound = d.partyStart(e)
+	return step, nil
+}
+
+// applyControls applies the controls that act on the coordinator itself:
+// cancel, reset_session and permission answers.
+func (c *Coordinator) applyControls(ctx context.Context, e agentbridge.Event, humans agentbridge.Humans) error {
 	if err := c.applyCancelControl(ctx, e, humans); err != nil {
 		return err
 	}
@@ -466,11 +511,12 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 		return err
 	}
 	c.applyPermissionControl(e, humans)
-	queued, err := c.db.Commit(ctx, step)
-	if err != nil {
-		return err
-	}
-	c.cursor.Store(e.GSeq)
+	return nil
+}
+
+// remember folds e into the thread's cached state and the follow loop's
+// recent events, and returns the state after e.
+func (c *Coordinator) remember(cfg *Config, e agentbridge.Event, before threadCache, humans agentbridge.Humans) agentbridge.ThreadState {
 	after := agentbridge.Fold(before.state, e, humans)
 	name := before.name
 	if e.Type == agentbridge.TypeThreadCreated || e.Type == agentbridge.TypeThreadRenamed {
@@ -479,9 +525,14 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	c.threads.put(e.Thread, threadCache{seq: e.Seq, state: after, name: name})
 	c.avail.note(e.Thread, after)
 	c.recent.add(e, cfg.ContextWindowSize+recentSlack)
-	if decided {
-		c.log.Debug("decided", "event", e.ID, "thread", e.Thread, "rule", d.Rule, "invoke", len(d.Invoke), "skipped", len(d.Skipped))
-	}
+	return after
+}
+
+// dispatch hands what a committed step queued to the scheduler: the
+// invocations (with what the follow loop already knows, so prepare reads
+// less), the notices, the receipts, and the end of a party round nobody
+// could take part in.
+func (c *Coordinator) dispatch(ctx context.Context, e agentbridge.Event, d Decision, decided bool, step ledger.Step, queued []ledger.Invocation, after agentbridge.ThreadState) {
 	profiles := make(map[string]agentbridge.Profile, len(d.Invoke))
 	for _, t := range d.Invoke {
 		profiles[t.Participant] = t.Profile
@@ -500,7 +551,6 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 		// Nobody could take part: the round ends at once, with its notice.
 		c.partyAdvance(ctx, e.ID)
 	}
-	return nil
 }
 
 // stateBefore returns the thread's state just before e: from the cache

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -230,44 +229,6 @@ func partyOutcomes(invs []ledger.Invocation, replies map[string]agentbridge.Even
 		out = append(out, o)
 	}
 	return out
-}
-
-// partyPayload adds the party block to a party invocation's payload and,
-// for round 2, every round-1 answer after the trigger in its context.
-func (c *Coordinator) partyPayload(ctx context.Context, inv ledger.Invocation, p *adapters.Payload) error {
-	r, err := c.db.PartyRoundOf(ctx, inv.TriggerID)
-	if err != nil {
-		return fmt.Errorf("read party round: %w", err)
-	}
-	p.Party = &adapters.PartyInfo{Round: inv.Round, Selected: r.Selected}
-	if inv.Round < 2 {
-		return nil
-	}
-	round1, err := c.db.PartyInvocations(ctx, inv.TriggerID, 1)
-	if err != nil {
-		return err
-	}
-	round2, err := c.db.PartyInvocations(ctx, inv.TriggerID, 2)
-	if err != nil {
-		return err
-	}
-	p.Party.Selected = make([]string, len(round2))
-	for i, x := range round2 {
-		p.Party.Selected[i] = x.Participant
-	}
-	replies, err := c.partyReplies(ctx, r, round1)
-	if err != nil {
-		return err
-	}
-	var answers []agentbridge.Event
-	for _, x := range round1 {
-		if e, ok := replies[x.ReplyEventID]; ok && e.From == x.Participant {
-			answers = append(answers, e)
-		}
-	}
-	slices.SortFunc(answers, func(a, b agentbridge.Event) int { return int(a.Seq - b.Seq) })
-	p.ContextWindow = append(p.ContextWindow, answers...)
-	return nil
 }
 
 // recoverParty moves on every party round a previous run left open, once

@@ -76,7 +76,7 @@ func (c *Coordinator) postRefused(ctx context.Context, inv ledger.Invocation, in
 			}
 		}
 	}
-	notice := c.errorPost(c.cfg.Load(), inv, fmt.Sprintf("the bridge refused %s's reply (%s): %s", inv.Participant, ae.Code, ae.Message))
+	notice := errorPost(c.cfg.Load(), inv, fmt.Sprintf("the bridge refused %s's reply (%s): %s", inv.Participant, ae.Code, ae.Message))
 	ev, err := c.appendRetry(ctx, inv, notice, key)
 	if err != nil {
 		return refusedPost{}, err
