@@ -471,7 +471,7 @@ func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, before ag
 			return d, false, err
 		}
 	}
-	d = DecideWithTurns(before, e, cfg, turns)
+	d = Decide(before, e, cfg, turns)
 	decided = e.Type == agentbridge.TypeMessage || d.Rule == RuleProd || d.Rule == RuleScene || d.Rule == RuleSceneJournal
 	return d, decided, nil
 }

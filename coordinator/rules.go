@@ -92,17 +92,13 @@ type Skip struct {
 
 // Decide applies the trigger rules to event e of a thread whose derived
 // state before e is state (the caller folds e afterwards, so a control only
-// affects later events). It is pure: it does no I/O, reads no clock and does
-// not modify its arguments. Rate limiting is not its business: the scheduler
-// queues what is over the rate.
-func Decide(state agentbridge.ThreadState, e agentbridge.Event, cfg *Config) Decision {
-	return DecideWithTurns(state, e, cfg, nil)
-}
-
-// DecideWithTurns is Decide given how many party rounds each participant
+// affects later events). turns is how many party rounds each participant
 // of the thread took part in so far, which a party round's selection
-// rotates by (see SelectParty).
-func DecideWithTurns(state agentbridge.ThreadState, e agentbridge.Event, cfg *Config, turns map[string]int) Decision {
+// rotates by (see SelectParty); nil outside party mode. It is pure: it
+// does no I/O, reads no clock and does not modify its arguments. Rate
+// limiting is not its business: the scheduler queues what is over the
+// rate.
+func Decide(state agentbridge.ThreadState, e agentbridge.Event, cfg *Config, turns map[string]int) Decision {
 	r := &router{
 		state: state,
 		e:     e,

@@ -302,7 +302,7 @@ func TestDecide(t *testing.T) {
 				tt.cfg(cfg)
 			}
 			before := fmt.Sprintf("%+v", tt.state)
-			d := Decide(tt.state, tt.event, cfg)
+			d := Decide(tt.state, tt.event, cfg, nil)
 			if after := fmt.Sprintf("%+v", tt.state); after != before {
 				t.Fatalf("Decide modified the state:\n%s\n%s", before, after)
 			}
@@ -345,7 +345,7 @@ func TestDecide(t *testing.T) {
 }
 
 func TestDecisionJSON(t *testing.T) {
-	d := Decide(team(), msg("user", "all", "@codex @gemini"), testConfig())
+	d := Decide(team(), msg("user", "all", "@codex @gemini"), testConfig(), nil)
 	b, err := json.Marshal(d)
 	if err != nil {
 		t.Fatal(err)
@@ -356,7 +356,7 @@ func TestDecisionJSON(t *testing.T) {
 	if string(b) != want {
 		t.Fatalf("decision JSON:\n got %s\nwant %s", b, want)
 	}
-	empty, err := json.Marshal(Decide(team(), msg("user", "all", "hi"), testConfig()))
+	empty, err := json.Marshal(Decide(team(), msg("user", "all", "hi"), testConfig(), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +431,7 @@ func FuzzDecide(f *testing.F) {
 		if hop > 0 {
 			e.Meta.Hop = &hop
 		}
-		d := Decide(st, e, cfg)
+		d := Decide(st, e, cfg, nil)
 		seen := map[string]bool{}
 		for _, target := range d.Invoke {
 			p := target.Participant
@@ -473,6 +473,6 @@ func BenchmarkDecide(b *testing.B) {
 	e := reply("codex", "Thanks. @sage and @claude-2, can you check `@codex` output? cc @reviewer @gem", 2)
 	b.ReportAllocs()
 	for b.Loop() {
-		Decide(st, e, cfg)
+		Decide(st, e, cfg, nil)
 	}
 }

@@ -60,10 +60,3 @@ func (t *threadCaches) put(id string, tc threadCache) {
 		delete(t.byID, old.Value.(*threadEntry).id)
 	}
 }
-
-// len returns how many threads are cached.
-func (t *threadCaches) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.lru.Len()
-}

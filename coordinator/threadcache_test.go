@@ -18,7 +18,7 @@ func TestThreadCachesDropLeastRecentlyUsed(t *testing.T) {
 	c.put("t3", threadCache{seq: 3})                   // drops t1, the least recently used
 	c.put("t0", threadCache{seq: 10, name: "renamed"}) // an update: no entry added
 	c.put("t4", threadCache{seq: 4})                   // drops t2
-	if n := c.len(); n != 3 {
+	if n := c.lru.Len(); n != 3 {
 		t.Fatalf("len = %d, want the bound 3", n)
 	}
 	for id, want := range map[string]bool{"t0": true, "t1": false, "t2": false, "t3": true, "t4": true} {
