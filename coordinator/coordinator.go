@@ -18,6 +18,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 )
 
@@ -67,10 +68,7 @@ type Coordinator struct {
 	sched   *scheduler
 	// receipts reports each considered pair's state to the bridge
 	// (receipts.go).
-	receipts *receiptReporter
-	// excerpts caches trigger excerpts for the runs dashboard.
-	excerpts excerpts
-
+	receipts  *receiptReporter
 	statusLn  net.Listener
 	statusSrv *http.Server
 	// guard is the status API's security gate (status.go).
@@ -231,7 +229,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	stopReceipts := c.receipts.start(ctx)
 
 	if c.statusLn != nil {
-		c.statusSrv = c.guard.Server(c.guard.Wrap(c.statusHandler()))
+		c.statusSrv = c.guard.Server(c.guard.Wrap(status.New(statusSource{c}, c.guard, c.log).Handler()))
 		c.statusSrv.BaseContext = func(net.Listener) context.Context { return ctx }
 		c.statusSrv.ErrorLog = slog.NewLogLogger(c.log.Handler(), slog.LevelDebug)
 		wg.Add(1)

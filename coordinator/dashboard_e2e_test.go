@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 )
 
 // getStatus GETs a status API path and decodes the answer into out,
@@ -42,7 +42,7 @@ func TestDashboardEndpoints(t *testing.T) {
 	s.waitStatus(a.ID, "alice", ledger.StatusSucceeded)
 	s.waitStatus(b.ID, "bob", ledger.StatusSucceeded)
 
-	var runs coordinator.RunsResponse
+	var runs status.RunsResponse
 	if code := s.getStatus("/runs?participant=alice", &runs); code != 200 || len(runs.Runs) != 1 {
 		t.Fatalf("GET /runs?participant=alice: %d %+v", code, runs)
 	}
@@ -57,7 +57,7 @@ func TestDashboardEndpoints(t *testing.T) {
 		t.Errorf("GET /runs?status=done: %d, want 400", code)
 	}
 
-	var usage coordinator.UsageResponse
+	var usage status.UsageResponse
 	if code := s.getStatus("/usage?tz_offset_min=60", &usage); code != 200 {
 		t.Fatalf("GET /usage: %d", code)
 	}

@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -95,7 +95,7 @@ func TestProgressReachesLedgerPresenceAndStatusAPI(t *testing.T) {
 	testutil.WaitFor(t, waitLong, "presence details.status to show the latest progress", func() bool {
 		return s.presenceStatus(th, "alice") == "step 3"
 	})
-	var got coordinator.InvocationResponse
+	var got status.InvocationResponse
 	testutil.WaitFor(t, waitLong, "the progress records on the status API", func() bool {
 		s.statusJSON("GET", "/invocations/"+strconv.FormatInt(inv.ID, 10), &got)
 		return len(got.Progress) == 3
@@ -106,7 +106,7 @@ func TestProgressReachesLedgerPresenceAndStatusAPI(t *testing.T) {
 	if p := got.Progress[2]; p.Status != "step 3" || p.Kind != "tool" || string(p.Detail) != `{"i":3}` || p.TS == "" {
 		t.Errorf("last progress %+v", p)
 	}
-	var newer coordinator.InvocationResponse
+	var newer status.InvocationResponse
 	s.statusJSON("GET", fmt.Sprintf("/invocations/%d?after=%d", inv.ID, got.Progress[1].ID), &newer)
 	if len(newer.Progress) != 1 || newer.Progress[0].Status != "step 3" {
 		t.Errorf("after: %+v", newer.Progress)
@@ -144,7 +144,7 @@ func TestProgressReachesLedgerPresenceAndStatusAPI(t *testing.T) {
 		t.Errorf("unknown show: %d %+v", code, errBody)
 	}
 	s.waitPresence(th, "alice", agentbridge.PresenceListening)
-	var final coordinator.InvocationResponse
+	var final status.InvocationResponse
 	s.statusJSON("GET", "/invocations/"+strconv.FormatInt(inv.ID, 10), &final)
 	if final.ProgressBad != 2 || final.FinishedAt == "" {
 		t.Errorf("final record %+v", final.Invocation)

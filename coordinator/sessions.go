@@ -3,13 +3,11 @@ package coordinator
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
-	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // Sessions (contract 5.6): the coordinator keeps, per (thread, participant,
@@ -56,20 +54,4 @@ func (c *Coordinator) applyResetSession(ctx context.Context, e agentbridge.Event
 	}
 	c.log.Info("session reset", "thread", e.Thread, "participant", ctl.ResetSession.ParticipantID, "by", e.From)
 	return nil
-}
-
-// SessionsResponse is the body of GET /sessions.
-type SessionsResponse struct {
-	Sessions []ledger.Session `json:"sessions"`
-}
-
-// handleSessions serves GET /sessions[?thread=T].
-func (c *Coordinator) handleSessions(w http.ResponseWriter, r *http.Request) {
-	list, err := c.db.Sessions(r.Context(), r.URL.Query().Get("thread"))
-	if err != nil {
-		c.log.Error("list sessions", "err", err)
-		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The sessions could not be read."))
-		return
-	}
-	httpjson.Write(w, http.StatusOK, SessionsResponse{Sessions: list})
 }

@@ -9,6 +9,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 )
 
 // sessionStack runs alice and bob as adapters that keep CLI sessions.
@@ -52,7 +53,7 @@ func (s *stack) sessionsAPI(thread string) []ledger.Session {
 		s.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var body coordinator.SessionsResponse
+	var body status.SessionsResponse
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		s.t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/spf13/cobra"
 )
 
@@ -79,7 +80,7 @@ func (m *Main) invocationShowCommand(c *cobra.Command) runFunc {
 		if *asJSON && *follow {
 			return usagef("invocations show: --json and --follow do not go together")
 		}
-		var rec coordinator.InvocationResponse
+		var rec status.InvocationResponse
 		if err := m.statusGet(ctx, base(), "/invocations/"+id, nil, &rec); err != nil {
 			return err
 		}
@@ -222,7 +223,7 @@ func (m *Main) invocationsCommand(c *cobra.Command) runFunc {
 	fs := c.Flags()
 	thread := fs.String("thread", "", "only this thread")
 	participant := fs.String("participant", "", "only this participant's")
-	status := fs.String("status", "", "only this status: queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed")
+	statusFlag := fs.String("status", "", "only this status: queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed")
 	limit := fs.Int("limit", 100, "at most this many, newest first")
 	asJSON := fs.Bool("json", false, "print the records as JSON")
 	base := m.coordinatorURLFlag(fs)
@@ -230,8 +231,8 @@ func (m *Main) invocationsCommand(c *cobra.Command) runFunc {
 		if len(pos) > 0 {
 			return usagef("invocations takes no arguments, got %q", pos[0])
 		}
-		if *status != "" && !ledger.ValidStatus(*status) {
-			return usagef("--status: %q is not one of queued, running, succeeded, failed, timeout, interrupted, refused, cancelled, passed", *status)
+		if *statusFlag != "" && !ledger.ValidStatus(*statusFlag) {
+			return usagef("--status: %q is not one of queued, running, succeeded, failed, timeout, interrupted, refused, cancelled, passed", *statusFlag)
 		}
 		if *limit < 1 || *limit > agentbridge.MaxEventsLimit {
 			return usagef("--limit: must be from 1 to %d", agentbridge.MaxEventsLimit)
@@ -243,10 +244,10 @@ func (m *Main) invocationsCommand(c *cobra.Command) runFunc {
 		if *participant != "" {
 			q.Set("participant", *participant)
 		}
-		if *status != "" {
-			q.Set("status", *status)
+		if *statusFlag != "" {
+			q.Set("status", *statusFlag)
 		}
-		var out coordinator.InvocationsResponse
+		var out status.InvocationsResponse
 		if err := m.statusGet(ctx, base(), "/invocations", q, &out); err != nil {
 			return err
 		}

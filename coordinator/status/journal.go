@@ -1,4 +1,4 @@
-package coordinator
+package status
 
 import (
 	"net/http"
@@ -17,15 +17,15 @@ type JournalResponse struct {
 	Text        string                `json:"text"`
 }
 
-func (c *Coordinator) handleJournal(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleJournal(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("participant")
 	if !agentbridge.ParticipantIDPattern.MatchString(id) {
 		httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "participant", "%q is not a valid participant id.", id))
 		return
 	}
-	entries, err := c.db.Journal(r.Context(), id)
+	entries, err := s.src.Ledger().Journal(r.Context(), id)
 	if err != nil {
-		c.log.Error("read journal", "participant", id, "err", err)
+		s.log.Error("read journal", "participant", id, "err", err)
 		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The journal could not be read."))
 		return
 	}
