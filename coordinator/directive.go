@@ -134,10 +134,7 @@ func (c *Coordinator) questionTo(ctx context.Context, cfg *Config, inv ledger.In
 		// A question must still reach a person: the first human is
 		// the documented fallback.
 		c.log.Warn("cannot follow the chain of a question; sending it to the first human", "id", inv.ID, "err", err)
-		to = agentbridge.ToAll
-		if len(cfg.HumanIDs) > 0 {
-			to = cfg.HumanIDs[0]
-		}
+		to = fallbackRecipient(cfg.HumanIDs)
 	}
 	return to
 }
