@@ -136,25 +136,7 @@ func (c *Coordinator) partyAdvance(ctx context.Context, triggerID string) {
 	}
 	next := NextPartyStep(r.Stage, r.CrossTalk, partyOutcomes(round1, replies), partyOutcomes(round2, replies))
 	if len(next.Round2) > 0 {
-		var more []ledger.Invocation
-		for _, p := range next.Round2 {
-			i := slices.IndexFunc(round1, func(inv ledger.Invocation) bool { return inv.Participant == p })
-			more = append(more, ledger.Invocation{
-				Thread: r.Thread, TriggerID: r.TriggerID, TriggerSeq: r.TriggerSeq, TriggerGSeq: r.TriggerGSeq,
-				Participant: p, Agent: round1[i].Agent, Command: round1[i].Command, Hop: r.Hop, Round: 2,
-			})
-		}
-		queued, ok, err := c.db.AdvanceParty(keep, triggerID, ledger.PartyStageRound1, ledger.PartyStageRound2, more, nil)
-		if err != nil {
-			c.log.Error("start party round 2", "trigger", triggerID, "err", err)
-			return
-		}
-		if ok {
-			c.log.Info("party round 2", "trigger", triggerID, "agents", next.Round2)
-		}
-		for _, inv := range queued {
-			c.sched.enqueue(job{inv: inv})
-		}
+		c.startRound2(keep, r, round1, next.Round2)
 		return
 	}
 	cfg := c.cfg.Load()
@@ -171,6 +153,30 @@ func (c *Coordinator) partyAdvance(ctx context.Context, triggerID string) {
 	}
 	if ok {
 		c.sched.postNotice(n)
+	}
+}
+
+// startRound2 queues round 2 of party round r for participants, each
+// with the agent it used in round 1.
+func (c *Coordinator) startRound2(ctx context.Context, r ledger.PartyRound, round1 []ledger.Invocation, participants []string) {
+	var more []ledger.Invocation
+	for _, p := range participants {
+		i := slices.IndexFunc(round1, func(inv ledger.Invocation) bool { return inv.Participant == p })
+		more = append(more, ledger.Invocation{
+			Thread: r.Thread, TriggerID: r.TriggerID, TriggerSeq: r.TriggerSeq, TriggerGSeq: r.TriggerGSeq,
+			Participant: p, Agent: round1[i].Agent, Command: round1[i].Command, Hop: r.Hop, Round: 2,
+		})
+	}
+	queued, ok, err := c.db.AdvanceParty(ctx, r.TriggerID, ledger.PartyStageRound1, ledger.PartyStageRound2, more, nil)
+	if err != nil {
+		c.log.Error("start party round 2", "trigger", r.TriggerID, "err", err)
+		return
+	}
+	if ok {
+		c.log.Info("party round 2", "trigger", r.TriggerID, "agents", participants)
+	}
+	for _, inv := range queued {
+		c.sched.enqueue(job{inv: inv})
 	}
 }
 

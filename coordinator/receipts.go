@@ -171,9 +171,27 @@ func (r *receiptReporter) run(ctx context.Context, final <-chan struct{}) {
 // pass reports what changed since the last pass and returns how many rows
 // it read.
 func (r *receiptReporter) pass(ctx context.Context) (int, error) {
+	decs, ok, err := r.passDecisions(ctx)
+	if err != nil || !ok {
+		return 0, err
+	}
+	rows, err := r.pairRows(ctx)
+	if err != nil {
+		return decs, err
+	}
+	newRows, ok := r.reportPairs(ctx, rows)
+	if !ok {
+		return 0, nil
+	}
+	return max(decs, newRows), nil
+}
+
+// passDecisions reports the skipped pairs of the decisions recorded since
+// the last pass. It returns how many it read; ok is false when ctx ended.
+func (r *receiptReporter) passDecisions(ctx context.Context) (n int, ok bool, err error) {
 	decs, err := r.c.db.DecisionsAfter(ctx, r.lastDec, receiptBatch)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	for _, d := range decs {
 		var dd Decision
@@ -185,14 +203,20 @@ func (r *receiptReporter) pass(ctx context.Context) (int, error) {
 				Thread: d.Thread, Event: d.EventID, Participant: s.Participant,
 				State: agentbridge.ReceiptSkipped, Reason: s.Reason,
 			}) {
-				return 0, nil
+				return 0, false, nil
 			}
 		}
 		r.lastDec = d.Row
 	}
+	return len(decs), true, nil
+}
+
+// pairRows reads the pairs queued since the last pass and the unfinished
+// ones, oldest first.
+func (r *receiptReporter) pairRows(ctx context.Context) ([]ledger.PairState, error) {
 	rows, err := r.c.db.PairStates(ctx, r.lastInv, nil, receiptBatch)
 	if err != nil {
-		return len(decs), err
+		return nil, err
 	}
 	// The unfinished ones, a bounded number of ids per statement (many
 	// runs may wait in a queue).
@@ -204,12 +228,17 @@ func (r *receiptReporter) pass(ctx context.Context) (int, error) {
 		n := min(len(ids), receiptBatch)
 		more, err := r.c.db.PairStates(ctx, math.MaxInt64, ids[:n], 0)
 		if err != nil {
-			return len(decs), err
+			return nil, err
 		}
 		rows, ids = append(rows, more...), ids[n:]
 	}
 	slices.SortFunc(rows, func(a, b ledger.PairState) int { return cmp.Compare(a.ID, b.ID) })
-	newRows := 0
+	return rows, nil
+}
+
+// reportPairs sends the receipt of every pair whose state changed. It
+// returns how many rows were new; ok is false when ctx ended.
+func (r *receiptReporter) reportPairs(ctx context.Context, rows []ledger.PairState) (newRows int, ok bool) {
 	for _, p := range rows {
 		if p.ID > r.lastInv {
 			newRows++
@@ -230,7 +259,7 @@ func (r *receiptReporter) pass(ctx context.Context) (int, error) {
 				Thread: p.Thread, Event: p.TriggerID, Participant: p.Participant,
 				State: p.Status, Invocation: strconv.FormatInt(p.ID, 10), Reply: p.ReplyEventID,
 			}) {
-				return 0, nil
+				return 0, false
 			}
 		}
 		if finished(p) {
@@ -240,7 +269,7 @@ func (r *receiptReporter) pass(ctx context.Context) (int, error) {
 		}
 		r.lastInv = max(r.lastInv, p.ID)
 	}
-	return max(len(decs), newRows), nil
+	return newRows, true
 }
 
 // finished reports whether an invocation's receipt can no longer change:

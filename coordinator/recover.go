@@ -21,19 +21,7 @@ func (c *Coordinator) recover(ctx context.Context) error {
 		return err
 	}
 	for _, inv := range invs {
-		if inv.Status != ledger.StatusRunning || inv.PGID <= 0 {
-			continue
-		}
-		started, err := time.Parse(agentbridge.TimeLayout, inv.ProcessStartedAt)
-		if err != nil {
-			c.log.Warn("invocation has no valid process start time; not killing its group", "id", inv.ID, "pgid", inv.PGID)
-			continue
-		}
-		if err := adapters.KillGroup(inv.PGID, started); err != nil {
-			c.log.Warn("kill leftover adapter group", "id", inv.ID, "pgid", inv.PGID, "err", err)
-		} else {
-			c.log.Info("killed leftover adapter group", "id", inv.ID, "pgid", inv.PGID)
-		}
+		c.killLeftover(inv)
 	}
 	replies := map[string][]agentbridge.Event{}
 	for _, inv := range invs {
@@ -66,6 +54,24 @@ func (c *Coordinator) recover(ctx context.Context) error {
 		c.sched.postNotice(n)
 	}
 	return c.recoverParty(ctx)
+}
+
+// killLeftover kills the process group a run that was running when the
+// previous coordinator stopped may have left.
+func (c *Coordinator) killLeftover(inv ledger.Invocation) {
+	if inv.Status != ledger.StatusRunning || inv.PGID <= 0 {
+		return
+	}
+	started, err := time.Parse(agentbridge.TimeLayout, inv.ProcessStartedAt)
+	if err != nil {
+		c.log.Warn("invocation has no valid process start time; not killing its group", "id", inv.ID, "pgid", inv.PGID)
+		return
+	}
+	if err := adapters.KillGroup(inv.PGID, started); err != nil {
+		c.log.Warn("kill leftover adapter group", "id", inv.ID, "pgid", inv.PGID, "err", err)
+	} else {
+		c.log.Info("killed leftover adapter group", "id", inv.ID, "pgid", inv.PGID)
+	}
 }
 
 // repliesAfter reads the thread's events after seq that reply to
