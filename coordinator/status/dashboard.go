@@ -46,7 +46,7 @@ type excerpts struct {
 	mu sync.Mutex
 	m  map[string]string
 	// names caches the names of threads the coordinator has no state
-	// for (dashboard_words.go); a rename shows once the thread speaks.
+	// for (words.go); a rename shows once the thread speaks.
 	names map[string]string
 }
 
