@@ -24,7 +24,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // Agent Client Protocol agents (contract 6.6, docs/acp.md). An agent entry
@@ -295,48 +295,10 @@ func (a *acpAgent) start(ctx context.Context, cfg *Config, onStart func(*acpAgen
 	a.cmd = exec.Command(argv[0], argv[1:]...)
 	a.cmd.Dir = a.cwd
 	a.cmd.SysProcAttr = acpProcAttr()
-	env := os.Environ()
-	keys := make([]string, 0, len(a.cfg.Env))
-	for k := range a.cfg.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+a.cfg.Env[k])
-	}
-	env = append(env, "BRIDGE_URL="+cfg.BridgeURL, "BRIDGE_THREAD_ID="+a.key.thread,
-		"BRIDGE_PARTICIPANT_ID="+a.key.participant, adapters.EnvAgentBridgeBin+"="+c.exe)
-	a.cmd.Env = env
-	inR, inW, err := os.Pipe()
+	a.cmd.Env = acpEnv(a.cfg.Env, cfg.BridgeURL, a.key, c.exe)
+	inW, outR, errR, err := a.spawn()
 	if err != nil {
 		return err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
-		return err
-	}
-	a.cmd.Stdin, a.cmd.Stdout, a.cmd.Stderr = inR, outW, errW
-	err = a.cmd.Start()
-	inR.Close()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
-		close(a.exited)
-		close(a.stderrDone)
-		return fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	a.pid, a.started, a.stdin = a.cmd.Process.Pid, time.Now(), inW
 	onStart(a)
@@ -367,13 +329,72 @@ func (a *acpAgent) start(ctx context.Context, cfg *Config, onStart func(*acpAgen
 		<-a.conn.Done()
 		outR.Close()
 	}()
+	return a.initialize(ctx)
+}
+
+// acpEnv is an ACP agent's environment: the coordinator's, the entry's
+// variables in key order, then the bridge's and this binary.
+func acpEnv(vars map[string]string, bridgeURL string, key pairKey, exe string) []string {
+	env := os.Environ()
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+vars[k])
+	}
+	return append(env, "BRIDGE_URL="+bridgeURL, "BRIDGE_THREAD_ID="+key.thread,
+		"BRIDGE_PARTICIPANT_ID="+key.participant, adapters.EnvAgentBridgeBin+"="+exe)
+}
+
+// spawn starts a.cmd on three pipes and returns the ends the coordinator
+// keeps: the agent's stdin, stdout and stderr. When it fails, nothing is
+// left open and a.exited and a.stderrDone are closed.
+func (a *acpAgent) spawn() (inW, outR, errR *os.File, err error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, nil, nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, nil, nil, err
+	}
+	a.cmd.Stdin, a.cmd.Stdout, a.cmd.Stderr = inR, outW, errW
+	err = a.cmd.Start()
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		close(a.exited)
+		close(a.stderrDone)
+		return nil, nil, nil, fmt.Errorf("start %s: %w", a.cfg.ACP[0], err)
+	}
+	return inW, outR, errR, nil
+}
+
+// initialize sends the ACP initialize request, within acpStartTimeout.
+func (a *acpAgent) initialize(ctx context.Context) error {
 	ictx, cancel := context.WithTimeout(ctx, acpStartTimeout)
 	defer cancel()
 	caps := acp.ClientCapabilities{}
 	if a.cfg.ACPFS {
 		caps.Fs = acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}
 	}
-	err = a.call(ictx, func(ctx context.Context) error {
+	err := a.call(ictx, func(ctx context.Context) error {
 		r, err := a.conn.Initialize(ctx, acp.InitializeRequest{
 			ProtocolVersion:    acp.ProtocolVersionNumber,
 			ClientCapabilities: caps,
@@ -516,7 +537,7 @@ func (a *acpAgent) ensureSession(ctx context.Context, cfg *Config, stored string
 // "acp" entry a session/prompt on the pair's warm agent. p is the adapter
 // payload and body its encoding. why, when not empty, is the sentence for the thread
 // when the run failed in a way adapters.ErrorMessage cannot word.
-func (c *Coordinator) runAgent(ctx context.Context, inv state.Invocation, in prepared, p adapters.Payload, body []byte, progress func(adapters.ProgressRecord)) (res adapters.Result, why string) {
+func (c *Coordinator) runAgent(ctx context.Context, inv ledger.Invocation, in prepared, p adapters.Payload, body []byte, progress func(adapters.ProgressRecord)) (res adapters.Result, why string) {
 	cfg := c.cfg.Load()
 	entry, ok := cfg.Agents[inv.Agent]
 	if !ok || len(entry.ACP) == 0 {
@@ -534,19 +555,11 @@ func (c *Coordinator) runAgent(ctx context.Context, inv state.Invocation, in pre
 	return c.runACP(ctx, cfg, inv, in, entry, p, progress)
 }
 
-// runACP is one turn on the pair's warm agent (contract 6.6).
-func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocation, in prepared, entry AgentConfig, p adapters.Payload, progress func(adapters.ProgressRecord)) (adapters.Result, string) {
+// runACP is one turn on the pair's warm agent (contract 6.6): acquire the
+// agent and its session, send the prompt and wait for its answer (or stop
+// it), then read the result.
+func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv ledger.Invocation, in prepared, entry AgentConfig, p adapters.Payload, progress func(adapters.ProgressRecord)) (adapters.Result, string) {
 	res := adapters.Result{ExitCode: -1, Started: time.Now()}
-	fail := func(why string, a *acpAgent) (adapters.Result, string) {
-		res.StartErr, res.Finished = errACPTurn, time.Now()
-		if a != nil {
-			res.StderrTail = a.stderr.since(0)
-			if tail := strings.TrimSpace(string(res.StderrTail)); tail != "" {
-				why += "\n\nThe end of its stderr:\n" + tail
-			}
-		}
-		return res, why
-	}
 	noPresence := c.acp.tookNoPresence(inv.ID)
 	if ctx.Err() != nil {
 		return stoppedResult(ctx, res), ""
@@ -554,21 +567,16 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 	// A cold start is marked running at once (it may take seconds, and a
 	// cancel meanwhile must stop a running turn); a warm turn after its
 	// prompt is written.
-	markRunning := func(a *acpAgent) {
-		if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, a.pid, a.pid, a.started); err != nil {
-			c.log.Error("record ACP turn start", "id", inv.ID, "err", err)
-		}
-	}
 	cold := false
 	a, err := c.acp.acquire(ctx, cfg, pairKey{inv.Thread, inv.Participant}, entry, func(a *acpAgent) {
 		cold = true
-		markRunning(a)
+		c.markACPRunning(ctx, inv, a)
 	})
 	if err != nil && ctx.Err() != nil {
 		return stoppedResult(ctx, res), ""
 	}
 	if err != nil {
-		return fail(fmt.Sprintf("The ACP agent could not be started: %v.", err), nil)
+		return acpFail(res, fmt.Sprintf("The ACP agent could not be started: %v.", err), nil)
 	}
 	defer c.acp.release(a)
 	errMark := a.stderr.mark()
@@ -578,16 +586,59 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 		return stoppedResult(ctx, res), ""
 	}
 	if err != nil {
-		return fail(fmt.Sprintf("The ACP agent could not open a session: %v.", err), a)
+		return acpFail(res, fmt.Sprintf("The ACP agent could not open a session: %v.", err), a)
 	}
 	res.PID, res.PGID = a.pid, a.pid
+	text := c.acpPromptText(ctx, inv, a, p, fresh, noPresence)
+	t := a.beginTurn(c, inv, in, entry, progress)
+	defer a.endTurn()
+	ans, stopped := c.acpExchange(ctx, cfg, inv, a, t, text, cold)
+	res.Finished = time.Now()
+	res.StderrTail = a.stderr.since(errMark)
+	reply, thought := t.result()
+	c.acpUsage(a, t, ans.resp.Usage, progress)
+	if res, why, done := acpStopped(res, a, t, ans, stopped); done {
+		return res, why
+	}
+	if in.scene != nil && thought != "" && !strings.Contains(reply, "<thinking>") {
+		// A scene actor's private thinking comes as thought chunks.
+		reply = "<thinking>" + thought + "</thinking>\n" + reply
+	}
+	res.ExitCode, res.PID = 0, 0
+	res.Stdout = []byte(reply)
+	res.StdoutBytes = int64(len(reply))
+	return res, ""
+}
+
+// acpFail is res for a turn that failed, with why and the end of the
+// agent's stderr (none for a nil agent, one that never started).
+func acpFail(res adapters.Result, why string, a *acpAgent) (adapters.Result, string) {
+	res.StartErr, res.Finished = errACPTurn, time.Now()
+	if a != nil {
+		res.StderrTail = a.stderr.since(0)
+		if tail := strings.TrimSpace(string(res.StderrTail)); tail != "" {
+			why += "\n\nThe end of its stderr:\n" + tail
+		}
+	}
+	return res, why
+}
+
+// markACPRunning records that inv's turn runs on agent a.
+func (c *Coordinator) markACPRunning(ctx context.Context, inv ledger.Invocation, a *acpAgent) {
+	if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, a.pid, a.pid, a.started); err != nil {
+		c.log.Error("record ACP turn start", "id", inv.ID, "err", err)
+	}
+}
+
+// acpPromptText renders the turn's prompt. A warm session has the roster
+// from its first prompt: it is sent again only when who is invited changed;
+// a payload built without presence (payloadPresence) gets it now.
+func (c *Coordinator) acpPromptText(ctx context.Context, inv ledger.Invocation, a *acpAgent, p adapters.Payload, fresh, noPresence bool) string {
 	if fresh {
 		p.Session = adapters.SessionInfo{}
 	} else {
 		p.Session.ID = a.session
 	}
-	// A warm session has the roster from its first prompt: it is sent
-	// again only when who is invited changed.
 	roster := rosterKey(p.Participants)
 	switch {
 	case !fresh && roster == a.rosterSent:
@@ -601,22 +652,29 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 		}
 	}
 	a.rosterSent = roster
-	text := adapters.RenderPrompt(p)
+	return adapters.RenderPrompt(p)
+}
 
-	t := a.beginTurn(c, inv, in, entry, progress)
-	defer a.endTurn()
-	type answer struct {
-		resp acp.PromptResponse
-		err  error
-	}
-	answered := make(chan answer, 1)
+// acpAnswer is the agent's answer to session/prompt.
+type acpAnswer struct {
+	resp acp.PromptResponse
+	err  error
+}
+
+// acpExchange sends the prompt and waits for the agent's answer, its exit,
+// the end of ctx or the adapter timeout. stopped says why the turn was
+// stopped ("cancelled", "interrupted", "timeout"), empty when it was not;
+// a stopped turn is sent session/cancel, and its agent's process group is
+// killed when it does not answer that within acpCancelWait.
+func (c *Coordinator) acpExchange(ctx context.Context, cfg *Config, inv ledger.Invocation, a *acpAgent, t *acpTurn, text string, cold bool) (ans acpAnswer, stopped string) {
+	answered := make(chan acpAnswer, 1)
 	promptCtx, cancelPrompt := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelPrompt()
 	sent := make(chan struct{})
 	a.promptSent.Store(&sent)
 	go func() {
 		r, err := a.conn.Prompt(promptCtx, acp.PromptRequest{SessionId: acp.SessionId(a.session), Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
-		answered <- answer{r, err}
+		answered <- acpAnswer{r, err}
 	}()
 	// A warm turn's running mark goes beside the prompt, as adapters.Run
 	// writes the payload first: the ledger write is off the turn's
@@ -635,7 +693,7 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 		case <-wait.C:
 		}
 		wait.Stop()
-		markRunning(a)
+		c.markACPRunning(ctx, inv, a)
 	}()
 	defer func() { <-marked }()
 	var timeout <-chan time.Time
@@ -644,8 +702,6 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 		defer tm.Stop()
 		timeout = tm.C
 	}
-	var ans answer
-	stopped := ""
 	select {
 	case ans = <-answered:
 	case <-a.exited:
@@ -662,34 +718,38 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 	case <-timeout:
 		stopped = "timeout"
 	}
-	if stopped != "" {
-		t.stop()
-		_ = a.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: acp.SessionId(a.session)})
-		wait := time.NewTimer(acpCancelWait)
-		select {
-		case ans = <-answered:
-		case <-wait.C:
-			c.log.Warn("the ACP agent did not answer session/cancel; killing its process group", "id", inv.ID, "pid", a.pid)
-			a.kill()
-			cancelPrompt()
-			ans = <-answered
-		}
-		wait.Stop()
+	if stopped == "" {
+		return ans, ""
 	}
-	res.Finished = time.Now()
-	res.StderrTail = a.stderr.since(errMark)
-	reply, thought := t.result()
-	c.acpUsage(a, t, ans.resp.Usage, progress)
+	t.stop()
+	_ = a.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: acp.SessionId(a.session)})
+	wait := time.NewTimer(acpCancelWait)
+	defer wait.Stop()
+	select {
+	case ans = <-answered:
+	case <-wait.C:
+		c.log.Warn("the ACP agent did not answer session/cancel; killing its process group", "id", inv.ID, "pid", a.pid)
+		a.kill()
+		cancelPrompt()
+		ans = <-answered
+	}
+	return ans, stopped
+}
+
+// acpStopped is the result of a turn that did not end with end_turn: one
+// stopped (stopped not empty), an agent that answered with an error or
+// exited, or another stop reason. done is false for a turn that ended well.
+func acpStopped(res adapters.Result, a *acpAgent, t *acpTurn, ans acpAnswer, stopped string) (adapters.Result, string, bool) {
 	switch stopped {
 	case "cancelled":
 		res.Cancelled = true
-		return res, ""
+		return res, "", true
 	case "interrupted":
 		res.Interrupted = true
-		return res, ""
+		return res, "", true
 	case "timeout":
 		res.TimedOut = true
-		return res, ""
+		return res, "", true
 	}
 	if ans.err != nil {
 		if a.dead() {
@@ -706,34 +766,37 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv state.Invocat
 			case <-a.stderrDone:
 			case <-time.After(time.Second):
 			}
-			return fail(fmt.Sprintf("The ACP agent exited during the turn (exit code %d).", a.exitCode), a)
+			res, why := acpFail(res, fmt.Sprintf("The ACP agent exited during the turn (exit code %d).", a.exitCode), a)
+			return res, why, true
 		}
-		return fail(fmt.Sprintf("The ACP agent answered the prompt with an error: %v.", ans.err), a)
+		res, why := acpFail(res, fmt.Sprintf("The ACP agent answered the prompt with an error: %v.", ans.err), a)
+		return res, why, true
 	}
-	switch ans.resp.StopReason {
-	case acp.StopReasonEndTurn:
+	if ans.resp.StopReason == acp.StopReasonEndTurn {
+		return res, "", false
+	}
+	why := stopReasonWhy(ans.resp.StopReason, t.refusals())
+	res, why = acpFail(res, why, a)
+	return res, why, true
+}
+
+// stopReasonWhy words a turn's stop reason other than end_turn for the
+// thread; refusals is how many permission requests were refused in it.
+func stopReasonWhy(reason acp.StopReason, refusals int) string {
+	switch reason {
 	case acp.StopReasonMaxTokens:
-		return fail("The ACP agent stopped because it reached its token limit (max_tokens).", a)
+		return "The ACP agent stopped because it reached its token limit (max_tokens)."
 	case acp.StopReasonRefusal:
-		return fail("The ACP agent refused to go on (refusal).", a)
+		return "The ACP agent refused to go on (refusal)."
 	case acp.StopReasonMaxTurnRequests:
-		return fail("The ACP agent stopped because it reached its limit of model requests in one turn (max_turn_requests).", a)
+		return "The ACP agent stopped because it reached its limit of model requests in one turn (max_turn_requests)."
 	case acp.StopReasonCancelled:
-		if t.refusals() > 0 {
-			return fail("The ACP agent ended its turn after a permission request was refused.", a)
+		if refusals > 0 {
+			return "The ACP agent ended its turn after a permission request was refused."
 		}
-		return fail("The ACP agent cancelled the turn itself.", a)
-	default:
-		return fail(fmt.Sprintf("The ACP agent ended the turn with an unknown stop reason %q.", ans.resp.StopReason), a)
+		return "The ACP agent cancelled the turn itself."
 	}
-	if in.scene != nil && thought != "" && !strings.Contains(reply, "<thinking>") {
-		// A scene actor's private thinking comes as thought chunks.
-		reply = "<thinking>" + thought + "</thinking>\n" + reply
-	}
-	res.ExitCode, res.PID = 0, 0
-	res.Stdout = []byte(reply)
-	res.StdoutBytes = int64(len(reply))
-	return res, ""
+	return fmt.Sprintf("The ACP agent ended the turn with an unknown stop reason %q.", reason)
 }
 
 // acpUsage records the turn's usage: tokens from the prompt's answer, cost
@@ -841,7 +904,7 @@ func (pw *promptWriter) Write(b []byte) (int, error) {
 // roster of inv's payload. A warm ACP session is sent no roster unless who
 // is invited changed (runACP), so for it the read is skipped (and done by
 // runACP if the roster is needed after all).
-func (c *Coordinator) payloadPresence(ctx context.Context, inv state.Invocation) func() map[string]string {
+func (c *Coordinator) payloadPresence(ctx context.Context, inv ledger.Invocation) func() map[string]string {
 	if entry, ok := c.cfg.Load().Agents[inv.Agent]; ok && len(entry.ACP) > 0 && c.acp.skipPresence(inv) {
 		return func() map[string]string { return nil }
 	}
@@ -850,7 +913,7 @@ func (c *Coordinator) payloadPresence(ctx context.Context, inv state.Invocation)
 
 // skipPresence reports whether inv's pair has a warm session, and if so
 // notes that its payload is built without presence.
-func (p *acpPool) skipPresence(inv state.Invocation) bool {
+func (p *acpPool) skipPresence(inv ledger.Invocation) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	a := p.agents[pairKey{inv.Thread, inv.Participant}]

@@ -18,7 +18,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -130,7 +130,7 @@ func TestACPWarmTurns(t *testing.T) {
 	if r1.From != "acpy" || turn1 != 1 || text1 != "user -> acpy: hello there" || !strings.HasSuffix(mode1, "+roster") {
 		t.Fatalf("first reply = %q from %s", r1.Text(), r1.From)
 	}
-	inv := s.waitStatus(first.ID, "acpy", state.StatusSucceeded)
+	inv := s.waitStatus(first.ID, "acpy", ledger.StatusSucceeded)
 	if inv.PID != pid1 || inv.ReplyEventID != r1.ID {
 		t.Errorf("invocation = pid %d reply %s, want pid %d reply %s", inv.PID, inv.ReplyEventID, pid1, r1.ID)
 	}
@@ -180,7 +180,7 @@ func TestACPProgressAndUsage(t *testing.T) {
 		if got := s.reply(trig).Text(); got != "tools done" {
 			t.Fatalf("reply = %q", got)
 		}
-		inv := s.waitStatus(trig.ID, "acpy", state.StatusSucceeded)
+		inv := s.waitStatus(trig.ID, "acpy", ledger.StatusSucceeded)
 		if inv.InputTokens != 100 || inv.OutputTokens != 20 || inv.CostUSD < 0.2499 || inv.CostUSD > 0.2501 {
 			t.Errorf("turn %d usage = %d in, %d out, %v USD; want 100, 20, 0.25 (the turn's own)", i+1, inv.InputTokens, inv.OutputTokens, inv.CostUSD)
 		}
@@ -211,7 +211,7 @@ func TestACPCrashMidTurn(t *testing.T) {
 		!strings.Contains(r.Text(), "crashing on purpose") {
 		t.Fatalf("reply = %q from %s, want an error notice with the stderr", r.Text(), r.From)
 	}
-	inv := s.waitStatus(trig.ID, "acpy", state.StatusFailed)
+	inv := s.waitStatus(trig.ID, "acpy", ledger.StatusFailed)
 	if !strings.Contains(inv.StderrTail, "crashing on purpose") {
 		t.Errorf("stderr tail = %q", inv.StderrTail)
 	}
@@ -223,9 +223,9 @@ func TestACPCrashMidTurn(t *testing.T) {
 
 // cancel stops acpy's running invocation of trigger through the status
 // API's cancel, as the CLI and the UI's Stop button do.
-func (s *acpStack) cancelRunning(trigger agentbridge.Event) state.Invocation {
+func (s *acpStack) cancelRunning(trigger agentbridge.Event) ledger.Invocation {
 	s.t.Helper()
-	inv := s.waitStatus(trigger.ID, "acpy", state.StatusRunning)
+	inv := s.waitStatus(trigger.ID, "acpy", ledger.StatusRunning)
 	if _, err := s.coord.Cancel(context.Background(), inv.ID, "user"); err != nil {
 		s.t.Fatalf("cancel: %v", err)
 	}
@@ -239,7 +239,7 @@ func TestACPCancel(t *testing.T) {
 	slow := s.ask("SLOW one")
 	testutil.WaitFor(t, waitLong, "the slow turn to start", func() bool { return s.count("session/prompt") == 1 })
 	inv := s.cancelRunning(slow)
-	s.waitStatus(slow.ID, "acpy", state.StatusCancelled)
+	s.waitStatus(slow.ID, "acpy", ledger.StatusCancelled)
 	notice := s.reply(slow)
 	if !notice.Meta.HasTag("cancelled") {
 		t.Errorf("notice = %q, want the cancelled notice", notice.Text())
@@ -253,7 +253,7 @@ func TestACPCancel(t *testing.T) {
 	hang := s.ask("HANG forever")
 	testutil.WaitFor(t, waitLong, "the hanging turn to start", func() bool { return s.count("session/prompt") == 3 })
 	inv = s.cancelRunning(hang)
-	s.waitStatus(hang.ID, "acpy", state.StatusCancelled)
+	s.waitStatus(hang.ID, "acpy", ledger.StatusCancelled)
 	testutil.WaitFor(t, waitLong, "the silent agent to be killed", func() bool { return !alive(inv.PID) })
 	if len(s.repliesTo(s.thread, hang.ID)) != 1 {
 		t.Errorf("replies to the cancelled turn: %v", s.repliesTo(s.thread, hang.ID))
@@ -296,7 +296,7 @@ func TestACPPermissionAsk(t *testing.T) {
 	if pm.ToolCall.Title != "mkdir demo" || pm.ToolCall.Kind != "execute" || len(pm.Options) != 3 || pm.Options[1].ID != "allow" || pm.Options[1].Kind != "allow_once" {
 		t.Errorf("meta.permission = %+v", pm)
 	}
-	inv := s.waitStatus(trig.ID, "acpy", state.StatusRunning)
+	inv := s.waitStatus(trig.ID, "acpy", ledger.StatusRunning)
 	if pm.Invocation != inv.ID {
 		t.Errorf("meta.permission.invocation = %d, want %d", pm.Invocation, inv.ID)
 	}
@@ -325,7 +325,7 @@ func TestACPPermissionThenCancel(t *testing.T) {
 	trig := s.ask("PERMISSION then cancel")
 	s.permissionRequest(trig)
 	s.cancelRunning(trig)
-	s.waitStatus(trig.ID, "acpy", state.StatusCancelled)
+	s.waitStatus(trig.ID, "acpy", ledger.StatusCancelled)
 	for _, e := range s.repliesTo(s.thread, trig.ID) {
 		if e.From == "acpy" {
 			t.Errorf("a cancelled turn posted %q", e.Text())
@@ -349,7 +349,7 @@ func TestACPPermissionModes(t *testing.T) {
 				cfg.PermissionTimeout = 500 * time.Millisecond
 			})
 			trig := s.ask("PERMISSION please")
-			inv := s.waitStatus(trig.ID, "acpy", state.StatusSucceeded)
+			inv := s.waitStatus(trig.ID, "acpy", ledger.StatusSucceeded)
 			var reply agentbridge.Event
 			for _, e := range s.events(s.thread) {
 				if e.ID == inv.ReplyEventID {
@@ -379,7 +379,7 @@ func TestACPStopReasons(t *testing.T) {
 		if r.From != s.cfg.CoordinatorID || !r.Meta.HasTag("error") || !strings.Contains(r.Text(), want) {
 			t.Errorf("%s: reply %q from %s", word, r.Text(), r.From)
 		}
-		s.waitStatus(trig.ID, "acpy", state.StatusFailed)
+		s.waitStatus(trig.ID, "acpy", ledger.StatusFailed)
 	}
 }
 
@@ -522,7 +522,7 @@ func TestACPCancelColdStart(t *testing.T) {
 	s := startACPStack(t, map[string]string{"FAKE_ACP_INIT_DELAY": "1m"}, nil)
 	trig := s.ask("hello")
 	inv := s.cancelRunning(trig)
-	s.waitStatus(trig.ID, "acpy", state.StatusCancelled)
+	s.waitStatus(trig.ID, "acpy", ledger.StatusCancelled)
 	if n := s.reply(trig); !n.Meta.HasTag("cancelled") {
 		t.Errorf("reply = %q, want the cancelled notice", n.Text())
 	}

@@ -11,6 +11,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // Permission requests (contract 6.6): with "permissions": "ask" the
@@ -75,74 +76,25 @@ func (p *acpPool) askPermission(ctx context.Context, t *acpTurn, req acp.Request
 	return t.noteAnswer(p.answer(ctx, t, req, opts), opts)
 }
 
-// answer decides the answer to req per the entry's permissions.
+// answer decides the answer to req per the entry's permissions: by the
+// config, or by asking in the thread and waiting for the answer.
 func (p *acpPool) answer(ctx context.Context, t *acpTurn, req acp.RequestPermissionRequest, opts []PermissionOption) acp.RequestPermissionResponse {
 	c := p.c
 	cfg := c.cfg.Load()
-	tc := PermissionToolCall{Kind: "other"}
-	if req.ToolCall.Title != nil {
-		tc.Title = *req.ToolCall.Title
-	}
-	if req.ToolCall.Kind != nil {
-		tc.Kind = string(*req.ToolCall.Kind)
-	}
-	t.mu.Lock()
-	if info, ok := t.tools[req.ToolCall.ToolCallId]; ok {
-		if tc.Title == "" {
-			tc.Title = info.title
-		}
-		if req.ToolCall.Kind == nil && info.kind != "" {
-			tc.Kind = info.kind
-		}
-	}
-	t.mu.Unlock()
+	tc := t.permissionToolCall(req)
 	record := func(status string, detail map[string]any) {
 		detail["tool_call"] = tc
 		t.progress(adapters.ProgressRecord{Status: oneLineStatus(status), Kind: "permission", Detail: mustJSON(detail)})
 	}
-	switch t.entry.Permissions {
-	case PermissionsAllow:
-		for _, kind := range []string{string(acp.PermissionOptionKindAllowOnce), string(acp.PermissionOptionKindAllowAlways)} {
-			for _, o := range opts {
-				if o.Kind == kind {
-					record("permission allowed: "+tc.Title, map[string]any{"answer": o.ID, "by": "config"})
-					return permissionSelected(acp.PermissionOptionId(o.ID))
-				}
-			}
-		}
-		record("permission refused (no allow option): "+tc.Title, map[string]any{"answer": "cancelled", "by": "config"})
-		return permissionCancelled()
-	case PermissionsDeny:
-		record("permission refused: "+tc.Title, map[string]any{"answer": "cancelled", "by": "config"})
-		return permissionCancelled()
+	if resp, ok := answerByConfig(t.entry.Permissions, tc, opts, record); ok {
+		return resp
 	}
 	inv := t.inv
 	to, err := c.questionRecipient(ctx, inv.Thread, t.in.trigger, t.in.p.ContextWindow, cfg.HumanIDs)
 	if err != nil {
-		to = agentbridge.ToAll
-		if len(cfg.HumanIDs) > 0 {
-			to = cfg.HumanIDs[0]
-		}
+		to = fallbackRecipient(cfg.HumanIDs)
 	}
-	var names []string
-	for _, o := range opts {
-		names = append(names, fmt.Sprintf("`%s` (%s)", o.ID, o.Name))
-	}
-	title := tc.Title
-	if title == "" {
-		title = "a tool"
-	}
-	text := fmt.Sprintf("%s asks permission to run %s (%s). Answer with one of: %s — the buttons, or `agent-bridge permit %s <this message's id> <option>`. No answer within %s refuses it.",
-		inv.Participant, title, tc.Kind, strings.Join(names, ", "), inv.Thread, cfg.PermissionTimeout)
-	post := agentbridge.EventInput{
-		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: to,
-		Content: mustJSON(text),
-		Meta: agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "permission"},
-			Extra: map[string]json.RawMessage{
-				MetaPermission:  mustJSON(PermissionMeta{Invocation: inv.ID, ToolCall: tc, Options: opts}),
-				metaParticipant: mustJSON(inv.Participant),
-			}},
-	}
+	post := permissionPost(cfg, inv, tc, opts, to)
 	key := idempotencyKey(inv.TriggerID, fmt.Sprintf("permission:%s:%s", inv.Participant, req.ToolCall.ToolCallId))
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -159,33 +111,126 @@ func (p *acpPool) answer(ctx context.Context, t *acpTurn, req acp.RequestPermiss
 		return permissionCancelled()
 	}
 	record("waiting for permission: "+tc.Title, map[string]any{"event": ev.ID, "to": to})
-	w := &acpPermission{options: opts, answer: make(chan permissionAnswer, 1)}
-	p.mu.Lock()
-	p.perms[ev.ID] = w
-	early, ok := p.early[ev.ID]
-	delete(p.early, ev.ID)
-	p.mu.Unlock()
-	if ok {
-		p.answerPermission(ev.ID, early)
-	}
-	defer func() {
-		p.mu.Lock()
-		delete(p.perms, ev.ID)
-		p.mu.Unlock()
-	}()
-	timer := time.NewTimer(cfg.PermissionTimeout)
-	defer timer.Stop()
-	select {
-	case a := <-w.answer:
-		record(fmt.Sprintf("permission answered %s by %s: %s", a.option, a.by, tc.Title), map[string]any{"event": ev.ID, "answer": a.option, "by": a.by})
-		return permissionSelected(acp.PermissionOptionId(a.option))
-	case <-timer.C:
+	a, by := p.awaitPermission(pctx, ev.ID, opts, cfg.PermissionTimeout)
+	switch by {
+	case "timeout":
 		record("no answer to the permission request: "+tc.Title, map[string]any{"event": ev.ID, "answer": "cancelled", "by": "timeout"})
 		c.permissionTimedOut(context.WithoutCancel(ctx), inv.Thread, ev, to, cfg)
 		return permissionCancelled()
-	case <-pctx.Done():
+	case "cancel":
 		record("permission request withdrawn: "+tc.Title, map[string]any{"event": ev.ID, "answer": "cancelled", "by": "cancel"})
 		return permissionCancelled()
+	}
+	record(fmt.Sprintf("permission answered %s by %s: %s", a.option, a.by, tc.Title), map[string]any{"event": ev.ID, "answer": a.option, "by": a.by})
+	return permissionSelected(acp.PermissionOptionId(a.option))
+}
+
+// permissionToolCall is the tool call a permission request is about, its
+// title and kind completed from the turn's tool call updates.
+func (t *acpTurn) permissionToolCall(req acp.RequestPermissionRequest) PermissionToolCall {
+	tc := PermissionToolCall{Kind: "other"}
+	if req.ToolCall.Title != nil {
+		tc.Title = *req.ToolCall.Title
+	}
+	if req.ToolCall.Kind != nil {
+		tc.Kind = string(*req.ToolCall.Kind)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if info, ok := t.tools[req.ToolCall.ToolCallId]; ok {
+		if tc.Title == "" {
+			tc.Title = info.title
+		}
+		if req.ToolCall.Kind == nil && info.kind != "" {
+			tc.Kind = info.kind
+		}
+	}
+	return tc
+}
+
+// answerByConfig answers a request the entry's permissions settle
+// (PermissionsAllow: the first allow option; PermissionsDeny: refused);
+// ok is false when a person must be asked.
+func answerByConfig(mode string, tc PermissionToolCall, opts []PermissionOption, record func(string, map[string]any)) (acp.RequestPermissionResponse, bool) {
+	switch mode {
+	case PermissionsAllow:
+		for _, kind := range []string{string(acp.PermissionOptionKindAllowOnce), string(acp.PermissionOptionKindAllowAlways)} {
+			for _, o := range opts {
+				if o.Kind == kind {
+					record("permission allowed: "+tc.Title, map[string]any{"answer": o.ID, "by": "config"})
+					return permissionSelected(acp.PermissionOptionId(o.ID)), true
+				}
+			}
+		}
+		record("permission refused (no allow option): "+tc.Title, map[string]any{"answer": "cancelled", "by": "config"})
+		return permissionCancelled(), true
+	case PermissionsDeny:
+		record("permission refused: "+tc.Title, map[string]any{"answer": "cancelled", "by": "config"})
+		return permissionCancelled(), true
+	}
+	return acp.RequestPermissionResponse{}, false
+}
+
+// fallbackRecipient is who a question goes to when its chain cannot be
+// read: the first human, else everyone.
+func fallbackRecipient(humans []string) string {
+	if len(humans) > 0 {
+		return humans[0]
+	}
+	return agentbridge.ToAll
+}
+
+// permissionPost is the coordinator's message asking to recipient to
+// answer a permission request.
+func permissionPost(cfg *Config, inv ledger.Invocation, tc PermissionToolCall, opts []PermissionOption, to string) agentbridge.EventInput {
+	var names []string
+	for _, o := range opts {
+		names = append(names, fmt.Sprintf("`%s` (%s)", o.ID, o.Name))
+	}
+	title := tc.Title
+	if title == "" {
+		title = "a tool"
+	}
+	text := fmt.Sprintf("%s asks permission to run %s (%s). Answer with one of: %s — the buttons, or `agent-bridge permit %s <this message's id> <option>`. No answer within %s refuses it.",
+		inv.Participant, title, tc.Kind, strings.Join(names, ", "), inv.Thread, cfg.PermissionTimeout)
+	return agentbridge.EventInput{
+		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: to,
+		Content: mustJSON(text),
+		Meta: agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "permission"},
+			Extra: map[string]json.RawMessage{
+				MetaPermission:  mustJSON(PermissionMeta{Invocation: inv.ID, ToolCall: tc, Options: opts}),
+				metaParticipant: mustJSON(inv.Participant),
+			}},
+	}
+}
+
+// awaitPermission waits for the answer to the request posted as event:
+// by is "" with the answer, "timeout" after timeout, "cancel" when ctx
+// ends. An answer that came before the request was registered is taken.
+func (p *acpPool) awaitPermission(ctx context.Context, event string, opts []PermissionOption, timeout time.Duration) (permissionAnswer, string) {
+	w := &acpPermission{options: opts, answer: make(chan permissionAnswer, 1)}
+	p.mu.Lock()
+	p.perms[event] = w
+	early, ok := p.early[event]
+	delete(p.early, event)
+	p.mu.Unlock()
+	if ok {
+		p.answerPermission(event, early)
+	}
+	defer func() {
+		p.mu.Lock()
+		delete(p.perms, event)
+		p.mu.Unlock()
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case a := <-w.answer:
+		return a, ""
+	case <-timer.C:
+		return permissionAnswer{}, "timeout"
+	case <-ctx.Done():
+		return permissionAnswer{}, "cancel"
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -161,13 +161,13 @@ func TestRealACPAgents(t *testing.T) {
 			if r1.From != "acpy" || !strings.Contains(r1.Text(), "pong from the model") {
 				t.Fatalf("first reply = %q from %s", r1.Text(), r1.From)
 			}
-			inv1 := s.waitStatus(first.ID, "acpy", state.StatusSucceeded)
+			inv1 := s.waitStatus(first.ID, "acpy", ledger.StatusSucceeded)
 			second := s.ask("say pong again")
 			r2 := s.reply(second)
 			if r2.From != "acpy" || !strings.Contains(r2.Text(), "pong from the model") {
 				t.Fatalf("second reply = %q from %s", r2.Text(), r2.From)
 			}
-			inv2 := s.waitStatus(second.ID, "acpy", state.StatusSucceeded)
+			inv2 := s.waitStatus(second.ID, "acpy", ledger.StatusSucceeded)
 			if inv2.PID != inv1.PID || inv1.PID == 0 {
 				t.Errorf("second turn on pid %d, first on %d: want the same warm process", inv2.PID, inv1.PID)
 			}
@@ -175,7 +175,7 @@ func TestRealACPAgents(t *testing.T) {
 				// Each turn books its own figures: tokens from the prompt's
 				// answer, cost as the difference of the running totals.
 				u := fakemodel.DefaultUsage
-				for i, inv := range []state.Invocation{inv1, inv2} {
+				for i, inv := range []ledger.Invocation{inv1, inv2} {
 					if inv.InputTokens != u.InputTokens || inv.OutputTokens != u.OutputTokens || inv.CostUSD <= 0 {
 						t.Errorf("turn %d booked %d/%d tokens, $%v; want the model's %d/%d and a cost", i+1, inv.InputTokens, inv.OutputTokens, inv.CostUSD, u.InputTokens, u.OutputTokens)
 					}
@@ -191,7 +191,7 @@ func TestRealACPAgents(t *testing.T) {
 
 			slow := s.ask("PLEASE_WAIT for a while")
 			s.cancelRunning(slow)
-			s.waitStatus(slow.ID, "acpy", state.StatusCancelled)
+			s.waitStatus(slow.ID, "acpy", ledger.StatusCancelled)
 			for _, e := range s.repliesTo(s.thread, slow.ID) {
 				if e.From == "acpy" {
 					t.Errorf("a cancelled turn posted %q", e.Text())
@@ -222,10 +222,10 @@ func TestRealACPPermission(t *testing.T) {
 					t.Fatalf("meta.permission = %+v, want an execute tool call offering %s", pm, kind)
 				}
 				s.control(s.thread, "user", map[string]any{"permission": map[string]any{"event": req.ID, "option": answer}})
-				var inv state.Invocation
+				var inv ledger.Invocation
 				testutil.WaitFor(t, waitLong, "the turn to end", func() bool {
 					for _, i := range s.invocations(trig.ID) {
-						if i.Status != state.StatusRunning && i.Status != state.StatusQueued && len(i.PendingPost) == 0 {
+						if i.Status != ledger.StatusRunning && i.Status != ledger.StatusQueued && len(i.PendingPost) == 0 {
 							inv = i
 							return true
 						}
@@ -247,10 +247,10 @@ func TestRealACPPermission(t *testing.T) {
 				if len(replies) != 1 {
 					t.Fatalf("replies to the trigger: %+v", replies)
 				}
-				if kind == "allow_once" && inv.Status != state.StatusSucceeded {
+				if kind == "allow_once" && inv.Status != ledger.StatusSucceeded {
 					t.Errorf("allowed turn ended %s: %s", inv.Status, inv.Error)
 				}
-				if inv.Status == state.StatusFailed && !strings.Contains(inv.Error, "permission request was refused") {
+				if inv.Status == ledger.StatusFailed && !strings.Contains(inv.Error, "permission request was refused") {
 					t.Errorf("a turn ended on a refusal says %q", inv.Error)
 				}
 			})
@@ -317,7 +317,7 @@ func BenchmarkRealACP(b *testing.B) {
 				s.invite(th, "acpy", agentbridge.Profile{Client: ra.name})
 				trig := s.say(th, "acpy", "say pong")
 				s.waitReplies(th, trig.ID, 1)
-				inv := s.waitStatus(trig.ID, "acpy", state.StatusSucceeded)
+				inv := s.waitStatus(trig.ID, "acpy", ledger.StatusSucceeded)
 				pids = append(pids, inv.PID)
 			}
 			after := rssKB(b, os.Getpid())
@@ -338,7 +338,7 @@ func BenchmarkRealACP(b *testing.B) {
 			c.stopCoordinator()
 			c.startCoordinator()
 			trig := c.ask("say pong")
-			inv := c.waitStatus(trig.ID, "acpy", state.StatusSucceeded)
+			inv := c.waitStatus(trig.ID, "acpy", ledger.StatusSucceeded)
 			ended, _ := time.Parse(agentbridge.TimeLayout, inv.FinishedAt)
 			for alive(inv.PID) {
 				time.Sleep(time.Millisecond)

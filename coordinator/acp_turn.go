@@ -12,7 +12,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // acpTurn collects one session/prompt's updates: the reply from message
@@ -20,7 +20,7 @@ import (
 // calls and plans, and the running cost.
 type acpTurn struct {
 	c        *Coordinator
-	inv      state.Invocation
+	inv      ledger.Invocation
 	in       prepared
 	entry    AgentConfig
 	progress func(adapters.ProgressRecord)
@@ -45,7 +45,7 @@ type toolInfo struct{ title, kind string }
 
 // beginTurn attaches a new turn to a; endTurn detaches it. Updates that
 // arrive between turns (a session/load replaying history) are dropped.
-func (a *acpAgent) beginTurn(c *Coordinator, inv state.Invocation, in prepared, entry AgentConfig, progress func(adapters.ProgressRecord)) *acpTurn {
+func (a *acpAgent) beginTurn(c *Coordinator, inv ledger.Invocation, in prepared, entry AgentConfig, progress func(adapters.ProgressRecord)) *acpTurn {
 	t := &acpTurn{c: c, inv: inv, in: in, entry: entry, progress: progress, stopped: make(chan struct{}),
 		tools: make(map[acp.ToolCallId]toolInfo), costStart: a.costSeen}
 	a.mu.Lock()

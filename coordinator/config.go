@@ -465,6 +465,27 @@ func (f *fileConfig) Validate(baseDir string) (Config, []string, error) {
 			err = e
 		}
 	}
+	f.validateConnection(&cfg, set)
+	f.validateRules(&cfg, set)
+	f.validateLimits(baseDir, &cfg, set)
+	if err != nil {
+		return Config{}, nil, err
+	}
+	agents, err := f.agents(baseDir)
+	if err != nil {
+		return Config{}, nil, err
+	}
+	cfg.Agents = agents
+	var warnings []string
+	if len(agents) == 0 {
+		warnings = append(warnings, "config: agents: no agents are configured, so nobody will be invoked")
+	}
+	return cfg, warnings, nil
+}
+
+// validateConnection checks who the coordinator is and where it starts:
+// bridge_url, coordinator_id, startup_mode. Errors go to set.
+func (f *fileConfig) validateConnection(cfg *Config, set func(error)) {
 	if f.BridgeURL != nil {
 		set(checkURL("bridge_url", *f.BridgeURL, &cfg.BridgeURL))
 	}
@@ -478,6 +499,10 @@ func (f *fileConfig) Validate(baseDir string) (Config, []string, error) {
 		}
 		cfg.StartupMode = *f.StartupMode
 	}
+}
+
+// validateRules checks the keys the trigger rules and the payload read.
+func (f *fileConfig) validateRules(cfg *Config, set func(error)) {
 	set(checkInt("max_reply_chars", f.MaxReplyChars, minReplyChars, &cfg.MaxReplyChars))
 	if cfg.MaxReplyChars > MaxReplyCharsLimit {
 		set(configErrorf("max_reply_chars", "must be at most %d, not %d: a longer reply would not fit the bridge's 1 MiB request limit, and the bridge would refuse it", MaxReplyCharsLimit, cfg.MaxReplyChars))
@@ -505,6 +530,11 @@ func (f *fileConfig) Validate(baseDir string) (Config, []string, error) {
 	if humans != nil {
 		cfg.HumanIDs = agentbridge.Humans(humans)
 	}
+}
+
+// validateLimits checks the limits, the primers, the status API and the
+// timers.
+func (f *fileConfig) validateLimits(baseDir string, cfg *Config, set func(error)) {
 	set(checkInt("max_concurrency", f.MaxConcurrency, 1, &cfg.MaxConcurrency))
 	set(checkInt("max_agent_hops", f.MaxAgentHops, 1, &cfg.MaxAgentHops))
 	set(checkInt("max_invocations_per_minute", f.MaxInvocationsPerMinute, 1, &cfg.MaxInvocationsPerMinute))
@@ -532,19 +562,6 @@ func (f *fileConfig) Validate(baseDir string) (Config, []string, error) {
 	set(checkSeconds("acp_idle_s", f.ACPIdleS, false, &cfg.ACPIdle))
 	set(checkInt("acp_max_warm", f.ACPMaxWarm, 1, &cfg.ACPMaxWarm))
 	set(checkSeconds("permission_timeout_s", f.PermissionTimeoutS, false, &cfg.PermissionTimeout))
-	if err != nil {
-		return Config{}, nil, err
-	}
-	agents, err := f.agents(baseDir)
-	if err != nil {
-		return Config{}, nil, err
-	}
-	cfg.Agents = agents
-	var warnings []string
-	if len(agents) == 0 {
-		warnings = append(warnings, "config: agents: no agents are configured, so nobody will be invoked")
-	}
-	return cfg, warnings, nil
 }
 
 func (f *fileConfig) agents(baseDir string) (map[string]AgentConfig, error) {
@@ -604,15 +621,7 @@ func parseAgent(key string, raw json.RawMessage, baseDir string) (AgentConfig, e
 	if slices.Contains(a.Command, "") {
 		return AgentConfig{}, configErrorf(key+".command", "must not contain empty strings")
 	}
-	if len(a.Command) > 0 && strings.Contains(a.Command[0], "/") {
-		a.Command[0] = resolvePath(baseDir, a.Command[0])
-	}
-	if e.Cwd != nil && *e.Cwd != "" {
-		a.Cwd = resolvePath(baseDir, *e.Cwd)
-	}
-	if a.Cwd == "" {
-		a.Cwd = baseDir
-	}
+	resolveAgentPaths(&a, e.Cwd, baseDir)
 	if e.Env != nil {
 		a.Env = *e.Env
 	}
@@ -620,21 +629,44 @@ func parseAgent(key string, raw json.RawMessage, baseDir string) (AgentConfig, e
 		a.Client = *e.Client
 	}
 	if e.Profile != nil {
-		var pf profileFile
-		if err := decodeObject(*e.Profile, key+".profile.", &pf); err != nil {
+		var err error
+		if a.Profile, err = parseAgentProfile(key, *e.Profile); err != nil {
 			return AgentConfig{}, err
-		}
-		a.Profile = &agentbridge.Profile{}
-		for dst, src := range map[*string]*string{&a.Profile.Client: pf.Client, &a.Profile.Model: pf.Model, &a.Profile.Nickname: pf.Nickname} {
-			if src != nil {
-				*dst = *src
-			}
-		}
-		if pf.Roles != nil {
-			a.Profile.Roles = *pf.Roles
 		}
 	}
 	return a, nil
+}
+
+// resolveAgentPaths resolves a's command (when it names a path) and its
+// working directory against baseDir, which is also the default folder.
+func resolveAgentPaths(a *AgentConfig, cwd *string, baseDir string) {
+	if len(a.Command) > 0 && strings.Contains(a.Command[0], "/") {
+		a.Command[0] = resolvePath(baseDir, a.Command[0])
+	}
+	if cwd != nil && *cwd != "" {
+		a.Cwd = resolvePath(baseDir, *cwd)
+	}
+	if a.Cwd == "" {
+		a.Cwd = baseDir
+	}
+}
+
+// parseAgentProfile decodes an agent entry's profile.
+func parseAgentProfile(key string, obj map[string]json.RawMessage) (*agentbridge.Profile, error) {
+	var pf profileFile
+	if err := decodeObject(obj, key+".profile.", &pf); err != nil {
+		return nil, err
+	}
+	p := &agentbridge.Profile{}
+	for dst, src := range map[*string]*string{&p.Client: pf.Client, &p.Model: pf.Model, &p.Nickname: pf.Nickname} {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	if pf.Roles != nil {
+		p.Roles = *pf.Roles
+	}
+	return p, nil
 }
 
 // checkInt sets *dst from the number v, when given, if it is whole and at

@@ -17,7 +17,8 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 )
 
@@ -36,7 +37,7 @@ type Options struct {
 	// status_addr are read at start-up only).
 	ConfigPath string
 	// State is the ledger; the caller opens and closes it.
-	State *state.DB
+	State *ledger.DB
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Executable is the agent-bridge binary adapters may call back into
@@ -56,7 +57,7 @@ type Options struct {
 // safe to call from any goroutine while it runs.
 type Coordinator struct {
 	log    *slog.Logger
-	db     *state.DB
+	db     *ledger.DB
 	bridge *client.Client
 	cfg    atomic.Pointer[Config]
 	exe    string
@@ -67,10 +68,7 @@ type Coordinator struct {
 	sched   *scheduler
 	// receipts reports each considered pair's state to the bridge
 	// (receipts.go).
-	receipts *receiptReporter
-	// excerpts caches trigger excerpts for the runs dashboard.
-	excerpts excerpts
-
+	receipts  *receiptReporter
 	statusLn  net.Listener
 	statusSrv *http.Server
 	// guard is the status API's security gate (status.go).
@@ -231,7 +229,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	stopReceipts := c.receipts.start(ctx)
 
 	if c.statusLn != nil {
-		c.statusSrv = c.guard.Server(c.guard.Wrap(c.statusHandler()))
+		c.statusSrv = c.guard.Server(c.guard.Wrap(status.New(statusSource{c}, c.guard, c.log).Handler()))
 		c.statusSrv.BaseContext = func(net.Listener) context.Context { return ctx }
 		c.statusSrv.ErrorLog = slog.NewLogLogger(c.log.Handler(), slog.LevelDebug)
 		wg.Add(1)
@@ -394,22 +392,18 @@ func (c *Coordinator) startCursor(ctx context.Context) (int64, error) {
 	if ok && c.cfg.Load().StartupMode == StartupResume {
 		return stored, nil
 	}
-	var b client.Backoff
-	for {
-		head, err := c.bridge.Head(ctx)
-		if err == nil {
-			if err := c.db.SetCursor(ctx, head); err != nil {
-				return 0, err
-			}
-			c.log.Info("starting at the end of the log", "gseq", head, "resumed", false)
-			return head, nil
-		}
-		d := b.Next()
-		c.log.Warn("cannot read the bridge's head; retrying", "err", err, "retry_in", d.Round(time.Millisecond))
-		if !client.Sleep(ctx, d) {
-			return 0, ctx.Err()
-		}
+	var head int64
+	if err := c.retry(ctx, retrying{what: "read the bridge's head"}, func() (err error) {
+		head, err = c.bridge.Head(ctx)
+		return err
+	}); err != nil {
+		return 0, err
 	}
+	if err := c.db.SetCursor(ctx, head); err != nil {
+		return 0, err
+	}
+	c.log.Info("starting at the end of the log", "gseq", head, "resumed", false)
+	return head, nil
 }
 
 // process handles one event of the global log: it folds the thread's
@@ -425,44 +419,89 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	if err != nil {
 		return err
 	}
-	step := state.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq}
-	var d Decision
-	decided := false
-	if done, ok, err := c.db.ThreadCursor(ctx, e.Thread); err != nil {
+	d, decided, err := c.decide(ctx, e, before.state, cfg)
+	if err != nil {
 		return err
-	} else if ok && done >= e.Seq {
-		// Already processed (the global cursor was reset behind it).
-	} else if e.Type == agentbridge.TypeMessage || e.Type == agentbridge.TypeControl || e.Type == agentbridge.TypeSceneClosed {
-		var turns map[string]int
-		if before.state.Party.On {
-			if turns, err = c.db.PartyTurns(ctx, e.Thread); err != nil {
-				return err
-			}
-		}
-		d = Decide(before.state, e, cfg, turns)
-		decided = e.Type == agentbridge.TypeMessage || d.Rule == RuleProd || d.Rule == RuleScene || d.Rule == RuleSceneJournal
 	}
+	step := ledger.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq}
 	if decided {
-		js, err := json.Marshal(d)
-		if err != nil {
-			return fmt.Errorf("encode decision: %w", err)
+		if step, err = c.stepFor(cfg, e, d); err != nil {
+			return err
 		}
-		step.Decision = &state.Decision{EventID: e.ID, Thread: e.Thread, Seq: e.Seq, GSeq: e.GSeq, Decision: js}
-		for _, t := range d.Invoke {
-			cmd := []string{}
-			if a, ok := cfg.Agents[t.Agent]; ok {
-				cmd = a.Argv()
-			}
-			step.Invocations = append(step.Invocations, state.Invocation{
-				Thread: e.Thread, TriggerID: e.ID, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq,
-				Participant: t.Participant, Agent: t.Agent, Command: cmd, Hop: d.Hop, Round: d.partyRound(),
-			})
-		}
-		step.Notices = c.notices(cfg, e, d)
-		step.PartyRound = d.partyStart(e)
 	}
 	// A cancel is applied before the cursor moves past it, so a crash
 	// in between applies it again (it is idempotent).
+	if err := c.applyControls(ctx, e, humans); err != nil {
+		return err
+	}
+	queued, err := c.db.Commit(ctx, step)
+	if err != nil {
+		return err
+	}
+	c.cursor.Store(e.GSeq)
+	after := c.remember(cfg, e, before, humans)
+	if decided {
+		c.log.Debug("decided", "event", e.ID, "thread", e.Thread, "rule", d.Rule, "invoke", len(d.Invoke), "skipped", len(d.Skipped))
+	}
+	c.dispatch(ctx, e, d, decided, step, queued, after)
+	return nil
+}
+
+// decide applies the trigger rules to e, unless the thread's cursor shows
+// it was processed already. decided reports whether the decision is to be
+// recorded: every message's, and a control's or closed scene's that did
+// something.
+func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, before agentbridge.ThreadState, cfg *Config) (d Decision, decided bool, err error) {
+	switch e.Type {
+	case agentbridge.TypeMessage, agentbridge.TypeControl, agentbridge.TypeSceneClosed:
+	default:
+		return d, false, nil
+	}
+	if done, ok, err := c.db.ThreadCursor(ctx, e.Thread); err != nil {
+		return d, false, err
+	} else if ok && done >= e.Seq {
+		// Already processed (the global cursor was reset behind it).
+		return d, false, nil
+	}
+	var turns map[string]int
+	if before.Party.On {
+		if turns, err = c.db.PartyTurns(ctx, e.Thread); err != nil {
+			return d, false, err
+		}
+	}
+	d = Decide(before, e, cfg, turns)
+	decided = e.Type == agentbridge.TypeMessage || d.Rule == RuleProd || d.Rule == RuleScene || d.Rule == RuleSceneJournal
+	return d, decided, nil
+}
+
+// stepFor is the ledger step that records decision d of e: the decision,
+// the invocations it queues, the notices it owes and a party round it
+// starts.
+func (c *Coordinator) stepFor(cfg *Config, e agentbridge.Event, d Decision) (ledger.Step, error) {
+	step := ledger.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq}
+	js, err := json.Marshal(d)
+	if err != nil {
+		return step, fmt.Errorf("encode decision: %w", err)
+	}
+	step.Decision = &ledger.DecisionRecord{EventID: e.ID, Thread: e.Thread, Seq: e.Seq, GSeq: e.GSeq, Decision: js}
+	for _, t := range d.Invoke {
+		cmd := []string{}
+		if a, ok := cfg.Agents[t.Agent]; ok {
+			cmd = a.Argv()
+		}
+		step.Invocations = append(step.Invocations, ledger.Invocation{
+			Thread: e.Thread, TriggerID: e.ID, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq,
+			Participant: t.Participant, Agent: t.Agent, Command: cmd, Hop: d.Hop, Round: d.partyRound(),
+		})
+	}
+	step.Notices = c.notices(cfg, e, d)
+	step.PartyRound = d.partyStart(e)
+	return step, nil
+}
+
+// applyControls applies the controls that act on the coordinator itself:
+// cancel, reset_session and permission answers.
+func (c *Coordinator) applyControls(ctx context.Context, e agentbridge.Event, humans agentbridge.Humans) error {
 	if err := c.applyCancelControl(ctx, e, humans); err != nil {
 		return err
 	}
@@ -470,11 +509,12 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 		return err
 	}
 	c.applyPermissionControl(e, humans)
-	queued, err := c.db.Commit(ctx, step)
-	if err != nil {
-		return err
-	}
-	c.cursor.Store(e.GSeq)
+	return nil
+}
+
+// remember folds e into the thread's cached state and the follow loop's
+// recent events, and returns the state after e.
+func (c *Coordinator) remember(cfg *Config, e agentbridge.Event, before threadCache, humans agentbridge.Humans) agentbridge.ThreadState {
 	after := agentbridge.Fold(before.state, e, humans)
 	name := before.name
 	if e.Type == agentbridge.TypeThreadCreated || e.Type == agentbridge.TypeThreadRenamed {
@@ -483,9 +523,14 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	c.threads.put(e.Thread, threadCache{seq: e.Seq, state: after, name: name})
 	c.avail.note(e.Thread, after)
 	c.recent.add(e, cfg.ContextWindowSize+recentSlack)
-	if decided {
-		c.log.Debug("decided", "event", e.ID, "thread", e.Thread, "rule", d.Rule, "invoke", len(d.Invoke), "skipped", len(d.Skipped))
-	}
+	return after
+}
+
+// dispatch hands what a committed step queued to the scheduler: the
+// invocations (with what the follow loop already knows, so prepare reads
+// less), the notices, the receipts, and the end of a party round nobody
+// could take part in.
+func (c *Coordinator) dispatch(ctx context.Context, e agentbridge.Event, d Decision, decided bool, step ledger.Step, queued []ledger.Invocation, after agentbridge.ThreadState) {
 	profiles := make(map[string]agentbridge.Profile, len(d.Invoke))
 	for _, t := range d.Invoke {
 		profiles[t.Participant] = t.Profile
@@ -504,7 +549,6 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 		// Nobody could take part: the round ends at once, with its notice.
 		c.partyAdvance(ctx, e.ID)
 	}
-	return nil
 }
 
 // stateBefore returns the thread's state just before e: from the cache
@@ -555,15 +599,15 @@ const (
 
 // notices builds the coordinator messages a decision owes: a clarification
 // to the sender, a loop-guard notice to everyone.
-func (c *Coordinator) notices(cfg *Config, e agentbridge.Event, d Decision) []state.Notice {
-	var out []state.Notice
+func (c *Coordinator) notices(cfg *Config, e agentbridge.Event, d Decision) []ledger.Notice {
+	var out []ledger.Notice
 	add := func(kind, to, text string) {
 		in := agentbridge.EventInput{
 			Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: to,
 			Content: mustJSON(text),
 			Meta:    agentbridge.Meta{ReplyTo: e.ID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", kind}},
 		}
-		out = append(out, state.Notice{TriggerID: e.ID, Kind: kind, Thread: e.Thread, Post: mustJSON(in)})
+		out = append(out, ledger.Notice{TriggerID: e.ID, Kind: kind, Thread: e.Thread, Post: mustJSON(in)})
 	}
 	if d.Clarify != "" {
 		add(noticeClarification, e.From, d.Clarify)
@@ -577,7 +621,7 @@ func (c *Coordinator) notices(cfg *Config, e agentbridge.Event, d Decision) []st
 			Content: mustJSON(d.SceneClose),
 			Meta:    agentbridge.Meta{ReplyTo: e.ID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "scene"}},
 		}
-		out = append(out, state.Notice{TriggerID: e.ID, Kind: noticeSceneClosed, Thread: e.Thread, Post: mustJSON(in)})
+		out = append(out, ledger.Notice{TriggerID: e.ID, Kind: noticeSceneClosed, Thread: e.Thread, Post: mustJSON(in)})
 	}
 	return out
 }

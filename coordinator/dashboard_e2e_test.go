@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 )
 
 // getStatus GETs a status API path and decodes the answer into out,
@@ -39,10 +39,10 @@ func TestDashboardEndpoints(t *testing.T) {
 	long := strings.Repeat("é", 200)
 	a := s.say(th, "alice", "fake:progress=2 "+long)
 	b := s.say(th, "bob", "fake:progress=3")
-	s.waitStatus(a.ID, "alice", state.StatusSucceeded)
-	s.waitStatus(b.ID, "bob", state.StatusSucceeded)
+	s.waitStatus(a.ID, "alice", ledger.StatusSucceeded)
+	s.waitStatus(b.ID, "bob", ledger.StatusSucceeded)
 
-	var runs coordinator.RunsResponse
+	var runs status.RunsResponse
 	if code := s.getStatus("/runs?participant=alice", &runs); code != 200 || len(runs.Runs) != 1 {
 		t.Fatalf("GET /runs?participant=alice: %d %+v", code, runs)
 	}
@@ -57,15 +57,15 @@ func TestDashboardEndpoints(t *testing.T) {
 		t.Errorf("GET /runs?status=done: %d, want 400", code)
 	}
 
-	var usage coordinator.UsageResponse
+	var usage status.UsageResponse
 	if code := s.getStatus("/usage?tz_offset_min=60", &usage); code != 200 {
 		t.Fatalf("GET /usage: %d", code)
 	}
-	want := map[string]state.ParticipantUsage{
+	want := map[string]ledger.ParticipantUsage{
 		"alice": {Participant: "alice", Runs: 1, InputTokens: 2, OutputTokens: 4, CostUSD: 0.002},
 		"bob":   {Participant: "bob", Runs: 1, InputTokens: 3, OutputTokens: 6, CostUSD: 0.003},
 	}
-	for _, list := range [][]state.ParticipantUsage{usage.Today, usage.Last7Days} {
+	for _, list := range [][]ledger.ParticipantUsage{usage.Today, usage.Last7Days} {
 		if len(list) != 2 {
 			t.Fatalf("usage = %+v", usage)
 		}

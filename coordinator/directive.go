@@ -7,7 +7,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // Reply directives (contract 5.2): an adapter's output may tell the
@@ -121,15 +121,34 @@ func (c *Coordinator) questionRecipient(ctx context.Context, thread string, trig
 	return fallback, nil
 }
 
-// replyOutcome applies the reply directives to a successful run's output:
-// it sets o's status and returns the event to post (zero for a pass).
-func (c *Coordinator) replyOutcome(ctx context.Context, cfg *Config, inv state.Invocation, in prepared, stdout string, o *state.Outcome) agentbridge.EventInput {
+// questionTo is the recipient of a successful run's question directive:
+// the person the question's chain leads to (questionRecipient), or the
+// first human when the chain cannot be read. It is empty for any other
+// run.
+func (c *Coordinator) questionTo(ctx context.Context, cfg *Config, inv ledger.Invocation, in prepared, res adapters.Result) string {
+	if in.scene != nil || !res.OK() || ParseDirective(string(res.Stdout)).Kind != DirectiveQuestion {
+		return ""
+	}
+	to, err := c.questionRecipient(ctx, inv.Thread, in.trigger, in.p.ContextWindow, cfg.HumanIDs)
+	if err != nil {
+		// A question must still reach a person: the first human is
+		// the documented fallback.
+		c.log.Warn("cannot follow the chain of a question; sending it to the first human", "id", inv.ID, "err", err)
+		to = fallbackRecipient(cfg.HumanIDs)
+	}
+	return to
+}
+
+// replyPost applies the reply directives to a successful run's output: it
+// sets o's status and returns the event to post (zero for a pass).
+// questionTo is where a question goes.
+func replyPost(cfg *Config, inv ledger.Invocation, stdout, questionTo string, o *ledger.Outcome) agentbridge.EventInput {
 	d := ParseDirective(stdout)
 	if d.Kind == DirectivePass {
-		o.Status = state.StatusPassed
+		o.Status = ledger.StatusPassed
 		return agentbridge.EventInput{}
 	}
-	o.Status = state.StatusSucceeded
+	o.Status = ledger.StatusSucceeded
 	// No meta.hop: the bridge assigns it from reply_to (contract 5.1).
 	post := agentbridge.EventInput{
 		Type: agentbridge.TypeMessage, From: inv.Participant, To: agentbridge.ToAll,
@@ -137,17 +156,7 @@ func (c *Coordinator) replyOutcome(ctx context.Context, cfg *Config, inv state.I
 		Meta:    agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator"}},
 	}
 	if d.Kind == DirectiveQuestion {
-		to, err := c.questionRecipient(ctx, inv.Thread, in.trigger, in.p.ContextWindow, cfg.HumanIDs)
-		if err != nil {
-			// A question must still reach a person: the first human is
-			// the documented fallback.
-			c.log.Warn("cannot follow the chain of a question; sending it to the first human", "id", inv.ID, "err", err)
-			to = agentbridge.ToAll
-			if len(cfg.HumanIDs) > 0 {
-				to = cfg.HumanIDs[0]
-			}
-		}
-		post.To = to
+		post.To = questionTo
 		post.Meta.Tags = []string{"coordinator", "question"}
 	}
 	return post

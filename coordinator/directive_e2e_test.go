@@ -8,7 +8,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // TestPassPostsNothing: an adapter answering [PASS] posts nothing, its
@@ -18,7 +18,7 @@ func TestPassPostsNothing(t *testing.T) {
 	th := s.thread("pass")
 	s.invite(th, "alice", agentbridge.Profile{})
 	e := s.say(th, "alice", "fake:say=[PASS]")
-	s.waitStatus(e.ID, "alice", state.StatusPassed)
+	s.waitStatus(e.ID, "alice", ledger.StatusPassed)
 	// A later trigger answered means the pass has long been settled.
 	later := s.say(th, "alice", "and now?")
 	s.waitReplies(th, later.ID, 1)
@@ -68,7 +68,7 @@ func TestUserQuestionGoesToTheHuman(t *testing.T) {
 	if q := s.waitReplies(th, orphan.ID, 1)[0]; q.To != "user" {
 		t.Errorf("question without a human in its chain went to %q, want user", q.To)
 	}
-	inv := s.waitStatus(orphan.ID, "alice", state.StatusSucceeded)
+	inv := s.waitStatus(orphan.ID, "alice", ledger.StatusSucceeded)
 	if inv.ReplyEventID == "" {
 		t.Error("the question's invocation has no reply recorded")
 	}
@@ -85,7 +85,7 @@ func TestPayloadRosterAndSince(t *testing.T) {
 	first := s.say(th, "alice", "one")
 	s.waitReplies(th, first.ID, 1)
 	pass := s.say(th, "bob", "fake:say=[PASS]")
-	s.waitStatus(pass.ID, "bob", state.StatusPassed)
+	s.waitStatus(pass.ID, "bob", ledger.StatusPassed)
 	second := s.say(th, "alice", "two")
 	s.waitReplies(th, second.ID, 1)
 

@@ -5,10 +5,13 @@
 // their replies.
 //
 // The package is split into a pure core and an effectful shell. The core —
-// Config and its parser, ParseMentions and Decide — does no I/O and is
-// table-tested and fuzzed; a Decision records, for every event, the rule
-// that matched, who was invoked and why every other candidate was not. The
-// shell (the follow loop, the scheduler, the state database in
-// coordinator/state and the status server) carries those decisions out, and
-// the Watcher swaps in a new Config when the file changes on disk.
+// Config and its parser, ParseMentions, Decide, and an invocation's
+// buildPayload and planOutcome — does no I/O and is table-tested and
+// fuzzed; a Decision records, for every event, the rule that matched, who
+// was invoked and why every other candidate was not. The shell (the follow
+// loop, the scheduler, gather and the runs, the ledger in coordinator/ledger)
+// carries those decisions out, and the Watcher swaps in a new Config when the
+// file changes on disk. The status API and runs dashboard are a package of
+// their own, coordinator/status, which reads the coordinator through
+// status.Source.
 package coordinator

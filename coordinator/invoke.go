@@ -2,40 +2,33 @@ package coordinator
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // invoke runs one job to its end: the adapter, then the post of its reply
 // or error message, each step recorded in the ledger first. ctx is the
-// work context: cancelling it interrupts the adapter.
+// work context: cancelling it interrupts the adapter. It is gather (prepare),
+// act (the runs, and the read a question's recipient needs), a pure plan of
+// the outcome (planOutcome), then act again (record and post).
 func (c *Coordinator) invoke(ctx context.Context, j job) {
 	inv := j.inv
 	// Ledger writes must land even while the work context is being
 	// cancelled, or a finished run would be re-run after restart.
-	ledger := context.WithoutCancel(ctx)
+	keep := context.WithoutCancel(ctx)
 	if len(inv.PendingPost) > 0 {
-		if cur, err := c.db.Invocation(ledger, inv.ID); err == nil && cur.Status == state.StatusCancelled {
-			// Belt and braces: Finish never leaves a post owed by a
-			// cancelled run, and no reply of one is ever posted.
-			c.logInvocation(inv, state.StatusCancelled, 0)
-			return
-		}
-		status := c.deliver(ctx, inv, inv.PendingPost, inv.Status)
-		c.logInvocation(inv, status, 0)
+		c.deliverPending(ctx, inv)
 		return
 	}
 	cfg := c.cfg.Load()
@@ -48,22 +41,91 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	if err != nil {
 		// Only a cancelled work context (or a cancel) stops prepare.
 		if !errors.Is(context.Cause(ctx), adapters.ErrCancelled) {
-			c.finishInterrupted(ledger, inv, err)
+			c.finishInterrupted(keep, inv, err)
 		}
 		return
 	}
-	var res adapters.Result
-	var why string
-	mon := c.startMonitor(ledger, inv)
+	mon := c.startMonitor(keep, inv)
 	stopPresence := c.presence(ctx, inv.Thread, inv.Participant, cfg.PresenceHeartbeat, mon)
-	if in.startErr != nil {
-		res = adapters.Result{ExitCode: -1, StartErr: in.startErr, Started: time.Now(), Finished: time.Now()}
-	} else {
-		res, why = c.runAgent(ctx, inv, in, in.p, in.payload, mon.record)
-	}
+	first := c.firstRun(ctx, inv, in, mon)
 	mon.stopMonitor()
-	c.keepSession(ledger, inv, in, mon.latestSession())
-	o := state.Outcome{
+	c.keepSession(keep, inv, in, mon.latestSession())
+	var correction *agentRun
+	if p, body, ok := correctionPayload(in, first.res); ok {
+		// The first run's progress monitor has stopped; the correction
+		// run reports no progress.
+		res, why := c.runAgent(ctx, inv, in, p, body, nil)
+		correction = &agentRun{res, why}
+	}
+	to := c.questionTo(ctx, cfg, inv, in, first.res)
+	o := planOutcome(cfg, inv, in, first, correction, to)
+	last := first.res
+	if correction != nil {
+		last = correction.res
+	}
+	status := c.record(ctx, inv, o)
+	stopPresence()
+	if status != ledger.StatusCancelled {
+		// A cancel is counted when it is made.
+		c.metrics.observe(status, last.Finished.Sub(last.Started))
+	}
+	c.logInvocation(inv, status, last.Finished.Sub(last.Started))
+}
+
+// deliverPending posts what a previous run of inv left owed.
+func (c *Coordinator) deliverPending(ctx context.Context, inv ledger.Invocation) {
+	if cur, err := c.db.Invocation(context.WithoutCancel(ctx), inv.ID); err == nil && cur.Status == ledger.StatusCancelled {
+		// Belt and braces: Finish never leaves a post owed by a
+		// cancelled run, and no reply of one is ever posted.
+		c.logInvocation(inv, ledger.StatusCancelled, 0)
+		return
+	}
+	status := c.deliver(ctx, inv, inv.PendingPost, inv.Status)
+	c.logInvocation(inv, status, 0)
+}
+
+// agentRun is one run of an agent: its result and, when not empty, the
+// sentence for the thread when it failed in a way adapters.ErrorMessage
+// cannot word.
+type agentRun struct {
+	res adapters.Result
+	why string
+}
+
+// firstRun runs the prepared adapter, or gives the result of one that
+// could not be prepared.
+func (c *Coordinator) firstRun(ctx context.Context, inv ledger.Invocation, in prepared, mon *runMonitor) agentRun {
+	if in.startErr != nil {
+		return agentRun{res: adapters.Result{ExitCode: -1, StartErr: in.startErr, Started: time.Now(), Finished: time.Now()}}
+	}
+	res, why := c.runAgent(ctx, inv, in, in.p, in.payload, mon.record)
+	return agentRun{res, why}
+}
+
+// record writes the outcome and what is owed before posting it (a crash
+// from here on re-posts the same event instead of re-running the adapter),
+// then posts it. It returns the invocation's final status.
+func (c *Coordinator) record(ctx context.Context, inv ledger.Invocation, o ledger.Outcome) string {
+	status := o.Status
+	if err := c.db.Finish(context.WithoutCancel(ctx), inv.ID, o); errors.Is(err, ledger.ErrCancelled) {
+		// A cancel won the race with this finish: nothing is posted.
+		status, o.Post = ledger.StatusCancelled, nil
+	} else if err != nil {
+		c.log.Error("record invocation outcome", "id", inv.ID, "err", err)
+	}
+	if len(o.Post) > 0 {
+		status = c.deliver(ctx, inv, o.Post, o.Status)
+	}
+	return status
+}
+
+// outcomeOf is what an agent run's result says of the invocation: the
+// ledger outcome's times, output and status (succeeded for a run that
+// worked, whose post the caller adds) and its error text. Invocations,
+// scene correction runs and ACP turns all end through it.
+func outcomeOf(run agentRun, timeout time.Duration) ledger.Outcome {
+	res := run.res
+	o := ledger.Outcome{
 		Started: res.Started, Finished: res.Finished,
 		OutputBytes: res.StdoutBytes, StderrTail: string(res.StderrTail), ProgressBad: res.ProgressBad,
 	}
@@ -71,30 +133,41 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		code := res.ExitCode
 		o.ExitCode = &code
 	}
-	var post agentbridge.EventInput
 	switch {
 	case res.Cancelled:
 		// The cancel already recorded the status; Finish keeps it.
-		o.Status = state.StatusCancelled
-		o.Error = cancelReason("")
+		o.Status, o.Error = ledger.StatusCancelled, cancelReason("")
 	case res.Interrupted:
-		o.Status = state.StatusInterrupted
-		o.Error = adapters.ErrorMessage(res, cfg.AdapterTimeout)
-	case res.OK() && in.scene != nil:
-		res = c.sceneOutcome(ctx, cfg, inv, in, res, &o)
+		o.Status, o.Error = ledger.StatusInterrupted, adapters.ErrorMessage(res, timeout)
 	case res.OK():
-		post = c.replyOutcome(ctx, cfg, inv, in, string(res.Stdout), &o)
+		o.Status = ledger.StatusSucceeded
 	default:
-		o.Status = state.StatusFailed
+		o.Status = ledger.StatusFailed
 		if res.TimedOut {
-			o.Status = state.StatusTimeout
+			o.Status = ledger.StatusTimeout
 		}
-		msg := adapters.ErrorMessage(res, cfg.AdapterTimeout)
-		if why != "" {
-			msg = why
+		o.Error = cmp.Or(run.why, adapters.ErrorMessage(res, timeout))
+	}
+	return o
+}
+
+// planOutcome decides, without I/O, what an invocation's runs come to: the
+// ledger outcome and the post it owes (a reply, a scene step's events, an
+// error notice, or nothing). questionTo is the recipient of a question
+// directive (questionTo read it).
+func planOutcome(cfg *Config, inv ledger.Invocation, in prepared, first agentRun, correction *agentRun, questionTo string) ledger.Outcome {
+	o := outcomeOf(first, cfg.AdapterTimeout)
+	var post agentbridge.EventInput
+	switch o.Status {
+	case ledger.StatusCancelled, ledger.StatusInterrupted:
+	case ledger.StatusSucceeded:
+		if in.scene != nil {
+			sceneOutcome(cfg, inv, in.scene, first.res, correction, &o)
+			return o
 		}
-		o.Error = msg
-		post = c.errorPost(cfg, inv, msg)
+		post = replyPost(cfg, inv, string(first.res.Stdout), questionTo, &o)
+	default:
+		post = errorPost(cfg, inv, o.Error)
 		if in.scene != nil && in.scene.step.Step == agentbridge.SceneStepTurn {
 			// A turn that fails leaves the scene without its next
 			// speech: the error notice closes it.
@@ -105,43 +178,26 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		post.Meta = withPartyMeta(post.Meta, inv)
 		o.Post = mustJSON(post)
 	}
-	// Record the outcome and what is owed before posting it: a crash from
-	// here on re-posts the same event instead of re-running the adapter.
-	status := o.Status
-	if err := c.db.Finish(ledger, inv.ID, o); errors.Is(err, state.ErrCancelled) {
-		// A cancel won the race with this finish: nothing is posted.
-		status, o.Post = state.StatusCancelled, nil
-	} else if err != nil {
-		c.log.Error("record invocation outcome", "id", inv.ID, "err", err)
-	}
-	if len(o.Post) > 0 {
-		status = c.deliver(ctx, inv, o.Post, o.Status)
-	}
-	stopPresence()
-	if status != state.StatusCancelled {
-		// A cancel is counted when it is made.
-		c.metrics.observe(status, res.Finished.Sub(res.Started))
-	}
-	c.logInvocation(inv, status, res.Finished.Sub(res.Started))
+	return o
 }
 
-func (c *Coordinator) logInvocation(inv state.Invocation, status string, d time.Duration) {
+func (c *Coordinator) logInvocation(inv ledger.Invocation, status string, d time.Duration) {
 	c.log.Info("invocation", "participant", inv.Participant, "thread", inv.Thread, "trigger", inv.TriggerID,
 		"status", status, "duration_ms", d.Milliseconds())
 }
 
-func (c *Coordinator) finishInterrupted(ctx context.Context, inv state.Invocation, cause error) {
-	if err := c.db.SetStatus(ctx, inv.ID, state.StatusInterrupted, fmt.Sprintf("interrupted before the adapter started: %v", cause)); err != nil {
+func (c *Coordinator) finishInterrupted(ctx context.Context, inv ledger.Invocation, cause error) {
+	if err := c.db.SetStatus(ctx, inv.ID, ledger.StatusInterrupted, fmt.Sprintf("interrupted before the adapter started: %v", cause)); err != nil {
 		c.log.Error("record interrupted invocation", "id", inv.ID, "err", err)
 	}
-	c.metrics.observe(state.StatusInterrupted, 0)
-	c.logInvocation(inv, state.StatusInterrupted, 0)
+	c.metrics.observe(ledger.StatusInterrupted, 0)
+	c.logInvocation(inv, ledger.StatusInterrupted, 0)
 }
 
 // errorPost is the coordinator's message saying a participant's adapter
 // failed. meta.participant names the pair, so recovery can tell whose error
 // it is.
-func (c *Coordinator) errorPost(cfg *Config, inv state.Invocation, msg string) agentbridge.EventInput {
+func errorPost(cfg *Config, inv ledger.Invocation, msg string) agentbridge.EventInput {
 	text := fmt.Sprintf("%s could not answer: %s", inv.Participant, msg)
 	return agentbridge.EventInput{
 		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: agentbridge.ToAll,
@@ -155,182 +211,6 @@ func (c *Coordinator) errorPost(cfg *Config, inv state.Invocation, msg string) a
 // is about.
 const metaParticipant = "participant"
 
-// prepared is everything needed to start one adapter.
-type prepared struct {
-	spec     adapters.Spec
-	payload  []byte
-	startErr error
-	// scene is set for an actor's scene step; p is the payload before
-	// encoding, for the correction run.
-	scene *sceneRun
-	p     adapters.Payload
-	// trigger is the event being answered, for the directives.
-	trigger agentbridge.Event
-}
-
-// prepare fetches the context window (and, for recovered jobs, the trigger
-// and the participant's profile) and builds the adapter's spec and payload.
-// Bridge errors are retried until ctx ends; only then is an error returned.
-func (c *Coordinator) prepare(ctx context.Context, j job, cfg *Config) (prepared, error) {
-	inv := j.inv
-	var b client.Backoff
-	for {
-		p, err := c.tryPrepare(ctx, j, cfg)
-		if err == nil {
-			return p, nil
-		}
-		if ctx.Err() != nil {
-			return prepared{}, ctx.Err()
-		}
-		var ae *agentbridge.Error
-		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-			// The thread is gone: nothing to answer.
-			return prepared{startErr: err}, nil
-		}
-		d := b.Next()
-		c.log.Warn("cannot prepare invocation; retrying", "id", inv.ID, "err", err, "retry_in", d.Round(time.Millisecond))
-		if !client.Sleep(ctx, d) {
-			return prepared{}, ctx.Err()
-		}
-	}
-}
-
-func (c *Coordinator) tryPrepare(ctx context.Context, j job, cfg *Config) (prepared, error) {
-	inv := j.inv
-	// A warm ACP session needs no presence for its roster (acp.go).
-	presence := c.payloadPresence(ctx, inv)
-	n := cfg.ContextWindowSize
-	var window []agentbridge.Event
-	trigger := j.trigger
-	// One read serves both the context window and since_last_turn; the
-	// follow loop's recent events save it when they cover the span.
-	sinceNeed, err := c.sinceSpan(ctx, inv)
-	if err != nil {
-		return prepared{}, err
-	}
-	span := max(n, sinceNeed)
-	events, ok := c.recent.window(inv.Thread, inv.TriggerSeq, span, inv.TriggerID)
-	if !ok {
-		events, err = c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{
-			Thread: inv.Thread, After: -1, Until: inv.TriggerSeq, Tail: span,
-		})
-		if err != nil {
-			return prepared{}, fmt.Errorf("read context window: %w", err)
-		}
-		if len(events) == 0 || events[len(events)-1].ID != inv.TriggerID {
-			return prepared{}, fmt.Errorf("trigger %s not found at seq %d of thread %s", inv.TriggerID, inv.TriggerSeq, inv.Thread)
-		}
-	}
-	if trigger == nil {
-		trigger = &events[len(events)-1]
-	}
-	since := sinceLastTurn(events, inv.Participant)
-	window = events[len(events)-min(n, len(events)):]
-	profile := j.profile
-	after := j.after
-	if !j.hasProfile || after == nil {
-		st, _, err := c.bridge.State(ctx, inv.Thread, inv.TriggerSeq)
-		if err != nil {
-			return prepared{}, fmt.Errorf("read thread state: %w", err)
-		}
-		after = &st
-		if invite, ok := st.Invited(inv.Participant); ok && !j.hasProfile {
-			profile = invite.Profile
-		}
-	}
-	step, inScene := agentbridge.SceneStepFor(*after, *trigger, inv.Participant)
-	window = agentbridge.VisibleTo(window, inv.Participant)
-	if inScene {
-		window = withoutControls(window)
-		// The scene and invite controls hold every actor's brief and
-		// character: an actor sees its own only, in its briefing.
-		since = withoutControls(since)
-	}
-	name, err := c.threadName(ctx, inv.Thread)
-	if err != nil {
-		return prepared{}, err
-	}
-	agent, ok := cfg.Agents[inv.Agent]
-	if !ok {
-		return prepared{startErr: fmt.Errorf("the agent %q is no longer in the coordinator's config", inv.Agent)}, nil
-	}
-	if agent.Profile != nil && profile.Client == "" {
-		profile = *agent.Profile
-	}
-	primer := c.readPrimer(cfg.PrimerPath, agentbridge.BuiltinPrimer())
-	payload := adapters.NewPayload(cfg.BridgeURL, agentbridge.Thread{ID: inv.Thread, Name: name}, *trigger, inv.Participant, profile, window, primer)
-	payload.SinceLastTurn = since
-	if payload.Session, err = c.sessionFor(ctx, inv, profile.Client); err != nil {
-		return prepared{}, err
-	}
-	payload.Participants = adapters.Roster(after.Participants.Invited, presence(), cfg.HumanIDs)
-	if inv.Round > 0 {
-		if err := c.partyPayload(ctx, inv, &payload); err != nil {
-			return prepared{}, err
-		}
-		if inv.Round >= 2 {
-			payload.SinceLastTurn = partySince(*trigger, payload.ContextWindow, inv.Participant)
-		}
-	}
-	var scene *sceneRun
-	if inScene {
-		if scene, err = c.sceneBriefing(ctx, cfg, &payload, step, name); err != nil {
-			return prepared{}, err
-		}
-	}
-	var body []byte
-	if len(agent.ACP) == 0 { // an ACP turn renders the payload itself
-		if body, err = json.Marshal(payload); err != nil {
-			return prepared{}, fmt.Errorf("encode payload: %w", err)
-		}
-	}
-	keys := make([]string, 0, len(agent.Env))
-	for k := range agent.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	env := make([]string, 0, len(keys)+5)
-	for _, k := range keys {
-		env = append(env, k+"="+agent.Env[k])
-	}
-	env = append(env, adapters.BridgeEnv(payload)...)
-	env = append(env, adapters.EnvAgentBridgeBin+"="+c.exe)
-	return prepared{
-		spec:    adapters.Spec{Command: c.command(agent.Command), Dir: agent.Cwd, Env: env, Timeout: cfg.AdapterTimeout},
-		payload: body,
-		scene:   scene,
-		p:       payload,
-		trigger: *trigger,
-	}, nil
-}
-
-// readPrimer reads a primer file at use, so that edits to it apply to the
-// next invocation without a reload. A path naming no file (a coordinator
-// started away from the repository's docs/) gives the primer built into the
-// binary; an empty path gives none.
-func (c *Coordinator) readPrimer(path, builtin string) string {
-	if path == "" {
-		return ""
-	}
-	b, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return builtin
-	case err != nil:
-		c.log.Warn("cannot read primer; using the built-in one", "path", path, "err", err)
-		return builtin
-	}
-	return string(b)
-}
-
-// command is an agent's argv with SelfCommand replaced by this binary.
-func (c *Coordinator) command(argv []string) []string {
-	if len(argv) == 0 || argv[0] != SelfCommand {
-		return argv
-	}
-	return append([]string{c.exe}, argv[1:]...)
-}
-
 // deliver posts a reply or error message with the pair's idempotency key,
 // retrying transient failures until ctx ends, and records the result. It
 // returns the invocation's final status: refused when the bridge answers
@@ -338,20 +218,12 @@ func (c *Coordinator) command(argv []string) []string {
 // one EventInput, or an array of them (a scene turn's thinking, then its
 // speech) posted in order, each under its own key: the last one under the
 // pair's key, so recovery finds the pair's reply as for any other.
-func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post json.RawMessage, status string) string {
-	ledger := context.WithoutCancel(ctx)
-	var posts []agentbridge.EventInput
-	var err error
-	if trimmed := bytes.TrimSpace(post); len(trimmed) > 0 && trimmed[0] == '[' {
-		err = json.Unmarshal(post, &posts)
-	} else {
-		var in agentbridge.EventInput
-		err = json.Unmarshal(post, &in)
-		posts = []agentbridge.EventInput{in}
-	}
+func (c *Coordinator) deliver(ctx context.Context, inv ledger.Invocation, post json.RawMessage, status string) string {
+	keep := context.WithoutCancel(ctx)
+	posts, err := decodePosts(post)
 	if err != nil || len(posts) == 0 {
 		c.log.Error("decode pending post", "id", inv.ID, "err", err)
-		_ = c.db.Posted(ledger, inv.ID, "", "", fmt.Sprintf("the pending post could not be decoded: %v", err))
+		_ = c.db.Posted(keep, inv.ID, "", "", fmt.Sprintf("the pending post could not be decoded: %v", err))
 		return status
 	}
 	var last agentbridge.Event
@@ -367,16 +239,16 @@ func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post js
 		ev, err := c.appendRetry(ctx, inv, in, key)
 		if err == nil {
 			last = ev
-			c.noteReply(ledger, ev)
+			c.noteReply(keep, ev)
 			continue
 		}
 		var ae *agentbridge.Error
 		switch {
 		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
-			if err := c.db.Posted(ledger, inv.ID, "", state.StatusRefused, ae.Message); err != nil {
+			if err := c.db.Posted(keep, inv.ID, "", ledger.StatusRefused, ae.Message); err != nil {
 				c.log.Error("record refused reply", "id", inv.ID, "err", err)
 			}
-			return state.StatusRefused
+			return ledger.StatusRefused
 		case errors.As(err, &ae):
 			// Refused for good: a cut or an error notice stands in for it
 			// (refused.go), so the trigger is still answered.
@@ -386,92 +258,88 @@ func (c *Coordinator) deliver(ctx context.Context, inv state.Invocation, post js
 				if rp.status != "" {
 					status, newStatus = rp.status, rp.status
 				}
-				c.noteReply(ledger, rp.ev)
+				c.noteReply(keep, rp.ev)
 				continue
 			}
 			if ctx.Err() != nil {
 				return status // left pending: the next run posts it
 			}
 			c.log.Error("the bridge refused a reply and its error notice; not retrying", "id", inv.ID, "err", err)
-			if err := c.db.Posted(ledger, inv.ID, "", state.StatusFailed, "the bridge refused the reply and the error notice: "+ae.Message); err != nil {
+			if err := c.db.Posted(keep, inv.ID, "", ledger.StatusFailed, "the bridge refused the reply and the error notice: "+ae.Message); err != nil {
 				c.log.Error("record rejected reply", "id", inv.ID, "err", err)
 			}
-			return state.StatusFailed
+			return ledger.StatusFailed
 		default:
 			// Left pending in the ledger: the next run posts it.
 			return status
 		}
 	}
-	if err := c.db.Posted(ledger, inv.ID, last.ID, newStatus, note); err != nil {
+	if err := c.db.Posted(keep, inv.ID, last.ID, newStatus, note); err != nil {
 		c.log.Error("record reply", "id", inv.ID, "err", err)
 	}
 	return status
 }
 
+// decodePosts reads a recorded post: one EventInput or an array of them.
+func decodePosts(post json.RawMessage) ([]agentbridge.EventInput, error) {
+	var posts []agentbridge.EventInput
+	if trimmed := bytes.TrimSpace(post); len(trimmed) > 0 && trimmed[0] == '[' {
+		err := json.Unmarshal(post, &posts)
+		return posts, err
+	}
+	var in agentbridge.EventInput
+	err := json.Unmarshal(post, &in)
+	return []agentbridge.EventInput{in}, err
+}
+
 // appendRetry appends in with key, retrying transient failures until ctx
 // ends. It returns the bridge's *agentbridge.Error for a permanent refusal
 // and ctx's error when it gave up.
-func (c *Coordinator) appendRetry(ctx context.Context, inv state.Invocation, in agentbridge.EventInput, key string) (agentbridge.Event, error) {
-	var b client.Backoff
-	for {
-		ev, err := c.bridge.Append(ctx, inv.Thread, in, key)
-		if err == nil {
-			return ev, nil
-		}
-		var ae *agentbridge.Error
-		if errors.As(err, &ae) && (ae.Status == http.StatusConflict || permanent(ae.Status)) {
-			return agentbridge.Event{}, ae
-		}
-		if ctx.Err() != nil {
-			return agentbridge.Event{}, ctx.Err()
-		}
-		d := b.Next()
-		c.log.Warn("cannot post reply; retrying", "id", inv.ID, "err", err, "retry_in", d.Round(time.Millisecond))
-		if !client.Sleep(ctx, d) {
-			return agentbridge.Event{}, ctx.Err()
-		}
+func (c *Coordinator) appendRetry(ctx context.Context, inv ledger.Invocation, in agentbridge.EventInput, key string) (agentbridge.Event, error) {
+	var ev agentbridge.Event
+	err := c.retry(ctx, retrying{what: "post reply", attrs: []any{"id", inv.ID}, permanent: refusedForGood},
+		func() (err error) {
+			ev, err = c.bridge.Append(ctx, inv.Thread, in, key)
+			return err
+		})
+	var ae *agentbridge.Error
+	switch {
+	case err == nil:
+		return ev, nil
+	case errors.As(err, &ae):
+		return agentbridge.Event{}, ae
+	default:
+		return agentbridge.Event{}, err
 	}
-}
-
-// permanent reports whether an HTTP status means a retry cannot help.
-func permanent(status int) bool {
-	return status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
 }
 
 // postNotice posts a clarification or loop-guard notice once, with its own
 // idempotency key, retrying transient failures until ctx ends.
-func (c *Coordinator) postNotice(ctx context.Context, n state.Notice) {
-	ledger := context.WithoutCancel(ctx)
+func (c *Coordinator) postNotice(ctx context.Context, n ledger.Notice) {
+	keep := context.WithoutCancel(ctx)
 	var in agentbridge.EventInput
 	if err := json.Unmarshal(n.Post, &in); err != nil {
 		c.log.Error("decode notice", "trigger", n.TriggerID, "err", err)
-		_ = c.db.NoticePosted(ledger, n.TriggerID, n.Kind, "")
+		_ = c.db.NoticePosted(keep, n.TriggerID, n.Kind, "")
 		return
 	}
 	in.Meta.Hop = nil // recorded before the bridge assigned hops (see deliver)
 	key := idempotencyKey(n.TriggerID, "notice:"+n.Kind)
-	var b client.Backoff
-	for {
-		ev, err := c.bridge.Append(ctx, n.Thread, in, key)
-		var ae *agentbridge.Error
-		switch {
-		case err == nil:
-			if err := c.db.NoticePosted(ledger, n.TriggerID, n.Kind, ev.ID); err != nil {
-				c.log.Error("record notice", "trigger", n.TriggerID, "err", err)
-			}
-			return
-		case errors.As(err, &ae) && permanent(ae.Status):
-			c.log.Warn("the bridge refused a notice; not retrying", "trigger", n.TriggerID, "kind", n.Kind, "err", err)
-			if err := c.db.NoticePosted(ledger, n.TriggerID, n.Kind, ""); err != nil {
-				c.log.Error("record notice", "trigger", n.TriggerID, "err", err)
-			}
-			return
-		}
-		d := b.Next()
-		c.log.Warn("cannot post notice; retrying", "trigger", n.TriggerID, "err", err, "retry_in", d.Round(time.Millisecond))
-		if !client.Sleep(ctx, d) {
-			return
-		}
+	var ev agentbridge.Event
+	err := c.retry(ctx, retrying{what: "post notice", attrs: []any{"trigger", n.TriggerID}, permanent: refusedForGood},
+		func() (err error) {
+			ev, err = c.bridge.Append(ctx, n.Thread, in, key)
+			return err
+		})
+	switch {
+	case err == nil:
+	case refusedForGood(err):
+		c.log.Warn("the bridge refused a notice; not retrying", "trigger", n.TriggerID, "kind", n.Kind, "err", err)
+	default:
+		return // ctx ended: the notice stays pending
+	}
+	if err := c.db.NoticePosted(keep, n.TriggerID, n.Kind, ev.ID); err != nil {
+		c.log.Error("record notice", "trigger", n.TriggerID, "err", err)
 	}
 }
 

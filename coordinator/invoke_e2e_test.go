@@ -14,7 +14,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -47,9 +47,9 @@ func TestBusyParticipantQueuesInOrder(t *testing.T) {
 		}
 	}
 	// One at a time: each run started after the previous one finished.
-	var prev state.Invocation
+	var prev ledger.Invocation
 	for i, tr := range triggers {
-		inv := s.waitStatus(tr.ID, "alice", state.StatusSucceeded)
+		inv := s.waitStatus(tr.ID, "alice", ledger.StatusSucceeded)
 		if i > 0 && inv.StartedAt < prev.FinishedAt {
 			t.Errorf("run %d started at %s before run %d finished at %s", i, inv.StartedAt, i-1, prev.FinishedAt)
 		}
@@ -67,8 +67,8 @@ func TestMaxConcurrency(t *testing.T) {
 	s.control(th, "user", map[string]any{"invited_auto": map[string]any{"on": true}})
 	e := s.say(th, "all", "both of you fake:sleep=200ms")
 	s.waitReplies(th, e.ID, 2)
-	a := s.waitStatus(e.ID, "alice", state.StatusSucceeded)
-	b := s.waitStatus(e.ID, "bob", state.StatusSucceeded)
+	a := s.waitStatus(e.ID, "alice", ledger.StatusSucceeded)
+	b := s.waitStatus(e.ID, "bob", ledger.StatusSucceeded)
 	first, second := a, b
 	if b.StartedAt < a.StartedAt {
 		first, second = b, a
@@ -92,22 +92,22 @@ func TestRateLimitWaits(t *testing.T) {
 	first := s.say(th, "alice", "one")
 	s.waitReplies(th, first.ID, 1)
 	second := s.say(th, "bob", "two")
-	inv := s.waitStatus(second.ID, "bob", state.StatusQueued)
+	inv := s.waitStatus(second.ID, "bob", ledger.StatusQueued)
 	if got := s.repliesTo(th, second.ID); len(got) != 0 {
 		t.Fatalf("the second trigger was answered within the minute: %+v", got)
 	}
 	s.stopCoordinator()
-	db, err := state.Open(context.Background(), filepath.Join(s.dir, "coordinator.db"))
+	db, err := ledger.Open(context.Background(), filepath.Join(s.dir, "coordinator.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	list, err := db.Invocations(context.Background(), state.Filter{Thread: th})
+	list, err := db.Invocations(context.Background(), ledger.Filter{Thread: th})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, got := range list {
-		if got.ID == inv.ID && got.Status != state.StatusInterrupted {
+		if got.ID == inv.ID && got.Status != ledger.StatusInterrupted {
 			t.Errorf("queued invocation is %s after shutdown, want interrupted", got.Status)
 		}
 	}
@@ -125,7 +125,7 @@ func TestTimeoutKillsGrandchild(t *testing.T) {
 	if r.From != "bridge-coordinator" || !r.Meta.HasTag("error") || !strings.Contains(r.Text(), "did not finish") {
 		t.Errorf("timeout message = %+v %q", r.Meta, r.Text())
 	}
-	s.waitStatus(e.ID, "alice", state.StatusTimeout)
+	s.waitStatus(e.ID, "alice", ledger.StatusTimeout)
 	b, err := os.ReadFile(filepath.Join(s.fakeDir, e.ID+".child"))
 	if err != nil {
 		t.Fatalf("grandchild pid file: %v", err)
@@ -164,7 +164,7 @@ func TestHugeOutputTruncated(t *testing.T) {
 	if r.From != "alice" || !strings.HasSuffix(r.Text(), "[truncated]") || len([]rune(r.Text())) > 2000 {
 		t.Errorf("reply from %s, %d chars, ends %q", r.From, len([]rune(r.Text())), r.Text()[max(0, len(r.Text())-20):])
 	}
-	inv := s.waitStatus(e.ID, "alice", state.StatusSucceeded)
+	inv := s.waitStatus(e.ID, "alice", ledger.StatusSucceeded)
 	if inv.OutputBytes != 10000000 {
 		t.Errorf("output_bytes = %d, want 10000000", inv.OutputBytes)
 	}
@@ -191,7 +191,7 @@ func TestErrorMessageOnExit(t *testing.T) {
 	if !strings.Contains(r.Text(), "code 3") || !strings.Contains(r.Text(), "boom went the adapter") {
 		t.Errorf("error text %q lacks the exit code or stderr", r.Text())
 	}
-	inv := s.waitStatus(e.ID, "alice", state.StatusFailed)
+	inv := s.waitStatus(e.ID, "alice", ledger.StatusFailed)
 	if inv.ExitCode == nil || *inv.ExitCode != 3 || inv.ReplyEventID != r.ID {
 		t.Errorf("record = exit %v reply %q, want 3 and %s", inv.ExitCode, inv.ReplyEventID, r.ID)
 	}
@@ -205,10 +205,10 @@ func TestRefusedOnMuteDuringRun(t *testing.T) {
 	th := s.thread("refused")
 	s.invite(th, "alice", agentbridge.Profile{})
 	e := s.say(th, "alice", "fake:sleep=1s")
-	s.waitStatus(e.ID, "alice", state.StatusRunning)
+	s.waitStatus(e.ID, "alice", ledger.StatusRunning)
 	s.waitPresence(th, "alice", agentbridge.PresenceThinking)
 	s.control(th, "user", map[string]any{"mute": map[string]any{"targets": []string{"alice"}}})
-	inv := s.waitStatus(e.ID, "alice", state.StatusRefused)
+	inv := s.waitStatus(e.ID, "alice", ledger.StatusRefused)
 	if !strings.Contains(inv.Error, "mute") {
 		t.Errorf("refusal error %q does not mention the mute", inv.Error)
 	}
@@ -251,12 +251,12 @@ func TestLoopGuard(t *testing.T) {
 	// Every invocation the conversation caused has finished, so nothing
 	// more can come: count the notices once all records are final.
 	testutil.WaitFor(t, waitLong, "all invocations to finish", func() bool {
-		list, err := s.db.Invocations(context.Background(), state.Filter{Thread: th, Limit: 1000})
+		list, err := s.db.Invocations(context.Background(), ledger.Filter{Thread: th, Limit: 1000})
 		if err != nil {
 			return false
 		}
 		for _, inv := range list {
-			if inv.Status == state.StatusQueued || inv.Status == state.StatusRunning || inv.ReplyEventID == "" {
+			if inv.Status == ledger.StatusQueued || inv.Status == ledger.StatusRunning || inv.ReplyEventID == "" {
 				return false
 			}
 		}

@@ -19,7 +19,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/adapters/adapterstest"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testbridge"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -77,7 +77,7 @@ type stack struct {
 	cl      *client.Client
 	cfg     coordinator.Config
 	cfgPath string
-	db      *state.DB
+	db      *ledger.DB
 	coord   *coordinator.Coordinator
 	cancel  context.CancelFunc
 	done    chan error
@@ -147,7 +147,7 @@ func newStack(t testing.TB) *stack {
 func (s *stack) startCoordinator() {
 	t := s.t
 	t.Helper()
-	db, err := state.Open(context.Background(), filepath.Join(s.dir, "coordinator.db"))
+	db, err := ledger.Open(context.Background(), filepath.Join(s.dir, "coordinator.db"))
 	if err != nil {
 		t.Fatalf("open state: %v", err)
 	}
@@ -291,7 +291,7 @@ func (s *stack) decision(eventID string) coordinator.Decision {
 		if resp.StatusCode != http.StatusOK {
 			return false
 		}
-		var rec state.Decision
+		var rec ledger.DecisionRecord
 		if json.NewDecoder(resp.Body).Decode(&rec) != nil {
 			return false
 		}
@@ -301,13 +301,13 @@ func (s *stack) decision(eventID string) coordinator.Decision {
 }
 
 // invocations returns the ledger's records for a trigger.
-func (s *stack) invocations(trigger string) []state.Invocation {
+func (s *stack) invocations(trigger string) []ledger.Invocation {
 	s.t.Helper()
-	all, err := s.db.Invocations(context.Background(), state.Filter{Limit: 10000})
+	all, err := s.db.Invocations(context.Background(), ledger.Filter{Limit: 10000})
 	if err != nil {
 		s.t.Fatalf("list invocations: %v", err)
 	}
-	var out []state.Invocation
+	var out []ledger.Invocation
 	for _, inv := range all {
 		if inv.TriggerID == trigger {
 			out = append(out, inv)
@@ -318,9 +318,9 @@ func (s *stack) invocations(trigger string) []state.Invocation {
 
 // waitStatus waits until the pair's invocation has the given status and
 // no post pending (its reply or error message is recorded).
-func (s *stack) waitStatus(trigger, participant, status string) state.Invocation {
+func (s *stack) waitStatus(trigger, participant, status string) ledger.Invocation {
 	s.t.Helper()
-	var got state.Invocation
+	var got ledger.Invocation
 	testutil.WaitFor(s.t, waitLong, fmt.Sprintf("invocation %s/%s to be %s", trigger, participant, status), func() bool {
 		for _, inv := range s.invocations(trigger) {
 			if inv.Participant == participant && inv.Status == status && len(inv.PendingPost) == 0 {

@@ -65,6 +65,50 @@ func (s PartySelection) IDs() []string {
 	return ids
 }
 
+// partyUnavailable says why p cannot take part in a party round, or "".
+func partyUnavailable(st agentbridge.ThreadState, e agentbridge.Event, cfg *Config, p string) string {
+	_, invited := st.Invited(p)
+	_, adapter := cfg.ResolveAgent(p, st)
+	switch {
+	case p == e.From:
+		return ReasonSelfMention
+	case !invited:
+		return ReasonNotInvited
+	case !adapter:
+		return ReasonNoAdapter
+	case st.IsMuted(p):
+		return ReasonMuted
+	}
+	return ""
+}
+
+// selectMentioned adds the participants the message mentions to sel, in
+// mention order (selected when they can run), and the mentions that
+// resolved to nobody with their reasons; seen collects them.
+func selectMentioned(sel *PartySelection, seen map[string]bool, st agentbridge.ThreadState, e agentbridge.Event, cfg *Config, turns map[string]int) {
+	r := &router{state: st, e: e, cfg: cfg}
+	r.resolve(ParseMentions(e.Text(), cfg.MentionPrefix))
+	for _, p := range r.want {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		pick := PartyPick{Participant: p, Matched: []string{}, Turns: turns[p], Reason: PartyMentioned}
+		if why := partyUnavailable(st, e, cfg, p); why != "" {
+			pick.Reason = why
+			sel.NotSelected = append(sel.NotSelected, pick)
+			continue
+		}
+		sel.Selected = append(sel.Selected, pick)
+	}
+	for _, s := range r.pre {
+		if !seen[s.Participant] {
+			seen[s.Participant] = true
+			sel.NotSelected = append(sel.NotSelected, PartyPick{Participant: s.Participant, Matched: []string{}, Reason: s.Reason})
+		}
+	}
+}
+
 // SelectParty chooses the agents of a party round for message e (a human's
 // message to all; st is the thread's state before it, with party mode on).
 // turns counts the party rounds each participant took part in so far in the
@@ -80,44 +124,9 @@ func SelectParty(st agentbridge.ThreadState, e agentbridge.Event, cfg *Config, t
 		Words: partyWords(e.Text()), Selected: []PartyPick{}, NotSelected: []PartyPick{},
 	}
 	seen := map[string]bool{}
-	// unavailable says why p cannot run, or "".
-	unavailable := func(p string) string {
-		_, invited := st.Invited(p)
-		_, adapter := cfg.ResolveAgent(p, st)
-		switch {
-		case p == e.From:
-			return ReasonSelfMention
-		case !invited:
-			return ReasonNotInvited
-		case !adapter:
-			return ReasonNoAdapter
-		case st.IsMuted(p):
-			return ReasonMuted
-		}
-		return ""
-	}
+	unavailable := func(p string) string { return partyUnavailable(st, e, cfg, p) }
 	if cfg.EnableMentions {
-		r := &router{state: st, e: e, cfg: cfg}
-		r.resolve(ParseMentions(e.Text(), cfg.MentionPrefix))
-		for _, p := range r.want {
-			if seen[p] {
-				continue
-			}
-			seen[p] = true
-			pick := PartyPick{Participant: p, Matched: []string{}, Turns: turns[p], Reason: PartyMentioned}
-			if why := unavailable(p); why != "" {
-				pick.Reason = why
-				sel.NotSelected = append(sel.NotSelected, pick)
-				continue
-			}
-			sel.Selected = append(sel.Selected, pick)
-		}
-		for _, s := range r.pre {
-			if !seen[s.Participant] {
-				seen[s.Participant] = true
-				sel.NotSelected = append(sel.NotSelected, PartyPick{Participant: s.Participant, Matched: []string{}, Reason: s.Reason})
-			}
-		}
+		selectMentioned(&sel, seen, st, e, cfg, turns)
 	}
 	var ranked []PartyPick
 	for _, inv := range st.Participants.Invited {

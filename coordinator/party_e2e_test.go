@@ -10,7 +10,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -182,7 +182,7 @@ func TestPartyFailureSkipsRound2(t *testing.T) {
 	th := partyThread(s, "party-fail", map[string]any{"on": true, "max_agents": 2})
 	tr := s.say(th, "all", "go and databases fake@bob:exit=3")
 	notice := s.waitPartyNotice(th, tr.ID)
-	s.waitStatus(tr.ID, "bob", state.StatusFailed)
+	s.waitStatus(tr.ID, "bob", ledger.StatusFailed)
 	var errs int
 	for _, e := range s.repliesTo(th, tr.ID) {
 		if e.Meta.HasTag("error") {
@@ -247,7 +247,7 @@ func TestPartyPassAndQuestion(t *testing.T) {
 
 	tr := s.say(th, "all", "go or databases? fake@bob/2:say=[PASS]")
 	notice := s.waitPartyNotice(th, tr.ID)
-	s.waitStatus(tr.ID, "bob", state.StatusPassed)
+	s.waitStatus(tr.ID, "bob", ledger.StatusPassed)
 	var bobRound2 int
 	for _, e := range s.repliesTo(th, tr.ID) {
 		if round, _ := partyMetaOf(t, e); round == 2 && e.From == "bob" {

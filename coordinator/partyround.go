@@ -3,14 +3,11 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // This file is party mode's shell: it carries out what SelectParty and
@@ -39,7 +36,7 @@ func (d Decision) partyRound() int {
 }
 
 // partyStart is the ledger row a party trigger starts, or nil.
-func (d Decision) partyStart(e agentbridge.Event) *state.PartyRound {
+func (d Decision) partyStart(e agentbridge.Event) *ledger.PartyRound {
 	if d.Rule != RuleParty || d.Party == nil {
 		return nil
 	}
@@ -47,7 +44,7 @@ func (d Decision) partyStart(e agentbridge.Event) *state.PartyRound {
 	for i, t := range d.Invoke {
 		sel[i] = t.Participant
 	}
-	return &state.PartyRound{
+	return &ledger.PartyRound{
 		TriggerID: e.ID, Thread: e.Thread, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq, TriggerFrom: e.From,
 		Hop: d.Hop, CrossTalk: d.Party.CrossTalk, Selected: sel,
 	}
@@ -55,7 +52,7 @@ func (d Decision) partyStart(e agentbridge.Event) *state.PartyRound {
 
 // replyKey is the idempotency key of an invocation's reply or error: one
 // per (trigger, participant) outside party mode, one per round inside it.
-func replyKey(inv state.Invocation) string {
+func replyKey(inv ledger.Invocation) string {
 	if inv.Round == 0 {
 		return idempotencyKey(inv.TriggerID, inv.Participant)
 	}
@@ -64,7 +61,7 @@ func replyKey(inv state.Invocation) string {
 
 // withPartyMeta marks a party invocation's post with meta.party, so that
 // readers (and recovery) know which round it answers.
-func withPartyMeta(m agentbridge.Meta, inv state.Invocation) agentbridge.Meta {
+func withPartyMeta(m agentbridge.Meta, inv ledger.Invocation) agentbridge.Meta {
 	if inv.Round == 0 {
 		return m
 	}
@@ -93,9 +90,9 @@ func partyRoundOf(e agentbridge.Event) int {
 
 // invocationDone reports whether an invocation has reached its end: not
 // waiting, not running, and nothing left to post.
-func invocationDone(inv state.Invocation) bool {
+func invocationDone(inv ledger.Invocation) bool {
 	switch inv.Status {
-	case state.StatusQueued, state.StatusRunning, state.StatusInterrupted:
+	case ledger.StatusQueued, ledger.StatusRunning, ledger.StatusInterrupted:
 		return false
 	}
 	return len(inv.PendingPost) == 0 || inv.ReplyEventID != ""
@@ -105,16 +102,16 @@ func invocationDone(inv state.Invocation) bool {
 // invocations have ended: it starts round 2 or owes the closing notice, as
 // NextPartyStep decides. Calling it early, late or twice is harmless.
 func (c *Coordinator) partyAdvance(ctx context.Context, triggerID string) {
-	ledger := context.WithoutCancel(ctx)
-	r, err := c.db.PartyRoundOf(ledger, triggerID)
+	keep := context.WithoutCancel(ctx)
+	r, err := c.db.PartyRoundOf(keep, triggerID)
 	if err != nil {
 		c.log.Error("read party round", "trigger", triggerID, "err", err)
 		return
 	}
-	if r.Stage >= state.PartyStageDone {
+	if r.Stage >= ledger.PartyStageDone {
 		return
 	}
-	invs, err := c.db.PartyInvocations(ledger, triggerID, r.Stage)
+	invs, err := c.db.PartyInvocations(keep, triggerID, r.Stage)
 	if err != nil {
 		c.log.Error("read party invocations", "trigger", triggerID, "err", err)
 		return
@@ -124,10 +121,10 @@ func (c *Coordinator) partyAdvance(ctx context.Context, triggerID string) {
 			return
 		}
 	}
-	round1, round2 := invs, []state.Invocation(nil)
-	if r.Stage == state.PartyStageRound2 {
+	round1, round2 := invs, []ledger.Invocation(nil)
+	if r.Stage == ledger.PartyStageRound2 {
 		round2 = invs
-		if round1, err = c.db.PartyInvocations(ledger, triggerID, 1); err != nil {
+		if round1, err = c.db.PartyInvocations(keep, triggerID, 1); err != nil {
 			c.log.Error("read party invocations", "trigger", triggerID, "err", err)
 			return
 		}
@@ -139,25 +136,7 @@ func (c *Coordinator) partyAdvance(ctx context.Context, triggerID string) {
 	}
 	next := NextPartyStep(r.Stage, r.CrossTalk, partyOutcomes(round1, replies), partyOutcomes(round2, replies))
 	if len(next.Round2) > 0 {
-		var more []state.Invocation
-		for _, p := range next.Round2 {
-			i := slices.IndexFunc(round1, func(inv state.Invocation) bool { return inv.Participant == p })
-			more = append(more, state.Invocation{
-				Thread: r.Thread, TriggerID: r.TriggerID, TriggerSeq: r.TriggerSeq, TriggerGSeq: r.TriggerGSeq,
-				Participant: p, Agent: round1[i].Agent, Command: round1[i].Command, Hop: r.Hop, Round: 2,
-			})
-		}
-		queued, ok, err := c.db.AdvanceParty(ledger, triggerID, state.PartyStageRound1, state.PartyStageRound2, more, nil)
-		if err != nil {
-			c.log.Error("start party round 2", "trigger", triggerID, "err", err)
-			return
-		}
-		if ok {
-			c.log.Info("party round 2", "trigger", triggerID, "agents", next.Round2)
-		}
-		for _, inv := range queued {
-			c.sched.enqueue(job{inv: inv})
-		}
+		c.startRound2(keep, r, round1, next.Round2)
 		return
 	}
 	cfg := c.cfg.Load()
@@ -166,8 +145,8 @@ func (c *Coordinator) partyAdvance(ctx context.Context, triggerID string) {
 		Content: mustJSON(next.Notice),
 		Meta:    agentbridge.Meta{ReplyTo: r.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", noticeParty}},
 	}
-	n := state.Notice{TriggerID: r.TriggerID, Kind: noticeParty, Thread: r.Thread, Post: mustJSON(in)}
-	_, ok, err := c.db.AdvanceParty(ledger, triggerID, r.Stage, state.PartyStageDone, nil, []state.Notice{n})
+	n := ledger.Notice{TriggerID: r.TriggerID, Kind: noticeParty, Thread: r.Thread, Post: mustJSON(in)}
+	_, ok, err := c.db.AdvanceParty(keep, triggerID, r.Stage, ledger.PartyStageDone, nil, []ledger.Notice{n})
 	if err != nil {
 		c.log.Error("end party round", "trigger", triggerID, "err", err)
 		return
@@ -177,9 +156,33 @@ func (c *Coordinator) partyAdvance(ctx context.Context, triggerID string) {
 	}
 }
 
+// startRound2 queues round 2 of party round r for participants, each
+// with the agent it used in round 1.
+func (c *Coordinator) startRound2(ctx context.Context, r ledger.PartyRound, round1 []ledger.Invocation, participants []string) {
+	var more []ledger.Invocation
+	for _, p := range participants {
+		i := slices.IndexFunc(round1, func(inv ledger.Invocation) bool { return inv.Participant == p })
+		more = append(more, ledger.Invocation{
+			Thread: r.Thread, TriggerID: r.TriggerID, TriggerSeq: r.TriggerSeq, TriggerGSeq: r.TriggerGSeq,
+			Participant: p, Agent: round1[i].Agent, Command: round1[i].Command, Hop: r.Hop, Round: 2,
+		})
+	}
+	queued, ok, err := c.db.AdvanceParty(ctx, r.TriggerID, ledger.PartyStageRound1, ledger.PartyStageRound2, more, nil)
+	if err != nil {
+		c.log.Error("start party round 2", "trigger", r.TriggerID, "err", err)
+		return
+	}
+	if ok {
+		c.log.Info("party round 2", "trigger", r.TriggerID, "agents", participants)
+	}
+	for _, inv := range queued {
+		c.sched.enqueue(job{inv: inv})
+	}
+}
+
 // partyReplies reads the replies the invocations posted (by event id),
 // retrying while the bridge is unreachable until ctx ends.
-func (c *Coordinator) partyReplies(ctx context.Context, r state.PartyRound, invs []state.Invocation) (map[string]agentbridge.Event, error) {
+func (c *Coordinator) partyReplies(ctx context.Context, r ledger.PartyRound, invs []ledger.Invocation) (map[string]agentbridge.Event, error) {
 	out := map[string]agentbridge.Event{}
 	want := map[string]bool{}
 	for _, inv := range invs {
@@ -190,86 +193,48 @@ func (c *Coordinator) partyReplies(ctx context.Context, r state.PartyRound, invs
 	if len(want) == 0 {
 		return out, nil
 	}
-	var b client.Backoff
-	for {
-		evs, err := c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: r.Thread, After: r.TriggerSeq, Limit: agentbridge.MaxEventsLimit})
-		if err == nil {
-			for _, e := range evs {
-				if want[e.ID] {
-					out[e.ID] = e
-				}
-			}
-			return out, nil
-		}
-		var ae *agentbridge.Error
-		if errors.As(err, &ae) && permanent(ae.Status) {
-			return nil, err
-		}
-		if !client.Sleep(ctx, b.Next()) {
-			return nil, fmt.Errorf("read party replies: %w", ctx.Err())
+	var evs []agentbridge.Event
+	err := c.retry(ctx, retrying{what: "read party replies", attrs: []any{"trigger", r.TriggerID}, permanent: refusedForGood},
+		func() (err error) {
+			evs, err = c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: r.Thread, After: r.TriggerSeq, Limit: agentbridge.MaxEventsLimit})
+			return err
+		})
+	switch {
+	case err == nil:
+	case refusedForGood(err):
+		return nil, err
+	default:
+		return nil, fmt.Errorf("read party replies: %w", err)
+	}
+	for _, e := range evs {
+		if want[e.ID] {
+			out[e.ID] = e
 		}
 	}
+	return out, nil
 }
 
 // partyOutcomes turns a round's finished invocations into the outcomes
 // NextPartyStep reads.
-func partyOutcomes(invs []state.Invocation, replies map[string]agentbridge.Event) []PartyOutcome {
+func partyOutcomes(invs []ledger.Invocation, replies map[string]agentbridge.Event) []PartyOutcome {
 	var out []PartyOutcome
 	for _, inv := range invs {
 		o := PartyOutcome{Participant: inv.Participant, Result: PartyFailed, Detail: inv.Status}
 		reply, posted := replies[inv.ReplyEventID]
 		switch {
-		case inv.Status == state.StatusPassed:
+		case inv.Status == ledger.StatusPassed:
 			o.Result = PartyPassed
-		case inv.Status == state.StatusSucceeded && posted && reply.From == inv.Participant:
+		case inv.Status == ledger.StatusSucceeded && posted && reply.From == inv.Participant:
 			o.Result = PartyAnswered
 			if reply.Meta.HasTag("question") {
 				o.Result = PartyAsked
 			}
-		case inv.Status == state.StatusSucceeded:
+		case inv.Status == ledger.StatusSucceeded:
 			o.Detail = "reply not posted"
 		}
 		out = append(out, o)
 	}
 	return out
-}
-
-// partyPayload adds the party block to a party invocation's payload and,
-// for round 2, every round-1 answer after the trigger in its context.
-func (c *Coordinator) partyPayload(ctx context.Context, inv state.Invocation, p *adapters.Payload) error {
-	r, err := c.db.PartyRoundOf(ctx, inv.TriggerID)
-	if err != nil {
-		return fmt.Errorf("read party round: %w", err)
-	}
-	p.Party = &adapters.PartyInfo{Round: inv.Round, Selected: r.Selected}
-	if inv.Round < 2 {
-		return nil
-	}
-	round1, err := c.db.PartyInvocations(ctx, inv.TriggerID, 1)
-	if err != nil {
-		return err
-	}
-	round2, err := c.db.PartyInvocations(ctx, inv.TriggerID, 2)
-	if err != nil {
-		return err
-	}
-	p.Party.Selected = make([]string, len(round2))
-	for i, x := range round2 {
-		p.Party.Selected[i] = x.Participant
-	}
-	replies, err := c.partyReplies(ctx, r, round1)
-	if err != nil {
-		return err
-	}
-	var answers []agentbridge.Event
-	for _, x := range round1 {
-		if e, ok := replies[x.ReplyEventID]; ok && e.From == x.Participant {
-			answers = append(answers, e)
-		}
-	}
-	slices.SortFunc(answers, func(a, b agentbridge.Event) int { return int(a.Seq - b.Seq) })
-	p.ContextWindow = append(p.ContextWindow, answers...)
-	return nil
 }
 
 // recoverParty moves on every party round a previous run left open, once

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
+	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -14,7 +14,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // The receipt reporter (contract 5.5) tells the bridge what became of every
@@ -118,13 +118,12 @@ func (r *receiptReporter) wake() {
 // over whatever is left (the statuses shutdown wrote) and returns once a
 // pass finds nothing more, or when ctx ends.
 func (r *receiptReporter) run(ctx context.Context, final <-chan struct{}) {
-	inv, dec, err := r.c.db.ReceiptHeads(ctx)
-	for err != nil {
-		r.c.log.Warn("receipts: cannot read the ledger; retrying", "err", err)
-		if !client.Sleep(ctx, time.Second) {
-			return
-		}
+	var inv, dec int64
+	if err := r.c.retry(ctx, retrying{what: "read the ledger's heads for receipts", maxWait: time.Second}, func() (err error) {
 		inv, dec, err = r.c.db.ReceiptHeads(ctx)
+		return err
+	}); err != nil {
+		return
 	}
 	r.lastInv, r.lastDec = max(inv-receiptReplay, 0), max(dec-receiptReplay, 0)
 	// Every run the recovery will settle is watched from the first pass,
@@ -172,9 +171,27 @@ func (r *receiptReporter) run(ctx context.Context, final <-chan struct{}) {
 // pass reports what changed since the last pass and returns how many rows
 // it read.
 func (r *receiptReporter) pass(ctx context.Context) (int, error) {
+	decs, ok, err := r.passDecisions(ctx)
+	if err != nil || !ok {
+		return 0, err
+	}
+	rows, err := r.pairRows(ctx)
+	if err != nil {
+		return decs, err
+	}
+	newRows, ok := r.reportPairs(ctx, rows)
+	if !ok {
+		return 0, nil
+	}
+	return max(decs, newRows), nil
+}
+
+// passDecisions reports the skipped pairs of the decisions recorded since
+// the last pass. It returns how many it read; ok is false when ctx ended.
+func (r *receiptReporter) passDecisions(ctx context.Context) (n int, ok bool, err error) {
 	decs, err := r.c.db.DecisionsAfter(ctx, r.lastDec, receiptBatch)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	for _, d := range decs {
 		var dd Decision
@@ -186,14 +203,20 @@ func (r *receiptReporter) pass(ctx context.Context) (int, error) {
 				Thread: d.Thread, Event: d.EventID, Participant: s.Participant,
 				State: agentbridge.ReceiptSkipped, Reason: s.Reason,
 			}) {
-				return 0, nil
+				return 0, false, nil
 			}
 		}
 		r.lastDec = d.Row
 	}
+	return len(decs), true, nil
+}
+
+// pairRows reads the pairs queued since the last pass and the unfinished
+// ones, oldest first.
+func (r *receiptReporter) pairRows(ctx context.Context) ([]ledger.PairState, error) {
 	rows, err := r.c.db.PairStates(ctx, r.lastInv, nil, receiptBatch)
 	if err != nil {
-		return len(decs), err
+		return nil, err
 	}
 	// The unfinished ones, a bounded number of ids per statement (many
 	// runs may wait in a queue).
@@ -205,19 +228,24 @@ func (r *receiptReporter) pass(ctx context.Context) (int, error) {
 		n := min(len(ids), receiptBatch)
 		more, err := r.c.db.PairStates(ctx, math.MaxInt64, ids[:n], 0)
 		if err != nil {
-			return len(decs), err
+			return nil, err
 		}
 		rows, ids = append(rows, more...), ids[n:]
 	}
-	slices.SortFunc(rows, func(a, b state.PairState) int { return cmp.Compare(a.ID, b.ID) })
-	newRows := 0
+	slices.SortFunc(rows, func(a, b ledger.PairState) int { return cmp.Compare(a.ID, b.ID) })
+	return rows, nil
+}
+
+// reportPairs sends the receipt of every pair whose state changed. It
+// returns how many rows were new; ok is false when ctx ended.
+func (r *receiptReporter) reportPairs(ctx context.Context, rows []ledger.PairState) (newRows int, ok bool) {
 	for _, p := range rows {
 		if p.ID > r.lastInv {
 			newRows++
 		}
 		prev, known := r.active[p.ID]
 		now := pairReport{status: p.Status, reply: p.ReplyEventID}
-		if p.Pending && p.Status != state.StatusQueued && p.Status != state.StatusRunning {
+		if p.Pending && p.Status != ledger.StatusQueued && p.Status != ledger.StatusRunning {
 			// An ending is reported once its reply or notice is in the
 			// thread, so that "replied" always links to the reply.
 			if !known {
@@ -231,7 +259,7 @@ func (r *receiptReporter) pass(ctx context.Context) (int, error) {
 				Thread: p.Thread, Event: p.TriggerID, Participant: p.Participant,
 				State: p.Status, Invocation: strconv.FormatInt(p.ID, 10), Reply: p.ReplyEventID,
 			}) {
-				return 0, nil
+				return 0, false
 			}
 		}
 		if finished(p) {
@@ -241,7 +269,7 @@ func (r *receiptReporter) pass(ctx context.Context) (int, error) {
 		}
 		r.lastInv = max(r.lastInv, p.ID)
 	}
-	return max(len(decs), newRows), nil
+	return newRows, true
 }
 
 // finished reports whether an invocation's receipt can no longer change:
@@ -250,9 +278,9 @@ func (r *receiptReporter) pass(ctx context.Context) (int, error) {
 // the receipt must end as that run does (contract 6.3). The reporter of
 // the process that interrupted it reports interrupted as its last word;
 // the next one's keeps watching it (see run).
-func finished(p state.PairState) bool {
+func finished(p ledger.PairState) bool {
 	switch p.Status {
-	case state.StatusQueued, state.StatusRunning, state.StatusInterrupted:
+	case ledger.StatusQueued, ledger.StatusRunning, ledger.StatusInterrupted:
 		return false
 	}
 	return !p.Pending
@@ -264,29 +292,25 @@ func finished(p state.PairState) bool {
 // dropped with a log line.
 func (r *receiptReporter) send(ctx context.Context, in agentbridge.ReceiptInput) bool {
 	in.From = r.c.cfg.Load().CoordinatorID
-	var b client.Backoff
-	for {
-		_, _, err := r.c.bridge.PutReceipt(ctx, in)
-		if err == nil {
-			r.sent.Inc()
-			return true
+	err := r.c.retry(ctx, retrying{what: "send a receipt", attrs: []any{"thread", in.Thread, "event", in.Event},
+		level: slog.LevelDebug, maxWait: receiptRetryMax,
+		permanent: func(err error) bool { return ctx.Err() == nil && refusedForGood(err) }},
+		func() error {
+			_, _, err := r.c.bridge.PutReceipt(ctx, in)
+			return err
+		})
+	switch {
+	case err == nil:
+		r.sent.Inc()
+		return true
+	case ctx.Err() != nil:
+		return false
+	default:
+		level := r.c.log.Debug
+		if !r.warned {
+			r.warned, level = true, r.c.log.Warn
 		}
-		if ctx.Err() != nil {
-			return false
-		}
-		var ae *agentbridge.Error
-		if errors.As(err, &ae) && permanent(ae.Status) {
-			level := r.c.log.Debug
-			if !r.warned {
-				r.warned, level = true, r.c.log.Warn
-			}
-			level("receipts: the bridge refused a receipt; dropping it", "thread", in.Thread, "event", in.Event, "participant", in.Participant, "state", in.State, "err", err)
-			return true
-		}
-		d := min(b.Next(), receiptRetryMax)
-		r.c.log.Debug("receipts: cannot reach the bridge; retrying", "err", err, "retry_in", d.Round(time.Millisecond))
-		if !client.Sleep(ctx, d) {
-			return false
-		}
+		level("receipts: the bridge refused a receipt; dropping it", "thread", in.Thread, "event", in.Event, "participant", in.Participant, "state", in.State, "err", err)
+		return true
 	}
 }

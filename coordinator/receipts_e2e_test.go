@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -91,7 +91,7 @@ func TestReceiptsReported(t *testing.T) {
 	log := s.watchReceipts(th)
 	e := s.say(th, "all", "@alice @gemini @zed please look fake:sleep=1s")
 	reply := s.waitReplies(th, e.ID, 1)[0]
-	inv := s.waitStatus(e.ID, "alice", state.StatusSucceeded)
+	inv := s.waitStatus(e.ID, "alice", ledger.StatusSucceeded)
 
 	testutil.WaitFor(t, waitLong, "alice's succeeded receipt", func() bool {
 		rs := log.of(e.ID, "alice")
@@ -161,7 +161,7 @@ func TestReceiptsCatchUpAfterBridgeOutage(t *testing.T) {
 	th := s.thread("outage")
 	s.invite(th, "alice", agentbridge.Profile{})
 	e := s.say(th, "alice", "fake:sleep=2s")
-	s.waitStatus(e.ID, "alice", state.StatusRunning)
+	s.waitStatus(e.ID, "alice", ledger.StatusRunning)
 	testutil.WaitFor(t, waitLong, "the running receipt", func() bool {
 		rs, err := s.cl.Receipts(context.Background(), agentbridge.ReceiptsQuery{Thread: th, Event: e.ID})
 		return err == nil && len(rs) == 1 && rs[0].State == agentbridge.ReceiptRunning
@@ -169,7 +169,7 @@ func TestReceiptsCatchUpAfterBridgeOutage(t *testing.T) {
 	s.bridge.Stop()
 	testutil.WaitFor(t, waitLong, "the run to end while the bridge is down", func() bool {
 		invs := s.invocations(e.ID)
-		return len(invs) == 1 && invs[0].Status == state.StatusSucceeded
+		return len(invs) == 1 && invs[0].Status == ledger.StatusSucceeded
 	})
 	s.bridge.Start()
 	testutil.WaitFor(t, waitLong, "the succeeded receipt after the outage", func() bool {
@@ -187,7 +187,7 @@ func TestReceiptsOfCancelledRuns(t *testing.T) {
 	s.invite(th, "alice", agentbridge.Profile{})
 	run := s.say(th, "alice", "fake:hang")
 	queued := s.say(th, "alice", "queued one")
-	s.waitStatus(run.ID, "alice", state.StatusRunning)
+	s.waitStatus(run.ID, "alice", ledger.StatusRunning)
 	s.control(th, "user", map[string]any{"cancel": map[string]any{"participant_id": "alice"}})
 	testutil.WaitFor(t, waitLong, "the cancel notice", func() bool { return len(s.repliesTo(th, run.ID)) == 1 })
 	notice := s.repliesTo(th, run.ID)[0]

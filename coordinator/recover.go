@@ -7,8 +7,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // recover settles what a previous run left unfinished (see
@@ -22,19 +21,7 @@ func (c *Coordinator) recover(ctx context.Context) error {
 		return err
 	}
 	for _, inv := range invs {
-		if inv.Status != state.StatusRunning || inv.PGID <= 0 {
-			continue
-		}
-		started, err := time.Parse(agentbridge.TimeLayout, inv.ProcessStartedAt)
-		if err != nil {
-			c.log.Warn("invocation has no valid process start time; not killing its group", "id", inv.ID, "pgid", inv.PGID)
-			continue
-		}
-		if err := adapters.KillGroup(inv.PGID, started); err != nil {
-			c.log.Warn("kill leftover adapter group", "id", inv.ID, "pgid", inv.PGID, "err", err)
-		} else {
-			c.log.Info("killed leftover adapter group", "id", inv.ID, "pgid", inv.PGID)
-		}
+		c.killLeftover(inv)
 	}
 	replies := map[string][]agentbridge.Event{}
 	for _, inv := range invs {
@@ -69,43 +56,57 @@ func (c *Coordinator) recover(ctx context.Context) error {
 	return c.recoverParty(ctx)
 }
 
+// killLeftover kills the process group a run that was running when the
+// previous coordinator stopped may have left.
+func (c *Coordinator) killLeftover(inv ledger.Invocation) {
+	if inv.Status != ledger.StatusRunning || inv.PGID <= 0 {
+		return
+	}
+	started, err := time.Parse(agentbridge.TimeLayout, inv.ProcessStartedAt)
+	if err != nil {
+		c.log.Warn("invocation has no valid process start time; not killing its group", "id", inv.ID, "pgid", inv.PGID)
+		return
+	}
+	if err := adapters.KillGroup(inv.PGID, started); err != nil {
+		c.log.Warn("kill leftover adapter group", "id", inv.ID, "pgid", inv.PGID, "err", err)
+	} else {
+		c.log.Info("killed leftover adapter group", "id", inv.ID, "pgid", inv.PGID)
+	}
+}
+
 // repliesAfter reads the thread's events after seq that reply to
 // something, retrying while the bridge is unreachable. Unfinished records
 // are few and recent, so one bounded read per thread is enough.
 func (c *Coordinator) repliesAfter(ctx context.Context, thread string, seq int64) ([]agentbridge.Event, error) {
-	var b client.Backoff
-	for {
-		evs, err := c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: thread, After: max(seq-1, 0), Limit: agentbridge.MaxEventsLimit})
-		if err == nil {
-			var out []agentbridge.Event
-			for _, e := range evs {
-				if e.Meta.ReplyTo != "" {
-					out = append(out, e)
-				}
-			}
-			return out, nil
-		}
-		d := b.Next()
-		c.log.Warn("cannot read thread for recovery; retrying", "thread", thread, "err", err, "retry_in", d.Round(time.Millisecond))
-		if !client.Sleep(ctx, d) {
-			return nil, fmt.Errorf("recover thread %s: %w", thread, ctx.Err())
+	var evs []agentbridge.Event
+	if err := c.retry(ctx, retrying{what: "read thread for recovery", attrs: []any{"thread", thread}}, func() (err error) {
+		evs, err = c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: thread, After: max(seq-1, 0), Limit: agentbridge.MaxEventsLimit})
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("recover thread %s: %w", thread, err)
+	}
+	var out []agentbridge.Event
+	for _, e := range evs {
+		if e.Meta.ReplyTo != "" {
+			out = append(out, e)
 		}
 	}
+	return out, nil
 }
 
 // replyFor finds the pair's reply (from the participant) or error message
 // (from the coordinator, naming the participant) among evs, and the status
 // it implies.
-func replyFor(evs []agentbridge.Event, inv state.Invocation, coordinatorID string) (agentbridge.Event, string, bool) {
+func replyFor(evs []agentbridge.Event, inv ledger.Invocation, coordinatorID string) (agentbridge.Event, string, bool) {
 	for _, e := range evs {
 		if e.Meta.ReplyTo != inv.TriggerID || partyRoundOf(e) != inv.Round {
 			continue
 		}
 		if e.From == inv.Participant {
-			return e, state.StatusSucceeded, true
+			return e, ledger.StatusSucceeded, true
 		}
 		if e.From == coordinatorID && e.Meta.HasTag("error") && string(e.Meta.Extra[metaParticipant]) == string(mustJSON(inv.Participant)) {
-			return e, state.StatusFailed, true
+			return e, ledger.StatusFailed, true
 		}
 	}
 	return agentbridge.Event{}, "", false

@@ -12,7 +12,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -23,7 +23,7 @@ func TestShutdownGraceLetsAdapterFinish(t *testing.T) {
 	th := s.thread("grace")
 	s.invite(th, "alice", agentbridge.Profile{})
 	e := s.say(th, "alice", "fake:sleep=500ms")
-	s.waitStatus(e.ID, "alice", state.StatusRunning)
+	s.waitStatus(e.ID, "alice", ledger.StatusRunning)
 	s.stopCoordinator()
 	if got := s.repliesTo(th, e.ID); len(got) != 1 || got[0].From != "alice" {
 		t.Fatalf("replies after graceful shutdown: %+v, want one from alice", got)
@@ -38,14 +38,14 @@ func TestInterruptedIsRerunOnResume(t *testing.T) {
 	th := s.thread("interrupted")
 	s.invite(th, "alice", agentbridge.Profile{})
 	e := s.say(th, "alice", "fake:sleep=2s")
-	s.waitStatus(e.ID, "alice", state.StatusRunning)
+	s.waitStatus(e.ID, "alice", ledger.StatusRunning)
 	s.stopCoordinator()
 	if got := s.repliesTo(th, e.ID); len(got) != 0 {
 		t.Fatalf("replies after an interrupted run: %+v", got)
 	}
 	s.startCoordinator()
 	s.waitReplies(th, e.ID, 1)
-	s.waitStatus(e.ID, "alice", state.StatusSucceeded)
+	s.waitStatus(e.ID, "alice", ledger.StatusSucceeded)
 	if got := s.repliesTo(th, e.ID); len(got) != 1 {
 		t.Errorf("%d replies, want exactly 1", len(got))
 	}
@@ -63,18 +63,18 @@ func TestRecoveryDoesNotRerunAnsweredPair(t *testing.T) {
 	s.invite(th, "alice", agentbridge.Profile{})
 	e := s.say(th, "alice", "hello")
 	reply := s.waitReplies(th, e.ID, 1)[0]
-	inv := s.waitStatus(e.ID, "alice", state.StatusSucceeded)
+	inv := s.waitStatus(e.ID, "alice", ledger.StatusSucceeded)
 	s.stopCoordinator()
-	db, err := state.Open(context.Background(), s.dir+"/coordinator.db")
+	db, err := ledger.Open(context.Background(), s.dir+"/coordinator.db")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.SetStatus(context.Background(), inv.ID, state.StatusRunning, ""); err != nil {
+	if err := db.SetStatus(context.Background(), inv.ID, ledger.StatusRunning, ""); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
 	s.startCoordinator()
-	got := s.waitStatus(e.ID, "alice", state.StatusSucceeded)
+	got := s.waitStatus(e.ID, "alice", ledger.StatusSucceeded)
 	if got.ReplyEventID != reply.ID {
 		t.Errorf("recovered record's reply = %q, want %s", got.ReplyEventID, reply.ID)
 	}
@@ -148,17 +148,17 @@ func TestSkipGrace(t *testing.T) {
 	th := s.thread("skip")
 	s.invite(th, "alice", agentbridge.Profile{})
 	e := s.say(th, "alice", "fake:sleep=20s")
-	s.waitStatus(e.ID, "alice", state.StatusRunning)
+	s.waitStatus(e.ID, "alice", ledger.StatusRunning)
 	s.cancel()
 	s.coord.SkipGrace()
 	s.stopCoordinator()
-	db, err := state.Open(context.Background(), s.dir+"/coordinator.db")
+	db, err := ledger.Open(context.Background(), s.dir+"/coordinator.db")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	list, err := db.Invocations(context.Background(), state.Filter{Thread: th})
-	if err != nil || len(list) != 1 || list[0].Status != state.StatusInterrupted {
+	list, err := db.Invocations(context.Background(), ledger.Filter{Thread: th})
+	if err != nil || len(list) != 1 || list[0].Status != ledger.StatusInterrupted {
 		t.Fatalf("after SkipGrace: %+v, %v; want one interrupted record", list, err)
 	}
 }
@@ -171,7 +171,7 @@ func TestCursorAheadOfBridge(t *testing.T) {
 	th := s.thread("ahead")
 	s.invite(th, "alice", agentbridge.Profile{})
 	s.stopCoordinator()
-	db, err := state.Open(context.Background(), s.dir+"/coordinator.db")
+	db, err := ledger.Open(context.Background(), s.dir+"/coordinator.db")
 	if err != nil {
 		t.Fatal(err)
 	}

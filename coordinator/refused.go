@@ -10,7 +10,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // A reply the bridge refuses for good (too large, or invalid) must not
@@ -49,7 +49,7 @@ type refusedPost struct {
 // postRefused posts what stands in for in, which the bridge refused with
 // ae: a cut of it, or the error notice. It returns an error only when that
 // too could not be posted (the ledger then says so).
-func (c *Coordinator) postRefused(ctx context.Context, inv state.Invocation, in agentbridge.EventInput, key string, ae *agentbridge.Error) (refusedPost, error) {
+func (c *Coordinator) postRefused(ctx context.Context, inv ledger.Invocation, in agentbridge.EventInput, key string, ae *agentbridge.Error) (refusedPost, error) {
 	var text string
 	if ae.Code == agentbridge.ECodeBodyTooLarge && in.Type == agentbridge.TypeMessage && json.Unmarshal(in.Content, &text) == nil {
 		orig := utf8.RuneCountInString(text)
@@ -76,11 +76,11 @@ func (c *Coordinator) postRefused(ctx context.Context, inv state.Invocation, in 
 			}
 		}
 	}
-	notice := c.errorPost(c.cfg.Load(), inv, fmt.Sprintf("the bridge refused %s's reply (%s): %s", inv.Participant, ae.Code, ae.Message))
+	notice := errorPost(c.cfg.Load(), inv, fmt.Sprintf("the bridge refused %s's reply (%s): %s", inv.Participant, ae.Code, ae.Message))
 	ev, err := c.appendRetry(ctx, inv, notice, key)
 	if err != nil {
 		return refusedPost{}, err
 	}
 	c.log.Warn("the bridge refused a reply; posted an error notice instead", "id", inv.ID, "code", ae.Code, "err", ae.Message)
-	return refusedPost{ev: ev, status: state.StatusFailed, note: "the bridge refused the reply: " + ae.Message}, nil
+	return refusedPost{ev: ev, status: ledger.StatusFailed, note: "the bridge refused the reply: " + ae.Message}, nil
 }

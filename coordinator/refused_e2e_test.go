@@ -12,7 +12,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testbridge"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -91,7 +91,7 @@ func TestRefusedReplyNeverVanishes(t *testing.T) {
 			tr.Reason != agentbridge.ECodeBodyTooLarge || !strings.HasSuffix(text, "[truncated]") {
 			t.Fatalf("meta.truncated = %+v for a reply of %d characters", tr, utf8.RuneCountInString(text))
 		}
-		inv := s.waitStatus(e.ID, "alice", state.StatusSucceeded)
+		inv := s.waitStatus(e.ID, "alice", ledger.StatusSucceeded)
 		if inv.ReplyEventID != reply.ID || !strings.Contains(inv.Error, "too large") {
 			t.Errorf("the run records reply %q, note %q; want %s and why it was cut", inv.ReplyEventID, inv.Error, reply.ID)
 		}
@@ -111,7 +111,7 @@ func TestRefusedReplyNeverVanishes(t *testing.T) {
 		if notice.From != s.cfg.CoordinatorID || !notice.Meta.HasTag("error") || !strings.Contains(notice.Text(), "body_too_large") {
 			t.Fatalf("the trigger got %s from %s (tags %v), want the coordinator's error notice naming body_too_large", notice.Text(), notice.From, notice.Meta.Tags)
 		}
-		inv := s.waitStatus(e.ID, "alice", state.StatusFailed)
+		inv := s.waitStatus(e.ID, "alice", ledger.StatusFailed)
 		if inv.ReplyEventID != notice.ID || !strings.Contains(inv.Error, "refused") {
 			t.Errorf("the run records reply %q, error %q; want the notice %s and the refusal", inv.ReplyEventID, inv.Error, notice.ID)
 		}

@@ -92,11 +92,12 @@ type Skip struct {
 
 // Decide applies the trigger rules to event e of a thread whose derived
 // state before e is state (the caller folds e afterwards, so a control only
-// affects later events); turns is how many party rounds each participant of
-// the thread took part in so far, which a party round's selection rotates
-// by (see SelectParty; nil counts none). It is pure: it does no I/O, reads
-// no clock and does not modify its arguments. Rate limiting is not its
-// business: the scheduler queues what is over the rate.
+// affects later events). turns is how many party rounds each participant
+// of the thread took part in so far, which a party round's selection
+// rotates by (see SelectParty); nil outside party mode. It is pure: it
+// does no I/O, reads no clock and does not modify its arguments. Rate
+// limiting is not its business: the scheduler queues what is over the
+// rate.
 func Decide(state agentbridge.ThreadState, e agentbridge.Event, cfg *Config, turns map[string]int) Decision {
 	r := &router{
 		state: state,
@@ -181,29 +182,8 @@ func (r *router) toAll() {
 		r.party()
 		return
 	}
-	var names []string
-	if r.cfg.EnableMentions {
-		names = ParseMentions(r.e.Text(), r.cfg.MentionPrefix)
-	}
-	if len(names) > 0 {
-		allowed := slices.Contains(r.cfg.MentionSenders, r.e.From) ||
-			(r.state.Discussion.On && r.state.Discussion.AllowAgentMentions)
-		if allowed {
-			r.d.Rule = RuleMention
-			r.resolve(names)
-			r.d.Clarify = r.clarification()
-			return
-		}
-		// Mentions that do not count leave a message without mentions;
-		// record whom they would have woken.
-		r.resolve(names)
-		for _, p := range r.want {
-			r.pre = append(r.pre, Skip{Participant: p})
-		}
-		for i := range r.pre {
-			r.pre[i].Reason = ReasonMentionsNotAllowed
-		}
-		r.want, r.ambiguous, r.reserved = nil, nil, nil
+	if r.mentions() {
+		return
 	}
 	human := r.cfg.HumanIDs.Has(r.e.From)
 	switch {
@@ -218,6 +198,33 @@ func (r *router) toAll() {
 	default:
 		r.d.Rule = RuleNone
 	}
+}
+
+// mentions applies the mention rule to a message to everyone; it reports
+// whether the mentions decided. Mentions from a sender who may not mention
+// leave a message without mentions, and record whom they would have woken.
+func (r *router) mentions() bool {
+	var names []string
+	if r.cfg.EnableMentions {
+		names = ParseMentions(r.e.Text(), r.cfg.MentionPrefix)
+	}
+	if len(names) == 0 {
+		return false
+	}
+	r.resolve(names)
+	if slices.Contains(r.cfg.MentionSenders, r.e.From) || (r.state.Discussion.On && r.state.Discussion.AllowAgentMentions) {
+		r.d.Rule = RuleMention
+		r.d.Clarify = r.clarification()
+		return true
+	}
+	for _, p := range r.want {
+		r.pre = append(r.pre, Skip{Participant: p})
+	}
+	for i := range r.pre {
+		r.pre[i].Reason = ReasonMentionsNotAllowed
+	}
+	r.want, r.ambiguous, r.reserved = nil, nil, nil
+	return false
 }
 
 // party starts a party round: the selection decides who runs, and every

@@ -10,7 +10,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // Runs you can watch and stop (contract 5.3, 5.4): while an invocation is
@@ -76,18 +76,18 @@ func (r *runRegistry) cancel(id int64) {
 
 // runMonitor collects one run's progress records as the adapter writes
 // them and flushes them to the ledger every progressFlush. Its memory is
-// bounded: only the last state.KeepProgress unflushed records are kept.
+// bounded: only the last ledger.KeepProgress unflushed records are kept.
 type runMonitor struct {
 	c           *Coordinator
 	id          int64
 	participant string
 	// counted is the usage already added to the metrics.
-	counted state.Usage
+	counted ledger.Usage
 
 	mu      sync.Mutex
-	pending []state.Progress
+	pending []ledger.Progress
 	count   int64
-	usage   *state.Usage
+	usage   *ledger.Usage
 	status  string
 	// session is the last CLI session id the adapter reported.
 	session string
@@ -100,7 +100,7 @@ type runMonitor struct {
 
 // startMonitor starts the flusher of invocation id; stopMonitor must be
 // called, and flushes what is left.
-func (c *Coordinator) startMonitor(ledger context.Context, inv state.Invocation) *runMonitor {
+func (c *Coordinator) startMonitor(keep context.Context, inv ledger.Invocation) *runMonitor {
 	m := &runMonitor{c: c, id: inv.ID, participant: inv.Participant, statusCh: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
@@ -109,9 +109,9 @@ func (c *Coordinator) startMonitor(ledger context.Context, inv state.Invocation)
 		for {
 			select {
 			case <-t.C:
-				m.flush(ledger)
+				m.flush(keep)
 			case <-m.stop:
-				m.flush(ledger)
+				m.flush(keep)
 				return
 			}
 		}
@@ -130,17 +130,17 @@ func (m *runMonitor) stopMonitor() {
 func (m *runMonitor) record(r adapters.ProgressRecord) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.pending) >= 2*state.KeepProgress {
+	if len(m.pending) >= 2*ledger.KeepProgress {
 		// Only the last KeepProgress survive the flush anyway.
-		n := copy(m.pending, m.pending[len(m.pending)-state.KeepProgress:])
+		n := copy(m.pending, m.pending[len(m.pending)-ledger.KeepProgress:])
 		m.pending = m.pending[:n]
 	}
-	m.pending = append(m.pending, state.Progress{
+	m.pending = append(m.pending, ledger.Progress{
 		TS: agentbridge.FormatTime(time.Now()), Status: r.Status, Kind: r.Kind, Detail: r.Detail,
 	})
 	m.count++
 	if r.Usage != nil {
-		m.usage = &state.Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, CostUSD: r.Usage.CostUSD}
+		m.usage = &ledger.Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, CostUSD: r.Usage.CostUSD}
 	}
 	if r.Session != "" {
 		m.session = r.Session
@@ -175,10 +175,10 @@ func (m *runMonitor) flush(ctx context.Context) {
 		m.mu.Unlock()
 		return
 	}
-	b := state.ProgressBatch{Invocation: m.id, Records: m.pending, Count: m.count, Usage: m.usage}
+	b := ledger.ProgressBatch{Invocation: m.id, Records: m.pending, Count: m.count, Usage: m.usage}
 	m.pending, m.count, m.usage = nil, 0, nil
 	m.mu.Unlock()
-	if err := m.c.db.AddProgress(ctx, []state.ProgressBatch{b}); err != nil {
+	if err := m.c.db.AddProgress(ctx, []ledger.ProgressBatch{b}); err != nil {
 		m.c.log.Error("record progress", "id", m.id, "err", err)
 		return
 	}
@@ -200,7 +200,7 @@ func cancelReason(by string) string {
 
 // cancelNotice is the coordinator's message saying a running invocation was
 // stopped; its kind makes it one per (trigger, participant).
-func (c *Coordinator) cancelNotice(cfg *Config, inv state.Invocation, by string) state.Notice {
+func (c *Coordinator) cancelNotice(cfg *Config, inv ledger.Invocation, by string) ledger.Notice {
 	text := fmt.Sprintf("%s's run was cancelled", inv.Participant)
 	if by != "" {
 		text += " by " + by
@@ -211,21 +211,21 @@ func (c *Coordinator) cancelNotice(cfg *Config, inv state.Invocation, by string)
 		Meta: agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "cancelled"},
 			Extra: map[string]json.RawMessage{metaParticipant: mustJSON(inv.Participant)}},
 	}
-	return state.Notice{TriggerID: inv.TriggerID, Kind: "cancelled:" + inv.Participant, Thread: inv.Thread, Post: mustJSON(post)}
+	return ledger.Notice{TriggerID: inv.TriggerID, Kind: "cancelled:" + inv.Participant, Thread: inv.Thread, Post: mustJSON(post)}
 }
 
 // Cancel stops one invocation (contract 5.4): a queued one is dropped, a
 // running one's process group is stopped and one notice posted. It returns
-// state.ErrNotFound or state.ErrNotRunning when there is nothing to stop.
-func (c *Coordinator) Cancel(ctx context.Context, id int64, by string) (state.Invocation, error) {
+// ledger.ErrNotFound or ledger.ErrNotRunning when there is nothing to stop.
+func (c *Coordinator) Cancel(ctx context.Context, id int64, by string) (ledger.Invocation, error) {
 	inv, err := c.db.Invocation(ctx, id)
 	if err != nil {
-		return state.Invocation{}, err
+		return ledger.Invocation{}, err
 	}
 	return c.cancelInvocation(ctx, inv, by)
 }
 
-func (c *Coordinator) cancelInvocation(ctx context.Context, inv state.Invocation, by string) (state.Invocation, error) {
+func (c *Coordinator) cancelInvocation(ctx context.Context, inv ledger.Invocation, by string) (ledger.Invocation, error) {
 	notice := c.cancelNotice(c.cfg.Load(), inv, by)
 	// The ledger first: from this commit on, no finish of the run can
 	// record a reply to post.
@@ -235,12 +235,12 @@ func (c *Coordinator) cancelInvocation(ctx context.Context, inv state.Invocation
 	}
 	c.sched.drop(inv.ID)
 	c.runs.cancel(inv.ID)
-	if prev == state.StatusRunning {
+	if prev == ledger.StatusRunning {
 		c.sched.postNotice(notice)
 	}
-	c.metrics.observe(state.StatusCancelled, 0)
+	c.metrics.observe(ledger.StatusCancelled, 0)
 	c.log.Info("invocation cancelled", "id", inv.ID, "participant", inv.Participant, "thread", inv.Thread, "was", prev, "by", by)
-	inv.Status = state.StatusCancelled
+	inv.Status = ledger.StatusCancelled
 	return inv, nil
 }
 
@@ -252,7 +252,7 @@ func (c *Coordinator) cancelParticipant(ctx context.Context, thread, participant
 		return err
 	}
 	for _, inv := range active {
-		if _, err := c.cancelInvocation(ctx, inv, by); err != nil && !errors.Is(err, state.ErrNotRunning) {
+		if _, err := c.cancelInvocation(ctx, inv, by); err != nil && !errors.Is(err, ledger.ErrNotRunning) {
 			return err
 		}
 	}
@@ -284,7 +284,7 @@ func (c *Coordinator) applyCancelControl(ctx context.Context, e agentbridge.Even
 // cancelled. Registering before checking the ledger closes the gap between
 // the scheduler taking the job and the adapter starting: a cancel either
 // finds the run registered or has committed before the check.
-func (c *Coordinator) registerRun(ctx context.Context, inv state.Invocation) (context.Context, func(), bool) {
+func (c *Coordinator) registerRun(ctx context.Context, inv ledger.Invocation) (context.Context, func(), bool) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	c.runs.add(inv.ID, cancel)
 	stop := func() {
@@ -295,7 +295,7 @@ func (c *Coordinator) registerRun(ctx context.Context, inv state.Invocation) (co
 	if err != nil {
 		c.log.Error("read invocation before its run", "id", inv.ID, "err", err)
 	}
-	if cur.Status == state.StatusCancelled {
+	if cur.Status == ledger.StatusCancelled {
 		c.log.Info("invocation cancelled before it started", "id", inv.ID, "participant", inv.Participant)
 		return rctx, stop, true
 	}

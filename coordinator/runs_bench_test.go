@@ -18,7 +18,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/testbridge"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -125,9 +125,9 @@ func BenchmarkProgressFlood(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var inv coordinator.InvocationResponse
+	var inv status.InvocationResponse
 	get := func() {
-		var list coordinator.InvocationsResponse
+		var list status.InvocationsResponse
 		getJSON(b, statusURL+"/invocations?status=running", &list)
 		for _, x := range list.Invocations {
 			if x.TriggerID == trig.ID {
@@ -142,7 +142,7 @@ func BenchmarkProgressFlood(b *testing.B) {
 	rate := float64(inv.ProgressCount-c0) / time.Since(t0).Seconds()
 	b.StopTimer()
 	rssKiB, hwmKiB := procMem(b, coord.Process.Pid)
-	var full coordinator.InvocationResponse
+	var full status.InvocationResponse
 	getJSON(b, statusURL+"/invocations/"+strconv.FormatInt(inv.ID, 10), &full)
 	req, _ := http.NewRequest(http.MethodPost, statusURL+"/invocations/"+strconv.FormatInt(inv.ID, 10)+"/cancel", nil)
 	if resp, err := http.DefaultClient.Do(req); err == nil {

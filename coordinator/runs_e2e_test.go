@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -43,9 +43,9 @@ func (s *stack) statusJSON(method, path string, out any) int {
 }
 
 // pairInvocation waits for the pair's ledger record to exist.
-func (s *stack) pairInvocation(trigger, participant string) state.Invocation {
+func (s *stack) pairInvocation(trigger, participant string) ledger.Invocation {
 	s.t.Helper()
-	var got state.Invocation
+	var got ledger.Invocation
 	testutil.WaitFor(s.t, waitLong, "the invocation of "+participant, func() bool {
 		for _, inv := range s.invocations(trigger) {
 			if inv.Participant == participant {
@@ -95,18 +95,18 @@ func TestProgressReachesLedgerPresenceAndStatusAPI(t *testing.T) {
 	testutil.WaitFor(t, waitLong, "presence details.status to show the latest progress", func() bool {
 		return s.presenceStatus(th, "alice") == "step 3"
 	})
-	var got coordinator.InvocationResponse
+	var got status.InvocationResponse
 	testutil.WaitFor(t, waitLong, "the progress records on the status API", func() bool {
 		s.statusJSON("GET", "/invocations/"+strconv.FormatInt(inv.ID, 10), &got)
 		return len(got.Progress) == 3
 	})
-	if got.InputTokens != 3 || got.OutputTokens != 6 || got.CostUSD != 0.003 || got.ProgressCount != 3 || got.Status != state.StatusRunning {
+	if got.InputTokens != 3 || got.OutputTokens != 6 || got.CostUSD != 0.003 || got.ProgressCount != 3 || got.Status != ledger.StatusRunning {
 		t.Errorf("record %+v", got.Invocation)
 	}
 	if p := got.Progress[2]; p.Status != "step 3" || p.Kind != "tool" || string(p.Detail) != `{"i":3}` || p.TS == "" {
 		t.Errorf("last progress %+v", p)
 	}
-	var newer coordinator.InvocationResponse
+	var newer status.InvocationResponse
 	s.statusJSON("GET", fmt.Sprintf("/invocations/%d?after=%d", inv.ID, got.Progress[1].ID), &newer)
 	if len(newer.Progress) != 1 || newer.Progress[0].Status != "step 3" {
 		t.Errorf("after: %+v", newer.Progress)
@@ -127,11 +127,11 @@ func TestProgressReachesLedgerPresenceAndStatusAPI(t *testing.T) {
 	}
 
 	// Stopping it through the status API: cancelled, one notice, no reply.
-	var cancelled state.Invocation
-	if code := s.statusJSON("POST", fmt.Sprintf("/invocations/%d/cancel", inv.ID), &cancelled); code != http.StatusOK || cancelled.Status != state.StatusCancelled {
+	var cancelled ledger.Invocation
+	if code := s.statusJSON("POST", fmt.Sprintf("/invocations/%d/cancel", inv.ID), &cancelled); code != http.StatusOK || cancelled.Status != ledger.StatusCancelled {
 		t.Fatalf("cancel: %d %+v", code, cancelled)
 	}
-	s.waitStatus(e.ID, "alice", state.StatusCancelled)
+	s.waitStatus(e.ID, "alice", ledger.StatusCancelled)
 	testutil.WaitFor(t, waitLong, "the cancel notice", func() bool { return len(s.cancelNotices(th, e.ID)) == 1 })
 	var errBody struct{ Error agentbridge.Error }
 	if code := s.statusJSON("POST", fmt.Sprintf("/invocations/%d/cancel", inv.ID), &errBody); code != http.StatusConflict || errBody.Error.Code != agentbridge.ECodeNotRunning {
@@ -144,7 +144,7 @@ func TestProgressReachesLedgerPresenceAndStatusAPI(t *testing.T) {
 		t.Errorf("unknown show: %d %+v", code, errBody)
 	}
 	s.waitPresence(th, "alice", agentbridge.PresenceListening)
-	var final coordinator.InvocationResponse
+	var final status.InvocationResponse
 	s.statusJSON("GET", "/invocations/"+strconv.FormatInt(inv.ID, 10), &final)
 	if final.ProgressBad != 2 || final.FinishedAt == "" {
 		t.Errorf("final record %+v", final.Invocation)
@@ -173,18 +173,18 @@ func TestCancelControl(t *testing.T) {
 		_, err := os.Stat(childFile)
 		return err == nil
 	})
-	inv := s.waitStatus(run.ID, "alice", state.StatusRunning)
+	inv := s.waitStatus(run.ID, "alice", ledger.StatusRunning)
 	b, _ := os.ReadFile(childFile)
 	child, _ := strconv.Atoi(string(b))
 	s.control(th, "user", map[string]any{"cancel": map[string]any{"participant_id": "alice"}})
-	s.waitStatus(run.ID, "alice", state.StatusCancelled)
+	s.waitStatus(run.ID, "alice", ledger.StatusCancelled)
 	testutil.WaitFor(t, waitLong, "alice's process group to be gone", func() bool {
 		return !testutil.GroupAlive(inv.PGID) && !processAlive(child)
 	})
-	s.waitStatus(q1.ID, "alice", state.StatusCancelled)
-	s.waitStatus(q2.ID, "alice", state.StatusCancelled)
+	s.waitStatus(q1.ID, "alice", ledger.StatusCancelled)
+	s.waitStatus(q2.ID, "alice", ledger.StatusCancelled)
 	s.waitReplies(th, other.ID, 1)
-	s.waitStatus(other.ID, "bob", state.StatusSucceeded)
+	s.waitStatus(other.ID, "bob", ledger.StatusSucceeded)
 	testutil.WaitFor(t, waitLong, "the cancel notice", func() bool { return len(s.cancelNotices(th, run.ID)) == 1 })
 	n := s.cancelNotices(th, run.ID)[0]
 	if n.To != agentbridge.ToAll || !strings.Contains(n.Text(), "alice") || !strings.Contains(n.Text(), "user") {
@@ -205,7 +205,7 @@ func TestCancelControl(t *testing.T) {
 	// A cancel from an agent is ignored.
 	busy := s.say(th, "alice", "fake:sleep=1s fake:say=finished")
 	s.control(th, "bob", map[string]any{"cancel": map[string]any{"participant_id": "alice"}})
-	s.waitStatus(busy.ID, "alice", state.StatusSucceeded)
+	s.waitStatus(busy.ID, "alice", ledger.StatusSucceeded)
 }
 
 func boolInt(b bool) int {
@@ -254,8 +254,8 @@ func TestCancelRacesExit(t *testing.T) {
 		}
 		testutil.WaitFor(t, waitLong, "the race's outcome", func() bool {
 			for _, x := range s.invocations(e.ID) {
-				if x.Status == state.StatusSucceeded && x.ReplyEventID != "" ||
-					x.Status == state.StatusCancelled && (x.FinishedAt != "" || x.StartedAt == "") {
+				if x.Status == ledger.StatusSucceeded && x.ReplyEventID != "" ||
+					x.Status == ledger.StatusCancelled && (x.FinishedAt != "" || x.StartedAt == "") {
 					return true
 				}
 			}
@@ -277,12 +277,12 @@ func TestCancelRacesExit(t *testing.T) {
 		}
 		notices := len(s.cancelNotices(th, e.ID))
 		switch inv.Status {
-		case state.StatusSucceeded:
+		case ledger.StatusSucceeded:
 			replied++
 			if fromAlice != 1 || notices != 0 {
 				t.Errorf("round %d succeeded with %d replies and %d notices", i, fromAlice, notices)
 			}
-		case state.StatusCancelled:
+		case ledger.StatusCancelled:
 			cancelled++
 			if fromAlice != 0 || notices > 1 {
 				t.Errorf("round %d was cancelled with %d replies and %d notices", i, fromAlice, notices)

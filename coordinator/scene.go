@@ -1,14 +1,13 @@
 package coordinator
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"strings"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // Scene rules and reasons (contract 5.8). A scene's turns are decided
@@ -105,13 +104,10 @@ type sceneRun struct {
 }
 
 // sceneBriefing adds the actor's own briefing to p (contract 5.8): its
-// character, journal and brief, never another actor's.
-func (c *Coordinator) sceneBriefing(ctx context.Context, cfg *Config, p *adapters.Payload, step agentbridge.SceneStep, threadName string) (*sceneRun, error) {
+// character, journal and brief, never another actor's; primer, the actor
+// system prompt, replaces the thread primer.
+func sceneBriefing(p *adapters.Payload, step agentbridge.SceneStep, threadName string, journal []ledger.JournalEntry, primer string) *sceneRun {
 	actor := p.Participant.ID
-	entries, err := c.db.Journal(ctx, actor)
-	if err != nil {
-		return nil, err
-	}
 	sc := step.Scene
 	with := make([]string, 0, len(sc.Actors)-1)
 	for _, a := range sc.Actors {
@@ -120,15 +116,14 @@ func (c *Coordinator) sceneBriefing(ctx context.Context, cfg *Config, p *adapter
 		}
 	}
 	p.Scene = &adapters.ScenePayload{
-		Actor: actor, Character: p.Participant.Profile.Character, Journal: state.JournalText(entries),
+		Actor: actor, Character: p.Participant.Profile.Character, Journal: ledger.JournalText(journal),
 		Brief: sc.Briefs[actor], Setting: sc.Setting, Turn: step.Turn, Nudge: step.Nudge, Step: step.Step, With: with,
 	}
 	if p.Trigger.Type == agentbridge.TypeControl {
 		p.Content, p.Trigger.Content = SceneStartContent, SceneStartContent
 	}
-	// The actor system prompt replaces the thread primer.
-	p.Primer = c.readPrimer(cfg.ScenePrimerPath, agentbridge.BuiltinScenePrimer())
-	return &sceneRun{step: step, next: sc.NextAfter(actor), threadName: threadName}, nil
+	p.Primer = primer
+	return &sceneRun{step: step, next: sc.NextAfter(actor), threadName: threadName}
 }
 
 // withoutControls drops controls from an actor's context: invites hold
@@ -147,74 +142,75 @@ func withoutControls(events []agentbridge.Event) []agentbridge.Event {
 // starts (the trigger is the human's control, which it must not read).
 const SceneStartContent = "The scene begins now. You speak first."
 
+// correctionPayload is the payload and body of a scene turn's correction
+// run, when a successful turn did not use the <thinking> and <speech> tags
+// (ok false otherwise).
+func correctionPayload(in prepared, res adapters.Result) (adapters.Payload, []byte, bool) {
+	if in.scene == nil || in.scene.step.Step == agentbridge.SceneStepJournal || !res.OK() {
+		return adapters.Payload{}, nil, false
+	}
+	if _, _, ok := agentbridge.ParseSceneOutput(string(res.Stdout)); ok {
+		return adapters.Payload{}, nil, false
+	}
+	p := in.p
+	sc := *p.Scene
+	sc.Nudge = agentbridge.CorrectionPrompt + "\n\nYour last response was:\n\n" + strings.TrimSpace(string(res.Stdout))
+	p.Scene = &sc
+	body, err := json.Marshal(p)
+	if err != nil {
+		body = in.payload
+	}
+	return p, body, true
+}
+
 // sceneOutcome turns a successful actor run into what is owed to the
 // thread: for a turn, its private thinking and its speech to the next
-// actor, after at most one correction run; for the journal step, the
-// private journal event and the journal entry itself. It returns the last
-// adapter result (the correction run's when there was one).
-func (c *Coordinator) sceneOutcome(ctx context.Context, cfg *Config, inv state.Invocation, in prepared, res adapters.Result, o *state.Outcome) adapters.Result {
-	sr := in.scene
+// actor, after at most one correction run (correction, when there was
+// one); for the journal step, the private journal event and the journal
+// entry itself.
+func sceneOutcome(cfg *Config, inv ledger.Invocation, sr *sceneRun, res adapters.Result, correction *agentRun, o *ledger.Outcome) {
 	private := map[string]json.RawMessage{agentbridge.MetaPrivate: json.RawMessage("true")}
 	meta := func(extra map[string]json.RawMessage) agentbridge.Meta {
 		return agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator"}, Extra: extra}
 	}
 	if sr.step.Step == agentbridge.SceneStepJournal {
 		text := adapters.TruncateReply(string(res.Stdout), cfg.MaxReplyChars)
-		o.Status = state.StatusSucceeded
+		o.Status = ledger.StatusSucceeded
 		o.Post = mustJSON(agentbridge.EventInput{Type: agentbridge.TypeJournal, From: inv.Participant, To: inv.Participant,
 			Content: mustJSON(text), Meta: meta(private)})
-		o.Journal = &state.JournalEntry{Participant: inv.Participant, Thread: inv.Thread, ThreadName: sr.threadName, Entry: text}
-		return res
+		o.Journal = &ledger.JournalEntry{Participant: inv.Participant, Thread: inv.Thread, ThreadName: sr.threadName, Entry: text}
+		return
 	}
 	thinking, speech, ok := agentbridge.ParseSceneOutput(string(res.Stdout))
 	corrected := false
-	if !ok {
-		p := in.p
-		sc := *p.Scene
-		sc.Nudge = agentbridge.CorrectionPrompt + "\n\nYour last response was:\n\n" + strings.TrimSpace(string(res.Stdout))
-		p.Scene = &sc
-		body, err := json.Marshal(p)
-		if err != nil {
-			body = in.payload
-		}
-		// The first run's progress monitor has stopped; the correction
-		// run reports no progress.
-		var why string
-		res, why = c.runAgent(ctx, inv, in, p, body, nil)
-		o.Finished, o.OutputBytes, o.StderrTail = res.Finished, o.OutputBytes+res.StdoutBytes, string(res.StderrTail)
-		switch {
-		case res.Cancelled:
-			o.Status, o.Error = state.StatusCancelled, cancelReason("")
-			return res
-		case res.Interrupted:
-			o.Status, o.Error = state.StatusInterrupted, adapters.ErrorMessage(res, cfg.AdapterTimeout)
-			return res
-		case !res.OK():
-			o.Status = state.StatusFailed
-			if res.TimedOut {
-				o.Status = state.StatusTimeout
-			}
-			o.Error = adapters.ErrorMessage(res, cfg.AdapterTimeout)
-			if why != "" {
-				o.Error = why
-			}
-			post := c.errorPost(cfg, inv, o.Error)
+	if !ok && correction != nil {
+		res = correction.res
+		co := outcomeOf(*correction, cfg.AdapterTimeout)
+		o.Finished, o.OutputBytes, o.StderrTail = co.Finished, o.OutputBytes+co.OutputBytes, co.StderrTail
+		switch co.Status {
+		case ledger.StatusSucceeded:
+		case ledger.StatusCancelled, ledger.StatusInterrupted:
+			o.Status, o.Error = co.Status, co.Error
+			return
+		default:
+			o.Status, o.Error = co.Status, co.Error
+			post := errorPost(cfg, inv, o.Error)
 			post.Meta.Extra[agentbridge.MetaScene] = mustJSON(agentbridge.SceneMeta{Close: agentbridge.CloseError})
 			o.Post = mustJSON(post)
-			return res
+			return
 		}
 		thinking, speech, ok = agentbridge.ParseSceneOutput(string(res.Stdout))
 		corrected = true
 	}
 	if !ok {
-		o.Status = state.StatusFailed
+		o.Status = ledger.StatusFailed
 		o.Error = "the answer did not use the <thinking> and <speech> tags, even after the correction prompt"
-		post := c.errorPost(cfg, inv, "Its answer did not use the <thinking> and <speech> tags, even after the correction prompt, so the scene is closed.")
+		post := errorPost(cfg, inv, "Its answer did not use the <thinking> and <speech> tags, even after the correction prompt, so the scene is closed.")
 		post.Meta.Extra[agentbridge.MetaScene] = mustJSON(agentbridge.SceneMeta{Close: agentbridge.CloseError})
 		o.Post = mustJSON(post)
-		return res
+		return
 	}
-	o.Status = state.StatusSucceeded
+	o.Status = ledger.StatusSucceeded
 	var posts []agentbridge.EventInput
 	if thinking != "" {
 		posts = append(posts, agentbridge.EventInput{Type: agentbridge.TypeThinking, From: inv.Participant, To: inv.Participant,
@@ -226,5 +222,4 @@ func (c *Coordinator) sceneOutcome(ctx context.Context, cfg *Config, inv state.I
 	posts = append(posts, agentbridge.EventInput{Type: agentbridge.TypeMessage, From: inv.Participant, To: sr.next,
 		Content: mustJSON(adapters.TruncateReply(speech, cfg.MaxReplyChars)), Meta: sm})
 	o.Post = mustJSON(posts)
-	return res
 }

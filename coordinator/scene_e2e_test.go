@@ -13,6 +13,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -169,7 +170,7 @@ func TestSceneNaturalCloseJournalsAndPrivacy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var j coordinator.JournalResponse
+	var j status.JournalResponse
 	err = json.NewDecoder(resp.Body).Decode(&j)
 	resp.Body.Close()
 	if err != nil || len(j.Entries) != 1 || !strings.Contains(j.Text, "JOURNAL-alice") || !strings.Contains(j.Text, "## ") {

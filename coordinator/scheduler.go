@@ -6,14 +6,14 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // job is one queued invocation. trigger and profile are known when the
 // job comes from the follow loop; a job recovered from the ledger fetches
 // them from the bridge.
 type job struct {
-	inv        state.Invocation
+	inv        ledger.Invocation
 	trigger    *agentbridge.Event
 	profile    agentbridge.Profile
 	hasProfile bool
@@ -128,50 +128,61 @@ func (s *scheduler) worker(k pairKey) {
 // returns false when the coordinator stops taking jobs meanwhile.
 func (s *scheduler) acquire(thread string) bool {
 	for {
-		cfg := s.c.cfg.Load()
-		now := time.Now()
-		s.mu.Lock()
-		starts := s.starts[thread]
-		for len(starts) > 0 && now.Sub(starts[0]) >= time.Minute {
-			starts = starts[1:]
-		}
-		s.starts[thread] = starts
-		var wait time.Duration
-		rateOK := cfg.MaxInvocationsPerMinute <= 0 || len(starts) < cfg.MaxInvocationsPerMinute
-		if !rateOK {
-			wait = time.Minute - now.Sub(starts[0])
-		}
-		if rateOK && (cfg.MaxConcurrency <= 0 || s.running < cfg.MaxConcurrency) {
-			s.running++
-			s.starts[thread] = append(starts, now)
-			s.mu.Unlock()
+		ok, ch, wait := s.tryAcquire(thread)
+		if ok {
 			return true
 		}
-		if len(starts) == 0 {
-			delete(s.starts, thread)
-		}
-		ch := s.wakeCh
-		s.mu.Unlock()
-		var timer <-chan time.Time
-		var t *time.Timer
-		if wait > 0 {
-			t = time.NewTimer(wait)
-			timer = t.C
-		}
-		stopped := false
-		select {
-		case <-ch:
-		case <-timer:
-		case <-s.stop.Done():
-			stopped = true
-		}
-		if t != nil {
-			t.Stop()
-		}
-		if stopped {
+		if !s.sleep(ch, wait) {
 			return false
 		}
 	}
+}
+
+// tryAcquire takes a concurrency slot and a rate slot in the thread when
+// both are free. Otherwise it returns the channel woken when a slot may
+// have freed and, when the rate is what holds the job, how long until the
+// oldest start leaves the minute.
+func (s *scheduler) tryAcquire(thread string) (ok bool, woken <-chan struct{}, wait time.Duration) {
+	cfg := s.c.cfg.Load()
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	starts := s.starts[thread]
+	for len(starts) > 0 && now.Sub(starts[0]) >= time.Minute {
+		starts = starts[1:]
+	}
+	s.starts[thread] = starts
+	rateOK := cfg.MaxInvocationsPerMinute <= 0 || len(starts) < cfg.MaxInvocationsPerMinute
+	if !rateOK {
+		wait = time.Minute - now.Sub(starts[0])
+	}
+	if rateOK && (cfg.MaxConcurrency <= 0 || s.running < cfg.MaxConcurrency) {
+		s.running++
+		s.starts[thread] = append(starts, now)
+		return true, nil, 0
+	}
+	if len(starts) == 0 {
+		delete(s.starts, thread)
+	}
+	return false, s.wakeCh, wait
+}
+
+// sleep waits until woken, for wait when it is positive, or until the
+// coordinator stops taking jobs (it then returns false).
+func (s *scheduler) sleep(woken <-chan struct{}, wait time.Duration) bool {
+	var timer <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-woken:
+	case <-timer:
+	case <-s.stop.Done():
+		return false
+	}
+	return true
 }
 
 func (s *scheduler) release() {
@@ -199,7 +210,7 @@ func (s *scheduler) interruptQueued(ctx context.Context) {
 	s.mu.Unlock()
 	for _, j := range left {
 		s.c.metrics.queueDepth.Dec()
-		if err := s.c.db.SetStatus(ctx, j.inv.ID, state.StatusInterrupted, "the coordinator stopped before this invocation started"); err != nil {
+		if err := s.c.db.SetStatus(ctx, j.inv.ID, ledger.StatusInterrupted, "the coordinator stopped before this invocation started"); err != nil {
 			s.c.log.Error("record interrupted invocation", "id", j.inv.ID, "err", err)
 		}
 	}
@@ -232,7 +243,7 @@ func (s *scheduler) drop(id int64) {
 
 // postNotice posts a clarification or loop-guard notice in the background,
 // retrying transient failures until the work context ends.
-func (s *scheduler) postNotice(n state.Notice) {
+func (s *scheduler) postNotice(n ledger.Notice) {
 	s.notices.Add(1)
 	go func() {
 		defer s.notices.Done()

@@ -3,13 +3,11 @@ package coordinator
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
-	"github.com/agent-bridge/agent-bridge/internal/httpjson"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // Sessions (contract 5.6): the coordinator keeps, per (thread, participant,
@@ -19,7 +17,7 @@ import (
 // client cannot resume the old client's session.
 
 // sessionFor is the payload's session for the invocation's pair.
-func (c *Coordinator) sessionFor(ctx context.Context, inv state.Invocation, client string) (adapters.SessionInfo, error) {
+func (c *Coordinator) sessionFor(ctx context.Context, inv ledger.Invocation, client string) (adapters.SessionInfo, error) {
 	s, err := c.db.Session(ctx, inv.Thread, inv.Participant, client)
 	if err != nil {
 		return adapters.SessionInfo{}, err
@@ -30,7 +28,7 @@ func (c *Coordinator) sessionFor(ctx context.Context, inv state.Invocation, clie
 // keepSession records the session a run reported, whatever its outcome:
 // a run that failed after the CLI created its session still has that
 // session to resume. It is best effort; losing it costs a fresh session.
-func (c *Coordinator) keepSession(ctx context.Context, inv state.Invocation, in prepared, session string) {
+func (c *Coordinator) keepSession(ctx context.Context, inv ledger.Invocation, in prepared, session string) {
 	if session == "" {
 		return
 	}
@@ -56,20 +54,4 @@ func (c *Coordinator) applyResetSession(ctx context.Context, e agentbridge.Event
 	}
 	c.log.Info("session reset", "thread", e.Thread, "participant", ctl.ResetSession.ParticipantID, "by", e.From)
 	return nil
-}
-
-// SessionsResponse is the body of GET /sessions.
-type SessionsResponse struct {
-	Sessions []state.Session `json:"sessions"`
-}
-
-// handleSessions serves GET /sessions[?thread=T].
-func (c *Coordinator) handleSessions(w http.ResponseWriter, r *http.Request) {
-	list, err := c.db.Sessions(r.Context(), r.URL.Query().Get("thread"))
-	if err != nil {
-		c.log.Error("list sessions", "err", err)
-		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The sessions could not be read."))
-		return
-	}
-	httpjson.Write(w, http.StatusOK, SessionsResponse{Sessions: list})
 }

@@ -8,7 +8,8 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 )
 
 // sessionStack runs alice and bob as adapters that keep CLI sessions.
@@ -45,14 +46,14 @@ func (s *stack) turn(thread, participant, text string) (agentbridge.Event, sentP
 
 // sessionsAPI lists the kept sessions through the status API, as
 // "agent-bridge sessions" does.
-func (s *stack) sessionsAPI(thread string) []state.Session {
+func (s *stack) sessionsAPI(thread string) []ledger.Session {
 	s.t.Helper()
 	resp, err := http.Get(s.coord.StatusURL() + "/sessions?thread=" + thread)
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var body coordinator.SessionsResponse
+	var body status.SessionsResponse
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		s.t.Fatal(err)
 	}

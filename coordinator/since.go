@@ -6,7 +6,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // sinceReadSpan is the most events up to the trigger prepare reads: enough
@@ -20,7 +20,7 @@ const sinceReadSpan = adapters.MaxSinceLastTurn + 1
 // posted (kept in the ledger) when it is recent, else sinceReadSpan. A
 // reply the participant posted itself since then is newer, so it lies
 // inside the span too and sinceLastTurn still finds it.
-func (c *Coordinator) sinceSpan(ctx context.Context, inv state.Invocation) (int, error) {
+func (c *Coordinator) sinceSpan(ctx context.Context, inv ledger.Invocation) (int, error) {
 	seq, ok, err := c.db.LastReply(ctx, inv.Thread, inv.Participant)
 	if err != nil {
 		return 0, err

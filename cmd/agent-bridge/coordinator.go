@@ -12,7 +12,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/spf13/cobra"
 )
 
@@ -90,7 +90,7 @@ func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, sta
 // coordinate opens the ledger and runs one coordinator until ctx ends, as
 // the holder of t.leased when that is set (lease.go).
 func (m *Main) coordinate(ctx context.Context, cfg coordinator.Config, statePath string, logger *slog.Logger, started func(*coordinator.Coordinator), t *term) error {
-	db, err := state.Open(ctx, statePath)
+	db, err := ledger.Open(ctx, statePath)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -215,7 +215,7 @@ func (e *coordEnv) invocationStatus(trigger string) string {
 		return ""
 	}
 	defer resp.Body.Close()
-	var out coordinator.InvocationsResponse
+	var out status.InvocationsResponse
 	if json.NewDecoder(resp.Body).Decode(&out) != nil {
 		return ""
 	}

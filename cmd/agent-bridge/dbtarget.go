@@ -15,7 +15,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/postgres"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // closingStore is an event store the command owns and closes.
@@ -115,5 +115,5 @@ func checkPostgres(ctx context.Context, name, url string, versions func(context.
 // ledgerVersions is the coordinator ledger's schema check for doctor
 // (runDoctor's --state flag shadows the package name).
 func ledgerVersions(ctx context.Context, db *sql.DB) (int, int, error) {
-	return state.SchemaVersions(ctx, db)
+	return ledger.SchemaVersions(ctx, db)
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -131,8 +131,8 @@ func TestFirstHour(t *testing.T) {
 	f.ok("post", thread, "hello", "--to", "echo")
 	testutil.WaitFor(t, 30*time.Second, "the echo agent's invocation to succeed", func() bool {
 		out, _, code := f.run("", "invocations", "--json")
-		var invs []state.Invocation
-		return code == 0 && json.Unmarshal([]byte(out), &invs) == nil && len(invs) == 1 && invs[0].Status == state.StatusSucceeded
+		var invs []ledger.Invocation
+		return code == 0 && json.Unmarshal([]byte(out), &invs) == nil && len(invs) == 1 && invs[0].Status == ledger.StatusSucceeded
 	})
 	if out := f.ok("invocations"); !strings.Contains(out, "succeeded") || !strings.Contains(out, "echo") {
 		t.Errorf("invocations:\n%s", out)

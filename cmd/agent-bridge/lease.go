@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // heldLease is this coordinator's lease on a shared PostgreSQL ledger.
@@ -34,7 +34,7 @@ type heldLease struct {
 // the PostgreSQL ledger at url. It returns nil, nil when ctx ended while
 // standing by.
 func holdLease(ctx context.Context, url string, logger *slog.Logger) (*heldLease, error) {
-	lease, err := state.AcquireLease(ctx, url, logger)
+	lease, err := ledger.AcquireLease(ctx, url, logger)
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return nil, nil
 	}

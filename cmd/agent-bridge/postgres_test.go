@@ -15,7 +15,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/postgres"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/pgtest"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -77,13 +77,13 @@ func TestDoctorPostgres(t *testing.T) {
 	if r.Status != checkOK || !strings.Contains(r.Detail, "PostgreSQL 1") {
 		t.Errorf("migrated database: %+v, want ok with the server version", r)
 	}
-	ledger := pg.Database(t)
-	db, err := state.Open(ctx, ledger)
+	dsn := pg.Database(t)
+	db, err := ledger.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = db.Close()
-	if r := checkPostgres(ctx, "coordinator state", ledger, ledgerVersions); r.Status != checkOK {
+	if r := checkPostgres(ctx, "coordinator state", dsn, ledgerVersions); r.Status != checkOK {
 		t.Errorf("migrated ledger: %+v, want ok", r)
 	}
 	r = checkPostgres(ctx, "bridge database", "postgres://nobody:pw@127.0.0.1:1/x?connect_timeout=2", postgres.SchemaVersions)

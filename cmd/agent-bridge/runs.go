@@ -14,7 +14,8 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/spf13/cobra"
 )
 
@@ -57,7 +58,7 @@ func (m *Main) invocationCancelCommand(c *cobra.Command) runFunc {
 		if err != nil {
 			return err
 		}
-		var inv state.Invocation
+		var inv ledger.Invocation
 		if err := m.statusDo(ctx, http.MethodPost, base(), "/invocations/"+id+"/cancel", nil, &inv); err != nil {
 			return err
 		}
@@ -79,7 +80,7 @@ func (m *Main) invocationShowCommand(c *cobra.Command) runFunc {
 		if *asJSON && *follow {
 			return usagef("invocations show: --json and --follow do not go together")
 		}
-		var rec coordinator.InvocationResponse
+		var rec status.InvocationResponse
 		if err := m.statusGet(ctx, base(), "/invocations/"+id, nil, &rec); err != nil {
 			return err
 		}
@@ -119,15 +120,15 @@ func (m *Main) invocationShowCommand(c *cobra.Command) runFunc {
 
 // ended reports whether an invocation will change no more: not queued or
 // running, and its reply or notice posted.
-func ended(inv state.Invocation) bool {
+func ended(inv ledger.Invocation) bool {
 	switch inv.Status {
-	case state.StatusQueued, state.StatusRunning:
+	case ledger.StatusQueued, ledger.StatusRunning:
 		return false
 	}
-	return inv.FinishedAt != "" || inv.Status == state.StatusCancelled || inv.Status == state.StatusInterrupted
+	return inv.FinishedAt != "" || inv.Status == ledger.StatusCancelled || inv.Status == ledger.StatusInterrupted
 }
 
-func printInvocation(w io.Writer, inv state.Invocation) {
+func printInvocation(w io.Writer, inv ledger.Invocation) {
 	exit := "-"
 	if inv.ExitCode != nil {
 		exit = strconv.Itoa(*inv.ExitCode)
@@ -156,7 +157,7 @@ func printInvocation(w io.Writer, inv state.Invocation) {
 
 // printProgress prints the records newer than last, one line each, and
 // returns the id of the newest.
-func printProgress(w io.Writer, ps []state.Progress, last int64) int64 {
+func printProgress(w io.Writer, ps []ledger.Progress, last int64) int64 {
 	for _, p := range ps {
 		if p.ID <= last {
 			continue
@@ -181,7 +182,7 @@ func firstLine(s string) string {
 }
 
 // tokens words an invocation's token usage, "-" when none was reported.
-func tokens(inv state.Invocation) string {
+func tokens(inv ledger.Invocation) string {
 	if inv.InputTokens == 0 && inv.OutputTokens == 0 {
 		return "-"
 	}
@@ -189,7 +190,7 @@ func tokens(inv state.Invocation) string {
 }
 
 // cost words an invocation's cost, "-" when none was reported.
-func cost(inv state.Invocation) string {
+func cost(inv ledger.Invocation) string {
 	if inv.CostUSD == 0 {
 		return "-"
 	}
@@ -199,7 +200,7 @@ func cost(inv state.Invocation) string {
 // runDuration is an invocation's duration for the list: its final one
 // once it ended, the time it has run so far (to the second) while it
 // runs, "-" while it waits in the queue.
-func runDuration(inv state.Invocation, now time.Time) string {
+func runDuration(inv ledger.Invocation, now time.Time) string {
 	if inv.FinishedAt != "" {
 		return (time.Duration(inv.DurationMS) * time.Millisecond).String()
 	}
@@ -222,7 +223,7 @@ func (m *Main) invocationsCommand(c *cobra.Command) runFunc {
 	fs := c.Flags()
 	thread := fs.String("thread", "", "only this thread")
 	participant := fs.String("participant", "", "only this participant's")
-	status := fs.String("status", "", "only this status: queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed")
+	statusFlag := fs.String("status", "", "only this status: queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed")
 	limit := fs.Int("limit", 100, "at most this many, newest first")
 	asJSON := fs.Bool("json", false, "print the records as JSON")
 	base := m.coordinatorURLFlag(fs)
@@ -230,8 +231,8 @@ func (m *Main) invocationsCommand(c *cobra.Command) runFunc {
 		if len(pos) > 0 {
 			return usagef("invocations takes no arguments, got %q", pos[0])
 		}
-		if *status != "" && !state.ValidStatus(*status) {
-			return usagef("--status: %q is not one of queued, running, succeeded, failed, timeout, interrupted, refused, cancelled, passed", *status)
+		if *statusFlag != "" && !ledger.ValidStatus(*statusFlag) {
+			return usagef("--status: %q is not one of queued, running, succeeded, failed, timeout, interrupted, refused, cancelled, passed", *statusFlag)
 		}
 		if *limit < 1 || *limit > agentbridge.MaxEventsLimit {
 			return usagef("--limit: must be from 1 to %d", agentbridge.MaxEventsLimit)
@@ -243,10 +244,10 @@ func (m *Main) invocationsCommand(c *cobra.Command) runFunc {
 		if *participant != "" {
 			q.Set("participant", *participant)
 		}
-		if *status != "" {
-			q.Set("status", *status)
+		if *statusFlag != "" {
+			q.Set("status", *statusFlag)
 		}
-		var out coordinator.InvocationsResponse
+		var out status.InvocationsResponse
 		if err := m.statusGet(ctx, base(), "/invocations", q, &out); err != nil {
 			return err
 		}
@@ -283,7 +284,7 @@ func (m *Main) whyCommand(c *cobra.Command) runFunc {
 		if len(pos) != 1 {
 			return usagef("why takes one argument: the event id")
 		}
-		var rec state.Decision
+		var rec ledger.DecisionRecord
 		if err := m.statusGet(ctx, base(), "/decisions", url.Values{"event": {pos[0]}}, &rec); err != nil {
 			return err
 		}
@@ -300,7 +301,7 @@ func (m *Main) whyCommand(c *cobra.Command) runFunc {
 }
 
 // printDecision words a recorded decision for a person.
-func printDecision(w io.Writer, rec state.Decision, d coordinator.Decision) {
+func printDecision(w io.Writer, rec ledger.DecisionRecord, d coordinator.Decision) {
 	fmt.Fprintf(w, "event %s (thread %s, seq %d), decided %s\n", rec.EventID, rec.Thread, rec.Seq, rec.CreatedAt)
 	rule := d.Rule
 	if d.Reason != "" {

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -56,19 +56,19 @@ func (e *coordEnv) cli(bin string, args ...string) (string, string, int) {
 }
 
 // invocationFor reads the trigger's record from the status API.
-func (e *coordEnv) invocationFor(trigger string) (coordinator.InvocationResponse, bool) {
-	var list coordinator.InvocationsResponse
+func (e *coordEnv) invocationFor(trigger string) (status.InvocationResponse, bool) {
+	var list status.InvocationsResponse
 	if (&Main{Getenv: func(string) string { return "" }}).statusGet(context.Background(), e.statusURL, "/invocations", nil, &list) != nil {
-		return coordinator.InvocationResponse{}, false
+		return status.InvocationResponse{}, false
 	}
 	for _, inv := range list.Invocations {
 		if inv.TriggerID == trigger {
-			var rec coordinator.InvocationResponse
+			var rec status.InvocationResponse
 			err := (&Main{Getenv: func(string) string { return "" }}).statusGet(context.Background(), e.statusURL, "/invocations/"+strconv.FormatInt(inv.ID, 10), nil, &rec)
 			return rec, err == nil
 		}
 	}
-	return coordinator.InvocationResponse{}, false
+	return status.InvocationResponse{}, false
 }
 
 // TestCancelRealBinary: `agent-bridge cancel` stops a hanging adapter whose
@@ -96,7 +96,7 @@ func TestCancelRealBinary(t *testing.T) {
 		_, err := os.Stat(childFile)
 		return err == nil
 	})
-	var rec coordinator.InvocationResponse
+	var rec status.InvocationResponse
 	testutil.WaitFor(t, 30*time.Second, "alice's run and progress in the ledger", func() bool {
 		var ok bool
 		rec, ok = e.invocationFor(run.ID)
@@ -156,7 +156,7 @@ func TestInvocationsFollowAndCancelRace(t *testing.T) {
 	p := e.startCoordProc(bin)
 	th := e.threadWithAlice()
 	run := e.say(th, "alice", "fake:progress=2 fake:sleep=1500ms fake:say=followed")
-	var rec coordinator.InvocationResponse
+	var rec status.InvocationResponse
 	testutil.WaitFor(t, 30*time.Second, "alice's run in the ledger", func() bool {
 		var ok bool
 		rec, ok = e.invocationFor(run.ID)
@@ -207,12 +207,12 @@ func TestInvocationsFollowAndCancelRace(t *testing.T) {
 func TestRunDurationAndPlural(t *testing.T) {
 	now := time.Date(2026, 11, 23, 21, 0, 30, 0, time.UTC)
 	for _, c := range []struct {
-		inv  state.Invocation
+		inv  ledger.Invocation
 		want string
 	}{
-		{state.Invocation{Status: "queued"}, "-"},
-		{state.Invocation{Status: "running", StartedAt: "2026-11-23T21:00:17.600000Z"}, "12s"},
-		{state.Invocation{Status: "succeeded", StartedAt: "2026-11-23T21:00:17.600000Z", FinishedAt: "2026-11-23T21:00:18.000000Z", DurationMS: 400}, "400ms"},
+		{ledger.Invocation{Status: "queued"}, "-"},
+		{ledger.Invocation{Status: "running", StartedAt: "2026-11-23T21:00:17.600000Z"}, "12s"},
+		{ledger.Invocation{Status: "succeeded", StartedAt: "2026-11-23T21:00:17.600000Z", FinishedAt: "2026-11-23T21:00:18.000000Z", DurationMS: 400}, "400ms"},
 	} {
 		if got := runDuration(c.inv, now); got != c.want {
 			t.Errorf("runDuration(%s) = %q, want %q", c.inv.Status, got, c.want)

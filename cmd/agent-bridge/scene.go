@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/spf13/cobra"
 )
 
@@ -70,7 +70,7 @@ func (m *Main) journalCommand(c *cobra.Command) runFunc {
 		if len(pos) != 1 {
 			return usagef("journal takes one argument: the participant id")
 		}
-		var j coordinator.JournalResponse
+		var j status.JournalResponse
 		if err := m.statusGet(ctx, base(), "/journals/"+pos[0], nil, &j); err != nil {
 			return err
 		}

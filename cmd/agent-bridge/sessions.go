@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"text/tabwriter"
 
-	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/spf13/cobra"
 )
 
@@ -26,7 +26,7 @@ func (m *Main) sessionsCommand(c *cobra.Command) runFunc {
 		if *thread != "" {
 			q.Set("thread", *thread)
 		}
-		var out coordinator.SessionsResponse
+		var out status.SessionsResponse
 		if err := m.statusGet(ctx, base(), "/sessions", q, &out); err != nil {
 			return err
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/bridge/ui"
 	"github.com/agent-bridge/agent-bridge/coordinator"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -82,7 +82,7 @@ func startStack(t *testing.T, o stackOptions) *stack {
 	cfg.BridgeToken = token
 	cfg.StatusAddr = "127.0.0.1:0"
 	cfg.PrimerPath, cfg.ScenePrimerPath = "", ""
-	db, err := state.Open(context.Background(), filepath.Join(dir, "coordinator.db"))
+	db, err := ledger.Open(context.Background(), filepath.Join(dir, "coordinator.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -329,23 +329,23 @@ func text(e agentbridge.Event) string {
 }
 
 // invocations lists the thread's invocations of the agent, oldest first.
-func (s *stack) invocations(thread, participant string) []state.Invocation {
+func (s *stack) invocations(thread, participant string) []ledger.Invocation {
 	s.t.Helper()
 	var resp struct {
-		Invocations []state.Invocation `json:"invocations"`
+		Invocations []ledger.Invocation `json:"invocations"`
 	}
 	if err := s.getJSON("/invocations?thread="+thread+"&participant="+participant, &resp); err != nil {
 		s.t.Fatal(err)
 	}
-	slices.SortFunc(resp.Invocations, func(a, b state.Invocation) int { return int(a.ID - b.ID) })
+	slices.SortFunc(resp.Invocations, func(a, b ledger.Invocation) int { return int(a.ID - b.ID) })
 	return resp.Invocations
 }
 
 // finished waits until the thread's n-th invocation of the agent ends and
 // returns it.
-func (s *stack) finished(thread, participant string, n int) state.Invocation {
+func (s *stack) finished(thread, participant string, n int) ledger.Invocation {
 	s.t.Helper()
-	var inv state.Invocation
+	var inv ledger.Invocation
 	testutil.WaitFor(s.t, 60*time.Second, fmt.Sprintf("invocation %d of %s to end", n, participant), func() bool {
 		invs := s.invocations(thread, participant)
 		if len(invs) < n {
@@ -358,10 +358,10 @@ func (s *stack) finished(thread, participant string, n int) state.Invocation {
 }
 
 // progress returns the invocation's progress records.
-func (s *stack) progress(id int64) []state.Progress {
+func (s *stack) progress(id int64) []ledger.Progress {
 	s.t.Helper()
 	var resp struct {
-		Progress []state.Progress `json:"progress"`
+		Progress []ledger.Progress `json:"progress"`
 	}
 	if err := s.getJSON("/invocations/"+strconv.FormatInt(id, 10), &resp); err != nil {
 		s.t.Fatal(err)
@@ -374,7 +374,7 @@ func (s *stack) progress(id int64) []state.Progress {
 func (s *stack) sessionOf(thread, participant string) (string, int) {
 	s.t.Helper()
 	var resp struct {
-		Sessions []state.Session `json:"sessions"`
+		Sessions []ledger.Session `json:"sessions"`
 	}
 	if err := s.getJSON("/sessions?thread="+thread, &resp); err != nil {
 		s.t.Fatal(err)

@@ -181,53 +181,73 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 	case strings.Contains(msg, "REFUSAL"):
 		return acp.PromptResponse{StopReason: acp.StopReasonRefusal}, nil
 	case strings.Contains(msg, "PERMISSION"):
-		a.say(ctx, s, acp.StartToolCall("perm-1", "mkdir demo", acp.WithStartKind(acp.ToolKindExecute), acp.WithStartStatus(acp.ToolCallStatusPending)))
-		resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{SessionId: s,
-			ToolCall: acp.ToolCallUpdate{ToolCallId: "perm-1", Title: acp.Ptr("mkdir demo"), Kind: acp.Ptr(acp.ToolKindExecute)},
-			Options: []acp.PermissionOption{
-				{OptionId: "allow_always", Name: "Always allow", Kind: acp.PermissionOptionKindAllowAlways},
-				{OptionId: "allow", Name: "Allow", Kind: acp.PermissionOptionKindAllowOnce},
-				{OptionId: "reject", Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},
-			}})
-		if ctx.Err() != nil {
-			return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
-		}
-		got := "cancelled"
-		if err != nil {
-			got = "error " + err.Error()
-		} else if resp.Outcome.Selected != nil {
-			got = string(resp.Outcome.Selected.OptionId)
-		}
-		a.say(ctx, s, acp.UpdateToolCall("perm-1", acp.WithUpdateStatus(acp.ToolCallStatusCompleted)))
-		a.say(ctx, s, acp.UpdateAgentMessageText("permission: "+got))
-		return end, nil
+		return a.askPermission(ctx, s)
 	case strings.Contains(msg, "FS"):
-		// Reads a file in its folder and one outside it through the
-		// client's fs capability.
-		var out []string
-		for _, path := range []string{filepath.Join(a.cwd, "notes.txt"), "/etc/hostname"} {
-			r, err := a.conn.ReadTextFile(ctx, acp.ReadTextFileRequest{SessionId: s, Path: path})
-			if err != nil {
-				out = append(out, "refused")
-			} else {
-				out = append(out, strings.TrimSpace(r.Content))
-			}
-		}
-		a.say(ctx, s, acp.UpdateAgentMessageText("fs: "+strings.Join(out, " | ")))
-		return end, nil
+		return a.readFiles(ctx, s)
 	case strings.Contains(msg, "TOOL"):
-		a.say(ctx, s, acp.StartToolCall("t-1", "Read notes.txt", acp.WithStartKind(acp.ToolKindRead), acp.WithStartStatus(acp.ToolCallStatusInProgress)))
-		a.say(ctx, s, acp.UpdateToolCall("t-1", acp.WithUpdateStatus(acp.ToolCallStatusCompleted)))
-		a.say(ctx, s, acp.UpdatePlan(acp.PlanEntry{Content: "Write the answer", Status: acp.PlanEntryStatusInProgress, Priority: acp.PlanEntryPriorityHigh}))
-		a.mu.Lock()
-		a.cost += 0.25
-		cost := a.cost
-		a.mu.Unlock()
-		a.say(ctx, s, acp.SessionUpdate{UsageUpdate: &acp.SessionUsageUpdate{Cost: &acp.Cost{Amount: cost, Currency: "USD"}, Size: 1000, Used: 10}})
-		a.say(ctx, s, acp.UpdateAgentMessageText("tools done"))
-		end.Usage = &acp.Usage{InputTokens: 100, OutputTokens: 20, TotalTokens: 120}
-		return end, nil
+		return a.useTools(ctx, s)
 	}
+	return a.echo(ctx, s, text, msg, turn)
+}
+
+// askPermission asks the client's permission for a tool call and says
+// which option came back.
+func (a *agent) askPermission(ctx context.Context, s acp.SessionId) (acp.PromptResponse, error) {
+	a.say(ctx, s, acp.StartToolCall("perm-1", "mkdir demo", acp.WithStartKind(acp.ToolKindExecute), acp.WithStartStatus(acp.ToolCallStatusPending)))
+	resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{SessionId: s,
+		ToolCall: acp.ToolCallUpdate{ToolCallId: "perm-1", Title: acp.Ptr("mkdir demo"), Kind: acp.Ptr(acp.ToolKindExecute)},
+		Options: []acp.PermissionOption{
+			{OptionId: "allow_always", Name: "Always allow", Kind: acp.PermissionOptionKindAllowAlways},
+			{OptionId: "allow", Name: "Allow", Kind: acp.PermissionOptionKindAllowOnce},
+			{OptionId: "reject", Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},
+		}})
+	if ctx.Err() != nil {
+		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+	}
+	got := "cancelled"
+	if err != nil {
+		got = "error " + err.Error()
+	} else if resp.Outcome.Selected != nil {
+		got = string(resp.Outcome.Selected.OptionId)
+	}
+	a.say(ctx, s, acp.UpdateToolCall("perm-1", acp.WithUpdateStatus(acp.ToolCallStatusCompleted)))
+	a.say(ctx, s, acp.UpdateAgentMessageText("permission: "+got))
+	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
+}
+
+// readFiles reads a file in its folder and one outside it through the
+// client's fs capability.
+func (a *agent) readFiles(ctx context.Context, s acp.SessionId) (acp.PromptResponse, error) {
+	var out []string
+	for _, path := range []string{filepath.Join(a.cwd, "notes.txt"), "/etc/hostname"} {
+		r, err := a.conn.ReadTextFile(ctx, acp.ReadTextFileRequest{SessionId: s, Path: path})
+		if err != nil {
+			out = append(out, "refused")
+		} else {
+			out = append(out, strings.TrimSpace(r.Content))
+		}
+	}
+	a.say(ctx, s, acp.UpdateAgentMessageText("fs: "+strings.Join(out, " | ")))
+	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
+}
+
+// useTools reports a tool call, a plan, its running cost and its usage.
+func (a *agent) useTools(ctx context.Context, s acp.SessionId) (acp.PromptResponse, error) {
+	a.say(ctx, s, acp.StartToolCall("t-1", "Read notes.txt", acp.WithStartKind(acp.ToolKindRead), acp.WithStartStatus(acp.ToolCallStatusInProgress)))
+	a.say(ctx, s, acp.UpdateToolCall("t-1", acp.WithUpdateStatus(acp.ToolCallStatusCompleted)))
+	a.say(ctx, s, acp.UpdatePlan(acp.PlanEntry{Content: "Write the answer", Status: acp.PlanEntryStatusInProgress, Priority: acp.PlanEntryPriorityHigh}))
+	a.mu.Lock()
+	a.cost += 0.25
+	cost := a.cost
+	a.mu.Unlock()
+	a.say(ctx, s, acp.SessionUpdate{UsageUpdate: &acp.SessionUsageUpdate{Cost: &acp.Cost{Amount: cost, Currency: "USD"}, Size: 1000, Used: 10}})
+	a.say(ctx, s, acp.UpdateAgentMessageText("tools done"))
+	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Usage: &acp.Usage{InputTokens: 100, OutputTokens: 20, TotalTokens: 120}}, nil
+}
+
+// echo answers with what it knows of the session and the prompt's
+// message, naming which sections the prompt had.
+func (a *agent) echo(ctx context.Context, s acp.SessionId, text, msg string, turn int) (acp.PromptResponse, error) {
 	mode := "bare" // only the trigger
 	switch {
 	case strings.Contains(text, "## Conversation so far"):
@@ -240,7 +260,7 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 	}
 	a.say(ctx, s, acp.UpdateAgentMessageText(fmt.Sprintf("fake-acp pid=%d session=%s turn=%d %s: ", os.Getpid(), s, turn, mode)))
 	a.say(ctx, s, acp.UpdateAgentMessageText(msg))
-	return end, nil
+	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 }
 
 // firstTime reports whether marker did not exist yet, creating it.

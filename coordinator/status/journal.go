@@ -1,10 +1,10 @@
-package coordinator
+package status
 
 import (
 	"net/http"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
@@ -12,25 +12,25 @@ import (
 // journal entries, oldest first, and the same as one text with dated
 // headers (what the actor's next briefing carries).
 type JournalResponse struct {
-	Participant string               `json:"participant"`
-	Entries     []state.JournalEntry `json:"entries"`
-	Text        string               `json:"text"`
+	Participant string                `json:"participant"`
+	Entries     []ledger.JournalEntry `json:"entries"`
+	Text        string                `json:"text"`
 }
 
-func (c *Coordinator) handleJournal(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleJournal(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("participant")
 	if !agentbridge.ParticipantIDPattern.MatchString(id) {
 		httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "participant", "%q is not a valid participant id.", id))
 		return
 	}
-	entries, err := c.db.Journal(r.Context(), id)
+	entries, err := s.src.Ledger().Journal(r.Context(), id)
 	if err != nil {
-		c.log.Error("read journal", "participant", id, "err", err)
+		s.log.Error("read journal", "participant", id, "err", err)
 		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The journal could not be read."))
 		return
 	}
 	if entries == nil {
-		entries = []state.JournalEntry{}
+		entries = []ledger.JournalEntry{}
 	}
-	httpjson.Write(w, http.StatusOK, JournalResponse{Participant: id, Entries: entries, Text: state.JournalText(entries)})
+	httpjson.Write(w, http.StatusOK, JournalResponse{Participant: id, Entries: entries, Text: ledger.JournalText(entries)})
 }

@@ -1,4 +1,4 @@
-package coordinator
+package status
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
@@ -46,15 +46,15 @@ type excerpts struct {
 	mu sync.Mutex
 	m  map[string]string
 	// names caches the names of threads the coordinator has no state
-	// for (dashboard_words.go); a rename shows once the thread speaks.
+	// for (words.go); a rename shows once the thread speaks.
 	names map[string]string
 }
 
 // mountDashboard adds the dashboard's routes to the status server's mux.
-func (c *Coordinator) mountDashboard(mux *http.ServeMux) {
+func (s *Server) mountDashboard(mux *http.ServeMux) {
 	sub, err := fs.Sub(dashboardFiles, "dashboard")
 	if err != nil {
-		panic("coordinator: embedded dashboard missing: " + err.Error())
+		panic("status: embedded dashboard missing: " + err.Error())
 	}
 	serve := func(w http.ResponseWriter, r *http.Request, name string) {
 		b, err := fs.ReadFile(sub, name)
@@ -80,15 +80,15 @@ func (c *Coordinator) mountDashboard(mux *http.ServeMux) {
 	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { serve(w, r, "index.html") })
 	mux.HandleFunc("GET /dashboard/{file}", func(w http.ResponseWriter, r *http.Request) { serve(w, r, r.PathValue("file")) })
-	mux.HandleFunc("GET /runs", c.handleRuns)
-	mux.HandleFunc("GET /usage", c.handleUsage)
+	mux.HandleFunc("GET /runs", s.handleRuns)
+	mux.HandleFunc("GET /usage", s.handleUsage)
 }
 
 // Run is one row of GET /runs: the invocation record plus the first
 // characters of its trigger (as one line: a control in words) and its
 // thread's name.
 type Run struct {
-	state.Invocation
+	ledger.Invocation
 	TriggerExcerpt string `json:"trigger_excerpt"`
 	ThreadName     string `json:"thread_name"`
 }
@@ -108,64 +108,64 @@ type RunsResponse struct {
 const maxRuns = 1000
 
 // handleRuns serves GET /runs?thread=&participant=&status=&limit=.
-func (c *Coordinator) handleRuns(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 	f, ferr := invocationFilter(r.URL.Query(), maxRuns)
 	if ferr != nil {
 		httpjson.WriteError(w, http.StatusBadRequest, ferr)
 		return
 	}
-	invs, err := c.db.Invocations(r.Context(), f)
+	invs, err := s.src.Ledger().Invocations(r.Context(), f)
 	if err != nil {
-		c.log.Error("list runs", "err", err)
+		s.log.Error("list runs", "err", err)
 		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The runs could not be read."))
 		return
 	}
-	out := RunsResponse{Runs: make([]Run, len(invs)), Now: agentbridge.FormatTime(time.Now().UTC()), BridgeURL: c.cfg.Load().BridgeURL}
+	out := RunsResponse{Runs: make([]Run, len(invs)), Now: agentbridge.FormatTime(time.Now().UTC()), BridgeURL: s.src.BridgeURL()}
 	// One budget for every fetch of this answer: a bridge that hangs costs
 	// the page excerpts, not 2 s per row.
 	ctx, cancel := context.WithTimeout(r.Context(), excerptTimeout)
 	defer cancel()
 	for i, inv := range invs {
-		out.Runs[i] = Run{Invocation: inv, TriggerExcerpt: c.excerpt(ctx, inv), ThreadName: c.runThreadName(ctx, inv.Thread)}
+		out.Runs[i] = Run{Invocation: inv, TriggerExcerpt: s.excerpt(ctx, inv), ThreadName: s.runThreadName(ctx, inv.Thread)}
 	}
 	httpjson.Write(w, http.StatusOK, out)
 }
 
 // excerpt returns the start of an invocation's trigger, from the cache or
 // the bridge; "" when the bridge cannot say (the next look tries again).
-func (c *Coordinator) excerpt(ctx context.Context, inv state.Invocation) string {
-	c.excerpts.mu.Lock()
-	s, ok := c.excerpts.m[inv.TriggerID]
-	c.excerpts.mu.Unlock()
+func (s *Server) excerpt(ctx context.Context, inv ledger.Invocation) string {
+	s.excerpts.mu.Lock()
+	text, ok := s.excerpts.m[inv.TriggerID]
+	s.excerpts.mu.Unlock()
 	if ok {
-		return s
+		return text
 	}
 	if ctx.Err() != nil {
 		return ""
 	}
-	evs, err := c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: inv.Thread, After: inv.TriggerSeq - 1, Limit: 1})
+	evs, err := s.src.Bridge().ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: inv.Thread, After: inv.TriggerSeq - 1, Limit: 1})
 	if err != nil || len(evs) == 0 || evs[0].ID != inv.TriggerID {
 		return ""
 	}
-	s = triggerLine(evs[0])
-	if utf8.RuneCountInString(s) > excerptRunes {
-		s = string([]rune(s)[:excerptRunes-1]) + "…"
+	text = triggerLine(evs[0])
+	if utf8.RuneCountInString(text) > excerptRunes {
+		text = string([]rune(text)[:excerptRunes-1]) + "…"
 	}
-	c.excerpts.mu.Lock()
-	if c.excerpts.m == nil || len(c.excerpts.m) >= excerptCache {
-		c.excerpts.m = make(map[string]string)
+	s.excerpts.mu.Lock()
+	if s.excerpts.m == nil || len(s.excerpts.m) >= excerptCache {
+		s.excerpts.m = make(map[string]string)
 	}
-	c.excerpts.m[inv.TriggerID] = s
-	c.excerpts.mu.Unlock()
-	return s
+	s.excerpts.m[inv.TriggerID] = text
+	s.excerpts.mu.Unlock()
+	return text
 }
 
 // UsageResponse is the body of GET /usage: per participant, the runs,
 // tokens and cost of the invocations queued since the start of today and
 // over the last 7 days.
 type UsageResponse struct {
-	Today     []state.ParticipantUsage `json:"today"`
-	Last7Days []state.ParticipantUsage `json:"last_7_days"`
+	Today     []ledger.ParticipantUsage `json:"today"`
+	Last7Days []ledger.ParticipantUsage `json:"last_7_days"`
 	// TodaySince and WeekSince are the periods' starts.
 	TodaySince string `json:"today_since"`
 	WeekSince  string `json:"week_since"`
@@ -175,7 +175,7 @@ type UsageResponse struct {
 // midnight in the viewer's time zone when the page says its offset from
 // UTC in minutes (JavaScript's -getTimezoneOffset()), else at midnight UTC;
 // the last 7 days are today and the 6 days before.
-func (c *Coordinator) handleUsage(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 	off := 0
 	if s := r.URL.Query().Get("tz_offset_min"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -192,11 +192,11 @@ func (c *Coordinator) handleUsage(w http.ResponseWriter, r *http.Request) {
 	week := today.AddDate(0, 0, -6)
 	out := UsageResponse{TodaySince: agentbridge.FormatTime(today), WeekSince: agentbridge.FormatTime(week)}
 	var err error
-	if out.Today, err = c.db.UsageSince(r.Context(), out.TodaySince); err == nil {
-		out.Last7Days, err = c.db.UsageSince(r.Context(), out.WeekSince)
+	if out.Today, err = s.src.Ledger().UsageSince(r.Context(), out.TodaySince); err == nil {
+		out.Last7Days, err = s.src.Ledger().UsageSince(r.Context(), out.WeekSince)
 	}
 	if err != nil {
-		c.log.Error("sum usage", "err", err)
+		s.log.Error("sum usage", "err", err)
 		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The usage could not be summed."))
 		return
 	}

@@ -1,17 +1,17 @@
-package state_test
+package ledger_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 func TestSessions(t *testing.T) {
 	ctx := context.Background()
 	path := ledgerPath(t)
-	db, err := state.Open(ctx, path)
+	db, err := ledger.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	get := func(participant, client string) state.Session {
+	get := func(participant, client string) ledger.Session {
 		t.Helper()
 		s, err := db.Session(ctx, "t1", participant, client)
 		must(err)
@@ -83,7 +83,7 @@ func TestSessions(t *testing.T) {
 	}
 	// Kept across a reopen.
 	must(db.Close())
-	db, err = state.Open(ctx, path)
+	db, err = ledger.Open(ctx, path)
 	must(err)
 	defer db.Close()
 	if s := get("alice", "claude"); s.ID != "s3" {
@@ -93,7 +93,7 @@ func TestSessions(t *testing.T) {
 
 func TestLastReply(t *testing.T) {
 	ctx := context.Background()
-	db, err := state.Open(ctx, ledgerPath(t))
+	db, err := ledger.Open(ctx, ledgerPath(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package state_test
+package ledger_test
 
 import (
 	"context"
@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
-func openDB(t *testing.T) (*state.DB, string) {
+func openDB(t *testing.T) (*ledger.DB, string) {
 	t.Helper()
 	path := ledgerPath(t)
-	db, err := state.Open(context.Background(), path)
+	db, err := ledger.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,17 +29,17 @@ func TestCommitIsAllOrNothingAndIdempotent(t *testing.T) {
 	if _, ok, err := db.Cursor(ctx); err != nil || ok {
 		t.Fatalf("fresh ledger cursor: ok=%v err=%v, want none", ok, err)
 	}
-	step := state.Step{
+	step := ledger.Step{
 		GSeq: 7, Thread: "T", Seq: 3,
-		Decision: &state.Decision{EventID: "E", Thread: "T", Seq: 3, GSeq: 7, Decision: json.RawMessage(`{"rule":"to"}`)},
-		Invocations: []state.Invocation{
+		Decision: &ledger.DecisionRecord{EventID: "E", Thread: "T", Seq: 3, GSeq: 7, Decision: json.RawMessage(`{"rule":"to"}`)},
+		Invocations: []ledger.Invocation{
 			{Thread: "T", TriggerID: "E", TriggerSeq: 3, TriggerGSeq: 7, Participant: "alice", Agent: "alice", Command: []string{"x"}},
 			{Thread: "T", TriggerID: "E", TriggerSeq: 3, TriggerGSeq: 7, Participant: "bob", Agent: "bob", Command: []string{"y"}},
 		},
-		Notices: []state.Notice{{TriggerID: "E", Kind: "clarification", Thread: "T", Post: json.RawMessage(`{}`)}},
+		Notices: []ledger.Notice{{TriggerID: "E", Kind: "clarification", Thread: "T", Post: json.RawMessage(`{}`)}},
 	}
 	queued, err := db.Commit(ctx, step)
-	if err != nil || len(queued) != 2 || queued[0].ID == 0 || queued[0].Status != state.StatusQueued {
+	if err != nil || len(queued) != 2 || queued[0].ID == 0 || queued[0].Status != ledger.StatusQueued {
 		t.Fatalf("commit: %v %+v", err, queued)
 	}
 	again, err := db.Commit(ctx, step)
@@ -56,7 +56,7 @@ func TestCommitIsAllOrNothingAndIdempotent(t *testing.T) {
 	if err != nil || string(d.Decision) != `{"rule":"to"}` {
 		t.Errorf("decision = %+v, %v", d, err)
 	}
-	if _, err := db.Decision(ctx, "nope"); err != state.ErrNotFound {
+	if _, err := db.Decision(ctx, "nope"); err != ledger.ErrNotFound {
 		t.Errorf("unknown decision: %v, want ErrNotFound", err)
 	}
 	if n, err := db.PendingNotices(ctx); err != nil || len(n) != 1 {
@@ -70,14 +70,14 @@ func TestCommitIsAllOrNothingAndIdempotent(t *testing.T) {
 func TestLifecycleAndUnfinished(t *testing.T) {
 	db, path := openDB(t)
 	ctx := context.Background()
-	queued, err := db.Commit(ctx, state.Step{GSeq: 1, Thread: "T", Seq: 1, Invocations: []state.Invocation{
+	queued, err := db.Commit(ctx, ledger.Step{GSeq: 1, Thread: "T", Seq: 1, Invocations: []ledger.Invocation{
 		{Thread: "T", TriggerID: "E", TriggerSeq: 1, TriggerGSeq: 1, Participant: "alice", Agent: "alice", Command: []string{"x"}, Hop: 2},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := queued[0].ID
-	unfinished := func() []state.Invocation {
+	unfinished := func() []ledger.Invocation {
 		t.Helper()
 		list, err := db.Unfinished(ctx)
 		if err != nil {
@@ -85,7 +85,7 @@ func TestLifecycleAndUnfinished(t *testing.T) {
 		}
 		return list
 	}
-	if got := unfinished(); len(got) != 1 || got[0].Status != state.StatusQueued {
+	if got := unfinished(); len(got) != 1 || got[0].Status != ledger.StatusQueued {
 		t.Fatalf("queued record not unfinished: %+v", got)
 	}
 	start := time.Now()
@@ -97,7 +97,7 @@ func TestLifecycleAndUnfinished(t *testing.T) {
 	}
 	code := 0
 	post := json.RawMessage(`{"from":"alice","content":"hi"}`)
-	if err := db.Finish(ctx, id, state.Outcome{Status: state.StatusSucceeded, ExitCode: &code, Started: start, Finished: start.Add(time.Second), OutputBytes: 2, Post: post}); err != nil {
+	if err := db.Finish(ctx, id, ledger.Outcome{Status: ledger.StatusSucceeded, ExitCode: &code, Started: start, Finished: start.Add(time.Second), OutputBytes: 2, Post: post}); err != nil {
 		t.Fatal(err)
 	}
 	got := unfinished()
@@ -112,12 +112,12 @@ func TestLifecycleAndUnfinished(t *testing.T) {
 	}
 	// The ledger survives a reopen.
 	db.Close()
-	db2, err := state.Open(ctx, path)
+	db2, err := ledger.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db2.Close()
-	list, err := db2.Invocations(ctx, state.Filter{Thread: "T", Status: state.StatusSucceeded})
+	list, err := db2.Invocations(ctx, ledger.Filter{Thread: "T", Status: ledger.StatusSucceeded})
 	if err != nil || len(list) != 1 || list[0].ReplyEventID != "R" || *list[0].ExitCode != 0 || list[0].Hop != 2 {
 		t.Fatalf("after reopen: %+v, %v", list, err)
 	}

@@ -1,4 +1,4 @@
-package coordinator
+package status
 
 import (
 	"errors"
@@ -6,15 +6,15 @@ import (
 	"strconv"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // InvocationResponse is the body of GET /invocations/{id}: the record and
 // its kept progress records, oldest first.
 type InvocationResponse struct {
-	state.Invocation
-	Progress []state.Progress `json:"progress"`
+	ledger.Invocation
+	Progress []ledger.Progress `json:"progress"`
 }
 
 // invocationID parses the {id} path value, writing the error response when
@@ -32,7 +32,7 @@ func invocationID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 // handleInvocation serves GET /invocations/{id}[?after=PROGRESS_ID]; after
 // returns only the progress records newer than one already seen, which is
 // how "invocations show --follow" polls.
-func (c *Coordinator) handleInvocation(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleInvocation(w http.ResponseWriter, r *http.Request) {
 	id, ok := invocationID(w, r)
 	if !ok {
 		return
@@ -47,19 +47,19 @@ func (c *Coordinator) handleInvocation(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
-	inv, err := c.db.Invocation(r.Context(), id)
-	if errors.Is(err, state.ErrNotFound) {
+	inv, err := s.src.Ledger().Invocation(r.Context(), id)
+	if errors.Is(err, ledger.ErrNotFound) {
 		httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no invocation %d in the coordinator's ledger.", id))
 		return
 	}
 	if err != nil {
-		c.log.Error("read invocation", "id", id, "err", err)
+		s.log.Error("read invocation", "id", id, "err", err)
 		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation record could not be read."))
 		return
 	}
-	progress, _, err := c.db.ProgressOf(r.Context(), id, after)
+	progress, _, err := s.src.Ledger().ProgressOf(r.Context(), id, after)
 	if err != nil {
-		c.log.Error("read progress", "id", id, "err", err)
+		s.log.Error("read progress", "id", id, "err", err)
 		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation's progress could not be read."))
 		return
 	}
@@ -69,20 +69,20 @@ func (c *Coordinator) handleInvocation(w http.ResponseWriter, r *http.Request) {
 // handleCancel serves POST /invocations/{id}/cancel. The gate has already
 // refused a request from another site's page (its Origin is not this
 // listener's), so a web page cannot stop runs.
-func (c *Coordinator) handleCancel(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	id, ok := invocationID(w, r)
 	if !ok {
 		return
 	}
-	inv, err := c.Cancel(r.Context(), id, "")
+	inv, err := s.src.Cancel(r.Context(), id, "")
 	switch {
-	case errors.Is(err, state.ErrNotFound):
+	case errors.Is(err, ledger.ErrNotFound):
 		httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no invocation %d in the coordinator's ledger.", id))
-	case errors.Is(err, state.ErrNotRunning):
+	case errors.Is(err, ledger.ErrNotRunning):
 		httpjson.WriteError(w, http.StatusConflict, agentbridge.Errorf(agentbridge.ECodeNotRunning,
 			"Invocation %d is not queued or running (it is %s), so there is nothing to cancel.", id, inv.Status))
 	case err != nil:
-		c.log.Error("cancel invocation", "id", id, "err", err)
+		s.log.Error("cancel invocation", "id", id, "err", err)
 		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation could not be cancelled."))
 	default:
 		httpjson.Write(w, http.StatusOK, inv)

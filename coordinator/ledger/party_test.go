@@ -1,4 +1,4 @@
-package state_test
+package ledger_test
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
-func partyInv(participant string, round int) state.Invocation {
-	return state.Invocation{Thread: "T", TriggerID: "E", TriggerSeq: 3, TriggerGSeq: 7, Participant: participant, Agent: participant, Command: []string{"x"}, Round: round}
+func partyInv(participant string, round int) ledger.Invocation {
+	return ledger.Invocation{Thread: "T", TriggerID: "E", TriggerSeq: 3, TriggerGSeq: 7, Participant: participant, Agent: participant, Command: []string{"x"}, Round: round}
 }
 
 // TestPartyRoundsAdvanceOnce: a pair may run once per round; a round
@@ -24,26 +24,26 @@ func partyInv(participant string, round int) state.Invocation {
 func TestPartyRoundsAdvanceOnce(t *testing.T) {
 	db, _ := openDB(t)
 	ctx := context.Background()
-	step := state.Step{
+	step := ledger.Step{
 		GSeq: 7, Thread: "T", Seq: 3,
-		Invocations: []state.Invocation{partyInv("alice", 1), partyInv("bob", 1)},
-		PartyRound:  &state.PartyRound{TriggerID: "E", Thread: "T", TriggerSeq: 3, TriggerGSeq: 7, TriggerFrom: "user", CrossTalk: true, Selected: []string{"alice", "bob"}},
+		Invocations: []ledger.Invocation{partyInv("alice", 1), partyInv("bob", 1)},
+		PartyRound:  &ledger.PartyRound{TriggerID: "E", Thread: "T", TriggerSeq: 3, TriggerGSeq: 7, TriggerFrom: "user", CrossTalk: true, Selected: []string{"alice", "bob"}},
 	}
 	if q, err := db.Commit(ctx, step); err != nil || len(q) != 2 || q[0].Round != 1 {
 		t.Fatalf("commit: %+v, %v", q, err)
 	}
 	r, err := db.PartyRoundOf(ctx, "E")
-	if err != nil || r.Stage != state.PartyStageRound1 || len(r.Selected) != 2 || r.TriggerFrom != "user" || !r.CrossTalk {
+	if err != nil || r.Stage != ledger.PartyStageRound1 || len(r.Selected) != 2 || r.TriggerFrom != "user" || !r.CrossTalk {
 		t.Fatalf("party round = %+v, %v", r, err)
 	}
 	var wg sync.WaitGroup
-	wins := make(chan []state.Invocation, 8)
+	wins := make(chan []ledger.Invocation, 8)
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			q, ok, err := db.AdvanceParty(ctx, "E", state.PartyStageRound1, state.PartyStageRound2,
-				[]state.Invocation{partyInv("alice", 2), partyInv("bob", 2)}, nil)
+			q, ok, err := db.AdvanceParty(ctx, "E", ledger.PartyStageRound1, ledger.PartyStageRound2,
+				[]ledger.Invocation{partyInv("alice", 2), partyInv("bob", 2)}, nil)
 			if err != nil {
 				t.Error(err)
 			}
@@ -54,7 +54,7 @@ func TestPartyRoundsAdvanceOnce(t *testing.T) {
 	}
 	wg.Wait()
 	close(wins)
-	var won [][]state.Invocation
+	var won [][]ledger.Invocation
 	for q := range wins {
 		won = append(won, q)
 	}
@@ -65,14 +65,14 @@ func TestPartyRoundsAdvanceOnce(t *testing.T) {
 		t.Fatalf("round-2 invocations = %+v, %v", inv, err)
 	}
 	open, err := db.OpenPartyRounds(ctx)
-	if err != nil || len(open) != 1 || open[0].Stage != state.PartyStageRound2 {
+	if err != nil || len(open) != 1 || open[0].Stage != ledger.PartyStageRound2 {
 		t.Fatalf("open rounds = %+v, %v", open, err)
 	}
-	notice := state.Notice{TriggerID: "E", Kind: "party", Thread: "T", Post: json.RawMessage(`{}`)}
-	if _, ok, err := db.AdvanceParty(ctx, "E", state.PartyStageRound1, state.PartyStageDone, nil, []state.Notice{notice}); err != nil || ok {
+	notice := ledger.Notice{TriggerID: "E", Kind: "party", Thread: "T", Post: json.RawMessage(`{}`)}
+	if _, ok, err := db.AdvanceParty(ctx, "E", ledger.PartyStageRound1, ledger.PartyStageDone, nil, []ledger.Notice{notice}); err != nil || ok {
 		t.Fatalf("advancing from a past stage: ok=%v err=%v", ok, err)
 	}
-	if _, ok, err := db.AdvanceParty(ctx, "E", state.PartyStageRound2, state.PartyStageDone, nil, []state.Notice{notice}); err != nil || !ok {
+	if _, ok, err := db.AdvanceParty(ctx, "E", ledger.PartyStageRound2, ledger.PartyStageDone, nil, []ledger.Notice{notice}); err != nil || !ok {
 		t.Fatalf("ending the round: ok=%v err=%v", ok, err)
 	}
 	if open, _ := db.OpenPartyRounds(ctx); len(open) != 0 {
@@ -105,16 +105,16 @@ func TestPartyMigrationKeepsInvocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw.Close()
-	db, err := state.Open(context.Background(), path)
+	db, err := ledger.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	invs, err := db.Invocations(context.Background(), state.Filter{})
+	invs, err := db.Invocations(context.Background(), ledger.Filter{})
 	if err != nil || len(invs) != 1 || invs[0].Round != 0 || invs[0].ReplyEventID != "R1" || invs[0].Command[0] != "x" {
 		t.Fatalf("invocations after migration = %+v, %v", invs, err)
 	}
-	q, err := db.Commit(context.Background(), state.Step{Invocations: []state.Invocation{partyInv("alice", 1)}})
+	q, err := db.Commit(context.Background(), ledger.Step{Invocations: []ledger.Invocation{partyInv("alice", 1)}})
 	if err != nil || len(q) != 1 {
 		t.Fatalf("round 1 of the same pair: %+v, %v", q, err)
 	}

@@ -1,4 +1,4 @@
-package state_test
+package ledger_test
 
 import (
 	"io/fs"

@@ -1,4 +1,4 @@
-package state_test
+package ledger_test
 
 import (
 	"context"
@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
-func queueOne(t *testing.T, db *state.DB, trigger, participant string) int64 {
+func queueOne(t *testing.T, db *ledger.DB, trigger, participant string) int64 {
 	t.Helper()
-	q, err := db.Commit(context.Background(), state.Step{Invocations: []state.Invocation{
+	q, err := db.Commit(context.Background(), ledger.Step{Invocations: []ledger.Invocation{
 		{Thread: "T", TriggerID: trigger, Participant: participant, Agent: participant, Command: []string{"x"}},
 	}})
 	if err != nil || len(q) != 1 {
@@ -28,14 +28,14 @@ func TestProgressKeepsLast500AndUsage(t *testing.T) {
 	ctx := context.Background()
 	id := queueOne(t, db, "E", "alice")
 	other := queueOne(t, db, "E", "bob")
-	var all []state.Progress
+	var all []ledger.Progress
 	for i := range 1200 {
-		all = append(all, state.Progress{TS: "t", Status: fmt.Sprintf("s%d", i), Kind: "tool", Detail: json.RawMessage(`{"i":1}`)})
+		all = append(all, ledger.Progress{TS: "t", Status: fmt.Sprintf("s%d", i), Kind: "tool", Detail: json.RawMessage(`{"i":1}`)})
 	}
 	// Three flushes: 700 (more than kept), 450, 50.
-	for _, part := range [][]state.Progress{all[:700], all[700:1150], all[1150:]} {
-		err := db.AddProgress(ctx, []state.ProgressBatch{
-			{Invocation: id, Records: part, Count: int64(len(part)), Usage: &state.Usage{InputTokens: 10, OutputTokens: 5, CostUSD: 0.25}},
+	for _, part := range [][]ledger.Progress{all[:700], all[700:1150], all[1150:]} {
+		err := db.AddProgress(ctx, []ledger.ProgressBatch{
+			{Invocation: id, Records: part, Count: int64(len(part)), Usage: &ledger.Usage{InputTokens: 10, OutputTokens: 5, CostUSD: 0.25}},
 			{Invocation: other, Records: part[:1], Count: 1},
 		})
 		if err != nil {
@@ -46,7 +46,7 @@ func TestProgressKeepsLast500AndUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != state.KeepProgress || got[0].Status != "s700" || got[len(got)-1].Status != "s1199" || string(got[0].Detail) != `{"i":1}` {
+	if len(got) != ledger.KeepProgress || got[0].Status != "s700" || got[len(got)-1].Status != "s1199" || string(got[0].Detail) != `{"i":1}` {
 		t.Fatalf("kept %d records, first %+v", len(got), got[0])
 	}
 	if more, last2, _ := db.ProgressOf(ctx, id, last); len(more) != 0 || last2 != last {
@@ -59,7 +59,7 @@ func TestProgressKeepsLast500AndUsage(t *testing.T) {
 	if o, _, _ := db.ProgressOf(ctx, other, 0); len(o) != 3 {
 		t.Errorf("other invocation has %d records, want 3", len(o))
 	}
-	if _, err := db.Invocation(ctx, 9999); !errors.Is(err, state.ErrNotFound) {
+	if _, err := db.Invocation(ctx, 9999); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("unknown invocation: %v", err)
 	}
 }
@@ -68,12 +68,12 @@ func TestProgressRecordClipped(t *testing.T) {
 	db, _ := openDB(t)
 	ctx := context.Background()
 	id := queueOne(t, db, "E", "alice")
-	big := state.Progress{TS: "t", Status: strings.Repeat("é", 5000), Kind: "text", Detail: json.RawMessage(`"` + strings.Repeat("d", 9000) + `"`)}
-	if err := db.AddProgress(ctx, []state.ProgressBatch{{Invocation: id, Records: []state.Progress{big}, Count: 1}}); err != nil {
+	big := ledger.Progress{TS: "t", Status: strings.Repeat("é", 5000), Kind: "text", Detail: json.RawMessage(`"` + strings.Repeat("d", 9000) + `"`)}
+	if err := db.AddProgress(ctx, []ledger.ProgressBatch{{Invocation: id, Records: []ledger.Progress{big}, Count: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	got, _, _ := db.ProgressOf(ctx, id, 0)
-	if len(got) != 1 || got[0].Detail != nil || len(got[0].Status)+len(got[0].Kind) > state.MaxProgressRecord || !strings.HasPrefix(got[0].Status, "éé") {
+	if len(got) != 1 || got[0].Detail != nil || len(got[0].Status)+len(got[0].Kind) > ledger.MaxProgressRecord || !strings.HasPrefix(got[0].Status, "éé") {
 		t.Fatalf("stored %d bytes of status, detail %q", len(got[0].Status), got[0].Detail)
 	}
 }
@@ -85,38 +85,38 @@ func TestCancelWinsOverUnrecordedFinish(t *testing.T) {
 	if err := db.MarkRunning(ctx, id, 10, 10, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	notice := state.Notice{TriggerID: "E", Kind: "cancelled:alice", Thread: "T", Post: json.RawMessage(`{"content":"stopped"}`)}
+	notice := ledger.Notice{TriggerID: "E", Kind: "cancelled:alice", Thread: "T", Post: json.RawMessage(`{"content":"stopped"}`)}
 	prev, err := db.Cancel(ctx, id, "cancelled by user", notice)
-	if err != nil || prev != state.StatusRunning {
+	if err != nil || prev != ledger.StatusRunning {
 		t.Fatalf("cancel: %q, %v", prev, err)
 	}
 	// The adapter's finish comes after: it is recorded, but nothing is owed.
 	code := 0
-	err = db.Finish(ctx, id, state.Outcome{Status: state.StatusSucceeded, ExitCode: &code, Started: time.Now(), Finished: time.Now(), Post: json.RawMessage(`{}`)})
-	if !errors.Is(err, state.ErrCancelled) {
+	err = db.Finish(ctx, id, ledger.Outcome{Status: ledger.StatusSucceeded, ExitCode: &code, Started: time.Now(), Finished: time.Now(), Post: json.RawMessage(`{}`)})
+	if !errors.Is(err, ledger.ErrCancelled) {
 		t.Fatalf("finish after cancel: %v, want ErrCancelled", err)
 	}
 	inv, _ := db.Invocation(ctx, id)
-	if inv.Status != state.StatusCancelled || len(inv.PendingPost) != 0 || inv.ExitCode == nil {
+	if inv.Status != ledger.StatusCancelled || len(inv.PendingPost) != 0 || inv.ExitCode == nil {
 		t.Fatalf("record %+v", inv)
 	}
 	if u, _ := db.Unfinished(ctx); len(u) != 0 {
 		t.Errorf("a cancelled invocation is unfinished: %+v", u)
 	}
-	if err := db.SetStatus(ctx, id, state.StatusInterrupted, "x"); err != nil {
+	if err := db.SetStatus(ctx, id, ledger.StatusInterrupted, "x"); err != nil {
 		t.Fatal(err)
 	}
-	if inv, _ := db.Invocation(ctx, id); inv.Status != state.StatusCancelled {
+	if inv, _ := db.Invocation(ctx, id); inv.Status != ledger.StatusCancelled {
 		t.Errorf("SetStatus overrode cancelled: %s", inv.Status)
 	}
 	// Cancelling again is refused; exactly one notice is owed.
-	if _, err := db.Cancel(ctx, id, "again", notice); !errors.Is(err, state.ErrNotRunning) {
+	if _, err := db.Cancel(ctx, id, "again", notice); !errors.Is(err, ledger.ErrNotRunning) {
 		t.Errorf("second cancel: %v", err)
 	}
 	if n, _ := db.PendingNotices(ctx); len(n) != 1 || n[0].Kind != "cancelled:alice" {
 		t.Errorf("notices %+v", n)
 	}
-	if _, err := db.Cancel(ctx, 9999, "", state.Notice{}); !errors.Is(err, state.ErrNotFound) {
+	if _, err := db.Cancel(ctx, 9999, "", ledger.Notice{}); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("unknown: %v", err)
 	}
 }
@@ -127,10 +127,10 @@ func TestFinishBeforeCancelWins(t *testing.T) {
 	id := queueOne(t, db, "E", "alice")
 	queued := queueOne(t, db, "F", "alice")
 	code := 0
-	if err := db.Finish(ctx, id, state.Outcome{Status: state.StatusSucceeded, ExitCode: &code, Started: time.Now(), Finished: time.Now(), Post: json.RawMessage(`{}`)}); err != nil {
+	if err := db.Finish(ctx, id, ledger.Outcome{Status: ledger.StatusSucceeded, ExitCode: &code, Started: time.Now(), Finished: time.Now(), Post: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Cancel(ctx, id, "late", state.Notice{}); !errors.Is(err, state.ErrNotRunning) {
+	if _, err := db.Cancel(ctx, id, "late", ledger.Notice{}); !errors.Is(err, ledger.ErrNotRunning) {
 		t.Fatalf("cancel after finish: %v", err)
 	}
 	active, err := db.Active(ctx, "T", "alice")
@@ -138,19 +138,19 @@ func TestFinishBeforeCancelWins(t *testing.T) {
 		t.Fatalf("active %+v, %v", active, err)
 	}
 	// A queued one is dropped without a notice and never started.
-	if prev, err := db.Cancel(ctx, queued, "x", state.Notice{TriggerID: "F", Kind: "k", Thread: "T", Post: json.RawMessage(`{}`)}); err != nil || prev != state.StatusQueued {
+	if prev, err := db.Cancel(ctx, queued, "x", ledger.Notice{TriggerID: "F", Kind: "k", Thread: "T", Post: json.RawMessage(`{}`)}); err != nil || prev != ledger.StatusQueued {
 		t.Fatalf("cancel queued: %q %v", prev, err)
 	}
 	if err := db.MarkRunning(ctx, queued, 5, 5, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if inv, _ := db.Invocation(ctx, queued); inv.Status != state.StatusCancelled {
+	if inv, _ := db.Invocation(ctx, queued); inv.Status != ledger.StatusCancelled {
 		t.Errorf("MarkRunning overrode cancelled: %s", inv.Status)
 	}
 	if n, _ := db.PendingNotices(ctx); len(n) != 0 {
 		t.Errorf("notices for a queued cancel: %+v", n)
 	}
-	if list, _ := db.Invocations(ctx, state.Filter{Status: state.StatusCancelled}); len(list) != 1 {
+	if list, _ := db.Invocations(ctx, ledger.Filter{Status: ledger.StatusCancelled}); len(list) != 1 {
 		t.Errorf("cancelled filter: %+v", list)
 	}
 }
@@ -158,23 +158,23 @@ func TestFinishBeforeCancelWins(t *testing.T) {
 // BenchmarkAddProgressFlush measures one flush of a flooding run: 500
 // records stored and as many old ones trimmed, in one transaction.
 func BenchmarkAddProgressFlush(b *testing.B) {
-	db, err := state.Open(context.Background(), b.TempDir()+"/coordinator.db")
+	db, err := ledger.Open(context.Background(), b.TempDir()+"/coordinator.db")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
 	ctx := context.Background()
-	q, err := db.Commit(ctx, state.Step{Invocations: []state.Invocation{{Thread: "T", TriggerID: "E", Participant: "p", Agent: "p", Command: []string{"x"}}}})
+	q, err := db.Commit(ctx, ledger.Step{Invocations: []ledger.Invocation{{Thread: "T", TriggerID: "E", Participant: "p", Agent: "p", Command: []string{"x"}}}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	recs := make([]state.Progress, state.KeepProgress)
+	recs := make([]ledger.Progress, ledger.KeepProgress)
 	for i := range recs {
-		recs[i] = state.Progress{TS: "2026-11-23T21:00:00.000000Z", Status: "flooding", Kind: "text", Detail: json.RawMessage(`"` + strings.Repeat("z", 64) + `"`)}
+		recs[i] = ledger.Progress{TS: "2026-11-23T21:00:00.000000Z", Status: "flooding", Kind: "text", Detail: json.RawMessage(`"` + strings.Repeat("z", 64) + `"`)}
 	}
 	b.ResetTimer()
 	for range b.N {
-		if err := db.AddProgress(ctx, []state.ProgressBatch{{Invocation: q[0].ID, Records: recs, Count: 2000}}); err != nil {
+		if err := db.AddProgress(ctx, []ledger.ProgressBatch{{Invocation: q[0].ID, Records: recs, Count: 2000}}); err != nil {
 			b.Fatal(err)
 		}
 	}

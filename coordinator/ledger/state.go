@@ -1,9 +1,10 @@
-// Package state is the coordinator's ledger: a SQLite file or a PostgreSQL
-// database (dialect.go) holding the stream cursors, every routing decision,
-// every invocation record and the notices still to post. It is what makes delivery exactly-once across
-// crashes: a decision, the invocations it queues and the cursor advance past
-// its event are committed in one transaction (see docs/delivery.md).
-package state
+// Package ledger is the coordinator's ledger: a SQLite file or a
+// PostgreSQL database holding the stream cursors, every routing decision,
+// every invocation record and the notices still to post. It is what makes
+// delivery exactly-once across crashes: a decision, the invocations it
+// queues and the cursor advance past its event are committed in one
+// transaction (see docs/delivery.md).
+package ledger
 
 import (
 	"context"
@@ -173,9 +174,9 @@ type Invocation struct {
 	Round int `json:"round,omitempty"`
 }
 
-// Decision is the recorded routing decision for one event, as JSON so that
+// DecisionRecord is the recorded routing decision for one event, as JSON so that
 // the ledger does not depend on the rules' types.
-type Decision struct {
+type DecisionRecord struct {
 	EventID   string          `json:"event_id"`
 	Thread    string          `json:"thread"`
 	Seq       int64           `json:"seq"`
@@ -202,7 +203,7 @@ type Step struct {
 	Thread string
 	Seq    int64
 	// Decision, Invocations and Notices are optional.
-	Decision    *Decision
+	Decision    *DecisionRecord
 	Invocations []Invocation
 	Notices     []Notice
 	// PartyRound starts a party round for the event (its invocations are
@@ -521,16 +522,16 @@ func (d *DB) Invocations(ctx context.Context, f Filter) ([]Invocation, error) {
 }
 
 // Decision returns the recorded decision for an event, or ErrNotFound.
-func (d *DB) Decision(ctx context.Context, eventID string) (Decision, error) {
-	var dec Decision
+func (d *DB) Decision(ctx context.Context, eventID string) (DecisionRecord, error) {
+	var dec DecisionRecord
 	var js string
 	err := d.db.QueryRowContext(ctx, `SELECT event_id, thread, seq, gseq, decision, created_at FROM decisions WHERE event_id = ?`,
 		eventID).Scan(&dec.EventID, &dec.Thread, &dec.Seq, &dec.GSeq, &js, &dec.CreatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Decision{}, ErrNotFound
+		return DecisionRecord{}, ErrNotFound
 	}
 	if err != nil {
-		return Decision{}, fmt.Errorf("read decision: %w", err)
+		return DecisionRecord{}, fmt.Errorf("read decision: %w", err)
 	}
 	dec.Decision = json.RawMessage(js)
 	return dec, nil

@@ -1,4 +1,4 @@
-package coordinator
+package status
 
 import (
 	"context"
@@ -68,25 +68,25 @@ func controlLine(content json.RawMessage) string {
 // runThreadName is a thread's name for the runs table: the folded state's
 // when the thread is cached (it follows renames), else the last one read,
 // else the bridge's, within ctx; "" when none can be had.
-func (c *Coordinator) runThreadName(ctx context.Context, thread string) string {
-	if tc, ok := c.threads.get(thread); ok && tc.name != "" {
-		return tc.name
+func (s *Server) runThreadName(ctx context.Context, thread string) string {
+	if name, ok := s.src.CachedThreadName(thread); ok && name != "" {
+		return name
 	}
-	c.excerpts.mu.Lock()
-	name, ok := c.excerpts.names[thread]
-	c.excerpts.mu.Unlock()
+	s.excerpts.mu.Lock()
+	name, ok := s.excerpts.names[thread]
+	s.excerpts.mu.Unlock()
 	if ok || ctx.Err() != nil {
 		return name
 	}
-	th, err := c.bridge.Thread(ctx, thread)
+	th, err := s.src.Bridge().Thread(ctx, thread)
 	if err != nil {
 		return ""
 	}
-	c.excerpts.mu.Lock()
-	if c.excerpts.names == nil || len(c.excerpts.names) >= excerptCache {
-		c.excerpts.names = make(map[string]string)
+	s.excerpts.mu.Lock()
+	if s.excerpts.names == nil || len(s.excerpts.names) >= excerptCache {
+		s.excerpts.names = make(map[string]string)
 	}
-	c.excerpts.names[thread] = th.Name
-	c.excerpts.mu.Unlock()
+	s.excerpts.names[thread] = th.Name
+	s.excerpts.mu.Unlock()
 	return th.Name
 }

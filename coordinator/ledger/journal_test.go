@@ -1,4 +1,4 @@
-package state_test
+package ledger_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-bridge/agent-bridge/coordinator/state"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // TestJournalKeptOnceWithOutcome: a journal entry is appended with its
@@ -16,7 +16,7 @@ import (
 func TestJournalKeptOnceWithOutcome(t *testing.T) {
 	db, _ := openDB(t)
 	ctx := context.Background()
-	queued, err := db.Commit(ctx, state.Step{GSeq: 1, Thread: "T", Seq: 1, Invocations: []state.Invocation{
+	queued, err := db.Commit(ctx, ledger.Step{GSeq: 1, Thread: "T", Seq: 1, Invocations: []ledger.Invocation{
 		{Thread: "T", TriggerID: "S1", TriggerSeq: 1, TriggerGSeq: 1, Participant: "maria", Agent: "a", Command: []string{"x"}},
 		{Thread: "T", TriggerID: "S2", TriggerSeq: 2, TriggerGSeq: 2, Participant: "maria", Agent: "a", Command: []string{"x"}},
 	}})
@@ -25,8 +25,8 @@ func TestJournalKeptOnceWithOutcome(t *testing.T) {
 	}
 	finish := func(id int64, entry string, at time.Time) {
 		t.Helper()
-		o := state.Outcome{Status: state.StatusSucceeded, Started: at, Finished: at,
-			Journal: &state.JournalEntry{Participant: "maria", Thread: "T", ThreadName: "kitchen", Entry: entry}}
+		o := ledger.Outcome{Status: ledger.StatusSucceeded, Started: at, Finished: at,
+			Journal: &ledger.JournalEntry{Participant: "maria", Thread: "T", ThreadName: "kitchen", Entry: entry}}
 		if err := db.Finish(ctx, id, o); err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func TestJournalKeptOnceWithOutcome(t *testing.T) {
 	if err != nil || len(entries) != 2 || entries[0].Entry != "first entry" || entries[1].Entry != "second entry" {
 		t.Fatalf("journal = %+v, %v", entries, err)
 	}
-	text := state.JournalText(entries)
+	text := ledger.JournalText(entries)
 	want := "## 2026-11-23 10:00 UTC — after the scene in \"kitchen\"\n\nfirst entry\n\n## 2026-11-24 10:00 UTC"
 	if !strings.HasPrefix(text, want) {
 		t.Errorf("journal text:\n%s\nwant it to start with:\n%s", text, want)

@@ -1,0 +1,83 @@
+package coordinator
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the coordinator's Prometheus metrics, in a registry of its
+// own so that two coordinators in one process (tests) do not collide.
+type metrics struct {
+	reg         *prometheus.Registry
+	invocations *prometheus.CounterVec
+	duration    prometheus.Histogram
+	queueDepth  prometheus.Gauge
+	// tokens (by participant and direction) and cost (by participant)
+	// add up the usage adapters report on the progress fd.
+	tokens *prometheus.CounterVec
+	cost   *prometheus.CounterVec
+}
+
+func newMetrics(c *Coordinator) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		invocations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agent_bridge_coordinator_invocations_total",
+			Help: "Adapter invocations by final status.",
+		}, []string{"status"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "agent_bridge_coordinator_invocation_duration_seconds",
+			Help:    "Wall time of adapter runs.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 3, 10),
+		}),
+		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "agent_bridge_coordinator_queue_depth",
+			Help: "Invocations waiting for their participant, a concurrency slot or the rate limit.",
+		}),
+	}
+	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agent_bridge_coordinator_tokens_total",
+		Help: "Tokens adapters reported using, by participant and direction (input, output).",
+	}, []string{"participant", "direction"})
+	m.cost = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agent_bridge_coordinator_cost_usd_total",
+		Help: "Cost in US dollars adapters reported, by participant.",
+	}, []string{"participant"})
+	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "agent_bridge_coordinator_cursor_lag",
+		Help: "Events in the bridge's log not yet processed (head gseq minus cursor); -1 when the bridge is unreachable.",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		head, err := c.bridge.Head(ctx)
+		if err != nil {
+			return -1
+		}
+		return float64(max(head-c.cursor.Load(), 0))
+	})
+	m.reg.MustRegister(m.invocations, m.duration, m.queueDepth, m.tokens, m.cost, lag)
+	return m
+}
+
+// addUsage adds a run's new usage; a negative delta (an adapter that
+// reported less than before) is ignored, as counters only grow.
+func (m *metrics) addUsage(participant string, in, out int64, cost float64) {
+	if in > 0 {
+		m.tokens.WithLabelValues(participant, "input").Add(float64(in))
+	}
+	if out > 0 {
+		m.tokens.WithLabelValues(participant, "output").Add(float64(out))
+	}
+	if cost > 0 {
+		m.cost.WithLabelValues(participant).Add(cost)
+	}
+}
+
+func (m *metrics) observe(status string, d time.Duration) {
+	m.invocations.WithLabelValues(status).Inc()
+	if d > 0 {
+		m.duration.Observe(d.Seconds())
+	}
+}

@@ -1,0 +1,314 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+)
+
+// Preparing a run is gather, then plan: gather does every read (the
+// ledger, the bridge, the primer files, presence) into an invokeFacts, and
+// buildPayload turns the facts and the config into the adapter's spec and
+// payload without any I/O, so the payload rules are tested as a table.
+
+// prepared is everything needed to start one adapter.
+type prepared struct {
+	spec     adapters.Spec
+	payload  []byte
+	startErr error
+	// scene is set for an actor's scene step; p is the payload before
+	// encoding, for the correction run.
+	scene *sceneRun
+	p     adapters.Payload
+	// trigger is the event being answered, for the directives.
+	trigger agentbridge.Event
+}
+
+// invokeFacts is what building one invocation's payload reads from
+// outside the coordinator's config.
+type invokeFacts struct {
+	inv     ledger.Invocation
+	trigger agentbridge.Event
+	// events are the thread's last events up to and including the
+	// trigger, oldest first: at least the context window and the span
+	// since_last_turn needs.
+	events []agentbridge.Event
+	// after is the thread's state at the trigger.
+	after agentbridge.ThreadState
+	// invited is the participant's profile from its invite (or the job).
+	invited    agentbridge.Profile
+	threadName string
+	session    adapters.SessionInfo
+	// presence is each participant's presence for the roster (nil for a
+	// warm ACP session, which is sent no roster).
+	presence map[string]string
+	// party is a party invocation's block; partyAnswers are, for round 2,
+	// the round-1 answers after the trigger.
+	party        *adapters.PartyInfo
+	partyAnswers []agentbridge.Event
+	// journal is an actor's journal, for a scene step.
+	journal []ledger.JournalEntry
+	// primer is the thread primer, scenePrimer the actor's (scene steps).
+	primer, scenePrimer string
+	// exe is this binary, for SelfCommand and the adapter's environment.
+	exe string
+}
+
+// prepare gathers the facts of a job and builds the adapter's spec and
+// payload. Bridge errors are retried until ctx ends; only then is an error
+// returned. A thread that is gone gives a prepared with startErr.
+func (c *Coordinator) prepare(ctx context.Context, j job, cfg *Config) (prepared, error) {
+	var f invokeFacts
+	err := c.retry(ctx, retrying{what: "prepare invocation", attrs: []any{"id", j.inv.ID},
+		permanent: func(err error) bool { return bridgeStatus(err, http.StatusNotFound) }},
+		func() (err error) {
+			f, err = c.gather(ctx, j, cfg)
+			return err
+		})
+	switch {
+	case ctx.Err() != nil:
+		return prepared{}, ctx.Err()
+	case err != nil:
+		// The thread is gone: nothing to answer.
+		return prepared{startErr: err}, nil
+	}
+	p, err := buildPayload(f, cfg)
+	if err != nil {
+		return prepared{startErr: err}, nil
+	}
+	return p, nil
+}
+
+// gather reads what buildPayload needs: the events up to the trigger (from
+// the follow loop's recent events when they cover the span), the thread's
+// state and name, the pair's session, presence, the party round and the
+// actor's journal, and the primers.
+func (c *Coordinator) gather(ctx context.Context, j job, cfg *Config) (invokeFacts, error) {
+	inv := j.inv
+	f := invokeFacts{inv: inv, exe: c.exe}
+	// A warm ACP session needs no presence for its roster (acp.go).
+	presence := c.payloadPresence(ctx, inv)
+	// One read serves both the context window and since_last_turn.
+	sinceNeed, err := c.sinceSpan(ctx, inv)
+	if err != nil {
+		return f, err
+	}
+	if f.events, err = c.eventsUpTo(ctx, inv, max(cfg.ContextWindowSize, sinceNeed)); err != nil {
+		return f, err
+	}
+	f.trigger = f.events[len(f.events)-1]
+	if j.trigger != nil {
+		f.trigger = *j.trigger
+	}
+	if f.after, f.invited, err = c.stateAt(ctx, j); err != nil {
+		return f, err
+	}
+	if f.threadName, err = c.threadName(ctx, inv.Thread); err != nil {
+		return f, err
+	}
+	profile := profileFor(f.invited, cfg.Agents[inv.Agent])
+	if f.session, err = c.sessionFor(ctx, inv, profile.Client); err != nil {
+		return f, err
+	}
+	f.presence = presence()
+	if inv.Round > 0 {
+		if f.party, f.partyAnswers, err = c.partyFacts(ctx, inv); err != nil {
+			return f, err
+		}
+	}
+	f.primer = c.readPrimer(cfg.PrimerPath, agentbridge.BuiltinPrimer())
+	if _, inScene := agentbridge.SceneStepFor(f.after, f.trigger, inv.Participant); inScene {
+		if f.journal, err = c.db.Journal(ctx, inv.Participant); err != nil {
+			return f, err
+		}
+		f.scenePrimer = c.readPrimer(cfg.ScenePrimerPath, agentbridge.BuiltinScenePrimer())
+	}
+	return f, nil
+}
+
+// stateAt is the thread's state at j's trigger and the participant's
+// profile: what the follow loop handed on, or else read from the bridge
+// (a recovered job), the profile then from the invite.
+func (c *Coordinator) stateAt(ctx context.Context, j job) (agentbridge.ThreadState, agentbridge.Profile, error) {
+	if j.after != nil && j.hasProfile {
+		return *j.after, j.profile, nil
+	}
+	st, _, err := c.bridge.State(ctx, j.inv.Thread, j.inv.TriggerSeq)
+	if err != nil {
+		return st, j.profile, fmt.Errorf("read thread state: %w", err)
+	}
+	if invite, ok := st.Invited(j.inv.Participant); ok && !j.hasProfile {
+		return st, invite.Profile, nil
+	}
+	return st, j.profile, nil
+}
+
+// eventsUpTo returns the thread's last span events up to inv's trigger,
+// oldest first.
+func (c *Coordinator) eventsUpTo(ctx context.Context, inv ledger.Invocation, span int) ([]agentbridge.Event, error) {
+	if events, ok := c.recent.window(inv.Thread, inv.TriggerSeq, span, inv.TriggerID); ok {
+		return events, nil
+	}
+	events, err := c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{
+		Thread: inv.Thread, After: -1, Until: inv.TriggerSeq, Tail: span,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read context window: %w", err)
+	}
+	if len(events) == 0 || events[len(events)-1].ID != inv.TriggerID {
+		return nil, fmt.Errorf("trigger %s not found at seq %d of thread %s", inv.TriggerID, inv.TriggerSeq, inv.Thread)
+	}
+	return events, nil
+}
+
+// profileFor is the profile a run uses: the invite's, or the agent's own
+// when the invite names no client.
+func profileFor(invited agentbridge.Profile, agent AgentConfig) agentbridge.Profile {
+	if agent.Profile != nil && invited.Client == "" {
+		return *agent.Profile
+	}
+	return invited
+}
+
+// buildPayload turns the facts of one invocation into the adapter's spec
+// and payload: the context window the participant may see, since_last_turn,
+// the roster, the party block, an actor's briefing, the environment. It
+// does no I/O. An agent no longer in the config gives startErr.
+func buildPayload(f invokeFacts, cfg *Config) (prepared, error) {
+	inv := f.inv
+	agent, ok := cfg.Agents[inv.Agent]
+	if !ok {
+		return prepared{startErr: fmt.Errorf("the agent %q is no longer in the coordinator's config", inv.Agent)}, nil
+	}
+	events := f.events
+	since := sinceLastTurn(events, inv.Participant)
+	window := events[len(events)-min(cfg.ContextWindowSize, len(events)):]
+	step, inScene := agentbridge.SceneStepFor(f.after, f.trigger, inv.Participant)
+	window = agentbridge.VisibleTo(window, inv.Participant)
+	if inScene {
+		window = withoutControls(window)
+		// The scene and invite controls hold every actor's brief and
+		// character: an actor sees its own only, in its briefing.
+		since = withoutControls(since)
+	}
+	profile := profileFor(f.invited, agent)
+	payload := adapters.NewPayload(cfg.BridgeURL, agentbridge.Thread{ID: inv.Thread, Name: f.threadName}, f.trigger, inv.Participant, profile, window, f.primer)
+	payload.SinceLastTurn = since
+	payload.Session = f.session
+	payload.Participants = adapters.Roster(f.after.Participants.Invited, f.presence, cfg.HumanIDs)
+	if inv.Round > 0 && f.party != nil {
+		party := *f.party
+		payload.Party = &party
+		payload.ContextWindow = append(payload.ContextWindow, f.partyAnswers...)
+		if inv.Round >= 2 {
+			payload.SinceLastTurn = partySince(f.trigger, payload.ContextWindow, inv.Participant)
+		}
+	}
+	var scene *sceneRun
+	if inScene {
+		scene = sceneBriefing(&payload, step, f.threadName, f.journal, f.scenePrimer)
+	}
+	var body []byte
+	if len(agent.ACP) == 0 { // an ACP turn renders the payload itself
+		var err error
+		if body, err = json.Marshal(payload); err != nil {
+			return prepared{}, fmt.Errorf("encode payload: %w", err)
+		}
+	}
+	return prepared{
+		spec:    adapters.Spec{Command: commandFor(agent.Command, f.exe), Dir: agent.Cwd, Env: adapterEnv(agent.Env, payload, f.exe), Timeout: cfg.AdapterTimeout},
+		payload: body,
+		scene:   scene,
+		p:       payload,
+		trigger: f.trigger,
+	}, nil
+}
+
+// adapterEnv is the adapter's environment beyond the coordinator's own:
+// the agent's variables in key order, then the bridge's and this binary.
+func adapterEnv(vars map[string]string, payload adapters.Payload, exe string) []string {
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	env := make([]string, 0, len(keys)+5)
+	for _, k := range keys {
+		env = append(env, k+"="+vars[k])
+	}
+	env = append(env, adapters.BridgeEnv(payload)...)
+	return append(env, adapters.EnvAgentBridgeBin+"="+exe)
+}
+
+// commandFor is an agent's argv with SelfCommand replaced by exe.
+func commandFor(argv []string, exe string) []string {
+	if len(argv) == 0 || argv[0] != SelfCommand {
+		return argv
+	}
+	return append([]string{exe}, argv[1:]...)
+}
+
+// readPrimer reads a primer file at use, so that edits to it apply to the
+// next invocation without a reload. A path naming no file (a coordinator
+// started away from the repository's docs/) gives the primer built into the
+// binary; an empty path gives none.
+func (c *Coordinator) readPrimer(path, builtin string) string {
+	if path == "" {
+		return ""
+	}
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return builtin
+	case err != nil:
+		c.log.Warn("cannot read primer; using the built-in one", "path", path, "err", err)
+		return builtin
+	}
+	return string(b)
+}
+
+// partyFacts reads a party invocation's block and, for round 2, every
+// round-1 answer after the trigger, oldest first.
+func (c *Coordinator) partyFacts(ctx context.Context, inv ledger.Invocation) (*adapters.PartyInfo, []agentbridge.Event, error) {
+	r, err := c.db.PartyRoundOf(ctx, inv.TriggerID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read party round: %w", err)
+	}
+	info := &adapters.PartyInfo{Round: inv.Round, Selected: r.Selected}
+	if inv.Round < 2 {
+		return info, nil, nil
+	}
+	round1, err := c.db.PartyInvocations(ctx, inv.TriggerID, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	round2, err := c.db.PartyInvocations(ctx, inv.TriggerID, 2)
+	if err != nil {
+		return nil, nil, err
+	}
+	info.Selected = make([]string, len(round2))
+	for i, x := range round2 {
+		info.Selected[i] = x.Participant
+	}
+	replies, err := c.partyReplies(ctx, r, round1)
+	if err != nil {
+		return nil, nil, err
+	}
+	var answers []agentbridge.Event
+	for _, x := range round1 {
+		if e, ok := replies[x.ReplyEventID]; ok && e.From == x.Participant {
+			answers = append(answers, e)
+		}
+	}
+	slices.SortFunc(answers, func(a, b agentbridge.Event) int { return int(a.Seq - b.Seq) })
+	return info, answers, nil
+}
