@@ -275,8 +275,11 @@ func TestConversation(t *testing.T) {
 	if !ok || got.Profile.Model != "gpt-5" || got.InvitedBy != "claude" || state.Seq != inv.Seq {
 		t.Fatalf("thread_state = %+v; want codex invited by claude at seq %d", state, inv.Seq)
 	}
-	if !strings.Contains(text, "codex: client=codex model=gpt-5 roles=reviewer (invited by claude)") {
-		t.Errorf("thread_state text:\n%s", text)
+	// The same text as agent-bridge state, party line included.
+	for _, want := range []string{"codex  client=codex  model=gpt-5  roles=reviewer  (invited by claude)", "party:        off"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("thread_state text lacks %q:\n%s", want, text)
+		}
 	}
 
 	var p posted

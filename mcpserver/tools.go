@@ -324,7 +324,7 @@ func (s *Server) threadState(ctx context.Context, _ *mcp.CallToolRequest, in thr
 	}
 	st = st.Normalize()
 	var b strings.Builder
-	writeState(&b, in.Thread, seq, st)
+	_ = agentbridge.WriteStateText(&b, in.Thread, seq, st)
 	return textResult(b.String()), stateOut{Thread: in.Thread, Seq: seq, State: st}, nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/spf13/cobra"
 )
@@ -88,20 +87,4 @@ func orNone(words []string) string {
 		return "none"
 	}
 	return strings.Join(words, ", ")
-}
-
-// partyLine words a thread's party state for `agent-bridge state`.
-func partyLine(p agentbridge.Party) string {
-	if !p.On {
-		return "off"
-	}
-	agents := "every invited participant"
-	if len(p.Agents) > 0 {
-		agents = strings.Join(p.Agents, ", ")
-	}
-	crossTalk := "with reactions"
-	if !p.CrossTalk {
-		crossTalk = "without reactions"
-	}
-	return fmt.Sprintf("on (up to %d of %s, %s)", p.MaxAgents, agents, crossTalk)
 }

@@ -305,52 +305,6 @@ func (m *Main) stateCommand(c *cobra.Command) runFunc {
 				State  agentbridge.ThreadState `json:"state"`
 			}{pos[0], seq, st})
 		}
-		w := m.Stdout
-		onOff := func(b bool) string {
-			if b {
-				return "on"
-			}
-			return "off"
-		}
-		fmt.Fprintf(w, "thread %s at seq %d\n", pos[0], seq)
-		fmt.Fprintf(w, "paused:       %s\n", onOff(st.Paused))
-		fmt.Fprintf(w, "muted:        %s\n", listOrNone(st.Muted))
-		if len(st.SoftMuted) > 0 {
-			fmt.Fprintf(w, "soft-muted:   %s\n", listOrNone(st.SoftMuted))
-		}
-		fmt.Fprintf(w, "discussion:   %s (agent mentions %s)\n", onOff(st.Discussion.On), onOff(st.Discussion.AllowAgentMentions))
-		fmt.Fprintf(w, "invited_auto: %s\n", onOff(st.InvitedAuto.On))
-		if st.Scene != nil {
-			fmt.Fprintf(w, "scene:        %s\n", st.Scene)
-		}
-		fmt.Fprintf(w, "party:        %s\n", partyLine(st.Party))
-		if len(st.Participants.Invited) == 0 {
-			_, err = fmt.Fprintln(w, "invited:      none")
-			return err
-		}
-		fmt.Fprintln(w, "invited:")
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		for _, inv := range st.Participants.Invited {
-			p := inv.Profile
-			fmt.Fprintf(tw, "  %s\tclient=%s\tmodel=%s", inv.ID, p.Client, p.Model)
-			if p.Nickname != "" {
-				fmt.Fprintf(tw, "\tnickname=%s", p.Nickname)
-			}
-			if len(p.Roles) > 0 {
-				fmt.Fprintf(tw, "\troles=%s", strings.Join(p.Roles, ","))
-			}
-			if len(p.Expertise) > 0 {
-				fmt.Fprintf(tw, "\texpertise=%s", strings.Join(p.Expertise, ","))
-			}
-			fmt.Fprintf(tw, "\t(invited by %s)\n", inv.InvitedBy)
-		}
-		return tw.Flush()
+		return agentbridge.WriteStateText(m.Stdout, pos[0], seq, st)
 	}
-}
-
-func listOrNone(l []string) string {
-	if len(l) == 0 {
-		return "none"
-	}
-	return strings.Join(l, ", ")
 }
