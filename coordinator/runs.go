@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -251,7 +252,11 @@ func (c *Coordinator) cancelParticipant(ctx context.Context, thread, participant
 	if err != nil {
 		return err
 	}
-	for _, inv := range active {
+	// Newest first: the queued runs are cancelled before the running one
+	// is stopped, so that its worker, free again, cannot start one of them
+	// meanwhile (which would then be stopped as a running run, with a
+	// notice of its own).
+	for _, inv := range slices.Backward(active) {
 		if _, err := c.cancelInvocation(ctx, inv, by); err != nil && !errors.Is(err, ledger.ErrNotRunning) {
 			return err
 		}
