@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -22,28 +23,35 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
-// fakeACPPath is the project's fake ACP agent (coordinator/internal/fakeacp),
-// built once per test binary into fakeDir.
-var (
-	fakeACPOnce  sync.Once
-	fakeACPPath  string
-	fakeACPBuild error
-)
+// fakeACP is the project's fake ACP agent (coordinator/internal/fakeacp).
+var fakeACP = goBuild{name: "fakeacp", pkg: "github.com/agent-bridge/agent-bridge/coordinator/internal/fakeacp"}
 
 func ensureFakeACP(t testing.TB) string {
 	t.Helper()
-	fakeACPOnce.Do(func() {
-		fakeACPPath = filepath.Join(fakeDir, "fakeacp")
-		out, err := exec.Command("go", "build", "-o", fakeACPPath, "github.com/agent-bridge/agent-bridge/coordinator/internal/fakeacp").CombinedOutput()
-		if err != nil {
-			fakeACPBuild = err
-			fakeACPPath = string(out)
+	return fakeACP.path(t)
+}
+
+// goBuild is a program of this module built at most once per test binary
+// into fakeDir, on first use.
+type goBuild struct {
+	name, pkg string
+	once      sync.Once
+	bin       string
+	err       error
+}
+
+func (g *goBuild) path(t testing.TB) string {
+	t.Helper()
+	g.once.Do(func() {
+		g.bin = filepath.Join(fakeDir, g.name)
+		if out, err := exec.Command("go", "build", "-o", g.bin, g.pkg).CombinedOutput(); err != nil {
+			g.err = fmt.Errorf("build %s: %v\n%s", g.pkg, err, out)
 		}
 	})
-	if fakeACPBuild != nil {
-		t.Fatalf("build the fake ACP agent: %v\n%s", fakeACPBuild, fakeACPPath)
+	if g.err != nil {
+		t.Fatal(g.err)
 	}
-	return fakeACPPath
+	return g.bin
 }
 
 // acpStack is a bridge and a coordinator whose participant "acpy" is the

@@ -25,26 +25,13 @@ import (
 // model server. AGENT_BRIDGE_CLI_BIN names the folder of their programs;
 // without it the tests skip, except in CI.
 
-var (
-	binOnce  sync.Once
-	binPath  string
-	binBuild error
-)
+// agentBridge is the agent-bridge binary, which the agents run as their
+// MCP server.
+var agentBridge = goBuild{name: "agent-bridge", pkg: "github.com/agent-bridge/agent-bridge/cmd/agent-bridge"}
 
-// agentBridgeBin builds the agent-bridge binary once per test binary.
 func agentBridgeBin(t testing.TB) string {
 	t.Helper()
-	binOnce.Do(func() {
-		binPath = filepath.Join(fakeDir, "agent-bridge")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/agent-bridge/agent-bridge/cmd/agent-bridge").CombinedOutput()
-		if err != nil {
-			binBuild = fmt.Errorf("build agent-bridge: %v\n%s", err, out)
-		}
-	})
-	if binBuild != nil {
-		t.Fatal(binBuild)
-	}
-	return binPath
+	return agentBridge.path(t)
 }
 
 // realACP returns the path of an ACP agent program, skipping (or, in CI,
