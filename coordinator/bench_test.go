@@ -1,9 +1,7 @@
 package coordinator_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -19,6 +17,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/wakebench"
 )
 
 // percentile returns the p-th percentile (0..100) of sorted durations.
@@ -63,37 +62,15 @@ func BenchmarkWakeLatency(b *testing.B) {
 	}
 	b.StopTimer()
 	slices.Sort(lat)
-	floor := measureFloor(b, s.cl, max(b.N, 20))
+	floor, err := wakebench.Floor(context.Background(), fakePath, s.cl, max(b.N, 20))
+	if err != nil {
+		b.Fatal(err)
+	}
 	p50 := percentile(lat, 50)
 	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(percentile(lat, 99).Microseconds())/1000, "p99-ms")
 	b.ReportMetric(float64(floor.Microseconds())/1000, "floor-p50-ms")
 	b.ReportMetric(float64(p50)/float64(floor), "p50/floor")
-}
-
-// measureFloor is the p50 of one fork/exec of the fake adapter (payload on
-// stdin, output read) plus two loopback HTTP round trips.
-func measureFloor(b *testing.B, cl *client.Client, n int) time.Duration {
-	payload, _ := json.Marshal(map[string]any{"event_id": "bench", "content": "ping", "participant": map[string]any{"id": "alice"}})
-	ctx := context.Background()
-	out := make([]time.Duration, 0, n)
-	for range n {
-		start := time.Now()
-		cmd := exec.Command(fakePath)
-		cmd.Stdin = bytes.NewReader(payload)
-		cmd.Env = append(os.Environ(), "FAKE_ADAPTER_DIR=")
-		if _, err := cmd.Output(); err != nil {
-			b.Fatalf("fake adapter: %v", err)
-		}
-		for range 2 {
-			if _, err := cl.Head(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-		out = append(out, time.Since(start))
-	}
-	slices.Sort(out)
-	return percentile(out, 50)
 }
 
 // BenchmarkParallelTriggers posts one trigger to each of 10 threads whose

@@ -6,5 +6,6 @@
 // loopback round trips). The in-process benchmark in coordinator/ shares a
 // process and a scheduler with the bridge, so it does not see this path.
 //
-// The package holds only its benchmark (wake_test.go).
+// The package holds its benchmark (wake_test.go) and Floor, which the
+// in-process benchmark in coordinator/ reports too.
 package wakebench

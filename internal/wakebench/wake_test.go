@@ -1,7 +1,6 @@
 package wakebench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -134,7 +133,10 @@ func BenchmarkWakeFromOutside(b *testing.B) {
 	}
 	b.StopTimer()
 	slices.Sort(lat)
-	floor := floorP50(b, fake, cl, max(b.N, 30))
+	floor, err := Floor(context.Background(), fake, cl, max(b.N, 30))
+	if err != nil {
+		b.Fatal(err)
+	}
 	p50 := lat[len(lat)/2]
 	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[(len(lat)-1)*99/100].Microseconds())/1000, "p99-ms")
@@ -201,30 +203,4 @@ func reportStages(b *testing.B, cl *client.Client, status, thread string) {
 		slices.Sort(d[i])
 		b.ReportMetric(float64(d[i][len(d[i])/2].Microseconds())/1000, name+"-ms")
 	}
-}
-
-// floorP50 is the p50 of one fork/exec of the fake adapter (payload on
-// stdin, reply read) plus two loopback HTTP round trips to the bridge: the
-// least any coordinator outside the bridge must spend on a trigger.
-func floorP50(b *testing.B, fake string, cl *client.Client, n int) time.Duration {
-	payload, _ := json.Marshal(map[string]any{"event_id": "bench", "content": "ping", "participant": map[string]any{"id": "alice"}})
-	ctx := context.Background()
-	out := make([]time.Duration, 0, n)
-	for range n {
-		t0 := time.Now()
-		cmd := exec.Command(fake)
-		cmd.Stdin = bytes.NewReader(payload)
-		cmd.Env = append(os.Environ(), "FAKE_ADAPTER_DIR=")
-		if _, err := cmd.Output(); err != nil {
-			b.Fatalf("fake adapter: %v", err)
-		}
-		for range 2 {
-			if _, err := cl.Head(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-		out = append(out, time.Since(t0))
-	}
-	slices.Sort(out)
-	return out[len(out)/2]
 }
