@@ -37,16 +37,20 @@ func TestParseConfig_ACP(t *testing.T) {
 		t.Errorf("defaults: acp_idle_s %v, acp_max_warm %d, permission_timeout_s %v", cfg.ACPIdle, cfg.ACPMaxWarm, cfg.PermissionTimeout)
 	}
 	for in, key := range map[string]string{
-		`{"agents": {"a": {"acp": []}}}`:                            "agents.a.acp",
-		`{"agents": {"a": {"acp": [""]}}}`:                          "agents.a.acp",
-		`{"agents": {"a": {"acp": ["x"], "command": ["y"]}}}`:       "agents.a.acp",
-		`{"agents": {"a": {"acp": ["x"], "permissions": "maybe"}}}`: "agents.a.permissions",
-		`{"agents": {"a": {"acp": "x"}}}`:                           "agents.a.acp",
-		`{"acp_max_warm": 0, "agents": {}}`:                         "acp_max_warm",
-		`{"acp_idle_s": -1, "agents": {}}`:                          "acp_idle_s",
-		`{"permission_timeout_s": "soon", "agents": {}}`:            "permission_timeout_s",
-		`{"agents": {"a": {"acp": ["x"], "acp_fs": "yes"}}}`:        "agents.a.acp_fs",
-		`{"agents": {"a": {"workdir": "w"}}}`:                       "agents.a.command",
+		`{"agents": {"a": {"acp": []}}}`:                                "agents.a.acp",
+		`{"agents": {"a": {"acp": [""]}}}`:                              "agents.a.acp",
+		`{"agents": {"a": {"acp": ["x"], "command": ["y"]}}}`:           "agents.a.acp",
+		`{"agents": {"a": {"acp": ["x"], "permissions": "maybe"}}}`:     "agents.a.permissions",
+		`{"agents": {"a": {"acp": "x"}}}`:                               "agents.a.acp",
+		`{"acp_max_warm": 0, "agents": {}}`:                             "acp_max_warm",
+		`{"acp_idle_s": -1, "agents": {}}`:                              "acp_idle_s",
+		`{"permission_timeout_s": "soon", "agents": {}}`:                "permission_timeout_s",
+		`{"agents": {"a": {"acp": ["x"], "acp_fs": "yes"}}}`:            "agents.a.acp_fs",
+		`{"agents": {"a": {"workdir": "w"}}}`:                           "agents.a.command",
+		`{"agents": {"a": {"command": ["y"], "workdir": "w"}}}`:         "agents.a.workdir",
+		`{"agents": {"a": {"command": ["y"], "permissions": "allow"}}}`: "agents.a.permissions",
+		`{"agents": {"a": {"command": ["y"], "acp_fs": true}}}`:         "agents.a.acp_fs",
+		`{"agents": {"a": {"acp": ["x"], "cwd": "w"}}}`:                 "agents.a.cwd",
 	} {
 		_, _, err := ParseConfig(strings.NewReader(in), "/base")
 		var ce *ConfigError

@@ -617,6 +617,8 @@ func parseAgent(key string, raw json.RawMessage, baseDir string) (AgentConfig, e
 		}
 	} else if len(a.Command) == 0 {
 		return AgentConfig{}, configErrorf(key+".command", "is required: the adapter's argv as a non-empty array, such as [\"./adapters/echo.sh\"]")
+	} else if k := acpOnlyKey(e); k != "" {
+		return AgentConfig{}, configErrorf(key+"."+k, "applies only to an ACP agent (\"acp\"); this entry runs an adapter (\"command\")")
 	}
 	if slices.Contains(a.Command, "") {
 		return AgentConfig{}, configErrorf(key+".command", "must not contain empty strings")
@@ -819,11 +821,28 @@ func (c *Config) ResolveAgent(participant string, st agentbridge.ThreadState) (a
 	return "", false
 }
 
+// acpOnlyKey names the first key of e that only an ACP agent entry takes,
+// or "" when there is none: on an adapter entry it would do nothing.
+func acpOnlyKey(e agentFile) string {
+	switch {
+	case e.Workdir != nil:
+		return "workdir"
+	case e.Permissions != nil:
+		return "permissions"
+	case e.ACPFS != nil:
+		return "acp_fs"
+	}
+	return ""
+}
+
 // parseACP checks an ACP agent entry's keys (contract 6.6) and sets them
 // on a.
 func parseACP(key string, e agentFile, baseDir string, a *AgentConfig) error {
 	if len(a.Command) > 0 {
 		return configErrorf(key+".acp", "an agent runs either an adapter (\"command\") or an ACP agent (\"acp\"), not both")
+	}
+	if e.Cwd != nil {
+		return configErrorf(key+".cwd", "is an adapter's folder; an ACP agent's is \"workdir\"")
 	}
 	a.ACP = *e.ACP
 	if len(a.ACP) == 0 || slices.Contains(a.ACP, "") {
