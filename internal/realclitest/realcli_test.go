@@ -39,7 +39,7 @@ func TestThreeTurnsResumeAndBookWhatWasServed(t *testing.T) {
 			}
 			inv := s.finished(thread, a.id, i+1)
 			u := a.fake.ServedSince(before)
-			calls := a.fake.Calls()[before:]
+			calls := a.fake.CallsSince(before)
 			if len(calls) == 0 {
 				t.Fatalf("turn %d: no model call", i+1)
 			}
@@ -132,7 +132,7 @@ func TestLostSessionStartsAfresh(t *testing.T) {
 			t.Fatalf("turn 3: %q", got)
 		}
 		inv := s.finished(thread, a.id, 3)
-		if calls := a.fake.Calls()[before:]; len(calls) == 0 || !calls[0].Contains("second answer") {
+		if calls := a.fake.CallsSince(before); len(calls) == 0 || !calls[0].Contains("second answer") {
 			t.Errorf("turn 3 did not resume the new session (its request lacks turn two)")
 		}
 		if id, _ := s.sessionOf(thread, a.id); id != second {
