@@ -17,11 +17,11 @@ import (
 )
 
 // The agent CLIs' machine-readable modes print one JSON event per line.
-// ConvertStream turns such a stream into the adapter's reply and progress
+// ConvertStreamWith turns such a stream into the adapter's reply and progress
 // records (contract 5.3). The formats, and where they are documented, are in
 // docs/adapter-protocol.md and adapters/testdata/cli/README.md.
 
-// Stream formats ConvertStream reads.
+// Stream formats ConvertStreamWith reads.
 const (
 	// StreamClaude is "claude -p --output-format stream-json --verbose".
 	StreamClaude = "claude"
@@ -67,7 +67,7 @@ type StreamOutcome struct {
 	Lines, Bad int
 }
 
-// ErrUnknownStream is returned for a format ConvertStream does not know.
+// ErrUnknownStream is returned for a format ConvertStreamWith does not know.
 var ErrUnknownStream = errors.New("unknown stream format")
 
 // StreamOptions adjusts ConvertStreamWith (the zero value: no baseline).

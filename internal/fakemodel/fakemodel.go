@@ -267,10 +267,15 @@ func (s *Server) Requests() []Request {
 
 // Calls returns the logged model calls (Messages or Responses requests),
 // leaving out other paths.
-func (s *Server) Calls() []Request {
+func (s *Server) Calls() []Request { return s.CallsSince(0) }
+
+// CallsSince returns the model calls numbered above n (a Request.N, or
+// len(Requests()) taken earlier), as ServedSince counts them: a request to
+// another path shifts no index.
+func (s *Server) CallsSince(n int) []Request {
 	var out []Request
 	for _, r := range s.Requests() {
-		if r.API != Other {
+		if r.API != Other && r.N > n {
 			out = append(out, r)
 		}
 	}

@@ -77,6 +77,23 @@ func TestResponsesNamespaceToolAndErrors(t *testing.T) {
 	}
 }
 
+// A test marks the log with len(Requests()) before a turn; a request to
+// another path before the mark must not hide the turn's call.
+func TestCallsSinceCountsRequestsNotCalls(t *testing.T) {
+	s := Start(t, "")
+	if code, _ := post(t, s.URL()+"/v1/models", "k", ``); code != 404 {
+		t.Fatalf("other path: %d", code)
+	}
+	mark := len(s.Requests())
+	post(t, s.URL()+"/v1/messages", "k", `{"model":"claude-x","stream":true,"messages":[{"role":"user","content":"after the mark"}]}`)
+	if got := s.CallsSince(mark); len(got) != 1 || !got[0].Contains("after the mark") {
+		t.Fatalf("calls since %d: %+v", mark, got)
+	}
+	if got := s.CallsSince(len(s.Requests())); len(got) != 0 {
+		t.Fatalf("calls since the end: %+v", got)
+	}
+}
+
 func TestSlowReplyEndsWhenClientLeaves(t *testing.T) {
 	s := Start(t, "")
 	s.SetDefault(Reply{Text: "late", Delay: time.Minute})

@@ -2,15 +2,10 @@ package realclitest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/adapters"
 )
 
 // BenchmarkTurn measures one turn of each real CLI against the instant
@@ -45,17 +40,8 @@ func BenchmarkTurn(b *testing.B) {
 		})
 		b.Run(cli+"/adapter", func(b *testing.B) {
 			a := newAgent(b, cli, cli)
-			script := map[string]string{"claude": "claude_code.sh", "codex": "codex.sh"}[cli]
-			p := adapters.NewPayload("http://127.0.0.1:1", agentbridge.Thread{ID: "t1", Name: "bench"},
-				agentbridge.Event{ID: "e1", Seq: 2, Thread: "t1", Type: "message", From: "user", To: cli, Content: json.RawMessage(`"hello"`)},
-				cli, agentbridge.Profile{Client: cli, Model: a.model}, nil, "primer")
-			payload, _ := json.Marshal(p)
-			var env []string
-			for k, v := range a.env(b) {
-				env = append(env, k+"="+v)
-			}
 			for b.Loop() {
-				res := adapters.Run(context.Background(), adapters.Spec{Command: []string{filepath.Join(root, "adapters", script)}, Dir: a.work, Env: env}, payload, nil)
+				res := a.runAdapter(context.Background(), b)
 				if !res.OK() {
 					b.Fatalf("exit %d: %s", res.ExitCode, res.StderrTail)
 				}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -29,65 +28,59 @@ const replyTimeout = 60 * time.Second
 // figures for three equal calls — with /metrics equal to their sum
 // (contract 6.1).
 func TestThreeTurnsResumeAndBookWhatWasServed(t *testing.T) {
-	need(t)
-	claude, codex := newAgent(t, "claude", "claude"), newAgent(t, "codex", "codex")
-	s := newStack(t, claude, codex)
-	for _, a := range []*agent{claude, codex} {
-		t.Run(a.cli, func(t *testing.T) {
-			s := s.with(t)
-			thread := s.thread("three turns with " + a.id)
-			for i, q := range []string{"question one", "question two", "question three"} {
-				before := len(a.fake.Requests())
-				a.fake.Push(fakemodel.Reply{Text: "answer " + q})
-				trig := s.ask(thread, a, q)
-				if got := text(s.answer(thread, trig, replyTimeout)); got != "answer "+q {
-					t.Fatalf("turn %d: reply %q", i+1, got)
-				}
-				inv := s.finished(thread, a.id, i+1)
-				u := a.fake.ServedSince(before)
-				calls := a.fake.Calls()[before:]
-				if len(calls) == 0 {
-					t.Fatalf("turn %d: no model call", i+1)
-				}
-				if i > 0 && (!calls[0].Contains("question one") || !calls[0].Contains("answer question one")) {
-					t.Errorf("turn %d: the model's request does not hold turn one (the session was not resumed)", i+1)
-				}
-				if inv.Status != "succeeded" || inv.InputTokens != u.InputTokens+u.CacheReadInputTokens+u.CacheCreationInputTokens || inv.OutputTokens != u.OutputTokens {
-					t.Errorf("turn %d: invocation %s %d in / %d out, the fake served %+v", i+1, inv.Status, inv.InputTokens, inv.OutputTokens, u)
-				}
+	eachCLI(t, func(t *testing.T, s *stack, a *agent) {
+		thread := s.thread("three turns with " + a.id)
+		for i, q := range []string{"question one", "question two", "question three"} {
+			before := len(a.fake.Requests())
+			a.fake.Push(fakemodel.Reply{Text: "answer " + q})
+			trig := s.ask(thread, a, q)
+			if got := text(s.answer(thread, trig, replyTimeout)); got != "answer "+q {
+				t.Fatalf("turn %d: reply %q", i+1, got)
 			}
-			invs := s.invocations(thread, a.id)
-			if len(invs) != 3 {
-				t.Fatalf("%d invocations, want 3", len(invs))
+			inv := s.finished(thread, a.id, i+1)
+			u := a.fake.ServedSince(before)
+			calls := a.fake.CallsSince(before)
+			if len(calls) == 0 {
+				t.Fatalf("turn %d: no model call", i+1)
 			}
-			var sumIn, sumOut int64
-			var sumCost float64
-			for i, inv := range invs {
-				sumIn, sumOut, sumCost = sumIn+inv.InputTokens, sumOut+inv.OutputTokens, sumCost+inv.CostUSD
-				if inv.InputTokens != invs[0].InputTokens || inv.OutputTokens != invs[0].OutputTokens || math.Abs(inv.CostUSD-invs[0].CostUSD) > 1e-9 {
-					t.Errorf("run %d booked %d/%d $%g, run 1 %d/%d $%g: equal calls must book equal figures",
-						i+1, inv.InputTokens, inv.OutputTokens, inv.CostUSD, invs[0].InputTokens, invs[0].OutputTokens, invs[0].CostUSD)
-				}
+			if i > 0 && (!calls[0].Contains("question one") || !calls[0].Contains("answer question one")) {
+				t.Errorf("turn %d: the model's request does not hold turn one (the session was not resumed)", i+1)
 			}
-			if a.cli == "claude" && invs[0].CostUSD <= 0 {
-				t.Errorf("claude's run booked no cost")
+			if inv.Status != "succeeded" || inv.InputTokens != u.InputTokens+u.CacheReadInputTokens+u.CacheCreationInputTokens || inv.OutputTokens != u.OutputTokens {
+				t.Errorf("turn %d: invocation %s %d in / %d out, the fake served %+v", i+1, inv.Status, inv.InputTokens, inv.OutputTokens, u)
 			}
-			total := a.fake.Served()
-			if sumIn != total.InputTokens || sumOut != total.OutputTokens {
-				t.Errorf("the runs booked %d/%d tokens, the fake served %+v", sumIn, sumOut, total)
+		}
+		invs := s.invocations(thread, a.id)
+		if len(invs) != 3 {
+			t.Fatalf("%d invocations, want 3", len(invs))
+		}
+		var sumIn, sumOut int64
+		var sumCost float64
+		for i, inv := range invs {
+			sumIn, sumOut, sumCost = sumIn+inv.InputTokens, sumOut+inv.OutputTokens, sumCost+inv.CostUSD
+			if inv.InputTokens != invs[0].InputTokens || inv.OutputTokens != invs[0].OutputTokens || math.Abs(inv.CostUSD-invs[0].CostUSD) > 1e-9 {
+				t.Errorf("run %d booked %d/%d $%g, run 1 %d/%d $%g: equal calls must book equal figures",
+					i+1, inv.InputTokens, inv.OutputTokens, inv.CostUSD, invs[0].InputTokens, invs[0].OutputTokens, invs[0].CostUSD)
 			}
-			p := `participant="` + a.id + `"`
-			if in, out := s.metric("agent_bridge_coordinator_tokens_total", p, `direction="input"`), s.metric("agent_bridge_coordinator_tokens_total", p, `direction="output"`); int64(in) != sumIn || int64(out) != sumOut {
-				t.Errorf("/metrics says %v/%v tokens, the runs %d/%d", in, out, sumIn, sumOut)
-			}
-			if c := s.metric("agent_bridge_coordinator_cost_usd_total", p); math.Abs(c-sumCost) > 1e-9 {
-				t.Errorf("/metrics says $%v, the runs $%v", c, sumCost)
-			}
-			if id, turns := s.sessionOf(thread, a.id); id == "" || turns != 3 {
-				t.Errorf("session %q with %d turns, want one session of 3 turns", id, turns)
-			}
-		})
-	}
+		}
+		if a.cli == "claude" && invs[0].CostUSD <= 0 {
+			t.Errorf("claude's run booked no cost")
+		}
+		total := a.fake.Served()
+		if sumIn != total.InputTokens || sumOut != total.OutputTokens {
+			t.Errorf("the runs booked %d/%d tokens, the fake served %+v", sumIn, sumOut, total)
+		}
+		p := `participant="` + a.id + `"`
+		if in, out := s.metric("agent_bridge_coordinator_tokens_total", p, `direction="input"`), s.metric("agent_bridge_coordinator_tokens_total", p, `direction="output"`); int64(in) != sumIn || int64(out) != sumOut {
+			t.Errorf("/metrics says %v/%v tokens, the runs %d/%d", in, out, sumIn, sumOut)
+		}
+		if c := s.metric("agent_bridge_coordinator_cost_usd_total", p); math.Abs(c-sumCost) > 1e-9 {
+			t.Errorf("/metrics says $%v, the runs $%v", c, sumCost)
+		}
+		if id, turns := s.sessionOf(thread, a.id); id == "" || turns != 3 {
+			t.Errorf("session %q with %d turns, want one session of 3 turns", id, turns)
+		}
+	})
 }
 
 // forgetSessions deletes the CLI's own record of its sessions, as a
@@ -112,87 +105,75 @@ func forgetSessions(t *testing.T, a *agent) {
 // session, the coordinator keeps the new id, and the next run resumes it
 // (contract 6.1).
 func TestLostSessionStartsAfresh(t *testing.T) {
-	need(t)
-	claude, codex := newAgent(t, "claude", "claude"), newAgent(t, "codex", "codex")
-	s := newStack(t, claude, codex)
-	for _, a := range []*agent{claude, codex} {
-		t.Run(a.cli, func(t *testing.T) {
-			s := s.with(t)
-			thread := s.thread("lost session with " + a.id)
-			a.fake.Push(fakemodel.Reply{Text: "first answer"})
-			if got := text(s.answer(thread, s.ask(thread, a, "first question"), replyTimeout)); got != "first answer" {
-				t.Fatalf("turn 1: %q", got)
-			}
-			s.finished(thread, a.id, 1)
-			first, _ := s.sessionOf(thread, a.id)
-			forgetSessions(t, a)
+	eachCLI(t, func(t *testing.T, s *stack, a *agent) {
+		thread := s.thread("lost session with " + a.id)
+		a.fake.Push(fakemodel.Reply{Text: "first answer"})
+		if got := text(s.answer(thread, s.ask(thread, a, "first question"), replyTimeout)); got != "first answer" {
+			t.Fatalf("turn 1: %q", got)
+		}
+		s.finished(thread, a.id, 1)
+		first, _ := s.sessionOf(thread, a.id)
+		forgetSessions(t, a)
 
-			a.fake.Push(fakemodel.Reply{Text: "second answer"})
-			ans := s.answer(thread, s.ask(thread, a, "second question"), replyTimeout)
-			if text(ans) != "second answer" || hasTag(ans, "error") {
-				t.Fatalf("turn 2 after the session was lost: %q (tags %v)", text(ans), ans.Meta.Tags)
-			}
-			s.finished(thread, a.id, 2)
-			second, _ := s.sessionOf(thread, a.id)
-			if second == "" || second == first {
-				t.Fatalf("session after the lost one %q, first %q: want a new id", second, first)
-			}
+		a.fake.Push(fakemodel.Reply{Text: "second answer"})
+		ans := s.answer(thread, s.ask(thread, a, "second question"), replyTimeout)
+		if text(ans) != "second answer" || hasTag(ans, "error") {
+			t.Fatalf("turn 2 after the session was lost: %q (tags %v)", text(ans), ans.Meta.Tags)
+		}
+		s.finished(thread, a.id, 2)
+		second, _ := s.sessionOf(thread, a.id)
+		if second == "" || second == first {
+			t.Fatalf("session after the lost one %q, first %q: want a new id", second, first)
+		}
 
-			before := len(a.fake.Requests())
-			a.fake.Push(fakemodel.Reply{Text: "third answer"})
-			if got := text(s.answer(thread, s.ask(thread, a, "third question"), replyTimeout)); got != "third answer" {
-				t.Fatalf("turn 3: %q", got)
-			}
-			inv := s.finished(thread, a.id, 3)
-			if calls := a.fake.Calls()[before:]; len(calls) == 0 || !calls[0].Contains("second answer") {
-				t.Errorf("turn 3 did not resume the new session (its request lacks turn two)")
-			}
-			if id, _ := s.sessionOf(thread, a.id); id != second {
-				t.Errorf("turn 3 reported session %q, want %q", id, second)
-			}
-			if inv.Status != "succeeded" {
-				t.Errorf("turn 3: %s", inv.Status)
-			}
-		})
-	}
+		before := len(a.fake.Requests())
+		a.fake.Push(fakemodel.Reply{Text: "third answer"})
+		if got := text(s.answer(thread, s.ask(thread, a, "third question"), replyTimeout)); got != "third answer" {
+			t.Fatalf("turn 3: %q", got)
+		}
+		inv := s.finished(thread, a.id, 3)
+		if calls := a.fake.CallsSince(before); len(calls) == 0 || !calls[0].Contains("second answer") {
+			t.Errorf("turn 3 did not resume the new session (its request lacks turn two)")
+		}
+		if id, _ := s.sessionOf(thread, a.id); id != second {
+			t.Errorf("turn 3 reported session %q, want %q", id, second)
+		}
+		if inv.Status != "succeeded" {
+			t.Errorf("turn 3: %s", inv.Status)
+		}
+	})
 }
 
 // Cancel of a run waiting on a slow model: the run ends cancelled, one
 // notice, no reply, no process left.
 func TestCancelStopsTheCLI(t *testing.T) {
-	need(t)
-	claude, codex := newAgent(t, "claude", "claude"), newAgent(t, "codex", "codex")
-	s := newStack(t, claude, codex)
-	for _, a := range []*agent{claude, codex} {
-		t.Run(a.cli, func(t *testing.T) {
-			s := s.with(t)
-			thread := s.thread("cancel " + a.id)
-			a.fake.SetDefault(fakemodel.Reply{Text: "too late", Delay: 5 * time.Minute})
-			trig := s.ask(thread, a, "take your time")
-			testutil.WaitFor(t, replyTimeout, "the CLI to call the model", func() bool { return len(a.fake.Calls()) > 0 })
-			inv := s.invocations(thread, a.id)[0]
-			resp, err := http.Post(s.statusURL+"/invocations/"+strconv.FormatInt(inv.ID, 10)+"/cancel", "application/json", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("cancel: %s", resp.Status)
-			}
-			ans := s.answer(thread, trig, 30*time.Second)
-			if !hasTag(ans, "cancelled") {
-				t.Errorf("answer %q tags %v, want a cancelled notice", text(ans), ans.Meta.Tags)
-			}
-			inv = s.finished(thread, a.id, 1)
-			if inv.Status != "cancelled" {
-				t.Errorf("status %s, want cancelled", inv.Status)
-			}
-			testutil.WaitFor(t, 10*time.Second, "the adapter's process group to end", func() bool { return !testutil.GroupAlive(inv.PGID) })
-			if n := len(s.answers(thread, trig.ID)); n != 1 {
-				t.Errorf("%d answers to the cancelled trigger, want the one notice", n)
-			}
-		})
-	}
+	eachCLI(t, func(t *testing.T, s *stack, a *agent) {
+		thread := s.thread("cancel " + a.id)
+		a.fake.SetDefault(fakemodel.Reply{Text: "too late", Delay: 5 * time.Minute})
+		trig := s.ask(thread, a, "take your time")
+		testutil.WaitFor(t, replyTimeout, "the CLI to call the model", func() bool { return len(a.fake.Calls()) > 0 })
+		inv := s.invocations(thread, a.id)[0]
+		resp, err := http.Post(s.statusURL+"/invocations/"+strconv.FormatInt(inv.ID, 10)+"/cancel", "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("cancel: %s", resp.Status)
+		}
+		ans := s.answer(thread, trig, 30*time.Second)
+		if !hasTag(ans, "cancelled") {
+			t.Errorf("answer %q tags %v, want a cancelled notice", text(ans), ans.Meta.Tags)
+		}
+		inv = s.finished(thread, a.id, 1)
+		if inv.Status != "cancelled" {
+			t.Errorf("status %s, want cancelled", inv.Status)
+		}
+		testutil.WaitFor(t, 10*time.Second, "the adapter's process group to end", func() bool { return !testutil.GroupAlive(inv.PGID) })
+		if n := len(s.answers(thread, trig.ID)); n != 1 {
+			t.Errorf("%d answers to the cancelled trigger, want the one notice", n)
+		}
+	})
 }
 
 // A bad key, a failing model and an exhausted quota surface as one error notice with the
@@ -348,25 +329,12 @@ func TestDocumentedFlagsAreAccepted(t *testing.T) {
 			t.Run(cli+"/"+flags, func(t *testing.T) {
 				a := newAgent(t, cli, cli)
 				a.fake.SetDefault(fakemodel.Reply{Text: "flags ok"})
-				p := adapters.NewPayload("http://127.0.0.1:1", agentbridge.Thread{ID: "t1", Name: "flags"},
-					agentbridge.Event{ID: "e1", Seq: 2, Thread: "t1", Type: "message", From: "user", To: cli, Content: json.RawMessage(`"hello"`)},
-					cli, agentbridge.Profile{Client: cli, Model: a.model}, nil, "primer")
-				payload, _ := json.Marshal(p)
-				env := a.env(t)
-				env["AGENT_BRIDGE_"+strings.ToUpper(cli)+"_ARGS"] = flags
-				var list []string
-				for k, v := range env {
-					list = append(list, k+"="+v)
-				}
-				script := "claude_code.sh"
-				if cli == "codex" {
-					script = "codex.sh"
-				}
+				a.extras["AGENT_BRIDGE_"+strings.ToUpper(cli)+"_ARGS"] = flags
 				ctx, cancel := context.WithTimeout(t.Context(), replyTimeout)
 				defer cancel()
-				res := adapters.Run(ctx, adapters.Spec{Command: []string{filepath.Join(root, "adapters", script)}, Dir: a.work, Env: list}, payload, nil)
+				res := a.runAdapter(ctx, t)
 				if !res.OK() || strings.TrimSpace(string(res.Stdout)) != "flags ok" {
-					t.Errorf("%s with %q: exit %d, reply %q, stderr:\n%s", script, flags, res.ExitCode, res.Stdout, res.StderrTail)
+					t.Errorf("%s with %q: exit %d, reply %q, stderr:\n%s", a.adapter(), flags, res.ExitCode, res.Stdout, res.StderrTail)
 				}
 			})
 		}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
@@ -159,6 +160,45 @@ func (a *agent) writeCodexConfig(t testing.TB, extra string) {
 	}
 }
 
+// adapter is the path of the shipped adapter script for the agent's CLI.
+func (a *agent) adapter() string {
+	script := "claude_code.sh"
+	if a.cli == "codex" {
+		script = "codex.sh"
+	}
+	return filepath.Join(root, "adapters", script)
+}
+
+// runAdapter runs the shipped adapter once, outside any coordinator, on a
+// payload asking the agent "hello".
+func (a *agent) runAdapter(ctx context.Context, t testing.TB) adapters.Result {
+	t.Helper()
+	p := adapters.NewPayload("http://127.0.0.1:1", agentbridge.Thread{ID: "t1", Name: "direct"},
+		agentbridge.Event{ID: "e1", Seq: 2, Thread: "t1", Type: "message", From: "user", To: a.id, Content: json.RawMessage(`"hello"`)},
+		a.id, agentbridge.Profile{Client: a.cli, Model: a.model}, nil, "primer")
+	payload, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for k, v := range a.env(t) {
+		env = append(env, k+"="+v)
+	}
+	return adapters.Run(ctx, adapters.Spec{Command: []string{a.adapter()}, Dir: a.work, Env: env}, payload, nil)
+}
+
+// eachCLI runs f as a subtest for a claude and a codex agent, both served
+// by one stack.
+func eachCLI(t *testing.T, f func(t *testing.T, s *stack, a *agent)) {
+	t.Helper()
+	need(t)
+	claude, codex := newAgent(t, "claude", "claude"), newAgent(t, "codex", "codex")
+	s := newStack(t, claude, codex)
+	for _, a := range []*agent{claude, codex} {
+		t.Run(a.cli, func(t *testing.T) { f(t, s.with(t), a) })
+	}
+}
+
 // command runs the CLI directly with the agent's environment.
 func (a *agent) command(ctx context.Context, t testing.TB, args ...string) *exec.Cmd {
 	t.Helper()
@@ -222,11 +262,7 @@ func newStack(t testing.TB, agents ...*agent) *stack {
 	})
 	entries := map[string]any{}
 	for _, a := range agents {
-		script := "claude_code.sh"
-		if a.cli == "codex" {
-			script = "codex.sh"
-		}
-		entries[a.id] = map[string]any{"command": []string{filepath.Join(root, "adapters", script)}, "cwd": a.work, "env": a.env(t)}
+		entries[a.id] = map[string]any{"command": []string{a.adapter()}, "cwd": a.work, "env": a.env(t)}
 	}
 	cfg, _ := json.Marshal(map[string]any{
 		"bridge_url": s.bridgeURL, "status_addr": statusAddr, "startup_mode": "resume", "shutdown_grace_s": 5,
