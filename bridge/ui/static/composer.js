@@ -41,10 +41,11 @@ async function send() {
   v.stick = true;
   scrollToBottom();
   try {
-    await api.post(`/threads/${encodeURIComponent(v.id)}/events`, body, { signal: v.ctrl.signal });
+    const res = await api.post(`/threads/${encodeURIComponent(v.id)}/events`, body, { signal: v.ctrl.signal });
     if (v !== ui.view) return;
     input.value = "";
-    showComposerError("");
+    // Stored, but it wakes nobody (contract 6.4): say why, as the CLI does.
+    showComposerError(res && res.ignored ? res.ignored.reason : "");
     setReply(null);
   } catch (err) {
     if (v === ui.view) showComposerError(inThreadWords(err.message, v.id));

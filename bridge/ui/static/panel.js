@@ -165,7 +165,9 @@ export async function control(content) {
   if (!v || v.cursor !== null) return;
   $("control-error").hidden = true;
   try {
-    await api.post(`/threads/${encodeURIComponent(v.id)}/events`, { type: "control", from: sender(), content }, { signal: v.ctrl.signal });
+    const res = await api.post(`/threads/${encodeURIComponent(v.id)}/events`, { type: "control", from: sender(), content }, { signal: v.ctrl.signal });
+    // Stored, but it changes nothing (contract 6.4): say why.
+    if (res && res.ignored && v === ui.view) showControlError(res.ignored.reason);
   } catch (err) {
     if (v === ui.view) showControlError(inThreadWords(err.message, v.id));
   }

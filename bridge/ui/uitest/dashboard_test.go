@@ -24,10 +24,11 @@ func TestRunsDashboard(t *testing.T) {
 	th := s.newThread("Dashboard")
 	s.invite(th, "echo", "")
 	s.invite(th, "slow", "")
-	s.post(th, map[string]any{"from": "user", "to": "echo", "content": "count fake:progress=3"})
 
 	b := newBrowser(t)
 	b.run("open the dashboard", chromedp.Navigate(s.statusURL+"/"))
+	b.waitJS("the empty table says why", contains(`document.querySelector("#runs-body").textContent`, "No runs yet"))
+	s.post(th, map[string]any{"from": "user", "to": "echo", "content": "count fake:progress=3"})
 	echo := runRow("echo")
 	b.waitJS("echo's run succeeded", echo+` && `+echo+`.dataset.status === "succeeded"`)
 	if got := eval[string](b, echo+`.querySelector(".trigger").textContent`); got != "count fake:progress=3" {
@@ -69,6 +70,8 @@ func TestRunsDashboard(t *testing.T) {
 	b.waitJS("only slow's runs listed", `document.querySelectorAll("#runs-body tr.run").length === 1 && `+slow)
 	b.run("cancel slow's run", chromedp.Click(chromedp.JSPath(slow+`.querySelector("button.cancel")`)))
 	b.waitJS("slow's run cancelled, its end in words", slow+` && `+slow+`.dataset.status === "cancelled" && `+slow+`.querySelector(".exit").textContent === "stopped: cancelled"`)
+	b.setValue("#f-participant", "nobody")
+	b.waitJS("no run matches", `document.querySelectorAll("#runs-body tr.run").length === 0 && `+contains(`document.querySelector("#runs-body").textContent`, "No runs match these filters."))
 }
 
 // TestRunsDashboardLayout shows the dashboard at 390×844 and 1400×900:

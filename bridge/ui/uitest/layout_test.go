@@ -70,6 +70,13 @@ const (
 			const r = e.getBoundingClientRect(); if (r.width && r.right > innerWidth + 1) out.push((e.id || e.className || e.tagName) + " " + Math.round(r.right));
 		}
 		return out; })()`
+	// splitCells lists the Markdown table cells holding one word that is
+	// drawn on more than one line: a table keeps its words whole and
+	// scrolls inside itself when it is wider than the event.
+	splitCells = `Array.from(document.querySelectorAll(".md th, .md td")).filter((c) => {
+		if (/\s/.test(c.textContent.trim())) return false;
+		const r = document.createRange(); r.selectNodeContents(c); return r.getClientRects().length > 1;
+	}).map((c) => c.textContent)`
 	// lastText is the body text of the newest event.
 	lastText = `(() => { const evs = document.querySelectorAll("#event-list .event"); return evs.length ? evs[evs.length - 1].querySelector(".event-body").textContent : ""; })()`
 )
@@ -93,7 +100,7 @@ func seedConversation(s *stack, name string) string {
 			reply = "A **bold** claim, and <script>window.__xss=1</script> shown as typed."
 		}
 		if i == 6 {
-			reply = "Here is the patch:\n\n```go\nfunc main() {\n\tfmt.Println(\"a rather long line of code that is wider than any phone screen would ever be\")\n}\n```\n\n| check | state |\n|---|---|\n| vet | ok |\n| race | ok |"
+			reply = "Here is the patch:\n\n```go\nfunc main() {\n\tfmt.Println(\"a rather long line of code that is wider than any phone screen would ever be\")\n}\n```\n\n| check | state |\n|---|---|\n| vet | ok |\n| race | ok |\n| TestLayoutPhoneAndDesktop_and_every_subtest_of_the_package | ok |"
 		}
 		s.post(th, map[string]any{"from": "echo", "to": "user", "content": reply, "meta": map[string]any{"tags": []string{"coordinator"}, "via": "bridge-coordinator"}})
 	}
@@ -127,6 +134,9 @@ func TestLayoutPhoneAndDesktop(t *testing.T) {
 			}
 			if got := eval[string](b, `Array.from(document.querySelectorAll("#event-list strong")).map(e => e.textContent).join(",") + " " + typeof window.__xss`); !strings.Contains(got, ",bold,") || !strings.HasSuffix(got, " undefined") {
 				t.Errorf("Markdown and script: strong elements and window.__xss = %q, want **bold** in <strong> and no script run", got)
+			}
+			if got := eval[[]string](b, splitCells); len(got) > 0 {
+				t.Errorf("table cells split mid-word (a wide table should scroll instead): %q", got)
 			}
 			if !eval[bool](b, contains(eventsText, "A bold claim, and <script>window.__xss=1</script> shown as typed.")) {
 				t.Error("the <script> in a message is not shown as typed")

@@ -418,3 +418,29 @@ func TestLongThreadLoadsOlderOnScroll(t *testing.T) {
 	}
 	b.waitJS("the start marker", `document.querySelector("#older").textContent === "Start of thread"`)
 }
+
+// TestIgnoredActionsSaySo: a message or a control the bridge stores but
+// that will have no effect (contract 6.4) shows the server's reason, as
+// the CLI prints it, instead of looking like a success.
+func TestIgnoredActionsSaySo(t *testing.T) {
+	s := newStack(t)
+	s.startServe()
+	th := s.newThread("ignored")
+	s.invite(th, "echo", "")
+	s.post(th, map[string]any{"type": "control", "from": "user", "content": map[string]any{"pause": map[string]any{"on": true}}})
+	b := newBrowser(t)
+	b.run("open the thread", chromedp.Navigate(s.url+"/ui/threads/"+th))
+	b.waitJS("paused, echo a recipient", `document.querySelector("#ctl-pause").checked && Array.from(document.querySelector("#to-select").options).some(o => o.value === "echo")`)
+
+	b.setValue("#to-select", "echo")
+	b.run("type", chromedp.SendKeys(chromedp.ID("message-input"), "are you there?"))
+	b.pressEnter("#message-input", false)
+	b.waitJS("the message stored, the reason shown", contains(eventsText, "are you there?")+` && document.querySelector("#message-input").value === "" && !document.querySelector("#composer-error").hidden && `+
+		contains(`document.querySelector("#composer-error").textContent`, `the thread is paused, so "echo" is not invoked`))
+
+	b.setValue("#sender", "echo")
+	b.run("toggle discussion as echo", chromedp.Click(chromedp.ID("ctl-discussion")))
+	b.waitJS("the control stored, the reason shown", contains(eventsText, "discussion")+` && !document.querySelector("#control-error").hidden && `+
+		contains(`document.querySelector("#control-error").textContent`, `counts only from a human`))
+	b.waitJS("the toggle back off", `!document.querySelector("#ctl-discussion").checked`)
+}

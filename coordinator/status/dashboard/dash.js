@@ -169,6 +169,16 @@ function renderRuns(res) {
     tr.addEventListener("click", () => openDetail(r.id));
     rows.push(tr);
   }
+  if (rows.length === 0) {
+    // An empty table with only its headers reads as broken or still
+    // loading; say why there is nothing.
+    const filtered = ["f-thread", "f-participant", "f-status"].some((id) => $(id).value.trim());
+    const td = el("td", "empty", filtered ? "No runs match these filters." : "No runs yet: a run appears here when a message wakes an agent.");
+    td.colSpan = LABELS.length;
+    const tr = el("tr", "empty");
+    tr.append(td);
+    rows.push(tr);
+  }
   $("runs-body").replaceChildren(...rows);
 }
 
