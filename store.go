@@ -77,6 +77,11 @@ func (req *AppendRequest) Validate() (*Control, error) {
 type AppendResult struct {
 	Event    Event
 	Replayed bool
+	// Ignored says why the new event will have no effect (IgnoredEffect),
+	// decided by the store from the thread's state before it, read under
+	// the write; nil when it may have one, and on a replay (whose state
+	// before is not at hand).
+	Ignored *Ignored
 }
 
 // ThreadEventsQuery selects events of one thread, in seq order. At most one

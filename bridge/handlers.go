@@ -278,15 +278,21 @@ func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error 
 	if !res.Replayed {
 		s.metrics.appends.Inc()
 	}
-	writeAppendAnswer(w, res, s.ignored(r.Context(), res.Event), &s.answers)
+	ignored := res.Ignored
+	if res.Replayed {
+		ignored = s.replayIgnored(r.Context(), res.Event)
+	}
+	writeAppendAnswer(w, res, ignored, &s.answers)
 	return nil
 }
 
-// ignored decides whether the appended event e will have no effect
-// (agentbridge.IgnoredEffect), from the thread's state before it. It reads
-// that state only for the events the decision may concern; a failed read
-// leaves the note out rather than failing the append, which is committed.
-func (s *Server) ignored(ctx context.Context, e agentbridge.Event) *agentbridge.Ignored {
+// replayIgnored decides whether the replayed event e has no effect
+// (agentbridge.IgnoredEffect), from the thread's state before it: a new
+// event's note comes with the store's answer, decided under the write, but
+// a replay's state before is not at hand there. It reads that state only
+// for the events the decision may concern; a failed read leaves the note
+// out rather than failing the answer, whose event is committed.
+func (s *Server) replayIgnored(ctx context.Context, e agentbridge.Event) *agentbridge.Ignored {
 	if !agentbridge.NeedsIgnoredCheck(e, s.opts.Humans) {
 		return nil
 	}

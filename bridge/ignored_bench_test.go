@@ -8,8 +8,8 @@ import (
 
 // BenchmarkAppendIgnoredCheck measures what the "ignored" decision
 // (agentbridge.IgnoredEffect) adds to an append: a message to all is not
-// judged, a message addressed to an invited agent reads the thread's
-// state before it (docs/performance.md).
+// judged, a message addressed to an invited agent is, by the store
+// inside the append (docs/performance.md).
 func BenchmarkAppendIgnoredCheck(b *testing.B) {
 	for _, tc := range []struct{ name, body string }{
 		{"to=all", `{"from":"user","content":"hello"}`},

@@ -112,6 +112,11 @@ func (s *sse) flush() error {
 // Receipt changes of receiptThread ("" = every thread) made after version
 // rver (taken before the stream's headers were sent, so that a client that
 // has its headers misses no change) are interleaved too.
+//
+// A fetch that finds the database unreachable (unavailable, an outage)
+// does not end the stream: it is tried again after dispatchRetry, or at
+// the next wake-up, so that a stream open through a database restart
+// goes on from its cursor instead of closing on every client at once.
 func (s *Server) follow(ctx context.Context, out *sse, events func() <-chan struct{}, fetch func() (int, error), withPresence bool, receiptThread string, rver int64) error {
 	tick := time.NewTicker(s.opts.KeepAlive)
 	defer tick.Stop()
@@ -121,13 +126,20 @@ func (s *Server) follow(ctx context.Context, out *sse, events func() <-chan stru
 		_, pver = s.presence.watch() // only changes made from now on
 	}
 	var wake <-chan struct{}
+	var retry <-chan time.Time // nil (never ready) unless a fetch found the database away
 	fetchNow := true
 	for {
 		n := 0
 		if fetchNow {
 			wake = events()
 			var err error
-			if n, err = fetch(); err != nil {
+			n, err = fetch()
+			switch {
+			case err == nil:
+				retry = nil
+			case agentbridge.ErrorCode(err) == agentbridge.ECodeUnavailable:
+				retry = time.After(dispatchRetry)
+			default:
 				return err
 			}
 			fetchNow = n >= streamBatch
@@ -162,6 +174,8 @@ func (s *Server) follow(ctx context.Context, out *sse, events func() <-chan stru
 		}
 		select {
 		case <-wake:
+			fetchNow = true
+		case <-retry:
 			fetchNow = true
 		case <-pwake:
 		case <-rwake:

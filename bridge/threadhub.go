@@ -89,11 +89,13 @@ func (h *threadHub) watch(thread string) <-chan struct{} {
 }
 
 // wake closes the channels of the given threads, giving each a fresh one.
+// It looks up the threads of the batch rather than walking every followed
+// thread: a commit to one thread costs the same with 2,000 streams open.
 func (h *threadHub) wake(threads map[string]bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for id, w := range h.threads {
-		if threads[id] {
+	for id := range threads {
+		if w := h.threads[id]; w != nil {
 			close(w.ch)
 			w.ch = make(chan struct{})
 		}

@@ -90,7 +90,7 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 	if req.IdempotencyKey != "" {
 		l.b.keys[req.Thread+"\x00"+req.IdempotencyKey] = i
 	}
-	return response{pending: i + 1}, nil
+	return response{pending: i + 1, ignored: a.Ignored}, nil
 }
 
 // lookups answers storecore.Preamble inside one group commit: from the

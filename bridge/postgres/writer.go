@@ -38,7 +38,9 @@ type response struct {
 	event    agentbridge.Event
 	thread   agentbridge.Thread
 	replayed bool
-	err      error
+	// ignored is the Admission's Ignored of a new event.
+	ignored *agentbridge.Ignored
+	err     error
 	// pending is 1 + the index in the batch's new events of the event this
 	// response returns (filled once gseqs are assigned); 0 when event is
 	// complete already.
@@ -62,7 +64,7 @@ func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (_ ag
 	if resp.err != nil {
 		return agentbridge.AppendResult{}, resp.err
 	}
-	return agentbridge.AppendResult{Event: resp.event, Replayed: resp.replayed}, nil
+	return agentbridge.AppendResult{Event: resp.event, Replayed: resp.replayed, Ignored: resp.ignored}, nil
 }
 
 // CreateThread validates req, then creates the thread and its

@@ -147,7 +147,7 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 		}
 	}
 	b.put(req.Thread, h)
-	return response{event: ev}, nil
+	return response{event: ev, ignored: a.Ignored}, nil
 }
 
 // lookups answers storecore.Preamble from the writer's prepared

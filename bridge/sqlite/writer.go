@@ -51,7 +51,9 @@ type response struct {
 	thread     agentbridge.Thread
 	suggestion agentbridge.Suggestion
 	replayed   bool
-	err        error
+	// ignored is the Admission's Ignored of a new event.
+	ignored *agentbridge.Ignored
+	err     error
 	// rcpt is a receipt write's answer; isReceipt keeps it out of the
 	// append counters, changed says whether it wrote anything.
 	rcpt               agentbridge.Receipt
@@ -109,7 +111,7 @@ func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (_ ag
 	if resp.err != nil {
 		return agentbridge.AppendResult{}, resp.err
 	}
-	return agentbridge.AppendResult{Event: resp.event, Replayed: resp.replayed}, nil
+	return agentbridge.AppendResult{Event: resp.event, Replayed: resp.replayed, Ignored: resp.ignored}, nil
 }
 
 // CreateThread validates req, then creates the thread and its

@@ -235,8 +235,10 @@ func (s *Server) Stop() {
 // watch its clients through a database outage; Resume starts it again.
 // mode is pg_ctl's shutdown mode: "fast" (a clean stop, as a restart by
 // an operator) or "immediate" (a crash: recovery replays the WAL at the
-// next start). Tests that halt a server use one of their own (New), not
-// the package's shared one.
+// next start). Tests that halt a server use one of their own, not the
+// package's shared one; one that crashes it ("immediate") and counts what
+// survived uses NewDurable, since New's server (synchronous_commit off)
+// loses commits it already acknowledged in a crash.
 func (s *Server) Halt(t testing.TB, mode string) {
 	t.Helper()
 	if out, err := s.command("pg_ctl", "stop", "-w", "-t", "60", "-m", mode, "-D", filepath.Join(s.dir, "data")).CombinedOutput(); err != nil {

@@ -35,6 +35,9 @@ type Admission struct {
 	// Input is what to store: for a message, Meta.Hop is the hop the
 	// bridge assigns.
 	Input agentbridge.EventInput
+	// Ignored is agentbridge.IgnoredEffect of the event on the state
+	// before it, for AppendResult.Ignored.
+	Ignored *agentbridge.Ignored
 }
 
 // Preamble runs an append's rules in their order, on a thread whose state
@@ -69,7 +72,11 @@ func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendReques
 		hop := agentbridge.AssignHop(st, in, reply, humans, hasMessages)
 		in.Meta.Hop = &hop
 	}
-	return Admission{Input: in}, nil
+	var ignored *agentbridge.Ignored
+	if e := (agentbridge.Event{Type: in.Type, From: in.From, To: in.To, Content: in.Content}); agentbridge.NeedsIgnoredCheck(e, humans) {
+		ignored = agentbridge.IgnoredEffect(st, e, humans)
+	}
+	return Admission{Input: in, Ignored: ignored}, nil
 }
 
 // Found turns the error of a one-row lookup into whether the row was

@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"ServerAssignedHop", testServerAssignedHop},
 		{"Suggestions", testSuggestions},
 		{"SuggestionStatus", testSuggestionStatus},
+		{"AppendIgnored", testAppendIgnored},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}
