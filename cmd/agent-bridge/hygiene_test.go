@@ -248,6 +248,12 @@ func TestAgentsCommand(t *testing.T) {
 	if _, errOut, code := c.run("agents", "--config", filepath.Join(dir, "x.json")); code != 2 || !strings.Contains(errOut, "does not exist") {
 		t.Errorf("agents with a named config that does not exist: exit %d, stderr %q", code, errOut)
 	}
+	// Named by the environment, as up and doctor see it: the same refusal,
+	// not the built-in defaults.
+	byEnv := cli{t: t, env: map[string]string{agentbridge.EnvCoordinatorConfig: filepath.Join(dir, "x.json")}}
+	if _, errOut, code := byEnv.run("agents"); code != 2 || !strings.Contains(errOut, "does not exist") {
+		t.Errorf("agents with env BRIDGE_COORDINATOR_CONFIG naming a file that does not exist: exit %d, stderr %q", code, errOut)
+	}
 	cfg := filepath.Join(dir, "c.json")
 	if err := os.WriteFile(cfg, []byte(`{"agents": {"codex": {"command": ["./codex.sh"]}}}`), 0o600); err != nil {
 		t.Fatal(err)
