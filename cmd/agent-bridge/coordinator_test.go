@@ -309,11 +309,7 @@ func TestCoordinatorCommandInProcess(t *testing.T) {
 	t.Setenv("FAKE_ADAPTER_DIR", e.fakeDir)
 	var stderr testutil.Buffer
 	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(string) string { return "" }}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- m.Run(ctx, []string{"coordinator", "--config", e.cfgPath, "--state", e.statePath, "--log-level", "debug"})
-	}()
+	stop := runInProcess(t, m, "coordinator", "--config", e.cfgPath, "--state", e.statePath, "--log-level", "debug")
 	testutil.WaitFor(t, 30*time.Second, "the coordinator to follow the log", func() bool {
 		resp, err := http.Get(e.statusURL + "/healthz")
 		if err != nil {
@@ -373,14 +369,8 @@ func TestCoordinatorCommandInProcess(t *testing.T) {
 	if code != 2 || !strings.Contains(out, "--status") {
 		t.Errorf("invocations --status sideways = %d:\n%s", code, out)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("coordinator returned %v; stderr:\n%s", err, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the coordinator did not stop")
+	if err := stop(); err != nil {
+		t.Errorf("coordinator returned %v; stderr:\n%s", err, stderr.String())
 	}
 	if strings.Contains(stderr.String(), "Bearer") {
 		t.Errorf("the log mentions a bearer token")
@@ -434,12 +424,8 @@ func TestUpCommand(t *testing.T) {
 	}
 	var stdout, stderr testutil.Buffer
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- m.Run(ctx, []string{"up", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "data", "bridge.db"),
-			"--config", cfg, "--state", filepath.Join(dir, "data", "coordinator.db")})
-	}()
+	stop := runInProcess(t, m, "up", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "data", "bridge.db"),
+		"--config", cfg, "--state", filepath.Join(dir, "data", "coordinator.db"))
 	var uiURL string
 	testutil.WaitFor(t, 30*time.Second, "up to print the UI URL", func() bool {
 		for _, line := range strings.Split(stdout.String(), "\n") {
@@ -472,14 +458,8 @@ func TestUpCommand(t *testing.T) {
 		!strings.Contains(stdout.String(), "coordinator status "+uiCfg.CoordinatorURL) {
 		t.Errorf("UI config names coordinator %q (%v); up printed:\n%s", uiCfg.CoordinatorURL, err, stdout.String())
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("up returned %v; stderr:\n%s", err, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("up did not stop")
+	if err := stop(); err != nil {
+		t.Errorf("up returned %v; stderr:\n%s", err, stderr.String())
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -216,20 +215,8 @@ func TestUpTokenFileDiscovered(t *testing.T) {
 	if _, errOut, code := c.run("up", "--addr", "127.0.0.1:0", "--config", filepath.Join(dir, "none.json")); code != 2 || !strings.Contains(errOut, "does not exist") {
 		t.Fatalf("up --config none.json: exit %d, stderr %q; want 2", code, errOut)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		done <- m.Run(ctx, []string{"up", "--addr", "127.0.0.1:0", "--status-addr", "127.0.0.1:0", "--token-file", tokenFile, "--humans", "alice,user",
-			"--db", filepath.Join(dir, "data", "bridge.db"), "--state", filepath.Join(dir, "data", "coordinator.db")})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("up did not stop")
-		}
-	})
+	runInProcess(t, m, "up", "--addr", "127.0.0.1:0", "--status-addr", "127.0.0.1:0", "--token-file", tokenFile, "--humans", "alice,user",
+		"--db", filepath.Join(dir, "data", "bridge.db"), "--state", filepath.Join(dir, "data", "coordinator.db"))
 	testutil.WaitFor(t, 30*time.Second, "up to say it is up", func() bool { return strings.Contains(stdout.String(), "agent-bridge is up") })
 	c.ok("thread", "new", "t", "--id", "T")
 	if _, errOut, code := c.run("pause", "T", "on", "--from", "alice"); code != 0 || errOut != "" {
@@ -287,19 +274,9 @@ func TestCoordinatorBesideUpWarns(t *testing.T) {
 	}
 	var stdout, stderr testutil.Buffer
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] }}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- m.Run(ctx, []string{"coordinator", "--config", cfg, "--state", filepath.Join(dir, "c.db")})
-	}()
+	stop := runInProcess(t, m, "coordinator", "--config", cfg, "--state", filepath.Join(dir, "c.db"))
 	testutil.WaitFor(t, 20*time.Second, "the warning", func() bool {
 		return strings.Contains(stderr.String(), "an agent-bridge up already runs a coordinator against this bridge")
 	})
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the coordinator did not stop")
-	}
+	_ = stop()
 }
