@@ -399,7 +399,11 @@ func TestCoordinatorConfigErrors(t *testing.T) {
 		{[]string{"why"}, "event id"},
 		{[]string{"coordinator", "--config", open, "--state", filepath.Join(dir, "s.db")}, "status_addr"},
 		{[]string{"up", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "b.db"), "--config", open,
-			"--state", filepath.Join(dir, "s.db"), "--status-addr", "0.0.0.0:0"}, "status_addr"},
+			"--state", filepath.Join(dir, "s.db")}, "config: status_addr"},
+		// Given as a flag, the refusal names the flag, not a config key
+		// the person never wrote.
+		{[]string{"up", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "b.db"),
+			"--state", filepath.Join(dir, "s.db"), "--status-addr", "0.0.0.0:0"}, "--status-addr: refusing"},
 	} {
 		var out, errb bytes.Buffer
 		m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}

@@ -79,7 +79,13 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 			cfg.BridgeToken = token
 		}
 		if err := coordinator.CheckStatusListen(cfg); err != nil {
-			return err // before the bridge starts
+			// Before the bridge starts. The address came from --status-addr
+			// when it was given, so the refusal names the flag.
+			var ce *coordinator.ConfigError
+			if *statusAddr != "" && errors.As(err, &ce) {
+				return usagef("--status-addr: %v", ce.Err)
+			}
+			return err
 		}
 		rt, err := m.upRuntime(*db, *statePath, *tokenFile)
 		if err != nil {
