@@ -179,6 +179,16 @@ func (e *coordEnv) say(thread, to, text string) agentbridge.Event {
 	return ev
 }
 
+// startRun posts alice a message whose fake adapter sleeps for d and
+// returns it once that adapter runs, for a test that stops or kills the
+// coordinator mid-run.
+func (e *coordEnv) startRun(thread, d string) agentbridge.Event {
+	e.t.Helper()
+	trig := e.say(thread, "alice", "fake:sleep="+d)
+	testutil.WaitFor(e.t, 30*time.Second, "the adapter to start", func() bool { return e.runs(trig.ID) == 1 })
+	return trig
+}
+
 // replies counts the events answering trigger, reading the bridge's
 // database through whichever server is up.
 func (e *coordEnv) replies(thread, trigger string) []agentbridge.Event {
@@ -238,8 +248,7 @@ func TestCoordinatorKill9ResumeExactlyOnce(t *testing.T) {
 	e := newCoordEnv(t, fake)
 	p := e.startCoordProc(bin)
 	th := e.threadWithAlice()
-	trig := e.say(th, "alice", "fake:sleep=3s")
-	testutil.WaitFor(t, 30*time.Second, "the adapter to start", func() bool { return e.runs(trig.ID) == 1 })
+	trig := e.startRun(th, "3s")
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -270,8 +279,7 @@ func TestCoordinatorBridgeRestart(t *testing.T) {
 	e := newCoordEnv(t, fake)
 	p := e.startCoordProc(bin)
 	th := e.threadWithAlice()
-	first := e.say(th, "alice", "fake:sleep=1s")
-	testutil.WaitFor(t, 30*time.Second, "the adapter to start", func() bool { return e.runs(first.ID) == 1 })
+	first := e.startRun(th, "1s")
 	e.stopBridge()
 	e.startBridge(e.bridgeAddr)
 	testutil.WaitFor(t, 60*time.Second, "the reply after the bridge restart", func() bool { return len(e.replies(th, first.ID)) >= 1 })
@@ -479,8 +487,7 @@ func TestCoordinatorInterruptSaysWhatItWaitsFor(t *testing.T) {
 	e := newCoordEnv(t, fake)
 	p := e.startCoordProc(bin)
 	th := e.threadWithAlice()
-	trig := e.say(th, "alice", "fake:sleep=2s")
-	testutil.WaitFor(t, 30*time.Second, "the adapter to start", func() bool { return e.runs(trig.ID) == 1 })
+	trig := e.startRun(th, "2s")
 	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
