@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"runtime/debug"
 	"slices"
@@ -229,8 +230,17 @@ func (m *Main) rootCommand() *cobra.Command {
 	}
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
+	// "agent-bridge help" lists every environment variable a command reads.
+	var env []string
+	for _, key := range slices.Sorted(maps.Keys(envHelp)) {
+		env = append(env, envLine(key))
+	}
+	root.Annotations = map[string]string{envAnnotation: strings.Join(env, "\n")}
 	return root
 }
+
+// envLine is an environment variable's line in help.
+func envLine(key string) string { return fmt.Sprintf("  %-26s %s", key, envHelp[key]) }
 
 // build makes one cobra command (and its subcommands) from the table.
 func (m *Main) build(spec command) *cobra.Command {
@@ -273,7 +283,7 @@ func (m *Main) build(spec command) *cobra.Command {
 		}
 		for _, key := range f.Annotations[envAnnotation] {
 			if !slices.ContainsFunc(env, func(s string) bool { return strings.HasPrefix(s, "  "+key+" ") }) {
-				env = append(env, fmt.Sprintf("  %-26s %s", key, envHelp[key]))
+				env = append(env, envLine(key))
 			}
 		}
 	})

@@ -34,7 +34,7 @@ func TestHelpEverywhere(t *testing.T) {
 		{[]string{"thread", "--help"}, []string{"new", "list", "rename"}},
 		{[]string{"invocations", "--help"}, []string{"show", "cancel", "BRIDGE_COORDINATOR_URL"}},
 		{[]string{"up", "--help"}, []string{"--status-addr", "--humans", "--token-file", "BRIDGE_ADDR"}},
-		{[]string{"help"}, []string{"thread", "completion", "BRIDGE_URL"}},
+		{[]string{"help"}, []string{"thread", "completion", "Environment:", "BRIDGE_TOKEN", "BRIDGE_COORDINATOR_URL", "BRIDGE_DB"}},
 	} {
 		out := c.ok(tc.args...)
 		for _, w := range tc.want {

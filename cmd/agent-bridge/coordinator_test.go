@@ -179,6 +179,16 @@ func (e *coordEnv) say(thread, to, text string) agentbridge.Event {
 	return ev
 }
 
+// startRun posts alice a message whose fake adapter sleeps for d and
+// returns it once that adapter runs, for a test that stops or kills the
+// coordinator mid-run.
+func (e *coordEnv) startRun(thread, d string) agentbridge.Event {
+	e.t.Helper()
+	trig := e.say(thread, "alice", "fake:sleep="+d)
+	testutil.WaitFor(e.t, 30*time.Second, "the adapter to start", func() bool { return e.runs(trig.ID) == 1 })
+	return trig
+}
+
 // replies counts the events answering trigger, reading the bridge's
 // database through whichever server is up.
 func (e *coordEnv) replies(thread, trigger string) []agentbridge.Event {
@@ -238,8 +248,7 @@ func TestCoordinatorKill9ResumeExactlyOnce(t *testing.T) {
 	e := newCoordEnv(t, fake)
 	p := e.startCoordProc(bin)
 	th := e.threadWithAlice()
-	trig := e.say(th, "alice", "fake:sleep=3s")
-	testutil.WaitFor(t, 30*time.Second, "the adapter to start", func() bool { return e.runs(trig.ID) == 1 })
+	trig := e.startRun(th, "3s")
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -270,8 +279,7 @@ func TestCoordinatorBridgeRestart(t *testing.T) {
 	e := newCoordEnv(t, fake)
 	p := e.startCoordProc(bin)
 	th := e.threadWithAlice()
-	first := e.say(th, "alice", "fake:sleep=1s")
-	testutil.WaitFor(t, 30*time.Second, "the adapter to start", func() bool { return e.runs(first.ID) == 1 })
+	first := e.startRun(th, "1s")
 	e.stopBridge()
 	e.startBridge(e.bridgeAddr)
 	testutil.WaitFor(t, 60*time.Second, "the reply after the bridge restart", func() bool { return len(e.replies(th, first.ID)) >= 1 })
@@ -309,11 +317,7 @@ func TestCoordinatorCommandInProcess(t *testing.T) {
 	t.Setenv("FAKE_ADAPTER_DIR", e.fakeDir)
 	var stderr testutil.Buffer
 	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(string) string { return "" }}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- m.Run(ctx, []string{"coordinator", "--config", e.cfgPath, "--state", e.statePath, "--log-level", "debug"})
-	}()
+	stop := runInProcess(t, m, "coordinator", "--config", e.cfgPath, "--state", e.statePath, "--log-level", "debug")
 	testutil.WaitFor(t, 30*time.Second, "the coordinator to follow the log", func() bool {
 		resp, err := http.Get(e.statusURL + "/healthz")
 		if err != nil {
@@ -373,14 +377,8 @@ func TestCoordinatorCommandInProcess(t *testing.T) {
 	if code != 2 || !strings.Contains(out, "--status") {
 		t.Errorf("invocations --status sideways = %d:\n%s", code, out)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("coordinator returned %v; stderr:\n%s", err, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the coordinator did not stop")
+	if err := stop(); err != nil {
+		t.Errorf("coordinator returned %v; stderr:\n%s", err, stderr.String())
 	}
 	if strings.Contains(stderr.String(), "Bearer") {
 		t.Errorf("the log mentions a bearer token")
@@ -409,7 +407,11 @@ func TestCoordinatorConfigErrors(t *testing.T) {
 		{[]string{"why"}, "event id"},
 		{[]string{"coordinator", "--config", open, "--state", filepath.Join(dir, "s.db")}, "status_addr"},
 		{[]string{"up", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "b.db"), "--config", open,
-			"--state", filepath.Join(dir, "s.db"), "--status-addr", "0.0.0.0:0"}, "status_addr"},
+			"--state", filepath.Join(dir, "s.db")}, "config: status_addr"},
+		// Given as a flag, the refusal names the flag, not a config key
+		// the person never wrote.
+		{[]string{"up", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "b.db"),
+			"--state", filepath.Join(dir, "s.db"), "--status-addr", "0.0.0.0:0"}, "--status-addr: refusing"},
 	} {
 		var out, errb bytes.Buffer
 		m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
@@ -434,12 +436,8 @@ func TestUpCommand(t *testing.T) {
 	}
 	var stdout, stderr testutil.Buffer
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- m.Run(ctx, []string{"up", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "data", "bridge.db"),
-			"--config", cfg, "--state", filepath.Join(dir, "data", "coordinator.db")})
-	}()
+	stop := runInProcess(t, m, "up", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "data", "bridge.db"),
+		"--config", cfg, "--state", filepath.Join(dir, "data", "coordinator.db"))
 	var uiURL string
 	testutil.WaitFor(t, 30*time.Second, "up to print the UI URL", func() bool {
 		for _, line := range strings.Split(stdout.String(), "\n") {
@@ -472,14 +470,8 @@ func TestUpCommand(t *testing.T) {
 		!strings.Contains(stdout.String(), "coordinator status "+uiCfg.CoordinatorURL) {
 		t.Errorf("UI config names coordinator %q (%v); up printed:\n%s", uiCfg.CoordinatorURL, err, stdout.String())
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("up returned %v; stderr:\n%s", err, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("up did not stop")
+	if err := stop(); err != nil {
+		t.Errorf("up returned %v; stderr:\n%s", err, stderr.String())
 	}
 }
 
@@ -495,8 +487,7 @@ func TestCoordinatorInterruptSaysWhatItWaitsFor(t *testing.T) {
 	e := newCoordEnv(t, fake)
 	p := e.startCoordProc(bin)
 	th := e.threadWithAlice()
-	trig := e.say(th, "alice", "fake:sleep=2s")
-	testutil.WaitFor(t, 30*time.Second, "the adapter to start", func() bool { return e.runs(trig.ID) == 1 })
+	trig := e.startRun(th, "2s")
 	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}

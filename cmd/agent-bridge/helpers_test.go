@@ -202,3 +202,31 @@ func buildFakeCLI(t *testing.T) string { return bins.build(t, "./adapters/intern
 func buildCoordBinaries(t *testing.T) (bin, fake string) {
 	return buildServeBinary(t), buildFake(t)
 }
+
+// runInProcess runs a daemon command (up, serve, coordinator) through
+// m.Run on a goroutine, as a person runs it until Ctrl-C. stop cancels it,
+// waits for it to return (an error of the test after 30 s) and returns
+// its error; it also runs at cleanup, so a test that fails early leaves
+// nothing running.
+func runInProcess(t *testing.T, m *Main, args ...string) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, args) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				err = fmt.Errorf("%s did not stop within 30 s of its cancel", args[0])
+				t.Error(err)
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -216,20 +215,8 @@ func TestUpTokenFileDiscovered(t *testing.T) {
 	if _, errOut, code := c.run("up", "--addr", "127.0.0.1:0", "--config", filepath.Join(dir, "none.json")); code != 2 || !strings.Contains(errOut, "does not exist") {
 		t.Fatalf("up --config none.json: exit %d, stderr %q; want 2", code, errOut)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		done <- m.Run(ctx, []string{"up", "--addr", "127.0.0.1:0", "--status-addr", "127.0.0.1:0", "--token-file", tokenFile, "--humans", "alice,user",
-			"--db", filepath.Join(dir, "data", "bridge.db"), "--state", filepath.Join(dir, "data", "coordinator.db")})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("up did not stop")
-		}
-	})
+	runInProcess(t, m, "up", "--addr", "127.0.0.1:0", "--status-addr", "127.0.0.1:0", "--token-file", tokenFile, "--humans", "alice,user",
+		"--db", filepath.Join(dir, "data", "bridge.db"), "--state", filepath.Join(dir, "data", "coordinator.db"))
 	testutil.WaitFor(t, 30*time.Second, "up to say it is up", func() bool { return strings.Contains(stdout.String(), "agent-bridge is up") })
 	c.ok("thread", "new", "t", "--id", "T")
 	if _, errOut, code := c.run("pause", "T", "on", "--from", "alice"); code != 0 || errOut != "" {
@@ -247,6 +234,12 @@ func TestAgentsCommand(t *testing.T) {
 	c := cli{t: t, env: map[string]string{}}
 	if _, errOut, code := c.run("agents", "--config", filepath.Join(dir, "x.json")); code != 2 || !strings.Contains(errOut, "does not exist") {
 		t.Errorf("agents with a named config that does not exist: exit %d, stderr %q", code, errOut)
+	}
+	// Named by the environment, as up and doctor see it: the same refusal,
+	// not the built-in defaults.
+	byEnv := cli{t: t, env: map[string]string{agentbridge.EnvCoordinatorConfig: filepath.Join(dir, "x.json")}}
+	if _, errOut, code := byEnv.run("agents"); code != 2 || !strings.Contains(errOut, "does not exist") {
+		t.Errorf("agents with env BRIDGE_COORDINATOR_CONFIG naming a file that does not exist: exit %d, stderr %q", code, errOut)
 	}
 	cfg := filepath.Join(dir, "c.json")
 	if err := os.WriteFile(cfg, []byte(`{"agents": {"codex": {"command": ["./codex.sh"]}}}`), 0o600); err != nil {
@@ -281,19 +274,9 @@ func TestCoordinatorBesideUpWarns(t *testing.T) {
 	}
 	var stdout, stderr testutil.Buffer
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] }}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- m.Run(ctx, []string{"coordinator", "--config", cfg, "--state", filepath.Join(dir, "c.db")})
-	}()
+	stop := runInProcess(t, m, "coordinator", "--config", cfg, "--state", filepath.Join(dir, "c.db"))
 	testutil.WaitFor(t, 20*time.Second, "the warning", func() bool {
 		return strings.Contains(stderr.String(), "an agent-bridge up already runs a coordinator against this bridge")
 	})
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the coordinator did not stop")
-	}
+	_ = stop()
 }

@@ -158,13 +158,7 @@ func TestPartyCommand(t *testing.T) {
 
 	var stderr testutil.Buffer
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(string) string { return "" }}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx, []string{"coordinator", "--config", e.cfgPath, "--state", e.statePath}) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	runInProcess(t, m, "coordinator", "--config", e.cfgPath, "--state", e.statePath)
 	testutil.WaitFor(t, 30*time.Second, "the coordinator to follow the log", func() bool {
 		resp, err := http.Get(e.statusURL + "/healthz")
 		if err != nil {

@@ -62,8 +62,7 @@ func TestReceiptAfterRestart(t *testing.T) {
 			}
 			p := e.startCoordProc(bin)
 			th := e.threadWithAlice()
-			trig := e.say(th, "alice", "fake:sleep=4s")
-			testutil.WaitFor(t, 30*time.Second, "the adapter to start", func() bool { return e.runs(trig.ID) == 1 })
+			trig := e.startRun(th, "4s")
 			tc.stop(t, p)
 			if got := e.replies(th, trig.ID); len(got) != 0 {
 				t.Fatalf("a reply appeared although the coordinator stopped mid-run: %+v", got)

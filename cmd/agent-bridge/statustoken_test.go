@@ -34,12 +34,8 @@ func TestStatusCommandsSendTheToken(t *testing.T) {
 	}
 	var stdout, stderr testutil.Buffer
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: env(token)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- m.Run(ctx, []string{"up", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "data", "bridge.db"),
-			"--config", cfg, "--state", filepath.Join(dir, "data", "coordinator.db")})
-	}()
+	stop := runInProcess(t, m, "up", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "data", "bridge.db"),
+		"--config", cfg, "--state", filepath.Join(dir, "data", "coordinator.db"))
 	var statusURL string
 	status := regexp.MustCompile(`coordinator status (http://\S+)`)
 	testutil.WaitFor(t, 30*time.Second, "up to print the status URL", func() bool {
@@ -63,13 +59,7 @@ func TestStatusCommandsSendTheToken(t *testing.T) {
 			t.Errorf("%v without the token = %d:\n%s", args, code, out)
 		}
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("up returned %v; stderr:\n%s", err, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("up did not stop")
+	if err := stop(); err != nil {
+		t.Errorf("up returned %v; stderr:\n%s", err, stderr.String())
 	}
 }

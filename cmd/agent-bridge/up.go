@@ -20,6 +20,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // upCommand is "agent-bridge up": the bridge and the coordinator in one
@@ -53,7 +54,7 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 		if err != nil {
 			return err
 		}
-		cfg, where, warnings, err := m.loadUpConfig(*configPath, fs.Changed("config") || m.Getenv(agentbridge.EnvCoordinatorConfig) != "")
+		cfg, where, warnings, err := m.loadUpConfig(*configPath, m.configNamed(fs))
 		if err != nil {
 			return err
 		}
@@ -78,7 +79,13 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 			cfg.BridgeToken = token
 		}
 		if err := coordinator.CheckStatusListen(cfg); err != nil {
-			return err // before the bridge starts
+			// Before the bridge starts. The address came from --status-addr
+			// when it was given, so the refusal names the flag.
+			var ce *coordinator.ConfigError
+			if *statusAddr != "" && errors.As(err, &ce) {
+				return usagef("--status-addr: %v", ce.Err)
+			}
+			return err
 		}
 		rt, err := m.upRuntime(*db, *statePath, *tokenFile)
 		if err != nil {
@@ -213,6 +220,13 @@ func (m *Main) printUpSummary(rt client.Runtime, where string, warnings []string
 	}
 }
 
+// configNamed reports whether the config file was named, by --config or
+// BRIDGE_COORDINATOR_CONFIG, rather than being the default one: a named
+// file must exist.
+func (m *Main) configNamed(fs *pflag.FlagSet) bool {
+	return fs.Changed("config") || m.Getenv(agentbridge.EnvCoordinatorConfig) != ""
+}
+
 // loadUpConfig loads the coordinator config for up. Unlike the coordinator
 // daemon, up runs without a config file, on the defaults (whose built-in
 // echo agent answers a first run), but only when the file was not named
@@ -266,7 +280,7 @@ func (m *Main) agentsCommand(c *cobra.Command) runFunc {
 		if len(pos) > 0 {
 			return usagef("agents takes no arguments, got %q", pos[0])
 		}
-		cfg, where, _, err := m.loadUpConfig(*configPath, fs.Changed("config"))
+		cfg, where, _, err := m.loadUpConfig(*configPath, m.configNamed(fs))
 		if err != nil {
 			return err
 		}
