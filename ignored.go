@@ -20,7 +20,8 @@ type Ignored struct {
 const (
 	// IgnoredNotHuman: a control that counts only from a human (mute,
 	// unmute, pause, discussion, invited_auto, party, scene, cancel,
-	// prod), sent by a participant the bridge does not count as one.
+	// prod, permission), sent by a participant the bridge does not count
+	// as one.
 	IgnoredNotHuman = "not_human"
 	// IgnoredNotInvited: an uninvite of, or a message to, a participant
 	// who is not invited to the thread.
@@ -47,6 +48,7 @@ func humanOnlyKeys(c Control) []string {
 		{"mute", c.Mute != nil}, {"unmute", c.Unmute != nil}, {"pause", c.Pause != nil},
 		{"discussion", c.Discussion != nil}, {"invited_auto", c.InvitedAuto != nil},
 		{"prod", c.Prod != nil}, {"party", c.Party != nil}, {"scene", c.Scene != nil}, {"cancel", c.Cancel != nil},
+		{"permission", c.Permission != nil},
 	} {
 		if k.set {
 			keys = append(keys, k.name)

@@ -21,7 +21,7 @@ import (
 // "allow" picks the allow_once option.
 
 // MetaPermission is the meta key of a permission request message.
-const MetaPermission = "permission"
+const MetaPermission = agentbridge.MetaPermission
 
 // PermissionMeta is meta.permission of a permission request message: what
 // a client needs to show the options and answer with a permission control.

@@ -122,6 +122,19 @@ func (l *lookups) Replay(ctx context.Context, thread, key string) (bool, error) 
 	return true, nil
 }
 
+func (l *lookups) Event(ctx context.Context, thread, id string) (agentbridge.Event, bool, error) {
+	if e, ok := l.b.ids[id]; ok {
+		for _, ev := range l.b.events {
+			if ev.ID == id {
+				return ev, e.thread == thread, nil
+			}
+		}
+	}
+	ev, err := storecore.ScanEvent(l.tx.QueryRow(ctx, selectEvent+` WHERE id = $1`, id))
+	found, err := storecore.Found(err)
+	return ev, found && ev.Thread == thread, err
+}
+
 func (l *lookups) ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error) {
 	if e, ok := l.b.ids[id]; ok && e.thread == thread {
 		return agentbridge.ReplyTarget{Found: true, Hop: e.hop}, nil

@@ -170,6 +170,12 @@ func (l lookups) Replay(ctx context.Context, thread, key string) (bool, error) {
 	return true, nil
 }
 
+func (l lookups) Event(ctx context.Context, thread, id string) (agentbridge.Event, bool, error) {
+	ev, err := storecore.ScanEvent(l.s.w.st.selectEventByID.QueryRowContext(ctx, id))
+	found, err := storecore.Found(err)
+	return ev, found && ev.Thread == thread, err
+}
+
 func (l lookups) ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error) {
 	var t agentbridge.ReplyTarget
 	var err error

@@ -2,32 +2,30 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
 
 // TestPermitCommand: permit posts the permission control a coordinator
-// hands to the waiting ACP agent (docs/acp.md); a wrong number of
+// hands to the waiting ACP agent (docs/acp.md); an option the request does
+// not offer is refused with the options it does; a wrong number of
 // arguments is a usage error.
 func TestPermitCommand(t *testing.T) {
 	b := startTestBridge(t)
 	c := newCLI(t, b)
 	c.ok("thread", "new", "t", "--id", "T")
-	req := c.ok("post", "T", "may I?", "--json")
-	var posted struct {
-		Event agentbridge.Event `json:"event"`
+	req, err := b.client().Append(t.Context(), "T", agentbridge.EventInput{From: "bridge-coordinator", To: "user",
+		Content: json.RawMessage(`"claude asks to run mkdir demo"`),
+		Meta: agentbridge.Meta{Extra: map[string]json.RawMessage{agentbridge.MetaPermission: json.RawMessage(
+			`{"invocation":1,"tool_call":{"title":"mkdir demo","kind":"execute"},"options":[{"id":"allow","name":"Allow","kind":"allow_once"}]}`)}}}, "")
+	if err != nil {
+		t.Fatal(err)
 	}
-	id := ""
-	if err := json.Unmarshal([]byte(req), &posted); err == nil {
-		id = posted.Event.ID
-	}
-	if id == "" {
-		evs, err := b.client().ThreadEvents(t.Context(), agentbridge.ThreadEventsQuery{Thread: "T", After: -1})
-		if err != nil || len(evs) == 0 {
-			t.Fatalf("events: %v", err)
-		}
-		id = evs[len(evs)-1].ID
+	id := req.ID
+	if _, errOut, code := c.run("permit", "T", id, "always"); code != 1 || !strings.Contains(errOut, `offers the options "allow", not "always"`) {
+		t.Errorf("permit with an option not offered: exit %d, stderr %q", code, errOut)
 	}
 	c.ok("permit", "T", id, "allow")
 	evs, err := b.client().ThreadEvents(t.Context(), agentbridge.ThreadEventsQuery{Thread: "T", After: -1})

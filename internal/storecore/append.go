@@ -22,6 +22,10 @@ type AppendLookups interface {
 	Replay(ctx context.Context, thread, key string) (found bool, err error)
 	// ReplyTarget looks up the event meta.reply_to names in thread.
 	ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error)
+	// Event looks up an event of thread by id (one written earlier in the
+	// same batch included), for a permission answer, which names the
+	// request it answers.
+	Event(ctx context.Context, thread, id string) (e agentbridge.Event, found bool, err error)
 }
 
 // Admission is what Preamble decided for an append.
@@ -67,6 +71,15 @@ func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendReques
 	}
 	if err := agentbridge.Admit(req.Thread, st, in, ctl, reply, humans); err != nil {
 		return Admission{Refusal: err}, nil
+	}
+	if ctl != nil && ctl.Permission != nil {
+		e, found, err := l.Event(ctx, req.Thread, ctl.Permission.Event)
+		if err != nil {
+			return Admission{}, fmt.Errorf("look up the permission request: %w", err)
+		}
+		if err := agentbridge.CheckPermissionAnswer(*ctl.Permission, e, found); err != nil {
+			return Admission{Refusal: err}, nil
+		}
 	}
 	if in.Type == agentbridge.TypeMessage {
 		hop := agentbridge.AssignHop(st, in, reply, humans, hasMessages)

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Suggestions", testSuggestions},
 		{"SuggestionStatus", testSuggestionStatus},
 		{"AppendIgnored", testAppendIgnored},
+		{"PermissionAnswer", testPermissionAnswer},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}
