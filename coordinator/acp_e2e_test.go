@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -308,8 +309,13 @@ func TestACPPermissionAsk(t *testing.T) {
 	if pm.Invocation != inv.ID {
 		t.Errorf("meta.permission.invocation = %d, want %d", pm.Invocation, inv.ID)
 	}
-	// An option the request does not offer is ignored.
-	s.control(s.thread, "user", map[string]any{"permission": map[string]any{"event": req.ID, "option": "nope"}})
+	// An option the request does not offer is refused by the bridge.
+	_, err := s.cl.Append(context.Background(), s.thread, agentbridge.EventInput{Type: agentbridge.TypeControl, From: "user",
+		Content: json.RawMessage(`{"permission":{"event":"` + req.ID + `","option":"nope"}}`)}, "")
+	var ae *agentbridge.Error
+	if !errors.As(err, &ae) || ae.Code != agentbridge.ECodeInvalidControl {
+		t.Errorf("an option not offered: %v, want invalid_control", err)
+	}
 	s.control(s.thread, "user", map[string]any{"permission": map[string]any{"event": req.ID, "option": "allow"}})
 	var reply agentbridge.Event
 	testutil.WaitFor(t, waitLong, "the reply", func() bool {
