@@ -29,9 +29,11 @@ type testServer struct {
 	token string
 }
 
-func openStore(t testing.TB) *sqlite.Store {
+func openStore(t testing.TB) *sqlite.Store { return openStoreWith(t, sqlite.Options{}) }
+
+func openStoreWith(t testing.TB, o sqlite.Options) *sqlite.Store {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "bridge.db"), sqlite.Options{})
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "bridge.db"), o)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -45,10 +47,16 @@ func openStore(t testing.TB) *sqlite.Store {
 
 func newTestServer(t testing.TB, opts Options) *testServer {
 	t.Helper()
+	return newTestServerWith(t, opts, sqlite.Options{})
+}
+
+// newTestServerWith is newTestServer over a store opened with so.
+func newTestServerWith(t testing.TB, opts Options, so sqlite.Options) *testServer {
+	t.Helper()
 	// Registered first, so it runs last: after the server and the store
 	// have closed, none of their goroutines may be left.
 	t.Cleanup(testutil.CheckGoroutines(t))
-	st := openStore(t)
+	st := openStoreWith(t, so)
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"
 	}

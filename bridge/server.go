@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 	"log/slog"
 	"net"
 	"net/http"
@@ -89,11 +90,14 @@ type Server struct {
 	receiptHub *receiptHub
 	// threadHub wakes thread streams when their thread gets events.
 	threadHub *threadHub
-	metrics   *metrics
-	handler   http.Handler
-	reqSeq    atomic.Uint64
-	reqBase   string
-	answers   bufPool // buffers of append answers (writeAppendAnswer)
+	// tail is the store's latest committed events, nil when it keeps none
+	// (storecore.Tail): the streams read there before the database.
+	tail    *storecore.Tail
+	metrics *metrics
+	handler http.Handler
+	reqSeq  atomic.Uint64
+	reqBase string
+	answers bufPool // buffers of append answers (writeAppendAnswer)
 
 	// ctx is the base context of every request; Close cancels it so that
 	// streams and long-polls end promptly instead of holding Shutdown.
@@ -147,6 +151,9 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 		reqBase:  fmt.Sprintf("%x", time.Now().UnixNano()&0xffffff),
 		ctx:      ctx,
 		cancel:   cancel,
+	}
+	if t, ok := store.(interface{ Tail() *storecore.Tail }); ok {
+		s.tail = t.Tail()
 	}
 	g, err := newGate(opts, s)
 	if err != nil {

@@ -254,14 +254,36 @@ func (s *Server) handleThreadStream(w http.ResponseWriter, r *http.Request) erro
 		s.endStream(w, r, err)
 		return nil
 	}
+	// pos is the gseq the stream has read the log through, for the tail;
+	// -1 until a read of the database gives it one.
+	pos := int64(-1)
 	fetch := func() (int, error) {
-		q := agentbridge.ThreadEventsQuery{Thread: id, After: cursor, Limit: streamBatch}
-		if cursor < 0 {
-			q.After, q.Since = -1, since
+		var evs []agentbridge.Event
+		if pos >= 0 {
+			var ok bool
+			if evs, pos, ok = s.tail.Since(pos, streamBatch, func(e *agentbridge.Event) bool { return e.Thread == id }); !ok {
+				pos = -1
+			}
 		}
-		evs, err := s.store.ThreadEvents(ctx, q)
-		if err != nil {
-			return 0, fmt.Errorf("stream thread events: %w", err)
+		if pos < 0 {
+			// Taken before the query, which then reads at least that far.
+			head, known := s.tail.Head()
+			q := agentbridge.ThreadEventsQuery{Thread: id, After: cursor, Limit: streamBatch}
+			if cursor < 0 {
+				q.After, q.Since = -1, since
+			}
+			var err error
+			if evs, err = s.store.ThreadEvents(ctx, q); err != nil {
+				return 0, fmt.Errorf("stream thread events: %w", err)
+			}
+			switch {
+			case !known || len(evs) == streamBatch:
+				// More may follow in the database.
+			case len(evs) > 0:
+				pos = max(head, evs[len(evs)-1].GSeq)
+			default:
+				pos = head
+			}
 		}
 		for _, ev := range evs {
 			if err := out.event(ev.Seq, ev); err != nil {
@@ -316,9 +338,12 @@ func (s *Server) handleGlobalStream(w http.ResponseWriter, r *http.Request) erro
 		return nil
 	}
 	fetch := func() (int, error) {
-		evs, err := s.store.Events(ctx, cursor, streamBatch)
-		if err != nil {
-			return 0, fmt.Errorf("stream events: %w", err)
+		evs, _, ok := s.tail.Since(cursor, streamBatch, nil)
+		if !ok {
+			var err error
+			if evs, err = s.store.Events(ctx, cursor, streamBatch); err != nil {
+				return 0, fmt.Errorf("stream events: %w", err)
+			}
 		}
 		for _, ev := range evs {
 			if err := out.event(ev.GSeq, ev); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 )
 
 // TestThreadStream checks the per-thread SSE stream: it starts at the end
@@ -279,5 +280,56 @@ func TestSlowSubscriberDoesNotBlockAppends(t *testing.T) {
 	}
 	if got := ts.must(200, "GET", "/threads/t/events?tail=1", "").obj()["events"].([]any)[0].(map[string]any)["seq"]; got != float64(n+1) {
 		t.Fatalf("last seq = %v, want %d", got, n+1)
+	}
+}
+
+// TestStreamsAcrossTheTail: over a store whose tail holds 4 events, streams
+// that start further back read the database, then follow from the tail,
+// and fall back to the database when a burst outruns the tail. Each gets
+// every event of its scope once, in order, whichever way it came.
+func TestStreamsAcrossTheTail(t *testing.T) {
+	ts := newTestServerWith(t, Options{}, sqlite.Options{TailEvents: 4})
+	ts.newThread("a")
+	ts.newThread("b")
+	n := 0
+	post := func(count int) {
+		for range count {
+			th := "a"
+			if n%3 == 2 {
+				th = "b"
+			}
+			ts.post(th, "user", fmt.Sprint("m", n))
+			n++
+		}
+	}
+	post(12)
+	global := ts.openSSE("/events/stream?after=0")
+	thread := ts.openSSE("/threads/a/events/stream?after=0")
+	fromTail := ts.openSSE("/threads/b/events/stream")
+	post(3)
+	post(40)
+	ctx := context.Background()
+	all, err := ts.store.Events(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onA, err := ts.store.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: "a", After: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onB, err := ts.store.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: "b", After: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		s    *sseStream
+		want []agentbridge.Event
+	}{{"global", global, all}, {"thread a", thread, onA}, {"thread b from its end", fromTail, onB}} {
+		for i, w := range c.want {
+			if _, ev := c.s.nextEvent(t); ev.ID != w.ID || ev.Seq != w.Seq || ev.Text() != w.Text() {
+				t.Fatalf("%s: event %d is %s (seq %d), want %s (seq %d)", c.name, i, ev.ID, ev.Seq, w.ID, w.Seq)
+			}
+		}
 	}
 }

@@ -13,7 +13,8 @@ import (
 // an append cost one query per open stream, whatever its thread (issue
 // 20: with 2,000 idle streams, 400 appends took 8.1 s instead of 0.05 s).
 // Instead one goroutine (run) reads the log after each commit, as a global
-// stream does, and closes the channels of the threads it saw.
+// stream does (from the store's tail when it holds the new events), and
+// closes the channels of the threads it saw.
 //
 // Gap-free like the store's own notify (style lesson 6): a stream takes
 // its thread's channel (watch) before it queries; an event committed after
@@ -107,7 +108,8 @@ func (h *threadHub) wake(threads map[string]bool) {
 const dispatchRetry = time.Second
 
 // dispatchThreads follows the log from cursor until the server closes: one
-// query per commit (per batch), whatever the number of streams. A failed
+// read of the tail, or else one query, per commit (per batch), whatever the
+// number of streams. A failed
 // read is retried from the same cursor (the streams wait meanwhile, as
 // they would for a commit), logged once when it starts failing and once
 // when it reads again.
@@ -119,7 +121,11 @@ func (s *Server) dispatchThreads(cursor int64) {
 	failing := false
 	for {
 		wake := s.store.Notify()
-		evs, err := s.store.Events(ctx, cursor, streamBatch)
+		evs, _, ok := s.tail.Since(cursor, streamBatch, nil)
+		var err error
+		if !ok {
+			evs, err = s.store.Events(ctx, cursor, streamBatch)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return

@@ -111,6 +111,8 @@ type Store struct {
 
 	// notifier wakes readers after a commit (see Notify).
 	notifier *storecore.Notifier
+	// tail holds the latest committed events for the streams (see Tail).
+	tail *storecore.Tail
 
 	appends, replayed, rejected, batches, maxBatch atomic.Uint64
 
@@ -197,6 +199,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		done:        make(chan struct{}),
 		stopped:     make(chan struct{}),
 		notifier:    storecore.NewNotifier(),
+		tail:        storecore.NewTail(opts.TailEvents, storecore.DefaultTailBytes),
 		outage:      storecore.NewOutage(opts.Logger, unreachable, nil),
 		file:        file,
 	}
@@ -230,6 +233,10 @@ func (s *Store) Close() error {
 func (s *Store) Notify() <-chan struct{} {
 	return s.notifier.Notify()
 }
+
+// Tail returns the store's latest committed events, which the streams
+// read instead of the database when it holds what they wait for.
+func (s *Store) Tail() *storecore.Tail { return s.tail }
 
 // checkpointer copies the WAL back into the database file whenever the
 // writer asks (every checkpointEvery commits), on its own connection: a

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -471,6 +472,7 @@ func TestFailedBatchLeavesCacheRight(t *testing.T) {
 		newThread(t, s, "u")
 		checkConsistent(t, s, "u")
 	}
+	checkTail(t, s)
 }
 
 // Many callers appending messages and controls to a few threads at once;
@@ -686,4 +688,117 @@ func TestGather(t *testing.T) {
 	if got := s.gather([]*request{r()}); len(got) != 1 {
 		t.Errorf("after Close: gathered %d, want 1", len(got))
 	}
+}
+
+// checkTail checks the store's tail against the database: it covers the
+// log's last event, and from the oldest cursor it answers it gives exactly
+// the events (every field, as JSON) a query gives.
+func checkTail(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	var db []agentbridge.Event
+	for after := int64(0); ; {
+		page, err := s.Events(ctx, after, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		db = append(db, page...)
+		after = page[len(page)-1].GSeq
+	}
+	head, ok := s.Tail().Head()
+	if !ok || len(db) == 0 || head != db[len(db)-1].GSeq {
+		t.Fatalf("tail head = %d, %v; the log ends at %d events", head, ok, len(db))
+	}
+	for i, e := range db {
+		after := e.GSeq - 1
+		got, through, ok := s.Tail().Since(after, 0, nil)
+		if !ok {
+			continue
+		}
+		want, _ := json.Marshal(db[i:])
+		have, _ := json.Marshal(got)
+		if string(have) != string(want) || through != head {
+			t.Fatalf("tail after %d through %d:\n%s\nthe database:\n%s", after, through, have, want)
+		}
+		return
+	}
+	t.Fatal("the tail covers none of the log")
+}
+
+// The tail holds what the database holds, field for field, for every kind
+// of event, once appends, refusals, replays and thread creations have gone
+// through the writer at once.
+func TestTailAgreesWithDatabase(t *testing.T) {
+	s := openStore(t, Options{MaxBatch: 16})
+	ctx := context.Background()
+	newThread(t, s, "a")
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 30 {
+				var err error
+				switch i % 6 {
+				case 0:
+					_, err = s.Append(ctx, agentbridge.AppendRequest{Thread: "a", Input: msg("user", fmt.Sprintf("w%d i%d", w, i)), IdempotencyKey: fmt.Sprintf("k%d", i)})
+				case 1:
+					in := msg("codex", "with meta")
+					in.To = "user"
+					in.Meta = agentbridge.Meta{Tags: []string{"x"}, Via: "coordinator", Extra: map[string]json.RawMessage{"note": json.RawMessage(`{"b":1,"a":[true]}`)}}
+					_, err = s.Append(ctx, agentbridge.AppendRequest{Thread: "a", Input: in})
+				case 2:
+					_, err = s.Append(ctx, agentbridge.AppendRequest{Thread: "a", Input: control("user", `{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"m"}}}`)})
+				case 3:
+					_, err = s.Append(ctx, agentbridge.AppendRequest{Thread: "nope", Input: msg("user", "refused")})
+					if agentbridge.ErrorCode(err) == agentbridge.ECodeThreadNotFound {
+						err = nil
+					}
+				case 4:
+					_, _, err = s.CreateThread(ctx, agentbridge.CreateThreadRequest{ID: fmt.Sprintf("t%d-%d", w, i), Name: "n", From: "user"})
+				case 5:
+					_, err = s.Append(ctx, agentbridge.AppendRequest{Thread: "a", Input: agentbridge.EventInput{Type: agentbridge.TypeThreadRenamed, From: "user", Content: json.RawMessage(`"renamed"`)}})
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	checkTail(t, s)
+}
+
+// Events another writer commits to the same file (a second process) never
+// reach this store's tail: its next batch does not follow its last event,
+// so the tail no longer answers for cursors before that batch and the
+// streams read those from the database, the other writer's event with them.
+func TestTailLeavesOtherWritersToTheDatabase(t *testing.T) {
+	s := openStore(t, Options{})
+	ctx := context.Background()
+	newThread(t, s, "a")
+	before := mustAppend(t, s, "a", msg("user", "one")).GSeq
+	other, err := Open(ctx, s.Path(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newThread(t, other, "x")
+	foreign := mustAppend(t, other, "x", msg("user", "from the other writer"))
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, "a", msg("user", "two"))
+	if got, _, ok := s.Tail().Since(before, 0, nil); ok {
+		t.Fatalf("tail answered after %d with %d events, missing the other writer's", before, len(got))
+	}
+	evs, err := s.Events(ctx, before, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(evs, func(e agentbridge.Event) bool { return e.ID == foreign.ID }) {
+		t.Fatalf("the database lacks the other writer's event %s", foreign.ID)
+	}
+	checkTail(t, s)
 }

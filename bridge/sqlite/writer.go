@@ -89,6 +89,8 @@ type writerState struct {
 	// replayed is the event an idempotency key named, from lookups.Replay
 	// to the append that asked.
 	replayed agentbridge.Event
+	// committed is the scratch list of a commit's new events, for the tail.
+	committed []agentbridge.Event
 }
 
 // Append validates req, hands it to the writer and waits for the commit.
@@ -296,6 +298,7 @@ func (s *Store) commit(reqs []*request) {
 		}
 	}
 	var committed, replayed, rejected uint64
+	evs := s.w.committed[:0]
 	for _, resp := range resps {
 		switch {
 		case resp.isReceipt, resp.suggestion.ID != "":
@@ -306,8 +309,13 @@ func (s *Store) commit(reqs []*request) {
 			replayed++
 		default:
 			committed++
+			evs = append(evs, resp.event)
 		}
 	}
+	// Before the wake-up, so that a woken reader finds them there.
+	s.tail.Add(evs)
+	clear(evs)
+	s.w.committed = evs[:0]
 	s.appends.Add(committed)
 	s.replayed.Add(replayed)
 	s.rejected.Add(rejected)

@@ -91,6 +91,10 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxBatch caps appends per group commit; default DefaultMaxBatch.
 	MaxBatch int
+	// TailEvents caps the latest events the SQLite store keeps in memory
+	// for the streams (Tail); default DefaultTailEvents. PostgreSQL keeps
+	// none.
+	TailEvents int
 }
 
 // WithDefaults returns o with its zero fields set to the defaults.
@@ -103,6 +107,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = DefaultMaxBatch
+	}
+	if o.TailEvents <= 0 {
+		o.TailEvents = DefaultTailEvents
 	}
 	return o
 }
