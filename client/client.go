@@ -59,11 +59,27 @@ func WithToken(token string) Option {
 // New returns a client of the bridge at baseURL (such as
 // "http://127.0.0.1:5111"); a trailing slash is ignored.
 func New(baseURL string, opts ...Option) *Client {
-	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: &http.Client{}}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: &http.Client{Transport: newTransport()}}
 	for _, o := range opts {
 		o(c)
 	}
 	return c
+}
+
+// maxIdlePerHost is how many idle connections a client keeps to its
+// bridge. The coordinator sends bursts (a presence change and a reply per
+// run, 100 runs at max_concurrency 100): past net/http's default of two,
+// every concurrent request opened a connection of its own and closed it
+// after, a dial, an accept and a TIME_WAIT socket each.
+const maxIdlePerHost = 128
+
+// newTransport is net/http's default transport keeping maxIdlePerHost idle
+// connections.
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = max(t.MaxIdleConns, maxIdlePerHost)
+	t.MaxIdleConnsPerHost = maxIdlePerHost
+	return t
 }
 
 // URL returns the base URL the client talks to, so that callers can hand it

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -222,5 +224,65 @@ func TestStreamEndsWithEOFAndRejectsNonSSE(t *testing.T) {
 	}
 	if _, err := New(srv.URL).StreamAll(t.Context(), 0); err == nil || !strings.Contains(err.Error(), "not an event stream") {
 		t.Fatalf("StreamAll against JSON = %v, want a content type error", err)
+	}
+}
+
+// A burst of concurrent requests, like the coordinator's presence changes
+// and replies when many runs start or end together, reuses the
+// connections of the burst before: net/http's default idle pool of two
+// per host made each request beyond two dial, and close, a connection of
+// its own.
+func TestBurstsReuseConnections(t *testing.T) {
+	var mu sync.Mutex
+	dials := 0
+	release := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release // hold every request of a burst open together
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"ok":true,"version":"test"}`)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			mu.Lock()
+			dials++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c := New(srv.URL)
+	const burst = 50
+	for round := range 3 {
+		var wg sync.WaitGroup
+		var started sync.WaitGroup
+		started.Add(burst)
+		for range burst {
+			wg.Go(func() {
+				started.Done()
+				if _, err := c.Ping(context.Background()); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		started.Wait()
+		waitDials := time.Now().Add(10 * time.Second)
+		for {
+			mu.Lock()
+			n := dials
+			mu.Unlock()
+			if n >= burst || time.Now().After(waitDials) {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		close(release)
+		wg.Wait()
+		release = make(chan struct{})
+		mu.Lock()
+		n := dials
+		mu.Unlock()
+		if n != burst {
+			t.Fatalf("after burst %d of %d concurrent requests: %d connections dialed, want %d", round+1, burst, n, burst)
+		}
 	}
 }

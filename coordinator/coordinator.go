@@ -110,6 +110,13 @@ type threadCache struct {
 	seq   int64
 	state agentbridge.ThreadState
 	name  string
+	// done is the thread's cursor in the ledger (the seq of its last
+	// processed event, 0 for none) when known is set: the follow loop
+	// read or committed it, and nothing else writes it while this
+	// coordinator runs (a new lease term starts a new Coordinator). It
+	// saves decide a ledger read per event.
+	done  int64
+	known bool
 }
 
 // New checks the options and binds the status server's listener, so that an
@@ -419,7 +426,7 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	if err != nil {
 		return err
 	}
-	d, decided, err := c.decide(ctx, e, before.state, cfg)
+	d, decided, err := c.decide(ctx, e, &before, cfg)
 	if err != nil {
 		return err
 	}
@@ -448,28 +455,33 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 }
 
 // decide applies the trigger rules to e, unless the thread's cursor shows
-// it was processed already. decided reports whether the decision is to be
-// recorded: every message's, and a control's or closed scene's that did
-// something.
-func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, before agentbridge.ThreadState, cfg *Config) (d Decision, decided bool, err error) {
+// it was processed already (read from the ledger when before does not
+// know it, and then kept in before). decided reports whether the decision
+// is to be recorded: every message's, and a control's or closed scene's
+// that did something.
+func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, before *threadCache, cfg *Config) (d Decision, decided bool, err error) {
 	switch e.Type {
 	case agentbridge.TypeMessage, agentbridge.TypeControl, agentbridge.TypeSceneClosed:
 	default:
 		return d, false, nil
 	}
-	if done, ok, err := c.db.ThreadCursor(ctx, e.Thread); err != nil {
-		return d, false, err
-	} else if ok && done >= e.Seq {
+	if !before.known {
+		if before.done, _, err = c.db.ThreadCursor(ctx, e.Thread); err != nil {
+			return d, false, err
+		}
+		before.known = true
+	}
+	if before.done >= e.Seq {
 		// Already processed (the global cursor was reset behind it).
 		return d, false, nil
 	}
 	var turns map[string]int
-	if before.Party.On {
+	if before.state.Party.On {
 		if turns, err = c.db.PartyTurns(ctx, e.Thread); err != nil {
 			return d, false, err
 		}
 	}
-	d = Decide(before, e, cfg, turns)
+	d = Decide(before.state, e, cfg, turns)
 	decided = e.Type == agentbridge.TypeMessage || d.Rule == RuleProd || d.Rule == RuleScene || d.Rule == RuleSceneJournal
 	return d, decided, nil
 }
@@ -520,7 +532,9 @@ func (c *Coordinator) remember(cfg *Config, e agentbridge.Event, before threadCa
 	if e.Type == agentbridge.TypeThreadCreated || e.Type == agentbridge.TypeThreadRenamed {
 		name = e.Text()
 	}
-	c.threads.put(e.Thread, threadCache{seq: e.Seq, state: after, name: name})
+	// The commit of e moved the thread's cursor to e.Seq unless it was
+	// further already.
+	c.threads.put(e.Thread, threadCache{seq: e.Seq, state: after, name: name, done: max(before.done, e.Seq), known: before.known})
 	c.avail.note(e.Thread, after)
 	c.recent.add(e, cfg.ContextWindowSize+recentSlack)
 	return after

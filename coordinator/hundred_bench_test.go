@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,8 +27,10 @@ func BenchmarkHundredTriggers(b *testing.B) {
 	}
 	ctx := context.Background()
 	var worst, lastAppend, lastQueued, lastStart, lastEnd time.Duration
+	var self, children time.Duration // CPU of this process (bridge, coordinator, client) and of the adapters
 	b.ResetTimer()
 	for range b.N {
+		self0, children0 := cpuTimes(b)
 		head, err := s.cl.Head(ctx)
 		if err != nil {
 			b.Fatal(err)
@@ -71,6 +74,8 @@ func BenchmarkHundredTriggers(b *testing.B) {
 		took := time.Since(start)
 		wg.Wait()
 		st.Close()
+		self1, children1 := cpuTimes(b)
+		self, children = self+self1-self0, children+children1-children0
 		if len(trig) != n {
 			b.Fatalf("%d of %d triggers appended", len(trig), n)
 		}
@@ -85,6 +90,25 @@ func BenchmarkHundredTriggers(b *testing.B) {
 	b.ReportMetric(lastQueued.Seconds(), "last-queued-s")
 	b.ReportMetric(lastStart.Seconds(), "last-started-s")
 	b.ReportMetric(lastEnd.Seconds(), "last-finished-s")
+	// The CPU each round cost, the time that two cores share: the bridge,
+	// the coordinator and this client in this process, and the adapters
+	// (those reaped by the end of the round).
+	b.ReportMetric(float64(self.Milliseconds())/float64(b.N), "cpu-ms/round")
+	b.ReportMetric(float64(children.Milliseconds())/float64(b.N), "adapters-cpu-ms/round")
+}
+
+// cpuTimes returns the user and system CPU time of this process and of its
+// reaped children so far.
+func cpuTimes(b *testing.B) (self, children time.Duration) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return self, time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // stageAfter is how long after start the last of the triggers' runs

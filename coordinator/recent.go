@@ -9,8 +9,11 @@ import (
 
 // recentThreads bounds the threads whose last events are kept for context
 // windows: the ones spoken in most recently, which are the ones whose
-// triggers are being answered. A thread that falls out costs one GET.
-const recentThreads = 64
+// triggers are being answered. A thread that falls out costs one GET. It
+// is above the max_concurrency people run with: at 64, a burst of 100
+// triggers at max_concurrency 100 made a third of its runs ask the bridge
+// for their window while the others were starting.
+const recentThreads = 256
 
 // recentSlack is how many events beyond the context window each thread
 // keeps, so that a window is still whole when a few events arrived between

@@ -187,3 +187,37 @@ func TestCursorAheadOfBridge(t *testing.T) {
 	e := s.say(th, "alice", "after the restore")
 	s.waitReplies(th, e.ID, 1)
 }
+
+// TestReplayedLogIsNotDecidedAgain: a global cursor set back (a ledger
+// restored from an older copy) makes the coordinator read events it has
+// processed; each thread's own cursor stops them being decided, and so run,
+// again, while the events after it are answered as usual.
+func TestReplayedLogIsNotDecidedAgain(t *testing.T) {
+	s := startStack(t, func(c *coordinator.Config) { c.StartupMode = coordinator.StartupResume })
+	th := s.thread("replayed")
+	s.invite(th, "alice", agentbridge.Profile{})
+	first := s.say(th, "alice", "one")
+	s.waitReplies(th, first.ID, 1)
+	second := s.say(th, "alice", "two")
+	s.waitReplies(th, second.ID, 1)
+	s.stopCoordinator()
+	db, err := ledger.Open(context.Background(), s.dir+"/coordinator.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetCursor(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s.startCoordinator()
+	third := s.say(th, "alice", "three")
+	s.waitReplies(th, third.ID, 1)
+	for _, e := range []agentbridge.Event{first, second, third} {
+		if n := s.runCount(e.ID, "alice"); n != 1 {
+			t.Errorf("%q: adapter ran %d times, want 1", e.Text(), n)
+		}
+		if r := s.repliesTo(th, e.ID); len(r) != 1 {
+			t.Errorf("%q: %d replies, want 1", e.Text(), len(r))
+		}
+	}
+}
