@@ -37,19 +37,39 @@ const (
 
 // runRegistry maps the invocations being worked on to their cancel
 // functions.
+//
+// It also remembers the last cancels that found no run registered, so
+// that a worker that took its job just before the cancel (the scheduler
+// could no longer drop it) learns of it when it registers, without reading
+// the ledger on every run's way to its start. Every cancel goes through
+// cancelInvocation, in this process, ledger first; a run recovered at
+// start-up was read from the ledger after any cancel of an earlier
+// process.
 type runRegistry struct {
 	mu   sync.Mutex
 	runs map[int64]context.CancelCauseFunc
+	// missed holds the ids of the last maxMissedCancels cancels that found
+	// no run, in order, and missedSet the same ids.
+	missed    []int64
+	missedSet map[int64]bool
 }
+
+// maxMissedCancels bounds the cancels remembered for runs not registered
+// yet. Only a worker between taking its job and registering it can miss
+// one, and there are at most max_concurrency of those; a cancel of a job
+// still queued drops it instead.
+const maxMissedCancels = 4096
 
 func newRunRegistry() *runRegistry {
-	return &runRegistry{runs: make(map[int64]context.CancelCauseFunc)}
+	return &runRegistry{runs: make(map[int64]context.CancelCauseFunc), missedSet: make(map[int64]bool)}
 }
 
-func (r *runRegistry) add(id int64, cancel context.CancelCauseFunc) {
+// add registers a run and reports whether a cancel came for it before.
+func (r *runRegistry) add(id int64, cancel context.CancelCauseFunc) (cancelled bool) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.runs[id] = cancel
-	r.mu.Unlock()
+	return r.missedSet[id]
 }
 
 // count is how many runs are registered: the adapters running now.
@@ -65,10 +85,19 @@ func (r *runRegistry) remove(id int64) {
 	r.mu.Unlock()
 }
 
-// cancel stops the run's adapter (if it is being worked on here).
+// cancel stops the run's adapter (if it is being worked on here), or
+// remembers the cancel for when it registers.
 func (r *runRegistry) cancel(id int64) {
 	r.mu.Lock()
 	cancel := r.runs[id]
+	if cancel == nil && !r.missedSet[id] {
+		if len(r.missed) == maxMissedCancels {
+			delete(r.missedSet, r.missed[0])
+			r.missed = r.missed[1:]
+		}
+		r.missed = append(r.missed, id)
+		r.missedSet[id] = true
+	}
 	r.mu.Unlock()
 	if cancel != nil {
 		cancel(adapters.ErrCancelled)
@@ -286,21 +315,18 @@ func (c *Coordinator) applyCancelControl(ctx context.Context, e agentbridge.Even
 // registerRun makes the invocation cancellable for as long as it is worked
 // on: it returns the run's context (cancelled with adapters.ErrCancelled by
 // a cancel), the function that unregisters it, and whether it was already
-// cancelled. Registering before checking the ledger closes the gap between
-// the scheduler taking the job and the adapter starting: a cancel either
-// finds the run registered or has committed before the check.
+// cancelled. A cancel either finds the run registered, or was made before
+// and is remembered by the registry (runRegistry) or, for a job recovered
+// at start-up, in the ledger its status was read from: no ledger read
+// stands between a trigger and its adapter's start for it.
 func (c *Coordinator) registerRun(ctx context.Context, inv ledger.Invocation) (context.Context, func(), bool) {
 	rctx, cancel := context.WithCancelCause(ctx)
-	c.runs.add(inv.ID, cancel)
+	cancelled := c.runs.add(inv.ID, cancel)
 	stop := func() {
 		c.runs.remove(inv.ID)
 		cancel(nil)
 	}
-	cur, err := c.db.Invocation(context.WithoutCancel(ctx), inv.ID)
-	if err != nil {
-		c.log.Error("read invocation before its run", "id", inv.ID, "err", err)
-	}
-	if cur.Status == ledger.StatusCancelled {
+	if cancelled || inv.Status == ledger.StatusCancelled {
 		c.log.Info("invocation cancelled before it started", "id", inv.ID, "participant", inv.Participant)
 		return rctx, stop, true
 	}

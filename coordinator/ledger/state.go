@@ -357,6 +357,43 @@ var ErrCancelled = errors.New("the invocation was cancelled")
 // check and the update are one statement, so a cancel and a finish that
 // race have exactly one winner.
 func (d *DB) Finish(ctx context.Context, id int64, o Outcome) error {
+	if o.Journal == nil {
+		// The update is the whole of it and needs no transaction around
+		// it: two statements fewer between an adapter's end and the post
+		// of its reply.
+		return finishUpdate(ctx, d.db, id, o)
+	}
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("finish invocation %d: begin: %w", id, err)
+	}
+	defer tx.Rollback()
+	err = finishUpdate(ctx, tx, id, o)
+	if err == nil {
+		// A cancelled run (ErrCancelled) keeps no journal entry.
+		j := o.Journal
+		if _, err := tx.ExecContext(ctx, `INSERT INTO journals (invocation_id, participant, thread, thread_name, created_at, entry)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (invocation_id) DO NOTHING`,
+			id, j.Participant, j.Thread, j.ThreadName, agentbridge.FormatTime(o.Finished), j.Entry); err != nil {
+			return fmt.Errorf("append journal entry of invocation %d: %w", id, err)
+		}
+	} else if !errors.Is(err, ErrCancelled) {
+		return err
+	}
+	if cerr := tx.Commit(); cerr != nil {
+		return fmt.Errorf("finish invocation %d: commit: %w", id, cerr)
+	}
+	return err
+}
+
+// rowQuerier is a conn or a txn.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// finishUpdate is Finish's update of the invocation's row; it returns
+// ErrCancelled when the row says cancelled.
+func finishUpdate(ctx context.Context, q rowQuerier, id int64, o Outcome) error {
 	var started string
 	if !o.Started.IsZero() {
 		started = agentbridge.FormatTime(o.Started)
@@ -365,13 +402,8 @@ func (d *DB) Finish(ctx context.Context, id int64, o Outcome) error {
 	if !o.Started.IsZero() && !o.Finished.IsZero() {
 		dur = o.Finished.Sub(o.Started).Milliseconds()
 	}
-	tx, err := d.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("finish invocation %d: begin: %w", id, err)
-	}
-	defer tx.Rollback()
 	var status string
-	err = tx.QueryRowContext(ctx, `UPDATE invocations SET
+	err := q.QueryRowContext(ctx, `UPDATE invocations SET
 		status = CASE WHEN status = ? THEN status ELSE ? END, exit_code = ?,
 		error = CASE WHEN status = ? THEN error ELSE ? END,
 		started_at = CASE WHEN ? = '' THEN started_at ELSE ? END, finished_at = ?, duration_ms = ?,
@@ -384,22 +416,7 @@ func (d *DB) Finish(ctx context.Context, id int64, o Outcome) error {
 		return fmt.Errorf("finish invocation %d: %w", id, err)
 	}
 	if status == StatusCancelled {
-		// A cancelled run keeps no journal entry either.
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("finish invocation %d: commit: %w", id, err)
-		}
 		return ErrCancelled
-	}
-	if j := o.Journal; j != nil {
-		_, err := tx.ExecContext(ctx, `INSERT INTO journals (invocation_id, participant, thread, thread_name, created_at, entry)
-			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (invocation_id) DO NOTHING`,
-			id, j.Participant, j.Thread, j.ThreadName, agentbridge.FormatTime(o.Finished), j.Entry)
-		if err != nil {
-			return fmt.Errorf("append journal entry of invocation %d: %w", id, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("finish invocation %d: commit: %w", id, err)
 	}
 	return nil
 }
