@@ -18,10 +18,18 @@ type FollowOptions struct {
 	Thread string
 	// Handle is called with each item, in order, from one goroutine.
 	// Events at or before the cursor (a reconnect repeats some) are not
-	// passed on; once Handle accepts an event, the cursor moves past it.
-	// An error from Handle ends Follow with that error, unless Retry says
-	// to retry it.
+	// passed on; once Handle accepts an event, the cursor moves past it
+	// (with Idle set: once Idle next returns nil). An error from Handle
+	// ends Follow with that error, unless Retry says to retry it.
 	Handle func(Item) error
+	// Idle, when set, is called from the same goroutine whenever Follow
+	// has handed Handle all it received and is about to wait for more:
+	// a Handle that batches (the coordinator decides the events that
+	// arrived together, then commits them at once) finishes its batch
+	// here. Events count as accepted only when Idle returns nil; an error
+	// is treated as Handle's, and a retry resumes after the events the
+	// last successful Idle accepted, so that they are handed again.
+	Idle func() error
 	// Retry decides whether an error is worth another connection: one
 	// from the connection, the bridge's refusal or Handle's. Nil retries
 	// connection failures and the bridge's temporary answers (5xx, 408,
@@ -80,7 +88,7 @@ func (c *Client) Follow(ctx context.Context, cursor int64, o FollowOptions) erro
 			if o.Opened != nil {
 				o.Opened(false)
 			}
-			opened, err = c.followPoll(ctx, &cursor, o.Handle)
+			opened, err = c.followPoll(ctx, &cursor, o.Handle, o.Idle)
 			if err == nil {
 				failures = 0 // polling ran its course; try the stream again
 			}
@@ -142,11 +150,27 @@ func (c *Client) followStream(ctx context.Context, cursor *int64, o FollowOption
 	if o.Opened != nil {
 		o.Opened(true)
 	}
+	// handled is the last event handed to Handle; *cursor follows it at
+	// once, or, with Idle, when Idle accepts it.
+	handled := *cursor
+	if o.Idle != nil {
+		st.OnIdle(func() error {
+			if err := o.Idle(); err != nil {
+				return err
+			}
+			*cursor = handled
+			return nil
+		})
+	}
 	for {
 		it, err := st.Next()
-		if err == io.EOF {
+		var ie *idleError
+		switch {
+		case errors.As(err, &ie):
+			return true, &handleError{ie.err}
+		case err == io.EOF:
 			return true, errors.New("the bridge closed the stream")
-		} else if err != nil {
+		case err != nil:
 			return true, err
 		}
 		pos := int64(-1)
@@ -155,7 +179,7 @@ func (c *Client) followStream(ctx context.Context, cursor *int64, o FollowOption
 			if o.Thread == "" {
 				pos = it.Event.GSeq
 			}
-			if pos <= *cursor {
+			if pos <= handled {
 				continue
 			}
 		}
@@ -163,14 +187,17 @@ func (c *Client) followStream(ctx context.Context, cursor *int64, o FollowOption
 			return true, &handleError{err}
 		}
 		if pos >= 0 {
-			*cursor = pos
+			handled = pos
+			if o.Idle == nil {
+				*cursor = pos
+			}
 		}
 	}
 }
 
 // followPoll long-polls the global log for a minute, then returns so that
 // the stream is tried again.
-func (c *Client) followPoll(ctx context.Context, cursor *int64, handle func(Item) error) (answered bool, err error) {
+func (c *Client) followPoll(ctx context.Context, cursor *int64, handle func(Item) error, idle func() error) (answered bool, err error) {
 	until := time.Now().Add(time.Minute)
 	for time.Now().Before(until) {
 		events, _, err := c.Events(ctx, *cursor, 500, 25*time.Second)
@@ -178,15 +205,22 @@ func (c *Client) followPoll(ctx context.Context, cursor *int64, handle func(Item
 			return answered, err
 		}
 		answered = true
+		handled := *cursor
 		for i := range events {
-			if events[i].GSeq <= *cursor {
+			if events[i].GSeq <= handled {
 				continue
 			}
 			if err := handle(Item{Event: &events[i]}); err != nil {
 				return true, &handleError{err}
 			}
-			*cursor = events[i].GSeq
+			handled = events[i].GSeq
 		}
+		if idle != nil {
+			if err := idle(); err != nil {
+				return true, &handleError{err}
+			}
+		}
+		*cursor = handled
 	}
 	return answered, nil
 }

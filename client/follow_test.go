@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -243,5 +244,94 @@ func TestFollowEnds(t *testing.T) {
 	}
 	if got.seen[0] != heads[0]+1 {
 		t.Errorf("after cursor_ahead at head %d the first event followed is seq %d, want the next one", heads[0], got.seen[0])
+	}
+}
+
+// batcher is a Follow handler that stages events in Handle and commits
+// them in Idle, failing the commit it is told to once.
+type batcher struct {
+	mu                sync.Mutex
+	pending, accepted []int64
+	batches           []int
+	failAt            int // the non-empty commit that fails (1-based); 0 none
+	commits           int
+}
+
+func (b *batcher) handle(it client.Item) error {
+	if it.Event != nil {
+		b.mu.Lock()
+		b.pending = append(b.pending, it.Event.GSeq)
+		b.mu.Unlock()
+	}
+	return nil
+}
+
+func (b *batcher) idle() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.pending) == 0 {
+		return nil
+	}
+	b.commits++
+	if b.commits == b.failAt {
+		b.pending = nil
+		return errors.New("commit failed")
+	}
+	b.accepted = append(b.accepted, b.pending...)
+	b.batches = append(b.batches, len(b.pending))
+	b.pending = nil
+	return nil
+}
+
+func (b *batcher) snapshot() (accepted []int64, batches []int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.accepted), slices.Clone(b.batches)
+}
+
+// TestFollowIdleCommitsBatches: with Idle, the events that arrived
+// together are handed to Handle, then Idle once; a failed Idle has the
+// batch handed again, after the events the last good Idle accepted. Each
+// event is accepted once, in order.
+func TestFollowIdleCommitsBatches(t *testing.T) {
+	c := startBridge(t, "")
+	ctx := t.Context()
+	th, err := c.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: "batches"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	for i := range n {
+		if _, err := c.Append(ctx, th.ID, msg("user", fmt.Sprintf("m%d", i)), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := &batcher{failAt: 1}
+	stop := follow(c, 0, client.FollowOptions{
+		Handle: b.handle, Idle: b.idle, Retry: func(error) bool { return true },
+		Backoff: client.Backoff{Min: time.Millisecond, Max: 5 * time.Millisecond},
+	})
+	for i := range 5 {
+		if _, err := c.Append(ctx, th.ID, msg("user", fmt.Sprintf("late %d", i)), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.WaitFor(t, 30*time.Second, "every event accepted", func() bool {
+		accepted, _ := b.snapshot()
+		return len(accepted) >= n+6
+	})
+	if err := stop(); err != nil {
+		t.Errorf("Follow = %v", err)
+	}
+	accepted, batches := b.snapshot()
+	want := make([]int64, 0, n+6)
+	for g := int64(1); g <= n+6; g++ {
+		want = append(want, g)
+	}
+	if !slices.Equal(accepted, want) {
+		t.Errorf("accepted %v, want %v: an event lost or repeated", accepted, want)
+	}
+	if slices.Max(batches) < 2 {
+		t.Errorf("batches %v: the events that arrived together were not committed together", batches)
 	}
 }

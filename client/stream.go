@@ -125,6 +125,19 @@ func (s *Stream) Next() (Item, error) {
 	}
 }
 
+// OnIdle has fn called each time Next is about to wait for the server with
+// nothing received left to read: a reader that batches its work (the
+// coordinator commits the decisions of the events that arrived together
+// in one transaction) finishes it there. An error from fn is returned by
+// that Next, wrapped. Call it before Next.
+func (s *Stream) OnIdle(fn func() error) { s.p.idle = fn }
+
+// idleError is an error of the OnIdle function.
+type idleError struct{ err error }
+
+func (e *idleError) Error() string { return e.err.Error() }
+func (e *idleError) Unwrap() error { return e.err }
+
 func (s *Stream) readErr(err error) error {
 	s.mu.Lock()
 	closed := s.closed
@@ -172,6 +185,9 @@ type sseParser struct {
 	line    []byte
 	skipLF  bool
 	started bool
+	// idle, when set, is called before every read that waits for the
+	// server because nothing is buffered (Stream.OnIdle).
+	idle func() error
 }
 
 func newSSEParser(r io.Reader) *sseParser {
@@ -184,6 +200,11 @@ func (p *sseParser) readLine() ([]byte, error) {
 	p.line = p.line[:0]
 	for {
 		if p.r.Buffered() == 0 {
+			if p.idle != nil {
+				if err := p.idle(); err != nil {
+					return nil, &idleError{err}
+				}
+			}
 			if _, err := p.r.Peek(1); err != nil {
 				return nil, err
 			}

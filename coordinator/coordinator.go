@@ -88,6 +88,9 @@ type Coordinator struct {
 
 	// threads caches the folded state of the threads met most recently.
 	threads *threadCaches
+	// staged is what the follow loop decided and has not committed yet
+	// (process, flush); only the follow loop touches it.
+	staged []staged
 	// runs holds the cancel functions of the invocations being worked on.
 	runs *runRegistry
 	// recent keeps the last events of the threads met most recently, for
@@ -348,8 +351,15 @@ func (c *Coordinator) follow(ctx context.Context) error {
 			if it.Event == nil {
 				return nil
 			}
-			return c.process(ctx, *it.Event)
+			if err := c.process(ctx, *it.Event); err != nil {
+				// The follow loop hands the staged events again.
+				clear(c.staged)
+				c.staged = c.staged[:0]
+				return err
+			}
+			return nil
 		},
+		Idle:   func() error { return c.flush(ctx) },
 		Opened: c.rosterPresence.opened,
 		Retry:  func(error) bool { return true },
 		CursorAhead: func(head int64) (int64, error) {
@@ -413,15 +423,43 @@ func (c *Coordinator) startCursor(ctx context.Context) (int64, error) {
 	return head, nil
 }
 
+// staged is an event the follow loop has decided but not committed yet:
+// what flush needs to commit it and act on it.
+type staged struct {
+	e       agentbridge.Event
+	cfg     *Config
+	before  threadCache
+	d       Decision
+	decided bool
+	step    ledger.Step
+}
+
+// maxStaged caps the events one commit of the follow loop carries.
+const maxStaged = 64
+
 // process handles one event of the global log: it folds the thread's
-// state, decides, and commits the decision, the invocations it queues and
-// the cursor advance in one transaction before starting anything.
+// state, decides, and stages the decision, the invocations it queues and
+// the cursor advance; flush commits what is staged in one transaction
+// before starting anything. The follow loop flushes when it has handled
+// every event received and would wait for more (client.FollowOptions.Idle),
+// so that the events of a burst (a hundred triggers posted at once) share
+// one commit instead of queueing a hundred behind the runs they start; a
+// lone event is committed as soon as it is decided, as before. An event of
+// a thread that already has one staged flushes that first: its decision
+// reads the thread's state after the other.
 func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	if e.GSeq <= c.cursor.Load() {
 		return nil
 	}
+	for _, s := range c.staged {
+		if s.e.Thread == e.Thread {
+			if err := c.flush(ctx); err != nil {
+				return err
+			}
+			break
+		}
+	}
 	cfg := c.cfg.Load()
-	humans := agentbridge.Humans(cfg.HumanIDs)
 	before, err := c.stateBefore(ctx, e)
 	if err != nil {
 		return err
@@ -438,19 +476,43 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	}
 	// A cancel is applied before the cursor moves past it, so a crash
 	// in between applies it again (it is idempotent).
-	if err := c.applyControls(ctx, e, humans); err != nil {
+	if err := c.applyControls(ctx, e, agentbridge.Humans(cfg.HumanIDs)); err != nil {
 		return err
 	}
-	queued, err := c.db.Commit(ctx, step)
+	c.staged = append(c.staged, staged{e: e, cfg: cfg, before: before, d: d, decided: decided, step: step})
+	if len(c.staged) >= maxStaged {
+		return c.flush(ctx)
+	}
+	return nil
+}
+
+// flush commits the staged events in one transaction, then folds each into
+// the caches and hands what it queued to the scheduler. A failed commit
+// drops them: the follow loop hands them again (client.FollowOptions.Idle).
+func (c *Coordinator) flush(ctx context.Context) error {
+	if len(c.staged) == 0 {
+		return nil
+	}
+	batch := c.staged
+	c.staged = c.staged[:0]
+	steps := make([]ledger.Step, len(batch))
+	for i, s := range batch {
+		steps[i] = s.step
+	}
+	queued, err := c.db.CommitSteps(ctx, steps)
 	if err != nil {
+		clear(batch)
 		return err
 	}
-	c.cursor.Store(e.GSeq)
-	after := c.remember(cfg, e, before, humans)
-	if decided {
-		c.log.Debug("decided", "event", e.ID, "thread", e.Thread, "rule", d.Rule, "invoke", len(d.Invoke), "skipped", len(d.Skipped))
+	c.cursor.Store(batch[len(batch)-1].e.GSeq)
+	for i, s := range batch {
+		after := c.remember(s.cfg, s.e, s.before, agentbridge.Humans(s.cfg.HumanIDs))
+		if s.decided {
+			c.log.Debug("decided", "event", s.e.ID, "thread", s.e.Thread, "rule", s.d.Rule, "invoke", len(s.d.Invoke), "skipped", len(s.d.Skipped))
+		}
+		c.dispatch(ctx, s.e, s.d, s.decided, s.step, queued[i], after)
 	}
-	c.dispatch(ctx, e, d, decided, step, queued, after)
+	clear(batch)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package coordinator_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -219,5 +220,41 @@ func TestReplayedLogIsNotDecidedAgain(t *testing.T) {
 		if r := s.repliesTo(th, e.ID); len(r) != 1 {
 			t.Errorf("%q: %d replies, want 1", e.Text(), len(r))
 		}
+	}
+}
+
+// TestBacklogCommittedTogether: the events a coordinator finds waiting (it
+// was down while they were posted) arrive together, and are decided and
+// committed together (their runs share the commit's queued time); each is
+// answered once, an event of a thread already in the batch after the
+// other.
+func TestBacklogCommittedTogether(t *testing.T) {
+	s := startStack(t, func(c *coordinator.Config) { c.StartupMode, c.MaxConcurrency, c.MaxInvocationsPerMinute = coordinator.StartupResume, 10, 0 })
+	threads := make([]string, 10)
+	for i := range threads {
+		threads[i] = s.thread(fmt.Sprintf("backlog %d", i))
+		s.invite(threads[i], "alice", agentbridge.Profile{})
+	}
+	s.stopCoordinator()
+	var triggers []agentbridge.Event
+	for _, th := range threads {
+		triggers = append(triggers, s.say(th, "alice", "while you were out"))
+	}
+	again := s.say(threads[0], "alice", "and again")
+	s.startCoordinator()
+	queuedAt := map[string]int{}
+	for _, e := range append(triggers, again) {
+		s.waitReplies(e.Thread, e.ID, 1)
+		inv := s.waitStatus(e.ID, "alice", ledger.StatusSucceeded)
+		queuedAt[inv.QueuedAt]++
+		if n := s.runCount(e.ID, "alice"); n != 1 {
+			t.Errorf("%s in %s: adapter ran %d times, want 1", e.Text(), e.Thread, n)
+		}
+		if r := s.repliesTo(e.Thread, e.ID); len(r) != 1 {
+			t.Errorf("%s in %s: %d replies, want 1", e.Text(), e.Thread, len(r))
+		}
+	}
+	if len(queuedAt) >= len(triggers) {
+		t.Errorf("queued at %v: every run was committed on its own", queuedAt)
 	}
 }

@@ -219,12 +219,44 @@ const cursorGlobal = "global"
 // ids; a pair already in the ledger (the event was processed before) is
 // left as it is and not returned.
 func (d *DB) Commit(ctx context.Context, s Step) ([]Invocation, error) {
+	queued, err := d.CommitSteps(ctx, []Step{s})
+	if err != nil {
+		return nil, err
+	}
+	return queued[0], nil
+}
+
+// CommitSteps is Commit of several steps, in gseq order, in one
+// transaction: the follow loop commits the events that arrived together at
+// once. queued[i] are the invocations steps[i] queued.
+func (d *DB) CommitSteps(ctx context.Context, steps []Step) (queued [][]Invocation, err error) {
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
 	now := agentbridge.FormatTime(time.Now())
+	var gseq int64
+	queued = make([][]Invocation, len(steps))
+	for i, s := range steps {
+		if queued[i], err = commitStep(ctx, tx, s, now); err != nil {
+			return nil, err
+		}
+		gseq = max(gseq, s.GSeq)
+	}
+	if gseq > 0 {
+		if err := setCursor(ctx, tx, gseq); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	return queued, nil
+}
+
+// commitStep writes one step but the global cursor.
+func commitStep(ctx context.Context, tx *txn, s Step, now string) ([]Invocation, error) {
 	if s.Decision != nil {
 		_, err := tx.ExecContext(ctx, `INSERT INTO decisions (event_id, thread, seq, gseq, decision, created_at)
 			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`,
@@ -245,20 +277,12 @@ func (d *DB) Commit(ctx context.Context, s Step) ([]Invocation, error) {
 			return nil, err
 		}
 	}
-	if s.GSeq > 0 {
-		if err := setCursor(ctx, tx, s.GSeq); err != nil {
-			return nil, err
-		}
-	}
 	if s.Thread != "" {
 		_, err := tx.ExecContext(ctx, `INSERT INTO thread_cursors (thread, seq) VALUES (?, ?)
 			ON CONFLICT (thread) DO UPDATE SET seq = CASE WHEN excluded.seq > thread_cursors.seq THEN excluded.seq ELSE thread_cursors.seq END`, s.Thread, s.Seq)
 		if err != nil {
 			return nil, fmt.Errorf("advance thread cursor: %w", err)
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
 	}
 	return queued, nil
 }
