@@ -9,6 +9,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
@@ -16,7 +17,8 @@ import (
 // BenchmarkHundredTriggers posts one trigger to each of 100 threads at
 // once, each answered by an adapter that takes 1 s, with max_concurrency
 // 100, and reports the time from the first POST to the last reply seen on
-// the global stream (issue 24: all replied within 1.2 s).
+// the global stream (issue 24: all replied within 1.2 s), and the floor:
+// the same 100 adapters started at once without a bridge or coordinator.
 func BenchmarkHundredTriggers(b *testing.B) {
 	const n = 100
 	s := startStack(b, func(c *coordinator.Config) { c.MaxConcurrency, c.MaxInvocationsPerMinute = n, 0 })
@@ -98,6 +100,26 @@ func BenchmarkHundredTriggers(b *testing.B) {
 	// (those reaped by the end of the round).
 	b.ReportMetric(float64(self.Milliseconds())/float64(b.N), "cpu-ms/round")
 	b.ReportMetric(float64(children.Milliseconds())/float64(b.N), "adapters-cpu-ms/round")
+	b.ReportMetric(hundredFloor(b, n).Seconds(), "floor-s")
+}
+
+// hundredFloor is the least a round can take here: n of the same adapters,
+// with the same request, started at once by adapters.Run (as the
+// coordinator starts them) from this process, timed to the last one's end.
+func hundredFloor(b *testing.B, n int) time.Duration {
+	payload := []byte(`{"event_id":"floor","content":"fake:sleep=1s","participant":{"id":"alice"}}`)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			res := adapters.Run(context.Background(), adapters.Spec{Command: []string{fakePath}, Timeout: time.Minute}, payload, nil)
+			if !res.OK() {
+				b.Errorf("floor adapter: exit %d, %v: %s", res.ExitCode, res.StartErr, res.StderrTail)
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
 }
 
 // cpuTimes returns the user and system CPU time of this process and of its

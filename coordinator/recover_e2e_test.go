@@ -229,7 +229,9 @@ func TestReplayedLogIsNotDecidedAgain(t *testing.T) {
 // answered once, an event of a thread already in the batch after the
 // other.
 func TestBacklogCommittedTogether(t *testing.T) {
-	s := startStack(t, func(c *coordinator.Config) { c.StartupMode, c.MaxConcurrency, c.MaxInvocationsPerMinute = coordinator.StartupResume, 10, 0 })
+	s := startStack(t, func(c *coordinator.Config) {
+		c.StartupMode, c.MaxConcurrency, c.MaxInvocationsPerMinute = coordinator.StartupResume, 10, 0
+	})
 	threads := make([]string, 10)
 	for i := range threads {
 		threads[i] = s.thread(fmt.Sprintf("backlog %d", i))
