@@ -107,7 +107,9 @@ type EventStore interface {
 	CreateThread(ctx context.Context, req CreateThreadRequest) (Thread, Event, error)
 	// Append validates the event (EventInput.Validate, defaults included)
 	// and against the thread (reply_to, mute, pause), commits it and
-	// returns it. It returns only after the commit.
+	// returns it. It returns only after the commit. The store may keep
+	// req.Input's content and meta (for the streams): the caller must not
+	// change them afterwards.
 	Append(ctx context.Context, req AppendRequest) (AppendResult, error)
 	// Thread returns one thread.
 	Thread(ctx context.Context, id string) (Thread, error)

@@ -337,13 +337,18 @@ func (s *Server) handleGlobalStream(w http.ResponseWriter, r *http.Request) erro
 		s.endStream(w, r, err)
 		return nil
 	}
+	// The first read is the database's: the tail answers only for what
+	// this bridge committed, and events another process wrote past its
+	// head would wait for this bridge's next commit (storecore.Tail).
+	read := false
 	fetch := func() (int, error) {
 		evs, _, ok := s.tail.Since(cursor, streamBatch, nil)
-		if !ok {
+		if !ok || !read {
 			var err error
 			if evs, err = s.store.Events(ctx, cursor, streamBatch); err != nil {
 				return 0, fmt.Errorf("stream events: %w", err)
 			}
+			read = true
 		}
 		for _, ev := range evs {
 			if err := out.event(ev.GSeq, ev); err != nil {

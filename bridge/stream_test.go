@@ -333,3 +333,28 @@ func TestStreamsAcrossTheTail(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobalStreamReadsOtherWritersFirst: a global stream that starts
+// after another process appended to the same file (this bridge has not
+// committed since) gets that event from its first read, which is the
+// database's; the tail knows only this bridge's commits.
+func TestGlobalStreamReadsOtherWritersFirst(t *testing.T) {
+	ts := newTestServer(t, Options{})
+	ts.newThread("a")
+	mine := ts.post("a", "user", "mine")
+	other, err := sqlite.Open(context.Background(), ts.store.Path(), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := other.Append(context.Background(), agentbridge.AppendRequest{Thread: "a", Input: agentbridge.EventInput{From: "user", Content: json.RawMessage(`"from elsewhere"`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := ts.openSSE("/events/stream?after=" + strconv.FormatInt(mine.GSeq, 10))
+	if _, ev := s.nextEvent(t); ev.ID != foreign.Event.ID {
+		t.Fatalf("global stream's first event is %s (%q), want the other writer's %s", ev.ID, ev.Text(), foreign.Event.ID)
+	}
+}

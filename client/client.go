@@ -74,9 +74,16 @@ func New(baseURL string, opts ...Option) *Client {
 const maxIdlePerHost = 128
 
 // newTransport is net/http's default transport keeping maxIdlePerHost idle
-// connections.
+// connections (or, when a program has replaced the default with a
+// transport of another kind, a plain one from the environment's proxy
+// settings).
 func newTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if ok {
+		t = t.Clone()
+	} else {
+		t = &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true}
+	}
 	t.MaxIdleConns = max(t.MaxIdleConns, maxIdlePerHost)
 	t.MaxIdleConnsPerHost = maxIdlePerHost
 	return t

@@ -353,15 +353,19 @@ func (c *Coordinator) follow(ctx context.Context) error {
 			}
 			if err := c.process(ctx, *it.Event); err != nil {
 				// The follow loop hands the staged events again.
-				clear(c.staged)
-				c.staged = c.staged[:0]
+				c.dropStaged()
 				return err
 			}
 			return nil
 		},
-		Idle:   func() error { return c.flush(ctx) },
-		Opened: c.rosterPresence.opened,
-		Retry:  func(error) bool { return true },
+		Idle: func() error { return c.flush(ctx) },
+		Opened: func(stream bool) {
+			// A new connection hands again whatever a broken one left
+			// staged: it resumes after the last commit.
+			c.dropStaged()
+			c.rosterPresence.opened(stream)
+		},
+		Retry: func(error) bool { return true },
 		CursorAhead: func(head int64) (int64, error) {
 			// The bridge was restored from an older backup: what we
 			// processed past its head is gone from its log.
@@ -456,6 +460,9 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 			if err := c.flush(ctx); err != nil {
 				return err
 			}
+			if e.GSeq <= c.cursor.Load() {
+				return nil // staged already: handed again after a reconnect
+			}
 			break
 		}
 	}
@@ -486,6 +493,13 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	return nil
 }
 
+// dropStaged forgets the staged events, which the follow loop will hand
+// again.
+func (c *Coordinator) dropStaged() {
+	clear(c.staged)
+	c.staged = c.staged[:0]
+}
+
 // flush commits the staged events in one transaction, then folds each into
 // the caches and hands what it queued to the scheduler. A failed commit
 // drops them: the follow loop hands them again (client.FollowOptions.Idle).
@@ -504,7 +518,7 @@ func (c *Coordinator) flush(ctx context.Context) error {
 		clear(batch)
 		return err
 	}
-	c.cursor.Store(batch[len(batch)-1].e.GSeq)
+	c.cursor.Store(max(c.cursor.Load(), batch[len(batch)-1].e.GSeq))
 	for i, s := range batch {
 		after := c.remember(s.cfg, s.e, s.before, agentbridge.Humans(s.cfg.HumanIDs))
 		if s.decided {

@@ -38,13 +38,15 @@ const (
 // runRegistry maps the invocations being worked on to their cancel
 // functions.
 //
-// It also remembers the last cancels that found no run registered, so
-// that a worker that took its job just before the cancel (the scheduler
-// could no longer drop it) learns of it when it registers, without reading
-// the ledger on every run's way to its start. Every cancel goes through
-// cancelInvocation, in this process, ledger first; a run recovered at
-// start-up was read from the ledger after any cancel of an earlier
-// process.
+// It also remembers the cancels of jobs that are neither queued nor
+// registered: a job a worker has taken but not registered yet, or one not
+// handed to the scheduler yet (just committed, or being recovered at
+// start-up), learns of its cancel when it registers, without a ledger read
+// on every run's way to its start. Every cancel of this coordinator goes
+// through cancelInvocation, ledger first, then the scheduler's queue, then
+// here. (On a PostgreSQL ledger, a former lease holder still in its
+// shutdown grace could cancel through its own status server; the ledger
+// then keeps the run from posting, but its adapter runs.)
 type runRegistry struct {
 	mu   sync.Mutex
 	runs map[int64]context.CancelCauseFunc
@@ -55,9 +57,9 @@ type runRegistry struct {
 }
 
 // maxMissedCancels bounds the cancels remembered for runs not registered
-// yet. Only a worker between taking its job and registering it can miss
-// one, and there are at most max_concurrency of those; a cancel of a job
-// still queued drops it instead.
+// yet. Such a run registers within moments of its cancel, and a cancel
+// that finds the run ended or interrupted (the rest of what is kept)
+// comes from a person, not a burst.
 const maxMissedCancels = 4096
 
 func newRunRegistry() *runRegistry {
@@ -263,8 +265,9 @@ func (c *Coordinator) cancelInvocation(ctx context.Context, inv ledger.Invocatio
 	if err != nil {
 		return inv, err
 	}
-	c.sched.drop(inv.ID)
-	c.runs.cancel(inv.ID)
+	if !c.sched.drop(inv.ID) {
+		c.runs.cancel(inv.ID)
+	}
 	if prev == ledger.StatusRunning {
 		c.sched.postNotice(notice)
 	}

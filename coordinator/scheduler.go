@@ -216,10 +216,10 @@ func (s *scheduler) interruptQueued(ctx context.Context) {
 	}
 }
 
-// drop removes a cancelled job from its queue, if it is still waiting.
-func (s *scheduler) drop(id int64) {
+// drop removes a cancelled job from its queue, if it is still waiting, and
+// reports whether it did.
+func (s *scheduler) drop(id int64) (dropped bool) {
 	s.mu.Lock()
-	dropped := false
 	for k, q := range s.queues {
 		for i, j := range q {
 			if j.inv.ID != id {
@@ -239,6 +239,7 @@ func (s *scheduler) drop(id int64) {
 	if dropped {
 		s.c.metrics.queueDepth.Dec()
 	}
+	return dropped
 }
 
 // postNotice posts a clarification or loop-guard notice in the background,

@@ -245,8 +245,13 @@ func (d *DB) CommitSteps(ctx context.Context, steps []Step) (queued [][]Invocati
 		gseq = max(gseq, s.GSeq)
 	}
 	if gseq > 0 {
-		if err := setCursor(ctx, tx, gseq); err != nil {
-			return nil, err
+		// Forward only: a step replayed behind the cursor (the follow
+		// loop hands again what a broken connection left) must not move
+		// it back; SetCursor is what moves it back, on purpose.
+		_, err := tx.ExecContext(ctx, `INSERT INTO cursors (name, value) VALUES (?, ?)
+			ON CONFLICT (name) DO UPDATE SET value = CASE WHEN excluded.value > cursors.value THEN excluded.value ELSE cursors.value END`, cursorGlobal, gseq)
+		if err != nil {
+			return nil, fmt.Errorf("advance cursor: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {

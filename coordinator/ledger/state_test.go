@@ -122,3 +122,41 @@ func TestLifecycleAndUnfinished(t *testing.T) {
 		t.Fatalf("after reopen: %+v, %v", list, err)
 	}
 }
+
+// TestCommitStepsTogether: steps of several threads commit in one
+// transaction, each queuing its own pairs; the global cursor goes to the
+// last, and a step replayed behind it does not move it back (SetCursor
+// does, on purpose).
+func TestCommitStepsTogether(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := context.Background()
+	inv := func(thread, trigger string, gseq int64) ledger.Invocation {
+		return ledger.Invocation{Thread: thread, TriggerID: trigger, TriggerSeq: 2, TriggerGSeq: gseq, Participant: "alice", Agent: "alice", Command: []string{"x"}}
+	}
+	queued, err := db.CommitSteps(ctx, []ledger.Step{
+		{GSeq: 5, Thread: "A", Seq: 2, Invocations: []ledger.Invocation{inv("A", "E5", 5)}},
+		{GSeq: 6, Thread: "B", Seq: 2},
+		{GSeq: 7, Thread: "C", Seq: 2, Invocations: []ledger.Invocation{inv("C", "E7", 7)}},
+	})
+	if err != nil || len(queued) != 3 || len(queued[0]) != 1 || len(queued[1]) != 0 || len(queued[2]) != 1 ||
+		queued[0][0].TriggerID != "E5" || queued[2][0].TriggerID != "E7" || queued[0][0].QueuedAt != queued[2][0].QueuedAt {
+		t.Fatalf("CommitSteps = %+v, %v", queued, err)
+	}
+	for th, want := range map[string]int64{"A": 2, "B": 2, "C": 2} {
+		if c, ok, _ := db.ThreadCursor(ctx, th); !ok || c != want {
+			t.Errorf("thread %s cursor = %d, %v; want %d", th, c, ok, want)
+		}
+	}
+	if _, err := db.Commit(ctx, ledger.Step{GSeq: 5, Thread: "A", Seq: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if c, _, _ := db.Cursor(ctx); c != 7 {
+		t.Errorf("cursor after a replayed step = %d, want 7", c)
+	}
+	if err := db.SetCursor(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if c, _, _ := db.Cursor(ctx); c != 3 {
+		t.Errorf("cursor after SetCursor(3) = %d", c)
+	}
+}

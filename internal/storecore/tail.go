@@ -18,14 +18,18 @@ import (
 // batch before it wakes the readers, so a reader that grabs its wake-up
 // channel, then reads the tail, misses nothing.
 //
-// A Tail covers every event after its base: Since answers only a cursor at
-// or after the base, and anything older is read from the database. The
-// base moves up as old events are dropped (past a count or a size), and
-// jumps to just before a batch that does not follow the last event held:
-// events committed by another process, or a batch whose failed commit
-// landed after all, are then left to the database, never skipped. A new
-// Tail covers nothing until its first batch. It is safe for concurrent
-// use; the events it hands out are shared and must not be modified.
+// A Tail covers every event after its base that this store committed:
+// Since answers only a cursor at or after the base, and anything older is
+// read from the database. The base moves up as old events are dropped
+// (past a count or a size), and jumps to just before a batch that does not
+// follow the last event held: events committed by another process, or a
+// batch whose failed commit landed after all, are then left to the
+// database, never skipped. Events another process commits past the head
+// are unknown to the tail until this store's next batch, so a reader
+// reads the database first and the tail only on a wake-up from this
+// store's commits. A new Tail covers nothing until its first batch. It is
+// safe for concurrent use; the events it hands out are shared and must not
+// be modified.
 type Tail struct {
 	mu sync.RWMutex
 	// ring holds the events, oldest at start, n of them.
