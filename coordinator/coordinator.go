@@ -308,7 +308,7 @@ func (c *Coordinator) shutdown(work context.Context, cancelWork context.CancelFu
 		// The person who pressed Ctrl-C learns why nothing seems to
 		// happen, and how to stop at once.
 		c.log.Warn(fmt.Sprintf("stopping: waiting up to %s for %d running adapter(s) to finish; a second Ctrl-C (or SIGTERM) stops them at once", grace, n),
-			"running", n, "grace", grace)
+			"running", n, "grace", grace.String())
 	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
@@ -318,7 +318,7 @@ func (c *Coordinator) shutdown(work context.Context, cancelWork context.CancelFu
 		c.log.Warn("stopping now; interrupting running adapters")
 		<-done
 	case <-t.C:
-		c.log.Warn("shutdown grace period over; interrupting running adapters", "grace", grace)
+		c.log.Warn("shutdown grace period over; interrupting running adapters", "grace", grace.String())
 		cancelWork()
 		<-done
 	}
