@@ -23,6 +23,35 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// overrideUpConfig applies to cfg the flags of up that override the
+// config (--humans when given, --status-addr, the token), then checks the
+// status API's listener, before anything starts.
+func overrideUpConfig(cfg *coordinator.Config, humansGiven bool, humans, statusAddr, token string) error {
+	if humansGiven {
+		hs, err := parseHumans(humans)
+		if err != nil {
+			return err
+		}
+		cfg.HumanIDs = hs
+	}
+	if statusAddr != "" {
+		cfg.StatusAddr = statusAddr
+	}
+	if token != "" {
+		cfg.BridgeToken = token
+	}
+	if err := coordinator.CheckStatusListen(*cfg); err != nil {
+		// The address came from --status-addr when it was given, so the
+		// refusal names the flag.
+		var ce *coordinator.ConfigError
+		if statusAddr != "" && errors.As(err, &ce) {
+			return usagef("--status-addr: %v", ce.Err)
+		}
+		return err
+	}
+	return nil
+}
+
 // upCommand is "agent-bridge up": the bridge and the coordinator in one
 // process, for a first run.
 func (m *Main) upCommand(c *cobra.Command) runFunc {
@@ -61,30 +90,11 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 		for _, w := range warnings {
 			logger.Warn(w, "path", cfg.Path)
 		}
-		if fs.Changed("humans") {
-			hs, err := parseHumans(*humans)
-			if err != nil {
-				return err
-			}
-			cfg.HumanIDs = hs
-		}
-		if *statusAddr != "" {
-			cfg.StatusAddr = *statusAddr
-		}
 		token, err := m.readToken(*tokenFile)
 		if err != nil {
 			return err
 		}
-		if token != "" {
-			cfg.BridgeToken = token
-		}
-		if err := coordinator.CheckStatusListen(cfg); err != nil {
-			// Before the bridge starts. The address came from --status-addr
-			// when it was given, so the refusal names the flag.
-			var ce *coordinator.ConfigError
-			if *statusAddr != "" && errors.As(err, &ce) {
-				return usagef("--status-addr: %v", ce.Err)
-			}
+		if err := overrideUpConfig(&cfg, fs.Changed("humans"), *humans, *statusAddr, token); err != nil {
 			return err
 		}
 		rt, err := m.upRuntime(*db, *statePath, *tokenFile)
