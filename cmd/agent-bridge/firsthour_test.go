@@ -127,7 +127,7 @@ func TestFirstHour(t *testing.T) {
 
 	// Discovery: no flag, no environment.
 	thread := strings.TrimSpace(f.ok("thread", "new", "first"))
-	f.ok("invite", thread, "echo", "--client", "echo", "--model", "echo")
+	f.ok("invite", thread, "echo") // the built-in echo agent's profile
 	f.ok("post", thread, "hello", "--to", "echo")
 	testutil.WaitFor(t, 30*time.Second, "the echo agent's invocation to succeed", func() bool {
 		out, _, code := f.run("", "invocations", "--json")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -157,8 +158,10 @@ func (m *Main) inviteCommand(c *cobra.Command) runFunc {
 	fs := c.Flags()
 	cf := m.addClientFlags(fs)
 	from := fs.String("from", "user", "who sends the invite")
-	cl := fs.String("client", "", "the participant's client, such as claude or codex (required)")
-	model := fs.String("model", "", "the participant's model (required)")
+	cl := fs.String("client", "", "the participant's client, such as claude or codex (default: the profile of the agent of that id in the coordinator config)")
+	model := fs.String("model", "", "the participant's model (default: as --client)")
+	configPath := fs.String("config", m.env(agentbridge.EnvCoordinatorConfig, agentbridge.DefaultCoordinatorConfig), "the coordinator config whose agents' profiles give the default client and model")
+	envFlag(fs, "config", agentbridge.EnvCoordinatorConfig)
 	nick := fs.String("nickname", "", "a name the participant answers to in mentions")
 	character := fs.String("character", "", "the participant's character sheet, when it plays an actor in a scene (@FILE reads a file)")
 	var roles stringList
@@ -169,11 +172,9 @@ func (m *Main) inviteCommand(c *cobra.Command) runFunc {
 		if len(pos) != 2 {
 			return usagef("invite: give THREAD and the participant ID")
 		}
-		if *cl == "" {
-			return usagef("--client: required (the participant's client, such as claude or codex)")
-		}
-		if *model == "" {
-			return usagef("--model: required (the participant's model)")
+		client, mdl, err := m.inviteProfile(pos[1], *cl, *model, *configPath, m.configNamed(fs))
+		if err != nil {
+			return err
 		}
 		sheet := *character
 		if name, ok := strings.CutPrefix(sheet, "@"); ok {
@@ -183,10 +184,37 @@ func (m *Main) inviteCommand(c *cobra.Command) runFunc {
 			}
 			sheet = string(b)
 		}
-		profile := agentbridge.Profile{Client: *cl, Model: *model, Roles: roles, Nickname: *nick, Character: sheet, Expertise: expertise}
+		profile := agentbridge.Profile{Client: client, Model: mdl, Roles: roles, Nickname: *nick, Character: sheet, Expertise: expertise}
 		ctl := map[string]any{"invite": map[string]any{"participant_id": pos[1], "profile": profile}}
 		return m.postControl(ctx, cf, pos[0], *from, ctl)
 	}
+}
+
+// inviteProfile is the client and model an invite of participant id
+// sends: the flags', else those of the profile of the configured agent of
+// that id (what agent-bridge agents lists), which a first run's
+// "agent-bridge invite T echo" needs no more than. Neither found is a
+// usage error naming the flag.
+func (m *Main) inviteProfile(id, client, model, configPath string, configNamed bool) (string, string, error) {
+	if client == "" || model == "" {
+		cfg, _, _, err := m.loadUpConfig(configPath, configNamed)
+		if err != nil {
+			return "", "", err
+		}
+		if a, ok := cfg.Agents[id]; ok {
+			if a.Profile != nil {
+				client, model = cmp.Or(client, a.Profile.Client), cmp.Or(model, a.Profile.Model)
+			}
+			client = cmp.Or(client, a.Client)
+		}
+	}
+	switch {
+	case client == "":
+		return "", "", usagef("--client: required (the participant's client, such as claude or codex): %q is not an agent of the coordinator config with a profile", id)
+	case model == "":
+		return "", "", usagef("--model: required (the participant's model): the coordinator config's agent %q names none", id)
+	}
+	return client, model, nil
 }
 
 // postControl posts a control event built from ctl.

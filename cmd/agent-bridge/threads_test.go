@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -246,5 +247,46 @@ func TestIgnoredActionsExplained(t *testing.T) {
 	}
 	if _, errOut, code := c.run("pause", "plan", "on"); code != 0 || errOut != "" {
 		t.Errorf("pause from a human: exit %d, stderr %q; want no note", code, errOut)
+	}
+}
+
+// TestInviteTakesTheConfiguredProfile: without --client and --model an
+// invite sends the profile of the configured agent of that id (the
+// built-in echo when no config file is there), a flag given wins, and an
+// id the config does not profile is a usage error naming the flag.
+func TestInviteTakesTheConfiguredProfile(t *testing.T) {
+	b := startTestBridge(t)
+	c := newCLI(t, b)
+	c.ok("thread", "new", "t", "--id", "T")
+	c.env["BRIDGE_COORDINATOR_CONFIG"] = ""
+	c.ok("invite", "T", "echo") // no coordinator.config.json in this folder
+	cfg := filepath.Join(t.TempDir(), "coordinator.config.json")
+	if err := os.WriteFile(cfg, []byte(`{"agents":{"rev":{"command":["true"],"profile":{"client":"claude","model":"opus"}},"bare":{"command":["true"],"client":"codex"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.env["BRIDGE_COORDINATOR_CONFIG"] = cfg
+	c.ok("invite", "T", "rev")
+	c.ok("invite", "T", "bare", "--model", "gpt-5")
+	st, _, err := b.client().State(t.Context(), "T", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, in := range st.Participants.Invited {
+		got[in.ID] = in.Profile.Client + "/" + in.Profile.Model
+	}
+	if want := map[string]string{"echo": "echo/echo", "rev": "claude/opus", "bare": "codex/gpt-5"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("invited %v, want %v", got, want)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"invite", "T", "nobody"}, "--client: required"},
+		{[]string{"invite", "T", "bare"}, "--model: required"},
+	} {
+		if _, errOut, code := c.run(tc.args...); code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errOut, tc.want)
+		}
 	}
 }
