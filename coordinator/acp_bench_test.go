@@ -56,10 +56,7 @@ func BenchmarkACPTurnOverhead(b *testing.B) {
 	ask := func(text string) agentbridge.Event {
 		trig := s.ask(text)
 		for {
-			it, err := st.Next()
-			if err != nil {
-				b.Fatal(err)
-			}
+			it := testutil.Within(b, time.Minute, "a reply", func() { st.Close() }, st.Next)
 			if it.Event != nil && it.Event.Meta.ReplyTo == trig.ID {
 				return trig
 			}

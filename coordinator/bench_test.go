@@ -50,10 +50,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 		start := time.Now()
 		trig := s.say(th, "alice", fmt.Sprintf("ping %d", i))
 		for {
-			it, err := st.Next()
-			if err != nil {
-				b.Fatal(err)
-			}
+			it := testutil.Within(b, time.Minute, "a reply", func() { st.Close() }, st.Next)
 			if it.Event != nil && it.Event.Meta.ReplyTo == trig.ID {
 				break
 			}

@@ -8,6 +8,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
 // BenchmarkPartyRound measures a whole party round of three agents whose
@@ -35,10 +36,7 @@ func BenchmarkPartyRound(b *testing.B) {
 		trig := s.say(th, "all", fmt.Sprintf("round %d fake:sleep=1s", i))
 		replies := 0
 		for {
-			it, err := st.Next()
-			if err != nil {
-				b.Fatal(err)
-			}
+			it := testutil.Within(b, time.Minute, "a reply", func() { st.Close() }, st.Next)
 			if it.Event == nil || it.Event.Meta.ReplyTo != trig.ID {
 				continue
 			}

@@ -103,10 +103,7 @@ func BenchmarkProgressFlood(b *testing.B) {
 				b.Fatal(err)
 			}
 			for {
-				it, err := st.Next()
-				if err != nil {
-					b.Fatal(err)
-				}
+				it := testutil.Within(b, time.Minute, "a reply", func() { st.Close() }, st.Next)
 				if it.Event != nil && it.Event.Meta.ReplyTo == trig.ID {
 					break
 				}

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -165,6 +166,39 @@ func ProcessCPU(t TB) time.Duration {
 		t.Fatalf("getrusage: %v", err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// ChildrenCPU is ProcessCPU for the calling process's children that have
+// been waited for (the adapters a benchmark's runs started).
+func ChildrenCPU(t TB) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		t.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Within returns what next returns, failing the test when next has not
+// returned within d: then stop is called (closing the stream next reads,
+// say) so that next returns, and the test fails with the description. It
+// bounds in time the loops of tests and benchmarks that wait on a stream.
+func Within[T any](t TB, d time.Duration, what string, stop func(), next func() (T, error)) T {
+	t.Helper()
+	var expired atomic.Bool
+	timer := time.AfterFunc(d, func() {
+		expired.Store(true)
+		stop()
+	})
+	v, err := next()
+	timer.Stop()
+	switch {
+	case expired.Load():
+		t.Fatalf("timed out after %s waiting for %s", d, what)
+	case err != nil:
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+	return v
 }
 
 // FreeAddr returns a loopback address that was free a moment ago: for a

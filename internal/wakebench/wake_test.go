@@ -100,10 +100,7 @@ func BenchmarkWakeFromOutside(b *testing.B) {
 	defer st.Close()
 	awaitReply := func(trig string) {
 		for {
-			it, err := st.Next()
-			if err != nil {
-				b.Fatal(err)
-			}
+			it := testutil.Within(b, time.Minute, "a reply", func() { st.Close() }, st.Next)
 			if it.Event != nil && it.Event.Meta.ReplyTo == trig {
 				return
 			}
