@@ -200,6 +200,20 @@ func (s *stack) stopCoordinator() {
 	s.coord = nil
 }
 
+// withLedger runs fn on the ledger while the coordinator is stopped: a
+// test's edit of what a crash or a restore would have left.
+func (s *stack) withLedger(fn func(*ledger.DB) error) {
+	s.t.Helper()
+	db, err := ledger.Open(context.Background(), filepath.Join(s.dir, "coordinator.db"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer db.Close()
+	if err := fn(db); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
 func (s *stack) thread(name string) string {
 	s.t.Helper()
 	th, err := s.cl.CreateThread(context.Background(), agentbridge.CreateThreadRequest{Name: name})

@@ -66,14 +66,7 @@ func TestRecoveryDoesNotRerunAnsweredPair(t *testing.T) {
 	reply := s.waitReplies(th, e.ID, 1)[0]
 	inv := s.waitStatus(e.ID, "alice", ledger.StatusSucceeded)
 	s.stopCoordinator()
-	db, err := ledger.Open(context.Background(), s.dir+"/coordinator.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.SetStatus(context.Background(), inv.ID, ledger.StatusRunning, ""); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	s.withLedger(func(db *ledger.DB) error { return db.SetStatus(context.Background(), inv.ID, ledger.StatusRunning, "") })
 	s.startCoordinator()
 	got := s.waitStatus(e.ID, "alice", ledger.StatusSucceeded)
 	if got.ReplyEventID != reply.ID {
@@ -172,14 +165,7 @@ func TestCursorAheadOfBridge(t *testing.T) {
 	th := s.thread("ahead")
 	s.invite(th, "alice", agentbridge.Profile{})
 	s.stopCoordinator()
-	db, err := ledger.Open(context.Background(), s.dir+"/coordinator.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.SetCursor(context.Background(), 1_000_000); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	s.withLedger(func(db *ledger.DB) error { return db.SetCursor(context.Background(), 1_000_000) })
 	s.startCoordinator()
 	testutil.WaitFor(t, waitLong, "the cursor to move back to the head", func() bool {
 		c, _, err := s.db.Cursor(context.Background())
@@ -202,14 +188,7 @@ func TestReplayedLogIsNotDecidedAgain(t *testing.T) {
 	second := s.say(th, "alice", "two")
 	s.waitReplies(th, second.ID, 1)
 	s.stopCoordinator()
-	db, err := ledger.Open(context.Background(), s.dir+"/coordinator.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.SetCursor(context.Background(), 0); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	s.withLedger(func(db *ledger.DB) error { return db.SetCursor(context.Background(), 0) })
 	s.startCoordinator()
 	third := s.say(th, "alice", "three")
 	s.waitReplies(th, third.ID, 1)

@@ -159,21 +159,16 @@ func checkGoroutines(t TB, wait time.Duration) func() {
 // ProcessCPU returns the user and system CPU time the calling process has
 // used so far. Benchmarks report CPU per operation from two readings, which
 // separates what an operation costs from how long it waits for a core.
-func ProcessCPU(t TB) time.Duration {
-	t.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatalf("getrusage: %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func ProcessCPU(t TB) time.Duration { return cpu(t, syscall.RUSAGE_SELF) }
 
 // ChildrenCPU is ProcessCPU for the calling process's children that have
 // been waited for (the adapters a benchmark's runs started).
-func ChildrenCPU(t TB) time.Duration {
+func ChildrenCPU(t TB) time.Duration { return cpu(t, syscall.RUSAGE_CHILDREN) }
+
+func cpu(t TB, who int) time.Duration {
 	t.Helper()
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+	if err := syscall.Getrusage(who, &ru); err != nil {
 		t.Fatalf("getrusage: %v", err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
