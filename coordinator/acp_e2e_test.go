@@ -333,11 +333,12 @@ func TestACPPermissionAsk(t *testing.T) {
 }
 
 // TestACPPermissionThenCancel: a cancel while a request waits answers it
-// cancelled and ends the turn cancelled.
+// cancelled, ends the turn cancelled, and says in reply to the request
+// that it is withdrawn, to the person it asked.
 func TestACPPermissionThenCancel(t *testing.T) {
 	s := startACPStack(t, nil, nil)
 	trig := s.ask("PERMISSION then cancel")
-	s.permissionRequest(trig)
+	req, _ := s.permissionRequest(trig)
 	s.cancelRunning(trig)
 	s.waitStatus(trig.ID, "acpy", ledger.StatusCancelled)
 	for _, e := range s.repliesTo(s.thread, trig.ID) {
@@ -345,6 +346,14 @@ func TestACPPermissionThenCancel(t *testing.T) {
 			t.Errorf("a cancelled turn posted %q", e.Text())
 		}
 	}
+	testutil.WaitFor(t, waitLong, "the request's withdrawal notice", func() bool {
+		for _, e := range s.repliesTo(s.thread, req.ID) {
+			if e.From == s.cfg.CoordinatorID && e.To == req.To && e.Meta.HasTag("permission") && strings.Contains(e.Text(), "withdrawn") {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // TestACPPermissionModes: allow picks allow_once, deny and a timeout answer

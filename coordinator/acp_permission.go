@@ -115,10 +115,13 @@ func (p *acpPool) answer(ctx context.Context, t *acpTurn, req acp.RequestPermiss
 	switch by {
 	case "timeout":
 		record("no answer to the permission request: "+tc.Title, map[string]any{"event": ev.ID, "answer": "cancelled", "by": "timeout"})
-		c.permissionTimedOut(context.WithoutCancel(ctx), inv.Thread, ev, to, cfg)
+		c.closePermission(context.WithoutCancel(ctx), inv.Thread, ev, to, cfg, "timeout",
+			fmt.Sprintf("No answer within %s: the tool call was refused.", cfg.PermissionTimeout))
 		return permissionCancelled()
 	case "cancel":
 		record("permission request withdrawn: "+tc.Title, map[string]any{"event": ev.ID, "answer": "cancelled", "by": "cancel"})
+		c.closePermission(context.WithoutCancel(ctx), inv.Thread, ev, to, cfg, "withdrawn",
+			fmt.Sprintf("%s's run stopped before an answer: the permission request is withdrawn.", inv.Participant))
 		return permissionCancelled()
 	}
 	record(fmt.Sprintf("permission answered %s by %s: %s", a.option, a.by, tc.Title), map[string]any{"event": ev.ID, "answer": a.option, "by": a.by})
@@ -234,18 +237,19 @@ func (p *acpPool) awaitPermission(ctx context.Context, event string, opts []Perm
 	}
 }
 
-// permissionTimedOut says in the thread that a request went unanswered,
-// so that the request and its outcome both stay there.
-func (c *Coordinator) permissionTimedOut(ctx context.Context, thread string, req agentbridge.Event, to string, cfg *Config) {
+// closePermission tells to, in reply to the permission request req, that
+// it waits no more (kind timeout or withdrawn, one notice of each per
+// request), so that nobody answers a question nothing will read.
+func (c *Coordinator) closePermission(ctx context.Context, thread string, req agentbridge.Event, to string, cfg *Config, kind, text string) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	in := agentbridge.EventInput{
 		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: to,
-		Content: mustJSON(fmt.Sprintf("No answer within %s: the tool call was refused.", cfg.PermissionTimeout)),
+		Content: mustJSON(text),
 		Meta:    agentbridge.Meta{ReplyTo: req.ID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "permission"}},
 	}
-	if _, err := c.bridge.Append(ctx, thread, in, idempotencyKey(req.ID, "permission-timeout")); err != nil {
-		c.log.Warn("post permission timeout notice", "thread", thread, "request", req.ID, "err", err)
+	if _, err := c.bridge.Append(ctx, thread, in, idempotencyKey(req.ID, "permission-"+kind)); err != nil {
+		c.log.Warn("post permission notice", "thread", thread, "request", req.ID, "kind", kind, "err", err)
 	}
 }
 

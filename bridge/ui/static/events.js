@@ -98,7 +98,10 @@ export function renderEvent(v, ev) {
     head.append(button("reply-link", "↩ " + (target ? "reply to " + target.from : "reply"), () => showEvent(v, meta.reply_to), "Show the message this replies to"));
   }
   if (ev.type === "message") head.append(button("reply-btn", "Reply", () => setReply(ev)));
-  if (ev.type === "message" && (tags.includes("question") || tags.includes("permission"))) {
+  // A permission request carries meta.permission; the coordinator's notice
+  // that one waits no more is tagged permission too, and asks nothing.
+  const request = ev.type === "message" && tags.includes("permission") && !!meta.permission;
+  if (ev.type === "message" && (tags.includes("question") || request)) {
     // An agent's [USER QUESTION] or permission request waits for the
     // person it is addressed to.
     node.dataset.to = ev.to || "all";
@@ -123,7 +126,7 @@ export function renderEvent(v, ev) {
   else if (ev.type === "thread.renamed") body.textContent = `renamed the thread to “${contentText(ev)}”`;
   else body.textContent = `${ev.type}: ${contentText(ev)}`;
   node.append(body);
-  if (ev.type === "message" && tags.includes("permission")) {
+  if (request) {
     node.append(permissionBox(ev));
     const answer = v.permissionAnswers.get(ev.id);
     if (answer) markAnswered(v, node, ev, answer);
@@ -173,25 +176,42 @@ function permissionBox(ev) {
   return box;
 }
 
-// notePermissionAnswer marks the request a permission control answers:
-// its buttons give way to who chose what, so nobody answers twice.
+// notePermissionAnswer marks the request a permission control answers, or
+// the coordinator's notice that it waits no more (no answer in time, or
+// its run stopped) closes: its buttons give way to who chose what, or to
+// the notice, so nobody answers twice or answers what nothing reads.
 export function notePermissionAnswer(v, ev) {
-  if (ev.type !== "control") return;
+  const answer = permissionAnswerOf(ev);
+  if (!answer) return;
+  v.permissionAnswers.set(answer.event, answer);
+  const node = v.nodes.get(v.byID.get(answer.event));
+  const req = v.events.get(v.byID.get(answer.event));
+  if (node && req) markAnswered(v, node, req, answer);
+}
+
+// permissionAnswerOf is what ev says of a permission request: {event,
+// from, option} for a permission control, {event, from, closed} for the
+// coordinator's closing notice (a coordinator permission message that
+// replies to another and carries no request of its own), else null.
+function permissionAnswerOf(ev) {
+  const meta = ev.meta || {};
+  if (ev.type === "message") {
+    const tags = Array.isArray(meta.tags) ? meta.tags : [];
+    if (!tags.includes("permission") || !tags.includes("coordinator") || meta.permission || typeof meta.reply_to !== "string") return null;
+    return { event: meta.reply_to, from: ev.from, closed: contentText(ev) };
+  }
+  if (ev.type !== "control") return null;
   let c = ev.content;
   if (typeof c === "string") {
     try {
       c = JSON.parse(c);
     } catch {
-      return;
+      return null;
     }
   }
   const p = c && typeof c === "object" ? c.permission : null;
-  if (!p || typeof p.event !== "string") return;
-  const answer = { from: ev.from, option: String(p.option || "") };
-  v.permissionAnswers.set(p.event, answer);
-  const node = v.nodes.get(v.byID.get(p.event));
-  const req = v.events.get(v.byID.get(p.event));
-  if (node && req) markAnswered(v, node, req, answer);
+  if (!p || typeof p.event !== "string") return null;
+  return { event: p.event, from: ev.from, option: String(p.option || "") };
 }
 
 function markAnswered(v, node, req, answer) {
@@ -200,6 +220,10 @@ function markAnswered(v, node, req, answer) {
   if (!box) return;
   let line = box.querySelector(".permission-answer");
   if (!line) box.append((line = el("div", "permission-answer")));
+  if (answer.closed !== undefined) {
+    line.textContent = `No longer waiting: ${answer.closed}`;
+    return;
+  }
   const name = controlContext(v).option(req.id, answer.option) || answer.option;
   line.textContent = `${senderLabel(v, answer.from).name} chose ${name}`;
 }

@@ -14,10 +14,12 @@ export function notifyEnabled() {
 }
 
 // asksViewer is whether ev waits for the viewer: a [USER QUESTION] or a
-// permission request addressed to them.
+// permission request (one that carries meta.permission: the notice that a
+// request waits no more asks nothing) addressed to them.
 export function asksViewer(ev) {
   const tags = ev.meta && Array.isArray(ev.meta.tags) ? ev.meta.tags : [];
-  return ev.type === "message" && (tags.includes("question") || tags.includes("permission")) && ev.to === sender();
+  const request = tags.includes("permission") && !!ev.meta.permission;
+  return ev.type === "message" && (tags.includes("question") || request) && ev.to === sender();
 }
 
 // maybeNotify raises the notification for a live event, when it asks the

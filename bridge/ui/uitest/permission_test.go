@@ -73,3 +73,42 @@ func TestPermissionRequestButtons(t *testing.T) {
 		t.Errorf("permission controls = %v, want one {event: %v, option: allow}", answers, req["id"])
 	}
 }
+
+// TestPermissionRequestClosedByNotice: the coordinator's notice that a
+// request waits no more (its run stopped, or no answer came in time)
+// replies to it; the request's buttons give way to the notice, and the
+// notice itself asks the viewer nothing.
+func TestPermissionRequestClosedByNotice(t *testing.T) {
+	s := newStack(t)
+	s.startServe()
+	th := s.newThread("Withdrawn")
+	s.invite(th, "claude", "")
+	req := s.post(th, map[string]any{
+		"from": "bridge-coordinator", "to": "user", "content": "claude asks permission to run mkdir demo",
+		"meta": map[string]any{
+			"tags": []string{"coordinator", "permission"}, "via": "bridge-coordinator",
+			"permission": map[string]any{
+				"invocation": "3",
+				"tool_call":  map[string]any{"title": "mkdir demo", "kind": "execute"},
+				"options":    []map[string]any{{"id": "allow", "name": "Allow", "kind": "allow_once"}},
+			},
+		},
+	})
+	b := newBrowser(t)
+	b.run("open the thread", chromedp.Navigate(s.url+"/ui/threads/"+th))
+	request := `document.querySelector("#event-list .event.tag-permission")`
+	b.waitJS("the request with its button", request+` && `+request+`.querySelector(".permission-option").checkVisibility()`)
+	s.post(th, map[string]any{
+		"from": "bridge-coordinator", "to": "user", "content": "claude's run stopped before an answer: the permission request is withdrawn.",
+		"meta": map[string]any{"tags": []string{"coordinator", "permission"}, "via": "bridge-coordinator", "reply_to": req["id"]},
+	})
+	b.waitJS("the request closed by the notice", request+`.classList.contains("answered") && !`+request+`.querySelector(".permission-option").checkVisibility() && `+
+		request+`.querySelector(".permission-answer").textContent === "No longer waiting: claude's run stopped before an answer: the permission request is withdrawn."`)
+	notice := `document.querySelectorAll("#event-list .event.tag-permission")[1]`
+	if got := eval[bool](b, notice+`.classList.contains("asks") || !!`+notice+`.querySelector(".permission")`); got {
+		t.Error("the notice is shown as a request of its own")
+	}
+	// Opened afresh, the thread shows the request closed as well.
+	b.run("reload", chromedp.Reload())
+	b.waitJS("closed after a reload", request+` && `+request+`.classList.contains("answered")`)
+}
