@@ -518,14 +518,32 @@ func (b *browser) click(what, sel string) {
 	box := `(() => { const e = document.querySelector(` + string(q) + `);
 		if (!e || e.disabled || e.offsetParent === null) return "";
 		const r = e.getBoundingClientRect(); return [r.x, r.y, r.width, r.height].join(","); })()`
-	last := ""
-	testutil.WaitFor(b.t, waitTimeout, what+": "+sel+" shown and still", func() bool {
-		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
-		defer cancel()
-		r, err := chromedp.Run(ctx, chromedp.Evaluate[string](box))
-		still := err == nil && r != "" && r == last
-		last = r
-		return still
-	})
-	b.run(what, chromedp.Click(chromedp.CSS(sel)))
+	// A click lands where the element was: the page may still move it
+	// (a receipt line drawn above it a moment later), and the click then
+	// hits whatever is there instead. So the element records the clicks
+	// that reach it, and a click that does not is tried again.
+	arm := `(() => { const e = document.querySelector(` + string(q) + `); if (!e) return false;
+		window.__abClicked = false; e.addEventListener("click", () => { window.__abClicked = true; }, { once: true, capture: true }); return true; })()`
+	for attempt := 1; ; attempt++ {
+		last := ""
+		testutil.WaitFor(b.t, waitTimeout, what+": "+sel+" shown and still", func() bool {
+			ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+			defer cancel()
+			r, err := chromedp.Run(ctx, chromedp.Evaluate[string](box))
+			still := err == nil && r != "" && r == last
+			last = r
+			return still
+		})
+		if !eval[bool](b, arm) {
+			continue
+		}
+		b.run(what, chromedp.Click(chromedp.CSS(sel)))
+		// Unset after a click that loaded another page: it reached it.
+		if eval[bool](b, `window.__abClicked !== false`) {
+			return
+		}
+		if attempt == 3 {
+			b.t.Fatalf("%s: three clicks on %s did not reach it (the page kept moving it)", what, sel)
+		}
+	}
 }
