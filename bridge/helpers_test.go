@@ -57,13 +57,23 @@ func newTestServerWith(t testing.TB, opts Options, so sqlite.Options) *testServe
 	// have closed, none of their goroutines may be left.
 	t.Cleanup(testutil.CheckGoroutines(t))
 	st := openStoreWith(t, so)
+	ts := serve(t, st, opts)
+	ts.store = st
+	return ts
+}
+
+// serve opens a server over store on 127.0.0.1, closed when the test
+// ends; testServer.store is left to the caller, as store may be any
+// EventStore (a wrapper that counts reads, PostgreSQL).
+func serve(t testing.TB, store agentbridge.EventStore, opts Options) *testServer {
+	t.Helper()
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	srv, err := NewServer(st, opts)
+	srv, err := NewServer(store, opts)
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
@@ -77,7 +87,7 @@ func newTestServerWith(t testing.TB, opts Options, so sqlite.Options) *testServe
 			t.Errorf("close server: %v", err)
 		}
 	})
-	return &testServer{t: t, srv: srv, store: st, url: srv.URL(), token: opts.Token}
+	return &testServer{t: t, srv: srv, url: srv.URL(), token: opts.Token}
 }
 
 // answer is a decoded HTTP answer.

@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
@@ -32,21 +30,7 @@ func (c *stateCountingStore) State(ctx context.Context, thread string, at int64)
 func TestIgnoredNoteReadsNoState(t *testing.T) {
 	t.Cleanup(testutil.CheckGoroutines(t))
 	cs := &stateCountingStore{EventStore: openStore(t)}
-	srv, err := NewServer(cs, Options{Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Open(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Close(ctx); err != nil {
-			t.Errorf("close server: %v", err)
-		}
-	})
-	ts := &testServer{t: t, srv: srv, url: srv.URL()}
+	ts := serve(t, cs, Options{})
 	ts.newThread("t")
 	note := func(a answer) string {
 		var out appendAnswer

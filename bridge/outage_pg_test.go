@@ -38,21 +38,7 @@ func TestThreadStreamThroughPostgresOutage(t *testing.T) {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	srv, err := NewServer(st, Options{Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatalf("new server: %v", err)
-	}
-	if err := srv.Open(); err != nil {
-		t.Fatalf("open server: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Close(ctx); err != nil {
-			t.Errorf("close server: %v", err)
-		}
-	})
-	ts := &testServer{t: t, srv: srv, url: srv.URL()}
+	ts := serve(t, st, Options{})
 	ts.newThread("t")
 	ts.must(http.StatusOK, "POST", "/threads/t/events", `{"type":"control","from":"user","content":{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"m"}}}}`)
 	stream := ts.openSSE("/threads/t/events/stream?after=0")

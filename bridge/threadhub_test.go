@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,21 +29,8 @@ func (c *countingStore) ThreadEvents(ctx context.Context, q agentbridge.ThreadEv
 func TestIdleThreadStreamsCostAppendsNothing(t *testing.T) {
 	t.Cleanup(testutil.CheckGoroutines(t))
 	cs := &countingStore{EventStore: openStore(t)}
-	srv, err := NewServer(cs, Options{Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Open(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	ts := &testServer{t: t, srv: srv, url: srv.URL()}
+	ts := serve(t, cs, Options{})
+	srv := ts.srv
 	ts.newThread("busy")
 	const idle = 40
 	var quiet []*sseStream
