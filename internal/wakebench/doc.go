@@ -6,6 +6,7 @@
 // loopback round trips). The in-process benchmark in coordinator/ shares a
 // process and a scheduler with the bridge, so it does not see this path.
 //
-// The package holds its benchmark (wake_test.go) and Floor, which the
+// The package holds its benchmarks (wake_test.go; hundred_test.go, 100
+// triggers at once through the same two processes) and Floor, which the
 // in-process benchmark in coordinator/ reports too.
 package wakebench

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -25,75 +26,15 @@ import (
 // → reply seen on the thread's SSE stream, the floor's p50 and their ratio,
 // and the same for the floor measured after the same idle gaps.
 func BenchmarkWakeFromOutside(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	dir := b.TempDir()
-	bin, err := testutil.GoBuild(ctx, "./cmd/agent-bridge", dir, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	fake, err := testutil.GoBuild(ctx, "./adapters/internal/fakeadapter", dir, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr, status := testutil.FreeAddr(b), testutil.FreeAddr(b)
-	url := "http://" + addr
-	cfg := map[string]any{
-		"bridge_url": url, "status_addr": status, "startup_mode": "end",
-		"max_invocations_per_minute": 100000, "human_ids": []string{"user"},
-		"agents": map[string]any{"alice": map[string]any{"command": []string{fake}, "client": "fake"}},
-	}
-	cfgPath := filepath.Join(dir, "coordinator.config.json")
-	raw, _ := json.Marshal(cfg)
-	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	start := func(args ...string) {
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "FAKE_ADAPTER_DIR=")
-		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-		cmd.WaitDelay = 10 * time.Second
-		logf, err := os.Create(filepath.Join(dir, args[0]+".log"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		cmd.Stdout, cmd.Stderr = logf, logf
-		b.Cleanup(func() {
-			if b.Failed() {
-				out, _ := os.ReadFile(logf.Name())
-				b.Logf("%s log:\n%s", args[0], out)
-			}
-		})
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	}
-	start("serve", "-addr", addr, "-db", filepath.Join(dir, "bridge.db"))
-	cl := client.New(url)
-	testutil.WaitFor(b, 30*time.Second, "bridge up", func() bool { _, err := cl.Ping(ctx); return err == nil })
-	start("coordinator", "-config", cfgPath, "-state", filepath.Join(dir, "coordinator.db"))
-	testutil.WaitFor(b, 30*time.Second, "coordinator up", func() bool {
-		resp, err := http.Get("http://" + status + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	ctx := context.Background()
+	d := startDaemons(b, nil)
+	cl, fake, status := d.cl, d.fake, d.status
 
 	th, err := cl.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: "wake"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	invite, _ := json.Marshal(map[string]any{"invite": map[string]any{"participant_id": "alice",
-		"profile": map[string]string{"client": "fake", "model": "m1"}}})
-	last, err := cl.Append(ctx, th.ID, agentbridge.EventInput{Type: agentbridge.TypeControl, From: "user", Content: invite}, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := cl.Stream(ctx, th.ID, last.Seq)
+	st, err := cl.Stream(ctx, th.ID, inviteAlice(b, cl, th.ID))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -215,4 +156,88 @@ func reportStages(b *testing.B, cl *client.Client, status, thread string) {
 		slices.Sort(d[i])
 		b.ReportMetric(float64(d[i][len(d[i])/2].Microseconds())/1000, name+"-ms")
 	}
+}
+
+// daemons are agent-bridge serve and coordinator as two processes, with
+// the compiled fake adapter as agent "alice".
+type daemons struct {
+	cl     *client.Client
+	fake   string // the fake adapter's path
+	status string // the coordinator status API's address
+}
+
+// startDaemons builds and starts serve and coordinator, with the config
+// keys of extra over the benchmarks' own, and stops them when b ends.
+func startDaemons(b *testing.B, extra map[string]any) daemons {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	dir := b.TempDir()
+	bin, err := testutil.GoBuild(ctx, "./cmd/agent-bridge", dir, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fake, err := testutil.GoBuild(ctx, "./adapters/internal/fakeadapter", dir, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr, status := testutil.FreeAddr(b), testutil.FreeAddr(b)
+	url := "http://" + addr
+	cfg := map[string]any{
+		"bridge_url": url, "status_addr": status, "startup_mode": "end",
+		"max_invocations_per_minute": 100000, "human_ids": []string{"user"},
+		"agents": map[string]any{"alice": map[string]any{"command": []string{fake}, "client": "fake"}},
+	}
+	maps.Copy(cfg, extra)
+	cfgPath := filepath.Join(dir, "coordinator.config.json")
+	raw, _ := json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	start := func(args ...string) {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "FAKE_ADAPTER_DIR=")
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.WaitDelay = 10 * time.Second
+		logf, err := os.Create(filepath.Join(dir, args[0]+".log"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = logf, logf
+		b.Cleanup(func() {
+			if b.Failed() {
+				out, _ := os.ReadFile(logf.Name())
+				b.Logf("%s log:\n%s", args[0], out)
+			}
+		})
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	}
+	start("serve", "-addr", addr, "-db", filepath.Join(dir, "bridge.db"))
+	cl := client.New(url)
+	testutil.WaitFor(b, 30*time.Second, "bridge up", func() bool { _, err := cl.Ping(ctx); return err == nil })
+	start("coordinator", "-config", cfgPath, "-state", filepath.Join(dir, "coordinator.db"))
+	testutil.WaitFor(b, 30*time.Second, "coordinator up", func() bool {
+		resp, err := http.Get("http://" + status + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return daemons{cl: cl, fake: fake, status: status}
+}
+
+// inviteAlice invites the fake agent into thread th and returns the
+// invite's seq.
+func inviteAlice(b *testing.B, cl *client.Client, th string) int64 {
+	invite, _ := json.Marshal(map[string]any{"invite": map[string]any{"participant_id": "alice",
+		"profile": map[string]string{"client": "fake", "model": "m1"}}})
+	e, err := cl.Append(context.Background(), th, agentbridge.EventInput{Type: agentbridge.TypeControl, From: "user", Content: invite}, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e.Seq
 }
