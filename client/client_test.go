@@ -14,6 +14,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
 func TestErrorDecoding(t *testing.T) {
@@ -234,9 +235,12 @@ func TestStreamEndsWithEOFAndRejectsNonSSE(t *testing.T) {
 // its own.
 func TestBurstsReuseConnections(t *testing.T) {
 	var mu sync.Mutex
-	dials := 0
+	dials, arrived := 0, 0
 	release := make(chan struct{})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		arrived++
+		mu.Unlock()
 		<-release // hold every request of a burst open together
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"ok":true,"version":"test"}`)
@@ -254,27 +258,19 @@ func TestBurstsReuseConnections(t *testing.T) {
 	const burst = 50
 	for round := range 3 {
 		var wg sync.WaitGroup
-		var started sync.WaitGroup
-		started.Add(burst)
 		for range burst {
 			wg.Go(func() {
-				started.Done()
 				if _, err := c.Ping(context.Background()); err != nil {
 					t.Error(err)
 				}
 			})
 		}
-		started.Wait()
-		waitDials := time.Now().Add(10 * time.Second)
-		for {
+		// Every request of the burst is in the server before any ends.
+		testutil.WaitFor(t, 10*time.Second, "the burst's requests to arrive", func() bool {
 			mu.Lock()
-			n := dials
-			mu.Unlock()
-			if n >= burst || time.Now().After(waitDials) {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
+			defer mu.Unlock()
+			return arrived == burst*(round+1)
+		})
 		close(release)
 		wg.Wait()
 		release = make(chan struct{})
