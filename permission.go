@@ -22,7 +22,7 @@ func CheckPermissionAnswer(c PermissionControl, e Event, found bool) error {
 	case !found:
 		return badControl("permission", "The permission answer names event %q, which is not in this thread; give the id of the permission request message.", Clip(c.Event, QuoteRunes))
 	case !isRequest || json.Unmarshal(raw, &req) != nil:
-		return badControl("permission", "Event %q is not a permission request, so there is nothing to answer; give the id of a message tagged permission.", c.Event)
+		return badControl("permission", "Event %q is not a permission request, so there is nothing to answer; give the id of the permission request message (the one with the options).", c.Event)
 	}
 	ids := make([]string, 0, len(req.Options))
 	for _, o := range req.Options {
