@@ -43,13 +43,17 @@ type request struct {
 	// suggestStatus, when set, makes the request a suggestion's status
 	// change (see SetSuggestionStatus).
 	suggestStatus *suggestionStatus
-	reply         chan response
+	// token, when set, makes the request a token's creation or revocation
+	// (see writeToken).
+	token *tokenWrite
+	reply chan response
 }
 
 type response struct {
 	event      agentbridge.Event
 	thread     agentbridge.Thread
 	suggestion agentbridge.Suggestion
+	token      agentbridge.Token
 	replayed   bool
 	// ignored is the Admission's Ignored of a new event.
 	ignored *agentbridge.Ignored
@@ -58,6 +62,8 @@ type response struct {
 	// append counters, changed says whether it wrote anything.
 	rcpt               agentbridge.Receipt
 	isReceipt, changed bool
+	// isToken keeps a token write out of the append counters.
+	isToken bool
 }
 
 // writerState is what only the writer goroutine touches: the connection it
@@ -301,7 +307,7 @@ func (s *Store) commit(reqs []*request) {
 	evs := s.w.committed[:0]
 	for _, resp := range resps {
 		switch {
-		case resp.isReceipt, resp.suggestion.ID != "":
+		case resp.isReceipt, resp.isToken, resp.suggestion.ID != "":
 			// Not appends: they count nowhere and wake no reader.
 		case resp.err != nil:
 			rejected++
