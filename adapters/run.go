@@ -39,10 +39,15 @@ type Spec struct {
 	Command []string
 	// Dir is the working directory ("" inherits the coordinator's).
 	Dir string
-	// Env holds KEY=VALUE entries merged over os.Environ(): the agent
-	// entry's env first, then the BRIDGE_* variables (BridgeEnv); a later
-	// entry wins over an earlier one with the same key.
+	// Env holds KEY=VALUE entries merged over the inherited environment
+	// (os.Environ() without the bridge credentials, see Inherited): the
+	// agent entry's env first, then the BRIDGE_* variables (BridgeEnv) and
+	// the run's agent token; a later entry wins over an earlier one with
+	// the same key.
 	Env []string
+	// Secrets are the values no inherited variable may hold (Inherited):
+	// the coordinator's own bridge token.
+	Secrets []string
 	// Timeout is adapter_timeout_s; zero means no timeout.
 	Timeout time.Duration
 	// KillGrace is the time between SIGTERM and SIGKILL of the group.
@@ -253,7 +258,7 @@ func start(spec Spec) (*exec.Cmd, runPipes, io.WriteCloser, error) {
 	cmd.Dir = spec.Dir
 	// os/exec keeps the last value of a duplicated key, which gives the
 	// documented precedence: environment < entry env < BRIDGE_*.
-	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.Env = append(Inherited(os.Environ(), spec.Secrets...), spec.Env...)
 	cmd.SysProcAttr = sysProcAttr()
 	// Our own pipes rather than io.Writers: os/exec would then wait in
 	// Wait for the copy to reach EOF, which a grandchild holding the pipe

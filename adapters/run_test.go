@@ -151,6 +151,27 @@ func TestRunEnvAndDir(t *testing.T) {
 	}
 }
 
+// The coordinator's credentials stay out of what an adapter inherits:
+// BRIDGE_TOKEN, and any variable holding the coordinator's token under
+// another name; the run's own token, given in Env, is what it sees.
+func TestRunInheritsNoCredential(t *testing.T) {
+	t.Setenv("BRIDGE_TOKEN", "coordinator-secret")
+	t.Setenv("ADAPTER_TEST_COPY", " coordinator-secret\n")
+	t.Setenv("ADAPTER_TEST_INHERITED", "from-coordinator")
+	_, b := testPayload(t, "hi")
+	res := adapters.Run(context.Background(), adapters.Spec{
+		Command: []string{"/bin/sh", "-c", `env | grep -e coordinator-secret -e BRIDGE_TOKEN -e ADAPTER_TEST_ | sort`},
+		Env:     []string{"BRIDGE_TOKEN=run-token"},
+		Secrets: []string{"coordinator-secret"},
+	}, b, nil)
+	if !res.OK() {
+		t.Fatalf("not OK: %s", adapters.ErrorMessage(res, 0))
+	}
+	if want := "ADAPTER_TEST_INHERITED=from-coordinator\nBRIDGE_TOKEN=run-token\n"; string(res.Stdout) != want {
+		t.Errorf("adapter saw\n%s\nwant\n%s", res.Stdout, want)
+	}
+}
+
 func TestRunExitCodeAndStderr(t *testing.T) {
 	res, _ := runFake(t, context.Background(), "fake:exit=3 fake:stderr=something_broke", adapters.Spec{})
 	if res.OK() || res.ExitCode != 3 || res.Signaled || res.TimedOut || res.Interrupted || res.StartErr != nil {

@@ -111,6 +111,9 @@ type acpAgent struct {
 	cfg         AgentConfig
 	cwd         string
 
+	// token is the agent's own bridge credential, for its whole life
+	// (agenttoken.go); revoked when it is closed.
+	token   *agentToken
 	cmd     *exec.Cmd
 	pid     int
 	started time.Time
@@ -172,7 +175,9 @@ func (p *acpPool) acquire(ctx context.Context, cfg *Config, key pairKey, entry A
 		return nil, errors.New("the coordinator is shutting down")
 	}
 	if a := p.agents[key]; a != nil {
-		if a.fingerprint == fp && !a.dead() {
+		// An agent whose token could end during this turn is replaced by
+		// one with a new token (its session is loaded where it can be).
+		if a.fingerprint == fp && !a.dead() && a.token.lasts(cfg.AdapterTimeout+tokenMargin) {
 			a.busy = true
 			if a.idle != nil {
 				a.idle.Stop()
@@ -295,7 +300,8 @@ func (a *acpAgent) start(ctx context.Context, cfg *Config, onStart func(*acpAgen
 	a.cmd = exec.Command(argv[0], argv[1:]...)
 	a.cmd.Dir = a.cwd
 	a.cmd.SysProcAttr = acpProcAttr()
-	a.cmd.Env = acpEnv(a.cfg.Env, cfg.BridgeURL, a.key, c.exe)
+	a.token = c.tokens.mint(ctx, a.key.thread, a.key.participant, acpTokenName(a.key.participant), acpTokenTTL(cfg))
+	a.cmd.Env = acpEnv(a.cfg.Env, cfg, a.key, c.exe, a.token.wait())
 	inW, outR, errR, err := a.spawn()
 	if err != nil {
 		return err
@@ -332,20 +338,25 @@ func (a *acpAgent) start(ctx context.Context, cfg *Config, onStart func(*acpAgen
 	return a.initialize(ctx)
 }
 
-// acpEnv is an ACP agent's environment: the coordinator's, the entry's
-// variables in key order, then the bridge's and this binary.
-func acpEnv(vars map[string]string, bridgeURL string, key pairKey, exe string) []string {
-	env := os.Environ()
+// acpEnv is an ACP agent's environment: the coordinator's without its
+// credentials (adapters.Inherited), the entry's variables in key order
+// (but BRIDGE_TOKEN), then the bridge's, this binary and the agent's own
+// token (secret, "" for none).
+func acpEnv(vars map[string]string, cfg *Config, key pairKey, exe, secret string) []string {
+	env := adapters.Inherited(os.Environ(), cfg.BridgeToken)
 	keys := make([]string, 0, len(vars))
 	for k := range vars {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		env = append(env, k+"="+vars[k])
+		if k != adapters.EnvToken {
+			env = append(env, k+"="+vars[k])
+		}
 	}
-	return append(env, "BRIDGE_URL="+bridgeURL, "BRIDGE_THREAD_ID="+key.thread,
+	env = append(env, "BRIDGE_URL="+cfg.BridgeURL, "BRIDGE_THREAD_ID="+key.thread,
 		"BRIDGE_PARTICIPANT_ID="+key.participant, adapters.EnvAgentBridgeBin+"="+exe)
+	return append(env, agentEnv(secret)...)
 }
 
 // spawn starts a.cmd on three pipes and returns the ends the coordinator
@@ -448,6 +459,8 @@ func (a *acpAgent) dead() bool {
 // close ends the process: stdin closed, then SIGTERM to its group, then
 // SIGKILL after acpCloseGrace. It returns once the process is reaped.
 func (a *acpAgent) close() {
+	// Revoked once the process is gone (revoke runs after this returns).
+	defer a.pool.c.tokens.revoke(a.token)
 	if a.stdin != nil {
 		a.stdin.Close()
 	}
@@ -480,10 +493,9 @@ func (a *acpAgent) kill() {
 // mcpServers is the bridge's own MCP server, acting as the participant.
 func (a *acpAgent) mcpServers(cfg *Config) []acp.McpServer {
 	c := a.pool.c
-	env := []acp.EnvVariable{}
-	if cfg.BridgeToken != "" {
-		env = append(env, acp.EnvVariable{Name: agentbridge.EnvToken, Value: cfg.BridgeToken})
-	}
+	// The agent's own token, never the coordinator's: the server acts
+	// as the participant with what the participant may do.
+	env := []acp.EnvVariable{{Name: adapters.EnvToken, Value: cmp.Or(a.token.wait(), noAgentToken)}}
 	return []acp.McpServer{{Stdio: &acp.McpServerStdio{
 		Name: "agent-bridge", Command: c.exe,
 		Args: []string{"mcp", "--as", a.key.participant, "--url", cfg.BridgeURL}, Env: env,
@@ -543,6 +555,10 @@ func (c *Coordinator) runAgent(ctx context.Context, inv ledger.Invocation, in pr
 	if !ok || len(entry.ACP) == 0 {
 		spec := in.spec
 		spec.Progress = progress
+		// The coordinator's credential never reaches the adapter; the
+		// run's own agent token does (agenttoken.go).
+		spec.Secrets = []string{cfg.BridgeToken}
+		spec.Env = append(slices.Clip(spec.Env), agentEnv(in.token.wait())...)
 		return adapters.Run(ctx, spec, body, func(pid, pgid int) {
 			if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, pid, pgid, time.Now()); err != nil {
 				c.log.Error("record adapter start", "id", inv.ID, "err", err)

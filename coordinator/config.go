@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/url"
@@ -479,6 +480,11 @@ func (f *fileConfig) Validate(baseDir string) (Config, []string, error) {
 	var warnings []string
 	if len(agents) == 0 {
 		warnings = append(warnings, "config: agents: no agents are configured, so nobody will be invoked")
+	}
+	for _, name := range slices.Sorted(maps.Keys(agents)) {
+		if _, ok := agents[name].Env[agentbridge.EnvToken]; ok {
+			warnings = append(warnings, fmt.Sprintf("config: agents.%s.env.%s is ignored: each run gets an agent token of its own (docs/security.md)", name, agentbridge.EnvToken))
+		}
 	}
 	return cfg, warnings, nil
 }

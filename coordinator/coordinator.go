@@ -106,6 +106,8 @@ type Coordinator struct {
 	avail *availability
 	// acp keeps the warm ACP agents (acp.go).
 	acp *acpPool
+	// tokens mints and revokes the agents' own tokens (agenttoken.go).
+	tokens *tokenKeeper
 }
 
 // threadCache is a thread's derived state as of seq.
@@ -163,6 +165,7 @@ func New(opts Options) (*Coordinator, error) {
 	c.receipts = newReceiptReporter(c)
 	c.avail = newAvailability(c)
 	c.acp = newACPPool(c, acpDir(opts.ACPDir))
+	c.tokens = &tokenKeeper{c: c}
 	if opts.ConfigPath != "" {
 		c.watcher = NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
 	}
@@ -279,6 +282,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.shutdown(work, cancelWork)
 	c.avail.offline()
 	c.acp.closeAll()
+	c.tokens.close()
 	stopReceipts()
 	if ctx.Err() != nil {
 		return nil

@@ -37,24 +37,33 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	if cancelled {
 		return
 	}
+	// The run's agent token is minted while the run is prepared: the
+	// request costs the wake path nothing then.
+	tok := c.runToken(ctx, cfg, inv)
 	in, err := c.prepare(ctx, j, cfg)
 	if err != nil {
+		c.tokens.revoke(tok)
 		// Only a cancelled work context (or a cancel) stops prepare.
 		if !errors.Is(context.Cause(ctx), adapters.ErrCancelled) {
 			c.finishInterrupted(keep, inv, err)
 		}
 		return
 	}
+	in.token = tok
 	mon := c.startMonitor(keep, inv)
 	stopPresence := c.presence(ctx, inv.Thread, inv.Participant, cfg.PresenceHeartbeat, mon)
 	first := c.firstRun(ctx, inv, in, mon)
+	c.tokens.revoke(tok)
 	mon.stopMonitor()
 	c.keepSession(keep, inv, in, mon.latestSession())
 	var correction *agentRun
 	if p, body, ok := correctionPayload(in, first.res); ok {
 		// The first run's progress monitor has stopped; the correction
-		// run reports no progress.
+		// run reports no progress. It is a run of its own, with a token
+		// of its own.
+		in.token = c.runToken(ctx, cfg, inv)
 		res, why := c.runAgent(ctx, inv, in, p, body, nil)
+		c.tokens.revoke(in.token)
 		correction = &agentRun{res, why}
 	}
 	to := c.questionTo(ctx, cfg, inv, in, first.res)
@@ -64,6 +73,8 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		last = correction.res
 	}
 	status := c.record(ctx, inv, o)
+	// After the reply, so that it does not wait behind the write.
+	c.nextRunToken(keep, cfg, inv)
 	stopPresence()
 	if status != ledger.StatusCancelled {
 		// A cancel is counted when it is made.

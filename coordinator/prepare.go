@@ -31,6 +31,9 @@ type prepared struct {
 	p     adapters.Payload
 	// trigger is the event being answered, for the directives.
 	trigger agentbridge.Event
+	// token is the run's agent token (agenttoken.go), nil for an ACP
+	// agent, whose process holds its own.
+	token *agentToken
 }
 
 // invokeFacts is what building one invocation's payload reads from
@@ -241,9 +244,11 @@ func adapterEnv(vars map[string]string, payload adapters.Payload, exe string) []
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	env := make([]string, 0, len(keys)+5)
+	env := make([]string, 0, len(keys)+6)
 	for _, k := range keys {
-		env = append(env, k+"="+vars[k])
+		if k != adapters.EnvToken { // the run's own token is added instead
+			env = append(env, k+"="+vars[k])
+		}
 	}
 	env = append(env, adapters.BridgeEnv(payload)...)
 	return append(env, adapters.EnvAgentBridgeBin+"="+exe)

@@ -22,6 +22,7 @@ func (m *Main) coordinatorCommand(c *cobra.Command) runFunc {
 	statePath := fs.String("state", m.env(agentbridge.EnvCoordinatorState, agentbridge.DefaultCoordinatorState), "state database, created with its folder, or a postgres:// URL shared by several coordinators (env BRIDGE_COORDINATOR_STATE)")
 	mode := fs.String("startup-mode", "", "end or resume; overrides the config's startup_mode")
 	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
+	tokenFile := fs.String("token-file", "", "file holding the coordinator's bridge token, best a coordinator-scoped one (else the config's bridge_token, else env BRIDGE_TOKEN)")
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) > 0 {
 			return usagef("coordinator takes no arguments, got %q", pos[0])
@@ -42,6 +43,13 @@ func (m *Main) coordinatorCommand(c *cobra.Command) runFunc {
 		}
 		if *mode != "" {
 			cfg.StartupMode = *mode
+		}
+		if *tokenFile != "" {
+			// Its own file: the agents' environments never hold it, and a
+			// coordinator token is all it needs (docs/security.md).
+			if cfg.BridgeToken, err = m.readToken(*tokenFile); err != nil {
+				return err
+			}
 		}
 		if cfg.BridgeToken == "" {
 			cfg.BridgeToken = strings.TrimSpace(m.Getenv(agentbridge.EnvToken))

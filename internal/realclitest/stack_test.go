@@ -220,14 +220,18 @@ type stack struct {
 	statusURL string
 	cl        *client.Client
 	agents    []*agent
+	// person and coord are the bridge's person token and the
+	// coordinator's token ("" for none: an open bridge).
+	person, coord string
 }
 
-// startProc starts bin with args, stopped (SIGTERM, then kill) when the
-// test ends; its stderr is logged when the test failed.
-func startProc(t testing.TB, name string, args ...string) {
+// startProc starts bin with args and env (over the test's own, without
+// its BRIDGE_TOKEN), stopped (SIGTERM, then kill) when the test ends; its
+// stderr is logged when the test failed.
+func startProc(t testing.TB, name string, env []string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "BRIDGE_TOKEN=", "BRIDGE_LOG_LEVEL=warn")
+	cmd.Env = append(append(os.Environ(), "BRIDGE_TOKEN=", "BRIDGE_LOG_LEVEL=warn"), env...)
 	var stderr testutil.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	if err := cmd.Start(); err != nil {
@@ -251,15 +255,40 @@ func startProc(t testing.TB, name string, args ...string) {
 
 func newStack(t testing.TB, agents ...*agent) *stack {
 	t.Helper()
-	s := &stack{t: t, dir: t.TempDir(), agents: agents}
+	return newStackWith(t, "", agents...)
+}
+
+// newStackWith is newStack with the bridge holding person (a person
+// token; "" for none), and the coordinator a coordinator token made with
+// it (stack.coord).
+func newStackWith(t testing.TB, person string, agents ...*agent) *stack {
+	t.Helper()
+	s := &stack{t: t, dir: t.TempDir(), agents: agents, person: person}
 	bridgeAddr, statusAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	s.bridgeURL, s.statusURL = "http://"+bridgeAddr, "http://"+statusAddr
-	startProc(t, "serve", "serve", "--addr", bridgeAddr, "--db", filepath.Join(s.dir, "bridge.db"))
-	s.cl = client.New(s.bridgeURL)
+	serveArgs := []string{"serve", "--addr", bridgeAddr, "--db", filepath.Join(s.dir, "bridge.db")}
+	if person != "" {
+		file := filepath.Join(s.dir, "person.token")
+		if err := os.WriteFile(file, []byte(person), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		serveArgs = append(serveArgs, "--token-file", file)
+	}
+	startProc(t, "serve", nil, serveArgs...)
+	s.cl = client.New(s.bridgeURL, client.WithToken(person))
 	testutil.WaitFor(t, 30*time.Second, "the bridge to answer", func() bool {
 		_, err := s.cl.Ping(t.Context())
 		return err == nil
 	})
+	var coordEnv []string
+	if person != "" {
+		ct, err := s.cl.CreateToken(t.Context(), agentbridge.TokenInput{Scope: agentbridge.ScopeCoordinator, Name: "coordinator", Participant: "bridge-coordinator"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.coord = ct.Secret
+		coordEnv = []string{"BRIDGE_TOKEN=" + s.coord}
+	}
 	entries := map[string]any{}
 	for _, a := range agents {
 		entries[a.id] = map[string]any{"command": []string{a.adapter()}, "cwd": a.work, "env": a.env(t)}
@@ -272,7 +301,7 @@ func newStack(t testing.TB, agents ...*agent) *stack {
 	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	startProc(t, "coordinator", "coordinator", "--config", cfgPath, "--state", filepath.Join(s.dir, "coordinator.db"))
+	startProc(t, "coordinator", coordEnv, "coordinator", "--config", cfgPath, "--state", filepath.Join(s.dir, "coordinator.db"))
 	testutil.WaitFor(t, 30*time.Second, "the coordinator to follow the log", func() bool {
 		var h struct{ Following bool }
 		return s.getJSON("/healthz", &h) == nil && h.Following
@@ -290,7 +319,7 @@ func (s *stack) with(t testing.TB) *stack {
 
 // getJSON decodes a status API answer.
 func (s *stack) getJSON(path string, v any) error {
-	resp, err := http.Get(s.statusURL + path)
+	resp, err := s.getStatus(path)
 	if err != nil {
 		return err
 	}
@@ -299,6 +328,19 @@ func (s *stack) getJSON(path string, v any) error {
 		return fmt.Errorf("GET %s: %s", path, resp.Status)
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// getStatus asks the coordinator's status API, with the coordinator's
+// token when it has one.
+func (s *stack) getStatus(path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(s.t.Context(), http.MethodGet, s.statusURL+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if s.coord != "" {
+		req.Header.Set("Authorization", "Bearer "+s.coord)
+	}
+	return http.DefaultClient.Do(req)
 }
 
 // thread creates a thread with every agent of the stack invited.
@@ -426,7 +468,7 @@ func (s *stack) sessionOf(thread, participant string) (string, int) {
 // metric reads one sample of the coordinator's /metrics, 0 when absent.
 func (s *stack) metric(name string, labels ...string) float64 {
 	s.t.Helper()
-	resp, err := http.Get(s.statusURL + "/metrics")
+	resp, err := s.getStatus("/metrics")
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -95,13 +95,13 @@ func BenchmarkWakeFromOutside(b *testing.B) {
 	b.ReportMetric(float64(lat[(len(lat)-1)*99/100].Microseconds())/1000, "p99-ms")
 	b.ReportMetric(float64(floor.Microseconds())/1000, "floor-p50-ms")
 	b.ReportMetric(float64(p50)/float64(floor), "p50/floor")
-	reportStages(b, cl, "http://"+status, th.ID)
+	reportStages(b, cl, "http://"+status, d.coord, th.ID)
 }
 
 // reportStages reports the p50 of each stage of a trigger's way, from the
 // trigger's and the reply's timestamps on the bridge and the ledger's
 // timestamps of its invocation, so that a regression names its stage.
-func reportStages(b *testing.B, cl *client.Client, status, thread string) {
+func reportStages(b *testing.B, cl *client.Client, status, token, thread string) {
 	ctx := context.Background()
 	evs, err := cl.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: thread, After: -1})
 	if err != nil {
@@ -119,7 +119,12 @@ func reportStages(b *testing.B, cl *client.Client, status, thread string) {
 			replyTS[e.Meta.ReplyTo] = t
 		}
 	}
-	resp, err := http.Get(status + "/invocations?limit=1000&thread=" + thread)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, status+"/invocations?limit=1000&thread="+thread, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -159,11 +164,15 @@ func reportStages(b *testing.B, cl *client.Client, status, thread string) {
 }
 
 // daemons are agent-bridge serve and coordinator as two processes, with
-// the compiled fake adapter as agent "alice".
+// the compiled fake adapter as agent "alice". The bridge holds a person
+// token (cl's) and the coordinator a coordinator token (coord), as
+// deployed since contract 7.3: each run then gets an agent token of its
+// own.
 type daemons struct {
 	cl     *client.Client
 	fake   string // the fake adapter's path
 	status string // the coordinator status API's address
+	coord  string // the coordinator's token
 }
 
 // startDaemons builds and starts serve and coordinator, with the config
@@ -193,10 +202,10 @@ func startDaemons(b *testing.B, extra map[string]any) daemons {
 	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	start := func(args ...string) {
+	start := func(token string, args ...string) {
 		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "FAKE_ADAPTER_DIR=")
+		cmd.Env = append(os.Environ(), "FAKE_ADAPTER_DIR=", "BRIDGE_TOKEN="+token)
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 		cmd.WaitDelay = 10 * time.Second
 		logf, err := os.Create(filepath.Join(dir, args[0]+".log"))
@@ -215,10 +224,19 @@ func startDaemons(b *testing.B, extra map[string]any) daemons {
 		}
 		b.Cleanup(func() { cancel(); _ = cmd.Wait() })
 	}
-	start("serve", "-addr", addr, "-db", filepath.Join(dir, "bridge.db"))
-	cl := client.New(url)
+	const person = "wakebench-person-token"
+	personFile := filepath.Join(dir, "person.token")
+	if err := os.WriteFile(personFile, []byte(person), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	start("", "serve", "-addr", addr, "-db", filepath.Join(dir, "bridge.db"), "-token-file", personFile)
+	cl := client.New(url, client.WithToken(person))
 	testutil.WaitFor(b, 30*time.Second, "bridge up", func() bool { _, err := cl.Ping(ctx); return err == nil })
-	start("coordinator", "-config", cfgPath, "-state", filepath.Join(dir, "coordinator.db"))
+	coord, err := cl.CreateToken(ctx, agentbridge.TokenInput{Scope: agentbridge.ScopeCoordinator, Name: "coordinator", Participant: "bridge-coordinator"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start(coord.Secret, "coordinator", "-config", cfgPath, "-state", filepath.Join(dir, "coordinator.db"))
 	testutil.WaitFor(b, 30*time.Second, "coordinator up", func() bool {
 		resp, err := http.Get("http://" + status + "/healthz")
 		if err != nil {
@@ -227,7 +245,7 @@ func startDaemons(b *testing.B, extra map[string]any) daemons {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	return daemons{cl: cl, fake: fake, status: status}
+	return daemons{cl: cl, fake: fake, status: status, coord: coord.Secret}
 }
 
 // inviteAlice invites the fake agent into thread th and returns the

@@ -20,6 +20,11 @@
 //	                      second to $BRIDGE_PROGRESS_FD (in 10 ms bursts)
 //	fake:session=fresh    act as a CLI that no longer knows payload.session.id:
 //	                      report a new session (needs FAKE_ADAPTER_SESSION)
+//	fake:env              save its environment, one KEY=VALUE a line, as
+//	                      $FAKE_ADAPTER_DIR/<event_id>-<participant>.env
+//	fake:wait             before replying, wait (up to 2 minutes) until the file
+//	                      $FAKE_ADAPTER_DIR/<event_id>.release exists, so a
+//	                      test can act while the run is on
 //
 // With FAKE_ADAPTER_SESSION=keep it acts as a CLI with sessions: it resumes
 // payload.session.id when set, else starts session "s-<participant>-<event_id>",
@@ -105,6 +110,8 @@ type directives struct {
 	progress   int
 	flood      int
 	fresh      bool
+	env        bool
+	wait       bool
 }
 
 func main() {
@@ -161,6 +168,11 @@ func run() (int, error) {
 	}
 	if os.Getenv(envSession) == "keep" {
 		if err := reportSession(p, d.fresh); err != nil {
+			return 0, err
+		}
+	}
+	if d.env || d.wait {
+		if err := envAndWait(dir, p, d); err != nil {
 			return 0, err
 		}
 	}
@@ -228,6 +240,10 @@ func parse(content, participant string, round int) (directives, error) {
 			d.progress, err = strconv.Atoi(val)
 		case "flood":
 			d.flood, err = strconv.Atoi(val)
+		case "env":
+			d.env = true
+		case "wait":
+			d.wait = true
 		case "session":
 			if val != "fresh" {
 				err = fmt.Errorf("only fake:session=fresh is known")
@@ -464,4 +480,32 @@ func actScene(p payload, raw []byte) (int, error) {
 	}
 	fmt.Printf("<thinking>SECRET-%s-%d I keep this to myself.</thinking>\n<speech>%s</speech>\n", sc.Actor, sc.Turn, speech)
 	return 0, nil
+}
+
+// envAndWait saves the environment (fake:env), then waits for the test's
+// release file (fake:wait).
+func envAndWait(dir string, p payload, d directives) error {
+	if dir == "" {
+		return fmt.Errorf("fake:env and fake:wait need %s", envDir)
+	}
+	if d.env {
+		// Write then rename, so a test that sees the file sees all of it.
+		name := filepath.Join(dir, p.EventID+"-"+p.Participant.ID+".env")
+		if err := os.WriteFile(name+".tmp", []byte(strings.Join(os.Environ(), "\n")+"\n"), 0o600); err != nil {
+			return fmt.Errorf("save environment: %w", err)
+		}
+		if err := os.Rename(name+".tmp", name); err != nil {
+			return fmt.Errorf("save environment: %w", err)
+		}
+	}
+	if !d.wait {
+		return nil
+	}
+	release := filepath.Join(dir, p.EventID+".release")
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(release); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("fake:wait: no %s within 2 minutes", release)
 }

@@ -23,6 +23,10 @@
 // ("pid method session unix-nanos"); FAKE_ACP_NO_LOAD=1 offers no session/load and
 // FAKE_ACP_REFUSE_LOAD=1 offers it but refuses every load;
 // FAKE_ACP_INIT_DELAY (a Go duration) holds initialize back, a slow start.
+// FAKE_ACP_ENV names a file that each session/new and session/load
+// replaces with what the agent was given: its environment (one KEY=VALUE a
+// line), then a line "mcp NAME COMMAND ARGS…" and lines "mcp-env KEY=VALUE"
+// for each MCP server of the session.
 package main
 
 import (
@@ -94,6 +98,7 @@ func (a *agent) NewSession(_ context.Context, req acp.NewSessionRequest) (acp.Ne
 	a.turns[id] = 0
 	a.mu.Unlock()
 	a.log("session/new", id)
+	saveEnv(req.McpServers)
 	a.mu.Lock()
 	a.cwd = req.Cwd
 	a.mu.Unlock()
@@ -102,6 +107,7 @@ func (a *agent) NewSession(_ context.Context, req acp.NewSessionRequest) (acp.Ne
 
 func (a *agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
 	a.log("session/load", string(req.SessionId))
+	saveEnv(req.McpServers)
 	if os.Getenv("FAKE_ACP_REFUSE_LOAD") == "1" {
 		return acp.LoadSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": "unknown session"})
 	}
@@ -261,6 +267,28 @@ func (a *agent) echo(ctx context.Context, s acp.SessionId, text, msg string, tur
 	a.say(ctx, s, acp.UpdateAgentMessageText(fmt.Sprintf("fake-acp pid=%d session=%s turn=%d %s: ", os.Getpid(), s, turn, mode)))
 	a.say(ctx, s, acp.UpdateAgentMessageText(msg))
 	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
+}
+
+// saveEnv writes what the agent was given to $FAKE_ACP_ENV, when set.
+func saveEnv(servers []acp.McpServer) {
+	path := os.Getenv("FAKE_ACP_ENV")
+	if path == "" {
+		return
+	}
+	lines := os.Environ()
+	for _, m := range servers {
+		if m.Stdio == nil {
+			continue
+		}
+		lines = append(lines, "mcp "+m.Stdio.Name+" "+m.Stdio.Command+" "+strings.Join(m.Stdio.Args, " "))
+		for _, e := range m.Stdio.Env {
+			lines = append(lines, "mcp-env "+e.Name+"="+e.Value)
+		}
+	}
+	// Write then rename, so a test that sees the file sees all of it.
+	if err := os.WriteFile(path+".tmp", []byte(strings.Join(lines, "\n")+"\n"), 0o600); err == nil {
+		_ = os.Rename(path+".tmp", path)
+	}
 }
 
 // firstTime reports whether marker did not exist yet, creating it.
