@@ -219,7 +219,9 @@ type stack struct {
 	bridgeURL string
 	statusURL string
 	cl        *client.Client
-	agents    []*agent
+	// token is serve's person token.
+	token  string
+	agents []*agent
 }
 
 // startProc starts bin with args, stopped (SIGTERM, then kill) when the
@@ -255,17 +257,25 @@ func newStack(t testing.TB, agents ...*agent) *stack {
 	bridgeAddr, statusAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	s.bridgeURL, s.statusURL = "http://"+bridgeAddr, "http://"+statusAddr
 	startProc(t, "serve", "serve", "--addr", bridgeAddr, "--db", filepath.Join(s.dir, "bridge.db"))
-	s.cl = client.New(s.bridgeURL)
 	testutil.WaitFor(t, 30*time.Second, "the bridge to answer", func() bool {
-		_, err := s.cl.Ping(t.Context())
+		_, err := client.New(s.bridgeURL).Ping(t.Context())
 		return err == nil
 	})
+	// The person token serve made next to its database, for the test's
+	// client and, as bridge_token, the coordinator (its status API then
+	// asks for it too).
+	token, err := os.ReadFile(filepath.Join(s.dir, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.token = strings.TrimSpace(string(token))
+	s.cl = client.New(s.bridgeURL, client.WithToken(s.token))
 	entries := map[string]any{}
 	for _, a := range agents {
 		entries[a.id] = map[string]any{"command": []string{a.adapter()}, "cwd": a.work, "env": a.env(t)}
 	}
 	cfg, _ := json.Marshal(map[string]any{
-		"bridge_url": s.bridgeURL, "status_addr": statusAddr, "startup_mode": "resume", "shutdown_grace_s": 5,
+		"bridge_url": s.bridgeURL, "bridge_token": s.token, "status_addr": statusAddr, "startup_mode": "resume", "shutdown_grace_s": 5,
 		"adapter_timeout_s": 120, "primer_path": filepath.Join(root, "docs", "bridge-agent-primer.md"), "agents": entries,
 	})
 	cfgPath := filepath.Join(s.dir, "coordinator.config.json")
@@ -290,7 +300,12 @@ func (s *stack) with(t testing.TB) *stack {
 
 // getJSON decodes a status API answer.
 func (s *stack) getJSON(path string, v any) error {
-	resp, err := http.Get(s.statusURL + path)
+	req, err := http.NewRequest(http.MethodGet, s.statusURL+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
 	}

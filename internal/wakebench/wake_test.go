@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -196,7 +197,10 @@ func startDaemons(b *testing.B, extra map[string]any) daemons {
 	start := func(args ...string) {
 		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "FAKE_ADAPTER_DIR=")
+		// BRIDGE_DB names serve's database to the coordinator too, which
+		// finds the person token serve made next to it, as in the
+		// README's setup.
+		cmd.Env = append(os.Environ(), "FAKE_ADAPTER_DIR=", "BRIDGE_TOKEN=", "BRIDGE_DB="+filepath.Join(dir, "bridge.db"))
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 		cmd.WaitDelay = 10 * time.Second
 		logf, err := os.Create(filepath.Join(dir, args[0]+".log"))
@@ -216,8 +220,12 @@ func startDaemons(b *testing.B, extra map[string]any) daemons {
 		b.Cleanup(func() { cancel(); _ = cmd.Wait() })
 	}
 	start("serve", "-addr", addr, "-db", filepath.Join(dir, "bridge.db"))
-	cl := client.New(url)
-	testutil.WaitFor(b, 30*time.Second, "bridge up", func() bool { _, err := cl.Ping(ctx); return err == nil })
+	testutil.WaitFor(b, 30*time.Second, "bridge up", func() bool { _, err := client.New(url).Ping(ctx); return err == nil })
+	token, err := os.ReadFile(filepath.Join(dir, "token"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cl := client.New(url, client.WithToken(strings.TrimSpace(string(token))))
 	start("coordinator", "-config", cfgPath, "-state", filepath.Join(dir, "coordinator.db"))
 	testutil.WaitFor(b, 30*time.Second, "coordinator up", func() bool {
 		resp, err := http.Get("http://" + status + "/healthz")
