@@ -18,19 +18,21 @@ const TokenCookie = httpguard.TokenCookie
 // person uses to widen it.
 func newGate(opts Options, s *Server) (*httpguard.Guard, error) {
 	return httpguard.New(httpguard.Options{
-		Token:             opts.Token,
-		AllowedHosts:      opts.AllowedHosts,
-		CORSOrigins:       opts.CORSOrigins,
-		ListenAddr:        opts.Addr,
-		Open:              open,
-		TokenHint:         "the server's --token-file or BRIDGE_TOKEN",
-		HostHint:          "start the server with --allowed-hosts naming it",
-		OriginHint:        "only the server's own pages and origins listed with --cors-origin may",
-		WriteError:        s.writeError,
-		RequestTimeout:    opts.RequestTimeout,
-		MaxStreams:        opts.MaxStreams,
-		Resolve:           s.resolve,
-		RequireCredential: opts.RequireCredential,
+		Token:                   opts.Token,
+		AllowedHosts:            opts.AllowedHosts,
+		CORSOrigins:             opts.CORSOrigins,
+		ListenAddr:              opts.Addr,
+		Open:                    open,
+		TokenHint:               "the file \"token\" serve made next to its database, such as ./data/token, or the server's --token-file or BRIDGE_TOKEN",
+		HostHint:                "start the server with --allowed-hosts naming it",
+		OriginHint:              "only the server's own pages and origins listed with --cors-origin may",
+		WriteError:              s.writeError,
+		RequestTimeout:          opts.RequestTimeout,
+		MaxStreams:              opts.MaxStreams,
+		MaxStreamsPerCredential: opts.MaxStreamsPerCredential,
+		CoordinatorStreams:      opts.CoordinatorStreams,
+		Resolve:                 s.resolve,
+		RequireCredential:       opts.RequireCredential,
 	})
 }
 

@@ -69,6 +69,10 @@ type Options struct {
 	// MaxStreams caps the streams (SSE and long-polls) open at once; the
 	// one over answers 503 too_many_streams (1,024 by default).
 	MaxStreams int
+	// MaxStreamsPerCredential caps one token's open streams (256 by
+	// default); CoordinatorStreams of MaxStreams are kept for coordinator
+	// tokens (16 by default, at most a quarter).
+	MaxStreamsPerCredential, CoordinatorStreams int
 	// RequestTimeout bounds the arrival of a request's headers and body
 	// (10 s by default); tests shorten it.
 	RequestTimeout time.Duration
@@ -124,7 +128,8 @@ type Server struct {
 }
 
 // NewServer builds a server over store. It refuses a non-loopback Addr
-// without a Token (ErrInsecureAddr) and a malformed CORS origin.
+// that takes requests without a token (neither Token nor
+// RequireCredential: ErrInsecureAddr) and a malformed CORS origin.
 func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 	if store == nil {
 		return nil, errors.New("bridge: nil event store")
@@ -150,7 +155,7 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	if err := CheckListen(opts.Addr, opts.Token); err != nil {
+	if err := CheckListen(opts.Addr, opts.Token); err != nil && !opts.RequireCredential {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -236,7 +236,7 @@ func (s *Server) handleThreadStream(w http.ResponseWriter, r *http.Request) erro
 	if cursor > th.LastSeq {
 		return agentbridge.CursorAhead(id, param, cursor, th.LastSeq)
 	}
-	release, err := s.gate.Stream()
+	release, err := s.gate.Stream(ctx)
 	if err != nil {
 		return err
 	}
@@ -324,7 +324,7 @@ func (s *Server) handleGlobalStream(w http.ResponseWriter, r *http.Request) erro
 	if cursor > head {
 		return agentbridge.CursorAhead("", param, cursor, head)
 	}
-	release, err := s.gate.Stream()
+	release, err := s.gate.Stream(ctx)
 	if err != nil {
 		return err
 	}
@@ -395,7 +395,7 @@ func (s *Server) handleEventsPoll(w http.ResponseWriter, r *http.Request) error 
 	}
 	if wait > 0 {
 		// Only a poll that waits holds a connection like a stream.
-		release, err := s.gate.Stream()
+		release, err := s.gate.Stream(ctx)
 		if err != nil {
 			return err
 		}

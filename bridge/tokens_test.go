@@ -13,9 +13,14 @@ import (
 
 // closedServer is a server that needs a credential, with a person token
 // made in its store as serve makes the first one; ts.token is that token.
-func closedServer(t *testing.T) *testServer {
+func closedServer(t *testing.T, opts ...Options) *testServer {
 	t.Helper()
-	ts := newTestServer(t, Options{RequireCredential: true})
+	o := Options{}
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	o.RequireCredential = true
+	ts := newTestServer(t, o)
 	secret, err := agentbridge.NewTokenSecret()
 	if err != nil {
 		t.Fatal(err)
@@ -279,4 +284,66 @@ func TestLoginCode(t *testing.T) {
 	if a := anon.do("POST", "/auth/login", `{"token":"`+ts.token+`"}`); a.status != 200 {
 		t.Errorf("login with a pasted token: %d %s", a.status, a.body)
 	}
+}
+
+// TestStreamsPerCredential: one token holds at most its cap of streams;
+// the slots kept for coordinator tokens are refused to every other token,
+// so that clients holding all other slots still leave the coordinator its
+// stream; a closed stream gives its slot back.
+func TestStreamsPerCredential(t *testing.T) {
+	ts := closedServer(t, Options{MaxStreams: 8, MaxStreamsPerCredential: 3, CoordinatorStreams: 2})
+	_, r1 := ts.mint(`{"scope":"read","name":"r1"}`)
+	_, r2 := ts.mint(`{"scope":"read","name":"r2"}`)
+	_, r3 := ts.mint(`{"scope":"read","name":"r3"}`)
+	_, coord := ts.mint(`{"scope":"coordinator","name":"c"}`)
+	open := func(token string) (int, func()) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(t.Context())
+		req, _ := http.NewRequestWithContext(ctx, "GET", ts.url+"/events/stream", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		return resp.StatusCode, func() { cancel(); resp.Body.Close() }
+	}
+	var closers []func()
+	t.Cleanup(func() {
+		for _, c := range closers {
+			c()
+		}
+	})
+	for i, tok := range []string{r1, r1, r1, r2, r2, r2} {
+		st, c := open(tok)
+		closers = append(closers, c)
+		if st != 200 {
+			t.Fatalf("stream %d: %d", i+1, st)
+		}
+	}
+	if st, c := open(r1); st != 503 {
+		c()
+		t.Errorf("a 4th stream of one token: %d, want 503", st)
+	}
+	if st, c := open(r3); st != 503 {
+		c()
+		t.Errorf("a stream of another token into the coordinator's pool: %d, want 503", st)
+	}
+	for i := range 2 {
+		st, c := open(coord)
+		closers = append(closers, c)
+		if st != 200 {
+			t.Fatalf("coordinator stream %d with every other slot held: %d", i+1, st)
+		}
+	}
+	if st, c := open(coord); st != 503 {
+		c()
+		t.Errorf("a stream over the server's cap: %d, want 503", st)
+	}
+	closers[0]()
+	testutil.WaitFor(t, 5*time.Second, "the closed stream's slot", func() bool {
+		st, c := open(r1)
+		closers = append(closers, c)
+		return st == 200
+	})
 }

@@ -20,8 +20,8 @@ type Runtime struct {
 	// status API listen.
 	BridgeURL string `json:"bridge_url"`
 	StatusURL string `json:"status_url"`
-	// TokenFile is the file holding the bridge's token, when up was given
-	// one with --token-file.
+	// TokenFile is the file holding a person token of the bridge: up's
+	// --token-file, else the one the bridge made in its state folder.
 	TokenFile string `json:"token_file,omitempty"`
 	// Dir is up's working folder, DB and State its databases (absolute
 	// paths or URLs), so that a second up can tell it would share them.

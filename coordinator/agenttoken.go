@@ -17,9 +17,9 @@ import (
 // person"). Each adapter run and each warm ACP agent gets an agent token
 // of its own, bound to its (thread, participant), in place of the
 // coordinator's credential: the agent may then post as itself in its
-// thread, and nothing else. The token is revoked when the run ends or the
-// agent is closed; a coordinator killed with SIGKILL leaves it to expire
-// (its ttl).
+// thread, and nothing else. A run's token is revoked once the run has
+// ended and its reply is posted, a warm agent's when the agent is closed;
+// a coordinator killed with SIGKILL leaves them to expire (their ttl).
 
 const (
 	// tokenMargin is added to a run's timeout for its token's ttl: the

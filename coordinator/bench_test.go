@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -123,7 +124,8 @@ func BenchmarkCPUPerInvocation(b *testing.B) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	serve := exec.Command(bin, "serve", "--addr", addr, "--db", filepath.Join(b.TempDir(), "bridge.db"))
+	db := filepath.Join(b.TempDir(), "bridge.db")
+	serve := exec.Command(bin, "serve", "--addr", addr, "--db", db)
 	serve.Env = append(os.Environ(), "BRIDGE_TOKEN=")
 	if err := serve.Start(); err != nil {
 		b.Fatal(err)
@@ -133,12 +135,18 @@ func BenchmarkCPUPerInvocation(b *testing.B) {
 		_ = serve.Wait()
 	}()
 	url := "http://" + addr
-	cl := client.New(url)
 	testutil.WaitFor(b, waitLong, "the bridge to answer", func() bool {
-		_, err := cl.Ping(context.Background())
+		_, err := client.New(url).Ping(context.Background())
 		return err == nil
 	})
+	// The person token serve made next to its database.
+	token, err := os.ReadFile(filepath.Join(filepath.Dir(db), "token"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cl := client.New(url, client.WithToken(strings.TrimSpace(string(token))))
 	s := &stack{t: b, dir: b.TempDir(), cl: cl, cfg: testConfig(url)}
+	s.cfg.BridgeToken = strings.TrimSpace(string(token))
 	s.cfg.MaxInvocationsPerMinute = 0
 	s.fakeDir = filepath.Join(s.dir, "fake")
 	if err := os.MkdirAll(s.fakeDir, 0o755); err != nil {

@@ -242,7 +242,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	stopReceipts := c.receipts.start(ctx)
 
 	if c.statusLn != nil {
-		c.statusSrv = c.guard.Server(c.guard.Wrap(status.New(statusSource{c}, c.guard, c.log).Handler()))
+		c.statusSrv = c.guard.Server(c.guard.Wrap(readOnlyUnlessPerson(status.New(statusSource{c}, c.guard, c.log).Handler())))
 		c.statusSrv.BaseContext = func(net.Listener) context.Context { return ctx }
 		c.statusSrv.ErrorLog = slog.NewLogLogger(c.log.Handler(), slog.LevelDebug)
 		wg.Add(1)

@@ -37,8 +37,9 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	if cancelled {
 		return
 	}
-	// The run's agent token is minted while the run is prepared: the
-	// request costs the wake path nothing then.
+	// The run's agent token: the pair's spare, made ahead, or one minted
+	// while the run is prepared; either way the wake path does not wait
+	// for the bridge's write.
 	tok := c.runToken(ctx, cfg, inv)
 	in, err := c.prepare(ctx, j, cfg)
 	if err != nil {
@@ -53,17 +54,17 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	mon := c.startMonitor(keep, inv)
 	stopPresence := c.presence(ctx, inv.Thread, inv.Participant, cfg.PresenceHeartbeat, mon)
 	first := c.firstRun(ctx, inv, in, mon)
-	c.tokens.revoke(tok)
 	mon.stopMonitor()
 	c.keepSession(keep, inv, in, mon.latestSession())
 	var correction *agentRun
+	var correctionTok *agentToken
 	if p, body, ok := correctionPayload(in, first.res); ok {
 		// The first run's progress monitor has stopped; the correction
 		// run reports no progress. It is a run of its own, with a token
 		// of its own.
-		in.token = c.runToken(ctx, cfg, inv)
+		correctionTok = c.runToken(ctx, cfg, inv)
+		in.token = correctionTok
 		res, why := c.runAgent(ctx, inv, in, p, body, nil)
-		c.tokens.revoke(in.token)
 		correction = &agentRun{res, why}
 	}
 	to := c.questionTo(ctx, cfg, inv, in, first.res)
@@ -73,7 +74,11 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		last = correction.res
 	}
 	status := c.record(ctx, inv, o)
-	// After the reply, so that it does not wait behind the write.
+	// The runs' tokens are revoked, and the pair's next one is made
+	// ahead, once the reply is in: the reply does not wait behind those
+	// writes on the bridge.
+	c.tokens.revoke(tok)
+	c.tokens.revoke(correctionTok)
 	c.nextRunToken(keep, cfg, inv)
 	stopPresence()
 	if status != ledger.StatusCancelled {

@@ -111,7 +111,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p := strings.TrimPrefix(r.URL.Path, "/ui")
 	switch {
-	case p == "" || p == "/" || p == "/index.html" || strings.HasPrefix(p, "/threads/"):
+	case p == "" || p == "/" || p == "/index.html" || p == "/login" || strings.HasPrefix(p, "/threads/"):
 		h.serveFile(w, r, "index.html")
 	case p == "/config.json":
 		cfg := uiConfig{CoordinatorURL: DefaultCoordinatorURL}

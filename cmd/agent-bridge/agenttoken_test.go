@@ -16,6 +16,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -464,5 +465,59 @@ func TestACPAgentHoldsOnlyItsAgentToken(t *testing.T) {
 	}
 	if !strings.Contains(s.coordinatorStderr.String(), "agents.alice.env.BRIDGE_TOKEN is ignored") {
 		t.Errorf("the coordinator did not warn of the entry's BRIDGE_TOKEN; stderr:\n%s", s.coordinatorStderr.String())
+	}
+}
+
+// up gives its coordinator a coordinator token of its own, made with the
+// person's, and revokes it when it stops.
+func TestUpGivesItsCoordinatorATokenOfItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "coordinator.config.json")
+	if err := os.WriteFile(cfg, []byte(`{"status_addr": "127.0.0.1:0", "agents": {"echo": {"command": ["cat"]}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "data", "bridge.db")
+	var stdout, stderr testutil.Buffer
+	m := &Main{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
+	stop := runInProcess(t, m, "up", "--addr", "127.0.0.1:0", "--db", db, "--config", cfg, "--state", filepath.Join(dir, "data", "coordinator.db"))
+	var bridgeURL string
+	testutil.WaitFor(t, 30*time.Second, "up to be up", func() bool {
+		_, rest, ok := strings.Cut(stdout.String(), "agent-bridge is up: bridge ")
+		bridgeURL, _, _ = strings.Cut(rest, ",")
+		return ok && strings.Contains(stdout.String(), "Open the UI at ")
+	})
+	person, err := os.ReadFile(filepath.Join(dir, "data", "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := client.New(bridgeURL, client.WithToken(strings.TrimSpace(string(person)))).Tokens(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var coord []agentbridge.Token
+	for _, tok := range list {
+		if tok.Scope == agentbridge.ScopeCoordinator {
+			coord = append(coord, tok)
+		}
+	}
+	if len(coord) != 1 || coord[0].Name != "up-coordinator" || coord[0].Participant != "bridge-coordinator" || coord[0].RevokedAt != "" {
+		t.Fatalf("coordinator tokens while up runs: %+v, want one valid up-coordinator bound to bridge-coordinator", coord)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("up returned %v; stderr:\n%s", err, stderr.String())
+	}
+	store, err := sqlite.Open(t.Context(), db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	after, err := store.Tokens(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range after {
+		if tok.ID == coord[0].ID && tok.RevokedAt == "" {
+			t.Errorf("up's coordinator token outlived up: %+v", tok)
+		}
 	}
 }

@@ -26,7 +26,7 @@ func (m *Main) addClientFlags(fs *pflag.FlagSet) *clientFlags {
 	cf := &clientFlags{fs: fs}
 	fs.StringVar(&cf.url, "url", agentbridge.DefaultBridgeURL, "bridge URL (else env BRIDGE_URL, else the running up's)")
 	envFlag(fs, "url", agentbridge.EnvBridgeURL)
-	fs.StringVar(&cf.tokenFile, "token-file", "", "file holding the bearer token (else env BRIDGE_TOKEN, else the running up's --token-file)")
+	fs.StringVar(&cf.tokenFile, "token-file", "", "file holding the bearer token (else env BRIDGE_TOKEN, else the running up's, else the state folder's token next to BRIDGE_DB or ./data/bridge.db, for a bridge on this machine)")
 	envFlag(fs, "token-file", agentbridge.EnvToken)
 	fs.BoolVar(&cf.json, "json", false, "print JSON, one value per line, instead of readable text")
 	return cf
@@ -53,6 +53,9 @@ func (m *Main) newClient(cf *clientFlags) (*client.Client, error) {
 			return nil, usagef("--token-file: cannot read the token: %v", err)
 		}
 		token = strings.TrimSpace(string(b))
+	}
+	if token == "" {
+		token = m.localToken(cf.url)
 	}
 	return client.New(cf.url, client.WithToken(token)), nil
 }

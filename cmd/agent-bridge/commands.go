@@ -117,6 +117,13 @@ func (m *Main) commandTable() []command {
 			short: "run serve or the coordinator under launchd or systemd", long: serviceLong,
 			example: "  agent-bridge service install serve -- --addr 127.0.0.1:5111 --token-file ~/.config/agent-bridge/token\n  agent-bridge service install coordinator -- --config ./coordinator.config.json",
 			define:  m.serviceCommand},
+		command{use: "tokens", group: groupOps, short: "the bridge's tokens: add, list, revoke (docs/security.md)", sub: []command{
+			{use: "add", short: "make a token (--scope person|coordinator|agent|read, --name); prints its secret once",
+				example: "  agent-bridge tokens add --scope read --name dashboard\n  agent-bridge tokens add --scope agent --name run-1 --thread T --participant claude --ttl 1h",
+				define:  m.tokensAddCommand},
+			{use: "list", aliases: []string{"ls"}, short: "the valid tokens, never their secrets (--all: the revoked and expired too)", define: m.tokensListCommand},
+			{use: "revoke ID|NAME", short: "revoke a token by id, or every valid token of that name", define: m.tokensRevokeCommand},
+		}},
 		command{use: "backup", group: groupOps, short: "copy the bridge database to a file (the server may be running)", define: m.backupCommand},
 		command{use: "restore", group: groupOps, short: "replace the bridge database with a backup (the server must be stopped)", define: m.restoreCommand},
 		command{use: "doctor", group: groupOps, short: "check the setup: config, agents and their CLIs, bridge, databases, services", define: m.doctorCommand},

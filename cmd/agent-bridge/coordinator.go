@@ -54,6 +54,11 @@ func (m *Main) coordinatorCommand(c *cobra.Command) runFunc {
 		if cfg.BridgeToken == "" {
 			cfg.BridgeToken = strings.TrimSpace(m.Getenv(agentbridge.EnvToken))
 		}
+		if cfg.BridgeToken == "" {
+			// serve's person token, when the bridge runs on this machine
+			// from this folder (or BRIDGE_DB names its database).
+			cfg.BridgeToken = m.localToken(cfg.BridgeURL)
+		}
 		if rt, ok := m.runningUp(); ok && strings.TrimRight(rt.BridgeURL, "/") == strings.TrimRight(cfg.BridgeURL, "/") {
 			// up runs a coordinator of its own on that bridge: with a
 			// ledger of its own, each would answer every message.

@@ -69,7 +69,7 @@ func newCoordEnv(t *testing.T, fake string) *coordEnv {
 func (e *coordEnv) startBridge(addr string) {
 	e.t.Helper()
 	b, err := startBridge(context.Background(), bridgeConfig{Addr: addr, DB: filepath.Join(e.dir, "bridge.db"),
-		Humans: agentbridge.DefaultHumans, MaxBody: bridge.DefaultMaxBody}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		Humans: agentbridge.DefaultHumans, MaxBody: bridge.DefaultMaxBody, Open: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		e.t.Fatalf("start bridge: %v", err)
 	}
@@ -438,17 +438,18 @@ func TestUpCommand(t *testing.T) {
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
 	stop := runInProcess(t, m, "up", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "data", "bridge.db"),
 		"--config", cfg, "--state", filepath.Join(dir, "data", "coordinator.db"))
-	var uiURL string
+	var uiURL, link string
 	testutil.WaitFor(t, 30*time.Second, "up to print the UI URL", func() bool {
 		for _, line := range strings.Split(stdout.String(), "\n") {
 			if u, ok := strings.CutPrefix(line, "Open the UI at "); ok {
-				uiURL = u
+				uiURL, _, _ = strings.Cut(u, "/login#code=")
+				link = u
 				return true
 			}
 		}
 		return false
 	})
-	resp, err := http.Get(uiURL)
+	resp, err := http.Get(link)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,7 +46,9 @@ func readmeFirstRun(t *testing.T) []string {
 // TestFirstRunAnywhere runs the README's first run with the real binary in
 // an empty folder, away from the repository and its config, with a PATH
 // that has no agent-bridge on it: up must say it found no config, list the
-// built-in echo agent, and the README's commands must get echo's reply.
+// built-in echo agent and print a login link that logs a browser in once,
+// and the README's commands (which find up's token by themselves) must get
+// echo's reply.
 func TestFirstRunAnywhere(t *testing.T) {
 	bin := buildServeBinary(t)
 	dir := t.TempDir()
@@ -76,15 +80,16 @@ func TestFirstRunAnywhere(t *testing.T) {
 			upOut.Write([]byte(sc.Text() + "\n"))
 		}
 	}()
-	var bridgeURL string
+	var bridgeURL, code string
 	testutil.WaitFor(t, 30*time.Second, "up to list its agents", func() bool {
 		out := upOut.String()
-		if m := regexp.MustCompile(`Open the UI at (\S+)/ui`).FindStringSubmatch(out); m != nil && strings.Contains(out, "Agents") {
-			bridgeURL = m[1]
+		if m := regexp.MustCompile(`Open the UI at (\S+)/ui/login#code=(\S+)`).FindStringSubmatch(out); m != nil && strings.Contains(out, "Agents") {
+			bridgeURL, code = m[1], m[2]
 			return true
 		}
 		return false
 	})
+	checkLoginLink(t, bridgeURL, code)
 	out := upOut.String()
 	for _, want := range []string{
 		"Coordinator config: none found at " + filepath.Join(dir, "coordinator.config.json"),
@@ -144,5 +149,48 @@ func TestAdapterEcho(t *testing.T) {
 	m.Stdin, m.Stdout, m.Stderr, m.Getenv = strings.NewReader(""), io.Discard, io.Discard, func(string) string { return "" }
 	if err := m.Run(t.Context(), []string{"adapter", "nope"}); !errors.As(err, &ue) {
 		t.Errorf("adapter nope: %v, want a usage error", err)
+	}
+}
+
+// checkLoginLink opens up's login link as the UI page does: without the
+// cookie the API is 401; the code buys the login cookie once, which opens
+// the API as a person; the same code a second time is 401.
+func checkLoginLink(t *testing.T, bridgeURL, code string) {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	get := func(path string) int {
+		resp, err := browser.Get(bridgeURL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	login := func() int {
+		resp, err := browser.Post(bridgeURL+"/auth/login", "application/json", strings.NewReader(`{"code":"`+code+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st := get("/ui/login"); st != http.StatusOK {
+		t.Errorf("GET /ui/login = %d", st)
+	}
+	if st := get("/threads"); st != http.StatusUnauthorized {
+		t.Errorf("GET /threads before the login = %d, want 401", st)
+	}
+	if st := login(); st != http.StatusOK {
+		t.Fatalf("login with the link's code = %d", st)
+	}
+	if st := get("/threads"); st != http.StatusOK {
+		t.Errorf("GET /threads with the login cookie = %d, want 200", st)
+	}
+	if st := login(); st != http.StatusUnauthorized {
+		t.Errorf("the link's code used twice = %d, want 401", st)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,7 +66,7 @@ func opsBridge(t *testing.T, token string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	b, err := startBridge(ctx, bridgeConfig{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "bridge.db"),
-		Humans: agentbridge.Humans{"user"}, Token: token, MaxBody: 1 << 20, Version: "test"},
+		Humans: agentbridge.Humans{"user"}, Token: token, MaxBody: 1 << 20, Version: "test", Open: token == ""},
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		cancel()
@@ -76,6 +77,15 @@ func opsBridge(t *testing.T, token string) string {
 		_ = b.Close(context.Background())
 	})
 	return b.URL()
+}
+
+// bearer is an http.RoundTripper that sends a bearer token.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 // testBridge is a real bridge (internal/testbridge) with a client of it.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,10 +23,12 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
-// logServe runs `agent-bridge serve` on db and keeps every stderr line.
-func logServe(t *testing.T, bin, db string) (url string, logs *testutil.Buffer) {
+// logServe runs `agent-bridge serve` on db, in a folder of its own where
+// it keeps its person token (token), and keeps every stderr line.
+func logServe(t *testing.T, bin, db string) (url, token string, logs *testutil.Buffer) {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
+	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "BRIDGE_TOKEN=", "BRIDGE_ADDR=", "BRIDGE_DB=")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -58,7 +61,11 @@ func logServe(t *testing.T, bin, db string) (url string, logs *testutil.Buffer) 
 	case <-time.After(30 * time.Second):
 		t.Fatalf("serve did not log its URL within 30 s:\n%s", logs.String())
 	}
-	return url, logs
+	token, err = readTokenFile(filepath.Join(cmd.Dir, stateTokenPath(db)))
+	if err != nil {
+		t.Fatalf("serve's person token: %v", err)
+	}
+	return url, token, logs
 }
 
 // countLines counts the log lines whose msg starts with prefix.
@@ -91,8 +98,8 @@ func TestPostgresOutage(t *testing.T) {
 	t.Cleanup(srv.Stop)
 	db := srv.Database(t)
 	bin := buildServeBinary(t)
-	url, logs := logServe(t, bin, db)
-	cl := client.New(url)
+	url, token, logs := logServe(t, bin, db)
+	cl := client.New(url, client.WithToken(token))
 	ctx := context.Background()
 	const writers = 8
 	for w := range writers {
@@ -112,7 +119,7 @@ func TestPostgresOutage(t *testing.T) {
 		wg         sync.WaitGroup
 		unexpected = make(chan string, 100)
 	)
-	hc := &http.Client{Timeout: 30 * time.Second}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: bearer{token}}
 	for w := range writers {
 		wg.Add(1)
 		go func() {

@@ -104,7 +104,7 @@ func TestTwoBridgesOneDatabase(t *testing.T) {
 	url := pg.Database(t)
 	bin := buildServeBinary(t)
 	a, b := startServe(t, bin, url), startServe(t, bin, url)
-	ca, cb := client.New(a.url), client.New(b.url)
+	ca, cb := client.New(a.url, client.WithToken(a.token)), client.New(b.url, client.WithToken(b.token))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 

@@ -165,7 +165,10 @@ func TestSceneDemo(t *testing.T) {
 	run := func(args ...string) string {
 		t.Helper()
 		var out, errb bytes.Buffer
-		m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+		// BRIDGE_DB names up's database, so the CLI finds the person
+		// token up made next to it.
+		env := map[string]string{agentbridge.EnvDB: filepath.Join(dir, "bridge.db")}
+		m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }}
 		if err := m.Run(context.Background(), append(args, "--url", url)); err != nil {
 			t.Fatalf("agent-bridge %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 		}
@@ -188,7 +191,11 @@ func TestSceneDemo(t *testing.T) {
 	run("scene", th, "on", "--actors", "maria,sam", "--setting", "Maria's kitchen on a grey morning.",
 		"--brief", "maria=Sam wrote that he is coming. You have not seen him in six years.",
 		"--brief", "sam=You have come to apologise to your aunt.")
-	cl := client.New(url)
+	token, err := readTokenFile(filepath.Join(dir, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := client.New(url, client.WithToken(token))
 	testutil.WaitFor(t, 60*time.Second, "the demo scene to close on its own and both journals", func() bool {
 		_, _, journals, closed := sceneEvents(t, cl, th)
 		return len(closed) == 1 && len(journals) == 2
@@ -213,7 +220,8 @@ func TestSceneDemo(t *testing.T) {
 		t.Errorf("the event log ends with %+v", last)
 	}
 	var jout, jerr bytes.Buffer
-	m := &Main{Stdin: strings.NewReader(""), Stdout: &jout, Stderr: &jerr, Getenv: func(string) string { return "" }}
+	env := map[string]string{agentbridge.EnvDB: filepath.Join(dir, "bridge.db")}
+	m := &Main{Stdin: strings.NewReader(""), Stdout: &jout, Stderr: &jerr, Getenv: func(k string) string { return env[k] }}
 	if err := m.Run(context.Background(), []string{"journal", "maria", "--coordinator-url", "http://" + statusAddr}); err != nil {
 		t.Fatalf("journal: %v %s", err, jerr.String())
 	}

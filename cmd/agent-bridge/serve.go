@@ -16,6 +16,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/ui"
+	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -40,12 +41,20 @@ type bridgeConfig struct {
 	// CoordinatorURL is where the UI links to the runs dashboard (see
 	// ui.Options).
 	CoordinatorURL func() string
+	// Open keeps the token-less v0 behaviour (serve --open): no person
+	// token is made and a request without a token acts as the person.
+	Open bool
+	// TokenPath is the person token's file (stateTokenPath of DB when "").
+	TokenPath string
 }
 
 // runningBridge is a started bridge: its store and its listening server.
 type runningBridge struct {
 	Server *bridge.Server
 	Store  closingStore
+	// PersonToken is the state folder's person token, and TokenPath its
+	// file ("" for an open bridge).
+	PersonToken, TokenPath string
 }
 
 // URL returns the server's base URL.
@@ -58,28 +67,49 @@ func (b *runningBridge) Close(ctx context.Context) error {
 }
 
 // startBridge opens the store and starts the server with the web UI. It is
-// the one wiring shared by serve, up and the end-to-end tests. A
-// non-loopback address without a token, or a malformed host or origin
-// list, is a *usageError.
+// the one wiring shared by serve, up and the end-to-end tests. Unless
+// cfg.Open, every request needs a token, and the state folder's person
+// token is made on the first start (ensurePersonToken). A non-loopback
+// address with Open, or a malformed host or origin list, is a
+// *usageError.
 func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*runningBridge, error) {
-	if err := bridge.CheckListen(cfg.Addr, cfg.Token); err != nil {
-		return nil, usagef("--addr: %v", err)
+	if cfg.Open && !httpguard.IsLoopbackAddr(cfg.Addr) {
+		return nil, usagef("--open: %s is reachable from other machines, and --open lets anyone who reaches it act as anyone; listen on 127.0.0.1", cfg.Addr)
 	}
 	store, err := openEventStore(ctx, cfg.DB, cfg.Humans, logger.With("component", "store"))
 	if err != nil {
 		return nil, err
 	}
+	rb := &runningBridge{Store: store}
+	if !cfg.Open {
+		rb.TokenPath = cfg.TokenPath
+		if rb.TokenPath == "" {
+			rb.TokenPath = stateTokenPath(cfg.DB)
+		}
+		ts, ok := store.(agentbridge.TokenStore)
+		if !ok {
+			_ = store.Close()
+			return nil, errors.New("the bridge's store keeps no tokens")
+		}
+		if rb.PersonToken, err = ensurePersonToken(ctx, ts, rb.TokenPath, logger); err != nil {
+			_ = store.Close()
+			return nil, err
+		}
+	} else {
+		logger.Warn("--open: requests without a token act as the person; any local process may act as anyone, answer permission requests and pause threads")
+	}
 	srv, err := bridge.NewServer(store, bridge.Options{
-		Addr:         cfg.Addr,
-		Token:        cfg.Token,
-		Humans:       cfg.Humans,
-		AllowedHosts: cfg.AllowedHosts,
-		CORSOrigins:  cfg.CORSOrigins,
-		MaxBody:      cfg.MaxBody,
-		MaxStreams:   cfg.MaxStreams,
-		Logger:       logger,
-		Version:      cfg.Version,
-		UI:           ui.NewHandler(ui.Options{CoordinatorURL: cfg.CoordinatorURL}),
+		Addr:              cfg.Addr,
+		RequireCredential: !cfg.Open,
+		Token:             cfg.Token,
+		Humans:            cfg.Humans,
+		AllowedHosts:      cfg.AllowedHosts,
+		CORSOrigins:       cfg.CORSOrigins,
+		MaxBody:           cfg.MaxBody,
+		MaxStreams:        cfg.MaxStreams,
+		Logger:            logger,
+		Version:           cfg.Version,
+		UI:                ui.NewHandler(ui.Options{CoordinatorURL: cfg.CoordinatorURL}),
 	})
 	if err != nil {
 		_ = store.Close()
@@ -92,7 +122,8 @@ func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*r
 		_ = store.Close()
 		return nil, err
 	}
-	return &runningBridge{Server: srv, Store: store}, nil
+	rb.Server = srv
+	return rb, nil
 }
 
 // maxStreamsFlag defines --max-streams for serve and up.
@@ -150,6 +181,7 @@ func (m *Main) serveCommand(c *cobra.Command) runFunc {
 	maxBody := fs.String("max-body", strconv.Itoa(bridge.DefaultMaxBody), "maximum request body, in bytes")
 	maxStreams := m.maxStreamsFlag(fs)
 	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
+	open := fs.Bool("open", false, "take requests without a token, as v0 did (loopback only): any local process may then act as anyone")
 	coordURL := fs.String("coordinator-url", m.env(agentbridge.EnvCoordinatorURL, agentbridge.DefaultStatusURL), "the coordinator's status address, which the web UI links to as the runs dashboard (env BRIDGE_COORDINATOR_URL)")
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) > 0 {
@@ -189,11 +221,12 @@ func (m *Main) serveCommand(c *cobra.Command) runFunc {
 			MaxStreams:     ms,
 			Version:        moduleVersion(),
 			CoordinatorURL: func() string { return *coordURL },
+			Open:           *open,
 		}, logger)
 		if err != nil {
 			return err
 		}
-		logger.Info("agent-bridge serving", "url", b.URL(), "db", maskURL(*db), "ui", b.URL()+"/ui", "token", token != "")
+		logger.Info("agent-bridge serving", "url", b.URL(), "db", maskURL(*db), "ui", b.URL()+"/ui", "token_file", b.TokenPath, "open", *open)
 		<-ctx.Done()
 		logger.Info("shutting down")
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)

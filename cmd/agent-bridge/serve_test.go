@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,18 +23,22 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
 
-// serveProc is a running `agent-bridge serve`.
+// serveProc is a running `agent-bridge serve`, and the person token it
+// made in its state folder.
 type serveProc struct {
-	cmd  *exec.Cmd
-	url  string
-	done chan error
+	cmd   *exec.Cmd
+	url   string
+	token string
+	done  chan error
 }
 
-// startServe starts serve on a free port with db and waits until it logs
-// its URL.
-func startServe(t *testing.T, bin, db string) *serveProc {
+// startServe starts serve on a free port with db, in a folder of its own
+// (a postgres:// db keeps its token in ./data/ there), and waits until it
+// logs its URL.
+func startServe(t *testing.T, bin, db string, args ...string) *serveProc {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db}, args...)...)
+	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "BRIDGE_TOKEN=", "BRIDGE_ADDR=", "BRIDGE_DB=")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -62,6 +67,17 @@ func startServe(t *testing.T, bin, db string) *serveProc {
 	})
 	select {
 	case p.url = <-urls:
+		if slices.Contains(args, "--open") {
+			break
+		}
+		tok, err := readTokenFile(filepath.Join(cmd.Dir, stateTokenPath(db)))
+		if filepath.IsAbs(stateTokenPath(db)) {
+			tok, err = readTokenFile(stateTokenPath(db))
+		}
+		if err != nil {
+			t.Fatalf("serve's person token: %v", err)
+		}
+		p.token = tok
 	case err := <-p.done:
 		t.Fatalf("serve exited before listening: %v", err)
 	case <-time.After(30 * time.Second):
@@ -81,7 +97,7 @@ func TestServeCrash(t *testing.T) {
 	bin := buildServeBinary(t)
 	db := filepath.Join(t.TempDir(), "data", "bridge.db")
 	p := startServe(t, bin, db)
-	client := &http.Client{Timeout: 10 * time.Second}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: bearer{p.token}}
 	post := func(url, path, body string) (int, error) {
 		resp, err := client.Post(url+path, "application/json", strings.NewReader(body))
 		if err != nil {
@@ -131,6 +147,9 @@ func TestServeCrash(t *testing.T) {
 	}
 
 	p2 := startServe(t, bin, db)
+	if p2.token != p.token {
+		t.Fatal("the restarted serve made another person token")
+	}
 	resp, err := client.Get(p2.url + "/threads/crash/events")
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +216,7 @@ func TestServeUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--addr", "0.0.0.0:0"}, "--addr"},
+		{[]string{"--open", "--addr", "0.0.0.0:0"}, "--open: 0.0.0.0:0 is reachable from other machines"},
 		{[]string{"--max-body", "lots"}, "--max-body"},
 		{[]string{"--max-streams", "0"}, "--max-streams"},
 		{[]string{"--humans", "a b"}, "--humans"},
@@ -214,7 +233,7 @@ func TestServeUsage(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("serve %v: exit %d, stderr %q; want 2 naming %s", c.args, code, stderr.String(), c.want)
 		}
-		if c.want == "--addr" {
+		if c.args[0] == "--open" {
 			if _, err := os.Stat(filepath.Join(dir, "db")); err == nil {
 				t.Errorf("serve %v created the database before refusing the address", c.args)
 			}
@@ -222,22 +241,41 @@ func TestServeUsage(t *testing.T) {
 	}
 }
 
-// TestStartBridge checks the shared wiring in-process: the store and the
-// UI are mounted, and Close stops both.
+// TestStartBridge checks the shared wiring in-process: the person token
+// is made on the first start, next to the database and readable by its
+// owner only, and a request needs it; a second start keeps it; the store
+// and the UI are mounted, and Close stops both.
 func TestStartBridge(t *testing.T) {
 	ctx := context.Background()
 	logger := slog.New(slog.DiscardHandler)
-	b, err := startBridge(ctx, bridgeConfig{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "b.db"), Humans: agentbridge.DefaultHumans}, logger)
+	dir := t.TempDir()
+	cfg := bridgeConfig{Addr: "127.0.0.1:0", DB: filepath.Join(dir, "b.db"), Humans: agentbridge.DefaultHumans}
+	b, err := startBridge(ctx, cfg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post(b.URL()+"/threads", "application/json", strings.NewReader(`{"id":"w"}`))
-	if err != nil {
-		t.Fatal(err)
+	fi, err := os.Stat(filepath.Join(dir, "token"))
+	if err != nil || fi.Mode().Perm() != 0o600 || b.TokenPath != filepath.Join(dir, "token") || !strings.HasPrefix(b.PersonToken, agentbridge.TokenPrefix) {
+		t.Fatalf("the person token: %v, %v, %s, %q", fi, err, b.TokenPath, b.PersonToken)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("create thread: %d", resp.StatusCode)
+	post := func(token string) int {
+		req, _ := http.NewRequest("POST", b.URL()+"/threads", strings.NewReader(`{"id":"w"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post(""); code != 401 {
+		t.Fatalf("create thread without a token: %d, want 401", code)
+	}
+	if code := post(b.PersonToken); code != 200 {
+		t.Fatalf("create thread: %d", code)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -246,5 +284,13 @@ func TestStartBridge(t *testing.T) {
 	}
 	if _, err := http.Get(b.URL() + "/ping"); err == nil {
 		t.Fatal("still answering after Close")
+	}
+	again, err := startBridge(ctx, cfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = again.Close(ctx) }()
+	if again.PersonToken != b.PersonToken {
+		t.Errorf("a second start made another person token")
 	}
 }

@@ -33,7 +33,7 @@ func (m *Main) statusDo(ctx context.Context, method, base, path string, q url.Va
 	if err != nil {
 		return usagef("--coordinator-url: %v", err)
 	}
-	if tok := m.statusToken(); tok != "" {
+	if tok := m.statusToken(base); tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -61,10 +61,11 @@ func (m *Main) statusDo(ctx context.Context, method, base, path string, q url.Va
 	return nil
 }
 
-// statusToken is the token for the status API: BRIDGE_TOKEN, else the
-// token file of a running up (whose coordinator shares the bridge's
-// token), else none.
-func (m *Main) statusToken() string {
+// statusToken is the token for the status API at statusURL: BRIDGE_TOKEN,
+// else the token file of a running up (whose coordinator shares the
+// bridge's token), else the state folder's person token for a status API
+// on this machine, else none.
+func (m *Main) statusToken(statusURL string) string {
 	if tok := strings.TrimSpace(m.Getenv(agentbridge.EnvToken)); tok != "" {
 		return tok
 	}
@@ -73,5 +74,5 @@ func (m *Main) statusToken() string {
 			return strings.TrimSpace(string(b))
 		}
 	}
-	return ""
+	return m.localToken(statusURL)
 }

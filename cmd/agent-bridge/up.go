@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,7 +67,7 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 	statePath := fs.String("state", m.env(agentbridge.EnvCoordinatorState, agentbridge.DefaultCoordinatorState), "the coordinator state database")
 	envFlag(fs, "state", agentbridge.EnvCoordinatorState)
 	humans := fs.String("humans", "", "comma-separated participant ids whose controls count (default: the config's human_ids, user)")
-	tokenFile := fs.String("token-file", "", "file holding the bridge's bearer token (else env BRIDGE_TOKEN; default: no token)")
+	tokenFile := fs.String("token-file", "", "file holding a person token the bridge also accepts (else env BRIDGE_TOKEN); the bridge always makes its own in the state folder, next to the database")
 	envFlag(fs, "token-file", agentbridge.EnvToken)
 	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "info"), "debug, info, warn or error")
 	envFlag(fs, "log-level", agentbridge.EnvLogLevel)
@@ -117,6 +118,10 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 		if err != nil {
 			return err
 		}
+		if rt.TokenFile == "" {
+			rt.TokenFile = absPath(b.TokenPath)
+		}
+		login := m.loginLink(b, logger)
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()
@@ -124,6 +129,13 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 				logger.Error("close bridge", "err", err)
 			}
 		}()
+		if cfg.BridgeToken == "" || cfg.BridgeToken == token {
+			// Not the person's: a coordinator token of its own, revoked
+			// (before the bridge closes) when up stops.
+			ct, revoke := m.upCoordinatorToken(ctx, b.URL(), cmp.Or(cfg.BridgeToken, b.PersonToken), cfg.CoordinatorID, logger)
+			cfg.BridgeToken = ct
+			defer revoke()
+		}
 		cfg.BridgeURL = b.URL()
 		runtimePath := client.RuntimePath(m.Getenv)
 		defer func() {
@@ -136,7 +148,7 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 			statusURL.Store(&u)
 			rt.BridgeURL, rt.StatusURL = b.URL(), c.StatusURL()
 			published := m.publishRuntime(runtimePath, rt, logger)
-			m.printUpSummary(rt, where, warnings, cfg, runtimePath, published)
+			m.printUpSummary(rt, login, where, warnings, cfg, runtimePath, published)
 		})
 	}
 }
@@ -163,10 +175,7 @@ func (m *Main) upRuntime(db, statePath, tokenFile string) (client.Runtime, error
 		if pg, _ := isPostgres("db", p); pg {
 			return maskURL(p)
 		}
-		if a, err := filepath.Abs(p); err == nil {
-			return a
-		}
-		return p
+		return absPath(p)
 	}
 	dir, _ := os.Getwd()
 	rt := client.Runtime{PID: os.Getpid(), Dir: dir, DB: abs(db), State: abs(statePath), Started: time.Now().UTC().Format(time.RFC3339)}
@@ -178,6 +187,17 @@ func (m *Main) upRuntime(db, statePath, tokenFile string) (client.Runtime, error
 			other.PID, other.Started, other.Dir, other.DB, other.State)
 	}
 	return rt, nil
+}
+
+// absPath is p made absolute ("" stays "", and p when it cannot be).
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // publishRuntime writes up's runtime file, unless another running up
@@ -197,13 +217,31 @@ func (m *Main) publishRuntime(path string, rt client.Runtime, logger *slog.Logge
 	return true
 }
 
-// printUpSummary is what up prints once it is up: where everything is,
-// the config and its warnings, the agents, and how other shells find it.
-// It is written at once, so that whoever waits for "is up" reads it whole.
-func (m *Main) printUpSummary(rt client.Runtime, where string, warnings []string, cfg coordinator.Config, runtimePath string, published bool) {
+// loginLink is the UI's one-time login link up prints, "" when the bridge
+// cannot make one (the link is a convenience: the token file still works).
+func (m *Main) loginLink(b *runningBridge, logger *slog.Logger) string {
+	code, err := b.Server.NewLoginCode()
+	if err != nil {
+		logger.Warn("no login link", "err", err)
+		return ""
+	}
+	return b.URL() + "/ui/login#code=" + code
+}
+
+// printUpSummary is what up prints once it is up: where everything is
+// (the UI as its one-time login link), the config and its warnings, the
+// agents, and how other shells find it. It is written at once, so that
+// whoever waits for "is up" reads it whole.
+func (m *Main) printUpSummary(rt client.Runtime, login, where string, warnings []string, cfg coordinator.Config, runtimePath string, published bool) {
 	w := &bytes.Buffer{}
 	defer func() { _, _ = m.Stdout.Write(w.Bytes()) }()
-	fmt.Fprintf(w, "agent-bridge is up: bridge %s, coordinator status %s\nOpen the UI at %s/ui\nRuns dashboard at %s/\n", rt.BridgeURL, rt.StatusURL, rt.BridgeURL, rt.StatusURL)
+	fmt.Fprintf(w, "agent-bridge is up: bridge %s, coordinator status %s\n", rt.BridgeURL, rt.StatusURL)
+	if login != "" {
+		fmt.Fprintf(w, "Open the UI at %s\n  (this link logs the browser in, once, within %s; afterwards open %s/ui and paste the token from %s)\n", login, bridge.LoginCodeTTL, rt.BridgeURL, rt.TokenFile)
+	} else {
+		fmt.Fprintf(w, "Open the UI at %s/ui\n", rt.BridgeURL)
+	}
+	fmt.Fprintf(w, "Runs dashboard at %s/\n", rt.StatusURL)
 	fmt.Fprintf(w, "Coordinator config: %s\n", where)
 	if len(warnings) > 0 {
 		fmt.Fprintln(w, "Config warnings:")

@@ -103,8 +103,8 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		httpjson.Write(w, http.StatusOK, map[string]any{"ok": true, "token_required": false})
 		return
 	}
-	if !s.guard.TokenEqual(req.Token) {
-		httpguard.WriteError(w, r, agentbridge.FieldErrorf(agentbridge.ECodeUnauthorized, "token", "That token is not this coordinator's token (the bridge's token, bridge_token in its config)."))
+	if _, err := s.guard.Credential(r.Context(), req.Token); req.Token == "" || err != nil {
+		httpguard.WriteError(w, r, agentbridge.FieldErrorf(agentbridge.ECodeUnauthorized, "token", "That token does not open this coordinator: give its bridge_token, or a person or read token of its bridge."))
 		return
 	}
 	httpguard.SetLoginCookie(w, r, req.Token)

@@ -35,6 +35,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,12 @@ const (
 	// DefaultMaxStreams caps the streams (SSE and long-polls) a listener
 	// holds open at once.
 	DefaultMaxStreams = 1024
+	// DefaultMaxStreamsPerCredential caps the streams one credential holds
+	// open at once.
+	DefaultMaxStreamsPerCredential = 256
+	// DefaultCoordinatorStreams is the pool of stream slots kept for
+	// coordinator credentials.
+	DefaultCoordinatorStreams = 16
 	// MaxHeaderBytes caps request headers (the contract's 64 KiB).
 	MaxHeaderBytes = 64 << 10
 	// idleTimeout closes keep-alive connections nobody uses.
@@ -103,6 +110,13 @@ type Options struct {
 	RequestTimeout time.Duration
 	// MaxStreams caps concurrent streams (DefaultMaxStreams when 0).
 	MaxStreams int
+	// MaxStreamsPerCredential caps one credential's concurrent streams
+	// (DefaultMaxStreamsPerCredential when 0; at most MaxStreams).
+	MaxStreamsPerCredential int
+	// CoordinatorStreams is how many of MaxStreams only coordinator
+	// credentials may take (DefaultCoordinatorStreams when 0, at most a
+	// quarter of MaxStreams).
+	CoordinatorStreams int
 	// Resolve, when set, turns a presented token that is not Token into
 	// the credential it stands for (a token store's lookup); an unknown,
 	// revoked or expired token is an error (unauthorized). nil accepts
@@ -149,7 +163,12 @@ type Guard struct {
 	token   []byte
 	hosts   map[string]bool
 	origins map[string]bool
-	streams atomic.Int64
+	// streams counts every open stream, others those not of a
+	// coordinator credential.
+	streams, others atomic.Int64
+	// credMu guards credStreams, the open streams per credential id.
+	credMu      sync.Mutex
+	credStreams map[string]int
 }
 
 // New checks the options and prepares the allowlists. A host with a scheme
@@ -161,13 +180,21 @@ func New(opts Options) (*Guard, error) {
 	if opts.MaxStreams <= 0 {
 		opts.MaxStreams = DefaultMaxStreams
 	}
+	if opts.MaxStreamsPerCredential <= 0 {
+		opts.MaxStreamsPerCredential = DefaultMaxStreamsPerCredential
+	}
+	opts.MaxStreamsPerCredential = min(opts.MaxStreamsPerCredential, opts.MaxStreams)
+	if opts.CoordinatorStreams <= 0 {
+		opts.CoordinatorStreams = DefaultCoordinatorStreams
+	}
+	opts.CoordinatorStreams = min(opts.CoordinatorStreams, opts.MaxStreams/4)
 	if opts.WriteError == nil {
 		opts.WriteError = WriteError
 	}
 	if opts.TokenHint == "" {
 		opts.TokenHint = "its configuration"
 	}
-	g := &Guard{opts: opts, hosts: map[string]bool{}, origins: map[string]bool{}}
+	g := &Guard{opts: opts, hosts: map[string]bool{}, origins: map[string]bool{}, credStreams: map[string]int{}}
 	if opts.Token != "" {
 		g.token = []byte(opts.Token)
 	}
@@ -213,6 +240,13 @@ func CheckListen(addr, token, tokenHint string) error {
 		return fmt.Errorf("%w: %s is reachable from other machines; configure a token (%s) or listen on 127.0.0.1", ErrInsecureAddr, addr, tokenHint)
 	}
 	return nil
+}
+
+// IsLoopbackAddr reports whether a listen address (host:port) names only
+// this machine; an empty host (all interfaces) does not.
+func IsLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && host != "" && IsLoopbackHost(host)
 }
 
 // IsLoopbackHost reports whether host (no port) names only this machine.
@@ -484,21 +518,75 @@ func (b timeoutBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Stream takes one of the listener's stream slots (SSE or long-poll);
-// release gives it back and must be called once the stream ends. When all
-// MaxStreams slots are taken it returns too_many_streams instead.
-func (g *Guard) Stream() (release func(), err error) {
+// Stream takes one of the listener's stream slots (SSE or long-poll) for
+// the request whose context is ctx; release gives it back and must be
+// called once the stream ends. It refuses (too_many_streams) a stream over
+// the listener's MaxStreams, one over MaxStreamsPerCredential of the same
+// credential, and one that would take a slot of the pool kept for
+// coordinator credentials (CoordinatorStreams of MaxStreams): other
+// clients holding every other slot cannot starve the coordinator of its
+// stream. Without a credential (an open listener's anonymous requests
+// share OpenCredential) only the listener's cap applies.
+func (g *Guard) Stream(ctx context.Context) (release func(), err error) {
+	cred, _ := CredentialFrom(ctx)
+	coordinator := cred.Scope == agentbridge.ScopeCoordinator
 	if n := g.streams.Add(1); n > int64(g.opts.MaxStreams) {
 		g.streams.Add(-1)
 		return nil, agentbridge.Errorf(agentbridge.ECodeTooManyStreams,
 			"This server already holds its limit of %d open streams; close one, or raise the limit (--max-streams).", g.opts.MaxStreams)
 	}
+	if !coordinator {
+		if n := g.others.Add(1); n > int64(g.opts.MaxStreams-g.opts.CoordinatorStreams) {
+			g.others.Add(-1)
+			g.streams.Add(-1)
+			return nil, agentbridge.Errorf(agentbridge.ECodeTooManyStreams,
+				"This server holds every stream slot but the %d kept for the coordinator; close one, or raise the limit (--max-streams).", g.opts.CoordinatorStreams)
+		}
+	}
+	perCred := cred.ID != "" && cred.ID != OpenCredential.ID
+	if perCred && !g.takeCredentialStream(cred.ID) {
+		g.releaseStream(coordinator)
+		return nil, agentbridge.Errorf(agentbridge.ECodeTooManyStreams,
+			"This token already holds its limit of %d open streams; close one.", g.opts.MaxStreamsPerCredential)
+	}
 	var once atomic.Bool
 	return func() {
 		if once.CompareAndSwap(false, true) {
-			g.streams.Add(-1)
+			g.releaseStream(coordinator)
+			if perCred {
+				g.releaseCredentialStream(cred.ID)
+			}
 		}
 	}, nil
+}
+
+// releaseStream gives back a slot of the listener's counts.
+func (g *Guard) releaseStream(coordinator bool) {
+	g.streams.Add(-1)
+	if !coordinator {
+		g.others.Add(-1)
+	}
+}
+
+// takeCredentialStream counts one more stream of credential id, unless it
+// holds MaxStreamsPerCredential already.
+func (g *Guard) takeCredentialStream(id string) bool {
+	g.credMu.Lock()
+	defer g.credMu.Unlock()
+	if g.credStreams[id] >= g.opts.MaxStreamsPerCredential {
+		return false
+	}
+	g.credStreams[id]++
+	return true
+}
+
+// releaseCredentialStream counts one stream of credential id less.
+func (g *Guard) releaseCredentialStream(id string) {
+	g.credMu.Lock()
+	defer g.credMu.Unlock()
+	if g.credStreams[id]--; g.credStreams[id] <= 0 {
+		delete(g.credStreams, id)
+	}
 }
 
 // Server returns an http.Server for h with the listener's limits: headers
@@ -524,6 +612,8 @@ var statusByCode = map[string]int{
 	agentbridge.ECodeForbiddenHost:        http.StatusForbidden,
 	agentbridge.ECodeForbiddenOrigin:      http.StatusForbidden,
 	agentbridge.ECodeUnauthorized:         http.StatusUnauthorized,
+	agentbridge.ECodeForbiddenScope:       http.StatusForbidden,
+	agentbridge.ECodeUnavailable:          http.StatusServiceUnavailable,
 	agentbridge.ECodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	agentbridge.ECodeTooManyStreams:       http.StatusServiceUnavailable,
 	agentbridge.ECodeRequestTimeout:       http.StatusRequestTimeout,

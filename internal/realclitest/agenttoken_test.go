@@ -51,8 +51,7 @@ func TestRealClaudeCannotActAsThePerson(t *testing.T) {
 	need(t)
 	a := newAgent(t, "claude", "claude")
 	a.extras["AGENT_BRIDGE_CLAUDE_ARGS"] = "--allowedTools Bash"
-	person := "person-secret-" + strings.Repeat("q", 24)
-	s := newStackWith(t, person, a)
+	s := newStackWith(t, true, a)
 	thread := s.thread("agents are not the person")
 	coord := client.New(s.bridgeURL, client.WithToken(s.coord))
 	req, err := coord.Append(t.Context(), thread, agentbridge.EventInput{From: "bridge-coordinator", To: "user",
@@ -82,7 +81,7 @@ func TestRealClaudeCannotActAsThePerson(t *testing.T) {
 	if strings.Contains(out, "paused-with-value") {
 		t.Errorf("a value of claude's environment paused the thread:\n%s", out)
 	}
-	for name, secret := range map[string]string{"person": person, "coordinator": s.coord} {
+	for name, secret := range map[string]string{"person": s.token, "coordinator": s.coord} {
 		for _, c := range calls {
 			if c.Contains(secret) {
 				t.Errorf("claude's environment holds the %s token", name)

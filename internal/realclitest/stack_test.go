@@ -219,10 +219,10 @@ type stack struct {
 	bridgeURL string
 	statusURL string
 	cl        *client.Client
-	agents    []*agent
-	// person and coord are the bridge's person token and the
-	// coordinator's token ("" for none: an open bridge).
-	person, coord string
+	// token is serve's person token; coord is the coordinator's own,
+	// "" when it uses the person's.
+	token, coord string
+	agents       []*agent
 }
 
 // startProc starts bin with args and env (over the test's own, without
@@ -255,46 +255,46 @@ func startProc(t testing.TB, name string, env []string, args ...string) {
 
 func newStack(t testing.TB, agents ...*agent) *stack {
 	t.Helper()
-	return newStackWith(t, "", agents...)
+	return newStackWith(t, false, agents...)
 }
 
-// newStackWith is newStack with the bridge holding person (a person
-// token; "" for none), and the coordinator a coordinator token made with
-// it (stack.coord).
-func newStackWith(t testing.TB, person string, agents ...*agent) *stack {
+// newStackWith is newStack with, when coordToken, the coordinator holding
+// a coordinator token made with the person's (stack.coord) in its
+// BRIDGE_TOKEN, as deployed with a token of its own, instead of the
+// person's as bridge_token.
+func newStackWith(t testing.TB, coordToken bool, agents ...*agent) *stack {
 	t.Helper()
-	s := &stack{t: t, dir: t.TempDir(), agents: agents, person: person}
+	s := &stack{t: t, dir: t.TempDir(), agents: agents}
 	bridgeAddr, statusAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	s.bridgeURL, s.statusURL = "http://"+bridgeAddr, "http://"+statusAddr
-	serveArgs := []string{"serve", "--addr", bridgeAddr, "--db", filepath.Join(s.dir, "bridge.db")}
-	if person != "" {
-		file := filepath.Join(s.dir, "person.token")
-		if err := os.WriteFile(file, []byte(person), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		serveArgs = append(serveArgs, "--token-file", file)
-	}
-	startProc(t, "serve", nil, serveArgs...)
-	s.cl = client.New(s.bridgeURL, client.WithToken(person))
+	startProc(t, "serve", nil, "serve", "--addr", bridgeAddr, "--db", filepath.Join(s.dir, "bridge.db"))
 	testutil.WaitFor(t, 30*time.Second, "the bridge to answer", func() bool {
-		_, err := s.cl.Ping(t.Context())
+		_, err := client.New(s.bridgeURL).Ping(t.Context())
 		return err == nil
 	})
-	var coordEnv []string
-	if person != "" {
+	// The person token serve made next to its database, for the test's
+	// client and, as bridge_token, the coordinator (its status API then
+	// asks for it too).
+	token, err := os.ReadFile(filepath.Join(s.dir, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.token = strings.TrimSpace(string(token))
+	s.cl = client.New(s.bridgeURL, client.WithToken(s.token))
+	bridgeToken, coordEnv := s.token, []string(nil)
+	if coordToken {
 		ct, err := s.cl.CreateToken(t.Context(), agentbridge.TokenInput{Scope: agentbridge.ScopeCoordinator, Name: "coordinator", Participant: "bridge-coordinator"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.coord = ct.Secret
-		coordEnv = []string{"BRIDGE_TOKEN=" + s.coord}
+		s.coord, bridgeToken, coordEnv = ct.Secret, "", []string{"BRIDGE_TOKEN=" + ct.Secret}
 	}
 	entries := map[string]any{}
 	for _, a := range agents {
 		entries[a.id] = map[string]any{"command": []string{a.adapter()}, "cwd": a.work, "env": a.env(t)}
 	}
 	cfg, _ := json.Marshal(map[string]any{
-		"bridge_url": s.bridgeURL, "status_addr": statusAddr, "startup_mode": "resume", "shutdown_grace_s": 5,
+		"bridge_url": s.bridgeURL, "bridge_token": bridgeToken, "status_addr": statusAddr, "startup_mode": "resume", "shutdown_grace_s": 5,
 		"adapter_timeout_s": 120, "primer_path": filepath.Join(root, "docs", "bridge-agent-primer.md"), "agents": entries,
 	})
 	cfgPath := filepath.Join(s.dir, "coordinator.config.json")
@@ -330,16 +330,13 @@ func (s *stack) getJSON(path string, v any) error {
 	return json.NewDecoder(resp.Body).Decode(v)
 }
 
-// getStatus asks the coordinator's status API, with the coordinator's
-// token when it has one.
+// getStatus asks the coordinator's status API with the person's token.
 func (s *stack) getStatus(path string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(s.t.Context(), http.MethodGet, s.statusURL+path, nil)
 	if err != nil {
 		return nil, err
 	}
-	if s.coord != "" {
-		req.Header.Set("Authorization", "Bearer "+s.coord)
-	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
 	return http.DefaultClient.Do(req)
 }
 

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -224,14 +225,14 @@ func startDaemons(b *testing.B, extra map[string]any) daemons {
 		}
 		b.Cleanup(func() { cancel(); _ = cmd.Wait() })
 	}
-	const person = "wakebench-person-token"
-	personFile := filepath.Join(dir, "person.token")
-	if err := os.WriteFile(personFile, []byte(person), 0o600); err != nil {
+	start("", "serve", "-addr", addr, "-db", filepath.Join(dir, "bridge.db"))
+	testutil.WaitFor(b, 30*time.Second, "bridge up", func() bool { _, err := client.New(url).Ping(ctx); return err == nil })
+	// The person token serve made on its first start.
+	person, err := os.ReadFile(filepath.Join(dir, "token"))
+	if err != nil {
 		b.Fatal(err)
 	}
-	start("", "serve", "-addr", addr, "-db", filepath.Join(dir, "bridge.db"), "-token-file", personFile)
-	cl := client.New(url, client.WithToken(person))
-	testutil.WaitFor(b, 30*time.Second, "bridge up", func() bool { _, err := cl.Ping(ctx); return err == nil })
+	cl := client.New(url, client.WithToken(strings.TrimSpace(string(person))))
 	coord, err := cl.CreateToken(ctx, agentbridge.TokenInput{Scope: agentbridge.ScopeCoordinator, Name: "coordinator", Participant: "bridge-coordinator"})
 	if err != nil {
 		b.Fatal(err)

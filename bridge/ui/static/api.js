@@ -22,10 +22,20 @@ let onUnauthorized = () => {};
 // everything that was waiting for one. A wrong token rejects with the
 // server's ApiError and sets nothing.
 export async function login(token) {
+  return postLogin({ token });
+}
+
+// loginWithCode exchanges a login link's one-time code (up prints the
+// link, /ui/login#code=…) for the login cookie of a new person token.
+export async function loginWithCode(code) {
+  return postLogin({ code });
+}
+
+async function postLogin(body) {
   const res = await fetch("/auth/login", {
     method: "POST",
     headers: { Accept: "application/json", "Content-Type": "application/json" },
-    body: JSON.stringify({ token }),
+    body: JSON.stringify(body),
     credentials: "same-origin",
   });
   if (!res.ok) throw await errorFrom(res);

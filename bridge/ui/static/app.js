@@ -155,7 +155,24 @@ function wire() {
   });
 }
 
-function main() {
+// redeemLoginLink logs the browser in from a login link
+// (/ui/login#code=…): the code leaves the address bar and the history
+// first, then is exchanged once for the login cookie. A used or expired
+// code falls back to asking for the token, on the first 401.
+async function redeemLoginLink() {
+  if (location.pathname !== "/ui/login") return;
+  const code = new URLSearchParams(location.hash.slice(1)).get("code");
+  history.replaceState(null, "", "/ui");
+  if (!code) return;
+  try {
+    await api.loginWithCode(code);
+  } catch (err) {
+    setConn("login link: " + err.message);
+  }
+}
+
+async function main() {
+  await redeemLoginLink();
   wire();
   wireDrawers();
   wireScrolling();

@@ -180,10 +180,15 @@ func newStack(t testing.TB) *stack {
 func (s *stack) startServe() {
 	s.t.Helper()
 	var env []string
+	args := append([]string{"serve", "--addr", s.addr, "--db", s.db}, s.serveArgs...)
 	if s.token != "" {
 		env = append(env, "BRIDGE_TOKEN="+s.token)
+	} else {
+		// The page tests that give no token run the v0 way: the login
+		// is tested with a token (TestTokenLogin) and a login link.
+		args = append(args, "--open")
 	}
-	s.serve = startProc(s.t, "serve", env, s.bin, append([]string{"serve", "--addr", s.addr, "--db", s.db}, s.serveArgs...)...)
+	s.serve = startProc(s.t, "serve", env, s.bin, args...)
 	testutil.WaitFor(s.t, waitTimeout, "the bridge to answer /healthz", func() bool {
 		res, err := http.Get(s.url + "/healthz")
 		if err != nil {

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// tokensAddCommand is "agent-bridge tokens add": a new token, its secret
+// printed once.
+func (m *Main) tokensAddCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
+	cf := m.addClientFlags(fs)
+	scope := fs.String("scope", "", "person, coordinator, agent or read (required)")
+	name := fs.String("name", "", "what the token is called in tokens list (required)")
+	thread := fs.String("thread", "", "the thread an agent token is bound to")
+	participant := fs.String("participant", "", "the participant an agent token writes as (a coordinator token: its own id)")
+	ttl := fs.Duration("ttl", 0, "how long the token lives, such as 12h (default: no expiry; an agent token at most 24h)")
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usagef("tokens add: unexpected argument %q", pos[0])
+		}
+		if *scope == "" || *name == "" {
+			return usagef("tokens add: give --scope and --name")
+		}
+		if *ttl < 0 || (*ttl > 0 && *ttl < time.Second) {
+			return usagef("--ttl: %s is not a positive duration of a second or more", *ttl)
+		}
+		cl, err := m.newClient(cf)
+		if err != nil {
+			return err
+		}
+		t, err := cl.CreateToken(ctx, agentbridge.TokenInput{Scope: *scope, Name: *name, Thread: *thread, Participant: *participant, TTLSeconds: int64(*ttl / time.Second)})
+		if err != nil {
+			return explain(err, cf.url)
+		}
+		if cf.json {
+			return m.printJSON(t)
+		}
+		fmt.Fprintln(m.Stdout, t.Secret)
+		fmt.Fprintf(m.Stderr, "token %s (%s, %s) made; its secret, above, is shown this once\n", t.ID, t.Name, t.Scope)
+		return nil
+	}
+}
+
+// tokensListCommand is "agent-bridge tokens list".
+func (m *Main) tokensListCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
+	cf := m.addClientFlags(fs)
+	all := fs.Bool("all", false, "also the revoked and expired tokens")
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usagef("tokens list: unexpected argument %q", pos[0])
+		}
+		cl, err := m.newClient(cf)
+		if err != nil {
+			return err
+		}
+		list, err := cl.Tokens(ctx)
+		if err != nil {
+			return explain(err, cf.url)
+		}
+		now := time.Now()
+		shown := list[:0]
+		for _, t := range list {
+			if *all || t.Valid(now) {
+				shown = append(shown, t)
+			}
+		}
+		if cf.json {
+			return m.printJSON(shown)
+		}
+		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tSCOPE\tBINDING\tCREATED\tEXPIRES\tREVOKED")
+		for _, t := range shown {
+			binding := strings.Trim(t.Thread+"/"+t.Participant, "/")
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Scope, dash(binding), t.CreatedAt, dash(t.ExpiresAt), dash(t.RevokedAt))
+		}
+		return tw.Flush()
+	}
+}
+
+// dash is s, or "-" for nothing.
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// tokensRevokeCommand is "agent-bridge tokens revoke ID|NAME": by id, or
+// every valid token of that name.
+func (m *Main) tokensRevokeCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
+	cf := m.addClientFlags(fs)
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("tokens revoke: give one token id or name")
+		}
+		cl, err := m.newClient(cf)
+		if err != nil {
+			return err
+		}
+		list, err := cl.Tokens(ctx)
+		if err != nil {
+			return explain(err, cf.url)
+		}
+		var ids []string
+		now := time.Now()
+		for _, t := range list {
+			if t.ID == pos[0] || (t.Name == pos[0] && t.Valid(now)) {
+				ids = append(ids, t.ID)
+			}
+		}
+		if len(ids) == 0 {
+			return usagef("tokens revoke: no token has the id %q, and no valid token the name (see agent-bridge tokens list --all)", pos[0])
+		}
+		for _, id := range ids {
+			t, err := cl.RevokeToken(ctx, id)
+			if err != nil {
+				return explain(err, cf.url)
+			}
+			if cf.json {
+				if err := m.printJSON(t); err != nil {
+					return err
+				}
+				continue
+			}
+			fmt.Fprintf(m.Stdout, "revoked %s (%s, %s) at %s\n", t.ID, t.Name, t.Scope, t.RevokedAt)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
+)
+
+// TestTokensCommands runs tokens add, list and revoke against the real
+// serve binary with the person token it made: a read token reads and may
+// not post (403, nothing stored), shows in the list without its secret,
+// and is refused (401) once revoked by name.
+func TestTokensCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin := buildServeBinary(t)
+	p := startServe(t, bin, filepath.Join(t.TempDir(), "data", "bridge.db"))
+	person := cli{t: t, env: map[string]string{"BRIDGE_URL": p.url, "BRIDGE_TOKEN": p.token}}
+	th := strings.TrimSpace(person.ok("thread", "new", "tokens"))
+
+	secret := strings.TrimSpace(person.ok("tokens", "add", "--scope", "read", "--name", "dashboard"))
+	if !strings.HasPrefix(secret, agentbridge.TokenPrefix) {
+		t.Fatalf("tokens add printed %q, want the secret", secret)
+	}
+	list := person.ok("tokens", "list")
+	if !strings.Contains(list, "dashboard") || !strings.Contains(list, "owner") || strings.Contains(list, secret) || strings.Contains(list, p.token) {
+		t.Errorf("tokens list:\n%s", list)
+	}
+	reader := cli{t: t, env: map[string]string{"BRIDGE_URL": p.url, "BRIDGE_TOKEN": secret}}
+	reader.ok("thread", "list")
+	if _, errOut, code := reader.run("post", th, "hello", "--from", "user"); code == 0 || !strings.Contains(errOut, "read token may not") {
+		t.Errorf("post with a read token: exit %d, %q", code, errOut)
+	}
+	if _, errOut, code := reader.run("tokens", "list"); code == 0 || !strings.Contains(errOut, "Only a person token") {
+		t.Errorf("tokens list with a read token: exit %d, %q", code, errOut)
+	}
+	evs, err := client.New(p.url, client.WithToken(p.token)).ThreadEvents(t.Context(), agentbridge.ThreadEventsQuery{Thread: th, After: -1})
+	if err != nil || len(evs) != 1 {
+		t.Errorf("the thread after the read token's post: %d events, %v; want its thread.created only", len(evs), err)
+	}
+
+	out := person.ok("tokens", "revoke", "dashboard")
+	if !strings.HasPrefix(out, "revoked ") {
+		t.Errorf("tokens revoke: %q", out)
+	}
+	testutil.WaitFor(t, 5*time.Second, "the revoked token refused", func() bool {
+		_, errOut, code := reader.run("thread", "list")
+		return code != 0 && strings.Contains(errOut, "not valid")
+	})
+	if all := person.ok("tokens", "list", "--all"); !strings.Contains(all, "dashboard") {
+		t.Errorf("tokens list --all lacks the revoked token:\n%s", all)
+	}
+	if list := person.ok("tokens", "list"); strings.Contains(list, "dashboard") {
+		t.Errorf("tokens list shows the revoked token:\n%s", list)
+	}
+	if _, _, code := person.run("tokens", "revoke", "nope"); code != 2 {
+		t.Errorf("tokens revoke nope: exit %d, want 2", code)
+	}
+}
+
+// TestServeOpen: serve --open takes a v0 client's token-less requests (a
+// thread, a message as user, a pause), makes no token file, and says who
+// it takes them as.
+func TestServeOpen(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin := buildServeBinary(t)
+	dir := t.TempDir()
+	p := startServe(t, bin, filepath.Join(dir, "bridge.db"), "--open")
+	for _, req := range []struct{ path, body string }{
+		{"/threads", `{"id":"v0"}`},
+		{"/threads/v0/events", `{"from":"user","content":"hello"}`},
+		{"/threads/v0/events", `{"type":"control","from":"user","content":{"pause":{"on":true}}}`},
+	} {
+		resp, err := http.Post(p.url+req.path, "application/json", strings.NewReader(req.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("POST %s without a token: %d", req.path, resp.StatusCode)
+		}
+	}
+	resp, err := http.Get(p.url + "/auth/whoami")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var who agentbridge.Whoami
+	err = json.NewDecoder(resp.Body).Decode(&who)
+	resp.Body.Close()
+	if err != nil || !who.Open || who.Scope != agentbridge.ScopePerson {
+		t.Errorf("whoami on an open bridge = %+v, %v", who, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "token")); err == nil {
+		t.Error("serve --open made a token file")
+	}
+}
