@@ -153,7 +153,13 @@ func TestCancelStopsTheCLI(t *testing.T) {
 		trig := s.ask(thread, a, "take your time")
 		testutil.WaitFor(t, replyTimeout, "the CLI to call the model", func() bool { return len(a.fake.Calls()) > 0 })
 		inv := s.invocations(thread, a.id)[0]
-		resp, err := http.Post(s.statusURL+"/invocations/"+strconv.FormatInt(inv.ID, 10)+"/cancel", "application/json", nil)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.statusURL+"/invocations/"+strconv.FormatInt(inv.ID, 10)+"/cancel", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+s.token)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,6 +264,9 @@ func TestMCPClientsPostIntoAThread(t *testing.T) {
 			s := s.with(t)
 			a := newAgent(t, cli, cli)
 			as := cli + "-mcp"
+			// The person's token, in the environment the CLI gives its
+			// MCP server, as docs/mcp.md says (not in the config).
+			a.extras["BRIDGE_TOKEN"] = s.token
 			msg := "hello from " + cli + " over MCP"
 			a.fake.Push(fakemodel.Reply{Tool: &fakemodel.ToolCall{Name: "mcp__bridge__post", Input: map[string]string{"thread": thread, "content": msg}}},
 				fakemodel.Reply{Text: "posted"})
