@@ -124,6 +124,13 @@ func startStack(t testing.TB, mutate func(*coordinator.Config)) *stack {
 // s.cfgPath) and calls s.startCoordinator.
 func newStack(t testing.TB) *stack {
 	t.Helper()
+	return newTokenStack(t, "")
+}
+
+// newTokenStack is newStack with a bridge that requires token (a person's;
+// none when ""), which the test's client and the coordinator hold.
+func newTokenStack(t testing.TB, token string) *stack {
+	t.Helper()
 	ensureFake(t)
 	// Registered first, so it runs last: after the coordinator and the
 	// bridge have stopped, none of their goroutines may be left.
@@ -134,9 +141,10 @@ func newStack(t testing.TB) *stack {
 		t.Fatal(err)
 	}
 	t.Setenv("FAKE_ADAPTER_DIR", s.fakeDir)
-	s.bridge = testbridge.New(t, "")
-	s.cl = client.New(s.bridge.URL())
+	s.bridge = testbridge.New(t, token)
+	s.cl = client.New(s.bridge.URL(), client.WithToken(token))
 	s.cfg = testConfig(s.bridge.URL())
+	s.cfg.BridgeToken = token
 	t.Cleanup(func() {
 		s.stopCoordinator()
 		s.bridge.Stop()
