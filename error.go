@@ -45,6 +45,11 @@ const (
 	// ECodeRequestTimeout: the request's body did not arrive within the
 	// listener's request timeout (10 s).
 	ECodeRequestTimeout = "request_timeout"
+	// ECodeDuplicateKey refuses a request body in which an object holds
+	// the same key twice: encoding/json keeps the last silently, other
+	// readers the first, so {"from":"user","from":"evil"} would mean one
+	// sender to a check and another to the store.
+	ECodeDuplicateKey = "duplicate_key"
 )
 
 // Error is the error a client sees. It is serialised as

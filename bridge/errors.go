@@ -20,6 +20,7 @@ var statusByCode = map[string]int{
 	agentbridge.ECodeUnknownField:         http.StatusBadRequest,
 	agentbridge.ECodeFieldNotAllowed:      http.StatusBadRequest,
 	agentbridge.ECodeInvalidJSON:          http.StatusBadRequest,
+	agentbridge.ECodeDuplicateKey:         http.StatusBadRequest,
 	agentbridge.ECodeBodyTooLarge:         http.StatusRequestEntityTooLarge,
 	agentbridge.ECodeUnauthorized:         http.StatusUnauthorized,
 	agentbridge.ECodeForbiddenHost:        http.StatusForbidden,
