@@ -50,6 +50,13 @@ const (
 	// readers the first, so {"from":"user","from":"evil"} would mean one
 	// sender to a check and another to the store.
 	ECodeDuplicateKey = "duplicate_key"
+	// ECodeDetailsTooLarge refuses presence details over the bridge's
+	// limit (4 KiB): presence is held in memory and sent to every viewer.
+	ECodeDetailsTooLarge = "details_too_large"
+	// ECodeTooManyPresence refuses a presence report that would add an
+	// entry past the limits per thread or per participant; it passes
+	// again once old entries are forgotten.
+	ECodeTooManyPresence = "too_many_presence"
 )
 
 // Error is the error a client sees. It is serialised as

@@ -22,6 +22,8 @@ var statusByCode = map[string]int{
 	agentbridge.ECodeInvalidJSON:          http.StatusBadRequest,
 	agentbridge.ECodeDuplicateKey:         http.StatusBadRequest,
 	agentbridge.ECodeBodyTooLarge:         http.StatusRequestEntityTooLarge,
+	agentbridge.ECodeDetailsTooLarge:      http.StatusRequestEntityTooLarge,
+	agentbridge.ECodeTooManyPresence:      http.StatusTooManyRequests,
 	agentbridge.ECodeUnauthorized:         http.StatusUnauthorized,
 	agentbridge.ECodeForbiddenHost:        http.StatusForbidden,
 	agentbridge.ECodeForbiddenOrigin:      http.StatusForbidden,
