@@ -57,6 +57,10 @@ const (
 	// entry past the limits per thread or per participant; it passes
 	// again once old entries are forgotten.
 	ECodeTooManyPresence = "too_many_presence"
+	// ECodeIdempotencyConflict refuses an append whose Idempotency-Key
+	// names a stored event with another sender or other content: a key is
+	// answered only with the event its own retry stored.
+	ECodeIdempotencyConflict = "idempotency_conflict"
 )
 
 // Error is the error a client sees. It is serialised as

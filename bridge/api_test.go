@@ -166,6 +166,16 @@ func TestIdempotency(t *testing.T) {
 	if ts.head() != head {
 		t.Fatalf("replay stored a new event")
 	}
+	// The key with another sender or other content is not a retry.
+	for _, forged := range []string{`{"from":"mallory","content":"reply"}`, `{"from":"codex","content":"other"}`} {
+		a := ts.do("POST", "/threads/a/events", forged, "Idempotency-Key: k1")
+		if a.status != 409 || a.errCode() != "idempotency_conflict" || a.obj()["event"] != nil {
+			t.Fatalf("%s under a used key: %d %s", forged, a.status, a.body)
+		}
+	}
+	if ts.head() != head {
+		t.Fatalf("a conflicting replay stored a new event")
+	}
 	other := ts.must(200, "POST", "/threads/b/events", body, "Idempotency-Key: k1")
 	if other.obj()["event"].(map[string]any)["id"] == ev1["id"] {
 		t.Fatalf("the same key in another thread returned the first thread's event")

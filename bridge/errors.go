@@ -36,6 +36,7 @@ var statusByCode = map[string]int{
 	agentbridge.ECodeParticipantMuted:     http.StatusConflict,
 	agentbridge.ECodeThreadPaused:         http.StatusConflict,
 	agentbridge.ECodeCursorAhead:          http.StatusConflict,
+	agentbridge.ECodeIdempotencyConflict:  http.StatusConflict,
 	agentbridge.ECodeUnknownReplyTo:       http.StatusUnprocessableEntity,
 	agentbridge.ECodeHeadersTooLarge:      http.StatusRequestHeaderFieldsTooLarge,
 	agentbridge.ECodeUnsupportedMediaType: http.StatusUnsupportedMediaType,

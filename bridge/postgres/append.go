@@ -70,6 +70,7 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 		l.replayed = response{}
 		return r, nil
 	case a.Refusal != nil:
+		l.replayed = response{}
 		return response{err: a.Refusal}, nil
 	}
 	in := a.Input
@@ -103,23 +104,23 @@ type lookups struct {
 	replayed response
 }
 
-func (l *lookups) Replay(ctx context.Context, thread, key string) (bool, error) {
+func (l *lookups) Replay(ctx context.Context, thread, key string) (agentbridge.Event, bool, error) {
 	if i, ok := l.b.keys[thread+"\x00"+key]; ok {
 		l.replayed = response{pending: i + 1, replayed: true}
-		return true, nil
+		return l.b.events[i], true, nil
 	}
 	var id string
 	found, err := storecore.Found(l.tx.QueryRow(ctx, `SELECT event_id FROM idempotency WHERE thread = $1 AND key = $2`,
 		thread, []byte(key)).Scan(&id))
 	if !found {
-		return false, err
+		return agentbridge.Event{}, false, err
 	}
 	ev, err := storecore.ScanEvent(l.tx.QueryRow(ctx, selectEvent+` WHERE id = $1`, id))
 	if err != nil {
-		return false, fmt.Errorf("load idempotent event %s: %w", id, err)
+		return agentbridge.Event{}, false, fmt.Errorf("load idempotent event %s: %w", id, err)
 	}
 	l.replayed = response{event: ev, replayed: true}
-	return true, nil
+	return ev, true, nil
 }
 
 func (l *lookups) Event(ctx context.Context, thread, id string) (agentbridge.Event, bool, error) {

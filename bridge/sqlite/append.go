@@ -122,6 +122,7 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 		s.w.replayed = agentbridge.Event{}
 		return response{event: ev, replayed: true}, nil
 	case a.Refusal != nil:
+		s.w.replayed = agentbridge.Event{}
 		return response{err: a.Refusal}, nil
 	}
 	in := a.Input
@@ -155,19 +156,20 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 // nothing).
 type lookups struct{ s *Store }
 
-// Replay loads the event stored under key into the writer's replayed.
-func (l lookups) Replay(ctx context.Context, thread, key string) (bool, error) {
+// Replay loads the event stored under key, also into the writer's
+// replayed, which answers the append when it is a retry.
+func (l lookups) Replay(ctx context.Context, thread, key string) (agentbridge.Event, bool, error) {
 	var id string
 	found, err := storecore.Found(l.s.w.st.selectIdempotency.QueryRowContext(ctx, thread, key).Scan(&id))
 	if !found {
-		return false, err
+		return agentbridge.Event{}, false, err
 	}
 	ev, err := storecore.ScanEvent(l.s.w.st.selectEventByID.QueryRowContext(ctx, id))
 	if err != nil {
-		return false, fmt.Errorf("load idempotent event %s: %w", id, err)
+		return agentbridge.Event{}, false, fmt.Errorf("load idempotent event %s: %w", id, err)
 	}
 	l.s.w.replayed = ev
-	return true, nil
+	return ev, true, nil
 }
 
 func (l lookups) Event(ctx context.Context, thread, id string) (agentbridge.Event, bool, error) {

@@ -17,9 +17,10 @@ import (
 // sql.ErrNoRows (pgx's wraps it), which Found turns into found=false.
 type AppendLookups interface {
 	// Replay looks up thread's idempotency key: found says an earlier
-	// append stored an event under it, which the store keeps to answer
-	// with.
-	Replay(ctx context.Context, thread, key string) (found bool, err error)
+	// append stored ev under it (one written earlier in the same batch
+	// included), which the store keeps to answer with when the append is
+	// its retry.
+	Replay(ctx context.Context, thread, key string) (ev agentbridge.Event, found bool, err error)
 	// ReplyTarget looks up the event meta.reply_to names in thread.
 	ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error)
 	// Event looks up an event of thread by id (one written earlier in the
@@ -30,8 +31,9 @@ type AppendLookups interface {
 
 // Admission is what Preamble decided for an append.
 type Admission struct {
-	// Replayed says the idempotency key was seen: the store answers with
-	// the event its Replay found and writes nothing.
+	// Replayed says the idempotency key was seen with the same event: the
+	// store answers with the event its Replay found and writes nothing. A
+	// key seen with another event is a Refusal (idempotency_conflict).
 	Replayed bool
 	// Refusal is the client's error (an *agentbridge.Error): nothing is
 	// written.
@@ -46,18 +48,22 @@ type Admission struct {
 
 // Preamble runs an append's rules in their order, on a thread whose state
 // before it is st (hasMessages: whether the thread holds a message yet):
-// the idempotency key (a replay ends it), reply_to, agentbridge.Admit with
+// the idempotency key (a replay ends it, answered with the stored event
+// only when it is the same append: agentbridge.CheckReplay), reply_to, agentbridge.Admit with
 // the control AppendRequest.Validate parsed (ctl), and for a message the
 // hop (agentbridge.AssignHop). Every store runs it, so that all decide an
 // append alike; err is the database failing, and fails the batch.
 func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendRequest, ctl *agentbridge.Control,
 	st agentbridge.ThreadState, hasMessages bool, humans agentbridge.Humans) (Admission, error) {
 	if req.IdempotencyKey != "" {
-		found, err := l.Replay(ctx, req.Thread, req.IdempotencyKey)
+		stored, found, err := l.Replay(ctx, req.Thread, req.IdempotencyKey)
 		if err != nil {
 			return Admission{}, fmt.Errorf("look up idempotency key: %w", err)
 		}
 		if found {
+			if err := agentbridge.CheckReplay(req.Thread, req.IdempotencyKey, stored, req.Input); err != nil {
+				return Admission{Refusal: err}, nil
+			}
 			return Admission{Replayed: true}, nil
 		}
 	}
