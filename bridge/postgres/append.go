@@ -136,6 +136,35 @@ func (l *lookups) Event(ctx context.Context, thread, id string) (agentbridge.Eve
 	return ev, found && ev.Thread == thread, err
 }
 
+// FirstAnswer reads the stored events after target that name it, then the
+// batch's, in order.
+func (l *lookups) FirstAnswer(ctx context.Context, thread string, target agentbridge.Event, answers func(agentbridge.Event) bool) (agentbridge.Event, bool, error) {
+	rows, err := l.tx.Query(ctx, selectEvent+` WHERE thread = $1 AND seq > $2 AND (position($3::bytea IN content) > 0 OR strpos(meta, $4) > 0) ORDER BY seq`,
+		thread, target.Seq, []byte(target.ID), target.ID)
+	if err != nil {
+		return agentbridge.Event{}, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		ev, err := storecore.ScanEvent(rows)
+		if err != nil {
+			return agentbridge.Event{}, false, err
+		}
+		if answers(ev) {
+			return ev, true, nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return agentbridge.Event{}, false, err
+	}
+	for _, ev := range l.b.events {
+		if ev.Thread == thread && ev.Seq > target.Seq && answers(ev) {
+			return ev, true, nil
+		}
+	}
+	return agentbridge.Event{}, false, nil
+}
+
 func (l *lookups) ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error) {
 	if e, ok := l.b.ids[id]; ok && e.thread == thread {
 		return agentbridge.ReplyTarget{Found: true, Hop: e.hop}, nil

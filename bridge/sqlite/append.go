@@ -178,6 +178,26 @@ func (l lookups) Event(ctx context.Context, thread, id string) (agentbridge.Even
 	return ev, found && ev.Thread == thread, err
 }
 
+// FirstAnswer reads the events after target that name it, in order: the
+// batch's own are in the transaction already.
+func (l lookups) FirstAnswer(ctx context.Context, thread string, target agentbridge.Event, answers func(agentbridge.Event) bool) (agentbridge.Event, bool, error) {
+	rows, err := l.s.w.st.selectAnswers.QueryContext(ctx, thread, target.Seq, target.ID, target.ID)
+	if err != nil {
+		return agentbridge.Event{}, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		ev, err := storecore.ScanEvent(rows)
+		if err != nil {
+			return agentbridge.Event{}, false, err
+		}
+		if answers(ev) {
+			return ev, true, nil
+		}
+	}
+	return agentbridge.Event{}, false, rows.Err()
+}
+
 func (l lookups) ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error) {
 	var t agentbridge.ReplyTarget
 	var err error

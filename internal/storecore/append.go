@@ -27,6 +27,11 @@ type AppendLookups interface {
 	// same batch included), for a permission answer, which names the
 	// request it answers.
 	Event(ctx context.Context, thread, id string) (e agentbridge.Event, found bool, err error)
+	// FirstAnswer finds the first event of thread after target (one
+	// written earlier in the same batch included) for which answers is
+	// true. It reads only the events after target that name its id in
+	// their content or meta.
+	FirstAnswer(ctx context.Context, thread string, target agentbridge.Event, answers func(agentbridge.Event) bool) (e agentbridge.Event, found bool, err error)
 }
 
 // Admission is what Preamble decided for an append.
@@ -78,6 +83,7 @@ func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendReques
 	if err := agentbridge.Admit(req.Thread, st, in, ctl, reply, humans); err != nil {
 		return Admission{Refusal: err}, nil
 	}
+	var answered *agentbridge.Ignored
 	if ctl != nil && ctl.Permission != nil {
 		e, found, err := l.Event(ctx, req.Thread, ctl.Permission.Event)
 		if err != nil {
@@ -85,6 +91,20 @@ func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendReques
 		}
 		if err := agentbridge.CheckPermissionAnswer(*ctl.Permission, e, found); err != nil {
 			return Admission{Refusal: err}, nil
+		}
+		if answered, err = alreadyAnswered(ctx, l, req.Thread, in, e, humans); err != nil {
+			return Admission{}, err
+		}
+	}
+	if in.Type == agentbridge.TypeMessage && in.Meta.ReplyTo != "" && humans.Has(in.From) {
+		e, _, err := l.Event(ctx, req.Thread, in.Meta.ReplyTo)
+		if err != nil {
+			return Admission{}, fmt.Errorf("look up reply_to: %w", err)
+		}
+		if agentbridge.IsQuestion(e) {
+			if answered, err = alreadyAnswered(ctx, l, req.Thread, in, e, humans); err != nil {
+				return Admission{}, err
+			}
 		}
 	}
 	if in.Type == agentbridge.TypeMessage {
@@ -95,7 +115,28 @@ func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendReques
 	if e := (agentbridge.Event{Type: in.Type, From: in.From, To: in.To, Content: in.Content}); agentbridge.NeedsIgnoredCheck(e, humans) {
 		ignored = agentbridge.IgnoredEffect(st, e, humans)
 	}
+	if ignored == nil {
+		ignored = answered
+	}
 	return Admission{Input: in, Ignored: ignored}, nil
+}
+
+// alreadyAnswered is the already_answered note on in, a human's answer to
+// target (a permission request or a question), when an earlier event of
+// the thread answered it; nil otherwise. It is decided in the writer, so
+// that of two devices answering at once exactly one gets the note.
+func alreadyAnswered(ctx context.Context, l AppendLookups, thread string, in agentbridge.EventInput, target agentbridge.Event, humans agentbridge.Humans) (*agentbridge.Ignored, error) {
+	if !humans.Has(in.From) {
+		return nil, nil
+	}
+	first, found, err := l.FirstAnswer(ctx, thread, target, func(e agentbridge.Event) bool { return agentbridge.Answers(e, target, humans) })
+	if err != nil {
+		return nil, fmt.Errorf("look up an earlier answer: %w", err)
+	}
+	if !found {
+		return nil, nil
+	}
+	return agentbridge.AlreadyAnswered(target, first), nil
 }
 
 // Found turns the error of a one-row lookup into whether the row was

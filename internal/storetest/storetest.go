@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"SuggestionStatus", testSuggestionStatus},
 		{"AppendIgnored", testAppendIgnored},
 		{"PermissionAnswer", testPermissionAnswer},
+		{"QuestionAnswer", testQuestionAnswer},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}
