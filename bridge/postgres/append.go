@@ -38,6 +38,7 @@ type head struct {
 type batchEvent struct {
 	thread string
 	hop    int
+	seq    int64
 }
 
 // batch is one group commit's working set.
@@ -167,12 +168,31 @@ func (l *lookups) FirstAnswer(ctx context.Context, thread string, target agentbr
 
 func (l *lookups) ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error) {
 	if e, ok := l.b.ids[id]; ok && e.thread == thread {
-		return agentbridge.ReplyTarget{Found: true, Hop: e.hop}, nil
+		return agentbridge.ReplyTarget{Found: true, Hop: e.hop, Seq: e.seq}, nil
 	}
 	var t agentbridge.ReplyTarget
 	var err error
-	t.Found, err = storecore.Found(l.tx.QueryRow(ctx, `SELECT hop FROM events WHERE id = $1 AND thread = $2`, id, thread).Scan(&t.Hop))
+	t.Found, err = storecore.Found(l.tx.QueryRow(ctx, `SELECT hop, seq FROM events WHERE id = $1 AND thread = $2`, id, thread).Scan(&t.Hop, &t.Seq))
 	return t, err
+}
+
+// SenderHopAfter reads the stored messages, then the batch's.
+func (l *lookups) SenderHopAfter(ctx context.Context, thread, sender string, seq int64) (int, bool, error) {
+	var stored *int
+	if err := l.tx.QueryRow(ctx, `SELECT max(hop) FROM events WHERE thread = $1 AND seq > $2 AND sender = $3 AND type = 'message'`,
+		thread, seq, sender).Scan(&stored); err != nil {
+		return 0, false, err
+	}
+	hop, found := 0, stored != nil
+	if found {
+		hop = *stored
+	}
+	for i, ev := range l.b.events {
+		if ev.Thread == thread && ev.Seq > seq && ev.From == sender && ev.Type == agentbridge.TypeMessage {
+			hop, found = max(hop, l.b.hops[i]), true
+		}
+	}
+	return hop, found, nil
 }
 
 func (s *Store) createThread(ctx context.Context, tx pgx.Tx, b *batch, req agentbridge.CreateThreadRequest) (response, error) {
@@ -246,6 +266,6 @@ func (s *Store) add(b *batch, ev *agentbridge.Event, meta string, ctl *agentbrid
 	b.events = append(b.events, *ev)
 	b.metas = append(b.metas, meta)
 	b.hops = append(b.hops, after.LastHop)
-	b.ids[ev.ID] = batchEvent{thread: ev.Thread, hop: after.LastHop}
+	b.ids[ev.ID] = batchEvent{thread: ev.Thread, hop: after.LastHop, seq: ev.Seq}
 	return len(b.events) - 1, nil
 }

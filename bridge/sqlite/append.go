@@ -201,8 +201,16 @@ func (l lookups) FirstAnswer(ctx context.Context, thread string, target agentbri
 func (l lookups) ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error) {
 	var t agentbridge.ReplyTarget
 	var err error
-	t.Found, err = storecore.Found(l.s.w.st.selectReplyTo.QueryRowContext(ctx, id, thread).Scan(&t.Hop))
+	t.Found, err = storecore.Found(l.s.w.st.selectReplyTo.QueryRowContext(ctx, id, thread).Scan(&t.Hop, &t.Seq))
 	return t, err
+}
+
+func (l lookups) SenderHopAfter(ctx context.Context, thread, sender string, seq int64) (int, bool, error) {
+	var hop sql.NullInt64
+	if err := l.s.w.st.selectSenderHop.QueryRowContext(ctx, thread, seq, sender).Scan(&hop); err != nil {
+		return 0, false, err
+	}
+	return int(hop.Int64), hop.Valid, nil
 }
 
 // headOf returns thread's head as this batch sees it: advanced earlier in

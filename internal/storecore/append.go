@@ -27,6 +27,9 @@ type AppendLookups interface {
 	// same batch included), for a permission answer, which names the
 	// request it answers.
 	Event(ctx context.Context, thread, id string) (e agentbridge.Event, found bool, err error)
+	// SenderHopAfter is the highest hop of sender's messages in thread
+	// after seq (found false when there are none), for agentbridge.HopFloor.
+	SenderHopAfter(ctx context.Context, thread, sender string, seq int64) (hop int, found bool, err error)
 	// FirstAnswer finds the first event of thread after target (one
 	// written earlier in the same batch included) for which answers is
 	// true. It reads only the events after target that name its id in
@@ -56,7 +59,7 @@ type Admission struct {
 // the idempotency key (a replay ends it, answered with the stored event
 // only when it is the same append: agentbridge.CheckReplay), reply_to, agentbridge.Admit with
 // the control AppendRequest.Validate parsed (ctl), and for a message the
-// hop (agentbridge.AssignHop). Every store runs it, so that all decide an
+// hop (agentbridge.AssignHop, raised to agentbridge.HopFloor). Every store runs it, so that all decide an
 // append alike; err is the database failing, and fails the batch.
 func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendRequest, ctl *agentbridge.Control,
 	st agentbridge.ThreadState, hasMessages bool, humans agentbridge.Humans) (Admission, error) {
@@ -109,6 +112,15 @@ func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendReques
 	}
 	if in.Type == agentbridge.TypeMessage {
 		hop := agentbridge.AssignHop(st, in, reply, humans, hasMessages)
+		if reply.Found && !humans.Has(in.From) {
+			floor, found, err := l.SenderHopAfter(ctx, req.Thread, in.From, reply.Seq)
+			if err != nil {
+				return Admission{}, fmt.Errorf("look up the sender's hop: %w", err)
+			}
+			if found {
+				hop = agentbridge.HopFloor(hop, floor)
+			}
+		}
 		in.Meta.Hop = &hop
 	}
 	var ignored *agentbridge.Ignored
