@@ -3,15 +3,11 @@ package bridge
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
-	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -80,36 +76,7 @@ func (s *Server) decodeStrict(w http.ResponseWriter, r *http.Request, v any, fie
 	if allowEmpty && len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}
-	return decodeStrictBytes(body, v, fields)
-}
-
-// decodeStrictBytes is decodeStrict on a body already read.
-func decodeStrictBytes(body []byte, v any, fields []string) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
-		return agentbridge.Errorf(agentbridge.ECodeInvalidJSON, "The request body must be a JSON object.")
-	}
-	if err := agentbridge.CheckJSONText(body); err != nil {
-		return err
-	}
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !slices.Contains(fields, k) {
-			return agentbridge.FieldErrorf(agentbridge.ECodeUnknownField, k, "The field %q is not accepted here; known fields are %s.", k, strings.Join(fields, ", "))
-		}
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, te.Field, "The field %q must be a %s.", te.Field, te.Type.Kind())
-		}
-		return agentbridge.Errorf(agentbridge.ECodeInvalidJSON, "The request body is not valid JSON.")
-	}
-	return nil
+	return httpjson.DecodeObject(body, v, fields)
 }
 
 // queryInt parses an integer query parameter within [min, max]; absent

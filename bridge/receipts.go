@@ -79,7 +79,7 @@ var receiptFields = []string{"from", "state", "reason", "invocation", "reply"}
 // named by thread, event and participant (from the path).
 func parseReceiptBody(body []byte, thread, event, participant string) (agentbridge.ReceiptInput, error) {
 	var in agentbridge.ReceiptInput
-	if err := decodeStrictBytes(body, &in, receiptFields); err != nil {
+	if err := httpjson.DecodeObject(body, &in, receiptFields); err != nil {
 		return agentbridge.ReceiptInput{}, err
 	}
 	in.Thread, in.Event, in.Participant = thread, event, participant

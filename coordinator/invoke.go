@@ -214,7 +214,10 @@ const metaParticipant = "participant"
 // deliver posts a reply or error message with the pair's idempotency key,
 // retrying transient failures until ctx ends, and records the result. It
 // returns the invocation's final status: refused when the bridge answers
-// 409 (the participant was muted or the thread paused meanwhile). post is
+// 409 (the participant was muted or the thread paused meanwhile). A 409
+// idempotency_conflict (another writer used the pair's key first) is not
+// that: it fails the run with an error notice under a key of its own
+// (postRefused), and the other writer's event is never taken for the reply. post is
 // one EventInput, or an array of them (a scene turn's thinking, then its
 // speech) posted in order, each under its own key: the last one under the
 // pair's key, so recovery finds the pair's reply as for any other.
@@ -244,7 +247,7 @@ func (c *Coordinator) deliver(ctx context.Context, inv ledger.Invocation, post j
 		}
 		var ae *agentbridge.Error
 		switch {
-		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
+		case errors.As(err, &ae) && ae.Status == http.StatusConflict && ae.Code != agentbridge.ECodeIdempotencyConflict:
 			if err := c.db.Posted(keep, inv.ID, "", ledger.StatusRefused, ae.Message); err != nil {
 				c.log.Error("record refused reply", "id", inv.ID, "err", err)
 			}

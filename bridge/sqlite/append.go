@@ -125,6 +125,7 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 		s.w.replayed = agentbridge.Event{}
 		return response{event: ev, replayed: true}, nil
 	case a.Refusal != nil:
+		s.w.replayed = agentbridge.Event{}
 		return response{err: a.Refusal}, nil
 	}
 	in := a.Input
@@ -158,19 +159,20 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 // nothing).
 type lookups struct{ s *Store }
 
-// Replay loads the event stored under key into the writer's replayed.
-func (l lookups) Replay(ctx context.Context, thread, key string) (bool, error) {
+// Replay loads the event stored under key, also into the writer's
+// replayed, which answers the append when it is a retry.
+func (l lookups) Replay(ctx context.Context, thread, key string) (agentbridge.Event, bool, error) {
 	var id string
 	found, err := storecore.Found(l.s.w.st.selectIdempotency.QueryRowContext(ctx, thread, key).Scan(&id))
 	if !found {
-		return false, err
+		return agentbridge.Event{}, false, err
 	}
 	ev, err := storecore.ScanEvent(l.s.w.st.selectEventByID.QueryRowContext(ctx, id))
 	if err != nil {
-		return false, fmt.Errorf("load idempotent event %s: %w", id, err)
+		return agentbridge.Event{}, false, fmt.Errorf("load idempotent event %s: %w", id, err)
 	}
 	l.s.w.replayed = ev
-	return true, nil
+	return ev, true, nil
 }
 
 func (l lookups) Event(ctx context.Context, thread, id string) (agentbridge.Event, bool, error) {
@@ -179,11 +181,39 @@ func (l lookups) Event(ctx context.Context, thread, id string) (agentbridge.Even
 	return ev, found && ev.Thread == thread, err
 }
 
+// FirstAnswer reads the events after target that name it, in order: the
+// batch's own are in the transaction already.
+func (l lookups) FirstAnswer(ctx context.Context, thread string, target agentbridge.Event, answers func(agentbridge.Event) bool) (agentbridge.Event, bool, error) {
+	rows, err := l.s.w.st.selectAnswers.QueryContext(ctx, thread, target.Seq, target.ID, target.ID)
+	if err != nil {
+		return agentbridge.Event{}, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		ev, err := storecore.ScanEvent(rows)
+		if err != nil {
+			return agentbridge.Event{}, false, err
+		}
+		if answers(ev) {
+			return ev, true, nil
+		}
+	}
+	return agentbridge.Event{}, false, rows.Err()
+}
+
 func (l lookups) ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error) {
 	var t agentbridge.ReplyTarget
 	var err error
-	t.Found, err = storecore.Found(l.s.w.st.selectReplyTo.QueryRowContext(ctx, id, thread).Scan(&t.Hop))
+	t.Found, err = storecore.Found(l.s.w.st.selectReplyTo.QueryRowContext(ctx, id, thread).Scan(&t.Hop, &t.Seq))
 	return t, err
+}
+
+func (l lookups) SenderHopAfter(ctx context.Context, thread, sender string, seq int64) (int, bool, error) {
+	var hop sql.NullInt64
+	if err := l.s.w.st.selectSenderHop.QueryRowContext(ctx, thread, seq, sender).Scan(&hop); err != nil {
+		return 0, false, err
+	}
+	return int(hop.Int64), hop.Valid, nil
 }
 
 // headOf returns thread's head as this batch sees it: advanced earlier in

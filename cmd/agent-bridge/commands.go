@@ -95,7 +95,11 @@ func (m *Main) commandTable() []command {
 			define: m.tailCommand},
 		command{use: "transcript THREAD", group: groupClient, short: "a thread's transcript: its latest scene, or its messages", define: m.transcriptCommand},
 		command{use: "cancel THREAD ID", group: groupRuns, short: "stop a participant's queued and running invocations (posts the cancel control)", define: m.cancelCommand},
-		command{use: "permit THREAD EVENT OPTION", group: groupRuns, short: "answer an ACP agent's permission request with one of the options it lists (docs/acp.md)", define: m.permitCommand},
+		command{use: "permit THREAD EVENT OPTION", group: groupRuns, short: "answer an ACP agent's permission request with one of the options it lists (docs/acp.md)",
+			long: "permit posts the answer and prints its id. An answer that counts for nothing exits 1 after the\n" +
+				"bridge's sentence on stderr: the request was already answered (\"already answered by user at …\",\n" +
+				"from another device, say: the first answer is the one acted on), or --from is not a human.",
+			define: m.permitCommand},
 		command{use: "invocations", group: groupRuns, short: "the coordinator's invocation records", define: m.invocationsCommand, sub: []command{
 			{use: "show ID", short: "one invocation and its progress", define: m.invocationShowCommand},
 			{use: "cancel ID", short: "stop one invocation through the coordinator's status API", define: m.invocationCancelCommand},

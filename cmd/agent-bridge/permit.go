@@ -2,13 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
 
 	"github.com/spf13/cobra"
 )
 
 // permitCommand answers an ACP agent's permission request (docs/acp.md): it
 // posts the control {"permission": {"event", "option"}} naming the request
-// message and one of the options it lists.
+// message and one of the options it lists. An answer that counts for
+// nothing (the request was already answered, or the sender is no human)
+// exits 1 after the bridge's sentence on stderr: the person's decision
+// was not the one acted on, which a script must be able to tell.
 func (m *Main) permitCommand(c *cobra.Command) runFunc {
 	fs := c.Flags()
 	cf := m.addClientFlags(fs)
@@ -17,7 +24,18 @@ func (m *Main) permitCommand(c *cobra.Command) runFunc {
 		if len(pos) != 3 {
 			return usagef("permit: give THREAD, the permission request's EVENT id and the OPTION id it lists")
 		}
-		ctl := map[string]any{"permission": map[string]string{"event": pos[1], "option": pos[2]}}
-		return m.postControl(ctx, cf, pos[0], *from, ctl)
+		content, err := json.Marshal(map[string]any{"permission": map[string]string{"event": pos[1], "option": pos[2]}})
+		if err != nil {
+			return fmt.Errorf("encode control: %w", err)
+		}
+		in := agentbridge.EventInput{Type: agentbridge.TypeControl, From: *from, Content: content}
+		ignored, err := m.appendPrinted(ctx, cf, pos[0], in, "")
+		if err != nil {
+			return err
+		}
+		if ignored != nil {
+			return &exitError{code: 1}
+		}
+		return nil
 	}
 }

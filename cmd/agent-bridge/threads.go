@@ -92,13 +92,19 @@ func (m *Main) threadRenameCommand(c *cobra.Command) runFunc {
 // appendAndPrint posts one event and prints its id and seq, and on stderr
 // why it will have no effect when the bridge says so.
 func (m *Main) appendAndPrint(ctx context.Context, cf *clientFlags, thread string, in agentbridge.EventInput, key string) error {
+	_, err := m.appendPrinted(ctx, cf, thread, in, key)
+	return err
+}
+
+// appendPrinted is appendAndPrint returning the bridge's answer.
+func (m *Main) appendPrinted(ctx context.Context, cf *clientFlags, thread string, in agentbridge.EventInput, key string) (*agentbridge.Ignored, error) {
 	c, err := m.newClient(cf)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	a, err := c.AppendAnswer(ctx, thread, in, key)
 	if err != nil {
-		return explain(err, cf.url)
+		return nil, explain(err, cf.url)
 	}
 	// An action the bridge stored but that will change nothing is said
 	// on stderr; it is not a failure (exit 0), as the event is stored.
@@ -106,10 +112,10 @@ func (m *Main) appendAndPrint(ctx context.Context, cf *clientFlags, thread strin
 		fmt.Fprintf(m.Stderr, "agent-bridge: note: %s (%s)\n", a.Ignored.Reason, a.Ignored.Code)
 	}
 	if cf.json {
-		return m.printJSON(a.Event)
+		return a.Ignored, m.printJSON(a.Event)
 	}
 	_, err = fmt.Fprintf(m.Stdout, "%s seq %d\n", a.Event.ID, a.Event.Seq)
-	return err
+	return a.Ignored, err
 }
 
 func (m *Main) postCommand(c *cobra.Command) runFunc {
