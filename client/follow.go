@@ -81,19 +81,30 @@ func (c *Client) Follow(ctx context.Context, cursor int64, o FollowOptions) erro
 		}
 	}
 	failures := 0
+	// lost counts the failed connections since one last delivered, for
+	// the log lines at the edges of an outage.
+	lost := 0
+	delivered := func() {
+		o.Backoff.Reset()
+		if lost > 0 && o.Logger != nil {
+			o.Logger.Info("following the bridge again", "thread", o.Thread, "cursor", cursor, "failed_attempts", lost)
+		}
+		lost = 0
+	}
 	for ctx.Err() == nil {
 		var opened bool
 		var err error
+		before := cursor
 		if o.Thread == "" && o.PollAfter > 0 && failures >= o.PollAfter {
 			if o.Opened != nil {
 				o.Opened(false)
 			}
-			opened, err = c.followPoll(ctx, &cursor, o.Handle, o.Idle)
+			opened, err = c.followPoll(ctx, &cursor, o.Handle, o.Idle, delivered)
 			if err == nil {
 				failures = 0 // polling ran its course; try the stream again
 			}
 		} else {
-			opened, err = c.followStream(ctx, &cursor, o)
+			opened, err = c.followStream(ctx, &cursor, o, delivered)
 			if opened {
 				failures = 0
 			} else {
@@ -103,8 +114,11 @@ func (c *Client) Follow(ctx context.Context, cursor int64, o FollowOptions) erro
 		if ctx.Err() != nil {
 			return nil
 		}
-		if opened {
-			o.Backoff.Reset()
+		// The backoff starts again only after a connection that delivered:
+		// one that opens and then fails on what it hands (a ledger that
+		// refuses writes) is retried ever more slowly, not at once.
+		if opened && (cursor != before || !isHandleError(err)) {
+			delivered()
 		}
 		if err == nil {
 			continue
@@ -125,8 +139,15 @@ func (c *Client) Follow(ctx context.Context, cursor int64, o FollowOptions) erro
 		}
 		d := o.Backoff.Next()
 		if o.Logger != nil {
-			o.Logger.Warn("bridge stream lost; reconnecting", "thread", o.Thread, "cursor", cursor, "err", err, "retry_in", d.Round(time.Millisecond))
+			// One warning when following stops working; the attempts after
+			// it, until one delivers, are logged at debug level.
+			level := slog.LevelWarn
+			if lost > 0 {
+				level = slog.LevelDebug
+			}
+			o.Logger.Log(ctx, level, "bridge stream lost; reconnecting", "thread", o.Thread, "cursor", cursor, "err", err, "retry_in", d.Round(time.Millisecond))
 		}
+		lost++
 		if !Sleep(ctx, d) {
 			return nil
 		}
@@ -134,9 +155,19 @@ func (c *Client) Follow(ctx context.Context, cursor int64, o FollowOptions) erro
 	return nil
 }
 
+// isHandleError reports whether err is Handle's or Idle's rather than the
+// connection's.
+func isHandleError(err error) bool {
+	var he *handleError
+	return errors.As(err, &he)
+}
+
 // followStream passes one stream connection's items to Handle until the
 // stream or Handle fails; opened reports whether the connection opened.
-func (c *Client) followStream(ctx context.Context, cursor *int64, o FollowOptions) (opened bool, err error) {
+//
+// delivered is called each time the cursor moves, so that an outage's end
+// is logged (and the backoff restarted) as soon as events flow again.
+func (c *Client) followStream(ctx context.Context, cursor *int64, o FollowOptions, delivered func()) (opened bool, err error) {
 	var st *Stream
 	if o.Thread == "" {
 		st, err = c.StreamAll(ctx, *cursor)
@@ -158,7 +189,10 @@ func (c *Client) followStream(ctx context.Context, cursor *int64, o FollowOption
 			if err := o.Idle(); err != nil {
 				return err
 			}
-			*cursor = handled
+			if *cursor != handled {
+				*cursor = handled
+				delivered()
+			}
 			return nil
 		})
 	}
@@ -190,6 +224,7 @@ func (c *Client) followStream(ctx context.Context, cursor *int64, o FollowOption
 			handled = pos
 			if o.Idle == nil {
 				*cursor = pos
+				delivered()
 			}
 		}
 	}
@@ -197,7 +232,7 @@ func (c *Client) followStream(ctx context.Context, cursor *int64, o FollowOption
 
 // followPoll long-polls the global log for a minute, then returns so that
 // the stream is tried again.
-func (c *Client) followPoll(ctx context.Context, cursor *int64, handle func(Item) error, idle func() error) (answered bool, err error) {
+func (c *Client) followPoll(ctx context.Context, cursor *int64, handle func(Item) error, idle func() error, delivered func()) (answered bool, err error) {
 	until := time.Now().Add(time.Minute)
 	for time.Now().Before(until) {
 		events, _, err := c.Events(ctx, *cursor, 500, 25*time.Second)
@@ -220,7 +255,10 @@ func (c *Client) followPoll(ctx context.Context, cursor *int64, handle func(Item
 				return true, &handleError{err}
 			}
 		}
-		*cursor = handled
+		if *cursor != handled {
+			*cursor = handled
+			delivered()
+		}
 	}
 	return answered, nil
 }

@@ -106,6 +106,8 @@ type Coordinator struct {
 	avail *availability
 	// acp keeps the warm ACP agents (acp.go).
 	acp *acpPool
+	// outage logs the edges of a time the ledger refuses writes.
+	outage *ledgerOutage
 }
 
 // threadCache is a thread's derived state as of seq.
@@ -158,6 +160,7 @@ func New(opts Options) (*Coordinator, error) {
 		rosterPresence: newPresenceCache(time.Now),
 	}
 	c.cfg.Store(&cfg)
+	c.outage = &ledgerOutage{log: c.log}
 	c.metrics = newMetrics(c)
 	c.sched = newScheduler(c)
 	c.receipts = newReceiptReporter(c)
@@ -515,9 +518,11 @@ func (c *Coordinator) flush(ctx context.Context) error {
 	}
 	queued, err := c.db.CommitSteps(ctx, steps)
 	if err != nil {
+		c.outage.failed("commit the events read", err)
 		clear(batch)
 		return err
 	}
+	c.outage.ok()
 	c.cursor.Store(max(c.cursor.Load(), batch[len(batch)-1].e.GSeq))
 	for i, s := range batch {
 		after := c.remember(s.cfg, s.e, s.before, agentbridge.Humans(s.cfg.HumanIDs))

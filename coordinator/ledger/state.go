@@ -415,14 +415,19 @@ func (d *DB) Finish(ctx context.Context, id int64, o Outcome) error {
 	return err
 }
 
-// rowQuerier is a conn or a txn.
-type rowQuerier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+// querier is a conn or a txn.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 // finishUpdate is Finish's update of the invocation's row; it returns
 // ErrCancelled when the row says cancelled.
-func finishUpdate(ctx context.Context, q rowQuerier, id int64, o Outcome) error {
+//
+// The rows are read to their end and their error checked, rather than
+// through QueryRow's Scan: outside a transaction SQLite commits the update
+// when the statement finishes, and a commit that fails (a full disk) is
+// reported by that last step, which Scan never takes.
+func finishUpdate(ctx context.Context, q querier, id int64, o Outcome) error {
 	var started string
 	if !o.Started.IsZero() {
 		started = agentbridge.FormatTime(o.Started)
@@ -431,8 +436,7 @@ func finishUpdate(ctx context.Context, q rowQuerier, id int64, o Outcome) error 
 	if !o.Started.IsZero() && !o.Finished.IsZero() {
 		dur = o.Finished.Sub(o.Started).Milliseconds()
 	}
-	var status string
-	err := q.QueryRowContext(ctx, `UPDATE invocations SET
+	rows, err := q.QueryContext(ctx, `UPDATE invocations SET
 		status = CASE WHEN status = ? THEN status ELSE ? END, exit_code = ?,
 		error = CASE WHEN status = ? THEN error ELSE ? END,
 		started_at = CASE WHEN ? = '' THEN started_at ELSE ? END, finished_at = ?, duration_ms = ?,
@@ -440,7 +444,11 @@ func finishUpdate(ctx context.Context, q rowQuerier, id int64, o Outcome) error 
 		pending_post = CASE WHEN status = ? THEN '' ELSE ? END WHERE id = ? RETURNING status`,
 		StatusCancelled, o.Status, o.ExitCode, StatusCancelled, o.Error, started, started,
 		agentbridge.FormatTime(o.Finished), dur, o.OutputBytes, o.StderrTail, o.ProgressBad,
-		StatusCancelled, string(o.Post), id).Scan(&status)
+		StatusCancelled, string(o.Post), id)
+	if err != nil {
+		return fmt.Errorf("finish invocation %d: %w", id, err)
+	}
+	status, err := lastString(rows)
 	if err != nil {
 		return fmt.Errorf("finish invocation %d: %w", id, err)
 	}
@@ -448,6 +456,32 @@ func finishUpdate(ctx context.Context, q rowQuerier, id int64, o Outcome) error 
 		return ErrCancelled
 	}
 	return nil
+}
+
+// lastString reads a one-column result to its end and returns its last
+// value; a statement that returned no row is sql.ErrNoRows. Reading to the
+// end is what reports an error of the statement's last step (its commit),
+// and Close's error is checked too.
+func lastString(rows *sql.Rows) (v string, err error) {
+	n := 0
+	for rows.Next() {
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return "", err
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return "", err
+	}
+	if err := rows.Close(); err != nil {
+		return "", err
+	}
+	if n == 0 {
+		return "", sql.ErrNoRows
+	}
+	return v, nil
 }
 
 // Posted records the bridge's answer to the pending post: the event id it
