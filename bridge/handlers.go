@@ -19,10 +19,22 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
-// handlePing answers without a token: liveness, version and the humans.
+// handlePing answers without a token: liveness, version, the humans and
+// the log's epoch.
 func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
-	httpjson.Write(w, http.StatusOK, agentbridge.ServerInfo{Status: "ok", Server: "agent-bridge", Version: s.opts.Version, Humans: s.opts.Humans})
+	info := agentbridge.ServerInfo{Status: "ok", Server: "agent-bridge", Version: s.opts.Version, Humans: s.opts.Humans}
+	if es, ok := s.store.(epochStore); ok {
+		e := es.LogEpoch()
+		info.Epoch = &e
+	}
+	httpjson.Write(w, http.StatusOK, info)
 	return nil
+}
+
+// epochStore is a store that keeps its log's epoch (SQLite, whose backups
+// can be restored by agent-bridge restore).
+type epochStore interface {
+	LogEpoch() agentbridge.LogEpoch
 }
 
 // handleHealthz answers ok when the store answers a trivial query.

@@ -41,6 +41,12 @@ type FollowOptions struct {
 	// the cursor it returns. Unset, cursor_ahead is a refusal like any
 	// other.
 	CursorAhead func(head int64) (int64, error)
+	// Resync, when set, is called with the cursor before each connection,
+	// the first included, and Follow reads from the cursor it returns: the
+	// coordinator checks there that the bridge's log is still the one its
+	// cursor was kept in (a restore starts another). An error is treated
+	// as Handle's.
+	Resync func(cursor int64) (int64, error)
 	// PollAfter, for the global log only, is how many failed stream
 	// connections in a row make Follow long-poll (GET /events) for a
 	// minute before trying the stream again, for proxies and networks
@@ -94,8 +100,17 @@ func (c *Client) Follow(ctx context.Context, cursor int64, o FollowOptions) erro
 	for ctx.Err() == nil {
 		var opened bool
 		var err error
+		if o.Resync != nil {
+			var to int64
+			if to, err = o.Resync(cursor); err == nil {
+				cursor = to
+			}
+		}
 		before := cursor
-		if o.Thread == "" && o.PollAfter > 0 && failures >= o.PollAfter {
+		switch {
+		case err != nil:
+			err = &handleError{err}
+		case o.Thread == "" && o.PollAfter > 0 && failures >= o.PollAfter:
 			if o.Opened != nil {
 				o.Opened(false)
 			}
@@ -103,7 +118,7 @@ func (c *Client) Follow(ctx context.Context, cursor int64, o FollowOptions) erro
 			if err == nil {
 				failures = 0 // polling ran its course; try the stream again
 			}
-		} else {
+		default:
 			opened, err = c.followStream(ctx, &cursor, o, delivered)
 			if opened {
 				failures = 0

@@ -369,18 +369,11 @@ func (c *Coordinator) follow(ctx context.Context) error {
 			c.rosterPresence.opened(stream)
 		},
 		Retry: func(error) bool { return true },
-		CursorAhead: func(head int64) (int64, error) {
-			// The bridge was restored from an older backup: what we
-			// processed past its head is gone from its log.
-			c.log.Error("the bridge's log ends before our cursor; continuing from its head", "cursor", c.cursor.Load(), "head", head)
-			if err := c.db.SetCursor(ctx, head); err != nil {
-				return 0, err
-			}
-			c.cursor.Store(head)
-			return head, nil
-		},
-		PollAfter: sseFailuresBeforePoll,
-		Logger:    c.log,
+		// The bridge was restored from an older backup (rebase.go).
+		Resync:      func(cursor int64) (int64, error) { return c.checkEpoch(ctx, cursor, true) },
+		CursorAhead: func(head int64) (int64, error) { return c.cursorAhead(ctx, c.cursor.Load(), head) },
+		PollAfter:   sseFailuresBeforePoll,
+		Logger:      c.log,
 	})
 }
 
@@ -424,6 +417,10 @@ func (c *Coordinator) startCursor(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	if err := c.db.SetCursor(ctx, head); err != nil {
+		return 0, err
+	}
+	// The cursor is in this log's epoch, whatever the one stored.
+	if _, err := c.checkEpoch(ctx, head, false); err != nil {
 		return 0, err
 	}
 	c.log.Info("starting at the end of the log", "gseq", head, "resumed", false)

@@ -211,7 +211,12 @@ type Step struct {
 	PartyRound *PartyRound
 }
 
-const cursorGlobal = "global"
+// The names of the rows of the cursors table: the global cursor, and the id
+// of the bridge log's epoch it was kept in.
+const (
+	cursorGlobal = "global"
+	cursorEpoch  = "bridge_epoch"
+)
 
 // Commit applies a Step in one transaction, so that after a crash either the
 // event was fully processed (decision recorded, invocations queued, cursor
@@ -323,6 +328,64 @@ func (d *DB) Cursor(ctx context.Context) (int64, bool, error) {
 // bridge restored from an older backup.
 func (d *DB) SetCursor(ctx context.Context, gseq int64) error {
 	return setCursor(ctx, d.db, gseq)
+}
+
+// BridgeEpoch returns the id of the bridge log's epoch the cursors were
+// kept in (agentbridge.LogEpoch), and whether one was stored.
+func (d *DB) BridgeEpoch(ctx context.Context) (int64, bool, error) {
+	var v int64
+	err := d.db.QueryRowContext(ctx, `SELECT value FROM cursors WHERE name = ?`, cursorEpoch).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read the bridge's epoch: %w", err)
+	}
+	return v, true, nil
+}
+
+// SetBridgeEpoch records the bridge log's epoch the cursors are kept in.
+func (d *DB) SetBridgeEpoch(ctx context.Context, epoch int64) error {
+	if _, err := d.db.ExecContext(ctx, `INSERT INTO cursors (name, value) VALUES (?, ?)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, cursorEpoch, epoch); err != nil {
+		return fmt.Errorf("record the bridge's epoch: %w", err)
+	}
+	return nil
+}
+
+// Rebase moves the cursors to a bridge log that was restored from an older
+// backup, in one transaction: the global cursor to gseq (the point up to
+// which the restored log is the one processed), the epoch to epoch (0
+// leaves it), and every thread cursor is dropped, since the events after
+// gseq, whatever their seqs, are new. It returns how many thread cursors
+// were dropped.
+func (d *DB) Rebase(ctx context.Context, gseq, epoch int64) (int64, error) {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("rebase cursors: %w", err)
+	}
+	defer tx.Rollback()
+	if err := setCursor(ctx, tx, gseq); err != nil {
+		return 0, err
+	}
+	if epoch != 0 {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO cursors (name, value) VALUES (?, ?)
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, cursorEpoch, epoch); err != nil {
+			return 0, fmt.Errorf("rebase cursors: record the epoch: %w", err)
+		}
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM thread_cursors`)
+	if err != nil {
+		return 0, fmt.Errorf("rebase cursors: drop the thread cursors: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("rebase cursors: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("rebase cursors: commit: %w", err)
+	}
+	return n, nil
 }
 
 // ThreadCursor returns the seq of the thread's last processed event.
