@@ -37,8 +37,25 @@ type epochStore interface {
 	LogEpoch() agentbridge.LogEpoch
 }
 
-// handleHealthz answers ok when the store answers a trivial query.
+// writeHealth is a store that knows whether it refuses writes (both
+// stores, through storecore.Outage).
+type writeHealth interface {
+	WritesRefused() (string, bool)
+}
+
+// handleHealthz answers ok when the store answers a trivial query and takes
+// writes: while its last write was refused for an unreachable database (a
+// full disk), it answers 503 with the reason, until a client's write
+// succeeds. It does not probe with a write of its own: on a full disk a
+// small write can fit where the refused append did not, and the answer
+// would flap.
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) error {
+	if wh, ok := s.store.(writeHealth); ok {
+		if reason, refused := wh.WritesRefused(); refused {
+			return agentbridge.Errorf(agentbridge.ECodeUnavailable,
+				"The event store refuses writes (%s): appends are answered 503 until one succeeds.", reason)
+		}
+	}
 	if _, err := s.store.Head(r.Context()); err != nil {
 		// Not logged here: a store's outage is logged once, when it
 		// starts and when it ends, not on every probe.

@@ -1,13 +1,11 @@
 package coordinator_test
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -15,55 +13,13 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
-// smallDisk mounts a 4 MiB tmpfs for the test and returns its folder, or
-// skips the test where mounting is not permitted (not root, no
-// CAP_SYS_ADMIN).
-func smallDisk(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "ledger-disk-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=4m"); err != nil {
-		os.Remove(dir)
-		t.Skipf("cannot mount a small tmpfs for the full-disk test: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-		os.Remove(dir)
-	})
-	return dir
-}
-
-// fillDisk writes a file that takes all the free space of dir's disk.
-func fillDisk(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 4096)
-	for range 1 << 20 {
-		if _, err := f.Write(chunk); err != nil {
-			if errors.Is(err, syscall.ENOSPC) {
-				return
-			}
-			t.Fatal(err)
-		}
-	}
-	t.Fatal("the disk never filled")
-}
-
 // TestLedgerDiskFull fills the ledger's disk while an adapter runs: its
 // outcome cannot be recorded, so its reply is not posted, and a trigger
 // posted during the outage is not lost. Once there is space again, each
 // trigger gets exactly one reply, each recorded, and the outage is logged
 // once at each edge.
 func TestLedgerDiskFull(t *testing.T) {
-	disk := smallDisk(t)
+	disk := testutil.SmallDisk(t, "4m")
 	var logs testutil.Buffer
 	s := newStack(t)
 	s.ledgerPath = filepath.Join(disk, "coordinator.db")
@@ -77,7 +33,7 @@ func TestLedgerDiskFull(t *testing.T) {
 	running := s.say(th, "alice", "fake:sleep=3s the run that ends on a full disk")
 	s.waitStatusAny(running.ID, "alice", ledger.StatusRunning)
 	filler := filepath.Join(disk, "filler")
-	fillDisk(t, filler)
+	testutil.FillDisk(t, filler)
 	testutil.WaitFor(t, waitLong, "the ledger's refusal logged", func() bool {
 		return strings.Contains(logs.String(), "the ledger refuses writes")
 	})
