@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -141,31 +140,17 @@ func decodeStrictBytes(body []byte, v any, fields []string) error {
 	return nil
 }
 
-// queryInt parses an integer query parameter within [min, max]; absent
-// returns def. The error names the parameter.
-func queryInt(r *http.Request, name string, def, min, max int64) (int64, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < min || n > max {
-		return 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be a whole number from %d to %d, not %q.", name, min, max, agentbridge.Clip(v, 41))
-	}
-	return n, nil
-}
-
 // threadsPage is the answer of GET /threads.
 type threadsPage struct {
 	Threads []agentbridge.Thread `json:"threads"`
 }
 
 func (s *Server) handleThreadsGet(w http.ResponseWriter, r *http.Request) error {
-	limit, err := queryInt(r, "limit", 0, 1, agentbridge.MaxEventsLimit)
+	q, err := parseQuery(r, queryThreads)
 	if err != nil {
 		return err
 	}
-	threads, err := s.store.Threads(r.Context(), r.URL.Query().Get("after"), int(limit))
+	threads, err := s.store.Threads(r.Context(), q.str("after"), int(q.int("limit", 0)))
 	if err != nil {
 		return fmt.Errorf("list threads: %w", err)
 	}
@@ -230,6 +215,9 @@ func storeErr(op string, err error) error {
 }
 
 func (s *Server) handleThreadGet(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseQuery(r, queryNone); err != nil {
+		return err
+	}
 	th, err := s.store.Thread(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		return storeErr("get thread", err)
@@ -245,22 +233,14 @@ type eventsPage struct {
 }
 
 func (s *Server) handleEventsGet(w http.ResponseWriter, r *http.Request) error {
-	q := agentbridge.ThreadEventsQuery{Thread: chi.URLParam(r, "id"), Since: r.URL.Query().Get("since")}
-	var err error
-	if q.After, err = queryInt(r, "after", -1, 0, 1<<62); err != nil {
+	p, err := parseQuery(r, queryThreadEvents)
+	if err != nil {
 		return err
 	}
-	var limit, tail int64
-	if limit, err = queryInt(r, "limit", 0, 1, agentbridge.MaxEventsLimit); err != nil {
-		return err
+	q := agentbridge.ThreadEventsQuery{
+		Thread: chi.URLParam(r, "id"), Since: p.str("since"), After: p.int("after", -1),
+		Until: p.int("until", 0), Tail: int(p.int("tail", 0)), Limit: int(p.int("limit", 0)),
 	}
-	if tail, err = queryInt(r, "tail", 0, 1, agentbridge.MaxEventsLimit); err != nil {
-		return err
-	}
-	if q.Until, err = queryInt(r, "until", 0, 1, 1<<62); err != nil {
-		return err
-	}
-	q.Limit, q.Tail = int(limit), int(tail)
 	evs, err := s.store.ThreadEvents(r.Context(), q)
 	if err != nil {
 		return storeErr("thread events", err)
@@ -348,10 +328,11 @@ type stateAnswer struct {
 }
 
 func (s *Server) handleStateGet(w http.ResponseWriter, r *http.Request) error {
-	at, err := queryInt(r, "at", 0, 1, 1<<62)
+	q, err := parseQuery(r, queryState)
 	if err != nil {
 		return err
 	}
+	at := q.int("at", 0)
 	id := chi.URLParam(r, "id")
 	st, seq, err := s.store.State(r.Context(), id, at)
 	if err != nil {
