@@ -52,16 +52,16 @@ type endpointQuery struct {
 // The query of each read endpoint and stream; the table test
 // (TestQueryParameters) goes through every one.
 var (
-	queryNone          = endpointQuery{}
-	queryThreads       = endpointQuery{params: map[string]paramKind{"after": kindThreadID, "limit": kindCount}}
-	queryThreadEvents  = endpointQuery{params: map[string]paramKind{"after": kindSeq, "since": kindTime, "tail": kindCount, "until": kindSeqFrom1, "limit": kindCount}, exclusive: [][]string{{"after", "since", "tail"}}}
-	queryThreadStream  = endpointQuery{params: map[string]paramKind{"after": kindSeq, "since": kindTime}, exclusive: [][]string{{"after", "since"}}}
-	queryState         = endpointQuery{params: map[string]paramKind{"at": kindSeqFrom1}}
-	queryTranscript    = endpointQuery{params: map[string]paramKind{"format": kindFormat}}
-	queryReceipts      = endpointQuery{params: map[string]paramKind{"event": kindEventID, "from_event": kindEventID, "limit": kindCount}, exclusive: [][]string{{"event", "from_event"}}}
-	queryPoll          = endpointQuery{params: map[string]paramKind{"after": kindSeq, "wait": kindWait, "limit": kindCount}}
-	queryGlobalStream  = endpointQuery{params: map[string]paramKind{"after": kindSeq}}
-	querySuggestions   = endpointQuery{params: map[string]paramKind{"status": kindStatus}}
+	queryNone         = endpointQuery{}
+	queryThreads      = endpointQuery{params: map[string]paramKind{"after": kindThreadID, "limit": kindCount}}
+	queryThreadEvents = endpointQuery{params: map[string]paramKind{"after": kindSeq, "since": kindTime, "tail": kindCount, "until": kindSeqFrom1, "limit": kindCount}, exclusive: [][]string{{"after", "since", "tail"}}}
+	queryThreadStream = endpointQuery{params: map[string]paramKind{"after": kindSeq, "since": kindTime}, exclusive: [][]string{{"after", "since"}}}
+	queryState        = endpointQuery{params: map[string]paramKind{"at": kindSeqFrom1}}
+	queryTranscript   = endpointQuery{params: map[string]paramKind{"format": kindFormat}}
+	queryReceipts     = endpointQuery{params: map[string]paramKind{"event": kindEventID, "from_event": kindEventID, "limit": kindCount}, exclusive: [][]string{{"event", "from_event"}}}
+	queryPoll         = endpointQuery{params: map[string]paramKind{"after": kindSeq, "wait": kindWait, "limit": kindCount}}
+	queryGlobalStream = endpointQuery{params: map[string]paramKind{"after": kindSeq}}
+	querySuggestions  = endpointQuery{params: map[string]paramKind{"status": kindStatus}}
 )
 
 // readQuery is an endpoint's checked query.

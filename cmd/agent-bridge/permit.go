@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/spf13/cobra"
 )
@@ -15,9 +16,20 @@ func (m *Main) permitCommand(c *cobra.Command) runFunc {
 	from := fs.String("from", "user", "who answers (only a human's answer counts)")
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) != 3 {
-			return usagef("permit: give THREAD, the permission request's EVENT id and the OPTION id it lists")
+			return usagef("permit: give THREAD, the permission request's EVENT (its id, or its seq as tail shows it) and the OPTION id it lists")
 		}
-		ctl := map[string]any{"permission": map[string]string{"event": pos[1], "option": pos[2]}}
+		event := pos[1]
+		if _, err := strconv.ParseInt(event, 10, 64); err == nil {
+			// A seq, as tail shows it: the request's id is looked up.
+			cl, err := m.newClient(cf)
+			if err != nil {
+				return err
+			}
+			if event, err = m.eventArg(ctx, cl, pos[0], event); err != nil {
+				return explain(err, cf.url)
+			}
+		}
+		ctl := map[string]any{"permission": map[string]string{"event": event, "option": pos[2]}}
 		return m.postControl(ctx, cf, pos[0], *from, ctl)
 	}
 }
