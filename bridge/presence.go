@@ -198,6 +198,9 @@ type presenceAnswer struct {
 }
 
 func (s *Server) handlePresenceGet(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseQuery(r, queryNone); err != nil {
+		return err
+	}
 	id := chi.URLParam(r, "id")
 	if _, err := s.store.Thread(r.Context(), id); err != nil {
 		return storeErr("presence thread", err)

@@ -194,7 +194,7 @@ func permissionPost(cfg *Config, inv ledger.Invocation, tc PermissionToolCall, o
 	if title == "" {
 		title = "a tool"
 	}
-	text := fmt.Sprintf("%s asks permission to run %s (%s). Answer with one of: %s — the buttons, or `agent-bridge permit %s <this message's id> <option>`. No answer within %s refuses it.",
+	text := fmt.Sprintf("%s asks permission to run %s (%s). Answer with one of: %s — the buttons, or `agent-bridge permit %s <this message's seq or id> <option>`. No answer within %s refuses it.",
 		inv.Participant, title, tc.Kind, strings.Join(names, ", "), inv.Thread, cfg.PermissionTimeout)
 	return agentbridge.EventInput{
 		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: to,

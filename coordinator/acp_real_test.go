@@ -148,7 +148,20 @@ func TestRealACPAgents(t *testing.T) {
 			if r1.From != "acpy" || !strings.Contains(r1.Text(), "pong from the model") {
 				t.Fatalf("first reply = %q from %s", r1.Text(), r1.From)
 			}
+			if strings.Contains(r1.Text(), "Model metadata") {
+				t.Errorf("the agent's warning is in the reply: %q", r1.Text())
+			}
 			inv1 := s.waitStatus(first.ID, "acpy", ledger.StatusSucceeded)
+			if ra.name == "codex-acp" {
+				// Its warning for a model without metadata is a progress
+				// record of the run, not reply text.
+				recs, _, err := s.db.ProgressOf(t.Context(), inv1.ID, 0)
+				if err != nil || !slices.ContainsFunc(recs, func(p ledger.Progress) bool {
+					return p.Kind == "warning" && strings.Contains(p.Status, "Model metadata")
+				}) {
+					t.Errorf("no warning among the run's progress records: %+v, %v", recs, err)
+				}
+			}
 			second := s.ask("say pong again")
 			r2 := s.reply(second)
 			if r2.From != "acpy" || !strings.Contains(r2.Text(), "pong from the model") {

@@ -127,7 +127,9 @@ func (t *acpTurn) costDelta() (float64, bool) {
 func (t *acpTurn) update(u acp.SessionUpdate) {
 	switch {
 	case u.AgentMessageChunk != nil:
-		t.appendText(&t.reply, u.AgentMessageChunk.Content)
+		if !t.warning(u.AgentMessageChunk.Content) {
+			t.appendText(&t.reply, u.AgentMessageChunk.Content)
+		}
 	case u.AgentThoughtChunk != nil:
 		t.appendText(&t.thought, u.AgentThoughtChunk.Content)
 	case u.ToolCall != nil:

@@ -365,9 +365,11 @@ func TestLoadConfig_RepoDefault(t *testing.T) {
 			Command: []string{SelfCommand, "adapter", "echo"}, Cwd: root, Client: "echo",
 			Profile: &agentbridge.Profile{Client: "echo", Model: "echo"},
 		},
-		"claude-code": {Command: []string{filepath.Join(root, "adapters/claude_code.sh")}, Cwd: root, Client: "claude"},
-		"codex":       {Command: []string{filepath.Join(root, "adapters/codex.sh")}, Cwd: root, Client: "codex"},
-		"scene-demo":  {Command: []string{filepath.Join(root, "adapters/scene-demo.sh")}, Cwd: root, Client: "scene-demo"},
+		"claude-code": {Command: []string{filepath.Join(root, "adapters/claude_code.sh")}, Cwd: root, Client: "claude",
+			Profile: &agentbridge.Profile{Client: "claude", Model: "sonnet"}},
+		"codex": {Command: []string{filepath.Join(root, "adapters/codex.sh")}, Cwd: root, Client: "codex",
+			Profile: &agentbridge.Profile{Client: "codex", Model: "gpt-5-codex"}},
+		"scene-demo": {Command: []string{filepath.Join(root, "adapters/scene-demo.sh")}, Cwd: root, Client: "scene-demo"},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("config =\n%+v\nwant\n%+v", cfg, want)

@@ -106,6 +106,8 @@ type Coordinator struct {
 	avail *availability
 	// acp keeps the warm ACP agents (acp.go).
 	acp *acpPool
+	// outage logs the edges of a time the ledger refuses writes.
+	outage *ledgerOutage
 }
 
 // threadCache is a thread's derived state as of seq.
@@ -158,6 +160,7 @@ func New(opts Options) (*Coordinator, error) {
 		rosterPresence: newPresenceCache(time.Now),
 	}
 	c.cfg.Store(&cfg)
+	c.outage = &ledgerOutage{log: c.log}
 	c.metrics = newMetrics(c)
 	c.sched = newScheduler(c)
 	c.receipts = newReceiptReporter(c)
@@ -366,18 +369,11 @@ func (c *Coordinator) follow(ctx context.Context) error {
 			c.rosterPresence.opened(stream)
 		},
 		Retry: func(error) bool { return true },
-		CursorAhead: func(head int64) (int64, error) {
-			// The bridge was restored from an older backup: what we
-			// processed past its head is gone from its log.
-			c.log.Error("the bridge's log ends before our cursor; continuing from its head", "cursor", c.cursor.Load(), "head", head)
-			if err := c.db.SetCursor(ctx, head); err != nil {
-				return 0, err
-			}
-			c.cursor.Store(head)
-			return head, nil
-		},
-		PollAfter: sseFailuresBeforePoll,
-		Logger:    c.log,
+		// The bridge was restored from an older backup (rebase.go).
+		Resync:      func(cursor int64) (int64, error) { return c.checkEpoch(ctx, cursor, true) },
+		CursorAhead: func(head int64) (int64, error) { return c.cursorAhead(ctx, c.cursor.Load(), head) },
+		PollAfter:   sseFailuresBeforePoll,
+		Logger:      c.log,
 	})
 }
 
@@ -421,6 +417,10 @@ func (c *Coordinator) startCursor(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	if err := c.db.SetCursor(ctx, head); err != nil {
+		return 0, err
+	}
+	// The cursor is in this log's epoch, whatever the one stored.
+	if _, err := c.checkEpoch(ctx, head, false); err != nil {
 		return 0, err
 	}
 	c.log.Info("starting at the end of the log", "gseq", head, "resumed", false)
@@ -515,9 +515,11 @@ func (c *Coordinator) flush(ctx context.Context) error {
 	}
 	queued, err := c.db.CommitSteps(ctx, steps)
 	if err != nil {
+		c.outage.failed("commit the events read", err)
 		clear(batch)
 		return err
 	}
+	c.outage.ok()
 	c.cursor.Store(max(c.cursor.Load(), batch[len(batch)-1].e.GSeq))
 	for i, s := range batch {
 		after := c.remember(s.cfg, s.e, s.before, agentbridge.Humans(s.cfg.HumanIDs))

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"sync"
@@ -107,11 +108,27 @@ func (c *Coordinator) firstRun(ctx context.Context, inv ledger.Invocation, in pr
 // then posts it. It returns the invocation's final status.
 func (c *Coordinator) record(ctx context.Context, inv ledger.Invocation, o ledger.Outcome) string {
 	status := o.Status
-	if err := c.db.Finish(context.WithoutCancel(ctx), inv.ID, o); errors.Is(err, ledger.ErrCancelled) {
+	keep := context.WithoutCancel(ctx)
+	err := c.retry(ctx, retrying{what: "record the outcome", attrs: []any{"id", inv.ID}, level: slog.LevelDebug,
+		permanent: func(err error) bool { return errors.Is(err, ledger.ErrCancelled) }}, func() error {
+		err := c.db.Finish(keep, inv.ID, o)
+		if err != nil && !errors.Is(err, ledger.ErrCancelled) {
+			c.outage.failed("record an invocation's outcome", err)
+			return err
+		}
+		c.outage.ok()
+		return err
+	})
+	switch {
+	case errors.Is(err, ledger.ErrCancelled):
 		// A cancel won the race with this finish: nothing is posted.
 		status, o.Post = ledger.StatusCancelled, nil
-	} else if err != nil {
-		c.log.Error("record invocation outcome", "id", inv.ID, "err", err)
+	case err != nil:
+		// The coordinator is stopping with the outcome unrecorded:
+		// nothing is posted, and the next start runs the invocation
+		// again (its record is still running).
+		c.log.Warn("stopping before the outcome could be recorded; the next start runs it again", "id", inv.ID, "err", err)
+		return ledger.StatusInterrupted
 	}
 	if len(o.Post) > 0 {
 		status = c.deliver(ctx, inv, o.Post, o.Status)
@@ -277,8 +294,19 @@ func (c *Coordinator) deliver(ctx context.Context, inv ledger.Invocation, post j
 			return status
 		}
 	}
-	if err := c.db.Posted(keep, inv.ID, last.ID, newStatus, note); err != nil {
-		c.log.Error("record reply", "id", inv.ID, "err", err)
+	// Retried while the ledger refuses writes, so that the record does not
+	// show a post owed that the bridge has (a restart would re-post it
+	// under its key, which the bridge answers with the same event).
+	if err := c.retry(ctx, retrying{what: "record the reply", attrs: []any{"id", inv.ID}, level: slog.LevelDebug}, func() error {
+		err := c.db.Posted(keep, inv.ID, last.ID, newStatus, note)
+		if err != nil {
+			c.outage.failed("record a posted reply", err)
+			return err
+		}
+		c.outage.ok()
+		return nil
+	}); err != nil {
+		c.log.Warn("stopping before the reply's event id was recorded; the next start re-posts it under its key", "id", inv.ID, "err", err)
 	}
 	return status
 }

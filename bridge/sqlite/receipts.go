@@ -33,7 +33,7 @@ const (
 // (a receipt for an event appended a moment ago finds it) and never races
 // another write for the file.
 func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ agentbridge.Receipt, _ bool, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.guardWrite(time.Now(), &err)
 	if err := storecore.CheckReceipt(in); err != nil {
 		return agentbridge.Receipt{}, false, err
 	}

@@ -273,7 +273,18 @@ func (m *Main) build(spec command) *cobra.Command {
 	switch {
 	case spec.define != nil:
 		run := spec.define(c)
-		c.RunE = func(c *cobra.Command, args []string) error { return run(c.Context(), args) }
+		thread := takesThread(spec.use)
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if thread && len(args) > 0 {
+				// A thread's name is taken where its id is (resolve.go).
+				id, err := m.threadArg(c, args[0])
+				if err != nil {
+					return err
+				}
+				args = append([]string{id}, args[1:]...)
+			}
+			return run(c.Context(), args)
+		}
 	case len(spec.sub) > 0:
 		c.RunE = func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -282,7 +293,7 @@ func (m *Main) build(spec command) *cobra.Command {
 			return unknownCommand(c, args[0])
 		}
 	}
-	if f := strings.Fields(spec.use); len(f) > 1 && strings.Trim(f[1], "[]") == "THREAD" {
+	if takesThread(spec.use) {
 		c.ValidArgsFunction = m.completeThread
 	}
 	c.Flags().SortFlags = false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 
@@ -22,9 +23,20 @@ func (m *Main) permitCommand(c *cobra.Command) runFunc {
 	from := fs.String("from", "user", "who answers (only a human's answer counts)")
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) != 3 {
-			return usagef("permit: give THREAD, the permission request's EVENT id and the OPTION id it lists")
+			return usagef("permit: give THREAD, the permission request's EVENT (its id, or its seq as tail shows it) and the OPTION id it lists")
 		}
-		content, err := json.Marshal(map[string]any{"permission": map[string]string{"event": pos[1], "option": pos[2]}})
+		event := pos[1]
+		if _, err := strconv.ParseInt(event, 10, 64); err == nil {
+			// A seq, as tail shows it: the request's id is looked up.
+			cl, err := m.newClient(cf)
+			if err != nil {
+				return err
+			}
+			if event, err = m.eventArg(ctx, cl, pos[0], event); err != nil {
+				return explain(err, cf.url)
+			}
+		}
+		content, err := json.Marshal(map[string]any{"permission": map[string]string{"event": event, "option": pos[2]}})
 		if err != nil {
 			return fmt.Errorf("encode control: %w", err)
 		}
