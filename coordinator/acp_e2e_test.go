@@ -407,24 +407,34 @@ func TestACPStopReasons(t *testing.T) {
 }
 
 // TestACPRestart: after a coordinator restart the session is loaded where
-// the agent offers it; where the load is refused a new session gets the
-// recent context.
+// the agent offers it, and the next reply and progress hold only that
+// turn's, whether the agent replays its history before answering the load
+// or after (as Gemini CLI does); where the load is refused a new session
+// gets the recent context.
 func TestACPRestart(t *testing.T) {
-	for _, refuse := range []bool{false, true} {
-		t.Run("refuse="+strconv.FormatBool(refuse), func(t *testing.T) {
+	for _, mode := range []string{"replay-before", "replay-after", "refused"} {
+		t.Run(mode, func(t *testing.T) {
 			env := map[string]string{}
-			if refuse {
+			switch mode {
+			case "refused":
 				env["FAKE_ACP_REFUSE_LOAD"] = "1"
+			case "replay-after":
+				env["FAKE_ACP_REPLAY"] = "after"
 			}
+			refuse := mode == "refused"
 			s := startACPStack(t, env, nil)
 			pid1, sess1, _, _, _ := parseReply(t, s.reply(s.ask("before the restart")))
 			s.stopCoordinator()
 			testutil.WaitFor(t, waitLong, "the agent to be closed with the coordinator", func() bool { return !alive(pid1) })
 			s.startCoordinator()
 			s.say(s.thread, "all", "a side remark")
-			pid2, sess2, _, mode, _ := parseReply(t, s.reply(s.ask("after the restart")))
+			trig := s.ask("after the restart")
+			pid2, sess2, _, mode, text := parseReply(t, s.reply(trig))
 			if pid2 == pid1 {
 				t.Fatalf("the same process answered after a restart")
+			}
+			if text != "user -> acpy: after the restart" {
+				t.Errorf("reply text %q, want only this turn's", text)
 			}
 			if s.count("session/load") != 1 {
 				t.Errorf("session/load called %d times, want 1", s.count("session/load"))
@@ -435,7 +445,49 @@ func TestACPRestart(t *testing.T) {
 			case refuse && (sess2 == sess1 || !strings.HasPrefix(mode, "fresh")):
 				t.Errorf("after a refused load: session %s (%s), want a new session with the context", sess2, mode)
 			}
+			inv := s.waitStatus(trig.ID, "acpy", ledger.StatusSucceeded)
+			recs, _, err := s.db.ProgressOf(context.Background(), inv.ID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				if strings.Contains(r.Status, "Replayed") {
+					t.Errorf("the turn's progress holds the replayed %s %q", r.Kind, r.Status)
+				}
+			}
 		})
+	}
+}
+
+// TestACPStartedAt: an ACP invocation's started_at is its turn's start,
+// not its warm process's, read while the turn runs.
+func TestACPStartedAt(t *testing.T) {
+	s := startACPStack(t, nil, nil)
+	s.reply(s.ask("warm up"))
+	for _, text := range []string{"SLOW one", "SLOW two"} {
+		trig := s.ask(text)
+		inv := s.waitStatus(trig.ID, "acpy", ledger.StatusRunning)
+		queued, err1 := time.Parse(agentbridge.TimeLayout, inv.QueuedAt)
+		started, err2 := time.Parse(agentbridge.TimeLayout, inv.StartedAt)
+		if err1 != nil || err2 != nil || started.Before(queued) {
+			t.Errorf("%s: running with started_at %q, queued_at %q; want started_at >= queued_at", text, inv.StartedAt, inv.QueuedAt)
+		}
+		s.cancelRunning(trig)
+		s.waitStatus(trig.ID, "acpy", ledger.StatusCancelled)
+	}
+}
+
+// TestACPQuotaUsage: an agent that reports a turn's tokens only in the
+// prompt answer's _meta.quota.token_count (Gemini CLI) gets them booked.
+func TestACPQuotaUsage(t *testing.T) {
+	s := startACPStack(t, nil, nil)
+	trig := s.ask("QUOTA please")
+	if got := s.reply(trig).Text(); got != "quota" {
+		t.Fatalf("reply = %q", got)
+	}
+	inv := s.waitStatus(trig.ID, "acpy", ledger.StatusSucceeded)
+	if inv.InputTokens != 70 || inv.OutputTokens != 9 {
+		t.Errorf("usage = %d in, %d out; want 70, 9 from _meta.quota.token_count", inv.InputTokens, inv.OutputTokens)
 	}
 }
 
