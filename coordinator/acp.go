@@ -56,6 +56,11 @@ const (
 	acpReplayMax   = 10 * time.Second
 )
 
+// ACPDefaultModel is the profile model meaning the ACP agent's own choice:
+// no session/set_model is sent. agent-bridge invite gives it to an "acp"
+// entry whose profile names no model.
+const ACPDefaultModel = "default"
+
 // errACPTurn marks a turn that ended without a reply; the message that
 // goes with it says why.
 var errACPTurn = errors.New("the ACP turn failed")
@@ -144,6 +149,10 @@ type acpAgent struct {
 	costSeen float64
 	// rosterSent is the rosterKey last sent to the session.
 	rosterSent string
+	// models is what the session's answer offered for session/set_model
+	// (nil: not offered); model is the one the session runs.
+	models *acp.SessionModelState
+	model  string
 	// promptSent is closed when the turn's prompt has been written.
 	promptSent atomic.Pointer[chan struct{}]
 	// lastUpdate is when the latest session/update was handled (unix
@@ -513,12 +522,15 @@ func (a *acpAgent) ensureSession(ctx context.Context, cfg *Config, stored string
 	defer cancel()
 	if stored != "" && a.loadSession {
 		a.session = ""
+		var models *acp.SessionModelState
 		err := a.call(ctx, func(ctx context.Context) error {
-			_, err := a.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(stored), Cwd: a.cwd, McpServers: a.mcpServers(cfg)})
+			r, err := a.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(stored), Cwd: a.cwd, McpServers: a.mcpServers(cfg)})
+			models = r.Models
 			return err
 		})
 		if err == nil {
 			a.session = stored
+			a.setModels(models)
 			a.awaitReplay(ctx, time.Now())
 			progress(adapters.ProgressRecord{Status: "session loaded", Kind: "session", Session: stored})
 			return false, nil
@@ -530,17 +542,51 @@ func (a *acpAgent) ensureSession(ctx context.Context, cfg *Config, stored string
 			Detail: mustJSON(map[string]string{"error": err.Error()})})
 	}
 	var id string
+	var models *acp.SessionModelState
 	err = a.call(ctx, func(ctx context.Context) error {
 		r, err := a.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: a.cwd, McpServers: a.mcpServers(cfg)})
-		id = string(r.SessionId)
+		id, models = string(r.SessionId), r.Models
 		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("session/new: %w", err)
 	}
 	a.session, a.costSeen = id, 0
+	a.setModels(models)
 	progress(adapters.ProgressRecord{Status: "new session", Kind: "session", Session: id})
 	return true, nil
+}
+
+// setModels notes the models a session's answer offered.
+func (a *acpAgent) setModels(m *acp.SessionModelState) {
+	a.models, a.model = m, ""
+	if m != nil {
+		a.model = string(m.CurrentModelId)
+	}
+}
+
+// ensureModel asks the session for the participant's model with
+// session/set_model when the agent offers models and the session runs
+// another. The model "default" (what invite sends for an ACP entry naming
+// none) leaves the agent's own choice. A refusal is recorded in the
+// turn's progress and the turn runs on the agent's model.
+func (a *acpAgent) ensureModel(ctx context.Context, model string, progress func(adapters.ProgressRecord)) {
+	if a.models == nil || model == "" || model == ACPDefaultModel || model == a.model {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, acpStartTimeout)
+	defer cancel()
+	err := a.call(ctx, func(ctx context.Context) error {
+		_, err := a.conn.UnstableSetSessionModel(ctx, acp.UnstableSetSessionModelRequest{SessionId: acp.SessionId(a.session), ModelId: acp.UnstableModelId(model)})
+		return err
+	})
+	if err != nil {
+		progress(adapters.ProgressRecord{Status: "session/set_model refused; the agent's own model runs", Kind: "session",
+			Detail: mustJSON(map[string]string{"model": model, "error": err.Error()})})
+		return
+	}
+	a.model = model
+	progress(adapters.ProgressRecord{Status: "model " + oneLineStatus(model), Kind: "session", Detail: mustJSON(map[string]string{"model": model})})
 }
 
 // awaitReplay returns once the agent has sent no session/update for
@@ -629,6 +675,7 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv ledger.Invoca
 	if err != nil {
 		return acpFail(res, fmt.Sprintf("The ACP agent could not open a session: %v.", err), a)
 	}
+	a.ensureModel(ctx, p.Participant.Profile.Model, progress)
 	res.PID, res.PGID = a.pid, a.pid
 	text := c.acpPromptText(ctx, inv, a, p, fresh, noPresence)
 	t := a.beginTurn(c, inv, in, entry, progress)

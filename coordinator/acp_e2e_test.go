@@ -603,3 +603,43 @@ func TestACPCancelColdStart(t *testing.T) {
 	}
 	testutil.WaitFor(t, waitLong, "the starting agent to be stopped", func() bool { return !alive(inv.PID) })
 }
+
+// TestACPModel: an invited participant's model reaches an agent that
+// offers models through session/set_model, once per session (again on a
+// loaded one, and when the profile changes); "default" leaves the
+// agent's own.
+func TestACPModel(t *testing.T) {
+	env := map[string]string{"FAKE_ACP_MODELS": "1"}
+	s := startACPStack(t, env, nil)
+	s.reply(s.ask("first"))
+	s.reply(s.ask("second"))
+	if got := s.setModels(); strings.Join(got, ",") != "m1" {
+		t.Fatalf("session/set_model calls %v, want one with the profile's model m1", got)
+	}
+	s.stopCoordinator()
+	s.startCoordinator()
+	s.reply(s.ask("after the restart"))
+	s.invite(s.thread, "acpy", agentbridge.Profile{Client: "fake-acp", Model: "fake-large"})
+	s.reply(s.ask("on the large one"))
+	if got := s.setModels(); strings.Join(got, ",") != "m1,m1,fake-large" {
+		t.Errorf("session/set_model calls %v, want m1 again on the loaded session, then fake-large", got)
+	}
+
+	d := startACPStack(t, env, nil)
+	d.invite(d.thread, "acpy", agentbridge.Profile{Client: "fake-acp", Model: coordinator.ACPDefaultModel})
+	d.reply(d.ask("with the default"))
+	if got := d.setModels(); len(got) != 0 || d.count("session/new") != 1 {
+		t.Errorf("session/set_model calls %v with the model %q, want none", got, coordinator.ACPDefaultModel)
+	}
+}
+
+// setModels is the models the fake was asked for with session/set_model.
+func (s *acpStack) setModels() []string {
+	var out []string
+	for _, c := range s.calls() {
+		if f := strings.Split(c, "|"); f[1] == "session/set_model" {
+			out = append(out, f[2])
+		}
+	}
+	return out
+}
