@@ -574,12 +574,16 @@ func (a *acpAgent) ensureModel(ctx context.Context, model string, progress func(
 	if a.models == nil || model == "" || model == ACPDefaultModel || model == a.model {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, acpStartTimeout)
+	cctx, cancel := context.WithTimeout(ctx, acpStartTimeout)
 	defer cancel()
-	err := a.call(ctx, func(ctx context.Context) error {
+	err := a.call(cctx, func(ctx context.Context) error {
 		_, err := a.conn.UnstableSetSessionModel(ctx, acp.UnstableSetSessionModelRequest{SessionId: acp.SessionId(a.session), ModelId: acp.UnstableModelId(model)})
 		return err
 	})
+	if err != nil && ctx.Err() != nil {
+		// The turn was stopped meanwhile; the next one asks again.
+		return
+	}
 	if err != nil {
 		progress(adapters.ProgressRecord{Status: "session/set_model refused; the agent's own model runs", Kind: "session",
 			Detail: mustJSON(map[string]string{"model": model, "error": err.Error()})})
