@@ -17,7 +17,7 @@ func TestParseConfig_ACP(t *testing.T) {
 				"permissions": "allow", "acp_fs": true, "client": "claude-acp", "_note": "a comment too"},
 			"codex-acp": {"acp": ["codex-acp"]}
 		},
-		"_examples": {"gemini": {"acp": ["gemini", "--experimental-acp"]}}
+		"_examples": {"gemini": {"acp": ["gemini", "--acp"]}}
 	}`), "/base")
 	if err != nil {
 		t.Fatal(err)

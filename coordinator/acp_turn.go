@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -28,6 +29,12 @@ type acpTurn struct {
 	// request still waiting is answered cancelled.
 	stopped  chan struct{}
 	stopOnce sync.Once
+	// started is when the turn began: the invocation's started_at.
+	started time.Time
+
+	// open is set (under the agent's mu) as the prompt is written: only
+	// updates handled from then on are the turn's.
+	open bool
 
 	mu      sync.Mutex
 	reply   strings.Builder
@@ -44,7 +51,8 @@ type acpTurn struct {
 type toolInfo struct{ title, kind string }
 
 // beginTurn attaches a new turn to a; endTurn detaches it. Updates that
-// arrive between turns (a session/load replaying history) are dropped.
+// arrive between turns, or before the turn's prompt is written (a
+// session/load replaying history), are dropped.
 func (a *acpAgent) beginTurn(c *Coordinator, inv ledger.Invocation, in prepared, entry AgentConfig, progress func(adapters.ProgressRecord)) *acpTurn {
 	t := &acpTurn{c: c, inv: inv, in: in, entry: entry, progress: progress, stopped: make(chan struct{}),
 		tools: make(map[acp.ToolCallId]toolInfo), costStart: a.costSeen}
@@ -66,6 +74,27 @@ func (a *acpAgent) endTurn() {
 		}
 		t.mu.Unlock()
 	}
+}
+
+// openTurn marks the attached turn as collecting: its prompt is about to
+// be written.
+func (a *acpAgent) openTurn() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.turn != nil {
+		a.turn.open = true
+	}
+}
+
+// collecting is the running turn of session once its prompt is being
+// written, or nil.
+func (a *acpAgent) collecting(session acp.SessionId) *acpTurn {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.turn == nil || !a.turn.open || string(session) != a.session {
+		return nil
+	}
+	return a.turn
 }
 
 // current is the running turn of session, or nil.
@@ -206,7 +235,8 @@ var _ acp.Client = (*acpClient)(nil)
 // SessionUpdate feeds the running turn. It must not block: the SDK
 // handles notifications one at a time.
 func (cl *acpClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
-	if t := cl.a.current(n.SessionId); t != nil {
+	cl.a.lastUpdate.Store(time.Now().UnixNano())
+	if t := cl.a.collecting(n.SessionId); t != nil {
 		t.update(n.Update)
 	}
 	return nil

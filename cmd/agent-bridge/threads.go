@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/spf13/cobra"
 )
 
@@ -165,7 +166,7 @@ func (m *Main) inviteCommand(c *cobra.Command) runFunc {
 	cf := m.addClientFlags(fs)
 	from := fs.String("from", "user", "who sends the invite")
 	cl := fs.String("client", "", "the participant's client, such as claude or codex (default: the profile of the agent of that id in the coordinator config)")
-	model := fs.String("model", "", "the participant's model (default: as --client)")
+	model := fs.String("model", "", "the participant's model (default: as --client; \"default\" for an ACP agent, which then picks its own)")
 	configPath := fs.String("config", m.env(agentbridge.EnvCoordinatorConfig, agentbridge.DefaultCoordinatorConfig), "the coordinator config whose agents' profiles give the default client and model")
 	envFlag(fs, "config", agentbridge.EnvCoordinatorConfig)
 	nick := fs.String("nickname", "", "a name the participant answers to in mentions")
@@ -199,7 +200,8 @@ func (m *Main) inviteCommand(c *cobra.Command) runFunc {
 // inviteProfile is the client and model an invite of participant id
 // sends: the flags', else those of the profile of the configured agent of
 // that id (what agent-bridge agents lists), which a first run's
-// "agent-bridge invite T echo" needs no more than. Neither found is a
+// "agent-bridge invite T echo" needs no more than. An "acp" entry naming
+// no model gets "default", the agent's own choice. Neither found is a
 // usage error naming the flag.
 func (m *Main) inviteProfile(id, client, model, configPath string, configNamed bool) (string, string, error) {
 	if client == "" || model == "" {
@@ -212,6 +214,10 @@ func (m *Main) inviteProfile(id, client, model, configPath string, configNamed b
 				client, model = cmp.Or(client, a.Profile.Client), cmp.Or(model, a.Profile.Model)
 			}
 			client = cmp.Or(client, a.Client)
+			if len(a.ACP) > 0 {
+				// An ACP agent picks its own model unless told one.
+				model = cmp.Or(model, coordinator.ACPDefaultModel)
+			}
 		}
 	}
 	switch {

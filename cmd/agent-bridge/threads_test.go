@@ -253,8 +253,9 @@ func TestIgnoredActionsExplained(t *testing.T) {
 
 // TestInviteTakesTheConfiguredProfile: without --client and --model an
 // invite sends the profile of the configured agent of that id (the
-// built-in echo when no config file is there), a flag given wins, and an
-// id the config does not profile is a usage error naming the flag.
+// built-in echo when no config file is there), a flag given wins, an ACP
+// entry naming no model gets "default" (the agent's own), and an id the
+// config does not profile is a usage error naming the flag.
 func TestInviteTakesTheConfiguredProfile(t *testing.T) {
 	b := startTestBridge(t)
 	c := newCLI(t, b)
@@ -262,12 +263,13 @@ func TestInviteTakesTheConfiguredProfile(t *testing.T) {
 	c.env["BRIDGE_COORDINATOR_CONFIG"] = ""
 	c.ok("invite", "T", "echo") // no coordinator.config.json in this folder
 	cfg := filepath.Join(t.TempDir(), "coordinator.config.json")
-	if err := os.WriteFile(cfg, []byte(`{"agents":{"rev":{"command":["true"],"profile":{"client":"claude","model":"opus"}},"bare":{"command":["true"],"client":"codex"}}}`), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(`{"agents":{"rev":{"command":["true"],"profile":{"client":"claude","model":"opus"}},"bare":{"command":["true"],"client":"codex"},"gem":{"acp":["gemini","--acp"],"client":"gemini"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c.env["BRIDGE_COORDINATOR_CONFIG"] = cfg
 	c.ok("invite", "T", "rev")
 	c.ok("invite", "T", "bare", "--model", "gpt-5")
+	c.ok("invite", "T", "gem")
 	st, _, err := b.client().State(t.Context(), "T", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -276,7 +278,7 @@ func TestInviteTakesTheConfiguredProfile(t *testing.T) {
 	for _, in := range st.Participants.Invited {
 		got[in.ID] = in.Profile.Client + "/" + in.Profile.Model
 	}
-	if want := map[string]string{"echo": "echo/echo", "rev": "claude/opus", "bare": "codex/gpt-5"}; fmt.Sprint(got) != fmt.Sprint(want) {
+	if want := map[string]string{"echo": "echo/echo", "rev": "claude/opus", "bare": "codex/gpt-5", "gem": "gemini/default"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("invited %v, want %v", got, want)
 	}
 	for _, tc := range []struct {
