@@ -220,7 +220,7 @@ func (s *Server) routes() http.Handler {
 		if s.receipts == nil && strings.Contains(rt.pattern, "/receipts") {
 			continue // the store keeps no receipts
 		}
-		if s.tokens == nil && strings.HasPrefix(rt.pattern, "/auth/tokens") {
+		if s.tokens == nil && (strings.HasPrefix(rt.pattern, "/auth/tokens") || rt.pattern == "/auth/login-links") {
 			continue // the store keeps no tokens
 		}
 		r.Method(rt.method, rt.pattern, s.h(scoped(rt)))
@@ -253,6 +253,7 @@ func (s *Server) api() []route {
 		{"GET", "/auth/tokens", "the tokens, without their secrets (person only)", s.handleTokensGet},
 		{"POST", "/auth/tokens", "create a token {scope, name, thread?, participant?, ttl_s?}; its secret is shown once", s.handleTokensPost},
 		{"DELETE", "/auth/tokens/{id}", "revoke a token", s.handleTokenDelete},
+		{"POST", "/auth/login-links", "a one-time login link for a browser (person only)", s.handleLoginLinkPost},
 		{"GET", "/threads", "list threads, most recently updated first (?limit, ?after)", s.handleThreadsGet},
 		{"POST", "/threads", "create a thread {id?, name?, from?}", s.handleThreadsPost},
 		{"GET", "/threads/{id}", "one thread", s.handleThreadGet},

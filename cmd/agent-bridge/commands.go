@@ -128,6 +128,7 @@ func (m *Main) commandTable() []command {
 			{use: "list", aliases: []string{"ls"}, short: "the valid tokens, never their secrets (--all: the revoked and expired too)", define: m.tokensListCommand},
 			{use: "revoke ID|NAME", short: "revoke a token by id, or every valid token of that name", define: m.tokensRevokeCommand},
 		}},
+		command{use: "login-link", group: groupOps, short: "a link that opens the web UI logged in, once, within 10 minutes (as up prints it)", define: m.loginLinkCommand},
 		command{use: "backup", group: groupOps, short: "copy the bridge database to a file (the server may be running)", define: m.backupCommand},
 		command{use: "restore", group: groupOps, short: "replace the bridge database with a backup (the server must be stopped)", define: m.restoreCommand},
 		command{use: "doctor", group: groupOps, short: "check the setup: config, agents and their CLIs, bridge, databases, services", define: m.doctorCommand},

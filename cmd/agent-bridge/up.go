@@ -117,15 +117,6 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 		if err != nil {
 			return err
 		}
-		if cfg.BridgeToken == "" {
-			// The coordinator acts with the person token for now (its
-			// status API asks for the same token the CLI and the UI have).
-			cfg.BridgeToken = b.PersonToken
-		}
-		if rt.TokenFile == "" {
-			rt.TokenFile = absPath(b.TokenPath)
-		}
-		login := m.loginLink(b, logger)
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()
@@ -133,6 +124,21 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 				logger.Error("close bridge", "err", err)
 			}
 		}()
+		if cfg.BridgeToken == "" {
+			// up's own coordinator gets a coordinator token, not the
+			// person's: it may not act as a human. Its status API still
+			// takes the person's tokens (it asks the bridge).
+			secret, revoke, err := coordinatorToken(ctx, b.Store, cfg.CoordinatorID, logger)
+			if err != nil {
+				return err
+			}
+			defer revoke()
+			cfg.BridgeToken = secret
+		}
+		if rt.TokenFile == "" {
+			rt.TokenFile = absPath(b.TokenPath)
+		}
+		login := m.loginLink(b, logger)
 		cfg.BridgeURL = b.URL()
 		runtimePath := client.RuntimePath(m.Getenv)
 		defer func() {
