@@ -37,6 +37,8 @@ func CheckDuplicateKeys(doc []byte, prefix string) error {
 	key := path[0]
 	field := joinPath(prefix, path)
 	where := strings.TrimSuffix(strings.TrimSuffix(field, key), ".")
+	// A client's keys may be of any length; the answer quotes a part.
+	field, where = Clip(field, 4*QuoteRunes), Clip(where, 4*QuoteRunes)
 	if where == "" {
 		return FieldErrorf(ECodeDuplicateKey, field, "The body has the key %q twice; send each key once (JSON readers disagree about which one counts).", Clip(key, QuoteRunes))
 	}

@@ -64,8 +64,8 @@ func newPresenceHub(ttl time.Duration, now func() time.Time) *presenceHub {
 }
 
 // set records a report and wakes subscribers. It forgets entries that have
-// been stale for ten TTLs (of the thread, and of every thread when a limit
-// is reached), so memory stays bounded by the active participants; a new
+// been stale for ten TTLs (of the thread, and of every thread when the
+// sender's limit is reached), so memory stays bounded by the active participants; a new
 // entry past MaxPresencePerThread or MaxPresencePerSender is refused
 // (too_many_presence) and nothing changes.
 func (p *presenceHub) set(thread string, in agentbridge.PresenceInput) (agentbridge.Presence, error) {
@@ -75,7 +75,9 @@ func (p *presenceHub) set(thread string, in agentbridge.PresenceInput) (agentbri
 	p.forget(thread, now)
 	m := p.threads[thread]
 	if _, ok := m[in.From]; !ok {
-		if len(m) >= MaxPresencePerThread || p.perSender[in.From] >= MaxPresencePerSender {
+		if p.perSender[in.From] >= MaxPresencePerSender {
+			// The sender's old entries may be in any thread (this
+			// thread's were forgotten above).
 			for id := range p.threads {
 				p.forget(id, now)
 			}

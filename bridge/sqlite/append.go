@@ -27,6 +27,10 @@ import (
 // entry is dropped and reloaded from the database on its next append.
 const maxCachedHeads = 4096
 
+// maxHeadSenders bounds a head's senders; past it the map starts again
+// empty, which costs a query per sender until each posts again.
+const maxHeadSenders = 256
+
 // head is the writer's view of a thread: everything an append reads
 // before writing, and what it leaves behind for the next one.
 type head struct {
@@ -38,6 +42,13 @@ type head struct {
 	// messages is whether the thread holds a message: the first message
 	// of a thread that has none gets hop 0 (agentbridge.AssignHop).
 	messages bool
+	// senders maps who posted a message through this writer since the
+	// head was loaded to the seq of their latest one: when a reply's
+	// sender has posted nothing after its parent, its hop needs no floor
+	// (agentbridge.HopFloor) and no query. It is a hint shared by the
+	// head's copies: a sender missing from it, or a seq from a batch that
+	// rolled back, only sends the writer to the database.
+	senders map[string]int64
 	// nameDirty and stateDirty are set when the batch renamed the thread or
 	// changed stateKey, so that flush writes the threads or thread_state row
 	// only then: a message changes neither (but for one ending party mode,
@@ -116,7 +127,12 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	if !found {
 		return response{err: agentbridge.ThreadNotFound(req.Thread)}, nil
 	}
+	if h.senders == nil {
+		h.senders = map[string]int64{}
+	}
+	s.w.senders = h.senders
 	a, err := storecore.Preamble(ctx, lookups{s}, req, ctl, h.state, h.messages, s.humans)
+	s.w.senders = nil
 	switch {
 	case err != nil:
 		return response{}, err
@@ -134,6 +150,10 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 			return response{}, err
 		}
 		h.messages = true
+		if len(h.senders) >= maxHeadSenders {
+			clear(h.senders)
+		}
+		h.senders[in.From] = h.lastSeq + 1
 	}
 	ev := agentbridge.Event{
 		Seq: h.lastSeq + 1, Thread: req.Thread,
@@ -208,7 +228,13 @@ func (l lookups) ReplyTarget(ctx context.Context, thread, id string) (agentbridg
 	return t, err
 }
 
+// SenderHopAfter answers from the head's senders when the sender's latest
+// message is not after seq (the ordinary reply, to the latest event), and
+// from the database otherwise.
 func (l lookups) SenderHopAfter(ctx context.Context, thread, sender string, seq int64) (int, bool, error) {
+	if last, ok := l.s.w.senders[sender]; ok && last <= seq {
+		return 0, false, nil
+	}
 	var hop sql.NullInt64
 	if err := l.s.w.st.selectSenderHop.QueryRowContext(ctx, thread, seq, sender).Scan(&hop); err != nil {
 		return 0, false, err

@@ -95,6 +95,9 @@ type writerState struct {
 	// replayed is the event an idempotency key named, from lookups.Replay
 	// to the append that asked.
 	replayed agentbridge.Event
+	// senders is the head's senders of the append being decided, for
+	// lookups.SenderHopAfter.
+	senders map[string]int64
 	// committed is the scratch list of a commit's new events, for the tail.
 	committed []agentbridge.Event
 }
