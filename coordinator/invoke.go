@@ -294,11 +294,18 @@ func (c *Coordinator) deliver(ctx context.Context, inv ledger.Invocation, post j
 			return status
 		}
 	}
-	// Retried while the ledger refuses writes, so that the record does not
-	// show a post owed that the bridge has (a restart would re-post it
-	// under its key, which the bridge answers with the same event).
+	c.recordPosted(ctx, inv, last.ID, newStatus, note)
+	return status
+}
+
+// recordPosted records the bridge's acknowledgement of a post, retried
+// while the ledger refuses writes, so that the record does not go on
+// showing a post owed that the bridge has (a restart would re-post it
+// under its key, which the bridge answers with the same event).
+func (c *Coordinator) recordPosted(ctx context.Context, inv ledger.Invocation, eventID, status, note string) {
+	keep := context.WithoutCancel(ctx)
 	if err := c.retry(ctx, retrying{what: "record the reply", attrs: []any{"id", inv.ID}, level: slog.LevelDebug}, func() error {
-		err := c.db.Posted(keep, inv.ID, last.ID, newStatus, note)
+		err := c.db.Posted(keep, inv.ID, eventID, status, note)
 		if err != nil {
 			c.outage.failed("record a posted reply", err)
 			return err
@@ -308,7 +315,6 @@ func (c *Coordinator) deliver(ctx context.Context, inv ledger.Invocation, post j
 	}); err != nil {
 		c.log.Warn("stopping before the reply's event id was recorded; the next start re-posts it under its key", "id", inv.ID, "err", err)
 	}
-	return status
 }
 
 // decodePosts reads a recorded post: one EventInput or an array of them.
