@@ -111,7 +111,9 @@ func (p *acpPool) answer(ctx context.Context, t *acpTurn, req acp.RequestPermiss
 		return permissionCancelled()
 	}
 	record("waiting for permission: "+tc.Title, map[string]any{"event": ev.ID, "to": to})
+	t.clock.pause()
 	a, by := p.awaitPermission(pctx, ev.ID, opts, cfg.PermissionTimeout)
+	t.clock.resume()
 	switch by {
 	case "timeout":
 		record("no answer to the permission request: "+tc.Title, map[string]any{"event": ev.ID, "answer": "cancelled", "by": "timeout"})
