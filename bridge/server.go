@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
@@ -16,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/bridge/notify"
 	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
@@ -72,6 +74,14 @@ type Options struct {
 	// RequestTimeout bounds the arrival of a request's headers and body
 	// (10 s by default); tests shorten it.
 	RequestTimeout time.Duration
+	// TLSCert and TLSKey, both set, are PEM files of the certificate
+	// (chain) and key the listener serves HTTPS with; every answer then
+	// carries HSTS and the login cookie is Secure.
+	TLSCert, TLSKey string
+	// Notify configures what reaches the person away from the desk: Web
+	// Push to the devices subscribed in the store (when it keeps them) and
+	// the ntfy topic. Its Store, Humans and Logger are the server's.
+	Notify notify.Options
 }
 
 // Server is the bridge HTTP server. Create it with NewServer, start it with
@@ -98,6 +108,12 @@ type Server struct {
 	reqSeq  atomic.Uint64
 	reqBase string
 	answers bufPool // buffers of append answers (writeAppendAnswer)
+	// pushes is the store's push side (nil when it keeps none); notifier
+	// sends the notes of the events this server stores.
+	pushes   agentbridge.PushStore
+	notifier *notify.Notifier
+	// tls is the listener's TLS config, nil for plain HTTP.
+	tls *tls.Config
 
 	// ctx is the base context of every request; Close cancels it so that
 	// streams and long-polls end promptly instead of holding Shutdown.
@@ -141,6 +157,10 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 	if err := CheckListen(opts.Addr, opts.Token); err != nil {
 		return nil, err
 	}
+	tc, err := loadTLS(opts.TLSCert, opts.TLSKey)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		store:    store,
@@ -151,6 +171,7 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 		reqBase:  fmt.Sprintf("%x", time.Now().UnixNano()&0xffffff),
 		ctx:      ctx,
 		cancel:   cancel,
+		tls:      tc,
 	}
 	if t, ok := store.(interface{ Tail() *storecore.Tail }); ok {
 		s.tail = t.Tail()
@@ -166,6 +187,13 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 		s.metrics.addStoreStats(ss)
 	}
 	s.receiptHub = newReceiptHub()
+	s.pushes, _ = store.(agentbridge.PushStore)
+	nopts := opts.Notify
+	nopts.Store, nopts.Humans, nopts.Logger = s.pushes, opts.Humans, opts.Logger
+	if nopts.BaseURL == nil {
+		nopts.BaseURL = s.URL
+	}
+	s.notifier = notify.New(nopts)
 	s.threadHub = &threadHub{threads: map[string]*threadWatch{}}
 	if rw, ok := store.(agentbridge.ReceiptWatcher); ok {
 		// Receipts stored through another bridge on the same database.
@@ -186,7 +214,7 @@ func CheckListen(addr, token string) error {
 // API. Stream routes get no timeout or buffering middleware.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.instrument, s.gate.Wrap)
+	r.Use(s.instrument, s.hsts, s.gate.Wrap)
 	r.NotFound(s.h(func(w http.ResponseWriter, r *http.Request) error {
 		return agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no %s on this server.", r.URL.Path)
 	}))
@@ -241,6 +269,11 @@ func (s *Server) api() []route {
 		{"POST", "/suggest", "suggest an improvement {from, title, description}", s.handleSuggestPost},
 		{"GET", "/suggestions", "the suggestions sent (?status)", s.handleSuggestionsGet},
 		{"POST", "/suggestions/{id}/status", "accept, dismiss or reopen a suggestion {status, by}", s.handleSuggestionStatusPost},
+		{"GET", "/push/key", "the VAPID public key browsers subscribe with", s.handlePushKey},
+		{"GET", "/push/subscriptions", "the devices subscribed to Web Push and their last delivery", s.handlePushList},
+		{"POST", "/push/subscriptions", "subscribe a device {endpoint, keys, device, categories}", s.handlePushSubscribe},
+		{"POST", "/push/unsubscribe", "remove a device's subscription {endpoint}", s.handlePushUnsubscribe},
+		{"POST", "/push/visible", "a device's page shows a thread {endpoint, thread, visible}", s.handlePushVisible},
 	}
 }
 
@@ -293,11 +326,15 @@ func (s *Server) Open() error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.opts.Addr, err)
 	}
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
+	}
 	s.ln = ln
 	s.srv = s.gate.Server(s.handler)
 	s.srv.BaseContext = func(net.Listener) context.Context { return s.ctx }
 	s.srv.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
 	s.served = make(chan struct{})
+	go s.notifier.Run(s.ctx)
 	go func() {
 		defer close(s.served)
 		err := s.srv.Serve(ln)
@@ -311,12 +348,15 @@ func (s *Server) Open() error {
 }
 
 // URL returns the base URL of the listener, such as http://127.0.0.1:5111
-// ("" before Open).
+// (https with TLS; "" before Open).
 func (s *Server) URL() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ln == nil {
 		return ""
+	}
+	if s.tls != nil {
+		return "https://" + s.ln.Addr().String()
 	}
 	return "http://" + s.ln.Addr().String()
 }

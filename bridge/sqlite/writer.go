@@ -43,7 +43,11 @@ type request struct {
 	// suggestStatus, when set, makes the request a suggestion's status
 	// change (see SetSuggestionStatus).
 	suggestStatus *suggestionStatus
-	reply         chan response
+	// side, when set, makes the request a write outside the event log
+	// (push keys and subscriptions, see push.go) run on the writer's
+	// connection inside the group commit.
+	side  func(ctx context.Context, conn *sql.Conn) error
+	reply chan response
 }
 
 type response struct {
@@ -58,6 +62,8 @@ type response struct {
 	// append counters, changed says whether it wrote anything.
 	rcpt               agentbridge.Receipt
 	isReceipt, changed bool
+	// isSide marks a side write's answer (request.side): no append.
+	isSide bool
 }
 
 // writerState is what only the writer goroutine touches: the connection it
@@ -301,7 +307,7 @@ func (s *Store) commit(reqs []*request) {
 	evs := s.w.committed[:0]
 	for _, resp := range resps {
 		switch {
-		case resp.isReceipt, resp.suggestion.ID != "":
+		case resp.isReceipt, resp.isSide, resp.suggestion.ID != "":
 			// Not appends: they count nowhere and wake no reader.
 		case resp.err != nil:
 			rejected++

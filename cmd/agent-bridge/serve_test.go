@@ -29,11 +29,11 @@ type serveProc struct {
 	done chan error
 }
 
-// startServe starts serve on a free port with db and waits until it logs
-// its URL.
-func startServe(t *testing.T, bin, db string) *serveProc {
+// startServe starts serve on a free port with db (and extra flags) and
+// waits until it logs its URL.
+func startServe(t *testing.T, bin, db string, extra ...string) *serveProc {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db}, extra...)...)
 	cmd.Env = append(os.Environ(), "BRIDGE_TOKEN=", "BRIDGE_ADDR=", "BRIDGE_DB=")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
