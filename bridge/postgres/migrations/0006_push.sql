@@ -1,5 +1,5 @@
--- Schema version 5: Web Push (contract 7.2), as in the SQLite store's
--- 0006.
+-- Schema version 6: Web Push (contract 7.2), as in the SQLite store's
+-- 0007.
 
 -- The bridge's VAPID key pair, one row: generated on first use by the first
 -- bridge that needs it and kept, so every bridge on this database signs

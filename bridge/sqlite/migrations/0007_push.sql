@@ -1,4 +1,4 @@
--- Schema version 6: Web Push (contract 7.2). See docs/storage.md.
+-- Schema version 7: Web Push (contract 7.2). See docs/storage.md.
 
 -- The bridge's VAPID key pair, one row: generated on first use and kept,
 -- so a browser's subscription stays valid across restarts.
