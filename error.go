@@ -45,6 +45,15 @@ const (
 	// ECodeRequestTimeout: the request's body did not arrive within the
 	// listener's request timeout (10 s).
 	ECodeRequestTimeout = "request_timeout"
+	// ECodeForbiddenSender: the credential may not write this event: as
+	// this sender, in this thread, a human control, or an answer to a
+	// permission request or question (contract 7.3).
+	ECodeForbiddenSender = "forbidden_sender"
+	// ECodeForbiddenScope: the credential's scope may not use this route
+	// at all (a read token writing, an agent token managing tokens).
+	ECodeForbiddenScope = "forbidden_scope"
+	// ECodeTokenNotFound: DELETE /auth/tokens/{id} names no token.
+	ECodeTokenNotFound = "token_not_found"
 )
 
 // Error is the error a client sees. It is serialised as

@@ -37,9 +37,11 @@ const (
 	IgnoredNoScene = "no_scene"
 )
 
-// humanOnlyKeys are the control keys that count only from humans, in the
-// order ParseControl's Control has them.
-func humanOnlyKeys(c Control) []string {
+// HumanOnlyKeys are the keys of c that count only from humans, in the
+// order ParseControl's Control has them: the one list the ignored check
+// and the bridge's credential check (a coordinator or agent token may set
+// none of them) share.
+func HumanOnlyKeys(c Control) []string {
 	var keys []string
 	for _, k := range []struct {
 		name string
@@ -79,7 +81,7 @@ func ignoredControl(before ThreadState, e Event, humans Humans) *Ignored {
 	if err != nil {
 		return nil
 	}
-	if keys := humanOnlyKeys(c); len(keys) > 0 && !humans.Has(e.From) {
+	if keys := HumanOnlyKeys(c); len(keys) > 0 && !humans.Has(e.From) {
 		what := strings.Join(keys, ", ")
 		reason := fmt.Sprintf("%s counts only from a human (%s), and %q is not one, so it has no effect", what, strings.Join(humans, ", "), e.From)
 		if c.Invite != nil || c.Uninvite != nil || c.ResetSession != nil {

@@ -44,6 +44,10 @@ type AppendRequest struct {
 	// IdempotencyKey, when set, makes a retry with the same key in the same
 	// thread return the first event instead of storing a new one.
 	IdempotencyKey string
+	// KeyScope is the id of the credential that sent the key (contract
+	// 7.3): the same key from two credentials is two keys, so no writer
+	// pre-empts another's key. Validate folds it into IdempotencyKey.
+	KeyScope string
 }
 
 // MaxIdempotencyKeyLen bounds an idempotency key (the Idempotency-Key
@@ -69,6 +73,11 @@ func (req *AppendRequest) Validate() (*Control, error) {
 		return nil, FieldErrorf(ECodeInvalidField, "idempotency_key",
 			"An idempotency key must be at most %d bytes.", MaxIdempotencyKeyLen)
 	}
+	if req.IdempotencyKey != "" && req.KeyScope != "" {
+		// A credential id holds no "/", so the scoped key is unambiguous.
+		req.IdempotencyKey = req.KeyScope + "/" + req.IdempotencyKey
+	}
+	req.KeyScope = ""
 	return c, nil
 }
 

@@ -271,7 +271,11 @@ func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	res, err := s.store.Append(r.Context(), agentbridge.AppendRequest{Thread: chi.URLParam(r, "id"), Input: in, IdempotencyKey: key})
+	thread := chi.URLParam(r, "id")
+	if err := s.checkAppend(r, thread, in); err != nil {
+		return err
+	}
+	res, err := s.store.Append(r.Context(), agentbridge.AppendRequest{Thread: thread, Input: in, IdempotencyKey: key, KeyScope: credential(r).ID})
 	if err != nil {
 		return storeErr("append", err)
 	}

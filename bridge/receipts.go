@@ -104,6 +104,9 @@ func (s *Server) handleReceiptPut(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	if err := s.mayWriteAs(credential(r), in.Thread, in.Participant); err != nil {
+		return err
+	}
 	rc, changed, err := s.receipts.PutReceipt(r.Context(), in)
 	if err != nil {
 		return storeErr("put receipt", err)

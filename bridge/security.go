@@ -18,17 +18,19 @@ const TokenCookie = httpguard.TokenCookie
 // person uses to widen it.
 func newGate(opts Options, s *Server) (*httpguard.Guard, error) {
 	return httpguard.New(httpguard.Options{
-		Token:          opts.Token,
-		AllowedHosts:   opts.AllowedHosts,
-		CORSOrigins:    opts.CORSOrigins,
-		ListenAddr:     opts.Addr,
-		Open:           open,
-		TokenHint:      "the server's --token-file or BRIDGE_TOKEN",
-		HostHint:       "start the server with --allowed-hosts naming it",
-		OriginHint:     "only the server's own pages and origins listed with --cors-origin may",
-		WriteError:     s.writeError,
-		RequestTimeout: opts.RequestTimeout,
-		MaxStreams:     opts.MaxStreams,
+		Token:             opts.Token,
+		AllowedHosts:      opts.AllowedHosts,
+		CORSOrigins:       opts.CORSOrigins,
+		ListenAddr:        opts.Addr,
+		Open:              open,
+		TokenHint:         "the server's --token-file or BRIDGE_TOKEN",
+		HostHint:          "start the server with --allowed-hosts naming it",
+		OriginHint:        "only the server's own pages and origins listed with --cors-origin may",
+		WriteError:        s.writeError,
+		RequestTimeout:    opts.RequestTimeout,
+		MaxStreams:        opts.MaxStreams,
+		Resolve:           s.resolve,
+		RequireCredential: opts.RequireCredential,
 	})
 }
 
@@ -48,26 +50,40 @@ func open(r *http.Request) bool {
 	return false
 }
 
-// loginRequest is the body of POST /auth/login.
+// loginRequest is the body of POST /auth/login: a token pasted into the
+// login form, or the one-time code of a login link (NewLoginCode).
 type loginRequest struct {
 	Token string `json:"token"`
+	Code  string `json:"code"`
 }
 
-// handleLogin checks a token and sets the HttpOnly, SameSite=Strict cookie
-// the browser then sends with every request, EventSource included.
+// handleLogin checks a token (or exchanges a login link's code for a new
+// person token) and sets the HttpOnly, SameSite=Strict cookie the browser
+// then sends with every request, EventSource included.
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 	var req loginRequest
-	if err := s.decodeStrict(w, r, &req, []string{"token"}, false); err != nil {
+	if err := s.decodeStrict(w, r, &req, []string{"token", "code"}, false); err != nil {
 		return err
 	}
-	if !s.gate.HasToken() {
+	if s.gate.Open() && req.Code == "" {
 		httpjson.Write(w, http.StatusOK, map[string]any{"ok": true, "token_required": false})
 		return nil
 	}
-	if req.Token == "" || !s.gate.TokenEqual(req.Token) {
-		return agentbridge.FieldErrorf(agentbridge.ECodeUnauthorized, "token", "That token is not this server's token.")
+	token := req.Token
+	if req.Code != "" {
+		t, secret, err := s.redeemLoginCode(r.Context(), req.Code)
+		if err != nil {
+			return err
+		}
+		s.log.Info("login link used", "token", t.ID, "name", t.Name)
+		token = secret
+	} else if _, err := s.gate.Credential(r.Context(), req.Token); req.Token == "" || err != nil {
+		if err != nil && agentbridge.ErrorCode(err) != agentbridge.ECodeUnauthorized {
+			return err
+		}
+		return agentbridge.FieldErrorf(agentbridge.ECodeUnauthorized, "token", "That token is not valid here: it is unknown, revoked or expired.")
 	}
-	httpguard.SetLoginCookie(w, r, req.Token)
+	httpguard.SetLoginCookie(w, r, token)
 	httpjson.Write(w, http.StatusOK, map[string]any{"ok": true, "token_required": true})
 	return nil
 }

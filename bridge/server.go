@@ -74,6 +74,12 @@ type Options struct {
 	// RequestTimeout bounds the arrival of a request's headers and body
 	// (10 s by default); tests shorten it.
 	RequestTimeout time.Duration
+	// RequireCredential makes every request but the open ones (ping,
+	// healthz, login, the UI's files) carry a token even when Token is
+	// "": one of the store's tokens (agentbridge.TokenStore). serve and up
+	// set it unless --open; without it and without Token the server is
+	// open, as v0 was (a request without a token acts as the person).
+	RequireCredential bool
 	// TLSCert and TLSKey, both set, are PEM files of the certificate
 	// (chain) and key the listener serves HTTPS with; every answer then
 	// carries HSTS and the login cookie is Secure.
@@ -98,6 +104,12 @@ type Server struct {
 	// its changes.
 	receipts   agentbridge.ReceiptStore
 	receiptHub *receiptHub
+	// tokens is the store's token side, nil when it keeps none (only
+	// Token is then accepted); credCache remembers its answers for at
+	// most credentialTTL.
+	tokens    agentbridge.TokenStore
+	credCache credentialCache
+	logins    loginCodes
 	// threadHub wakes thread streams when their thread gets events.
 	threadHub *threadHub
 	// tail is the store's latest committed events, nil when it keeps none
@@ -176,6 +188,11 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 	if t, ok := store.(interface{ Tail() *storecore.Tail }); ok {
 		s.tail = t.Tail()
 	}
+	s.tokens, _ = store.(agentbridge.TokenStore)
+	if opts.RequireCredential && opts.Token == "" && s.tokens == nil {
+		cancel()
+		return nil, errors.New("bridge: a credential is required but the store keeps no tokens and no token is set")
+	}
 	g, err := newGate(opts, s)
 	if err != nil {
 		cancel()
@@ -226,7 +243,10 @@ func (s *Server) routes() http.Handler {
 		if s.receipts == nil && strings.Contains(rt.pattern, "/receipts") {
 			continue // the store keeps no receipts
 		}
-		r.Method(rt.method, rt.pattern, s.h(rt.handle))
+		if s.tokens == nil && strings.HasPrefix(rt.pattern, "/auth/tokens") {
+			continue // the store keeps no tokens
+		}
+		r.Method(rt.method, rt.pattern, s.h(scoped(rt)))
 	}
 	r.Get("/metrics", s.metrics.handler().ServeHTTP)
 	if s.opts.UI != nil {
@@ -252,6 +272,10 @@ func (s *Server) api() []route {
 		{"GET", "/healthz", "ok when the event store answers", s.handleHealthz},
 		{"POST", "/auth/login", "exchange the token for a browser cookie", s.handleLogin},
 		{"POST", "/auth/logout", "clear the login cookie", s.handleLogout},
+		{"GET", "/auth/whoami", "the credential this request carries {id, name, scope, thread?, participant?}", s.handleWhoami},
+		{"GET", "/auth/tokens", "the tokens, without their secrets (person only)", s.handleTokensGet},
+		{"POST", "/auth/tokens", "create a token {scope, name, thread?, participant?, ttl_s?}; its secret is shown once", s.handleTokensPost},
+		{"DELETE", "/auth/tokens/{id}", "revoke a token", s.handleTokenDelete},
 		{"GET", "/threads", "list threads, most recently updated first (?limit, ?after)", s.handleThreadsGet},
 		{"POST", "/threads", "create a thread {id?, name?, from?}", s.handleThreadsPost},
 		{"GET", "/threads/{id}", "one thread", s.handleThreadGet},
@@ -274,6 +298,18 @@ func (s *Server) api() []route {
 		{"POST", "/push/subscriptions", "subscribe a device {endpoint, keys, device, categories}", s.handlePushSubscribe},
 		{"POST", "/push/unsubscribe", "remove a device's subscription {endpoint}", s.handlePushUnsubscribe},
 		{"POST", "/push/visible", "a device's page shows a thread {endpoint, thread, visible}", s.handlePushVisible},
+	}
+}
+
+// scoped puts the credential's scope check (checkScope) in front of a
+// route's handler.
+func scoped(rt route) handlerFunc {
+	pattern := rt.method + " " + rt.pattern
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := checkScope(r, pattern); err != nil {
+			return err
+		}
+		return rt.handle(w, r)
 	}
 }
 

@@ -34,6 +34,9 @@ func (s *Server) handleSuggestPost(w http.ResponseWriter, r *http.Request) error
 	if err := s.decodeStrict(w, r, &in, []string{"from", "title", "description"}, false); err != nil {
 		return err
 	}
+	if err := s.mayWriteAs(credential(r), "", in.From); err != nil {
+		return err
+	}
 	sg, err := ss.Suggest(r.Context(), in)
 	if err != nil {
 		return storeErr("suggest", err)

@@ -100,6 +100,9 @@ func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, erro
 	if r.suggest != nil {
 		return s.insertSuggestion(ctx, *r.suggest)
 	}
+	if r.token != nil {
+		return s.writeToken(ctx, *r.token)
+	}
 	if r.side != nil {
 		return response{isSide: true}, r.side(ctx, s.w.conn)
 	}

@@ -43,6 +43,9 @@ type request struct {
 	// suggestStatus, when set, makes the request a suggestion's status
 	// change (see SetSuggestionStatus).
 	suggestStatus *suggestionStatus
+	// token, when set, makes the request a token's creation or revocation
+	// (see writeToken).
+	token *tokenWrite
 	// side, when set, makes the request a write outside the event log
 	// (push keys and subscriptions, see push.go) run on the writer's
 	// connection inside the group commit.
@@ -54,6 +57,7 @@ type response struct {
 	event      agentbridge.Event
 	thread     agentbridge.Thread
 	suggestion agentbridge.Suggestion
+	token      agentbridge.Token
 	replayed   bool
 	// ignored is the Admission's Ignored of a new event.
 	ignored *agentbridge.Ignored
@@ -62,6 +66,8 @@ type response struct {
 	// append counters, changed says whether it wrote anything.
 	rcpt               agentbridge.Receipt
 	isReceipt, changed bool
+	// isToken keeps a token write out of the append counters.
+	isToken bool
 	// isSide marks a side write's answer (request.side): no append.
 	isSide bool
 }
@@ -307,7 +313,7 @@ func (s *Store) commit(reqs []*request) {
 	evs := s.w.committed[:0]
 	for _, resp := range resps {
 		switch {
-		case resp.isReceipt, resp.isSide, resp.suggestion.ID != "":
+		case resp.isReceipt, resp.isSide, resp.isToken, resp.suggestion.ID != "":
 			// Not appends: they count nowhere and wake no reader.
 		case resp.err != nil:
 			rejected++

@@ -23,6 +23,7 @@
 package httpguard
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -102,6 +103,43 @@ type Options struct {
 	RequestTimeout time.Duration
 	// MaxStreams caps concurrent streams (DefaultMaxStreams when 0).
 	MaxStreams int
+	// Resolve, when set, turns a presented token that is not Token into
+	// the credential it stands for (a token store's lookup); an unknown,
+	// revoked or expired token is an error (unauthorized). nil accepts
+	// only Token.
+	Resolve func(ctx context.Context, token string) (Credential, error)
+	// RequireCredential makes every request but the Open ones carry a
+	// credential even when Token is "" (tokens then come from Resolve).
+	// Without it and without Token the listener is open: a request that
+	// presents no token acts as the person (OpenCredential).
+	RequireCredential bool
+}
+
+// Credential is who a request speaks for (agentbridge.Credential); the
+// gate puts it in the request's context (CredentialFrom).
+type Credential = agentbridge.Credential
+
+// StaticCredential is the credential of the listener's Token
+// (--token-file or BRIDGE_TOKEN): the person's.
+var StaticCredential = Credential{ID: "token-file", Name: "--token-file or BRIDGE_TOKEN", Scope: agentbridge.ScopePerson}
+
+// OpenCredential is what a token-less request gets on an open listener
+// (serve --open): the person's power, as in v0.
+var OpenCredential = Credential{ID: "open", Name: "no token (--open)", Scope: agentbridge.ScopePerson}
+
+// credentialKey is the context key of a request's Credential.
+type credentialKey struct{}
+
+// CredentialFrom returns the credential the gate resolved for the request
+// whose context is ctx; ok is false on an open route that carried none.
+func CredentialFrom(ctx context.Context) (Credential, bool) {
+	c, ok := ctx.Value(credentialKey{}).(Credential)
+	return c, ok
+}
+
+// WithCredential returns ctx carrying c, as the gate does.
+func WithCredential(ctx context.Context, c Credential) context.Context {
+	return context.WithValue(ctx, credentialKey{}, c)
 }
 
 // Guard is one listener's gate. Build it with New; it is safe for
@@ -255,20 +293,76 @@ func (g *Guard) TokenEqual(s string) bool {
 	return g.token != nil && subtle.ConstantTimeCompare([]byte(s), g.token) == 1
 }
 
-// tokenOK reports whether the request carries the token, as a bearer header
-// or the login cookie.
-func (g *Guard) tokenOK(r *http.Request) bool {
-	if g.token == nil {
-		return true
-	}
+// presented returns the token the request carries, as a bearer header or
+// the login cookie; ok is false when it carries none. A malformed
+// Authorization header counts as a wrong token ("" with ok).
+func presented(r *http.Request) (string, bool) {
 	if auth := r.Header.Get("Authorization"); auth != "" {
 		scheme, cred, ok := strings.Cut(auth, " ")
-		return ok && strings.EqualFold(scheme, "Bearer") && g.TokenEqual(strings.TrimSpace(cred))
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return "", true
+		}
+		return strings.TrimSpace(cred), true
 	}
 	if c, err := r.Cookie(TokenCookie); err == nil {
-		return g.TokenEqual(c.Value)
+		return c.Value, true
 	}
-	return false
+	return "", false
+}
+
+// Open reports whether the listener takes requests without a token.
+func (g *Guard) Open() bool { return g.token == nil && !g.opts.RequireCredential }
+
+// Credential resolves a presented token: the listener's Token is the
+// person's (StaticCredential), any other goes to Resolve. A wrong token
+// is unauthorized.
+func (g *Guard) Credential(ctx context.Context, token string) (Credential, error) {
+	if token != "" && g.TokenEqual(token) {
+		return StaticCredential, nil
+	}
+	if token != "" && g.opts.Resolve != nil {
+		return g.opts.Resolve(ctx, token)
+	}
+	return Credential{}, g.unauthorized()
+}
+
+// unauthorized is the refusal of a missing or wrong token.
+func (g *Guard) unauthorized() error {
+	return agentbridge.Errorf(agentbridge.ECodeUnauthorized,
+		"This server needs a token: send the header \"Authorization: Bearer <token>\" (the token is in %s).", g.opts.TokenHint)
+}
+
+// authenticate finds the request's credential: the token it presents
+// (Credential), OpenCredential for none (or an unknown one) on an open
+// listener, none on an open route. A request that presents no token to a
+// closed listener, or a wrong one anywhere but an open route, is
+// unauthorized.
+func (g *Guard) authenticate(r *http.Request) (Credential, bool, error) {
+	openRoute := g.opts.Open != nil && g.opts.Open(r)
+	tok, ok := presented(r)
+	if !ok {
+		switch {
+		case openRoute:
+			return Credential{}, false, nil
+		case g.Open():
+			return OpenCredential, true, nil
+		}
+		return Credential{}, false, g.unauthorized()
+	}
+	c, err := g.Credential(r.Context(), tok)
+	switch {
+	case err == nil:
+		return c, true, nil
+	case openRoute:
+		return Credential{}, false, nil // a stale cookie does not shut the login page
+	case g.Open() && agentbridge.ErrorCode(err) == agentbridge.ECodeUnauthorized:
+		// An open listener takes a token it does not know as it takes
+		// none, as v0 did; a token it knows keeps its scope.
+		break
+	default:
+		return Credential{}, false, err
+	}
+	return OpenCredential, true, nil
 }
 
 // StateChanging reports whether a method changes state, so that the Origin
@@ -286,7 +380,8 @@ func StateChanging(method string) bool {
 // passes gets its body's read timeout reported as request_timeout.
 func (g *Guard) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := g.check(w, r); err != nil {
+		r, err := g.check(w, r)
+		if err != nil {
 			if r.ContentLength != 0 {
 				// Answer at once and drop the connection rather than let
 				// net/http read the unread body first (a slow body would
@@ -313,11 +408,12 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 	})
 }
 
-// check applies the gates in order and returns the first refusal. It sets
-// the CORS headers of a listed origin on w.
-func (g *Guard) check(w http.ResponseWriter, r *http.Request) error {
+// check applies the gates in order and returns the first refusal, or the
+// request with its credential in its context. It sets the CORS headers of
+// a listed origin on w.
+func (g *Guard) check(w http.ResponseWriter, r *http.Request) (*http.Request, error) {
 	if !g.hostAllowed(r.Host) {
-		return agentbridge.Errorf(agentbridge.ECodeForbiddenHost,
+		return r, agentbridge.Errorf(agentbridge.ECodeForbiddenHost,
 			"The Host %q is not allowed: use a loopback address such as 127.0.0.1, or %s.", agentbridge.Clip(r.Host, 101), g.opts.HostHint)
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
@@ -329,21 +425,24 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) error {
 		}
 		preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
 		if (preflight || StateChanging(r.Method)) && !g.originAllowed(origin, r) {
-			return agentbridge.Errorf(agentbridge.ECodeForbiddenOrigin,
+			return r, agentbridge.Errorf(agentbridge.ECodeForbiddenOrigin,
 				"Requests from the web page at %q may not change anything here: %s.", agentbridge.Clip(origin, 101), g.opts.OriginHint)
 		}
 		if preflight {
-			return nil // answered by Wrap, without a token: browsers send none
+			return r, nil // answered by Wrap, without a token: browsers send none
 		}
 	}
-	if (g.opts.Open == nil || !g.opts.Open(r)) && !g.tokenOK(r) {
-		return agentbridge.Errorf(agentbridge.ECodeUnauthorized,
-			"This server needs a token: send the header \"Authorization: Bearer <token>\" (the token is in %s).", g.opts.TokenHint)
+	cred, ok, err := g.authenticate(r)
+	if err != nil {
+		return r, err
+	}
+	if ok {
+		r = r.WithContext(WithCredential(r.Context(), cred))
 	}
 	if StateChanging(r.Method) {
-		return checkJSONType(r)
+		return r, checkJSONType(r)
 	}
-	return nil
+	return r, nil
 }
 
 // checkJSONType refuses a request body that is not declared as JSON. A

@@ -84,6 +84,16 @@ func ScanSuggestion(r Row) (agentbridge.Suggestion, error) {
 	return sg, err
 }
 
+// TokenColumns are the columns ScanToken reads, in order.
+const TokenColumns = `id, name, scope, thread, participant, created_at, expires_at, revoked_at, created_by`
+
+// ScanToken scans a TokenColumns row.
+func ScanToken(r Row) (agentbridge.Token, error) {
+	var t agentbridge.Token
+	err := r.Scan(&t.ID, &t.Name, &t.Scope, &t.Thread, &t.Participant, &t.CreatedAt, &t.ExpiresAt, &t.RevokedAt, &t.CreatedBy)
+	return t, err
+}
+
 // Collect scans every row of rows with scan, what naming the rows in
 // errors. The result is never nil, so an empty answer encodes as [].
 func Collect[T any](rows Rows, what string, scan func(Row) (T, error)) ([]T, error) {

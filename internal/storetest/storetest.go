@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"AppendIgnored", testAppendIgnored},
 		{"PermissionAnswer", testPermissionAnswer},
 		{"Push", testPush},
+		{"Tokens", testTokens},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}

@@ -1,0 +1,84 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/oklog/ulid/v2"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
+)
+
+var _ agentbridge.TokenStore = (*Store)(nil)
+
+// CreateToken stores a token. Tokens are not events (no gseq), so, like
+// receipts and suggestions, they skip the writer: one INSERT is the whole
+// write.
+func (s *Store) CreateToken(ctx context.Context, in agentbridge.TokenInput, hash []byte) (_ agentbridge.Token, err error) {
+	defer s.guard(time.Now(), &err)
+	if len(hash) == 0 {
+		return agentbridge.Token{}, errors.New("create token: no hash")
+	}
+	now := time.Now()
+	t := agentbridge.Token{
+		// ulid.Make draws from a goroutine-safe entropy source: CreateToken
+		// runs on the request's goroutine, not the writer's.
+		ID: ulid.Make().String(), Name: in.Name, Scope: in.Scope, Thread: in.Thread,
+		Participant: in.Participant, CreatedAt: agentbridge.FormatTime(now), CreatedBy: in.CreatedBy,
+	}
+	if exp := in.Expiry(now); !exp.IsZero() {
+		t.ExpiresAt = agentbridge.FormatTime(exp)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO tokens (id, hash, name, scope, thread, participant, created_at, expires_at, revoked_at, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '', $9)`,
+		t.ID, hash, t.Name, t.Scope, t.Thread, t.Participant, t.CreatedAt, t.ExpiresAt, t.CreatedBy); err != nil {
+		return agentbridge.Token{}, fmt.Errorf("insert token: %w", err)
+	}
+	return t, nil
+}
+
+// RevokeToken revokes token id: one UPDATE, which keeps the first
+// revocation's time.
+func (s *Store) RevokeToken(ctx context.Context, id string) (_ agentbridge.Token, err error) {
+	defer s.guard(time.Now(), &err)
+	if !agentbridge.TokenIDPattern.MatchString(id) {
+		return agentbridge.Token{}, agentbridge.TokenNotFound(id)
+	}
+	t, err := storecore.ScanToken(s.pool.QueryRow(ctx,
+		`UPDATE tokens SET revoked_at = CASE WHEN revoked_at = '' THEN $1 ELSE revoked_at END WHERE id = $2 RETURNING `+storecore.TokenColumns,
+		agentbridge.FormatTime(time.Now()), id))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return agentbridge.Token{}, agentbridge.TokenNotFound(id)
+	case err != nil:
+		return agentbridge.Token{}, fmt.Errorf("revoke token: %w", err)
+	}
+	return t, nil
+}
+
+// TokenByHash returns the token whose secret hashes to hash.
+func (s *Store) TokenByHash(ctx context.Context, hash []byte) (_ agentbridge.Token, _ bool, err error) {
+	defer s.guard(time.Now(), &err)
+	t, err := storecore.ScanToken(s.pool.QueryRow(ctx, `SELECT `+storecore.TokenColumns+` FROM tokens WHERE hash = $1`, hash))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return agentbridge.Token{}, false, nil
+	case err != nil:
+		return agentbridge.Token{}, false, fmt.Errorf("look up token: %w", err)
+	}
+	return t, true, nil
+}
+
+// Tokens lists every token, oldest first.
+func (s *Store) Tokens(ctx context.Context) (_ []agentbridge.Token, err error) {
+	defer s.guard(time.Now(), &err)
+	rows, err := s.pool.Query(ctx, `SELECT `+storecore.TokenColumns+` FROM tokens ORDER BY seq`)
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	defer rows.Close()
+	return storecore.Collect(rows, "tokens", storecore.ScanToken)
+}

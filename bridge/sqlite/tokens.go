@@ -1,0 +1,106 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
+)
+
+var _ agentbridge.TokenStore = (*Store)(nil)
+
+// tokenWrite is a token change the writer applies: a new token when hash
+// is set, else the revocation of id.
+type tokenWrite struct {
+	in   agentbridge.TokenInput
+	hash []byte
+	id   string
+}
+
+// CreateToken stores a token through the writer (the one connection that
+// writes), with Append's ctx rules.
+func (s *Store) CreateToken(ctx context.Context, in agentbridge.TokenInput, hash []byte) (_ agentbridge.Token, err error) {
+	defer s.guard(time.Now(), &err)
+	if len(hash) == 0 {
+		return agentbridge.Token{}, errors.New("create token: no hash")
+	}
+	r := s.newRequest(ctx)
+	r.token = &tokenWrite{in: in, hash: hash}
+	resp := s.submit(ctx, r)
+	return resp.token, resp.err
+}
+
+// RevokeToken revokes token id through the writer, with Append's ctx
+// rules.
+func (s *Store) RevokeToken(ctx context.Context, id string) (_ agentbridge.Token, err error) {
+	defer s.guard(time.Now(), &err)
+	if !agentbridge.TokenIDPattern.MatchString(id) {
+		return agentbridge.Token{}, agentbridge.TokenNotFound(id)
+	}
+	r := s.newRequest(ctx)
+	r.token = &tokenWrite{id: id}
+	resp := s.submit(ctx, r)
+	return resp.token, resp.err
+}
+
+// writeToken runs inside a group commit (see apply). Its answer is marked
+// as a token's, which keeps it out of the append counters.
+func (s *Store) writeToken(ctx context.Context, w tokenWrite) (response, error) {
+	now := time.Now()
+	if w.hash == nil {
+		t, err := storecore.ScanToken(s.w.conn.QueryRowContext(ctx,
+			`UPDATE tokens SET revoked_at = CASE WHEN revoked_at = '' THEN ? ELSE revoked_at END WHERE id = ? RETURNING `+storecore.TokenColumns,
+			agentbridge.FormatTime(now), w.id))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return response{isToken: true, err: agentbridge.TokenNotFound(w.id)}, nil
+		case err != nil:
+			return response{}, fmt.Errorf("revoke token: %w", err)
+		}
+		return response{isToken: true, token: t}, nil
+	}
+	u, err := ulid.New(ulid.Timestamp(now), s.w.entropy)
+	if err != nil {
+		return response{}, fmt.Errorf("new token id: %w", err)
+	}
+	t := agentbridge.Token{ID: u.String(), Name: w.in.Name, Scope: w.in.Scope, Thread: w.in.Thread,
+		Participant: w.in.Participant, CreatedAt: agentbridge.FormatTime(now), CreatedBy: w.in.CreatedBy}
+	if exp := w.in.Expiry(now); !exp.IsZero() {
+		t.ExpiresAt = agentbridge.FormatTime(exp)
+	}
+	if _, err := s.w.conn.ExecContext(ctx, `INSERT INTO tokens (id, hash, name, scope, thread, participant, created_at, expires_at, revoked_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', ?)`,
+		t.ID, w.hash, t.Name, t.Scope, t.Thread, t.Participant, t.CreatedAt, t.ExpiresAt, t.CreatedBy); err != nil {
+		return response{}, fmt.Errorf("insert token: %w", err)
+	}
+	return response{isToken: true, token: t}, nil
+}
+
+// TokenByHash returns the token whose secret hashes to hash.
+func (s *Store) TokenByHash(ctx context.Context, hash []byte) (_ agentbridge.Token, _ bool, err error) {
+	defer s.guard(time.Now(), &err)
+	t, err := storecore.ScanToken(s.rdb.QueryRowContext(ctx, `SELECT `+storecore.TokenColumns+` FROM tokens WHERE hash = ?`, hash))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return agentbridge.Token{}, false, nil
+	case err != nil:
+		return agentbridge.Token{}, false, fmt.Errorf("look up token: %w", err)
+	}
+	return t, true, nil
+}
+
+// Tokens lists every token, oldest first.
+func (s *Store) Tokens(ctx context.Context) (_ []agentbridge.Token, err error) {
+	defer s.guard(time.Now(), &err)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+storecore.TokenColumns+` FROM tokens ORDER BY seq`)
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	defer rows.Close()
+	return storecore.Collect(rows, "tokens", storecore.ScanToken)
+}

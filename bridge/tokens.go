@@ -1,0 +1,315 @@
+package bridge
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/httpguard"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
+)
+
+// credentialTTL is how long a looked-up token is trusted before the store
+// is asked again: the bound on how late a revocation made through another
+// bridge process on the same database is seen (this process's own
+// revocations drop the entry at once).
+const credentialTTL = time.Second
+
+// maxCachedCredentials bounds the cache; it holds only tokens that were
+// found, so a flood of wrong tokens cannot grow it.
+const maxCachedCredentials = 4096
+
+// credentialCache remembers the tokens found in the store for at most
+// credentialTTL, so that a burst of requests with one token asks the
+// store once.
+type credentialCache struct {
+	mu      sync.Mutex
+	entries map[[sha256.Size]byte]cachedToken
+}
+
+// cachedToken is a token as the store answered, and when it did.
+type cachedToken struct {
+	token agentbridge.Token
+	at    time.Time
+}
+
+// get returns the cached token for hash if it was read less than
+// credentialTTL before now.
+func (c *credentialCache) get(hash [sha256.Size]byte, now time.Time) (agentbridge.Token, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[hash]
+	if !ok || now.Sub(e.at) >= credentialTTL {
+		return agentbridge.Token{}, false
+	}
+	return e.token, true
+}
+
+// put remembers t under hash, read at now.
+func (c *credentialCache) put(hash [sha256.Size]byte, t agentbridge.Token, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil || len(c.entries) >= maxCachedCredentials {
+		c.entries = map[[sha256.Size]byte]cachedToken{}
+	}
+	c.entries[hash] = cachedToken{token: t, at: now}
+}
+
+// drop forgets token id, which was just revoked.
+func (c *credentialCache) drop(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for h, e := range c.entries {
+		if e.token.ID == id {
+			delete(c.entries, h)
+		}
+	}
+}
+
+// tokenStore returns the store's token side, or not_found when it keeps
+// no tokens.
+func (s *Server) tokenStore() (agentbridge.TokenStore, error) {
+	if s.tokens != nil {
+		return s.tokens, nil
+	}
+	return nil, agentbridge.Errorf(agentbridge.ECodeNotFound, "This server's store keeps no tokens.")
+}
+
+// resolve is the gate's Resolve: the token a request presents, looked up
+// by its hash (through the cache), as a credential; unknown, revoked or
+// expired is unauthorized.
+func (s *Server) resolve(ctx context.Context, secret string) (httpguard.Credential, error) {
+	refuse := agentbridge.Errorf(agentbridge.ECodeUnauthorized, "This token is not valid here: it is unknown, revoked or expired.")
+	if s.tokens == nil {
+		return httpguard.Credential{}, refuse
+	}
+	hash := sha256.Sum256([]byte(secret))
+	now := time.Now()
+	t, ok := s.credCache.get(hash, now)
+	if !ok {
+		var err error
+		t, ok, err = s.tokens.TokenByHash(ctx, hash[:])
+		if err != nil {
+			return httpguard.Credential{}, err
+		}
+		if !ok {
+			return httpguard.Credential{}, refuse
+		}
+		s.credCache.put(hash, t, now)
+	}
+	if !t.Valid(now) {
+		return httpguard.Credential{}, refuse
+	}
+	return credentialOf(t), nil
+}
+
+// credentialOf is the credential a stored token stands for.
+func credentialOf(t agentbridge.Token) httpguard.Credential {
+	return httpguard.Credential{ID: t.ID, Name: t.Name, Scope: t.Scope, Thread: t.Thread, Participant: t.Participant}
+}
+
+// credential returns the request's credential; every route but the open
+// ones has one (the gate refuses a request without).
+func credential(r *http.Request) httpguard.Credential {
+	c, _ := httpguard.CredentialFrom(r.Context())
+	return c
+}
+
+// tokenCreated is the answer of POST /auth/tokens: the token, and its
+// secret, shown this once.
+type tokenCreated struct {
+	agentbridge.Token
+	Secret string `json:"token"`
+}
+
+// handleTokensPost creates a token. A person may create any; a
+// coordinator only an agent token bound to a participant it may write as.
+func (s *Server) handleTokensPost(w http.ResponseWriter, r *http.Request) error {
+	ts, err := s.tokenStore()
+	if err != nil {
+		return err
+	}
+	cred := credential(r)
+	if cred.Scope != agentbridge.ScopePerson && cred.Scope != agentbridge.ScopeCoordinator {
+		return agentbridge.Errorf(agentbridge.ECodeForbiddenScope, "A %s token may not create tokens; a person token may, and a coordinator token may create agent tokens.", cred.Scope)
+	}
+	var in agentbridge.TokenInput
+	if err := s.decodeStrict(w, r, &in, []string{"scope", "name", "thread", "participant", "ttl_s"}, false); err != nil {
+		return err
+	}
+	if err := in.Validate(); err != nil {
+		return err
+	}
+	if cred.Scope == agentbridge.ScopeCoordinator {
+		if in.Scope != agentbridge.ScopeAgent {
+			return agentbridge.FieldErrorf(agentbridge.ECodeForbiddenScope, "scope", "A coordinator token may create agent tokens only, not %s tokens.", in.Scope)
+		}
+		if err := s.mayWriteAs(cred, in.Thread, in.Participant); err != nil {
+			return err
+		}
+	}
+	if in.Thread != "" {
+		if _, err := s.store.Thread(r.Context(), in.Thread); err != nil {
+			return storeErr("create token", err)
+		}
+	}
+	secret, err := agentbridge.NewTokenSecret()
+	if err != nil {
+		return err
+	}
+	in.CreatedBy = cred.ID
+	t, err := ts.CreateToken(r.Context(), in, agentbridge.HashToken(secret))
+	if err != nil {
+		return storeErr("create token", err)
+	}
+	s.log.Info("token created", "token", t.ID, "name", t.Name, "scope", t.Scope, "thread", t.Thread, "participant", t.Participant, "by", cred.ID)
+	httpjson.Write(w, http.StatusOK, tokenCreated{Token: t, Secret: secret})
+	return nil
+}
+
+// handleTokensGet lists the tokens, never their secrets (person only).
+func (s *Server) handleTokensGet(w http.ResponseWriter, r *http.Request) error {
+	ts, err := s.tokenStore()
+	if err != nil {
+		return err
+	}
+	if cred := credential(r); cred.Scope != agentbridge.ScopePerson {
+		return agentbridge.Errorf(agentbridge.ECodeForbiddenScope, "Only a person token may list tokens; this one is a %s token.", cred.Scope)
+	}
+	list, err := ts.Tokens(r.Context())
+	if err != nil {
+		return storeErr("list tokens", err)
+	}
+	httpjson.Write(w, http.StatusOK, map[string]any{"tokens": list})
+	return nil
+}
+
+// handleTokenDelete revokes a token. A person may revoke any; a
+// coordinator only the agent tokens it created.
+func (s *Server) handleTokenDelete(w http.ResponseWriter, r *http.Request) error {
+	ts, err := s.tokenStore()
+	if err != nil {
+		return err
+	}
+	cred := credential(r)
+	id := chi.URLParam(r, "id")
+	switch cred.Scope {
+	case agentbridge.ScopePerson:
+	case agentbridge.ScopeCoordinator:
+		if err := s.coordinatorMayRevoke(r.Context(), ts, cred, id); err != nil {
+			return err
+		}
+	default:
+		return agentbridge.Errorf(agentbridge.ECodeForbiddenScope, "A %s token may not revoke tokens; a person token may, and a coordinator token may revoke the agent tokens it made.", cred.Scope)
+	}
+	t, err := ts.RevokeToken(r.Context(), id)
+	if err != nil {
+		return storeErr("revoke token", err)
+	}
+	s.credCache.drop(t.ID)
+	s.log.Info("token revoked", "token", t.ID, "name", t.Name, "scope", t.Scope, "by", cred.ID)
+	httpjson.Write(w, http.StatusOK, t)
+	return nil
+}
+
+// coordinatorMayRevoke checks that token id is an agent token cred made.
+// An id that names no such token is token_not_found, so that a coordinator
+// learns nothing of the others.
+func (s *Server) coordinatorMayRevoke(ctx context.Context, ts agentbridge.TokenStore, cred httpguard.Credential, id string) error {
+	list, err := ts.Tokens(ctx)
+	if err != nil {
+		return storeErr("revoke token", err)
+	}
+	for _, t := range list {
+		if t.ID == id && t.Scope == agentbridge.ScopeAgent && t.CreatedBy == cred.ID {
+			return nil
+		}
+	}
+	return agentbridge.TokenNotFound(id)
+}
+
+// handleWhoami answers the caller's credential: what a status API or a
+// script checks a token with.
+func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) error {
+	httpjson.Write(w, http.StatusOK, agentbridge.Whoami{Credential: credential(r), Open: s.gate.Open()})
+	return nil
+}
+
+// errNoTokens is returned by NewLoginCode for a server whose store keeps
+// no tokens.
+var errNoTokens = errors.New("bridge: the store keeps no tokens")
+
+// LoginCodeTTL is how long a login link works (it works once).
+const LoginCodeTTL = 10 * time.Minute
+
+// maxLoginCodes bounds the login codes waiting to be used.
+const maxLoginCodes = 64
+
+// loginCodes are the one-time codes of login links not used yet, by the
+// SHA-256 of the code, with their expiry.
+type loginCodes struct {
+	mu    sync.Mutex
+	codes map[[sha256.Size]byte]time.Time
+}
+
+// NewLoginCode returns a one-time code for a login link
+// (/ui/login#code=…, what up prints): POST /auth/login {"code"} exchanges
+// it, once and within LoginCodeTTL, for the cookie of a new person token
+// named for the browser login. The code is kept only in this process.
+func (s *Server) NewLoginCode() (string, error) {
+	if s.tokens == nil {
+		return "", errNoTokens
+	}
+	code, err := agentbridge.NewTokenSecret()
+	if err != nil {
+		return "", err
+	}
+	now := time.Now()
+	s.logins.mu.Lock()
+	defer s.logins.mu.Unlock()
+	if s.logins.codes == nil {
+		s.logins.codes = map[[sha256.Size]byte]time.Time{}
+	}
+	for h, exp := range s.logins.codes {
+		if !now.Before(exp) {
+			delete(s.logins.codes, h)
+		}
+	}
+	if len(s.logins.codes) >= maxLoginCodes {
+		return "", errors.New("bridge: too many login links waiting to be used")
+	}
+	s.logins.codes[sha256.Sum256([]byte(code))] = now.Add(LoginCodeTTL)
+	return code, nil
+}
+
+// redeemLoginCode uses up a login code and makes the person token whose
+// secret becomes the browser's cookie. A code that is unknown, used or
+// expired is unauthorized.
+func (s *Server) redeemLoginCode(ctx context.Context, code string) (agentbridge.Token, string, error) {
+	h := sha256.Sum256([]byte(code))
+	now := time.Now()
+	s.logins.mu.Lock()
+	exp, ok := s.logins.codes[h]
+	delete(s.logins.codes, h)
+	s.logins.mu.Unlock()
+	if !ok || !now.Before(exp) || s.tokens == nil {
+		return agentbridge.Token{}, "", agentbridge.FieldErrorf(agentbridge.ECodeUnauthorized, "code",
+			"This login link is not valid: it was used already or is older than %s. Ask for a new one (restart agent-bridge up), or paste the token.", LoginCodeTTL)
+	}
+	secret, err := agentbridge.NewTokenSecret()
+	if err != nil {
+		return agentbridge.Token{}, "", err
+	}
+	in := agentbridge.TokenInput{Scope: agentbridge.ScopePerson, Name: "browser-" + now.UTC().Format("20060102-150405"), CreatedBy: "login-link"}
+	t, err := s.tokens.CreateToken(ctx, in, agentbridge.HashToken(secret))
+	if err != nil {
+		return agentbridge.Token{}, "", storeErr("create login token", err)
+	}
+	return t, secret, nil
+}

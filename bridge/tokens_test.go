@@ -1,0 +1,282 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
+)
+
+// closedServer is a server that needs a credential, with a person token
+// made in its store as serve makes the first one; ts.token is that token.
+func closedServer(t *testing.T) *testServer {
+	t.Helper()
+	ts := newTestServer(t, Options{RequireCredential: true})
+	secret, err := agentbridge.NewTokenSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.store.CreateToken(context.Background(), agentbridge.TokenInput{Scope: agentbridge.ScopePerson, Name: "owner", CreatedBy: "serve"}, agentbridge.HashToken(secret)); err != nil {
+		t.Fatal(err)
+	}
+	ts.token = secret
+	return ts
+}
+
+// mint creates a token through the API with the credential of ts.token
+// and returns its id and secret.
+func (ts *testServer) mint(body string) (id, secret string) {
+	ts.t.Helper()
+	a := ts.must(http.StatusOK, "POST", "/auth/tokens", body)
+	var out struct {
+		ID    string `json:"id"`
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal(a.body, &out); err != nil || out.ID == "" || out.Token == "" {
+		ts.t.Fatalf("token answer %s: %v", a.body, err)
+	}
+	return out.ID, out.Token
+}
+
+// as returns a client of the same server with another token ("" for none).
+func (ts *testServer) as(token string) *testServer {
+	c := *ts
+	c.token = token
+	return &c
+}
+
+// eventCount is how many events the store holds in thread.
+func (ts *testServer) eventCount(thread string) int {
+	ts.t.Helper()
+	evs, err := ts.store.ThreadEvents(context.Background(), agentbridge.ThreadEventsQuery{Thread: thread, After: -1})
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	return len(evs)
+}
+
+// TestTokensAPI: a person token creates, lists and revokes tokens; the
+// list never holds a secret; whoami answers each credential's scope and
+// binding; a revoked token is refused at once; without a token, or with a
+// wrong one, everything but the open routes is 401.
+func TestTokensAPI(t *testing.T) {
+	ts := closedServer(t)
+	ts.newThread("t1")
+	for _, path := range []string{"/threads", "/auth/whoami", "/auth/tokens"} {
+		if a := ts.as("").do("GET", path, ""); a.status != 401 {
+			t.Errorf("GET %s without a token: %d, want 401", path, a.status)
+		}
+		if a := ts.as("abt_wrong").do("GET", path, ""); a.status != 401 {
+			t.Errorf("GET %s with a wrong token: %d, want 401", path, a.status)
+		}
+	}
+	ts.as("").must(200, "GET", "/ping", "")
+
+	readID, read := ts.mint(`{"scope":"read","name":"dashboard"}`)
+	_, agent := ts.mint(`{"scope":"agent","name":"run-1","thread":"t1","participant":"claude","ttl_s":60}`)
+	who := ts.as(agent).must(200, "GET", "/auth/whoami", "").obj()
+	if who["scope"] != "agent" || who["thread"] != "t1" || who["participant"] != "claude" || who["open"] != false {
+		t.Errorf("whoami(agent) = %v", who)
+	}
+	if who := ts.must(200, "GET", "/auth/whoami", "").obj(); who["scope"] != "person" || who["name"] != "owner" {
+		t.Errorf("whoami(person) = %v", who)
+	}
+
+	list := ts.must(200, "GET", "/auth/tokens", "")
+	var out struct{ Tokens []map[string]any }
+	if err := json.Unmarshal(list.body, &out); err != nil || len(out.Tokens) != 3 {
+		t.Fatalf("list = %s (%v)", list.body, err)
+	}
+	for _, tok := range out.Tokens {
+		if _, ok := tok["token"]; ok {
+			t.Errorf("the list shows a secret: %v", tok)
+		}
+	}
+	if a := ts.as(read).do("GET", "/auth/tokens", ""); a.status != 403 || a.errCode() != agentbridge.ECodeForbiddenScope {
+		t.Errorf("list with a read token: %d %s, want 403 forbidden_scope", a.status, a.body)
+	}
+
+	for _, bad := range []struct{ body, code string }{
+		{`{"scope":"root","name":"x"}`, agentbridge.ECodeInvalidField},
+		{`{"scope":"agent","name":"x","thread":"t1"}`, agentbridge.ECodeMissingField},
+		{`{"scope":"agent","name":"x","thread":"t1","participant":"claude","ttl_s":999999}`, agentbridge.ECodeInvalidField},
+		{`{"scope":"agent","name":"x","thread":"nope","participant":"claude"}`, agentbridge.ECodeThreadNotFound},
+		{`{"scope":"read","name":"x","thread":"t1"}`, agentbridge.ECodeFieldNotAllowed},
+		{`{"scope":"read"}`, agentbridge.ECodeMissingField},
+	} {
+		if a := ts.do("POST", "/auth/tokens", bad.body); a.errCode() != bad.code {
+			t.Errorf("POST /auth/tokens %s: %d %s, want %s", bad.body, a.status, a.body, bad.code)
+		}
+	}
+
+	ts.as(read).must(200, "GET", "/threads", "")
+	revoked := ts.must(200, "DELETE", "/auth/tokens/"+readID, "").obj()
+	if revoked["revoked_at"] == "" || revoked["revoked_at"] == nil {
+		t.Errorf("revoke answer = %v", revoked)
+	}
+	if a := ts.as(read).do("GET", "/threads", ""); a.status != 401 {
+		t.Errorf("a revoked token: %d, want 401", a.status)
+	}
+	if a := ts.do("DELETE", "/auth/tokens/01ZZZZZZZZZZZZZZZZZZZZZZZZ", ""); a.status != 404 || a.errCode() != agentbridge.ECodeTokenNotFound {
+		t.Errorf("revoke an unknown id: %d %s", a.status, a.body)
+	}
+}
+
+// TestRevokedWithinASecond: a token revoked in the store directly (as a
+// second bridge on the same database would) is refused once the cache's
+// second is over: the first 401 comes less than credentialTTL after the
+// revocation's own timestamp.
+func TestRevokedWithinASecond(t *testing.T) {
+	ts := closedServer(t)
+	id, read := ts.mint(`{"scope":"read","name":"r"}`)
+	ts.as(read).must(200, "GET", "/threads", "") // cached now
+	tok, err := ts.store.RevokeToken(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revokedAt, err := time.Parse(agentbridge.TimeLayout, tok.RevokedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused time.Time
+	testutil.WaitFor(t, 5*time.Second, "the revoked token refused", func() bool {
+		if ts.as(read).do("GET", "/threads", "").status == 401 {
+			refused = time.Now()
+			return true
+		}
+		return false
+	})
+	// The answer that saw the revocation was sent less than a cache
+	// lifetime (plus the poll's own step) after the store stamped it.
+	if d := refused.Sub(revokedAt); d > credentialTTL+500*time.Millisecond {
+		t.Errorf("refused %s after the revocation, want within %s", d, credentialTTL)
+	}
+}
+
+// TestCredentialBindsTheSender: a coordinator token may not post as a
+// human, pause or answer a permission request; an agent token may not
+// post as another participant or in another thread, nor set a control
+// only a person may; a read token writes nothing. Each refusal is 403 and
+// stores nothing; the allowed writes pass.
+func TestCredentialBindsTheSender(t *testing.T) {
+	ts := closedServer(t)
+	ts.newThread("t1")
+	ts.newThread("t2")
+	_, coord := ts.mint(`{"scope":"coordinator","name":"coord","participant":"coordinator"}`)
+	_, agent := ts.mint(`{"scope":"agent","name":"run","thread":"t1","participant":"claude"}`)
+	_, read := ts.mint(`{"scope":"read","name":"r"}`)
+	var req agentbridge.Event
+	{
+		a := ts.must(200, "POST", "/threads/t1/events", `{"from":"coordinator","content":"codex asks: may I run rm?","meta":{"permission":{"invocation":"inv1","tool_call":"tc1","options":[{"id":"allow","name":"Allow","kind":"allow_once"}]}}}`)
+		var out struct{ Event agentbridge.Event }
+		if err := json.Unmarshal(a.body, &out); err != nil {
+			t.Fatal(err)
+		}
+		req = out.Event
+	}
+
+	refusals := []struct {
+		who, token, thread, body, code string
+	}{
+		{"coordinator as user", coord, "t1", `{"from":"user","content":"hi"}`, agentbridge.ECodeForbiddenSender},
+		{"coordinator pauses", coord, "t1", `{"type":"control","from":"coordinator","content":{"pause":{"on":true}}}`, agentbridge.ECodeForbiddenSender},
+		{"coordinator answers", coord, "t1", `{"type":"control","from":"coordinator","content":{"permission":{"event":"` + req.ID + `","option":"allow"}}}`, agentbridge.ECodeForbiddenSender},
+		{"agent as another", agent, "t1", `{"from":"codex","content":"hi"}`, agentbridge.ECodeForbiddenSender},
+		{"agent in another thread", agent, "t2", `{"from":"claude","content":"hi"}`, agentbridge.ECodeForbiddenSender},
+		{"agent as user", agent, "t1", `{"from":"user","content":"hi"}`, agentbridge.ECodeForbiddenSender},
+		{"agent unmutes", agent, "t1", `{"type":"control","from":"claude","content":{"unmute":{"targets":["claude"]}}}`, agentbridge.ECodeForbiddenSender},
+		{"read writes", read, "t1", `{"from":"claude","content":"hi"}`, agentbridge.ECodeForbiddenScope},
+	}
+	for _, c := range refusals {
+		before := ts.eventCount(c.thread)
+		a := ts.as(c.token).do("POST", "/threads/"+c.thread+"/events", c.body)
+		if a.status != 403 || a.errCode() != c.code {
+			t.Errorf("%s: %d %s, want 403 %s", c.who, a.status, a.body, c.code)
+		}
+		if after := ts.eventCount(c.thread); after != before {
+			t.Errorf("%s: %d events stored", c.who, after-before)
+		}
+	}
+	if a := ts.as(agent).do("POST", "/threads/t1/presence", `{"from":"codex","state":"typing"}`); a.status != 403 {
+		t.Errorf("agent presence as another: %d %s", a.status, a.body)
+	}
+	if a := ts.as(agent).do("GET", "/threads/t2/events", ""); a.status != 403 {
+		t.Errorf("agent reads another thread: %d %s", a.status, a.body)
+	}
+	if a := ts.as(coord).do("POST", "/auth/tokens", `{"scope":"person","name":"p"}`); a.status != 403 {
+		t.Errorf("coordinator mints a person token: %d %s", a.status, a.body)
+	}
+	if a := ts.as(coord).do("POST", "/auth/tokens", `{"scope":"agent","name":"p","thread":"t1","participant":"user"}`); a.status != 403 {
+		t.Errorf("coordinator mints an agent token for a human: %d %s", a.status, a.body)
+	}
+
+	ts.as(coord).must(200, "POST", "/threads/t1/events", `{"from":"codex","content":"a reply"}`)
+	ts.as(coord).must(200, "POST", "/threads/t1/events", `{"from":"coordinator","content":"a notice"}`)
+	ts.as(agent).must(200, "POST", "/threads/t1/events", `{"from":"claude","content":"mine"}`)
+	ts.as(agent).must(200, "POST", "/threads/t1/presence", `{"from":"claude","state":"typing"}`)
+	ts.as(agent).must(200, "GET", "/threads/t1/events", "")
+	ts.must(200, "POST", "/threads/t1/events", `{"type":"control","from":"user","content":{"permission":{"event":"`+req.ID+`","option":"allow"}}}`)
+
+	// The coordinator mints and revokes its per-run tokens.
+	run := ts.as(coord)
+	id, runTok := run.mint(`{"scope":"agent","name":"run-2","thread":"t1","participant":"codex"}`)
+	ts.as(runTok).must(200, "POST", "/threads/t1/events", `{"from":"codex","content":"from the run"}`)
+	run.must(200, "DELETE", "/auth/tokens/"+id, "")
+	if a := ts.as(runTok).do("GET", "/threads/t1/events", ""); a.status != 401 {
+		t.Errorf("revoked run token: %d", a.status)
+	}
+}
+
+// TestIdempotencyKeyPerCredential: the same Idempotency-Key from two
+// credentials is two keys, so an agent cannot pre-empt the coordinator's
+// key; from one credential it replays.
+func TestIdempotencyKeyPerCredential(t *testing.T) {
+	ts := closedServer(t)
+	ts.newThread("t1")
+	_, coord := ts.mint(`{"scope":"coordinator","name":"coord"}`)
+	_, agent := ts.mint(`{"scope":"agent","name":"run","thread":"t1","participant":"claude"}`)
+	forged := ts.as(agent).must(200, "POST", "/threads/t1/events", `{"from":"claude","content":"forged"}`, "Idempotency-Key: trig-1:claude").obj()
+	real := ts.as(coord).must(200, "POST", "/threads/t1/events", `{"from":"claude","content":"real"}`, "Idempotency-Key: trig-1:claude").obj()
+	if real["replayed"] == true || real["event"].(map[string]any)["id"] == forged["event"].(map[string]any)["id"] {
+		t.Fatalf("the coordinator's append was answered with the forged event: %v", real)
+	}
+	again := ts.as(coord).must(200, "POST", "/threads/t1/events", `{"from":"claude","content":"real"}`, "Idempotency-Key: trig-1:claude").obj()
+	if again["replayed"] != true || again["event"].(map[string]any)["id"] != real["event"].(map[string]any)["id"] {
+		t.Errorf("the coordinator's retry = %v, want its own event replayed", again)
+	}
+}
+
+// TestLoginCode: a login link's code is exchanged once for the cookie of
+// a new person token, which then opens the API; a second use is 401.
+func TestLoginCode(t *testing.T) {
+	ts := closedServer(t)
+	code, err := ts.srv.NewLoginCode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon := ts.as("")
+	a := anon.must(200, "POST", "/auth/login", `{"code":"`+code+`"}`)
+	var cookie string
+	for _, c := range (&http.Response{Header: a.header}).Cookies() {
+		if c.Name == TokenCookie {
+			cookie = c.Value
+		}
+	}
+	if cookie == "" {
+		t.Fatalf("no login cookie in %v", a.header)
+	}
+	who := anon.must(200, "GET", "/auth/whoami", "", "Cookie: "+TokenCookie+"="+cookie).obj()
+	if who["scope"] != "person" || who["id"] == "" {
+		t.Errorf("whoami with the login cookie = %v", who)
+	}
+	if a := anon.do("POST", "/auth/login", `{"code":"`+code+`"}`); a.status != 401 {
+		t.Errorf("second use of the code: %d %s", a.status, a.body)
+	}
+	if a := anon.do("POST", "/auth/login", `{"token":"`+ts.token+`"}`); a.status != 200 {
+		t.Errorf("login with a pasted token: %d %s", a.status, a.body)
+	}
+}

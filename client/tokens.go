@@ -1,0 +1,52 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// NewToken is a token as POST /auth/tokens answers it: the stored token
+// and its secret, which the server shows this once.
+type NewToken struct {
+	agentbridge.Token
+	Secret string `json:"token"`
+}
+
+// CreateToken asks the bridge for a token (contract 7.3). A person token
+// may create any; a coordinator token only agent tokens bound to a thread
+// and a participant it may write as (forbidden_scope, forbidden_sender).
+func (c *Client) CreateToken(ctx context.Context, in agentbridge.TokenInput) (NewToken, error) {
+	var out NewToken
+	err := c.do(ctx, request{op: "create token", method: http.MethodPost, path: "/auth/tokens", body: in, wantOut: &out})
+	return out, err
+}
+
+// Tokens lists the bridge's tokens, without their secrets (a person token
+// only).
+func (c *Client) Tokens(ctx context.Context) ([]agentbridge.Token, error) {
+	var out struct {
+		Tokens []agentbridge.Token `json:"tokens"`
+	}
+	if err := c.do(ctx, request{op: "list tokens", method: http.MethodGet, path: "/auth/tokens", wantOut: &out}); err != nil {
+		return nil, err
+	}
+	return out.Tokens, nil
+}
+
+// RevokeToken revokes token id and returns it as revoked; an unknown id is
+// token_not_found. Revoking a revoked token changes nothing.
+func (c *Client) RevokeToken(ctx context.Context, id string) (agentbridge.Token, error) {
+	var out agentbridge.Token
+	err := c.do(ctx, request{op: "revoke token", method: http.MethodDelete, path: "/auth/tokens/" + url.PathEscape(id), wantOut: &out})
+	return out, err
+}
+
+// Whoami returns the credential the client's token stands for.
+func (c *Client) Whoami(ctx context.Context) (agentbridge.Whoami, error) {
+	var out agentbridge.Whoami
+	err := c.do(ctx, request{op: "whoami", method: http.MethodGet, path: "/auth/whoami", wantOut: &out})
+	return out, err
+}

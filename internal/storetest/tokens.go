@@ -1,0 +1,85 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// testTokens checks the token store (contract 7.3): a token is found by
+// its secret's hash with its scope and binding, an agent token gets its
+// expiry, the list holds every token oldest first and no secret, a
+// revocation stamps revoked_at once (a second keeps the first time), the
+// revoked token is still found but no longer Valid, and an unknown id is
+// token_not_found.
+func testTokens(t *testing.T, newStore Factory) {
+	ts, ok := newStore(t, nil).(agentbridge.TokenStore)
+	if !ok {
+		t.Skip("the store keeps no tokens")
+	}
+	ctx := context.Background()
+	secret, err := agentbridge.NewTokenSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	person, err := ts.CreateToken(ctx, agentbridge.TokenInput{Scope: agentbridge.ScopePerson, Name: "owner", CreatedBy: "serve"}, agentbridge.HashToken(secret))
+	if err != nil {
+		t.Fatalf("CreateToken(person): %v", err)
+	}
+	in := agentbridge.TokenInput{Scope: agentbridge.ScopeAgent, Name: "run-1", Thread: "t1", Participant: "claude", CreatedBy: "coordinator"}
+	if err := in.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	agentSecret, _ := agentbridge.NewTokenSecret()
+	agent, err := ts.CreateToken(ctx, in, agentbridge.HashToken(agentSecret))
+	if err != nil {
+		t.Fatalf("CreateToken(agent): %v", err)
+	}
+	if person.ID == "" || person.ID == agent.ID || person.Scope != agentbridge.ScopePerson || person.ExpiresAt != "" || person.CreatedAt == "" || person.CreatedBy != "serve" {
+		t.Errorf("person token = %+v", person)
+	}
+	created, err := time.Parse(agentbridge.TimeLayout, agent.CreatedAt)
+	if err != nil {
+		t.Fatalf("agent created_at %q: %v", agent.CreatedAt, err)
+	}
+	if want := agentbridge.FormatTime(created.Add(agentbridge.MaxAgentTokenTTL)); agent.ExpiresAt != want {
+		t.Errorf("agent token expires %q, want %q (the ttl cap)", agent.ExpiresAt, want)
+	}
+	got, ok, err := ts.TokenByHash(ctx, agentbridge.HashToken(agentSecret))
+	if err != nil || !ok || got != agent {
+		t.Fatalf("TokenByHash(agent) = %+v, %v, %v; want %+v", got, ok, err, agent)
+	}
+	if !got.Valid(time.Now()) || got.Valid(created.Add(agentbridge.MaxAgentTokenTTL)) {
+		t.Errorf("agent token valid now %v, valid at its expiry %v; want true, false", got.Valid(time.Now()), got.Valid(created.Add(agentbridge.MaxAgentTokenTTL)))
+	}
+	if _, ok, err := ts.TokenByHash(ctx, agentbridge.HashToken(secret+"x")); err != nil || ok {
+		t.Errorf("TokenByHash(unknown) = %v, %v; want not found", ok, err)
+	}
+
+	revoked, err := ts.RevokeToken(ctx, agent.ID)
+	if err != nil || revoked.RevokedAt == "" || revoked.ID != agent.ID {
+		t.Fatalf("RevokeToken = %+v, %v", revoked, err)
+	}
+	again, err := ts.RevokeToken(ctx, agent.ID)
+	if err != nil || again.RevokedAt != revoked.RevokedAt {
+		t.Errorf("second RevokeToken = %+v, %v; want revoked_at kept at %s", again, err, revoked.RevokedAt)
+	}
+	got, ok, err = ts.TokenByHash(ctx, agentbridge.HashToken(agentSecret))
+	if err != nil || !ok || got.Valid(time.Now()) {
+		t.Errorf("revoked token: %+v, %v, %v; want found and not valid", got, ok, err)
+	}
+	for _, id := range []string{"01ZZZZZZZZZZZZZZZZZZZZZZZZ", "no/such"} {
+		if _, err := ts.RevokeToken(ctx, id); agentbridge.ErrorCode(err) != agentbridge.ECodeTokenNotFound {
+			t.Errorf("RevokeToken(%q) = %v, want token_not_found", id, err)
+		}
+	}
+	list, err := ts.Tokens(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0] != person || list[1] != revoked {
+		t.Errorf("Tokens = %+v, want the person token then the revoked agent token", list)
+	}
+}
