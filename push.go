@@ -71,7 +71,10 @@ type PushSubscription struct {
 	Auth       string         `json:"auth"`
 	Device     string         `json:"device"`
 	Categories PushCategories `json:"categories"`
-	CreatedAt  string         `json:"created_at"`
+	// TokenID is the credential that subscribed (a paired device's
+	// token), "" on an open bridge.
+	TokenID   string `json:"token_id,omitempty"`
+	CreatedAt string `json:"created_at"`
 	// LastOutcome is "delivered", "gone" or "failed: <why>"; LastAt is
 	// when ("" before the first delivery).
 	LastOutcome string `json:"last_outcome,omitempty"`
@@ -141,7 +144,38 @@ type PushStore interface {
 	// DeletePushSubscription removes the subscription of endpoint and
 	// reports whether there was one.
 	DeletePushSubscription(ctx context.Context, endpoint string) (bool, error)
+	// DeleteTokenPushSubscriptions removes the subscriptions made with
+	// token id (a device whose access is revoked).
+	DeleteTokenPushSubscriptions(ctx context.Context, tokenID string) error
 	// SetPushOutcome records the outcome of a delivery to endpoint at at
 	// (a FormatTime time); an endpoint no longer stored is no error.
 	SetPushOutcome(ctx context.Context, endpoint, outcome, at string) error
+}
+
+// Device is one entry of GET /devices: a paired device (its token) or a
+// browser subscribed to push with another credential, with its
+// notifications and last delivery.
+type Device struct {
+	// ID is the device's token id ("" for a subscription made with the
+	// server's own token).
+	ID        string `json:"id,omitempty"`
+	Name      string `json:"name"`
+	CreatedAt string `json:"created_at,omitempty"`
+	RevokedAt string `json:"revoked_at,omitempty"`
+	// LastSeen is the device's last request to this bridge since it
+	// started ("" when none).
+	LastSeen      string          `json:"last_seen,omitempty"`
+	Notifications bool            `json:"notifications"`
+	Categories    *PushCategories `json:"categories,omitempty"`
+	LastOutcome   string          `json:"last_outcome,omitempty"`
+	LastAt        string          `json:"last_at,omitempty"`
+}
+
+// PairLink is the answer of POST /auth/pair: a one-time link that pairs a
+// device (its code in the link's fragment), valid until ExpiresAt.
+type PairLink struct {
+	Code      string `json:"code"`
+	URL       string `json:"url"`
+	Name      string `json:"name"`
+	ExpiresAt string `json:"expires_at"`
 }

@@ -54,7 +54,8 @@ func (s *Server) handlePushSubscribe(w http.ResponseWriter, r *http.Request) err
 	if err := s.decodeStrict(w, r, &req, []string{"endpoint", "keys", "expirationTime", "device", "categories"}, false); err != nil {
 		return err
 	}
-	sub := agentbridge.PushSubscription{Endpoint: req.Endpoint, P256dh: req.Keys.P256dh, Auth: req.Keys.Auth, Device: req.Device, Categories: req.Categories}
+	sub := agentbridge.PushSubscription{Endpoint: req.Endpoint, P256dh: req.Keys.P256dh, Auth: req.Keys.Auth, Device: req.Device,
+		Categories: req.Categories, TokenID: credential(r).ID}
 	if err := sub.Validate(); err != nil {
 		return err
 	}

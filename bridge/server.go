@@ -80,6 +80,9 @@ type Options struct {
 	// set it unless --open; without it and without Token the server is
 	// open, as v0 was (a request without a token acts as the person).
 	RequireCredential bool
+	// Now is the clock of pairing links and of "last seen" (time.Now by
+	// default; tests move it).
+	Now func() time.Time
 	// TLSCert and TLSKey, both set, are PEM files of the certificate
 	// (chain) and key the listener serves HTTPS with; every answer then
 	// carries HSTS and the login cookie is Secure.
@@ -110,6 +113,13 @@ type Server struct {
 	tokens    agentbridge.TokenStore
 	credCache credentialCache
 	logins    loginCodes
+	// pairs are the pairing codes waiting and when each credential was
+	// last seen; now is the clock of both (tests move it).
+	pairs pairCodes
+	now   func() time.Time
+	// publicURL is how a phone reaches this bridge (the bridge config's
+	// notify.public_url, else its own URL): the start of pairing links.
+	publicURL func() string
 	// threadHub wakes thread streams when their thread gets events.
 	threadHub *threadHub
 	// tail is the store's latest committed events, nil when it keeps none
@@ -211,6 +221,10 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 		nopts.BaseURL = s.URL
 	}
 	s.notifier = notify.New(nopts)
+	s.now, s.publicURL = opts.Now, nopts.BaseURL
+	if s.now == nil {
+		s.now = time.Now
+	}
 	s.threadHub = &threadHub{threads: map[string]*threadWatch{}}
 	if rw, ok := store.(agentbridge.ReceiptWatcher); ok {
 		// Receipts stored through another bridge on the same database.
@@ -231,7 +245,7 @@ func CheckListen(addr, token string) error {
 // API. Stream routes get no timeout or buffering middleware.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.instrument, s.hsts, s.gate.Wrap)
+	r.Use(s.instrument, s.hsts, s.gate.Wrap, s.noteSeen)
 	r.NotFound(s.h(func(w http.ResponseWriter, r *http.Request) error {
 		return agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no %s on this server.", r.URL.Path)
 	}))
@@ -293,6 +307,10 @@ func (s *Server) api() []route {
 		{"POST", "/suggest", "suggest an improvement {from, title, description}", s.handleSuggestPost},
 		{"GET", "/suggestions", "the suggestions sent (?status)", s.handleSuggestionsGet},
 		{"POST", "/suggestions/{id}/status", "accept, dismiss or reopen a suggestion {status, by}", s.handleSuggestionStatusPost},
+		{"POST", "/auth/pair", "a one-time link that pairs a device {name}", s.handlePair},
+		{"POST", "/auth/pair/redeem", "pair this browser: its own person token as the login cookie {code}", s.handlePairRedeem},
+		{"GET", "/devices", "the paired devices, their notifications and last push", s.handleDevices},
+		{"DELETE", "/devices/{id}", "revoke a paired device", s.handleDeviceRevoke},
 		{"GET", "/push/key", "the VAPID public key browsers subscribe with", s.handlePushKey},
 		{"GET", "/push/subscriptions", "the devices subscribed to Web Push and their last delivery", s.handlePushList},
 		{"POST", "/push/subscriptions", "subscribe a device {endpoint, keys, device, categories}", s.handlePushSubscribe},

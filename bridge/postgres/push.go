@@ -36,9 +36,9 @@ func (s *Store) PutPushSubscription(ctx context.Context, sub agentbridge.PushSub
 	if err != nil {
 		return fmt.Errorf("encode push categories: %w", err)
 	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO push_subscriptions (endpoint, p256dh, auth, device, categories, created_at) VALUES ($1, $2, $3, $4, $5, $6)
-ON CONFLICT (endpoint) DO UPDATE SET p256dh = excluded.p256dh, auth = excluded.auth, device = excluded.device, categories = excluded.categories`,
-		sub.Endpoint, sub.P256dh, sub.Auth, sub.Device, string(cats), agentbridge.FormatTime(time.Now())); err != nil {
+	if _, err := s.pool.Exec(ctx, `INSERT INTO push_subscriptions (endpoint, p256dh, auth, device, categories, token_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (endpoint) DO UPDATE SET p256dh = excluded.p256dh, auth = excluded.auth, device = excluded.device, categories = excluded.categories, token_id = excluded.token_id`,
+		sub.Endpoint, sub.P256dh, sub.Auth, sub.Device, string(cats), sub.TokenID, agentbridge.FormatTime(time.Now())); err != nil {
 		return fmt.Errorf("store push subscription: %w", err)
 	}
 	return nil
@@ -63,6 +63,16 @@ func (s *Store) DeletePushSubscription(ctx context.Context, endpoint string) (_ 
 		return false, fmt.Errorf("delete push subscription: %w", err)
 	}
 	return tag.RowsAffected() > 0, nil
+}
+
+// DeleteTokenPushSubscriptions removes the subscriptions made with token
+// id.
+func (s *Store) DeleteTokenPushSubscriptions(ctx context.Context, tokenID string) (err error) {
+	defer s.guard(time.Now(), &err)
+	if _, err := s.pool.Exec(ctx, `DELETE FROM push_subscriptions WHERE token_id = $1`, tokenID); err != nil {
+		return fmt.Errorf("delete a token's push subscriptions: %w", err)
+	}
+	return nil
 }
 
 // SetPushOutcome records a delivery's outcome.

@@ -16,10 +16,11 @@ import (
 const (
 	pushKeysInsert = `INSERT INTO push_keys (id, public_key, private_key, created_at) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 	pushKeysSelect = `SELECT public_key, private_key FROM push_keys WHERE id = 1`
-	pushSubPut     = `INSERT INTO push_subscriptions (endpoint, p256dh, auth, device, categories, created_at) VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (endpoint) DO UPDATE SET p256dh = excluded.p256dh, auth = excluded.auth, device = excluded.device, categories = excluded.categories`
+	pushSubPut     = `INSERT INTO push_subscriptions (endpoint, p256dh, auth, device, categories, token_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (endpoint) DO UPDATE SET p256dh = excluded.p256dh, auth = excluded.auth, device = excluded.device, categories = excluded.categories, token_id = excluded.token_id`
 	pushSubSelect  = `SELECT ` + storecore.PushSubscriptionColumns + ` FROM push_subscriptions ORDER BY seq`
 	pushSubDelete  = `DELETE FROM push_subscriptions WHERE endpoint = ?`
+	pushSubByToken = `DELETE FROM push_subscriptions WHERE token_id = ?`
 	pushSubOutcome = `UPDATE push_subscriptions SET last_outcome = ?, last_at = ? WHERE endpoint = ?`
 )
 
@@ -55,7 +56,7 @@ func (s *Store) PutPushSubscription(ctx context.Context, sub agentbridge.PushSub
 		return fmt.Errorf("encode push categories: %w", err)
 	}
 	return s.side(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		if _, err := conn.ExecContext(ctx, pushSubPut, sub.Endpoint, sub.P256dh, sub.Auth, sub.Device, string(cats), agentbridge.FormatTime(time.Now())); err != nil {
+		if _, err := conn.ExecContext(ctx, pushSubPut, sub.Endpoint, sub.P256dh, sub.Auth, sub.Device, string(cats), sub.TokenID, agentbridge.FormatTime(time.Now())); err != nil {
 			return fmt.Errorf("store push subscription: %w", err)
 		}
 		return nil
@@ -86,6 +87,18 @@ func (s *Store) DeletePushSubscription(ctx context.Context, endpoint string) (fo
 		return err
 	})
 	return found, err
+}
+
+// DeleteTokenPushSubscriptions removes the subscriptions made with token
+// id.
+func (s *Store) DeleteTokenPushSubscriptions(ctx context.Context, tokenID string) (err error) {
+	defer s.guard(time.Now(), &err)
+	return s.side(ctx, func(ctx context.Context, conn *sql.Conn) error {
+		if _, err := conn.ExecContext(ctx, pushSubByToken, tokenID); err != nil {
+			return fmt.Errorf("delete a token's push subscriptions: %w", err)
+		}
+		return nil
+	})
 }
 
 // SetPushOutcome records a delivery's outcome.

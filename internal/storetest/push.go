@@ -75,4 +75,16 @@ func testPush(t *testing.T, newStore Factory) {
 	if list, _ := ps.PushSubscriptions(ctx); len(list) != 1 || list[0].Device != "laptop" {
 		t.Errorf("after delete: %+v", list)
 	}
+	if err := ps.PutPushSubscription(ctx, agentbridge.PushSubscription{Endpoint: "https://push.example/c", P256dh: "p", Auth: "a", Device: "phone", TokenID: "tok1"}); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := ps.PushSubscriptions(ctx); len(list) != 2 || list[1].TokenID != "tok1" {
+		t.Errorf("with a token id: %+v", list)
+	}
+	if err := ps.DeleteTokenPushSubscriptions(ctx, "tok1"); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := ps.PushSubscriptions(ctx); len(list) != 1 || list[0].Device != "laptop" {
+		t.Errorf("after the token's subscriptions went: %+v", list)
+	}
 }

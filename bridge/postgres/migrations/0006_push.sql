@@ -11,7 +11,8 @@ CREATE TABLE push_keys (
     created_at  text NOT NULL
 );
 
--- One row per browser subscription, the device's name and choices (JSON),
+-- One row per browser subscription (token_id: the credential that
+-- subscribed, which ties it to a paired device), the device's name and choices (JSON),
 -- and its last delivery's outcome.
 CREATE TABLE push_subscriptions (
     seq          bigserial PRIMARY KEY,
@@ -20,6 +21,7 @@ CREATE TABLE push_subscriptions (
     auth         text NOT NULL,
     device       text NOT NULL,
     categories   text NOT NULL,
+    token_id     text NOT NULL DEFAULT '',
     created_at   text NOT NULL,
     last_outcome text NOT NULL DEFAULT '',
     last_at      text NOT NULL DEFAULT ''

@@ -9,7 +9,8 @@ CREATE TABLE push_keys (
     created_at  TEXT NOT NULL
 );
 
--- One row per browser subscription (the Push API's endpoint and keys), the
+-- One row per browser subscription (token_id: the credential that
+-- subscribed, which ties it to a paired device) (the Push API's endpoint and keys), the
 -- device's name and choices (JSON), and its last delivery's outcome.
 CREATE TABLE push_subscriptions (
     seq          INTEGER PRIMARY KEY,
@@ -18,6 +19,7 @@ CREATE TABLE push_subscriptions (
     auth         TEXT NOT NULL,
     device       TEXT NOT NULL,
     categories   TEXT NOT NULL,
+    token_id     TEXT NOT NULL DEFAULT '',
     created_at   TEXT NOT NULL,
     last_outcome TEXT NOT NULL DEFAULT '',
     last_at      TEXT NOT NULL DEFAULT ''
