@@ -32,6 +32,10 @@ type PermissionMeta struct {
 	ToolCall PermissionToolCall `json:"tool_call"`
 	// Options are the agent's answers, offered as buttons.
 	Options []PermissionOption `json:"options"`
+	// ExpiresAt is when the request is refused unanswered (its post's
+	// time plus permission_timeout_s), so a page can show how long it
+	// still waits.
+	ExpiresAt string `json:"expires_at,omitempty"`
 }
 
 // PermissionToolCall names the tool call of a permission request.
@@ -203,7 +207,8 @@ func permissionPost(cfg *Config, inv ledger.Invocation, tc PermissionToolCall, o
 		Content: mustJSON(text),
 		Meta: agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "permission"},
 			Extra: map[string]json.RawMessage{
-				MetaPermission:  mustJSON(PermissionMeta{Invocation: inv.ID, ToolCall: tc, Options: opts}),
+				MetaPermission: mustJSON(PermissionMeta{Invocation: inv.ID, ToolCall: tc, Options: opts,
+					ExpiresAt: agentbridge.FormatTime(time.Now().Add(cfg.PermissionTimeout))}),
 				metaParticipant: mustJSON(inv.Participant),
 			}},
 	}
