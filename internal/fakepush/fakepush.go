@@ -69,11 +69,13 @@ type Service struct {
 	key  string // the expected VAPID public key, "" = any
 	subs map[string]*sub
 	msgs []Message
+	// got receives one value per request, after it is recorded.
+	got chan struct{}
 }
 
 // Start starts a service on 127.0.0.1; Close stops it.
 func Start() *Service {
-	s := &Service{subs: map[string]*sub{}}
+	s := &Service{subs: map[string]*sub{}, got: make(chan struct{}, 4096)}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
@@ -124,6 +126,10 @@ func (s *Service) SetStatus(endpoint string, status int) {
 	}
 }
 
+// Received gets one value per push request received (up to 4,096 not yet
+// taken), for a benchmark that waits for each.
+func (s *Service) Received() <-chan struct{} { return s.got }
+
 // Messages returns the push requests received so far.
 func (s *Service) Messages() []Message {
 	s.mu.Lock()
@@ -143,6 +149,10 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.msgs = append(s.msgs, m)
 	s.mu.Unlock()
+	select {
+	case s.got <- struct{}{}:
+	default: // nobody is counting
+	}
 	w.WriteHeader(m.Status)
 	if m.Err != nil {
 		_, _ = io.WriteString(w, m.Err.Error())
