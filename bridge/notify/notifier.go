@@ -102,10 +102,11 @@ func New(opts Options) *Notifier {
 	}
 }
 
-// Event hands the notifier a stored event. It never blocks: the append
-// that stored it is already answered or about to be.
+// Event hands the notifier a stored event. It never blocks and does
+// nothing but a type check on the append's path: the notifier's goroutine
+// decides the rest (Classify).
 func (n *Notifier) Event(e agentbridge.Event) {
-	if _, ok := Classify(e, n.opts.Humans); !ok {
+	if e.Type != agentbridge.TypeMessage || n.opts.Humans.Has(e.From) || (n.opts.Store == nil && n.opts.Ntfy.URL == "") {
 		return
 	}
 	select {
@@ -122,8 +123,9 @@ func (n *Notifier) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case e := <-n.queue:
-			note, _ := Classify(e, n.opts.Humans)
-			n.send(ctx, note)
+			if note, ok := Classify(e, n.opts.Humans); ok {
+				n.send(ctx, note)
+			}
 		}
 	}
 }
