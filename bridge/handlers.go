@@ -257,6 +257,7 @@ func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error 
 	}
 	if !res.Replayed {
 		s.metrics.appends.Inc()
+		s.notifier.Event(res.Event)
 	}
 	ignored := res.Ignored
 	if res.Replayed {

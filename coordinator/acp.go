@@ -791,12 +791,7 @@ func (c *Coordinator) acpExchange(ctx context.Context, cfg *Config, inv ledger.I
 		c.markACPRunning(ctx, inv, a, t.started)
 	}()
 	defer func() { <-marked }()
-	var timeout <-chan time.Time
-	if cfg.AdapterTimeout > 0 {
-		tm := time.NewTimer(cfg.AdapterTimeout)
-		defer tm.Stop()
-		timeout = tm.C
-	}
+	defer t.clock.stop()
 	select {
 	case ans = <-answered:
 	case <-a.exited:
@@ -810,7 +805,7 @@ func (c *Coordinator) acpExchange(ctx context.Context, cfg *Config, inv ledger.I
 		if errors.Is(context.Cause(ctx), adapters.ErrCancelled) {
 			stopped = "cancelled"
 		}
-	case <-timeout:
+	case <-t.clock.C():
 		stopped = "timeout"
 	}
 	if stopped == "" {

@@ -35,6 +35,9 @@ type acpTurn struct {
 	// open is set (under the agent's mu) as the prompt is written: only
 	// updates handled from then on are the turn's.
 	open bool
+	// clock is the turn's adapter timeout, stopped while a permission
+	// request waits for a person.
+	clock *turnClock
 
 	mu      sync.Mutex
 	reply   strings.Builder
@@ -55,7 +58,7 @@ type toolInfo struct{ title, kind string }
 // session/load replaying history), are dropped.
 func (a *acpAgent) beginTurn(c *Coordinator, inv ledger.Invocation, in prepared, entry AgentConfig, progress func(adapters.ProgressRecord)) *acpTurn {
 	t := &acpTurn{c: c, inv: inv, in: in, entry: entry, progress: progress, stopped: make(chan struct{}),
-		tools: make(map[acp.ToolCallId]toolInfo), costStart: a.costSeen}
+		tools: make(map[acp.ToolCallId]toolInfo), costStart: a.costSeen, clock: newTurnClock(c.cfg.Load().AdapterTimeout)}
 	a.mu.Lock()
 	a.turn = t
 	a.mu.Unlock()

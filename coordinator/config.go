@@ -270,7 +270,7 @@ func DefaultConfig() Config {
 		ShutdownGrace:           10 * time.Second,
 		ACPIdle:                 600 * time.Second,
 		ACPMaxWarm:              8,
-		PermissionTimeout:       300 * time.Second,
+		PermissionTimeout:       3600 * time.Second,
 	}
 }
 

@@ -114,6 +114,9 @@ func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, erro
 	if r.token != nil {
 		return s.writeToken(ctx, *r.token)
 	}
+	if r.side != nil {
+		return response{isSide: true}, r.side(ctx, s.w.conn)
+	}
 	return s.appendEvent(ctx, b, r.append, r.meta, r.control)
 }
 

@@ -46,6 +46,10 @@ type request struct {
 	// token, when set, makes the request a token's creation or revocation
 	// (see writeToken).
 	token *tokenWrite
+	// side, when set, makes the request a write outside the event log
+	// (push keys and subscriptions, see push.go) run on the writer's
+	// connection inside the group commit.
+	side  func(ctx context.Context, conn *sql.Conn) error
 	reply chan response
 }
 
@@ -64,6 +68,8 @@ type response struct {
 	isReceipt, changed bool
 	// isToken keeps a token write out of the append counters.
 	isToken bool
+	// isSide marks a side write's answer (request.side): no append.
+	isSide bool
 }
 
 // writerState is what only the writer goroutine touches: the connection it
@@ -310,7 +316,7 @@ func (s *Store) commit(reqs []*request) {
 	evs := s.w.committed[:0]
 	for _, resp := range resps {
 		switch {
-		case resp.isReceipt, resp.isToken, resp.suggestion.ID != "":
+		case resp.isReceipt, resp.isSide, resp.isToken, resp.suggestion.ID != "":
 			// Not appends: they count nowhere and wake no reader.
 		case resp.err != nil:
 			rejected++

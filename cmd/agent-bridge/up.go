@@ -71,9 +71,14 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "info"), "debug, info, warn or error")
 	envFlag(fs, "log-level", agentbridge.EnvLogLevel)
 	maxStreams := m.maxStreamsFlag(fs)
+	bridgeCfgPath := m.bridgeConfigFlag(fs)
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) > 0 {
 			return usagef("up takes no arguments, got %q", pos[0])
+		}
+		file, err := readBridgeConfig(*bridgeCfgPath)
+		if err != nil {
+			return err
 		}
 		ms, err := parseMaxStreams(*maxStreams)
 		if err != nil {
@@ -113,7 +118,7 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 					return *u
 				}
 				return ""
-			}}, logger)
+			}, File: file}, logger)
 		if err != nil {
 			return err
 		}

@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"SuggestionStatus", testSuggestionStatus},
 		{"AppendIgnored", testAppendIgnored},
 		{"PermissionAnswer", testPermissionAnswer},
+		{"Push", testPush},
 		{"Tokens", testTokens},
 		{"QuestionAnswer", testQuestionAnswer},
 	} {

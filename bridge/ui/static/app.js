@@ -3,7 +3,8 @@
 // has its module: threadlist.js (the thread list), thread.js (the open
 // thread and its scrolling), events.js (one event), composer.js, panel.js
 // (state, participants, invite), presence.js, receipts.js, revision.js,
-// stream.js (the tab's stream), notify.js, suggestions.js, and the
+// stream.js (the tab's stream), notify.js, suggestions.js, phone.js (the
+// installable app: push, pairing, deep links), and the
 // Markdown of markdown.js. Untrusted content reaches the page only through
 // textContent or DOMPurify.
 
@@ -20,6 +21,7 @@ import { wireRevision } from "./revision.js";
 import { startStream, onVisibility, setConn } from "./stream.js";
 import { wireNotifications } from "./notify.js";
 import { wireSuggestions } from "./suggestions.js";
+import { redeemPairing, wirePhone } from "./phone.js";
 
 const SENDER_KEY = "agent-bridge-sender";
 
@@ -173,6 +175,8 @@ async function redeemLoginLink() {
 
 async function main() {
   await redeemLoginLink();
+  // A pairing link logs this browser in before the first request.
+  await redeemPairing();
   wire();
   wireDrawers();
   wireScrolling();
@@ -181,6 +185,7 @@ async function main() {
   wireRevision();
   wireNotifications();
   wireSuggestions();
+  wirePhone();
   showRunsLink();
   // The stream's first connection loads the thread list and the thread.
   if (!document.hidden) startStream();

@@ -167,9 +167,15 @@ export async function control(content) {
   try {
     const res = await api.post(`/threads/${encodeURIComponent(v.id)}/events`, { type: "control", from: sender(), content }, { signal: v.ctrl.signal });
     // Stored, but it changes nothing (contract 6.4): say why.
-    if (res && res.ignored && v === ui.view) showControlError(res.ignored.reason);
+    if (res && res.ignored && v === ui.view) {
+      showControlError(res.ignored.reason);
+      document.dispatchEvent(new CustomEvent("control-ignored", { detail: { content, reason: res.ignored.reason } }));
+    }
   } catch (err) {
-    if (v === ui.view) showControlError(inThreadWords(err.message, v.id));
+    if (v === ui.view) {
+      showControlError(inThreadWords(err.message, v.id));
+      document.dispatchEvent(new CustomEvent("control-ignored", { detail: { content, reason: err.message } }));
+    }
   }
   if (v === ui.view) refreshState(v);
 }
