@@ -100,6 +100,11 @@ func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, erro
 	if r.suggest != nil {
 		return s.insertSuggestion(ctx, *r.suggest)
 	}
+	if r.other != nil {
+		resp, err := r.other(ctx, s.w.conn)
+		resp.isOther = true
+		return resp, err
+	}
 	return s.appendEvent(ctx, b, r.append, r.meta, r.control)
 }
 

@@ -43,7 +43,11 @@ type request struct {
 	// suggestStatus, when set, makes the request a suggestion's status
 	// change (see SetSuggestionStatus).
 	suggestStatus *suggestionStatus
-	reply         chan response
+	// other, when set, is a write that is neither an event nor a receipt
+	// nor a suggestion (coordinator registrations): the writer runs it in
+	// its transaction and answers with what it returns.
+	other func(ctx context.Context, conn *sql.Conn) (response, error)
+	reply chan response
 }
 
 type response struct {
@@ -58,6 +62,10 @@ type response struct {
 	// append counters, changed says whether it wrote anything.
 	rcpt               agentbridge.Receipt
 	isReceipt, changed bool
+	// value is an other write's answer; isOther keeps it out of the
+	// append counters.
+	value   any
+	isOther bool
 }
 
 // writerState is what only the writer goroutine touches: the connection it
@@ -301,7 +309,7 @@ func (s *Store) commit(reqs []*request) {
 	evs := s.w.committed[:0]
 	for _, resp := range resps {
 		switch {
-		case resp.isReceipt, resp.suggestion.ID != "":
+		case resp.isReceipt, resp.isOther, resp.suggestion.ID != "":
 			// Not appends: they count nowhere and wake no reader.
 		case resp.err != nil:
 			rejected++

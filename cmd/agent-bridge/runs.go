@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -278,26 +279,51 @@ func (m *Main) invocationsCommand(c *cobra.Command) runFunc {
 
 func (m *Main) whyCommand(c *cobra.Command) runFunc {
 	fs := c.Flags()
-	base := m.coordinatorURLFlag(fs)
-	asJSON := fs.Bool("json", false, "print the recorded decision as JSON")
+	targets := m.coordinatorURLsFlag(fs)
+	asJSON := fs.Bool("json", false, "print the recorded decision as JSON (one line per coordinator that decided)")
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) != 1 {
 			return usagef("why takes one argument: the event id")
 		}
-		var rec ledger.DecisionRecord
-		if err := m.statusGet(ctx, base(), "/decisions", url.Values{"event": {pos[0]}}, &rec); err != nil {
-			return err
+		var firstErr error
+		found := 0
+		list := targets(ctx)
+		for _, tg := range list {
+			var rec ledger.DecisionRecord
+			if err := m.statusGet(ctx, tg.url, "/decisions", url.Values{"event": {pos[0]}}, &rec); err != nil {
+				if firstErr == nil || bridgeNotFound(firstErr) {
+					firstErr = err
+				}
+				continue
+			}
+			found++
+			if *asJSON {
+				if err := m.printJSON(rec); err != nil {
+					return err
+				}
+				continue
+			}
+			var d coordinator.Decision
+			if err := json.Unmarshal(rec.Decision, &d); err != nil {
+				return fmt.Errorf("decode decision: %w", err)
+			}
+			if len(list) > 1 {
+				fmt.Fprintf(m.Stdout, "coordinator %s (%s):\n", tg.name, tg.url)
+			}
+			printDecision(m.Stdout, rec, d)
 		}
-		if *asJSON {
-			return m.printJSON(rec)
+		if found == 0 {
+			return firstErr
 		}
-		var d coordinator.Decision
-		if err := json.Unmarshal(rec.Decision, &d); err != nil {
-			return fmt.Errorf("decode decision: %w", err)
-		}
-		printDecision(m.Stdout, rec, d)
 		return nil
 	}
+}
+
+// bridgeNotFound reports whether err is a 404 answer: when several
+// coordinators are asked, another error says more.
+func bridgeNotFound(err error) bool {
+	var ae *agentbridge.Error
+	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
 }
 
 // printDecision words a recorded decision for a person.

@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"SuggestionStatus", testSuggestionStatus},
 		{"AppendIgnored", testAppendIgnored},
 		{"PermissionAnswer", testPermissionAnswer},
+		{"Coordinators", testCoordinators},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}
