@@ -304,6 +304,13 @@ func TestTwoMachines(t *testing.T) {
 		t.Errorf("why: code %d\n%s%s", code, out, errOut)
 	}
 
+	// So does invocations: each coordinator's own runs.
+	out, errOut, code = runCLI(t, bin, url, "invocations", "--thread", th.ID)
+	if code != 0 || !strings.Contains(out, "coordinator laptop @ laptop") || !strings.Contains(out, "coordinator server @ server") ||
+		strings.Count(out, " alice ") != 2 || strings.Count(out, " bob ") != 3 {
+		t.Errorf("invocations: code %d\n%s%s", code, out, errOut)
+	}
+
 	// A second coordinator under the laptop's id: both warn.
 	twin := newMachine(t, url, fake, "laptop", "alice")
 	twin.start(bin)

@@ -226,8 +226,8 @@ func (m *Main) invocationsCommand(c *cobra.Command) runFunc {
 	participant := fs.String("participant", "", "only this participant's")
 	statusFlag := fs.String("status", "", "only this status: queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed")
 	limit := fs.Int("limit", 100, "at most this many, newest first")
-	asJSON := fs.Bool("json", false, "print the records as JSON")
-	base := m.coordinatorURLFlag(fs)
+	asJSON := fs.Bool("json", false, "print the records as JSON (one array per coordinator asked)")
+	targets := m.coordinatorURLsFlag(fs)
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) > 0 {
 			return usagef("invocations takes no arguments, got %q", pos[0])
@@ -248,33 +248,62 @@ func (m *Main) invocationsCommand(c *cobra.Command) runFunc {
 		if *statusFlag != "" {
 			q.Set("status", *statusFlag)
 		}
-		var out status.InvocationsResponse
-		if err := m.statusGet(ctx, base(), "/invocations", q, &out); err != nil {
-			return err
-		}
-		if *asJSON {
-			return m.printJSON(out.Invocations)
-		}
-		if len(out.Invocations) == 0 {
-			fmt.Fprintln(m.Stdout, "no invocations")
-			return nil
-		}
-		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSTATUS\tPARTICIPANT\tTHREAD\tTRIGGER\tEXIT\tDURATION\tTOKENS\tCOST\tREPLY")
-		for _, inv := range out.Invocations {
-			exit := "-"
-			if inv.ExitCode != nil {
-				exit = strconv.Itoa(*inv.ExitCode)
+		list := targets(ctx)
+		var firstErr error
+		answered := 0
+		for _, tg := range list {
+			var out status.InvocationsResponse
+			if err := m.statusGet(ctx, tg.url, "/invocations", q, &out); err != nil {
+				if len(list) > 1 {
+					fmt.Fprintf(m.Stderr, "coordinator %s (%s): %v\n", tg.name, tg.url, err)
+				}
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
 			}
-			reply := inv.ReplyEventID
-			if reply == "" {
-				reply = "-"
+			answered++
+			if *asJSON {
+				if err := m.printJSON(out.Invocations); err != nil {
+					return err
+				}
+				continue
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", inv.ID, inv.Status, inv.Participant, inv.Thread, inv.TriggerID,
-				exit, runDuration(inv, time.Now()), tokens(inv), cost(inv), reply)
+			if len(list) > 1 {
+				fmt.Fprintf(m.Stdout, "coordinator %s (%s):\n", tg.name, tg.url)
+			}
+			if err := m.printInvocations(out.Invocations); err != nil {
+				return err
+			}
 		}
-		return tw.Flush()
+		if answered == 0 {
+			return firstErr
+		}
+		return nil
 	}
+}
+
+// printInvocations prints invocation records as a table.
+func (m *Main) printInvocations(list []ledger.Invocation) error {
+	if len(list) == 0 {
+		fmt.Fprintln(m.Stdout, "no invocations")
+		return nil
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tPARTICIPANT\tTHREAD\tTRIGGER\tEXIT\tDURATION\tTOKENS\tCOST\tREPLY")
+	for _, inv := range list {
+		exit := "-"
+		if inv.ExitCode != nil {
+			exit = strconv.Itoa(*inv.ExitCode)
+		}
+		reply := inv.ReplyEventID
+		if reply == "" {
+			reply = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", inv.ID, inv.Status, inv.Participant, inv.Thread, inv.TriggerID,
+			exit, runDuration(inv, time.Now()), tokens(inv), cost(inv), reply)
+	}
+	return tw.Flush()
 }
 
 func (m *Main) whyCommand(c *cobra.Command) runFunc {
