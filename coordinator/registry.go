@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -38,6 +39,9 @@ type registrar struct {
 	// registrations was logged.
 	warned      map[string]bool
 	unsupported bool
+	// failing is set while heartbeats fail, so that an outage is logged
+	// at warn level once.
+	failing bool
 }
 
 func newRegistrar(c *Coordinator, version string) *registrar {
@@ -97,9 +101,19 @@ func (g *registrar) beat(ctx context.Context) {
 			}
 			return
 		}
-		g.c.log.Warn("cannot register with the bridge; trying again at the next heartbeat", "err", err)
+		// Once per outage at warn level: the follow loop says the rest.
+		level := slog.LevelDebug
+		g.mu.Lock()
+		if !g.failing {
+			g.failing, level = true, slog.LevelWarn
+		}
+		g.mu.Unlock()
+		g.c.log.Log(ctx, level, "cannot register with the bridge; trying again at the next heartbeat", "err", err)
 		return
 	}
+	g.mu.Lock()
+	g.failing = false
+	g.mu.Unlock()
 	if d := res.Duplicate; d != nil {
 		g.warnDuplicate(*d)
 	}
