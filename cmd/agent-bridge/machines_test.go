@@ -141,12 +141,20 @@ func (l *receiptLog) of(event, participant string) []agentbridge.Receipt {
 // writes a receipt for the other's agent (each once wrote "skipped — no
 // adapter" for it, which could replace "succeeded"); `agents` lists both
 // coordinators; a second coordinator under the same id is warned about.
+//
+// It runs with the bridge on a SQLite file and on PostgreSQL, whose
+// clock then says who is live.
 func TestTwoMachines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
 	bin, fake := buildCoordBinaries(t)
-	url, _ := logServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
+	t.Run("sqlite", func(t *testing.T) { testTwoMachines(t, bin, fake, filepath.Join(t.TempDir(), "bridge.db")) })
+	t.Run("postgres", func(t *testing.T) { testTwoMachines(t, bin, fake, pg.Database(t)) })
+}
+
+func testTwoMachines(t *testing.T, bin, fake, db string) {
+	url, _ := logServe(t, bin, db)
 	cl := client.New(url)
 	ctx := context.Background()
 
