@@ -319,6 +319,16 @@ func testTwoMachines(t *testing.T, bin, fake, db string) {
 		t.Errorf("invocations: code %d\n%s%s", code, out, errOut)
 	}
 
+	// An invite of a participant no registered coordinator serves is said
+	// once, at the invite; one that is served is not.
+	if _, errOut, code := runCLI(t, bin, url, "invite", th.ID, "carol", "--client", "fake-carol", "--model", "m"); code != 0 ||
+		!strings.Contains(errOut, "no coordinator registered with the bridge serves carol") {
+		t.Errorf("invite carol: code %d, stderr %q", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, bin, url, "invite", th.ID, "alice", "--client", "fake-alice", "--model", "m2"); code != 0 || errOut != "" {
+		t.Errorf("invite alice again: code %d, stderr %q", code, errOut)
+	}
+
 	// A second coordinator under the laptop's id: both warn.
 	twin := newMachine(t, url, fake, "laptop", "alice")
 	twin.start(bin)
