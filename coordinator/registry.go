@@ -114,7 +114,7 @@ func (g *registrar) beat(ctx context.Context) {
 	g.mu.Lock()
 	g.failing = false
 	g.mu.Unlock()
-	if d := res.Duplicate; d != nil {
+	if d := res.Duplicate; d != nil && liveDuplicate(*d, g.instance) {
 		g.warnDuplicate(*d)
 	}
 	list, err := g.c.bridge.Coordinators(ctx)
@@ -125,7 +125,7 @@ func (g *registrar) beat(ctx context.Context) {
 		return
 	}
 	for _, other := range list.Coordinators {
-		if other.ID == reg.ID && other.Instance != g.instance && other.Live {
+		if other.ID == reg.ID && liveDuplicate(other, g.instance) {
 			g.warnDuplicate(other)
 		}
 	}
@@ -137,6 +137,15 @@ func (g *registrar) keep(list []agentbridge.CoordinatorInfo) {
 	g.mu.Lock()
 	g.list, g.known = list, true
 	g.mu.Unlock()
+}
+
+// liveDuplicate reports whether other, a registration under this
+// coordinator's id, is another process that is running. One that has
+// missed a heartbeat (older than half its ttl, where a live one renews
+// every third) is taken for gone: a standby taking over a PostgreSQL
+// ledger's lease finds its dead leader's registration still live.
+func liveDuplicate(other agentbridge.CoordinatorInfo, instance string) bool {
+	return other.Instance != instance && other.Live && other.AgeMillis*2 <= other.TTLMillis
 }
 
 // warnDuplicate logs, once per other process, that another coordinator
