@@ -46,6 +46,8 @@ type Options struct {
 	// RequestTimeout bounds the arrival of a status API request's headers
 	// and body (10 s by default); tests shorten it.
 	RequestTimeout time.Duration
+	// Version is the binary's version, registered with the bridge.
+	Version string
 	// ACPDir holds the per-thread session folders of ACP agents without a
 	// workdir; it defaults to a folder in the user's cache.
 	ACPDir string
@@ -108,6 +110,8 @@ type Coordinator struct {
 	acp *acpPool
 	// outage logs the edges of a time the ledger refuses writes.
 	outage *ledgerOutage
+	// registry registers with the bridge and heartbeats (registry.go).
+	registry *registrar
 }
 
 // threadCache is a thread's derived state as of seq.
@@ -165,6 +169,7 @@ func New(opts Options) (*Coordinator, error) {
 	c.sched = newScheduler(c)
 	c.receipts = newReceiptReporter(c)
 	c.avail = newAvailability(c)
+	c.registry = newRegistrar(c, opts.Version)
 	c.acp = newACPPool(c, acpDir(opts.ACPDir))
 	if opts.ConfigPath != "" {
 		c.watcher = NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
@@ -238,6 +243,19 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 	c.skipGrace.Store(&cancelWork)
+	// The registration lives until everything else has stopped: running
+	// adapters may still post during the grace period.
+	reg, stopRegistry := context.WithCancel(context.WithoutCancel(ctx))
+	c.registry.first(ctx)
+	regDone := make(chan struct{})
+	go func() {
+		defer close(regDone)
+		c.registry.run(reg)
+	}()
+	defer func() {
+		stopRegistry()
+		<-regDone
+	}()
 	c.sched.start(stop, work)
 	stopReceipts := c.receipts.start(ctx)
 

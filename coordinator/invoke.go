@@ -401,10 +401,10 @@ func (c *Coordinator) presence(ctx context.Context, thread, participant string, 
 		in := agentbridge.PresenceInput{From: participant, State: st}
 		switch st {
 		case agentbridge.PresenceThinking:
-			in.Details = presenceDetails(mon)
+			in.Details = presenceDetails(mon, hostName(c.cfg.Load()))
 		case agentbridge.PresenceListening:
 			// Done, and ready for the next trigger (available.go).
-			in.Details = availableDetails(c.cfg.Load().CoordinatorID)
+			in.Details = availableDetails(c.cfg.Load())
 		}
 		if err := c.bridge.SetPresence(pctx, thread, in); err != nil {
 			c.log.Debug("set presence", "participant", participant, "thread", thread, "state", st, "err", err)

@@ -117,6 +117,11 @@ func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, erro
 	if r.side != nil {
 		return response{isSide: true}, r.side(ctx, s.w.conn)
 	}
+	if r.other != nil {
+		resp, err := r.other(ctx, s.w.conn)
+		resp.isOther = true
+		return resp, err
+	}
 	return s.appendEvent(ctx, b, r.append, r.meta, r.control)
 }
 

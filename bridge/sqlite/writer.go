@@ -49,7 +49,11 @@ type request struct {
 	// side, when set, makes the request a write outside the event log
 	// (push keys and subscriptions, see push.go) run on the writer's
 	// connection inside the group commit.
-	side  func(ctx context.Context, conn *sql.Conn) error
+	side func(ctx context.Context, conn *sql.Conn) error
+	// other, when set, is a write that is neither an event nor a receipt
+	// nor a suggestion (coordinator registrations): the writer runs it in
+	// its transaction and answers with what it returns.
+	other func(ctx context.Context, conn *sql.Conn) (response, error)
 	reply chan response
 }
 
@@ -70,6 +74,10 @@ type response struct {
 	isToken bool
 	// isSide marks a side write's answer (request.side): no append.
 	isSide bool
+	// value is an other write's answer; isOther keeps it out of the
+	// append counters.
+	value   any
+	isOther bool
 }
 
 // writerState is what only the writer goroutine touches: the connection it
@@ -316,7 +324,7 @@ func (s *Store) commit(reqs []*request) {
 	evs := s.w.committed[:0]
 	for _, resp := range resps {
 		switch {
-		case resp.isReceipt, resp.isSide, resp.isToken, resp.suggestion.ID != "":
+		case resp.isReceipt, resp.isSide, resp.isToken, resp.isOther, resp.suggestion.ID != "":
 			// Not appends: they count nowhere and wake no reader.
 		case resp.err != nil:
 			rejected++

@@ -109,7 +109,7 @@ func (m *Main) commandTable() []command {
 			{use: "reset THREAD ID", short: "start a new CLI session on the participant's next turn", define: m.sessionsResetCommand},
 		}},
 		command{use: "journal ID", group: groupRuns, short: "an actor's journal, kept by the coordinator", define: m.journalCommand},
-		command{use: "agents", group: groupAgents, short: "the agents the coordinator config defines, and the command of each", define: m.agentsCommand},
+		command{use: "agents", group: groupAgents, short: "the agents the coordinator config defines, and the live coordinators the bridge knows with the agents each serves", define: m.agentsCommand},
 		command{use: "prompt", group: groupAgents, short: "render an adapter payload (stdin) as a prompt, or print one of its fields", define: m.promptCommand},
 		command{use: "adapter", group: groupAgents, short: "the adapters built into agent-bridge", sub: []command{
 			{use: "echo", short: "the echo agent: prints the payload's content (payload on stdin)", define: m.adapterEchoCommand},

@@ -193,8 +193,35 @@ func (m *Main) inviteCommand(c *cobra.Command) runFunc {
 		}
 		profile := agentbridge.Profile{Client: client, Model: mdl, Roles: roles, Nickname: *nick, Character: sheet, Expertise: expertise}
 		ctl := map[string]any{"invite": map[string]any{"participant_id": pos[1], "profile": profile}}
-		return m.postControl(ctx, cf, pos[0], *from, ctl)
+		if err := m.postControl(ctx, cf, pos[0], *from, ctl); err != nil {
+			return err
+		}
+		m.noteUnserved(ctx, cf, pos[1], client)
+		return nil
 	}
+}
+
+// noteUnserved says, once at the invite, when no coordinator registered
+// with the bridge serves the participant (contract 7.1): its messages get
+// no reply until one does. A bridge that keeps no registrations, or does
+// not answer within registryWait, says nothing.
+func (m *Main) noteUnserved(ctx context.Context, cf *clientFlags, participant, client string) {
+	cl, err := m.newClient(cf)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, registryWait)
+	defer cancel()
+	list, err := cl.Coordinators(ctx)
+	if err != nil {
+		return
+	}
+	for _, c := range list.Coordinators {
+		if agentbridge.ServesParticipant(c.Agents, participant, client) {
+			return
+		}
+	}
+	fmt.Fprintf(m.Stderr, "Note: no coordinator registered with the bridge serves %s (no agent named %s or with client %s), so messages to it get no reply until one does; agent-bridge agents --live lists what each serves.\n", participant, participant, client)
 }
 
 // inviteProfile is the client and model an invite of participant id

@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Push", testPush},
 		{"Tokens", testTokens},
 		{"QuestionAnswer", testQuestionAnswer},
+		{"Coordinators", testCoordinators},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}

@@ -46,6 +46,25 @@ async function showRunsLink() {
   }
 }
 
+// loadCoordinators asks the bridge which coordinators are registered
+// (contract 7.1), so that a receipt links its run on the coordinator that
+// reported it (receipts.js), on whichever machine, before serve's
+// --coordinator-url. A bridge without registrations leaves that.
+async function loadCoordinators() {
+  try {
+    const list = await api.get("/coordinators");
+    const urls = new Map();
+    for (const c of list.coordinators || []) {
+      if (typeof c.status_url === "string" && /^https?:\/\//.test(c.status_url)) urls.set(c.id, c.status_url.replace(/\/+$/, ""));
+    }
+    ui.coordinatorURLs = urls;
+    const v = ui.view;
+    if (v) for (const id of v.receipts.keys()) paintReceipts(v, id);
+  } catch {
+    // The links fall back to --coordinator-url.
+  }
+}
+
 // ------------------------------------------------------------------ rename
 
 function startRename() {
@@ -187,6 +206,7 @@ async function main() {
   wireSuggestions();
   wirePhone();
   showRunsLink();
+  loadCoordinators();
   // The stream's first connection loads the thread list and the thread.
   if (!document.hidden) startStream();
 }

@@ -100,7 +100,9 @@ function participantNode(id) {
   const top = el("div", "p-top");
   const dot = el("span", "presence");
   dot.dataset.id = id;
-  top.append(dot, el("span", "p-name"), el("span", "badge badge-muted", "muted"));
+  // p-host is where the agent runs ("@ laptop"), from the presence its
+  // coordinator reports (renderPresence).
+  top.append(dot, el("span", "p-name"), el("span", "p-host"), el("span", "badge badge-muted", "muted"));
   const btns = el("div", "p-actions");
   const mk = (label, cls, fn) => {
     const b = el("button", cls, label);

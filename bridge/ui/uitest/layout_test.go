@@ -240,6 +240,15 @@ func TestIdleAgentShowsAvailable(t *testing.T) {
 	if got := eval[string](b, li("ghost")+`.dataset.presence`); got != "offline" {
 		t.Errorf("a participant no adapter serves shows %q, want offline", got)
 	}
+	// Where each agent runs (contract 7.1): the host its coordinator
+	// reports, and none for the one nobody serves.
+	host, _ := os.Hostname()
+	if got := eval[string](b, li("echo")+`.querySelector(".p-host").textContent`); got != "@ "+host {
+		t.Errorf("echo's host shows %q, want %q", got, "@ "+host)
+	}
+	if got := eval[string](b, li("ghost")+`.querySelector(".p-host").textContent`); got != "" {
+		t.Errorf("ghost's host shows %q, want nothing", got)
+	}
 }
 
 // grantNotifications allows the page's origin to show notifications, as a
