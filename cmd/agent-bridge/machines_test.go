@@ -28,8 +28,13 @@ type machine struct {
 
 // newMachine writes the config of coordinator id, host id, serving agents
 // (each the fake adapter) against bridgeURL.
-func newMachine(t *testing.T, bridgeURL, fake, id string, agents ...string) *machine {
+func newMachine(t *testing.T, person *client.Client, bridgeURL, fake, id string, agents ...string) *machine {
 	t.Helper()
+	// Each machine has a coordinator token of its own (contract 7.3).
+	tok, err := person.CreateToken(context.Background(), agentbridge.TokenInput{Scope: agentbridge.ScopeCoordinator, Name: id})
+	if err != nil {
+		t.Fatalf("coordinator token for %s: %v", id, err)
+	}
 	dir := t.TempDir()
 	m := &machine{t: t, id: id, dir: dir, cfgPath: filepath.Join(dir, "coordinator.config.json"), fakeDir: filepath.Join(dir, "fake")}
 	for _, d := range []string{m.fakeDir, filepath.Join(dir, "home")} {
@@ -44,7 +49,7 @@ func newMachine(t *testing.T, bridgeURL, fake, id string, agents ...string) *mac
 		entries[a] = map[string]any{"command": []string{fake}}
 	}
 	b, _ := json.Marshal(map[string]any{
-		"bridge_url": bridgeURL, "coordinator_id": id, "host": id, "status_addr": addr,
+		"bridge_url": bridgeURL, "bridge_token": tok.Secret, "coordinator_id": id, "host": id, "status_addr": addr,
 		"startup_mode": "resume", "shutdown_grace_s": 2, "claim_ttl_s": 3, "agents": entries,
 	})
 	if err := os.WriteFile(m.cfgPath, b, 0o644); err != nil {
@@ -154,12 +159,12 @@ func TestTwoMachines(t *testing.T) {
 }
 
 func testTwoMachines(t *testing.T, bin, fake, db string) {
-	url, _ := logServe(t, bin, db)
-	cl := client.New(url)
+	url, person, _ := logServe(t, bin, db)
+	cl := client.New(url, client.WithToken(person))
 	ctx := context.Background()
 
-	laptop := newMachine(t, url, fake, "laptop", "alice")
-	server := newMachine(t, url, fake, "server", "bob")
+	laptop := newMachine(t, cl, url, fake, "laptop", "alice")
+	server := newMachine(t, cl, url, fake, "server", "bob")
 	laptop.start(bin)
 	server.start(bin)
 
@@ -296,7 +301,7 @@ func testTwoMachines(t *testing.T, bin, fake, db string) {
 	}
 
 	// agents lists both live coordinators and what each serves.
-	out, errOut, code := runCLI(t, bin, url, "agents", "--live")
+	out, errOut, code := runCLI(t, bin, url, person, "agents", "--live")
 	if code != 0 || !strings.Contains(out, "Coordinators at "+url+": 2 live") ||
 		!strings.Contains(out, "laptop @ laptop, live") || !strings.Contains(out, "server @ server, live") ||
 		!strings.Contains(out, "alice        adapter") {
@@ -305,7 +310,7 @@ func testTwoMachines(t *testing.T, bin, fake, db string) {
 
 	// why, without --coordinator-url, asks every live coordinator the
 	// bridge lists: each decided the mention of both.
-	out, errOut, code = runCLI(t, bin, url, "why", wants[2].trigger.ID)
+	out, errOut, code = runCLI(t, bin, url, person, "why", wants[2].trigger.ID)
 	if code != 0 || !strings.Contains(out, "coordinator laptop @ laptop ("+laptop.statusURL+")") ||
 		!strings.Contains(out, "coordinator server @ server ("+server.statusURL+")") ||
 		!strings.Contains(out, "  alice (agent alice)") || !strings.Contains(out, "  bob (agent bob)") {
@@ -313,7 +318,7 @@ func testTwoMachines(t *testing.T, bin, fake, db string) {
 	}
 
 	// So does invocations: each coordinator's own runs.
-	out, errOut, code = runCLI(t, bin, url, "invocations", "--thread", th.ID)
+	out, errOut, code = runCLI(t, bin, url, person, "invocations", "--thread", th.ID)
 	if code != 0 || !strings.Contains(out, "coordinator laptop @ laptop") || !strings.Contains(out, "coordinator server @ server") ||
 		strings.Count(out, " alice ") != 2 || strings.Count(out, " bob ") != 3 {
 		t.Errorf("invocations: code %d\n%s%s", code, out, errOut)
@@ -321,16 +326,16 @@ func testTwoMachines(t *testing.T, bin, fake, db string) {
 
 	// An invite of a participant no registered coordinator serves is said
 	// once, at the invite; one that is served is not.
-	if _, errOut, code := runCLI(t, bin, url, "invite", th.ID, "carol", "--client", "fake-carol", "--model", "m"); code != 0 ||
+	if _, errOut, code := runCLI(t, bin, url, person, "invite", th.ID, "carol", "--client", "fake-carol", "--model", "m"); code != 0 ||
 		!strings.Contains(errOut, "no coordinator registered with the bridge serves carol") {
 		t.Errorf("invite carol: code %d, stderr %q", code, errOut)
 	}
-	if _, errOut, code := runCLI(t, bin, url, "invite", th.ID, "alice", "--client", "fake-alice", "--model", "m2"); code != 0 || errOut != "" {
+	if _, errOut, code := runCLI(t, bin, url, person, "invite", th.ID, "alice", "--client", "fake-alice", "--model", "m2"); code != 0 || errOut != "" {
 		t.Errorf("invite alice again: code %d, stderr %q", code, errOut)
 	}
 
 	// A second coordinator under the laptop's id: both warn.
-	twin := newMachine(t, url, fake, "laptop", "alice")
+	twin := newMachine(t, cl, url, fake, "laptop", "alice")
 	twin.start(bin)
 	for _, m := range []*machine{laptop, twin} {
 		testutil.WaitFor(t, 30*time.Second, "a duplicate warning from "+m.statusURL, func() bool {
@@ -347,10 +352,10 @@ func testTwoMachines(t *testing.T, bin, fake, db string) {
 }
 
 // runCLI runs the agent-bridge binary against the bridge at url.
-func runCLI(t *testing.T, bin, url string, args ...string) (string, string, int) {
+func runCLI(t *testing.T, bin, url, token string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "BRIDGE_URL="+url, "BRIDGE_TOKEN=", "HOME="+t.TempDir())
+	cmd.Env = append(os.Environ(), "BRIDGE_URL="+url, "BRIDGE_TOKEN="+token, "HOME="+t.TempDir())
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
