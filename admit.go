@@ -8,6 +8,9 @@ import "fmt"
 type ReplyTarget struct {
 	Found bool
 	Hop   int
+	// Seq is the event's seq in the thread, for the hop floor
+	// (HopFloor).
+	Seq int64
 }
 
 // Admit decides whether in may be appended to thread, whose state before it
@@ -73,3 +76,14 @@ func AssignHop(s ThreadState, in EventInput, reply ReplyTarget, humans Humans, h
 func hopNotAllowed() *Error {
 	return FieldErrorf(ECodeFieldNotAllowed, "meta.hop", "meta.hop is assigned by the server (the number of agent replies since the last human message); leave it out.")
 }
+
+// HopFloor raises hop, the hop AssignHop gave a message from a participant
+// who is not human, to floor when floor is higher (contract 7.3): floor is
+// the highest hop of that sender's own messages posted after the message's
+// reply_to parent. A sender that has spoken since the parent was posted
+// has answered something in that thread since, so choosing that older
+// parent (a human's message: hop 0, or an early message of an agent
+// chain) cannot start its count again: hop 6 stays 6 rather than becoming
+// 1. A sender that has not spoken since the parent is answering it for the
+// first time, and counts from it.
+func HopFloor(hop, floor int) int { return max(hop, floor) }

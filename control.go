@@ -138,6 +138,9 @@ func checkControl(content json.RawMessage) (Control, error) {
 	if err != nil {
 		return Control{}, err
 	}
+	if err := checkStringControlKeys(content); err != nil {
+		return Control{}, err
+	}
 	c, err := parseKeys(obj)
 	if err != nil {
 		return Control{}, err
@@ -160,6 +163,21 @@ func controlObject(content json.RawMessage) (map[string]json.RawMessage, error) 
 		return nil, FieldErrorf(ECodeInvalidControl, "content", "A control's content must be a JSON object, such as {\"pause\":{\"on\":true}}.")
 	}
 	return obj, nil
+}
+
+// checkStringControlKeys refuses control content sent as a JSON string
+// (as the original UI does) whose object holds a key twice: the body's own
+// check (CheckJSONBody) sees only a string there.
+func checkStringControlKeys(content json.RawMessage) error {
+	content = bytes.TrimSpace(content)
+	if len(content) == 0 || content[0] != '"' {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(content, &s) != nil {
+		return nil
+	}
+	return CheckDuplicateKeys([]byte(s), "content")
 }
 
 // parseKeys runs the parser of every known key of obj, in key order, so

@@ -54,6 +54,22 @@ const (
 	ECodeForbiddenScope = "forbidden_scope"
 	// ECodeTokenNotFound: DELETE /auth/tokens/{id} names no token.
 	ECodeTokenNotFound = "token_not_found"
+	// ECodeDuplicateKey refuses a request body in which an object holds
+	// the same key twice: encoding/json keeps the last silently, other
+	// readers the first, so {"from":"user","from":"evil"} would mean one
+	// sender to a check and another to the store.
+	ECodeDuplicateKey = "duplicate_key"
+	// ECodeDetailsTooLarge refuses presence details over the bridge's
+	// limit (4 KiB): presence is held in memory and sent to every viewer.
+	ECodeDetailsTooLarge = "details_too_large"
+	// ECodeTooManyPresence refuses a presence report that would add an
+	// entry past the limits per thread or per participant; it passes
+	// again once old entries are forgotten.
+	ECodeTooManyPresence = "too_many_presence"
+	// ECodeIdempotencyConflict refuses an append whose Idempotency-Key
+	// names a stored event with another sender or other content: a key is
+	// answered only with the event its own retry stored.
+	ECodeIdempotencyConflict = "idempotency_conflict"
 )
 
 // Error is the error a client sees. It is serialised as

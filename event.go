@@ -256,7 +256,7 @@ func ParseEventInput(body []byte) (EventInput, error) {
 	if raw == nil {
 		return EventInput{}, Errorf(ECodeInvalidJSON, "The request body must be a JSON object.")
 	}
-	if err := CheckJSONText(body); err != nil {
+	if err := CheckJSONBody(body); err != nil {
 		return EventInput{}, err
 	}
 	keys := make([]string, 0, len(raw))

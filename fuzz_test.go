@@ -12,7 +12,7 @@ import (
 func isValidationCode(code string) bool {
 	switch code {
 	case ECodeMissingField, ECodeInvalidField, ECodeInvalidControl,
-		ECodeUnknownField, ECodeFieldNotAllowed, ECodeInvalidJSON:
+		ECodeUnknownField, ECodeFieldNotAllowed, ECodeInvalidJSON, ECodeDuplicateKey:
 		return true
 	}
 	return false
@@ -48,6 +48,11 @@ func FuzzEventInput(f *testing.F) {
 		`{"type":"control","from":"codex","content":{"reset_session":{"participant_id":"claude"}}}`,
 		`{"type":"control","from":"user","content":{"reset_session":{"participant_id":""}}}`,
 		`{"type":"control","from":"user","content":{"invite":{"participant_id":"a","profile":{"client":"c","model":"m","character":"sheet"}}}}`,
+		`{"from":"user","from":"evil","content":"hi"}`,
+		`{"type":"message","type":"control","from":"user","content":{"pause":{"on":true}}}`,
+		`{"type":"control","from":"user","content":{"pause":{"on":true,"on":false}}}`,
+		`{"type":"control","from":"user","content":"{\"pause\":{\"on\":true},\"pause\":{\"on\":false}}"}`,
+		`{"from":"user","content":{"a":[{"b":1,"\u0062":2}]}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -106,6 +106,18 @@ func TestValidation(t *testing.T) {
 		{"suggest title too long", "POST", "/suggest", `{"from":"codex","title":"` + strings.Repeat("t", 201) + `"}`, nil, 400, "invalid_field", "title"},
 		{"suggest unknown field", "POST", "/suggest", `{"from":"codex","title":"t","priority":1}`, nil, 400, "unknown_field", "priority"},
 		{"suggestions bad status", "GET", "/suggestions?status=Not%20One", "", nil, 400, "invalid_field", "status"},
+		// A key twice, at any depth and on every body, is refused rather
+		// than resolved (encoding/json keeps the last).
+		{"event from twice", "POST", "/threads/t1/events", `{"from":"user","from":"evil","content":"hi"}`, nil, 400, "duplicate_key", "from"},
+		{"event type twice", "POST", "/threads/t1/events", `{"type":"message","type":"control","from":"user","content":{"pause":{"on":true}}}`, nil, 400, "duplicate_key", "type"},
+		{"control key twice", "POST", "/threads/t1/events", `{"type":"control","from":"user","content":{"pause":{"on":true,"on":false}}}`, nil, 400, "duplicate_key", "content.pause.on"},
+		{"meta key twice", "POST", "/threads/t1/events", `{"from":"user","content":"x","meta":{"via":"a","via":"b"}}`, nil, 400, "duplicate_key", "meta.via"},
+		{"thread id twice", "POST", "/threads", `{"id":"x1","id":"x2"}`, nil, 400, "duplicate_key", "id"},
+		{"presence from twice", "POST", "/threads/t1/presence", `{"from":"codex","from":"user","state":"idle"}`, nil, 400, "duplicate_key", "from"},
+		{"presence details key twice", "POST", "/threads/t1/presence", `{"from":"codex","state":"idle","details":{"m":1,"m":2}}`, nil, 400, "duplicate_key", "details.m"},
+		{"suggest title twice", "POST", "/suggest", `{"from":"codex","title":"a","title":"b"}`, nil, 400, "duplicate_key", "title"},
+		{"suggestion status twice", "POST", "/suggestions/1/status", `{"status":"accepted","status":"dismissed","by":"user"}`, nil, 400, "duplicate_key", "status"},
+		{"login token twice", "POST", "/auth/login", `{"token":"a","token":"b"}`, nil, 400, "duplicate_key", "token"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -153,6 +165,16 @@ func TestIdempotency(t *testing.T) {
 	}
 	if ts.head() != head {
 		t.Fatalf("replay stored a new event")
+	}
+	// The key with another sender or other content is not a retry.
+	for _, forged := range []string{`{"from":"mallory","content":"reply"}`, `{"from":"codex","content":"other"}`} {
+		a := ts.do("POST", "/threads/a/events", forged, "Idempotency-Key: k1")
+		if a.status != 409 || a.errCode() != "idempotency_conflict" || a.obj()["event"] != nil {
+			t.Fatalf("%s under a used key: %d %s", forged, a.status, a.body)
+		}
+	}
+	if ts.head() != head {
+		t.Fatalf("a conflicting replay stored a new event")
 	}
 	other := ts.must(200, "POST", "/threads/b/events", body, "Idempotency-Key: k1")
 	if other.obj()["event"].(map[string]any)["id"] == ev1["id"] {

@@ -22,6 +22,7 @@ var scopeRoutes = map[string][]string{
 		"POST /threads/{id}/events", "POST /threads/{id}/presence",
 		"PUT /threads/{id}/receipts/{event}/{participant}", "POST /suggest",
 		"POST /auth/tokens", "DELETE /auth/tokens/{id}", "POST /auth/logout",
+		"PUT /coordinators/{id}", "DELETE /coordinators/{id}",
 	},
 	agentbridge.ScopeAgent: {
 		"POST /threads/{id}/events", "POST /threads/{id}/presence",

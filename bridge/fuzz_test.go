@@ -26,6 +26,9 @@ func FuzzEventsPost(f *testing.F) {
 		`{"from":"","content":""}`,
 		`{"from":"user","content":"\u0000"}`,
 		`[]`, `null`, `"str"`, `{`, ``, `{"meta":{"hop":-1},"from":"u","content":"x"}`,
+		`{"from":"user","from":"evil","content":"hi"}`,
+		`{"type":"message","type":"control","from":"user","content":{"pause":{"on":true}}}`,
+		`{"type":"control","from":"user","content":{"pause":{"on":true,"on":false}}}`,
 	} {
 		f.Add(seed)
 	}

@@ -3,15 +3,10 @@ package bridge
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -19,14 +14,43 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
-// handlePing answers without a token: liveness, version and the humans.
+// handlePing answers without a token: liveness, version, the humans and
+// the log's epoch.
 func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
-	httpjson.Write(w, http.StatusOK, agentbridge.ServerInfo{Status: "ok", Server: "agent-bridge", Version: s.opts.Version, Humans: s.opts.Humans})
+	info := agentbridge.ServerInfo{Status: "ok", Server: "agent-bridge", Version: s.opts.Version, Humans: s.opts.Humans}
+	if es, ok := s.store.(epochStore); ok {
+		e := es.LogEpoch()
+		info.Epoch = &e
+	}
+	httpjson.Write(w, http.StatusOK, info)
 	return nil
 }
 
-// handleHealthz answers ok when the store answers a trivial query.
+// epochStore is a store that keeps its log's epoch (SQLite, whose backups
+// can be restored by agent-bridge restore).
+type epochStore interface {
+	LogEpoch() agentbridge.LogEpoch
+}
+
+// writeHealth is a store that knows whether it refuses writes (both
+// stores, through storecore.Outage).
+type writeHealth interface {
+	WritesRefused() (string, bool)
+}
+
+// handleHealthz answers ok when the store answers a trivial query and takes
+// writes: while its last write was refused for an unreachable database (a
+// full disk), it answers 503 with the reason, until a client's write
+// succeeds. It does not probe with a write of its own: on a full disk a
+// small write can fit where the refused append did not, and the answer
+// would flap.
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) error {
+	if wh, ok := s.store.(writeHealth); ok {
+		if reason, refused := wh.WritesRefused(); refused {
+			return agentbridge.Errorf(agentbridge.ECodeUnavailable,
+				"The event store refuses writes (%s): appends are answered 503 until one succeeds.", reason)
+		}
+	}
 	if _, err := s.store.Head(r.Context()); err != nil {
 		// Not logged here: a store's outage is logged once, when it
 		// starts and when it ends, not on every probe.
@@ -80,50 +104,7 @@ func (s *Server) decodeStrict(w http.ResponseWriter, r *http.Request, v any, fie
 	if allowEmpty && len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}
-	return decodeStrictBytes(body, v, fields)
-}
-
-// decodeStrictBytes is decodeStrict on a body already read.
-func decodeStrictBytes(body []byte, v any, fields []string) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
-		return agentbridge.Errorf(agentbridge.ECodeInvalidJSON, "The request body must be a JSON object.")
-	}
-	if err := agentbridge.CheckJSONText(body); err != nil {
-		return err
-	}
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !slices.Contains(fields, k) {
-			return agentbridge.FieldErrorf(agentbridge.ECodeUnknownField, k, "The field %q is not accepted here; known fields are %s.", k, strings.Join(fields, ", "))
-		}
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, te.Field, "The field %q must be a %s.", te.Field, te.Type.Kind())
-		}
-		return agentbridge.Errorf(agentbridge.ECodeInvalidJSON, "The request body is not valid JSON.")
-	}
-	return nil
-}
-
-// queryInt parses an integer query parameter within [min, max]; absent
-// returns def. The error names the parameter.
-func queryInt(r *http.Request, name string, def, min, max int64) (int64, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < min || n > max {
-		return 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be a whole number from %d to %d, not %q.", name, min, max, agentbridge.Clip(v, 41))
-	}
-	return n, nil
+	return httpjson.DecodeObject(body, v, fields)
 }
 
 // threadsPage is the answer of GET /threads.
@@ -132,11 +113,11 @@ type threadsPage struct {
 }
 
 func (s *Server) handleThreadsGet(w http.ResponseWriter, r *http.Request) error {
-	limit, err := queryInt(r, "limit", 0, 1, agentbridge.MaxEventsLimit)
+	q, err := parseQuery(r, queryThreads)
 	if err != nil {
 		return err
 	}
-	threads, err := s.store.Threads(r.Context(), r.URL.Query().Get("after"), int(limit))
+	threads, err := s.store.Threads(r.Context(), q.str("after"), int(q.int("limit", 0)))
 	if err != nil {
 		return fmt.Errorf("list threads: %w", err)
 	}
@@ -201,6 +182,9 @@ func storeErr(op string, err error) error {
 }
 
 func (s *Server) handleThreadGet(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseQuery(r, queryNone); err != nil {
+		return err
+	}
 	th, err := s.store.Thread(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		return storeErr("get thread", err)
@@ -216,22 +200,14 @@ type eventsPage struct {
 }
 
 func (s *Server) handleEventsGet(w http.ResponseWriter, r *http.Request) error {
-	q := agentbridge.ThreadEventsQuery{Thread: chi.URLParam(r, "id"), Since: r.URL.Query().Get("since")}
-	var err error
-	if q.After, err = queryInt(r, "after", -1, 0, 1<<62); err != nil {
+	p, err := parseQuery(r, queryThreadEvents)
+	if err != nil {
 		return err
 	}
-	var limit, tail int64
-	if limit, err = queryInt(r, "limit", 0, 1, agentbridge.MaxEventsLimit); err != nil {
-		return err
+	q := agentbridge.ThreadEventsQuery{
+		Thread: chi.URLParam(r, "id"), Since: p.str("since"), After: p.int("after", -1),
+		Until: p.int("until", 0), Tail: int(p.int("tail", 0)), Limit: int(p.int("limit", 0)),
 	}
-	if tail, err = queryInt(r, "tail", 0, 1, agentbridge.MaxEventsLimit); err != nil {
-		return err
-	}
-	if q.Until, err = queryInt(r, "until", 0, 1, 1<<62); err != nil {
-		return err
-	}
-	q.Limit, q.Tail = int(limit), int(tail)
 	evs, err := s.store.ThreadEvents(r.Context(), q)
 	if err != nil {
 		return storeErr("thread events", err)
@@ -281,6 +257,7 @@ func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error 
 	}
 	if !res.Replayed {
 		s.metrics.appends.Inc()
+		s.notifier.Event(res.Event)
 	}
 	ignored := res.Ignored
 	if res.Replayed {
@@ -323,10 +300,11 @@ type stateAnswer struct {
 }
 
 func (s *Server) handleStateGet(w http.ResponseWriter, r *http.Request) error {
-	at, err := queryInt(r, "at", 0, 1, 1<<62)
+	q, err := parseQuery(r, queryState)
 	if err != nil {
 		return err
 	}
+	at := q.int("at", 0)
 	id := chi.URLParam(r, "id")
 	st, seq, err := s.store.State(r.Context(), id, at)
 	if err != nil {

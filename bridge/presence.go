@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sort"
 	"sync"
@@ -19,6 +20,22 @@ import (
 // (presence is ephemeral: the latest report is what matters).
 const presenceLogSize = 256
 
+// The presence limits (contract 7.3; docs/security.md's table). Presence
+// lives in memory and any client may report it, so each of them bounds
+// what one client can make the bridge hold: a real deployment has a few
+// agents with a few hundred bytes of details each.
+const (
+	// MaxPresenceDetails is the largest details object, in bytes as sent.
+	MaxPresenceDetails = 4 << 10
+	// MaxPresencePerThread is how many participants one thread holds
+	// presence for.
+	MaxPresencePerThread = 256
+	// MaxPresencePerSender is how many threads one participant holds
+	// presence in at once: above the 1,024 threads the coordinator
+	// reports its agents available in (coordinator/threadcache.go).
+	MaxPresencePerSender = 2048
+)
+
 // presenceHub holds presence in memory, per thread, and wakes global-stream
 // subscribers on each change with the same close-and-replace channel the
 // store uses for commits.
@@ -28,9 +45,12 @@ type presenceHub struct {
 
 	mu      sync.Mutex
 	threads map[string]map[string]presenceEntry
-	log     []agentbridge.Presence // ring of the last changes
-	version int64                  // number of changes ever made
-	notify  chan struct{}
+	// perSender counts each participant's entries across threads, for
+	// MaxPresencePerSender.
+	perSender map[string]int
+	log       []agentbridge.Presence // ring of the last changes
+	version   int64                  // number of changes ever made
+	notify    chan struct{}
 }
 
 type presenceEntry struct {
@@ -40,25 +60,39 @@ type presenceEntry struct {
 }
 
 func newPresenceHub(ttl time.Duration, now func() time.Time) *presenceHub {
-	return &presenceHub{ttl: ttl, now: now, threads: map[string]map[string]presenceEntry{}, notify: make(chan struct{})}
+	return &presenceHub{ttl: ttl, now: now, threads: map[string]map[string]presenceEntry{}, perSender: map[string]int{}, notify: make(chan struct{})}
 }
 
-// set records a report and wakes subscribers. It forgets entries of the
-// thread that have been stale for ten TTLs, so memory stays bounded by the
-// active participants.
-func (p *presenceHub) set(thread string, in agentbridge.PresenceInput) agentbridge.Presence {
+// set records a report and wakes subscribers. It forgets entries that have
+// been stale for ten TTLs (of the thread, and of every thread when the
+// sender's limit is reached), so memory stays bounded by the active participants; a new
+// entry past MaxPresencePerThread or MaxPresencePerSender is refused
+// (too_many_presence) and nothing changes.
+func (p *presenceHub) set(thread string, in agentbridge.PresenceInput) (agentbridge.Presence, error) {
 	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.forget(thread, now)
 	m := p.threads[thread]
+	if _, ok := m[in.From]; !ok {
+		if p.perSender[in.From] >= MaxPresencePerSender {
+			// The sender's old entries may be in any thread (this
+			// thread's were forgotten above).
+			for id := range p.threads {
+				p.forget(id, now)
+			}
+			m = p.threads[thread]
+		}
+		if err := p.admit(thread, m, in.From); err != nil {
+			return agentbridge.Presence{}, err
+		}
+	}
 	if m == nil {
 		m = map[string]presenceEntry{}
 		p.threads[thread] = m
 	}
-	for id, e := range m {
-		if now.Sub(e.at) > 10*p.ttl {
-			delete(m, id)
-		}
+	if _, ok := m[in.From]; !ok {
+		p.perSender[in.From]++
 	}
 	e := presenceEntry{state: in.State, details: in.Details, at: now}
 	if in.Details == nil {
@@ -79,7 +113,43 @@ func (p *presenceHub) set(thread string, in agentbridge.PresenceInput) agentbrid
 	p.version++
 	close(p.notify)
 	p.notify = make(chan struct{})
-	return pr
+	return pr, nil
+}
+
+// forget drops thread's entries that have been stale for ten TTLs, and the
+// thread's map when it empties.
+func (p *presenceHub) forget(thread string, now time.Time) {
+	m := p.threads[thread]
+	for id, e := range m {
+		if now.Sub(e.at) > 10*p.ttl {
+			delete(m, id)
+			if p.perSender[id]--; p.perSender[id] <= 0 {
+				delete(p.perSender, id)
+			}
+		}
+	}
+	if m != nil && len(m) == 0 {
+		delete(p.threads, thread)
+	}
+}
+
+// admit refuses a new entry of from in thread (whose entries are m) past
+// the limits.
+func (p *presenceHub) admit(thread string, m map[string]presenceEntry, from string) error {
+	forgotten := fmt.Sprintf("an entry is forgotten %s after its last report", 10*p.ttl)
+	switch {
+	case len(m) >= MaxPresencePerThread:
+		return &agentbridge.Error{
+			Code: agentbridge.ECodeTooManyPresence, Thread: thread, Participant: from,
+			Message: fmt.Sprintf("Thread %q already holds presence for %d participants, the most it keeps; %s.", thread, MaxPresencePerThread, forgotten),
+		}
+	case p.perSender[from] >= MaxPresencePerSender:
+		return &agentbridge.Error{
+			Code: agentbridge.ECodeTooManyPresence, Thread: thread, Participant: from,
+			Message: fmt.Sprintf("%s already has presence in %d threads, the most one participant may; %s.", from, MaxPresencePerSender, forgotten),
+		}
+	}
+	return nil
 }
 
 func (p *presenceHub) view(id string, e presenceEntry, now time.Time) agentbridge.Presence {
@@ -130,6 +200,9 @@ type presenceAnswer struct {
 }
 
 func (s *Server) handlePresenceGet(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseQuery(r, queryNone); err != nil {
+		return err
+	}
 	id := chi.URLParam(r, "id")
 	if _, err := s.store.Thread(r.Context(), id); err != nil {
 		return storeErr("presence thread", err)
@@ -163,6 +236,8 @@ func (s *Server) handlePresencePost(w http.ResponseWriter, r *http.Request) erro
 		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "state", "The presence state %q is not one of listening, thinking, typing, idle, offline.", agentbridge.Clip(*body.State, 41))
 	case body.Details != nil && !isJSONNull(body.Details) && !isJSONObject(body.Details):
 		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "details", "Presence details must be a JSON object, such as {\"client\": \"codex\", \"model\": \"gpt-5\"}.")
+	case len(body.Details) > MaxPresenceDetails:
+		return agentbridge.FieldErrorf(agentbridge.ECodeDetailsTooLarge, "details", "Presence details are %d bytes, more than the %d a report may carry; send a few short fields (client, model, a note).", len(body.Details), MaxPresenceDetails)
 	}
 	in.From, in.State, in.Details = *body.From, *body.State, body.Details
 	id := chi.URLParam(r, "id")
@@ -172,7 +247,10 @@ func (s *Server) handlePresencePost(w http.ResponseWriter, r *http.Request) erro
 	if _, err := s.store.Thread(r.Context(), id); err != nil {
 		return storeErr("presence thread", err)
 	}
-	pr := s.presence.set(id, in)
+	pr, err := s.presence.set(id, in)
+	if err != nil {
+		return err
+	}
 	httpjson.Write(w, http.StatusOK, map[string]any{"ok": true, "presence": pr})
 	return nil
 }

@@ -79,7 +79,7 @@ var receiptFields = []string{"from", "state", "reason", "invocation", "reply"}
 // named by thread, event and participant (from the path).
 func parseReceiptBody(body []byte, thread, event, participant string) (agentbridge.ReceiptInput, error) {
 	var in agentbridge.ReceiptInput
-	if err := decodeStrictBytes(body, &in, receiptFields); err != nil {
+	if err := httpjson.DecodeObject(body, &in, receiptFields); err != nil {
 		return agentbridge.ReceiptInput{}, err
 	}
 	in.Thread, in.Event, in.Participant = thread, event, participant
@@ -125,23 +125,16 @@ type receiptsPage struct {
 }
 
 func (s *Server) handleReceiptsGet(w http.ResponseWriter, r *http.Request) error {
-	q := agentbridge.ReceiptsQuery{Thread: chi.URLParam(r, "id"), Event: r.URL.Query().Get("event"), FromEvent: r.URL.Query().Get("from_event")}
-	for _, p := range [...]struct{ name, v string }{{"event", q.Event}, {"from_event", q.FromEvent}} {
-		if len(p.v) > agentbridge.MaxReceiptID {
-			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, p.name, "The parameter %q must be an event id, at most %d bytes.", p.name, agentbridge.MaxReceiptID)
-		}
-	}
-	if q.Event != "" && q.FromEvent != "" {
-		// One names a single event, the other a page start: together one
-		// of them would be ignored, and the answer would not be what was
-		// asked for.
-		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "from_event", "Use either \"event\" (the receipts of one event) or \"from_event\" (a page of receipts from that event on), not both.")
-	}
-	limit, err := queryInt(r, "limit", agentbridge.MaxEventsLimit, 1, agentbridge.MaxEventsLimit)
+	// event names a single event, from_event a page start: together one of
+	// them would be ignored (queryReceipts makes them exclusive).
+	p, err := parseQuery(r, queryReceipts)
 	if err != nil {
 		return err
 	}
-	q.Limit = int(limit)
+	q := agentbridge.ReceiptsQuery{
+		Thread: chi.URLParam(r, "id"), Event: p.str("event"), FromEvent: p.str("from_event"),
+		Limit: int(p.int("limit", agentbridge.MaxEventsLimit)),
+	}
 	list, err := s.receipts.Receipts(r.Context(), q)
 	if err != nil {
 		return storeErr("list receipts", err)

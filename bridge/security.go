@@ -44,7 +44,7 @@ func open(r *http.Request) bool {
 	switch {
 	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && (p == "/ping" || p == "/healthz"):
 		return true
-	case r.Method == http.MethodPost && p == "/auth/login":
+	case r.Method == http.MethodPost && (p == "/auth/login" || p == "/auth/pair/redeem"):
 		return true
 	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && (p == "/" || p == "/ui" || strings.HasPrefix(p, "/ui/")):
 		return true

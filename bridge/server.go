@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
@@ -16,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/bridge/notify"
 	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
@@ -82,6 +84,17 @@ type Options struct {
 	// set it unless --open; without it and without Token the server is
 	// open, as v0 was (a request without a token acts as the person).
 	RequireCredential bool
+	// Now is the clock of pairing links and of "last seen" (time.Now by
+	// default; tests move it).
+	Now func() time.Time
+	// TLSCert and TLSKey, both set, are PEM files of the certificate
+	// (chain) and key the listener serves HTTPS with; every answer then
+	// carries HSTS and the login cookie is Secure.
+	TLSCert, TLSKey string
+	// Notify configures what reaches the person away from the desk: Web
+	// Push to the devices subscribed in the store (when it keeps them) and
+	// the ntfy topic. Its Store, Humans and Logger are the server's.
+	Notify notify.Options
 }
 
 // Server is the bridge HTTP server. Create it with NewServer, start it with
@@ -104,6 +117,13 @@ type Server struct {
 	tokens    agentbridge.TokenStore
 	credCache credentialCache
 	logins    loginCodes
+	// pairs are the pairing codes waiting and when each credential was
+	// last seen; now is the clock of both (tests move it).
+	pairs pairCodes
+	now   func() time.Time
+	// publicURL is how a phone reaches this bridge (the bridge config's
+	// notify.public_url, else its own URL): the start of pairing links.
+	publicURL func() string
 	// threadHub wakes thread streams when their thread gets events.
 	threadHub *threadHub
 	// tail is the store's latest committed events, nil when it keeps none
@@ -114,6 +134,12 @@ type Server struct {
 	reqSeq  atomic.Uint64
 	reqBase string
 	answers bufPool // buffers of append answers (writeAppendAnswer)
+	// pushes is the store's push side (nil when it keeps none); notifier
+	// sends the notes of the events this server stores.
+	pushes   agentbridge.PushStore
+	notifier *notify.Notifier
+	// tls is the listener's TLS config, nil for plain HTTP.
+	tls *tls.Config
 
 	// ctx is the base context of every request; Close cancels it so that
 	// streams and long-polls end promptly instead of holding Shutdown.
@@ -158,6 +184,10 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 	if err := CheckListen(opts.Addr, opts.Token); err != nil && !opts.RequireCredential {
 		return nil, err
 	}
+	tc, err := loadTLS(opts.TLSCert, opts.TLSKey)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		store:    store,
@@ -168,6 +198,7 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 		reqBase:  fmt.Sprintf("%x", time.Now().UnixNano()&0xffffff),
 		ctx:      ctx,
 		cancel:   cancel,
+		tls:      tc,
 	}
 	if t, ok := store.(interface{ Tail() *storecore.Tail }); ok {
 		s.tail = t.Tail()
@@ -188,6 +219,17 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 		s.metrics.addStoreStats(ss)
 	}
 	s.receiptHub = newReceiptHub()
+	s.pushes, _ = store.(agentbridge.PushStore)
+	nopts := opts.Notify
+	nopts.Store, nopts.Humans, nopts.Logger = s.pushes, opts.Humans, opts.Logger
+	if nopts.BaseURL == nil {
+		nopts.BaseURL = s.URL
+	}
+	s.notifier = notify.New(nopts)
+	s.now, s.publicURL = opts.Now, nopts.BaseURL
+	if s.now == nil {
+		s.now = time.Now
+	}
 	s.threadHub = &threadHub{threads: map[string]*threadWatch{}}
 	if rw, ok := store.(agentbridge.ReceiptWatcher); ok {
 		// Receipts stored through another bridge on the same database.
@@ -208,7 +250,7 @@ func CheckListen(addr, token string) error {
 // API. Stream routes get no timeout or buffering middleware.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.instrument, s.gate.Wrap)
+	r.Use(s.instrument, s.hsts, s.gate.Wrap, s.noteSeen)
 	r.NotFound(s.h(func(w http.ResponseWriter, r *http.Request) error {
 		return agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no %s on this server.", r.URL.Path)
 	}))
@@ -220,7 +262,7 @@ func (s *Server) routes() http.Handler {
 		if s.receipts == nil && strings.Contains(rt.pattern, "/receipts") {
 			continue // the store keeps no receipts
 		}
-		if s.tokens == nil && strings.HasPrefix(rt.pattern, "/auth/tokens") {
+		if s.tokens == nil && (strings.HasPrefix(rt.pattern, "/auth/tokens") || rt.pattern == "/auth/login-links") {
 			continue // the store keeps no tokens
 		}
 		r.Method(rt.method, rt.pattern, s.h(scoped(rt)))
@@ -253,6 +295,7 @@ func (s *Server) api() []route {
 		{"GET", "/auth/tokens", "the tokens, without their secrets (person only)", s.handleTokensGet},
 		{"POST", "/auth/tokens", "create a token {scope, name, thread?, participant?, ttl_s?}; its secret is shown once", s.handleTokensPost},
 		{"DELETE", "/auth/tokens/{id}", "revoke a token", s.handleTokenDelete},
+		{"POST", "/auth/login-links", "a one-time login link for a browser (person only)", s.handleLoginLinkPost},
 		{"GET", "/threads", "list threads, most recently updated first (?limit, ?after)", s.handleThreadsGet},
 		{"POST", "/threads", "create a thread {id?, name?, from?}", s.handleThreadsPost},
 		{"GET", "/threads/{id}", "one thread", s.handleThreadGet},
@@ -265,11 +308,23 @@ func (s *Server) api() []route {
 		{"POST", "/threads/{id}/presence", "report presence {from, state, details?}", s.handlePresencePost},
 		{"GET", "/threads/{id}/receipts", "delivery receipts of a thread's events", s.handleReceiptsGet},
 		{"PUT", "/threads/{id}/receipts/{event}/{participant}", "record a delivery receipt", s.handleReceiptPut},
+		{"GET", "/coordinators", "the registered coordinators, live or lapsed, and which live ones serve each agent", s.handleCoordinatorsGet},
+		{"PUT", "/coordinators/{id}", "register a coordinator or renew its heartbeat {instance, host, agents, version?, capacity?, status_url?, ttl_ms?}", s.handleCoordinatorPut},
+		{"DELETE", "/coordinators/{id}", "remove a coordinator's registration (?instance)", s.handleCoordinatorDelete},
 		{"GET", "/events", "events of all threads, long-polling (?after, ?wait, ?limit)", s.handleEventsPoll},
 		{"GET", "/events/stream", "events of all threads and presence as Server-Sent Events", s.handleGlobalStream},
 		{"POST", "/suggest", "suggest an improvement {from, title, description}", s.handleSuggestPost},
 		{"GET", "/suggestions", "the suggestions sent (?status)", s.handleSuggestionsGet},
 		{"POST", "/suggestions/{id}/status", "accept, dismiss or reopen a suggestion {status, by}", s.handleSuggestionStatusPost},
+		{"POST", "/auth/pair", "a one-time link that pairs a device {name}", s.handlePair},
+		{"POST", "/auth/pair/redeem", "pair this browser: its own person token as the login cookie {code}", s.handlePairRedeem},
+		{"GET", "/devices", "the paired devices, their notifications and last push", s.handleDevices},
+		{"DELETE", "/devices/{id}", "revoke a paired device", s.handleDeviceRevoke},
+		{"GET", "/push/key", "the VAPID public key browsers subscribe with", s.handlePushKey},
+		{"GET", "/push/subscriptions", "the devices subscribed to Web Push and their last delivery", s.handlePushList},
+		{"POST", "/push/subscriptions", "subscribe a device {endpoint, keys, device, categories}", s.handlePushSubscribe},
+		{"POST", "/push/unsubscribe", "remove a device's subscription {endpoint}", s.handlePushUnsubscribe},
+		{"POST", "/push/visible", "a device's page shows a thread {endpoint, thread, visible}", s.handlePushVisible},
 	}
 }
 
@@ -334,11 +389,15 @@ func (s *Server) Open() error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.opts.Addr, err)
 	}
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
+	}
 	s.ln = ln
 	s.srv = s.gate.Server(s.handler)
 	s.srv.BaseContext = func(net.Listener) context.Context { return s.ctx }
 	s.srv.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
 	s.served = make(chan struct{})
+	go s.notifier.Run(s.ctx)
 	go func() {
 		defer close(s.served)
 		err := s.srv.Serve(ln)
@@ -352,12 +411,15 @@ func (s *Server) Open() error {
 }
 
 // URL returns the base URL of the listener, such as http://127.0.0.1:5111
-// ("" before Open).
+// (https with TLS; "" before Open).
 func (s *Server) URL() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ln == nil {
 		return ""
+	}
+	if s.tls != nil {
+		return "https://" + s.ln.Addr().String()
 	}
 	return "http://" + s.ln.Addr().String()
 }

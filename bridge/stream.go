@@ -215,11 +215,11 @@ func (s *Server) handleThreadStream(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	after, err := queryInt(r, "after", -1, 0, 1<<62)
+	q, err := parseQuery(r, queryThreadStream)
 	if err != nil {
 		return err
 	}
-	since := r.URL.Query().Get("since")
+	after, since := q.int("after", -1), q.str("since")
 	th, err := s.store.Thread(ctx, id)
 	if err != nil {
 		return storeErr("stream thread", err)
@@ -306,10 +306,11 @@ func (s *Server) handleGlobalStream(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	after, err := queryInt(r, "after", -1, 0, 1<<62)
+	q, err := parseQuery(r, queryGlobalStream)
 	if err != nil {
 		return err
 	}
+	after := q.int("after", -1)
 	head, err := s.store.Head(ctx)
 	if err != nil {
 		return fmt.Errorf("stream head: %w", err)
@@ -374,18 +375,11 @@ type pollAnswer struct {
 // an event after the cursor, or empty after wait seconds.
 func (s *Server) handleEventsPoll(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	after, err := queryInt(r, "after", 0, 0, 1<<62)
+	q, err := parseQuery(r, queryPoll)
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(r, "limit", streamBatch, 1, agentbridge.MaxEventsLimit)
-	if err != nil {
-		return err
-	}
-	wait, err := queryInt(r, "wait", 0, 0, maxWait)
-	if err != nil {
-		return err
-	}
+	after, limit, wait := q.int("after", 0), q.int("limit", streamBatch), q.int("wait", 0)
 	head, err := s.store.Head(ctx)
 	if err != nil {
 		return fmt.Errorf("poll head: %w", err)

@@ -56,10 +56,11 @@ func (s *Server) handleSuggestionsGet(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	status := r.URL.Query().Get("status")
-	if status != "" && !agentbridge.SuggestionStatusPattern.MatchString(status) {
-		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "status", "The parameter \"status\" must be a status such as %q, not %q.", agentbridge.SuggestionPending, agentbridge.Clip(status, 41))
+	q, err := parseQuery(r, querySuggestions)
+	if err != nil {
+		return err
 	}
+	status := q.str("status")
 	list, err := ss.Suggestions(r.Context(), status)
 	if err != nil {
 		return storeErr("list suggestions", err)

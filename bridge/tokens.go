@@ -313,3 +313,18 @@ func (s *Server) redeemLoginCode(ctx context.Context, code string) (agentbridge.
 	}
 	return t, secret, nil
 }
+
+// handleLoginLinkPost makes a one-time login link (NewLoginCode) for a
+// person token's holder to open in a browser: what up prints, for a
+// bridge started with serve.
+func (s *Server) handleLoginLinkPost(w http.ResponseWriter, r *http.Request) error {
+	if cred := credential(r); cred.Scope != agentbridge.ScopePerson {
+		return agentbridge.Errorf(agentbridge.ECodeForbiddenScope, "Only a person token may make a login link; this one is a %s token.", cred.Scope)
+	}
+	code, err := s.NewLoginCode()
+	if err != nil {
+		return err
+	}
+	httpjson.Write(w, http.StatusOK, map[string]any{"code": code, "path": "/ui/login#code=" + code, "expires_in_s": int(LoginCodeTTL / time.Second)})
+	return nil
+}

@@ -12,12 +12,13 @@ import (
 // seed 000's markdown transcript or JSON event log (contract 5.8). Private
 // events are never included (agentbridge.RenderTranscript).
 func (s *Server) handleTranscript(w http.ResponseWriter, r *http.Request) error {
-	format := r.URL.Query().Get("format")
+	q, err := parseQuery(r, queryTranscript)
+	if err != nil {
+		return err
+	}
+	format := q.str("format")
 	if format == "" {
 		format = agentbridge.TranscriptMarkdown
-	}
-	if !agentbridge.ValidTranscriptFormat(format) {
-		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "format", "The transcript format must be \"md\" or \"json\", not %q.", format)
 	}
 	id := chi.URLParam(r, "id")
 	th, err := s.store.Thread(r.Context(), id)

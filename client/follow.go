@@ -41,6 +41,12 @@ type FollowOptions struct {
 	// the cursor it returns. Unset, cursor_ahead is a refusal like any
 	// other.
 	CursorAhead func(head int64) (int64, error)
+	// Resync, when set, is called with the cursor before each connection,
+	// the first included, and Follow reads from the cursor it returns: the
+	// coordinator checks there that the bridge's log is still the one its
+	// cursor was kept in (a restore starts another). An error is treated
+	// as Handle's.
+	Resync func(cursor int64) (int64, error)
 	// PollAfter, for the global log only, is how many failed stream
 	// connections in a row make Follow long-poll (GET /events) for a
 	// minute before trying the stream again, for proxies and networks
@@ -81,19 +87,39 @@ func (c *Client) Follow(ctx context.Context, cursor int64, o FollowOptions) erro
 		}
 	}
 	failures := 0
+	// lost counts the failed connections since one last delivered, for
+	// the log lines at the edges of an outage.
+	lost := 0
+	delivered := func() {
+		o.Backoff.Reset()
+		if lost > 0 && o.Logger != nil {
+			o.Logger.Info("following the bridge again", "thread", o.Thread, "cursor", cursor, "failed_attempts", lost)
+		}
+		lost = 0
+	}
 	for ctx.Err() == nil {
 		var opened bool
 		var err error
-		if o.Thread == "" && o.PollAfter > 0 && failures >= o.PollAfter {
+		if o.Resync != nil {
+			var to int64
+			if to, err = o.Resync(cursor); err == nil {
+				cursor = to
+			}
+		}
+		before := cursor
+		switch {
+		case err != nil:
+			err = &handleError{err}
+		case o.Thread == "" && o.PollAfter > 0 && failures >= o.PollAfter:
 			if o.Opened != nil {
 				o.Opened(false)
 			}
-			opened, err = c.followPoll(ctx, &cursor, o.Handle, o.Idle)
+			opened, err = c.followPoll(ctx, &cursor, o.Handle, o.Idle, delivered)
 			if err == nil {
 				failures = 0 // polling ran its course; try the stream again
 			}
-		} else {
-			opened, err = c.followStream(ctx, &cursor, o)
+		default:
+			opened, err = c.followStream(ctx, &cursor, o, delivered)
 			if opened {
 				failures = 0
 			} else {
@@ -103,8 +129,11 @@ func (c *Client) Follow(ctx context.Context, cursor int64, o FollowOptions) erro
 		if ctx.Err() != nil {
 			return nil
 		}
-		if opened {
-			o.Backoff.Reset()
+		// The backoff starts again only after a connection that delivered:
+		// one that opens and then fails on what it hands (a ledger that
+		// refuses writes) is retried ever more slowly, not at once.
+		if opened && (cursor != before || !isHandleError(err)) {
+			delivered()
 		}
 		if err == nil {
 			continue
@@ -125,8 +154,15 @@ func (c *Client) Follow(ctx context.Context, cursor int64, o FollowOptions) erro
 		}
 		d := o.Backoff.Next()
 		if o.Logger != nil {
-			o.Logger.Warn("bridge stream lost; reconnecting", "thread", o.Thread, "cursor", cursor, "err", err, "retry_in", d.Round(time.Millisecond))
+			// One warning when following stops working; the attempts after
+			// it, until one delivers, are logged at debug level.
+			level := slog.LevelWarn
+			if lost > 0 {
+				level = slog.LevelDebug
+			}
+			o.Logger.Log(ctx, level, "bridge stream lost; reconnecting", "thread", o.Thread, "cursor", cursor, "err", err, "retry_in", d.Round(time.Millisecond))
 		}
+		lost++
 		if !Sleep(ctx, d) {
 			return nil
 		}
@@ -134,9 +170,19 @@ func (c *Client) Follow(ctx context.Context, cursor int64, o FollowOptions) erro
 	return nil
 }
 
+// isHandleError reports whether err is Handle's or Idle's rather than the
+// connection's.
+func isHandleError(err error) bool {
+	var he *handleError
+	return errors.As(err, &he)
+}
+
 // followStream passes one stream connection's items to Handle until the
 // stream or Handle fails; opened reports whether the connection opened.
-func (c *Client) followStream(ctx context.Context, cursor *int64, o FollowOptions) (opened bool, err error) {
+//
+// delivered is called each time the cursor moves, so that an outage's end
+// is logged (and the backoff restarted) as soon as events flow again.
+func (c *Client) followStream(ctx context.Context, cursor *int64, o FollowOptions, delivered func()) (opened bool, err error) {
 	var st *Stream
 	if o.Thread == "" {
 		st, err = c.StreamAll(ctx, *cursor)
@@ -158,7 +204,10 @@ func (c *Client) followStream(ctx context.Context, cursor *int64, o FollowOption
 			if err := o.Idle(); err != nil {
 				return err
 			}
-			*cursor = handled
+			if *cursor != handled {
+				*cursor = handled
+				delivered()
+			}
 			return nil
 		})
 	}
@@ -190,6 +239,7 @@ func (c *Client) followStream(ctx context.Context, cursor *int64, o FollowOption
 			handled = pos
 			if o.Idle == nil {
 				*cursor = pos
+				delivered()
 			}
 		}
 	}
@@ -197,7 +247,7 @@ func (c *Client) followStream(ctx context.Context, cursor *int64, o FollowOption
 
 // followPoll long-polls the global log for a minute, then returns so that
 // the stream is tried again.
-func (c *Client) followPoll(ctx context.Context, cursor *int64, handle func(Item) error, idle func() error) (answered bool, err error) {
+func (c *Client) followPoll(ctx context.Context, cursor *int64, handle func(Item) error, idle func() error, delivered func()) (answered bool, err error) {
 	until := time.Now().Add(time.Minute)
 	for time.Now().Before(until) {
 		events, _, err := c.Events(ctx, *cursor, 500, 25*time.Second)
@@ -220,7 +270,10 @@ func (c *Client) followPoll(ctx context.Context, cursor *int64, handle func(Item
 				return true, &handleError{err}
 			}
 		}
-		*cursor = handled
+		if *cursor != handled {
+			*cursor = handled
+			delivered()
+		}
 	}
 	return answered, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -333,5 +334,80 @@ func TestFollowIdleCommitsBatches(t *testing.T) {
 	}
 	if slices.Max(batches) < 2 {
 		t.Errorf("batches %v: the events that arrived together were not committed together", batches)
+	}
+}
+
+// lineCounter counts the log records by level and message.
+type lineCounter struct {
+	mu    sync.Mutex
+	lines map[string]int
+}
+
+func (l *lineCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (l *lineCounter) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lines == nil {
+		l.lines = map[string]int{}
+	}
+	l.lines[r.Level.String()+" "+r.Message]++
+	return nil
+}
+func (l *lineCounter) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *lineCounter) WithGroup(string) slog.Handler      { return l }
+
+func (l *lineCounter) count(line string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lines[line]
+}
+
+// TestFollowLogsOutageEdges fails Handle on many connections in a row (a
+// ledger that refuses writes): Follow logs one warning when it starts, one
+// line when an event is accepted again, and the attempts between them only
+// at debug level; the backoff does not restart on connections that opened
+// but delivered nothing.
+func TestFollowLogsOutageEdges(t *testing.T) {
+	c := startBridge(t, "")
+	ctx := t.Context()
+	th, err := c.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: "outage"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failing atomic.Bool
+	failing.Store(true)
+	var attempts atomic.Int64
+	var got collector
+	lines := &lineCounter{}
+	stop := follow(c, 1, client.FollowOptions{
+		Thread: th.ID,
+		Handle: func(it client.Item) error {
+			if it.Event != nil && failing.Load() {
+				attempts.Add(1)
+				return errors.New("disk full")
+			}
+			return got.handle(it)
+		},
+		Retry:   func(error) bool { return true },
+		Backoff: client.Backoff{Min: time.Millisecond, Max: 2 * time.Millisecond},
+		Logger:  slog.New(lines),
+	})
+	if _, err := c.Append(ctx, th.ID, msg("user", "m"), ""); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 30*time.Second, "five refused attempts", func() bool { return attempts.Load() >= 5 })
+	failing.Store(false)
+	testutil.WaitFor(t, 30*time.Second, "the event accepted", func() bool { return got.count() >= 1 })
+	if err := stop(); err != nil {
+		t.Errorf("Follow = %v", err)
+	}
+	if n := lines.count("WARN bridge stream lost; reconnecting"); n != 1 {
+		t.Errorf("%d warnings over %d refused attempts, want 1", n, attempts.Load())
+	}
+	if n := lines.count("DEBUG bridge stream lost; reconnecting"); n < 4 {
+		t.Errorf("%d debug lines over %d refused attempts, want one per attempt after the first", n, attempts.Load())
+	}
+	if n := lines.count("INFO following the bridge again"); n != 1 {
+		t.Errorf("%d lines at the end of the outage, want 1", n)
 	}
 }

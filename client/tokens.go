@@ -50,3 +50,14 @@ func (c *Client) Whoami(ctx context.Context) (agentbridge.Whoami, error) {
 	err := c.do(ctx, request{op: "whoami", method: http.MethodGet, path: "/auth/whoami", wantOut: &out})
 	return out, err
 }
+
+// LoginLink asks the bridge for a one-time login link (a person token
+// only) and returns its path, such as "/ui/login#code=…", to append to
+// the bridge's URL.
+func (c *Client) LoginLink(ctx context.Context) (string, error) {
+	var out struct {
+		Path string `json:"path"`
+	}
+	err := c.do(ctx, request{op: "login link", method: http.MethodPost, path: "/auth/login-links", wantOut: &out})
+	return out.Path, err
+}

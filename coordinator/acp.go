@@ -48,7 +48,18 @@ const (
 	acpStderrKeep = adapters.DefaultMaxStderr
 	// acpMaxReply bounds the reply text collected from message chunks.
 	acpMaxReply = adapters.DefaultMaxStdout
+	// acpReplayQuiet is how long an agent must have sent no session/update
+	// after answering session/load before the next prompt is sent: an
+	// agent may replay the loaded history after its answer (Gemini CLI
+	// does). acpReplayMax bounds that wait.
+	acpReplayQuiet = 250 * time.Millisecond
+	acpReplayMax   = 10 * time.Second
 )
+
+// ACPDefaultModel is the profile model meaning the ACP agent's own choice:
+// no session/set_model is sent. agent-bridge invite gives it to an "acp"
+// entry whose profile names no model.
+const ACPDefaultModel = "default"
 
 // errACPTurn marks a turn that ended without a reply; the message that
 // goes with it says why.
@@ -141,8 +152,15 @@ type acpAgent struct {
 	costSeen float64
 	// rosterSent is the rosterKey last sent to the session.
 	rosterSent string
+	// models is what the session's answer offered for session/set_model
+	// (nil: not offered); model is the one the session runs.
+	models *acp.SessionModelState
+	model  string
 	// promptSent is closed when the turn's prompt has been written.
 	promptSent atomic.Pointer[chan struct{}]
+	// lastUpdate is when the latest session/update was handled (unix
+	// nanoseconds), to tell when a replay after session/load has ended.
+	lastUpdate atomic.Int64
 
 	mu   sync.Mutex
 	turn *acpTurn
@@ -327,7 +345,7 @@ func (a *acpAgent) start(ctx context.Context, cfg *Config, onStart func(*acpAgen
 		_ = syscall.Kill(-a.pid, syscall.SIGKILL)
 		close(a.exited)
 	}()
-	a.conn = acp.NewClientSideConnection(&acpClient{a: a}, &promptWriter{w: inW, hook: a.pool.promptWritten.Load(), sent: &a.promptSent}, outR)
+	a.conn = acp.NewClientSideConnection(&acpClient{a: a}, &promptWriter{w: inW, hook: a.pool.promptWritten.Load(), sent: &a.promptSent, open: a.openTurn}, outR)
 	a.conn.SetLogger(c.log.With("acp_participant", a.key.participant))
 	a.pool.wg.Add(1)
 	go func() {
@@ -516,12 +534,16 @@ func (a *acpAgent) ensureSession(ctx context.Context, cfg *Config, stored string
 	defer cancel()
 	if stored != "" && a.loadSession {
 		a.session = ""
+		var models *acp.SessionModelState
 		err := a.call(ctx, func(ctx context.Context) error {
-			_, err := a.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(stored), Cwd: a.cwd, McpServers: a.mcpServers(cfg)})
+			r, err := a.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(stored), Cwd: a.cwd, McpServers: a.mcpServers(cfg)})
+			models = r.Models
 			return err
 		})
 		if err == nil {
 			a.session = stored
+			a.setModels(models)
+			a.awaitReplay(ctx, time.Now())
 			progress(adapters.ProgressRecord{Status: "session loaded", Kind: "session", Session: stored})
 			return false, nil
 		}
@@ -532,17 +554,86 @@ func (a *acpAgent) ensureSession(ctx context.Context, cfg *Config, stored string
 			Detail: mustJSON(map[string]string{"error": err.Error()})})
 	}
 	var id string
+	var models *acp.SessionModelState
 	err = a.call(ctx, func(ctx context.Context) error {
 		r, err := a.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: a.cwd, McpServers: a.mcpServers(cfg)})
-		id = string(r.SessionId)
+		id, models = string(r.SessionId), r.Models
 		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("session/new: %w", err)
 	}
 	a.session, a.costSeen = id, 0
+	a.setModels(models)
 	progress(adapters.ProgressRecord{Status: "new session", Kind: "session", Session: id})
 	return true, nil
+}
+
+// setModels notes the models a session's answer offered.
+func (a *acpAgent) setModels(m *acp.SessionModelState) {
+	a.models, a.model = m, ""
+	if m != nil {
+		a.model = string(m.CurrentModelId)
+	}
+}
+
+// ensureModel asks the session for the participant's model with
+// session/set_model when the agent offers models and the session runs
+// another. The model "default" (what invite sends for an ACP entry naming
+// none) leaves the agent's own choice. A refusal is recorded in the
+// turn's progress and the turn runs on the agent's model.
+func (a *acpAgent) ensureModel(ctx context.Context, model string, progress func(adapters.ProgressRecord)) {
+	if a.models == nil || model == "" || model == ACPDefaultModel || model == a.model {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, acpStartTimeout)
+	defer cancel()
+	err := a.call(cctx, func(ctx context.Context) error {
+		_, err := a.conn.UnstableSetSessionModel(ctx, acp.UnstableSetSessionModelRequest{SessionId: acp.SessionId(a.session), ModelId: acp.UnstableModelId(model)})
+		return err
+	})
+	if err != nil && ctx.Err() != nil {
+		// The turn was stopped meanwhile; the next one asks again.
+		return
+	}
+	if err != nil {
+		progress(adapters.ProgressRecord{Status: "session/set_model refused; the agent's own model runs", Kind: "session",
+			Detail: mustJSON(map[string]string{"model": model, "error": err.Error()})})
+		return
+	}
+	a.model = model
+	progress(adapters.ProgressRecord{Status: "model " + oneLineStatus(model), Kind: "session", Detail: mustJSON(map[string]string{"model": model})})
+}
+
+// awaitReplay returns once the agent has sent no session/update for
+// acpReplayQuiet since loaded (when session/load answered), at most
+// acpReplayMax after it: the end of a history replay that follows the
+// load's answer. The SDK handles every update read before a response
+// before it returns that response, so a replay sent before the answer
+// (as the ACP spec asks) is over at once; what still arrives before the
+// prompt is written is dropped (acpAgent.openTurn).
+func (a *acpAgent) awaitReplay(ctx context.Context, loaded time.Time) {
+	deadline := loaded.Add(acpReplayMax)
+	for {
+		last := loaded
+		if u := time.Unix(0, a.lastUpdate.Load()); u.After(last) {
+			last = u
+		}
+		wait := min(time.Until(last.Add(acpReplayQuiet)), time.Until(deadline))
+		if wait <= 0 {
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-a.exited:
+			t.Stop()
+			return
+		}
+	}
 }
 
 // runAgent runs one turn of the invocation's agent: the adapter, or for an
@@ -586,7 +677,7 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv ledger.Invoca
 	cold := false
 	a, err := c.acp.acquire(ctx, cfg, pairKey{inv.Thread, inv.Participant}, entry, func(a *acpAgent) {
 		cold = true
-		c.markACPRunning(ctx, inv, a)
+		c.markACPRunning(ctx, inv, a, res.Started)
 	})
 	if err != nil && ctx.Err() != nil {
 		return stoppedResult(ctx, res), ""
@@ -604,15 +695,17 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv ledger.Invoca
 	if err != nil {
 		return acpFail(res, fmt.Sprintf("The ACP agent could not open a session: %v.", err), a)
 	}
+	a.ensureModel(ctx, p.Participant.Profile.Model, progress)
 	res.PID, res.PGID = a.pid, a.pid
 	text := c.acpPromptText(ctx, inv, a, p, fresh, noPresence)
 	t := a.beginTurn(c, inv, in, entry, progress)
+	t.started = res.Started
 	defer a.endTurn()
 	ans, stopped := c.acpExchange(ctx, cfg, inv, a, t, text, cold)
 	res.Finished = time.Now()
 	res.StderrTail = a.stderr.since(errMark)
 	reply, thought := t.result()
-	c.acpUsage(a, t, ans.resp.Usage, progress)
+	c.acpUsage(t, ans.resp, progress)
 	if res, why, done := acpStopped(res, a, t, ans, stopped); done {
 		return res, why
 	}
@@ -639,9 +732,11 @@ func acpFail(res adapters.Result, why string, a *acpAgent) (adapters.Result, str
 	return res, why
 }
 
-// markACPRunning records that inv's turn runs on agent a.
-func (c *Coordinator) markACPRunning(ctx context.Context, inv ledger.Invocation, a *acpAgent) {
-	if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, a.pid, a.pid, a.started); err != nil {
+// markACPRunning records that inv's turn, begun at started, runs on agent
+// a. The turn's start, not the warm process's, is the invocation's
+// started_at.
+func (c *Coordinator) markACPRunning(ctx context.Context, inv ledger.Invocation, a *acpAgent, started time.Time) {
+	if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, a.pid, a.pid, started); err != nil {
 		c.log.Error("record ACP turn start", "id", inv.ID, "err", err)
 	}
 }
@@ -709,15 +804,10 @@ func (c *Coordinator) acpExchange(ctx context.Context, cfg *Config, inv ledger.I
 		case <-wait.C:
 		}
 		wait.Stop()
-		c.markACPRunning(ctx, inv, a)
+		c.markACPRunning(ctx, inv, a, t.started)
 	}()
 	defer func() { <-marked }()
-	var timeout <-chan time.Time
-	if cfg.AdapterTimeout > 0 {
-		tm := time.NewTimer(cfg.AdapterTimeout)
-		defer tm.Stop()
-		timeout = tm.C
-	}
+	defer t.clock.stop()
 	select {
 	case ans = <-answered:
 	case <-a.exited:
@@ -731,7 +821,7 @@ func (c *Coordinator) acpExchange(ctx context.Context, cfg *Config, inv ledger.I
 		if errors.Is(context.Cause(ctx), adapters.ErrCancelled) {
 			stopped = "cancelled"
 		}
-	case <-timeout:
+	case <-t.clock.C():
 		stopped = "timeout"
 	}
 	if stopped == "" {
@@ -815,15 +905,21 @@ func stopReasonWhy(reason acp.StopReason, refusals int) string {
 	return fmt.Sprintf("The ACP agent ended the turn with an unknown stop reason %q.", reason)
 }
 
-// acpUsage records the turn's usage: tokens from the prompt's answer, cost
-// from the agent's running total (claude-agent-acp's usage_update) as the
-// difference over the turn.
-func (c *Coordinator) acpUsage(a *acpAgent, t *acpTurn, u *acp.Usage, progress func(adapters.ProgressRecord)) {
+// acpUsage records the turn's usage: tokens from the prompt's answer (its
+// usage, else Gemini CLI's _meta.quota.token_count), cost from the agent's
+// running total (claude-agent-acp's usage_update) as the difference over
+// the turn.
+func (c *Coordinator) acpUsage(t *acpTurn, resp acp.PromptResponse, progress func(adapters.ProgressRecord)) {
 	cost, hasCost := t.costDelta()
-	if u == nil && !hasCost {
+	u := resp.Usage
+	quota, hasQuota := quotaTokens(resp.Meta)
+	if u == nil && !hasQuota && !hasCost {
 		return
 	}
 	usage := &adapters.Usage{CostUSD: cost}
+	if u == nil && hasQuota {
+		usage.InputTokens, usage.OutputTokens = quota[0], quota[1]
+	}
 	if u != nil {
 		usage.InputTokens = int64(u.InputTokens)
 		if u.CachedReadTokens != nil {
@@ -835,6 +931,20 @@ func (c *Coordinator) acpUsage(a *acpAgent, t *acpTurn, u *acp.Usage, progress f
 		usage.OutputTokens = int64(u.OutputTokens)
 	}
 	progress(adapters.ProgressRecord{Status: "usage", Kind: "usage", Usage: usage})
+}
+
+// quotaTokens reads {"quota": {"token_count": {"input_tokens",
+// "output_tokens"}}} from a prompt answer's _meta, where Gemini CLI
+// reports the turn's tokens.
+func quotaTokens(meta map[string]any) ([2]int64, bool) {
+	quota, _ := meta["quota"].(map[string]any)
+	count, _ := quota["token_count"].(map[string]any)
+	in, okIn := count["input_tokens"].(float64)
+	out, okOut := count["output_tokens"].(float64)
+	if !okIn && !okOut {
+		return [2]int64{}, false
+	}
+	return [2]int64{int64(in), int64(out)}, true
 }
 
 // stderrTail keeps the end of an agent's stderr and counts what was
@@ -895,17 +1005,23 @@ func acpDir(dir string) string {
 }
 
 // promptWriter is an agent's stdin. It tells when a session/prompt
-// request has been written: to the turn (sent), and to the hook of the
+// request is written: to the turn before the write (open: it collects
+// updates from then on) and after it (sent), and to the hook of the
 // turn-overhead benchmark.
 type promptWriter struct {
 	w    io.Writer
 	hook *func(time.Time)
 	sent *atomic.Pointer[chan struct{}]
+	open func()
 }
 
 func (pw *promptWriter) Write(b []byte) (int, error) {
+	prompt := bytes.Contains(b, []byte(`"method":"session/prompt"`))
+	if prompt {
+		pw.open()
+	}
 	n, err := pw.w.Write(b)
-	if bytes.Contains(b, []byte(`"method":"session/prompt"`)) {
+	if prompt {
 		if pw.hook != nil {
 			(*pw.hook)(time.Now())
 		}

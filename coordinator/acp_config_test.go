@@ -17,7 +17,7 @@ func TestParseConfig_ACP(t *testing.T) {
 				"permissions": "allow", "acp_fs": true, "client": "claude-acp", "_note": "a comment too"},
 			"codex-acp": {"acp": ["codex-acp"]}
 		},
-		"_examples": {"gemini": {"acp": ["gemini", "--experimental-acp"]}}
+		"_examples": {"gemini": {"acp": ["gemini", "--acp"]}}
 	}`), "/base")
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func TestParseConfig_ACP(t *testing.T) {
 	if got := cfg.Agents["codex-acp"]; got.Permissions != PermissionsAsk || got.ACPFS || got.Workdir != "" {
 		t.Errorf("codex-acp defaults = %+v", got)
 	}
-	if cfg.ACPIdle.Seconds() != 600 || cfg.ACPMaxWarm != 8 || cfg.PermissionTimeout.Seconds() != 300 {
+	if cfg.ACPIdle.Seconds() != 600 || cfg.ACPMaxWarm != 8 || cfg.PermissionTimeout.Seconds() != 3600 {
 		t.Errorf("defaults: acp_idle_s %v, acp_max_warm %d, permission_timeout_s %v", cfg.ACPIdle, cfg.ACPMaxWarm, cfg.PermissionTimeout)
 	}
 	for in, key := range map[string]string{

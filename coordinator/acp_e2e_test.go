@@ -407,24 +407,34 @@ func TestACPStopReasons(t *testing.T) {
 }
 
 // TestACPRestart: after a coordinator restart the session is loaded where
-// the agent offers it; where the load is refused a new session gets the
-// recent context.
+// the agent offers it, and the next reply and progress hold only that
+// turn's, whether the agent replays its history before answering the load
+// or after (as Gemini CLI does); where the load is refused a new session
+// gets the recent context.
 func TestACPRestart(t *testing.T) {
-	for _, refuse := range []bool{false, true} {
-		t.Run("refuse="+strconv.FormatBool(refuse), func(t *testing.T) {
+	for _, mode := range []string{"replay-before", "replay-after", "refused"} {
+		t.Run(mode, func(t *testing.T) {
 			env := map[string]string{}
-			if refuse {
+			switch mode {
+			case "refused":
 				env["FAKE_ACP_REFUSE_LOAD"] = "1"
+			case "replay-after":
+				env["FAKE_ACP_REPLAY"] = "after"
 			}
+			refuse := mode == "refused"
 			s := startACPStack(t, env, nil)
 			pid1, sess1, _, _, _ := parseReply(t, s.reply(s.ask("before the restart")))
 			s.stopCoordinator()
 			testutil.WaitFor(t, waitLong, "the agent to be closed with the coordinator", func() bool { return !alive(pid1) })
 			s.startCoordinator()
 			s.say(s.thread, "all", "a side remark")
-			pid2, sess2, _, mode, _ := parseReply(t, s.reply(s.ask("after the restart")))
+			trig := s.ask("after the restart")
+			pid2, sess2, _, mode, text := parseReply(t, s.reply(trig))
 			if pid2 == pid1 {
 				t.Fatalf("the same process answered after a restart")
+			}
+			if text != "user -> acpy: after the restart" {
+				t.Errorf("reply text %q, want only this turn's", text)
 			}
 			if s.count("session/load") != 1 {
 				t.Errorf("session/load called %d times, want 1", s.count("session/load"))
@@ -435,7 +445,49 @@ func TestACPRestart(t *testing.T) {
 			case refuse && (sess2 == sess1 || !strings.HasPrefix(mode, "fresh")):
 				t.Errorf("after a refused load: session %s (%s), want a new session with the context", sess2, mode)
 			}
+			inv := s.waitStatus(trig.ID, "acpy", ledger.StatusSucceeded)
+			recs, _, err := s.db.ProgressOf(context.Background(), inv.ID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				if strings.Contains(r.Status, "Replayed") {
+					t.Errorf("the turn's progress holds the replayed %s %q", r.Kind, r.Status)
+				}
+			}
 		})
+	}
+}
+
+// TestACPStartedAt: an ACP invocation's started_at is its turn's start,
+// not its warm process's, read while the turn runs.
+func TestACPStartedAt(t *testing.T) {
+	s := startACPStack(t, nil, nil)
+	s.reply(s.ask("warm up"))
+	for _, text := range []string{"SLOW one", "SLOW two"} {
+		trig := s.ask(text)
+		inv := s.waitStatus(trig.ID, "acpy", ledger.StatusRunning)
+		queued, err1 := time.Parse(agentbridge.TimeLayout, inv.QueuedAt)
+		started, err2 := time.Parse(agentbridge.TimeLayout, inv.StartedAt)
+		if err1 != nil || err2 != nil || started.Before(queued) {
+			t.Errorf("%s: running with started_at %q, queued_at %q; want started_at >= queued_at", text, inv.StartedAt, inv.QueuedAt)
+		}
+		s.cancelRunning(trig)
+		s.waitStatus(trig.ID, "acpy", ledger.StatusCancelled)
+	}
+}
+
+// TestACPQuotaUsage: an agent that reports a turn's tokens only in the
+// prompt answer's _meta.quota.token_count (Gemini CLI) gets them booked.
+func TestACPQuotaUsage(t *testing.T) {
+	s := startACPStack(t, nil, nil)
+	trig := s.ask("QUOTA please")
+	if got := s.reply(trig).Text(); got != "quota" {
+		t.Fatalf("reply = %q", got)
+	}
+	inv := s.waitStatus(trig.ID, "acpy", ledger.StatusSucceeded)
+	if inv.InputTokens != 70 || inv.OutputTokens != 9 {
+		t.Errorf("usage = %d in, %d out; want 70, 9 from _meta.quota.token_count", inv.InputTokens, inv.OutputTokens)
 	}
 }
 
@@ -550,4 +602,44 @@ func TestACPCancelColdStart(t *testing.T) {
 		t.Errorf("reply = %q, want the cancelled notice", n.Text())
 	}
 	testutil.WaitFor(t, waitLong, "the starting agent to be stopped", func() bool { return !alive(inv.PID) })
+}
+
+// TestACPModel: an invited participant's model reaches an agent that
+// offers models through session/set_model, once per session (again on a
+// loaded one, and when the profile changes); "default" leaves the
+// agent's own.
+func TestACPModel(t *testing.T) {
+	env := map[string]string{"FAKE_ACP_MODELS": "1"}
+	s := startACPStack(t, env, nil)
+	s.reply(s.ask("first"))
+	s.reply(s.ask("second"))
+	if got := s.setModels(); strings.Join(got, ",") != "m1" {
+		t.Fatalf("session/set_model calls %v, want one with the profile's model m1", got)
+	}
+	s.stopCoordinator()
+	s.startCoordinator()
+	s.reply(s.ask("after the restart"))
+	s.invite(s.thread, "acpy", agentbridge.Profile{Client: "fake-acp", Model: "fake-large"})
+	s.reply(s.ask("on the large one"))
+	if got := s.setModels(); strings.Join(got, ",") != "m1,m1,fake-large" {
+		t.Errorf("session/set_model calls %v, want m1 again on the loaded session, then fake-large", got)
+	}
+
+	d := startACPStack(t, env, nil)
+	d.invite(d.thread, "acpy", agentbridge.Profile{Client: "fake-acp", Model: coordinator.ACPDefaultModel})
+	d.reply(d.ask("with the default"))
+	if got := d.setModels(); len(got) != 0 || d.count("session/new") != 1 {
+		t.Errorf("session/set_model calls %v with the model %q, want none", got, coordinator.ACPDefaultModel)
+	}
+}
+
+// setModels is the models the fake was asked for with session/set_model.
+func (s *acpStack) setModels() []string {
+	var out []string
+	for _, c := range s.calls() {
+		if f := strings.Split(c, "|"); f[1] == "session/set_model" {
+			out = append(out, f[2])
+		}
+	}
+	return out
 }

@@ -32,6 +32,10 @@ type PermissionMeta struct {
 	ToolCall PermissionToolCall `json:"tool_call"`
 	// Options are the agent's answers, offered as buttons.
 	Options []PermissionOption `json:"options"`
+	// ExpiresAt is when the request is refused unanswered (its post's
+	// time plus permission_timeout_s), so a page can show how long it
+	// still waits.
+	ExpiresAt string `json:"expires_at,omitempty"`
 }
 
 // PermissionToolCall names the tool call of a permission request.
@@ -111,7 +115,9 @@ func (p *acpPool) answer(ctx context.Context, t *acpTurn, req acp.RequestPermiss
 		return permissionCancelled()
 	}
 	record("waiting for permission: "+tc.Title, map[string]any{"event": ev.ID, "to": to})
+	t.clock.pause()
 	a, by := p.awaitPermission(pctx, ev.ID, opts, cfg.PermissionTimeout)
+	t.clock.resume()
 	switch by {
 	case "timeout":
 		record("no answer to the permission request: "+tc.Title, map[string]any{"event": ev.ID, "answer": "cancelled", "by": "timeout"})
@@ -194,14 +200,15 @@ func permissionPost(cfg *Config, inv ledger.Invocation, tc PermissionToolCall, o
 	if title == "" {
 		title = "a tool"
 	}
-	text := fmt.Sprintf("%s asks permission to run %s (%s). Answer with one of: %s — the buttons, or `agent-bridge permit %s <this message's id> <option>`. No answer within %s refuses it.",
+	text := fmt.Sprintf("%s asks permission to run %s (%s). Answer with one of: %s — the buttons, or `agent-bridge permit %s <this message's seq or id> <option>`. No answer within %s refuses it.",
 		inv.Participant, title, tc.Kind, strings.Join(names, ", "), inv.Thread, cfg.PermissionTimeout)
 	return agentbridge.EventInput{
 		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: to,
 		Content: mustJSON(text),
 		Meta: agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "permission"},
 			Extra: map[string]json.RawMessage{
-				MetaPermission:  mustJSON(PermissionMeta{Invocation: inv.ID, ToolCall: tc, Options: opts}),
+				MetaPermission: mustJSON(PermissionMeta{Invocation: inv.ID, ToolCall: tc, Options: opts,
+					ExpiresAt: agentbridge.FormatTime(time.Now().Add(cfg.PermissionTimeout))}),
 				metaParticipant: mustJSON(inv.Participant),
 			}},
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -28,6 +29,15 @@ type acpTurn struct {
 	// request still waiting is answered cancelled.
 	stopped  chan struct{}
 	stopOnce sync.Once
+	// started is when the turn began: the invocation's started_at.
+	started time.Time
+
+	// open is set (under the agent's mu) as the prompt is written: only
+	// updates handled from then on are the turn's.
+	open bool
+	// clock is the turn's adapter timeout, stopped while a permission
+	// request waits for a person.
+	clock *turnClock
 
 	mu      sync.Mutex
 	reply   strings.Builder
@@ -44,10 +54,11 @@ type acpTurn struct {
 type toolInfo struct{ title, kind string }
 
 // beginTurn attaches a new turn to a; endTurn detaches it. Updates that
-// arrive between turns (a session/load replaying history) are dropped.
+// arrive between turns, or before the turn's prompt is written (a
+// session/load replaying history), are dropped.
 func (a *acpAgent) beginTurn(c *Coordinator, inv ledger.Invocation, in prepared, entry AgentConfig, progress func(adapters.ProgressRecord)) *acpTurn {
 	t := &acpTurn{c: c, inv: inv, in: in, entry: entry, progress: progress, stopped: make(chan struct{}),
-		tools: make(map[acp.ToolCallId]toolInfo), costStart: a.costSeen}
+		tools: make(map[acp.ToolCallId]toolInfo), costStart: a.costSeen, clock: newTurnClock(c.cfg.Load().AdapterTimeout)}
 	a.mu.Lock()
 	a.turn = t
 	a.mu.Unlock()
@@ -66,6 +77,27 @@ func (a *acpAgent) endTurn() {
 		}
 		t.mu.Unlock()
 	}
+}
+
+// openTurn marks the attached turn as collecting: its prompt is about to
+// be written.
+func (a *acpAgent) openTurn() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.turn != nil {
+		a.turn.open = true
+	}
+}
+
+// collecting is the running turn of session once its prompt is being
+// written, or nil.
+func (a *acpAgent) collecting(session acp.SessionId) *acpTurn {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.turn == nil || !a.turn.open || string(session) != a.session {
+		return nil
+	}
+	return a.turn
 }
 
 // current is the running turn of session, or nil.
@@ -127,7 +159,9 @@ func (t *acpTurn) costDelta() (float64, bool) {
 func (t *acpTurn) update(u acp.SessionUpdate) {
 	switch {
 	case u.AgentMessageChunk != nil:
-		t.appendText(&t.reply, u.AgentMessageChunk.Content)
+		if !t.warning(u.AgentMessageChunk.Content) {
+			t.appendText(&t.reply, u.AgentMessageChunk.Content)
+		}
 	case u.AgentThoughtChunk != nil:
 		t.appendText(&t.thought, u.AgentThoughtChunk.Content)
 	case u.ToolCall != nil:
@@ -204,7 +238,8 @@ var _ acp.Client = (*acpClient)(nil)
 // SessionUpdate feeds the running turn. It must not block: the SDK
 // handles notifications one at a time.
 func (cl *acpClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
-	if t := cl.a.current(n.SessionId); t != nil {
+	cl.a.lastUpdate.Store(time.Now().UnixNano())
+	if t := cl.a.collecting(n.SessionId); t != nil {
 		t.update(n.Update)
 	}
 	return nil

@@ -203,7 +203,7 @@ func (a *availability) report(ctx context.Context, all bool) {
 	}
 	clear(a.fresh)
 	a.mu.Unlock()
-	details := availableDetails(cfg.CoordinatorID)
+	details := availableDetails(cfg)
 	for _, k := range pairs {
 		if ctx.Err() != nil {
 			return
@@ -237,9 +237,10 @@ func (a *availability) offline() {
 }
 
 // availableDetails is the presence details of a participant the
-// coordinator can start.
-func availableDetails(coordinatorID string) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"available": true, "via": coordinatorID})
+// coordinator can start: available, via which coordinator, on which
+// machine (contract 7.1: "claude @ laptop").
+func availableDetails(cfg *Config) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"available": true, "via": cfg.CoordinatorID, "host": hostName(cfg)})
 	return b
 }
 

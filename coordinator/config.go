@@ -137,6 +137,12 @@ type Config struct {
 	// PermissionTimeout is how long a permission request waits for a
 	// person's answer before it is refused.
 	PermissionTimeout time.Duration `config:"permission_timeout_s"`
+	// ClaimTTL is how long the bridge counts the coordinator live after
+	// its last heartbeat (contract 7.1); it heartbeats every third of it.
+	ClaimTTL time.Duration `config:"claim_ttl_s"`
+	// Host is the machine name the coordinator registers with the bridge,
+	// shown as "agent @ host"; empty means the machine's host name.
+	Host string `config:"host"`
 	// Path is the file the config was loaded from ("" when parsed from a
 	// reader).
 	Path string
@@ -271,7 +277,8 @@ func DefaultConfig() Config {
 		ShutdownGrace:           10 * time.Second,
 		ACPIdle:                 600 * time.Second,
 		ACPMaxWarm:              8,
-		PermissionTimeout:       300 * time.Second,
+		PermissionTimeout:       3600 * time.Second,
+		ClaimTTL:                agentbridge.DefaultClaimTTL,
 	}
 }
 
@@ -373,6 +380,8 @@ type fileConfig struct {
 	ACPIdleS                *float64                    `json:"acp_idle_s"`
 	ACPMaxWarm              *float64                    `json:"acp_max_warm"`
 	PermissionTimeoutS      *float64                    `json:"permission_timeout_s"`
+	ClaimTTLS               *float64                    `json:"claim_ttl_s"`
+	Host                    *string                     `json:"host"`
 	Agents                  *map[string]json.RawMessage `json:"agents"`
 	// agentsPresent tells a missing "agents" (required) from a null one.
 	agentsPresent bool
@@ -538,6 +547,21 @@ func (f *fileConfig) validateRules(cfg *Config, set func(error)) {
 	}
 }
 
+// validateRegistration checks what the coordinator registers with the
+// bridge: its host name and its heartbeat's ttl.
+func (f *fileConfig) validateRegistration(cfg *Config, set func(error)) {
+	set(checkSeconds("claim_ttl_s", f.ClaimTTLS, false, &cfg.ClaimTTL))
+	if cfg.ClaimTTL > agentbridge.MaxClaimTTL {
+		set(configErrorf("claim_ttl_s", "must be at most %s", agentbridge.MaxClaimTTL))
+	}
+	if f.Host != nil {
+		if h := *f.Host; len(h) > agentbridge.MaxCoordinatorText || strings.TrimSpace(h) != h {
+			set(configErrorf("host", "must be a machine name of at most %d bytes without surrounding spaces, not %q", agentbridge.MaxCoordinatorText, agentbridge.Clip(h, agentbridge.QuoteRunes)))
+		}
+		cfg.Host = *f.Host
+	}
+}
+
 // validateLimits checks the limits, the primers, the status API and the
 // timers.
 func (f *fileConfig) validateLimits(baseDir string, cfg *Config, set func(error)) {
@@ -568,6 +592,7 @@ func (f *fileConfig) validateLimits(baseDir string, cfg *Config, set func(error)
 	set(checkSeconds("acp_idle_s", f.ACPIdleS, false, &cfg.ACPIdle))
 	set(checkInt("acp_max_warm", f.ACPMaxWarm, 1, &cfg.ACPMaxWarm))
 	set(checkSeconds("permission_timeout_s", f.PermissionTimeoutS, false, &cfg.PermissionTimeout))
+	f.validateRegistration(cfg, set)
 }
 
 func (f *fileConfig) agents(baseDir string) (map[string]AgentConfig, error) {

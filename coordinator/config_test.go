@@ -88,6 +88,8 @@ func TestParseConfig_AllKeys(t *testing.T) {
 		"acp_idle_s": 30,
 		"acp_max_warm": 2,
 		"permission_timeout_s": 60,
+		"claim_ttl_s":          2.5,
+		"host":                 "laptop",
 		"agents": {
 			"codex": {
 				"command": ["/usr/bin/codex-adapter", "--fast"],
@@ -131,6 +133,8 @@ func TestParseConfig_AllKeys(t *testing.T) {
 		ACPIdle:                 30 * time.Second,
 		ACPMaxWarm:              2,
 		PermissionTimeout:       time.Minute,
+		ClaimTTL:                2500 * time.Millisecond,
+		Host:                    "laptop",
 		Agents: map[string]AgentConfig{"codex": {
 			Command: []string{"/usr/bin/codex-adapter", "--fast"},
 			Cwd:     "/tmp",
@@ -256,6 +260,9 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"status_addr invalid", `{"status_addr": "5112", ` + minimalConfig[1:], "status_addr", "host:port"},
 		{"bridge_token wrong type", `{"bridge_token": 1, ` + minimalConfig[1:], "bridge_token", "must be a string"},
 		{"shutdown_grace_s negative", `{"shutdown_grace_s": -1, ` + minimalConfig[1:], "shutdown_grace_s", "positive"},
+		{"claim_ttl_s zero", `{"claim_ttl_s": 0, ` + minimalConfig[1:], "claim_ttl_s", "positive"},
+		{"claim_ttl_s over a day", `{"claim_ttl_s": 90000, ` + minimalConfig[1:], "claim_ttl_s", "at most"},
+		{"host with spaces", `{"host": " laptop", ` + minimalConfig[1:], "host", "machine name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -365,9 +372,11 @@ func TestLoadConfig_RepoDefault(t *testing.T) {
 			Command: []string{SelfCommand, "adapter", "echo"}, Cwd: root, Client: "echo",
 			Profile: &agentbridge.Profile{Client: "echo", Model: "echo"},
 		},
-		"claude-code": {Command: []string{filepath.Join(root, "adapters/claude_code.sh")}, Cwd: root, Client: "claude"},
-		"codex":       {Command: []string{filepath.Join(root, "adapters/codex.sh")}, Cwd: root, Client: "codex"},
-		"scene-demo":  {Command: []string{filepath.Join(root, "adapters/scene-demo.sh")}, Cwd: root, Client: "scene-demo"},
+		"claude-code": {Command: []string{filepath.Join(root, "adapters/claude_code.sh")}, Cwd: root, Client: "claude",
+			Profile: &agentbridge.Profile{Client: "claude", Model: "sonnet"}},
+		"codex": {Command: []string{filepath.Join(root, "adapters/codex.sh")}, Cwd: root, Client: "codex",
+			Profile: &agentbridge.Profile{Client: "codex", Model: "gpt-5-codex"}},
+		"scene-demo": {Command: []string{filepath.Join(root, "adapters/scene-demo.sh")}, Cwd: root, Client: "scene-demo"},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("config =\n%+v\nwant\n%+v", cfg, want)

@@ -46,6 +46,8 @@ type Options struct {
 	// RequestTimeout bounds the arrival of a status API request's headers
 	// and body (10 s by default); tests shorten it.
 	RequestTimeout time.Duration
+	// Version is the binary's version, registered with the bridge.
+	Version string
 	// ACPDir holds the per-thread session folders of ACP agents without a
 	// workdir; it defaults to a folder in the user's cache.
 	ACPDir string
@@ -108,6 +110,10 @@ type Coordinator struct {
 	acp *acpPool
 	// tokens mints and revokes the agents' own tokens (agenttoken.go).
 	tokens *tokenKeeper
+	// outage logs the edges of a time the ledger refuses writes.
+	outage *ledgerOutage
+	// registry registers with the bridge and heartbeats (registry.go).
+	registry *registrar
 }
 
 // threadCache is a thread's derived state as of seq.
@@ -160,10 +166,12 @@ func New(opts Options) (*Coordinator, error) {
 		rosterPresence: newPresenceCache(time.Now),
 	}
 	c.cfg.Store(&cfg)
+	c.outage = &ledgerOutage{log: c.log}
 	c.metrics = newMetrics(c)
 	c.sched = newScheduler(c)
 	c.receipts = newReceiptReporter(c)
 	c.avail = newAvailability(c)
+	c.registry = newRegistrar(c, opts.Version)
 	c.acp = newACPPool(c, acpDir(opts.ACPDir))
 	c.tokens = &tokenKeeper{c: c}
 	if opts.ConfigPath != "" {
@@ -238,6 +246,19 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 	c.skipGrace.Store(&cancelWork)
+	// The registration lives until everything else has stopped: running
+	// adapters may still post during the grace period.
+	reg, stopRegistry := context.WithCancel(context.WithoutCancel(ctx))
+	c.registry.first(ctx)
+	regDone := make(chan struct{})
+	go func() {
+		defer close(regDone)
+		c.registry.run(reg)
+	}()
+	defer func() {
+		stopRegistry()
+		<-regDone
+	}()
 	c.sched.start(stop, work)
 	stopReceipts := c.receipts.start(ctx)
 
@@ -370,18 +391,11 @@ func (c *Coordinator) follow(ctx context.Context) error {
 			c.rosterPresence.opened(stream)
 		},
 		Retry: func(error) bool { return true },
-		CursorAhead: func(head int64) (int64, error) {
-			// The bridge was restored from an older backup: what we
-			// processed past its head is gone from its log.
-			c.log.Error("the bridge's log ends before our cursor; continuing from its head", "cursor", c.cursor.Load(), "head", head)
-			if err := c.db.SetCursor(ctx, head); err != nil {
-				return 0, err
-			}
-			c.cursor.Store(head)
-			return head, nil
-		},
-		PollAfter: sseFailuresBeforePoll,
-		Logger:    c.log,
+		// The bridge was restored from an older backup (rebase.go).
+		Resync:      func(cursor int64) (int64, error) { return c.checkEpoch(ctx, cursor, true) },
+		CursorAhead: func(head int64) (int64, error) { return c.cursorAhead(ctx, c.cursor.Load(), head) },
+		PollAfter:   sseFailuresBeforePoll,
+		Logger:      c.log,
 	})
 }
 
@@ -425,6 +439,10 @@ func (c *Coordinator) startCursor(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	if err := c.db.SetCursor(ctx, head); err != nil {
+		return 0, err
+	}
+	// The cursor is in this log's epoch, whatever the one stored.
+	if _, err := c.checkEpoch(ctx, head, false); err != nil {
 		return 0, err
 	}
 	c.log.Info("starting at the end of the log", "gseq", head, "resumed", false)
@@ -519,9 +537,11 @@ func (c *Coordinator) flush(ctx context.Context) error {
 	}
 	queued, err := c.db.CommitSteps(ctx, steps)
 	if err != nil {
+		c.outage.failed("commit the events read", err)
 		clear(batch)
 		return err
 	}
+	c.outage.ok()
 	c.cursor.Store(max(c.cursor.Load(), batch[len(batch)-1].e.GSeq))
 	for i, s := range batch {
 		after := c.remember(s.cfg, s.e, s.before, agentbridge.Humans(s.cfg.HumanIDs))

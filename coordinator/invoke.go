@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"sync"
@@ -123,11 +124,27 @@ func (c *Coordinator) firstRun(ctx context.Context, inv ledger.Invocation, in pr
 // then posts it. It returns the invocation's final status.
 func (c *Coordinator) record(ctx context.Context, inv ledger.Invocation, o ledger.Outcome) string {
 	status := o.Status
-	if err := c.db.Finish(context.WithoutCancel(ctx), inv.ID, o); errors.Is(err, ledger.ErrCancelled) {
+	keep := context.WithoutCancel(ctx)
+	err := c.retry(ctx, retrying{what: "record the outcome", attrs: []any{"id", inv.ID}, level: slog.LevelDebug,
+		permanent: func(err error) bool { return errors.Is(err, ledger.ErrCancelled) }}, func() error {
+		err := c.db.Finish(keep, inv.ID, o)
+		if err != nil && !errors.Is(err, ledger.ErrCancelled) {
+			c.outage.failed("record an invocation's outcome", err)
+			return err
+		}
+		c.outage.ok()
+		return err
+	})
+	switch {
+	case errors.Is(err, ledger.ErrCancelled):
 		// A cancel won the race with this finish: nothing is posted.
 		status, o.Post = ledger.StatusCancelled, nil
-	} else if err != nil {
-		c.log.Error("record invocation outcome", "id", inv.ID, "err", err)
+	case err != nil:
+		// The coordinator is stopping with the outcome unrecorded:
+		// nothing is posted, and the next start runs the invocation
+		// again (its record is still running).
+		c.log.Warn("stopping before the outcome could be recorded; the next start runs it again", "id", inv.ID, "err", err)
+		return ledger.StatusInterrupted
 	}
 	if len(o.Post) > 0 {
 		status = c.deliver(ctx, inv, o.Post, o.Status)
@@ -230,7 +247,10 @@ const metaParticipant = "participant"
 // deliver posts a reply or error message with the pair's idempotency key,
 // retrying transient failures until ctx ends, and records the result. It
 // returns the invocation's final status: refused when the bridge answers
-// 409 (the participant was muted or the thread paused meanwhile). post is
+// 409 (the participant was muted or the thread paused meanwhile). A 409
+// idempotency_conflict (another writer used the pair's key first) is not
+// that: it fails the run with an error notice under a key of its own
+// (postRefused), and the other writer's event is never taken for the reply. post is
 // one EventInput, or an array of them (a scene turn's thinking, then its
 // speech) posted in order, each under its own key: the last one under the
 // pair's key, so recovery finds the pair's reply as for any other.
@@ -260,7 +280,7 @@ func (c *Coordinator) deliver(ctx context.Context, inv ledger.Invocation, post j
 		}
 		var ae *agentbridge.Error
 		switch {
-		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
+		case errors.As(err, &ae) && ae.Status == http.StatusConflict && ae.Code != agentbridge.ECodeIdempotencyConflict:
 			if err := c.db.Posted(keep, inv.ID, "", ledger.StatusRefused, ae.Message); err != nil {
 				c.log.Error("record refused reply", "id", inv.ID, "err", err)
 			}
@@ -290,10 +310,27 @@ func (c *Coordinator) deliver(ctx context.Context, inv ledger.Invocation, post j
 			return status
 		}
 	}
-	if err := c.db.Posted(keep, inv.ID, last.ID, newStatus, note); err != nil {
-		c.log.Error("record reply", "id", inv.ID, "err", err)
-	}
+	c.recordPosted(ctx, inv, last.ID, newStatus, note)
 	return status
+}
+
+// recordPosted records the bridge's acknowledgement of a post, retried
+// while the ledger refuses writes, so that the record does not go on
+// showing a post owed that the bridge has (a restart would re-post it
+// under its key, which the bridge answers with the same event).
+func (c *Coordinator) recordPosted(ctx context.Context, inv ledger.Invocation, eventID, status, note string) {
+	keep := context.WithoutCancel(ctx)
+	if err := c.retry(ctx, retrying{what: "record the reply", attrs: []any{"id", inv.ID}, level: slog.LevelDebug}, func() error {
+		err := c.db.Posted(keep, inv.ID, eventID, status, note)
+		if err != nil {
+			c.outage.failed("record a posted reply", err)
+			return err
+		}
+		c.outage.ok()
+		return nil
+	}); err != nil {
+		c.log.Warn("stopping before the reply's event id was recorded; the next start re-posts it under its key", "id", inv.ID, "err", err)
+	}
 }
 
 // decodePosts reads a recorded post: one EventInput or an array of them.
@@ -380,10 +417,10 @@ func (c *Coordinator) presence(ctx context.Context, thread, participant string, 
 		in := agentbridge.PresenceInput{From: participant, State: st}
 		switch st {
 		case agentbridge.PresenceThinking:
-			in.Details = presenceDetails(mon)
+			in.Details = presenceDetails(mon, hostName(c.cfg.Load()))
 		case agentbridge.PresenceListening:
 			// Done, and ready for the next trigger (available.go).
-			in.Details = availableDetails(c.cfg.Load().CoordinatorID)
+			in.Details = availableDetails(c.cfg.Load())
 		}
 		if err := c.bridge.SetPresence(pctx, thread, in); err != nil {
 			c.log.Debug("set presence", "participant", participant, "thread", thread, "state", st, "err", err)

@@ -2,6 +2,8 @@ package coordinator_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -220,6 +222,42 @@ func TestRefusedOnMuteDuringRun(t *testing.T) {
 	s.control(th, "user", map[string]any{"unmute": map[string]any{"targets": []string{"alice"}}})
 	again := s.say(th, "alice", "still there?")
 	s.waitReplies(th, again.ID, 1)
+}
+
+// TestForgedReplyKey: a writer that posts first under the coordinator's
+// idempotency key for a run's reply (the key is derived from the trigger
+// and the participant, reproduced here) does not become that run's reply:
+// the bridge answers the coordinator's post 409 idempotency_conflict, the
+// run is recorded failed with the reason, and an error notice tells the
+// thread, once.
+func TestForgedReplyKey(t *testing.T) {
+	s := startStack(t, nil)
+	th := s.thread("forged")
+	s.invite(th, "alice", agentbridge.Profile{})
+	e := s.say(th, "alice", "fake:sleep=1s")
+	s.waitStatus(e.ID, "alice", ledger.StatusRunning)
+	sum := sha256.Sum256([]byte("agent-bridge\x00" + e.ID + "\x00alice"))
+	key := "coord-" + hex.EncodeToString(sum[:16])
+	forged, err := s.cl.Append(context.Background(), th, agentbridge.EventInput{
+		From: "mallory", Content: jsonString("forged reply"), Meta: agentbridge.Meta{ReplyTo: e.ID},
+	}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := s.waitStatus(e.ID, "alice", ledger.StatusFailed)
+	if inv.ReplyEventID == forged.ID || !strings.Contains(inv.Error, "Idempotency-Key") {
+		t.Fatalf("run = reply %q error %q, want not the forged %s and the key's conflict", inv.ReplyEventID, inv.Error, forged.ID)
+	}
+	replies := s.waitReplies(th, e.ID, 2)
+	var notices []agentbridge.Event
+	for _, r := range replies {
+		if r.From == "bridge-coordinator" && r.Meta.HasTag("error") {
+			notices = append(notices, r)
+		}
+	}
+	if len(notices) != 1 || notices[0].ID != inv.ReplyEventID || !strings.Contains(notices[0].Text(), agentbridge.ECodeIdempotencyConflict) {
+		t.Fatalf("replies %+v, want one error notice naming idempotency_conflict as the run's reply", replies)
+	}
 }
 
 // TestLoopGuard: two agents that mention each other with discussion on stop

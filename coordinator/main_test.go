@@ -85,6 +85,16 @@ type stack struct {
 	logger *slog.Logger
 	// exe is the coordinator's Executable; "" is the fake adapter.
 	exe string
+	// ledgerPath is the ledger's file; "" is coordinator.db in dir.
+	ledgerPath string
+}
+
+// ledgerFile is the path of the stack's ledger.
+func (s *stack) ledgerFile() string {
+	if s.ledgerPath != "" {
+		return s.ledgerPath
+	}
+	return filepath.Join(s.dir, "coordinator.db")
 }
 
 // testConfig is the coordinator config of the tests: agents alice, bob and
@@ -155,7 +165,7 @@ func newTokenStack(t testing.TB, token string) *stack {
 func (s *stack) startCoordinator() {
 	t := s.t
 	t.Helper()
-	db, err := ledger.Open(context.Background(), filepath.Join(s.dir, "coordinator.db"))
+	db, err := ledger.Open(context.Background(), s.ledgerFile())
 	if err != nil {
 		t.Fatalf("open state: %v", err)
 	}
@@ -212,7 +222,7 @@ func (s *stack) stopCoordinator() {
 // test's edit of what a crash or a restore would have left.
 func (s *stack) withLedger(fn func(*ledger.DB) error) {
 	s.t.Helper()
-	db, err := ledger.Open(context.Background(), filepath.Join(s.dir, "coordinator.db"))
+	db, err := ledger.Open(context.Background(), s.ledgerFile())
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -66,6 +66,10 @@ type receiptReporter struct {
 	// that may still change.
 	lastInv, lastDec int64
 	active           map[int64]pairReport
+	// replayedDec is the newest decision row of the previous run: its
+	// decisions are reported again for the participants served here only
+	// (see reportSkip).
+	replayedDec int64
 	// sent counts receipts the bridge accepted, for /metrics.
 	sent prometheus.Counter
 	// warned is set once a permanent refusal has been logged at warn level
@@ -126,6 +130,7 @@ func (r *receiptReporter) run(ctx context.Context, final <-chan struct{}) {
 		return
 	}
 	r.lastInv, r.lastDec = max(inv-receiptReplay, 0), max(dec-receiptReplay, 0)
+	r.replayedDec = dec
 	// Every run the recovery will settle is watched from the first pass,
 	// however old: the replay above covers only the newest, and a run
 	// interrupted by a graceful stop would otherwise be reported as
@@ -193,12 +198,16 @@ func (r *receiptReporter) passDecisions(ctx context.Context) (n int, ok bool, er
 	if err != nil {
 		return 0, false, err
 	}
+	listed := false
 	for _, d := range decs {
 		var dd Decision
 		if err := json.Unmarshal(d.Decision, &dd); err != nil {
 			r.c.log.Warn("receipts: cannot decode a decision", "event", d.EventID, "err", err)
 		}
 		for _, s := range dd.Skipped {
+			if !r.reportSkip(ctx, s, d.Row, &listed) {
+				continue
+			}
 			if !r.send(ctx, agentbridge.ReceiptInput{
 				Thread: d.Thread, Event: d.EventID, Participant: s.Participant,
 				State: agentbridge.ReceiptSkipped, Reason: s.Reason,
@@ -209,6 +218,35 @@ func (r *receiptReporter) passDecisions(ctx context.Context) (n int, ok bool, er
 		r.lastDec = d.Row
 	}
 	return len(decs), true, nil
+}
+
+// reportSkip decides whether this coordinator reports a skipped pair
+// (contract 7.1: a coordinator says nothing about a participant it does
+// not serve). It does when it serves the participant. For one it does
+// not serve, it does only for a decision of this run (a replayed one may
+// have been answered by a coordinator since gone), when the bridge's
+// coordinators were read and no other live one serves the participant:
+// then "no adapter" holds for every coordinator, and each one's report of
+// it is the same receipt. Against a bridge that keeps no registrations
+// (an older one) it reports as before, as the only coordinator.
+func (r *receiptReporter) reportSkip(ctx context.Context, s Skip, row int64, listed *bool) bool {
+	if s.Agent != "" {
+		return true
+	}
+	if r.c.registry.unsupportedBridge() {
+		return true
+	}
+	if row <= r.replayedDec {
+		return false
+	}
+	if !*listed {
+		// Once per pass, after the decisions it reports were made: a
+		// coordinator that registered before their triggers is in it.
+		r.c.registry.refresh(ctx)
+		*listed = true
+	}
+	elsewhere, known := r.c.registry.servedElsewhere(s.Participant, s.Client)
+	return known && !elsewhere
 }
 
 // pairRows reads the pairs queued since the last pass and the unfinished

@@ -19,7 +19,8 @@ import (
 // says so in meta.truncated; anything else, and a reply that does not fit
 // even cut to minCutChars, is replaced by the coordinator's error notice
 // naming the bridge's reason. Both are posted under the pair's key, which
-// the refused request left unused (a refusal stores nothing).
+// the refused request left unused (a refusal stores nothing), but for an
+// idempotency_conflict, whose key another writer holds.
 const (
 	// MetaTruncated is the meta key of a reply cut to fit the bridge:
 	// {"original_chars": n, "posted_chars": m, "reason": code}.
@@ -75,6 +76,12 @@ func (c *Coordinator) postRefused(ctx context.Context, inv ledger.Invocation, in
 				break
 			}
 		}
+	}
+	if ae.Code == agentbridge.ECodeIdempotencyConflict {
+		// The key holds another writer's event: the notice, which must
+		// reach the thread, goes under a key derived from it, as
+		// deterministic for the next run's retry.
+		key = idempotencyKey(key, "conflict")
 	}
 	notice := errorPost(c.cfg.Load(), inv, fmt.Sprintf("the bridge refused %s's reply (%s): %s", inv.Participant, ae.Code, ae.Message))
 	ev, err := c.appendRetry(ctx, inv, notice, key)

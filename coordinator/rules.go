@@ -88,6 +88,13 @@ type Target struct {
 type Skip struct {
 	Participant string `json:"participant"`
 	Reason      string `json:"reason"`
+	// Agent is the config's agent entry that serves the participant here
+	// (ResolveAgent), empty when this coordinator does not serve it;
+	// Client is the participant's invited client then, by which another
+	// coordinator may serve it. Only a coordinator serving a participant
+	// reports its receipt (contract 7.1; receipts.go).
+	Agent  string `json:"agent,omitempty"`
+	Client string `json:"client,omitempty"`
 }
 
 // Decide applies the trigger rules to event e of a thread whose derived
@@ -128,11 +135,24 @@ func Decide(state agentbridge.ThreadState, e agentbridge.Event, cfg *Config, tur
 	default:
 		r.toAll()
 	}
-	if r.d.Rule == RuleSkip {
-		return r.d
+	if r.d.Rule != RuleSkip {
+		r.finish()
 	}
-	r.finish()
+	r.serving()
 	return r.d
+}
+
+// serving names, on each skipped candidate, the agent entry that serves
+// it here, or its invited client when none does.
+func (r *router) serving() {
+	for i := range r.d.Skipped {
+		s := &r.d.Skipped[i]
+		if agent, ok := r.cfg.ResolveAgent(s.Participant, r.state); ok {
+			s.Agent = agent
+		} else if inv, invited := r.state.Invited(s.Participant); invited {
+			s.Client = inv.Profile.Client
+		}
+	}
 }
 
 // router accumulates one decision.

@@ -103,10 +103,10 @@ func TestDecide(t *testing.T) {
 			cfg:  func(c *Config) { c.CoordinatorID = "coord" },
 			rule: RuleSkip, reason: SkipFromCoordinator, hop: 1},
 		{name: "paused: to a participant", state: team(ctl("user", `{"pause":{"on":true}}`)), event: msg("user", "codex", "hi"),
-			rule: RuleSkip, reason: SkipPaused, skipped: []Skip{{"codex", ReasonPaused}}},
+			rule: RuleSkip, reason: SkipPaused, skipped: []Skip{{Participant: "codex", Reason: ReasonPaused}}},
 		{name: "paused: mention, no clarification", state: team(ctl("user", `{"pause":{"on":true}}`)), event: msg("user", "all", "@codex @sage @all"),
 			rule: RuleSkip, reason: SkipPaused,
-			skipped: []Skip{{"claude-1", ReasonAmbiguous}, {"claude-2", ReasonAmbiguous}, {"codex", ReasonPaused}}},
+			skipped: []Skip{{Participant: "claude-1", Reason: ReasonAmbiguous}, {Participant: "claude-2", Reason: ReasonAmbiguous}, {Participant: "codex", Reason: ReasonPaused}}},
 		{name: "pause from an agent does not count", state: team(ctl("codex", `{"pause":{"on":true}}`)), event: msg("user", "codex", "hi"),
 			rule: RuleTo, invoke: []string{"codex=codex"}},
 		{name: "unpaused again", state: team(ctl("user", `{"pause":{"on":true}}`), ctl("user", `{"pause":{"on":false}}`)), event: msg("user", "codex", "hi"),
@@ -118,21 +118,21 @@ func TestDecide(t *testing.T) {
 		{name: "to a participant served by client", state: team(), event: msg("user", "claude-2", "hi"),
 			rule: RuleTo, invoke: []string{"claude-2=claude-code"}},
 		{name: "to a participant that is not invited", state: team(), event: msg("user", "claude-code", "hi"),
-			rule: RuleTo, skipped: []Skip{{"claude-code", ReasonNotInvited}}},
+			rule: RuleTo, skipped: []Skip{{Participant: "claude-code", Reason: ReasonNotInvited}}},
 		{name: "to an uninvited participant", state: team(ctl("codex", `{"uninvite":{"participant_id":"codex"}}`)), event: msg("user", "codex", "hi"),
-			rule: RuleTo, skipped: []Skip{{"codex", ReasonNotInvited}}},
+			rule: RuleTo, skipped: []Skip{{Participant: "codex", Reason: ReasonNotInvited}}},
 		{name: "to an invited participant without adapter", state: team(), event: msg("user", "gemini", "hi"),
-			rule: RuleTo, skipped: []Skip{{"gemini", ReasonNoAdapter}}},
+			rule: RuleTo, skipped: []Skip{{Participant: "gemini", Reason: ReasonNoAdapter}}},
 		{name: "to a hard-muted participant", state: team(ctl("user", `{"mute":{"targets":["codex"]}}`)), event: msg("user", "codex", "hi"),
-			rule: RuleTo, skipped: []Skip{{"codex", ReasonMuted}}},
+			rule: RuleTo, skipped: []Skip{{Participant: "codex", Reason: ReasonMuted}}},
 		{name: "to a soft-muted participant", state: team(ctl("user", `{"mute":{"targets":["codex"],"mode":"soft"}}`)), event: msg("user", "codex", "hi"),
-			rule: RuleTo, skipped: []Skip{{"codex", ReasonMuted}}},
+			rule: RuleTo, skipped: []Skip{{Participant: "codex", Reason: ReasonMuted}}},
 		{name: "mute from an agent does not count", state: team(ctl("echo", `{"mute":{"targets":["codex"]}}`)), event: msg("user", "codex", "hi"),
 			rule: RuleTo, invoke: []string{"codex=codex"}},
 		{name: "unmuted again", state: team(ctl("user", `{"mute":{"targets":["codex"]}}`), ctl("user", `{"unmute":{"targets":["codex"]}}`)), event: msg("user", "codex", "hi"),
 			rule: RuleTo, invoke: []string{"codex=codex"}},
 		{name: "to itself", state: team(), event: msg("codex", "codex", "note to self"),
-			rule: RuleTo, skipped: []Skip{{"codex", ReasonSelfMention}}, hop: 1},
+			rule: RuleTo, skipped: []Skip{{Participant: "codex", Reason: ReasonSelfMention}}, hop: 1},
 		{name: "to ignores mentions", state: team(), event: msg("user", "codex", "ask @echo"),
 			rule: RuleTo, invoke: []string{"codex=codex"}},
 
@@ -144,10 +144,10 @@ func TestDecide(t *testing.T) {
 		{name: "mention by unique nickname", state: team(), event: msg("user", "all", "@cody look"),
 			rule: RuleMention, invoke: []string{"codex=codex"}},
 		{name: "ambiguous nickname invokes nobody and clarifies", state: team(), event: msg("user", "all", "@sage thoughts?"),
-			rule: RuleMention, skipped: []Skip{{"claude-1", ReasonAmbiguous}, {"claude-2", ReasonAmbiguous}},
+			rule: RuleMention, skipped: []Skip{{Participant: "claude-1", Reason: ReasonAmbiguous}, {Participant: "claude-2", Reason: ReasonAmbiguous}},
 			clarify: []string{"@sage is ambiguous", "@claude-1 (claude/opus)", "@claude-2 (claude/sonnet)"}},
 		{name: "ambiguous nickname plus one by id", state: team(), event: msg("user", "all", "@sage @claude-2"),
-			rule: RuleMention, invoke: []string{"claude-2=claude-code"}, skipped: []Skip{{"claude-1", ReasonAmbiguous}},
+			rule: RuleMention, invoke: []string{"claude-2=claude-code"}, skipped: []Skip{{Participant: "claude-1", Reason: ReasonAmbiguous}},
 			clarify: []string{"@sage is ambiguous"}},
 		{name: "mention by role matches all", state: team(), event: msg("user", "all", "@reviewer please"),
 			rule: RuleMention, invoke: []string{"claude-1=claude-code", "claude-2=claude-code"}},
@@ -164,11 +164,11 @@ func TestDecide(t *testing.T) {
 		{name: "several mentions, deduplicated", state: team(), event: msg("user", "all", "@codex @cody @coder"),
 			rule: RuleMention, invoke: []string{"codex=codex", "claude-2=claude-code"}},
 		{name: "mention of a participant without adapter", state: team(), event: msg("user", "all", "@gem"),
-			rule: RuleMention, skipped: []Skip{{"gemini", ReasonNoAdapter}}},
+			rule: RuleMention, skipped: []Skip{{Participant: "gemini", Reason: ReasonNoAdapter}}},
 		{name: "mention of someone not invited", state: team(), event: msg("user", "all", "@claude-code @nobody"),
-			rule: RuleMention, skipped: []Skip{{"claude-code", ReasonNotInvited}, {"nobody", ReasonNotInvited}}},
+			rule: RuleMention, skipped: []Skip{{Participant: "claude-code", Reason: ReasonNotInvited}, {Participant: "nobody", Reason: ReasonNotInvited}}},
 		{name: "mention of a muted participant", state: team(ctl("user", `{"mute":{"targets":["echo"],"mode":"soft"}}`)), event: msg("user", "all", "@parrot @codex"),
-			rule: RuleMention, invoke: []string{"codex=codex"}, skipped: []Skip{{"echo", ReasonMuted}}},
+			rule: RuleMention, invoke: []string{"codex=codex"}, skipped: []Skip{{Participant: "echo", Reason: ReasonMuted}}},
 		{name: "@all clarifies and invokes nobody", state: team(), event: msg("user", "all", "@all hello"),
 			rule: RuleMention, clarify: []string{"@all is not supported"}},
 		{name: "@everyone and @here in one clarification", state: team(), event: msg("user", "all", "@everyone @here hi"),
@@ -176,7 +176,7 @@ func TestDecide(t *testing.T) {
 		{name: "@all with invited_auto on still clarifies", state: team(ctl("user", `{"invited_auto":{"on":true}}`)), event: msg("user", "all", "@all hi"),
 			rule: RuleMention, clarify: []string{"@all is not supported"}},
 		{name: "@all and @sage make one clarification", state: team(), event: msg("user", "all", "@all @sage @codex"),
-			rule: RuleMention, invoke: []string{"codex=codex"}, skipped: []Skip{{"claude-1", ReasonAmbiguous}, {"claude-2", ReasonAmbiguous}},
+			rule: RuleMention, invoke: []string{"codex=codex"}, skipped: []Skip{{Participant: "claude-1", Reason: ReasonAmbiguous}, {Participant: "claude-2", Reason: ReasonAmbiguous}},
 			clarify: []string{"@all is not supported", "@sage is ambiguous"}},
 		{name: "mentions in code do not count", state: team(), event: msg("user", "all", "run `@codex` and\n```\n@echo\n```"),
 			rule: RuleNone},
@@ -187,25 +187,25 @@ func TestDecide(t *testing.T) {
 			cfg:  func(c *Config) { c.EnableMentions = false },
 			rule: RuleNone},
 		{name: "agent mention without discussion is not allowed", state: team(), event: reply("codex", "over to @echo", 1),
-			rule: RuleNone, skipped: []Skip{{"echo", ReasonMentionsNotAllowed}}, hop: 1},
+			rule: RuleNone, skipped: []Skip{{Participant: "echo", Reason: ReasonMentionsNotAllowed}}, hop: 1},
 		{name: "agent mention of a nickname without discussion", state: team(), event: reply("codex", "@sage?", 1),
-			rule: RuleNone, skipped: []Skip{{"claude-1", ReasonMentionsNotAllowed}, {"claude-2", ReasonMentionsNotAllowed}}, hop: 1},
+			rule: RuleNone, skipped: []Skip{{Participant: "claude-1", Reason: ReasonMentionsNotAllowed}, {Participant: "claude-2", Reason: ReasonMentionsNotAllowed}}, hop: 1},
 		{name: "agent mention with discussion on", state: team(ctl("user", `{"discussion":{"on":true}}`)), event: reply("codex", "over to @echo", 1),
 			rule: RuleMention, invoke: []string{"echo=echo"}, hop: 1},
 		{name: "agent mention with discussion on but agent mentions off", state: team(ctl("user", `{"discussion":{"on":true,"allow_agent_mentions":false}}`)), event: reply("codex", "@echo", 1),
-			rule: RuleNone, skipped: []Skip{{"echo", ReasonMentionsNotAllowed}}, hop: 1},
+			rule: RuleNone, skipped: []Skip{{Participant: "echo", Reason: ReasonMentionsNotAllowed}}, hop: 1},
 		{name: "discussion from an agent does not count", state: team(ctl("codex", `{"discussion":{"on":true}}`)), event: reply("codex", "@echo", 1),
-			rule: RuleNone, skipped: []Skip{{"echo", ReasonMentionsNotAllowed}}, hop: 1},
+			rule: RuleNone, skipped: []Skip{{Participant: "echo", Reason: ReasonMentionsNotAllowed}}, hop: 1},
 		{name: "agent in mention_senders", state: team(), event: msg("codex", "all", "@echo"),
 			cfg:  func(c *Config) { c.MentionSenders = []string{"user", "codex"} },
 			rule: RuleMention, invoke: []string{"echo=echo"}, hop: 1},
 		{name: "human not in mention_senders", state: team(), event: msg("user", "all", "@echo"),
 			cfg:  func(c *Config) { c.MentionSenders = []string{} },
-			rule: RuleNone, skipped: []Skip{{"echo", ReasonMentionsNotAllowed}}},
+			rule: RuleNone, skipped: []Skip{{Participant: "echo", Reason: ReasonMentionsNotAllowed}}},
 		{name: "self-mention never wakes itself", state: team(ctl("user", `{"discussion":{"on":true}}`)), event: reply("codex", "I, @codex, and @echo", 2),
-			rule: RuleMention, invoke: []string{"echo=echo"}, skipped: []Skip{{"codex", ReasonSelfMention}}, hop: 2},
+			rule: RuleMention, invoke: []string{"echo=echo"}, skipped: []Skip{{Participant: "codex", Reason: ReasonSelfMention}}, hop: 2},
 		{name: "self-mention by role", state: team(ctl("user", `{"discussion":{"on":true}}`)), event: reply("codex", "@coder", 1),
-			rule: RuleMention, invoke: []string{"claude-2=claude-code"}, skipped: []Skip{{"codex", ReasonSelfMention}}, hop: 1},
+			rule: RuleMention, invoke: []string{"claude-2=claude-code"}, skipped: []Skip{{Participant: "codex", Reason: ReasonSelfMention}}, hop: 1},
 
 		// Rule 4: to=all without mentions.
 		{name: "no mentions, nothing on", state: team(), event: msg("user", "all", "hello"),
@@ -213,11 +213,11 @@ func TestDecide(t *testing.T) {
 		{name: "invited_auto from a human", state: team(ctl("user", `{"invited_auto":{"on":true}}`)), event: msg("user", "all", "hello"),
 			rule:    RuleInvitedAuto,
 			invoke:  []string{"codex=codex", "claude-1=claude-code", "claude-2=claude-code", "echo=echo"},
-			skipped: []Skip{{"gemini", ReasonNoAdapter}}},
+			skipped: []Skip{{Participant: "gemini", Reason: ReasonNoAdapter}}},
 		{name: "invited_auto skips muted", state: team(ctl("user", `{"invited_auto":{"on":true}}`), ctl("user", `{"mute":{"targets":["claude-1","claude-2"]}}`)), event: msg("user", "all", "hello"),
 			rule:    RuleInvitedAuto,
 			invoke:  []string{"codex=codex", "echo=echo"},
-			skipped: []Skip{{"claude-1", ReasonMuted}, {"claude-2", ReasonMuted}, {"gemini", ReasonNoAdapter}}},
+			skipped: []Skip{{Participant: "claude-1", Reason: ReasonMuted}, {Participant: "claude-2", Reason: ReasonMuted}, {Participant: "gemini", Reason: ReasonNoAdapter}}},
 		{name: "invited_auto ignores agents", state: team(ctl("user", `{"invited_auto":{"on":true}}`)), event: reply("codex", "done", 1),
 			rule: RuleNone, hop: 1},
 		{name: "invited_auto from an agent control does not count", state: team(ctl("codex", `{"invited_auto":{"on":true}}`)), event: msg("user", "all", "hello"),
@@ -226,14 +226,14 @@ func TestDecide(t *testing.T) {
 			cfg:     func(c *Config) { c.MentionSenders = nil },
 			rule:    RuleInvitedAuto,
 			invoke:  []string{"codex=codex", "claude-1=claude-code", "claude-2=claude-code", "echo=echo"},
-			skipped: []Skip{{"gemini", ReasonNoAdapter}}},
+			skipped: []Skip{{Participant: "gemini", Reason: ReasonNoAdapter}}},
 		{name: "broadcast", state: team(), event: msg("user", "all", "hello"),
 			cfg: func(c *Config) {
 				c.EnableBroadcast = true
 				c.BroadcastAgents = []string{"echo", "claude-code", "gemini"}
 			},
 			rule: RuleBroadcast, invoke: []string{"echo=echo"},
-			skipped: []Skip{{"claude-code", ReasonNotInvited}, {"gemini", ReasonNoAdapter}}},
+			skipped: []Skip{{Participant: "claude-code", Reason: ReasonNotInvited}, {Participant: "gemini", Reason: ReasonNoAdapter}}},
 		{name: "broadcast from a sender not listed", state: team(), event: reply("codex", "hello", 1),
 			cfg: func(c *Config) {
 				c.EnableBroadcast = true
@@ -246,7 +246,7 @@ func TestDecide(t *testing.T) {
 				c.BroadcastSenders = []string{"codex"}
 				c.BroadcastAgents = []string{"codex", "echo"}
 			},
-			rule: RuleBroadcast, invoke: []string{"echo=echo"}, skipped: []Skip{{"codex", ReasonSelfMention}}, hop: 1},
+			rule: RuleBroadcast, invoke: []string{"echo=echo"}, skipped: []Skip{{Participant: "codex", Reason: ReasonSelfMention}}, hop: 1},
 		{name: "broadcast disabled", state: team(), event: msg("user", "all", "hello"),
 			cfg:  func(c *Config) { c.BroadcastAgents = []string{"echo"} },
 			rule: RuleNone},
@@ -264,13 +264,13 @@ func TestDecide(t *testing.T) {
 		{name: "prod as a JSON string", state: team(), event: ctl("user", `"{\"prod\":[\"codex\"]}"`),
 			rule: RuleProd, invoke: []string{"codex=codex"}},
 		{name: "prod of someone not invited or without adapter", state: team(), event: ctl("user", `{"prod":["claude-code","gemini"]}`),
-			rule: RuleProd, skipped: []Skip{{"claude-code", ReasonNotInvited}, {"gemini", ReasonNoAdapter}}},
+			rule: RuleProd, skipped: []Skip{{Participant: "claude-code", Reason: ReasonNotInvited}, {Participant: "gemini", Reason: ReasonNoAdapter}}},
 		{name: "prod from an agent", state: team(), event: ctl("codex", `{"prod":["echo"]}`),
 			rule: RuleSkip, reason: SkipProdNotHuman, hop: 1},
 		{name: "prod while paused", state: team(ctl("user", `{"pause":{"on":true}}`)), event: ctl("user", `{"prod":["codex"]}`),
-			rule: RuleSkip, reason: SkipPaused, skipped: []Skip{{"codex", ReasonPaused}}},
+			rule: RuleSkip, reason: SkipPaused, skipped: []Skip{{Participant: "codex", Reason: ReasonPaused}}},
 		{name: "prod of a muted participant", state: team(ctl("user", `{"mute":{"targets":["codex"]}}`)), event: ctl("user", `{"prod":["codex"]}`),
-			rule: RuleProd, skipped: []Skip{{"codex", ReasonMuted}}},
+			rule: RuleProd, skipped: []Skip{{Participant: "codex", Reason: ReasonMuted}}},
 		{name: "prod resets the hop count", state: team(reply("codex", "a", 9)), event: ctl("user", `{"prod":["codex"]}`),
 			rule: RuleProd, invoke: []string{"codex=codex"}},
 
@@ -278,17 +278,17 @@ func TestDecide(t *testing.T) {
 		{name: "reply below the hop limit", state: team(ctl("user", `{"discussion":{"on":true}}`)), event: reply("codex", "@echo", 5),
 			rule: RuleMention, invoke: []string{"echo=echo"}, hop: 5},
 		{name: "reply at the hop limit", state: team(ctl("user", `{"discussion":{"on":true}}`)), event: reply("codex", "@echo", 6),
-			rule: RuleMention, skipped: []Skip{{"echo", ReasonLoopGuard}}, loopGuard: true, hop: 6},
+			rule: RuleMention, skipped: []Skip{{Participant: "echo", Reason: ReasonLoopGuard}}, loopGuard: true, hop: 6},
 		{name: "hop limit from the thread's previous message", state: team(ctl("user", `{"discussion":{"on":true}}`), reply("echo", "x", 5)), event: msg("codex", "all", "@echo"),
-			rule: RuleMention, skipped: []Skip{{"echo", ReasonLoopGuard}}, loopGuard: true, hop: 6},
+			rule: RuleMention, skipped: []Skip{{Participant: "echo", Reason: ReasonLoopGuard}}, loopGuard: true, hop: 6},
 		{name: "hop limit with to", state: team(), event: reply("codex", "x", 2),
 			cfg:  func(c *Config) { c.MaxAgentHops = 2 },
 			rule: RuleNone, hop: 2},
 		{name: "hop limit applies to direct messages", state: team(reply("echo", "x", 1)), event: msg("codex", "echo", "x"),
 			cfg:  func(c *Config) { c.MaxAgentHops = 2 },
-			rule: RuleTo, skipped: []Skip{{"echo", ReasonLoopGuard}}, loopGuard: true, hop: 2},
+			rule: RuleTo, skipped: []Skip{{Participant: "echo", Reason: ReasonLoopGuard}}, loopGuard: true, hop: 2},
 		{name: "loop guard only with targets", state: team(ctl("user", `{"discussion":{"on":true}}`)), event: reply("codex", "@nobody", 7),
-			rule: RuleMention, skipped: []Skip{{"nobody", ReasonNotInvited}}, hop: 7},
+			rule: RuleMention, skipped: []Skip{{Participant: "nobody", Reason: ReasonNotInvited}}, hop: 7},
 		{name: "a human message resets the count", state: team(reply("echo", "x", 9)), event: msg("user", "all", "@echo"),
 			rule: RuleMention, invoke: []string{"echo=echo"}},
 		{name: "a human message at the limit of 1", state: team(), event: msg("user", "echo", "hi"),
@@ -323,7 +323,12 @@ func TestDecide(t *testing.T) {
 			if !slices.Equal(invoked, tt.invoke) {
 				t.Errorf("Invoke = %q, want %q", invoked, tt.invoke)
 			}
-			if !slices.Equal(d.Skipped, tt.skipped) && !(len(d.Skipped) == 0 && len(tt.skipped) == 0) {
+			// Who serves each skipped candidate is TestDecideNamesServing's.
+			bare := make([]Skip, len(d.Skipped))
+			for i, s := range d.Skipped {
+				bare[i] = Skip{Participant: s.Participant, Reason: s.Reason}
+			}
+			if !slices.Equal(bare, tt.skipped) && !(len(d.Skipped) == 0 && len(tt.skipped) == 0) {
 				t.Errorf("Skipped = %+v, want %+v", d.Skipped, tt.skipped)
 			}
 			if tt.clarify == nil && d.Clarify != "" {
@@ -344,6 +349,44 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestDecideNamesServing: every skipped candidate carries the agent entry
+// serving it here, or, when none does, its invited client, which the
+// receipt reporter checks against the coordinators the bridge knows.
+func TestDecideNamesServing(t *testing.T) {
+	tests := []struct {
+		name  string
+		state agentbridge.ThreadState
+		event agentbridge.Event
+		want  map[string]Skip
+	}{
+		{"served, muted", team(ctl("user", `{"mute":{"targets":["codex"]}}`)), msg("user", "codex", "hi"),
+			map[string]Skip{"codex": {Participant: "codex", Reason: ReasonMuted, Agent: "codex"}}},
+		{"served by client, ambiguous", team(), msg("user", "all", "@sage"),
+			map[string]Skip{
+				"claude-1": {Participant: "claude-1", Reason: ReasonAmbiguous, Agent: "claude-code"},
+				"claude-2": {Participant: "claude-2", Reason: ReasonAmbiguous, Agent: "claude-code"}}},
+		{"not served here", team(), msg("user", "gemini", "hi"),
+			map[string]Skip{"gemini": {Participant: "gemini", Reason: ReasonNoAdapter, Client: "gemini"}}},
+		{"not invited, no entry", team(), msg("user", "nobody", "hi"),
+			map[string]Skip{"nobody": {Participant: "nobody", Reason: ReasonNotInvited}}},
+		{"paused, served", team(ctl("user", `{"pause":{"on":true}}`)), msg("user", "codex", "hi"),
+			map[string]Skip{"codex": {Participant: "codex", Reason: ReasonPaused, Agent: "codex"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Decide(tt.state, tt.event, testConfig(), nil)
+			if len(d.Skipped) != len(tt.want) {
+				t.Fatalf("Skipped = %+v, want %+v", d.Skipped, tt.want)
+			}
+			for _, s := range d.Skipped {
+				if s != tt.want[s.Participant] {
+					t.Errorf("skip %+v, want %+v", s, tt.want[s.Participant])
+				}
+			}
+		})
+	}
+}
+
 func TestDecisionJSON(t *testing.T) {
 	d := Decide(team(), msg("user", "all", "@codex @gemini"), testConfig(), nil)
 	b, err := json.Marshal(d)
@@ -352,7 +395,7 @@ func TestDecisionJSON(t *testing.T) {
 	}
 	want := `{"event_id":"E1","thread":"T1","rule":"mention","hop":0,` +
 		`"invoke":[{"participant":"codex","agent":"codex","profile":{"client":"codex","model":"gpt-5.2-codex","roles":["coder"],"nickname":"cody"}}],` +
-		`"skipped":[{"participant":"gemini","reason":"no adapter"}]}`
+		`"skipped":[{"participant":"gemini","reason":"no adapter","client":"gemini"}]}`
 	if string(b) != want {
 		t.Fatalf("decision JSON:\n got %s\nwant %s", b, want)
 	}

@@ -336,18 +336,17 @@ func (c *Coordinator) registerRun(ctx context.Context, inv ledger.Invocation) (c
 	return rctx, stop, false
 }
 
-// presenceDetails is {"status": latest} while the adapter has reported a
-// status, else nil.
-func presenceDetails(mon *runMonitor) json.RawMessage {
-	if mon == nil {
-		return nil
+// presenceDetails is {"host": host} plus {"status": latest} while the
+// adapter has reported a status (mon may be nil).
+func presenceDetails(mon *runMonitor, host string) json.RawMessage {
+	d := map[string]string{"host": host}
+	if mon != nil {
+		if st := mon.latestStatus(); st != "" {
+			if r := []rune(st); len(r) > maxStatusChars {
+				st = string(r[:maxStatusChars-1]) + "…"
+			}
+			d["status"] = st
+		}
 	}
-	st := mon.latestStatus()
-	if st == "" {
-		return nil
-	}
-	if r := []rune(st); len(r) > maxStatusChars {
-		st = string(r[:maxStatusChars-1]) + "…"
-	}
-	return mustJSON(map[string]string{"status": st})
+	return mustJSON(d)
 }

@@ -60,3 +60,12 @@ func (t *threadCaches) put(id string, tc threadCache) {
 		delete(t.byID, old.Value.(*threadEntry).id)
 	}
 }
+
+// reset forgets every thread, after the bridge's log was rebased: what was
+// cached may describe events that are no longer in it.
+func (t *threadCaches) reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	clear(t.byID)
+	t.lru.Init()
+}

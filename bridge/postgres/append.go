@@ -38,6 +38,7 @@ type head struct {
 type batchEvent struct {
 	thread string
 	hop    int
+	seq    int64
 }
 
 // batch is one group commit's working set.
@@ -70,6 +71,7 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 		l.replayed = response{}
 		return r, nil
 	case a.Refusal != nil:
+		l.replayed = response{}
 		return response{err: a.Refusal}, nil
 	}
 	in := a.Input
@@ -103,23 +105,23 @@ type lookups struct {
 	replayed response
 }
 
-func (l *lookups) Replay(ctx context.Context, thread, key string) (bool, error) {
+func (l *lookups) Replay(ctx context.Context, thread, key string) (agentbridge.Event, bool, error) {
 	if i, ok := l.b.keys[thread+"\x00"+key]; ok {
 		l.replayed = response{pending: i + 1, replayed: true}
-		return true, nil
+		return l.b.events[i], true, nil
 	}
 	var id string
 	found, err := storecore.Found(l.tx.QueryRow(ctx, `SELECT event_id FROM idempotency WHERE thread = $1 AND key = $2`,
 		thread, []byte(key)).Scan(&id))
 	if !found {
-		return false, err
+		return agentbridge.Event{}, false, err
 	}
 	ev, err := storecore.ScanEvent(l.tx.QueryRow(ctx, selectEvent+` WHERE id = $1`, id))
 	if err != nil {
-		return false, fmt.Errorf("load idempotent event %s: %w", id, err)
+		return agentbridge.Event{}, false, fmt.Errorf("load idempotent event %s: %w", id, err)
 	}
 	l.replayed = response{event: ev, replayed: true}
-	return true, nil
+	return ev, true, nil
 }
 
 func (l *lookups) Event(ctx context.Context, thread, id string) (agentbridge.Event, bool, error) {
@@ -135,14 +137,62 @@ func (l *lookups) Event(ctx context.Context, thread, id string) (agentbridge.Eve
 	return ev, found && ev.Thread == thread, err
 }
 
+// FirstAnswer reads the stored events after target that name it, then the
+// batch's, in order.
+func (l *lookups) FirstAnswer(ctx context.Context, thread string, target agentbridge.Event, answers func(agentbridge.Event) bool) (agentbridge.Event, bool, error) {
+	rows, err := l.tx.Query(ctx, selectEvent+` WHERE thread = $1 AND seq > $2 AND (position($3::bytea IN content) > 0 OR strpos(meta, $4) > 0) ORDER BY seq`,
+		thread, target.Seq, []byte(target.ID), target.ID)
+	if err != nil {
+		return agentbridge.Event{}, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		ev, err := storecore.ScanEvent(rows)
+		if err != nil {
+			return agentbridge.Event{}, false, err
+		}
+		if answers(ev) {
+			return ev, true, nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return agentbridge.Event{}, false, err
+	}
+	for _, ev := range l.b.events {
+		if ev.Thread == thread && ev.Seq > target.Seq && answers(ev) {
+			return ev, true, nil
+		}
+	}
+	return agentbridge.Event{}, false, nil
+}
+
 func (l *lookups) ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error) {
 	if e, ok := l.b.ids[id]; ok && e.thread == thread {
-		return agentbridge.ReplyTarget{Found: true, Hop: e.hop}, nil
+		return agentbridge.ReplyTarget{Found: true, Hop: e.hop, Seq: e.seq}, nil
 	}
 	var t agentbridge.ReplyTarget
 	var err error
-	t.Found, err = storecore.Found(l.tx.QueryRow(ctx, `SELECT hop FROM events WHERE id = $1 AND thread = $2`, id, thread).Scan(&t.Hop))
+	t.Found, err = storecore.Found(l.tx.QueryRow(ctx, `SELECT hop, seq FROM events WHERE id = $1 AND thread = $2`, id, thread).Scan(&t.Hop, &t.Seq))
 	return t, err
+}
+
+// SenderHopAfter reads the stored messages, then the batch's.
+func (l *lookups) SenderHopAfter(ctx context.Context, thread, sender string, seq int64) (int, bool, error) {
+	var stored *int
+	if err := l.tx.QueryRow(ctx, `SELECT max(hop) FROM events WHERE thread = $1 AND seq > $2 AND sender = $3 AND type = 'message'`,
+		thread, seq, sender).Scan(&stored); err != nil {
+		return 0, false, err
+	}
+	hop, found := 0, stored != nil
+	if found {
+		hop = *stored
+	}
+	for i, ev := range l.b.events {
+		if ev.Thread == thread && ev.Seq > seq && ev.From == sender && ev.Type == agentbridge.TypeMessage {
+			hop, found = max(hop, l.b.hops[i]), true
+		}
+	}
+	return hop, found, nil
 }
 
 func (s *Store) createThread(ctx context.Context, tx pgx.Tx, b *batch, req agentbridge.CreateThreadRequest) (response, error) {
@@ -216,6 +266,6 @@ func (s *Store) add(b *batch, ev *agentbridge.Event, meta string, ctl *agentbrid
 	b.events = append(b.events, *ev)
 	b.metas = append(b.metas, meta)
 	b.hops = append(b.hops, after.LastHop)
-	b.ids[ev.ID] = batchEvent{thread: ev.Thread, hop: after.LastHop}
+	b.ids[ev.ID] = batchEvent{thread: ev.Thread, hop: after.LastHop, seq: ev.Seq}
 	return len(b.events) - 1, nil
 }

@@ -21,7 +21,7 @@ const receiptColumns = storecore.ReceiptColumns
 // updates the pair's row only when it says something new, which keeps a
 // retried report from moving updated_at even when two bridges race.
 func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ agentbridge.Receipt, _ bool, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.guardWrite(time.Now(), &err)
 	if err := storecore.CheckReceipt(in); err != nil {
 		return agentbridge.Receipt{}, false, err
 	}

@@ -17,7 +17,7 @@ import (
 // not events (no gseq), so they skip the writer: one INSERT is the whole
 // write, and seq gives them their order.
 func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (_ agentbridge.Suggestion, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.guardWrite(time.Now(), &err)
 	if err := in.Validate(); err != nil {
 		return agentbridge.Suggestion{}, err
 	}
@@ -38,7 +38,7 @@ func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (_ 
 // SetSuggestionStatus validates in and sets suggestion id's status. Like
 // Suggest it skips the writer: one UPDATE is the whole write.
 func (s *Store) SetSuggestionStatus(ctx context.Context, id string, in agentbridge.SuggestionStatusInput) (_ agentbridge.Suggestion, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.guardWrite(time.Now(), &err)
 	if err := in.Validate(); err != nil {
 		return agentbridge.Suggestion{}, err
 	}

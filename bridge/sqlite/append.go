@@ -27,6 +27,10 @@ import (
 // entry is dropped and reloaded from the database on its next append.
 const maxCachedHeads = 4096
 
+// maxHeadSenders bounds a head's senders; past it the map starts again
+// empty, which costs a query per sender until each posts again.
+const maxHeadSenders = 256
+
 // head is the writer's view of a thread: everything an append reads
 // before writing, and what it leaves behind for the next one.
 type head struct {
@@ -38,6 +42,13 @@ type head struct {
 	// messages is whether the thread holds a message: the first message
 	// of a thread that has none gets hop 0 (agentbridge.AssignHop).
 	messages bool
+	// senders maps who posted a message through this writer since the
+	// head was loaded to the seq of their latest one: when a reply's
+	// sender has posted nothing after its parent, its hop needs no floor
+	// (agentbridge.HopFloor) and no query. It is a hint shared by the
+	// head's copies: a sender missing from it, or a seq from a batch that
+	// rolled back, only sends the writer to the database.
+	senders map[string]int64
 	// nameDirty and stateDirty are set when the batch renamed the thread or
 	// changed stateKey, so that flush writes the threads or thread_state row
 	// only then: a message changes neither (but for one ending party mode,
@@ -103,6 +114,14 @@ func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, erro
 	if r.token != nil {
 		return s.writeToken(ctx, *r.token)
 	}
+	if r.side != nil {
+		return response{isSide: true}, r.side(ctx, s.w.conn)
+	}
+	if r.other != nil {
+		resp, err := r.other(ctx, s.w.conn)
+		resp.isOther = true
+		return resp, err
+	}
 	return s.appendEvent(ctx, b, r.append, r.meta, r.control)
 }
 
@@ -116,7 +135,12 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	if !found {
 		return response{err: agentbridge.ThreadNotFound(req.Thread)}, nil
 	}
+	if h.senders == nil {
+		h.senders = map[string]int64{}
+	}
+	s.w.senders = h.senders
 	a, err := storecore.Preamble(ctx, lookups{s}, req, ctl, h.state, h.messages, s.humans)
+	s.w.senders = nil
 	switch {
 	case err != nil:
 		return response{}, err
@@ -125,6 +149,7 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 		s.w.replayed = agentbridge.Event{}
 		return response{event: ev, replayed: true}, nil
 	case a.Refusal != nil:
+		s.w.replayed = agentbridge.Event{}
 		return response{err: a.Refusal}, nil
 	}
 	in := a.Input
@@ -133,6 +158,10 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 			return response{}, err
 		}
 		h.messages = true
+		if len(h.senders) >= maxHeadSenders {
+			clear(h.senders)
+		}
+		h.senders[in.From] = h.lastSeq + 1
 	}
 	ev := agentbridge.Event{
 		Seq: h.lastSeq + 1, Thread: req.Thread,
@@ -158,19 +187,20 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 // nothing).
 type lookups struct{ s *Store }
 
-// Replay loads the event stored under key into the writer's replayed.
-func (l lookups) Replay(ctx context.Context, thread, key string) (bool, error) {
+// Replay loads the event stored under key, also into the writer's
+// replayed, which answers the append when it is a retry.
+func (l lookups) Replay(ctx context.Context, thread, key string) (agentbridge.Event, bool, error) {
 	var id string
 	found, err := storecore.Found(l.s.w.st.selectIdempotency.QueryRowContext(ctx, thread, key).Scan(&id))
 	if !found {
-		return false, err
+		return agentbridge.Event{}, false, err
 	}
 	ev, err := storecore.ScanEvent(l.s.w.st.selectEventByID.QueryRowContext(ctx, id))
 	if err != nil {
-		return false, fmt.Errorf("load idempotent event %s: %w", id, err)
+		return agentbridge.Event{}, false, fmt.Errorf("load idempotent event %s: %w", id, err)
 	}
 	l.s.w.replayed = ev
-	return true, nil
+	return ev, true, nil
 }
 
 func (l lookups) Event(ctx context.Context, thread, id string) (agentbridge.Event, bool, error) {
@@ -179,11 +209,45 @@ func (l lookups) Event(ctx context.Context, thread, id string) (agentbridge.Even
 	return ev, found && ev.Thread == thread, err
 }
 
+// FirstAnswer reads the events after target that name it, in order: the
+// batch's own are in the transaction already.
+func (l lookups) FirstAnswer(ctx context.Context, thread string, target agentbridge.Event, answers func(agentbridge.Event) bool) (agentbridge.Event, bool, error) {
+	rows, err := l.s.w.st.selectAnswers.QueryContext(ctx, thread, target.Seq, target.ID, target.ID)
+	if err != nil {
+		return agentbridge.Event{}, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		ev, err := storecore.ScanEvent(rows)
+		if err != nil {
+			return agentbridge.Event{}, false, err
+		}
+		if answers(ev) {
+			return ev, true, nil
+		}
+	}
+	return agentbridge.Event{}, false, rows.Err()
+}
+
 func (l lookups) ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error) {
 	var t agentbridge.ReplyTarget
 	var err error
-	t.Found, err = storecore.Found(l.s.w.st.selectReplyTo.QueryRowContext(ctx, id, thread).Scan(&t.Hop))
+	t.Found, err = storecore.Found(l.s.w.st.selectReplyTo.QueryRowContext(ctx, id, thread).Scan(&t.Hop, &t.Seq))
 	return t, err
+}
+
+// SenderHopAfter answers from the head's senders when the sender's latest
+// message is not after seq (the ordinary reply, to the latest event), and
+// from the database otherwise.
+func (l lookups) SenderHopAfter(ctx context.Context, thread, sender string, seq int64) (int, bool, error) {
+	if last, ok := l.s.w.senders[sender]; ok && last <= seq {
+		return 0, false, nil
+	}
+	var hop sql.NullInt64
+	if err := l.s.w.st.selectSenderHop.QueryRowContext(ctx, thread, seq, sender).Scan(&hop); err != nil {
+		return 0, false, err
+	}
+	return int(hop.Int64), hop.Valid, nil
 }
 
 // headOf returns thread's head as this batch sees it: advanced earlier in

@@ -34,7 +34,7 @@ func Backup(ctx context.Context, srcPath, dstPath string) error {
 		return fmt.Errorf("backup %s: %w", srcPath, err)
 	}
 	if err := os.Rename(tmp, dstPath); err != nil {
-		_ = os.Remove(tmp)
+		removeTemp(tmp)
 		return fmt.Errorf("backup: %w", err)
 	}
 	return syncDir(filepath.Dir(dstPath))
@@ -73,27 +73,56 @@ func Restore(ctx context.Context, srcPath, dstPath string) error {
 	if err != nil {
 		return fmt.Errorf("restore from %s: %w", srcPath, err)
 	}
+	if err := newEpoch(ctx, tmp); err != nil {
+		removeTemp(tmp)
+		return fmt.Errorf("restore from %s: %w", srcPath, err)
+	}
 	if exists {
 		aside := dstPath + ".pre-restore-" + time.Now().UTC().Format("20060102T150405.000000Z")
 		if err := os.Rename(dstPath, aside); err != nil {
-			_ = os.Remove(tmp)
+			removeTemp(tmp)
 			return fmt.Errorf("restore: keep the previous database: %w", err)
 		}
 		// A -wal left beside the old file belongs to it: keep it with it.
 		if err := os.Rename(dstPath+"-wal", aside+"-wal"); err != nil && !errors.Is(err, os.ErrNotExist) {
-			_ = os.Remove(tmp)
+			removeTemp(tmp)
 			return fmt.Errorf("restore: keep the previous database's WAL: %w", err)
 		}
 	}
 	if err := os.Remove(dstPath + "-shm"); err != nil && !errors.Is(err, os.ErrNotExist) {
-		_ = os.Remove(tmp)
+		removeTemp(tmp)
 		return fmt.Errorf("restore: remove the stale shared-memory file: %w", err)
 	}
 	if err := os.Rename(tmp, dstPath); err != nil {
-		_ = os.Remove(tmp)
+		removeTemp(tmp)
 		return fmt.Errorf("restore: %w", err)
 	}
 	return syncDir(filepath.Dir(dstPath))
+}
+
+// newEpoch starts a new epoch of the log in the restored copy at path, based
+// at its last event, so that a coordinator whose cursor went past that point
+// in the old log knows to go back to it. A backup older than the log_epoch
+// table gets one when the server opens it, by the migration, with the same
+// base.
+func newEpoch(ctx context.Context, path string) error {
+	db, err := openRaw(path, false)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'log_epoch'`).Scan(&n); err != nil {
+		return fmt.Errorf("start a new epoch: %w", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE log_epoch SET id = abs(random() % 9007199254740991) + 1,
+		base = (SELECT coalesce(max(gseq), 0) FROM events)`); err != nil {
+		return fmt.Errorf("start a new epoch: %w", err)
+	}
+	return db.Close()
 }
 
 // IntegrityCheck runs PRAGMA integrity_check on the database at path,
@@ -167,8 +196,15 @@ func openRaw(path string, readOnly bool) (*sql.DB, error) {
 // copyToTemp snapshots srcPath into a new temporary file beside dstPath,
 // turns it into a single rollback-journal file and checks its integrity. It
 // returns the temporary file's path; the caller renames or removes it.
+//
+// It first removes what a backup or restore to dstPath that was killed (kill
+// -9, a power cut) left beside it: its temporary file and that file's
+// journal.
 func copyToTemp(ctx context.Context, srcPath, dstPath string) (path string, err error) {
-	f, err := os.CreateTemp(filepath.Dir(dstPath), filepath.Base(dstPath)+".tmp-*")
+	if err := removeLeftovers(dstPath); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(filepath.Dir(dstPath), filepath.Base(dstPath)+tempInfix+"*")
 	if err != nil {
 		return "", err
 	}
@@ -178,9 +214,7 @@ func copyToTemp(ctx context.Context, srcPath, dstPath string) (path string, err 
 	}
 	defer func() {
 		if err != nil {
-			for _, p := range []string{tmp, tmp + "-journal", tmp + "-wal", tmp + "-shm"} {
-				_ = os.Remove(p)
-			}
+			removeTemp(tmp)
 		}
 	}()
 	if err := onlineCopy(ctx, srcPath, tmp); err != nil {
@@ -190,6 +224,50 @@ func copyToTemp(ctx context.Context, srcPath, dstPath string) (path string, err 
 		return "", fmt.Errorf("the copy is damaged: %w", err)
 	}
 	return tmp, nil
+}
+
+// tempInfix is what names a temporary copy beside its destination:
+// <destination>.tmp-<random digits>, with SQLite's -journal, -wal and -shm
+// beside it while it is written.
+const tempInfix = ".tmp-"
+
+// removeTemp removes a temporary copy and SQLite's files beside it.
+func removeTemp(tmp string) {
+	for _, p := range []string{tmp, tmp + "-journal", tmp + "-wal", tmp + "-shm"} {
+		_ = os.Remove(p)
+	}
+}
+
+// removeLeftovers removes the temporary copies, and their SQLite files,
+// that an earlier backup or restore to dstPath left when it was killed.
+// A backup to the same destination running at the same moment would lose
+// its copy and fail (rename finds nothing), never leave a torn file.
+func removeLeftovers(dstPath string) error {
+	dir, base := filepath.Dir(dstPath), filepath.Base(dstPath)+tempInfix
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("look for an earlier run's temporary files: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		rest, ok := strings.CutPrefix(name, base)
+		if !ok || e.IsDir() {
+			continue
+		}
+		for _, suffix := range []string{"-journal", "-wal", "-shm"} {
+			rest = strings.TrimSuffix(rest, suffix)
+		}
+		if rest == "" || strings.Trim(rest, "0123456789") != "" {
+			continue // not a name os.CreateTemp made
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove an earlier run's temporary file: %w", err)
+		}
+	}
+	return nil
 }
 
 // onlineCopy runs the backup API from srcPath into the (empty) file dstPath.

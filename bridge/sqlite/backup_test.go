@@ -344,3 +344,48 @@ func BenchmarkBackup(b *testing.B) {
 		}
 	}
 }
+
+// TestBackupRemovesLeftovers: a backup killed with -9 leaves its temporary
+// copy and its journal beside --to; the next backup removes them (and
+// nothing else), and a backup that fails leaves nothing of its own.
+func TestBackupRemovesLeftovers(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "a.db")
+	s := openBackupStore(t, src)
+	if _, _, err := s.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "b.db")
+	left := []string{"b.db.tmp-4242", "b.db.tmp-4242-journal", "b.db.tmp-77-wal", "b.db.tmp-77-shm"}
+	kept := []string{"b.db.tmp-notes", "c.db.tmp-4242"}
+	for _, name := range append(append([]string{}, left...), kept...) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("leftover"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Backup(ctx, src, dst); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range left {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there after the next backup (%v)", name, err)
+		}
+	}
+	for _, name := range kept {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s, not a leftover of ours, was removed: %v", name, err)
+		}
+	}
+	notDB := filepath.Join(dir, "not-a-database")
+	if err := os.WriteFile(notDB, []byte("this is not SQLite"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Backup(ctx, notDB, filepath.Join(dir, "d.db")); err == nil {
+		t.Fatal("a backup of a file that is not a database worked")
+	}
+	matches, err := filepath.Glob(filepath.Join(dir, "d.db*"))
+	if err != nil || len(matches) != 0 {
+		t.Errorf("a failed backup left %v (%v)", matches, err)
+	}
+}

@@ -202,3 +202,45 @@ func BenchmarkAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAppendReply appends agent replies, each to the event before it
+// in its thread (two agents taking turns, as the coordinator posts them):
+// the path of the server-assigned hop and its floor (contract 7.3), which
+// BenchmarkAppend's human messages without reply_to do not take. Each
+// goroutine chains in a thread of its own.
+func BenchmarkAppendReply(b *testing.B) {
+	ctx := context.Background()
+	for _, g := range []int{1, 32} {
+		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
+			s := openStore(b, Options{})
+			var wg sync.WaitGroup
+			firsts := make([]agentbridge.Event, g)
+			for w := range g {
+				th := newThread(b, s, fmt.Sprintf("t%d", w)).ID
+				firsts[w] = mustAppend(b, s, th, msg("user", "start"))
+			}
+			cpu0 := testutil.ProcessCPU(b)
+			b.ResetTimer()
+			for w := range g {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					prev := firsts[w]
+					for i := w; i < b.N; i += g {
+						in := msg([]string{"codex", "claude"}[i/g%2], "benchmark reply")
+						in.Meta.ReplyTo = prev.ID
+						res, err := s.Append(ctx, agentbridge.AppendRequest{Thread: prev.Thread, Input: in})
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						prev = res.Event
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64((testutil.ProcessCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
+}

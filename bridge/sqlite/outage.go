@@ -56,3 +56,12 @@ func (s *Store) checkFile() error {
 // unusable database into the unavailable error and tracks the outage
 // (storecore.Outage).
 func (s *Store) guard(started time.Time, err *error) { *err = s.outage.Check(started, *err) }
+
+// guardWrite is guard for the methods that write: their refusals make
+// GET /healthz answer 503 until a write succeeds (storecore.Outage).
+func (s *Store) guardWrite(started time.Time, err *error) {
+	*err = s.outage.CheckWrite(started, *err)
+}
+
+// WritesRefused returns why the store refuses writes, while it does.
+func (s *Store) WritesRefused() (string, bool) { return s.outage.WritesRefused() }

@@ -296,7 +296,10 @@ func TestMigrateFromVersion1(t *testing.T) {
 
 	// Writing goes on from both, identically but for ids and times.
 	for _, s := range []*Store{ref, old} {
-		res, err := s.Append(ctx, agentbridge.AppendRequest{Thread: "a", Input: msg("user", "again"), IdempotencyKey: "key0"})
+		retry := msg("codex", "reply 0")
+		retry.Meta = agentbridge.Meta{ReplyTo: firstIDs[0], Tags: []string{"coordinator"},
+			Extra: map[string]json.RawMessage{"x": json.RawMessage(`{"k": 1}`)}}
+		res, err := s.Append(ctx, agentbridge.AppendRequest{Thread: "a", Input: retry, IdempotencyKey: "key0"})
 		if err != nil || !res.Replayed {
 			t.Errorf("idempotent replay after migration: %+v %v", res, err)
 		}

@@ -33,7 +33,7 @@ const (
 // (a receipt for an event appended a moment ago finds it) and never races
 // another write for the file.
 func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ agentbridge.Receipt, _ bool, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.guardWrite(time.Now(), &err)
 	if err := storecore.CheckReceipt(in); err != nil {
 		return agentbridge.Receipt{}, false, err
 	}
@@ -54,8 +54,9 @@ func (s *Store) putReceipt(ctx context.Context, b *batch, in agentbridge.Receipt
 	} else if !found {
 		return response{err: agentbridge.ThreadNotFound(in.Thread), isReceipt: true}, nil
 	}
-	var one int
-	err := s.w.st.selectReplyTo.QueryRowContext(ctx, in.Event, in.Thread).Scan(&one)
+	var hop int
+	var seq int64
+	err := s.w.st.selectReplyTo.QueryRowContext(ctx, in.Event, in.Thread).Scan(&hop, &seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return response{err: storecore.ReceiptEventNotFound(in), isReceipt: true}, nil
 	}

@@ -120,7 +120,13 @@ type Store struct {
 	// the database file as opened, which checkFile compares the path with.
 	outage *storecore.Outage
 	file   os.FileInfo
+	// epoch is the log's epoch, read at Open: only a restore, which
+	// needs the server stopped, changes it.
+	epoch agentbridge.LogEpoch
 }
+
+// LogEpoch returns the log's epoch (see agentbridge.LogEpoch).
+func (s *Store) LogEpoch() agentbridge.LogEpoch { return s.epoch }
 
 // Open opens (creating the folder and the file if needed) and migrates the
 // store at path, and starts its writer. A database written by a newer
@@ -156,6 +162,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = wdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	var epoch agentbridge.LogEpoch
+	if err := conn.QueryRowContext(ctx, `SELECT id, base FROM log_epoch`).Scan(&epoch.ID, &epoch.Base); err != nil {
+		_ = st.close()
+		_ = conn.Close()
+		_ = wdb.Close()
+		return nil, fmt.Errorf("open %s: read the log's epoch: %w", path, err)
+	}
 	file, err := os.Stat(path)
 	if err != nil {
 		_ = st.close()
@@ -180,6 +193,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		path:   path,
+		epoch:  epoch,
 		humans: opts.Humans,
 		log:    opts.Logger,
 		max:    opts.MaxBatch,

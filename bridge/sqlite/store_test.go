@@ -742,7 +742,7 @@ func TestTailAgreesWithDatabase(t *testing.T) {
 				var err error
 				switch i % 6 {
 				case 0:
-					_, err = s.Append(ctx, agentbridge.AppendRequest{Thread: "a", Input: msg("user", fmt.Sprintf("w%d i%d", w, i)), IdempotencyKey: fmt.Sprintf("k%d", i)})
+					_, err = s.Append(ctx, agentbridge.AppendRequest{Thread: "a", Input: msg("user", fmt.Sprintf("i%d", i)), IdempotencyKey: fmt.Sprintf("k%d", i)})
 				case 1:
 					in := msg("codex", "with meta")
 					in.To = "user"

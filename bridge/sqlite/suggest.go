@@ -16,7 +16,7 @@ import (
 // Suggest validates in and stores it through the writer (the one
 // connection that writes), with Append's ctx rules.
 func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (_ agentbridge.Suggestion, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.guardWrite(time.Now(), &err)
 	if err := in.Validate(); err != nil {
 		return agentbridge.Suggestion{}, err
 	}
@@ -55,7 +55,7 @@ type suggestionStatus struct {
 // SetSuggestionStatus validates in and sets suggestion id's status through
 // the writer, with Append's ctx rules.
 func (s *Store) SetSuggestionStatus(ctx context.Context, id string, in agentbridge.SuggestionStatusInput) (_ agentbridge.Suggestion, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.guardWrite(time.Now(), &err)
 	if err := in.Validate(); err != nil {
 		return agentbridge.Suggestion{}, err
 	}

@@ -46,6 +46,14 @@ type request struct {
 	// token, when set, makes the request a token's creation or revocation
 	// (see writeToken).
 	token *tokenWrite
+	// side, when set, makes the request a write outside the event log
+	// (push keys and subscriptions, see push.go) run on the writer's
+	// connection inside the group commit.
+	side func(ctx context.Context, conn *sql.Conn) error
+	// other, when set, is a write that is neither an event nor a receipt
+	// nor a suggestion (coordinator registrations): the writer runs it in
+	// its transaction and answers with what it returns.
+	other func(ctx context.Context, conn *sql.Conn) (response, error)
 	reply chan response
 }
 
@@ -64,6 +72,12 @@ type response struct {
 	isReceipt, changed bool
 	// isToken keeps a token write out of the append counters.
 	isToken bool
+	// isSide marks a side write's answer (request.side): no append.
+	isSide bool
+	// value is an other write's answer; isOther keeps it out of the
+	// append counters.
+	value   any
+	isOther bool
 }
 
 // writerState is what only the writer goroutine touches: the connection it
@@ -95,6 +109,9 @@ type writerState struct {
 	// replayed is the event an idempotency key named, from lookups.Replay
 	// to the append that asked.
 	replayed agentbridge.Event
+	// senders is the head's senders of the append being decided, for
+	// lookups.SenderHopAfter.
+	senders map[string]int64
 	// committed is the scratch list of a commit's new events, for the tail.
 	committed []agentbridge.Event
 }
@@ -104,7 +121,7 @@ type writerState struct {
 // returns ctx's error; once the writer has taken it, it is committed (or
 // refused) whatever happens to ctx, and Append waits for that answer.
 func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (_ agentbridge.AppendResult, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.guardWrite(time.Now(), &err)
 	ctl, err := req.Validate()
 	if err != nil {
 		return agentbridge.AppendResult{}, err
@@ -125,7 +142,7 @@ func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (_ ag
 // CreateThread validates req, then creates the thread and its
 // thread.created event through the writer, with Append's ctx rules.
 func (s *Store) CreateThread(ctx context.Context, req agentbridge.CreateThreadRequest) (_ agentbridge.Thread, _ agentbridge.Event, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.guardWrite(time.Now(), &err)
 	req, err = req.WithDefaults()
 	if err != nil {
 		return agentbridge.Thread{}, agentbridge.Event{}, err
@@ -307,7 +324,7 @@ func (s *Store) commit(reqs []*request) {
 	evs := s.w.committed[:0]
 	for _, resp := range resps {
 		switch {
-		case resp.isReceipt, resp.isToken, resp.suggestion.ID != "":
+		case resp.isReceipt, resp.isSide, resp.isToken, resp.isOther, resp.suggestion.ID != "":
 			// Not appends: they count nowhere and wake no reader.
 		case resp.err != nil:
 			rejected++

@@ -19,7 +19,9 @@ const (
 		WHERE t.id = ?`
 	wSelectIdempotency = `SELECT event_id FROM idempotency WHERE thread = ? AND key = ?`
 	wSelectEventByID   = selectEvent + ` WHERE id = ?`
-	wSelectReplyTo     = `SELECT hop FROM events WHERE id = ? AND thread = ?`
+	wSelectReplyTo     = `SELECT hop, seq FROM events WHERE id = ? AND thread = ?`
+	wSelectSenderHop   = `SELECT max(hop) FROM events WHERE thread = ? AND seq > ? AND sender = ? AND type = 'message'`
+	wSelectAnswers     = selectEvent + ` WHERE thread = ? AND seq > ? AND (instr(content, ?) > 0 OR instr(meta, ?) > 0) ORDER BY seq`
 	wSelectThread      = `SELECT 1 FROM threads WHERE id = ?`
 	wInsertEvent       = `INSERT INTO events (id, thread, seq, ts, type, sender, recipient, content, meta, hop)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -36,6 +38,7 @@ const (
 // driver's per-connection cache.
 type writerStmts struct {
 	selectHead, selectIdempotency, selectEventByID, selectReplyTo, selectThread *sql.Stmt
+	selectAnswers, selectSenderHop                                              *sql.Stmt
 	insertEvent, insertIdempotency, insertSnapshot, insertThread, insertState   *sql.Stmt
 	updateThread, updateState                                                   *sql.Stmt
 }
@@ -50,7 +53,7 @@ func prepareWriter(ctx context.Context, conn *sql.Conn) (writerStmts, error) {
 	}{
 		{&st.selectHead, wSelectHead}, {&st.selectIdempotency, wSelectIdempotency},
 		{&st.selectEventByID, wSelectEventByID}, {&st.selectReplyTo, wSelectReplyTo},
-		{&st.selectThread, wSelectThread}, {&st.insertEvent, wInsertEvent},
+		{&st.selectThread, wSelectThread}, {&st.selectAnswers, wSelectAnswers}, {&st.selectSenderHop, wSelectSenderHop}, {&st.insertEvent, wInsertEvent},
 		{&st.insertIdempotency, wInsertIdempotency}, {&st.insertSnapshot, wInsertSnapshot},
 		{&st.insertThread, wInsertThread}, {&st.insertState, wInsertState},
 		{&st.updateThread, wUpdateThread}, {&st.updateState, wUpdateState},
@@ -70,7 +73,7 @@ func (st writerStmts) close() error {
 	var errs []error
 	for _, stmt := range []*sql.Stmt{
 		st.selectHead, st.selectIdempotency, st.selectEventByID, st.selectReplyTo, st.selectThread,
-		st.insertEvent, st.insertIdempotency, st.insertSnapshot, st.insertThread, st.insertState,
+		st.selectAnswers, st.selectSenderHop, st.insertEvent, st.insertIdempotency, st.insertSnapshot, st.insertThread, st.insertState,
 		st.updateThread, st.updateState,
 	} {
 		if stmt != nil {

@@ -113,6 +113,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case p == "" || p == "/" || p == "/index.html" || p == "/login" || strings.HasPrefix(p, "/threads/"):
 		h.serveFile(w, r, "index.html")
+	case p == "/sw.js" || p == "/manifest.webmanifest":
+		// At /ui/, so that the service worker's scope is the whole app.
+		h.serveFile(w, r, strings.TrimPrefix(p, "/"))
 	case p == "/config.json":
 		cfg := uiConfig{CoordinatorURL: DefaultCoordinatorURL}
 		if h.opts.CoordinatorURL != nil {
@@ -123,7 +126,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpjson.Write(w, http.StatusOK, cfg)
 	case strings.HasPrefix(p, "/static/"):
 		name := path.Clean(strings.TrimPrefix(p, "/static/"))
-		if name == "index.html" || strings.HasPrefix(name, ".") {
+		if name == "index.html" || name == "sw.js" || strings.HasPrefix(name, ".") {
 			h.notFound(w, r)
 			return
 		}
@@ -178,6 +181,8 @@ func contentType(name string) string {
 		return "image/svg+xml"
 	case ".png":
 		return "image/png"
+	case ".webmanifest":
+		return "application/manifest+json"
 	default:
 		return "application/octet-stream"
 	}

@@ -95,7 +95,11 @@ func (m *Main) commandTable() []command {
 			define: m.tailCommand},
 		command{use: "transcript THREAD", group: groupClient, short: "a thread's transcript: its latest scene, or its messages", define: m.transcriptCommand},
 		command{use: "cancel THREAD ID", group: groupRuns, short: "stop a participant's queued and running invocations (posts the cancel control)", define: m.cancelCommand},
-		command{use: "permit THREAD EVENT OPTION", group: groupRuns, short: "answer an ACP agent's permission request with one of the options it lists (docs/acp.md)", define: m.permitCommand},
+		command{use: "permit THREAD EVENT OPTION", group: groupRuns, short: "answer an ACP agent's permission request with one of the options it lists (docs/acp.md)",
+			long: "permit posts the answer and prints its id. An answer that counts for nothing exits 1 after the\n" +
+				"bridge's sentence on stderr: the request was already answered (\"already answered by user at …\",\n" +
+				"from another device, say: the first answer is the one acted on), or --from is not a human.",
+			define: m.permitCommand},
 		command{use: "invocations", group: groupRuns, short: "the coordinator's invocation records", define: m.invocationsCommand, sub: []command{
 			{use: "show ID", short: "one invocation and its progress", define: m.invocationShowCommand},
 			{use: "cancel ID", short: "stop one invocation through the coordinator's status API", define: m.invocationCancelCommand},
@@ -105,7 +109,7 @@ func (m *Main) commandTable() []command {
 			{use: "reset THREAD ID", short: "start a new CLI session on the participant's next turn", define: m.sessionsResetCommand},
 		}},
 		command{use: "journal ID", group: groupRuns, short: "an actor's journal, kept by the coordinator", define: m.journalCommand},
-		command{use: "agents", group: groupAgents, short: "the agents the coordinator config defines, and the command of each", define: m.agentsCommand},
+		command{use: "agents", group: groupAgents, short: "the agents the coordinator config defines, and the live coordinators the bridge knows with the agents each serves", define: m.agentsCommand},
 		command{use: "prompt", group: groupAgents, short: "render an adapter payload (stdin) as a prompt, or print one of its fields", define: m.promptCommand},
 		command{use: "adapter", group: groupAgents, short: "the adapters built into agent-bridge", sub: []command{
 			{use: "echo", short: "the echo agent: prints the payload's content (payload on stdin)", define: m.adapterEchoCommand},
@@ -123,6 +127,12 @@ func (m *Main) commandTable() []command {
 				define:  m.tokensAddCommand},
 			{use: "list", aliases: []string{"ls"}, short: "the valid tokens, never their secrets (--all: the revoked and expired too)", define: m.tokensListCommand},
 			{use: "revoke ID|NAME", short: "revoke a token by id, or every valid token of that name", define: m.tokensRevokeCommand},
+		}},
+		command{use: "login-link", group: groupOps, short: "a link that opens the web UI logged in, once, within 10 minutes (as up prints it)", define: m.loginLinkCommand},
+		command{use: "pair", group: groupOps, short: "a one-time link (and its QR code) that logs a phone in with its own token, for 10 minutes",
+			example: "  agent-bridge pair --name phone", define: m.pairCommand},
+		command{use: "devices", group: groupOps, short: "the paired devices: last seen, notifications, last push", define: m.devicesCommand, sub: []command{
+			{use: "revoke ID", short: "end a paired device's access and its notifications", define: m.devicesRevokeCommand},
 		}},
 		command{use: "backup", group: groupOps, short: "copy the bridge database to a file (the server may be running)", define: m.backupCommand},
 		command{use: "restore", group: groupOps, short: "replace the bridge database with a backup (the server must be stopped)", define: m.restoreCommand},
@@ -269,7 +279,18 @@ func (m *Main) build(spec command) *cobra.Command {
 	switch {
 	case spec.define != nil:
 		run := spec.define(c)
-		c.RunE = func(c *cobra.Command, args []string) error { return run(c.Context(), args) }
+		thread := takesThread(spec.use)
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if thread && len(args) > 0 {
+				// A thread's name is taken where its id is (resolve.go).
+				id, err := m.threadArg(c, args[0])
+				if err != nil {
+					return err
+				}
+				args = append([]string{id}, args[1:]...)
+			}
+			return run(c.Context(), args)
+		}
 	case len(spec.sub) > 0:
 		c.RunE = func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -278,7 +299,7 @@ func (m *Main) build(spec command) *cobra.Command {
 			return unknownCommand(c, args[0])
 		}
 	}
-	if f := strings.Fields(spec.use); len(f) > 1 && strings.Trim(f[1], "[]") == "THREAD" {
+	if takesThread(spec.use) {
 		c.ValidArgsFunction = m.completeThread
 	}
 	c.Flags().SortFlags = false

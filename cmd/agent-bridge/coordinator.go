@@ -112,7 +112,7 @@ func (m *Main) coordinate(ctx context.Context, cfg coordinator.Config, statePath
 	if t.leased == nil {
 		acpDir = filepath.Join(filepath.Dir(statePath), "acp")
 	}
-	c, err := t.newCoordinator(ctx, coordinator.Options{Config: cfg, ConfigPath: cfg.Path, State: db, Logger: logger, ACPDir: acpDir}, logger)
+	c, err := t.newCoordinator(ctx, coordinator.Options{Config: cfg, ConfigPath: cfg.Path, State: db, Logger: logger, ACPDir: acpDir, Version: moduleVersion()}, logger)
 	if err != nil {
 		return err
 	}

@@ -133,3 +133,29 @@ func (m *Main) localToken(bridgeURL string) string {
 	}
 	return tok
 }
+
+// coordinatorToken makes the coordinator token up gives its own
+// coordinator (bound to its participant id), and returns revoke, which
+// ends it when up stops. A token left by an up that was killed was only
+// ever in that process's memory.
+func coordinatorToken(ctx context.Context, store agentbridge.EventStore, coordinatorID string, logger *slog.Logger) (secret string, revoke func(), err error) {
+	ts, ok := store.(agentbridge.TokenStore)
+	if !ok {
+		return "", nil, errors.New("the bridge's store keeps no tokens")
+	}
+	secret, err = agentbridge.NewTokenSecret()
+	if err != nil {
+		return "", nil, err
+	}
+	t, err := ts.CreateToken(ctx, agentbridge.TokenInput{Scope: agentbridge.ScopeCoordinator, Name: "up-coordinator", Participant: coordinatorID, CreatedBy: "up"}, agentbridge.HashToken(secret))
+	if err != nil {
+		return "", nil, fmt.Errorf("make the coordinator's token: %w", err)
+	}
+	return secret, func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := ts.RevokeToken(rctx, t.ID); err != nil {
+			logger.Warn("revoke the coordinator's token", "token", t.ID, "err", err)
+		}
+	}, nil
+}

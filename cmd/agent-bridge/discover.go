@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"time"
+
 	"github.com/spf13/pflag"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -61,4 +64,57 @@ func (m *Main) coordinatorURLFlag(fs *pflag.FlagSet) func() string {
 	v := fs.String("coordinator-url", agentbridge.DefaultStatusURL, "the coordinator's status API (else env BRIDGE_COORDINATOR_URL, else the running up's)")
 	envFlag(fs, "coordinator-url", agentbridge.EnvCoordinatorURL)
 	return func() string { return m.statusURL(*v, fs.Changed("coordinator-url")) }
+}
+
+// statusTarget is one coordinator's status API, with the name a command
+// prints it under ("" when it is the only one asked).
+type statusTarget struct {
+	name, url string
+}
+
+// registryWait bounds asking the bridge which coordinators are live.
+const registryWait = 2 * time.Second
+
+// coordinatorURLsFlag defines --coordinator-url for a command that can ask
+// every live coordinator (contract 7.1): the returned function gives the
+// flag's or BRIDGE_COORDINATOR_URL's one when set, else the status URLs
+// of the live coordinators the bridge lists (GET /coordinators), else
+// what statusURL resolves (a running up's, or the default).
+func (m *Main) coordinatorURLsFlag(fs *pflag.FlagSet) func(context.Context) []statusTarget {
+	v := fs.String("coordinator-url", agentbridge.DefaultStatusURL, "the coordinator's status API (else env BRIDGE_COORDINATOR_URL, else every live coordinator the bridge lists, else the running up's)")
+	envFlag(fs, "coordinator-url", agentbridge.EnvCoordinatorURL)
+	return func(ctx context.Context) []statusTarget {
+		given := fs.Changed("coordinator-url")
+		if given || m.Getenv(agentbridge.EnvCoordinatorURL) != "" {
+			return []statusTarget{{url: m.statusURL(*v, given)}}
+		}
+		if list := m.liveStatusURLs(ctx); len(list) > 0 {
+			return list
+		}
+		return []statusTarget{{url: m.statusURL(*v, false)}}
+	}
+}
+
+// liveStatusURLs asks the bridge (found as bridgeEndpoint finds it) for
+// its live coordinators that have a status API; none when it does not
+// answer.
+func (m *Main) liveStatusURLs(ctx context.Context) []statusTarget {
+	cf := &clientFlags{fs: pflag.NewFlagSet("discover", pflag.ContinueOnError), url: agentbridge.DefaultBridgeURL}
+	cl, err := m.newClient(cf)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, registryWait)
+	defer cancel()
+	list, err := cl.Coordinators(ctx)
+	if err != nil {
+		return nil
+	}
+	var out []statusTarget
+	for _, c := range list.Coordinators {
+		if c.Live && c.StatusURL != "" {
+			out = append(out, statusTarget{name: c.ID + " @ " + c.Host, url: c.StatusURL})
+		}
+	}
+	return out
 }

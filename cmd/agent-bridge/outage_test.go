@@ -61,7 +61,11 @@ func logServe(t *testing.T, bin, db string) (url, token string, logs *testutil.B
 	case <-time.After(30 * time.Second):
 		t.Fatalf("serve did not log its URL within 30 s:\n%s", logs.String())
 	}
-	token, err = readTokenFile(filepath.Join(cmd.Dir, stateTokenPath(db)))
+	tokenPath := stateTokenPath(db)
+	if !filepath.IsAbs(tokenPath) {
+		tokenPath = filepath.Join(cmd.Dir, tokenPath)
+	}
+	token, err = readTokenFile(tokenPath)
 	if err != nil {
 		t.Fatalf("serve's person token: %v", err)
 	}

@@ -2,22 +2,52 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
 
 	"github.com/spf13/cobra"
 )
 
 // permitCommand answers an ACP agent's permission request (docs/acp.md): it
 // posts the control {"permission": {"event", "option"}} naming the request
-// message and one of the options it lists.
+// message and one of the options it lists. An answer that counts for
+// nothing (the request was already answered, or the sender is no human)
+// exits 1 after the bridge's sentence on stderr: the person's decision
+// was not the one acted on, which a script must be able to tell.
 func (m *Main) permitCommand(c *cobra.Command) runFunc {
 	fs := c.Flags()
 	cf := m.addClientFlags(fs)
 	from := fs.String("from", "user", "who answers (only a human's answer counts)")
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) != 3 {
-			return usagef("permit: give THREAD, the permission request's EVENT id and the OPTION id it lists")
+			return usagef("permit: give THREAD, the permission request's EVENT (its id, or its seq as tail shows it) and the OPTION id it lists")
 		}
-		ctl := map[string]any{"permission": map[string]string{"event": pos[1], "option": pos[2]}}
-		return m.postControl(ctx, cf, pos[0], *from, ctl)
+		event := pos[1]
+		if _, err := strconv.ParseInt(event, 10, 64); err == nil {
+			// A seq, as tail shows it: the request's id is looked up.
+			cl, err := m.newClient(cf)
+			if err != nil {
+				return err
+			}
+			if event, err = m.eventArg(ctx, cl, pos[0], event); err != nil {
+				return explain(err, cf.url)
+			}
+		}
+		content, err := json.Marshal(map[string]any{"permission": map[string]string{"event": event, "option": pos[2]}})
+		if err != nil {
+			return fmt.Errorf("encode control: %w", err)
+		}
+		in := agentbridge.EventInput{Type: agentbridge.TypeControl, From: *from, Content: content}
+		ignored, err := m.appendPrinted(ctx, cf, pos[0], in, "")
+		if err != nil {
+			return err
+		}
+		if ignored != nil {
+			return &exitError{code: 1}
+		}
+		return nil
 	}
 }

@@ -38,6 +38,12 @@ func TestPermitCommand(t *testing.T) {
 		ctl.Permission.Event != id || ctl.Permission.Option != "allow" {
 		t.Fatalf("last event = %+v (%v)", last, err)
 	}
+	// A second answer (from another device, say) is stored but counts
+	// for nothing: the bridge's sentence names the first, and exit 1.
+	out, errOut, code := c.run("permit", "T", id, "allow")
+	if code != 1 || !strings.Contains(errOut, "already answered by user at "+last.TS) || !strings.Contains(out, " seq ") {
+		t.Errorf("a second permit: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 	if _, _, code := c.run("permit", "T", id); code != 2 {
 		t.Errorf("permit with two arguments exited %d, want 2", code)
 	}

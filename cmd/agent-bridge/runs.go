@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -225,8 +226,8 @@ func (m *Main) invocationsCommand(c *cobra.Command) runFunc {
 	participant := fs.String("participant", "", "only this participant's")
 	statusFlag := fs.String("status", "", "only this status: queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed")
 	limit := fs.Int("limit", 100, "at most this many, newest first")
-	asJSON := fs.Bool("json", false, "print the records as JSON")
-	base := m.coordinatorURLFlag(fs)
+	asJSON := fs.Bool("json", false, "print the records as JSON (one array per coordinator asked)")
+	targets := m.coordinatorURLsFlag(fs)
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) > 0 {
 			return usagef("invocations takes no arguments, got %q", pos[0])
@@ -247,57 +248,111 @@ func (m *Main) invocationsCommand(c *cobra.Command) runFunc {
 		if *statusFlag != "" {
 			q.Set("status", *statusFlag)
 		}
-		var out status.InvocationsResponse
-		if err := m.statusGet(ctx, base(), "/invocations", q, &out); err != nil {
-			return err
-		}
-		if *asJSON {
-			return m.printJSON(out.Invocations)
-		}
-		if len(out.Invocations) == 0 {
-			fmt.Fprintln(m.Stdout, "no invocations")
-			return nil
-		}
-		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSTATUS\tPARTICIPANT\tTHREAD\tTRIGGER\tEXIT\tDURATION\tTOKENS\tCOST\tREPLY")
-		for _, inv := range out.Invocations {
-			exit := "-"
-			if inv.ExitCode != nil {
-				exit = strconv.Itoa(*inv.ExitCode)
+		list := targets(ctx)
+		var firstErr error
+		answered := 0
+		for _, tg := range list {
+			var out status.InvocationsResponse
+			if err := m.statusGet(ctx, tg.url, "/invocations", q, &out); err != nil {
+				if len(list) > 1 {
+					fmt.Fprintf(m.Stderr, "coordinator %s (%s): %v\n", tg.name, tg.url, err)
+				}
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
 			}
-			reply := inv.ReplyEventID
-			if reply == "" {
-				reply = "-"
+			answered++
+			if *asJSON {
+				if err := m.printJSON(out.Invocations); err != nil {
+					return err
+				}
+				continue
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", inv.ID, inv.Status, inv.Participant, inv.Thread, inv.TriggerID,
-				exit, runDuration(inv, time.Now()), tokens(inv), cost(inv), reply)
+			if len(list) > 1 {
+				fmt.Fprintf(m.Stdout, "coordinator %s (%s):\n", tg.name, tg.url)
+			}
+			if err := m.printInvocations(out.Invocations); err != nil {
+				return err
+			}
 		}
-		return tw.Flush()
+		if answered == 0 {
+			return firstErr
+		}
+		return nil
 	}
+}
+
+// printInvocations prints invocation records as a table.
+func (m *Main) printInvocations(list []ledger.Invocation) error {
+	if len(list) == 0 {
+		fmt.Fprintln(m.Stdout, "no invocations")
+		return nil
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tPARTICIPANT\tTHREAD\tTRIGGER\tEXIT\tDURATION\tTOKENS\tCOST\tREPLY")
+	for _, inv := range list {
+		exit := "-"
+		if inv.ExitCode != nil {
+			exit = strconv.Itoa(*inv.ExitCode)
+		}
+		reply := inv.ReplyEventID
+		if reply == "" {
+			reply = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", inv.ID, inv.Status, inv.Participant, inv.Thread, inv.TriggerID,
+			exit, runDuration(inv, time.Now()), tokens(inv), cost(inv), reply)
+	}
+	return tw.Flush()
 }
 
 func (m *Main) whyCommand(c *cobra.Command) runFunc {
 	fs := c.Flags()
-	base := m.coordinatorURLFlag(fs)
-	asJSON := fs.Bool("json", false, "print the recorded decision as JSON")
+	targets := m.coordinatorURLsFlag(fs)
+	asJSON := fs.Bool("json", false, "print the recorded decision as JSON (one line per coordinator that decided)")
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) != 1 {
 			return usagef("why takes one argument: the event id")
 		}
-		var rec ledger.DecisionRecord
-		if err := m.statusGet(ctx, base(), "/decisions", url.Values{"event": {pos[0]}}, &rec); err != nil {
-			return err
+		var firstErr error
+		found := 0
+		list := targets(ctx)
+		for _, tg := range list {
+			var rec ledger.DecisionRecord
+			if err := m.statusGet(ctx, tg.url, "/decisions", url.Values{"event": {pos[0]}}, &rec); err != nil {
+				if firstErr == nil || bridgeNotFound(firstErr) {
+					firstErr = err
+				}
+				continue
+			}
+			found++
+			if *asJSON {
+				if err := m.printJSON(rec); err != nil {
+					return err
+				}
+				continue
+			}
+			var d coordinator.Decision
+			if err := json.Unmarshal(rec.Decision, &d); err != nil {
+				return fmt.Errorf("decode decision: %w", err)
+			}
+			if len(list) > 1 {
+				fmt.Fprintf(m.Stdout, "coordinator %s (%s):\n", tg.name, tg.url)
+			}
+			printDecision(m.Stdout, rec, d)
 		}
-		if *asJSON {
-			return m.printJSON(rec)
+		if found == 0 {
+			return firstErr
 		}
-		var d coordinator.Decision
-		if err := json.Unmarshal(rec.Decision, &d); err != nil {
-			return fmt.Errorf("decode decision: %w", err)
-		}
-		printDecision(m.Stdout, rec, d)
 		return nil
 	}
+}
+
+// bridgeNotFound reports whether err is a 404 answer: when several
+// coordinators are asked, another error says more.
+func bridgeNotFound(err error) bool {
+	var ae *agentbridge.Error
+	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
 }
 
 // printDecision words a recorded decision for a person.

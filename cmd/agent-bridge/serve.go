@@ -46,6 +46,10 @@ type bridgeConfig struct {
 	Open bool
 	// TokenPath is the person token's file (stateTokenPath of DB when "").
 	TokenPath string
+	// File is the --bridge-config file's content.
+	File bridgeFileConfig
+	// TLSCert and TLSKey serve HTTPS (see bridge.Options).
+	TLSCert, TLSKey string
 }
 
 // runningBridge is a started bridge: its store and its listening server.
@@ -110,6 +114,9 @@ func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*r
 		Logger:            logger,
 		Version:           cfg.Version,
 		UI:                ui.NewHandler(ui.Options{CoordinatorURL: cfg.CoordinatorURL}),
+		Notify:            cfg.File.notifyOptions(),
+		TLSCert:           cfg.TLSCert,
+		TLSKey:            cfg.TLSKey,
 	})
 	if err != nil {
 		_ = store.Close()
@@ -130,6 +137,17 @@ func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*r
 func (*Main) maxStreamsFlag(fs *pflag.FlagSet) *string {
 	return fs.String("max-streams", strconv.Itoa(bridge.DefaultMaxStreams),
 		"most streams (SSE and waiting long-polls) open at once; the one over gets 503 too_many_streams")
+}
+
+// bridgeConfigFlag defines --bridge-config for serve and up.
+func (*Main) bridgeConfigFlag(fs *pflag.FlagSet) *string {
+	return fs.String("bridge-config", "", "JSON file of the bridge's own settings: \"notify\" (ntfy topic, public URL; docs/operations.md)")
+}
+
+// tlsFlags define --tls-cert and --tls-key for serve and up.
+func (*Main) tlsFlags(fs *pflag.FlagSet) (cert, key *string) {
+	return fs.String("tls-cert", "", "PEM certificate (chain) file: serve HTTPS, with HSTS and Secure cookies (with --tls-key)"),
+		fs.String("tls-key", "", "PEM private key file of --tls-cert")
 }
 
 // parseMaxStreams reads the value of --max-streams.
@@ -182,6 +200,8 @@ func (m *Main) serveCommand(c *cobra.Command) runFunc {
 	maxStreams := m.maxStreamsFlag(fs)
 	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "info"), "debug, info, warn or error (env BRIDGE_LOG_LEVEL)")
 	open := fs.Bool("open", false, "take requests without a token, as v0 did (loopback only): any local process may then act as anyone")
+	bridgeCfgPath := m.bridgeConfigFlag(fs)
+	tlsCert, tlsKey := m.tlsFlags(fs)
 	coordURL := fs.String("coordinator-url", m.env(agentbridge.EnvCoordinatorURL, agentbridge.DefaultStatusURL), "the coordinator's status address, which the web UI links to as the runs dashboard (env BRIDGE_COORDINATOR_URL)")
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) > 0 {
@@ -210,6 +230,10 @@ func (m *Main) serveCommand(c *cobra.Command) runFunc {
 		if err != nil {
 			return err
 		}
+		file, err := readBridgeConfig(*bridgeCfgPath)
+		if err != nil {
+			return err
+		}
 		b, err := startBridge(ctx, bridgeConfig{
 			Addr:           *addr,
 			DB:             *db,
@@ -222,6 +246,9 @@ func (m *Main) serveCommand(c *cobra.Command) runFunc {
 			Version:        moduleVersion(),
 			CoordinatorURL: func() string { return *coordURL },
 			Open:           *open,
+			File:           file,
+			TLSCert:        *tlsCert,
+			TLSKey:         *tlsKey,
 		}, logger)
 		if err != nil {
 			return err

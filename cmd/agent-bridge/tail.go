@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -260,7 +261,8 @@ func formatReceipt(r agentbridge.Receipt, global bool) string {
 }
 
 // formatEvent renders an event as one readable line:
-// "[seq] ts from → to: content" (with --all, "[gseq] thread#seq ts …").
+// "[seq] ts from → to: content" (with --all, "[gseq] thread#seq ts …"); a
+// permission request also shows its id.
 // Types other than message are named; continuation lines of a multi-line
 // content are indented so that every event still starts with "[".
 func formatEvent(e agentbridge.Event, global bool) string {
@@ -273,6 +275,10 @@ func formatEvent(e agentbridge.Event, global bool) string {
 	fmt.Fprintf(&b, "%s %s → %s", e.TS, e.From, e.To)
 	if e.Type != agentbridge.TypeMessage {
 		fmt.Fprintf(&b, " (%s)", e.Type)
+	}
+	if slices.Contains(e.Meta.Tags, "permission") {
+		// What permit names (its seq, printed first, works too).
+		fmt.Fprintf(&b, " (id %s)", e.ID)
 	}
 	b.WriteString(": ")
 	b.WriteString(strings.ReplaceAll(strings.TrimRight(e.Text(), "\n"), "\n", "\n    "))

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/spf13/cobra"
 )
 
@@ -92,13 +93,19 @@ func (m *Main) threadRenameCommand(c *cobra.Command) runFunc {
 // appendAndPrint posts one event and prints its id and seq, and on stderr
 // why it will have no effect when the bridge says so.
 func (m *Main) appendAndPrint(ctx context.Context, cf *clientFlags, thread string, in agentbridge.EventInput, key string) error {
+	_, err := m.appendPrinted(ctx, cf, thread, in, key)
+	return err
+}
+
+// appendPrinted is appendAndPrint returning the bridge's answer.
+func (m *Main) appendPrinted(ctx context.Context, cf *clientFlags, thread string, in agentbridge.EventInput, key string) (*agentbridge.Ignored, error) {
 	c, err := m.newClient(cf)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	a, err := c.AppendAnswer(ctx, thread, in, key)
 	if err != nil {
-		return explain(err, cf.url)
+		return nil, explain(err, cf.url)
 	}
 	// An action the bridge stored but that will change nothing is said
 	// on stderr; it is not a failure (exit 0), as the event is stored.
@@ -106,10 +113,10 @@ func (m *Main) appendAndPrint(ctx context.Context, cf *clientFlags, thread strin
 		fmt.Fprintf(m.Stderr, "agent-bridge: note: %s (%s)\n", a.Ignored.Reason, a.Ignored.Code)
 	}
 	if cf.json {
-		return m.printJSON(a.Event)
+		return a.Ignored, m.printJSON(a.Event)
 	}
 	_, err = fmt.Fprintf(m.Stdout, "%s seq %d\n", a.Event.ID, a.Event.Seq)
-	return err
+	return a.Ignored, err
 }
 
 func (m *Main) postCommand(c *cobra.Command) runFunc {
@@ -159,7 +166,7 @@ func (m *Main) inviteCommand(c *cobra.Command) runFunc {
 	cf := m.addClientFlags(fs)
 	from := fs.String("from", "user", "who sends the invite")
 	cl := fs.String("client", "", "the participant's client, such as claude or codex (default: the profile of the agent of that id in the coordinator config)")
-	model := fs.String("model", "", "the participant's model (default: as --client)")
+	model := fs.String("model", "", "the participant's model (default: as --client; \"default\" for an ACP agent, which then picks its own)")
 	configPath := fs.String("config", m.env(agentbridge.EnvCoordinatorConfig, agentbridge.DefaultCoordinatorConfig), "the coordinator config whose agents' profiles give the default client and model")
 	envFlag(fs, "config", agentbridge.EnvCoordinatorConfig)
 	nick := fs.String("nickname", "", "a name the participant answers to in mentions")
@@ -186,14 +193,42 @@ func (m *Main) inviteCommand(c *cobra.Command) runFunc {
 		}
 		profile := agentbridge.Profile{Client: client, Model: mdl, Roles: roles, Nickname: *nick, Character: sheet, Expertise: expertise}
 		ctl := map[string]any{"invite": map[string]any{"participant_id": pos[1], "profile": profile}}
-		return m.postControl(ctx, cf, pos[0], *from, ctl)
+		if err := m.postControl(ctx, cf, pos[0], *from, ctl); err != nil {
+			return err
+		}
+		m.noteUnserved(ctx, cf, pos[1], client)
+		return nil
 	}
+}
+
+// noteUnserved says, once at the invite, when no coordinator registered
+// with the bridge serves the participant (contract 7.1): its messages get
+// no reply until one does. A bridge that keeps no registrations, or does
+// not answer within registryWait, says nothing.
+func (m *Main) noteUnserved(ctx context.Context, cf *clientFlags, participant, client string) {
+	cl, err := m.newClient(cf)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, registryWait)
+	defer cancel()
+	list, err := cl.Coordinators(ctx)
+	if err != nil {
+		return
+	}
+	for _, c := range list.Coordinators {
+		if agentbridge.ServesParticipant(c.Agents, participant, client) {
+			return
+		}
+	}
+	fmt.Fprintf(m.Stderr, "Note: no coordinator registered with the bridge serves %s (no agent named %s or with client %s), so messages to it get no reply until one does; agent-bridge agents --live lists what each serves.\n", participant, participant, client)
 }
 
 // inviteProfile is the client and model an invite of participant id
 // sends: the flags', else those of the profile of the configured agent of
 // that id (what agent-bridge agents lists), which a first run's
-// "agent-bridge invite T echo" needs no more than. Neither found is a
+// "agent-bridge invite T echo" needs no more than. An "acp" entry naming
+// no model gets "default", the agent's own choice. Neither found is a
 // usage error naming the flag.
 func (m *Main) inviteProfile(id, client, model, configPath string, configNamed bool) (string, string, error) {
 	if client == "" || model == "" {
@@ -206,6 +241,10 @@ func (m *Main) inviteProfile(id, client, model, configPath string, configNamed b
 				client, model = cmp.Or(client, a.Profile.Client), cmp.Or(model, a.Profile.Model)
 			}
 			client = cmp.Or(client, a.Client)
+			if len(a.ACP) > 0 {
+				// An ACP agent picks its own model unless told one.
+				model = cmp.Or(model, coordinator.ACPDefaultModel)
+			}
 		}
 	}
 	switch {

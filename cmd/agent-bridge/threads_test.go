@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
 func TestThreadCommands(t *testing.T) {
@@ -252,8 +253,9 @@ func TestIgnoredActionsExplained(t *testing.T) {
 
 // TestInviteTakesTheConfiguredProfile: without --client and --model an
 // invite sends the profile of the configured agent of that id (the
-// built-in echo when no config file is there), a flag given wins, and an
-// id the config does not profile is a usage error naming the flag.
+// built-in echo when no config file is there), a flag given wins, an ACP
+// entry naming no model gets "default" (the agent's own), and an id the
+// config does not profile is a usage error naming the flag.
 func TestInviteTakesTheConfiguredProfile(t *testing.T) {
 	b := startTestBridge(t)
 	c := newCLI(t, b)
@@ -261,12 +263,13 @@ func TestInviteTakesTheConfiguredProfile(t *testing.T) {
 	c.env["BRIDGE_COORDINATOR_CONFIG"] = ""
 	c.ok("invite", "T", "echo") // no coordinator.config.json in this folder
 	cfg := filepath.Join(t.TempDir(), "coordinator.config.json")
-	if err := os.WriteFile(cfg, []byte(`{"agents":{"rev":{"command":["true"],"profile":{"client":"claude","model":"opus"}},"bare":{"command":["true"],"client":"codex"}}}`), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(`{"agents":{"rev":{"command":["true"],"profile":{"client":"claude","model":"opus"}},"bare":{"command":["true"],"client":"codex"},"gem":{"acp":["gemini","--acp"],"client":"gemini"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c.env["BRIDGE_COORDINATOR_CONFIG"] = cfg
 	c.ok("invite", "T", "rev")
 	c.ok("invite", "T", "bare", "--model", "gpt-5")
+	c.ok("invite", "T", "gem")
 	st, _, err := b.client().State(t.Context(), "T", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +278,7 @@ func TestInviteTakesTheConfiguredProfile(t *testing.T) {
 	for _, in := range st.Participants.Invited {
 		got[in.ID] = in.Profile.Client + "/" + in.Profile.Model
 	}
-	if want := map[string]string{"echo": "echo/echo", "rev": "claude/opus", "bare": "codex/gpt-5"}; fmt.Sprint(got) != fmt.Sprint(want) {
+	if want := map[string]string{"echo": "echo/echo", "rev": "claude/opus", "bare": "codex/gpt-5", "gem": "gemini/default"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("invited %v, want %v", got, want)
 	}
 	for _, tc := range []struct {
@@ -288,5 +291,63 @@ func TestInviteTakesTheConfiguredProfile(t *testing.T) {
 		if _, errOut, code := c.run(tc.args...); code != 2 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errOut, tc.want)
 		}
+	}
+}
+
+// TestThreadNamesAndSeqs: a command that takes a thread takes its name
+// when one thread has it (and refuses a shared one, listing the ids), the
+// id wins over a name, and permit takes the request's seq as tail shows
+// it. The shipped config gives claude-code a profile, so inviting it by
+// name needs no flag.
+func TestThreadNamesAndSeqs(t *testing.T) {
+	b := startTestBridge(t)
+	c := newCLI(t, b)
+	c.ok("thread", "new", "design review", "--id", "D")
+	root, err := testutil.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.env["BRIDGE_COORDINATOR_CONFIG"] = filepath.Join(root, "coordinator.config.json")
+	c.ok("invite", "design review", "claude-code")
+	c.ok("pause", "design review", "on")
+	st, _, err := b.client().State(t.Context(), "D", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Paused || len(st.Participants.Invited) != 1 || st.Participants.Invited[0].Profile.Model != "sonnet" {
+		t.Errorf("state after invite and pause by name: %+v", st)
+	}
+	c.ok("pause", "design review", "off")
+	// A permission request as the coordinator posts it for an ACP agent,
+	// at seq 5 (docs/acp.md).
+	req := agentbridge.EventInput{From: "bridge-coordinator", To: "user", Content: json.RawMessage(`"may I?"`),
+		Meta: agentbridge.Meta{Tags: []string{"coordinator", "permission"}, Extra: map[string]json.RawMessage{
+			agentbridge.MetaPermission: json.RawMessage(`{"invocation":1,"options":[{"id":"allow","name":"Allow","kind":"allow_once"}]}`)}}}
+	if _, err := b.client().Append(t.Context(), "D", req, ""); err != nil {
+		t.Fatal(err)
+	}
+	c.ok("permit", "design review", "5", "allow")
+	evs, err := b.client().ThreadEvents(t.Context(), agentbridge.ThreadEventsQuery{Thread: "D", After: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := evs[len(evs)-1]
+	var ctl struct {
+		Permission struct{ Event, Option string }
+	}
+	if err := json.Unmarshal(last.Content, &ctl); err != nil || ctl.Permission.Event != evs[4].ID || ctl.Permission.Option != "allow" {
+		t.Errorf("permit by seq 5 posted %s, want the id of seq 5, %s", last.Content, evs[4].ID)
+	}
+	if _, errOut, code := c.run("permit", "D", "99", "allow"); code != 2 || !strings.Contains(errOut, "no event 99") {
+		t.Errorf("permit of a seq past the end: exit %d, stderr %q", code, errOut)
+	}
+	c.ok("thread", "new", "twin", "--id", "twin-a")
+	c.ok("thread", "new", "twin", "--id", "twin-b")
+	if _, errOut, code := c.run("state", "twin"); code != 2 || !strings.Contains(errOut, "name of 2 threads") || !strings.Contains(errOut, "twin-a") {
+		t.Errorf("a shared name: exit %d, stderr %q; want 2 and the ids", code, errOut)
+	}
+	c.ok("thread", "new", "twin-a", "--id", "other")
+	if out := c.ok("state", "twin-a"); !strings.Contains(out, "twin-a") {
+		t.Errorf("the id did not win over a name: %s", out)
 	}
 }

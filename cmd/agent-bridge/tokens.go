@@ -137,3 +137,25 @@ func (m *Main) tokensRevokeCommand(c *cobra.Command) runFunc {
 		return nil
 	}
 }
+
+// loginLinkCommand is "agent-bridge login-link": a one-time link that
+// opens the web UI logged in, as up prints it.
+func (m *Main) loginLinkCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
+	cf := m.addClientFlags(fs)
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 {
+			return usagef("login-link: unexpected argument %q", pos[0])
+		}
+		cl, err := m.newClient(cf)
+		if err != nil {
+			return err
+		}
+		path, err := cl.LoginLink(ctx)
+		if err != nil {
+			return explain(err, cf.url)
+		}
+		fmt.Fprintln(m.Stdout, strings.TrimRight(cf.url, "/")+path)
+		return nil
+	}
+}

@@ -65,6 +65,14 @@ func TestTokensCommands(t *testing.T) {
 	if _, _, code := person.run("tokens", "revoke", "nope"); code != 2 {
 		t.Errorf("tokens revoke nope: exit %d, want 2", code)
 	}
+
+	// login-link: the link up prints, for a bridge started with serve.
+	link := strings.TrimSpace(person.ok("login-link"))
+	base, code, ok := strings.Cut(link, "/ui/login#code=")
+	if !ok || base != p.url {
+		t.Fatalf("login-link printed %q", link)
+	}
+	checkLoginLink(t, base, code)
 }
 
 // TestServeOpen: serve --open takes a v0 client's token-less requests (a

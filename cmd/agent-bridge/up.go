@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,9 +71,14 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 	logLevel := fs.String("log-level", m.env(agentbridge.EnvLogLevel, "info"), "debug, info, warn or error")
 	envFlag(fs, "log-level", agentbridge.EnvLogLevel)
 	maxStreams := m.maxStreamsFlag(fs)
+	bridgeCfgPath := m.bridgeConfigFlag(fs)
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) > 0 {
 			return usagef("up takes no arguments, got %q", pos[0])
+		}
+		file, err := readBridgeConfig(*bridgeCfgPath)
+		if err != nil {
+			return err
 		}
 		ms, err := parseMaxStreams(*maxStreams)
 		if err != nil {
@@ -114,14 +118,10 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 					return *u
 				}
 				return ""
-			}}, logger)
+			}, File: file}, logger)
 		if err != nil {
 			return err
 		}
-		if rt.TokenFile == "" {
-			rt.TokenFile = absPath(b.TokenPath)
-		}
-		login := m.loginLink(b, logger)
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()
@@ -129,13 +129,21 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 				logger.Error("close bridge", "err", err)
 			}
 		}()
-		if cfg.BridgeToken == "" || cfg.BridgeToken == token {
-			// Not the person's: a coordinator token of its own, revoked
-			// (before the bridge closes) when up stops.
-			ct, revoke := m.upCoordinatorToken(ctx, b.URL(), cmp.Or(cfg.BridgeToken, b.PersonToken), cfg.CoordinatorID, logger)
-			cfg.BridgeToken = ct
+		if cfg.BridgeToken == "" {
+			// up's own coordinator gets a coordinator token, not the
+			// person's: it may not act as a human. Its status API still
+			// takes the person's tokens (it asks the bridge).
+			secret, revoke, err := coordinatorToken(ctx, b.Store, cfg.CoordinatorID, logger)
+			if err != nil {
+				return err
+			}
 			defer revoke()
+			cfg.BridgeToken = secret
 		}
+		if rt.TokenFile == "" {
+			rt.TokenFile = absPath(b.TokenPath)
+		}
+		login := m.loginLink(b, logger)
 		cfg.BridgeURL = b.URL()
 		runtimePath := client.RuntimePath(m.Getenv)
 		defer func() {
@@ -318,25 +326,99 @@ func printAgents(w io.Writer, cfg coordinator.Config) {
 }
 
 // agentsCommand is "agent-bridge agents": the agents of the config that
-// up (or the coordinator) would load from here, one a line.
+// up (or the coordinator) would load from here, one a line, then the live
+// coordinators the bridge knows and what each serves (contract 7.1);
+// --live prints only the latter.
 func (m *Main) agentsCommand(c *cobra.Command) runFunc {
 	fs := c.Flags()
 	configPath := fs.String("config", m.env(agentbridge.EnvCoordinatorConfig, agentbridge.DefaultCoordinatorConfig), "coordinator config; the built-in defaults when the default file does not exist")
 	envFlag(fs, "config", agentbridge.EnvCoordinatorConfig)
-	asJSON := fs.Bool("json", false, "print the agents as one JSON object")
-	return func(_ context.Context, pos []string) error {
+	cf := m.addClientFlags(fs)
+	live := fs.Bool("live", false, "only the coordinators registered with the bridge and the agents each serves (with --json: GET /coordinators's answer)")
+	return func(ctx context.Context, pos []string) error {
 		if len(pos) > 0 {
 			return usagef("agents takes no arguments, got %q", pos[0])
+		}
+		if *live {
+			return m.printLiveCoordinators(ctx, cf, true)
 		}
 		cfg, where, _, err := m.loadUpConfig(*configPath, m.configNamed(fs))
 		if err != nil {
 			return err
 		}
-		if *asJSON {
+		if cf.json {
 			return m.printJSON(cfg.Agents)
 		}
 		fmt.Fprintf(m.Stdout, "Coordinator config: %s\n", where)
 		printAgents(m.Stdout, cfg)
+		return m.printLiveCoordinators(ctx, cf, false)
+	}
+}
+
+// agentsBridgeWait bounds asking the bridge for its coordinators when the
+// config's agents are printed too: the bridge may well not be running.
+const agentsBridgeWait = 2 * time.Second
+
+// printLiveCoordinators prints the coordinators registered with the
+// bridge, live first. When must is false a bridge that does not answer is
+// one line, not an error.
+func (m *Main) printLiveCoordinators(ctx context.Context, cf *clientFlags, must bool) error {
+	cl, err := m.newClient(cf)
+	if err != nil {
+		return err
+	}
+	if !must {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, agentsBridgeWait)
+		defer cancel()
+	}
+	list, err := cl.Coordinators(ctx)
+	if err != nil {
+		if must {
+			return explain(err, cf.url)
+		}
+		fmt.Fprintf(m.Stdout, "Coordinators: the bridge at %s did not answer (%v), so who serves what right now is not known\n", cf.url, err)
 		return nil
+	}
+	if must && cf.json {
+		return m.printJSON(list)
+	}
+	printCoordinators(m.Stdout, cf.url, list.Coordinators)
+	return nil
+}
+
+// printCoordinators prints each registered coordinator with its agents:
+// "laptop @ mbp.local, live (heartbeat 2 s ago), status http://…", then
+// one agent a line.
+func printCoordinators(w io.Writer, bridgeURL string, list []agentbridge.CoordinatorInfo) {
+	nlive := 0
+	for _, c := range list {
+		if c.Live {
+			nlive++
+		}
+	}
+	fmt.Fprintf(w, "Coordinators at %s: %d live\n", bridgeURL, nlive)
+	for _, liveFirst := range []bool{true, false} {
+		for _, c := range list {
+			if c.Live != liveFirst {
+				continue
+			}
+			state := fmt.Sprintf("live (heartbeat %s ago)", (time.Duration(c.AgeMillis) * time.Millisecond).Round(100*time.Millisecond))
+			if !c.Live {
+				state = "offline since " + c.HeartbeatAt
+			}
+			fmt.Fprintf(w, "  %s @ %s, %s", c.ID, c.Host, state)
+			if c.StatusURL != "" {
+				fmt.Fprintf(w, ", status %s", c.StatusURL)
+			}
+			fmt.Fprintln(w)
+			for _, a := range c.Agents {
+				client := ""
+				if a.Client != "" {
+					client = ", client " + a.Client
+				}
+				fmt.Fprintf(w, "    %-12s %s%s\n", a.Name, a.Kind, client)
+			}
+		}
 	}
 }

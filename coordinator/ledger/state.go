@@ -211,7 +211,12 @@ type Step struct {
 	PartyRound *PartyRound
 }
 
-const cursorGlobal = "global"
+// The names of the rows of the cursors table: the global cursor, and the id
+// of the bridge log's epoch it was kept in.
+const (
+	cursorGlobal = "global"
+	cursorEpoch  = "bridge_epoch"
+)
 
 // Commit applies a Step in one transaction, so that after a crash either the
 // event was fully processed (decision recorded, invocations queued, cursor
@@ -325,6 +330,64 @@ func (d *DB) SetCursor(ctx context.Context, gseq int64) error {
 	return setCursor(ctx, d.db, gseq)
 }
 
+// BridgeEpoch returns the id of the bridge log's epoch the cursors were
+// kept in (agentbridge.LogEpoch), and whether one was stored.
+func (d *DB) BridgeEpoch(ctx context.Context) (int64, bool, error) {
+	var v int64
+	err := d.db.QueryRowContext(ctx, `SELECT value FROM cursors WHERE name = ?`, cursorEpoch).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read the bridge's epoch: %w", err)
+	}
+	return v, true, nil
+}
+
+// SetBridgeEpoch records the bridge log's epoch the cursors are kept in.
+func (d *DB) SetBridgeEpoch(ctx context.Context, epoch int64) error {
+	if _, err := d.db.ExecContext(ctx, `INSERT INTO cursors (name, value) VALUES (?, ?)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, cursorEpoch, epoch); err != nil {
+		return fmt.Errorf("record the bridge's epoch: %w", err)
+	}
+	return nil
+}
+
+// Rebase moves the cursors to a bridge log that was restored from an older
+// backup, in one transaction: the global cursor to gseq (the point up to
+// which the restored log is the one processed), the epoch to epoch (0
+// leaves it), and every thread cursor is dropped, since the events after
+// gseq, whatever their seqs, are new. It returns how many thread cursors
+// were dropped.
+func (d *DB) Rebase(ctx context.Context, gseq, epoch int64) (int64, error) {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("rebase cursors: %w", err)
+	}
+	defer tx.Rollback()
+	if err := setCursor(ctx, tx, gseq); err != nil {
+		return 0, err
+	}
+	if epoch != 0 {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO cursors (name, value) VALUES (?, ?)
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, cursorEpoch, epoch); err != nil {
+			return 0, fmt.Errorf("rebase cursors: record the epoch: %w", err)
+		}
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM thread_cursors`)
+	if err != nil {
+		return 0, fmt.Errorf("rebase cursors: drop the thread cursors: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("rebase cursors: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("rebase cursors: commit: %w", err)
+	}
+	return n, nil
+}
+
 // ThreadCursor returns the seq of the thread's last processed event.
 func (d *DB) ThreadCursor(ctx context.Context, thread string) (int64, bool, error) {
 	var v int64
@@ -415,14 +478,19 @@ func (d *DB) Finish(ctx context.Context, id int64, o Outcome) error {
 	return err
 }
 
-// rowQuerier is a conn or a txn.
-type rowQuerier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+// querier is a conn or a txn.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 // finishUpdate is Finish's update of the invocation's row; it returns
 // ErrCancelled when the row says cancelled.
-func finishUpdate(ctx context.Context, q rowQuerier, id int64, o Outcome) error {
+//
+// The rows are read to their end and their error checked, rather than
+// through QueryRow's Scan: outside a transaction SQLite commits the update
+// when the statement finishes, and a commit that fails (a full disk) is
+// reported by that last step, which Scan never takes.
+func finishUpdate(ctx context.Context, q querier, id int64, o Outcome) error {
 	var started string
 	if !o.Started.IsZero() {
 		started = agentbridge.FormatTime(o.Started)
@@ -431,8 +499,7 @@ func finishUpdate(ctx context.Context, q rowQuerier, id int64, o Outcome) error 
 	if !o.Started.IsZero() && !o.Finished.IsZero() {
 		dur = o.Finished.Sub(o.Started).Milliseconds()
 	}
-	var status string
-	err := q.QueryRowContext(ctx, `UPDATE invocations SET
+	rows, err := q.QueryContext(ctx, `UPDATE invocations SET
 		status = CASE WHEN status = ? THEN status ELSE ? END, exit_code = ?,
 		error = CASE WHEN status = ? THEN error ELSE ? END,
 		started_at = CASE WHEN ? = '' THEN started_at ELSE ? END, finished_at = ?, duration_ms = ?,
@@ -440,7 +507,11 @@ func finishUpdate(ctx context.Context, q rowQuerier, id int64, o Outcome) error 
 		pending_post = CASE WHEN status = ? THEN '' ELSE ? END WHERE id = ? RETURNING status`,
 		StatusCancelled, o.Status, o.ExitCode, StatusCancelled, o.Error, started, started,
 		agentbridge.FormatTime(o.Finished), dur, o.OutputBytes, o.StderrTail, o.ProgressBad,
-		StatusCancelled, string(o.Post), id).Scan(&status)
+		StatusCancelled, string(o.Post), id)
+	if err != nil {
+		return fmt.Errorf("finish invocation %d: %w", id, err)
+	}
+	status, err := lastString(rows)
 	if err != nil {
 		return fmt.Errorf("finish invocation %d: %w", id, err)
 	}
@@ -448,6 +519,32 @@ func finishUpdate(ctx context.Context, q rowQuerier, id int64, o Outcome) error 
 		return ErrCancelled
 	}
 	return nil
+}
+
+// lastString reads a one-column result to its end and returns its last
+// value; a statement that returned no row is sql.ErrNoRows. Reading to the
+// end is what reports an error of the statement's last step (its commit),
+// and Close's error is checked too.
+func lastString(rows *sql.Rows) (v string, err error) {
+	n := 0
+	for rows.Next() {
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return "", err
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return "", err
+	}
+	if err := rows.Close(); err != nil {
+		return "", err
+	}
+	if n == 0 {
+		return "", sql.ErrNoRows
+	}
+	return v, nil
 }
 
 // Posted records the bridge's answer to the pending post: the event id it

@@ -8,8 +8,8 @@ package status
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -93,10 +93,18 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Token string `json:"token"`
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxLoginBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		httpjson.WriteError(w, http.StatusBadRequest, agentbridge.Errorf(agentbridge.ECodeInvalidJSON, "The body must be {\"token\": \"...\"}."))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxLoginBody))
+	if err == nil {
+		err = httpjson.DecodeObject(body, &req, []string{"token"})
+	}
+	if err != nil {
+		// A duplicate key is named as such; any other fault gets the
+		// body's one shape.
+		var e *agentbridge.Error
+		if !errors.As(err, &e) || e.Code != agentbridge.ECodeDuplicateKey {
+			e = agentbridge.Errorf(agentbridge.ECodeInvalidJSON, "The body must be {\"token\": \"...\"}.")
+		}
+		httpjson.WriteError(w, http.StatusBadRequest, e)
 		return
 	}
 	if !s.guard.HasToken() {

@@ -1,9 +1,12 @@
 // Package fakemodel is a fake AI model server for tests that run the real
 // agent CLIs: it speaks the Anthropic Messages API (POST /v1/messages, SSE
 // streaming, what claude and claude-agent-acp call through
-// ANTHROPIC_BASE_URL) and the OpenAI Responses API (POST /v1/responses,
+// ANTHROPIC_BASE_URL), the OpenAI Responses API (POST /v1/responses,
 // SSE streaming, what codex and codex-acp call through a custom model
-// provider), on 127.0.0.1 only.
+// provider) and the Generative Language API (POST
+// /v1beta/models/{model}:streamGenerateContent, :generateContent and
+// :countTokens, what Gemini CLI calls through GOOGLE_GEMINI_BASE_URL), on
+// 127.0.0.1 only.
 //
 // A test scripts what the model answers — text, a tool call (Bash, an MCP
 // tool), an HTTP error (401, 429, 500), a slow answer — and reads back the
@@ -16,6 +19,7 @@ package fakemodel
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,6 +40,11 @@ const (
 	Anthropic API = "anthropic"
 	// OpenAI is the Responses API: POST /v1/responses (also /responses).
 	OpenAI API = "openai"
+	// Gemini is the Generative Language API: POST
+	// /v1beta/models/{model}:streamGenerateContent (SSE with ?alt=sse) or
+	// :generateContent. Its :countTokens is answered but is not a model
+	// call: it is logged as Other and takes nothing from the script.
+	Gemini API = "gemini"
 	// Other is any other path; the server answers 404 and logs it.
 	Other API = "other"
 )
@@ -66,7 +75,9 @@ var DefaultUsage = Usage{InputTokens: 1200, OutputTokens: 34}
 type ToolCall struct {
 	// Name is the tool's name as the client offered it: "Bash" for
 	// claude's shell, "exec_command" or "shell" for codex's (whichever the
-	// request offers), "mcp__<server>__<tool>" for an MCP tool. For the
+	// request offers), "run_shell_command" for Gemini CLI's,
+	// "mcp__<server>__<tool>" for an MCP tool (Gemini CLI:
+	// "mcp_<server>_<tool>"). For the
 	// OpenAI API an MCP tool offered inside a namespace tool (codex 0.169:
 	// one tool "mcp__<server>" of type "namespace") is called by the same
 	// "mcp__<server>__<tool>" name; the server splits it as the client
@@ -110,9 +121,11 @@ type Request struct {
 	API    API
 	Method string
 	Path   string
-	// Key is the API key the client sent (x-api-key or a bearer token).
+	// Key is the API key the client sent (x-api-key, x-goog-api-key or a
+	// bearer token).
 	Key string
-	// Model and Stream are the body's fields of those names.
+	// Model and Stream are the body's fields of those names (for Gemini,
+	// the model in the path and whether it is streamGenerateContent).
 	Model  string
 	Stream bool
 	// Body is the raw request body.
@@ -131,7 +144,8 @@ type Request struct {
 func (r Request) Contains(s string) bool { return bytes.Contains(r.Body, []byte(s)) }
 
 // ToolNames lists the names of the tools the request offered, with the
-// tools of a namespace tool as "<namespace>__<tool>".
+// tools of a namespace tool as "<namespace>__<tool>" and a Gemini request's
+// function declarations by their names.
 func (r Request) ToolNames() []string {
 	var body struct {
 		Tools []json.RawMessage `json:"tools"`
@@ -148,6 +162,9 @@ func (r Request) ToolNames() []string {
 				names = append(names, t.Name+"__"+sub.Name)
 			}
 			continue
+		}
+		for _, fd := range t.FunctionDeclarations {
+			names = append(names, fd.Name)
 		}
 		name := t.Name
 		if name == "" && t.Function != nil {
@@ -167,7 +184,8 @@ type offeredTool struct {
 	Function *struct {
 		Name string `json:"name"`
 	} `json:"function"`
-	Tools []offeredTool `json:"tools"`
+	Tools                []offeredTool `json:"tools"`
+	FunctionDeclarations []offeredTool `json:"functionDeclarations"`
 }
 
 // Responder decides an answer from the request; ok false leaves it to the
@@ -314,17 +332,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		req.API = Anthropic
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses"):
 		req.API = OpenAI
+	case r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, ":generateContent") || strings.HasSuffix(r.URL.Path, ":streamGenerateContent")):
+		req.API = Gemini
 	}
-	req.Key = r.Header.Get("x-api-key")
-	if req.Key == "" {
-		req.Key = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	}
+	req.Key = cmp.Or(r.Header.Get("x-api-key"), r.Header.Get("x-goog-api-key"), strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 	var fields struct {
 		Model  string `json:"model"`
 		Stream bool   `json:"stream"`
 	}
 	_ = json.Unmarshal(body, &fields)
 	req.Model, req.Stream = fields.Model, fields.Stream
+	if m, method, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v1beta/models/"), ":"); ok && strings.HasPrefix(r.URL.Path, "/v1beta/models/") {
+		req.Model, req.Stream = m, method == "streamGenerateContent"
+	}
 
 	s.mu.Lock()
 	s.n++
@@ -342,6 +362,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	switch {
+	case req.API == Other && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":countTokens"):
+		req.Status = http.StatusOK
+		w.Header().Set("Content-Type", "application/json")
+		// About four characters a token, as the real API counts.
+		_ = json.NewEncoder(w).Encode(map[string]any{"totalTokens": len(body)/4 + 1})
 	case req.API == Other:
 		req.Status = http.StatusNotFound
 		writeError(w, req.API, http.StatusNotFound, "", "not found: "+r.URL.Path)
@@ -369,9 +394,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if reply.Tool != nil {
 			req.Tool = reply.Tool.Name
 		}
-		if req.API == Anthropic {
+		switch req.API {
+		case Anthropic:
 			writeMessages(w, req, reply)
-		} else {
+		case Gemini:
+			writeGenerate(w, req, reply)
+		default:
 			writeResponses(w, req, reply)
 		}
 	}
@@ -419,9 +447,12 @@ func writeError(w http.ResponseWriter, api API, status int, typ, msg string) {
 		msg = def
 	}
 	var body any
-	if api == OpenAI {
+	switch api {
+	case OpenAI:
 		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": typ}}
-	} else {
+	case Gemini:
+		body = map[string]any{"error": map[string]any{"code": status, "message": msg, "status": geminiStatus(status)}}
+	default:
 		body = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -591,6 +622,94 @@ func writeResponses(w http.ResponseWriter, req Request, rep Reply) {
 	}
 	s.event("response.completed", map[string]any{"type": "response.completed", "response": resp})
 }
+
+// geminiStatus is the Google API status name of an HTTP status.
+func geminiStatus(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "INVALID_ARGUMENT"
+	case http.StatusUnauthorized:
+		return "UNAUTHENTICATED"
+	case http.StatusForbidden:
+		return "PERMISSION_DENIED"
+	case http.StatusNotFound:
+		return "NOT_FOUND"
+	case http.StatusTooManyRequests:
+		return "RESOURCE_EXHAUSTED"
+	case http.StatusServiceUnavailable:
+		return "UNAVAILABLE"
+	}
+	return "INTERNAL"
+}
+
+// writeGenerate answers a Generative Language API call: one
+// GenerateContentResponse, or with streamGenerateContent an SSE stream of
+// them (data lines only), the text first and the usage in the last.
+func writeGenerate(w http.ResponseWriter, req Request, rep Reply) {
+	var parts []map[string]any
+	if rep.Thinking != "" {
+		parts = append(parts, map[string]any{"text": rep.Thinking, "thought": true})
+	}
+	if rep.Text != "" || rep.Tool == nil {
+		parts = append(parts, map[string]any{"text": rep.Text})
+	}
+	if rep.Tool != nil {
+		var args any = map[string]any{}
+		_ = json.Unmarshal([]byte(input(rep.Tool)), &args)
+		parts = append(parts, map[string]any{"functionCall": map[string]any{"name": rep.Tool.Name, "args": args}})
+	}
+	u := rep.Usage
+	usage := map[string]any{"promptTokenCount": u.InputTokens + u.CacheReadInputTokens, "candidatesTokenCount": u.OutputTokens,
+		"totalTokenCount": u.InputTokens + u.CacheReadInputTokens + u.OutputTokens}
+	if u.CacheReadInputTokens > 0 {
+		usage["cachedContentTokenCount"] = u.CacheReadInputTokens
+	}
+	chunk := func(parts []map[string]any, last bool) map[string]any {
+		cand := map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "index": 0}
+		out := map[string]any{"candidates": []any{cand}, "modelVersion": req.Model, "responseId": fmt.Sprintf("resp_fake%06d", req.N)}
+		if last {
+			cand["finishReason"] = "STOP"
+			out["usageMetadata"] = usage
+		}
+		return out
+	}
+	if !req.Stream {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(chunk(parts, true))
+		return
+	}
+	s := newSSE(w)
+	for i, p := range parts {
+		b, _ := json.Marshal(chunk([]map[string]any{p}, i == len(parts)-1))
+		fmt.Fprintf(s.w, "data: %s\r\n\r\n", b)
+		if s.f != nil {
+			s.f.Flush()
+		}
+	}
+}
+
+// GeminiEnv is the environment ("KEY=value" entries) that points Gemini
+// CLI at s with key, for a HOME whose .gemini/settings.json is
+// GeminiSettings: the API base URL and key, and the model.
+func (s *Server) GeminiEnv(key, model string) []string {
+	return []string{
+		"GOOGLE_GEMINI_BASE_URL=" + s.URL(),
+		"GEMINI_API_KEY=" + key,
+		"GEMINI_MODEL=" + model,
+	}
+}
+
+// GeminiSettings is a ~/.gemini/settings.json for Gemini CLI against the
+// fake: API-key auth (without it the CLI picks gateway auth for a moved
+// base URL), and no telemetry, usage statistics, update checks or session
+// cleanup.
+const GeminiSettings = `{
+  "security": {"auth": {"selectedType": "gemini-api-key"}},
+  "privacy": {"usageStatisticsEnabled": false},
+  "telemetry": {"enabled": false},
+  "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false, "sessionRetention": {"enabled": false}}
+}
+`
 
 // ClaudeEnv is the environment ("KEY=value" entries) that points claude,
 // or claude-agent-acp, at s with key, and switches off its traffic to

@@ -144,3 +144,54 @@ func TestThinking(t *testing.T) {
 		t.Errorf("responses: %s", body)
 	}
 }
+
+// TestGenerativeLanguage: Gemini CLI's endpoints, the key it sends
+// (x-goog-api-key), the model from the path, SSE data lines with the usage
+// in the last, a functionCall part, and countTokens outside the script.
+func TestGenerativeLanguage(t *testing.T) {
+	s := Start(t, "good")
+	s.Push(Reply{Thinking: "hmm", Text: "hello gemini", Usage: Usage{InputTokens: 11, OutputTokens: 4}},
+		Reply{Tool: &ToolCall{Name: "run_shell_command", Input: map[string]string{"command": "echo hi"}}}, Reply{Status: 429})
+	goog := func(path, key, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL()+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("x-goog-api-key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	const stream = "/v1beta/models/gemini-x:streamGenerateContent?alt=sse"
+	if code, body := goog(stream, "bad", `{}`); code != 401 || !strings.Contains(body, `"status":"UNAUTHENTICATED"`) {
+		t.Fatalf("bad key: %d %s", code, body)
+	}
+	code, body := goog(stream, "good", `{"contents":[{"role":"user","parts":[{"text":"question one"}]}],"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}]}`)
+	if code != 200 || !strings.HasPrefix(body, "data: ") || !strings.Contains(body, `"thought":true`) || !strings.Contains(body, `"text":"hello gemini"`) ||
+		!strings.Contains(body, `"finishReason":"STOP"`) || !strings.Contains(body, `"promptTokenCount":11`) || !strings.Contains(body, `"candidatesTokenCount":4`) {
+		t.Fatalf("stream: %d %s", code, body)
+	}
+	if code, body := goog("/v1beta/models/gemini-x:countTokens", "good", `{"contents":[]}`); code != 200 || !strings.Contains(body, `"totalTokens"`) {
+		t.Fatalf("countTokens: %d %s", code, body)
+	}
+	code, body = goog("/v1beta/models/gemini-lite:generateContent", "good", `{}`)
+	if code != 200 || !strings.Contains(body, `"functionCall":{"args":{"command":"echo hi"},"name":"run_shell_command"}`) {
+		t.Fatalf("generateContent: %d %s", code, body)
+	}
+	if code, body := goog(stream, "good", `{}`); code != 429 || !strings.Contains(body, `"status":"RESOURCE_EXHAUSTED"`) {
+		t.Fatalf("429: %d %s", code, body)
+	}
+	calls := s.Calls() // the refused one, the three answered; not countTokens
+	if len(calls) != 4 || calls[1].API != Gemini || calls[1].Model != "gemini-x" || !calls[1].Stream || calls[1].Key != "good" ||
+		calls[2].Model != "gemini-lite" || calls[2].Stream || calls[2].Tool != "run_shell_command" || calls[3].Status != 429 {
+		t.Fatalf("calls: %+v", calls)
+	}
+	if got := calls[1].ToolNames(); len(got) != 1 || got[0] != "run_shell_command" {
+		t.Fatalf("tool names %v", got)
+	}
+}

@@ -636,6 +636,14 @@ func WriteError(w http.ResponseWriter, _ *http.Request, err error) {
 	httpjson.WriteError(w, status, ae)
 }
 
+// SecureRequest reports whether the browser reached r over HTTPS: the
+// connection is TLS, or the page that sent it is an https page (behind
+// tailscale serve or another TLS-terminating proxy the connection is
+// plain but the browser's is not, and a Secure cookie is then right).
+func SecureRequest(r *http.Request) bool {
+	return r.TLS != nil || strings.HasPrefix(strings.ToLower(r.Header.Get("Origin")), "https://")
+}
+
 // SetLoginCookie gives the browser the token as the HttpOnly,
 // SameSite=Strict login cookie (Secure over TLS).
 func SetLoginCookie(w http.ResponseWriter, r *http.Request, token string) {
@@ -645,7 +653,7 @@ func SetLoginCookie(w http.ResponseWriter, r *http.Request, token string) {
 		Path:     "/",
 		HttpOnly: true,
 		SameSite: http.SameSiteStrictMode,
-		Secure:   r.TLS != nil,
+		Secure:   SecureRequest(r),
 	})
 }
 

@@ -6,9 +6,13 @@ package httpjson
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"sort"
+	"strings"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
@@ -49,4 +53,38 @@ type errorBody struct {
 // WriteError answers with e in the API's error shape.
 func WriteError(w http.ResponseWriter, status int, e *agentbridge.Error) {
 	Write(w, status, errorBody{Error: e})
+}
+
+// DecodeObject is the one decoder of the JSON object bodies of the bridge
+// and the coordinator's status API: body must be a JSON object of UTF-8
+// text without a key twice at any depth (agentbridge.CheckJSONBody,
+// duplicate_key), whose keys are among fields (else unknown_field); it is
+// decoded into v, a wrong type being invalid_field. Every refusal is an
+// *agentbridge.Error.
+func DecodeObject(body []byte, v any, fields []string) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
+		return agentbridge.Errorf(agentbridge.ECodeInvalidJSON, "The request body must be a JSON object.")
+	}
+	if err := agentbridge.CheckJSONBody(body); err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.Contains(fields, k) {
+			return agentbridge.FieldErrorf(agentbridge.ECodeUnknownField, k, "The field %q is not accepted here; known fields are %s.", k, strings.Join(fields, ", "))
+		}
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, te.Field, "The field %q must be a %s.", te.Field, te.Type.Kind())
+		}
+		return agentbridge.Errorf(agentbridge.ECodeInvalidJSON, "The request body is not valid JSON.")
+	}
+	return nil
 }

@@ -17,21 +17,31 @@ import (
 // sql.ErrNoRows (pgx's wraps it), which Found turns into found=false.
 type AppendLookups interface {
 	// Replay looks up thread's idempotency key: found says an earlier
-	// append stored an event under it, which the store keeps to answer
-	// with.
-	Replay(ctx context.Context, thread, key string) (found bool, err error)
+	// append stored ev under it (one written earlier in the same batch
+	// included), which the store keeps to answer with when the append is
+	// its retry.
+	Replay(ctx context.Context, thread, key string) (ev agentbridge.Event, found bool, err error)
 	// ReplyTarget looks up the event meta.reply_to names in thread.
 	ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error)
 	// Event looks up an event of thread by id (one written earlier in the
 	// same batch included), for a permission answer, which names the
 	// request it answers.
 	Event(ctx context.Context, thread, id string) (e agentbridge.Event, found bool, err error)
+	// SenderHopAfter is the highest hop of sender's messages in thread
+	// after seq (found false when there are none), for agentbridge.HopFloor.
+	SenderHopAfter(ctx context.Context, thread, sender string, seq int64) (hop int, found bool, err error)
+	// FirstAnswer finds the first event of thread after target (one
+	// written earlier in the same batch included) for which answers is
+	// true. It reads only the events after target that name its id in
+	// their content or meta.
+	FirstAnswer(ctx context.Context, thread string, target agentbridge.Event, answers func(agentbridge.Event) bool) (e agentbridge.Event, found bool, err error)
 }
 
 // Admission is what Preamble decided for an append.
 type Admission struct {
-	// Replayed says the idempotency key was seen: the store answers with
-	// the event its Replay found and writes nothing.
+	// Replayed says the idempotency key was seen with the same event: the
+	// store answers with the event its Replay found and writes nothing. A
+	// key seen with another event is a Refusal (idempotency_conflict).
 	Replayed bool
 	// Refusal is the client's error (an *agentbridge.Error): nothing is
 	// written.
@@ -46,18 +56,22 @@ type Admission struct {
 
 // Preamble runs an append's rules in their order, on a thread whose state
 // before it is st (hasMessages: whether the thread holds a message yet):
-// the idempotency key (a replay ends it), reply_to, agentbridge.Admit with
+// the idempotency key (a replay ends it, answered with the stored event
+// only when it is the same append: agentbridge.CheckReplay), reply_to, agentbridge.Admit with
 // the control AppendRequest.Validate parsed (ctl), and for a message the
-// hop (agentbridge.AssignHop). Every store runs it, so that all decide an
+// hop (agentbridge.AssignHop, raised to agentbridge.HopFloor). Every store runs it, so that all decide an
 // append alike; err is the database failing, and fails the batch.
 func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendRequest, ctl *agentbridge.Control,
 	st agentbridge.ThreadState, hasMessages bool, humans agentbridge.Humans) (Admission, error) {
 	if req.IdempotencyKey != "" {
-		found, err := l.Replay(ctx, req.Thread, req.IdempotencyKey)
+		stored, found, err := l.Replay(ctx, req.Thread, req.IdempotencyKey)
 		if err != nil {
 			return Admission{}, fmt.Errorf("look up idempotency key: %w", err)
 		}
 		if found {
+			if err := agentbridge.CheckReplay(req.Thread, req.IdempotencyKey, stored, req.Input); err != nil {
+				return Admission{Refusal: err}, nil
+			}
 			return Admission{Replayed: true}, nil
 		}
 	}
@@ -72,6 +86,7 @@ func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendReques
 	if err := agentbridge.Admit(req.Thread, st, in, ctl, reply, humans); err != nil {
 		return Admission{Refusal: err}, nil
 	}
+	var answered *agentbridge.Ignored
 	if ctl != nil && ctl.Permission != nil {
 		e, found, err := l.Event(ctx, req.Thread, ctl.Permission.Event)
 		if err != nil {
@@ -80,16 +95,60 @@ func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendReques
 		if err := agentbridge.CheckPermissionAnswer(*ctl.Permission, e, found); err != nil {
 			return Admission{Refusal: err}, nil
 		}
+		if answered, err = alreadyAnswered(ctx, l, req.Thread, in, e, humans); err != nil {
+			return Admission{}, err
+		}
+	}
+	if in.Type == agentbridge.TypeMessage && in.Meta.ReplyTo != "" && humans.Has(in.From) {
+		e, _, err := l.Event(ctx, req.Thread, in.Meta.ReplyTo)
+		if err != nil {
+			return Admission{}, fmt.Errorf("look up reply_to: %w", err)
+		}
+		if agentbridge.IsQuestion(e) {
+			if answered, err = alreadyAnswered(ctx, l, req.Thread, in, e, humans); err != nil {
+				return Admission{}, err
+			}
+		}
 	}
 	if in.Type == agentbridge.TypeMessage {
 		hop := agentbridge.AssignHop(st, in, reply, humans, hasMessages)
+		if reply.Found && !humans.Has(in.From) {
+			floor, found, err := l.SenderHopAfter(ctx, req.Thread, in.From, reply.Seq)
+			if err != nil {
+				return Admission{}, fmt.Errorf("look up the sender's hop: %w", err)
+			}
+			if found {
+				hop = agentbridge.HopFloor(hop, floor)
+			}
+		}
 		in.Meta.Hop = &hop
 	}
 	var ignored *agentbridge.Ignored
 	if e := (agentbridge.Event{Type: in.Type, From: in.From, To: in.To, Content: in.Content}); agentbridge.NeedsIgnoredCheck(e, humans) {
 		ignored = agentbridge.IgnoredEffect(st, e, humans)
 	}
+	if ignored == nil {
+		ignored = answered
+	}
 	return Admission{Input: in, Ignored: ignored}, nil
+}
+
+// alreadyAnswered is the already_answered note on in, a human's answer to
+// target (a permission request or a question), when an earlier event of
+// the thread answered it; nil otherwise. It is decided in the writer, so
+// that of two devices answering at once exactly one gets the note.
+func alreadyAnswered(ctx context.Context, l AppendLookups, thread string, in agentbridge.EventInput, target agentbridge.Event, humans agentbridge.Humans) (*agentbridge.Ignored, error) {
+	if !humans.Has(in.From) {
+		return nil, nil
+	}
+	first, found, err := l.FirstAnswer(ctx, thread, target, func(e agentbridge.Event) bool { return agentbridge.Answers(e, target, humans) })
+	if err != nil {
+		return nil, fmt.Errorf("look up an earlier answer: %w", err)
+	}
+	if !found {
+		return nil, nil
+	}
+	return agentbridge.AlreadyAnswered(target, first), nil
 }
 
 // Found turns the error of a one-row lookup into whether the row was

@@ -29,6 +29,13 @@ type Outage struct {
 	// began, when the last one ended, how many requests it refused.
 	since, ended time.Time
 	failed       int
+	// byWrite, guarded by mu, is set while the outage on was begun by a
+	// write: reads that succeed meanwhile (a full disk still serves them)
+	// do not end it, only a write does.
+	byWrite bool
+	// refused, guarded by mu, is the error of the last write refused for
+	// an unreachable database, "" once a write succeeded since.
+	refused string
 }
 
 // NewOutage returns a tracker that logs to log and asks unreachable which
@@ -57,30 +64,60 @@ func Unavailable() *agentbridge.Error {
 // one ended start a new one: a slow request finishing across the edge
 // must not log a second outage.
 func (o *Outage) Check(started time.Time, err error) error {
+	return o.check(started, err, false)
+}
+
+// CheckWrite is Check for a request that writes (an append, a receipt, a
+// suggestion): a refusal also marks the store as refusing writes
+// (WritesRefused) until a write succeeds, and an outage it begins is ended
+// only by a write, since reads go on while writes fail (a full disk).
+func (o *Outage) CheckWrite(started time.Time, err error) error {
+	return o.check(started, err, true)
+}
+
+func (o *Outage) check(started time.Time, err error, write bool) error {
 	if err == nil {
-		if o.down.Load() {
-			o.end(started)
+		if o.down.Load() || (write && o.refusing()) {
+			o.end(started, write)
 		}
 		return nil
 	}
 	if !o.unreachable(err) {
 		return err
 	}
-	o.start(started, err)
+	o.start(started, err, write)
 	return Unavailable()
+}
+
+// WritesRefused returns the error of the last write refused because the
+// database could not be reached, and whether no write has succeeded since:
+// GET /healthz answers 503 with it.
+func (o *Outage) WritesRefused() (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.refused, o.refused != ""
+}
+
+func (o *Outage) refusing() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.refused != ""
 }
 
 // Down reports whether an outage is on (for tests and status reports).
 func (o *Outage) Down() bool { return o.down.Load() }
 
-func (o *Outage) start(started time.Time, err error) {
+func (o *Outage) start(started time.Time, err error, write bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.failed++
+	if write {
+		o.refused = err.Error()
+	}
 	if o.down.Load() || started.Before(o.ended) {
 		return
 	}
-	o.since, o.failed = time.Now(), 1
+	o.since, o.failed, o.byWrite = time.Now(), 1, write
 	o.down.Store(true)
 	o.log.Error("database unreachable: answering 503 unavailable until it is back", "err", err)
 	if o.onStart != nil {
@@ -88,10 +125,13 @@ func (o *Outage) start(started time.Time, err error) {
 	}
 }
 
-func (o *Outage) end(started time.Time) {
+func (o *Outage) end(started time.Time, write bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.down.Load() || started.Before(o.since) {
+	if write {
+		o.refused = ""
+	}
+	if !o.down.Load() || started.Before(o.since) || (o.byWrite && !write) {
 		return
 	}
 	o.down.Store(false)

@@ -110,3 +110,21 @@ func Collect[T any](rows Rows, what string, scan func(Row) (T, error)) ([]T, err
 	}
 	return out, nil
 }
+
+// PushSubscriptionColumns are the columns ScanPushSubscription reads, in
+// order.
+const PushSubscriptionColumns = "endpoint, p256dh, auth, device, categories, token_id, created_at, last_outcome, last_at"
+
+// ScanPushSubscription scans a PushSubscriptionColumns row; the device's
+// choices are stored as JSON.
+func ScanPushSubscription(r Row) (agentbridge.PushSubscription, error) {
+	var sub agentbridge.PushSubscription
+	var cats string
+	if err := r.Scan(&sub.Endpoint, &sub.P256dh, &sub.Auth, &sub.Device, &cats, &sub.TokenID, &sub.CreatedAt, &sub.LastOutcome, &sub.LastAt); err != nil {
+		return sub, err
+	}
+	if err := json.Unmarshal([]byte(cats), &sub.Categories); err != nil {
+		return sub, fmt.Errorf("push subscription categories: %w", err)
+	}
+	return sub, nil
+}

@@ -51,13 +51,20 @@ func testServerAssignedHop(t *testing.T, newStore Factory) {
 	if h := hopOf(c); h != 3 {
 		t.Errorf("without reply_to: hop %d, want 3", h)
 	}
+	// claude answered codex (hop 2) after the human spoke: going back to
+	// the human's message, or to an event older still, does not lower its
+	// count (contract 7.3). A sender that has not spoken since the parent
+	// counts from it.
 	d := MustAppend(t, s, "t", reply("claude", human.ID))
-	if h := hopOf(d); h != 1 {
-		t.Errorf("reply to the human's message: hop %d, want 1", h)
+	if h := hopOf(d); h != 2 {
+		t.Errorf("claude's reply to the human's message after its hop 2: hop %d, want 2", h)
 	}
 	e := MustAppend(t, s, "t", reply("claude", ctl.ID))
-	if h := hopOf(e); h != 1 {
-		t.Errorf("reply to a control before any message: hop %d, want 1 (the control carries hop 0)", h)
+	if h := hopOf(e); h != 2 {
+		t.Errorf("claude's reply to a control before any message: hop %d, want 2", h)
+	}
+	if h := hopOf(MustAppend(t, s, "t", reply("gemini", ctl.ID))); h != 1 {
+		t.Errorf("a first reply to a control before any message: hop %d, want 1 (the control carries hop 0)", h)
 	}
 
 	// A chain of agent replies counts up from the human's message.
@@ -68,6 +75,32 @@ func testServerAssignedHop(t *testing.T, newStore Factory) {
 			t.Errorf("chain step %d: hop %d, want %d", i, h, i+1)
 		}
 		prev = ev
+	}
+
+	// The attack of issue 29: two agents ping-pong to hop 6, then one
+	// replies to the human's message, or to the chain's first reply, to
+	// start the count again. It keeps its hop.
+	root := MustAppend(t, s, "t", Msg("user", "a new question"))
+	prev, first1 := root, agentbridge.Event{}
+	for i := range 6 {
+		ev := MustAppend(t, s, "t", reply([]string{"codex", "claude"}[i%2], prev.ID))
+		if i == 0 {
+			first1 = ev
+		}
+		prev = ev
+	}
+	if h := hopOf(prev); h != 6 {
+		t.Fatalf("ping-pong: claude at hop %d, want 6", h)
+	}
+	for name, parent := range map[string]agentbridge.Event{"the human's message": root, "the chain's first reply": first1} {
+		if h := hopOf(MustAppend(t, s, "t", reply("claude", parent.ID))); h < 6 {
+			t.Errorf("claude at hop 6 replying to %s: hop %d, want at least 6", name, h)
+		}
+	}
+	// A human's new message starts a new count for everyone.
+	fresh := MustAppend(t, s, "t", Msg("user", "something else"))
+	if h := hopOf(MustAppend(t, s, "t", reply("claude", fresh.ID))); h != 1 {
+		t.Errorf("claude's reply to a new human message: hop %d, want 1", h)
 	}
 
 	before := len(AllEvents(t, s, "t"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -70,8 +71,62 @@ func testPermissionAnswer(t *testing.T, newStore Factory) {
 	if err != nil || res.Event.Seq != head() {
 		t.Fatalf("a right answer: %+v, %v", res, err)
 	}
+	if res.Ignored != nil {
+		t.Errorf("the first answer is noted %+v", res.Ignored)
+	}
+	first := res.Event
 	if res, err := appendTo("t", Control("codex", `{"permission":{"event":"`+asked.Event.ID+`","option":"allow"}}`)); err != nil ||
 		res.Ignored == nil || res.Ignored.Code != agentbridge.IgnoredNotHuman {
 		t.Errorf("an agent's answer: %+v, %v; want stored with ignored not_human", res, err)
+	}
+	// A second answer (another device) is stored, noted as already
+	// answered, naming who answered first and when.
+	res, err = appendTo("t", answer(asked.Event.ID, "allow"))
+	want := "this permission request was already answered by user at " + first.TS + ", so this answer has no effect"
+	if err != nil || res.Ignored == nil || res.Ignored.Code != agentbridge.IgnoredAlreadyAnswered || res.Ignored.Reason != want {
+		t.Errorf("a second answer: %+v, %v; want ignored already_answered %q", res.Ignored, err, want)
+	}
+	// The request of the other thread is answered once, then noted.
+	if res, err := appendTo("u", answer(other.Event.ID, "allow")); err != nil || res.Ignored != nil {
+		t.Errorf("the other thread's first answer: %+v, %v", res, err)
+	}
+}
+
+// testQuestionAnswer: a human's first reply to a [USER QUESTION] is its
+// answer; a second reply is stored and noted already_answered, naming the
+// first; a reply to an ordinary message is not judged.
+func testQuestionAnswer(t *testing.T, newStore Factory) {
+	s := newStore(t, nil)
+	NewThread(t, s, "t")
+	ctx := context.Background()
+	q := Msg("codex", "[USER QUESTION]: which port?")
+	q.To = "user"
+	q.Meta.Tags = []string{"coordinator", "question"}
+	asked := MustAppend(t, s, "t", q)
+	plain := MustAppend(t, s, "t", Msg("codex", "no question here"))
+	reply := func(to agentbridge.Event, from string) agentbridge.AppendResult {
+		t.Helper()
+		in := Msg(from, "8080")
+		in.Meta.ReplyTo = to.ID
+		res, err := s.Append(ctx, agentbridge.AppendRequest{Thread: "t", Input: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if r := reply(plain, "user"); r.Ignored != nil {
+		t.Errorf("a reply to an ordinary message: %+v", r.Ignored)
+	}
+	if r := reply(asked, "claude"); r.Ignored != nil {
+		t.Errorf("an agent's reply to the question: %+v", r.Ignored)
+	}
+	first := reply(asked, "user")
+	if first.Ignored != nil {
+		t.Errorf("the first answer is noted %+v", first.Ignored)
+	}
+	second := reply(asked, "user")
+	if second.Ignored == nil || second.Ignored.Code != agentbridge.IgnoredAlreadyAnswered ||
+		!strings.Contains(second.Ignored.Reason, "already answered by user at "+first.Event.TS) {
+		t.Errorf("a second answer: %+v, want already_answered naming the first", second.Ignored)
 	}
 }

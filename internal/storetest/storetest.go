@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"CreateThread", testCreateThread},
 		{"EventRoundTrip", testEventRoundTrip},
 		{"Idempotency", testIdempotency},
+		{"IdempotencyConflict", testIdempotencyConflict},
 		{"StateAtEveryRevision", testStateAtEveryRevision},
 		{"ThreadEventsQueries", testThreadEventsQueries},
 		{"ThreadsPaging", testThreadsPaging},
@@ -49,7 +50,10 @@ func Run(t *testing.T, newStore Factory) {
 		{"SuggestionStatus", testSuggestionStatus},
 		{"AppendIgnored", testAppendIgnored},
 		{"PermissionAnswer", testPermissionAnswer},
+		{"Push", testPush},
 		{"Tokens", testTokens},
+		{"QuestionAnswer", testQuestionAnswer},
+		{"Coordinators", testCoordinators},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}
@@ -386,6 +390,60 @@ func testIdempotency(t *testing.T, newStore Factory) {
 	}
 	if n := len(AllEvents(t, s, th)); n != 3 {
 		t.Errorf("thread has %d events, want 3: the retry stored something", n)
+	}
+}
+
+// testIdempotencyConflict: a key used first by another writer is never
+// answered with that writer's event: another sender, type, recipient,
+// content or meta is 409 idempotency_conflict and stores nothing, while the
+// first writer's own retry, meta with extra keys included, is still
+// replayed.
+func testIdempotencyConflict(t *testing.T, newStore Factory) {
+	s := newStore(t, nil)
+	ctx := context.Background()
+	th := NewThread(t, s, "t").ID
+	trigger := MustAppend(t, s, th, Msg("user", "hi @codex"))
+	reply := Msg("codex", "the real reply")
+	reply.Meta = agentbridge.Meta{ReplyTo: trigger.ID, Via: "bridge-coordinator", Tags: []string{"coordinator"},
+		Extra: map[string]json.RawMessage{"participant": json.RawMessage(` "codex" `)}}
+	forged := Msg("mallory", "forged")
+	forged.Meta.ReplyTo = trigger.ID
+	const key = "coord-0123456789abcdef"
+	first, err := s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: forged, IdempotencyKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := len(AllEvents(t, s, th))
+	sameSender := Msg("mallory", "other words")
+	sameSender.Meta.ReplyTo = trigger.ID
+	otherMeta := forged
+	otherMeta.Meta.Tags = []string{"x"}
+	otherTo := forged
+	otherTo.To = "codex"
+	for name, in := range map[string]agentbridge.EventInput{
+		"another sender": reply, "other content": sameSender, "other meta": otherMeta, "another recipient": otherTo,
+	} {
+		res, err := s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: in, IdempotencyKey: key})
+		var e *agentbridge.Error
+		if !errors.As(err, &e) || e.Code != agentbridge.ECodeIdempotencyConflict || e.Message == "" {
+			t.Fatalf("%s under a used key: %+v %v, want idempotency_conflict", name, res, err)
+		}
+		if strings.Contains(e.Message, "forged") || strings.Contains(e.Message, first.Event.ID) {
+			t.Errorf("%s: the refusal tells of the other event: %s", name, e.Message)
+		}
+	}
+	if n := len(AllEvents(t, s, th)); n != head {
+		t.Fatalf("a refused replay stored something: %d events, want %d", n, head)
+	}
+	again, err := s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: forged, IdempotencyKey: key})
+	if err != nil || !again.Replayed || again.Event.ID != first.Event.ID {
+		t.Fatalf("the first writer's retry: %+v %v, want its event replayed", again, err)
+	}
+	for i := range 2 {
+		res, err := s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: reply, IdempotencyKey: "other-key"})
+		if err != nil || res.Replayed != (i == 1) {
+			t.Fatalf("append %d of a meta with extra keys: %+v %v", i, res, err)
+		}
 	}
 }
 

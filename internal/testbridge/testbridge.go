@@ -102,3 +102,21 @@ func (b *Bridge) URL() string { return "http://" + b.addr }
 
 // Token is the token the bridge requires ("" for none).
 func (b *Bridge) Token() string { return b.token }
+
+// Backup writes a backup of the bridge's database to path while it runs, as
+// agent-bridge backup does.
+func (b *Bridge) Backup(path string) {
+	b.t.Helper()
+	if err := sqlite.Backup(context.Background(), b.db, path); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// Restore replaces the database of the stopped bridge with the backup at
+// path, as agent-bridge restore does; Start serves it.
+func (b *Bridge) Restore(path string) {
+	b.t.Helper()
+	if err := sqlite.Restore(context.Background(), path, b.db); err != nil {
+		b.t.Fatal(err)
+	}
+}

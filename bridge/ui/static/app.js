@@ -3,7 +3,8 @@
 // has its module: threadlist.js (the thread list), thread.js (the open
 // thread and its scrolling), events.js (one event), composer.js, panel.js
 // (state, participants, invite), presence.js, receipts.js, revision.js,
-// stream.js (the tab's stream), notify.js, suggestions.js, and the
+// stream.js (the tab's stream), notify.js, suggestions.js, phone.js (the
+// installable app: push, pairing, deep links), and the
 // Markdown of markdown.js. Untrusted content reaches the page only through
 // textContent or DOMPurify.
 
@@ -20,6 +21,7 @@ import { wireRevision } from "./revision.js";
 import { startStream, onVisibility, setConn } from "./stream.js";
 import { wireNotifications } from "./notify.js";
 import { wireSuggestions } from "./suggestions.js";
+import { redeemPairing, wirePhone } from "./phone.js";
 
 const SENDER_KEY = "agent-bridge-sender";
 
@@ -41,6 +43,25 @@ async function showRunsLink() {
     }
   } catch {
     // No link then.
+  }
+}
+
+// loadCoordinators asks the bridge which coordinators are registered
+// (contract 7.1), so that a receipt links its run on the coordinator that
+// reported it (receipts.js), on whichever machine, before serve's
+// --coordinator-url. A bridge without registrations leaves that.
+async function loadCoordinators() {
+  try {
+    const list = await api.get("/coordinators");
+    const urls = new Map();
+    for (const c of list.coordinators || []) {
+      if (typeof c.status_url === "string" && /^https?:\/\//.test(c.status_url)) urls.set(c.id, c.status_url.replace(/\/+$/, ""));
+    }
+    ui.coordinatorURLs = urls;
+    const v = ui.view;
+    if (v) for (const id of v.receipts.keys()) paintReceipts(v, id);
+  } catch {
+    // The links fall back to --coordinator-url.
   }
 }
 
@@ -173,6 +194,8 @@ async function redeemLoginLink() {
 
 async function main() {
   await redeemLoginLink();
+  // A pairing link logs this browser in before the first request.
+  await redeemPairing();
   wire();
   wireDrawers();
   wireScrolling();
@@ -181,7 +204,9 @@ async function main() {
   wireRevision();
   wireNotifications();
   wireSuggestions();
+  wirePhone();
   showRunsLink();
+  loadCoordinators();
   // The stream's first connection loads the thread list and the thread.
   if (!document.hidden) startStream();
 }

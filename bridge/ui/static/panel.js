@@ -100,7 +100,9 @@ function participantNode(id) {
   const top = el("div", "p-top");
   const dot = el("span", "presence");
   dot.dataset.id = id;
-  top.append(dot, el("span", "p-name"), el("span", "badge badge-muted", "muted"));
+  // p-host is where the agent runs ("@ laptop"), from the presence its
+  // coordinator reports (renderPresence).
+  top.append(dot, el("span", "p-name"), el("span", "p-host"), el("span", "badge badge-muted", "muted"));
   const btns = el("div", "p-actions");
   const mk = (label, cls, fn) => {
     const b = el("button", cls, label);
@@ -167,9 +169,15 @@ export async function control(content) {
   try {
     const res = await api.post(`/threads/${encodeURIComponent(v.id)}/events`, { type: "control", from: sender(), content }, { signal: v.ctrl.signal });
     // Stored, but it changes nothing (contract 6.4): say why.
-    if (res && res.ignored && v === ui.view) showControlError(res.ignored.reason);
+    if (res && res.ignored && v === ui.view) {
+      showControlError(res.ignored.reason);
+      document.dispatchEvent(new CustomEvent("control-ignored", { detail: { content, reason: res.ignored.reason } }));
+    }
   } catch (err) {
-    if (v === ui.view) showControlError(inThreadWords(err.message, v.id));
+    if (v === ui.view) {
+      showControlError(inThreadWords(err.message, v.id));
+      document.dispatchEvent(new CustomEvent("control-ignored", { detail: { content, reason: err.message } }));
+    }
   }
   if (v === ui.view) refreshState(v);
 }

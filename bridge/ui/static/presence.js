@@ -87,6 +87,11 @@ export function renderPresence(v) {
     const text = status ? `${state} · ${status}` : state;
     const label = li.querySelector(".p-state");
     if (label.textContent !== text) label.textContent = text;
+    // Where the agent runs (contract 7.1): the host its coordinator
+    // reports, while it is not offline.
+    const host = state !== "offline" && p && p.details && typeof p.details.host === "string" ? "@ " + p.details.host : "";
+    const hostEl = li.querySelector(".p-host");
+    if (hostEl && hostEl.textContent !== host) hostEl.textContent = host;
     li.querySelector("button.stop").hidden = state !== "thinking";
   }
 }

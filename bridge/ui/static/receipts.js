@@ -128,7 +128,11 @@ export function paintReceipts(v, eventID, box) {
   drawReceipts(box, v.receipts.get(eventID), v.presence, {
     label: (id) => senderLabel(v, id).name,
     onReply: (id) => showEvent(v, id),
-    runURL: (r) => (ui.coordinatorURL && /^\d+$/.test(String(r.invocation || "")) ? `${ui.coordinatorURL}/?run=${r.invocation}` : ""),
+    runURL: (r) => {
+      // The coordinator that reported the receipt ran it (contract 7.1).
+      const base = (ui.coordinatorURLs && ui.coordinatorURLs.get(r.from)) || ui.coordinatorURL;
+      return base && /^\d+$/.test(String(r.invocation || "")) ? `${base}/?run=${r.invocation}` : "";
+    },
     rounds: (id) => (party ? party.get(id) : null),
   }, Date.now());
 }

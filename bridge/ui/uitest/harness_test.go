@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -159,6 +160,10 @@ type stack struct {
 	coord *proc
 	// serveArgs are extra arguments of serve.
 	serveArgs []string
+	// ownToken runs serve as a user does, neither --open nor a token
+	// given: it makes its person token next to the database, which
+	// startServe then reads into token.
+	ownToken bool
 	// statusURL is the coordinator's status server (its runs dashboard).
 	statusURL string
 	// agents are agent entries startCoordinator adds to "fake", by key.
@@ -181,9 +186,11 @@ func (s *stack) startServe() {
 	s.t.Helper()
 	var env []string
 	args := append([]string{"serve", "--addr", s.addr, "--db", s.db}, s.serveArgs...)
-	if s.token != "" {
+	switch {
+	case s.token != "":
 		env = append(env, "BRIDGE_TOKEN="+s.token)
-	} else {
+	case s.ownToken:
+	default:
 		// The page tests that give no token run the v0 way: the login
 		// is tested with a token (TestTokenLogin) and a login link.
 		args = append(args, "--open")
@@ -197,6 +204,13 @@ func (s *stack) startServe() {
 		_ = res.Body.Close()
 		return res.StatusCode == http.StatusOK
 	})
+	if s.ownToken {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(s.db), "token"))
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		s.token = strings.TrimSpace(string(b))
+	}
 }
 
 // startCoordinator runs the coordinator with one agent entry, "fake", whose

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -141,7 +142,13 @@ func TestLayoutPhoneAndDesktop(t *testing.T) {
 			if !eval[bool](b, contains(eventsText, "A bold claim, and <script>window.__xss=1</script> shown as typed.")) {
 				t.Error("the <script> in a message is not shown as typed")
 			}
-			if !eval[bool](b, inWindow("#message-input")+` && `+inWindow("#send-btn")+` && document.querySelector("#message-input").getBoundingClientRect().width >= 150`) {
+			// On a phone the text box has a row of its own, the whole width
+			// (it was 190 px between the recipient and Send).
+			minInput := 150
+			if vp.mobile {
+				minInput = 300
+			}
+			if !eval[bool](b, inWindow("#message-input")+` && `+inWindow("#send-btn")+` && `+inWindow("#to-select")+` && document.querySelector("#message-input").getBoundingClientRect().width >= `+strconv.Itoa(minInput)) {
 				t.Errorf("the composer is not usable: input %v", eval[any](b, `JSON.stringify(document.querySelector("#message-input").getBoundingClientRect())`))
 			}
 			if !eval[bool](b, lastInView) {
@@ -232,6 +239,15 @@ func TestIdleAgentShowsAvailable(t *testing.T) {
 	b.waitJS("echo available", li("echo")+` && `+li("echo")+`.dataset.presence === "available" && `+li("echo")+`.querySelector(".p-state").textContent === "available"`)
 	if got := eval[string](b, li("ghost")+`.dataset.presence`); got != "offline" {
 		t.Errorf("a participant no adapter serves shows %q, want offline", got)
+	}
+	// Where each agent runs (contract 7.1): the host its coordinator
+	// reports, and none for the one nobody serves.
+	host, _ := os.Hostname()
+	if got := eval[string](b, li("echo")+`.querySelector(".p-host").textContent`); got != "@ "+host {
+		t.Errorf("echo's host shows %q, want %q", got, "@ "+host)
+	}
+	if got := eval[string](b, li("ghost")+`.querySelector(".p-host").textContent`); got != "" {
+		t.Errorf("ghost's host shows %q, want nothing", got)
 	}
 }
 

@@ -34,6 +34,10 @@ func TestReceiptLines(t *testing.T) {
 		s.mustAPI(http.MethodPut, "/threads/"+th+"/receipts/"+id+"/"+participant, body, nil)
 	}
 	put("gemini", map[string]any{"state": "skipped", "reason": "no adapter"})
+	// A coordinator registered with the bridge (contract 7.1): the receipts
+	// it reports link their runs on its own status API.
+	s.mustAPI(http.MethodPut, "/coordinators/laptop", map[string]any{"instance": "i1", "host": "laptop",
+		"agents": []any{map[string]any{"name": "claude", "kind": "adapter"}}, "status_url": "http://127.0.0.1:5998"}, nil)
 
 	b := newBrowser(t)
 	b.run("open the thread", chromedp.Navigate(s.url+"/ui/threads/"+th))
@@ -57,6 +61,11 @@ func TestReceiptLines(t *testing.T) {
 	// The line links its run on the coordinator's dashboard.
 	if got := eval[string](b, `document.querySelector('.receipts .receipt[data-participant="codex"] .run-link').href`); got != "http://127.0.0.1:5999/?run=7" {
 		t.Errorf("codex's run link = %q", got)
+	}
+	s.mustAPI(http.MethodPut, "/threads/"+th+"/receipts/"+id+"/gemini", map[string]any{"from": "laptop", "state": "failed", "invocation": "9"}, nil)
+	b.waitJS("gemini failed", lines+` === "codex: replied\ngemini: failed"`)
+	if got := eval[string](b, `document.querySelector('.receipts .receipt[data-participant="gemini"] .run-link').href`); got != "http://127.0.0.1:5998/?run=9" {
+		t.Errorf("the run link of a receipt from the registered laptop = %q, want its status URL", got)
 	}
 	b.run("follow the replied line", chromedp.Click(chromedp.JSPath(`document.querySelector(".receipts .receipt-link")`)))
 	b.waitJS("the reply highlighted", `Array.from(document.querySelectorAll("#event-list .event.highlight")).some(e => e.querySelector(".event-body").textContent === "all green")`)

@@ -385,6 +385,34 @@ func TestTokenMode(t *testing.T) {
 	}
 }
 
+// TestLoginLink opens a login link (serve as a user runs it, with the
+// person token it made): the page loads logged in without asking for a
+// token, the code is gone from the address bar, and the same link opened
+// again (in a browser without the cookie) is refused, so the page asks for
+// a token.
+func TestLoginLink(t *testing.T) {
+	s := newStack(t)
+	s.ownToken = true
+	s.startServe()
+	th := s.newThread("linked")
+	var link struct {
+		Path string `json:"path"`
+	}
+	s.mustAPI(http.MethodPost, "/auth/login-links", nil, &link)
+	b := newBrowser(t)
+	b.run("open the login link", chromedp.Navigate(s.url+link.Path))
+	b.waitJS("the thread list, logged in", `!document.querySelector("#token-dialog").open && document.querySelector("#conn-status").textContent === "live" && document.body.textContent.includes("linked")`)
+	if got := eval[string](b, `location.href`); strings.Contains(got, "code=") || !strings.HasSuffix(got, "/ui") {
+		t.Errorf("the address bar after the login: %s", got)
+	}
+	b.run("open the thread", chromedp.Navigate(s.url+"/ui/threads/"+th))
+	b.waitJS("the thread loads", `document.querySelector("#thread-title").textContent === "linked" && document.querySelector("#conn-status").textContent === "live"`)
+
+	again := newBrowser(t)
+	again.run("open the used link", chromedp.Navigate(s.url+link.Path))
+	again.waitJS("the token prompt", `document.querySelector("#token-dialog").open`)
+}
+
 // TestLongThreadLoadsOlderOnScroll opens a thread longer than one page: the
 // page shows only the tail, and scrolling up prepends older events, in
 // order, without duplicates, until the start.

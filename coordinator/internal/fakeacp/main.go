@@ -14,6 +14,8 @@
 //     through the client's fs capability ("fs: A | B", "refused" for each
 //     read the client refuses).
 //   - TOOL: reports a tool call, its update, a plan and usage.
+//   - QUOTA: replies "quota" with its tokens in _meta.quota.token_count
+//     instead of usage, as Gemini CLI does.
 //   - anything else: replies "fake-acp pid=P session=S turn=N MODE: TEXT", MODE
 //     being fresh (the whole context), resumed (what is new) or bare (only
 //     the message), plus "+roster" when the prompt lists who is invited.
@@ -23,6 +25,10 @@
 // ("pid method session unix-nanos"); FAKE_ACP_NO_LOAD=1 offers no session/load and
 // FAKE_ACP_REFUSE_LOAD=1 offers it but refuses every load;
 // FAKE_ACP_INIT_DELAY (a Go duration) holds initialize back, a slow start.
+// A load replays a history (a user message, an answer, a tool call) before
+// its answer, or with FAKE_ACP_REPLAY=after after it, as Gemini CLI does.
+// FAKE_ACP_MODELS=1 offers models in its session answers and takes
+// session/set_model (logged with the model as the session).
 // FAKE_ACP_ENV names a file that each session/new and session/load
 // replaces with what the agent was given: its environment (one KEY=VALUE a
 // line), then a line "mcp NAME COMMAND ARGS…" and lines "mcp-env KEY=VALUE"
@@ -49,6 +55,9 @@ type agent struct {
 	next  int
 	cost  float64
 	cwd   string
+	// replayed is closed when a replay after a load's answer has ended;
+	// a prompt answers only after it, as a model call outlasts it.
+	replayed chan struct{}
 }
 
 func (a *agent) log(method, session string) {
@@ -102,7 +111,7 @@ func (a *agent) NewSession(_ context.Context, req acp.NewSessionRequest) (acp.Ne
 	a.mu.Lock()
 	a.cwd = req.Cwd
 	a.mu.Unlock()
-	return acp.NewSessionResponse{SessionId: acp.SessionId(id)}, nil
+	return acp.NewSessionResponse{SessionId: acp.SessionId(id), Models: a.models()}, nil
 }
 
 func (a *agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
@@ -113,10 +122,54 @@ func (a *agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest) (ac
 	}
 	a.mu.Lock()
 	a.turns[string(req.SessionId)] = 0
+	a.cwd = req.Cwd
 	a.mu.Unlock()
 	// A load replays the history; the client must not take it for a reply.
-	_ = a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: req.SessionId, Update: acp.UpdateAgentMessageText("(replayed history)")})
-	return acp.LoadSessionResponse{}, nil
+	if os.Getenv("FAKE_ACP_REPLAY") == "after" {
+		done := make(chan struct{})
+		a.mu.Lock()
+		a.replayed = done
+		a.mu.Unlock()
+		go func() {
+			defer close(done)
+			// After the answer has been written, in steps, as an agent
+			// streaming its history does.
+			time.Sleep(50 * time.Millisecond)
+			a.replay(context.Background(), req.SessionId, 10*time.Millisecond)
+		}()
+	} else {
+		a.replay(ctx, req.SessionId, 0)
+	}
+	return acp.LoadSessionResponse{Models: a.models()}, nil
+}
+
+// replay sends a session's history: a user message, the answer and its
+// tool call, gap apart.
+func (a *agent) replay(ctx context.Context, s acp.SessionId, gap time.Duration) {
+	for _, u := range []acp.SessionUpdate{
+		acp.UpdateUserMessageText("an earlier question"),
+		acp.UpdateAgentThoughtText("(replayed thought)"),
+		acp.UpdateAgentMessageText("(replayed history)"),
+		acp.StartToolCall("replayed-1", "Replayed tool", acp.WithStartKind(acp.ToolKindRead), acp.WithStartStatus(acp.ToolCallStatusCompleted)),
+	} {
+		time.Sleep(gap)
+		a.say(ctx, s, u)
+	}
+}
+
+// models is the model state offered with FAKE_ACP_MODELS=1, else nil.
+func (a *agent) models() *acp.SessionModelState {
+	if os.Getenv("FAKE_ACP_MODELS") != "1" {
+		return nil
+	}
+	return &acp.SessionModelState{CurrentModelId: "fake-default",
+		AvailableModels: []acp.ModelInfo{{ModelId: "fake-default", Name: "Default"}, {ModelId: "fake-large", Name: "Large"}}}
+}
+
+// UnstableSetSessionModel takes session/set_model, logging the model.
+func (a *agent) UnstableSetSessionModel(_ context.Context, req acp.UnstableSetSessionModelRequest) (acp.UnstableSetSessionModelResponse, error) {
+	a.log("session/set_model", string(req.ModelId))
+	return acp.UnstableSetSessionModelResponse{}, nil
 }
 
 func (a *agent) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
@@ -158,7 +211,11 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 	a.mu.Lock()
 	a.turns[string(s)]++
 	turn := a.turns[string(s)]
+	replayed := a.replayed
 	a.mu.Unlock()
+	if replayed != nil {
+		<-replayed
+	}
 	a.log("session/prompt", string(s))
 	end := acp.PromptResponse{StopReason: acp.StopReasonEndTurn}
 	switch {
@@ -192,6 +249,10 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 		return a.readFiles(ctx, s)
 	case strings.Contains(msg, "TOOL"):
 		return a.useTools(ctx, s)
+	case strings.Contains(msg, "QUOTA"):
+		a.say(ctx, s, acp.UpdateAgentMessageText("quota"))
+		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Meta: map[string]any{
+			"quota": map[string]any{"token_count": map[string]any{"input_tokens": 70, "output_tokens": 9}}}}, nil
 	}
 	return a.echo(ctx, s, text, msg, turn)
 }

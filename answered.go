@@ -1,0 +1,44 @@
+package agentbridge
+
+import "fmt"
+
+// IgnoredAlreadyAnswered: a permission request answered a second time (the
+// coordinator acts on the first answer only), or a human's second reply to
+// a [USER QUESTION] (kept and routed as a message like any other, but not
+// as the answer: the first reply was).
+const IgnoredAlreadyAnswered = "already_answered"
+
+// IsQuestion reports whether e is a [USER QUESTION] (contract 5.2): a
+// message the coordinator posted tagged coordinator and question.
+func IsQuestion(e Event) bool {
+	return e.Type == TypeMessage && e.Meta.HasTag("coordinator") && e.Meta.HasTag("question")
+}
+
+// Answers reports whether e answers target, a permission request or a
+// question: a human's permission control naming target, or a human's
+// message replying to a question.
+func Answers(e, target Event, humans Humans) bool {
+	if !humans.Has(e.From) {
+		return false
+	}
+	switch e.Type {
+	case TypeControl:
+		c, err := ParseControl(e.Content)
+		return err == nil && c.Permission != nil && c.Permission.Event == target.ID
+	case TypeMessage:
+		return IsQuestion(target) && e.Meta.ReplyTo == target.ID
+	}
+	return false
+}
+
+// AlreadyAnswered is the note on an answer to target, which first answered
+// before (contract 7.2 and 7.3): who answered and when, for the person on a
+// second device.
+func AlreadyAnswered(target, first Event) *Ignored {
+	if IsQuestion(target) {
+		return &Ignored{Code: IgnoredAlreadyAnswered, Reason: fmt.Sprintf(
+			"this question was already answered by %s at %s; this reply is kept as a message like any other, not as the answer", first.From, first.TS)}
+	}
+	return &Ignored{Code: IgnoredAlreadyAnswered, Reason: fmt.Sprintf(
+		"this permission request was already answered by %s at %s, so this answer has no effect", first.From, first.TS)}
+}

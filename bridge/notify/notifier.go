@@ -1,0 +1,204 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/SherClockHolmes/webpush-go"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// Defaults of Options.
+const (
+	// DefaultVisibleTTL is how long a page's "visible on this thread" lasts
+	// without a new heartbeat; the UI repeats it every 20 s.
+	DefaultVisibleTTL = 45 * time.Second
+	// DefaultSubject is the VAPID subject (RFC 8292 "sub"): how a push
+	// service reaches the sender's operator.
+	DefaultSubject = "https://github.com/agent-bridge/agent-bridge"
+	// queueSize bounds the events waiting for the notifier; one that finds
+	// it full is logged and not notified rather than slowing appends.
+	queueSize = 1024
+	// sendTimeout bounds one delivery.
+	sendTimeout = 10 * time.Second
+)
+
+// Options configures a Notifier.
+type Options struct {
+	// Store keeps the VAPID keys and the subscriptions; nil sends no Web
+	// Push.
+	Store agentbridge.PushStore
+	// Humans are the participant ids that are people.
+	Humans agentbridge.Humans
+	// Subject is the VAPID subject, an https or mailto URL
+	// (DefaultSubject when empty).
+	Subject string
+	// Ntfy, when its URL is set, also sends every note to an ntfy topic.
+	Ntfy Ntfy
+	// BaseURL returns the bridge's public base URL (scheme://host[:port]),
+	// which ntfy's click link starts with.
+	BaseURL func() string
+	// Client sends the requests (a client with a 10 s timeout by default).
+	Client *http.Client
+	Logger *slog.Logger
+	// Now is the clock (time.Now by default).
+	Now func() time.Time
+	// VisibleTTL is DefaultVisibleTTL when 0.
+	VisibleTTL time.Duration
+}
+
+// Notifier sends the notes of the events it is handed. Create it with New,
+// run it with Run; it is safe for concurrent use.
+type Notifier struct {
+	opts  Options
+	log   *slog.Logger
+	queue chan agentbridge.Event
+
+	keysMu sync.Mutex
+	keys   agentbridge.PushKeys
+
+	visMu   sync.Mutex
+	visible map[string]visibility // by endpoint
+}
+
+// visibility is where a device's page last said it is visible, and until
+// when that holds.
+type visibility struct {
+	thread string
+	until  time.Time
+}
+
+// New builds a notifier.
+func New(opts Options) *Notifier {
+	if opts.Subject == "" {
+		opts.Subject = DefaultSubject
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{Timeout: sendTimeout}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.VisibleTTL <= 0 {
+		opts.VisibleTTL = DefaultVisibleTTL
+	}
+	if opts.BaseURL == nil {
+		opts.BaseURL = func() string { return "" }
+	}
+	return &Notifier{
+		opts:    opts,
+		log:     opts.Logger.With("component", "notify"),
+		queue:   make(chan agentbridge.Event, queueSize),
+		visible: map[string]visibility{},
+	}
+}
+
+// Event hands the notifier a stored event. It never blocks and does
+// nothing but a type check on the append's path: the notifier's goroutine
+// decides the rest (Classify).
+func (n *Notifier) Event(e agentbridge.Event) {
+	if e.Type != agentbridge.TypeMessage || n.opts.Humans.Has(e.From) || (n.opts.Store == nil && n.opts.Ntfy.URL == "") {
+		return
+	}
+	select {
+	case n.queue <- e:
+	default:
+		n.log.Warn("notification queue full; not notifying", "thread", e.Thread, "event", e.ID)
+	}
+}
+
+// Run sends the notes of queued events until ctx ends.
+func (n *Notifier) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e := <-n.queue:
+			if note, ok := Classify(e, n.opts.Humans); ok {
+				n.send(ctx, note)
+			}
+		}
+	}
+}
+
+// Keys returns the VAPID key pair, generating and storing it on first use.
+func (n *Notifier) Keys(ctx context.Context) (agentbridge.PushKeys, error) {
+	if n.opts.Store == nil {
+		return agentbridge.PushKeys{}, errors.New("this bridge keeps no push subscriptions")
+	}
+	n.keysMu.Lock()
+	defer n.keysMu.Unlock()
+	if n.keys.Public != "" {
+		return n.keys, nil
+	}
+	priv, pub, err := webpush.GenerateVAPIDKeys()
+	if err != nil {
+		return agentbridge.PushKeys{}, fmt.Errorf("generate VAPID keys: %w", err)
+	}
+	k, err := n.opts.Store.PushKeys(ctx, agentbridge.PushKeys{Public: pub, Private: priv})
+	if err != nil {
+		return agentbridge.PushKeys{}, err
+	}
+	n.keys = k
+	return k, nil
+}
+
+// SetVisible records that the page of the device subscribed at endpoint
+// shows thread (or, visible false, shows nothing any more).
+func (n *Notifier) SetVisible(endpoint, thread string, visible bool) {
+	n.visMu.Lock()
+	defer n.visMu.Unlock()
+	now := n.opts.Now()
+	for ep, v := range n.visible {
+		if !now.Before(v.until) {
+			delete(n.visible, ep)
+		}
+	}
+	if !visible {
+		delete(n.visible, endpoint)
+		return
+	}
+	n.visible[endpoint] = visibility{thread: thread, until: now.Add(n.opts.VisibleTTL)}
+}
+
+// isVisible reports whether endpoint's page shows thread now.
+func (n *Notifier) isVisible(endpoint, thread string) bool {
+	n.visMu.Lock()
+	defer n.visMu.Unlock()
+	v, ok := n.visible[endpoint]
+	return ok && v.thread == thread && n.opts.Now().Before(v.until)
+}
+
+// send delivers note to every device that wants it and to ntfy, at once.
+func (n *Notifier) send(ctx context.Context, note Note) {
+	var wg sync.WaitGroup
+	if n.opts.Ntfy.URL != "" {
+		wg.Go(func() {
+			if err := n.sendNtfy(ctx, note); err != nil {
+				n.log.Warn("ntfy", "event", note.Event, "err", err)
+			}
+		})
+	}
+	if n.opts.Store != nil {
+		subs, err := n.opts.Store.PushSubscriptions(ctx)
+		if err != nil {
+			n.log.Error("list push subscriptions", "err", err)
+		}
+		for _, sub := range subs {
+			if !sub.Categories.Wants(note.Category, note.Thread) || n.isVisible(sub.Endpoint, note.Thread) {
+				continue
+			}
+			wg.Go(func() { n.push(ctx, sub, note) })
+		}
+	}
+	wg.Wait()
+}

@@ -1,0 +1,240 @@
+package bridge
+
+import (
+	"crypto/sha256"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/httpguard"
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
+)
+
+// Pairing a phone (contract 7.2): `agent-bridge pair` asks for a one-time
+// code (POST /auth/pair), prints the link /ui/#pair=<code> and its QR
+// code; the page opened from it posts the code (POST /auth/pair/redeem),
+// which makes that device its own named person token (7.3) and sets it
+// as the login cookie. The code sits in the link's fragment, which
+// browsers never send, so a link previewer fetching the URL cannot use
+// it up. `agent-bridge devices` lists the paired devices; revoking one
+// (DELETE /devices/{id}) revokes its token and drops its push
+// subscriptions.
+
+// PairTTL is how long a pairing link works; it works once.
+const PairTTL = 10 * time.Minute
+
+// PairedBy is the created_by of a paired device's token.
+const PairedBy = "pair"
+
+// maxPairCodes bounds the codes waiting to be used.
+const maxPairCodes = 64
+
+// pairCodes are the pairing codes not used yet, by their SHA-256, kept in
+// the memory of the bridge that made them (the link names that bridge).
+type pairCodes struct {
+	mu    sync.Mutex
+	codes map[[sha256.Size]byte]pairCode
+	// seen is when each credential last made a request here, for the
+	// devices list ("last seen" since this bridge started).
+	seen map[string]time.Time
+}
+
+type pairCode struct {
+	name    string
+	expires time.Time
+}
+
+// pairRequest is the body of POST /auth/pair.
+type pairRequest struct {
+	Name string `json:"name"`
+}
+
+// handlePair makes a pairing code for a device named name (a person
+// token's route: no other scope may add a person).
+func (s *Server) handlePair(w http.ResponseWriter, r *http.Request) error {
+	if _, err := s.tokenStore(); err != nil {
+		return err
+	}
+	var req pairRequest
+	if err := s.decodeStrict(w, r, &req, []string{"name"}, true); err != nil {
+		return err
+	}
+	req.Name = strings.TrimSpace(req.Name)
+	if req.Name == "" {
+		req.Name = "phone"
+	}
+	if utf8.RuneCountInString(req.Name) > agentbridge.MaxPushDeviceName || !utf8.ValidString(req.Name) {
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "name", "A device name must be text of at most %d characters.", agentbridge.MaxPushDeviceName)
+	}
+	code, err := agentbridge.NewTokenSecret()
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	s.pairs.mu.Lock()
+	if s.pairs.codes == nil {
+		s.pairs.codes = map[[sha256.Size]byte]pairCode{}
+	}
+	for h, c := range s.pairs.codes {
+		if !now.Before(c.expires) {
+			delete(s.pairs.codes, h)
+		}
+	}
+	full := len(s.pairs.codes) >= maxPairCodes
+	if !full {
+		s.pairs.codes[sha256.Sum256([]byte(code))] = pairCode{name: req.Name, expires: now.Add(PairTTL)}
+	}
+	s.pairs.mu.Unlock()
+	if full {
+		return agentbridge.Errorf(agentbridge.ECodeUnavailable, "%d pairing links are waiting to be used; use one, or wait %s for them to lapse.", maxPairCodes, PairTTL)
+	}
+	base := strings.TrimRight(s.publicURL(), "/")
+	httpjson.Write(w, http.StatusOK, agentbridge.PairLink{Code: code, URL: base + "/ui/#pair=" + code, Name: req.Name,
+		ExpiresAt: agentbridge.FormatTime(now.Add(PairTTL))})
+	return nil
+}
+
+// redeemRequest is the body of POST /auth/pair/redeem.
+type redeemRequest struct {
+	Code string `json:"code"`
+}
+
+// handlePairRedeem uses up a pairing code: the device gets its own person
+// token, named as asked, as its login cookie. An unknown, used or expired
+// code is unauthorized.
+func (s *Server) handlePairRedeem(w http.ResponseWriter, r *http.Request) error {
+	ts, err := s.tokenStore()
+	if err != nil {
+		return err
+	}
+	var req redeemRequest
+	if err := s.decodeStrict(w, r, &req, []string{"code"}, false); err != nil {
+		return err
+	}
+	h := sha256.Sum256([]byte(req.Code))
+	s.pairs.mu.Lock()
+	c, ok := s.pairs.codes[h]
+	delete(s.pairs.codes, h)
+	s.pairs.mu.Unlock()
+	if !ok || !s.now().Before(c.expires) {
+		return agentbridge.FieldErrorf(agentbridge.ECodeUnauthorized, "code",
+			"This pairing link is not valid: it was used already or is older than %s. Run agent-bridge pair again for a new one.", PairTTL)
+	}
+	secret, err := agentbridge.NewTokenSecret()
+	if err != nil {
+		return err
+	}
+	t, err := ts.CreateToken(r.Context(), agentbridge.TokenInput{Scope: agentbridge.ScopePerson, Name: c.name, CreatedBy: PairedBy}, agentbridge.HashToken(secret))
+	if err != nil {
+		return storeErr("create the device's token", err)
+	}
+	s.log.Info("device paired", "token", t.ID, "name", t.Name)
+	httpguard.SetLoginCookie(w, r, secret)
+	httpjson.Write(w, http.StatusOK, map[string]any{"ok": true, "device": t.Name, "id": t.ID})
+	return nil
+}
+
+// noteSeen records when each credential last made a request.
+func (s *Server) noteSeen(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := httpguard.CredentialFrom(r.Context()); ok && c.ID != "" {
+			now := s.now()
+			s.pairs.mu.Lock()
+			if s.pairs.seen == nil || len(s.pairs.seen) >= maxCachedCredentials {
+				s.pairs.seen = map[string]time.Time{}
+			}
+			s.pairs.seen[c.ID] = now
+			s.pairs.mu.Unlock()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// handleDevices lists the paired devices and the push subscriptions.
+func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) error {
+	var devices []agentbridge.Device
+	byToken := map[string]int{}
+	if ts, _ := s.tokenStore(); ts != nil {
+		list, err := ts.Tokens(r.Context())
+		if err != nil {
+			return storeErr("list tokens", err)
+		}
+		s.pairs.mu.Lock()
+		for _, t := range list {
+			if t.CreatedBy != PairedBy {
+				continue
+			}
+			d := agentbridge.Device{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, RevokedAt: t.RevokedAt}
+			if at, ok := s.pairs.seen[t.ID]; ok {
+				d.LastSeen = agentbridge.FormatTime(at)
+			}
+			byToken[t.ID] = len(devices)
+			devices = append(devices, d)
+		}
+		s.pairs.mu.Unlock()
+	}
+	if s.pushes != nil {
+		subs, err := s.pushes.PushSubscriptions(r.Context())
+		if err != nil {
+			return storeErr("list push subscriptions", err)
+		}
+		for _, sub := range subs {
+			i, ok := byToken[sub.TokenID]
+			if !ok || devices[i].Notifications {
+				// Another browser: a device of its own.
+				i = len(devices)
+				devices = append(devices, agentbridge.Device{Name: sub.Device, CreatedAt: sub.CreatedAt})
+			}
+			cats := sub.Categories
+			d := &devices[i]
+			d.Notifications, d.Categories, d.LastOutcome, d.LastAt = true, &cats, sub.LastOutcome, sub.LastAt
+		}
+	}
+	sort.SliceStable(devices, func(i, j int) bool { return devices[i].CreatedAt < devices[j].CreatedAt })
+	if devices == nil {
+		devices = []agentbridge.Device{}
+	}
+	httpjson.Write(w, http.StatusOK, map[string]any{"devices": devices})
+	return nil
+}
+
+// handleDeviceRevoke ends a paired device's access: its token is revoked
+// (refused at once by this bridge, within a second by others on the same
+// database) and its push subscriptions removed.
+func (s *Server) handleDeviceRevoke(w http.ResponseWriter, r *http.Request) error {
+	ts, err := s.tokenStore()
+	if err != nil {
+		return err
+	}
+	id := chi.URLParam(r, "id")
+	list, err := ts.Tokens(r.Context())
+	if err != nil {
+		return storeErr("list tokens", err)
+	}
+	found := false
+	for _, t := range list {
+		found = found || (t.ID == id && t.CreatedBy == PairedBy)
+	}
+	if !found {
+		return agentbridge.Errorf(agentbridge.ECodeTokenNotFound, "No paired device has the id %q; agent-bridge devices lists them.", agentbridge.Clip(id, agentbridge.QuoteRunes))
+	}
+	t, err := ts.RevokeToken(r.Context(), id)
+	if err != nil {
+		return storeErr("revoke the device's token", err)
+	}
+	s.credCache.drop(t.ID)
+	if s.pushes != nil {
+		if err := s.pushes.DeleteTokenPushSubscriptions(r.Context(), t.ID); err != nil {
+			return storeErr("remove the device's push subscriptions", err)
+		}
+	}
+	s.log.Info("device revoked", "token", t.ID, "name", t.Name, "by", credential(r).ID)
+	httpjson.Write(w, http.StatusOK, agentbridge.Device{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, RevokedAt: t.RevokedAt})
+	return nil
+}

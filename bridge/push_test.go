@@ -1,0 +1,237 @@
+package bridge
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/bridge/notify"
+	"github.com/agent-bridge/agent-bridge/internal/fakepush"
+)
+
+// subscribe registers a fake push service subscription as a browser would
+// and returns it.
+func (ts *testServer) subscribe(fp *fakepush.Service, device, categories string) fakepush.Subscription {
+	ts.t.Helper()
+	sub, err := fp.Subscribe()
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	ts.must(200, "POST", "/push/subscriptions", `{"endpoint":"`+sub.Endpoint+`","expirationTime":null,"keys":{"p256dh":"`+sub.P256dh+`","auth":"`+sub.Auth+`"},"device":"`+device+`","categories":`+categories+`}`)
+	return sub
+}
+
+// notes decodes the payloads fp accepted for endpoint.
+func notes(t *testing.T, fp *fakepush.Service, endpoint string) []notify.Note {
+	t.Helper()
+	var out []notify.Note
+	for _, m := range fp.Messages() {
+		if m.Err != nil {
+			t.Errorf("the push service refused a push: %v", m.Err)
+			continue
+		}
+		if m.Endpoint != endpoint {
+			continue
+		}
+		var n notify.Note
+		if err := json.Unmarshal(m.Payload, &n); err != nil {
+			t.Fatalf("payload %q: %v", m.Payload, err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// permissionRequest is the coordinator's permission request message, as
+// coordinator/acp_permission.go posts it.
+const permissionRequest = `{"from":"coordinator","to":"user","content":"fake-acp asks permission to run Write file (edit).","meta":{"via":"coordinator","tags":["coordinator","permission"],"participant":"fake-acp","permission":{"invocation":7,"tool_call":{"title":"Write file","kind":"edit"},"options":[{"id":"allow","name":"Allow","kind":"allow_once"},{"id":"reject","name":"Reject","kind":"reject_once"}]}}}`
+
+// TestWebPush: each category reaches the devices that chose it, signed
+// with the bridge's VAPID key and encrypted to the device (the fake push
+// service checks both), with a deep link to the event and the category's
+// TTL and urgency; a page visible on the thread gets none; a subscription
+// answered 410 is removed; every device's last outcome is listed.
+func TestWebPush(t *testing.T) {
+	fp := fakepush.Start()
+	defer fp.Close()
+	ts := newTestServer(t, Options{})
+	key := ts.must(200, "GET", "/push/key", "").obj()["public_key"].(string)
+	if again := ts.must(200, "GET", "/push/key", "").obj()["public_key"]; again != key {
+		t.Fatalf("the VAPID key changed: %v then %v", key, again)
+	}
+	fp.ExpectKey(key)
+	ts.newThread("t1")
+	ts.newThread("t2")
+	phone := ts.subscribe(fp, "phone", `{"permission":true,"question":true,"failed":true,"threads":["t2"]}`)
+	laptop := ts.subscribe(fp, "laptop", `{"permission":true}`)
+
+	res := ts.must(200, "POST", "/threads/t1/events", permissionRequest)
+	var ans struct{ Event agentbridge.Event }
+	if err := json.Unmarshal(res.body, &ans); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the permission request on both devices", func() bool {
+		return len(notes(t, fp, phone.Endpoint)) == 1 && len(notes(t, fp, laptop.Endpoint)) == 1
+	})
+	n := notes(t, fp, phone.Endpoint)[0]
+	if n.Category != agentbridge.PushPermission || n.Title != "fake-acp asks permission: Write file" ||
+		n.URL != "/ui/threads/t1#event-"+ans.Event.ID || n.Event != ans.Event.ID || len(n.Options) != 2 || n.Options[0].ID != "allow" {
+		t.Errorf("permission note = %+v", n)
+	}
+	for _, m := range fp.Messages() {
+		if m.TTL != "3600" || m.Urgency != "high" {
+			t.Errorf("permission push TTL %q urgency %q, want 3600 and high", m.TTL, m.Urgency)
+		}
+	}
+
+	// A question, a failure and a reply in t2 reach the phone only; a
+	// reply in t1 (not opted in) and a person's message reach nobody.
+	ts.must(200, "POST", "/threads/t1/events", `{"from":"claude","to":"user","content":"[USER QUESTION]: which file?","meta":{"tags":["coordinator","question"],"via":"coordinator"}}`)
+	ts.must(200, "POST", "/threads/t1/events", `{"from":"coordinator","content":"codex could not answer: exit 1","meta":{"tags":["coordinator","error"],"via":"coordinator","participant":"codex"}}`)
+	ts.post("t1", "claude", "a reply nobody opted in to")
+	ts.post("t2", "user", "a person's own message")
+	ts.post("t2", "claude", "a reply in t2")
+	waitFor(t, 5*time.Second, "the question, the failure and the t2 reply on the phone", func() bool {
+		return len(notes(t, fp, phone.Endpoint)) == 4
+	})
+	got := notes(t, fp, phone.Endpoint)
+	for i, want := range []string{"claude asks you a question", "A run of codex failed", "claude replied"} {
+		if got[i+1].Title != want {
+			t.Errorf("note %d title %q, want %q", i+1, got[i+1].Title, want)
+		}
+	}
+	if got[3].Thread != "t2" || got[3].Body != "a reply in t2" {
+		t.Errorf("reply note = %+v", got[3])
+	}
+
+	// The phone's page shows t1: a new request there skips the phone only.
+	ts.must(200, "POST", "/push/visible", `{"endpoint":"`+phone.Endpoint+`","thread":"t1","visible":true}`)
+	ts.must(200, "POST", "/threads/t1/events", permissionRequest)
+	waitFor(t, 5*time.Second, "the second request on the laptop", func() bool { return len(notes(t, fp, laptop.Endpoint)) == 2 })
+
+	// The laptop's subscription expired: 410 removes it.
+	fp.SetStatus(laptop.Endpoint, http.StatusGone)
+	ts.must(200, "POST", "/push/visible", `{"endpoint":"`+phone.Endpoint+`","visible":false}`)
+	ts.must(200, "POST", "/threads/t1/events", permissionRequest)
+	waitFor(t, 5*time.Second, "the laptop's subscription removed", func() bool {
+		var list struct {
+			Subscriptions []struct{ Device, LastOutcome string } `json:"subscriptions"`
+		}
+		_ = json.Unmarshal(ts.must(200, "GET", "/push/subscriptions", "").body, &list)
+		return len(list.Subscriptions) == 1 && list.Subscriptions[0].Device == "phone" && len(notes(t, fp, phone.Endpoint)) == 5
+	})
+	// Notes are sent one after another, each to all its devices at once:
+	// the phone's fifth is the third request's, so had the second gone to
+	// the phone too, it would be here already.
+	if n := len(notes(t, fp, phone.Endpoint)); n != 5 {
+		t.Errorf("the phone, visible on t1 during the second request, got %d notes, want 5", n)
+	}
+	var list struct {
+		Subscriptions []struct {
+			LastOutcome string `json:"last_outcome"`
+			LastAt      string `json:"last_at"`
+		} `json:"subscriptions"`
+	}
+	_ = json.Unmarshal(ts.must(200, "GET", "/push/subscriptions", "").body, &list)
+	if list.Subscriptions[0].LastOutcome != notify.OutcomeDelivered || list.Subscriptions[0].LastAt == "" {
+		t.Errorf("the phone's last outcome = %+v", list.Subscriptions[0])
+	}
+}
+
+// TestPushSubscriptionRefusals: a subscription that could not be pushed to
+// is refused with the field at fault, and nothing is stored.
+func TestPushSubscriptionRefusals(t *testing.T) {
+	ts := newTestServer(t, Options{})
+	const p256 = "BEl62iUYgUivxIkv69yViEuiBIa-Ib9-SkvMeAtA3LFgDzkrxZJjSgSnfckjBJuBkr3qBUYIHBQFLXYp5Nksh8U"
+	for _, c := range []struct{ body, field string }{
+		{`{"endpoint":"http://push.example/x","keys":{"p256dh":"` + p256 + `","auth":"AAAAAAAAAAAAAAAAAAAAAA"}}`, "endpoint"},
+		{`{"endpoint":"https://push.example/x","keys":{"p256dh":"abc","auth":"AAAAAAAAAAAAAAAAAAAAAA"}}`, "p256dh"},
+		{`{"endpoint":"https://push.example/x","keys":{"p256dh":"` + p256 + `","auth":"AAAA"}}`, "auth"},
+		{`{"endpoint":"https://push.example/x","keys":{"p256dh":"` + p256 + `","auth":"AAAAAAAAAAAAAAAAAAAAAA"},"categories":{"threads":["../x"]}}`, "categories.threads"},
+	} {
+		a := ts.must(400, "POST", "/push/subscriptions", c.body)
+		if a.errField("field") != c.field {
+			t.Errorf("%s: field %v, want %s (%s)", c.body, a.errField("field"), c.field, a.body)
+		}
+	}
+	if b := string(ts.must(200, "GET", "/push/subscriptions", "").body); !strings.Contains(b, `"subscriptions":[]`) {
+		t.Errorf("after refusals: %s", b)
+	}
+}
+
+// ntfyRequest is one request the fake ntfy endpoint received.
+type ntfyRequest struct {
+	header http.Header
+	body   string
+}
+
+// fakeNtfy is an ntfy endpoint that keeps what it receives.
+func fakeNtfy(t *testing.T) (*httptest.Server, func() []ntfyRequest) {
+	var mu sync.Mutex
+	var got []ntfyRequest
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, ntfyRequest{r.Header.Clone(), string(b)})
+		mu.Unlock()
+		_, _ = io.WriteString(w, `{"id":"x"}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []ntfyRequest {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]ntfyRequest(nil), got...)
+	}
+}
+
+// TestNtfy: an ntfy topic gets the title, the category's priority and a
+// click link to the event, with its access token and never the bridge's;
+// the message's text only with include_content.
+func TestNtfy(t *testing.T) {
+	srv, got := fakeNtfy(t)
+	tokenFile := filepath.Join(t.TempDir(), "ntfy-token")
+	if err := os.WriteFile(tokenFile, []byte("tk_ntfy\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServer(t, Options{Token: "bridge-secret", Notify: notify.Options{
+		Ntfy:    notify.Ntfy{URL: srv.URL + "/agents", TokenFile: tokenFile},
+		BaseURL: func() string { return "https://laptop.example.ts.net" },
+	}})
+	ts.newThread("t1")
+	var ans struct{ Event agentbridge.Event }
+	_ = json.Unmarshal(ts.must(200, "POST", "/threads/t1/events", permissionRequest).body, &ans)
+	waitFor(t, 5*time.Second, "the ntfy request", func() bool { return len(got()) == 1 })
+	r := got()[0]
+	id := ans.Event.ID
+	if r.header.Get("Title") != "fake-acp asks permission: Write file" || r.header.Get("Priority") != "5" ||
+		r.header.Get("Click") != "https://laptop.example.ts.net/ui/threads/t1#event-"+id || r.header.Get("Authorization") != "Bearer tk_ntfy" {
+		t.Errorf("ntfy headers = %v", r.header)
+	}
+	if strings.Contains(r.body, "Write file") || r.body != "In thread t1: open it to answer." {
+		t.Errorf("ntfy body %q carries content without include_content", r.body)
+	}
+	for k, vs := range r.header {
+		for _, v := range vs {
+			if strings.Contains(v, "bridge-secret") {
+				t.Errorf("the bridge's token went out in %s", k)
+			}
+		}
+	}
+
+	srv2, got2 := fakeNtfy(t)
+	ts2 := newTestServer(t, Options{Notify: notify.Options{Ntfy: notify.Ntfy{URL: srv2.URL + "/agents", IncludeContent: true}}})
+	ts2.newThread("t1")
+	ts2.must(200, "POST", "/threads/t1/events", `{"from":"claude","to":"user","content":"[USER QUESTION]: which file?","meta":{"tags":["coordinator","question"],"via":"coordinator"}}`)
+	waitFor(t, 5*time.Second, "the ntfy request with content", func() bool { return len(got2()) == 1 })
+	if r := got2()[0]; r.body != "[USER QUESTION]: which file?" || r.header.Get("Priority") != "4" || !strings.HasPrefix(r.header.Get("Click"), ts2.url+"/ui/threads/t1#event-") {
+		t.Errorf("ntfy with content: %q %v", r.body, r.header)
+	}
+}

@@ -1,0 +1,206 @@
+// phone.js: the person away from the desk (contract 7.2). It registers the
+// service worker (sw.js) that shows Web Push notifications; redeems a
+// pairing link (/ui/#pair=<code>, from `agent-bridge pair`) for this
+// browser's own login; lets the person turn notifications on or off for
+// this browser, per category (the "Notifications" dialog); tells the
+// bridge which thread this page shows, so no push interrupts a person
+// already looking (POST /push/visible); opens the event a notification
+// points at (/ui/threads/<id>#event-<event>); and shows how long a
+// permission request still waits.
+
+import * as api from "./api.js";
+import { $, el } from "./dom.js";
+import { ui } from "./shared.js";
+import { showEvent } from "./thread.js";
+
+const DEVICE_KEY = "agent-bridge-device";
+// visibleEvery is how often a page showing a thread says so; the bridge
+// forgets it after 45 s.
+const visibleEvery = 20000;
+
+// redeemPairing exchanges a pairing link's code for this browser's login
+// cookie before anything else talks to the bridge, and removes it from the
+// address so that a reload or a shared URL does not carry it.
+export async function redeemPairing() {
+  const m = location.hash.match(/^#pair=([A-Za-z0-9_-]+)$/);
+  if (!m) return;
+  history.replaceState(null, "", location.pathname + location.search);
+  try {
+    const res = await api.post("/auth/pair/redeem", { code: m[1] });
+    if (res && res.device) localStorage.setItem(DEVICE_KEY, res.device);
+    showPhoneNote(`This browser is now paired as “${res.device}”.`);
+  } catch (err) {
+    showPhoneNote(err.message);
+  }
+}
+
+function showPhoneNote(msg) {
+  const n = $("phone-note");
+  n.textContent = msg;
+  n.hidden = false;
+}
+
+// registration is the service worker's registration (null where the
+// browser has none: plain http from another machine, or no support).
+let registration = null;
+
+export async function wirePhone() {
+  $("push-btn").addEventListener("click", openDialog);
+  $("push-close").addEventListener("click", () => $("push-dialog").close());
+  $("push-save").addEventListener("click", () => save().catch((err) => dialogError(err.message)));
+  $("push-off").addEventListener("click", () => turnOff().catch((err) => dialogError(err.message)));
+  document.addEventListener("visibilitychange", () => sayVisible(true));
+  window.addEventListener("hashchange", openTarget);
+  document.addEventListener("control-ignored", (e) => noteIgnored(e.detail));
+  setInterval(() => sayVisible(false), 5000);
+  setInterval(paintWaits, 1000);
+  openTarget();
+  if ("serviceWorker" in navigator) {
+    try {
+      registration = await navigator.serviceWorker.register("/ui/sw.js", { scope: "/ui/" });
+      $("push-btn").hidden = !("PushManager" in window);
+    } catch {
+      registration = null;
+    }
+  }
+}
+
+async function subscription() {
+  return registration && registration.pushManager ? registration.pushManager.getSubscription() : null;
+}
+
+function dialogError(msg) {
+  const e = $("push-error");
+  e.textContent = msg;
+  e.hidden = !msg;
+}
+
+// openDialog shows this browser's choices: its subscription's, else all
+// on for a new one.
+async function openDialog() {
+  dialogError("");
+  $("push-device").value = localStorage.getItem(DEVICE_KEY) || (/Mobi|Android|iPhone/.test(navigator.userAgent) ? "phone" : "browser");
+  const sub = await subscription();
+  let cats = { permission: true, question: true, failed: true, threads: [] };
+  if (sub) {
+    try {
+      const res = await api.get("/push/subscriptions");
+      const mine = (res.subscriptions || []).find((s) => s.endpoint === sub.endpoint);
+      if (mine) cats = mine.categories;
+    } catch {
+      // The choices shown are the defaults; saving sends them again.
+    }
+  }
+  $("push-permission").checked = !!cats.permission;
+  $("push-question").checked = !!cats.question;
+  $("push-failed").checked = !!cats.failed;
+  const id = ui.view ? ui.view.id : null;
+  $("push-replies-row").hidden = !id;
+  $("push-replies").checked = !!id && (cats.threads || []).includes(id);
+  $("push-replies").dataset.threads = JSON.stringify(cats.threads || []);
+  $("push-state").textContent = sub ? "On for this browser." : "Off for this browser.";
+  $("push-off").hidden = !sub;
+  $("push-dialog").showModal();
+}
+
+// save subscribes this browser (asking the browser's permission once) and
+// sends its choices to the bridge.
+async function save() {
+  if (!registration) throw new Error("This browser cannot receive notifications from this page: open it over https.");
+  if ((await Notification.requestPermission()) !== "granted") throw new Error("Notifications are blocked for this site in the browser's settings.");
+  let sub = await subscription();
+  if (!sub) {
+    const { public_key: key } = await api.get("/push/key");
+    sub = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
+  }
+  let threads = JSON.parse($("push-replies").dataset.threads || "[]");
+  const id = ui.view ? ui.view.id : null;
+  if (id) {
+    threads = threads.filter((t) => t !== id);
+    if ($("push-replies").checked) threads.push(id);
+  }
+  const device = $("push-device").value.trim() || "browser";
+  localStorage.setItem(DEVICE_KEY, device);
+  await api.post("/push/subscriptions", {
+    ...sub.toJSON(),
+    device,
+    categories: { permission: $("push-permission").checked, question: $("push-question").checked, failed: $("push-failed").checked, threads },
+  });
+  $("push-dialog").close();
+  sayVisible(true);
+}
+
+async function turnOff() {
+  const sub = await subscription();
+  if (sub) {
+    await api.post("/push/unsubscribe", { endpoint: sub.endpoint });
+    await sub.unsubscribe();
+  }
+  $("push-dialog").close();
+}
+
+let lastSaid = { thread: null, at: 0 };
+
+// sayVisible tells the bridge which thread this page shows, when that
+// changes and every visibleEvery while it does.
+async function sayVisible(force) {
+  const sub = await subscription().catch(() => null);
+  if (!sub) return;
+  const thread = !document.hidden && ui.view ? ui.view.id : null;
+  const now = Date.now();
+  if (!force && thread === lastSaid.thread && (thread === null || now - lastSaid.at < visibleEvery)) return;
+  lastSaid = { thread, at: now };
+  try {
+    await api.post("/push/visible", { endpoint: sub.endpoint, thread: thread || "", visible: !!thread });
+  } catch {
+    lastSaid.at = 0; // try again on the next tick
+  }
+}
+
+// openTarget shows the event a notification's link names
+// (#event-<id>), once the thread's events are on the page.
+async function openTarget() {
+  const m = location.hash.match(/^#event-([0-9A-Za-z]+)$/);
+  if (!m) return;
+  for (let i = 0; i < 100; i++) {
+    const v = ui.view;
+    if (v && v.byID && v.byID.size > 0 && location.pathname.endsWith("/" + encodeURIComponent(v.id))) {
+      await showEvent(v, m[1]);
+      return;
+    }
+    await api.sleep(100);
+  }
+}
+
+// paintWaits shows, on each permission request still waiting, how long
+// it waits (meta.permission.expires_at, set by the coordinator).
+function paintWaits() {
+  const v = ui.view;
+  if (!v || !v.events) return;
+  for (const node of document.querySelectorAll("#event-list .event .permission")) {
+    const art = node.closest(".event");
+    const ev = v.events.get(v.byID.get(art.dataset.id));
+    const exp = ev && ev.meta && ev.meta.permission && ev.meta.permission.expires_at;
+    let line = node.querySelector(".permission-wait");
+    if (!exp || art.classList.contains("answered")) {
+      if (line) line.remove();
+      continue;
+    }
+    if (!line) node.append((line = el("div", "permission-wait")));
+    const left = Math.max(0, Math.round((Date.parse(exp) - Date.now()) / 1000));
+    line.textContent = left > 0 ? `Waits ${left >= 120 ? Math.round(left / 60) + " min" : left + " s"} more for an answer` : "No longer waiting";
+  }
+}
+
+// noteIgnored puts the bridge's sentence for an answer that changed
+// nothing (such as "already answered by … at …") on the request itself,
+// where the person who tapped looks, phone layout included.
+function noteIgnored({ content, reason }) {
+  const id = content && content.permission && content.permission.event;
+  if (!id) return;
+  const art = document.querySelector(`#event-list .event[data-id="${CSS.escape(id)}"] .permission`);
+  if (!art) return;
+  let line = art.querySelector(".permission-refused");
+  if (!line) art.append((line = el("div", "permission-refused")));
+  line.textContent = reason;
+}

@@ -1,0 +1,169 @@
+package uitest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/serviceworker"
+	"github.com/chromedp/chromedp"
+
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
+)
+
+// swRegistration enables the ServiceWorker domain and returns the id of the
+// registration whose scope is scope, once the page has registered it.
+func (b *browser) swRegistration(scope string) serviceworker.RegistrationID {
+	b.t.Helper()
+	var mu sync.Mutex
+	var id serviceworker.RegistrationID
+	if err := chromedp.Listen(b.ctx, func(ev any) {
+		if e, ok := ev.(*serviceworker.EventWorkerRegistrationUpdated); ok {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range e.Registrations {
+				if r.ScopeURL == scope && !r.IsDeleted {
+					id = r.RegistrationID
+				}
+			}
+		}
+	}); err != nil {
+		b.t.Fatal(err)
+	}
+	b.run("enable the ServiceWorker domain", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, serviceworker.Enable, cdp.Empty{})
+		return err
+	}))
+	testutil.WaitFor(b.t, waitTimeout, "the service worker registration "+scope, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return id != ""
+	})
+	return id
+}
+
+// TestPushOpensTheRequest: the UI is an installable app (a valid manifest,
+// a service worker registered for /ui/); a Web Push delivered through
+// DevTools shows a notification with the bridge's title; its link (what a
+// tap opens) shows the thread at the request, whose "Allow" answers it in
+// one tap; a second answer from another browser is refused with the
+// bridge's "already answered" sentence on the request.
+func TestPushOpensTheRequest(t *testing.T) {
+	s := newStack(t)
+	s.agents = map[string]any{
+		"acpy": map[string]any{"acp": []string{fakeACPAgent(t)}, "permissions": "ask", "workdir": t.TempDir()},
+	}
+	s.startServe()
+	s.startCoordinator()
+	th := s.newThread("Away from the desk")
+	s.post(th, map[string]any{"type": "control", "from": "user", "content": map[string]any{
+		"invite": map[string]any{"participant_id": "acpy", "profile": map[string]any{"client": "fake-acp", "model": "fake-1"}},
+	}})
+
+	b := newBrowser(t)
+	b.grantNotifications(s.url)
+	b.run("open the app", chromedp.Navigate(s.url+"/ui/"))
+	b.waitJS("the service worker active", `(navigator.serviceWorker.ready.then(() => { window.__swReady = true; }), window.__swReady === true)`)
+	var manifest page.GetAppManifestResult
+	b.run("read the manifest", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		var err error
+		manifest, err = cdp.Call(ctx, tg, page.GetAppManifest, page.GetAppManifestParams{})
+		return err
+	}))
+	if len(manifest.Errors) > 0 || !strings.HasSuffix(manifest.URL, "/ui/manifest.webmanifest") || !strings.Contains(manifest.Data, `"display": "standalone"`) {
+		t.Errorf("manifest %s: errors %v", manifest.URL, manifest.Errors)
+	}
+	reg := b.swRegistration(s.url + "/ui/")
+
+	trigger := s.post(th, map[string]any{"from": "user", "to": "acpy", "content": "PERMISSION to mkdir demo"})
+	var reqID string
+	testutil.WaitFor(t, waitTimeout, "the permission request", func() bool {
+		var page struct {
+			Events []struct {
+				ID   string
+				Meta map[string]any
+			}
+		}
+		s.mustAPI(http.MethodGet, "/threads/"+th+"/events", nil, &page)
+		for _, e := range page.Events {
+			if e.Meta["permission"] != nil && e.Meta["reply_to"] == trigger["id"] {
+				reqID = e.ID
+				return true
+			}
+		}
+		return false
+	})
+	// The payload the bridge sends for it (bridge/notify), as a push
+	// service would hand it to the browser.
+	note, _ := json.Marshal(map[string]any{"category": "permission", "thread": th, "event": reqID,
+		"title": "acpy asks permission: mkdir demo", "body": "acpy asks permission to run mkdir demo",
+		"url": "/ui/threads/" + th + "#event-" + reqID})
+	// The push is delivered again until a notification shows: DevTools
+	// drops one that reaches a worker still starting.
+	deliveries := 0
+	testutil.WaitFor(t, waitTimeout, "the notification shown", func() bool {
+		shown := eval[int](b, `(navigator.serviceWorker.ready.then(r => r.getNotifications()).then(ns => { window.__notes = ns.map(n => ({title: n.title, url: n.data && n.data.url})); }), Array.isArray(window.__notes) ? window.__notes.length : 0)`)
+		if shown > 0 {
+			return true
+		}
+		if deliveries%10 == 0 {
+			b.run("deliver a push", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := cdp.Call(ctx, tg, serviceworker.DeliverPushMessage, serviceworker.DeliverPushMessageParams{Origin: s.url, RegistrationID: reg, Data: string(note)})
+				return err
+			}))
+		}
+		deliveries++
+		return false
+	})
+	notes := eval[[]struct{ Title, URL string }](b, `window.__notes`)
+	if len(notes) != 1 || notes[0].Title != "acpy asks permission: mkdir demo" || notes[0].URL != "/ui/threads/"+th+"#event-"+reqID {
+		t.Fatalf("notifications = %+v", notes)
+	}
+
+	// The notifications dialog, as a phone shows it.
+	b.resize(phone)
+	b.run("reload as a phone", chromedp.Navigate(s.url+"/ui/threads/"+th))
+	b.waitJS("the Notifications button", `document.querySelector("#push-btn").hidden === false && document.querySelector("#event-list .event") !== null`)
+	eval[bool](b, `(document.querySelector("#push-btn").click(), true)`)
+	b.waitJS("the dialog", `document.querySelector("#push-dialog").open && document.querySelector("#push-permission").checked`)
+	b.docShot("ui-phone-notifications.png")
+	b.click("close the dialog", "#push-close")
+
+	// A tap opens the notification's link (sw.js's notificationclick):
+	// the thread, the request in view and highlighted, its buttons there.
+	b.run("open the notification's link", chromedp.Navigate(s.url+notes[0].URL))
+	sel := `#event-list .event[data-id="` + reqID + `"]`
+	b.waitJS("the request shown at the link", `document.querySelector(`+jsString(sel+`.highlight`)+`) !== null && document.querySelector(`+jsString(sel+` .permission-option`)+`).checkVisibility()`)
+	b.waitJS("the time left shown", `/^Waits \d+ min more/.test(document.querySelector(`+jsString(sel+` .permission-wait`)+`)?.textContent || "")`)
+	b.docShot("ui-phone-permission.png")
+
+	// A second browser, the laptop, has the request open too.
+	laptop := newBrowser(t)
+	laptop.run("open the thread on the laptop", chromedp.Navigate(s.url+"/ui/threads/"+th))
+	laptop.waitJS("the request on the laptop", `document.querySelector(`+jsString(sel+` .permission-option`)+`) !== null`)
+
+	b.click("tap Allow", sel+` .permission-option[data-option="allow"]`)
+	b.waitJS("the request answered", `document.querySelector(`+jsString(sel)+`).classList.contains("answered")`)
+
+	// The bridge refuses a second answer when it knows already_answered
+	// (contract 7.3, issue 29); the laptop's page then says so on the
+	// request.
+	var probe struct {
+		Ignored struct{ Code string } `json:"ignored"`
+	}
+	s.mustAPI(http.MethodPost, "/threads/"+th+"/events", map[string]any{"type": "control", "from": "user",
+		"content": map[string]any{"permission": map[string]any{"event": reqID, "option": "allow"}}}, &probe)
+	if probe.Ignored.Code != "already_answered" {
+		t.Logf("this bridge stores a second answer without ignored already_answered (%q): the laptop's refusal is not checked", probe.Ignored.Code)
+		return
+	}
+	// Its buttons went when the answer reached it; the click is the one a
+	// person would have made a moment before.
+	eval[bool](laptop, `(document.querySelector(`+jsString(sel+` .permission-option[data-option="allow"]`)+`).click(), true)`)
+	laptop.waitJS("the laptop told it is already answered", `/already answered/.test(document.querySelector(`+jsString(sel+` .permission-refused`)+`)?.textContent || "")`)
+}

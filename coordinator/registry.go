@@ -1,0 +1,236 @@
+package coordinator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// The registrar (contract 7.1) tells the bridge what this coordinator
+// serves: it registers at start, renews the registration every third of
+// claim_ttl_s (the heartbeat), and removes it when the coordinator stops.
+// Each heartbeat also reads back the bridge's list of coordinators, which
+// says whether some other live coordinator serves a participant this one
+// does not: the receipt reporter then leaves that participant to it
+// (receipts.go).
+
+// registryDeregister bounds the removal of the registration at shutdown.
+const registryDeregister = 2 * time.Second
+
+// registrar is owned by its run goroutine, except what mu guards.
+type registrar struct {
+	c        *Coordinator
+	instance string
+	version  string
+
+	mu sync.Mutex
+	// list is the bridge's coordinators as of the last heartbeat; known
+	// is false until one was read.
+	list  []agentbridge.CoordinatorInfo
+	known bool
+	// warned holds the other instances already warned about as
+	// duplicates, and unsupported is set once a bridge without
+	// registrations was logged.
+	warned      map[string]bool
+	unsupported bool
+	// failing is set while heartbeats fail, so that an outage is logged
+	// at warn level once.
+	failing bool
+}
+
+func newRegistrar(c *Coordinator, version string) *registrar {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return &registrar{c: c, instance: hex.EncodeToString(b[:]), version: version, warned: map[string]bool{}}
+}
+
+// registration is what the coordinator registers, from the config in
+// effect: every agent entry with its client and kind.
+func (g *registrar) registration() agentbridge.Registration {
+	cfg := g.c.cfg.Load()
+	host := hostName(cfg)
+	agents := make([]agentbridge.CoordinatorAgent, 0, len(cfg.Agents))
+	for _, name := range sortedKeys(cfg.Agents) {
+		a := cfg.Agents[name]
+		kind := agentbridge.AgentKindAdapter
+		if len(a.ACP) > 0 {
+			kind = agentbridge.AgentKindACP
+		}
+		client := a.Client
+		if client == "" && a.Profile != nil {
+			client = a.Profile.Client
+		}
+		agents = append(agents, agentbridge.CoordinatorAgent{Name: name, Client: client, Kind: kind})
+	}
+	return agentbridge.Registration{
+		ID: cfg.CoordinatorID, Instance: g.instance, Host: host, Agents: agents,
+		Version: g.version, Capacity: cfg.MaxConcurrency, StatusURL: g.c.StatusURL(),
+		TTLMillis: cfg.ClaimTTL.Milliseconds(),
+	}
+}
+
+// first registers once, waiting at most registryFirst.
+func (g *registrar) first(ctx context.Context) {
+	fctx, cancel := context.WithTimeout(ctx, registryFirst)
+	defer cancel()
+	g.beat(fctx)
+}
+
+// beat registers (or renews the registration) and reads the bridge's list
+// of coordinators back.
+func (g *registrar) beat(ctx context.Context) {
+	reg := g.registration()
+	res, err := g.c.bridge.RegisterCoordinator(ctx, reg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		if bridgeStatus(err, 404) || bridgeStatus(err, 405) {
+			g.mu.Lock()
+			first := !g.unsupported
+			g.unsupported = true
+			g.mu.Unlock()
+			if first {
+				g.c.log.Warn("the bridge keeps no coordinator registrations (an older bridge?): agents served elsewhere cannot be told apart", "err", err)
+			}
+			return
+		}
+		// Once per outage at warn level: the follow loop says the rest.
+		level := slog.LevelDebug
+		g.mu.Lock()
+		if !g.failing {
+			g.failing, level = true, slog.LevelWarn
+		}
+		g.mu.Unlock()
+		g.c.log.Log(ctx, level, "cannot register with the bridge; trying again at the next heartbeat", "err", err)
+		return
+	}
+	g.mu.Lock()
+	g.failing = false
+	g.mu.Unlock()
+	if d := res.Duplicate; d != nil && liveDuplicate(*d, g.instance) {
+		g.warnDuplicate(*d)
+	}
+	list, err := g.c.bridge.Coordinators(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.c.log.Warn("cannot read the bridge's coordinators", "err", err)
+		}
+		return
+	}
+	for _, other := range list.Coordinators {
+		if other.ID == reg.ID && liveDuplicate(other, g.instance) {
+			g.warnDuplicate(other)
+		}
+	}
+	g.keep(list.Coordinators)
+}
+
+// keep stores a list of coordinators just read.
+func (g *registrar) keep(list []agentbridge.CoordinatorInfo) {
+	g.mu.Lock()
+	g.list, g.known = list, true
+	g.mu.Unlock()
+}
+
+// liveDuplicate reports whether other, a registration under this
+// coordinator's id, is another process that is running. One that has
+// missed a heartbeat (older than half its ttl, where a live one renews
+// every third) is taken for gone: a standby taking over a PostgreSQL
+// ledger's lease finds its dead leader's registration still live.
+func liveDuplicate(other agentbridge.CoordinatorInfo, instance string) bool {
+	return other.Instance != instance && other.Live && other.AgeMillis*2 <= other.TTLMillis
+}
+
+// warnDuplicate logs, once per other process, that another coordinator
+// runs under this one's id: both would answer the same triggers.
+func (g *registrar) warnDuplicate(other agentbridge.CoordinatorInfo) {
+	g.mu.Lock()
+	seen := g.warned[other.Instance]
+	g.warned[other.Instance] = true
+	g.mu.Unlock()
+	if !seen {
+		g.c.log.Warn("another coordinator is running under the same coordinator_id: give each machine its own coordinator_id",
+			"coordinator_id", other.ID, "other_host", other.Host, "other_status_url", other.StatusURL)
+	}
+}
+
+// registryFirst bounds the first registration, which Run waits for so
+// that the receipt reporter starts knowing who else serves what.
+const registryFirst = 2 * time.Second
+
+// run heartbeats until ctx ends, then removes the registration. The
+// first registration is the caller's (first).
+func (g *registrar) run(ctx context.Context) {
+	for {
+		every := max(g.c.cfg.Load().ClaimTTL/3, 100*time.Millisecond)
+		t := time.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), registryDeregister)
+			if err := g.c.bridge.DeregisterCoordinator(dctx, g.c.cfg.Load().CoordinatorID, g.instance); err != nil {
+				g.c.log.Debug("cannot remove the registration at shutdown; it lapses on its own", "err", err)
+			}
+			cancel()
+			return
+		case <-t.C:
+			g.beat(ctx)
+		}
+	}
+}
+
+// refresh reads the bridge's list of coordinators again.
+func (g *registrar) refresh(ctx context.Context) {
+	list, err := g.c.bridge.Coordinators(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.c.log.Debug("cannot read the bridge's coordinators", "err", err)
+		}
+		return
+	}
+	g.keep(list.Coordinators)
+}
+
+// servedElsewhere reports whether another live coordinator, by the last
+// list read, serves participant (whose invited client is client); known
+// is false when no list was read yet.
+func (g *registrar) servedElsewhere(participant, client string) (served, known bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.known {
+		return false, false
+	}
+	for _, o := range agentbridge.ServingCoordinators(g.list, participant, client) {
+		if o.Instance != g.instance {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// unsupportedBridge reports whether the bridge answered that it keeps no
+// registrations.
+func (g *registrar) unsupportedBridge() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.unsupported
+}
+
+// hostName is the machine name the coordinator registers and shows in
+// presence: the config's host, else the machine's host name.
+func hostName(cfg *Config) string {
+	if cfg.Host != "" {
+		return cfg.Host
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "unknown"
+}

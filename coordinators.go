@@ -1,0 +1,194 @@
+package agentbridge
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Coordinator registrations (contract 7.1): each coordinator tells the
+// bridge what it serves (its agents, where it runs, its status URL) and
+// keeps the registration live with a heartbeat. The bridge's store keeps
+// them, stamped with the database's clock, so that every bridge on one
+// database sees the same coordinators, and no machine's clock decides who
+// is live.
+
+// Kinds of agent a coordinator serves: an adapter program per run, or an
+// Agent Client Protocol agent kept warm.
+const (
+	AgentKindAdapter = "adapter"
+	AgentKindACP     = "acp"
+)
+
+// Bounds of a registration, so that a registration row stays small.
+const (
+	MaxCoordinatorAgents = 256
+	MaxCoordinatorText   = 256
+	// DefaultClaimTTL is how long a registration stays live without a
+	// heartbeat when the coordinator names no ttl (claim_ttl_s).
+	DefaultClaimTTL = 30 * time.Second
+	// MaxClaimTTL bounds a registration's ttl.
+	MaxClaimTTL = 24 * time.Hour
+)
+
+// CoordinatorAgent is one agent a coordinator serves: its config entry's
+// name and client, and whether it is an adapter or an ACP agent. A
+// participant is served by the entry its id names, else by the entry whose
+// client is its profile's client (the coordinator's ResolveAgent).
+type CoordinatorAgent struct {
+	Name   string `json:"name"`
+	Client string `json:"client,omitempty"`
+	Kind   string `json:"kind"`
+}
+
+// Registration is the body of PUT /coordinators/{id}: what a coordinator
+// serves and how long it stays live without a heartbeat. Instance is a
+// random id per process, so that two processes registering under one id
+// can be told apart (the second is a duplicate while the first is live).
+type Registration struct {
+	ID        string             `json:"id"`
+	Instance  string             `json:"instance"`
+	Host      string             `json:"host"`
+	Agents    []CoordinatorAgent `json:"agents"`
+	Version   string             `json:"version,omitempty"`
+	Capacity  int                `json:"capacity,omitempty"`
+	StatusURL string             `json:"status_url,omitempty"`
+	// TTLMillis is how long the registration stays live after its last
+	// heartbeat (the coordinator's claim_ttl_s); 0 means DefaultClaimTTL.
+	TTLMillis int64 `json:"ttl_ms,omitempty"`
+}
+
+// Validate checks reg and fills in its default ttl. Errors are *Error
+// values naming the field.
+func (reg *Registration) Validate() error {
+	if !ParticipantIDPattern.MatchString(reg.ID) {
+		return FieldErrorf(ECodeInvalidField, "id", "The coordinator id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(reg.ID, QuoteRunes))
+	}
+	if reg.Instance == "" {
+		return FieldErrorf(ECodeMissingField, "instance", "The field \"instance\" is required: a random id of this coordinator process.")
+	}
+	if reg.Host == "" {
+		return FieldErrorf(ECodeMissingField, "host", "The field \"host\" is required: the name of the machine the coordinator runs on.")
+	}
+	for _, f := range []struct{ name, v string }{{"instance", reg.Instance}, {"host", reg.Host}, {"version", reg.Version}, {"status_url", reg.StatusURL}} {
+		if len(f.v) > MaxCoordinatorText || !utf8.ValidString(f.v) {
+			return FieldErrorf(ECodeInvalidField, f.name, "The field %q must be at most %d bytes of UTF-8.", f.name, MaxCoordinatorText)
+		}
+	}
+	if len(reg.Agents) > MaxCoordinatorAgents {
+		return FieldErrorf(ECodeInvalidField, "agents", "A coordinator registers at most %d agents, not %d.", MaxCoordinatorAgents, len(reg.Agents))
+	}
+	for _, a := range reg.Agents {
+		if !ParticipantIDPattern.MatchString(a.Name) {
+			return FieldErrorf(ECodeInvalidField, "agents", "The agent name %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(a.Name, QuoteRunes))
+		}
+		if len(a.Client) > MaxCoordinatorText || !utf8.ValidString(a.Client) {
+			return FieldErrorf(ECodeInvalidField, "agents", "The client of agent %s must be at most %d bytes of UTF-8.", a.Name, MaxCoordinatorText)
+		}
+		if a.Kind != AgentKindAdapter && a.Kind != AgentKindACP {
+			return FieldErrorf(ECodeInvalidField, "agents", "The kind of agent %s is %q: use %q or %q.", a.Name, Clip(a.Kind, QuoteRunes), AgentKindAdapter, AgentKindACP)
+		}
+	}
+	if reg.Capacity < 0 {
+		return FieldErrorf(ECodeInvalidField, "capacity", "The capacity must not be negative.")
+	}
+	switch {
+	case reg.TTLMillis < 0 || reg.TTLMillis > MaxClaimTTL.Milliseconds():
+		return FieldErrorf(ECodeInvalidField, "ttl_ms", "The ttl must be between 1 ms and %s.", MaxClaimTTL)
+	case reg.TTLMillis == 0:
+		reg.TTLMillis = DefaultClaimTTL.Milliseconds()
+	}
+	return nil
+}
+
+// CoordinatorInfo is a registration as the bridge keeps it: when it was
+// first registered (by this instance) and last heard from, both in the
+// database's clock, how long ago that was, and whether it is live (heard
+// from within its ttl).
+type CoordinatorInfo struct {
+	Registration
+	RegisteredAt string `json:"registered_at"`
+	HeartbeatAt  string `json:"heartbeat_at"`
+	AgeMillis    int64  `json:"age_ms"`
+	Live         bool   `json:"live"`
+}
+
+// RegisterResult is the answer to a registration: the stored one and,
+// when another live process held the same coordinator id, that one (a
+// duplicate the coordinator warns about).
+type RegisterResult struct {
+	Coordinator CoordinatorInfo  `json:"coordinator"`
+	Duplicate   *CoordinatorInfo `json:"duplicate,omitempty"`
+}
+
+// CoordinatorsResponse is the answer of GET /coordinators: every
+// registration (live or lapsed), by id, and which live coordinators serve
+// each agent name.
+type CoordinatorsResponse struct {
+	Coordinators []CoordinatorInfo   `json:"coordinators"`
+	Agents       map[string][]string `json:"agents"`
+}
+
+// CoordinatorStore keeps coordinator registrations. A backend implements
+// it next to EventStore; the bridge serves /coordinators only when its
+// store does. Implementations are safe for concurrent use.
+type CoordinatorStore interface {
+	// RegisterCoordinator validates reg and stores it as its id's
+	// registration, with the heartbeat at the database's now. It is also
+	// the heartbeat: a coordinator registers again every ttl/3. When the
+	// id's stored registration is another instance's and still live, the
+	// result names it as the duplicate.
+	RegisterCoordinator(ctx context.Context, reg Registration) (RegisterResult, error)
+	// DeregisterCoordinator removes id's registration if instance holds
+	// it (a coordinator that stops says so); otherwise it does nothing.
+	DeregisterCoordinator(ctx context.Context, id, instance string) error
+	// Coordinators lists every registration by id, with its age and
+	// liveness as of the database's now.
+	Coordinators(ctx context.Context) ([]CoordinatorInfo, error)
+}
+
+// ServesParticipant reports whether an agent of agents serves participant,
+// whose invited profile's client is client: the agent named by its id,
+// else one whose client matches (case-insensitive), as the coordinator
+// resolves its agent entries.
+func ServesParticipant(agents []CoordinatorAgent, participant, client string) bool {
+	for _, a := range agents {
+		if a.Name == participant || (client != "" && a.Client != "" && strings.EqualFold(a.Client, client)) {
+			return true
+		}
+	}
+	return false
+}
+
+// ServingCoordinators returns the live coordinators among list that serve
+// participant (see ServesParticipant), ordered by id.
+func ServingCoordinators(list []CoordinatorInfo, participant, client string) []CoordinatorInfo {
+	var out []CoordinatorInfo
+	for _, c := range list {
+		if c.Live && ServesParticipant(c.Agents, participant, client) {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// AgentsServed maps each agent name of the live coordinators of list to
+// the ids of the coordinators serving it, sorted.
+func AgentsServed(list []CoordinatorInfo) map[string][]string {
+	out := map[string][]string{}
+	for _, c := range list {
+		if !c.Live {
+			continue
+		}
+		for _, a := range c.Agents {
+			out[a.Name] = append(out[a.Name], c.ID)
+		}
+	}
+	for _, ids := range out {
+		sort.Strings(ids)
+	}
+	return out
+}

@@ -1,0 +1,64 @@
+package storecore
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// CoordinatorColumns are the columns ScanCoordinator reads, in order,
+// followed by the database's now in milliseconds since the epoch (each
+// store's own expression), so that age and liveness are the database's
+// clock's, not the bridge process's.
+const CoordinatorColumns = `id, instance, host, agents, version, capacity, status_url, ttl_ms, registered_ms, heartbeat_ms`
+
+// ScanCoordinator scans a CoordinatorColumns row followed by the
+// database's now (ms since the epoch).
+func ScanCoordinator(r Row) (agentbridge.CoordinatorInfo, error) {
+	var c agentbridge.CoordinatorInfo
+	var agents []byte
+	var registered, heartbeat, now int64
+	if err := r.Scan(&c.ID, &c.Instance, &c.Host, &agents, &c.Version, &c.Capacity, &c.StatusURL,
+		&c.TTLMillis, &registered, &heartbeat, &now); err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(agents, &c.Agents); err != nil {
+		return c, fmt.Errorf("decode the agents of coordinator %s: %w", c.ID, err)
+	}
+	CoordinatorTimes(&c, registered, heartbeat, now)
+	return c, nil
+}
+
+// CoordinatorTimes fills c's times, age and liveness from the stored
+// milliseconds and the database's now.
+func CoordinatorTimes(c *agentbridge.CoordinatorInfo, registered, heartbeat, now int64) {
+	c.RegisteredAt = agentbridge.FormatTime(time.UnixMilli(registered))
+	c.HeartbeatAt = agentbridge.FormatTime(time.UnixMilli(heartbeat))
+	c.AgeMillis = max(now-heartbeat, 0)
+	c.Live = c.AgeMillis < c.TTLMillis
+}
+
+// EncodeAgents is a registration's agents in their stored form (JSON).
+func EncodeAgents(reg agentbridge.Registration) (string, error) {
+	agents := reg.Agents
+	if agents == nil {
+		agents = []agentbridge.CoordinatorAgent{}
+	}
+	b, err := json.Marshal(agents)
+	if err != nil {
+		return "", fmt.Errorf("encode the agents of coordinator %s: %w", reg.ID, err)
+	}
+	return string(b), nil
+}
+
+// Duplicate is the registration that prev was, when it was another
+// instance's and live as of the new heartbeat: the coordinator warns about
+// a second process under its id.
+func Duplicate(prev *agentbridge.CoordinatorInfo, reg agentbridge.Registration) *agentbridge.CoordinatorInfo {
+	if prev == nil || !prev.Live || prev.Instance == reg.Instance {
+		return nil
+	}
+	return prev
+}
