@@ -131,6 +131,10 @@ func (s *Server) checkAppend(r *http.Request, thread string, in agentbridge.Even
 	if err := s.mayWriteAs(cred, thread, in.From); err != nil {
 		return err
 	}
+	if cred.Scope == agentbridge.ScopeAgent && in.Type != "" && in.Type != agentbridge.TypeMessage {
+		return &agentbridge.Error{Code: agentbridge.ECodeForbiddenSender, Participant: in.From, Thread: thread,
+			Message: fmt.Sprintf("An agent token posts messages only, not %q events; a person token may.", agentbridge.Clip(in.Type, agentbridge.QuoteRunes))}
+	}
 	if in.Type != agentbridge.TypeControl {
 		return nil
 	}

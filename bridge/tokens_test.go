@@ -194,6 +194,7 @@ func TestCredentialBindsTheSender(t *testing.T) {
 		{"agent in another thread", agent, "t2", `{"from":"claude","content":"hi"}`, agentbridge.ECodeForbiddenSender},
 		{"agent as user", agent, "t1", `{"from":"user","content":"hi"}`, agentbridge.ECodeForbiddenSender},
 		{"agent unmutes", agent, "t1", `{"type":"control","from":"claude","content":{"unmute":{"targets":["claude"]}}}`, agentbridge.ECodeForbiddenSender},
+		{"agent invites", agent, "t1", `{"type":"control","from":"claude","content":{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"m"}}}}`, agentbridge.ECodeForbiddenSender},
 		{"read writes", read, "t1", `{"from":"claude","content":"hi"}`, agentbridge.ECodeForbiddenScope},
 	}
 	for _, c := range refusals {
