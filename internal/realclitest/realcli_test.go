@@ -153,7 +153,9 @@ func TestCancelStopsTheCLI(t *testing.T) {
 		trig := s.ask(thread, a, "take your time")
 		testutil.WaitFor(t, replyTimeout, "the CLI to call the model", func() bool { return len(a.fake.Calls()) > 0 })
 		inv := s.invocations(thread, a.id)[0]
-		resp, err := http.Post(s.statusURL+"/invocations/"+strconv.FormatInt(inv.ID, 10)+"/cancel", "application/json", nil)
+		req, _ := http.NewRequest(http.MethodPost, s.statusURL+"/invocations/"+strconv.FormatInt(inv.ID, 10)+"/cancel", nil)
+		req.Header.Set("Authorization", "Bearer "+s.token)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +268,7 @@ func TestMCPClientsPostIntoAThread(t *testing.T) {
 			var args []string
 			if cli == "claude" {
 				cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"bridge": map[string]any{
-					"command": bin, "args": []string{"mcp", "--as", as}, "env": map[string]string{"BRIDGE_URL": s.bridgeURL}}}})
+					"command": bin, "args": []string{"mcp", "--as", as}, "env": map[string]string{"BRIDGE_URL": s.bridgeURL, "BRIDGE_TOKEN": s.token}}}})
 				path := filepath.Join(a.work, "mcp.json")
 				if err := os.WriteFile(path, cfg, 0o644); err != nil {
 					t.Fatal(err)
@@ -277,7 +279,7 @@ func TestMCPClientsPostIntoAThread(t *testing.T) {
 				// stack; --strict-config refuses any key this codex
 				// does not know.
 				a.writeCodexConfig(t, "\n"+strings.NewReplacer(`"agent-bridge"`, strconv.Quote(bin), "codex-bo", as,
-					"http://127.0.0.1:5111", s.bridgeURL).Replace(docsCodexTOML(t)))
+					`"http://127.0.0.1:5111"`, strconv.Quote(s.bridgeURL)+", BRIDGE_TOKEN = "+strconv.Quote(s.token)).Replace(docsCodexTOML(t)))
 				args = []string{"exec", "--strict-config", "--json", "--skip-git-repo-check", "-"}
 			}
 			cmd := a.command(ctx, t, args...)

@@ -441,7 +441,12 @@ func (s *stack) sessionOf(thread, participant string) (string, int) {
 // metric reads one sample of the coordinator's /metrics, 0 when absent.
 func (s *stack) metric(name string, labels ...string) float64 {
 	s.t.Helper()
-	resp, err := http.Get(s.statusURL + "/metrics")
+	req, err := http.NewRequest(http.MethodGet, s.statusURL+"/metrics", nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		s.t.Fatal(err)
 	}
