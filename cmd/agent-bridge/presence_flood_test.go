@@ -24,7 +24,7 @@ func TestPresenceFlood(t *testing.T) {
 	}
 	const limitMiB = 100
 	bin := buildServeBinary(t)
-	p := startServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
+	p := startServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"), "--open")
 	c := &http.Client{Timeout: 30 * time.Second}
 	post := func(path, body string) int {
 		t.Helper()
