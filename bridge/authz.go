@@ -54,9 +54,10 @@ func checkScope(r *http.Request, pattern string) error {
 		"A %s token may not %s %s; a person token may.", cred.Scope, r.Method, r.URL.Path)
 }
 
-// checkAgentRead lets an agent token read its own thread, and the routes
-// that name no thread (the index, the thread list, whoami); the global
-// log and stream carry every thread's events, so they are refused.
+// checkAgentRead lets an agent token read its own thread and the routes
+// that hold no thread's data (the index, ping, healthz, whoami); the
+// thread list, the global log and stream and the suggestions are other
+// threads' and others' data, so they are refused.
 func checkAgentRead(r *http.Request, cred httpguard.Credential, pattern string) error {
 	path := strings.TrimPrefix(pattern, r.Method+" ")
 	switch {
@@ -64,11 +65,12 @@ func checkAgentRead(r *http.Request, cred httpguard.Credential, pattern string) 
 		if id := pathThread(r); id != cred.Thread {
 			return forbiddenThread(cred, id)
 		}
-	case path == "/events" || path == "/events/stream" || path == "/suggestions" || path == "/metrics":
-		return agentbridge.Errorf(agentbridge.ECodeForbiddenScope,
-			"An agent token reads its own thread (%s) only, not %s.", cred.Thread, path)
+		return nil
+	case path == "/" || path == "/ping" || path == "/healthz" || path == "/auth/whoami":
+		return nil
 	}
-	return nil
+	return agentbridge.Errorf(agentbridge.ECodeForbiddenScope,
+		"An agent token reads its own thread (%s) only, not %s.", cred.Thread, path)
 }
 
 // pathThread is the {id} of a /threads/{id}/... request.
@@ -130,6 +132,10 @@ func (s *Server) checkAppend(r *http.Request, thread string, in agentbridge.Even
 	if err := s.mayWriteAs(cred, thread, in.From); err != nil {
 		return err
 	}
+	if cred.Scope == agentbridge.ScopeAgent && in.Type != "" && in.Type != agentbridge.TypeMessage {
+		return &agentbridge.Error{Code: agentbridge.ECodeForbiddenSender, Participant: in.From, Thread: thread,
+			Message: fmt.Sprintf("An agent token posts messages only, not %q events; a person token may.", agentbridge.Clip(in.Type, agentbridge.QuoteRunes))}
+	}
 	if in.Type != agentbridge.TypeControl {
 		return nil
 	}
@@ -142,4 +148,21 @@ func (s *Server) checkAppend(r *http.Request, thread string, in agentbridge.Even
 			Message: fmt.Sprintf("A %s token may not set %s: only a person may (a human control, or an answer to a permission request).", cred.Scope, strings.Join(keys, ", "))}
 	}
 	return nil
+}
+
+// keyScope is the key space of a credential's idempotency keys (contract
+// 7.3): the same key from another principal is another key, so no writer
+// can post first under the key another will use. Every person credential
+// is one principal, the owner; the coordinator tokens of one coordinator
+// id are one (up gives its coordinator a new token each start, and a
+// retry after a restart must replay, never post twice); any other token
+// is its own.
+func keyScope(cred httpguard.Credential) string {
+	switch {
+	case cred.Scope == agentbridge.ScopePerson:
+		return agentbridge.ScopePerson
+	case cred.Scope == agentbridge.ScopeCoordinator && cred.Participant != "":
+		return agentbridge.ScopeCoordinator + ":" + cred.Participant
+	}
+	return cred.ID
 }

@@ -69,6 +69,9 @@ func (s *Server) handleCoordinatorDelete(w http.ResponseWriter, r *http.Request)
 }
 
 func (s *Server) handleCoordinatorsGet(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseQuery(r, queryNone); err != nil {
+		return err
+	}
 	cs, err := s.coordinators()
 	if err != nil {
 		return err

@@ -158,6 +158,9 @@ func (s *Server) noteSeen(next http.Handler) http.Handler {
 
 // handleDevices lists the paired devices and the push subscriptions.
 func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseQuery(r, queryNone); err != nil {
+		return err
+	}
 	var devices []agentbridge.Device
 	byToken := map[string]int{}
 	if ts, _ := s.tokenStore(); ts != nil {

@@ -20,6 +20,9 @@ func (s *Server) pushStore() (agentbridge.PushStore, error) {
 // (PushManager.subscribe's applicationServerKey), generating the key pair
 // on first use.
 func (s *Server) handlePushKey(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseQuery(r, queryNone); err != nil {
+		return err
+	}
 	if _, err := s.pushStore(); err != nil {
 		return err
 	}
@@ -79,6 +82,9 @@ type pushDevice struct {
 
 // handlePushList lists the subscribed devices and their last delivery.
 func (s *Server) handlePushList(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseQuery(r, queryNone); err != nil {
+		return err
+	}
 	ps, err := s.pushStore()
 	if err != nil {
 		return err

@@ -77,6 +77,18 @@ func TestQueryParameters(t *testing.T) {
 
 		{"/suggestions?status=pending", ""},
 		{"/suggestions?status=NOT%20ONE", "status"},
+
+		{"/auth/whoami", ""},
+		{"/auth/whoami?as=user", "as"},
+		{"/auth/tokens", ""},
+		{"/auth/tokens?all=1", "all"},
+		{"/coordinators", ""},
+		{"/coordinators?live=1", "live"},
+		{"/devices", ""},
+		{"/devices?x=1", "x"},
+		{"/push/key?x=1", "x"},
+		{"/push/subscriptions", ""},
+		{"/push/subscriptions?x=1", "x"},
 	} {
 		path, _, _ := strings.Cut(tc.path, "?")
 		covered[path] = true

@@ -175,6 +175,9 @@ func (s *Server) handleTokensPost(w http.ResponseWriter, r *http.Request) error 
 
 // handleTokensGet lists the tokens, never their secrets (person only).
 func (s *Server) handleTokensGet(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseQuery(r, queryNone); err != nil {
+		return err
+	}
 	ts, err := s.tokenStore()
 	if err != nil {
 		return err
@@ -237,6 +240,9 @@ func (s *Server) coordinatorMayRevoke(ctx context.Context, ts agentbridge.TokenS
 // handleWhoami answers the caller's credential: what a status API or a
 // script checks a token with.
 func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseQuery(r, queryNone); err != nil {
+		return err
+	}
 	httpjson.Write(w, http.StatusOK, agentbridge.Whoami{Credential: credential(r), Open: s.gate.Open()})
 	return nil
 }

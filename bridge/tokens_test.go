@@ -194,6 +194,7 @@ func TestCredentialBindsTheSender(t *testing.T) {
 		{"agent in another thread", agent, "t2", `{"from":"claude","content":"hi"}`, agentbridge.ECodeForbiddenSender},
 		{"agent as user", agent, "t1", `{"from":"user","content":"hi"}`, agentbridge.ECodeForbiddenSender},
 		{"agent unmutes", agent, "t1", `{"type":"control","from":"claude","content":{"unmute":{"targets":["claude"]}}}`, agentbridge.ECodeForbiddenSender},
+		{"agent invites", agent, "t1", `{"type":"control","from":"claude","content":{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"m"}}}}`, agentbridge.ECodeForbiddenSender},
 		{"read writes", read, "t1", `{"from":"claude","content":"hi"}`, agentbridge.ECodeForbiddenScope},
 	}
 	for _, c := range refusals {
@@ -209,8 +210,10 @@ func TestCredentialBindsTheSender(t *testing.T) {
 	if a := ts.as(agent).do("POST", "/threads/t1/presence", `{"from":"codex","state":"typing"}`); a.status != 403 {
 		t.Errorf("agent presence as another: %d %s", a.status, a.body)
 	}
-	if a := ts.as(agent).do("GET", "/threads/t2/events", ""); a.status != 403 {
-		t.Errorf("agent reads another thread: %d %s", a.status, a.body)
+	for _, path := range []string{"/threads/t2/events", "/threads", "/events", "/events/stream", "/suggestions"} {
+		if a := ts.as(agent).do("GET", path, ""); a.status != 403 {
+			t.Errorf("agent reads %s: %d %s", path, a.status, a.body)
+		}
 	}
 	if a := ts.as(coord).do("POST", "/auth/tokens", `{"scope":"person","name":"p"}`); a.status != 403 {
 		t.Errorf("coordinator mints a person token: %d %s", a.status, a.body)
@@ -252,6 +255,16 @@ func TestIdempotencyKeyPerCredential(t *testing.T) {
 	again := ts.as(coord).must(200, "POST", "/threads/t1/events", `{"from":"claude","content":"real"}`, "Idempotency-Key: trig-1:claude").obj()
 	if again["replayed"] != true || again["event"].(map[string]any)["id"] != real["event"].(map[string]any)["id"] {
 		t.Errorf("the coordinator's retry = %v, want its own event replayed", again)
+	}
+
+	// A restarted up gives its coordinator a new token of the same
+	// coordinator id: its retry replays the first token's event.
+	_, first := ts.mint(`{"scope":"coordinator","name":"up-1","participant":"bridge-coordinator"}`)
+	_, second := ts.mint(`{"scope":"coordinator","name":"up-2","participant":"bridge-coordinator"}`)
+	a := ts.as(first).must(200, "POST", "/threads/t1/events", `{"from":"claude","content":"before the restart"}`, "Idempotency-Key: trig-2:claude").obj()
+	b := ts.as(second).must(200, "POST", "/threads/t1/events", `{"from":"claude","content":"before the restart"}`, "Idempotency-Key: trig-2:claude").obj()
+	if b["replayed"] != true || b["event"].(map[string]any)["id"] != a["event"].(map[string]any)["id"] {
+		t.Errorf("the retry under the restarted coordinator's token = %v, want the first event replayed", b)
 	}
 }
 

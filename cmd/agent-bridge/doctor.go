@@ -102,6 +102,9 @@ func (m *Main) doctor(ctx context.Context, t doctorTargets) error {
 			token = cfg.BridgeToken
 		}
 	}
+	if token == "" {
+		token = m.localToken(ep.url)
+	}
 	// A bridge the user named (flag, environment, a running up) must
 	// answer; the default one may simply not be started yet.
 	named := ep.url != agentbridge.DefaultBridgeURL || t.given["url"] || m.Getenv(agentbridge.EnvBridgeURL) != ""
@@ -165,7 +168,7 @@ func (m *Main) checkUpHere(t doctorTargets, cfg *coordinator.Config) checkResult
 func (m *Main) doctorFlags(fs *pflag.FlagSet) func(pos []string) (doctorTargets, error) {
 	var t doctorTargets
 	fs.StringVar(&t.url, "url", agentbridge.DefaultBridgeURL, "the bridge server (else env BRIDGE_URL, else the running up's)")
-	fs.StringVar(&t.tokenFile, "token-file", "", "file holding the bearer token (else env BRIDGE_TOKEN, else the config's bridge_token)")
+	fs.StringVar(&t.tokenFile, "token-file", "", "file holding the bearer token (else env BRIDGE_TOKEN, else the running up's, else the config's bridge_token, else the state folder's token)")
 	fs.StringVar(&t.config, "config", m.env(agentbridge.EnvCoordinatorConfig, agentbridge.DefaultCoordinatorConfig), "the coordinator config (env BRIDGE_COORDINATOR_CONFIG)")
 	fs.StringVar(&t.db, "db", m.env(agentbridge.EnvDB, agentbridge.DefaultDBPath), "the bridge database (env BRIDGE_DB)")
 	fs.StringVar(&t.state, "state", m.env(agentbridge.EnvCoordinatorState, agentbridge.DefaultCoordinatorState), "the coordinator state database (env BRIDGE_COORDINATOR_STATE)")

@@ -153,11 +153,7 @@ func TestCancelStopsTheCLI(t *testing.T) {
 		trig := s.ask(thread, a, "take your time")
 		testutil.WaitFor(t, replyTimeout, "the CLI to call the model", func() bool { return len(a.fake.Calls()) > 0 })
 		inv := s.invocations(thread, a.id)[0]
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.statusURL+"/invocations/"+strconv.FormatInt(inv.ID, 10)+"/cancel", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
+		req, _ := http.NewRequest(http.MethodPost, s.statusURL+"/invocations/"+strconv.FormatInt(inv.ID, 10)+"/cancel", nil)
 		req.Header.Set("Authorization", "Bearer "+s.token)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -286,7 +282,7 @@ func TestMCPClientsPostIntoAThread(t *testing.T) {
 				// stack; --strict-config refuses any key this codex
 				// does not know.
 				a.writeCodexConfig(t, "\n"+strings.NewReplacer(`"agent-bridge"`, strconv.Quote(bin), "codex-bo", as,
-					"http://127.0.0.1:5111", s.bridgeURL).Replace(docsCodexTOML(t)))
+					`"http://127.0.0.1:5111"`, strconv.Quote(s.bridgeURL)).Replace(docsCodexTOML(t)))
 				args = []string{"exec", "--strict-config", "--json", "--skip-git-repo-check", "-"}
 			}
 			cmd := a.command(ctx, t, args...)

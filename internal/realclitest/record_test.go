@@ -66,7 +66,7 @@ func TestRecordFixtures(t *testing.T) {
 		var fixtures []fixture
 		if cli == "claude" {
 			cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"bridge": map[string]any{
-				"command": bin, "args": []string{"mcp", "--as", "claude-mcp"}, "env": map[string]string{"BRIDGE_URL": s.bridgeURL}}}})
+				"command": bin, "args": []string{"mcp", "--as", "claude-mcp"}, "env": map[string]string{"BRIDGE_URL": s.bridgeURL, "BRIDGE_TOKEN": s.token}}}})
 			mcpConfig := filepath.Join(a.work, "mcp.json")
 			if err := os.WriteFile(mcpConfig, cfg, 0o644); err != nil {
 				t.Fatal(err)
@@ -117,7 +117,7 @@ func TestRecordFixtures(t *testing.T) {
 				a.key = f.key
 			}
 			if f.name == "mcp-post" && cli == "codex" {
-				a.writeCodexConfig(t, "\n[mcp_servers.bridge]\ncommand = \""+bin+"\"\nargs = [\"mcp\", \"--as\", \"codex-mcp\"]\nenv = { BRIDGE_URL = \""+s.bridgeURL+"\" }\n")
+				a.writeCodexConfig(t, "\n[mcp_servers.bridge]\ncommand = \""+bin+"\"\nargs = [\"mcp\", \"--as\", \"codex-mcp\"]\nenv = { BRIDGE_URL = \""+s.bridgeURL+"\", BRIDGE_TOKEN = \""+s.token+"\" }\n")
 			}
 			args := []string{"-p", "--output-format", "stream-json", "--verbose"}
 			if cli == "codex" {
