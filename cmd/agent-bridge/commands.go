@@ -104,7 +104,7 @@ func (m *Main) commandTable() []command {
 			{use: "show ID", short: "one invocation and its progress", define: m.invocationShowCommand},
 			{use: "cancel ID", short: "stop one invocation through the coordinator's status API", define: m.invocationCancelCommand},
 		}},
-		command{use: "why EVENT_ID", group: groupRuns, short: "the coordinator's routing decision for one event", define: m.whyCommand},
+		command{use: "why EVENT_ID | THREAD SEQ", group: groupRuns, short: "the coordinator's routing decision for one event (its id, or its thread and seq as tail prints them)", define: m.whyCommand},
 		command{use: "sessions", group: groupRuns, short: "the CLI sessions the coordinator keeps per participant", define: m.sessionsCommand, sub: []command{
 			{use: "reset THREAD ID", short: "start a new CLI session on the participant's next turn", define: m.sessionsResetCommand},
 		}},

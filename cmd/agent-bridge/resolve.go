@@ -10,6 +10,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Arguments people type as they see them: a thread by its name (as the
@@ -35,7 +36,12 @@ func (m *Main) threadArg(c *cobra.Command, arg string) (string, error) {
 	if cl == nil {
 		return arg, nil
 	}
-	ctx, cancel := context.WithTimeout(commandContext(c), 10*time.Second)
+	return resolveThread(commandContext(c), cl, arg)
+}
+
+// resolveThread is threadArg with the bridge's client at hand.
+func resolveThread(ctx context.Context, cl *client.Client, arg string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err := cl.Thread(ctx, arg)
 	if err == nil || agentbridge.ErrorCode(err) != agentbridge.ECodeThreadNotFound {
@@ -65,6 +71,23 @@ func (m *Main) threadArg(c *cobra.Command, arg string) (string, error) {
 		return ids[0], nil
 	}
 	return "", usagef("%q is the name of %d threads (%s): give the id of the one you mean", arg, len(ids), strings.Join(ids, ", "))
+}
+
+// seqEvent is the id of the event a THREAD (id or name) and a seq name,
+// for a command with no bridge flags of its own (why): the bridge is found
+// as every command finds it.
+func (m *Main) seqEvent(ctx context.Context, thread, seq string) (string, error) {
+	cl, err := m.newClient(&clientFlags{fs: pflag.NewFlagSet("discover", pflag.ContinueOnError), url: agentbridge.DefaultBridgeURL})
+	if err != nil {
+		return "", err
+	}
+	if thread, err = resolveThread(ctx, cl, thread); err != nil {
+		return "", err
+	}
+	if _, err := strconv.ParseInt(seq, 10, 64); err != nil {
+		return "", usagef("why THREAD SEQ: %q is not a seq (a whole number, as tail prints it)", seq)
+	}
+	return m.eventArg(ctx, cl, thread, seq)
 }
 
 // eventArg returns the id of the event arg names in thread: arg itself,

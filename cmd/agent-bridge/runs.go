@@ -311,15 +311,22 @@ func (m *Main) whyCommand(c *cobra.Command) runFunc {
 	targets := m.coordinatorURLsFlag(fs)
 	asJSON := fs.Bool("json", false, "print the recorded decision as JSON (one line per coordinator that decided)")
 	return func(ctx context.Context, pos []string) error {
-		if len(pos) != 1 {
-			return usagef("why takes one argument: the event id")
+		if len(pos) < 1 || len(pos) > 2 {
+			return usagef("why takes the event's id, or its THREAD and seq as tail prints them")
+		}
+		event := pos[len(pos)-1]
+		if len(pos) == 2 {
+			var err error
+			if event, err = m.seqEvent(ctx, pos[0], event); err != nil {
+				return err
+			}
 		}
 		var firstErr error
 		found := 0
 		list := targets(ctx)
 		for _, tg := range list {
 			var rec ledger.DecisionRecord
-			if err := m.statusGet(ctx, tg.url, "/decisions", url.Values{"event": {pos[0]}}, &rec); err != nil {
+			if err := m.statusGet(ctx, tg.url, "/decisions", url.Values{"event": {event}}, &rec); err != nil {
 				if firstErr == nil || bridgeNotFound(firstErr) {
 					firstErr = err
 				}

@@ -341,6 +341,11 @@ func TestThreadNamesAndSeqs(t *testing.T) {
 	if _, errOut, code := c.run("permit", "D", "99", "allow"); code != 2 || !strings.Contains(errOut, "no event 99") {
 		t.Errorf("permit of a seq past the end: exit %d, stderr %q", code, errOut)
 	}
+	// why takes the thread and seq too: resolved before the coordinator is
+	// asked.
+	if _, errOut, code := c.run("why", "design review", "99"); code != 2 || !strings.Contains(errOut, "no event 99") {
+		t.Errorf("why of a seq past the end: exit %d, stderr %q", code, errOut)
+	}
 	c.ok("thread", "new", "twin", "--id", "twin-a")
 	c.ok("thread", "new", "twin", "--id", "twin-b")
 	if _, errOut, code := c.run("state", "twin"); code != 2 || !strings.Contains(errOut, "name of 2 threads") || !strings.Contains(errOut, "twin-a") {
