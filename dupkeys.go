@@ -1,9 +1,12 @@
 package agentbridge
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // smallObjectKeys is how many keys of one object CheckJSONBody compares
@@ -13,8 +16,9 @@ const smallObjectKeys = 16
 
 // CheckJSONBody is the check every JSON request body of the bridge and the
 // coordinator passes before it is decoded: its text is UTF-8
-// (CheckJSONText) and no object in it, at any depth, holds a key twice
-// (400 duplicate_key, naming the key's path, such as "content.pause.on").
+// (CheckJSONText) and no object in it, at any depth, holds a key twice,
+// case aside (400 duplicate_key, naming the key's path, such as
+// "content.pause.on").
 // body must be valid JSON.
 func CheckJSONBody(body []byte) error {
 	if err := CheckJSONText(body); err != nil {
@@ -24,9 +28,11 @@ func CheckJSONBody(body []byte) error {
 }
 
 // CheckDuplicateKeys refuses valid JSON doc when an object in it holds a
-// key twice, compared as decoded strings; prefix is the path of doc in the
-// request body ("" for the body itself), for the error's field. Anything
-// that is not valid JSON passes: reporting it is the decoder's job.
+// key twice, compared as decoded strings under Unicode simple case folding
+// (as encoding/json matches a key to a struct field, so "on" and "On" are
+// one key to it); prefix is the path of doc in the request body ("" for the
+// body itself), for the error's field. Anything that is not valid JSON
+// passes: reporting it is the decoder's job.
 func CheckDuplicateKeys(doc []byte, prefix string) error {
 	s := keyScan{b: doc}
 	s.ws()
@@ -39,10 +45,14 @@ func CheckDuplicateKeys(doc []byte, prefix string) error {
 	where := strings.TrimSuffix(strings.TrimSuffix(field, key), ".")
 	// A client's keys may be of any length; the answer quotes a part.
 	field, where = Clip(field, 4*QuoteRunes), Clip(where, 4*QuoteRunes)
-	if where == "" {
-		return FieldErrorf(ECodeDuplicateKey, field, "The body has the key %q twice; send each key once (JSON readers disagree about which one counts).", Clip(key, QuoteRunes))
+	in := ""
+	if where != "" {
+		in = " in " + where
 	}
-	return FieldErrorf(ECodeDuplicateKey, field, "The body has the key %q twice in %s; send each key once (JSON readers disagree about which one counts).", Clip(key, QuoteRunes), where)
+	if s.first != key {
+		return FieldErrorf(ECodeDuplicateKey, field, "The body has the keys %q and %q%s, which differ only in case and are one key to some JSON readers; send each key once.", Clip(s.first, QuoteRunes), Clip(key, QuoteRunes), in)
+	}
+	return FieldErrorf(ECodeDuplicateKey, field, "The body has the key %q twice%s; send each key once (JSON readers disagree about which one counts).", Clip(key, QuoteRunes), in)
 }
 
 // joinPath makes the dotted field of path, whose segments run from the
@@ -66,6 +76,8 @@ func joinPath(prefix string, path []string) string {
 type keyScan struct {
 	b []byte
 	i int
+	// first is, once a key is found twice, its first spelling.
+	first string
 }
 
 func (s *keyScan) ws() {
@@ -134,7 +146,8 @@ func (s *keyScan) str() (raw []byte, escaped bool) {
 func (s *keyScan) object() (path []string, found bool) {
 	s.i++
 	var small [smallObjectKeys][]byte
-	var seen map[string]bool
+	var seen map[string]string // folded key -> its spelling
+	var buf [64]byte
 	n := 0
 	for {
 		s.ws()
@@ -155,13 +168,16 @@ func (s *keyScan) object() (path []string, found bool) {
 		}
 		switch {
 		case seen != nil:
-			if seen[string(key)] {
+			folded := appendFolded(buf[:0], key)
+			if first, ok := seen[string(folded)]; ok {
+				s.first = first
 				return []string{string(key)}, true
 			}
-			seen[string(key)] = true
+			seen[string(folded)] = string(key)
 		default:
 			for _, k := range small[:n] {
-				if string(k) == string(key) {
+				if bytes.EqualFold(k, key) {
+					s.first = string(k)
 					return []string{string(key)}, true
 				}
 			}
@@ -170,11 +186,11 @@ func (s *keyScan) object() (path []string, found bool) {
 				n++
 				break
 			}
-			seen = make(map[string]bool, 2*len(small))
+			seen = make(map[string]string, 2*len(small))
 			for _, k := range small {
-				seen[string(k)] = true
+				seen[string(appendFolded(buf[:0], k))] = string(k)
 			}
-			seen[string(key)] = true
+			seen[string(appendFolded(buf[:0], key))] = string(key)
 		}
 		s.ws()
 		if s.i < len(s.b) && s.b[s.i] == ':' {
@@ -213,4 +229,30 @@ func unescapeKey(raw []byte) []byte {
 		return raw
 	}
 	return []byte(k)
+}
+
+// appendFolded appends to out the one spelling of key that every key equal
+// to it under Unicode simple case folding (bytes.EqualFold) shares: each
+// rune becomes the smallest of its folding orbit ("k", "K" and the Kelvin
+// sign all become "K"), and a byte that is not UTF-8 becomes U+FFFD, as
+// EqualFold decodes it.
+func appendFolded(out, key []byte) []byte {
+	for i := 0; i < len(key); {
+		if c := key[i]; c < utf8.RuneSelf {
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			out = append(out, c)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(key[i:])
+		i += size
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		out = utf8.AppendRune(out, least)
+	}
+	return out
 }

@@ -2,7 +2,9 @@ package bridge
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/notify"
@@ -120,19 +124,19 @@ func TestWebPush(t *testing.T) {
 	// The laptop's subscription expired: 410 removes it.
 	fp.SetStatus(laptop.Endpoint, http.StatusGone)
 	ts.must(200, "POST", "/push/visible", `{"endpoint":"`+phone.Endpoint+`","visible":false}`)
-	ts.must(200, "POST", "/threads/t1/events", permissionRequest)
+	_ = json.Unmarshal(ts.must(200, "POST", "/threads/t1/events", permissionRequest).body, &ans)
+	third := ans.Event.ID
 	waitFor(t, 5*time.Second, "the laptop's subscription removed", func() bool {
 		var list struct {
 			Subscriptions []struct{ Device, LastOutcome string } `json:"subscriptions"`
 		}
 		_ = json.Unmarshal(ts.must(200, "GET", "/push/subscriptions", "").body, &list)
-		return len(list.Subscriptions) == 1 && list.Subscriptions[0].Device == "phone" && len(notes(t, fp, phone.Endpoint)) == 5
+		return len(list.Subscriptions) == 1 && list.Subscriptions[0].Device == "phone" && len(notes(t, fp, phone.Endpoint)) >= 5
 	})
-	// Notes are sent one after another, each to all its devices at once:
-	// the phone's fifth is the third request's, so had the second gone to
-	// the phone too, it would be here already.
-	if n := len(notes(t, fp, phone.Endpoint)); n != 5 {
-		t.Errorf("the phone, visible on t1 during the second request, got %d notes, want 5", n)
+	// A device's notes go out in order: the phone's fifth is the third
+	// request's, so the second, had it gone to the phone too, would be it.
+	if got := notes(t, fp, phone.Endpoint); len(got) != 5 || got[4].Event != third {
+		t.Errorf("the phone, visible on t1 during the second request, got %d notes, the fifth %+v; want 5, the fifth the third request's", len(got), got[4])
 	}
 	var list struct {
 		Subscriptions []struct {
@@ -143,6 +147,37 @@ func TestWebPush(t *testing.T) {
 	_ = json.Unmarshal(ts.must(200, "GET", "/push/subscriptions", "").body, &list)
 	if list.Subscriptions[0].LastOutcome != notify.OutcomeDelivered || list.Subscriptions[0].LastAt == "" {
 		t.Errorf("the phone's last outcome = %+v", list.Subscriptions[0])
+	}
+}
+
+// TestPushStallingEndpoint: a push endpoint that never answers delays
+// nobody else: while its deliveries hang, each later note still reaches
+// the other device within the contract's 2 s.
+func TestPushStallingEndpoint(t *testing.T) {
+	fp := fakepush.Start()
+	defer fp.Close()
+	release := make(chan struct{})
+	stall := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer stall.Close()
+	defer close(release)
+	ts := newTestServer(t, Options{})
+	ts.newThread("t1")
+	phone := ts.subscribe(fp, "phone", `{"permission":true}`)
+	keys, err := fp.Subscribe() // a browser's keys for the dead device
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.must(200, "POST", "/push/subscriptions", `{"endpoint":"`+stall.URL+`/push/dead","keys":{"p256dh":"`+keys.P256dh+`","auth":"`+keys.Auth+`"},"device":"dead","categories":{"permission":true}}`)
+	for i := 1; i <= 3; i++ {
+		ts.must(200, "POST", "/threads/t1/events", permissionRequest)
+		waitFor(t, 2*time.Second, fmt.Sprintf("note %d on the phone while the dead device stalls", i), func() bool {
+			return len(notes(t, fp, phone.Endpoint)) == i
+		})
 	}
 }
 
@@ -211,7 +246,7 @@ func TestNtfy(t *testing.T) {
 	waitFor(t, 5*time.Second, "the ntfy request", func() bool { return len(got()) == 1 })
 	r := got()[0]
 	id := ans.Event.ID
-	if r.header.Get("Title") != "fake-acp asks permission: Write file" || r.header.Get("Priority") != "5" ||
+	if r.header.Get("Title") != "fake-acp asks permission" || r.header.Get("Priority") != "5" ||
 		r.header.Get("Click") != "https://laptop.example.ts.net/ui/threads/t1#event-"+id || r.header.Get("Authorization") != "Bearer tk_ntfy" {
 		t.Errorf("ntfy headers = %v", r.header)
 	}
@@ -234,4 +269,41 @@ func TestNtfy(t *testing.T) {
 	if r := got2()[0]; r.body != "[USER QUESTION]: which file?" || r.header.Get("Priority") != "4" || !strings.HasPrefix(r.header.Get("Click"), ts2.url+"/ui/threads/t1#event-") {
 		t.Errorf("ntfy with content: %q %v", r.body, r.header)
 	}
+
+	// A tool's title is the agent's text: with include_content it is the
+	// title's end, on one line, without control characters, clipped, and
+	// RFC 2047-encoded when not ASCII; without, none of it goes out, and a
+	// participant that is not an id is not taken.
+	ts2.must(200, "POST", "/threads/t1/events", hostileRequest)
+	waitFor(t, 5*time.Second, "the ntfy request of the hostile title", func() bool { return len(got2()) == 2 })
+	raw := got2()[1].header.Get("Title")
+	title, err := new(mime.WordDecoder).DecodeHeader(raw)
+	if err != nil || !strings.HasPrefix(title, "coordinator asks permission: Write café.txt X-Evil: 1 aaaa") ||
+		!strings.HasSuffix(title, "a…") || utf8.RuneCountInString(title) > 120 || strings.ContainsFunc(title, func(r rune) bool { return unicode.IsControl(r) || r == '\u202e' }) {
+		t.Errorf("ntfy Title %q (%v), want one clipped line without control characters", title, err)
+	}
+	if strings.ContainsFunc(raw, func(r rune) bool { return r >= utf8.RuneSelf }) || got2()[1].header.Get("X-Evil") != "" {
+		t.Errorf("ntfy headers %v: the Title is not RFC 2047-encoded ASCII, or the agent made a header", got2()[1].header)
+	}
+	ts.must(200, "POST", "/threads/t1/events", hostileRequest)
+	waitFor(t, 5*time.Second, "the ntfy request of the hostile title without content", func() bool { return len(got()) == 2 })
+	r = got()[1]
+	if r.header.Get("Title") != "coordinator asks permission" || r.header.Get("X-Evil") != "" || r.body != "In thread t1: open it to answer." {
+		t.Errorf("ntfy headers without include_content = %v", r.header)
+	}
+	for k, vs := range r.header {
+		for _, v := range vs {
+			if strings.Contains(v, "Write") || strings.Contains(v, "caf") {
+				t.Errorf("the tool's title went out in %s: %q", k, v)
+			}
+		}
+	}
+	if strings.Contains(r.body, "Write") {
+		t.Errorf("ntfy body %q carries the tool's title", r.body)
+	}
 }
+
+// hostileRequest is a permission request whose tool title holds line
+// breaks, a control character, a bidirectional override and more than a
+// title's length, and whose participant is not an id.
+const hostileRequest = `{"from":"coordinator","to":"user","content":"x","meta":{"via":"coordinator","tags":["coordinator","permission"],"participant":"fake-acp\nX-Evil: 2","permission":{"invocation":7,"tool_call":{"title":"Write caf\u00e9.txt\r\n X-Evil: 1\u0007\u202e ` + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" + `","kind":"edit"},"options":[{"id":"allow","name":"Allow","kind":"allow_once"}]}}}`

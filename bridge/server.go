@@ -150,7 +150,10 @@ type Server struct {
 	ln     net.Listener
 	srv    *http.Server
 	served chan struct{} // closed when Serve returns
-	srvErr error         // Serve's unexpected error; read only after served
+	// notified is closed when the notifier's Run returns, after its
+	// deliveries, so none touches the store after Close.
+	notified chan struct{}
+	srvErr   error // Serve's unexpected error; read only after served
 }
 
 // NewServer builds a server over store. It refuses a non-loopback Addr
@@ -397,7 +400,11 @@ func (s *Server) Open() error {
 	s.srv.BaseContext = func(net.Listener) context.Context { return s.ctx }
 	s.srv.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
 	s.served = make(chan struct{})
-	go s.notifier.Run(s.ctx)
+	s.notified = make(chan struct{})
+	go func() {
+		defer close(s.notified)
+		s.notifier.Run(s.ctx)
+	}()
 	go func() {
 		defer close(s.served)
 		err := s.srv.Serve(ln)
@@ -431,7 +438,7 @@ func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
 	s.threadHub.close()
 	s.mu.Lock()
-	srv, served := s.srv, s.served
+	srv, served, notified := s.srv, s.served, s.notified
 	s.mu.Unlock()
 	if srv == nil {
 		return nil
@@ -441,5 +448,6 @@ func (s *Server) Close(ctx context.Context) error {
 		err = errors.Join(fmt.Errorf("shutdown: %w", err), srv.Close())
 	}
 	<-served
+	<-notified
 	return errors.Join(err, s.srvErr)
 }

@@ -23,10 +23,15 @@ const maxBodyRunes = 300
 // Note is one notification: its category (agentbridge.Push*), where it
 // points, what it says, and a permission request's options.
 type Note struct {
-	Category string   `json:"category"`
-	Thread   string   `json:"thread"`
-	Event    string   `json:"event"`
-	Title    string   `json:"title"`
+	Category string `json:"category"`
+	Thread   string `json:"thread"`
+	Event    string `json:"event"`
+	Title    string `json:"title"`
+	// Headline is the title without what the agent wrote (a tool's title,
+	// a command, a path): who, and what kind of note. ntfy gets it unless
+	// its config includes content; Web Push, encrypted to the device,
+	// gets Title.
+	Headline string   `json:"-"`
 	Body     string   `json:"body"`
 	URL      string   `json:"url"`
 	Options  []Option `json:"options,omitempty"`
@@ -59,9 +64,12 @@ func Classify(e agentbridge.Event, humans agentbridge.Humans) (Note, bool) {
 		return Note{}, false
 	}
 	n := Note{Thread: e.Thread, Event: e.ID, URL: EventURL(e.Thread, e.ID), Body: agentbridge.Clip(e.Text(), maxBodyRunes)}
+	// meta.participant names the agent a coordinator's notice is about;
+	// it is any JSON a writer sent, so only a participant id is taken.
 	who := e.From
-	if raw, ok := e.Meta.Extra["participant"]; ok {
-		_ = json.Unmarshal(raw, &who)
+	var participant string
+	if raw, ok := e.Meta.Extra["participant"]; ok && json.Unmarshal(raw, &participant) == nil && agentbridge.ParticipantIDPattern.MatchString(participant) {
+		who = participant
 	}
 	switch {
 	case e.Meta.Extra[agentbridge.MetaPermission] != nil:
@@ -79,15 +87,19 @@ func Classify(e agentbridge.Event, humans agentbridge.Humans) (Note, bool) {
 			tool = "a tool"
 		}
 		n.Category, n.Options = agentbridge.PushPermission, req.Options
-		n.Title = agentbridge.Clip(fmt.Sprintf("%s asks permission: %s", who, tool), 120)
+		n.Headline = who + " asks permission"
+		n.Title = agentbridge.Clip(fmt.Sprintf("%s: %s", n.Headline, tool), 120)
 	case e.Meta.HasTag("question"):
-		n.Category, n.Title = agentbridge.PushQuestion, agentbridge.Clip(who+" asks you a question", 120)
+		n.Category, n.Headline = agentbridge.PushQuestion, who+" asks you a question"
 	case e.Meta.HasTag("error"):
-		n.Category, n.Title = agentbridge.PushFailed, agentbridge.Clip("A run of "+who+" failed", 120)
+		n.Category, n.Headline = agentbridge.PushFailed, "A run of "+who+" failed"
 	case e.Meta.Via != "" && e.From == e.Meta.Via:
 		return Note{}, false // the coordinator's own notices (cancelled, party, scene)
 	default:
-		n.Category, n.Title = agentbridge.PushReply, agentbridge.Clip(e.From+" replied", 120)
+		n.Category, n.Headline = agentbridge.PushReply, e.From+" replied"
+	}
+	if n.Title == "" {
+		n.Title = agentbridge.Clip(n.Headline, 120)
 	}
 	return n, true
 }

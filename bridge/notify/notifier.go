@@ -27,6 +27,13 @@ const (
 	queueSize = 1024
 	// sendTimeout bounds one delivery.
 	sendTimeout = 10 * time.Second
+	// maxSending bounds the deliveries in flight at once, over all
+	// destinations.
+	maxSending = 16
+	// laneSize bounds the notes waiting for one destination; past it a
+	// note for that destination is logged and dropped, so a dead endpoint
+	// costs memory for its own notes only.
+	laneSize = 256
 )
 
 // Options configures a Notifier.
@@ -65,6 +72,22 @@ type Notifier struct {
 
 	visMu   sync.Mutex
 	visible map[string]visibility // by endpoint
+
+	// Each destination (a device's endpoint, or ntfy) has a lane: its
+	// notes wait there and go out one at a time, in order, so a slow or
+	// dead destination delays only its own; sending takes one of
+	// maxSending slots.
+	lanesMu sync.Mutex
+	lanes   map[string]*lane
+	sending chan struct{}
+	senders sync.WaitGroup
+}
+
+// lane is one destination's waiting deliveries and whether a goroutine is
+// sending them.
+type lane struct {
+	pending []func(context.Context)
+	running bool
 }
 
 // visibility is where a device's page last said it is visible, and until
@@ -99,6 +122,8 @@ func New(opts Options) *Notifier {
 		log:     opts.Logger.With("component", "notify"),
 		queue:   make(chan agentbridge.Event, queueSize),
 		visible: map[string]visibility{},
+		lanes:   map[string]*lane{},
+		sending: make(chan struct{}, maxSending),
 	}
 }
 
@@ -116,8 +141,10 @@ func (n *Notifier) Event(e agentbridge.Event) {
 	}
 }
 
-// Run sends the notes of queued events until ctx ends.
+// Run sends the notes of queued events until ctx ends, and returns once
+// every delivery it started has returned.
 func (n *Notifier) Run(ctx context.Context) {
+	defer n.senders.Wait()
 	for {
 		select {
 		case <-ctx.Done():
@@ -178,27 +205,73 @@ func (n *Notifier) isVisible(endpoint, thread string) bool {
 	return ok && v.thread == thread && n.opts.Now().Before(v.until)
 }
 
-// send delivers note to every device that wants it and to ntfy, at once.
+// send hands note to the lane of ntfy and of every device that wants it;
+// it does not wait for them.
 func (n *Notifier) send(ctx context.Context, note Note) {
-	var wg sync.WaitGroup
 	if n.opts.Ntfy.URL != "" {
-		wg.Go(func() {
+		n.enqueue(ctx, "ntfy", func(ctx context.Context) {
 			if err := n.sendNtfy(ctx, note); err != nil {
 				n.log.Warn("ntfy", "event", note.Event, "err", err)
 			}
 		})
 	}
-	if n.opts.Store != nil {
-		subs, err := n.opts.Store.PushSubscriptions(ctx)
-		if err != nil {
-			n.log.Error("list push subscriptions", "err", err)
-		}
-		for _, sub := range subs {
-			if !sub.Categories.Wants(note.Category, note.Thread) || n.isVisible(sub.Endpoint, note.Thread) {
-				continue
-			}
-			wg.Go(func() { n.push(ctx, sub, note) })
-		}
+	if n.opts.Store == nil {
+		return
 	}
-	wg.Wait()
+	subs, err := n.opts.Store.PushSubscriptions(ctx)
+	if err != nil {
+		n.log.Error("list push subscriptions", "err", err)
+	}
+	for _, sub := range subs {
+		if !sub.Categories.Wants(note.Category, note.Thread) || n.isVisible(sub.Endpoint, note.Thread) {
+			continue
+		}
+		n.enqueue(ctx, "push "+sub.Endpoint, func(ctx context.Context) { n.push(ctx, sub, note) })
+	}
+}
+
+// enqueue adds deliver to dest's lane, starting the lane's sender when it
+// has none.
+func (n *Notifier) enqueue(ctx context.Context, dest string, deliver func(context.Context)) {
+	n.lanesMu.Lock()
+	defer n.lanesMu.Unlock()
+	l := n.lanes[dest]
+	if l == nil {
+		l = &lane{}
+		n.lanes[dest] = l
+	}
+	if len(l.pending) >= laneSize {
+		n.log.Warn("a destination's notes are piling up; dropping one", "destination", dest, "waiting", len(l.pending))
+		return
+	}
+	l.pending = append(l.pending, deliver)
+	if !l.running {
+		l.running = true
+		n.senders.Go(func() { n.drain(ctx, dest, l) })
+	}
+}
+
+// drain sends l's deliveries one after another, each in one of the
+// maxSending slots, until l is empty or ctx ends; then the lane is gone.
+func (n *Notifier) drain(ctx context.Context, dest string, l *lane) {
+	for {
+		n.lanesMu.Lock()
+		if len(l.pending) == 0 || ctx.Err() != nil {
+			l.running = false
+			delete(n.lanes, dest)
+			n.lanesMu.Unlock()
+			return
+		}
+		deliver := l.pending[0]
+		l.pending[0] = nil
+		l.pending = l.pending[1:]
+		n.lanesMu.Unlock()
+		select {
+		case n.sending <- struct{}{}:
+		case <-ctx.Done():
+			continue
+		}
+		deliver(ctx)
+		<-n.sending
+	}
 }
