@@ -1,8 +1,11 @@
 package bridge
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -25,21 +28,35 @@ var scopeRoutes = map[string][]string{
 		"PUT /coordinators/{id}", "DELETE /coordinators/{id}",
 	},
 	agentbridge.ScopeAgent: {
-		"POST /threads/{id}/events", "POST /threads/{id}/presence",
-		"PUT /threads/{id}/receipts/{event}/{participant}", "POST /suggest", "POST /auth/logout",
+		"POST /threads/{id}/events", "POST /threads/{id}/presence", "POST /suggest", "POST /auth/logout",
 	},
 	agentbridge.ScopeRead: {"POST /auth/logout"},
 }
 
+// anyScopeRoutes are the open routes that make a new credential (a login,
+// a pairing): a browser still holding the cookie of a limited token must
+// be able to replace it, so no scope is checked there.
+var anyScopeRoutes = []string{"POST /auth/login", "POST /auth/pair/redeem"}
+
+// personReads are the reads only a person token may make: the paired
+// devices and the Web Push subscriptions name the person's devices and
+// their push endpoints.
+var personReads = []string{"GET /devices", "GET /push/subscriptions"}
+
 // checkScope refuses a state-changing request that the credential's scope
 // may not make on this route (pattern is the route's "METHOD /pattern"),
-// and a read of another thread by an agent token.
+// a read only a person may make, and a read of another thread by an agent
+// token.
 func checkScope(r *http.Request, pattern string) error {
 	cred, ok := httpguard.CredentialFrom(r.Context())
-	if !ok || cred.Scope == agentbridge.ScopePerson {
+	if !ok || cred.Scope == agentbridge.ScopePerson || slices.Contains(anyScopeRoutes, pattern) {
 		return nil
 	}
 	if !httpguard.StateChanging(r.Method) {
+		if slices.Contains(personReads, pattern) {
+			return agentbridge.Errorf(agentbridge.ECodeForbiddenScope,
+				"Only a person token may read %s; this one is a %s token.", r.URL.Path, cred.Scope)
+		}
 		if cred.Scope == agentbridge.ScopeAgent {
 			return checkAgentRead(r, cred, pattern)
 		}
@@ -86,19 +103,45 @@ func forbiddenThread(cred httpguard.Credential, thread string) error {
 		Message: fmt.Sprintf("This agent token is for thread %q only, not %q.", cred.Thread, agentbridge.Clip(thread, agentbridge.QuoteRunes))}
 }
 
+// coordinatorIDOf is the coordinator id a coordinator credential stands
+// for: the participant it is bound to, else its name. It is the one id
+// under which the token may register (PUT /coordinators/{id}), write as
+// itself and send receipts, and its idempotency keys' scope.
+func coordinatorIDOf(cred httpguard.Credential) string {
+	if cred.Participant != "" {
+		return cred.Participant
+	}
+	return cred.Name
+}
+
+// checkCoordinatorID refuses a coordinator credential acting on the
+// registration of another coordinator id; a person may act on any.
+func checkCoordinatorID(cred httpguard.Credential, id string) error {
+	if cred.Scope != agentbridge.ScopeCoordinator || id == coordinatorIDOf(cred) {
+		return nil
+	}
+	return &agentbridge.Error{Code: agentbridge.ECodeForbiddenSender, Participant: id,
+		Message: fmt.Sprintf("This coordinator token is coordinator %q (its participant, else its name) and registers under that id only, not %q; a person token may register any.",
+			agentbridge.Clip(coordinatorIDOf(cred), agentbridge.QuoteRunes), agentbridge.Clip(id, agentbridge.QuoteRunes))}
+}
+
 // mayWriteAs checks that cred may write as participant from in thread
 // ("" for a write that belongs to no thread, such as a suggestion).
-func (s *Server) mayWriteAs(cred httpguard.Credential, thread, from string) error {
+func (s *Server) mayWriteAs(ctx context.Context, cred httpguard.Credential, thread, from string) error {
 	switch cred.Scope {
 	case agentbridge.ScopePerson:
 		return nil
 	case agentbridge.ScopeCoordinator:
-		// A coordinator writes as the agents it runs and as itself. It may
-		// write as any participant that is not a human; issue 28 narrows
-		// this to the agents its registration serves (coordinatorServes).
-		if s.opts.Humans.Has(from) || !s.coordinatorServes(cred, from) {
+		if s.opts.Humans.Has(from) {
 			return &agentbridge.Error{Code: agentbridge.ECodeForbiddenSender, Participant: from, Thread: thread,
 				Message: fmt.Sprintf("A coordinator token may not write as %q, a human; only a person token may.", agentbridge.Clip(from, agentbridge.QuoteRunes))}
+		}
+		ok, err := s.coordinatorServes(ctx, cred, thread, from)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notServed(cred, thread, from)
 		}
 		return nil
 	case agentbridge.ScopeAgent:
@@ -114,11 +157,107 @@ func (s *Server) mayWriteAs(cred httpguard.Credential, thread, from string) erro
 	return agentbridge.Errorf(agentbridge.ECodeForbiddenScope, "A %s token may not write.", cred.Scope)
 }
 
+// notServed is the refusal of a coordinator credential writing as an
+// agent its registration does not list.
+func notServed(cred httpguard.Credential, thread, from string) error {
+	return &agentbridge.Error{Code: agentbridge.ECodeForbiddenSender, Participant: from, Thread: thread,
+		Message: fmt.Sprintf("Coordinator %q writes as itself and the agents its registration lists, and %q is not one of them: register it (PUT /coordinators/%s) first.",
+			agentbridge.Clip(coordinatorIDOf(cred), agentbridge.QuoteRunes), agentbridge.Clip(from, agentbridge.QuoteRunes), agentbridge.Clip(coordinatorIDOf(cred), agentbridge.QuoteRunes))}
+}
+
 // coordinatorServes reports whether a coordinator credential may write as
-// the non-human participant id: its own id, or any agent for now (the seam
-// issue 28 narrows to the agents its registration serves).
-func (s *Server) coordinatorServes(cred httpguard.Credential, id string) bool {
-	return true
+// the non-human participant id in thread: its own coordinator id, or an
+// agent that the latest registration under that id (live or not: a
+// coordinator whose heartbeat lapsed still posts its runs' endings) serves,
+// by name or, in a thread, by the client of the participant's invited
+// profile (agentbridge.ServesParticipant, as the coordinator resolves it).
+func (s *Server) coordinatorServes(ctx context.Context, cred httpguard.Credential, thread, id string) (bool, error) {
+	cid := coordinatorIDOf(cred)
+	if id == cid {
+		return true, nil
+	}
+	list, err := s.registrations(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range list {
+		if c.ID != cid {
+			continue
+		}
+		if agentbridge.ServesParticipant(c.Agents, id, "") {
+			return true, nil
+		}
+		client, err := s.invitedClient(ctx, thread, id)
+		if err != nil || client == "" {
+			return false, err
+		}
+		return agentbridge.ServesParticipant(c.Agents, id, client), nil
+	}
+	return false, nil
+}
+
+// registrations are the store's coordinator registrations (none when it
+// keeps none).
+func (s *Server) registrations(ctx context.Context) ([]agentbridge.CoordinatorInfo, error) {
+	cs, ok := s.store.(agentbridge.CoordinatorStore)
+	if !ok {
+		return nil, nil
+	}
+	list, err := cs.Coordinators(ctx)
+	if err != nil {
+		return nil, storeErr("list coordinators", err)
+	}
+	return list, nil
+}
+
+// invitedClient is the client of participant's invited profile in thread,
+// "" when it is not invited there (or thread is "").
+func (s *Server) invitedClient(ctx context.Context, thread, participant string) (string, error) {
+	if thread == "" {
+		return "", nil
+	}
+	st, _, err := s.store.State(ctx, thread, 0)
+	if err != nil {
+		return "", storeErr("read thread state", err)
+	}
+	for _, inv := range st.Participants.Invited {
+		if inv.ID == participant {
+			return inv.Profile.Client, nil
+		}
+	}
+	return "", nil
+}
+
+// mayWriteReceipt checks a receipt against its writer. A coordinator's
+// receipt is from its own coordinator id, for itself, an agent it serves
+// (coordinatorServes), or a participant no live coordinator serves (the
+// "skipped: no adapter" every coordinator reports alike); an agent token
+// writes none (the route is not in its scope).
+func (s *Server) mayWriteReceipt(ctx context.Context, cred httpguard.Credential, in agentbridge.ReceiptInput) error {
+	if cred.Scope != agentbridge.ScopeCoordinator {
+		return s.mayWriteAs(ctx, cred, in.Thread, in.Participant)
+	}
+	if cid := coordinatorIDOf(cred); in.From != cid {
+		return &agentbridge.Error{Code: agentbridge.ECodeForbiddenSender, Participant: in.Participant, Thread: in.Thread,
+			Message: fmt.Sprintf("A receipt from this coordinator token is from %q, its coordinator id, not from %q.", agentbridge.Clip(cid, agentbridge.QuoteRunes), agentbridge.Clip(in.From, agentbridge.QuoteRunes))}
+	}
+	err := s.mayWriteAs(ctx, cred, in.Thread, in.Participant)
+	var e *agentbridge.Error
+	if err == nil || s.opts.Humans.Has(in.Participant) || !errors.As(err, &e) || e.Code != agentbridge.ECodeForbiddenSender {
+		return err
+	}
+	list, lerr := s.registrations(ctx)
+	if lerr != nil {
+		return lerr
+	}
+	client, cerr := s.invitedClient(ctx, in.Thread, in.Participant)
+	if cerr != nil {
+		return cerr
+	}
+	if len(agentbridge.ServingCoordinators(list, in.Participant, client)) == 0 {
+		return nil
+	}
+	return err
 }
 
 // checkAppend applies the credential rules to an event about to be
@@ -129,12 +268,13 @@ func (s *Server) checkAppend(r *http.Request, thread string, in agentbridge.Even
 	if !ok || cred.Scope == agentbridge.ScopePerson {
 		return nil
 	}
-	if err := s.mayWriteAs(cred, thread, in.From); err != nil {
+	if err := s.mayWriteAs(r.Context(), cred, thread, in.From); err != nil {
 		return err
 	}
-	if cred.Scope == agentbridge.ScopeAgent && in.Type != "" && in.Type != agentbridge.TypeMessage {
-		return &agentbridge.Error{Code: agentbridge.ECodeForbiddenSender, Participant: in.From, Thread: thread,
-			Message: fmt.Sprintf("An agent token posts messages only, not %q events; a person token may.", agentbridge.Clip(in.Type, agentbridge.QuoteRunes))}
+	if cred.Scope == agentbridge.ScopeAgent {
+		if err := checkAgentMessage(thread, in); err != nil {
+			return err
+		}
 	}
 	if in.Type != agentbridge.TypeControl {
 		return nil
@@ -150,19 +290,50 @@ func (s *Server) checkAppend(r *http.Request, thread string, in agentbridge.Even
 	return nil
 }
 
+// coordinatorMarks are the meta keys and tags that phone notifications
+// (notify.Classify) and the UI take as the coordinator's word: a
+// permission request, the participant a notice speaks for, a question to
+// the person, a failed run. An agent token may not put them on a message.
+var (
+	coordinatorMetaKeys = []string{agentbridge.MetaPermission, "participant"}
+	coordinatorTags     = []string{"coordinator", "permission", "question", "error"}
+)
+
+// checkAgentMessage refuses what an agent token may not post: any event
+// but a message, and a message carrying the coordinator's marks.
+func checkAgentMessage(thread string, in agentbridge.EventInput) error {
+	if in.Type != "" && in.Type != agentbridge.TypeMessage {
+		return &agentbridge.Error{Code: agentbridge.ECodeForbiddenSender, Participant: in.From, Thread: thread,
+			Message: fmt.Sprintf("An agent token posts messages only, not %q events; a person token may.", agentbridge.Clip(in.Type, agentbridge.QuoteRunes))}
+	}
+	for _, k := range coordinatorMetaKeys {
+		if _, ok := in.Meta.Extra[k]; ok {
+			return &agentbridge.Error{Code: agentbridge.ECodeForbiddenSender, Participant: in.From, Thread: thread,
+				Message: fmt.Sprintf("An agent token may not set meta.%s: notifications and the UI trust it as the coordinator's; a coordinator token may.", k)}
+		}
+	}
+	for _, tag := range in.Meta.Tags {
+		if slices.Contains(coordinatorTags, tag) {
+			return &agentbridge.Error{Code: agentbridge.ECodeForbiddenSender, Participant: in.From, Thread: thread,
+				Message: fmt.Sprintf("An agent token may not tag a message %q: notifications and the UI trust that tag as the coordinator's; a coordinator token may.", tag)}
+		}
+	}
+	return nil
+}
+
 // keyScope is the key space of a credential's idempotency keys (contract
 // 7.3): the same key from another principal is another key, so no writer
 // can post first under the key another will use. Every person credential
 // is one principal, the owner; the coordinator tokens of one coordinator
-// id are one (up gives its coordinator a new token each start, and a
-// retry after a restart must replay, never post twice); any other token
-// is its own.
+// id (coordinatorIDOf) are one (up gives its coordinator a new token each
+// start, and a retry after a restart must replay, never post twice); any
+// other token is its own.
 func keyScope(cred httpguard.Credential) string {
-	switch {
-	case cred.Scope == agentbridge.ScopePerson:
+	switch cred.Scope {
+	case agentbridge.ScopePerson:
 		return agentbridge.ScopePerson
-	case cred.Scope == agentbridge.ScopeCoordinator && cred.Participant != "":
-		return agentbridge.ScopeCoordinator + ":" + cred.Participant
+	case agentbridge.ScopeCoordinator:
+		return agentbridge.ScopeCoordinator + ":" + coordinatorIDOf(cred)
 	}
 	return cred.ID
 }

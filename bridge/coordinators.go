@@ -36,6 +36,9 @@ func (s *Server) handleCoordinatorPut(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	id := chi.URLParam(r, "id")
+	if err := checkCoordinatorID(credential(r), id); err != nil {
+		return err
+	}
 	if reg.ID != "" && reg.ID != id {
 		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "id", "The body names coordinator %q but the path names %q: leave \"id\" out or make them agree.", agentbridge.Clip(reg.ID, agentbridge.QuoteRunes), agentbridge.Clip(id, agentbridge.QuoteRunes))
 	}
@@ -55,6 +58,9 @@ func (s *Server) handleCoordinatorPut(w http.ResponseWriter, r *http.Request) er
 func (s *Server) handleCoordinatorDelete(w http.ResponseWriter, r *http.Request) error {
 	cs, err := s.coordinators()
 	if err != nil {
+		return err
+	}
+	if err := checkCoordinatorID(credential(r), chi.URLParam(r, "id")); err != nil {
 		return err
 	}
 	instance := r.URL.Query().Get("instance")

@@ -241,7 +241,7 @@ func (s *Server) handlePresencePost(w http.ResponseWriter, r *http.Request) erro
 	}
 	in.From, in.State, in.Details = *body.From, *body.State, body.Details
 	id := chi.URLParam(r, "id")
-	if err := s.mayWriteAs(credential(r), id, in.From); err != nil {
+	if err := s.mayWriteAs(r.Context(), credential(r), id, in.From); err != nil {
 		return err
 	}
 	if _, err := s.store.Thread(r.Context(), id); err != nil {

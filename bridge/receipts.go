@@ -104,7 +104,7 @@ func (s *Server) handleReceiptPut(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	if err := s.mayWriteAs(credential(r), in.Thread, in.Participant); err != nil {
+	if err := s.mayWriteReceipt(r.Context(), credential(r), in); err != nil {
 		return err
 	}
 	rc, changed, err := s.receipts.PutReceipt(r.Context(), in)

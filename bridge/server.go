@@ -84,8 +84,9 @@ type Options struct {
 	// set it unless --open; without it and without Token the server is
 	// open, as v0 was (a request without a token acts as the person).
 	RequireCredential bool
-	// Now is the clock of pairing links and of "last seen" (time.Now by
-	// default; tests move it).
+	// Now is the clock of pairing links, of "last seen" and of the
+	// credential cache and tokens' expiry (time.Now by default; tests
+	// move it).
 	Now func() time.Time
 	// TLSCert and TLSKey, both set, are PEM files of the certificate
 	// (chain) and key the listener serves HTTPS with; every answer then
@@ -270,7 +271,16 @@ func (s *Server) routes() http.Handler {
 		}
 		r.Method(rt.method, rt.pattern, s.h(scoped(rt)))
 	}
-	r.Get("/metrics", s.metrics.handler().ServeHTTP)
+	metrics := s.metrics.handler()
+	r.Get("/metrics", s.h(func(w http.ResponseWriter, r *http.Request) error {
+		// An agent token is one run's: the bridge's counters (routes,
+		// threads' traffic) are not its to read.
+		if cred, ok := httpguard.CredentialFrom(r.Context()); ok && cred.Scope == agentbridge.ScopeAgent {
+			return agentbridge.Errorf(agentbridge.ECodeForbiddenScope, "An agent token may not read /metrics; a person, coordinator or read token may.")
+		}
+		metrics.ServeHTTP(w, r)
+		return nil
+	}))
 	if s.opts.UI != nil {
 		r.Handle("/ui", s.opts.UI)
 		r.Handle("/ui/*", s.opts.UI)

@@ -34,7 +34,7 @@ func (s *Server) handleSuggestPost(w http.ResponseWriter, r *http.Request) error
 	if err := s.decodeStrict(w, r, &in, []string{"from", "title", "description"}, false); err != nil {
 		return err
 	}
-	if err := s.mayWriteAs(credential(r), "", in.From); err != nil {
+	if err := s.mayWriteAs(r.Context(), credential(r), "", in.From); err != nil {
 		return err
 	}
 	sg, err := ss.Suggest(r.Context(), in)

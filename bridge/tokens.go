@@ -18,8 +18,10 @@ import (
 // credentialTTL is how long a looked-up token is trusted before the store
 // is asked again: the bound on how late a revocation made through another
 // bridge process on the same database is seen (this process's own
-// revocations drop the entry at once).
-const credentialTTL = time.Second
+// revocations drop the entry at once). The coordinator's status API keeps
+// the bridge's answers as long again, so a revocation reaches both within
+// the contract's 1 s.
+const credentialTTL = 500 * time.Millisecond
 
 // maxCachedCredentials bounds the cache; it holds only tokens that were
 // found, so a flood of wrong tokens cannot grow it.
@@ -90,7 +92,7 @@ func (s *Server) resolve(ctx context.Context, secret string) (httpguard.Credenti
 		return httpguard.Credential{}, refuse
 	}
 	hash := sha256.Sum256([]byte(secret))
-	now := time.Now()
+	now := s.now()
 	t, ok := s.credCache.get(hash, now)
 	if !ok {
 		var err error
@@ -150,7 +152,7 @@ func (s *Server) handleTokensPost(w http.ResponseWriter, r *http.Request) error 
 		if in.Scope != agentbridge.ScopeAgent {
 			return agentbridge.FieldErrorf(agentbridge.ECodeForbiddenScope, "scope", "A coordinator token may create agent tokens only, not %s tokens.", in.Scope)
 		}
-		if err := s.mayWriteAs(cred, in.Thread, in.Participant); err != nil {
+		if err := s.mayWriteAs(r.Context(), cred, in.Thread, in.Participant); err != nil {
 			return err
 		}
 	}

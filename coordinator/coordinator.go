@@ -219,6 +219,7 @@ func (c *Coordinator) applyConfig(cfg Config) {
 	cfg.BridgeURL, cfg.BridgeToken, cfg.StatusAddr = old.BridgeURL, old.BridgeToken, old.StatusAddr
 	cfg.StatusAllowedHosts = old.StatusAllowedHosts
 	cfg.StartupMode = old.StartupMode
+	c.registry.reconfigure(&cfg)
 	c.cfg.Store(&cfg)
 	c.sched.wake()
 }

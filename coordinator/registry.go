@@ -42,6 +42,10 @@ type registrar struct {
 	// failing is set while heartbeats fail, so that an outage is logged
 	// at warn level once.
 	failing bool
+	// registered is set once a registration succeeded: until then the
+	// bridge refuses this coordinator's writes as its agents, so run
+	// tries again every registryRetry rather than every third of the ttl.
+	registered bool
 }
 
 func newRegistrar(c *Coordinator, version string) *registrar {
@@ -50,10 +54,9 @@ func newRegistrar(c *Coordinator, version string) *registrar {
 	return &registrar{c: c, instance: hex.EncodeToString(b[:]), version: version, warned: map[string]bool{}}
 }
 
-// registration is what the coordinator registers, from the config in
-// effect: every agent entry with its client and kind.
-func (g *registrar) registration() agentbridge.Registration {
-	cfg := g.c.cfg.Load()
+// registration is what the coordinator registers, from cfg: every agent
+// entry with its client and kind.
+func (g *registrar) registration(cfg *Config) agentbridge.Registration {
 	host := hostName(cfg)
 	agents := make([]agentbridge.CoordinatorAgent, 0, len(cfg.Agents))
 	for _, name := range sortedKeys(cfg.Agents) {
@@ -82,10 +85,25 @@ func (g *registrar) first(ctx context.Context) {
 	g.beat(fctx)
 }
 
-// beat registers (or renews the registration) and reads the bridge's list
-// of coordinators back.
+// reconfigure registers what cfg, a config about to take effect, serves,
+// waiting at most registryFirst: the bridge lets a coordinator token write
+// only as the agents its registration lists, so an agent added by a
+// reload is registered before the scheduler may run it.
+func (g *registrar) reconfigure(cfg *Config) {
+	ctx, cancel := context.WithTimeout(context.Background(), registryFirst)
+	defer cancel()
+	g.beatWith(ctx, cfg)
+}
+
+// beat registers (or renews the registration) of the config in effect
+// and reads the bridge's list of coordinators back.
 func (g *registrar) beat(ctx context.Context) {
-	reg := g.registration()
+	g.beatWith(ctx, g.c.cfg.Load())
+}
+
+// beatWith is beat for cfg.
+func (g *registrar) beatWith(ctx context.Context, cfg *Config) {
+	reg := g.registration(cfg)
 	res, err := g.c.bridge.RegisterCoordinator(ctx, reg)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -112,7 +130,7 @@ func (g *registrar) beat(ctx context.Context) {
 		return
 	}
 	g.mu.Lock()
-	g.failing = false
+	g.failing, g.registered = false, true
 	g.mu.Unlock()
 	if d := res.Duplicate; d != nil && liveDuplicate(*d, g.instance) {
 		g.warnDuplicate(*d)
@@ -165,11 +183,20 @@ func (g *registrar) warnDuplicate(other agentbridge.CoordinatorInfo) {
 // that the receipt reporter starts knowing who else serves what.
 const registryFirst = 2 * time.Second
 
+// registryRetry is how soon a registration that has never succeeded is
+// tried again.
+const registryRetry = time.Second
+
 // run heartbeats until ctx ends, then removes the registration. The
 // first registration is the caller's (first).
 func (g *registrar) run(ctx context.Context) {
 	for {
 		every := max(g.c.cfg.Load().ClaimTTL/3, 100*time.Millisecond)
+		g.mu.Lock()
+		if !g.registered && !g.unsupported {
+			every = min(every, registryRetry)
+		}
+		g.mu.Unlock()
 		t := time.NewTimer(every)
 		select {
 		case <-ctx.Done():

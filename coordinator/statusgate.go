@@ -100,7 +100,9 @@ func (s statusSource) CachedThreadName(thread string) (string, bool) {
 
 // credentialTTL bounds how long the status API trusts the bridge's answer
 // about a token: a token revoked on the bridge is refused here within it.
-const credentialTTL = time.Second
+// The bridge trusts its own lookups as long again (bridge.credentialTTL),
+// so a revocation reaches the status API within the contract's 1 s.
+const credentialTTL = 500 * time.Millisecond
 
 // maxCachedCredentials bounds the cache of the bridge's answers; only
 // tokens the bridge accepted are kept, so wrong ones cannot grow it.
@@ -111,7 +113,9 @@ const maxCachedCredentials = 1024
 // browser's login-link cookie included) and read token opens the status
 // API as it opens the bridge. Answers are kept for at most credentialTTL.
 type bridgeCredentials struct {
-	url   string
+	url string
+	// now is the cache's clock (time.Now when nil; tests move it).
+	now   func() time.Time
 	mu    sync.Mutex
 	cache map[[sha256.Size]byte]cachedCredential
 }
@@ -128,6 +132,9 @@ type cachedCredential struct {
 func (b *bridgeCredentials) resolve(ctx context.Context, token string) (httpguard.Credential, error) {
 	h := sha256.Sum256([]byte(token))
 	now := time.Now()
+	if b.now != nil {
+		now = b.now()
+	}
 	b.mu.Lock()
 	e, ok := b.cache[h]
 	b.mu.Unlock()

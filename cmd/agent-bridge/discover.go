@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -67,10 +68,19 @@ func (m *Main) coordinatorURLFlag(fs *pflag.FlagSet) func() string {
 }
 
 // statusTarget is one coordinator's status API, with the name a command
-// prints it under ("" when it is the only one asked).
+// prints it under ("" when it is the only one asked). fanout marks one
+// found in the bridge's registrations, which any coordinator token may
+// write: it is sent token (a short-lived read token, or none), never the
+// person's.
 type statusTarget struct {
 	name, url string
+	fanout    bool
+	token     string
 }
+
+// fanoutTokenTTL is the life of the read token the fan-out sends to the
+// registered status URLs: one command's worth.
+const fanoutTokenTTL = 60
 
 // registryWait bounds asking the bridge which coordinators are live.
 const registryWait = 2 * time.Second
@@ -110,11 +120,37 @@ func (m *Main) liveStatusURLs(ctx context.Context) []statusTarget {
 	if err != nil {
 		return nil
 	}
+	own := ""
+	if rt, ok := m.runningUp(); ok {
+		own = rt.StatusURL
+	}
 	var out []statusTarget
+	readToken, minted := "", false
 	for _, c := range list.Coordinators {
-		if c.Live && c.StatusURL != "" {
-			out = append(out, statusTarget{name: c.ID + " @ " + c.Host, url: c.StatusURL})
+		if !c.Live || c.StatusURL == "" {
+			continue
 		}
+		tg := statusTarget{name: c.ID + " @ " + c.Host, url: c.StatusURL, fanout: c.StatusURL != own}
+		if tg.fanout {
+			if !minted {
+				readToken, minted = m.fanoutToken(ctx, cl), true
+			}
+			tg.token = readToken
+		}
+		out = append(out, tg)
 	}
 	return out
+}
+
+// fanoutToken makes the read token the fan-out sends (GETs are all a
+// status API needs of it), living fanoutTokenTTL seconds; "" when the
+// CLI's own token may not make one (it then sends none: a status API
+// that needs a token refuses, which the command reports per coordinator).
+func (m *Main) fanoutToken(ctx context.Context, cl *client.Client) string {
+	t, err := cl.CreateToken(ctx, agentbridge.TokenInput{Scope: agentbridge.ScopeRead, Name: "cli-fanout", TTLSeconds: fanoutTokenTTL})
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "Note: cannot make a read token for the coordinators' status APIs (%v); asking them without a token.\n", err)
+		return ""
+	}
+	return t.Secret
 }

@@ -367,3 +367,74 @@ func runCLI(t *testing.T, bin, url, token string, args ...string) (string, strin
 	}
 	return out.String(), errb.String(), code
 }
+
+// TestReloadRegistersNewAgents: a coordinator holding a coordinator token
+// (which writes only as the agents its registration lists) registers an
+// agent added to its config by a reload at once, not at its next
+// heartbeat (claim_ttl_s 600: minutes away), and the new agent's reply is
+// accepted.
+func TestReloadRegistersNewAgents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin, fake := buildCoordBinaries(t)
+	url, person, _ := logServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
+	cl := client.New(url, client.WithToken(person))
+	ctx := context.Background()
+	m := newMachine(t, cl, url, fake, "solo", "alice")
+	cfg := func(agents ...string) {
+		var raw map[string]any
+		b, err := os.ReadFile(m.cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &raw); err != nil {
+			t.Fatal(err)
+		}
+		entries := map[string]any{}
+		for _, a := range agents {
+			entries[a] = map[string]any{"command": []string{fake}}
+		}
+		raw["agents"], raw["claim_ttl_s"] = entries, 600
+		b, _ = json.Marshal(raw)
+		tmp := m.cfgPath + ".new"
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, m.cfgPath); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg("alice")
+	m.start(bin)
+	cfg("alice", "bob")
+	testutil.WaitFor(t, 30*time.Second, "bob registered by the reload", func() bool {
+		list, err := cl.Coordinators(ctx)
+		return err == nil && len(list.Agents["bob"]) == 1
+	})
+	th, err := cl.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: "reload"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, _ := json.Marshal(map[string]any{"invite": map[string]any{"participant_id": "bob", "profile": map[string]any{"client": "fake-bob", "model": "m"}}})
+	if _, err := cl.Append(ctx, th.ID, agentbridge.EventInput{Type: "control", From: "user", Content: inv}, ""); err != nil {
+		t.Fatal(err)
+	}
+	hi, _ := json.Marshal("hi bob")
+	trig, err := cl.Append(ctx, th.ID, agentbridge.EventInput{From: "user", To: "bob", Content: hi}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 30*time.Second, "bob's reply", func() bool {
+		evs, err := cl.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: th.ID, After: -1})
+		if err != nil {
+			return false
+		}
+		for _, e := range evs {
+			if e.From == "bob" && e.Meta.ReplyTo == trig.ID {
+				return true
+			}
+		}
+		return false
+	})
+}

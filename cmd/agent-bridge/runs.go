@@ -253,7 +253,7 @@ func (m *Main) invocationsCommand(c *cobra.Command) runFunc {
 		answered := 0
 		for _, tg := range list {
 			var out status.InvocationsResponse
-			if err := m.statusGet(ctx, tg.url, "/invocations", q, &out); err != nil {
+			if err := m.statusGetTarget(ctx, tg, "/invocations", q, &out); err != nil {
 				if len(list) > 1 {
 					fmt.Fprintf(m.Stderr, "coordinator %s (%s): %v\n", tg.name, tg.url, err)
 				}
@@ -326,7 +326,7 @@ func (m *Main) whyCommand(c *cobra.Command) runFunc {
 		list := targets(ctx)
 		for _, tg := range list {
 			var rec ledger.DecisionRecord
-			if err := m.statusGet(ctx, tg.url, "/decisions", url.Values{"event": {event}}, &rec); err != nil {
+			if err := m.statusGetTarget(ctx, tg, "/decisions", url.Values{"event": {event}}, &rec); err != nil {
 				if firstErr == nil || bridgeNotFound(firstErr) {
 					firstErr = err
 				}

@@ -20,9 +20,24 @@ func (m *Main) statusGet(ctx context.Context, base, path string, q url.Values, o
 	return m.statusDo(ctx, http.MethodGet, base, path, q, out)
 }
 
+// statusGetTarget is statusGet of one coordinator the command asks: one
+// found through the bridge's registrations gets its fan-out token, any
+// other the CLI's own (statusToken).
+func (m *Main) statusGetTarget(ctx context.Context, tg statusTarget, path string, q url.Values, out any) error {
+	if !tg.fanout {
+		return m.statusGet(ctx, tg.url, path, q, out)
+	}
+	return m.statusRequest(ctx, http.MethodGet, tg.url, tg.token, path, q, out)
+}
+
 // statusDo is statusGet with any method. It sends the bridge's token
 // (statusToken), as the status API asks for it when there is one.
 func (m *Main) statusDo(ctx context.Context, method, base, path string, q url.Values, out any) error {
+	return m.statusRequest(ctx, method, base, m.statusToken(base), path, q, out)
+}
+
+// statusRequest asks the status API at base with token ("" for none).
+func (m *Main) statusRequest(ctx context.Context, method, base, token, path string, q url.Values, out any) error {
 	u := strings.TrimRight(base, "/") + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -33,8 +48,8 @@ func (m *Main) statusDo(ctx context.Context, method, base, path string, q url.Va
 	if err != nil {
 		return usagef("--coordinator-url: %v", err)
 	}
-	if tok := m.statusToken(base); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
