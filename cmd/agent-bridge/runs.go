@@ -312,7 +312,7 @@ func (m *Main) whyCommand(c *cobra.Command) runFunc {
 	asJSON := fs.Bool("json", false, "print the recorded decision as JSON (one line per coordinator that decided)")
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) < 1 || len(pos) > 2 {
-			return usagef("why takes the event's id, or its THREAD and seq as tail prints them")
+			return usagef("why takes the event id, or the event's THREAD and its seq as tail prints them")
 		}
 		event := pos[len(pos)-1]
 		if len(pos) == 2 {
