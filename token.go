@@ -42,6 +42,16 @@ const tokenSecretBytes = 32
 // token asked for without a ttl gets this one.
 const MaxAgentTokenTTL = 24 * time.Hour
 
+// TokenRetention is how long a revoked or expired token stays listed
+// (tokens list --all) before the bridge deletes it (TokenStore.PruneTokens).
+const TokenRetention = 24 * time.Hour
+
+// CreatedByServe is the Token.CreatedBy of a person token serve or up made
+// for its state folder. Such a token is never pruned: its secret stays in
+// the state folder's file, which serve registers again when the database
+// does not know it, so deleting its row would bring a revoked token back.
+const CreatedByServe = "serve"
+
 // TokenNamePattern matches a token's name: what a person calls it in
 // `tokens list` and `tokens revoke NAME`.
 var TokenNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$`)
@@ -217,10 +227,17 @@ type TokenStore interface {
 	// or expired ones included (the caller asks Token.Valid); ok is false
 	// when there is none.
 	TokenByHash(ctx context.Context, hash []byte) (t Token, ok bool, err error)
+	// TokenByID returns token id, revoked or expired ones included; ok is
+	// false when there is none.
+	TokenByID(ctx context.Context, id string) (t Token, ok bool, err error)
 	// Tokens lists every token, oldest first.
 	Tokens(ctx context.Context) ([]Token, error)
 	// RevokeToken stamps the token's revoked_at with the time of the
 	// write, unless it is revoked already (then it is returned as it
 	// was). An unknown id is token_not_found.
 	RevokeToken(ctx context.Context, id string) (Token, error)
+	// PruneTokens deletes the tokens revoked before cutoff and those that
+	// expired before it, except the ones made by serve (CreatedByServe),
+	// and returns how many it deleted.
+	PruneTokens(ctx context.Context, cutoff time.Time) (int64, error)
 }

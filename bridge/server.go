@@ -88,6 +88,10 @@ type Options struct {
 	// credential cache and tokens' expiry (time.Now by default; tests
 	// move it).
 	Now func() time.Time
+	// TokenPruneInterval is how often the server deletes the tokens
+	// revoked or expired more than agentbridge.TokenRetention ago (once at
+	// Open, then hourly by default); tests shorten it.
+	TokenPruneInterval time.Duration
 	// TLSCert and TLSKey, both set, are PEM files of the certificate
 	// (chain) and key the listener serves HTTPS with; every answer then
 	// carries HSTS and the login cookie is Secure.
@@ -154,7 +158,9 @@ type Server struct {
 	// notified is closed when the notifier's Run returns, after its
 	// deliveries, so none touches the store after Close.
 	notified chan struct{}
-	srvErr   error // Serve's unexpected error; read only after served
+	// pruned is closed when the token pruner returns (pruneTokens).
+	pruned chan struct{}
+	srvErr error // Serve's unexpected error; read only after served
 }
 
 // NewServer builds a server over store. It refuses a non-loopback Addr
@@ -181,6 +187,9 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.TokenPruneInterval <= 0 {
+		opts.TokenPruneInterval = DefaultTokenPruneInterval
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
@@ -411,9 +420,14 @@ func (s *Server) Open() error {
 	s.srv.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
 	s.served = make(chan struct{})
 	s.notified = make(chan struct{})
+	s.pruned = make(chan struct{})
 	go func() {
 		defer close(s.notified)
 		s.notifier.Run(s.ctx)
+	}()
+	go func() {
+		defer close(s.pruned)
+		s.pruneTokens(s.ctx)
 	}()
 	go func() {
 		defer close(s.served)
@@ -448,7 +462,7 @@ func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
 	s.threadHub.close()
 	s.mu.Lock()
-	srv, served, notified := s.srv, s.served, s.notified
+	srv, served, notified, pruned := s.srv, s.served, s.notified, s.pruned
 	s.mu.Unlock()
 	if srv == nil {
 		return nil
@@ -459,5 +473,6 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	<-served
 	<-notified
+	<-pruned
 	return errors.Join(err, s.srvErr)
 }

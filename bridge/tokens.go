@@ -74,6 +74,38 @@ func (c *credentialCache) drop(id string) {
 	}
 }
 
+// DefaultTokenPruneInterval is how often the server deletes old revoked
+// and expired tokens: the coordinator makes an agent token per run, so
+// without it the tokens table grows by a row a run for ever.
+const DefaultTokenPruneInterval = time.Hour
+
+// pruneTokens deletes the tokens revoked or expired more than
+// agentbridge.TokenRetention ago, at once and then every
+// TokenPruneInterval, until ctx ends. Recent ones stay, so that tokens
+// list --all still shows a run's token for a day. A failure is logged
+// and tried again at the next tick.
+func (s *Server) pruneTokens(ctx context.Context) {
+	if s.tokens == nil {
+		return
+	}
+	tick := time.NewTicker(s.opts.TokenPruneInterval)
+	defer tick.Stop()
+	for {
+		n, err := s.tokens.PruneTokens(ctx, s.now().Add(-agentbridge.TokenRetention))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Warn("prune tokens", "err", err)
+		case n > 0:
+			s.log.Info("pruned old tokens", "deleted", n, "retention", agentbridge.TokenRetention.String())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
 // tokenStore returns the store's token side, or not_found when it keeps
 // no tokens.
 func (s *Server) tokenStore() (agentbridge.TokenStore, error) {
@@ -227,14 +259,12 @@ func (s *Server) handleTokenDelete(w http.ResponseWriter, r *http.Request) error
 // An id that names no such token is token_not_found, so that a coordinator
 // learns nothing of the others.
 func (s *Server) coordinatorMayRevoke(ctx context.Context, ts agentbridge.TokenStore, cred httpguard.Credential, id string) error {
-	list, err := ts.Tokens(ctx)
+	t, ok, err := ts.TokenByID(ctx, id)
 	if err != nil {
 		return storeErr("revoke token", err)
 	}
-	for _, t := range list {
-		if t.ID == id && t.Scope == agentbridge.ScopeAgent && t.CreatedBy == cred.ID {
-			return nil
-		}
+	if ok && t.Scope == agentbridge.ScopeAgent && t.CreatedBy == cred.ID {
+		return nil
 	}
 	return agentbridge.TokenNotFound(id)
 }

@@ -383,3 +383,53 @@ func TestStreamsPerCredential(t *testing.T) {
 		return st == 200
 	})
 }
+
+// TestOldTokensPruned: a coordinator revokes the agent tokens it made (found
+// by id) and no other (token_not_found); revoked tokens stay listed until
+// they are agentbridge.TokenRetention old on the server's clock, then the
+// server's pruner deletes them, keeping the valid ones.
+func TestOldTokensPruned(t *testing.T) {
+	var mu sync.Mutex
+	var ahead time.Duration
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return time.Now().Add(ahead)
+	}
+	ts := closedServer(t, Options{Now: clock, TokenPruneInterval: 20 * time.Millisecond})
+	ts.newThread("t1")
+	coordID, coord := ts.mint(`{"scope":"coordinator","name":"coord"}`)
+	ts.as(coord).register("coord", "claude")
+	runID, _ := ts.as(coord).mint(`{"scope":"agent","name":"run-1","thread":"t1","participant":"claude"}`)
+	otherID, _ := ts.mint(`{"scope":"agent","name":"by-person","thread":"t1","participant":"claude"}`)
+	if a := ts.as(coord).do("DELETE", "/auth/tokens/"+otherID, ""); a.status != 404 || a.errCode() != agentbridge.ECodeTokenNotFound {
+		t.Errorf("a coordinator revokes a token it did not make: %d %s, want 404 token_not_found", a.status, a.body)
+	}
+	if a := ts.as(coord).do("DELETE", "/auth/tokens/"+coordID, ""); a.status != 404 || a.errCode() != agentbridge.ECodeTokenNotFound {
+		t.Errorf("a coordinator revokes itself: %d %s, want 404 token_not_found", a.status, a.body)
+	}
+	ts.as(coord).must(200, "DELETE", "/auth/tokens/"+runID, "")
+	names := func() map[string]bool {
+		var out struct {
+			Tokens []agentbridge.Token `json:"tokens"`
+		}
+		if err := json.Unmarshal(ts.must(200, "GET", "/auth/tokens", "").body, &out); err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, tok := range out.Tokens {
+			m[tok.Name] = true
+		}
+		return m
+	}
+	if got := names(); !got["run-1"] || !got["by-person"] || !got["coord"] || !got["owner"] {
+		t.Fatalf("tokens right after the revocation: %v, want the revoked run-1 still listed", got)
+	}
+	mu.Lock()
+	ahead = agentbridge.TokenRetention + time.Hour
+	mu.Unlock()
+	testutil.WaitFor(t, 10*time.Second, "the revoked token pruned", func() bool { return !names()["run-1"] })
+	if got := names(); !got["by-person"] || !got["coord"] || !got["owner"] {
+		t.Errorf("tokens after pruning: %v, want the valid ones kept", got)
+	}
+}

@@ -72,6 +72,36 @@ func (s *Store) TokenByHash(ctx context.Context, hash []byte) (_ agentbridge.Tok
 	return t, true, nil
 }
 
+// TokenByID returns token id.
+func (s *Store) TokenByID(ctx context.Context, id string) (_ agentbridge.Token, _ bool, err error) {
+	defer s.guard(time.Now(), &err)
+	if !agentbridge.TokenIDPattern.MatchString(id) {
+		return agentbridge.Token{}, false, nil
+	}
+	t, err := storecore.ScanToken(s.pool.QueryRow(ctx, `SELECT `+storecore.TokenColumns+` FROM tokens WHERE id = $1`, id))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return agentbridge.Token{}, false, nil
+	case err != nil:
+		return agentbridge.Token{}, false, fmt.Errorf("look up token %s: %w", id, err)
+	}
+	return t, true, nil
+}
+
+// PruneTokens deletes the tokens revoked or expired before cutoff (but
+// serve's): one DELETE, as tokens skip the writer. The times are
+// TimeLayout strings, fixed width, compared byte by byte (COLLATE "C").
+func (s *Store) PruneTokens(ctx context.Context, cutoff time.Time) (_ int64, err error) {
+	defer s.guard(time.Now(), &err)
+	before := agentbridge.FormatTime(cutoff)
+	tag, err := s.pool.Exec(ctx, `DELETE FROM tokens WHERE created_by <> $1 AND ((revoked_at <> '' AND revoked_at COLLATE "C" < $2) OR (expires_at <> '' AND expires_at COLLATE "C" < $2))`,
+		agentbridge.CreatedByServe, before)
+	if err != nil {
+		return 0, fmt.Errorf("prune tokens: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // Tokens lists every token, oldest first.
 func (s *Store) Tokens(ctx context.Context) (_ []agentbridge.Token, err error) {
 	defer s.guard(time.Now(), &err)

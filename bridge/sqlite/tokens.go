@@ -94,6 +94,40 @@ func (s *Store) TokenByHash(ctx context.Context, hash []byte) (_ agentbridge.Tok
 	return t, true, nil
 }
 
+// TokenByID returns token id.
+func (s *Store) TokenByID(ctx context.Context, id string) (_ agentbridge.Token, _ bool, err error) {
+	defer s.guard(time.Now(), &err)
+	if !agentbridge.TokenIDPattern.MatchString(id) {
+		return agentbridge.Token{}, false, nil
+	}
+	t, err := storecore.ScanToken(s.rdb.QueryRowContext(ctx, `SELECT `+storecore.TokenColumns+` FROM tokens WHERE id = ?`, id))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return agentbridge.Token{}, false, nil
+	case err != nil:
+		return agentbridge.Token{}, false, fmt.Errorf("look up token %s: %w", id, err)
+	}
+	return t, true, nil
+}
+
+// PruneTokens deletes the tokens revoked or expired before cutoff (but
+// serve's) through the writer, as every write. The times are TimeLayout
+// strings, fixed width, so they compare as text.
+func (s *Store) PruneTokens(ctx context.Context, cutoff time.Time) (n int64, err error) {
+	defer s.guard(time.Now(), &err)
+	before := agentbridge.FormatTime(cutoff)
+	err = s.side(ctx, func(ctx context.Context, conn *sql.Conn) error {
+		res, err := conn.ExecContext(ctx, `DELETE FROM tokens WHERE created_by <> ? AND ((revoked_at <> '' AND revoked_at < ?) OR (expires_at <> '' AND expires_at < ?))`,
+			agentbridge.CreatedByServe, before, before)
+		if err != nil {
+			return fmt.Errorf("prune tokens: %w", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
 // Tokens lists every token, oldest first.
 func (s *Store) Tokens(ctx context.Context) (_ []agentbridge.Token, err error) {
 	defer s.guard(time.Now(), &err)

@@ -54,7 +54,7 @@ func ensurePersonToken(ctx context.Context, ts agentbridge.TokenStore, path stri
 			return secret, nil
 		}
 		if !found {
-			if _, err := ts.CreateToken(ctx, agentbridge.TokenInput{Scope: agentbridge.ScopePerson, Name: ownerTokenName, CreatedBy: "serve"}, agentbridge.HashToken(secret)); err != nil {
+			if _, err := ts.CreateToken(ctx, agentbridge.TokenInput{Scope: agentbridge.ScopePerson, Name: ownerTokenName, CreatedBy: agentbridge.CreatedByServe}, agentbridge.HashToken(secret)); err != nil {
 				return "", fmt.Errorf("register the person token of %s: %w", path, err)
 			}
 			logger.Info("registered the person token of the state folder with this database", "file", path)
@@ -83,7 +83,7 @@ func ensurePersonToken(ctx context.Context, ts agentbridge.TokenStore, path stri
 	if err := f.Close(); err != nil {
 		return "", fmt.Errorf("write the person token: %w", err)
 	}
-	if _, err := ts.CreateToken(ctx, agentbridge.TokenInput{Scope: agentbridge.ScopePerson, Name: ownerTokenName, CreatedBy: "serve"}, agentbridge.HashToken(secret)); err != nil {
+	if _, err := ts.CreateToken(ctx, agentbridge.TokenInput{Scope: agentbridge.ScopePerson, Name: ownerTokenName, CreatedBy: agentbridge.CreatedByServe}, agentbridge.HashToken(secret)); err != nil {
 		_ = os.Remove(path)
 		return "", fmt.Errorf("store the person token: %w", err)
 	}

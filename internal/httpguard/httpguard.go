@@ -57,6 +57,10 @@ const (
 	// DefaultCoordinatorStreams is the pool of stream slots kept for
 	// coordinator credentials.
 	DefaultCoordinatorStreams = 16
+	// DefaultReservedStreamsPerCoordinator caps the slots of that pool one
+	// coordinator credential holds, so that the coordinators of several
+	// machines each get their stream.
+	DefaultReservedStreamsPerCoordinator = 4
 	// MaxHeaderBytes caps request headers (the contract's 64 KiB).
 	MaxHeaderBytes = 64 << 10
 	// idleTimeout closes keep-alive connections nobody uses.
@@ -117,6 +121,11 @@ type Options struct {
 	// credentials may take (DefaultCoordinatorStreams when 0, at most a
 	// quarter of MaxStreams).
 	CoordinatorStreams int
+	// ReservedStreamsPerCoordinator caps how many slots of the
+	// CoordinatorStreams pool one coordinator credential holds
+	// (DefaultReservedStreamsPerCoordinator when 0, at most
+	// CoordinatorStreams).
+	ReservedStreamsPerCoordinator int
 	// Resolve, when set, turns a presented token that is not Token into
 	// the credential it stands for (a token store's lookup); an unknown,
 	// revoked or expired token is an error (unauthorized). nil accepts
@@ -163,12 +172,15 @@ type Guard struct {
 	token   []byte
 	hosts   map[string]bool
 	origins map[string]bool
-	// streams counts every open stream, others those not of a
-	// coordinator credential.
-	streams, others atomic.Int64
-	// credMu guards credStreams, the open streams per credential id.
-	credMu      sync.Mutex
-	credStreams map[string]int
+	// slotMu guards the stream counts: general, the open streams in the
+	// pool every credential shares; reserved, those in the pool kept for
+	// coordinator credentials; credStreams, the open streams per
+	// credential id; and credReserved, the reserved slots per coordinator
+	// credential id.
+	slotMu            sync.Mutex
+	general, reserved int
+	credStreams       map[string]int
+	credReserved      map[string]int
 }
 
 // New checks the options and prepares the allowlists. A host with a scheme
@@ -188,13 +200,17 @@ func New(opts Options) (*Guard, error) {
 		opts.CoordinatorStreams = DefaultCoordinatorStreams
 	}
 	opts.CoordinatorStreams = min(opts.CoordinatorStreams, opts.MaxStreams/4)
+	if opts.ReservedStreamsPerCoordinator <= 0 {
+		opts.ReservedStreamsPerCoordinator = DefaultReservedStreamsPerCoordinator
+	}
+	opts.ReservedStreamsPerCoordinator = min(opts.ReservedStreamsPerCoordinator, opts.CoordinatorStreams)
 	if opts.WriteError == nil {
 		opts.WriteError = WriteError
 	}
 	if opts.TokenHint == "" {
 		opts.TokenHint = "its configuration"
 	}
-	g := &Guard{opts: opts, hosts: map[string]bool{}, origins: map[string]bool{}, credStreams: map[string]int{}}
+	g := &Guard{opts: opts, hosts: map[string]bool{}, origins: map[string]bool{}, credStreams: map[string]int{}, credReserved: map[string]int{}}
 	if opts.Token != "" {
 		g.token = []byte(opts.Token)
 	}
@@ -521,71 +537,75 @@ func (b timeoutBody) Read(p []byte) (int, error) {
 // Stream takes one of the listener's stream slots (SSE or long-poll) for
 // the request whose context is ctx; release gives it back and must be
 // called once the stream ends. It refuses (too_many_streams) a stream over
-// the listener's MaxStreams, one over MaxStreamsPerCredential of the same
-// credential, and one that would take a slot of the pool kept for
-// coordinator credentials (CoordinatorStreams of MaxStreams): other
-// clients holding every other slot cannot starve the coordinator of its
-// stream. Without a credential (an open listener's anonymous requests
+// the listener's MaxStreams or over MaxStreamsPerCredential of the same
+// credential. CoordinatorStreams of MaxStreams are kept for coordinator
+// credentials: other clients holding every other slot cannot starve the
+// coordinator of its stream. A coordinator's stream takes a shared slot
+// while one is free and a kept one only then, at most
+// ReservedStreamsPerCoordinator per coordinator credential, so that one
+// coordinator cannot take the whole pool from the coordinators of other
+// machines. Without a credential (an open listener's anonymous requests
 // share OpenCredential) only the listener's cap applies.
 func (g *Guard) Stream(ctx context.Context) (release func(), err error) {
 	cred, _ := CredentialFrom(ctx)
 	coordinator := cred.Scope == agentbridge.ScopeCoordinator
-	if n := g.streams.Add(1); n > int64(g.opts.MaxStreams) {
-		g.streams.Add(-1)
-		return nil, agentbridge.Errorf(agentbridge.ECodeTooManyStreams,
-			"This server already holds its limit of %d open streams; close one, or raise the limit (--max-streams).", g.opts.MaxStreams)
-	}
-	if !coordinator {
-		if n := g.others.Add(1); n > int64(g.opts.MaxStreams-g.opts.CoordinatorStreams) {
-			g.others.Add(-1)
-			g.streams.Add(-1)
-			return nil, agentbridge.Errorf(agentbridge.ECodeTooManyStreams,
-				"This server holds every stream slot but the %d kept for the coordinator; close one, or raise the limit (--max-streams).", g.opts.CoordinatorStreams)
-		}
-	}
 	perCred := cred.ID != "" && cred.ID != OpenCredential.ID
-	if perCred && !g.takeCredentialStream(cred.ID) {
-		g.releaseStream(coordinator)
+	g.slotMu.Lock()
+	defer g.slotMu.Unlock()
+	if perCred && g.credStreams[cred.ID] >= g.opts.MaxStreamsPerCredential {
 		return nil, agentbridge.Errorf(agentbridge.ECodeTooManyStreams,
 			"This token already holds its limit of %d open streams; close one.", g.opts.MaxStreamsPerCredential)
+	}
+	inReserve := false
+	switch {
+	case g.general < g.opts.MaxStreams-g.opts.CoordinatorStreams:
+	case g.general+g.reserved >= g.opts.MaxStreams:
+		return nil, agentbridge.Errorf(agentbridge.ECodeTooManyStreams,
+			"This server already holds its limit of %d open streams; close one, or raise the limit (--max-streams).", g.opts.MaxStreams)
+	case !coordinator:
+		return nil, agentbridge.Errorf(agentbridge.ECodeTooManyStreams,
+			"This server holds every stream slot but the %d kept for the coordinator; close one, or raise the limit (--max-streams).", g.opts.CoordinatorStreams)
+	case g.credReserved[cred.ID] >= g.opts.ReservedStreamsPerCoordinator:
+		return nil, agentbridge.Errorf(agentbridge.ECodeTooManyStreams,
+			"This coordinator token already holds %d of the %d stream slots kept for coordinators, its share; close one, or raise the limit (--max-streams).",
+			g.opts.ReservedStreamsPerCoordinator, g.opts.CoordinatorStreams)
+	default:
+		inReserve = true
+	}
+	if inReserve {
+		g.reserved++
+		g.credReserved[cred.ID]++
+	} else {
+		g.general++
+	}
+	if perCred {
+		g.credStreams[cred.ID]++
 	}
 	var once atomic.Bool
 	return func() {
 		if once.CompareAndSwap(false, true) {
-			g.releaseStream(coordinator)
-			if perCred {
-				g.releaseCredentialStream(cred.ID)
-			}
+			g.releaseStream(cred.ID, perCred, inReserve)
 		}
 	}, nil
 }
 
-// releaseStream gives back a slot of the listener's counts.
-func (g *Guard) releaseStream(coordinator bool) {
-	g.streams.Add(-1)
-	if !coordinator {
-		g.others.Add(-1)
+// releaseStream gives back a stream slot of credential id: one of the
+// kept pool when inReserve, else a shared one.
+func (g *Guard) releaseStream(id string, perCred, inReserve bool) {
+	g.slotMu.Lock()
+	defer g.slotMu.Unlock()
+	if inReserve {
+		g.reserved--
+		if g.credReserved[id]--; g.credReserved[id] <= 0 {
+			delete(g.credReserved, id)
+		}
+	} else {
+		g.general--
 	}
-}
-
-// takeCredentialStream counts one more stream of credential id, unless it
-// holds MaxStreamsPerCredential already.
-func (g *Guard) takeCredentialStream(id string) bool {
-	g.credMu.Lock()
-	defer g.credMu.Unlock()
-	if g.credStreams[id] >= g.opts.MaxStreamsPerCredential {
-		return false
-	}
-	g.credStreams[id]++
-	return true
-}
-
-// releaseCredentialStream counts one stream of credential id less.
-func (g *Guard) releaseCredentialStream(id string) {
-	g.credMu.Lock()
-	defer g.credMu.Unlock()
-	if g.credStreams[id]--; g.credStreams[id] <= 0 {
-		delete(g.credStreams, id)
+	if perCred {
+		if g.credStreams[id]--; g.credStreams[id] <= 0 {
+			delete(g.credStreams, id)
+		}
 	}
 }
 

@@ -52,6 +52,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"PermissionAnswer", testPermissionAnswer},
 		{"Push", testPush},
 		{"Tokens", testTokens},
+		{"PruneTokens", testPruneTokens},
 		{"QuestionAnswer", testQuestionAnswer},
 		{"Coordinators", testCoordinators},
 	} {

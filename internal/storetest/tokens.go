@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -81,5 +82,101 @@ func testTokens(t *testing.T, newStore Factory) {
 	}
 	if len(list) != 2 || list[0] != person || list[1] != revoked {
 		t.Errorf("Tokens = %+v, want the person token then the revoked agent token", list)
+	}
+}
+
+// testPruneTokens checks TokenByID and PruneTokens: a token is found by its
+// id and an unknown or malformed id is not; pruning deletes the tokens
+// revoked or expired before the cutoff and keeps those revoked or expiring
+// after it, the valid ones, and serve's state-folder token even revoked
+// (its file would register it again).
+func testPruneTokens(t *testing.T, newStore Factory) {
+	ts, ok := newStore(t, nil).(agentbridge.TokenStore)
+	if !ok {
+		t.Skip("the store keeps no tokens")
+	}
+	ctx := context.Background()
+	mk := func(in agentbridge.TokenInput) (agentbridge.Token, []byte) {
+		t.Helper()
+		if err := in.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		secret, err := agentbridge.NewTokenSecret()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := ts.CreateToken(ctx, in, agentbridge.HashToken(secret))
+		if err != nil {
+			t.Fatalf("CreateToken(%s): %v", in.Name, err)
+		}
+		return tok, agentbridge.HashToken(secret)
+	}
+	owner, _ := mk(agentbridge.TokenInput{Scope: agentbridge.ScopePerson, Name: "owner", CreatedBy: agentbridge.CreatedByServe})
+	person, _ := mk(agentbridge.TokenInput{Scope: agentbridge.ScopePerson, Name: "laptop", CreatedBy: owner.ID})
+	ran, ranHash := mk(agentbridge.TokenInput{Scope: agentbridge.ScopeAgent, Name: "run-1", Thread: "t1", Participant: "claude", CreatedBy: "c1"})
+	running, _ := mk(agentbridge.TokenInput{Scope: agentbridge.ScopeAgent, Name: "run-2", Thread: "t1", Participant: "codex", CreatedBy: "c1"})
+
+	got, ok, err := ts.TokenByID(ctx, ran.ID)
+	if err != nil || !ok || got != ran {
+		t.Fatalf("TokenByID(%s) = %+v, %v, %v; want %+v", ran.ID, got, ok, err, ran)
+	}
+	for _, id := range []string{"01ZZZZZZZZZZZZZZZZZZZZZZZZ", "no/such", ""} {
+		if _, ok, err := ts.TokenByID(ctx, id); ok || err != nil {
+			t.Errorf("TokenByID(%q) = %v, %v; want not found", id, ok, err)
+		}
+	}
+	owner, err = ts.RevokeToken(ctx, owner.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran, err = ts.RevokeToken(ctx, ran.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revokedAt, err := time.Parse(agentbridge.TimeLayout, ran.RevokedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expires, err := time.Parse(agentbridge.TimeLayout, running.ExpiresAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func() []string {
+		t.Helper()
+		list, err := ts.Tokens(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tok := range list {
+			out = append(out, tok.Name)
+		}
+		return out
+	}
+	prune := func(cutoff time.Time, want int64, names ...string) {
+		t.Helper()
+		n, err := ts.PruneTokens(ctx, cutoff)
+		if err != nil || n != want {
+			t.Fatalf("PruneTokens(%s) = %d, %v; want %d", agentbridge.FormatTime(cutoff), n, err, want)
+		}
+		if got := ids(); !slices.Equal(got, names) {
+			t.Fatalf("after PruneTokens(%s): %v, want %v", agentbridge.FormatTime(cutoff), got, names)
+		}
+	}
+	// A cutoff before the revocation keeps it: tokens list --all still
+	// shows it for the retention period.
+	prune(revokedAt.Add(-time.Second), 0, "owner", "laptop", "run-1", "run-2")
+	prune(revokedAt.Add(time.Second), 1, "owner", "laptop", "run-2")
+	if _, ok, err := ts.TokenByHash(ctx, ranHash); ok || err != nil {
+		t.Errorf("the pruned token by its hash: %v, %v; want not found", ok, err)
+	}
+	if _, ok, err := ts.TokenByID(ctx, ran.ID); ok || err != nil {
+		t.Errorf("the pruned token by its id: %v, %v; want not found", ok, err)
+	}
+	prune(expires.Add(-time.Second), 0, "owner", "laptop", "run-2")
+	prune(expires.Add(time.Second), 1, "owner", "laptop")
+	prune(expires.Add(100*agentbridge.TokenRetention), 0, "owner", "laptop")
+	if got, ok, err := ts.TokenByID(ctx, person.ID); !ok || err != nil || got != person {
+		t.Errorf("the valid person token after pruning: %+v, %v, %v", got, ok, err)
 	}
 }
