@@ -2,62 +2,18 @@ package bridge
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-)
 
-// selfSigned writes a certificate for 127.0.0.1 and localhost and its key
-// into dir, and returns their paths and a pool that trusts it.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "agent-bridge test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		BasicConstraintsValid: true, IsCA: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
-}
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
+)
 
 // loginCookie logs in at base with token, sending origin, and returns the
 // cookie the answer sets.
@@ -80,7 +36,7 @@ func loginCookie(t *testing.T, c *http.Client, base, origin, token string) *http
 // TestHTTPS: with a certificate and key the bridge answers over HTTPS
 // only, sends HSTS, and its login cookie is Secure.
 func TestHTTPS(t *testing.T) {
-	certFile, keyFile, pool := selfSigned(t, t.TempDir())
+	certFile, keyFile, pool := testutil.SelfSigned(t, t.TempDir())
 	ts := newTestServer(t, Options{Token: "tok", TLSCert: certFile, TLSKey: keyFile})
 	if !strings.HasPrefix(ts.url, "https://127.0.0.1:") {
 		t.Fatalf("URL %s, want https", ts.url)
