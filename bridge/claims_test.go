@@ -106,7 +106,7 @@ func TestClaimsOverHTTP(t *testing.T) {
 	if got := ts.eventCount("t1"); got != before {
 		t.Fatalf("refused writes stored events: %d, want %d", got, before)
 	}
-	if list := ts.receiptsOf("/threads/t1/receipts?event="+trigger.ID); len(list) != 1 || list[0].State != agentbridge.ReceiptRunning {
+	if list := ts.receiptsOf("/threads/t1/receipts?event=" + trigger.ID); len(list) != 1 || list[0].State != agentbridge.ReceiptRunning {
 		t.Fatalf("receipts after a refused one: %+v", list)
 	}
 
@@ -114,7 +114,7 @@ func TestClaimsOverHTTP(t *testing.T) {
 	// the server takes the run over.
 	ts.as(laptop).registerTTL("laptop", "laptop.local", 200*time.Millisecond, "claude")
 	waitFor(t, 10*time.Second, "the interrupted receipt", func() bool {
-		list := ts.receiptsOf("/threads/t1/receipts?event="+trigger.ID)
+		list := ts.receiptsOf("/threads/t1/receipts?event=" + trigger.ID)
 		return len(list) == 1 && list[0].State == agentbridge.ReceiptInterrupted && list[0].Reason == "interrupted: laptop.local offline"
 	})
 	var claimable agentbridge.ClaimsResponse
@@ -165,7 +165,7 @@ func TestWaitingClaimExpiresOnce(t *testing.T) {
 		t.Fatalf("a waiting claim: %+v", res)
 	}
 	waitFor(t, 10*time.Second, "the failed receipt", func() bool {
-		list := ts.receiptsOf("/threads/t1/receipts?event="+trigger.ID)
+		list := ts.receiptsOf("/threads/t1/receipts?event=" + trigger.ID)
 		return len(list) == 1 && list[0].State == agentbridge.ReceiptFailed
 	})
 	waitFor(t, 10*time.Second, "nothing left to sweep", func() bool {
