@@ -12,7 +12,7 @@ import (
 )
 
 // claimAnswer decodes a POST /claims answer.
-func claimAnswer(t *testing.T, a answer) agentbridge.ClaimResult {
+func claimAnswer(t testing.TB, a answer) agentbridge.ClaimResult {
 	t.Helper()
 	var res agentbridge.ClaimResult
 	if err := json.Unmarshal(a.body, &res); err != nil {
@@ -143,6 +143,16 @@ func TestClaimsOverHTTP(t *testing.T) {
 	var list agentbridge.ClaimsResponse
 	if err := json.Unmarshal(ts.must(200, "GET", "/claims?thread=t1", "").body, &list); err != nil || len(list.Claims) != 1 || list.Claims[0].State != agentbridge.ClaimDone {
 		t.Fatalf("a person lists the thread's claims: %+v %v", list, err)
+	}
+	_, read := ts.mint(`{"scope":"read","name":"viewer"}`)
+	ts.as(read).must(200, "GET", "/claims?thread=t1", "")
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/claims?claimable=server", ""},
+		{"POST", "/claims", claimBody("server", trigger.ID, "claude")},
+	} {
+		if a := ts.as(read).do(c.method, c.path, c.body); a.status != 403 || a.errCode() != agentbridge.ECodeForbiddenScope {
+			t.Errorf("a read token %s %s: %d %s, want 403 forbidden_scope", c.method, c.path, a.status, a.body)
+		}
 	}
 	var coords agentbridge.CoordinatorsResponse
 	if err := json.Unmarshal(ts.must(200, "GET", "/coordinators", "").body, &coords); err != nil || coords.ServedEver["claude"] != "claude" || coords.ServedEver["codex"] != "codex" {
