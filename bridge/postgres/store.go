@@ -109,7 +109,7 @@ func IsURL(db string) bool {
 
 // Open connects to the database at url (postgres://…), migrates it and
 // starts the writer and the listener. A database migrated by a newer
-// agent-bridge is refused with an error wrapping pgschema.ErrSchemaTooNew.
+// agent-bridge is refused with an error wrapping migration.ErrSchemaTooNew.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	opts = opts.WithDefaults()
 	cfg, err := pgxpool.ParseConfig(url)
