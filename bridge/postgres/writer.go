@@ -203,7 +203,7 @@ func (s *Store) lockThreads(ctx context.Context, tx pgx.Tx, b *batch, live []*re
 			return fmt.Errorf("decode state of thread %s: %w", id, err)
 		}
 		h.state.LastHop = hop
-		if t, err := time.Parse(agentbridge.TimeLayout, updated); err == nil {
+		if t, err := agentbridge.ParseTime(updated); err == nil {
 			h.lastTS = t
 		}
 		b.heads[id] = h
