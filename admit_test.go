@@ -6,6 +6,7 @@ import (
 )
 
 func TestAdmit(t *testing.T) {
+	t.Parallel()
 	muted := ThreadState{Muted: []string{"codex"}}
 	paused := ThreadState{Paused: true}
 	in := func(typ, from, replyTo string) EventInput {
@@ -57,6 +58,7 @@ func codeOf(err error) string {
 }
 
 func TestAssignHop(t *testing.T) {
+	t.Parallel()
 	msg := func(from, replyTo string) EventInput {
 		return EventInput{Type: TypeMessage, From: from, Meta: Meta{ReplyTo: replyTo}}
 	}
@@ -87,6 +89,7 @@ func TestAssignHop(t *testing.T) {
 }
 
 func TestCheckJSONText(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		body, code, field string
 	}{

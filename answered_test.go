@@ -6,6 +6,7 @@ import (
 )
 
 func TestAnswers(t *testing.T) {
+	t.Parallel()
 	req := Event{ID: "R1", Type: TypeMessage, From: "bridge-coordinator"}
 	q := Event{ID: "Q1", Type: TypeMessage, From: "codex", Meta: Meta{Tags: []string{"coordinator", "question"}}}
 	permit := func(from, event string) Event {

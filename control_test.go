@@ -14,6 +14,7 @@ import (
 // (what it parses to) and one bad value (invalid_control on content.<key>),
 // so that a key added to the table without a case here fails.
 func TestControlTable(t *testing.T) {
+	t.Parallel()
 	yes := true
 	cases := map[string]struct {
 		good string
@@ -62,6 +63,7 @@ func TestControlTable(t *testing.T) {
 // is the one Admit and FoldParsed take, and folding with it gives what
 // Fold (which parses on its own) gives.
 func TestAppendParsesControlOnce(t *testing.T) {
+	t.Parallel()
 	req := AppendRequest{Thread: "t", Input: EventInput{Type: TypeControl, From: "user",
 		Content: json.RawMessage(`{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"m"}},"party":{"on":true,"agents":["codex"]}}`)}}
 	c, err := req.Validate()

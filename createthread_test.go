@@ -5,6 +5,7 @@ import "testing"
 // TestCreateThreadWithDefaults: the checks and defaults both stores apply
 // to a new thread before it reaches their writers.
 func TestCreateThreadWithDefaults(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		in        CreateThreadRequest

@@ -15,6 +15,7 @@ const module = "github.com/agent-bridge/agent-bridge"
 // stays stdlib-only, the daemons talk to each other only over HTTP, and each
 // technology stays in its own package.
 func TestDependencyArrows(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go tool not on PATH")
 	}
@@ -92,6 +93,7 @@ func TestDependencyArrows(t *testing.T) {
 
 // TestGoModHasNoReplace keeps builds reproducible from the module proxy.
 func TestGoModHasNoReplace(t *testing.T) {
+	t.Parallel()
 	f, err := os.Open("go.mod")
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +109,7 @@ func TestGoModHasNoReplace(t *testing.T) {
 
 // TestPackageDocs requires a package doc comment on every package.
 func TestPackageDocs(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}\t{{.Doc}}", "./...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)

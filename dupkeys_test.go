@@ -10,6 +10,7 @@ import (
 )
 
 func TestCheckJSONBodyDuplicateKeys(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		body  string
 		field string // "" when the body passes
@@ -58,6 +59,7 @@ func TestCheckJSONBodyDuplicateKeys(t *testing.T) {
 // control sent as a string (as the original UI does), are refused by the
 // parsing every append goes through.
 func TestDuplicateKeysRefusedOnAppend(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ body, field, message string }{
 		{`{"from":"user","from":"evil","content":"hi"}`, "from", `The body has the key "from" twice; send each key once (JSON readers disagree about which one counts).`},
 		{`{"type":"message","type":"control","from":"user","content":{"pause":{"on":true}}}`, "type", ""},
@@ -160,6 +162,7 @@ func refHasDuplicateKey(t *testing.T, doc []byte) bool {
 // case are refused: encoding/json gives each of them to the same field, so
 // the last one wins where a JavaScript reader sees two keys.
 func TestCaseFoldedKeysAreOneToEncodingJSON(t *testing.T) {
+	t.Parallel()
 	var v struct {
 		On bool `json:"on"`
 		K  int  `json:"k"`

@@ -9,6 +9,7 @@ import (
 )
 
 func TestDecodeEventInput(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("a", 128)
 	tests := []struct {
 		name  string
@@ -168,6 +169,7 @@ func isSentence(s string) bool {
 // malformed keys is refused for the first of them in key order, every
 // time: map order once picked one at random (found by FuzzEventInput).
 func TestSeveralBadKeysOneError(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ body, field string }{
 		{`{"type":"control","from":"user","content":{"uninvite":{"98":"1"},"unmute":{"22":true}}}`, "content.uninvite"},
 		{`{"type":"control","from":"user","content":{"unmute":{},"pause":1,"mute":2,"invite":3}}`, "content.invite"},
@@ -184,6 +186,7 @@ func TestSeveralBadKeysOneError(t *testing.T) {
 }
 
 func TestValidateDefaults(t *testing.T) {
+	t.Parallel()
 	in := EventInput{From: "user", Content: json.RawMessage(`"hi"`)}
 	if err := in.Validate(); err != nil {
 		t.Fatal(err)
@@ -202,6 +205,7 @@ func TestValidateDefaults(t *testing.T) {
 }
 
 func TestValidateThreadName(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		ok   bool
@@ -226,6 +230,7 @@ func TestValidateThreadName(t *testing.T) {
 }
 
 func TestMetaJSON(t *testing.T) {
+	t.Parallel()
 	hop := 3
 	m := Meta{ReplyTo: "E1", Tags: []string{"coordinator"}, Via: "c", Hop: &hop, Extra: map[string]json.RawMessage{"z": json.RawMessage(`true`), "a": json.RawMessage(`[1]`)}}
 	b, err := json.Marshal(m)
@@ -264,6 +269,7 @@ func TestMetaJSON(t *testing.T) {
 }
 
 func TestEventText(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		content string
 		want    string
@@ -281,6 +287,7 @@ func TestEventText(t *testing.T) {
 }
 
 func TestFormatTime(t *testing.T) {
+	t.Parallel()
 	ts := time.Date(2026, 11, 21, 10, 0, 0, 123456789, time.FixedZone("X", 3600))
 	if got := FormatTime(ts); got != "2026-11-21T09:00:00.123456Z" {
 		t.Fatalf("FormatTime = %q", got)
@@ -291,6 +298,7 @@ func TestFormatTime(t *testing.T) {
 }
 
 func TestError(t *testing.T) {
+	t.Parallel()
 	e := FieldErrorf(ECodeInvalidField, "from", "The sender %q is bad.", "x")
 	if e.Error() != `invalid_field (from): The sender "x" is bad.` {
 		t.Errorf("Error() = %q", e.Error())

@@ -6,6 +6,7 @@ import (
 )
 
 func TestCheckReplay(t *testing.T) {
+	t.Parallel()
 	hop := 3
 	stored := Event{Thread: "t", Type: TypeMessage, From: "codex", To: ToAll, Content: json.RawMessage(`"reply"`),
 		Meta: Meta{ReplyTo: "E1", Tags: []string{"coordinator"}, Via: "c", Hop: &hop, Extra: map[string]json.RawMessage{"participant": json.RawMessage(`"codex"`)}}}

@@ -6,6 +6,7 @@ import (
 )
 
 func TestIgnoredEffect(t *testing.T) {
+	t.Parallel()
 	humans := Humans{"user"}
 	invited := ThreadState{Participants: Participants{Invited: []Invite{{ID: "codex"}}}}
 	paused := invited

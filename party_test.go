@@ -9,6 +9,7 @@ import (
 )
 
 func TestParsePartyControl(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		content string
 		want    *PartyControl
@@ -52,6 +53,7 @@ func TestParsePartyControl(t *testing.T) {
 }
 
 func TestInviteExpertise(t *testing.T) {
+	t.Parallel()
 	c, err := ParseControl(json.RawMessage(`{"invite":{"participant_id":"a","profile":{"client":"c","model":"m","expertise":["databases","security"]}}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +69,7 @@ func TestInviteExpertise(t *testing.T) {
 }
 
 func TestIsPartyExit(t *testing.T) {
+	t.Parallel()
 	for text, want := range map[string]bool{
 		"*exit":                           true,
 		"ok *EXIT please":                 true,
@@ -96,6 +99,7 @@ func partyMessage(from, to, text string) Event {
 }
 
 func TestFoldParty(t *testing.T) {
+	t.Parallel()
 	h := DefaultHumans
 	on := control("user", `{"party":{"on":true,"agents":["a"],"max_agents":3,"cross_talk":false}}`)
 	tests := []struct {
@@ -123,6 +127,7 @@ func TestFoldParty(t *testing.T) {
 }
 
 func TestNormalizeParty(t *testing.T) {
+	t.Parallel()
 	got := ThreadState{}.Normalize().Party
 	if want := (Party{Agents: []string{}, MaxAgents: 2, CrossTalk: true}); !reflect.DeepEqual(got, want) {
 		t.Errorf("normalized party = %+v, want %+v", got, want)
@@ -136,6 +141,7 @@ func TestNormalizeParty(t *testing.T) {
 }
 
 func TestAdmitParty(t *testing.T) {
+	t.Parallel()
 	s := foldAll(DefaultHumans, inviteEvent("user", "a", "c", "m"))
 	in := func(content string) EventInput {
 		return EventInput{Type: TypeControl, From: "user", To: ToAll, Content: json.RawMessage(content)}

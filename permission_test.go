@@ -10,6 +10,7 @@ import (
 // TestParsePermissionControl: the answer to an ACP agent's permission
 // request (contract 6.6) is a known control with a checked shape.
 func TestParsePermissionControl(t *testing.T) {
+	t.Parallel()
 	good := `{"permission":{"event":"01JD3Q6Y7M8K9N0P1Q2R3S4T5V","option":"allow"}}`
 	got, err := ParseControl(json.RawMessage(good))
 	if err != nil {

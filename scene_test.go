@@ -15,6 +15,7 @@ import (
 var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 func TestParseSceneControl(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		content string
@@ -67,6 +68,7 @@ func TestParseSceneControl(t *testing.T) {
 }
 
 func TestCheckSceneControl(t *testing.T) {
+	t.Parallel()
 	var s ThreadState
 	for _, id := range []string{"maria", "sam"} {
 		s = Fold(s, ctl("user", fmt.Sprintf(`{"invite":{"participant_id":%q,"profile":{"client":"c","model":"m","character":"sheet of %s"}}}`, id, id)), DefaultHumans)
@@ -150,6 +152,7 @@ func startScene(l *sceneLog, extra string) {
 }
 
 func TestFoldSceneNaturalClose(t *testing.T) {
+	t.Parallel()
 	l := &sceneLog{}
 	startScene(l, "")
 	s := l.state()
@@ -176,6 +179,7 @@ func TestFoldSceneNaturalClose(t *testing.T) {
 }
 
 func TestFoldSceneCapsAndExplicit(t *testing.T) {
+	t.Parallel()
 	l := &sceneLog{}
 	startScene(l, `,"soft_cap":1,"hard_cap":2`)
 	l.add(speech("maria", "sam", 1, "One.", false))
@@ -212,6 +216,7 @@ func TestFoldSceneCapsAndExplicit(t *testing.T) {
 }
 
 func TestFoldSceneIsPure(t *testing.T) {
+	t.Parallel()
 	l := &sceneLog{}
 	startScene(l, "")
 	s := l.state()
@@ -224,6 +229,7 @@ func TestFoldSceneIsPure(t *testing.T) {
 }
 
 func TestClosingLines(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"Well — thank you both, this was generous.", "I’ll let you go.", "*[puts on her coat and nods]* Safe travels.", "*[walks out]*"} {
 		if !IsClosingLine(s) {
 			t.Errorf("IsClosingLine(%q) = false", s)
@@ -237,6 +243,7 @@ func TestClosingLines(t *testing.T) {
 }
 
 func TestParseSceneOutput(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		out, thinking, speech string
 		ok                    bool
@@ -274,6 +281,7 @@ func FuzzParseSceneOutput(f *testing.F) {
 }
 
 func TestVisibleTo(t *testing.T) {
+	t.Parallel()
 	events := []Event{
 		{ID: "1", Type: TypeMessage, From: "maria"},
 		private(TypeThinking, "maria", "secret"),
@@ -294,6 +302,7 @@ func TestVisibleTo(t *testing.T) {
 // thread. Run `go test -run TestTranscriptGolden -update .` after an
 // intended change.
 func TestTranscriptGolden(t *testing.T) {
+	t.Parallel()
 	scene := &sceneLog{}
 	startScene(scene, `,"briefs":{"maria":"You are expecting Sam."}`)
 	scene.add(private(TypeThinking, "maria", "SECRET-MARIA there is a knock"))
@@ -385,6 +394,7 @@ func BenchmarkFoldSpeech(b *testing.B) {
 // TestSceneStateString: the one-line form names the awaited actor while
 // the scene runs, and the close reason once it closed.
 func TestSceneStateString(t *testing.T) {
+	t.Parallel()
 	sc := &SceneState{Status: SceneRunning, Actors: []string{"maria", "sam"}, Turns: map[string]int{"maria": 2, "sam": 1}, SoftCap: 40, HardCap: 60, Next: "sam"}
 	if got, want := sc.String(), "running, turns: maria 2, sam 1 (soft cap 40, hard cap 60), next: sam"; got != want {
 		t.Errorf("running: %q, want %q", got, want)

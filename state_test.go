@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseControl(t *testing.T) {
+	t.Parallel()
 	boolPtr := func(b bool) *bool { return &b }
 	tests := []struct {
 		name    string
@@ -149,6 +150,7 @@ func invitedIDs(s ThreadState) []string {
 }
 
 func TestFold(t *testing.T) {
+	t.Parallel()
 	h := DefaultHumans
 	hop := func(n int) *int { return &n }
 	tests := []struct {
@@ -348,6 +350,7 @@ func TestFold(t *testing.T) {
 }
 
 func TestFoldCustomHumans(t *testing.T) {
+	t.Parallel()
 	humans := Humans{"alice", "bob"}
 	s := foldAll(humans, control("bob", `{"pause":{"on":true}}`), control("user", `{"mute":{"targets":["x"]}}`))
 	if !s.Paused {
@@ -361,6 +364,7 @@ func TestFoldCustomHumans(t *testing.T) {
 // TestFoldDoesNotMutate keeps the promise that states are values: folding
 // from an old state never changes it, even when slices share storage.
 func TestFoldDoesNotMutate(t *testing.T) {
+	t.Parallel()
 	h := DefaultHumans
 	base := foldAll(h,
 		inviteEvent("user", "a", "c", "m"), inviteEvent("user", "b", "c", "m"), inviteEvent("user", "c", "c", "m"),
@@ -392,6 +396,7 @@ func TestFoldDoesNotMutate(t *testing.T) {
 }
 
 func TestHop(t *testing.T) {
+	t.Parallel()
 	n := func(v int) *int { return &v }
 	tests := []struct {
 		name string
@@ -417,6 +422,7 @@ func TestHop(t *testing.T) {
 }
 
 func TestNormalize(t *testing.T) {
+	t.Parallel()
 	b, err := json.Marshal(ThreadState{}.Normalize())
 	if err != nil {
 		t.Fatal(err)
@@ -431,6 +437,7 @@ func TestNormalize(t *testing.T) {
 }
 
 func TestHumansSame(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		a, b Humans
 		same bool

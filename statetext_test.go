@@ -6,6 +6,7 @@ import (
 )
 
 func TestWriteStateText(t *testing.T) {
+	t.Parallel()
 	st := ThreadState{Paused: true, Muted: []string{"codex"}}
 	st.Party = Party{On: true, MaxAgents: 2, Agents: []string{"a", "b"}}
 	st.Participants.Invited = []Invite{{ID: "a", InvitedBy: "user", Profile: Profile{Client: "claude", Model: "m", Expertise: []string{"go", "sql"}}}}

@@ -9,6 +9,7 @@ import (
 // TestClip: Clip cuts between runes, never inside one, and the result
 // (ellipsis included) is at most n runes.
 func TestClip(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		s    string
 		n    int

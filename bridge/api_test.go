@@ -10,6 +10,7 @@ import (
 // TestValidation checks every validation rule and error code through real
 // HTTP, and that a refused request stores nothing.
 func TestValidation(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{MaxBody: 4096})
 	ts.newThread("t1")
 	first := ts.post("t1", "user", "first")
@@ -149,6 +150,7 @@ func TestValidation(t *testing.T) {
 // TestIdempotency checks that a retry with the same key returns the first
 // event and stores nothing new, and that keys are per thread.
 func TestIdempotency(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	ts.newThread("a")
 	ts.newThread("b")
@@ -188,6 +190,7 @@ func TestIdempotency(t *testing.T) {
 // TestMuteAndPause checks the 409s and that they name thread and
 // participant.
 func TestMuteAndPause(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	ts.newThread("t")
 	ts.must(200, "POST", "/threads/t/events", `{"type":"control","from":"user","content":{"mute":{"targets":["codex"],"mode":"hard"}}}`)
@@ -211,6 +214,7 @@ func TestMuteAndPause(t *testing.T) {
 
 // TestStateAt checks state as of a revision.
 func TestStateAt(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	ts.newThread("t")
 	inv := ts.must(200, "POST", "/threads/t/events", `{"type":"control","from":"user","content":{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"gpt-5"}}}}`)
@@ -235,6 +239,7 @@ func TestStateAt(t *testing.T) {
 // TestThreadsAndRename checks creation defaults, GET /threads/{id}, paging
 // and a rename through a thread.renamed event.
 func TestThreadsAndRename(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	a := ts.must(200, "POST", "/threads", "")
 	id, _ := a.obj()["id"].(string)
@@ -264,6 +269,7 @@ func TestThreadsAndRename(t *testing.T) {
 
 // TestEventQueries checks after, since, tail, until and limit.
 func TestEventQueries(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	ts.newThread("t")
 	var evs []string
@@ -302,6 +308,7 @@ func TestEventQueries(t *testing.T) {
 // TestMetrics checks the appends counter, the store's group-commit
 // counters and the latency histogram's route label on /metrics.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	ts.newThread("t")
 	ts.post("t", "user", "one")

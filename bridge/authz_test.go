@@ -11,6 +11,7 @@ import (
 // heartbeats and removes only the registration of its own coordinator id
 // (its participant, else its name); a person token any.
 func TestCoordinatorRegistersAsItself(t *testing.T) {
+	t.Parallel()
 	ts := closedServer(t)
 	_, bound := ts.mint(`{"scope":"coordinator","name":"laptop-token","participant":"laptop"}`)
 	_, named := ts.mint(`{"scope":"coordinator","name":"server"}`)
@@ -45,6 +46,7 @@ func TestCoordinatorRegistersAsItself(t *testing.T) {
 // before it registers. Its receipts are from its id, for those, or for a
 // participant no live coordinator serves.
 func TestCoordinatorWritesAsItsAgents(t *testing.T) {
+	t.Parallel()
 	ts := closedServer(t)
 	ts.newThread("t1")
 	ts.must(200, "POST", "/threads/t1/events", `{"type":"control","from":"user","content":{"invite":{"participant_id":"claude-2","profile":{"client":"claude","model":"m"}}}}`)
@@ -103,6 +105,7 @@ func TestCoordinatorWritesAsItsAgents(t *testing.T) {
 // /metrics, devices or push subscriptions; a coordinator token posts the
 // marks, and a read token reads /metrics but no devices.
 func TestAgentTokenLimits(t *testing.T) {
+	t.Parallel()
 	ts := closedServer(t)
 	ts.newThread("t1")
 	trigger := ts.post("t1", "user", "hello")
@@ -154,6 +157,7 @@ func TestAgentTokenLimits(t *testing.T) {
 // TestLimitedCookieLogsIn: a browser whose cookie is a limited token's
 // still logs in with a login code and pairs with a pairing code.
 func TestLimitedCookieLogsIn(t *testing.T) {
+	t.Parallel()
 	ts := closedServer(t)
 	_, read := ts.mint(`{"scope":"read","name":"r"}`)
 	code, err := ts.srv.NewLoginCode()

@@ -11,6 +11,7 @@ import (
 // the default thread name, presence details that survive a report without
 // them, the suggestion box and the JSON index at /.
 func TestOriginalClientCompat(t *testing.T) {
+	t.Parallel()
 	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ui")) })
 	ts := newTestServer(t, Options{UI: ui, Version: "test"})
 

@@ -79,6 +79,7 @@ func FuzzAppendEventJSON(f *testing.F) {
 // TestAppendAnswerMatchesEncodingJSON checks the whole answer of an event
 // POST, fast path and fallback, against encoding/json.
 func TestAppendAnswerMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	hop := 2
 	// One pool for every case, each written twice: an answer built in a
 	// reused buffer must not carry anything of the one before.

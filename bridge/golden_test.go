@@ -38,6 +38,7 @@ func normalize(t *testing.T, b []byte) []byte {
 // v1 fields they now carry) with golden JSON under testdata/v0/. Run
 // `go test ./bridge -run TestV0Golden -update` after an intended change.
 func TestV0Golden(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{Version: "test"})
 	steps := []struct {
 		file, method, path, body string

@@ -242,7 +242,8 @@ func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	// The store validates the input (Append's contract), so the body is only
-	// parsed here: validating twice cost every append a few microseconds.
+	// parsed here: validating it twice would cost every append a few
+	// microseconds.
 	in, err := agentbridge.ParseEventInput(body)
 	if err != nil {
 		return err

@@ -64,6 +64,7 @@ func (ts *testServer) redeem(code string) (answer, string) {
 // and last push; revoking it ends its access at once (401) and drops its
 // subscription.
 func TestPairing(t *testing.T) {
+	t.Parallel()
 	clock := &stepClock{t: time.Now()}
 	ts := newTestServer(t, Options{RequireCredential: true, Now: clock.now})
 	secret, err := agentbridge.NewTokenSecret()

@@ -9,6 +9,7 @@ import (
 // invited is refused with the id named and nothing stored, and that an
 // accepted one shows in the state, now and as of its revision.
 func TestPartyControl(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	ts.newThread("t")
 	ts.must(200, "POST", "/threads/t/events", `{"type":"control","from":"user","content":{"invite":{"participant_id":"codex","profile":{"client":"codex","model":"m","expertise":["go","databases"]}}}}`)

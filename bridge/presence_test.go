@@ -14,6 +14,7 @@ import (
 // 256 are refused through HTTP with a typed error and a sentence, and
 // nothing changes; a participant already present may still report.
 func TestPresenceLimits(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	ts.newThread("t1")
 	details := func(n int) string { return `{"note":"` + strings.Repeat("x", n-len(`{"note":""}`)) + `"}` }
@@ -51,6 +52,7 @@ func TestPresenceLimits(t *testing.T) {
 // MaxPresencePerSender threads; entries forgotten after ten TTLs free
 // their places, in every thread.
 func TestPresenceHubPerSender(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
 	p := newPresenceHub(time.Minute, func() time.Time { return now })
 	for i := range MaxPresencePerSender {

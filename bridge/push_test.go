@@ -64,6 +64,7 @@ const permissionRequest = `{"from":"coordinator","to":"user","content":"fake-acp
 // TTL and urgency; a page visible on the thread gets none; a subscription
 // answered 410 is removed; every device's last outcome is listed.
 func TestWebPush(t *testing.T) {
+	t.Parallel()
 	fp := fakepush.Start()
 	defer fp.Close()
 	ts := newTestServer(t, Options{})
@@ -154,6 +155,7 @@ func TestWebPush(t *testing.T) {
 // nobody else: while its deliveries hang, each later note still reaches
 // the other device within the contract's 2 s.
 func TestPushStallingEndpoint(t *testing.T) {
+	t.Parallel()
 	fp := fakepush.Start()
 	defer fp.Close()
 	release := make(chan struct{})
@@ -184,6 +186,7 @@ func TestPushStallingEndpoint(t *testing.T) {
 // TestPushSubscriptionRefusals: a subscription that could not be pushed to
 // is refused with the field at fault, and nothing is stored.
 func TestPushSubscriptionRefusals(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	const p256 = "BEl62iUYgUivxIkv69yViEuiBIa-Ib9-SkvMeAtA3LFgDzkrxZJjSgSnfckjBJuBkr3qBUYIHBQFLXYp5Nksh8U"
 	for _, c := range []struct{ body, field string }{
@@ -231,6 +234,7 @@ func fakeNtfy(t *testing.T) (*httptest.Server, func() []ntfyRequest) {
 // click link to the event, with its access token and never the bridge's;
 // the message's text only with include_content.
 func TestNtfy(t *testing.T) {
+	t.Parallel()
 	srv, got := fakeNtfy(t)
 	tokenFile := filepath.Join(t.TempDir(), "ntfy-token")
 	if err := os.WriteFile(tokenFile, []byte("tk_ntfy\n"), 0o600); err != nil {

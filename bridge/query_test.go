@@ -10,6 +10,7 @@ import (
 // invalid_field naming the parameter, before anything is read or a stream
 // starts; and the good ones are served.
 func TestQueryParameters(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	ts.newThread("t1")
 	for i := range 4 {

@@ -29,6 +29,7 @@ func (ts *testServer) receiptsOf(path string) []agentbridge.Receipt {
 // refusals. Run `go test ./bridge -run TestReceiptsGolden -update` after an
 // intended change.
 func TestReceiptsGolden(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	ts.newThread("t1")
 	ev := ts.post("t1", "user", "hello @codex @gemini")
@@ -112,6 +113,7 @@ func TestReceiptsGolden(t *testing.T) {
 // (only its own thread's) and the global stream as "event: receipt" with no
 // id, and that an unchanged report is not sent again.
 func TestReceiptStream(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	ts.newThread("a")
 	ts.newThread("b")
@@ -157,6 +159,7 @@ func TestReceiptStream(t *testing.T) {
 // TestReceiptsSurviveRestart stores receipts, closes server and store,
 // reopens the file and finds them, while the event log is unchanged.
 func TestReceiptsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "bridge.db")
 	open := func() (*sqlite.Store, *Server) {

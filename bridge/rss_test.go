@@ -27,6 +27,7 @@ import (
 // holding 1M events with 1,000 idle SSE subscribers (500 global, 500
 // per-thread). Run: go test -tags rss -run TestRSS -v ./bridge/
 func TestRSS(t *testing.T) {
+	t.Parallel()
 	const threads, events, subscribers = 100, 1_000_000, 1000
 	ctx := context.Background()
 	dir := t.TempDir()

@@ -9,6 +9,7 @@ import (
 
 // TestHostAndOrigin is a table of Host/Origin pairs allowed and denied.
 func TestHostAndOrigin(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{AllowedHosts: []string{"bridge.internal"}, CORSOrigins: []string{"http://app.example:3000"}})
 	ts.newThread("t")
 	post := `{"from":"user","content":"hi"}`
@@ -77,6 +78,7 @@ func TestHostAndOrigin(t *testing.T) {
 
 // TestPreflight checks CORS preflight for listed and unlisted origins.
 func TestPreflight(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{CORSOrigins: []string{"http://app.example:3000"}})
 	a := ts.do("OPTIONS", "/threads", "", "Origin: http://app.example:3000", "Access-Control-Request-Method: POST")
 	if a.status != 204 || a.header.Get("Access-Control-Allow-Origin") != "http://app.example:3000" || !strings.Contains(a.header.Get("Access-Control-Allow-Headers"), "Authorization") {
@@ -91,6 +93,7 @@ func TestPreflight(t *testing.T) {
 // TestToken checks the bearer token gate, the open routes and the login
 // cookie.
 func TestToken(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{Token: "s3cret"})
 	ts.token = ""
 	cases := []struct {
@@ -144,6 +147,7 @@ func TestToken(t *testing.T) {
 
 // TestNewServerRefusesInsecureAddr checks the non-loopback rule.
 func TestNewServerRefusesInsecureAddr(t *testing.T) {
+	t.Parallel()
 	st := openStore(t)
 	for _, addr := range []string{"0.0.0.0:0", ":0", "192.168.1.5:5111", "[::]:0"} {
 		if _, err := NewServer(st, Options{Addr: addr}); !errors.Is(err, ErrInsecureAddr) {
@@ -165,6 +169,7 @@ func TestNewServerRefusesInsecureAddr(t *testing.T) {
 
 // TestStatusTable pins the code → status mapping of the contract.
 func TestStatusTable(t *testing.T) {
+	t.Parallel()
 	want := map[int][]string{
 		400: {"missing_field", "invalid_field", "invalid_control", "unknown_field", "field_not_allowed", "invalid_json"},
 		413: {"body_too_large"}, 401: {"unauthorized"}, 403: {"forbidden_host", "forbidden_origin"},
@@ -183,6 +188,7 @@ func TestStatusTable(t *testing.T) {
 
 // TestHeadersTooLarge checks the 64 KiB cap on request headers.
 func TestHeadersTooLarge(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	if a := ts.do("GET", "/ping", "", "X-Big: "+strings.Repeat("a", 70<<10)); a.status != http.StatusRequestHeaderFieldsTooLarge {
 		t.Fatalf("70 KiB of headers: %d, want 431", a.status)

@@ -21,6 +21,7 @@ import (
 // with no cursor, carries id: <seq>, resumes by after, since and
 // Last-Event-ID, and stays quiet about other threads.
 func TestThreadStream(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	ts.newThread("t")
 	ts.newThread("other")
@@ -66,6 +67,7 @@ func TestThreadStream(t *testing.T) {
 // presence changes as "event: presence" without an id, and resume by
 // Last-Event-ID.
 func TestGlobalStream(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	ts.newThread("a")
 	ts.newThread("b")
@@ -103,6 +105,7 @@ func TestGlobalStream(t *testing.T) {
 
 // TestPresence checks the GET shape and staleness after the TTL.
 func TestPresence(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{PresenceTTL: time.Second})
 	ts.newThread("t")
 	ts.must(200, "POST", "/threads/t/presence", `{"from":"codex","state":"typing"}`)
@@ -130,6 +133,7 @@ func TestPresence(t *testing.T) {
 // TestCursorAhead checks that every kind of cursor past the head is a 409
 // with the head, before any byte of a stream.
 func TestCursorAhead(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	ts.newThread("t")
 	ts.post("t", "user", "x")
@@ -158,6 +162,7 @@ func TestCursorAhead(t *testing.T) {
 // TestLongPoll checks that the global long-poll answers on an append, times
 // out empty, and reports next and head.
 func TestLongPoll(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	ts.newThread("t")
 	head := ts.head()
@@ -202,6 +207,7 @@ func testutilWaitSubscribers(t testing.TB, ts *testServer, kind string, n int) {
 // TestShutdownClosesStreams checks that Close ends open SSE streams and
 // long-polls instead of waiting for them.
 func TestShutdownClosesStreams(t *testing.T) {
+	t.Parallel()
 	st := openStore(t)
 	srv, err := NewServer(st, Options{Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -244,6 +250,7 @@ func TestShutdownClosesStreams(t *testing.T) {
 
 // TestKeepAlive checks that an idle stream gets keep-alive comments.
 func TestKeepAlive(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{KeepAlive: 20 * time.Millisecond})
 	ts.newThread("t")
 	for _, path := range []string{"/events/stream", "/threads/t/events/stream"} {
@@ -262,6 +269,7 @@ func TestKeepAlive(t *testing.T) {
 // TestSlowSubscriberDoesNotBlockAppends opens a stream that never reads
 // and checks that appends far beyond the socket buffers still complete.
 func TestSlowSubscriberDoesNotBlockAppends(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	ts.newThread("t")
 	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.url, "http://"))
@@ -288,6 +296,7 @@ func TestSlowSubscriberDoesNotBlockAppends(t *testing.T) {
 // and fall back to the database when a burst outruns the tail. Each gets
 // every event of its scope once, in order, whichever way it came.
 func TestStreamsAcrossTheTail(t *testing.T) {
+	t.Parallel()
 	ts := newTestServerWith(t, Options{}, sqlite.Options{TailEvents: 4})
 	ts.newThread("a")
 	ts.newThread("b")
@@ -339,6 +348,7 @@ func TestStreamsAcrossTheTail(t *testing.T) {
 // committed since) gets that event from its first read, which is the
 // database's; the tail knows only this bridge's commits.
 func TestGlobalStreamReadsOtherWritersFirst(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	ts.newThread("a")
 	mine := ts.post("a", "user", "mine")

@@ -11,6 +11,7 @@ import (
 // code and a sentence, and so is a write from a foreign page; neither
 // changes any status.
 func TestSuggestionStatusRoute(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	var ids []string
 	for _, body := range []string{`{"from":"codex","title":"Shorter primer"}`, `{"from":"claude","title":"Dark mode"}`} {

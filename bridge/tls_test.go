@@ -36,6 +36,7 @@ func loginCookie(t *testing.T, c *http.Client, base, origin, token string) *http
 // TestHTTPS: with a certificate and key the bridge answers over HTTPS
 // only, sends HSTS, and its login cookie is Secure.
 func TestHTTPS(t *testing.T) {
+	t.Parallel()
 	certFile, keyFile, pool := testutil.SelfSigned(t, t.TempDir())
 	ts := newTestServer(t, Options{Token: "tok", TLSCert: certFile, TLSKey: keyFile})
 	if !strings.HasPrefix(ts.url, "https://127.0.0.1:") {
@@ -72,6 +73,7 @@ func TestHTTPS(t *testing.T) {
 // origin is allowed with --cors-origin, the login cookie is Secure, a
 // write and a stream go through.
 func TestBehindTLSProxy(t *testing.T) {
+	t.Parallel()
 	var target atomic.Pointer[url.URL] // set once the bridge listens
 	proxy := httptest.NewUnstartedServer(&httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {

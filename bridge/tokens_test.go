@@ -82,6 +82,7 @@ func (ts *testServer) eventCount(thread string) int {
 // binding; a revoked token is refused at once; without a token, or with a
 // wrong one, everything but the open routes is 401.
 func TestTokensAPI(t *testing.T) {
+	t.Parallel()
 	ts := closedServer(t)
 	ts.newThread("t1")
 	for _, path := range []string{"/threads", "/auth/whoami", "/auth/tokens"} {
@@ -151,6 +152,7 @@ func TestTokensAPI(t *testing.T) {
 // most half the contract's second, the status API's whoami cache the
 // other half (coordinator's TestStatusCredentialTTL).
 func TestRevokedWithinASecond(t *testing.T) {
+	t.Parallel()
 	if credentialTTL > 500*time.Millisecond {
 		t.Fatalf("credentialTTL = %s, want at most 500ms", credentialTTL)
 	}
@@ -188,6 +190,7 @@ func TestRevokedWithinASecond(t *testing.T) {
 // only a person may; a read token writes nothing. Each refusal is 403 and
 // stores nothing; the allowed writes pass.
 func TestCredentialBindsTheSender(t *testing.T) {
+	t.Parallel()
 	ts := closedServer(t)
 	ts.newThread("t1")
 	ts.newThread("t2")
@@ -264,6 +267,7 @@ func TestCredentialBindsTheSender(t *testing.T) {
 // credentials is two keys, so an agent cannot pre-empt the coordinator's
 // key; from one credential it replays.
 func TestIdempotencyKeyPerCredential(t *testing.T) {
+	t.Parallel()
 	ts := closedServer(t)
 	ts.newThread("t1")
 	_, coord := ts.mint(`{"scope":"coordinator","name":"coord"}`)
@@ -294,6 +298,7 @@ func TestIdempotencyKeyPerCredential(t *testing.T) {
 // TestLoginCode: a login link's code is exchanged once for the cookie of
 // a new person token, which then opens the API; a second use is 401.
 func TestLoginCode(t *testing.T) {
+	t.Parallel()
 	ts := closedServer(t)
 	code, err := ts.srv.NewLoginCode()
 	if err != nil {
@@ -327,6 +332,7 @@ func TestLoginCode(t *testing.T) {
 // so that clients holding all other slots still leave the coordinator its
 // stream; a closed stream gives its slot back.
 func TestStreamsPerCredential(t *testing.T) {
+	t.Parallel()
 	ts := closedServer(t, Options{MaxStreams: 8, MaxStreamsPerCredential: 3, CoordinatorStreams: 2})
 	_, r1 := ts.mint(`{"scope":"read","name":"r1"}`)
 	_, r2 := ts.mint(`{"scope":"read","name":"r2"}`)
@@ -389,6 +395,7 @@ func TestStreamsPerCredential(t *testing.T) {
 // they are agentbridge.TokenRetention old on the server's clock, then the
 // server's pruner deletes them, keeping the valid ones.
 func TestOldTokensPruned(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var ahead time.Duration
 	clock := func() time.Time {

@@ -10,6 +10,7 @@ import (
 // private events left out, and the errors of a bad format and an unknown
 // thread.
 func TestTranscriptEndpoint(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, Options{})
 	ts.newThread("t")
 	ts.post("t", "user", "hello")

@@ -18,6 +18,7 @@ import (
 )
 
 func TestErrorDecoding(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		status   int
@@ -67,6 +68,7 @@ func TestErrorDecoding(t *testing.T) {
 }
 
 func TestTokenSentAndKeptOutOfErrors(t *testing.T) {
+	t.Parallel()
 	const token = "s3cret-token-value"
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -98,6 +100,7 @@ func TestTokenSentAndKeptOutOfErrors(t *testing.T) {
 }
 
 func TestNetworkErrorsWrapped(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close()
@@ -128,6 +131,7 @@ func sseHandler(frames ...string) http.HandlerFunc {
 }
 
 func TestStreamItems(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(sseHandler(
 		": keep-alive\n\n",
 		"id: 5\ndata: {\"id\":\"E1\",\"seq\":5,\"gseq\":9,\"thread\":\"t\",\"type\":\"message\",\"from\":\"user\",\"to\":\"all\",\"content\":\"hi\",\"meta\":{}}\n\n",
@@ -172,6 +176,7 @@ func TestStreamItems(t *testing.T) {
 }
 
 func TestStreamContextCancel(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(sseHandler(": keep-alive\n\n"))
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -197,6 +202,7 @@ func TestStreamContextCancel(t *testing.T) {
 }
 
 func TestStreamEndsWithEOFAndRejectsNonSSE(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/threads/t/events/stream" {
 			if got := r.URL.Query().Get("after"); got != "" {
@@ -234,6 +240,7 @@ func TestStreamEndsWithEOFAndRejectsNonSSE(t *testing.T) {
 // per host made each request beyond two dial, and close, a connection of
 // its own.
 func TestBurstsReuseConnections(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	dials, arrived := 0, 0
 	release := make(chan struct{})

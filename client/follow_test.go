@@ -144,6 +144,7 @@ func follow(c *client.Client, cursor int64, o client.FollowOptions) (stop func()
 // breaks every connection every few messages: each event arrives once, in
 // order, none lost.
 func TestFollowAcrossBrokenConnections(t *testing.T) {
+	t.Parallel()
 	base := testbridge.Start(t, "")
 	direct := client.New(base)
 	proxy := newCutProxy(t, base)
@@ -179,6 +180,7 @@ func TestFollowAcrossBrokenConnections(t *testing.T) {
 // that refuses streams: after PollAfter failed connections Follow
 // long-polls, and still sees every event once.
 func TestFollowPollsWhenStreamsFail(t *testing.T) {
+	t.Parallel()
 	base := testbridge.Start(t, "")
 	direct := client.New(base)
 	proxy := newCutProxy(t, base)
@@ -206,6 +208,7 @@ func TestFollowPollsWhenStreamsFail(t *testing.T) {
 // bridge's refusal, and past a cursor_ahead when CursorAhead moves the
 // cursor back.
 func TestFollowEnds(t *testing.T) {
+	t.Parallel()
 	c := startBridge(t, "")
 	ctx := t.Context()
 	th, err := c.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: "ends"})
@@ -295,6 +298,7 @@ func (b *batcher) snapshot() (accepted []int64, batches []int) {
 // batch handed again, after the events the last good Idle accepted. Each
 // event is accepted once, in order.
 func TestFollowIdleCommitsBatches(t *testing.T) {
+	t.Parallel()
 	c := startBridge(t, "")
 	ctx := t.Context()
 	th, err := c.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: "batches"})
@@ -368,6 +372,7 @@ func (l *lineCounter) count(line string) int {
 // at debug level; the backoff does not restart on connections that opened
 // but delivered nothing.
 func TestFollowLogsOutageEdges(t *testing.T) {
+	t.Parallel()
 	c := startBridge(t, "")
 	ctx := t.Context()
 	th, err := c.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: "outage"})

@@ -10,6 +10,7 @@ import (
 // read back while its process runs, ignored once it is gone or when others
 // could have written it, and removed only by its own process.
 func TestRuntimeFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := func(k string) string { return map[string]string{"XDG_RUNTIME_DIR": dir}[k] }
 	path := RuntimePath(env)

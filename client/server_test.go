@@ -40,6 +40,7 @@ func wantCode(t *testing.T, err error, code string) *agentbridge.Error {
 }
 
 func TestAgainstServer(t *testing.T) {
+	t.Parallel()
 	c := startBridge(t, "tok")
 	ctx := t.Context()
 
@@ -130,6 +131,7 @@ func TestAgainstServer(t *testing.T) {
 }
 
 func TestLongPoll(t *testing.T) {
+	t.Parallel()
 	c := startBridge(t, "")
 	ctx := t.Context()
 	if _, err := c.CreateThread(ctx, agentbridge.CreateThreadRequest{ID: "t"}); err != nil {
@@ -172,6 +174,7 @@ func TestLongPoll(t *testing.T) {
 }
 
 func TestStreamsAgainstServer(t *testing.T) {
+	t.Parallel()
 	c := startBridge(t, "")
 	ctx := t.Context()
 	for _, id := range []string{"a", "b"} {
@@ -304,6 +307,7 @@ func startBridgeB(b *testing.B) *client.Client {
 // TestReceiptsAgainstServer puts receipts, lists them, and reads their
 // changes from both streams as Receipt items.
 func TestReceiptsAgainstServer(t *testing.T) {
+	t.Parallel()
 	c := startBridge(t, "")
 	ctx := t.Context()
 	if _, err := c.CreateThread(ctx, agentbridge.CreateThreadRequest{ID: "r"}); err != nil {

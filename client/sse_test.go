@@ -24,6 +24,7 @@ func parseAll(r io.Reader) ([]sseMessage, error) {
 }
 
 func TestSSEParse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   string
@@ -70,6 +71,7 @@ func TestSSEParse(t *testing.T) {
 }
 
 func TestSSEParseLongLine(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("x", 3<<20)
 	got, err := parseAll(strings.NewReader("data: " + big + "\n\n"))
 	if !errors.Is(err, io.EOF) || len(got) != 1 || got[0].data != big {

@@ -42,7 +42,8 @@ const (
 	sqlLastSeq = `SELECT last_seq FROM thread_heads WHERE id = ?`
 	// sqlThreadsAfter: the keyset page of threads after (updated_at, id).
 	// It sorts the threads (each head one seek on events_by_seq): appends
-	// no longer keep an index by update time (schema version 3).
+	// keep no index by update time (schema version 3 drops it), which
+	// would cost each append a write.
 	sqlThreadsAfter = selectThread + ` WHERE (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT ?`
 )
 

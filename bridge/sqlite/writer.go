@@ -24,7 +24,7 @@ import (
 // request is one write handed to the writer goroutine: a thread creation
 // when create is set, else append. reply is buffered so the writer never
 // blocks. Requests are pooled (see Store.reqPool) with their reply channel:
-// a new one for every append was ~600 bytes of garbage.
+// a new one for every append would be ~600 bytes of garbage.
 type request struct {
 	ctx    context.Context
 	append agentbridge.AppendRequest
@@ -194,14 +194,14 @@ func (s *Store) run() {
 // gather waits, up to groupWait, until batch holds as many requests as the
 // last commit carried. Concurrent clients come back soon after their
 // answer, so the last commit's size is the concurrency to expect; waiting
-// for it instead of committing whatever is queued halved the commits at 32
+// for it instead of committing whatever is queued halves the commits at 32
 // clients, and a commit (BEGIN, the WAL frames, COMMIT) costs as much as
 // several appends. A lone client's commits carry one request, so it never
 // waits; after a burst, one commit waits at most groupWait.
 //
 // It sleeps until enough requests are queued (see queued) rather than
-// waking for each one: receiving them one by one woke the writer ~7 times
-// per commit, each a round through the scheduler.
+// waking for each one: receiving them one by one would wake the writer ~7
+// times per commit, each a round through the scheduler.
 func (s *Store) gather(batch []*request) []*request {
 	want := min(s.w.lastBatch, s.max)
 	if len(batch) >= want {

@@ -26,6 +26,7 @@ func post(t *testing.T, url, key, body string) (int, string) {
 }
 
 func TestMessagesStreamTextAndTool(t *testing.T) {
+	t.Parallel()
 	s := Start(t, "")
 	s.Push(Reply{Text: "hello there"}, Reply{Tool: &ToolCall{Name: "Bash", Input: map[string]string{"command": "echo hi"}}, Usage: Usage{InputTokens: 7, OutputTokens: 3}})
 	code, body := post(t, s.URL()+"/v1/messages", "k", `{"model":"claude-x","stream":true,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"question one"}]}`)
@@ -49,6 +50,7 @@ func TestMessagesStreamTextAndTool(t *testing.T) {
 }
 
 func TestResponsesNamespaceToolAndErrors(t *testing.T) {
+	t.Parallel()
 	s := Start(t, "good")
 	s.Push(Reply{Tool: &ToolCall{Name: "mcp__bridge__post", Input: map[string]string{"content": "hi"}}}, Reply{Status: 500, Error: "upstream exploded"})
 	tools := `"tools":[{"type":"namespace","name":"mcp__bridge","tools":[{"type":"function","name":"post"}]}]`
@@ -80,6 +82,7 @@ func TestResponsesNamespaceToolAndErrors(t *testing.T) {
 // A test marks the log with len(Requests()) before a turn; a request to
 // another path before the mark must not hide the turn's call.
 func TestCallsSinceCountsRequestsNotCalls(t *testing.T) {
+	t.Parallel()
 	s := Start(t, "")
 	if code, _ := post(t, s.URL()+"/v1/models", "k", ``); code != 404 {
 		t.Fatalf("other path: %d", code)
@@ -95,6 +98,7 @@ func TestCallsSinceCountsRequestsNotCalls(t *testing.T) {
 }
 
 func TestSlowReplyEndsWhenClientLeaves(t *testing.T) {
+	t.Parallel()
 	s := Start(t, "")
 	s.SetDefault(Reply{Text: "late", Delay: time.Minute})
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
@@ -115,6 +119,7 @@ func TestSlowReplyEndsWhenClientLeaves(t *testing.T) {
 }
 
 func TestResponder(t *testing.T) {
+	t.Parallel()
 	s := Start(t, "")
 	s.SetResponder(func(r Request) (Reply, bool) {
 		if r.Contains("ping") {
@@ -135,6 +140,7 @@ func TestResponder(t *testing.T) {
 }
 
 func TestThinking(t *testing.T) {
+	t.Parallel()
 	s := Start(t, "")
 	s.SetDefault(Reply{Thinking: "hmm", Text: "done"})
 	if _, body := post(t, s.URL()+"/v1/messages", "", `{"stream":true}`); !strings.Contains(body, `"thinking":"hmm","type":"thinking_delta"`) || !strings.Contains(body, `"text":"done"`) {
@@ -149,6 +155,7 @@ func TestThinking(t *testing.T) {
 // (x-goog-api-key), the model from the path, SSE data lines with the usage
 // in the last, a functionCall part, and countTokens outside the script.
 func TestGenerativeLanguage(t *testing.T) {
+	t.Parallel()
 	s := Start(t, "good")
 	s.Push(Reply{Thinking: "hmm", Text: "hello gemini", Usage: Usage{InputTokens: 11, OutputTokens: 4}},
 		Reply{Tool: &ToolCall{Name: "run_shell_command", Input: map[string]string{"command": "echo hi"}}}, Reply{Status: 429})

@@ -11,6 +11,7 @@ import (
 // TestChecksKeyAndDecrypts: a push from webpush-go is decrypted to its
 // payload; one signed by another key than the expected one is refused.
 func TestChecksKeyAndDecrypts(t *testing.T) {
+	t.Parallel()
 	s := Start()
 	defer s.Close()
 	sub, err := s.Subscribe()

@@ -10,6 +10,7 @@ import (
 )
 
 func TestCheckListen(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		addr, token string
 		insecure    bool
@@ -37,6 +38,7 @@ func TestCheckListen(t *testing.T) {
 // listener answers to, on the port the connection arrived at (here
 // 5112), whatever the Host header says.
 func TestOriginIsTheListenersOwn(t *testing.T) {
+	t.Parallel()
 	g, err := New(Options{AllowedHosts: []string{"bridge.lan"}, CORSOrigins: []string{"https://app.example"}})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 // get none of them; a coordinator's stream takes a shared slot while one
 // is free; a released kept slot is that coordinator's again.
 func TestReservedStreamsPerCoordinator(t *testing.T) {
+	t.Parallel()
 	g, err := New(Options{MaxStreams: 40, CoordinatorStreams: 10, ReservedStreamsPerCoordinator: 4})
 	if err != nil {
 		t.Fatal(err)

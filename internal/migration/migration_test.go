@@ -8,6 +8,7 @@ import (
 // TestRead reads a folder of numbered files in version order, skipping
 // other files, and refuses gaps, duplicates and misnamed files.
 func TestRead(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{
 		"m/0002_b.sql": {Data: []byte("B")},
 		"m/0001_a.sql": {Data: []byte("A")},

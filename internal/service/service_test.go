@@ -21,6 +21,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the example files from Render")
 
 func TestConfig(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		d        Daemon
@@ -73,6 +74,7 @@ func TestConfig(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
 	tests := []struct {
@@ -98,6 +100,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	good := Options{Binary: "/b", Path: "/usr/bin", DataDir: "/d", LogDir: "/l"}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("Validate(good) = %v", err)
@@ -155,6 +158,7 @@ func exampleFile(d Daemon, goos string) string {
 // writes, once their placeholders are filled in. Run with -update to
 // regenerate them.
 func TestExamples(t *testing.T) {
+	t.Parallel()
 	for _, goos := range []string{"linux", "darwin"} {
 		for _, d := range []Daemon{Serve, Coordinator} {
 			o, fill := exampleOptions(d, goos)
@@ -186,6 +190,7 @@ func TestExamples(t *testing.T) {
 }
 
 func TestPlistParses(t *testing.T) {
+	t.Parallel()
 	for _, d := range []Daemon{Serve, Coordinator} {
 		o, _ := exampleOptions(d, "darwin")
 		o.Args = append(o.Args, "--log-level", "debug & <more>")
@@ -224,6 +229,7 @@ func TestPlistParses(t *testing.T) {
 }
 
 func TestUnitReadBack(t *testing.T) {
+	t.Parallel()
 	o := Options{
 		GOOS:    "linux",
 		Binary:  "/opt/my tools/agent-bridge",
@@ -248,6 +254,7 @@ func TestUnitReadBack(t *testing.T) {
 
 // TestUnitVerifies runs systemd's own checker on the units install writes.
 func TestUnitVerifies(t *testing.T) {
+	t.Parallel()
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -387,6 +394,7 @@ func TestInstallRoundTrip(t *testing.T) {
 }
 
 func TestProgramStartStop(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{})
 	wantErr := errors.New("closed cleanly")
 	p := newProgram(context.Background(), func(ctx context.Context) error {
@@ -412,6 +420,7 @@ func TestProgramStartStop(t *testing.T) {
 }
 
 func TestProgramWaitEndsWhenDaemonFails(t *testing.T) {
+	t.Parallel()
 	p := newProgram(context.Background(), func(context.Context) error { return errors.New("port in use") })
 	if err := p.Start(nil); err != nil {
 		t.Fatal(err)
@@ -432,6 +441,7 @@ func TestProgramWaitEndsWhenDaemonFails(t *testing.T) {
 }
 
 func TestRunInteractiveCallsDirectly(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err := Run(ctx, Serve, func(ctx context.Context) error { return ctx.Err() })

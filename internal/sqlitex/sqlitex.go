@@ -39,8 +39,8 @@ const stmtCacheSize = 64
 // with every per-connection pragma as a parameter. Connections open without
 // SQLite's per-connection mutex (_mutex=no, SQLITE_OPEN_NOMUTEX):
 // database/sql never lets two goroutines use one connection at once, so
-// the mutex only cost every SQLite call a lock and an unlock (~5% of an
-// append's writer time). Read-write pools use
+// the mutex would only cost every SQLite call a lock and an unlock (~5% of
+// an append's writer time). Read-write pools use
 // BEGIN IMMEDIATE (_txlock=immediate), so a write transaction takes the
 // write lock up front instead of failing with SQLITE_BUSY when it upgrades
 // from a read; read-only pools use deferred transactions, since a read-only

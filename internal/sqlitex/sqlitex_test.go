@@ -13,6 +13,7 @@ import (
 )
 
 func TestPragmasOnEveryPooledConnection(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "a?b#c%d.db")
 	rw, err := Open(path, Options{MaxOpen: 4})
@@ -80,6 +81,7 @@ func migrationsFS(files map[string]string) fstest.MapFS {
 }
 
 func TestMigrate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	db, err := Open(path, Options{MaxOpen: 1})

@@ -18,6 +18,7 @@ var errDown = errors.New("connection refused")
 // began does not end it, and one that started before its end and fails
 // after does not start another.
 func TestOutageLogsOnceEachWay(t *testing.T) {
+	t.Parallel()
 	logs := &testutil.Buffer{}
 	resets := 0
 	o := NewOutage(slog.New(slog.NewJSONHandler(logs, nil)), func(err error) bool { return errors.Is(err, errDown) }, func() { resets++ })

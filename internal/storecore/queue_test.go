@@ -9,6 +9,7 @@ import (
 // TestQueue: a closed store queues nothing, a done ctx queues nothing, and
 // Await answers closed when the writer stopped without answering.
 func TestQueue(t *testing.T) {
+	t.Parallel()
 	reqs := make(chan int, 1)
 	done := make(chan struct{})
 	if err := Enqueue(context.Background(), reqs, done, 1); err != nil {
@@ -44,6 +45,7 @@ func TestQueue(t *testing.T) {
 // TestRunWriterDrainsOnClose: after done, what is still queued is
 // committed in batches of at most max, then stopped is closed.
 func TestRunWriterDrainsOnClose(t *testing.T) {
+	t.Parallel()
 	reqs := make(chan int, 10)
 	for i := range 5 {
 		reqs <- i
@@ -70,6 +72,7 @@ func TestRunWriterDrainsOnClose(t *testing.T) {
 // TestNotifier: Wake closes the channel Notify gave out and installs a
 // fresh one.
 func TestNotifier(t *testing.T) {
+	t.Parallel()
 	n := NewNotifier()
 	ch := n.Notify()
 	n.Wake()

@@ -32,6 +32,7 @@ func gseqs(evs []agentbridge.Event) []int64 {
 }
 
 func TestTail(t *testing.T) {
+	t.Parallel()
 	onA := func(e *agentbridge.Event) bool { return e.Thread == "a" }
 	type since struct {
 		after   int64
@@ -105,6 +106,7 @@ func TestTail(t *testing.T) {
 // A ring that has wrapped around many times still answers in order, from
 // any cursor it covers.
 func TestTailWraps(t *testing.T) {
+	t.Parallel()
 	tl := NewTail(5, 1<<20)
 	for g := int64(1); g <= 23; g += 2 {
 		tl.Add(evs(g, g+1))
@@ -126,6 +128,7 @@ func TestTailWraps(t *testing.T) {
 
 // A nil tail (a store that keeps none) sends every reader to the database.
 func TestNilTail(t *testing.T) {
+	t.Parallel()
 	var tl *Tail
 	if _, ok := tl.Head(); ok {
 		t.Error("nil tail has a head")
@@ -138,6 +141,7 @@ func TestNilTail(t *testing.T) {
 // The size estimate counts content and meta, so large replies push the
 // base up sooner than small ones.
 func TestTailCountsSize(t *testing.T) {
+	t.Parallel()
 	tl := NewTail(100, 10_000)
 	big := evs(1, 2, 3)
 	for i := range big {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -122,18 +123,32 @@ func (s *Buffer) Reset() {
 	s.b.Reset()
 }
 
-// CheckGoroutines records how many goroutines run now and returns a check
-// to call once the test has shut everything down: it closes the default
-// transport's idle connections (whose reader goroutines would otherwise
-// linger) and waits until no more goroutines run than at the start, failing
-// with every goroutine's stack if some never exit. Tests that start daemons
-// end with it, so a shutdown path that forgets a goroutine fails a test.
+// CheckGoroutines marks the calling goroutine (the test's) and returns a
+// check to call once the test has shut everything down: it closes the
+// default transport's idle connections (whose reader goroutines would
+// otherwise linger) and waits until no more marked goroutines run than at
+// the start, failing with their stacks if some never exit. Tests that start
+// daemons end with it, so a shutdown path that forgets a goroutine fails a
+// test.
+//
+// The mark is a pprof label, which every goroutine the test starts
+// inherits, down to the goroutines those start: so only the test's own
+// goroutines count, and tests that check run in parallel (t.Parallel)
+// without counting each other's.
 func CheckGoroutines(t TB) func() { return checkGoroutines(t, 10*time.Second) }
+
+// goroutineMark is the pprof label key CheckGoroutines marks with.
+const goroutineMark = "agent-bridge-check"
 
 // checkGoroutines is CheckGoroutines with the time goroutines get to wind
 // down.
 func checkGoroutines(t TB, wait time.Duration) func() {
-	base := runtime.NumGoroutine()
+	// A fresh pointer, alive as long as the check: unique among the
+	// checks running at once.
+	mark := new(int)
+	id := fmt.Sprintf("%p", mark)
+	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels(goroutineMark, id)))
+	base, _ := markedGoroutines(id)
 	return func() {
 		t.Helper()
 		deadline := time.Now().Add(wait)
@@ -141,19 +156,46 @@ func checkGoroutines(t TB, wait time.Duration) func() {
 			if tr, ok := http.DefaultTransport.(*http.Transport); ok {
 				tr.CloseIdleConnections()
 			}
-			n := runtime.NumGoroutine()
+			n, stacks := markedGoroutines(id)
 			if n <= base {
+				runtime.KeepAlive(mark)
 				return
 			}
 			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Fatalf("%d goroutines still running after shutdown, %d at the start:\n%s", n, base, buf)
+				t.Fatalf("%d goroutines of this test still running after shutdown, %d at the start:\n%s", n, base, stacks)
 				return
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+}
+
+// markedGoroutines counts the goroutines labelled with mark id, from the
+// goroutine profile (each record: "N @ pcs", then "# labels: {…}" when the
+// goroutines carry labels, then the stack), and returns their records.
+func markedGoroutines(id string) (int, string) {
+	var buf bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
+	want := fmt.Sprintf("%q:%q", goroutineMark, id)
+	var (
+		n       int
+		records []string
+	)
+	// The profile starts with a line of its own ("goroutine profile: …").
+	_, profile, _ := strings.Cut(buf.String(), "\n")
+	for _, rec := range strings.Split(profile, "\n\n") {
+		lines := strings.SplitN(rec, "\n", 3)
+		if len(lines) < 2 || !strings.HasPrefix(lines[1], "# labels: ") || !strings.Contains(lines[1], want) {
+			continue
+		}
+		var count int
+		if _, err := fmt.Sscanf(lines[0], "%d @", &count); err != nil {
+			continue
+		}
+		n += count
+		records = append(records, rec)
+	}
+	return n, strings.Join(records, "\n\n")
 }
 
 // ProcessCPU returns the user and system CPU time the calling process has

@@ -16,6 +16,7 @@ func (r *recorder) Fatalf(format string, args ...any) {
 }
 
 func TestCheckGoroutinesCatchesALeak(t *testing.T) {
+	t.Parallel()
 	r := &recorder{}
 	check := checkGoroutines(r, 100*time.Millisecond)
 	stop := make(chan struct{})
@@ -36,5 +37,36 @@ func TestCheckGoroutinesPassesWhenAllExit(t *testing.T) {
 	check()
 	if r.failed != "" {
 		t.Fatalf("reported a leak where none is: %s", r.failed)
+	}
+}
+
+// TestCheckGoroutinesCountsOnlyItsTest: a goroutine started by a goroutine
+// the test started counts, one started by another test (here: before the
+// mark, from a goroutine without it) does not.
+func TestCheckGoroutinesCountsOnlyItsTest(t *testing.T) {
+	t.Parallel()
+	stop := make(chan struct{})
+	defer close(stop)
+	other := make(chan struct{})
+	go func() { close(other); <-stop }()
+	<-other
+
+	r := &recorder{}
+	check := checkGoroutines(r, 100*time.Millisecond)
+	check()
+	if r.failed != "" {
+		t.Fatalf("counted another test's goroutine: %s", r.failed)
+	}
+
+	r = &recorder{}
+	check = checkGoroutines(r, 100*time.Millisecond)
+	started := make(chan struct{})
+	go func() {
+		go func() { close(started); <-stop }()
+	}()
+	<-started
+	check()
+	if !strings.Contains(r.failed, "still running after shutdown") {
+		t.Fatalf("a goroutine's goroutine that leaked was not reported: %q", r.failed)
 	}
 }
