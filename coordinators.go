@@ -129,6 +129,10 @@ type RegisterResult struct {
 type CoordinatorsResponse struct {
 	Coordinators []CoordinatorInfo   `json:"coordinators"`
 	Agents       map[string][]string `json:"agents"`
+	// ServedEver maps every agent name any registration ever listed to
+	// its client, so that an invite can tell "never served" (stores that
+	// keep claims; nil otherwise).
+	ServedEver map[string]string `json:"served_ever,omitempty"`
 }
 
 // CoordinatorStore keeps coordinator registrations. A backend implements

@@ -57,6 +57,9 @@ type ReceiptInput struct {
 	Reason      string `json:"reason,omitempty"`
 	Invocation  string `json:"invocation,omitempty"`
 	Reply       string `json:"reply,omitempty"`
+	// Fence, when set, makes the receipt one of a claim's writes, checked
+	// inside the store's write as AppendRequest.Fence is.
+	Fence *ClaimFence `json:"-"`
 }
 
 // Validate checks everything about in that does not need the store: the

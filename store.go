@@ -48,6 +48,10 @@ type AppendRequest struct {
 	// 7.3): the same key from two credentials is two keys, so no writer
 	// pre-empts another's key. Validate folds it into IdempotencyKey.
 	KeyScope string
+	// Fence, when set, makes the append one of a claim's writes: the
+	// store refuses it (ECodeFenced) inside its write unless the claim is
+	// running or done at this fence under this coordinator (ClaimFence).
+	Fence *ClaimFence
 }
 
 // MaxIdempotencyKeyLen bounds an idempotency key (the Idempotency-Key

@@ -86,6 +86,12 @@ func (s *Server) handleCoordinatorsGet(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return storeErr("list coordinators", err)
 	}
-	httpjson.Write(w, http.StatusOK, agentbridge.CoordinatorsResponse{Coordinators: list, Agents: agentbridge.AgentsServed(list)})
+	res := agentbridge.CoordinatorsResponse{Coordinators: list, Agents: agentbridge.AgentsServed(list)}
+	if cl, ok := cs.(agentbridge.ClaimStore); ok {
+		if res.ServedEver, err = cl.ServedEver(r.Context()); err != nil {
+			return storeErr("list served agents", err)
+		}
+	}
+	httpjson.Write(w, http.StatusOK, res)
 	return nil
 }

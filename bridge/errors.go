@@ -40,6 +40,8 @@ var statusByCode = map[string]int{
 	agentbridge.ECodeThreadPaused:         http.StatusConflict,
 	agentbridge.ECodeCursorAhead:          http.StatusConflict,
 	agentbridge.ECodeIdempotencyConflict:  http.StatusConflict,
+	agentbridge.ECodeFenced:               http.StatusConflict,
+	agentbridge.ECodeNotRegistered:        http.StatusConflict,
 	agentbridge.ECodeUnknownReplyTo:       http.StatusUnprocessableEntity,
 	agentbridge.ECodeHeadersTooLarge:      http.StatusRequestHeaderFieldsTooLarge,
 	agentbridge.ECodeUnsupportedMediaType: http.StatusUnsupportedMediaType,

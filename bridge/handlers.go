@@ -251,7 +251,11 @@ func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error 
 	if err := s.checkAppend(r, thread, in); err != nil {
 		return err
 	}
-	res, err := s.store.Append(r.Context(), agentbridge.AppendRequest{Thread: thread, Input: in, IdempotencyKey: key, KeyScope: keyScope(credential(r))})
+	fence, err := fenceOf(r)
+	if err != nil {
+		return err
+	}
+	res, err := s.store.Append(r.Context(), agentbridge.AppendRequest{Thread: thread, Input: in, IdempotencyKey: key, KeyScope: keyScope(credential(r)), Fence: fence})
 	if err != nil {
 		return storeErr("append", err)
 	}

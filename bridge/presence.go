@@ -247,6 +247,9 @@ func (s *Server) handlePresencePost(w http.ResponseWriter, r *http.Request) erro
 	if _, err := s.store.Thread(r.Context(), id); err != nil {
 		return storeErr("presence thread", err)
 	}
+	if err := s.checkPresenceFence(r); err != nil {
+		return err
+	}
 	pr, err := s.presence.set(id, in)
 	if err != nil {
 		return err

@@ -107,6 +107,9 @@ func (s *Server) handleReceiptPut(w http.ResponseWriter, r *http.Request) error 
 	if err := s.mayWriteReceipt(r.Context(), credential(r), in); err != nil {
 		return err
 	}
+	if in.Fence, err = fenceOf(r); err != nil {
+		return err
+	}
 	rc, changed, err := s.receipts.PutReceipt(r.Context(), in)
 	if err != nil {
 		return storeErr("put receipt", err)

@@ -92,6 +92,9 @@ type Options struct {
 	// revoked or expired more than agentbridge.TokenRetention ago (once at
 	// Open, then hourly by default); tests shorten it.
 	TokenPruneInterval time.Duration
+	// ClaimSweep is how often the server looks for claims whose holder
+	// lapsed and waiting claims past their ttl (DefaultClaimSweep).
+	ClaimSweep time.Duration
 	// TLSCert and TLSKey, both set, are PEM files of the certificate
 	// (chain) and key the listener serves HTTPS with; every answer then
 	// carries HSTS and the login cookie is Secure.
@@ -160,6 +163,8 @@ type Server struct {
 	notified chan struct{}
 	// pruned is closed when the token pruner returns (pruneTokens).
 	pruned chan struct{}
+	// swept is closed when the claim sweeper returns (sweepClaims).
+	swept  chan struct{}
 	srvErr error // Serve's unexpected error; read only after served
 }
 
@@ -187,6 +192,9 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.ClaimSweep <= 0 {
+		opts.ClaimSweep = DefaultClaimSweep
 	}
 	if opts.TokenPruneInterval <= 0 {
 		opts.TokenPruneInterval = DefaultTokenPruneInterval
@@ -275,6 +283,9 @@ func (s *Server) routes() http.Handler {
 		if s.receipts == nil && strings.Contains(rt.pattern, "/receipts") {
 			continue // the store keeps no receipts
 		}
+		if _, ok := s.store.(agentbridge.ClaimStore); !ok && strings.HasPrefix(rt.pattern, "/claims") {
+			continue // the store keeps no claims
+		}
 		if s.tokens == nil && (strings.HasPrefix(rt.pattern, "/auth/tokens") || rt.pattern == "/auth/login-links") {
 			continue // the store keeps no tokens
 		}
@@ -333,6 +344,9 @@ func (s *Server) api() []route {
 		{"GET", "/coordinators", "the registered coordinators, live or lapsed, and which live ones serve each agent", s.handleCoordinatorsGet},
 		{"PUT", "/coordinators/{id}", "register a coordinator or renew its heartbeat {instance, host, agents, version?, capacity?, status_url?, ttl_ms?}", s.handleCoordinatorPut},
 		{"DELETE", "/coordinators/{id}", "remove a coordinator's registration (?instance)", s.handleCoordinatorDelete},
+		{"POST", "/claims", "claim a run or a notice {thread, event, participant|notice, round?, coordinator, instance, client?, wait?, pending_ttl_ms?}", s.handleClaimsPost},
+		{"POST", "/claims/{id}/done", "finish a claim {coordinator, instance, fence}", s.handleClaimDone},
+		{"GET", "/claims", "claims a coordinator may take (?claimable) or of a thread (?thread)", s.handleClaimsGet},
 		{"GET", "/events", "events of all threads, long-polling (?after, ?wait, ?limit)", s.handleEventsPoll},
 		{"GET", "/events/stream", "events of all threads and presence as Server-Sent Events", s.handleGlobalStream},
 		{"POST", "/suggest", "suggest an improvement {from, title, description}", s.handleSuggestPost},
@@ -421,6 +435,11 @@ func (s *Server) Open() error {
 	s.served = make(chan struct{})
 	s.notified = make(chan struct{})
 	s.pruned = make(chan struct{})
+	s.swept = make(chan struct{})
+	go func() {
+		defer close(s.swept)
+		s.sweepClaims(s.ctx)
+	}()
 	go func() {
 		defer close(s.notified)
 		s.notifier.Run(s.ctx)
@@ -462,7 +481,7 @@ func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
 	s.threadHub.close()
 	s.mu.Lock()
-	srv, served, notified, pruned := s.srv, s.served, s.notified, s.pruned
+	srv, served, notified, pruned, swept := s.srv, s.served, s.notified, s.pruned, s.swept
 	s.mu.Unlock()
 	if srv == nil {
 		return nil
@@ -474,5 +493,6 @@ func (s *Server) Close(ctx context.Context) error {
 	<-served
 	<-notified
 	<-pruned
+	<-swept
 	return errors.Join(err, s.srvErr)
 }

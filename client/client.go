@@ -155,6 +155,10 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	for k, vs := range r.header {
 		req.Header[k] = vs
 	}
+	if v := claimHeader(ctx); v != "" && r.method != http.MethodGet {
+		// WithClaim: the bridge reads it on appends, receipts and presence.
+		req.Header.Set(agentbridge.ClaimHeader, v)
+	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}

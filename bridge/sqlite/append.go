@@ -117,6 +117,9 @@ func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, erro
 	if r.side != nil {
 		return response{isSide: true}, r.side(ctx, s.w.conn)
 	}
+	if r.claim != nil {
+		return r.claim(ctx, b)
+	}
 	if r.other != nil {
 		resp, err := r.other(ctx, s.w.conn)
 		resp.isOther = true
@@ -151,6 +154,11 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	case a.Refusal != nil:
 		s.w.replayed = agentbridge.Event{}
 		return response{err: a.Refusal}, nil
+	}
+	if req.Fence != nil {
+		if refusal, err := s.checkFence(ctx, *req.Fence); err != nil || refusal != nil {
+			return response{err: refusal}, err
+		}
 	}
 	in := a.Input
 	if in.Type == agentbridge.TypeMessage {

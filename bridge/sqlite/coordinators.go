@@ -54,6 +54,9 @@ func (s *Store) RegisterCoordinator(ctx context.Context, reg agentbridge.Registr
 			reg.Capacity, reg.StatusURL, reg.TTLMillis); err != nil {
 			return response{}, fmt.Errorf("store coordinator %s: %w", reg.ID, err)
 		}
+		if err := recordServed(ctx, conn, reg); err != nil {
+			return response{}, err
+		}
 		c, err := storecore.ScanCoordinator(conn.QueryRowContext(ctx, cSelectOne, reg.ID))
 		if err != nil {
 			return response{}, fmt.Errorf("reload coordinator %s: %w", reg.ID, err)

@@ -63,6 +63,11 @@ func (s *Store) putReceipt(ctx context.Context, b *batch, in agentbridge.Receipt
 	if err != nil {
 		return response{}, fmt.Errorf("look up receipt event: %w", err)
 	}
+	if in.Fence != nil {
+		if refusal, err := s.checkFence(ctx, *in.Fence); err != nil || refusal != nil {
+			return response{err: refusal, isReceipt: true}, err
+		}
+	}
 	old := agentbridge.Receipt{Thread: in.Thread, Event: in.Event, Participant: in.Participant}
 	err = s.w.conn.QueryRowContext(ctx, rSelectOne, in.Thread, in.Event, in.Participant).
 		Scan(&old.From, &old.State, &old.Reason, &old.Invocation, &old.Reply, &old.UpdatedAt)

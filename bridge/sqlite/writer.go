@@ -54,6 +54,9 @@ type request struct {
 	// nor a suggestion (coordinator registrations): the writer runs it in
 	// its transaction and answers with what it returns.
 	other func(ctx context.Context, conn *sql.Conn) (response, error)
+	// claim, when set, is a claim write (claims.go): it runs with the
+	// batch, so that it may append events and write receipts.
+	claim func(ctx context.Context, b *batch) (response, error)
 	reply chan response
 }
 

@@ -55,6 +55,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"PruneTokens", testPruneTokens},
 		{"QuestionAnswer", testQuestionAnswer},
 		{"Coordinators", testCoordinators},
+		{"Claims", testClaims},
+		{"WaitingClaims", testWaitingClaims},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}

@@ -1,0 +1,394 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
+)
+
+// Claims (contract 7.1, agentbridge.ClaimStore): every claim write is a
+// request to the writer goroutine, so it is decided and written in one
+// transaction, in order with the appends and receipts it fences.
+
+// Claim statements.
+const (
+	clSelect     = `SELECT ` + storecore.ClaimColumns + `, ` + nowMillis + ` FROM claims`
+	clSelectID   = clSelect + ` WHERE id = ?`
+	clSelectKey  = clSelect + ` WHERE thread = ? AND event = ? AND participant = ? AND round = ? AND notice = ?`
+	clSelectOpen = clSelect + ` WHERE state IN ('waiting', 'running') ORDER BY id`
+	clSelectTh   = clSelect + ` WHERE thread = ? ORDER BY id`
+	clInsert     = `INSERT INTO claims (thread, event, participant, round, notice, client, state, coordinator, instance, host, fence, created_ms, claimed_ms, expires_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + nowMillis + `,
+			CASE WHEN ? THEN ` + nowMillis + ` ELSE 0 END, CASE WHEN ? > 0 THEN ` + nowMillis + ` + ? ELSE 0 END)`
+	clTake = `UPDATE claims SET state = 'running', coordinator = ?, instance = ?, host = ?, fence = fence + 1,
+		claimed_ms = ` + nowMillis + ` WHERE id = ?`
+	clDone        = `UPDATE claims SET state = 'done' WHERE id = ?`
+	clExpire      = `UPDATE claims SET state = 'expired' WHERE id = ?`
+	clInterrupted = `UPDATE claims SET interrupted_fence = fence WHERE id = ?`
+	clServed      = `SELECT name, client FROM served_agents ORDER BY name`
+	clServedPut   = `INSERT INTO served_agents (name, client) VALUES (?, ?)
+		ON CONFLICT (name) DO UPDATE SET client = excluded.client`
+)
+
+var _ agentbridge.ClaimStore = (*Store)(nil)
+
+// claimOp submits fn as a writer request: it runs in the group commit's
+// transaction with the batch, so that it may append events and write
+// receipts as the writer does.
+func (s *Store) claimOp(ctx context.Context, fn func(ctx context.Context, b *batch) (response, error)) response {
+	r := s.newRequest(ctx)
+	r.claim = fn
+	return s.submit(ctx, r)
+}
+
+// loadClaim reads claim id on the writer's connection (nil: none).
+func (s *Store) loadClaim(ctx context.Context, q string, args ...any) (*storecore.ClaimRow, error) {
+	c, err := storecore.ScanClaim(s.w.conn.QueryRowContext(ctx, q, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load claim: %w", err)
+	}
+	return &c, nil
+}
+
+// writerRegistrations reads every registration on the writer's connection.
+func (s *Store) writerRegistrations(ctx context.Context) ([]agentbridge.CoordinatorInfo, error) {
+	rows, err := s.w.conn.QueryContext(ctx, cSelectAll)
+	if err != nil {
+		return nil, fmt.Errorf("list coordinators: %w", err)
+	}
+	defer rows.Close()
+	return storecore.Collect(rows, "coordinators", storecore.ScanCoordinator)
+}
+
+// Claim applies the claim rules to req's key inside the writer's
+// transaction.
+func (s *Store) Claim(ctx context.Context, req agentbridge.ClaimRequest) (_ agentbridge.ClaimResult, err error) {
+	defer s.guardWrite(time.Now(), &err)
+	if err := req.Validate(); err != nil {
+		return agentbridge.ClaimResult{}, err
+	}
+	resp := s.claimOp(ctx, func(ctx context.Context, b *batch) (response, error) {
+		return s.claim(ctx, b, req)
+	})
+	if resp.err != nil {
+		return agentbridge.ClaimResult{}, resp.err
+	}
+	return resp.value.(agentbridge.ClaimResult), nil
+}
+
+func (s *Store) claim(ctx context.Context, b *batch, req agentbridge.ClaimRequest) (response, error) {
+	refuse := func(err error) (response, error) { return response{err: err, isOther: true}, nil }
+	if _, found, err := s.headOf(ctx, b, req.Thread); err != nil {
+		return response{}, err
+	} else if !found {
+		return refuse(agentbridge.ThreadNotFound(req.Thread))
+	}
+	var hop int
+	var seq int64
+	err := s.w.st.selectReplyTo.QueryRowContext(ctx, req.Event, req.Thread).Scan(&hop, &seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return refuse(storecore.ReceiptEventNotFound(agentbridge.ReceiptInput{Thread: req.Thread, Event: req.Event}))
+	} else if err != nil {
+		return response{}, fmt.Errorf("look up claim event: %w", err)
+	}
+	regs, err := s.writerRegistrations(ctx)
+	if err != nil {
+		return response{}, err
+	}
+	me, err := storecore.CheckClaimant(req, regs)
+	if err != nil {
+		return refuse(err)
+	}
+	key := []any{req.Thread, req.Event, req.Participant, req.Round, req.Notice}
+	row, err := s.loadClaim(ctx, clSelectKey, key...)
+	if err != nil {
+		return response{}, err
+	}
+	act, granted, prev := storecore.DecideClaim(req, row, regs)
+	switch act {
+	case storecore.ClaimInsertWaiting, storecore.ClaimInsertRunning:
+		running := act == storecore.ClaimInsertRunning
+		state, holder, instance, host, fence, ttl := agentbridge.ClaimWaiting, "", "", "", int64(0), req.PendingTTLMillis
+		if running {
+			state, holder, instance, host, fence, ttl = agentbridge.ClaimRunning, me.ID, me.Instance, me.Host, 1, 0
+		}
+		if _, err := s.w.conn.ExecContext(ctx, clInsert, append(key, req.Client, state, holder, instance, host, fence, running, ttl, ttl)...); err != nil {
+			return response{}, fmt.Errorf("insert claim: %w", err)
+		}
+		if !running && req.IsRun() {
+			if _, err := s.putReceipt(ctx, b, storecore.WaitingReceipt(req)); err != nil {
+				return response{}, err
+			}
+		}
+	case storecore.ClaimTake:
+		if _, err := s.w.conn.ExecContext(ctx, clTake, me.ID, me.Instance, me.Host, row.ID); err != nil {
+			return response{}, fmt.Errorf("take claim %d: %w", row.ID, err)
+		}
+	}
+	if act != storecore.ClaimKeep {
+		if row, err = s.loadClaim(ctx, clSelectKey, key...); err != nil || row == nil {
+			return response{}, fmt.Errorf("reload claim: %w", errors.Join(err, sql.ErrNoRows))
+		}
+	}
+	return response{value: agentbridge.ClaimResult{Claim: row.Claim, Granted: granted, PreviousHost: prev}, isOther: true}, nil
+}
+
+// FinishClaim marks claim id done through the writer when coordinator
+// holds it at fence.
+func (s *Store) FinishClaim(ctx context.Context, id, fence int64, coordinator string) (_ agentbridge.Claim, err error) {
+	defer s.guardWrite(time.Now(), &err)
+	resp := s.claimOp(ctx, func(ctx context.Context, _ *batch) (response, error) {
+		row, err := s.loadClaim(ctx, clSelectID, id)
+		if err != nil {
+			return response{}, err
+		}
+		if row == nil {
+			return response{err: agentbridge.ClaimNotFound(id), isOther: true}, nil
+		}
+		if err := (agentbridge.ClaimFence{ID: id, Fence: fence, Coordinator: coordinator}).Check(row.Claim); err != nil {
+			return response{err: err, isOther: true}, nil
+		}
+		if row.State != agentbridge.ClaimDone {
+			if _, err := s.w.conn.ExecContext(ctx, clDone, id); err != nil {
+				return response{}, fmt.Errorf("finish claim %d: %w", id, err)
+			}
+			row.State = agentbridge.ClaimDone
+		}
+		return response{value: row.Claim, isOther: true}, nil
+	})
+	if resp.err != nil {
+		return agentbridge.Claim{}, resp.err
+	}
+	return resp.value.(agentbridge.Claim), nil
+}
+
+// checkFence is the fence check of a write inside the writer's
+// transaction: nil when f passes, the refusal otherwise.
+func (s *Store) checkFence(ctx context.Context, f agentbridge.ClaimFence) (refusal, err error) {
+	row, err := s.loadClaim(ctx, clSelectID, f.ID)
+	if err != nil || row == nil {
+		return agentbridge.ClaimNotFound(f.ID), err
+	}
+	return f.Check(row.Claim), nil
+}
+
+// CheckFence checks f against its claim as read from the read pool.
+func (s *Store) CheckFence(ctx context.Context, f agentbridge.ClaimFence) (err error) {
+	defer s.guard(time.Now(), &err)
+	c, err := storecore.ScanClaim(s.rdb.QueryRowContext(ctx, clSelectID, f.ID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return agentbridge.ClaimNotFound(f.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("load claim %d: %w", f.ID, err)
+	}
+	return f.Check(c.Claim)
+}
+
+// readClaims runs a claims query on the read pool.
+func (s *Store) readClaims(ctx context.Context, q string, args ...any) ([]storecore.ClaimRow, error) {
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list claims: %w", err)
+	}
+	defer rows.Close()
+	return storecore.Collect(rows, "claims", storecore.ScanClaim)
+}
+
+// Claimable lists the claims coordinator may take now, from the read pool.
+func (s *Store) Claimable(ctx context.Context, coordinator string) (_ []agentbridge.Claim, err error) {
+	defer s.guard(time.Now(), &err)
+	rows, err := s.readClaims(ctx, clSelectOpen)
+	if err != nil {
+		return nil, err
+	}
+	regs, err := s.Coordinators(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return storecore.Claimable(rows, regs, coordinator), nil
+}
+
+// Claims lists thread's claims from the read pool.
+func (s *Store) Claims(ctx context.Context, thread string) (_ []agentbridge.Claim, err error) {
+	defer s.guard(time.Now(), &err)
+	if _, err := s.Thread(ctx, thread); err != nil {
+		return nil, err
+	}
+	rows, err := s.readClaims(ctx, clSelectTh, thread)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]agentbridge.Claim, len(rows))
+	for i, r := range rows {
+		out[i] = r.Claim
+	}
+	return out, nil
+}
+
+// DueClaims lists the claims the sweeper acts on, from the read pool.
+func (s *Store) DueClaims(ctx context.Context) (_ []agentbridge.Claim, err error) {
+	defer s.guard(time.Now(), &err)
+	rows, err := s.readClaims(ctx, clSelectOpen)
+	if err != nil || len(rows) == 0 {
+		return []agentbridge.Claim{}, err
+	}
+	regs, err := s.Coordinators(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return storecore.Due(rows, regs), nil
+}
+
+// InterruptClaim writes the interrupted receipt of claim id at fence
+// through the writer, when it is still due.
+func (s *Store) InterruptClaim(ctx context.Context, id, fence int64) (_ agentbridge.Receipt, _ bool, err error) {
+	defer s.guardWrite(time.Now(), &err)
+	resp := s.claimOp(ctx, func(ctx context.Context, b *batch) (response, error) {
+		row, err := s.loadClaim(ctx, clSelectID, id)
+		if err != nil || row == nil || row.Fence != fence {
+			return response{isOther: true}, err
+		}
+		regs, err := s.writerRegistrations(ctx)
+		if err != nil || !storecore.InterruptDue(*row, regs) {
+			return response{isOther: true}, err
+		}
+		if _, err := s.w.conn.ExecContext(ctx, clInterrupted, id); err != nil {
+			return response{}, fmt.Errorf("mark claim %d interrupted: %w", id, err)
+		}
+		old, found, err := s.receiptOf(ctx, row.Claim)
+		if err != nil {
+			return response{}, err
+		}
+		in, ok := storecore.InterruptedReceipt(row.Claim, old, found)
+		if !ok {
+			return response{isOther: true}, nil
+		}
+		resp, err := s.putReceipt(ctx, b, in)
+		resp.isOther = true
+		return resp, err
+	})
+	if resp.err != nil {
+		return agentbridge.Receipt{}, false, resp.err
+	}
+	return resp.rcpt, resp.changed, nil
+}
+
+// receiptOf reads the receipt of run claim c's pair on the writer's
+// connection.
+func (s *Store) receiptOf(ctx context.Context, c agentbridge.Claim) (agentbridge.Receipt, bool, error) {
+	old := agentbridge.Receipt{Thread: c.Thread, Event: c.Event, Participant: c.Participant}
+	err := s.w.conn.QueryRowContext(ctx, rSelectOne, c.Thread, c.Event, c.Participant).
+		Scan(&old.From, &old.State, &old.Reason, &old.Invocation, &old.Reply, &old.UpdatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return old, false, nil
+	}
+	if err != nil {
+		return old, false, fmt.Errorf("load receipt: %w", err)
+	}
+	return old, true, nil
+}
+
+// ExpireClaim expires waiting claim id through the writer, when it is
+// still due: the claim, the bridge's error message and the failed receipt
+// commit together.
+func (s *Store) ExpireClaim(ctx context.Context, id int64) (_ *agentbridge.Event, _ *agentbridge.Receipt, _ bool, err error) {
+	defer s.guardWrite(time.Now(), &err)
+	resp := s.claimOp(ctx, func(ctx context.Context, b *batch) (response, error) {
+		row, err := s.loadClaim(ctx, clSelectID, id)
+		if err != nil || row == nil || !storecore.ExpireDue(*row) {
+			return response{isOther: true}, err
+		}
+		if _, err := s.w.conn.ExecContext(ctx, clExpire, id); err != nil {
+			return response{}, fmt.Errorf("expire claim %d: %w", id, err)
+		}
+		if !row.IsRun() {
+			return response{value: true, isOther: true}, nil
+		}
+		ttl, err := s.pendingTTL(ctx, id)
+		if err != nil {
+			return response{}, err
+		}
+		req := storecore.ExpiredMessage(row.Claim, ttl)
+		ctl, verr := req.Validate()
+		meta, merr := storecore.StoredMeta(&req.Input.Meta)
+		if err := errors.Join(verr, merr); err != nil {
+			return response{}, fmt.Errorf("build the expiry message of claim %d: %w", id, err)
+		}
+		resp, err := s.appendEvent(ctx, b, req, meta, ctl)
+		if err != nil {
+			return response{}, err
+		}
+		if resp.err != nil {
+			// The thread refuses the message (paused, say): the claim
+			// still expires and its receipt still fails.
+			s.log.Warn("the expiry message of a claim was refused", "claim", id, "thread", row.Thread, "err", resp.err)
+			resp = response{isOther: true}
+		}
+		rr, err := s.putReceipt(ctx, b, storecore.FailedReceipt(row.Claim, ttl))
+		if err != nil {
+			return response{}, err
+		}
+		resp.rcpt, resp.changed, resp.value = rr.rcpt, rr.changed, true
+		return resp, nil
+	})
+	if resp.err != nil || resp.value == nil {
+		return nil, nil, false, resp.err
+	}
+	var ev *agentbridge.Event
+	if resp.event.ID != "" {
+		ev = &resp.event
+	}
+	var rc *agentbridge.Receipt
+	if resp.changed {
+		rc = &resp.rcpt
+	}
+	return ev, rc, true, nil
+}
+
+// pendingTTL is how long claim id was to wait, from its stored times.
+func (s *Store) pendingTTL(ctx context.Context, id int64) (time.Duration, error) {
+	var ms int64
+	if err := s.w.conn.QueryRowContext(ctx, `SELECT expires_ms - created_ms FROM claims WHERE id = ?`, id).Scan(&ms); err != nil {
+		return 0, fmt.Errorf("load the ttl of claim %d: %w", id, err)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// ServedEver reads every agent name a registration ever listed.
+func (s *Store) ServedEver(ctx context.Context) (_ map[string]string, err error) {
+	defer s.guard(time.Now(), &err)
+	rows, err := s.rdb.QueryContext(ctx, clServed)
+	if err != nil {
+		return nil, fmt.Errorf("list served agents: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var name, client string
+		if err := rows.Scan(&name, &client); err != nil {
+			return nil, fmt.Errorf("scan served agent: %w", err)
+		}
+		out[name] = client
+	}
+	return out, rows.Err()
+}
+
+// recordServed adds reg's agents to served_agents on the writer's
+// connection, inside the registration's transaction.
+func recordServed(ctx context.Context, conn *sql.Conn, reg agentbridge.Registration) error {
+	for _, a := range reg.Agents {
+		if _, err := conn.ExecContext(ctx, clServedPut, a.Name, a.Client); err != nil {
+			return fmt.Errorf("record served agent %s: %w", a.Name, err)
+		}
+	}
+	return nil
+}
