@@ -131,13 +131,7 @@ func (c *Coordinator) partyAdvance(ctx context.Context, triggerID string) {
 	if p.Stage < partyStageDone {
 		return
 	}
-	cfg := c.cfg.Load()
-	in := agentbridge.EventInput{
-		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: r.TriggerFrom,
-		Content: mustJSON(p.Notice),
-		Meta:    agentbridge.Meta{ReplyTo: r.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", noticeParty}},
-	}
-	n := ledger.Notice{TriggerID: r.TriggerID, Kind: noticeParty, Thread: r.Thread, Post: mustJSON(in)}
+	n := c.partyNotice(r, p.Notice)
 	_, ok, err := c.db.AdvanceParty(keep, triggerID, r.Stage, ledger.PartyStageDone, nil, []ledger.Notice{n})
 	if err != nil {
 		c.log.Error("end party round", "trigger", triggerID, "err", err)
