@@ -105,7 +105,7 @@ func partyRoundOf(e agentbridge.Event) int {
 // partyAdvance moves a party trigger's round on as its thread tells
 // (PartyFromThread): once round 1 is over it queues round 2's runs of the
 // agents this coordinator serves, and once the round is done it owes the
-// closing notice, which one coordinator posts (postPartyNotice). Calling
+// closing notice, which one coordinator posts (partynotice.go). Calling
 // it early, late, twice or on several coordinators is harmless.
 func (c *Coordinator) partyAdvance(ctx context.Context, triggerID string) {
 	keep := context.WithoutCancel(ctx)
