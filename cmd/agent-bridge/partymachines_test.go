@@ -55,13 +55,20 @@ func countParty(t *testing.T, cl *client.Client, thread, trigger string) partyCo
 // one reply per agent per round, round 2 included, and one notice naming
 // both; no skipped receipt is written for either agent. In a thread whose
 // party has only alice, the server's coordinator posts nothing, and the
-// notice says alice answered.
+// notice says alice answered. A scene between alice and bob has its turns
+// run by each actor's coordinator and closes once. It runs with the
+// bridge on a SQLite file and on PostgreSQL.
 func TestPartyTwoMachines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
 	bin, fake := buildCoordBinaries(t)
-	url, person, _ := logServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
+	t.Run("sqlite", func(t *testing.T) { testPartyTwoMachines(t, bin, fake, filepath.Join(t.TempDir(), "bridge.db")) })
+	t.Run("postgres", func(t *testing.T) { testPartyTwoMachines(t, bin, fake, pg.Database(t)) })
+}
+
+func testPartyTwoMachines(t *testing.T, bin, fake, db string) {
+	url, person, _ := logServe(t, bin, db)
 	cl := client.New(url, client.WithToken(person))
 	ctx := context.Background()
 	laptop := newMachine(t, cl, url, fake, "laptop", "alice")
