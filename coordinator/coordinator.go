@@ -295,6 +295,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		defer wg.Done()
 		c.avail.run(stop)
 	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.watchParty(stop)
+	}()
 
 	err := c.recover(stop)
 	if err == nil {
@@ -576,13 +581,13 @@ func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, before *t
 		// Already processed (the global cursor was reset behind it).
 		return d, false, nil
 	}
-	var turns map[string]int
+	var facts *PartyFacts
 	if before.state.Party.On {
-		if turns, err = c.db.PartyTurns(ctx, e.Thread); err != nil {
+		if facts, err = c.partySelectionFacts(ctx, e, cfg); err != nil {
 			return d, false, err
 		}
 	}
-	d = Decide(before.state, e, cfg, turns)
+	d = Decide(before.state, e, cfg, facts)
 	decided = e.Type == agentbridge.TypeMessage || d.Rule == RuleProd || d.Rule == RuleScene || d.Rule == RuleSceneJournal
 	return d, decided, nil
 }

@@ -366,8 +366,9 @@ func (c *Coordinator) appendRetry(ctx context.Context, inv ledger.Invocation, in
 	}
 }
 
-// postNotice posts a clarification or loop-guard notice once, with its own
-// idempotency key, retrying transient failures until ctx ends.
+// postNotice posts a notice once, with its own idempotency key, retrying
+// transient failures until ctx ends: across coordinators, once its notice
+// claim is granted (partynotice.go).
 func (c *Coordinator) postNotice(ctx context.Context, n ledger.Notice) {
 	keep := context.WithoutCancel(ctx)
 	var in agentbridge.EventInput
@@ -377,11 +378,17 @@ func (c *Coordinator) postNotice(ctx context.Context, n ledger.Notice) {
 		return
 	}
 	in.Meta.Hop = nil // recorded before the bridge assigned hops (see deliver)
+	cl, settled := c.claimNotice(ctx, n)
+	if settled {
+		return
+	}
+	defer c.finishNotice(keep, cl)
+	pctx := withNoticeClaim(ctx, cl)
 	key := idempotencyKey(n.TriggerID, "notice:"+n.Kind)
 	var ev agentbridge.Event
 	err := c.retry(ctx, retrying{what: "post notice", attrs: []any{"trigger", n.TriggerID}, permanent: refusedForGood},
 		func() (err error) {
-			ev, err = c.bridge.Append(ctx, n.Thread, in, key)
+			ev, err = c.bridge.Append(pctx, n.Thread, in, key)
 			return err
 		})
 	switch {

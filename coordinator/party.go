@@ -65,10 +65,44 @@ func (s PartySelection) IDs() []string {
 	return ids
 }
 
+// PartyFacts are what a party round's selection reads besides the
+// thread's state, the same on every coordinator: the party turns counted
+// from the thread before the trigger (PartyTurns), and who another live
+// coordinator serves.
+type PartyFacts struct {
+	// Turns is how many party rounds each participant took part in.
+	Turns map[string]int
+	// Elsewhere reports whether another live coordinator serves the
+	// participant (by its invited client); nil means none does.
+	Elsewhere func(participant, client string) bool
+}
+
+// turns returns f's turn counts; nil for a nil f.
+func (f *PartyFacts) turns() map[string]int {
+	if f == nil {
+		return nil
+	}
+	return f.Turns
+}
+
+// served reports whether some coordinator serves p: this one (cfg) or,
+// by f, another live one. A selection that asked only cfg would differ
+// between coordinators serving different agents (contract 7.1).
+func (f *PartyFacts) served(st agentbridge.ThreadState, cfg *Config, p string) bool {
+	if _, ok := cfg.ResolveAgent(p, st); ok {
+		return true
+	}
+	if f == nil || f.Elsewhere == nil {
+		return false
+	}
+	inv, _ := st.Invited(p)
+	return f.Elsewhere(p, inv.Profile.Client)
+}
+
 // partyUnavailable says why p cannot take part in a party round, or "".
-func partyUnavailable(st agentbridge.ThreadState, e agentbridge.Event, cfg *Config, p string) string {
+func partyUnavailable(st agentbridge.ThreadState, e agentbridge.Event, cfg *Config, facts *PartyFacts, p string) string {
 	_, invited := st.Invited(p)
-	_, adapter := cfg.ResolveAgent(p, st)
+	adapter := facts.served(st, cfg, p)
 	switch {
 	case p == e.From:
 		return ReasonSelfMention
@@ -85,7 +119,8 @@ func partyUnavailable(st agentbridge.ThreadState, e agentbridge.Event, cfg *Conf
 // selectMentioned adds the participants the message mentions to sel, in
 // mention order (selected when they can run), and the mentions that
 // resolved to nobody with their reasons; seen collects them.
-func selectMentioned(sel *PartySelection, seen map[string]bool, st agentbridge.ThreadState, e agentbridge.Event, cfg *Config, turns map[string]int) {
+func selectMentioned(sel *PartySelection, seen map[string]bool, st agentbridge.ThreadState, e agentbridge.Event, cfg *Config, facts *PartyFacts) {
+	turns := facts.turns()
 	r := &router{state: st, e: e, cfg: cfg}
 	r.resolve(ParseMentions(e.Text(), cfg.MentionPrefix))
 	for _, p := range r.want {
@@ -94,7 +129,7 @@ func selectMentioned(sel *PartySelection, seen map[string]bool, st agentbridge.T
 		}
 		seen[p] = true
 		pick := PartyPick{Participant: p, Matched: []string{}, Turns: turns[p], Reason: PartyMentioned}
-		if why := partyUnavailable(st, e, cfg, p); why != "" {
+		if why := partyUnavailable(st, e, cfg, facts, p); why != "" {
 			pick.Reason = why
 			sel.NotSelected = append(sel.NotSelected, pick)
 			continue
@@ -111,22 +146,25 @@ func selectMentioned(sel *PartySelection, seen map[string]bool, st agentbridge.T
 
 // SelectParty chooses the agents of a party round for message e (a human's
 // message to all; st is the thread's state before it, with party mode on).
-// turns counts the party rounds each participant took part in so far in the
-// thread. Participants the message mentions come first, in mention order;
+// facts counts the party rounds each participant took part in so far in the
+// thread and says who other coordinators serve (nil: no turns, none).
+// Participants the message mentions come first, in mention order;
 // then, up to max_agents in all, the candidates (the party's agents, or
 // every invited participant) ranked by how many of the message's words
 // match their roles, nickname and expertise, ties broken by fewest turns
-// (rotation), then by id. A candidate that cannot be invoked (no adapter,
-// muted) is never selected. SelectParty is pure.
-func SelectParty(st agentbridge.ThreadState, e agentbridge.Event, cfg *Config, turns map[string]int) PartySelection {
+// (rotation), then by id. A candidate that cannot be invoked (no
+// coordinator serves it, muted) is never selected. SelectParty is pure:
+// coordinators serving different agents select the same ones.
+func SelectParty(st agentbridge.ThreadState, e agentbridge.Event, cfg *Config, facts *PartyFacts) PartySelection {
+	turns := facts.turns()
 	sel := PartySelection{
 		MaxAgents: max(st.Party.MaxAgents, 1), CrossTalk: st.Party.CrossTalk,
 		Words: partyWords(e.Text()), Selected: []PartyPick{}, NotSelected: []PartyPick{},
 	}
 	seen := map[string]bool{}
-	unavailable := func(p string) string { return partyUnavailable(st, e, cfg, p) }
+	unavailable := func(p string) string { return partyUnavailable(st, e, cfg, facts, p) }
 	if cfg.EnableMentions {
-		selectMentioned(&sel, seen, st, e, cfg, turns)
+		selectMentioned(&sel, seen, st, e, cfg, facts)
 	}
 	var ranked []PartyPick
 	for _, inv := range st.Participants.Invited {

@@ -78,7 +78,7 @@ func TestSelectParty(t *testing.T) {
 	cfg := testConfig()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sel := SelectParty(tt.state, msg("user", agentbridge.ToAll, tt.text), cfg, tt.turns)
+			sel := SelectParty(tt.state, msg("user", agentbridge.ToAll, tt.text), cfg, &PartyFacts{Turns: tt.turns})
 			var got, not []string
 			for _, p := range sel.Selected {
 				s := p.Participant + ":" + p.Reason
@@ -122,7 +122,7 @@ func FuzzSelectParty(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string, a, d, p, q int, maxAgents uint8) {
 		st := partyTeam(fmt.Sprintf(`{"party":{"on":true,"max_agents":%d}}`, int(maxAgents%16)+1), ctl("user", `{"mute":{"targets":["pm"],"mode":"soft"}}`))
 		turns := map[string]int{"arch": a, "dev": d, "pm": p, "qa": q}
-		sel := SelectParty(st, msg("user", agentbridge.ToAll, text), cfg, turns)
+		sel := SelectParty(st, msg("user", agentbridge.ToAll, text), cfg, &PartyFacts{Turns: turns})
 		seen := map[string]int{}
 		mentions := 0
 		for _, pick := range sel.Selected {
@@ -242,5 +242,22 @@ func TestNextPartyStep(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSelectPartyServedElsewhere: an agent this coordinator has no
+// adapter for is selected as if it had one when another live coordinator
+// serves it, so two coordinators serving different agents select the same
+// ones (contract 7.1).
+func TestSelectPartyServedElsewhere(t *testing.T) {
+	st := partyTeam(`{"party":{"on":true,"max_agents":2}}`)
+	msg := msg("user", agentbridge.ToAll, "databases please")
+	here := SelectParty(st, msg, testConfig(), &PartyFacts{Elsewhere: func(p, client string) bool { return p == "gem" && client == "gemini" }})
+	if got := here.IDs(); !slices.Equal(got, []string{"arch", "gem"}) {
+		t.Errorf("selected with gem served elsewhere = %q, want [arch gem]", got)
+	}
+	alone := SelectParty(st, msg, testConfig(), nil)
+	if got := alone.IDs(); slices.Contains(got, "gem") {
+		t.Errorf("selected with gem served nowhere = %q", got)
 	}
 }

@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // This file is party mode's shell: it carries out what SelectParty and
-// NextPartyStep decide. The ledger's party_rounds row and AdvanceParty make
-// each round start once and its notice be owed once, across crashes.
+// PartyFromThread decide. The thread says where a round stands; the
+// ledger's party_rounds row and AdvanceParty make this coordinator queue
+// its round-2 runs once and owe the notice once, across crashes.
 
 // noticeParty is the kind of the notice that ends a party round.
 const noticeParty = "party"
@@ -35,14 +38,25 @@ func (d Decision) partyRound() int {
 	return 0
 }
 
-// partyStart is the ledger row a party trigger starts, or nil.
+// partyStart is the ledger row a party trigger starts, or nil. Its
+// selection is every participant the round runs, here or on the
+// coordinator serving it: the selected ones this coordinator invokes or
+// skips only for want of an adapter here. A coordinator that runs nobody
+// of a round others run starts none: it owes that round nothing, so a
+// coordinator serving none of the party posts nothing in it. When nobody
+// could take part, every coordinator starts the round and one posts its
+// notice.
 func (d Decision) partyStart(e agentbridge.Event) *ledger.PartyRound {
-	if d.Rule != RuleParty || d.Party == nil {
+	if d.Rule != RuleParty || d.Party == nil || (len(d.Invoke) == 0 && len(d.Party.Selected) > 0) {
 		return nil
 	}
-	sel := make([]string, len(d.Invoke))
-	for i, t := range d.Invoke {
-		sel[i] = t.Participant
+	sel := []string{}
+	for _, p := range d.Party.IDs() {
+		here := slices.ContainsFunc(d.Invoke, func(t Target) bool { return t.Participant == p })
+		elsewhere := slices.ContainsFunc(d.Skipped, func(s Skip) bool { return s.Participant == p && s.Reason == ReasonNoAdapter })
+		if here || elsewhere {
+			sel = append(sel, p)
+		}
 	}
 	return &ledger.PartyRound{
 		TriggerID: e.ID, Thread: e.Thread, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq, TriggerFrom: e.From,
@@ -88,19 +102,11 @@ func partyRoundOf(e agentbridge.Event) int {
 	return pm.Round
 }
 
-// invocationDone reports whether an invocation has reached its end: not
-// waiting, not running, and nothing left to post.
-func invocationDone(inv ledger.Invocation) bool {
-	switch inv.Status {
-	case ledger.StatusQueued, ledger.StatusRunning, ledger.StatusInterrupted:
-		return false
-	}
-	return len(inv.PendingPost) == 0 || inv.ReplyEventID != ""
-}
-
-// partyAdvance moves a party trigger's round on once all its current
-// invocations have ended: it starts round 2 or owes the closing notice, as
-// NextPartyStep decides. Calling it early, late or twice is harmless.
+// partyAdvance moves a party trigger's round on as its thread tells
+// (PartyFromThread): once round 1 is over it queues round 2's runs of the
+// agents this coordinator serves, and once the round is done it owes the
+// closing notice, which one coordinator posts (partynotice.go). Calling
+// it early, late, twice or on several coordinators is harmless.
 func (c *Coordinator) partyAdvance(ctx context.Context, triggerID string) {
 	keep := context.WithoutCancel(ctx)
 	r, err := c.db.PartyRoundOf(keep, triggerID)
@@ -111,41 +117,21 @@ func (c *Coordinator) partyAdvance(ctx context.Context, triggerID string) {
 	if r.Stage >= ledger.PartyStageDone {
 		return
 	}
-	invs, err := c.db.PartyInvocations(keep, triggerID, r.Stage)
+	p, _, err := c.partyProgress(ctx, r)
 	if err != nil {
-		c.log.Error("read party invocations", "trigger", triggerID, "err", err)
+		c.log.Warn("cannot read the party round's thread; trying again later", "trigger", triggerID, "err", err)
 		return
 	}
-	for _, inv := range invs {
-		if !invocationDone(inv) {
+	if p.Stage >= partyStageRound2 && r.Stage == ledger.PartyStageRound1 && len(p.Reactors) > 0 {
+		if !c.startRound2(keep, r, p.Reactors) {
 			return
 		}
+		r.Stage = ledger.PartyStageRound2
 	}
-	round1, round2 := invs, []ledger.Invocation(nil)
-	if r.Stage == ledger.PartyStageRound2 {
-		round2 = invs
-		if round1, err = c.db.PartyInvocations(keep, triggerID, 1); err != nil {
-			c.log.Error("read party invocations", "trigger", triggerID, "err", err)
-			return
-		}
-	}
-	replies, err := c.partyReplies(ctx, r, slices.Concat(round1, round2))
-	if err != nil {
-		c.log.Warn("cannot read party replies; the round goes on after a restart", "trigger", triggerID, "err", err)
+	if p.Stage < partyStageDone {
 		return
 	}
-	next := NextPartyStep(r.Stage, r.CrossTalk, partyOutcomes(round1, replies), partyOutcomes(round2, replies))
-	if len(next.Round2) > 0 {
-		c.startRound2(keep, r, round1, next.Round2)
-		return
-	}
-	cfg := c.cfg.Load()
-	in := agentbridge.EventInput{
-		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: r.TriggerFrom,
-		Content: mustJSON(next.Notice),
-		Meta:    agentbridge.Meta{ReplyTo: r.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", noticeParty}},
-	}
-	n := ledger.Notice{TriggerID: r.TriggerID, Kind: noticeParty, Thread: r.Thread, Post: mustJSON(in)}
+	n := c.partyNotice(r, p.Notice)
 	_, ok, err := c.db.AdvanceParty(keep, triggerID, r.Stage, ledger.PartyStageDone, nil, []ledger.Notice{n})
 	if err != nil {
 		c.log.Error("end party round", "trigger", triggerID, "err", err)
@@ -156,12 +142,64 @@ func (c *Coordinator) partyAdvance(ctx context.Context, triggerID string) {
 	}
 }
 
-// startRound2 queues round 2 of party round r for participants, each
-// with the agent it used in round 1.
-func (c *Coordinator) startRound2(ctx context.Context, r ledger.PartyRound, round1 []ledger.Invocation, participants []string) {
+// partyProgress reads party round r from its thread: the trigger's
+// receipts first, then the events after it, so that every reply a
+// receipt names is among the events read. It returns the events too.
+func (c *Coordinator) partyProgress(ctx context.Context, r ledger.PartyRound) (PartyProgress, []agentbridge.Event, error) {
+	var receipts []agentbridge.Receipt
+	err := c.retry(ctx, retrying{what: "read party receipts", attrs: []any{"trigger", r.TriggerID}, permanent: refusedForGood},
+		func() (err error) {
+			receipts, err = c.bridge.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: r.Thread, Event: r.TriggerID})
+			return err
+		})
+	if err != nil {
+		return PartyProgress{}, nil, fmt.Errorf("read party receipts: %w", err)
+	}
+	evs, err := c.threadEvents(ctx, r.Thread, r.TriggerSeq, 0)
+	if err != nil {
+		return PartyProgress{}, nil, err
+	}
+	return PartyFromThread(r.TriggerID, r.Selected, r.CrossTalk, evs, receipts), evs, nil
+}
+
+// threadEvents reads a thread's events with seq after < seq (and ≤ until
+// when until > 0), page by page, retrying while the bridge is unreachable
+// until ctx ends.
+func (c *Coordinator) threadEvents(ctx context.Context, thread string, after, until int64) ([]agentbridge.Event, error) {
+	var all []agentbridge.Event
+	for {
+		var page []agentbridge.Event
+		err := c.retry(ctx, retrying{what: "read party events", attrs: []any{"thread", thread}, permanent: refusedForGood},
+			func() (err error) {
+				page, err = c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: thread, After: after, Until: until, Limit: agentbridge.MaxEventsLimit})
+				return err
+			})
+		if err != nil {
+			return nil, fmt.Errorf("read events of thread %s: %w", thread, err)
+		}
+		all = append(all, page...)
+		if len(page) < agentbridge.MaxEventsLimit {
+			return all, nil
+		}
+		after = page[len(page)-1].Seq
+	}
+}
+
+// startRound2 queues round 2 of party round r for the reactors this
+// coordinator serves, each with the agent it used in round 1, and moves
+// the row to round 2. It reports whether the row is at round 2 now.
+func (c *Coordinator) startRound2(ctx context.Context, r ledger.PartyRound, reactors []string) bool {
+	round1, err := c.db.PartyInvocations(ctx, r.TriggerID, 1)
+	if err != nil {
+		c.log.Error("read party invocations", "trigger", r.TriggerID, "err", err)
+		return false
+	}
 	var more []ledger.Invocation
-	for _, p := range participants {
+	for _, p := range reactors {
 		i := slices.IndexFunc(round1, func(inv ledger.Invocation) bool { return inv.Participant == p })
+		if i < 0 {
+			continue // another coordinator ran its round 1, and runs its round 2
+		}
 		more = append(more, ledger.Invocation{
 			Thread: r.Thread, TriggerID: r.TriggerID, TriggerSeq: r.TriggerSeq, TriggerGSeq: r.TriggerGSeq,
 			Participant: p, Agent: round1[i].Agent, Command: round1[i].Command, Hop: r.Hop, Round: 2,
@@ -170,71 +208,15 @@ func (c *Coordinator) startRound2(ctx context.Context, r ledger.PartyRound, roun
 	queued, ok, err := c.db.AdvanceParty(ctx, r.TriggerID, ledger.PartyStageRound1, ledger.PartyStageRound2, more, nil)
 	if err != nil {
 		c.log.Error("start party round 2", "trigger", r.TriggerID, "err", err)
-		return
+		return false
 	}
 	if ok {
-		c.log.Info("party round 2", "trigger", r.TriggerID, "agents", participants)
+		c.log.Info("party round 2", "trigger", r.TriggerID, "agents", reactors, "here", len(more))
 	}
 	for _, inv := range queued {
 		c.sched.enqueue(job{inv: inv})
 	}
-}
-
-// partyReplies reads the replies the invocations posted (by event id),
-// retrying while the bridge is unreachable until ctx ends.
-func (c *Coordinator) partyReplies(ctx context.Context, r ledger.PartyRound, invs []ledger.Invocation) (map[string]agentbridge.Event, error) {
-	out := map[string]agentbridge.Event{}
-	want := map[string]bool{}
-	for _, inv := range invs {
-		if inv.ReplyEventID != "" {
-			want[inv.ReplyEventID] = true
-		}
-	}
-	if len(want) == 0 {
-		return out, nil
-	}
-	var evs []agentbridge.Event
-	err := c.retry(ctx, retrying{what: "read party replies", attrs: []any{"trigger", r.TriggerID}, permanent: refusedForGood},
-		func() (err error) {
-			evs, err = c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: r.Thread, After: r.TriggerSeq, Limit: agentbridge.MaxEventsLimit})
-			return err
-		})
-	switch {
-	case err == nil:
-	case refusedForGood(err):
-		return nil, err
-	default:
-		return nil, fmt.Errorf("read party replies: %w", err)
-	}
-	for _, e := range evs {
-		if want[e.ID] {
-			out[e.ID] = e
-		}
-	}
-	return out, nil
-}
-
-// partyOutcomes turns a round's finished invocations into the outcomes
-// NextPartyStep reads.
-func partyOutcomes(invs []ledger.Invocation, replies map[string]agentbridge.Event) []PartyOutcome {
-	var out []PartyOutcome
-	for _, inv := range invs {
-		o := PartyOutcome{Participant: inv.Participant, Result: PartyFailed, Detail: inv.Status}
-		reply, posted := replies[inv.ReplyEventID]
-		switch {
-		case inv.Status == ledger.StatusPassed:
-			o.Result = PartyPassed
-		case inv.Status == ledger.StatusSucceeded && posted && reply.From == inv.Participant:
-			o.Result = PartyAnswered
-			if reply.Meta.HasTag("question") {
-				o.Result = PartyAsked
-			}
-		case inv.Status == ledger.StatusSucceeded:
-			o.Detail = "reply not posted"
-		}
-		out = append(out, o)
-	}
-	return out
+	return true
 }
 
 // recoverParty moves on every party round a previous run left open, once
@@ -248,4 +230,78 @@ func (c *Coordinator) recoverParty(ctx context.Context) error {
 		c.partyAdvance(ctx, r.TriggerID)
 	}
 	return nil
+}
+
+// partySelectionFacts reads what a party selection for e needs besides the
+// thread's state: the party turns counted from the thread's events before
+// e, and who the other live coordinators serve (read again now, so that
+// one that registered since the last read counts).
+func (c *Coordinator) partySelectionFacts(ctx context.Context, e agentbridge.Event, cfg *Config) (*PartyFacts, error) {
+	if cfg.HumanIDs.Has(e.From) && e.Type == agentbridge.TypeMessage && e.To == agentbridge.ToAll && !agentbridge.IsPartyExit(e.Text()) {
+		evs, err := c.threadEvents(ctx, e.Thread, 0, e.Seq-1)
+		if err != nil {
+			return nil, err
+		}
+		c.registry.refresh(ctx)
+		return &PartyFacts{Turns: PartyTurns(evs), Elsewhere: func(p, client string) bool {
+			served, _ := c.registry.servedElsewhere(p, client)
+			return served
+		}}, nil
+	}
+	return nil, nil
+}
+
+// partyFacts reads a party invocation's block and, for round 2, every
+// round-1 answer after the trigger, oldest first, from the thread: the
+// answers of agents other coordinators serve are among them.
+func (c *Coordinator) partyFacts(ctx context.Context, inv ledger.Invocation) (*adapters.PartyInfo, []agentbridge.Event, error) {
+	r, err := c.db.PartyRoundOf(ctx, inv.TriggerID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read party round: %w", err)
+	}
+	info := &adapters.PartyInfo{Round: inv.Round, Selected: r.Selected}
+	if inv.Round < 2 {
+		return info, nil, nil
+	}
+	p, evs, err := c.partyProgress(ctx, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	info.Selected = p.Reactors
+	var answers []agentbridge.Event
+	for _, e := range evs {
+		if e.Meta.ReplyTo == r.TriggerID && partyRoundOf(e) == 1 && slices.Contains(p.Reactors, e.From) {
+			answers = append(answers, e)
+		}
+	}
+	return info, answers, nil
+}
+
+// partyWatchEvery is how often the coordinator reads its open party
+// rounds' threads: a turn another coordinator runs ends there, not in
+// this coordinator's scheduler.
+const partyWatchEvery = time.Second
+
+// watchParty moves on this coordinator's open party rounds every
+// partyWatchEvery until ctx ends.
+func (c *Coordinator) watchParty(ctx context.Context) {
+	t := time.NewTicker(partyWatchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rounds, err := c.db.OpenPartyRounds(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.log.Warn("read open party rounds", "err", err)
+			}
+			continue
+		}
+		for _, r := range rounds {
+			c.partyAdvance(ctx, r.TriggerID)
+		}
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"slices"
 	"sort"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -279,41 +278,4 @@ func (c *Coordinator) readPrimer(path, builtin string) string {
 		return builtin
 	}
 	return string(b)
-}
-
-// partyFacts reads a party invocation's block and, for round 2, every
-// round-1 answer after the trigger, oldest first.
-func (c *Coordinator) partyFacts(ctx context.Context, inv ledger.Invocation) (*adapters.PartyInfo, []agentbridge.Event, error) {
-	r, err := c.db.PartyRoundOf(ctx, inv.TriggerID)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read party round: %w", err)
-	}
-	info := &adapters.PartyInfo{Round: inv.Round, Selected: r.Selected}
-	if inv.Round < 2 {
-		return info, nil, nil
-	}
-	round1, err := c.db.PartyInvocations(ctx, inv.TriggerID, 1)
-	if err != nil {
-		return nil, nil, err
-	}
-	round2, err := c.db.PartyInvocations(ctx, inv.TriggerID, 2)
-	if err != nil {
-		return nil, nil, err
-	}
-	info.Selected = make([]string, len(round2))
-	for i, x := range round2 {
-		info.Selected[i] = x.Participant
-	}
-	replies, err := c.partyReplies(ctx, r, round1)
-	if err != nil {
-		return nil, nil, err
-	}
-	var answers []agentbridge.Event
-	for _, x := range round1 {
-		if e, ok := replies[x.ReplyEventID]; ok && e.From == x.Participant {
-			answers = append(answers, e)
-		}
-	}
-	slices.SortFunc(answers, func(a, b agentbridge.Event) int { return int(a.Seq - b.Seq) })
-	return info, answers, nil
 }

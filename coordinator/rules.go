@@ -99,18 +99,18 @@ type Skip struct {
 
 // Decide applies the trigger rules to event e of a thread whose derived
 // state before e is state (the caller folds e afterwards, so a control only
-// affects later events). turns is how many party rounds each participant
-// of the thread took part in so far, which a party round's selection
-// rotates by (see SelectParty); nil outside party mode. It is pure: it
+// affects later events). party holds the facts a party round's selection
+// reads besides the state (turns, who other coordinators serve; see
+// SelectParty); nil outside party mode. It is pure: it
 // does no I/O, reads no clock and does not modify its arguments. Rate
 // limiting is not its business: the scheduler queues what is over the
 // rate.
-func Decide(state agentbridge.ThreadState, e agentbridge.Event, cfg *Config, turns map[string]int) Decision {
+func Decide(state agentbridge.ThreadState, e agentbridge.Event, cfg *Config, party *PartyFacts) Decision {
 	r := &router{
 		state: state,
 		e:     e,
 		cfg:   cfg,
-		turns: turns,
+		facts: party,
 		d: Decision{
 			EventID: e.ID,
 			Thread:  e.Thread,
@@ -170,8 +170,8 @@ type router struct {
 	// ambiguous and reserved collect what the clarification must say.
 	ambiguous []ambiguity
 	reserved  []string
-	// turns are the party turn counts (see Decide).
-	turns map[string]int
+	// facts are the party facts (see Decide).
+	facts *PartyFacts
 }
 
 type ambiguity struct {
@@ -250,7 +250,7 @@ func (r *router) mentions() bool {
 // party starts a party round: the selection decides who runs, and every
 // other candidate is recorded with its reason.
 func (r *router) party() {
-	sel := SelectParty(r.state, r.e, r.cfg, r.turns)
+	sel := SelectParty(r.state, r.e, r.cfg, r.facts)
 	r.d.Rule = RuleParty
 	r.d.Party = &sel
 	r.want = sel.IDs()

@@ -19,8 +19,11 @@ const (
 	PartyStageDone   = 3
 )
 
-// PartyRound is a party trigger's progress: who was selected and how far
-// the round has gone. The coordinator moves it on only through
+// PartyRound is a party trigger's progress as this coordinator last
+// acted on it: who was selected and how far the round has gone. The
+// thread decides the round (the coordinator reads its replies and
+// receipts); the row keeps that this coordinator queues its round-2 runs
+// and owes the notice once. The coordinator moves it on only through
 // AdvanceParty, which does so at most once per stage.
 type PartyRound struct {
 	TriggerID   string `json:"trigger_id"`
@@ -32,7 +35,8 @@ type PartyRound struct {
 	TriggerFrom string `json:"trigger_from"`
 	Hop         int    `json:"hop"`
 	CrossTalk   bool   `json:"cross_talk"`
-	// Selected are round 1's participants, in selection order.
+	// Selected are round 1's participants, in selection order, whichever
+	// coordinator serves each.
 	Selected []string `json:"selected"`
 	Stage    int      `json:"stage"`
 }
@@ -146,29 +150,6 @@ func (d *DB) PartyInvocations(ctx context.Context, triggerID string, round int) 
 		return nil, fmt.Errorf("list party invocations: %w", err)
 	}
 	return scanInvocations(rows)
-}
-
-// PartyTurns counts, per participant, the party rounds it was selected for
-// in the thread: selection's rotation favours those with fewer.
-func (d *DB) PartyTurns(ctx context.Context, thread string) (map[string]int, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT participant, count(*) FROM invocations WHERE thread = ? AND round = 1 GROUP BY participant`, thread)
-	if err != nil {
-		return nil, fmt.Errorf("count party turns: %w", err)
-	}
-	defer rows.Close()
-	turns := map[string]int{}
-	for rows.Next() {
-		var p string
-		var n int
-		if err := rows.Scan(&p, &n); err != nil {
-			return nil, fmt.Errorf("scan party turns: %w", err)
-		}
-		turns[p] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read party turns: %w", err)
-	}
-	return turns, nil
 }
 
 // AdvanceParty moves a party round from stage from to stage to, queueing
