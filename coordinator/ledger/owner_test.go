@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -104,7 +106,7 @@ func un(t *testing.T, db *ledger.DB) []ledger.Invocation {
 }
 
 // TestOwnerAdoptsRowsOfBefore: a SQLite ledger written before owners
-// existed (schema 5) belongs, after the upgrade, to the first coordinator
+// existed (the schema before the owner step) belongs, after the upgrade, to the first coordinator
 // id that opens it: its cursor, decisions, notices and unfinished runs are
 // that coordinator's, and a second id that opens it later starts afresh.
 func TestOwnerAdoptsRowsOfBefore(t *testing.T) {
@@ -114,15 +116,24 @@ func TestOwnerAdoptsRowsOfBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The schema just before the owner step, whatever its number.
+	files, err := filepath.Glob("migrations/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
 	var schema []string
-	for _, f := range []string{"0001_init", "0002_scene_journals", "0003_runs", "0004_party", "0005_sessions"} {
-		b, err := os.ReadFile("migrations/" + f + ".sql")
+	for _, f := range files {
+		if strings.HasSuffix(f, "_owner.sql") {
+			break
+		}
+		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		schema = append(schema, string(b))
 	}
-	if _, err := raw.Exec(strings.Join(schema, ";\n") + `; PRAGMA user_version = 5;
+	if _, err := raw.Exec(strings.Join(schema, ";\n") + fmt.Sprintf("; PRAGMA user_version = %d;", len(schema)) + `
 		INSERT INTO cursors (name, value) VALUES ('global', 9);
 		INSERT INTO thread_cursors (thread, seq) VALUES ('T', 4);
 		INSERT INTO decisions (event_id, thread, seq, gseq, decision, created_at) VALUES ('E', 'T', 3, 7, '{}', 'ts');
