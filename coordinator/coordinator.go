@@ -219,6 +219,9 @@ func (c *Coordinator) applyConfig(cfg Config) {
 	cfg.BridgeURL, cfg.BridgeToken, cfg.StatusAddr = old.BridgeURL, old.BridgeToken, old.StatusAddr
 	cfg.StatusAllowedHosts = old.StatusAllowedHosts
 	cfg.StartupMode = old.StartupMode
+	// The ledger's rows and the lease are the coordinator id's it started
+	// with (ledger.Open).
+	cfg.CoordinatorID = old.CoordinatorID
 	c.registry.reconfigure(&cfg)
 	c.cfg.Store(&cfg)
 	c.sched.wake()

@@ -99,7 +99,7 @@ func TestRateLimitWaits(t *testing.T) {
 		t.Fatalf("the second trigger was answered within the minute: %+v", got)
 	}
 	s.stopCoordinator()
-	db, err := ledger.Open(context.Background(), filepath.Join(s.dir, "coordinator.db"))
+	db, err := ledger.Open(context.Background(), filepath.Join(s.dir, "coordinator.db"), "bridge-coordinator")
 	if err != nil {
 		t.Fatal(err)
 	}

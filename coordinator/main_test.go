@@ -165,7 +165,7 @@ func newTokenStack(t testing.TB, token string) *stack {
 func (s *stack) startCoordinator() {
 	t := s.t
 	t.Helper()
-	db, err := ledger.Open(context.Background(), s.ledgerFile())
+	db, err := ledger.Open(context.Background(), s.ledgerFile(), "bridge-coordinator")
 	if err != nil {
 		t.Fatalf("open state: %v", err)
 	}
@@ -222,7 +222,7 @@ func (s *stack) stopCoordinator() {
 // test's edit of what a crash or a restore would have left.
 func (s *stack) withLedger(fn func(*ledger.DB) error) {
 	s.t.Helper()
-	db, err := ledger.Open(context.Background(), s.ledgerFile())
+	db, err := ledger.Open(context.Background(), s.ledgerFile(), "bridge-coordinator")
 	if err != nil {
 		s.t.Fatal(err)
 	}

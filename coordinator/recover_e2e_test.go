@@ -146,7 +146,7 @@ func TestSkipGrace(t *testing.T) {
 	s.cancel()
 	s.coord.SkipGrace()
 	s.stopCoordinator()
-	db, err := ledger.Open(context.Background(), s.dir+"/coordinator.db")
+	db, err := ledger.Open(context.Background(), s.dir+"/coordinator.db", "bridge-coordinator")
 	if err != nil {
 		t.Fatal(err)
 	}

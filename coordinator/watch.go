@@ -124,8 +124,9 @@ func (w *Watcher) Reload() {
 }
 
 // restartKeys are the config keys a running coordinator keeps: its bridge
-// client, its status listener and its start position were made from them.
-var restartKeys = []string{"bridge_url", "bridge_token", "status_addr", "status_allowed_hosts", "startup_mode"}
+// client, its status listener and its start position were made from them,
+// and its ledger rows and lease are its coordinator_id's.
+var restartKeys = []string{"bridge_url", "bridge_token", "status_addr", "status_allowed_hosts", "startup_mode", "coordinator_id"}
 
 // changedKeys names the config keys (Config's config tags) whose values
 // differ between a and b; a changed agent is named "agents.NAME".

@@ -82,10 +82,11 @@ func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, sta
 		return err
 	}
 	if pg {
-		// Several coordinators may share a PostgreSQL ledger: only the
-		// lease holder works, and one that loses the lease or cannot work
-		// with it stands by again (lease.go).
-		return runLeased(ctx, statePath, logger, func(lease *heldLease) error {
+		// Several coordinators may share a PostgreSQL ledger, each with
+		// its own rows (its coordinator_id). Of the processes with one id
+		// only the lease holder works, and one that loses the lease or
+		// cannot work with it stands by again (lease.go).
+		return runLeased(ctx, statePath, cfg.CoordinatorID, logger, func(lease *heldLease) error {
 			t := term{leased: lease}
 			err := m.coordinate(lease.ctx, cfg, statePath, logger, started, &t)
 			if t.ran && err != nil {
@@ -103,7 +104,7 @@ func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, sta
 // coordinate opens the ledger and runs one coordinator until ctx ends, as
 // the holder of t.leased when that is set (lease.go).
 func (m *Main) coordinate(ctx context.Context, cfg coordinator.Config, statePath string, logger *slog.Logger, started func(*coordinator.Coordinator), t *term) error {
-	db, err := ledger.Open(ctx, statePath)
+	db, err := ledger.Open(ctx, statePath, cfg.CoordinatorID)
 	if err != nil {
 		return err
 	}

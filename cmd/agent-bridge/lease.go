@@ -18,7 +18,10 @@ import (
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
-// heldLease is this coordinator's lease on a shared PostgreSQL ledger.
+// heldLease is this coordinator's lease on a shared PostgreSQL ledger:
+// one per coordinator id (ledger.AcquireLease), so that coordinators with
+// different ids work side by side and a second process with the same id
+// stands by.
 type heldLease struct {
 	// ctx ends when the lease is lost or the coordinator's context ends.
 	ctx    context.Context
@@ -30,11 +33,11 @@ type heldLease struct {
 	onLost func() // set by the work once it runs (onLoss)
 }
 
-// holdLease waits, as a standby, until this coordinator holds the lease on
-// the PostgreSQL ledger at url. It returns nil, nil when ctx ended while
-// standing by.
-func holdLease(ctx context.Context, url string, logger *slog.Logger) (*heldLease, error) {
-	lease, err := ledger.AcquireLease(ctx, url, logger)
+// holdLease waits, as a standby, until this process holds coordinator
+// id's lease on the PostgreSQL ledger at url. It returns nil, nil when ctx
+// ended while standing by.
+func holdLease(ctx context.Context, url, id string, logger *slog.Logger) (*heldLease, error) {
+	lease, err := ledger.AcquireLease(ctx, url, id, logger)
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return nil, nil
 	}
@@ -48,7 +51,7 @@ func holdLease(ctx context.Context, url string, logger *slog.Logger) (*heldLease
 		select {
 		case <-lease.Lost():
 			h.lost.Store(true)
-			logger.Warn("lost the coordinator lease (the state database connection ended); stopping work and standing by again")
+			logger.Warn("lost the coordinator lease (another process of this coordinator id took it, or the state database stayed unreachable); stopping work and standing by again")
 			h.mu.Lock()
 			onLost := h.onLost
 			h.mu.Unlock()
@@ -89,11 +92,13 @@ const (
 	leaseRetryMax = 5 * time.Second
 )
 
-// runLeased runs work for as long as this coordinator holds the lease on
-// the PostgreSQL ledger at url, and stands by again whenever a term ends
-// in a fault: a coordinator never dies of the lease (contract 6.3). A
-// term ends when the lease is lost (a database restart ends its session),
-// or when work fails while ctx lasts: the status address held past
+// runLeased runs work for as long as this process holds coordinator id's
+// lease on the PostgreSQL ledger at url, and stands by again whenever a
+// term ends in a fault: a coordinator never dies of the lease (contract
+// 6.3). A database restart ends the lock's session but not the term: the
+// holder takes its lock again and works on (ledger.LeaseRetake). A term
+// ends when the lease is lost (another process of the same id took it,
+// or the database stayed unreachable), or when work fails while ctx lasts: the status address held past
 // statusAddrWait (term.newCoordinator waits that long for a previous
 // holder to let it go), or a ledger the restarting database does not
 // answer yet. Each fault is logged with its reason, once per term, and
@@ -101,11 +106,11 @@ const (
 // runLeased returns nil when ctx ends, and work's error only when work
 // failed before its first term ever ran and the failure is not one of
 // those (a configuration that can never work).
-func runLeased(ctx context.Context, url string, logger *slog.Logger, work func(*heldLease) error) error {
+func runLeased(ctx context.Context, url, id string, logger *slog.Logger, work func(*heldLease) error) error {
 	delay := leaseRetryMin
 	worked := false
 	for {
-		lease, err := holdLease(ctx, url, logger)
+		lease, err := holdLease(ctx, url, id, logger)
 		if err != nil || lease == nil {
 			return err // nil: ctx ended while standing by
 		}

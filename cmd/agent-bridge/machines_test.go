@@ -23,7 +23,10 @@ type machine struct {
 	t                  *testing.T
 	id, dir, cfgPath   string
 	statusURL, fakeDir string
-	proc               *coordProc
+	// state is the --state ledger: the machine's own SQLite file unless
+	// set (a PostgreSQL ledger several machines share).
+	state string
+	proc  *coordProc
 }
 
 // newMachine writes the config of coordinator id, host id, serving agents
@@ -62,7 +65,11 @@ func newMachine(t *testing.T, person *client.Client, bridgeURL, fake, id string,
 // follows the log.
 func (m *machine) start(bin string) {
 	m.t.Helper()
-	cmd := exec.Command(bin, "coordinator", "--config", m.cfgPath, "--state", filepath.Join(m.dir, "state", "coordinator.db"))
+	state := m.state
+	if state == "" {
+		state = filepath.Join(m.dir, "state", "coordinator.db")
+	}
+	cmd := exec.Command(bin, "coordinator", "--config", m.cfgPath, "--state", state)
 	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(m.dir, "home"), "FAKE_ADAPTER_DIR="+m.fakeDir, "BRIDGE_TOKEN=", "BRIDGE_URL=")
 	p := &coordProc{cmd: cmd, stderr: &testutil.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.stderr

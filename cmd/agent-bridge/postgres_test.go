@@ -78,7 +78,7 @@ func TestDoctorPostgres(t *testing.T) {
 		t.Errorf("migrated database: %+v, want ok with the server version", r)
 	}
 	dsn := pg.Database(t)
-	db, err := ledger.Open(ctx, dsn)
+	db, err := ledger.Open(ctx, dsn, "bridge-coordinator")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ type ParticipantUsage struct {
 // ordered by participant.
 func (d *DB) UsageSince(ctx context.Context, since string) ([]ParticipantUsage, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT participant, count(*), sum(input_tokens), sum(output_tokens), sum(cost_usd)
-		FROM invocations WHERE queued_at >= ? GROUP BY participant ORDER BY participant`, since)
+		FROM invocations WHERE owner = ? AND queued_at >= ? GROUP BY participant ORDER BY participant`, d.db.owner, since)
 	if err != nil {
 		return nil, fmt.Errorf("sum usage: %w", err)
 	}

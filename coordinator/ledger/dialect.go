@@ -21,12 +21,16 @@ func IsPostgresURL(s string) bool {
 type conn struct {
 	*sql.DB
 	pg bool
+	// owner is the coordinator id whose rows this connection reads and
+	// writes (see DB).
+	owner string
 }
 
 // txn is a transaction of a conn, rebinding like it.
 type txn struct {
 	*sql.Tx
-	pg bool
+	pg    bool
+	owner string
 }
 
 func (c *conn) q(query string) string {
@@ -62,7 +66,7 @@ func (c *conn) BeginTx(ctx context.Context, opts *sql.TxOptions) (*txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &txn{Tx: t, pg: c.pg}, nil
+	return &txn{Tx: t, pg: c.pg, owner: c.owner}, nil
 }
 
 func (t *txn) q(query string) string {

@@ -53,16 +53,16 @@ func insertInvocations(ctx context.Context, tx *txn, invs []Invocation, now stri
 		// RETURNING rather than LastInsertId, which PostgreSQL lacks; no
 		// row comes back when the pair was queued before.
 		err = tx.QueryRowContext(ctx, `INSERT INTO invocations
-			(thread, trigger_id, trigger_seq, trigger_gseq, participant, agent, command, hop, status, queued_at, round)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trigger_id, participant, round) DO NOTHING RETURNING id`,
-			inv.Thread, inv.TriggerID, inv.TriggerSeq, inv.TriggerGSeq, inv.Participant, inv.Agent, string(cmd), inv.Hop, StatusQueued, now, inv.Round).Scan(&inv.ID)
+			(owner, thread, trigger_id, trigger_seq, trigger_gseq, participant, agent, command, hop, status, queued_at, round)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trigger_id, participant, round) DO NOTHING RETURNING id`,
+			tx.owner, inv.Thread, inv.TriggerID, inv.TriggerSeq, inv.TriggerGSeq, inv.Participant, inv.Agent, string(cmd), inv.Hop, StatusQueued, now, inv.Round).Scan(&inv.ID)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("queue invocation: %w", err)
 		}
-		inv.Status, inv.QueuedAt = StatusQueued, now
+		inv.Status, inv.QueuedAt, inv.Owner = StatusQueued, now, tx.owner
 		queued = append(queued, inv)
 	}
 	return queued, nil
@@ -70,8 +70,8 @@ func insertInvocations(ctx context.Context, tx *txn, invs []Invocation, now stri
 
 func insertNotices(ctx context.Context, tx *txn, notices []Notice) error {
 	for _, n := range notices {
-		_, err := tx.ExecContext(ctx, `INSERT INTO notices (trigger_id, kind, thread, post) VALUES (?, ?, ?, ?)
-			ON CONFLICT (trigger_id, kind) DO NOTHING`, n.TriggerID, n.Kind, n.Thread, string(n.Post))
+		_, err := tx.ExecContext(ctx, `INSERT INTO notices (owner, trigger_id, kind, thread, post) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (owner, trigger_id, kind) DO NOTHING`, tx.owner, n.TriggerID, n.Kind, n.Thread, string(n.Post))
 		if err != nil {
 			return fmt.Errorf("record notice: %w", err)
 		}
@@ -85,9 +85,9 @@ func insertPartyRound(ctx context.Context, tx *txn, r PartyRound, now string) er
 		return fmt.Errorf("encode party selection: %w", err)
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO party_rounds
-		(trigger_id, thread, trigger_seq, trigger_gseq, trigger_from, hop, cross_talk, selected, stage, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trigger_id) DO NOTHING`,
-		r.TriggerID, r.Thread, r.TriggerSeq, r.TriggerGSeq, r.TriggerFrom, r.Hop, r.CrossTalk, string(sel), PartyStageRound1, now)
+		(owner, trigger_id, thread, trigger_seq, trigger_gseq, trigger_from, hop, cross_talk, selected, stage, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, trigger_id) DO NOTHING`,
+		tx.owner, r.TriggerID, r.Thread, r.TriggerSeq, r.TriggerGSeq, r.TriggerFrom, r.Hop, r.CrossTalk, string(sel), PartyStageRound1, now)
 	if err != nil {
 		return fmt.Errorf("record party round: %w", err)
 	}
@@ -110,7 +110,7 @@ func scanPartyRound(row interface{ Scan(...any) error }) (PartyRound, error) {
 
 // PartyRoundOf returns a party trigger's round, or ErrNotFound.
 func (d *DB) PartyRoundOf(ctx context.Context, triggerID string) (PartyRound, error) {
-	r, err := scanPartyRound(d.db.QueryRowContext(ctx, `SELECT `+partyRoundColumns+` FROM party_rounds WHERE trigger_id = ?`, triggerID))
+	r, err := scanPartyRound(d.db.QueryRowContext(ctx, `SELECT `+partyRoundColumns+` FROM party_rounds WHERE owner = ? AND trigger_id = ?`, d.db.owner, triggerID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return PartyRound{}, ErrNotFound
 	}
@@ -123,7 +123,7 @@ func (d *DB) PartyRoundOf(ctx context.Context, triggerID string) (PartyRound, er
 // OpenPartyRounds returns the party rounds that are not done, oldest
 // first, for recovery.
 func (d *DB) OpenPartyRounds(ctx context.Context) ([]PartyRound, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT `+partyRoundColumns+` FROM party_rounds WHERE stage < ? ORDER BY trigger_gseq`, PartyStageDone)
+	rows, err := d.db.QueryContext(ctx, `SELECT `+partyRoundColumns+` FROM party_rounds WHERE owner = ? AND stage < ? ORDER BY trigger_gseq`, d.db.owner, PartyStageDone)
 	if err != nil {
 		return nil, fmt.Errorf("list open party rounds: %w", err)
 	}
@@ -145,7 +145,7 @@ func (d *DB) OpenPartyRounds(ctx context.Context) ([]PartyRound, error) {
 // PartyInvocations returns a trigger's invocations of one party round, in
 // queueing order.
 func (d *DB) PartyInvocations(ctx context.Context, triggerID string, round int) ([]Invocation, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT `+invocationColumns+` FROM invocations WHERE trigger_id = ? AND round = ? ORDER BY id`, triggerID, round)
+	rows, err := d.db.QueryContext(ctx, `SELECT `+invocationColumns+` FROM invocations WHERE owner = ? AND trigger_id = ? AND round = ? ORDER BY id`, d.db.owner, triggerID, round)
 	if err != nil {
 		return nil, fmt.Errorf("list party invocations: %w", err)
 	}
@@ -164,7 +164,7 @@ func (d *DB) AdvanceParty(ctx context.Context, triggerID string, from, to int, i
 		return nil, false, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `UPDATE party_rounds SET stage = ? WHERE trigger_id = ? AND stage = ?`, to, triggerID, from)
+	res, err := tx.ExecContext(ctx, `UPDATE party_rounds SET stage = ? WHERE owner = ? AND trigger_id = ? AND stage = ?`, to, tx.owner, triggerID, from)
 	if err != nil {
 		return nil, false, fmt.Errorf("advance party round %s: %w", triggerID, err)
 	}

@@ -101,7 +101,7 @@ func TestPartyMigrationKeepsInvocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw.Close()
-	db, err := ledger.Open(context.Background(), path)
+	db, err := ledger.Open(context.Background(), path, "bridge-coordinator")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,8 @@ type DecisionRow struct {
 // receipt reporter starting up begins (0 for an empty ledger).
 func (d *DB) ReceiptHeads(ctx context.Context) (lastInvocation, lastDecision int64, err error) {
 	var inv, dec sql.NullInt64
-	if err := d.db.QueryRowContext(ctx, `SELECT (SELECT max(id) FROM invocations), (SELECT max(rowid) FROM decisions)`).Scan(&inv, &dec); err != nil {
+	if err := d.db.QueryRowContext(ctx, `SELECT (SELECT max(id) FROM invocations WHERE owner = ?), (SELECT max(rowid) FROM decisions WHERE owner = ?)`,
+		d.db.owner, d.db.owner).Scan(&inv, &dec); err != nil {
 		return 0, 0, fmt.Errorf("read receipt heads: %w", err)
 	}
 	return inv.Int64, dec.Int64, nil
@@ -52,16 +53,16 @@ func (d *DB) PairStates(ctx context.Context, after int64, ids []int64, limit int
 	q := `SELECT i.id, i.thread, i.trigger_id, i.participant, i.status,
 			CASE WHEN i.reply_event_id != '' THEN i.reply_event_id ELSE coalesce(n.posted_event_id, '') END,
 			i.pending_post != '' OR (n.trigger_id IS NOT NULL AND n.posted_event_id = '')
-		FROM invocations i LEFT JOIN notices n ON n.trigger_id = i.trigger_id AND n.kind = 'cancelled:' || i.participant
-		WHERE i.id IN (SELECT id FROM invocations WHERE id > ? ORDER BY id LIMIT ?)`
-	args := []any{after, limit}
+		FROM invocations i LEFT JOIN notices n ON n.owner = i.owner AND n.trigger_id = i.trigger_id AND n.kind = 'cancelled:' || i.participant
+		WHERE i.owner = ? AND (i.id IN (SELECT id FROM invocations WHERE owner = ? AND id > ? ORDER BY id LIMIT ?)`
+	args := []any{d.db.owner, d.db.owner, after, limit}
 	if len(ids) > 0 {
 		q += ` OR i.id IN (?` + strings.Repeat(`, ?`, len(ids)-1) + `)`
 		for _, id := range ids {
 			args = append(args, id)
 		}
 	}
-	rows, err := d.db.QueryContext(ctx, q+` ORDER BY i.id`, args...)
+	rows, err := d.db.QueryContext(ctx, q+`) ORDER BY i.id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read invocation states: %w", err)
 	}
@@ -84,7 +85,7 @@ func (d *DB) PairStates(ctx context.Context, after int64, ids []int64, limit int
 // order they were recorded.
 func (d *DB) DecisionsAfter(ctx context.Context, row int64, limit int) ([]DecisionRow, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT rowid, event_id, thread, decision FROM decisions
-		WHERE rowid > ? ORDER BY rowid LIMIT ?`, row, limit)
+		WHERE owner = ? AND rowid > ? ORDER BY rowid LIMIT ?`, d.db.owner, row, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read decisions: %w", err)
 	}

@@ -193,7 +193,7 @@ func (d *DB) Cancel(ctx context.Context, id int64, reason string, notice Notice)
 	}
 	defer tx.Rollback()
 	var prev string
-	err = tx.QueryRowContext(ctx, `SELECT status FROM invocations WHERE id = ?`, id).Scan(&prev)
+	err = tx.QueryRowContext(ctx, `SELECT status FROM invocations WHERE id = ? AND owner = ?`, id, tx.owner).Scan(&prev)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", ErrNotFound
 	}
@@ -210,8 +210,8 @@ func (d *DB) Cancel(ctx context.Context, id int64, reason string, notice Notice)
 		return prev, ErrNotRunning
 	}
 	if prev == StatusRunning && len(notice.Post) > 0 {
-		_, err := tx.ExecContext(ctx, `INSERT INTO notices (trigger_id, kind, thread, post) VALUES (?, ?, ?, ?)
-			ON CONFLICT (trigger_id, kind) DO NOTHING`, notice.TriggerID, notice.Kind, notice.Thread, string(notice.Post))
+		_, err := tx.ExecContext(ctx, `INSERT INTO notices (owner, trigger_id, kind, thread, post) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (owner, trigger_id, kind) DO NOTHING`, tx.owner, notice.TriggerID, notice.Kind, notice.Thread, string(notice.Post))
 		if err != nil {
 			return "", fmt.Errorf("record cancel notice: %w", err)
 		}
@@ -222,12 +222,13 @@ func (d *DB) Cancel(ctx context.Context, id int64, reason string, notice Notice)
 	return prev, nil
 }
 
-// Active returns the queued, running and interrupted invocations of a
-// participant in a thread, oldest first: what a cancel control stops.
+// Active returns this coordinator's queued, running and interrupted
+// invocations of a participant in a thread, oldest first: what a cancel
+// control stops here.
 func (d *DB) Active(ctx context.Context, thread, participant string) ([]Invocation, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT `+invocationColumns+` FROM invocations
-		WHERE thread = ? AND participant = ? AND status IN (?, ?, ?) AND pending_post = '' AND reply_event_id = '' ORDER BY id`,
-		thread, participant, StatusQueued, StatusRunning, StatusInterrupted)
+		WHERE owner = ? AND thread = ? AND participant = ? AND status IN (?, ?, ?) AND pending_post = '' AND reply_event_id = '' ORDER BY id`,
+		d.db.owner, thread, participant, StatusQueued, StatusRunning, StatusInterrupted)
 	if err != nil {
 		return nil, fmt.Errorf("list active invocations: %w", err)
 	}

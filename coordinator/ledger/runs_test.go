@@ -158,7 +158,7 @@ func TestFinishBeforeCancelWins(t *testing.T) {
 // BenchmarkAddProgressFlush measures one flush of a flooding run: 500
 // records stored and as many old ones trimmed, in one transaction.
 func BenchmarkAddProgressFlush(b *testing.B) {
-	db, err := ledger.Open(context.Background(), b.TempDir()+"/coordinator.db")
+	db, err := ledger.Open(context.Background(), b.TempDir()+"/coordinator.db", "bridge-coordinator")
 	if err != nil {
 		b.Fatal(err)
 	}

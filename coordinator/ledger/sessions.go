@@ -29,7 +29,7 @@ type Session struct {
 func (d *DB) Session(ctx context.Context, thread, participant, client string) (Session, error) {
 	s := Session{Thread: thread, Participant: participant, Client: client}
 	err := d.db.QueryRowContext(ctx, `SELECT session_id, turns, trigger_seq, updated_at FROM sessions
-		WHERE thread = ? AND participant = ? AND client = ?`, thread, participant, client).
+		WHERE owner = ? AND thread = ? AND participant = ? AND client = ?`, d.db.owner, thread, participant, client).
 		Scan(&s.ID, &s.Turns, &s.TriggerSeq, &s.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, nil
@@ -59,12 +59,12 @@ func (d *DB) RecordSession(ctx context.Context, thread, participant, client, id 
 	if triggerSeq <= reset {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (thread, participant, client, session_id, turns, trigger_seq, updated_at)
-		VALUES (?, ?, ?, ?, 1, ?, ?)
-		ON CONFLICT (thread, participant, client) DO UPDATE SET
+	if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (owner, thread, participant, client, session_id, turns, trigger_seq, updated_at)
+		VALUES (?, ?, ?, ?, ?, 1, ?, ?)
+		ON CONFLICT (owner, thread, participant, client) DO UPDATE SET
 			turns = CASE WHEN sessions.session_id = excluded.session_id THEN sessions.turns + 1 ELSE 1 END,
 			session_id = excluded.session_id, trigger_seq = excluded.trigger_seq, updated_at = excluded.updated_at`,
-		thread, participant, client, id, triggerSeq, agentbridge.FormatTime(now)); err != nil {
+		tx.owner, thread, participant, client, id, triggerSeq, agentbridge.FormatTime(now)); err != nil {
 		return fmt.Errorf("record session of %s in %s: %w", participant, thread, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -87,8 +87,8 @@ func (d *DB) ResetSessions(ctx context.Context, thread, participant string, seq 
 			seq = CASE WHEN session_resets.seq > excluded.seq THEN session_resets.seq ELSE excluded.seq END`, thread, participant, seq); err != nil {
 		return fmt.Errorf("record session reset of %s in %s: %w", participant, thread, err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE thread = ? AND participant = ? AND trigger_seq < ?`,
-		thread, participant, seq); err != nil {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE owner = ? AND thread = ? AND participant = ? AND trigger_seq < ?`,
+		tx.owner, thread, participant, seq); err != nil {
 		return fmt.Errorf("forget sessions of %s in %s: %w", participant, thread, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -100,10 +100,10 @@ func (d *DB) ResetSessions(ctx context.Context, thread, participant string, seq 
 // Sessions lists the kept sessions, of one thread when thread is not
 // empty, most recently used first.
 func (d *DB) Sessions(ctx context.Context, thread string) ([]Session, error) {
-	q := `SELECT thread, participant, client, session_id, turns, trigger_seq, updated_at FROM sessions`
-	var args []any
+	q := `SELECT thread, participant, client, session_id, turns, trigger_seq, updated_at FROM sessions WHERE owner = ?`
+	args := []any{d.db.owner}
 	if thread != "" {
-		q += ` WHERE thread = ?`
+		q += ` AND thread = ?`
 		args = append(args, thread)
 	}
 	q += ` ORDER BY updated_at DESC, thread, participant, client`

@@ -11,7 +11,7 @@ import (
 func TestSessions(t *testing.T) {
 	ctx := context.Background()
 	path := ledgerPath(t)
-	db, err := ledger.Open(ctx, path)
+	db, err := ledger.Open(ctx, path, "bridge-coordinator")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestSessions(t *testing.T) {
 	}
 	// Kept across a reopen.
 	must(db.Close())
-	db, err = ledger.Open(ctx, path)
+	db, err = ledger.Open(ctx, path, "bridge-coordinator")
 	must(err)
 	defer db.Close()
 	if s := get("alice", "claude"); s.ID != "s3" {
@@ -93,7 +93,7 @@ func TestSessions(t *testing.T) {
 
 func TestLastReply(t *testing.T) {
 	ctx := context.Background()
-	db, err := ledger.Open(ctx, ledgerPath(t))
+	db, err := ledger.Open(ctx, ledgerPath(t), "bridge-coordinator")
 	if err != nil {
 		t.Fatal(err)
 	}

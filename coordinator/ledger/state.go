@@ -65,29 +65,49 @@ func ValidStatus(s string) bool {
 // ErrNotFound is returned when a decision or invocation does not exist.
 var ErrNotFound = errors.New("not found")
 
-// DB is the ledger. It is safe for concurrent use.
+// DB is the ledger as one coordinator sees it: its own rows of the
+// tables keyed by coordinator id. It is safe for concurrent use.
 type DB struct {
 	db *conn
 }
 
 // Open opens (creating if needed) the ledger at path and migrates it: a
 // SQLite file, or a PostgreSQL database when path is a postgres:// URL.
-func Open(ctx context.Context, path string) (*DB, error) {
+// owner is the coordinator id (the config's coordinator_id) the DB works
+// as: several coordinators may share one PostgreSQL ledger, each keeping
+// its own cursors, decisions, notices, party rounds and sessions, and
+// owning the invocations it queued. Rows written before owners existed
+// (an empty owner) are adopted by the first coordinator that opens the ledger.
+func Open(ctx context.Context, path, owner string) (*DB, error) {
+	if owner == "" {
+		return nil, errors.New("open state db: no coordinator id to own its rows")
+	}
+	var d *DB
 	if IsPostgresURL(path) {
-		return openPostgres(ctx, path)
+		db, err := openPostgres(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		d = &DB{db: &conn{DB: db, pg: true, owner: owner}}
+	} else {
+		db, err := sqlitex.Open(path, sqlitex.Options{MaxOpen: 1})
+		if err != nil {
+			return nil, fmt.Errorf("open state db: %w", err)
+		}
+		if err := sqlitex.Migrate(ctx, db, migrations, "migrations"); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("migrate state db: %w", err)
+		}
+		d = &DB{db: &conn{DB: db, owner: owner}}
 	}
-	db, err := sqlitex.Open(path, sqlitex.Options{MaxOpen: 1})
-	if err != nil {
-		return nil, fmt.Errorf("open state db: %w", err)
+	if err := d.adopt(ctx); err != nil {
+		d.Close()
+		return nil, err
 	}
-	if err := sqlitex.Migrate(ctx, db, migrations, "migrations"); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("migrate state db: %w", err)
-	}
-	return &DB{db: &conn{DB: db}}, nil
+	return d, nil
 }
 
-func openPostgres(ctx context.Context, url string) (*DB, error) {
+func openPostgres(ctx context.Context, url string) (*sql.DB, error) {
 	db, err := sql.Open("pgx", url)
 	if err != nil {
 		return nil, fmt.Errorf("open state db: %w", err)
@@ -97,8 +117,35 @@ func openPostgres(ctx context.Context, url string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("migrate state db: %w", err)
 	}
-	return &DB{db: &conn{DB: db, pg: true}}, nil
+	return db, nil
 }
+
+// ownedTables are the tables whose rows belong to one coordinator.
+var ownedTables = []string{"cursors", "thread_cursors", "decisions", "notices", "party_rounds", "sessions", "invocations"}
+
+// adopt gives the rows no coordinator owns (those of a ledger written
+// before owners existed) to this DB's owner, in one transaction: on a
+// shared ledger the first coordinator to start after the upgrade takes
+// them, as the single lease holder it replaces worked them.
+func (d *DB) adopt(ctx context.Context) error {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("adopt the ledger's rows: %w", err)
+	}
+	defer tx.Rollback()
+	for _, t := range ownedTables {
+		if _, err := tx.ExecContext(ctx, `UPDATE `+t+` SET owner = ? WHERE owner = ''`, d.db.owner); err != nil {
+			return fmt.Errorf("adopt the ledger's rows of %s: %w", t, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("adopt the ledger's rows: commit: %w", err)
+	}
+	return nil
+}
+
+// Owner returns the coordinator id the DB works as.
+func (d *DB) Owner() string { return d.db.owner }
 
 // SchemaVersions returns the ledger schema version of the PostgreSQL
 // database db and the one this binary brings it to, for doctor.
@@ -172,6 +219,9 @@ type Invocation struct {
 	// Round is the party round (1 or 2) the invocation belongs to; 0
 	// outside party mode. The pair is unique per round.
 	Round int `json:"round,omitempty"`
+	// Owner is the coordinator id that queued the pair and runs it: on a
+	// ledger several coordinators share, the first to queue a pair owns it.
+	Owner string `json:"owner,omitempty"`
 }
 
 // DecisionRecord is the recorded routing decision for one event, as JSON so that
@@ -253,8 +303,8 @@ func (d *DB) CommitSteps(ctx context.Context, steps []Step) (queued [][]Invocati
 		// Forward only: a step replayed behind the cursor (the follow
 		// loop hands again what a broken connection left) must not move
 		// it back; SetCursor is what moves it back, on purpose.
-		_, err := tx.ExecContext(ctx, `INSERT INTO cursors (name, value) VALUES (?, ?)
-			ON CONFLICT (name) DO UPDATE SET value = CASE WHEN excluded.value > cursors.value THEN excluded.value ELSE cursors.value END`, cursorGlobal, gseq)
+		_, err := tx.ExecContext(ctx, `INSERT INTO cursors (owner, name, value) VALUES (?, ?, ?)
+			ON CONFLICT (owner, name) DO UPDATE SET value = CASE WHEN excluded.value > cursors.value THEN excluded.value ELSE cursors.value END`, tx.owner, cursorGlobal, gseq)
 		if err != nil {
 			return nil, fmt.Errorf("advance cursor: %w", err)
 		}
@@ -268,9 +318,9 @@ func (d *DB) CommitSteps(ctx context.Context, steps []Step) (queued [][]Invocati
 // commitStep writes one step but the global cursor.
 func commitStep(ctx context.Context, tx *txn, s Step, now string) ([]Invocation, error) {
 	if s.Decision != nil {
-		_, err := tx.ExecContext(ctx, `INSERT INTO decisions (event_id, thread, seq, gseq, decision, created_at)
-			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`,
-			s.Decision.EventID, s.Decision.Thread, s.Decision.Seq, s.Decision.GSeq, string(s.Decision.Decision), now)
+		_, err := tx.ExecContext(ctx, `INSERT INTO decisions (owner, event_id, thread, seq, gseq, decision, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, event_id) DO NOTHING`,
+			tx.owner, s.Decision.EventID, s.Decision.Thread, s.Decision.Seq, s.Decision.GSeq, string(s.Decision.Decision), now)
 		if err != nil {
 			return nil, fmt.Errorf("record decision: %w", err)
 		}
@@ -288,8 +338,8 @@ func commitStep(ctx context.Context, tx *txn, s Step, now string) ([]Invocation,
 		}
 	}
 	if s.Thread != "" {
-		_, err := tx.ExecContext(ctx, `INSERT INTO thread_cursors (thread, seq) VALUES (?, ?)
-			ON CONFLICT (thread) DO UPDATE SET seq = CASE WHEN excluded.seq > thread_cursors.seq THEN excluded.seq ELSE thread_cursors.seq END`, s.Thread, s.Seq)
+		_, err := tx.ExecContext(ctx, `INSERT INTO thread_cursors (owner, thread, seq) VALUES (?, ?, ?)
+			ON CONFLICT (owner, thread) DO UPDATE SET seq = CASE WHEN excluded.seq > thread_cursors.seq THEN excluded.seq ELSE thread_cursors.seq END`, tx.owner, s.Thread, s.Seq)
 		if err != nil {
 			return nil, fmt.Errorf("advance thread cursor: %w", err)
 		}
@@ -301,9 +351,9 @@ type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-func setCursor(ctx context.Context, db execer, gseq int64) error {
-	_, err := db.ExecContext(ctx, `INSERT INTO cursors (name, value) VALUES (?, ?)
-		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, cursorGlobal, gseq)
+func setCursor(ctx context.Context, db execer, owner string, gseq int64) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO cursors (owner, name, value) VALUES (?, ?, ?)
+		ON CONFLICT (owner, name) DO UPDATE SET value = excluded.value`, owner, cursorGlobal, gseq)
 	if err != nil {
 		return fmt.Errorf("advance cursor: %w", err)
 	}
@@ -314,7 +364,7 @@ func setCursor(ctx context.Context, db execer, gseq int64) error {
 // and whether one was ever stored: a fresh ledger has none.
 func (d *DB) Cursor(ctx context.Context) (int64, bool, error) {
 	var v int64
-	err := d.db.QueryRowContext(ctx, `SELECT value FROM cursors WHERE name = ?`, cursorGlobal).Scan(&v)
+	err := d.db.QueryRowContext(ctx, `SELECT value FROM cursors WHERE owner = ? AND name = ?`, d.db.owner, cursorGlobal).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -327,14 +377,14 @@ func (d *DB) Cursor(ctx context.Context) (int64, bool, error) {
 // SetCursor moves the global cursor, for startup_mode "end" and for a
 // bridge restored from an older backup.
 func (d *DB) SetCursor(ctx context.Context, gseq int64) error {
-	return setCursor(ctx, d.db, gseq)
+	return setCursor(ctx, d.db, d.db.owner, gseq)
 }
 
 // BridgeEpoch returns the id of the bridge log's epoch the cursors were
 // kept in (agentbridge.LogEpoch), and whether one was stored.
 func (d *DB) BridgeEpoch(ctx context.Context) (int64, bool, error) {
 	var v int64
-	err := d.db.QueryRowContext(ctx, `SELECT value FROM cursors WHERE name = ?`, cursorEpoch).Scan(&v)
+	err := d.db.QueryRowContext(ctx, `SELECT value FROM cursors WHERE owner = ? AND name = ?`, d.db.owner, cursorEpoch).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -346,8 +396,8 @@ func (d *DB) BridgeEpoch(ctx context.Context) (int64, bool, error) {
 
 // SetBridgeEpoch records the bridge log's epoch the cursors are kept in.
 func (d *DB) SetBridgeEpoch(ctx context.Context, epoch int64) error {
-	if _, err := d.db.ExecContext(ctx, `INSERT INTO cursors (name, value) VALUES (?, ?)
-		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, cursorEpoch, epoch); err != nil {
+	if _, err := d.db.ExecContext(ctx, `INSERT INTO cursors (owner, name, value) VALUES (?, ?, ?)
+		ON CONFLICT (owner, name) DO UPDATE SET value = excluded.value`, d.db.owner, cursorEpoch, epoch); err != nil {
 		return fmt.Errorf("record the bridge's epoch: %w", err)
 	}
 	return nil
@@ -365,16 +415,16 @@ func (d *DB) Rebase(ctx context.Context, gseq, epoch int64) (int64, error) {
 		return 0, fmt.Errorf("rebase cursors: %w", err)
 	}
 	defer tx.Rollback()
-	if err := setCursor(ctx, tx, gseq); err != nil {
+	if err := setCursor(ctx, tx, tx.owner, gseq); err != nil {
 		return 0, err
 	}
 	if epoch != 0 {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO cursors (name, value) VALUES (?, ?)
-			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, cursorEpoch, epoch); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO cursors (owner, name, value) VALUES (?, ?, ?)
+			ON CONFLICT (owner, name) DO UPDATE SET value = excluded.value`, tx.owner, cursorEpoch, epoch); err != nil {
 			return 0, fmt.Errorf("rebase cursors: record the epoch: %w", err)
 		}
 	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM thread_cursors`)
+	res, err := tx.ExecContext(ctx, `DELETE FROM thread_cursors WHERE owner = ?`, tx.owner)
 	if err != nil {
 		return 0, fmt.Errorf("rebase cursors: drop the thread cursors: %w", err)
 	}
@@ -391,7 +441,7 @@ func (d *DB) Rebase(ctx context.Context, gseq, epoch int64) (int64, error) {
 // ThreadCursor returns the seq of the thread's last processed event.
 func (d *DB) ThreadCursor(ctx context.Context, thread string) (int64, bool, error) {
 	var v int64
-	err := d.db.QueryRowContext(ctx, `SELECT seq FROM thread_cursors WHERE thread = ?`, thread).Scan(&v)
+	err := d.db.QueryRowContext(ctx, `SELECT seq FROM thread_cursors WHERE owner = ? AND thread = ?`, d.db.owner, thread).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -576,7 +626,7 @@ func (d *DB) SetStatus(ctx context.Context, id int64, status, errText string) er
 const invocationColumns = `id, thread, trigger_id, trigger_seq, trigger_gseq, participant, agent, command, hop,
 	status, exit_code, error, queued_at, started_at, finished_at, duration_ms, reply_event_id, pending_post,
 	output_bytes, stderr_tail, pid, pgid, process_started_at,
-	input_tokens, output_tokens, cost_usd, progress_count, progress_bad, round`
+	input_tokens, output_tokens, cost_usd, progress_count, progress_bad, round, owner`
 
 func scanInvocations(rows *sql.Rows) ([]Invocation, error) {
 	defer rows.Close()
@@ -589,7 +639,7 @@ func scanInvocations(rows *sql.Rows) ([]Invocation, error) {
 			&inv.Participant, &inv.Agent, &cmd, &inv.Hop, &inv.Status, &exit, &inv.Error, &inv.QueuedAt,
 			&inv.StartedAt, &inv.FinishedAt, &inv.DurationMS, &inv.ReplyEventID, &pending,
 			&inv.OutputBytes, &inv.StderrTail, &inv.PID, &inv.PGID, &inv.ProcessStartedAt,
-			&inv.InputTokens, &inv.OutputTokens, &inv.CostUSD, &inv.ProgressCount, &inv.ProgressBad, &inv.Round); err != nil {
+			&inv.InputTokens, &inv.OutputTokens, &inv.CostUSD, &inv.ProgressCount, &inv.ProgressBad, &inv.Round, &inv.Owner); err != nil {
 			return nil, fmt.Errorf("scan invocation: %w", err)
 		}
 		if err := json.Unmarshal([]byte(cmd), &inv.Command); err != nil {
@@ -611,11 +661,12 @@ func scanInvocations(rows *sql.Rows) ([]Invocation, error) {
 }
 
 // Unfinished returns the invocations a restarted coordinator still owes a
-// reply, in the order they were queued.
+// reply, in the order they were queued: its own, never those of another
+// coordinator sharing the ledger (whose processes run on another machine).
 func (d *DB) Unfinished(ctx context.Context) ([]Invocation, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT `+invocationColumns+` FROM invocations
-		WHERE status IN (?, ?, ?) OR (pending_post != '' AND reply_event_id = '') ORDER BY id`,
-		StatusQueued, StatusRunning, StatusInterrupted)
+		WHERE owner = ? AND (status IN (?, ?, ?) OR (pending_post != '' AND reply_event_id = '')) ORDER BY id`,
+		d.db.owner, StatusQueued, StatusRunning, StatusInterrupted)
 	if err != nil {
 		return nil, fmt.Errorf("list unfinished invocations: %w", err)
 	}
@@ -631,10 +682,10 @@ type Filter struct {
 	Limit int
 }
 
-// Invocations lists records matching f, newest first.
+// Invocations lists this coordinator's records matching f, newest first.
 func (d *DB) Invocations(ctx context.Context, f Filter) ([]Invocation, error) {
-	var where []string
-	var args []any
+	where := []string{"owner = ?"}
+	args := []any{d.db.owner}
 	if f.Thread != "" {
 		where = append(where, "thread = ?")
 		args = append(args, f.Thread)
@@ -647,10 +698,7 @@ func (d *DB) Invocations(ctx context.Context, f Filter) ([]Invocation, error) {
 		where = append(where, "status = ?")
 		args = append(args, f.Status)
 	}
-	q := `SELECT ` + invocationColumns + ` FROM invocations`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
+	q := `SELECT ` + invocationColumns + ` FROM invocations WHERE ` + strings.Join(where, " AND ")
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
@@ -668,8 +716,8 @@ func (d *DB) Invocations(ctx context.Context, f Filter) ([]Invocation, error) {
 func (d *DB) Decision(ctx context.Context, eventID string) (DecisionRecord, error) {
 	var dec DecisionRecord
 	var js string
-	err := d.db.QueryRowContext(ctx, `SELECT event_id, thread, seq, gseq, decision, created_at FROM decisions WHERE event_id = ?`,
-		eventID).Scan(&dec.EventID, &dec.Thread, &dec.Seq, &dec.GSeq, &js, &dec.CreatedAt)
+	err := d.db.QueryRowContext(ctx, `SELECT event_id, thread, seq, gseq, decision, created_at FROM decisions WHERE owner = ? AND event_id = ?`,
+		d.db.owner, eventID).Scan(&dec.EventID, &dec.Thread, &dec.Seq, &dec.GSeq, &js, &dec.CreatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return DecisionRecord{}, ErrNotFound
 	}
@@ -682,7 +730,7 @@ func (d *DB) Decision(ctx context.Context, eventID string) (DecisionRecord, erro
 
 // PendingNotices returns the notices not yet acknowledged by the bridge.
 func (d *DB) PendingNotices(ctx context.Context) ([]Notice, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT trigger_id, kind, thread, post FROM notices WHERE posted_event_id = '' ORDER BY rowid`)
+	rows, err := d.db.QueryContext(ctx, `SELECT trigger_id, kind, thread, post FROM notices WHERE owner = ? AND posted_event_id = '' ORDER BY rowid`, d.db.owner)
 	if err != nil {
 		return nil, fmt.Errorf("list pending notices: %w", err)
 	}
@@ -710,7 +758,7 @@ func (d *DB) NoticePosted(ctx context.Context, triggerID, kind, eventID string) 
 	if eventID == "" {
 		eventID = "-"
 	}
-	_, err := d.db.ExecContext(ctx, `UPDATE notices SET posted_event_id = ? WHERE trigger_id = ? AND kind = ?`, eventID, triggerID, kind)
+	_, err := d.db.ExecContext(ctx, `UPDATE notices SET posted_event_id = ? WHERE owner = ? AND trigger_id = ? AND kind = ?`, eventID, d.db.owner, triggerID, kind)
 	if err != nil {
 		return fmt.Errorf("record notice post: %w", err)
 	}

@@ -12,7 +12,7 @@ import (
 func openDB(t *testing.T) (*ledger.DB, string) {
 	t.Helper()
 	path := ledgerPath(t)
-	db, err := ledger.Open(context.Background(), path)
+	db, err := ledger.Open(context.Background(), path, "bridge-coordinator")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestLifecycleAndUnfinished(t *testing.T) {
 	}
 	// The ledger survives a reopen.
 	db.Close()
-	db2, err := ledger.Open(ctx, path)
+	db2, err := ledger.Open(ctx, path, "bridge-coordinator")
 	if err != nil {
 		t.Fatal(err)
 	}
