@@ -23,8 +23,8 @@ func Answers(e, target Event, humans Humans) bool {
 	}
 	switch e.Type {
 	case TypeControl:
-		c, err := ParseControl(e.Content)
-		return err == nil && c.Permission != nil && c.Permission.Event == target.ID
+		c := ControlOf(e)
+		return c != nil && c.Permission != nil && c.Permission.Event == target.ID
 	case TypeMessage:
 		return IsQuestion(target) && e.Meta.ReplyTo == target.ID
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // Mute modes.
@@ -131,6 +132,30 @@ func ParseControl(content json.RawMessage) (Control, error) {
 	return parseKeys(obj)
 }
 
+// ControlOf parses e's control: nil when e is not a control or its content
+// does not parse, as a stored event may not (the log holds what older
+// bridges accepted). It is for events read back; an appended control is
+// parsed by AppendRequest.Validate and handed on.
+func ControlOf(e Event) *Control {
+	if e.Type != TypeControl {
+		return nil
+	}
+	c, err := ParseControl(e.Content)
+	if err != nil {
+		return nil
+	}
+	return &c
+}
+
+// controlParses counts the parses of control content in this process, for
+// ControlParses.
+var controlParses atomic.Int64
+
+// ControlParses is how many times this process has parsed a control's
+// content. Tests read it to hold the rule that a control is parsed once on
+// its path through the bridge.
+func ControlParses() int64 { return controlParses.Load() }
+
 // checkControl is ParseControl for an event a client appends: it also
 // refuses content that holds no known key (contract 6.3).
 func checkControl(content json.RawMessage) (Control, error) {
@@ -184,6 +209,7 @@ func checkStringControlKeys(content json.RawMessage) error {
 // that content with several malformed keys always gets the same error: map
 // order would pick one at random.
 func parseKeys(obj map[string]json.RawMessage) (Control, error) {
+	controlParses.Add(1)
 	var c Control
 	for _, key := range slices.Sorted(maps.Keys(obj)) {
 		parse, ok := controlParsers[key]

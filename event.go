@@ -31,6 +31,10 @@ const TimeLayout = "2006-01-02T15:04:05.000000Z"
 // FormatTime renders t in TimeLayout.
 func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
 
+// ParseTime reads a time written by FormatTime: the one parse of every
+// stored or served timestamp (event ts, token expiry, invocation times).
+func ParseTime(s string) (time.Time, error) { return time.Parse(TimeLayout, s) }
+
 // Validation patterns shared by the server, the client and the coordinator.
 var (
 	// ParticipantIDPattern matches from, to and invited participant ids.

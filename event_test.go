@@ -313,3 +313,17 @@ func TestError(t *testing.T) {
 		t.Errorf("JSON = %s", b)
 	}
 }
+
+// TestParseTimeReadsFormatTime reads back what FormatTime writes, to the
+// microsecond, and refuses a timestamp in another layout.
+func TestParseTimeReadsFormatTime(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 28, 2, 40, 1, 123456000, time.UTC)
+	got, err := ParseTime(FormatTime(at))
+	if err != nil || !got.Equal(at) {
+		t.Fatalf("ParseTime(FormatTime(%v)) = %v, %v", at, got, err)
+	}
+	if _, err := ParseTime("2026-11-28 02:40:01"); err == nil {
+		t.Fatal("ParseTime accepted a timestamp in another layout")
+	}
+}

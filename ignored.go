@@ -37,50 +37,76 @@ const (
 	IgnoredNoScene = "no_scene"
 )
 
+// humanOnly is every control key that counts only from a human, in the
+// order Control has them, with how to tell it is set and how to drop it:
+// the one list the fold (CountedFrom), the ignored check and the
+// credential check in AppendRequest.Validate (a coordinator or agent token
+// may set none of them) share.
+var humanOnly = []struct {
+	name string
+	set  func(*Control) bool
+	drop func(*Control)
+}{
+	{"mute", func(c *Control) bool { return c.Mute != nil }, func(c *Control) { c.Mute = nil }},
+	{"unmute", func(c *Control) bool { return c.Unmute != nil }, func(c *Control) { c.Unmute = nil }},
+	{"pause", func(c *Control) bool { return c.Pause != nil }, func(c *Control) { c.Pause = nil }},
+	{"discussion", func(c *Control) bool { return c.Discussion != nil }, func(c *Control) { c.Discussion = nil }},
+	{"invited_auto", func(c *Control) bool { return c.InvitedAuto != nil }, func(c *Control) { c.InvitedAuto = nil }},
+	{"prod", func(c *Control) bool { return c.Prod != nil }, func(c *Control) { c.Prod = nil }},
+	{"party", func(c *Control) bool { return c.Party != nil }, func(c *Control) { c.Party = nil }},
+	{"scene", func(c *Control) bool { return c.Scene != nil }, func(c *Control) { c.Scene = nil }},
+	{"cancel", func(c *Control) bool { return c.Cancel != nil }, func(c *Control) { c.Cancel = nil }},
+	{"permission", func(c *Control) bool { return c.Permission != nil }, func(c *Control) { c.Permission = nil }},
+}
+
 // HumanOnlyKeys are the keys of c that count only from humans, in the
-// order ParseControl's Control has them: the one list the ignored check
-// and the bridge's credential check (a coordinator or agent token may set
-// none of them) share.
+// order Control has them.
 func HumanOnlyKeys(c Control) []string {
 	var keys []string
-	for _, k := range []struct {
-		name string
-		set  bool
-	}{
-		{"mute", c.Mute != nil}, {"unmute", c.Unmute != nil}, {"pause", c.Pause != nil},
-		{"discussion", c.Discussion != nil}, {"invited_auto", c.InvitedAuto != nil},
-		{"prod", c.Prod != nil}, {"party", c.Party != nil}, {"scene", c.Scene != nil}, {"cancel", c.Cancel != nil},
-		{"permission", c.Permission != nil},
-	} {
-		if k.set {
+	for _, k := range humanOnly {
+		if k.set(&c) {
 			keys = append(keys, k.name)
 		}
 	}
 	return keys
 }
 
+// CountedFrom is the part of c that counts when from sends it: all of it
+// from a human, and without the human-only keys (HumanOnlyKeys) from anyone
+// else.
+func (c Control) CountedFrom(from string, humans Humans) Control {
+	if humans.Has(from) {
+		return c
+	}
+	for _, k := range humanOnly {
+		k.drop(&c)
+	}
+	return c
+}
+
 // IgnoredEffect decides whether e, appended to a thread whose state was
-// before, will have no effect, and why; nil when it may have one. It is
-// pure: the bridge calls it with the state as of the event's seq - 1.
+// before, will have no effect, and why; nil when it may have one. c is e's
+// control as parsed once on its path (AppendRequest.Validate, or ControlOf
+// for a stored event); nil when e is not a control or does not parse. It
+// is pure: the bridge calls it with the state as of the event's seq - 1.
 //
 // Only what the bridge knows is judged: controls, and messages addressed
 // to one participant. Whether a message to everyone wakes anyone depends
 // on mentions and on the coordinator's config, which receipts report.
-func IgnoredEffect(before ThreadState, e Event, humans Humans) *Ignored {
+func IgnoredEffect(before ThreadState, e Event, c *Control, humans Humans) *Ignored {
 	switch e.Type {
 	case TypeControl:
-		return ignoredControl(before, e, humans)
+		if c == nil {
+			return nil
+		}
+		return ignoredControl(before, e, *c, humans)
 	case TypeMessage:
 		return ignoredMessage(before, e, humans)
 	}
 	return nil
 }
 
-func ignoredControl(before ThreadState, e Event, humans Humans) *Ignored {
-	c, err := ParseControl(e.Content)
-	if err != nil {
-		return nil
-	}
+func ignoredControl(before ThreadState, e Event, c Control, humans Humans) *Ignored {
 	if keys := HumanOnlyKeys(c); len(keys) > 0 && !humans.Has(e.From) {
 		what := strings.Join(keys, ", ")
 		reason := fmt.Sprintf("%s counts only from a human (%s), and %q is not one, so it has no effect", what, strings.Join(humans, ", "), e.From)

@@ -41,7 +41,7 @@ func TestIgnoredEffect(t *testing.T) {
 		{"message to all", invited, msg("user", ToAll), ""},
 		{"message to a human", invited, msg("codex", "user"), ""},
 	} {
-		got := IgnoredEffect(tc.before, tc.e, humans)
+		got := IgnoredEffect(tc.before, tc.e, ControlOf(tc.e), humans)
 		code := ""
 		if got != nil {
 			code = got.Code

@@ -198,13 +198,14 @@ func VisibleTo(events []Event, participant string) []Event {
 }
 
 // foldScene returns the scene after e (sc itself when e does not change
-// it). A human's scene control starts or closes it; an actor's speech
+// it); c is what counts of e's control (Control.CountedFrom). A human's
+// scene control starts or closes it; an actor's speech
 // (a message with meta.scene.turn) counts a turn and may close it; the
 // coordinator's error notice and scene.closed end it.
-func foldScene(sc *SceneState, e Event, c *Control, humans Humans) *SceneState {
+func foldScene(sc *SceneState, e Event, c *Control) *SceneState {
 	switch e.Type {
 	case TypeControl:
-		if !humans.Has(e.From) || c == nil || c.Scene == nil {
+		if c == nil || c.Scene == nil {
 			return sc
 		}
 		return foldSceneControl(sc, c.Scene, e)

@@ -139,18 +139,12 @@ func Hop(s ThreadState, e Event, humans Humans) int {
 }
 
 // Fold returns the state after event e. Invites and uninvites count from
-// anyone; mute, unmute, pause, discussion and invited_auto only from humans.
-// Events that are not messages or valid controls leave the state unchanged
-// (the bridge has already refused malformed controls, and the coordinator
-// must fold whatever the log holds without failing).
+// anyone, the other keys only from humans (Control.CountedFrom). Events
+// that are not messages or valid controls leave the state unchanged (the
+// bridge has already refused malformed controls, and the coordinator must
+// fold whatever the log holds without failing).
 func Fold(s ThreadState, e Event, humans Humans) ThreadState {
-	var c *Control
-	if e.Type == TypeControl {
-		if parsed, err := ParseControl(e.Content); err == nil {
-			c = &parsed
-		}
-	}
-	return FoldParsed(s, e, c, humans)
+	return FoldParsed(s, e, ControlOf(e), humans)
 }
 
 // FoldParsed is Fold given e's control already parsed: c is nil when e is
@@ -159,7 +153,11 @@ func Fold(s ThreadState, e Event, humans Humans) ThreadState {
 // appended control is parsed once; Fold parses it once and hands it on to
 // every part of the state it changes.
 func FoldParsed(s ThreadState, e Event, c *Control, humans Humans) ThreadState {
-	s.Scene = foldScene(s.Scene, e, c, humans)
+	if c != nil {
+		counted := c.CountedFrom(e.From, humans)
+		c = &counted
+	}
+	s.Scene = foldScene(s.Scene, e, c)
 	switch {
 	case e.Type == TypeMessage:
 		if PartyExits(s, e, humans) {
@@ -171,9 +169,6 @@ func FoldParsed(s ThreadState, e Event, c *Control, humans Humans) ThreadState {
 		return s
 	}
 	s = foldInvites(s, c, e)
-	if !humans.Has(e.From) {
-		return s
-	}
 	return foldHumanControl(s, c)
 }
 
@@ -200,7 +195,9 @@ func foldInvites(s ThreadState, c *Control, e Event) ThreadState {
 }
 
 // foldHumanControl applies the parts of a control that count only from a
-// human: mute, unmute, pause, discussion, invited_auto and party.
+// human and change the thread's state (mute, unmute, pause, discussion,
+// invited_auto, party); c is what counts of the control (CountedFrom), so
+// a control from anyone else has none of them.
 func foldHumanControl(s ThreadState, c *Control) ThreadState {
 	if c.Mute != nil {
 		s = foldMute(s, c.Mute)

@@ -1,6 +1,10 @@
 package agentbridge
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"strings"
+)
 
 // MaxEventsLimit caps the limit parameter of every event query.
 const MaxEventsLimit = 10000
@@ -48,6 +52,11 @@ type AppendRequest struct {
 	// 7.3): the same key from two credentials is two keys, so no writer
 	// pre-empts another's key. Validate folds it into IdempotencyKey.
 	KeyScope string
+	// Scope is the scope of the credential that sends the event (contract
+	// 7.3), "" when none is checked: every scope but person may set no
+	// human-only control key (HumanOnlyKeys), which Validate refuses with
+	// forbidden_sender, so that the control is parsed once for both checks.
+	Scope string
 	// Fence, when set, makes the append one of a claim's writes: the
 	// store refuses it (ECodeFenced) inside its write unless the claim is
 	// running or done at this fence under this coordinator (ClaimFence).
@@ -60,11 +69,13 @@ const MaxIdempotencyKeyLen = 256
 
 // Validate checks req on its own, before any store looks at the thread:
 // the input (EventInput.Validate, whose defaults it applies to req.Input),
-// the thread id (a malformed one names no thread: thread_not_found) and
-// the idempotency key's length. For a control it returns the parsed
-// control (nil for any other type), which Admit and FoldParsed take, so
-// that an appended control is parsed once. Every store's Append starts
-// with it, so all refuse the same requests with the same errors.
+// the thread id (a malformed one names no thread: thread_not_found), the
+// idempotency key's length, and a human-only control key from a credential
+// that is not a person's (Scope). For a control it returns the parsed
+// control (nil for any other type), which Admit, IgnoredEffect and
+// FoldParsed take, so that an appended control is parsed once. Every
+// store's Append starts with it, so all refuse the same requests with the
+// same errors.
 func (req *AppendRequest) Validate() (*Control, error) {
 	c, err := req.Input.validate()
 	if err != nil {
@@ -82,6 +93,12 @@ func (req *AppendRequest) Validate() (*Control, error) {
 		req.IdempotencyKey = req.KeyScope + "/" + req.IdempotencyKey
 	}
 	req.KeyScope = ""
+	if c != nil && req.Scope != "" && req.Scope != ScopePerson {
+		if keys := HumanOnlyKeys(*c); len(keys) > 0 {
+			return nil, &Error{Code: ECodeForbiddenSender, Participant: req.Input.From, Thread: req.Thread,
+				Message: fmt.Sprintf("A %s token may not set %s: only a person may (a human control, or an answer to a permission request).", req.Scope, strings.Join(keys, ", "))}
+		}
+	}
 	return c, nil
 }
 

@@ -90,7 +90,7 @@ func (t Token) Valid(now time.Time) bool {
 	if t.ExpiresAt == "" {
 		return true
 	}
-	exp, err := time.Parse(TimeLayout, t.ExpiresAt)
+	exp, err := ParseTime(t.ExpiresAt)
 	return err == nil && now.Before(exp)
 }
 

@@ -249,7 +249,7 @@ func duration(d time.Duration) string {
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func parseTS(s string) time.Time {
-	t, err := time.Parse(TimeLayout, s)
+	t, err := ParseTime(s)
 	if err != nil {
 		return time.Time{}
 	}

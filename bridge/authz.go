@@ -262,8 +262,11 @@ func (s *Server) mayWriteReceipt(ctx context.Context, cred httpguard.Credential,
 }
 
 // checkAppend applies the credential rules to an event about to be
-// appended to thread: the sender, then what only a person may send (a
-// control with a human-only key, such as pause or a permission answer).
+// appended to thread: whom the credential may write as, and what an agent
+// may put on a message. What only a person may send (a control with a
+// human-only key, such as pause or a permission answer) is refused by
+// AppendRequest.Validate, given the credential's scope, where the control
+// is parsed.
 func (s *Server) checkAppend(r *http.Request, thread string, in agentbridge.EventInput) error {
 	cred, ok := httpguard.CredentialFrom(r.Context())
 	if !ok || cred.Scope == agentbridge.ScopePerson {
@@ -276,17 +279,6 @@ func (s *Server) checkAppend(r *http.Request, thread string, in agentbridge.Even
 		if err := checkAgentMessage(thread, in); err != nil {
 			return err
 		}
-	}
-	if in.Type != agentbridge.TypeControl {
-		return nil
-	}
-	c, err := agentbridge.ParseControl(in.Content)
-	if err != nil {
-		return nil // the store refuses it with its own sentence
-	}
-	if keys := agentbridge.HumanOnlyKeys(c); len(keys) > 0 {
-		return &agentbridge.Error{Code: agentbridge.ECodeForbiddenSender, Participant: in.From, Thread: thread,
-			Message: fmt.Sprintf("A %s token may not set %s: only a person may (a human control, or an answer to a permission request).", cred.Scope, strings.Join(keys, ", "))}
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // claimAnswer decodes a POST /claims answer.
-func claimAnswer(t *testing.T, a answer) agentbridge.ClaimResult {
+func claimAnswer(t testing.TB, a answer) agentbridge.ClaimResult {
 	t.Helper()
 	var res agentbridge.ClaimResult
 	if err := json.Unmarshal(a.body, &res); err != nil {
@@ -106,7 +106,7 @@ func TestClaimsOverHTTP(t *testing.T) {
 	if got := ts.eventCount("t1"); got != before {
 		t.Fatalf("refused writes stored events: %d, want %d", got, before)
 	}
-	if list := ts.receiptsOf("/threads/t1/receipts?event="+trigger.ID); len(list) != 1 || list[0].State != agentbridge.ReceiptRunning {
+	if list := ts.receiptsOf("/threads/t1/receipts?event=" + trigger.ID); len(list) != 1 || list[0].State != agentbridge.ReceiptRunning {
 		t.Fatalf("receipts after a refused one: %+v", list)
 	}
 
@@ -114,7 +114,7 @@ func TestClaimsOverHTTP(t *testing.T) {
 	// the server takes the run over.
 	ts.as(laptop).registerTTL("laptop", "laptop.local", 200*time.Millisecond, "claude")
 	waitFor(t, 10*time.Second, "the interrupted receipt", func() bool {
-		list := ts.receiptsOf("/threads/t1/receipts?event="+trigger.ID)
+		list := ts.receiptsOf("/threads/t1/receipts?event=" + trigger.ID)
 		return len(list) == 1 && list[0].State == agentbridge.ReceiptInterrupted && list[0].Reason == "interrupted: laptop.local offline"
 	})
 	var claimable agentbridge.ClaimsResponse
@@ -144,6 +144,16 @@ func TestClaimsOverHTTP(t *testing.T) {
 	if err := json.Unmarshal(ts.must(200, "GET", "/claims?thread=t1", "").body, &list); err != nil || len(list.Claims) != 1 || list.Claims[0].State != agentbridge.ClaimDone {
 		t.Fatalf("a person lists the thread's claims: %+v %v", list, err)
 	}
+	_, read := ts.mint(`{"scope":"read","name":"viewer"}`)
+	ts.as(read).must(200, "GET", "/claims?thread=t1", "")
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/claims?claimable=server", ""},
+		{"POST", "/claims", claimBody("server", trigger.ID, "claude")},
+	} {
+		if a := ts.as(read).do(c.method, c.path, c.body); a.status != 403 || a.errCode() != agentbridge.ECodeForbiddenScope {
+			t.Errorf("a read token %s %s: %d %s, want 403 forbidden_scope", c.method, c.path, a.status, a.body)
+		}
+	}
 	var coords agentbridge.CoordinatorsResponse
 	if err := json.Unmarshal(ts.must(200, "GET", "/coordinators", "").body, &coords); err != nil || coords.ServedEver["claude"] != "claude" || coords.ServedEver["codex"] != "codex" {
 		t.Fatalf("served_ever: %+v %v", coords.ServedEver, err)
@@ -165,7 +175,7 @@ func TestWaitingClaimExpiresOnce(t *testing.T) {
 		t.Fatalf("a waiting claim: %+v", res)
 	}
 	waitFor(t, 10*time.Second, "the failed receipt", func() bool {
-		list := ts.receiptsOf("/threads/t1/receipts?event="+trigger.ID)
+		list := ts.receiptsOf("/threads/t1/receipts?event=" + trigger.ID)
 		return len(list) == 1 && list[0].State == agentbridge.ReceiptFailed
 	})
 	waitFor(t, 10*time.Second, "nothing left to sweep", func() bool {

@@ -255,7 +255,7 @@ func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	res, err := s.store.Append(r.Context(), agentbridge.AppendRequest{Thread: thread, Input: in, IdempotencyKey: key, KeyScope: keyScope(credential(r)), Fence: fence})
+	res, err := s.store.Append(r.Context(), agentbridge.AppendRequest{Thread: thread, Input: in, IdempotencyKey: key, KeyScope: keyScope(credential(r)), Scope: credential(r).Scope, Fence: fence})
 	if err != nil {
 		return storeErr("append", err)
 	}
@@ -293,7 +293,7 @@ func (s *Server) replayIgnored(ctx context.Context, e agentbridge.Event) *agentb
 		s.log.Debug("state for the ignored check", "thread", e.Thread, "seq", e.Seq, "err", err)
 		return nil
 	}
-	return agentbridge.IgnoredEffect(before, e, s.opts.Humans)
+	return agentbridge.IgnoredEffect(before, e, agentbridge.ControlOf(e), s.opts.Humans)
 }
 
 // stateAnswer is the answer of GET /threads/{id}/state.

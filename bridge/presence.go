@@ -36,9 +36,8 @@ const (
 	MaxPresencePerSender = 2048
 )
 
-// presenceHub holds presence in memory, per thread, and wakes global-stream
-// subscribers on each change with the same close-and-replace channel the
-// store uses for commits.
+// presenceHub holds presence in memory, per thread, and keeps its changes
+// in a ringLog that wakes global-stream subscribers.
 type presenceHub struct {
 	ttl time.Duration
 	now func() time.Time
@@ -48,9 +47,7 @@ type presenceHub struct {
 	// perSender counts each participant's entries across threads, for
 	// MaxPresencePerSender.
 	perSender map[string]int
-	log       []agentbridge.Presence // ring of the last changes
-	version   int64                  // number of changes ever made
-	notify    chan struct{}
+	changes   *ringLog[agentbridge.Presence]
 }
 
 type presenceEntry struct {
@@ -60,7 +57,7 @@ type presenceEntry struct {
 }
 
 func newPresenceHub(ttl time.Duration, now func() time.Time) *presenceHub {
-	return &presenceHub{ttl: ttl, now: now, threads: map[string]map[string]presenceEntry{}, perSender: map[string]int{}, notify: make(chan struct{})}
+	return &presenceHub{ttl: ttl, now: now, threads: map[string]map[string]presenceEntry{}, perSender: map[string]int{}, changes: newRingLog[agentbridge.Presence](presenceLogSize)}
 }
 
 // set records a report and wakes subscribers. It forgets entries that have
@@ -105,14 +102,7 @@ func (p *presenceHub) set(thread string, in agentbridge.PresenceInput) (agentbri
 	m[in.From] = e
 	pr := p.view(in.From, e, now)
 	pr.Thread = thread
-	if len(p.log) < presenceLogSize {
-		p.log = append(p.log, pr)
-	} else {
-		p.log[p.version%presenceLogSize] = pr
-	}
-	p.version++
-	close(p.notify)
-	p.notify = make(chan struct{})
+	p.changes.add(pr)
 	return pr, nil
 }
 
@@ -167,29 +157,6 @@ func (p *presenceHub) list(thread string) []agentbridge.Presence {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
-}
-
-// watch returns the channel closed by the next change and the current
-// version; a subscriber grabs both before reading changes.
-func (p *presenceHub) watch() (<-chan struct{}, int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.notify, p.version
-}
-
-// since returns the changes after version v still in the ring, oldest
-// first, and the version they bring the caller to.
-func (p *presenceHub) since(v int64) ([]agentbridge.Presence, int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if v < p.version-int64(len(p.log)) {
-		v = p.version - int64(len(p.log))
-	}
-	out := make([]agentbridge.Presence, 0, p.version-v)
-	for i := v; i < p.version; i++ {
-		out = append(out, p.log[i%presenceLogSize])
-	}
-	return out, p.version
 }
 
 // presenceAnswer is the answer of GET /threads/{id}/presence.

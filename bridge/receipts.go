@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 
 	"github.com/go-chi/chi/v5"
 
@@ -18,58 +17,15 @@ import (
 // gives the whole picture again.
 const receiptLogSize = 1024
 
-// receiptHub wakes stream subscribers on each receipt change, as the
-// presence hub does for presence: a ring of the last changes, a version and
-// a close-and-replace channel. The receipts themselves live in the store.
-type receiptHub struct {
-	mu      sync.Mutex
-	log     []agentbridge.Receipt
-	version int64
-	notify  chan struct{}
+// newReceiptHub returns the ring of the last receipt changes that wakes
+// stream subscribers; the receipts themselves live in the store.
+func newReceiptHub() *ringLog[agentbridge.Receipt] {
+	return newRingLog[agentbridge.Receipt](receiptLogSize)
 }
 
-func newReceiptHub() *receiptHub {
-	return &receiptHub{notify: make(chan struct{})}
-}
-
-// add records a change and wakes subscribers.
-func (h *receiptHub) add(r agentbridge.Receipt) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.log) < receiptLogSize {
-		h.log = append(h.log, r)
-	} else {
-		h.log[h.version%receiptLogSize] = r
-	}
-	h.version++
-	close(h.notify)
-	h.notify = make(chan struct{})
-}
-
-// watch returns the channel closed by the next change and the current
-// version.
-func (h *receiptHub) watch() (<-chan struct{}, int64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.notify, h.version
-}
-
-// since returns the changes after version v still in the ring whose thread
-// is thread ("" = every thread), oldest first, and the version they bring
-// the caller to.
-func (h *receiptHub) since(v int64, thread string) ([]agentbridge.Receipt, int64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if v < h.version-int64(len(h.log)) {
-		v = h.version - int64(len(h.log))
-	}
-	var out []agentbridge.Receipt
-	for i := v; i < h.version; i++ {
-		if r := h.log[i%receiptLogSize]; thread == "" || r.Thread == thread {
-			out = append(out, r)
-		}
-	}
-	return out, h.version
+// receiptsOf keeps the receipts of thread ("" = every thread).
+func receiptsOf(thread string) func(agentbridge.Receipt) bool {
+	return func(r agentbridge.Receipt) bool { return thread == "" || r.Thread == thread }
 }
 
 // receiptFields are the fields a receipt body may carry.

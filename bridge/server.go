@@ -118,7 +118,7 @@ type Server struct {
 	// (the receipt endpoints then answer not_found); receiptHub streams
 	// its changes.
 	receipts   agentbridge.ReceiptStore
-	receiptHub *receiptHub
+	receiptHub *ringLog[agentbridge.Receipt]
 	// tokens is the store's token side, nil when it keeps none (only
 	// Token is then accepted); credCache remembers its answers for at
 	// most credentialTTL.

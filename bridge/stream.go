@@ -123,7 +123,7 @@ func (s *Server) follow(ctx context.Context, out *sse, events func() <-chan stru
 	var pwake <-chan struct{} // nil (never ready) without presence
 	var pver int64
 	if withPresence {
-		_, pver = s.presence.watch() // only changes made from now on
+		_, pver = s.presence.changes.watch() // only changes made from now on
 	}
 	var wake <-chan struct{}
 	var retry <-chan time.Time // nil (never ready) unless a fetch found the database away
@@ -146,7 +146,7 @@ func (s *Server) follow(ctx context.Context, out *sse, events func() <-chan stru
 		}
 		rwake, _ := s.receiptHub.watch()
 		var receipts []agentbridge.Receipt
-		receipts, rver = s.receiptHub.since(rver, receiptThread)
+		receipts, rver = s.receiptHub.since(rver, receiptsOf(receiptThread))
 		for _, rc := range receipts {
 			if err := out.receipt(rc); err != nil {
 				return err
@@ -155,8 +155,8 @@ func (s *Server) follow(ctx context.Context, out *sse, events func() <-chan stru
 		n += len(receipts)
 		if withPresence {
 			var changes []agentbridge.Presence
-			pwake, _ = s.presence.watch()
-			changes, pver = s.presence.since(pver)
+			pwake, _ = s.presence.changes.watch()
+			changes, pver = s.presence.changes.since(pver, nil)
 			for _, p := range changes {
 				if err := out.presence(p); err != nil {
 					return err

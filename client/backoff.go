@@ -2,53 +2,25 @@ package client
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
+
+	"github.com/agent-bridge/agent-bridge/internal/backoff"
 )
 
 // Backoff is capped exponential backoff with jitter, for anything that
 // retries the bridge: the coordinator's follow loop and posts, and tail's
 // reconnects share it. The zero value doubles from DefaultBackoffMin up to
 // DefaultBackoffMax; Next gives a delay between half and all of the
-// current step, so that many clients do not retry in step.
-type Backoff struct {
-	// Min and Max bound the step; zero means the default.
-	Min, Max time.Duration
-	n        int
-}
+// current step, so that many clients do not retry in step. It is
+// internal/backoff's type, which the bridge's PostgreSQL store uses too.
+type Backoff = backoff.Backoff
 
 // The zero Backoff's bounds.
 const (
-	DefaultBackoffMin = 100 * time.Millisecond
-	DefaultBackoffMax = 10 * time.Second
+	DefaultBackoffMin = backoff.DefaultMin
+	DefaultBackoffMax = backoff.DefaultMax
 )
-
-// Next returns the delay before the next attempt and lengthens the step.
-func (b *Backoff) Next() time.Duration {
-	lo, hi := b.Min, b.Max
-	if lo <= 0 {
-		lo = DefaultBackoffMin
-	}
-	if hi <= 0 {
-		hi = DefaultBackoffMax
-	}
-	d := min(lo<<min(b.n, 20), hi)
-	b.n++
-	return d/2 + rand.N(d/2+1)
-}
-
-// Reset starts the steps again from Min, after an attempt that worked.
-func (b *Backoff) Reset() { b.n = 0 }
 
 // Sleep waits for d or until ctx ends; it reports whether the full time
 // passed.
-func Sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+func Sleep(ctx context.Context, d time.Duration) bool { return backoff.Sleep(ctx, d) }

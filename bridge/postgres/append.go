@@ -74,6 +74,16 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 		l.replayed = response{}
 		return response{err: a.Refusal}, nil
 	}
+	if req.Fence != nil {
+		// The claim's row stays locked until COMMIT: a takeover waits
+		// for this append, or this append sees the takeover.
+		if err := checkFenceTx(ctx, l.tx, *req.Fence); err != nil {
+			if agentbridge.ErrorCode(err) == agentbridge.ECodeFenced {
+				return response{err: err}, nil
+			}
+			return response{}, err
+		}
+	}
 	in := a.Input
 	if in.Type == agentbridge.TypeMessage {
 		if meta, err = storecore.StoredMeta(&in.Meta); err != nil {

@@ -57,6 +57,9 @@ func (s *Store) RegisterCoordinator(ctx context.Context, reg agentbridge.Registr
 		if err != nil {
 			return fmt.Errorf("store coordinator %s: %w", reg.ID, err)
 		}
+		if err := recordServed(ctx, tx, reg); err != nil {
+			return err
+		}
 		out = agentbridge.RegisterResult{Coordinator: c, Duplicate: storecore.Duplicate(prev, reg)}
 		return nil
 	})

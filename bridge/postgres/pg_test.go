@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/pgschema"
+	"github.com/agent-bridge/agent-bridge/internal/migration"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -49,7 +49,7 @@ func TestReopenAndSchemaVersion(t *testing.T) {
 	if _, err := conn.Exec(ctx, `UPDATE `+SchemaTable+` SET version = 99`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(ctx, url, Options{}); !errors.Is(err, pgschema.ErrSchemaTooNew) {
+	if _, err := Open(ctx, url, Options{}); !errors.Is(err, migration.ErrSchemaTooNew) {
 		t.Fatalf("Open of a newer database: %v, want ErrSchemaTooNew", err)
 	}
 }

@@ -28,60 +28,73 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ 
 	var out agentbridge.Receipt
 	var changed bool
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM threads WHERE id = $1`, in.Thread).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return agentbridge.ThreadNotFound(in.Thread)
-		}
-		if err != nil {
-			return fmt.Errorf("look up thread %s: %w", in.Thread, err)
-		}
-		err = tx.QueryRow(ctx, `SELECT 1 FROM events WHERE id = $1 AND thread = $2`, in.Event, in.Thread).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storecore.ReceiptEventNotFound(in)
-		}
-		if err != nil {
-			return fmt.Errorf("look up receipt event: %w", err)
-		}
-		now := agentbridge.FormatTime(time.Now().UTC().Truncate(time.Microsecond))
-		out, err = storecore.ScanReceipt(tx.QueryRow(ctx, `INSERT INTO receipts (thread, `+receiptColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-			ON CONFLICT (thread, event, participant) DO UPDATE SET
-				sender = excluded.sender, state = excluded.state, reason = excluded.reason,
-				invocation = excluded.invocation, reply = excluded.reply, updated_at = excluded.updated_at
-			WHERE (receipts.state, receipts.reason, receipts.invocation, receipts.reply)
-				IS DISTINCT FROM (excluded.state, excluded.reason, excluded.invocation, excluded.reply)
-			RETURNING `+receiptColumns,
-			in.Thread, in.Event, in.Participant, in.From, in.State, in.Reason, in.Invocation, in.Reply, now))
-		if err == nil {
-			changed = true
-			// Delivered at COMMIT, to every bridge on the database.
-			out.Thread = in.Thread
-			notice, err := json.Marshal(receiptNotice{Origin: s.origin, Receipt: out})
-			if err != nil {
-				return fmt.Errorf("encode receipt notice: %w", err)
-			}
-			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, receiptChannel, string(notice)); err != nil {
-				return fmt.Errorf("announce receipt: %w", err)
-			}
-			return nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("store receipt: %w", err)
-		}
-		// The pair already said exactly this: answer with it as it is.
-		out, err = storecore.ScanReceipt(tx.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts
-			WHERE thread = $1 AND event = $2 AND participant = $3`, in.Thread, in.Event, in.Participant))
-		if err != nil {
-			return fmt.Errorf("load receipt: %w", err)
-		}
-		return nil
+		out, changed, err = s.putReceiptTx(ctx, tx, in)
+		return err
 	})
 	if err != nil {
 		return agentbridge.Receipt{}, false, err
 	}
 	out.Thread = in.Thread
 	return out, changed, nil
+}
+
+// putReceiptTx stores in as its pair's latest receipt in tx, after
+// checking its thread, its event and its fence, and announces a change to
+// the other bridges at COMMIT.
+func (s *Store) putReceiptTx(ctx context.Context, tx pgx.Tx, in agentbridge.ReceiptInput) (out agentbridge.Receipt, changed bool, err error) {
+	var one int
+	err = tx.QueryRow(ctx, `SELECT 1 FROM threads WHERE id = $1`, in.Thread).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, false, agentbridge.ThreadNotFound(in.Thread)
+	}
+	if err != nil {
+		return out, false, fmt.Errorf("look up thread %s: %w", in.Thread, err)
+	}
+	err = tx.QueryRow(ctx, `SELECT 1 FROM events WHERE id = $1 AND thread = $2`, in.Event, in.Thread).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, false, storecore.ReceiptEventNotFound(in)
+	}
+	if err != nil {
+		return out, false, fmt.Errorf("look up receipt event: %w", err)
+	}
+	if in.Fence != nil {
+		if err := checkFenceTx(ctx, tx, *in.Fence); err != nil {
+			return out, false, err
+		}
+	}
+	now := agentbridge.FormatTime(time.Now().UTC().Truncate(time.Microsecond))
+	out, err = storecore.ScanReceipt(tx.QueryRow(ctx, `INSERT INTO receipts (thread, `+receiptColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (thread, event, participant) DO UPDATE SET
+			sender = excluded.sender, state = excluded.state, reason = excluded.reason,
+			invocation = excluded.invocation, reply = excluded.reply, updated_at = excluded.updated_at
+		WHERE (receipts.state, receipts.reason, receipts.invocation, receipts.reply)
+			IS DISTINCT FROM (excluded.state, excluded.reason, excluded.invocation, excluded.reply)
+		RETURNING `+receiptColumns,
+		in.Thread, in.Event, in.Participant, in.From, in.State, in.Reason, in.Invocation, in.Reply, now))
+	if err == nil {
+		// Delivered at COMMIT, to every bridge on the database.
+		out.Thread = in.Thread
+		notice, err := json.Marshal(receiptNotice{Origin: s.origin, Receipt: out})
+		if err != nil {
+			return out, false, fmt.Errorf("encode receipt notice: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, receiptChannel, string(notice)); err != nil {
+			return out, false, fmt.Errorf("announce receipt: %w", err)
+		}
+		return out, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return out, false, fmt.Errorf("store receipt: %w", err)
+	}
+	// The pair already said exactly this: answer with it as it is.
+	out, err = storecore.ScanReceipt(tx.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts
+		WHERE thread = $1 AND event = $2 AND participant = $3`, in.Thread, in.Event, in.Participant))
+	if err != nil {
+		return out, false, fmt.Errorf("load receipt: %w", err)
+	}
+	out.Thread = in.Thread
+	return out, false, nil
 }
 
 // Receipts answers q by event id then participant (see

@@ -30,6 +30,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/backoff"
 	"github.com/agent-bridge/agent-bridge/internal/pgschema"
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
@@ -108,7 +109,7 @@ func IsURL(db string) bool {
 
 // Open connects to the database at url (postgres://…), migrates it and
 // starts the writer and the listener. A database migrated by a newer
-// agent-bridge is refused with an error wrapping pgschema.ErrSchemaTooNew.
+// agent-bridge is refused with an error wrapping migration.ErrSchemaTooNew.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	opts = opts.WithDefaults()
 	cfg, err := pgxpool.ParseConfig(url)
@@ -210,9 +211,9 @@ func (s *Store) listen() {
 	defer close(s.listened)
 	first := true
 	lost := false
-	delay := 50 * time.Millisecond
+	b := backoff.Backoff{Min: listenRetryMin, Max: listenRetryMax}
 	for s.listenCtx.Err() == nil {
-		err := s.listenOnce(&first, &lost, &delay)
+		err := s.listenOnce(&first, &lost, &b)
 		if s.listenCtx.Err() != nil {
 			return
 		}
@@ -223,19 +224,22 @@ func (s *Store) listen() {
 			s.log.Debug("commit listener: reconnect failed", "err", err)
 		}
 		s.notifier.Wake()
-		select {
-		case <-time.After(delay):
-		case <-s.listenCtx.Done():
+		if !backoff.Sleep(s.listenCtx, b.Next()) {
 			return
 		}
-		delay = min(2*delay, listenRetryMax)
 	}
 }
 
-// listenRetryMax caps the listener's reconnect backoff.
-const listenRetryMax = time.Second
+// The listener's reconnect backoff: its first step, and the cap that keeps
+// a database's return noticed within about a second.
+const (
+	listenRetryMin = 50 * time.Millisecond
+	listenRetryMax = time.Second
+)
 
-func (s *Store) listenOnce(first, lost *bool, delay *time.Duration) error {
+// listenOnce holds one LISTEN connection until it fails, and resets b once
+// the connection listens.
+func (s *Store) listenOnce(first, lost *bool, b *backoff.Backoff) error {
 	ctx := s.listenCtx
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
@@ -255,7 +259,7 @@ func (s *Store) listenOnce(first, lost *bool, delay *time.Duration) error {
 		*lost = false
 		s.log.Info("commit listener reconnected")
 	}
-	*delay = 50 * time.Millisecond
+	b.Reset()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {

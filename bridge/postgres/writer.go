@@ -31,7 +31,10 @@ type request struct {
 	// control is append's control as AppendRequest.Validate parsed it.
 	control *agentbridge.Control
 	create  *agentbridge.CreateThreadRequest
-	reply   chan response
+	// expire, when set, is a waiting claim to expire (claims.go): its
+	// error message is appended in the batch, to append.Thread.
+	expire int64
+	reply  chan response
 }
 
 type response struct {
@@ -41,6 +44,10 @@ type response struct {
 	// ignored is the Admission's Ignored of a new event.
 	ignored *agentbridge.Ignored
 	err     error
+	// expired and rcpt are an expiry's answer: whether it expired the
+	// claim, and its failed receipt when that changed.
+	expired bool
+	rcpt    *agentbridge.Receipt
 	// pending is 1 + the index in the batch's new events of the event this
 	// response returns (filled once gseqs are assigned); 0 when event is
 	// complete already.
@@ -124,9 +131,12 @@ func (s *Store) commit(reqs []*request) {
 		l := &lookups{tx: tx, b: b}
 		for i, r := range live {
 			var err error
-			if r.create != nil {
+			switch {
+			case r.create != nil:
 				resps[i], err = s.createThread(ctx, tx, b, *r.create)
-			} else {
+			case r.expire != 0:
+				resps[i], err = s.expireClaim(ctx, l, r.expire)
+			default:
 				resps[i], err = s.appendEvent(ctx, l, r.append, r.meta, r.control)
 			}
 			if err != nil {
@@ -193,7 +203,7 @@ func (s *Store) lockThreads(ctx context.Context, tx pgx.Tx, b *batch, live []*re
 			return fmt.Errorf("decode state of thread %s: %w", id, err)
 		}
 		h.state.LastHop = hop
-		if t, err := time.Parse(agentbridge.TimeLayout, updated); err == nil {
+		if t, err := agentbridge.ParseTime(updated); err == nil {
 			h.lastTS = t
 		}
 		b.heads[id] = h

@@ -289,7 +289,7 @@ func (s *Store) loadHead(ctx context.Context, thread string) (h head, found bool
 		return head{}, false, fmt.Errorf("decode state of thread %s: %w", thread, err)
 	}
 	h.state.LastHop = lastHop
-	if t, err := time.Parse(agentbridge.TimeLayout, lastTS); err == nil {
+	if t, err := agentbridge.ParseTime(lastTS); err == nil {
 		h.lastTS = t
 	}
 	return h, true, nil

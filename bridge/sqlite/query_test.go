@@ -85,7 +85,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = db.Close()
-	if _, err := Open(ctx, path, Options{}); !errors.Is(err, sqlitex.ErrSchemaTooNew) {
+	if _, err := Open(ctx, path, Options{}); !errors.Is(err, migration.ErrSchemaTooNew) {
 		t.Fatalf("Open of a newer database: %v, want ErrSchemaTooNew", err)
 	}
 }

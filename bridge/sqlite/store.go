@@ -130,7 +130,7 @@ func (s *Store) LogEpoch() agentbridge.LogEpoch { return s.epoch }
 
 // Open opens (creating the folder and the file if needed) and migrates the
 // store at path, and starts its writer. A database written by a newer
-// agent-bridge is refused with an error wrapping sqlitex.ErrSchemaTooNew.
+// agent-bridge is refused with an error wrapping migration.ErrSchemaTooNew.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	opts = opts.WithDefaults()
 	if dir := filepath.Dir(path); dir != "" {

@@ -164,7 +164,7 @@ func printProgress(w io.Writer, ps []ledger.Progress, last int64) int64 {
 			continue
 		}
 		ts := p.TS
-		if t, err := time.Parse(agentbridge.TimeLayout, p.TS); err == nil {
+		if t, err := agentbridge.ParseTime(p.TS); err == nil {
 			ts = t.Local().Format("15:04:05")
 		}
 		kind := p.Kind
@@ -205,7 +205,7 @@ func runDuration(inv ledger.Invocation, now time.Time) string {
 	if inv.FinishedAt != "" {
 		return (time.Duration(inv.DurationMS) * time.Millisecond).String()
 	}
-	started, err := time.Parse(agentbridge.TimeLayout, inv.StartedAt)
+	started, err := agentbridge.ParseTime(inv.StartedAt)
 	if err != nil {
 		return "-"
 	}

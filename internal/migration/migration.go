@@ -1,7 +1,7 @@
-// Package migration reads a schema's numbered migration files, the one way
-// both databases' migrators (internal/sqlitex for SQLite, internal/pgschema
-// for PostgreSQL) find them: files NNNN_name.sql in a folder, where NNNN is
-// the schema version the file brings the database to.
+// Package migration reads a schema's numbered migration files and applies
+// them: the one runner (Run) of both databases, which internal/sqlitex and
+// internal/pgschema each give a Dialect. The files are NNNN_name.sql in a
+// folder, where NNNN is the schema version the file brings the database to.
 package migration
 
 import (

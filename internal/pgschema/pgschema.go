@@ -1,6 +1,7 @@
-// Package pgschema versions a PostgreSQL schema from numbered .sql files,
-// as internal/sqlitex does for SQLite: files NNNN_name.sql bring the
-// database to version NNNN, each in one transaction with the version bump.
+// Package pgschema versions a PostgreSQL schema from numbered .sql files
+// with migration.Run, as internal/sqlitex does for SQLite: files
+// NNNN_name.sql bring the database to version NNNN, each in one
+// transaction with the version bump.
 // Several processes may start at once against one database: a transaction
 // advisory lock makes them take turns, and the later ones find the work
 // done.
@@ -9,17 +10,12 @@ package pgschema
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
 
 	"github.com/agent-bridge/agent-bridge/internal/migration"
 )
-
-// ErrSchemaTooNew is wrapped by Migrate when the database was migrated by
-// a newer binary than this one.
-var ErrSchemaTooNew = errors.New("database schema is newer than this binary")
 
 // Latest returns the version the files of dir bring a database to.
 func Latest(fsys fs.FS, dir string) (int, error) {
@@ -45,56 +41,63 @@ func Version(ctx context.Context, db *sql.DB, table string) (int, error) {
 }
 
 // Migrate brings db to the latest version among the numbered .sql files of
-// dir in fsys, recording it in the one-row table named table (created if
-// missing). A database at a newer version is refused with an error wrapping
-// ErrSchemaTooNew.
+// dir in fsys with migration.Run, recording it in the one-row table named
+// table (created if missing). A database at a newer version is refused with
+// an error wrapping migration.ErrSchemaTooNew.
 func Migrate(ctx context.Context, db *sql.DB, fsys fs.FS, dir, table string) error {
-	migs, err := migration.Read(fsys, dir)
-	if err != nil {
-		return err
-	}
 	h := fnv.New64a()
 	_, _ = h.Write([]byte("agent-bridge schema " + table))
-	lockKey := int64(h.Sum64())
+	return migration.Run(ctx, dialect{db: db, table: table, lockKey: int64(h.Sum64())}, fsys, dir)
+}
 
-	tx, err := db.BeginTx(ctx, nil)
+// dialect is PostgreSQL's migration.Dialect: the version lives in a one-row
+// table, and a transaction advisory lock on a key derived from the table's
+// name makes migrators take turns.
+type dialect struct {
+	db      *sql.DB
+	table   string
+	lockKey int64
+}
+
+// Begin takes the lock, held until the transaction ends, and makes sure
+// the version table and its row exist.
+func (d dialect) Begin(ctx context.Context) (*sql.Tx, error) {
+	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("migrate: begin: %w", err)
+		return nil, err
 	}
-	defer func() { _ = tx.Rollback() }()
-	// Held until this transaction ends: a second process waits here and
-	// then finds the schema current.
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey); err != nil {
-		return fmt.Errorf("migrate: lock: %w", err)
+	if err := d.prepare(ctx, tx); err != nil {
+		_ = tx.Rollback()
+		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+quote(table)+` (
+	return tx, nil
+}
+
+func (d dialect) prepare(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, d.lockKey); err != nil {
+		return fmt.Errorf("lock: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+quote(d.table)+` (
 		one boolean PRIMARY KEY DEFAULT true CHECK (one), version integer NOT NULL)`); err != nil {
-		return fmt.Errorf("migrate: create %s: %w", table, err)
+		return fmt.Errorf("create %s: %w", d.table, err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO `+quote(table)+` (version) VALUES (0) ON CONFLICT DO NOTHING`); err != nil {
-		return fmt.Errorf("migrate: init %s: %w", table, err)
-	}
-	var cur int
-	if err := tx.QueryRowContext(ctx, `SELECT version FROM `+quote(table)).Scan(&cur); err != nil {
-		return fmt.Errorf("migrate: read version: %w", err)
-	}
-	if cur > len(migs) {
-		return fmt.Errorf("%w: the database is at schema version %d, this binary knows up to %d; upgrade agent-bridge", ErrSchemaTooNew, cur, len(migs))
-	}
-	// All pending steps in the one transaction: PostgreSQL's DDL is
-	// transactional, so a crash leaves the database at the old version.
-	for _, m := range migs[cur:] {
-		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-			return fmt.Errorf("migration %s: %w", m.Name, err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE `+quote(table)+` SET version = $1`, len(migs)); err != nil {
-		return fmt.Errorf("migrate: set version: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("migrate: commit: %w", err)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO `+quote(d.table)+` (version) VALUES (0) ON CONFLICT DO NOTHING`); err != nil {
+		return fmt.Errorf("init %s: %w", d.table, err)
 	}
 	return nil
+}
+
+func (d dialect) Version(ctx context.Context, tx *sql.Tx) (int, error) {
+	var v int
+	if err := tx.QueryRowContext(ctx, `SELECT version FROM `+quote(d.table)).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}
+
+func (d dialect) SetVersion(ctx context.Context, tx *sql.Tx, v int) error {
+	_, err := tx.ExecContext(ctx, `UPDATE `+quote(d.table)+` SET version = $1`, v)
+	return err
 }
 
 func quote(ident string) string { return `"` + ident + `"` }

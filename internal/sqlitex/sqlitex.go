@@ -11,7 +11,6 @@ package sqlitex
 
 import (
 	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -84,8 +83,3 @@ func Open(path string, o Options) (*sql.DB, error) {
 	}
 	return db, nil
 }
-
-// ErrSchemaTooNew means the database was migrated by a newer agent-bridge
-// than this binary: running an old binary on it could misread or damage
-// data, so the store refuses to open it.
-var ErrSchemaTooNew = errors.New("database schema is newer than this binary")

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/agent-bridge/agent-bridge/internal/migration"
 )
 
 func TestPragmasOnEveryPooledConnection(t *testing.T) {
@@ -133,8 +135,8 @@ func TestMigrate(t *testing.T) {
 
 	// The v1 binary must refuse the v2 database.
 	err = Migrate(ctx, db, v1, "m")
-	if !errors.Is(err, ErrSchemaTooNew) {
-		t.Fatalf("old binary on new db: err = %v, want ErrSchemaTooNew", err)
+	if !errors.Is(err, migration.ErrSchemaTooNew) {
+		t.Fatalf("old binary on new db: err = %v, want migration.ErrSchemaTooNew", err)
 	}
 	if !strings.Contains(err.Error(), "version 2") {
 		t.Errorf("error %q does not name the database's version", err)

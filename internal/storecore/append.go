@@ -125,7 +125,7 @@ func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendReques
 	}
 	var ignored *agentbridge.Ignored
 	if e := (agentbridge.Event{Type: in.Type, From: in.From, To: in.To, Content: in.Content}); agentbridge.NeedsIgnoredCheck(e, humans) {
-		ignored = agentbridge.IgnoredEffect(st, e, humans)
+		ignored = agentbridge.IgnoredEffect(st, e, ctl, humans)
 	}
 	if ignored == nil {
 		ignored = answered

@@ -40,7 +40,7 @@ func testCoordinators(t *testing.T, newStore Factory) {
 		c.Capacity != 4 || c.StatusURL != laptop.StatusURL || c.Version != "v1" || c.TTLMillis != 800 || c.RegisteredAt == "" {
 		t.Fatalf("registered %+v", res)
 	}
-	if _, err := time.Parse(agentbridge.TimeLayout, c.HeartbeatAt); err != nil {
+	if _, err := agentbridge.ParseTime(c.HeartbeatAt); err != nil {
 		t.Errorf("heartbeat_at %q: %v", c.HeartbeatAt, err)
 	}
 	first := c.RegisteredAt

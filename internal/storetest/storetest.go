@@ -655,7 +655,7 @@ func testSinceBoundaries(t *testing.T, newStore Factory) {
 		all := AllEvents(t, s, th)
 		sinces := []string{"", "2000-01-01T00:00:00.000000Z", all[0].TS[:10], "9999", all[n-1].TS + "0"}
 		for _, ev := range all {
-			ts, err := time.Parse(agentbridge.TimeLayout, ev.TS)
+			ts, err := agentbridge.ParseTime(ev.TS)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -41,7 +41,7 @@ func testTokens(t *testing.T, newStore Factory) {
 	if person.ID == "" || person.ID == agent.ID || person.Scope != agentbridge.ScopePerson || person.ExpiresAt != "" || person.CreatedAt == "" || person.CreatedBy != "serve" {
 		t.Errorf("person token = %+v", person)
 	}
-	created, err := time.Parse(agentbridge.TimeLayout, agent.CreatedAt)
+	created, err := agentbridge.ParseTime(agent.CreatedAt)
 	if err != nil {
 		t.Fatalf("agent created_at %q: %v", agent.CreatedAt, err)
 	}
@@ -133,11 +133,11 @@ func testPruneTokens(t *testing.T, newStore Factory) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	revokedAt, err := time.Parse(agentbridge.TimeLayout, ran.RevokedAt)
+	revokedAt, err := agentbridge.ParseTime(ran.RevokedAt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	expires, err := time.Parse(agentbridge.TimeLayout, running.ExpiresAt)
+	expires, err := agentbridge.ParseTime(running.ExpiresAt)
 	if err != nil {
 		t.Fatal(err)
 	}

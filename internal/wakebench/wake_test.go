@@ -111,7 +111,7 @@ func reportStages(b *testing.B, cl *client.Client, status, token, thread string)
 	ts := map[string]time.Time{}      // event id → appended
 	replyTS := map[string]time.Time{} // trigger id → reply appended
 	for _, e := range evs {
-		t, err := time.Parse(agentbridge.TimeLayout, e.TS)
+		t, err := agentbridge.ParseTime(e.TS)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -144,9 +144,9 @@ func reportStages(b *testing.B, cl *client.Client, status, token, thread string)
 	stages := []string{"appended→queued", "queued→process-started", "process-started→finished", "finished→reply-stored"}
 	d := make([][]time.Duration, len(stages))
 	for _, inv := range body.Invocations {
-		q, e1 := time.Parse(agentbridge.TimeLayout, inv.QueuedAt)
-		p, e2 := time.Parse(agentbridge.TimeLayout, inv.ProcessStartedAt)
-		f, e3 := time.Parse(agentbridge.TimeLayout, inv.FinishedAt)
+		q, e1 := agentbridge.ParseTime(inv.QueuedAt)
+		p, e2 := agentbridge.ParseTime(inv.ProcessStartedAt)
+		f, e3 := agentbridge.ParseTime(inv.FinishedAt)
 		r, ok := replyTS[inv.TriggerID]
 		if e1 != nil || e2 != nil || e3 != nil || !ok {
 			continue

@@ -1,6 +1,8 @@
 // app.js: the agent-bridge web UI's entry point. One page; the history API
-// routes /ui/threads/{id}. This file wires the page together; each view
-// has its module: threadlist.js (the thread list), thread.js (the open
+// routes /ui/threads/{id}. This file wires the page together: it imports
+// every view and hands each the others' functions through hooks.js, since
+// a view imports only leaf modules (api, dom, shared, markdown, controls,
+// hooks), never another view. Each view has its module: threadlist.js (the thread list), thread.js (the open
 // thread and its scrolling), events.js (one event), composer.js, panel.js
 // (state, participants, invite), presence.js, receipts.js, revision.js,
 // stream.js (the tab's stream), notify.js, suggestions.js, phone.js (the
@@ -11,17 +13,42 @@
 import * as api from "./api.js";
 import { $ } from "./dom.js";
 import { ui, sender } from "./shared.js";
-import { createThread, renderThreads, flushRead } from "./threadlist.js";
-import { openThread, routeID, wireScrolling } from "./thread.js";
-import { markQuestions } from "./events.js";
-import { paintReceipts } from "./receipts.js";
-import { wireComposer } from "./composer.js";
-import { wirePanel, showControlError } from "./panel.js";
-import { wireRevision } from "./revision.js";
+import { hooks } from "./hooks.js";
+import { createThread, renderThreads, flushRead, loadThreads, noteThread, markRead } from "./threadlist.js";
+import { openThread, routeID, wireScrolling, navigate, addEvent, loadOlder, scrollToBottom, showEvent } from "./thread.js";
+import { markQuestions, renderEvent, markGroups, notePartyReply, notePermissionAnswer, refreshSenderLabels, senderLabel } from "./events.js";
+import { paintReceipts, paintRunning, loadReceipts, onReceipt } from "./receipts.js";
+import { loadPresence, onPresence, markStale, renderPresence } from "./presence.js";
+import { wireComposer, setReply, answerQuestion, showComposerError } from "./composer.js";
+import { wirePanel, showControlError, control, refreshState } from "./panel.js";
+import { wireRevision, renderRevision } from "./revision.js";
 import { startStream, onVisibility, setConn } from "./stream.js";
-import { wireNotifications } from "./notify.js";
+import { wireNotifications, maybeNotify, notifyEnabled } from "./notify.js";
 import { wireSuggestions } from "./suggestions.js";
 import { redeemPairing, wirePhone } from "./phone.js";
+
+// The views call each other only through hooks (hooks.js): this is every
+// function one view asks of another, filled in before anything runs.
+Object.assign(hooks, {
+  // threadlist.js
+  loadThreads, noteThread, markRead, renderThreads,
+  // thread.js
+  openThread, routeID, navigate, addEvent, loadOlder, scrollToBottom, showEvent,
+  // events.js
+  renderEvent, markGroups, notePartyReply, notePermissionAnswer, refreshSenderLabels, senderLabel,
+  // receipts.js
+  paintReceipts, paintRunning, loadReceipts, onReceipt,
+  // presence.js
+  loadPresence, onPresence, markStale, renderPresence,
+  // composer.js
+  setReply, answerQuestion, showComposerError,
+  // panel.js
+  control, refreshState,
+  // revision.js
+  renderRevision,
+  // notify.js
+  maybeNotify, notifyEnabled,
+});
 
 const SENDER_KEY = "agent-bridge-sender";
 

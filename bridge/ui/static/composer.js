@@ -4,7 +4,7 @@
 import * as api from "./api.js";
 import { $, el } from "./dom.js";
 import { ui, sender, contentText, inThreadWords } from "./shared.js";
-import { scrollToBottom } from "./thread.js";
+import { hooks } from "./hooks.js";
 
 export function showComposerError(msg) {
   const e = $("composer-error");
@@ -39,7 +39,7 @@ async function send() {
   // bottom now, not when the answer comes, which may be after the event
   // and after the viewer scrolled elsewhere.
   v.stick = true;
-  scrollToBottom();
+  hooks.scrollToBottom();
   try {
     const res = await api.post(`/threads/${encodeURIComponent(v.id)}/events`, body, { signal: v.ctrl.signal });
     if (v !== ui.view) return;

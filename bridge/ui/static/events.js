@@ -7,10 +7,7 @@ import { el, button, dayKey, dayLabel, timeOf, fullTime } from "./dom.js";
 import { sender, contentText } from "./shared.js";
 import { renderMarkdown } from "./markdown.js";
 import { describeControl } from "./controls.js";
-import { paintReceipts } from "./receipts.js";
-import { showEvent } from "./thread.js";
-import { setReply, answerQuestion } from "./composer.js";
-import { control } from "./panel.js";
+import { hooks } from "./hooks.js";
 
 const BADGES = ["coordinator", "error", "loop-guard", "clarification", "party", "question", "permission"];
 
@@ -45,7 +42,7 @@ export function notePartyReply(v, ev) {
   if (!m) v.party.set(p.trigger, (m = new Map()));
   if (!m.has(ev.from)) m.set(ev.from, new Set());
   m.get(ev.from).add(p.round);
-  paintReceipts(v, p.trigger);
+  hooks.paintReceipts(v, p.trigger);
 }
 
 // markGroups marks where a day starts (the date separator) and where a
@@ -95,9 +92,9 @@ export function renderEvent(v, ev) {
   for (const t of shown) head.append(el("span", "badge badge-" + t, t === "coordinator" ? "coordinator notice" : t));
   if (meta.reply_to) {
     const target = v.events.get(v.byID.get(meta.reply_to));
-    head.append(button("reply-link", "↩ " + (target ? "reply to " + target.from : "reply"), () => showEvent(v, meta.reply_to), "Show the message this replies to"));
+    head.append(button("reply-link", "↩ " + (target ? "reply to " + target.from : "reply"), () => hooks.showEvent(v, meta.reply_to), "Show the message this replies to"));
   }
-  if (ev.type === "message") head.append(button("reply-btn", "Reply", () => setReply(ev)));
+  if (ev.type === "message") head.append(button("reply-btn", "Reply", () => hooks.setReply(ev)));
   // A permission request carries meta.permission; the coordinator's notice
   // that one waits no more is tagged permission too, and asks nothing.
   const request = ev.type === "message" && tags.includes("permission") && !!meta.permission;
@@ -106,7 +103,7 @@ export function renderEvent(v, ev) {
     // person it is addressed to.
     node.dataset.to = ev.to || "all";
     node.classList.add("asks");
-    if (tags.includes("question")) head.append(button("answer-btn", "Answer", () => answerQuestion(ev), `Answer ${ev.from}'s question`));
+    if (tags.includes("question")) head.append(button("answer-btn", "Answer", () => hooks.answerQuestion(ev), `Answer ${ev.from}'s question`));
   }
   node.append(head);
 
@@ -136,7 +133,7 @@ export function renderEvent(v, ev) {
     const box = el("div", "receipts");
     box.hidden = true;
     node.append(box);
-    if (ev.id) paintReceipts(v, ev.id, box);
+    if (ev.id) hooks.paintReceipts(v, ev.id, box);
   }
   return node;
 }
@@ -167,7 +164,7 @@ function permissionBox(ev) {
   for (const o of Array.isArray(p.options) ? p.options : []) {
     if (!o || typeof o.id !== "string") continue;
     const b = button("permission-option kind-" + String(o.kind || "").replace(/[^a-z_]/g, ""), String(o.name || o.id), () => {
-      control({ permission: { event: ev.id, option: o.id } });
+      hooks.control({ permission: { event: ev.id, option: o.id } });
     });
     b.dataset.option = o.id;
     row.append(b);
@@ -247,7 +244,7 @@ export function refreshSenderLabels(v) {
     const text = span.classList.contains("sender") ? who.name : who.detail;
     if (span.textContent !== text) span.textContent = text;
   }
-  for (const id of v.receipts.keys()) paintReceipts(v, id);
+  for (const id of v.receipts.keys()) hooks.paintReceipts(v, id);
   const ctx = controlContext(v);
   for (const node of document.querySelectorAll("#event-list .event.type-control")) {
     const ev = v.events.get(Number(node.dataset.seq));

@@ -6,7 +6,7 @@
 
 import { $ } from "./dom.js";
 import { sender, threadName } from "./shared.js";
-import { navigate } from "./thread.js";
+import { hooks } from "./hooks.js";
 
 // notifyEnabled is whether the viewer allowed notifications.
 export function notifyEnabled() {
@@ -33,7 +33,7 @@ export function maybeNotify(ev) {
     const n = new Notification(title, { body: `${what.slice(0, 200)}\n— ${threadName(ev.thread)}`, tag: ev.id });
     n.addEventListener("click", () => {
       window.focus();
-      navigate(ev.thread);
+      hooks.navigate(ev.thread);
       n.close();
     });
   } catch {

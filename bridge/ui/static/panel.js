@@ -6,9 +6,7 @@ import * as api from "./api.js";
 import { $, el } from "./dom.js";
 import { ui, sender, inThreadWords } from "./shared.js";
 import { partyText } from "./controls.js";
-import { refreshSenderLabels } from "./events.js";
-import { renderPresence } from "./presence.js";
-import { renderRevision } from "./revision.js";
+import { hooks } from "./hooks.js";
 
 export async function refreshState(v) {
   const req = ++v.stateReq;
@@ -21,7 +19,7 @@ export async function refreshState(v) {
     v.state = st;
     if (at === null) {
       v.liveState = st;
-      refreshSenderLabels(v);
+      hooks.refreshSenderLabels(v);
     }
     renderPanel(v);
   } catch (err) {
@@ -68,9 +66,9 @@ function renderPanel(v) {
     prev = li;
   }
   renderScene(v);
-  renderPresence(v);
+  hooks.renderPresence(v);
   renderRecipients(v);
-  renderRevision();
+  hooks.renderRevision();
 }
 
 // renderScene shows the thread's scene, if it ever had one, above the

@@ -11,7 +11,7 @@
 import * as api from "./api.js";
 import { $, el } from "./dom.js";
 import { ui } from "./shared.js";
-import { showEvent } from "./thread.js";
+import { hooks } from "./hooks.js";
 
 const DEVICE_KEY = "agent-bridge-device";
 // visibleEvery is how often a page showing a thread says so; the bridge
@@ -165,7 +165,7 @@ async function openTarget() {
   for (let i = 0; i < 100; i++) {
     const v = ui.view;
     if (v && v.byID && v.byID.size > 0 && location.pathname.endsWith("/" + encodeURIComponent(v.id))) {
-      await showEvent(v, m[1]);
+      await hooks.showEvent(v, m[1]);
       return;
     }
     await api.sleep(100);

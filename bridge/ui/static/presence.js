@@ -8,7 +8,7 @@
 import * as api from "./api.js";
 import { $ } from "./dom.js";
 import { ui } from "./shared.js";
-import { paintRunning } from "./receipts.js";
+import { hooks } from "./hooks.js";
 
 let presenceTTL = 120000;
 let clockSkew = 0; // local clock - server clock
@@ -73,7 +73,7 @@ export function shownState(p) {
 
 export function renderPresence(v) {
   markStale(v);
-  paintRunning(v);
+  hooks.paintRunning(v);
   for (const dot of $("participant-list").querySelectorAll(".presence")) {
     const p = v.presence.get(dot.dataset.id);
     const state = shownState(p);

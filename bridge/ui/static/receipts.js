@@ -8,8 +8,7 @@
 import * as api from "./api.js";
 import { el } from "./dom.js";
 import { ui } from "./shared.js";
-import { senderLabel } from "./events.js";
-import { showEvent } from "./thread.js";
+import { hooks } from "./hooks.js";
 
 const ENDED = {
   succeeded: "replied",
@@ -126,8 +125,8 @@ export function paintReceipts(v, eventID, box) {
   if (!box) return;
   const party = v.party.get(eventID);
   drawReceipts(box, v.receipts.get(eventID), v.presence, {
-    label: (id) => senderLabel(v, id).name,
-    onReply: (id) => showEvent(v, id),
+    label: (id) => hooks.senderLabel(v, id).name,
+    onReply: (id) => hooks.showEvent(v, id),
     runURL: (r) => {
       // The coordinator that reported the receipt ran it (contract 7.1).
       const base = (ui.coordinatorURLs && ui.coordinatorURLs.get(r.from)) || ui.coordinatorURL;

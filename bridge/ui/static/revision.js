@@ -4,8 +4,7 @@
 
 import { $ } from "./dom.js";
 import { ui } from "./shared.js";
-import { loadOlder, scrollToBottom } from "./thread.js";
-import { refreshState } from "./panel.js";
+import { hooks } from "./hooks.js";
 
 export function setCursor(v, n) {
   const h = v.last;
@@ -22,16 +21,16 @@ export function setCursor(v, n) {
   }
   if (n !== null && n < v.first) {
     (async () => {
-      for (let i = 0; i < 1000 && v === ui.view && v.cursor !== null && v.cursor < v.first && v.first > 1; i++) await loadOlder(v);
+      for (let i = 0; i < 1000 && v === ui.view && v.cursor !== null && v.cursor < v.first && v.first > 1; i++) await hooks.loadOlder(v);
     })();
   }
   renderRevision();
-  refreshState(v);
+  hooks.refreshState(v);
   const node = v.nodes.get(now);
   if (node && n !== null) node.scrollIntoView({ block: "nearest" });
   else if (n === null) {
     v.stick = true;
-    scrollToBottom();
+    hooks.scrollToBottom();
   }
 }
 

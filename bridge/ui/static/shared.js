@@ -8,6 +8,14 @@ import { $ } from "./dom.js";
 // ui.threads is the thread list (threadlist.js).
 export const ui = { view: null, threads: [] };
 
+// tab is the tab's one stream (stream.js), which the open thread reads too.
+export const tab = {
+  ctrl: null, // aborts the stream; null while not streaming
+  gseq: null, // the last gseq received; null = start at the head
+  from: null, // the cursor the current connection started from
+  up: false, // the stream is connected
+};
+
 // sender is the viewer: the "Post as" id.
 export function sender() {
   return $("sender").value.trim() || "user";

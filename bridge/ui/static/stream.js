@@ -11,19 +11,8 @@
 
 import * as api from "./api.js";
 import { $ } from "./dom.js";
-import { ui } from "./shared.js";
-import { loadThreads, noteThread } from "./threadlist.js";
-import { openThread, routeID, addEvent } from "./thread.js";
-import { loadPresence, onPresence } from "./presence.js";
-import { loadReceipts, onReceipt } from "./receipts.js";
-import { maybeNotify, notifyEnabled } from "./notify.js";
-
-export const tab = {
-  ctrl: null, // aborts the stream; null while not streaming
-  gseq: null, // the last gseq received; null = start at the head
-  from: null, // the cursor the current connection started from
-  up: false, // the stream is connected
-};
+import { ui, tab } from "./shared.js";
+import { hooks } from "./hooks.js";
 
 export function setConn(status) {
   const c = $("conn-status");
@@ -41,7 +30,7 @@ export function startStream() {
 // has notifications to raise.
 export function onVisibility() {
   if (!document.hidden) return startStream();
-  if (notifyEnabled() || !tab.ctrl) return;
+  if (hooks.notifyEnabled() || !tab.ctrl) return;
   tab.ctrl.abort();
   tab.ctrl = null;
   tab.up = false;
@@ -57,11 +46,11 @@ function followStream(signal) {
       tab.up = status === "live";
       if (!tab.up) return;
       if (tab.from === null) {
-        loadThreads();
-        openThread(routeID());
+        hooks.loadThreads();
+        hooks.openThread(hooks.routeID());
       } else if (ui.view) {
-        loadPresence(ui.view);
-        loadReceipts(ui.view);
+        hooks.loadPresence(ui.view);
+        hooks.loadReceipts(ui.view);
       }
     },
     onMessage: (name, data) => {
@@ -73,13 +62,13 @@ function followStream(signal) {
       }
       if (!msg || typeof msg !== "object") return;
       const v = ui.view;
-      if (name === "presence") return onPresence(v, msg);
-      if (name === "receipt") return v && msg.thread === v.id && onReceipt(v, msg);
+      if (name === "presence") return hooks.onPresence(v, msg);
+      if (name === "receipt") return v && msg.thread === v.id && hooks.onReceipt(v, msg);
       if (name !== "message") return;
       if (typeof msg.gseq === "number") tab.gseq = msg.gseq;
-      noteThread(msg, !v || msg.thread !== v.id || document.hidden);
-      maybeNotify(msg);
-      if (v && msg.thread === v.id) addEvent(v, msg, true);
+      hooks.noteThread(msg, !v || msg.thread !== v.id || document.hidden);
+      hooks.maybeNotify(msg);
+      if (v && msg.thread === v.id) hooks.addEvent(v, msg, true);
     },
     onError: (err) => {
       if (err.code === "cursor_ahead") {

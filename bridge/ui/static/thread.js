@@ -8,15 +8,8 @@
 
 import * as api from "./api.js";
 import { $ } from "./dom.js";
-import { ui, sender, inThreadWords, threadName } from "./shared.js";
-import { renderEvent, markGroups, notePartyReply, notePermissionAnswer } from "./events.js";
-import { loadReceipts, paintRunning } from "./receipts.js";
-import { loadPresence, markStale, renderPresence } from "./presence.js";
-import { refreshState } from "./panel.js";
-import { renderRevision } from "./revision.js";
-import { renderThreads, markRead } from "./threadlist.js";
-import { setReply, showComposerError } from "./composer.js";
-import { tab } from "./stream.js";
+import { ui, tab, sender, inThreadWords, threadName } from "./shared.js";
+import { hooks } from "./hooks.js";
 
 const PAGE = 100;
 // BOTTOM_SLACK is how far from the bottom (px) still counts as at it.
@@ -71,13 +64,13 @@ export async function openThread(id) {
   $("participant-list").replaceChildren();
   $("older").textContent = "Scroll up for older events";
   $("composer-error").hidden = true;
-  setReply(null);
+  hooks.setReply(null);
   showPill(null);
   if (!id) {
     $("thread-view").hidden = true;
     document.body.classList.remove("has-thread");
     $("empty").hidden = false;
-    renderThreads();
+    hooks.renderThreads();
     return;
   }
   const v = (ui.view = newView(id));
@@ -91,8 +84,8 @@ export async function openThread(id) {
   $("transcript-md").download = `transcript-${id}.md`;
   $("transcript-json").href = base + "json";
   $("transcript-json").download = `transcript-${id}.json`;
-  renderThreads();
-  renderRevision();
+  hooks.renderThreads();
+  hooks.renderRevision();
   try {
     const res = await api.get(`/threads/${encodeURIComponent(id)}/events?tail=${PAGE}`, { signal: v.ctrl.signal });
     if (v !== ui.view) return;
@@ -103,20 +96,20 @@ export async function openThread(id) {
     scrollToBottom();
   } catch (err) {
     if (v !== ui.view) return;
-    showComposerError(inThreadWords(err.message, id));
+    hooks.showComposerError(inThreadWords(err.message, id));
     return;
   }
-  if (!document.hidden) markRead(id, v.last);
+  if (!document.hidden) hooks.markRead(id, v.last);
   // The state names the participants, so receipts are drawn after it:
   // drawn before, a receipt would say "claude" and then "sage (claude)".
-  await refreshState(v);
+  await hooks.refreshState(v);
   if (tab.up) {
     // Otherwise the stream's next connection loads them.
-    loadPresence(v);
-    loadReceipts(v);
+    hooks.loadPresence(v);
+    hooks.loadReceipts(v);
   }
   tick(v);
-  renderRevision();
+  hooks.renderRevision();
 }
 
 // addEvent renders ev once (dedupe by seq) in seq order. Live events (from
@@ -125,8 +118,8 @@ export async function openThread(id) {
 // new.
 export function addEvent(v, ev, live) {
   if (typeof ev.seq !== "number" || v.nodes.has(ev.seq)) return false;
-  notePartyReply(v, ev);
-  const node = renderEvent(v, ev);
+  hooks.notePartyReply(v, ev);
+  const node = hooks.renderEvent(v, ev);
   v.events.set(ev.seq, ev);
   v.nodes.set(ev.seq, node);
   if (ev.id) v.byID.set(ev.id, ev.seq);
@@ -145,8 +138,8 @@ export function addEvent(v, ev, live) {
     list.insertBefore(node, before);
   }
   if (!v.first || ev.seq < v.first) v.first = ev.seq;
-  markGroups(node);
-  notePermissionAnswer(v, ev);
+  hooks.markGroups(node);
+  hooks.notePermissionAnswer(v, ev);
   if (v.cursor !== null && ev.seq > v.cursor) node.classList.add("future");
   if ((ev.type === "thread.renamed" || ev.type === "thread.created") && ev.seq === v.last && typeof ev.content === "string") {
     $("thread-title").textContent = ev.content;
@@ -154,15 +147,15 @@ export function addEvent(v, ev, live) {
   if (live) {
     // While party mode is on, a person's message may end it (an exit word).
     const partyOn = v.liveState && v.liveState.party && v.liveState.party.on;
-    if (ev.type === "control" || ev.type === "scene.closed" || (ev.meta && ev.meta.scene) || (ev.type === "message" && partyOn)) refreshState(v);
+    if (ev.type === "control" || ev.type === "scene.closed" || (ev.meta && ev.meta.scene) || (ev.type === "message" && partyOn)) hooks.refreshState(v);
     if (ev.from === sender() && ev.type === "message") v.stick = true; // one's own post comes into view
     // A stuck view follows through the ResizeObserver (wireScrolling):
     // one layout and one scroll per frame, however many events a burst
     // brings, where a scroll here would force a layout per event.
     if (!v.stick && v.cursor === null) showPill(v, v.unseen + 1);
-    if (!document.hidden) markRead(v.id, v.last);
+    if (!document.hidden) hooks.markRead(v.id, v.last);
   }
-  renderRevision();
+  hooks.renderRevision();
   return true;
 }
 
@@ -181,9 +174,9 @@ export async function loadOlder(v) {
       markStart();
     }
     box.scrollTop += box.scrollHeight - oldHeight;
-    if (evs.length) loadReceipts(v);
+    if (evs.length) hooks.loadReceipts(v);
   } catch (err) {
-    if (v === ui.view) showComposerError(err.message);
+    if (v === ui.view) hooks.showComposerError(err.message);
   } finally {
     v.loadingOlder = false;
   }
@@ -264,7 +257,7 @@ async function tick(v) {
   while (v === ui.view && !v.ctrl.signal.aborted) {
     await api.sleep(1000, v.ctrl.signal);
     if (v !== ui.view || document.hidden) continue;
-    if (markStale(v)) renderPresence(v);
-    else paintRunning(v);
+    if (hooks.markStale(v)) hooks.renderPresence(v);
+    else hooks.paintRunning(v);
   }
 }

@@ -7,7 +7,7 @@
 import * as api from "./api.js";
 import { $, el, shortDate, fullTime } from "./dom.js";
 import { ui, sender } from "./shared.js";
-import { navigate } from "./thread.js";
+import { hooks } from "./hooks.js";
 
 const THREADS_PAGE = 500;
 const READ_KEY = "agent-bridge-read";
@@ -195,7 +195,7 @@ export function renderThreads() {
     li.addEventListener("click", (e) => {
       if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey) return;
       e.preventDefault();
-      navigate(t.id);
+      hooks.navigate(t.id);
     });
     items.push(li);
   }
@@ -212,5 +212,5 @@ export async function createThread(name) {
   // the link is there before the page moves to it.
   noteThread({ thread: res.id, type: "thread.created", content: res.name, ts: res.updated_at, seq: 1 });
   renderThreads();
-  navigate(res.id);
+  hooks.navigate(res.id);
 }

@@ -1,0 +1,375 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
+)
+
+// Claims (contract 7.1, agentbridge.ClaimStore): each claim write is one
+// transaction that locks the claim's row (SELECT … FOR UPDATE), so two
+// bridges on the database decide a key one after the other; a fenced
+// append or receipt locks the same row in its own transaction. Locks are
+// taken threads first, then claims, then receipts, in every path.
+
+// Claim statements.
+const (
+	clSelect     = `SELECT ` + storecore.ClaimColumns + `, ` + nowMillis + ` FROM claims`
+	clSelectID   = clSelect + ` WHERE id = $1`
+	clSelectKey  = clSelect + ` WHERE thread = $1 AND event = $2 AND participant = $3 AND round = $4 AND notice = $5`
+	clSelectOpen = clSelect + ` WHERE state IN ('waiting', 'running') ORDER BY id`
+	clSelectTh   = clSelect + ` WHERE thread = $1 ORDER BY id`
+	clInsert     = `INSERT INTO claims (thread, event, participant, round, notice, client, state, coordinator, instance, host, fence, created_ms, claimed_ms, expires_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, ` + nowMillis + `,
+			CASE WHEN $12 THEN ` + nowMillis + ` ELSE 0 END, CASE WHEN $13::bigint > 0 THEN ` + nowMillis + ` + $13::bigint ELSE 0 END)
+		ON CONFLICT (thread, event, participant, round, notice) DO NOTHING`
+	clTake = `UPDATE claims SET state = 'running', coordinator = $1, instance = $2, host = $3, fence = fence + 1,
+		claimed_ms = ` + nowMillis + ` WHERE id = $4`
+	clServedPut = `INSERT INTO served_agents (name, client) VALUES ($1, $2)
+		ON CONFLICT (name) DO UPDATE SET client = excluded.client`
+)
+
+var _ agentbridge.ClaimStore = (*Store)(nil)
+
+// lockClaim reads and locks a claim's row in tx (nil: none).
+func lockClaim(ctx context.Context, tx pgx.Tx, q string, args ...any) (*storecore.ClaimRow, error) {
+	c, err := storecore.ScanClaim(tx.QueryRow(ctx, q+` FOR UPDATE`, args...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load claim: %w", err)
+	}
+	return &c, nil
+}
+
+// checkFenceTx checks f against its claim, locked in tx until COMMIT; the
+// refusal is an ECodeFenced *agentbridge.Error.
+func checkFenceTx(ctx context.Context, tx pgx.Tx, f agentbridge.ClaimFence) error {
+	row, err := lockClaim(ctx, tx, clSelectID, f.ID)
+	if err != nil {
+		return err
+	}
+	if row == nil {
+		return agentbridge.ClaimNotFound(f.ID)
+	}
+	return f.Check(row.Claim)
+}
+
+// registrationsTx reads every registration in tx.
+func registrationsTx(ctx context.Context, tx pgx.Tx) ([]agentbridge.CoordinatorInfo, error) {
+	rows, err := tx.Query(ctx, cSelectAll)
+	if err != nil {
+		return nil, fmt.Errorf("list coordinators: %w", err)
+	}
+	defer rows.Close()
+	return storecore.Collect(rows, "coordinators", storecore.ScanCoordinator)
+}
+
+// Claim applies the claim rules to req's key in one transaction that
+// locks the key's row.
+func (s *Store) Claim(ctx context.Context, req agentbridge.ClaimRequest) (_ agentbridge.ClaimResult, err error) {
+	defer s.guardWrite(time.Now(), &err)
+	if err := req.Validate(); err != nil {
+		return agentbridge.ClaimResult{}, err
+	}
+	var out agentbridge.ClaimResult
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var one int
+		if err := tx.QueryRow(ctx, `SELECT 1 FROM threads WHERE id = $1`, req.Thread).Scan(&one); errors.Is(err, pgx.ErrNoRows) {
+			return agentbridge.ThreadNotFound(req.Thread)
+		} else if err != nil {
+			return fmt.Errorf("look up thread %s: %w", req.Thread, err)
+		}
+		if err := tx.QueryRow(ctx, `SELECT 1 FROM events WHERE id = $1 AND thread = $2`, req.Event, req.Thread).Scan(&one); errors.Is(err, pgx.ErrNoRows) {
+			return storecore.ReceiptEventNotFound(agentbridge.ReceiptInput{Thread: req.Thread, Event: req.Event})
+		} else if err != nil {
+			return fmt.Errorf("look up claim event: %w", err)
+		}
+		regs, err := registrationsTx(ctx, tx)
+		if err != nil {
+			return err
+		}
+		me, err := storecore.CheckClaimant(req, regs)
+		if err != nil {
+			return err
+		}
+		key := []any{req.Thread, req.Event, req.Participant, req.Round, req.Notice}
+		for {
+			row, err := lockClaim(ctx, tx, clSelectKey, key...)
+			if err != nil {
+				return err
+			}
+			act, granted, prev := storecore.DecideClaim(req, row, regs)
+			switch act {
+			case storecore.ClaimInsertWaiting, storecore.ClaimInsertRunning:
+				running := act == storecore.ClaimInsertRunning
+				state, holder, instance, host, fence, ttl := agentbridge.ClaimWaiting, "", "", "", int64(0), req.PendingTTLMillis
+				if running {
+					state, holder, instance, host, fence, ttl = agentbridge.ClaimRunning, me.ID, me.Instance, me.Host, 1, 0
+				}
+				tag, err := tx.Exec(ctx, clInsert, append(key, req.Client, state, holder, instance, host, fence, running, ttl)...)
+				if err != nil {
+					return fmt.Errorf("insert claim: %w", err)
+				}
+				if tag.RowsAffected() == 0 {
+					continue // another bridge inserted it first: decide again on its row
+				}
+				if !running && req.IsRun() {
+					if _, _, err := s.putReceiptTx(ctx, tx, storecore.WaitingReceipt(req)); err != nil {
+						return err
+					}
+				}
+			case storecore.ClaimTake:
+				if _, err := tx.Exec(ctx, clTake, me.ID, me.Instance, me.Host, row.ID); err != nil {
+					return fmt.Errorf("take claim %d: %w", row.ID, err)
+				}
+			}
+			if act != storecore.ClaimKeep {
+				if row, err = lockClaim(ctx, tx, clSelectKey, key...); err != nil || row == nil {
+					return fmt.Errorf("reload claim: %w", errors.Join(err, pgx.ErrNoRows))
+				}
+			}
+			out = agentbridge.ClaimResult{Claim: row.Claim, Granted: granted, PreviousHost: prev}
+			return nil
+		}
+	})
+	return out, err
+}
+
+// FinishClaim marks claim id done when coordinator holds it at fence.
+func (s *Store) FinishClaim(ctx context.Context, id, fence int64, coordinator string) (_ agentbridge.Claim, err error) {
+	defer s.guardWrite(time.Now(), &err)
+	var out agentbridge.Claim
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		row, err := lockClaim(ctx, tx, clSelectID, id)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			return agentbridge.ClaimNotFound(id)
+		}
+		if err := (agentbridge.ClaimFence{ID: id, Fence: fence, Coordinator: coordinator}).Check(row.Claim); err != nil {
+			return err
+		}
+		if row.State != agentbridge.ClaimDone {
+			if _, err := tx.Exec(ctx, `UPDATE claims SET state = 'done' WHERE id = $1`, id); err != nil {
+				return fmt.Errorf("finish claim %d: %w", id, err)
+			}
+			row.State = agentbridge.ClaimDone
+		}
+		out = row.Claim
+		return nil
+	})
+	return out, err
+}
+
+// CheckFence checks f against its claim as committed.
+func (s *Store) CheckFence(ctx context.Context, f agentbridge.ClaimFence) (err error) {
+	defer s.guard(time.Now(), &err)
+	c, err := storecore.ScanClaim(s.pool.QueryRow(ctx, clSelectID, f.ID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return agentbridge.ClaimNotFound(f.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("load claim %d: %w", f.ID, err)
+	}
+	return f.Check(c.Claim)
+}
+
+// readClaims runs a claims query.
+func (s *Store) readClaims(ctx context.Context, q string, args ...any) ([]storecore.ClaimRow, error) {
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list claims: %w", err)
+	}
+	defer rows.Close()
+	return storecore.Collect(rows, "claims", storecore.ScanClaim)
+}
+
+// Claimable lists the claims coordinator may take now.
+func (s *Store) Claimable(ctx context.Context, coordinator string) (_ []agentbridge.Claim, err error) {
+	defer s.guard(time.Now(), &err)
+	rows, err := s.readClaims(ctx, clSelectOpen)
+	if err != nil {
+		return nil, err
+	}
+	regs, err := s.Coordinators(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return storecore.Claimable(rows, regs, coordinator), nil
+}
+
+// Claims lists thread's claims.
+func (s *Store) Claims(ctx context.Context, thread string) (_ []agentbridge.Claim, err error) {
+	defer s.guard(time.Now(), &err)
+	if _, err := s.Thread(ctx, thread); err != nil {
+		return nil, err
+	}
+	rows, err := s.readClaims(ctx, clSelectTh, thread)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]agentbridge.Claim, len(rows))
+	for i, r := range rows {
+		out[i] = r.Claim
+	}
+	return out, nil
+}
+
+// DueClaims lists the claims the sweeper acts on.
+func (s *Store) DueClaims(ctx context.Context) (_ []agentbridge.Claim, err error) {
+	defer s.guard(time.Now(), &err)
+	rows, err := s.readClaims(ctx, clSelectOpen)
+	if err != nil || len(rows) == 0 {
+		return []agentbridge.Claim{}, err
+	}
+	regs, err := s.Coordinators(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return storecore.Due(rows, regs), nil
+}
+
+// InterruptClaim writes the interrupted receipt of claim id at fence in
+// one transaction that locks the claim, when it is still due.
+func (s *Store) InterruptClaim(ctx context.Context, id, fence int64) (_ agentbridge.Receipt, _ bool, err error) {
+	defer s.guardWrite(time.Now(), &err)
+	var out agentbridge.Receipt
+	var changed bool
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		row, err := lockClaim(ctx, tx, clSelectID, id)
+		if err != nil || row == nil || row.Fence != fence {
+			return err
+		}
+		regs, err := registrationsTx(ctx, tx)
+		if err != nil || !storecore.InterruptDue(*row, regs) {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE claims SET interrupted_fence = fence WHERE id = $1`, id); err != nil {
+			return fmt.Errorf("mark claim %d interrupted: %w", id, err)
+		}
+		old, err := storecore.ScanReceipt(tx.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts
+			WHERE thread = $1 AND event = $2 AND participant = $3 FOR UPDATE`, row.Thread, row.Event, row.Participant))
+		found := err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("load receipt: %w", err)
+		}
+		in, ok := storecore.InterruptedReceipt(row.Claim, old, found)
+		if !ok {
+			return nil
+		}
+		out, changed, err = s.putReceiptTx(ctx, tx, in)
+		return err
+	})
+	return out, changed, err
+}
+
+// ExpireClaim expires waiting claim id through the writer, when it is
+// still due: the claim, the bridge's error message and the failed receipt
+// commit in the writer's transaction.
+func (s *Store) ExpireClaim(ctx context.Context, id int64) (_ *agentbridge.Event, _ *agentbridge.Receipt, _ bool, err error) {
+	defer s.guardWrite(time.Now(), &err)
+	var thread string
+	err = s.pool.QueryRow(ctx, `SELECT thread FROM claims WHERE id = $1`, id).Scan(&thread)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, false, nil
+	}
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("load claim %d: %w", id, err)
+	}
+	// append.Thread makes the writer lock the thread first, as for an
+	// append, before expireClaim locks the claim.
+	resp := s.submit(ctx, &request{ctx: ctx, expire: id, append: agentbridge.AppendRequest{Thread: thread}})
+	if resp.err != nil || !resp.expired {
+		return nil, nil, false, resp.err
+	}
+	var ev *agentbridge.Event
+	if resp.event.ID != "" {
+		ev = &resp.event
+	}
+	return ev, resp.rcpt, true, nil
+}
+
+// expireClaim runs in the writer's transaction: it locks claim id and,
+// when it is still due, expires it, queues the bridge's error message in
+// the batch and fails the receipt.
+func (s *Store) expireClaim(ctx context.Context, l *lookups, id int64) (response, error) {
+	row, err := lockClaim(ctx, l.tx, clSelectID, id)
+	if err != nil || row == nil || !storecore.ExpireDue(*row) {
+		return response{}, err
+	}
+	if _, err := l.tx.Exec(ctx, `UPDATE claims SET state = 'expired' WHERE id = $1`, id); err != nil {
+		return response{}, fmt.Errorf("expire claim %d: %w", id, err)
+	}
+	if !row.IsRun() {
+		return response{expired: true}, nil
+	}
+	var ms int64
+	if err := l.tx.QueryRow(ctx, `SELECT expires_ms - created_ms FROM claims WHERE id = $1`, id).Scan(&ms); err != nil {
+		return response{}, fmt.Errorf("load the ttl of claim %d: %w", id, err)
+	}
+	ttl := time.Duration(ms) * time.Millisecond
+	req := storecore.ExpiredMessage(row.Claim, ttl)
+	ctl, verr := req.Validate()
+	meta, merr := storecore.StoredMeta(&req.Input.Meta)
+	if err := errors.Join(verr, merr); err != nil {
+		return response{}, fmt.Errorf("build the expiry message of claim %d: %w", id, err)
+	}
+	resp, err := s.appendEvent(ctx, l, req, meta, ctl)
+	if err != nil {
+		return response{}, err
+	}
+	if resp.err != nil {
+		// The thread refuses the message (paused, say): the claim still
+		// expires and its receipt still fails.
+		s.log.Warn("the expiry message of a claim was refused", "claim", id, "thread", row.Thread, "err", resp.err)
+		resp = response{}
+	}
+	rc, changed, err := s.putReceiptTx(ctx, l.tx, storecore.FailedReceipt(row.Claim, ttl))
+	if err != nil {
+		return response{}, err
+	}
+	resp.expired = true
+	if changed {
+		resp.rcpt = &rc
+	}
+	return resp, nil
+}
+
+// ServedEver reads every agent name a registration ever listed.
+func (s *Store) ServedEver(ctx context.Context) (_ map[string]string, err error) {
+	defer s.guard(time.Now(), &err)
+	rows, err := s.pool.Query(ctx, `SELECT name, client FROM served_agents ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list served agents: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var name, client string
+		if err := rows.Scan(&name, &client); err != nil {
+			return nil, fmt.Errorf("scan served agent: %w", err)
+		}
+		out[name] = client
+	}
+	return out, rows.Err()
+}
+
+// recordServed adds reg's agents to served_agents in the registration's
+// transaction.
+func recordServed(ctx context.Context, tx pgx.Tx, reg agentbridge.Registration) error {
+	for _, a := range reg.Agents {
+		if _, err := tx.Exec(ctx, clServedPut, a.Name, a.Client); err != nil {
+			return fmt.Errorf("record served agent %s: %w", a.Name, err)
+		}
+	}
+	return nil
+}
