@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -189,6 +191,26 @@ func TestClaimsOneAgentTwoMachines(t *testing.T) {
 	}
 	if total != n {
 		t.Errorf("%d runs in total, want %d", total, n)
+	}
+	// Each coordinator's records of the triggers the other ran ended
+	// elsewhere, naming the holder (what `runs` and `why` show).
+	for _, m := range []*machine{a, b} {
+		req, _ := http.NewRequest(http.MethodGet, m.statusURL+"/invocations?status=elsewhere&limit=5", nil)
+		req.Header.Set("Authorization", "Bearer "+person)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got status.InvocationsResponse
+		err = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if err != nil || len(got.Invocations) == 0 {
+			t.Errorf("%s: elsewhere records = %+v, %v; want some", m.id, got, err)
+			continue
+		}
+		if e := got.Invocations[0].Error; !strings.Contains(e, "run elsewhere") {
+			t.Errorf("%s: an elsewhere record's error = %q, want the holder named", m.id, e)
+		}
 	}
 	t.Logf("runs: laptop %d, server %d", len(ra), len(rb))
 }
