@@ -75,6 +75,9 @@ func (s *Server) announceReceipt(ctx context.Context, c agentbridge.Claim) {
 	}
 	for _, rc := range list {
 		if rc.Participant == c.Participant {
+			// A listed receipt leaves its thread out (the query names
+			// it); the streams route changes by it.
+			rc.Thread = c.Thread
 			s.receiptHub.add(rc)
 		}
 	}

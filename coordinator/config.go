@@ -140,6 +140,10 @@ type Config struct {
 	// ClaimTTL is how long the bridge counts the coordinator live after
 	// its last heartbeat (contract 7.1); it heartbeats every third of it.
 	ClaimTTL time.Duration `config:"claim_ttl_s"`
+	// PendingTTL is how long a trigger for a participant no live
+	// coordinator serves waits at the bridge for one (a waiting claim,
+	// contract 7.1) before the bridge answers it with an error notice.
+	PendingTTL time.Duration `config:"pending_ttl_s"`
 	// Host is the machine name the coordinator registers with the bridge,
 	// shown as "agent @ host"; empty means the machine's host name.
 	Host string `config:"host"`
@@ -279,6 +283,7 @@ func DefaultConfig() Config {
 		ACPMaxWarm:              8,
 		PermissionTimeout:       3600 * time.Second,
 		ClaimTTL:                agentbridge.DefaultClaimTTL,
+		PendingTTL:              agentbridge.DefaultPendingTTL,
 	}
 }
 
@@ -381,6 +386,7 @@ type fileConfig struct {
 	ACPMaxWarm              *float64                    `json:"acp_max_warm"`
 	PermissionTimeoutS      *float64                    `json:"permission_timeout_s"`
 	ClaimTTLS               *float64                    `json:"claim_ttl_s"`
+	PendingTTLS             *float64                    `json:"pending_ttl_s"`
 	Host                    *string                     `json:"host"`
 	Agents                  *map[string]json.RawMessage `json:"agents"`
 	// agentsPresent tells a missing "agents" (required) from a null one.
@@ -551,6 +557,7 @@ func (f *fileConfig) validateRules(cfg *Config, set func(error)) {
 // bridge: its host name and its heartbeat's ttl.
 func (f *fileConfig) validateRegistration(cfg *Config, set func(error)) {
 	set(checkSeconds("claim_ttl_s", f.ClaimTTLS, false, &cfg.ClaimTTL))
+	set(checkSeconds("pending_ttl_s", f.PendingTTLS, false, &cfg.PendingTTL))
 	if cfg.ClaimTTL > agentbridge.MaxClaimTTL {
 		set(configErrorf("claim_ttl_s", "must be at most %s", agentbridge.MaxClaimTTL))
 	}

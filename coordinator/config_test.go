@@ -89,6 +89,7 @@ func TestParseConfig_AllKeys(t *testing.T) {
 		"acp_max_warm": 2,
 		"permission_timeout_s": 60,
 		"claim_ttl_s":          2.5,
+		"pending_ttl_s":        60,
 		"host":                 "laptop",
 		"agents": {
 			"codex": {
@@ -134,6 +135,7 @@ func TestParseConfig_AllKeys(t *testing.T) {
 		ACPMaxWarm:              2,
 		PermissionTimeout:       time.Minute,
 		ClaimTTL:                2500 * time.Millisecond,
+		PendingTTL:              time.Minute,
 		Host:                    "laptop",
 		Agents: map[string]AgentConfig{"codex": {
 			Command: []string{"/usr/bin/codex-adapter", "--fast"},
@@ -262,6 +264,7 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"shutdown_grace_s negative", `{"shutdown_grace_s": -1, ` + minimalConfig[1:], "shutdown_grace_s", "positive"},
 		{"claim_ttl_s zero", `{"claim_ttl_s": 0, ` + minimalConfig[1:], "claim_ttl_s", "positive"},
 		{"claim_ttl_s over a day", `{"claim_ttl_s": 90000, ` + minimalConfig[1:], "claim_ttl_s", "at most"},
+		{"pending_ttl_s zero", `{"pending_ttl_s": 0, ` + minimalConfig[1:], "pending_ttl_s", "positive"},
 		{"host with spaces", `{"host": " laptop", ` + minimalConfig[1:], "host", "machine name"},
 	}
 	for _, tt := range tests {

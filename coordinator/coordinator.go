@@ -114,6 +114,9 @@ type Coordinator struct {
 	outage *ledgerOutage
 	// registry registers with the bridge and heartbeats (registry.go).
 	registry *registrar
+	// claims claims runs at the bridge and takes over those left
+	// (claims.go, takeover.go).
+	claims *claimer
 }
 
 // threadCache is a thread's derived state as of seq.
@@ -172,6 +175,7 @@ func New(opts Options) (*Coordinator, error) {
 	c.receipts = newReceiptReporter(c)
 	c.avail = newAvailability(c)
 	c.registry = newRegistrar(c, opts.Version)
+	c.claims = newClaimer(c)
 	c.acp = newACPPool(c, acpDir(opts.ACPDir))
 	c.tokens = &tokenKeeper{c: c}
 	if opts.ConfigPath != "" {
@@ -306,6 +310,13 @@ func (c *Coordinator) Run(ctx context.Context) error {
 
 	err := c.recover(stop)
 	if err == nil {
+		// Taking over comes after recovery, which settles this
+		// coordinator's own runs first.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.claims.pollClaims(stop)
+		}()
 		err = c.follow(stop)
 	}
 	cancelStop()
@@ -668,6 +679,7 @@ func (c *Coordinator) dispatch(ctx context.Context, e agentbridge.Event, d Decis
 	if decided {
 		c.receipts.wake()
 	}
+	c.unservedAtInvite(ctx, e, after)
 	if step.PartyRound != nil && len(d.Invoke) == 0 {
 		// Nobody could take part: the round ends at once, with its notice.
 		c.partyAdvance(ctx, e.ID)

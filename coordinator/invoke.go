@@ -29,7 +29,8 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	// cancelled, or a finished run would be re-run after restart.
 	keep := context.WithoutCancel(ctx)
 	if len(inv.PendingPost) > 0 {
-		c.deliverPending(ctx, inv)
+		c.deliverPending(withClaim(ctx, inv), inv)
+		c.claims.finish(keep, inv.ID)
 		return
 	}
 	cfg := c.cfg.Load()
@@ -38,6 +39,14 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	if cancelled {
 		return
 	}
+	// The claim comes before the adapter or ACP turn starts: only its
+	// holder runs, and every write of the run carries its fence.
+	inv, run := c.claims.run(ctx, j)
+	if !run {
+		return
+	}
+	j.inv = inv
+	ctx = withClaim(ctx, inv)
 	// The run's agent token: the pair's spare, made ahead, or one minted
 	// while the run is prepared; either way the wake path does not wait
 	// for the bridge's write.
@@ -87,6 +96,7 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		c.metrics.observe(status, last.Finished.Sub(last.Started))
 	}
 	c.logInvocation(inv, status, last.Finished.Sub(last.Started))
+	c.claims.finish(keep, inv.ID)
 }
 
 // deliverPending posts what a previous run of inv left owed.
@@ -278,13 +288,11 @@ func (c *Coordinator) deliver(ctx context.Context, inv ledger.Invocation, post j
 			c.noteReply(keep, ev)
 			continue
 		}
+		if end, ok := c.conflictEnd(ctx, inv, err); ok {
+			return end
+		}
 		var ae *agentbridge.Error
 		switch {
-		case errors.As(err, &ae) && ae.Status == http.StatusConflict && ae.Code != agentbridge.ECodeIdempotencyConflict:
-			if err := c.db.Posted(keep, inv.ID, "", ledger.StatusRefused, ae.Message); err != nil {
-				c.log.Error("record refused reply", "id", inv.ID, "err", err)
-			}
-			return ledger.StatusRefused
 		case errors.As(err, &ae):
 			// Refused for good: a cut or an error notice stands in for it
 			// (refused.go), so the trigger is still answered.
@@ -312,6 +320,25 @@ func (c *Coordinator) deliver(ctx context.Context, inv ledger.Invocation, post j
 	}
 	c.recordPosted(ctx, inv, last.ID, newStatus, note)
 	return status
+}
+
+// conflictEnd ends a delivery the bridge answered with a 409 that no
+// stand-in post follows: fenced (another coordinator took the run over:
+// its reply stands, and this one is not retried) or refused (the
+// participant was muted or the thread paused meanwhile). ok is false for
+// any other error.
+func (c *Coordinator) conflictEnd(ctx context.Context, inv ledger.Invocation, err error) (status string, ok bool) {
+	var ae *agentbridge.Error
+	switch {
+	case c.claims.fenced(ctx, inv, err):
+		return ledger.StatusElsewhere, true
+	case errors.As(err, &ae) && ae.Status == http.StatusConflict && ae.Code != agentbridge.ECodeIdempotencyConflict:
+		if err := c.db.Posted(context.WithoutCancel(ctx), inv.ID, "", ledger.StatusRefused, ae.Message); err != nil {
+			c.log.Error("record refused reply", "id", inv.ID, "err", err)
+		}
+		return ledger.StatusRefused, true
+	}
+	return "", false
 }
 
 // recordPosted records the bridge's acknowledgement of a post, retried

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -75,6 +76,10 @@ type receiptReporter struct {
 	// warned is set once a permanent refusal has been logged at warn level
 	// (a bridge without receipts refuses every one).
 	warned bool
+	// reopened holds the ids of records queued again (a run taken over,
+	// takeover.go), watched again from the next pass.
+	reopenMu sync.Mutex
+	reopened []int64
 }
 
 func newReceiptReporter(c *Coordinator) *receiptReporter {
@@ -107,6 +112,26 @@ func (r *receiptReporter) start(ctx context.Context) (stop func()) {
 		}
 		cancel()
 		<-done
+	}
+}
+
+// reopen watches record id again: its record was queued again after it
+// ended (a run taken over), and its receipts follow the new run.
+func (r *receiptReporter) reopen(id int64) {
+	r.reopenMu.Lock()
+	r.reopened = append(r.reopened, id)
+	r.reopenMu.Unlock()
+	r.wake()
+}
+
+// takeReopened moves the reopened records into active.
+func (r *receiptReporter) takeReopened() {
+	r.reopenMu.Lock()
+	ids := r.reopened
+	r.reopened = nil
+	r.reopenMu.Unlock()
+	for _, id := range ids {
+		r.active[id] = pairReport{}
 	}
 }
 
@@ -176,6 +201,7 @@ func (r *receiptReporter) run(ctx context.Context, final <-chan struct{}) {
 // pass reports what changed since the last pass and returns how many rows
 // it read.
 func (r *receiptReporter) pass(ctx context.Context) (int, error) {
+	r.takeReopened()
 	decs, ok, err := r.passDecisions(ctx)
 	if err != nil || !ok {
 		return 0, err
@@ -205,7 +231,7 @@ func (r *receiptReporter) passDecisions(ctx context.Context) (n int, ok bool, er
 			r.c.log.Warn("receipts: cannot decode a decision", "event", d.EventID, "err", err)
 		}
 		for _, s := range dd.Skipped {
-			if !r.reportSkip(ctx, s, d.Row, &listed) {
+			if !r.reportSkip(ctx, d, dd.partyRound(), s, &listed) {
 				continue
 			}
 			if !r.send(ctx, agentbridge.ReceiptInput{
@@ -226,17 +252,20 @@ func (r *receiptReporter) passDecisions(ctx context.Context) (n int, ok bool, er
 // not serve, it does only for a decision of this run (a replayed one may
 // have been answered by a coordinator since gone), when the bridge's
 // coordinators were read and no other live one serves the participant:
-// then "no adapter" holds for every coordinator, and each one's report of
-// it is the same receipt. Against a bridge that keeps no registrations
-// (an older one) it reports as before, as the only coordinator.
-func (r *receiptReporter) reportSkip(ctx context.Context, s Skip, row int64, listed *bool) bool {
+// then "no adapter" holds for every coordinator: the trigger waits at the
+// bridge for a coordinator serving the participant (a waiting claim,
+// whose receipt the bridge writes), and only against a bridge without
+// claims is "no adapter" reported, each coordinator's report of it being
+// the same receipt. Against a bridge that keeps no registrations (an
+// older one) it reports as before, as the only coordinator.
+func (r *receiptReporter) reportSkip(ctx context.Context, d ledger.DecisionRow, round int, s Skip, listed *bool) bool {
 	if s.Agent != "" {
 		return true
 	}
 	if r.c.registry.unsupportedBridge() {
 		return true
 	}
-	if row <= r.replayedDec {
+	if d.Row <= r.replayedDec {
 		return false
 	}
 	if !*listed {
@@ -246,7 +275,13 @@ func (r *receiptReporter) reportSkip(ctx context.Context, s Skip, row int64, lis
 		*listed = true
 	}
 	elsewhere, known := r.c.registry.servedElsewhere(s.Participant, s.Client)
-	return known && !elsewhere
+	if !known || elsewhere {
+		return false
+	}
+	if s.Reason != ReasonNoAdapter {
+		return true
+	}
+	return !r.c.claims.wait(ctx, d.Thread, d.EventID, round, s)
 }
 
 // pairRows reads the pairs queued since the last pass and the unfinished
@@ -282,7 +317,7 @@ func (r *receiptReporter) reportPairs(ctx context.Context, rows []ledger.PairSta
 			newRows++
 		}
 		prev, known := r.active[p.ID]
-		now := pairReport{status: p.Status, reply: p.ReplyEventID}
+		now := r.reportOf(p)
 		if p.Pending && p.Status != ledger.StatusQueued && p.Status != ledger.StatusRunning {
 			// An ending is reported once its reply or notice is in the
 			// thread, so that "replied" always links to the reply.
@@ -292,11 +327,8 @@ func (r *receiptReporter) reportPairs(ctx context.Context, rows []ledger.PairSta
 			r.lastInv = max(r.lastInv, p.ID)
 			continue
 		}
-		if (!known || prev != now) && agentbridge.ValidReceiptState(p.Status) {
-			if !r.send(ctx, agentbridge.ReceiptInput{
-				Thread: p.Thread, Event: p.TriggerID, Participant: p.Participant,
-				State: p.Status, Invocation: strconv.FormatInt(p.ID, 10), Reply: p.ReplyEventID,
-			}) {
+		if (!known || prev != now) && now != (pairReport{}) && agentbridge.ValidReceiptState(p.Status) {
+			if !r.sendPair(ctx, p) {
 				return 0, false
 			}
 		}
@@ -308,6 +340,30 @@ func (r *receiptReporter) reportPairs(ctx context.Context, rows []ledger.PairSta
 		r.lastInv = max(r.lastInv, p.ID)
 	}
 	return newRows, true
+}
+
+// reportOf is what a pair's receipt is to say now. A run not claimed yet
+// at a bridge that keeps claims, for a participant another live
+// coordinator serves too, says nothing (zero): that one may hold the run,
+// and the receipt is the holder's to write (contract 7.1).
+func (r *receiptReporter) reportOf(p ledger.PairState) pairReport {
+	if p.ClaimID == 0 && p.Status == ledger.StatusQueued && !r.c.claims.off() {
+		if shared, known := r.c.registry.servedElsewhere(p.Participant, ""); shared || !known {
+			return pairReport{}
+		}
+	}
+	return pairReport{status: p.Status, reply: p.ReplyEventID}
+}
+
+// sendPair sends a pair's receipt, carrying its claim's fence.
+func (r *receiptReporter) sendPair(ctx context.Context, p ledger.PairState) bool {
+	if p.ClaimID != 0 {
+		ctx = client.WithClaim(ctx, p.ClaimID, p.ClaimFence)
+	}
+	return r.send(ctx, agentbridge.ReceiptInput{
+		Thread: p.Thread, Event: p.TriggerID, Participant: p.Participant,
+		State: p.Status, Invocation: strconv.FormatInt(p.ID, 10), Reply: p.ReplyEventID,
+	})
 }
 
 // finished reports whether an invocation's receipt can no longer change:

@@ -80,8 +80,10 @@ func inOrder(rs []agentbridge.Receipt, want ...string) bool {
 // TestReceiptsReported: a message that mentions an invited agent, an
 // invited participant without an adapter and someone not invited gets a
 // receipt for each: the agent's run from queued or running to succeeded
-// with its invocation and reply, the others skipped with the decision's
-// reason; a failing run ends failed with the error notice as its reply.
+// with its invocation and reply, the one not invited skipped with the
+// decision's reason, the one without an adapter anywhere queued, waiting
+// at the bridge for a coordinator serving it (contract 7.1); a failing
+// run ends failed with the error notice as its reply.
 // They arrive live on the thread's stream and stay readable with GET.
 func TestReceiptsReported(t *testing.T) {
 	s := startStack(t, nil)
@@ -114,10 +116,25 @@ func TestReceiptsReported(t *testing.T) {
 	if !sawRunning {
 		t.Errorf("a one-second run was never reported running: %+v", rs)
 	}
-	for p, reason := range map[string]string{"gemini": "no adapter", "zed": "not invited"} {
-		testutil.WaitFor(t, waitLong, p+"'s skipped receipt", func() bool { return len(log.of(e.ID, p)) > 0 })
-		if r := log.of(e.ID, p); len(r) != 1 || r[0].State != agentbridge.ReceiptSkipped || r[0].Reason != reason {
-			t.Errorf("%s's receipts = %+v, want one skipped: %s", p, r, reason)
+	testutil.WaitFor(t, waitLong, "zed's skipped receipt", func() bool { return len(log.of(e.ID, "zed")) > 0 })
+	if r := log.of(e.ID, "zed"); len(r) != 1 || r[0].State != agentbridge.ReceiptSkipped || r[0].Reason != "not invited" {
+		t.Errorf("zed's receipts = %+v, want one skipped: not invited", r)
+	}
+	// Nobody serves gemini: the trigger waits at the bridge for a
+	// coordinator serving it (a waiting claim, whose receipt the bridge
+	// writes), not "skipped — no adapter".
+	testutil.WaitFor(t, waitLong, "gemini's waiting receipt", func() bool {
+		rs, err := s.cl.Receipts(context.Background(), agentbridge.ReceiptsQuery{Thread: th, Event: e.ID})
+		for _, r := range rs {
+			if err == nil && r.Participant == "gemini" {
+				return r.State == agentbridge.ReceiptQueued && r.Reason == "waiting for a coordinator serving gemini"
+			}
+		}
+		return false
+	})
+	for _, r := range log.of(e.ID, "gemini") {
+		if r.State == agentbridge.ReceiptSkipped {
+			t.Errorf("a skipped receipt for gemini, whom the bridge holds the trigger for: %+v", r)
 		}
 	}
 
@@ -140,7 +157,7 @@ func TestReceiptsReported(t *testing.T) {
 		got[r.Event[len(r.Event)-4:]+"/"+r.Participant] = r.State
 	}
 	want := map[string]string{
-		e.ID[len(e.ID)-4:] + "/alice": "succeeded", e.ID[len(e.ID)-4:] + "/gemini": "skipped",
+		e.ID[len(e.ID)-4:] + "/alice": "succeeded", e.ID[len(e.ID)-4:] + "/gemini": "queued",
 		e.ID[len(e.ID)-4:] + "/zed": "skipped", fail.ID[len(fail.ID)-4:] + "/alice": "failed",
 	}
 	if len(got) != len(want) {

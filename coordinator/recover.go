@@ -95,8 +95,9 @@ func (c *Coordinator) repliesAfter(ctx context.Context, thread string, seq int64
 }
 
 // replyFor finds the pair's reply (from the participant) or error message
-// (from the coordinator, naming the participant) among evs, and the status
-// it implies.
+// (from the coordinator, naming the participant; from any coordinator when
+// coordinatorID is empty, as for a run taken over from another one) among
+// evs, and the status it implies.
 func replyFor(evs []agentbridge.Event, inv ledger.Invocation, coordinatorID string) (agentbridge.Event, string, bool) {
 	for _, e := range evs {
 		if e.Meta.ReplyTo != inv.TriggerID || partyRoundOf(e) != inv.Round {
@@ -105,7 +106,8 @@ func replyFor(evs []agentbridge.Event, inv ledger.Invocation, coordinatorID stri
 		if e.From == inv.Participant {
 			return e, ledger.StatusSucceeded, true
 		}
-		if e.From == coordinatorID && e.Meta.HasTag("error") && string(e.Meta.Extra[metaParticipant]) == string(mustJSON(inv.Participant)) {
+		byCoordinator := e.From == coordinatorID || (coordinatorID == "" && e.Meta.HasTag("coordinator"))
+		if byCoordinator && e.Meta.HasTag("error") && string(e.Meta.Extra[metaParticipant]) == string(mustJSON(inv.Participant)) {
 			return e, ledger.StatusFailed, true
 		}
 	}

@@ -34,6 +34,9 @@ type registrar struct {
 	// is false until one was read.
 	list  []agentbridge.CoordinatorInfo
 	known bool
+	// servedEver is every agent name (with its client) any registration
+	// ever listed, as of the last list read.
+	servedEver map[string]string
 	// warned holds the other instances already warned about as
 	// duplicates, and unsupported is set once a bridge without
 	// registrations was logged.
@@ -147,14 +150,34 @@ func (g *registrar) beatWith(ctx context.Context, cfg *Config) {
 			g.warnDuplicate(other)
 		}
 	}
-	g.keep(list.Coordinators)
+	g.keep(list)
 }
 
 // keep stores a list of coordinators just read.
-func (g *registrar) keep(list []agentbridge.CoordinatorInfo) {
+func (g *registrar) keep(list agentbridge.CoordinatorsResponse) {
 	g.mu.Lock()
-	g.list, g.known = list, true
+	g.list, g.servedEver, g.known = list.Coordinators, list.ServedEver, true
 	g.mu.Unlock()
+}
+
+// neverServed reports whether, by the last list read, no registration
+// ever listed participant, by its name or by its invited client; known
+// is false when no list was read, or the bridge keeps no such record.
+func (g *registrar) neverServed(participant, client string) (never, known bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.known || g.servedEver == nil {
+		return false, false
+	}
+	if _, ok := g.servedEver[participant]; ok {
+		return false, true
+	}
+	for _, c := range g.servedEver {
+		if client != "" && c == client {
+			return false, true
+		}
+	}
+	return true, true
 }
 
 // liveDuplicate reports whether other, a registration under this
@@ -222,7 +245,7 @@ func (g *registrar) refresh(ctx context.Context) {
 		}
 		return
 	}
-	g.keep(list.Coordinators)
+	g.keep(list)
 }
 
 // servedElsewhere reports whether another live coordinator, by the last

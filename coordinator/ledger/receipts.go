@@ -20,6 +20,10 @@ type PairState struct {
 	// Pending is true while a post is owed (the run ended, its reply,
 	// error notice or cancel notice is not yet in the thread).
 	Pending bool
+	// ClaimID and ClaimFence are the run's claim at the bridge (0 while
+	// not claimed): the pair's receipts carry its fence.
+	ClaimID    int64
+	ClaimFence int64
 }
 
 // DecisionRow is a recorded decision in the order decisions were written.
@@ -52,7 +56,8 @@ func (d *DB) PairStates(ctx context.Context, after int64, ids []int64, limit int
 	// is posted.
 	q := `SELECT i.id, i.thread, i.trigger_id, i.participant, i.status,
 			CASE WHEN i.reply_event_id != '' THEN i.reply_event_id ELSE coalesce(n.posted_event_id, '') END,
-			i.pending_post != '' OR (n.trigger_id IS NOT NULL AND n.posted_event_id = '')
+			i.pending_post != '' OR (n.trigger_id IS NOT NULL AND n.posted_event_id = ''),
+			i.claim_id, i.claim_fence
 		FROM invocations i LEFT JOIN notices n ON n.owner = i.owner AND n.trigger_id = i.trigger_id AND n.kind = 'cancelled:' || i.participant
 		WHERE i.owner = ? AND (i.id IN (SELECT id FROM invocations WHERE owner = ? AND id > ? ORDER BY id LIMIT ?)`
 	args := []any{d.db.owner, d.db.owner, after, limit}
@@ -70,7 +75,7 @@ func (d *DB) PairStates(ctx context.Context, after int64, ids []int64, limit int
 	var out []PairState
 	for rows.Next() {
 		var p PairState
-		if err := rows.Scan(&p.ID, &p.Thread, &p.TriggerID, &p.Participant, &p.Status, &p.ReplyEventID, &p.Pending); err != nil {
+		if err := rows.Scan(&p.ID, &p.Thread, &p.TriggerID, &p.Participant, &p.Status, &p.ReplyEventID, &p.Pending, &p.ClaimID, &p.ClaimFence); err != nil {
 			return nil, fmt.Errorf("scan invocation state: %w", err)
 		}
 		out = append(out, p)

@@ -49,6 +49,11 @@ const (
 	// StatusCancelled is final: a person stopped the run (contract 5.4);
 	// nothing of it is posted and it is never re-run.
 	StatusCancelled = "cancelled"
+	// StatusElsewhere is final: another coordinator holds the run's claim
+	// at the bridge (contract 7.1), or took it over and fenced this one's
+	// writes. Nothing of it is posted, no receipt is written for it, and
+	// its error names the holder and its host.
+	StatusElsewhere = "elsewhere"
 )
 
 // ValidStatus reports whether s is an invocation status, so that a filter
@@ -56,7 +61,7 @@ const (
 func ValidStatus(s string) bool {
 	switch s {
 	case StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusTimeout, StatusInterrupted, StatusRefused,
-		StatusCancelled, StatusPassed:
+		StatusCancelled, StatusPassed, StatusElsewhere:
 		return true
 	}
 	return false
@@ -222,6 +227,11 @@ type Invocation struct {
 	// Owner is the coordinator id that queued the pair and runs it: on a
 	// ledger several coordinators share, the first to queue a pair owns it.
 	Owner string `json:"owner,omitempty"`
+	// ClaimID and ClaimFence are the bridge's claim of the run while this
+	// coordinator holds it (0 before it is claimed, and against a bridge
+	// without claims): every write of the run carries them.
+	ClaimID    int64 `json:"claim_id,omitempty"`
+	ClaimFence int64 `json:"claim_fence,omitempty"`
 }
 
 // DecisionRecord is the recorded routing decision for one event, as JSON so that
@@ -626,7 +636,7 @@ func (d *DB) SetStatus(ctx context.Context, id int64, status, errText string) er
 const invocationColumns = `id, thread, trigger_id, trigger_seq, trigger_gseq, participant, agent, command, hop,
 	status, exit_code, error, queued_at, started_at, finished_at, duration_ms, reply_event_id, pending_post,
 	output_bytes, stderr_tail, pid, pgid, process_started_at,
-	input_tokens, output_tokens, cost_usd, progress_count, progress_bad, round, owner`
+	input_tokens, output_tokens, cost_usd, progress_count, progress_bad, round, owner, claim_id, claim_fence`
 
 func scanInvocations(rows *sql.Rows) ([]Invocation, error) {
 	defer rows.Close()
@@ -639,7 +649,8 @@ func scanInvocations(rows *sql.Rows) ([]Invocation, error) {
 			&inv.Participant, &inv.Agent, &cmd, &inv.Hop, &inv.Status, &exit, &inv.Error, &inv.QueuedAt,
 			&inv.StartedAt, &inv.FinishedAt, &inv.DurationMS, &inv.ReplyEventID, &pending,
 			&inv.OutputBytes, &inv.StderrTail, &inv.PID, &inv.PGID, &inv.ProcessStartedAt,
-			&inv.InputTokens, &inv.OutputTokens, &inv.CostUSD, &inv.ProgressCount, &inv.ProgressBad, &inv.Round, &inv.Owner); err != nil {
+			&inv.InputTokens, &inv.OutputTokens, &inv.CostUSD, &inv.ProgressCount, &inv.ProgressBad, &inv.Round, &inv.Owner,
+			&inv.ClaimID, &inv.ClaimFence); err != nil {
 			return nil, fmt.Errorf("scan invocation: %w", err)
 		}
 		if err := json.Unmarshal([]byte(cmd), &inv.Command); err != nil {

@@ -1,0 +1,250 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+)
+
+// Claims at the bridge (contract 7.1, docs/delivery.md). Before a run's
+// adapter or ACP turn starts, the coordinator claims the (trigger,
+// participant, round) at the bridge: the first live claimant runs it, and
+// every write of the run — reply or error post, receipts, presence —
+// carries the claim's fence, which the bridge refuses once another
+// coordinator has taken the claim over. A coordinator that does not hold
+// the claim ends its record as elsewhere, without a run, a post or a
+// receipt. The claims a lapsed holder left, and those filed for a
+// participant nobody served, are taken over from Claimable.
+
+// claimPollMin is the shortest time between two polls of Claimable: a
+// small claim_ttl_s heartbeats often, and the poll need not follow it.
+const claimPollMin = time.Second
+
+// claimer is the coordinator's side of the claims; it is safe for
+// concurrent use.
+type claimer struct {
+	c *Coordinator
+
+	mu sync.Mutex
+	// unsupported is set once the bridge answered that it keeps no
+	// claims (404): the coordinator then runs as before claims.
+	unsupported bool
+	// known is set once the bridge answered a claim: until then the
+	// receipt reporter holds back the queued receipts of unclaimed runs.
+	known bool
+}
+
+func newClaimer(c *Coordinator) *claimer { return &claimer{c: c} }
+
+// off reports whether the bridge keeps no claims.
+func (k *claimer) off() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.unsupported
+}
+
+// settle records what the bridge's answer to a claim says of its support
+// for claims; it returns whether claims are off.
+func (k *claimer) settle(err error) (off bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err == nil {
+		k.known = true
+		return false
+	}
+	if bridgeStatus(err, 404) || bridgeStatus(err, 405) {
+		if !k.unsupported {
+			k.c.log.Warn("the bridge keeps no claims (an older bridge?): runs are not claimed, and a second coordinator serving the same agent would run them too")
+		}
+		k.unsupported, k.known = true, true
+	}
+	return k.unsupported
+}
+
+// request is the claim of inv's run by this coordinator.
+func (k *claimer) request(cfg *Config, inv ledger.Invocation, client string) agentbridge.ClaimRequest {
+	return agentbridge.ClaimRequest{
+		ClaimKey:    agentbridge.ClaimKey{Thread: inv.Thread, Event: inv.TriggerID, Participant: inv.Participant, Round: inv.Round},
+		Coordinator: cfg.CoordinatorID, Instance: k.c.registry.instance, Client: client,
+	}
+}
+
+// agentClient is the client an agent entry names, by which the bridge
+// matches a claim to the coordinators serving it.
+func agentClient(cfg *Config, agent string) string {
+	a := cfg.Agents[agent]
+	if a.Client == "" && a.Profile != nil {
+		return a.Profile.Client
+	}
+	return a.Client
+}
+
+// claim asks the bridge for a claim, retrying transient failures (and a
+// registration the bridge has not seen yet) until ctx ends.
+func (k *claimer) claim(ctx context.Context, req agentbridge.ClaimRequest) (agentbridge.ClaimResult, error) {
+	var res agentbridge.ClaimResult
+	err := k.c.retry(ctx, retrying{what: "claim a run at the bridge", attrs: []any{"trigger", req.Event, "participant", req.Participant},
+		level: slog.LevelDebug, permanent: func(err error) bool {
+			var ae *agentbridge.Error
+			return refusedForGood(err) && !(errors.As(err, &ae) && ae.Code == agentbridge.ECodeNotRegistered)
+		}}, func() (err error) {
+		res, err = k.c.bridge.Claim(ctx, req)
+		return err
+	})
+	k.settle(err)
+	return res, err
+}
+
+// run claims inv's run before it starts. It returns inv with its claim
+// (recorded in the ledger), and whether to run it: not when another live
+// coordinator holds the claim (the record ends elsewhere), nor when ctx
+// ended first. Against a bridge without claims it runs as before.
+func (k *claimer) run(ctx context.Context, j job) (ledger.Invocation, bool) {
+	inv := j.inv
+	if k.off() {
+		return inv, true
+	}
+	cfg := k.c.cfg.Load()
+	cl := j.profile.Client
+	if cl == "" {
+		cl = agentClient(cfg, inv.Agent)
+	}
+	res, err := k.claim(ctx, k.request(cfg, inv, cl))
+	switch {
+	case err != nil && k.off():
+		return inv, true
+	case err != nil && ctx.Err() != nil:
+		return inv, false
+	case err != nil:
+		// Refused for good, for a reason other than another holder: the
+		// trigger is still answered, as it was before claims.
+		k.c.log.Warn("the bridge refused to claim a run; running it unclaimed", "id", inv.ID, "participant", inv.Participant, "err", err)
+		return inv, true
+	case !res.Granted:
+		k.elsewhere(ctx, inv, heldBy(res.Claim))
+		return inv, false
+	}
+	keep := context.WithoutCancel(ctx)
+	inv.ClaimID, inv.ClaimFence = res.Claim.ID, res.Claim.Fence
+	if err := k.c.db.SetClaim(keep, inv.ID, inv.ClaimID, inv.ClaimFence); err != nil {
+		k.c.log.Warn("cannot record the run's claim; its receipts go without it", "id", inv.ID, "err", err)
+	}
+	if res.PreviousHost != "" {
+		k.c.log.Info("took over a run whose coordinator went offline", "id", inv.ID, "participant", inv.Participant,
+			"previous_host", res.PreviousHost, "fence", inv.ClaimFence)
+	}
+	k.c.receipts.wake()
+	return inv, true
+}
+
+// wait files a waiting claim for s, a participant no live coordinator
+// serves, so that a coordinator serving it later takes the trigger (up to
+// pending_ttl_s). It returns false when the bridge keeps no claims or
+// refused it: the caller then reports the skip as before.
+func (k *claimer) wait(ctx context.Context, thread, event string, round int, s Skip) (filed bool) {
+	if k.off() {
+		return false
+	}
+	cfg := k.c.cfg.Load()
+	req := k.request(cfg, ledger.Invocation{Thread: thread, TriggerID: event, Participant: s.Participant, Round: round}, s.Client)
+	req.Wait, req.PendingTTLMillis = true, cfg.PendingTTL.Milliseconds()
+	_, err := k.claim(ctx, req)
+	switch {
+	case err == nil:
+		k.c.log.Info("nobody serves the participant; the trigger waits at the bridge", "thread", thread, "trigger", event,
+			"participant", s.Participant, "pending_ttl", cfg.PendingTTL)
+		return true
+	case ctx.Err() != nil || k.off():
+		return false
+	default:
+		k.c.log.Warn("the bridge refused a waiting claim; reporting the skip", "trigger", event, "participant", s.Participant, "err", err)
+		return false
+	}
+}
+
+// heldBy says who holds a claim this coordinator was not granted.
+func heldBy(cl agentbridge.Claim) string {
+	switch cl.State {
+	case agentbridge.ClaimDone:
+		return fmt.Sprintf("run elsewhere: %s on %s answered it", cl.Coordinator, cl.Host)
+	case agentbridge.ClaimExpired:
+		return "run elsewhere: nobody served it within its pending time"
+	}
+	return fmt.Sprintf("run elsewhere: claimed by %s on %s (fence %d)", cl.Coordinator, cl.Host, cl.Fence)
+}
+
+// elsewhere ends inv's record without a run or a post.
+func (k *claimer) elsewhere(ctx context.Context, inv ledger.Invocation, why string) {
+	if err := k.c.db.Elsewhere(context.WithoutCancel(ctx), inv.ID, why); err != nil {
+		k.c.log.Error("record a run left to another coordinator", "id", inv.ID, "err", err)
+	}
+	k.c.log.Info("invocation", "participant", inv.Participant, "thread", inv.Thread, "trigger", inv.TriggerID,
+		"status", ledger.StatusElsewhere, "why", why)
+}
+
+// fenced reports whether err is the bridge's 409 fenced for a write of
+// inv's run: another coordinator took the claim over, and nothing more of
+// this run is posted. It then ends inv's record, logging it once.
+func (k *claimer) fenced(ctx context.Context, inv ledger.Invocation, err error) bool {
+	var ae *agentbridge.Error
+	if !errors.As(err, &ae) || ae.Code != agentbridge.ECodeFenced {
+		return false
+	}
+	k.c.log.Warn("another coordinator took this run over; its reply is not posted", "id", inv.ID,
+		"participant", inv.Participant, "trigger", inv.TriggerID, "err", ae.Message)
+	if err := k.c.db.Elsewhere(context.WithoutCancel(ctx), inv.ID, "fenced: "+ae.Message); err != nil {
+		k.c.log.Error("record a fenced run", "id", inv.ID, "err", err)
+	}
+	return true
+}
+
+// withClaim is ctx carrying inv's claim for the bridge writes of its run.
+func withClaim(ctx context.Context, inv ledger.Invocation) context.Context {
+	if inv.ClaimID == 0 {
+		return ctx
+	}
+	return client.WithClaim(ctx, inv.ClaimID, inv.ClaimFence)
+}
+
+// finish tells the bridge that inv's claim is done, once its record is
+// final and what it owed is posted; an unfinished one (interrupted, or a
+// post still owed) keeps its claim for the next start or the next holder.
+func (k *claimer) finish(ctx context.Context, id int64) {
+	keep := context.WithoutCancel(ctx)
+	inv, err := k.c.db.Invocation(keep, id)
+	if err != nil || inv.ClaimID == 0 || len(inv.PendingPost) > 0 {
+		return
+	}
+	switch inv.Status {
+	case ledger.StatusQueued, ledger.StatusRunning, ledger.StatusInterrupted, ledger.StatusElsewhere:
+		return
+	}
+	k.finishClaim(keep, inv.ClaimID, inv.ClaimFence)
+}
+
+// finishClaim marks a claim done, retrying briefly: a claim left running
+// lapses with this coordinator and is then finished by the next holder,
+// which finds the reply in the thread.
+func (k *claimer) finishClaim(ctx context.Context, id, fence int64) {
+	fctx, cancel := context.WithTimeout(ctx, claimFinishWait)
+	defer cancel()
+	cfg := k.c.cfg.Load()
+	err := k.c.retry(fctx, retrying{what: "finish a claim", attrs: []any{"claim", id}, level: slog.LevelDebug, permanent: refusedForGood},
+		func() error {
+			_, err := k.c.bridge.FinishClaim(fctx, id, fence, cfg.CoordinatorID, k.c.registry.instance)
+			return err
+		})
+	if err != nil {
+		k.c.log.Debug("cannot finish a claim; it lapses with this coordinator", "claim", id, "err", err)
+	}
+}
+
+// claimFinishWait bounds the retries of a claim's finish.
+const claimFinishWait = 10 * time.Second
