@@ -82,7 +82,7 @@ func startStack(t *testing.T, o stackOptions) *stack {
 	cfg.BridgeToken = token
 	cfg.StatusAddr = "127.0.0.1:0"
 	cfg.PrimerPath, cfg.ScenePrimerPath = "", ""
-	db, err := ledger.Open(context.Background(), filepath.Join(dir, "coordinator.db"))
+	db, err := ledger.Open(context.Background(), filepath.Join(dir, "coordinator.db"), cfg.CoordinatorID)
 	if err != nil {
 		t.Fatal(err)
 	}
