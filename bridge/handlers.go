@@ -265,7 +265,11 @@ func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error 
 	}
 	ignored := res.Ignored
 	if res.Replayed {
-		ignored = s.replayIgnored(r.Context(), res.Event)
+		// The store's note on a replay is only already_answered; the
+		// rest is decided here, and comes first, as on the first try.
+		if note := s.replayIgnored(r.Context(), res.Event); note != nil {
+			ignored = note
+		}
 	}
 	writeAppendAnswer(w, res, ignored, &s.answers)
 	return nil
