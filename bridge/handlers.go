@@ -27,7 +27,8 @@ func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
 }
 
 // epochStore is a store that keeps its log's epoch (SQLite, whose backups
-// can be restored by agent-bridge restore).
+// agent-bridge restore restores, and PostgreSQL, which notices a restored
+// dump at start).
 type epochStore interface {
 	LogEpoch() agentbridge.LogEpoch
 }

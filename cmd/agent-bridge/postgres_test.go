@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -345,4 +347,90 @@ func TestCoordinatorLeaseTakeover(t *testing.T) {
 		}
 	}
 	standby.terminate(t)
+}
+
+// TestPostgresLogEpoch runs real `serve` processes on a real PostgreSQL
+// database: GET /ping carries the log's epoch, begun on the first start;
+// a restart keeps it; a restore from an older dump (pg_dump, then
+// pg_restore --clean with the bridge stopped) begins a new one whose base
+// is the dump's last gseq, so a coordinator that read past it knows to go
+// back there (docs/delivery.md, "After a restore").
+func TestPostgresLogEpoch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	url := pg.Database(t)
+	binDir, err := pgtest.BinDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	bin := buildServeBinary(t)
+	ping := func(p *serveProc) agentbridge.LogEpoch {
+		t.Helper()
+		info, err := client.New(p.url).Ping(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Epoch == nil || info.Epoch.ID == 0 {
+			t.Fatalf("GET /ping carries no epoch: %+v", info)
+		}
+		return *info.Epoch
+	}
+	stop := func(p *serveProc) {
+		t.Helper()
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		if err := <-p.done; err != nil {
+			t.Fatalf("serve exited with %v", err)
+		}
+	}
+	post := func(p *serveProc, n int) int64 {
+		t.Helper()
+		cl := client.New(p.url, client.WithToken(p.token))
+		var last agentbridge.Event
+		for i := range n {
+			if last, err = cl.Append(t.Context(), "epoch", agentbridge.EventInput{From: "user", Content: json.RawMessage(fmt.Sprintf(`"m%d"`, i))}, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return last.GSeq
+	}
+
+	p := startServe(t, bin, url)
+	first := ping(p)
+	if first.Base != 0 {
+		t.Errorf("a new database's epoch has base %d, want 0", first.Base)
+	}
+	if _, err := client.New(p.url, client.WithToken(p.token)).CreateThread(t.Context(), agentbridge.CreateThreadRequest{ID: "epoch"}); err != nil {
+		t.Fatal(err)
+	}
+	dumped := post(p, 3)
+	dump := filepath.Join(t.TempDir(), "bridge.dump")
+	if out, err := exec.Command(filepath.Join(binDir, "pg_dump"), "-Fc", "-f", dump, "-d", url).CombinedOutput(); err != nil {
+		t.Fatalf("pg_dump: %v\n%s", err, out)
+	}
+	post(p, 4)
+	stop(p)
+
+	p = startServe(t, bin, url)
+	if again := ping(p); again != first {
+		t.Errorf("after a restart the epoch is %+v, want %+v", again, first)
+	}
+	stop(p)
+
+	if out, err := exec.Command(filepath.Join(binDir, "pg_restore"), "--clean", "--if-exists", "-d", url, dump).CombinedOutput(); err != nil {
+		t.Fatalf("pg_restore: %v\n%s", err, out)
+	}
+	p = startServe(t, bin, url)
+	restored := ping(p)
+	if restored.ID == first.ID || restored.Base != dumped {
+		t.Errorf("after a restore of the dump taken at gseq %d the epoch is %+v (before: %+v), want a new id based at %d", dumped, restored, first, dumped)
+	}
+	if next := post(p, 1); next != dumped+1 {
+		t.Errorf("the first event after the restore has gseq %d, want %d", next, dumped+1)
+	}
+	stop(p)
+	p = startServe(t, bin, url)
+	if again := ping(p); again != restored {
+		t.Errorf("after a restart the restored epoch is %+v, want %+v", again, restored)
+	}
 }
