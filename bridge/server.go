@@ -125,10 +125,12 @@ type Server struct {
 	tokens    agentbridge.TokenStore
 	credCache credentialCache
 	logins    loginCodes
-	// pairs are the pairing codes waiting and when each credential was
-	// last seen; now is the clock of both (tests move it).
-	pairs pairCodes
-	now   func() time.Time
+	// pairStore keeps the pairing codes waiting (nil when the store
+	// keeps none: then there is no pairing); seen is when each credential
+	// was last seen; now is the clock of both (tests move it).
+	pairStore agentbridge.PairStore
+	seen      seenCredentials
+	now       func() time.Time
 	// publicURL is how a phone reaches this bridge (the bridge config's
 	// notify.public_url, else its own URL): the start of pairing links.
 	publicURL func() string
@@ -228,6 +230,7 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 		s.tail = t.Tail()
 	}
 	s.tokens, _ = store.(agentbridge.TokenStore)
+	s.pairStore, _ = store.(agentbridge.PairStore)
 	if opts.RequireCredential && opts.Token == "" && s.tokens == nil {
 		cancel()
 		return nil, errors.New("bridge: a credential is required but the store keeps no tokens and no token is set")

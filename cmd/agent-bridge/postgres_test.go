@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -432,5 +433,63 @@ func TestPostgresLogEpoch(t *testing.T) {
 	p = startServe(t, bin, url)
 	if again := ping(p); again != restored {
 		t.Errorf("after a restart the restored epoch is %+v, want %+v", again, restored)
+	}
+}
+
+// TestPairAcrossBridges runs two real `serve` processes on one PostgreSQL
+// database: a pairing link made through one (`agent-bridge pair`) is
+// redeemed through the other, whose login cookie then works on both, and
+// is used up for both.
+func TestPairAcrossBridges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	url := pg.Database(t)
+	bin := buildServeBinary(t)
+	a, b := startServe(t, bin, url), startServe(t, bin, url)
+	pair := exec.Command(bin, "pair", "--name", "phone")
+	pair.Env = append(os.Environ(), "BRIDGE_URL="+a.url, "BRIDGE_TOKEN="+a.token)
+	out, err := pair.CombinedOutput()
+	if err != nil {
+		t.Fatalf("agent-bridge pair: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`#pair=(\S+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("agent-bridge pair printed no link:\n%s", out)
+	}
+	redeem := func(p *serveProc) *http.Response {
+		t.Helper()
+		resp, err := http.Post(p.url+"/auth/pair/redeem", "application/json", strings.NewReader(`{"code":"`+string(m[1])+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := redeem(b)
+	if resp.StatusCode != http.StatusOK || len(resp.Cookies()) != 1 {
+		t.Fatalf("the link made through one bridge, redeemed through the other: %s, cookies %v", resp.Status, resp.Cookies())
+	}
+	cookie := resp.Cookies()[0]
+	for _, p := range []*serveProc{a, b} {
+		req, _ := http.NewRequest("GET", p.url+"/threads", nil)
+		req.AddCookie(cookie)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("the paired device's cookie on %s: %s", p.url, resp.Status)
+		}
+	}
+	for _, p := range []*serveProc{a, b} {
+		if resp := redeem(p); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("the used link redeemed again through %s: %s, want 401", p.url, resp.Status)
+		}
+	}
+	devices, err := client.New(b.url, client.WithToken(b.token)).Devices(t.Context())
+	if err != nil || len(devices) != 1 || devices[0].Name != "phone" {
+		t.Errorf("devices through the other bridge: %+v, %v; want the phone", devices, err)
 	}
 }
