@@ -9,8 +9,8 @@ type ServerInfo struct {
 	Server  string `json:"server"`
 	Version string `json:"version"`
 	Humans  Humans `json:"humans"`
-	// Epoch is the log's epoch, when the store keeps one (SQLite does;
-	// nil otherwise).
+	// Epoch is the log's epoch, when the store keeps one (SQLite and
+	// PostgreSQL do; nil from an older bridge).
 	Epoch *LogEpoch `json:"epoch,omitempty"`
 }
 

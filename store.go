@@ -109,8 +109,10 @@ type AppendResult struct {
 	Replayed bool
 	// Ignored says why the new event will have no effect (IgnoredEffect),
 	// decided by the store from the thread's state before it, read under
-	// the write; nil when it may have one, and on a replay (whose state
-	// before is not at hand).
+	// the write; nil when it may have one. On a replay (whose state before
+	// is not at hand) it is only the already_answered note the first try
+	// got, for a human's second answer to a permission request or a
+	// question.
 	Ignored *Ignored
 }
 

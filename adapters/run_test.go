@@ -18,6 +18,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -492,5 +493,50 @@ func TestRunStripsControlCharacters(t *testing.T) {
 	}
 	if got, want := string(res.Stdout), "codex got: ab]0;PWNED[2Jc\nd\te\x7f"; got != want {
 		t.Errorf("stdout = %q, want %q", got, want)
+	}
+}
+
+// A person token exported under another name stays out too: a copy of
+// BRIDGE_TOKEN's value, the state folder's token file (BRIDGE_DB's
+// folder) and the token file of a running up (its runtime file) are found
+// the way the CLI finds them, whatever the variable holding them is
+// called; BRIDGE_TOKEN=none (an agent without a token) leaves out nothing.
+func TestRunInheritsNoPersonToken(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("state-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	upToken := filepath.Join(dir, "up.token")
+	if err := os.WriteFile(upToken, []byte("up-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runDir := t.TempDir()
+	if err := client.WriteRuntime(client.RuntimePath(func(string) string { return runDir }), client.Runtime{PID: os.Getpid(), TokenFile: upToken}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", runDir)
+	t.Setenv("BRIDGE_DB", filepath.Join(dir, "bridge.db"))
+	t.Setenv("BRIDGE_TOKEN", "person-secret")
+	t.Setenv("MY_BRIDGE", "person-secret")
+	t.Setenv("AGENT_BRIDGE_TOKEN", "state-secret")
+	t.Setenv("ADAPTER_TEST_UP", "up-secret")
+	t.Setenv("ADAPTER_TEST_INHERITED", "from-coordinator")
+	_, b := testPayload(t, "hi")
+	spec := adapters.Spec{
+		Command: []string{"/bin/sh", "-c", `env | grep -e secret -e none -e BRIDGE_TOKEN -e ADAPTER_TEST_ | sort`},
+		Env:     []string{"BRIDGE_TOKEN=run-token"},
+	}
+	res := adapters.Run(context.Background(), spec, b, nil)
+	if !res.OK() {
+		t.Fatalf("not OK: %s", adapters.ErrorMessage(res, 0))
+	}
+	if want := "ADAPTER_TEST_INHERITED=from-coordinator\nBRIDGE_TOKEN=run-token\n"; string(res.Stdout) != want {
+		t.Errorf("adapter saw\n%s\nwant\n%s", res.Stdout, want)
+	}
+	t.Setenv("BRIDGE_TOKEN", adapters.NoToken)
+	t.Setenv("ADAPTER_TEST_INHERITED", adapters.NoToken)
+	res = adapters.Run(context.Background(), spec, b, nil)
+	if want := "ADAPTER_TEST_INHERITED=none\nBRIDGE_TOKEN=run-token\nMY_BRIDGE=person-secret\n"; string(res.Stdout) != want {
+		t.Errorf("with BRIDGE_TOKEN=none the adapter saw\n%s\nwant\n%s", res.Stdout, want)
 	}
 }

@@ -3,8 +3,11 @@ package bridge
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
 )
 
 // TestValidation checks every validation rule and error code through real
@@ -336,6 +339,45 @@ func TestMetrics(t *testing.T) {
 	for _, m := range []string{"BREW", "WHEN", "X-1"} {
 		if strings.Contains(body, `method="`+m+`"`) {
 			t.Errorf("/metrics has a series for the made-up method %s", m)
+		}
+	}
+}
+
+// TestAnswerReplayNoted: a second answer to a permission request or a
+// question, sent again with its idempotency key (a phone retrying on a bad
+// network), answers with the same already_answered note as the first
+// time, and stores nothing; the retry of the first answer has none.
+func TestAnswerReplayNoted(t *testing.T) {
+	ts := newTestServer(t, Options{})
+	ts.newThread("t")
+	request := ts.must(200, "POST", "/threads/t/events", permissionRequest).obj()["event"].(map[string]any)["id"].(string)
+	question := ts.must(200, "POST", "/threads/t/events",
+		`{"from":"coordinator","to":"user","content":"[USER QUESTION]: which port?","meta":{"tags":["coordinator","question"]}}`).obj()["event"].(map[string]any)["id"].(string)
+	for _, c := range []struct{ name, first, second string }{
+		{"permission", `{"type":"control","from":"user","content":{"permission":{"event":"` + request + `","option":"allow"}}}`,
+			`{"type":"control","from":"user","content":{"permission":{"event":"` + request + `","option":"reject"}}}`},
+		{"question", `{"from":"user","content":"8080","meta":{"reply_to":"` + question + `"}}`,
+			`{"from":"user","content":"9090","meta":{"reply_to":"` + question + `"}}`},
+	} {
+		first := ts.must(200, "POST", "/threads/t/events", c.first, "Idempotency-Key: "+c.name+"-1")
+		if first.obj()["ignored"] != nil {
+			t.Errorf("%s: the first answer is noted: %s", c.name, first.body)
+		}
+		second := ts.must(200, "POST", "/threads/t/events", c.second, "Idempotency-Key: "+c.name+"-2")
+		note, _ := second.obj()["ignored"].(map[string]any)
+		if note["code"] != agentbridge.IgnoredAlreadyAnswered {
+			t.Fatalf("%s: the second answer: %s, want ignored already_answered", c.name, second.body)
+		}
+		head := ts.head()
+		again := ts.must(200, "POST", "/threads/t/events", c.second, "Idempotency-Key: "+c.name+"-2")
+		if again.obj()["replayed"] != true || !reflect.DeepEqual(again.obj()["ignored"], second.obj()["ignored"]) {
+			t.Errorf("%s: the second answer replayed: %s, want replayed with the note of %s", c.name, again.body, second.body)
+		}
+		if first := ts.must(200, "POST", "/threads/t/events", c.first, "Idempotency-Key: "+c.name+"-1"); first.obj()["replayed"] != true || first.obj()["ignored"] != nil {
+			t.Errorf("%s: the first answer replayed: %s, want replayed without a note", c.name, first.body)
+		}
+		if ts.head() != head {
+			t.Errorf("%s: a replay stored an event", c.name)
 		}
 	}
 }

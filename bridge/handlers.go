@@ -27,7 +27,8 @@ func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
 }
 
 // epochStore is a store that keeps its log's epoch (SQLite, whose backups
-// can be restored by agent-bridge restore).
+// agent-bridge restore restores, and PostgreSQL, which notices a restored
+// dump at start).
 type epochStore interface {
 	LogEpoch() agentbridge.LogEpoch
 }
@@ -266,7 +267,11 @@ func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error 
 	}
 	ignored := res.Ignored
 	if res.Replayed {
-		ignored = s.replayIgnored(r.Context(), res.Event)
+		// The store's note on a replay is only already_answered; the
+		// rest is decided here, and comes first, as on the first try.
+		if note := s.replayIgnored(r.Context(), res.Event); note != nil {
+			ignored = note
+		}
 	}
 	writeAppendAnswer(w, res, ignored, &s.answers)
 	return nil

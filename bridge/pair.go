@@ -32,22 +32,18 @@ const PairTTL = 10 * time.Minute
 // PairedBy is the created_by of a paired device's token.
 const PairedBy = "pair"
 
-// maxPairCodes bounds the codes waiting to be used.
+// maxPairCodes bounds the codes waiting to be used, on the database (all
+// bridges on it together).
 const maxPairCodes = 64
 
-// pairCodes are the pairing codes not used yet, by their SHA-256, kept in
-// the memory of the bridge that made them (the link names that bridge).
-type pairCodes struct {
-	mu    sync.Mutex
-	codes map[[sha256.Size]byte]pairCode
-	// seen is when each credential last made a request here, for the
-	// devices list ("last seen" since this bridge started).
+// seenCredentials is when each credential last made a request to this
+// bridge, for the devices list ("last seen" since this bridge started).
+// The pairing codes themselves are in the store (agentbridge.PairStore),
+// so that a link made through one bridge works through any bridge on the
+// same database.
+type seenCredentials struct {
+	mu   sync.Mutex
 	seen map[string]time.Time
-}
-
-type pairCode struct {
-	name    string
-	expires time.Time
 }
 
 // pairRequest is the body of POST /auth/pair.
@@ -58,7 +54,8 @@ type pairRequest struct {
 // handlePair makes a pairing code for a device named name (a person
 // token's route: no other scope may add a person).
 func (s *Server) handlePair(w http.ResponseWriter, r *http.Request) error {
-	if _, err := s.tokenStore(); err != nil {
+	ps, err := s.pairCodes()
+	if err != nil {
 		return err
 	}
 	var req pairRequest
@@ -77,27 +74,27 @@ func (s *Server) handlePair(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := s.now()
-	s.pairs.mu.Lock()
-	if s.pairs.codes == nil {
-		s.pairs.codes = map[[sha256.Size]byte]pairCode{}
+	h := sha256.Sum256([]byte(code))
+	added, err := ps.AddPairCode(r.Context(), h[:], req.Name, now, now.Add(PairTTL), maxPairCodes)
+	if err != nil {
+		return storeErr("store the pairing code", err)
 	}
-	for h, c := range s.pairs.codes {
-		if !now.Before(c.expires) {
-			delete(s.pairs.codes, h)
-		}
-	}
-	full := len(s.pairs.codes) >= maxPairCodes
-	if !full {
-		s.pairs.codes[sha256.Sum256([]byte(code))] = pairCode{name: req.Name, expires: now.Add(PairTTL)}
-	}
-	s.pairs.mu.Unlock()
-	if full {
+	if !added {
 		return agentbridge.Errorf(agentbridge.ECodeUnavailable, "%d pairing links are waiting to be used; use one, or wait %s for them to lapse.", maxPairCodes, PairTTL)
 	}
 	base := strings.TrimRight(s.publicURL(), "/")
 	httpjson.Write(w, http.StatusOK, agentbridge.PairLink{Code: code, URL: base + "/ui/#pair=" + code, Name: req.Name,
 		ExpiresAt: agentbridge.FormatTime(now.Add(PairTTL))})
 	return nil
+}
+
+// pairCodes is the store's pairing side, or the error that the store
+// keeps none.
+func (s *Server) pairCodes() (agentbridge.PairStore, error) {
+	if s.pairStore != nil && s.tokens != nil {
+		return s.pairStore, nil
+	}
+	return nil, agentbridge.Errorf(agentbridge.ECodeNotFound, "This server's store keeps no pairing codes.")
 }
 
 // redeemRequest is the body of POST /auth/pair/redeem.
@@ -113,16 +110,20 @@ func (s *Server) handlePairRedeem(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	ps, err := s.pairCodes()
+	if err != nil {
+		return err
+	}
 	var req redeemRequest
 	if err := s.decodeStrict(w, r, &req, []string{"code"}, false); err != nil {
 		return err
 	}
 	h := sha256.Sum256([]byte(req.Code))
-	s.pairs.mu.Lock()
-	c, ok := s.pairs.codes[h]
-	delete(s.pairs.codes, h)
-	s.pairs.mu.Unlock()
-	if !ok || !s.now().Before(c.expires) {
+	name, ok, err := ps.TakePairCode(r.Context(), h[:], s.now())
+	if err != nil {
+		return storeErr("take the pairing code", err)
+	}
+	if !ok {
 		return agentbridge.FieldErrorf(agentbridge.ECodeUnauthorized, "code",
 			"This pairing link is not valid: it was used already or is older than %s. Run agent-bridge pair again for a new one.", PairTTL)
 	}
@@ -130,7 +131,7 @@ func (s *Server) handlePairRedeem(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	t, err := ts.CreateToken(r.Context(), agentbridge.TokenInput{Scope: agentbridge.ScopePerson, Name: c.name, CreatedBy: PairedBy}, agentbridge.HashToken(secret))
+	t, err := ts.CreateToken(r.Context(), agentbridge.TokenInput{Scope: agentbridge.ScopePerson, Name: name, CreatedBy: PairedBy}, agentbridge.HashToken(secret))
 	if err != nil {
 		return storeErr("create the device's token", err)
 	}
@@ -145,12 +146,12 @@ func (s *Server) noteSeen(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if c, ok := httpguard.CredentialFrom(r.Context()); ok && c.ID != "" {
 			now := s.now()
-			s.pairs.mu.Lock()
-			if s.pairs.seen == nil || len(s.pairs.seen) >= maxCachedCredentials {
-				s.pairs.seen = map[string]time.Time{}
+			s.seen.mu.Lock()
+			if s.seen.seen == nil || len(s.seen.seen) >= maxCachedCredentials {
+				s.seen.seen = map[string]time.Time{}
 			}
-			s.pairs.seen[c.ID] = now
-			s.pairs.mu.Unlock()
+			s.seen.seen[c.ID] = now
+			s.seen.mu.Unlock()
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -168,19 +169,19 @@ func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return storeErr("list tokens", err)
 		}
-		s.pairs.mu.Lock()
+		s.seen.mu.Lock()
 		for _, t := range list {
 			if t.CreatedBy != PairedBy {
 				continue
 			}
 			d := agentbridge.Device{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, RevokedAt: t.RevokedAt}
-			if at, ok := s.pairs.seen[t.ID]; ok {
+			if at, ok := s.seen.seen[t.ID]; ok {
 				d.LastSeen = agentbridge.FormatTime(at)
 			}
 			byToken[t.ID] = len(devices)
 			devices = append(devices, d)
 		}
-		s.pairs.mu.Unlock()
+		s.seen.mu.Unlock()
 	}
 	if s.pushes != nil {
 		subs, err := s.pushes.PushSubscriptions(r.Context())

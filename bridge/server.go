@@ -125,10 +125,12 @@ type Server struct {
 	tokens    agentbridge.TokenStore
 	credCache credentialCache
 	logins    loginCodes
-	// pairs are the pairing codes waiting and when each credential was
-	// last seen; now is the clock of both (tests move it).
-	pairs pairCodes
-	now   func() time.Time
+	// pairStore keeps the pairing codes waiting (nil when the store
+	// keeps none: then there is no pairing); seen is when each credential
+	// was last seen; now is the clock of both (tests move it).
+	pairStore agentbridge.PairStore
+	seen      seenCredentials
+	now       func() time.Time
 	// publicURL is how a phone reaches this bridge (the bridge config's
 	// notify.public_url, else its own URL): the start of pairing links.
 	publicURL func() string
@@ -166,6 +168,9 @@ type Server struct {
 	// swept is closed when the claim sweeper returns (sweepClaims).
 	swept  chan struct{}
 	srvErr error // Serve's unexpected error; read only after served
+	// localServed is closed when the Serve of the plain loopback
+	// listener (OpenLocal) returns; nil without one.
+	localServed chan struct{}
 }
 
 // NewServer builds a server over store. It refuses a non-loopback Addr
@@ -225,6 +230,7 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 		s.tail = t.Tail()
 	}
 	s.tokens, _ = store.(agentbridge.TokenStore)
+	s.pairStore, _ = store.(agentbridge.PairStore)
 	if opts.RequireCredential && opts.Token == "" && s.tokens == nil {
 		cancel()
 		return nil, errors.New("bridge: a credential is required but the store keeps no tokens and no token is set")
@@ -460,6 +466,37 @@ func (s *Server) Open() error {
 	return nil
 }
 
+// OpenLocal adds, after Open, a plain-HTTP listener on a free loopback
+// port serving the same handler, and returns its URL. It is for a client
+// in this process when the main listener serves HTTPS with a certificate
+// that client cannot check (self-signed, or issued for the machine's
+// name): up's own coordinator. The requests it takes need the same
+// credentials; Close closes it with the main listener.
+func (s *Server) OpenLocal() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv == nil {
+		return "", errors.New("bridge: OpenLocal before Open")
+	}
+	if s.localServed != nil {
+		return "", errors.New("bridge: local listener already open")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("listen on loopback: %w", err)
+	}
+	srv, done := s.srv, make(chan struct{})
+	s.localServed = done
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("serve the local listener", "err", err)
+		}
+	}()
+	s.log.Info("bridge listening for this process", "addr", ln.Addr().String())
+	return "http://" + ln.Addr().String(), nil
+}
+
 // URL returns the base URL of the listener, such as http://127.0.0.1:5111
 // (https with TLS; "" before Open).
 func (s *Server) URL() string {
@@ -481,7 +518,7 @@ func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
 	s.threadHub.close()
 	s.mu.Lock()
-	srv, served, notified, pruned, swept := s.srv, s.served, s.notified, s.pruned, s.swept
+	srv, served, notified, pruned, swept, local := s.srv, s.served, s.notified, s.pruned, s.swept, s.localServed
 	s.mu.Unlock()
 	if srv == nil {
 		return nil
@@ -491,6 +528,9 @@ func (s *Server) Close(ctx context.Context) error {
 		err = errors.Join(fmt.Errorf("shutdown: %w", err), srv.Close())
 	}
 	<-served
+	if local != nil {
+		<-local
+	}
 	<-notified
 	<-pruned
 	<-swept

@@ -69,6 +69,7 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 	case a.Replayed:
 		r := l.replayed
 		l.replayed = response{}
+		r.ignored = a.Ignored
 		return r, nil
 	case a.Refusal != nil:
 		l.replayed = response{}

@@ -99,6 +99,9 @@ type Store struct {
 
 	// notifier wakes readers after a commit (see Notify).
 	notifier *storecore.Notifier
+
+	// epoch is the log's epoch, read or begun at Open (openEpoch).
+	epoch agentbridge.LogEpoch
 }
 
 // IsURL reports whether db names a PostgreSQL database rather than a
@@ -128,9 +131,14 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
+	epoch, err := openEpoch(ctx, pool, opts.Logger)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
 	lctx, stop := context.WithCancel(context.Background())
 	s := &Store{
-		url: url, humans: opts.Humans, log: opts.Logger, max: opts.MaxBatch, pool: pool,
+		url: url, humans: opts.Humans, log: opts.Logger, max: opts.MaxBatch, pool: pool, epoch: epoch,
 		reqs:       make(chan *request, opts.MaxBatch),
 		done:       make(chan struct{}),
 		stopped:    make(chan struct{}),

@@ -150,7 +150,7 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	case a.Replayed:
 		ev := s.w.replayed
 		s.w.replayed = agentbridge.Event{}
-		return response{event: ev, replayed: true}, nil
+		return response{event: ev, replayed: true, ignored: a.Ignored}, nil
 	case a.Refusal != nil:
 		s.w.replayed = agentbridge.Event{}
 		return response{err: a.Refusal}, nil

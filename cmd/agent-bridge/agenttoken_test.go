@@ -30,6 +30,7 @@ type tokenStack struct {
 	dir, fakeDir      string
 	url, statusURL    string
 	person, coord     string
+	state             string         // the person token serve made in its state folder
 	cl                *client.Client // the person's
 	coordinatorStderr *testutil.Buffer
 	// stopCoordinator stops the coordinator (SIGTERM) and waits for it.
@@ -40,8 +41,10 @@ type tokenStack struct {
 // token with it, and starts the coordinator with the given agents and
 // config keys, its token in BRIDGE_TOKEN and, under another name, in
 // COORD_COPY (as a person who exported it twice would); with viaFile, its
-// token in --token-file instead, and the person's in BRIDGE_TOKEN (as a
-// person who exported their own would).
+// token in --token-file instead, and the person's in BRIDGE_TOKEN and
+// MY_BRIDGE (as a person who exported their own would). Either way
+// BRIDGE_DB names serve's database, and AGENT_BRIDGE_TOKEN holds the
+// person token serve made in its state folder.
 func newTokenStack(t *testing.T, viaFile bool, agents map[string]any, extra map[string]any) *tokenStack {
 	t.Helper()
 	bin := buildServeBinary(t)
@@ -68,6 +71,11 @@ func newTokenStack(t *testing.T, viaFile bool, agents map[string]any, extra map[
 		t.Fatal(err)
 	}
 	s.coord = ct.Secret
+	state, err := os.ReadFile(filepath.Join(s.dir, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.state = strings.TrimSpace(string(state))
 	cfg := map[string]any{"bridge_url": s.url, "status_addr": statusAddr, "startup_mode": "resume",
 		"shutdown_grace_s": 5, "agents": agents}
 	for k, v := range extra {
@@ -78,7 +86,8 @@ func newTokenStack(t *testing.T, viaFile bool, agents map[string]any, extra map[
 	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"BRIDGE_TOKEN=" + s.coord, "COORD_COPY=" + s.coord, "FAKE_ADAPTER_DIR=" + s.fakeDir}
+	env := []string{"BRIDGE_TOKEN=" + s.coord, "COORD_COPY=" + s.coord, "FAKE_ADAPTER_DIR=" + s.fakeDir,
+		"BRIDGE_DB=" + filepath.Join(s.dir, "bridge.db"), "AGENT_BRIDGE_TOKEN=" + s.state}
 	args := []string{"coordinator", "--config", cfgPath, "--state", filepath.Join(s.dir, "state", "coordinator.db")}
 	if viaFile {
 		coordFile := filepath.Join(s.dir, "coordinator.token")
@@ -86,6 +95,7 @@ func newTokenStack(t *testing.T, viaFile bool, agents map[string]any, extra map[
 			t.Fatal(err)
 		}
 		env[0] = "BRIDGE_TOKEN=" + s.person
+		env = append(env, "MY_BRIDGE="+s.person)
 		args = append(args, "--token-file", coordFile)
 	}
 	s.coordinatorStderr, s.stopCoordinator = s.start(bin, env, args...)
@@ -273,7 +283,7 @@ func envOf(t *testing.T, path string) map[string]string {
 // or the coordinator's token.
 func (s *tokenStack) noCredential(what string, raw []byte) {
 	s.t.Helper()
-	for name, secret := range map[string]string{"person": s.person, "coordinator": s.coord} {
+	for name, secret := range map[string]string{"person": s.person, "coordinator": s.coord, "state folder's person": s.state} {
 		if bytes.Contains(raw, []byte(secret)) {
 			s.t.Errorf("%s holds the %s token", what, name)
 		}

@@ -89,7 +89,7 @@ func TestFirstRunAnywhere(t *testing.T) {
 		}
 		return false
 	})
-	checkLoginLink(t, bridgeURL, code)
+	checkLoginLink(t, nil, bridgeURL, code)
 	out := upOut.String()
 	for _, want := range []string{
 		"Coordinator config: none found at " + filepath.Join(dir, "coordinator.config.json"),
@@ -154,14 +154,15 @@ func TestAdapterEcho(t *testing.T) {
 
 // checkLoginLink opens up's login link as the UI page does: without the
 // cookie the API is 401; the code buys the login cookie once, which opens
-// the API as a person; the same code a second time is 401.
-func checkLoginLink(t *testing.T, bridgeURL, code string) {
+// the API as a person; the same code a second time is 401. A nil
+// transport is net/http's default.
+func checkLoginLink(t *testing.T, transport http.RoundTripper, bridgeURL, code string) {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second, Transport: transport}
 	get := func(path string) int {
 		resp, err := browser.Get(bridgeURL + path)
 		if err != nil {

@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -345,4 +348,148 @@ func TestCoordinatorLeaseTakeover(t *testing.T) {
 		}
 	}
 	standby.terminate(t)
+}
+
+// TestPostgresLogEpoch runs real `serve` processes on a real PostgreSQL
+// database: GET /ping carries the log's epoch, begun on the first start;
+// a restart keeps it; a restore from an older dump (pg_dump, then
+// pg_restore --clean with the bridge stopped) begins a new one whose base
+// is the dump's last gseq, so a coordinator that read past it knows to go
+// back there (docs/delivery.md, "After a restore").
+func TestPostgresLogEpoch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	url := pg.Database(t)
+	binDir, err := pgtest.BinDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	bin := buildServeBinary(t)
+	ping := func(p *serveProc) agentbridge.LogEpoch {
+		t.Helper()
+		info, err := client.New(p.url).Ping(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Epoch == nil || info.Epoch.ID == 0 {
+			t.Fatalf("GET /ping carries no epoch: %+v", info)
+		}
+		return *info.Epoch
+	}
+	stop := func(p *serveProc) {
+		t.Helper()
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		if err := <-p.done; err != nil {
+			t.Fatalf("serve exited with %v", err)
+		}
+	}
+	post := func(p *serveProc, n int) int64 {
+		t.Helper()
+		cl := client.New(p.url, client.WithToken(p.token))
+		var last agentbridge.Event
+		for i := range n {
+			if last, err = cl.Append(t.Context(), "epoch", agentbridge.EventInput{From: "user", Content: json.RawMessage(fmt.Sprintf(`"m%d"`, i))}, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return last.GSeq
+	}
+
+	p := startServe(t, bin, url)
+	first := ping(p)
+	if first.Base != 0 {
+		t.Errorf("a new database's epoch has base %d, want 0", first.Base)
+	}
+	if _, err := client.New(p.url, client.WithToken(p.token)).CreateThread(t.Context(), agentbridge.CreateThreadRequest{ID: "epoch"}); err != nil {
+		t.Fatal(err)
+	}
+	dumped := post(p, 3)
+	dump := filepath.Join(t.TempDir(), "bridge.dump")
+	if out, err := exec.Command(filepath.Join(binDir, "pg_dump"), "-Fc", "-f", dump, "-d", url).CombinedOutput(); err != nil {
+		t.Fatalf("pg_dump: %v\n%s", err, out)
+	}
+	post(p, 4)
+	stop(p)
+
+	p = startServe(t, bin, url)
+	if again := ping(p); again != first {
+		t.Errorf("after a restart the epoch is %+v, want %+v", again, first)
+	}
+	stop(p)
+
+	if out, err := exec.Command(filepath.Join(binDir, "pg_restore"), "--clean", "--if-exists", "-d", url, dump).CombinedOutput(); err != nil {
+		t.Fatalf("pg_restore: %v\n%s", err, out)
+	}
+	p = startServe(t, bin, url)
+	restored := ping(p)
+	if restored.ID == first.ID || restored.Base != dumped {
+		t.Errorf("after a restore of the dump taken at gseq %d the epoch is %+v (before: %+v), want a new id based at %d", dumped, restored, first, dumped)
+	}
+	if next := post(p, 1); next != dumped+1 {
+		t.Errorf("the first event after the restore has gseq %d, want %d", next, dumped+1)
+	}
+	stop(p)
+	p = startServe(t, bin, url)
+	if again := ping(p); again != restored {
+		t.Errorf("after a restart the restored epoch is %+v, want %+v", again, restored)
+	}
+}
+
+// TestPairAcrossBridges runs two real `serve` processes on one PostgreSQL
+// database: a pairing link made through one (`agent-bridge pair`) is
+// redeemed through the other, whose login cookie then works on both, and
+// is used up for both.
+func TestPairAcrossBridges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	url := pg.Database(t)
+	bin := buildServeBinary(t)
+	a, b := startServe(t, bin, url), startServe(t, bin, url)
+	pair := exec.Command(bin, "pair", "--name", "phone")
+	pair.Env = append(os.Environ(), "BRIDGE_URL="+a.url, "BRIDGE_TOKEN="+a.token)
+	out, err := pair.CombinedOutput()
+	if err != nil {
+		t.Fatalf("agent-bridge pair: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`#pair=(\S+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("agent-bridge pair printed no link:\n%s", out)
+	}
+	redeem := func(p *serveProc) *http.Response {
+		t.Helper()
+		resp, err := http.Post(p.url+"/auth/pair/redeem", "application/json", strings.NewReader(`{"code":"`+string(m[1])+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := redeem(b)
+	if resp.StatusCode != http.StatusOK || len(resp.Cookies()) != 1 {
+		t.Fatalf("the link made through one bridge, redeemed through the other: %s, cookies %v", resp.Status, resp.Cookies())
+	}
+	cookie := resp.Cookies()[0]
+	for _, p := range []*serveProc{a, b} {
+		req, _ := http.NewRequest("GET", p.url+"/threads", nil)
+		req.AddCookie(cookie)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("the paired device's cookie on %s: %s", p.url, resp.Status)
+		}
+	}
+	for _, p := range []*serveProc{a, b} {
+		if resp := redeem(p); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("the used link redeemed again through %s: %s, want 401", p.url, resp.Status)
+		}
+	}
+	devices, err := client.New(b.url, client.WithToken(b.token)).Devices(t.Context())
+	if err != nil || len(devices) != 1 || devices[0].Name != "phone" {
+		t.Errorf("devices through the other bridge: %+v, %v; want the phone", devices, err)
+	}
 }

@@ -72,7 +72,7 @@ func TestTokensCommands(t *testing.T) {
 	if !ok || base != p.url {
 		t.Fatalf("login-link printed %q", link)
 	}
-	checkLoginLink(t, base, code)
+	checkLoginLink(t, nil, base, code)
 }
 
 // TestServeOpen: serve --open takes a v0 client's token-less requests (a

@@ -72,6 +72,7 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 	envFlag(fs, "log-level", agentbridge.EnvLogLevel)
 	maxStreams := m.maxStreamsFlag(fs)
 	bridgeCfgPath := m.bridgeConfigFlag(fs)
+	tlsCert, tlsKey := m.tlsFlags(fs)
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) > 0 {
 			return usagef("up takes no arguments, got %q", pos[0])
@@ -118,7 +119,7 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 					return *u
 				}
 				return ""
-			}, File: file}, logger)
+			}, File: file, TLSCert: *tlsCert, TLSKey: *tlsKey}, logger)
 		if err != nil {
 			return err
 		}
@@ -144,7 +145,18 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 			rt.TokenFile = absPath(b.TokenPath)
 		}
 		login := m.loginLink(b, logger)
-		cfg.BridgeURL = b.URL()
+		// local is where this machine's clients reach the bridge: up's own
+		// coordinator and, through the runtime file, the other commands.
+		// Over HTTPS it is a second, plain listener on loopback, since
+		// the certificate (self-signed, or issued for the machine's name)
+		// is not one they can check at 127.0.0.1.
+		local := b.URL()
+		if *tlsCert != "" {
+			if local, err = b.Server.OpenLocal(); err != nil {
+				return err
+			}
+		}
+		cfg.BridgeURL = local
 		runtimePath := client.RuntimePath(m.Getenv)
 		defer func() {
 			if err := client.RemoveRuntime(runtimePath, rt.PID); err != nil {
@@ -154,9 +166,9 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 		return m.startCoordinator(ctx, cfg, *statePath, logger, func(c *coordinator.Coordinator) {
 			u := c.StatusURL()
 			statusURL.Store(&u)
-			rt.BridgeURL, rt.StatusURL = b.URL(), c.StatusURL()
+			rt.BridgeURL, rt.StatusURL = local, c.StatusURL()
 			published := m.publishRuntime(runtimePath, rt, logger)
-			m.printUpSummary(rt, login, where, warnings, cfg, runtimePath, published)
+			m.printUpSummary(rt, b.URL(), login, where, warnings, cfg, runtimePath, published)
 		})
 	}
 }
@@ -239,15 +251,16 @@ func (m *Main) loginLink(b *runningBridge, logger *slog.Logger) string {
 // printUpSummary is what up prints once it is up: where everything is
 // (the UI as its one-time login link), the config and its warnings, the
 // agents, and how other shells find it. It is written at once, so that
-// whoever waits for "is up" reads it whole.
-func (m *Main) printUpSummary(rt client.Runtime, login, where string, warnings []string, cfg coordinator.Config, runtimePath string, published bool) {
+// whoever waits for "is up" reads it whole. bridgeURL is the bridge's
+// listener (https with --tls-cert), which rt.BridgeURL is not over HTTPS.
+func (m *Main) printUpSummary(rt client.Runtime, bridgeURL, login, where string, warnings []string, cfg coordinator.Config, runtimePath string, published bool) {
 	w := &bytes.Buffer{}
 	defer func() { _, _ = m.Stdout.Write(w.Bytes()) }()
-	fmt.Fprintf(w, "agent-bridge is up: bridge %s, coordinator status %s\n", rt.BridgeURL, rt.StatusURL)
+	fmt.Fprintf(w, "agent-bridge is up: bridge %s, coordinator status %s\n", bridgeURL, rt.StatusURL)
 	if login != "" {
-		fmt.Fprintf(w, "Open the UI at %s\n  (this link logs the browser in, once, within %s; afterwards open %s/ui and paste the token from %s)\n", login, bridge.LoginCodeTTL, rt.BridgeURL, rt.TokenFile)
+		fmt.Fprintf(w, "Open the UI at %s\n  (this link logs the browser in, once, within %s; afterwards open %s/ui and paste the token from %s)\n", login, bridge.LoginCodeTTL, bridgeURL, rt.TokenFile)
 	} else {
-		fmt.Fprintf(w, "Open the UI at %s/ui\n", rt.BridgeURL)
+		fmt.Fprintf(w, "Open the UI at %s/ui\n", bridgeURL)
 	}
 	fmt.Fprintf(w, "Runs dashboard at %s/\n", rt.StatusURL)
 	fmt.Fprintf(w, "Coordinator config: %s\n", where)
@@ -262,8 +275,8 @@ func (m *Main) printUpSummary(rt client.Runtime, login, where string, warnings [
 		fmt.Fprintf(w, "Other agent-bridge commands find this up through %s while it runs.\n", runtimePath)
 	}
 	var exports []string
-	if rt.BridgeURL != agentbridge.DefaultBridgeURL {
-		exports = append(exports, "export "+agentbridge.EnvBridgeURL+"="+rt.BridgeURL)
+	if bridgeURL != agentbridge.DefaultBridgeURL {
+		exports = append(exports, "export "+agentbridge.EnvBridgeURL+"="+bridgeURL)
 	}
 	if rt.StatusURL != "" && rt.StatusURL != agentbridge.DefaultStatusURL {
 		exports = append(exports, "export "+agentbridge.EnvCoordinatorURL+"="+rt.StatusURL)

@@ -121,6 +121,10 @@ func sanitize(name string) string {
 	return out
 }
 
+// BinDir is the folder of the PostgreSQL programs the test server runs
+// from, for tests that run others of them (pg_dump, pg_restore).
+func BinDir() (string, error) { return binDir() }
+
 // binDir finds initdb and pg_ctl: BinDirEnv, then the newest of Debian's
 // /usr/lib/postgresql/*/bin, then PATH.
 func binDir() (string, error) {

@@ -50,7 +50,10 @@ type Admission struct {
 	// bridge assigns.
 	Input agentbridge.EventInput
 	// Ignored is agentbridge.IgnoredEffect of the event on the state
-	// before it, for AppendResult.Ignored.
+	// before it, else its already_answered note, for AppendResult.Ignored.
+	// A replay carries only the already_answered note its first append
+	// had (replayAnswered); the bridge decides the rest (its state before
+	// is not at hand here).
 	Ignored *agentbridge.Ignored
 }
 
@@ -72,7 +75,11 @@ func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendReques
 			if err := agentbridge.CheckReplay(req.Thread, req.IdempotencyKey, stored, req.Input); err != nil {
 				return Admission{Refusal: err}, nil
 			}
-			return Admission{Replayed: true}, nil
+			answered, err := replayAnswered(ctx, l, req.Thread, stored, ctl, humans)
+			if err != nil {
+				return Admission{}, err
+			}
+			return Admission{Replayed: true, Ignored: answered}, nil
 		}
 	}
 	in := req.Input
@@ -146,6 +153,42 @@ func alreadyAnswered(ctx context.Context, l AppendLookups, thread string, in age
 		return nil, fmt.Errorf("look up an earlier answer: %w", err)
 	}
 	if !found {
+		return nil, nil
+	}
+	return agentbridge.AlreadyAnswered(target, first), nil
+}
+
+// replayAnswered is the already_answered note of stored, the event a
+// replay names, when it was a human's second answer to a permission
+// request or a question: the retry of an answer gets the note the first
+// try got, whichever answer came between them. ctl is the replay's
+// control, the same as stored's (agentbridge.CheckReplay).
+func replayAnswered(ctx context.Context, l AppendLookups, thread string, stored agentbridge.Event, ctl *agentbridge.Control, humans agentbridge.Humans) (*agentbridge.Ignored, error) {
+	if !humans.Has(stored.From) {
+		return nil, nil
+	}
+	var targetID string
+	switch {
+	case stored.Type == agentbridge.TypeControl && ctl != nil && ctl.Permission != nil:
+		targetID = ctl.Permission.Event
+	case stored.Type == agentbridge.TypeMessage:
+		targetID = stored.Meta.ReplyTo
+	}
+	if targetID == "" {
+		return nil, nil
+	}
+	target, found, err := l.Event(ctx, thread, targetID)
+	if err != nil {
+		return nil, fmt.Errorf("look up the answered event: %w", err)
+	}
+	if !found || (stored.Type == agentbridge.TypeMessage && !agentbridge.IsQuestion(target)) {
+		return nil, nil
+	}
+	first, found, err := l.FirstAnswer(ctx, thread, target, func(e agentbridge.Event) bool { return agentbridge.Answers(e, target, humans) })
+	if err != nil {
+		return nil, fmt.Errorf("look up an earlier answer: %w", err)
+	}
+	if !found || first.ID == stored.ID {
 		return nil, nil
 	}
 	return agentbridge.AlreadyAnswered(target, first), nil

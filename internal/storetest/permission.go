@@ -22,6 +22,9 @@ func testPermissionAnswer(t *testing.T, newStore Factory) {
 	appendTo := func(thread string, in agentbridge.EventInput) (agentbridge.AppendResult, error) {
 		return s.Append(ctx, agentbridge.AppendRequest{Thread: thread, Input: in})
 	}
+	keyed := func(in agentbridge.EventInput, key string) (agentbridge.AppendResult, error) {
+		return s.Append(ctx, agentbridge.AppendRequest{Thread: "t", Input: in, IdempotencyKey: key})
+	}
 	req := Msg("bridge-coordinator", "claude asks to run mkdir demo")
 	req.To = "user"
 	req.Meta.Extra = map[string]json.RawMessage{agentbridge.MetaPermission: json.RawMessage(
@@ -67,7 +70,7 @@ func testPermissionAnswer(t *testing.T, newStore Factory) {
 			t.Errorf("%s: the refused answer was stored", c.name)
 		}
 	}
-	res, err := appendTo("t", answer(asked.Event.ID, "reject"))
+	res, err := keyed(answer(asked.Event.ID, "reject"), "first")
 	if err != nil || res.Event.Seq != head() {
 		t.Fatalf("a right answer: %+v, %v", res, err)
 	}
@@ -81,10 +84,19 @@ func testPermissionAnswer(t *testing.T, newStore Factory) {
 	}
 	// A second answer (another device) is stored, noted as already
 	// answered, naming who answered first and when.
-	res, err = appendTo("t", answer(asked.Event.ID, "allow"))
+	res, err = keyed(answer(asked.Event.ID, "allow"), "second")
 	want := "this permission request was already answered by user at " + first.TS + ", so this answer has no effect"
 	if err != nil || res.Ignored == nil || res.Ignored.Code != agentbridge.IgnoredAlreadyAnswered || res.Ignored.Reason != want {
 		t.Errorf("a second answer: %+v, %v; want ignored already_answered %q", res.Ignored, err, want)
+	}
+	// Their retries (the same keys) answer as the first tries did: the
+	// second still noted, the first not.
+	res, err = keyed(answer(asked.Event.ID, "allow"), "second")
+	if err != nil || !res.Replayed || res.Ignored == nil || res.Ignored.Code != agentbridge.IgnoredAlreadyAnswered || res.Ignored.Reason != want {
+		t.Errorf("the second answer replayed: %+v, %v; want a replay noted already_answered %q", res, err, want)
+	}
+	if res, err := keyed(answer(asked.Event.ID, "reject"), "first"); err != nil || !res.Replayed || res.Ignored != nil {
+		t.Errorf("the first answer replayed: %+v, %v; want a replay without a note", res, err)
 	}
 	// The request of the other thread is answered once, then noted.
 	if res, err := appendTo("u", answer(other.Event.ID, "allow")); err != nil || res.Ignored != nil {
@@ -104,11 +116,11 @@ func testQuestionAnswer(t *testing.T, newStore Factory) {
 	q.Meta.Tags = []string{"coordinator", "question"}
 	asked := MustAppend(t, s, "t", q)
 	plain := MustAppend(t, s, "t", Msg("codex", "no question here"))
-	reply := func(to agentbridge.Event, from string) agentbridge.AppendResult {
+	reply := func(to agentbridge.Event, from string, key ...string) agentbridge.AppendResult {
 		t.Helper()
 		in := Msg(from, "8080")
 		in.Meta.ReplyTo = to.ID
-		res, err := s.Append(ctx, agentbridge.AppendRequest{Thread: "t", Input: in})
+		res, err := s.Append(ctx, agentbridge.AppendRequest{Thread: "t", Input: in, IdempotencyKey: strings.Join(key, "")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,9 +136,12 @@ func testQuestionAnswer(t *testing.T, newStore Factory) {
 	if first.Ignored != nil {
 		t.Errorf("the first answer is noted %+v", first.Ignored)
 	}
-	second := reply(asked, "user")
+	second := reply(asked, "user", "second")
 	if second.Ignored == nil || second.Ignored.Code != agentbridge.IgnoredAlreadyAnswered ||
 		!strings.Contains(second.Ignored.Reason, "already answered by user at "+first.Event.TS) {
 		t.Errorf("a second answer: %+v, want already_answered naming the first", second.Ignored)
+	}
+	if again := reply(asked, "user", "second"); !again.Replayed || again.Ignored == nil || *again.Ignored != *second.Ignored {
+		t.Errorf("the second answer replayed: %+v, want a replay with the note %+v", again, second.Ignored)
 	}
 }
