@@ -102,6 +102,25 @@ func (k *claimer) claim(ctx context.Context, req agentbridge.ClaimRequest) (agen
 	return res, err
 }
 
+// ask claims j's run in its own goroutine, so that the caller prepares
+// the run meanwhile; the function it returns waits for the answer and
+// returns what run does.
+func (k *claimer) ask(ctx context.Context, j job) func() (ledger.Invocation, bool) {
+	type answer struct {
+		inv ledger.Invocation
+		run bool
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		inv, run := k.run(ctx, j)
+		ch <- answer{inv, run}
+	}()
+	return func() (ledger.Invocation, bool) {
+		a := <-ch
+		return a.inv, a.run
+	}
+}
+
 // run claims inv's run before it starts. It returns inv with its claim
 // (recorded in the ledger), and whether to run it: not when another live
 // coordinator holds the claim (the record ends elsewhere), nor when ctx

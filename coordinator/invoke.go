@@ -40,18 +40,21 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		return
 	}
 	// The claim comes before the adapter or ACP turn starts: only its
-	// holder runs, and every write of the run carries its fence.
-	inv, run := c.claims.run(ctx, j)
-	if !run {
-		return
-	}
-	j.inv = inv
-	ctx = withClaim(ctx, inv)
+	// holder runs, and every write of the run carries its fence. It is
+	// asked while the run is prepared (reads only), so the wake path waits
+	// for the slower of the two rather than for both.
+	claimed := c.claims.ask(ctx, j)
 	// The run's agent token: the pair's spare, made ahead, or one minted
 	// while the run is prepared; either way the wake path does not wait
 	// for the bridge's write.
 	tok := c.runToken(ctx, cfg, inv)
 	in, err := c.prepare(ctx, j, cfg)
+	inv, run := claimed()
+	if !run {
+		c.tokens.revoke(tok)
+		return
+	}
+	ctx = withClaim(ctx, inv)
 	if err != nil {
 		c.tokens.revoke(tok)
 		// Only a cancelled work context (or a cancel) stops prepare.
