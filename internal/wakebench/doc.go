@@ -7,6 +7,9 @@
 // process and a scheduler with the bridge, so it does not see this path.
 //
 // The package holds its benchmarks (wake_test.go; hundred_test.go, 100
-// triggers at once through the same two processes) and Floor, which the
-// in-process benchmark in coordinator/ reports too.
+// triggers at once through the same two processes; claims_test.go, the
+// wake with two coordinator processes, each run claimed at the bridge),
+// the processes they start (daemons_test.go; $WAKEBENCH_BIN runs a
+// prebuilt agent-bridge, an older commit's, instead of the tree's) and
+// Floor, which the in-process benchmark in coordinator/ reports too.
 package wakebench
