@@ -39,9 +39,32 @@ type claimer struct {
 	// known is set once the bridge answered a claim: until then the
 	// receipt reporter holds back the queued receipts of unclaimed runs.
 	known bool
+	// early holds the claims asked when their trigger was decided (askEarly),
+	// by run, until the run takes its answer.
+	early map[claimRun]chan claimAnswer
 }
 
-func newClaimer(c *Coordinator) *claimer { return &claimer{c: c} }
+// claimRun names one run's claim: its trigger, participant and round.
+type claimRun struct {
+	trigger, participant string
+	round                int
+}
+
+// claimAnswer is the bridge's answer to a claim.
+type claimAnswer struct {
+	res agentbridge.ClaimResult
+	err error
+}
+
+// maxEarly bounds the claims asked early whose runs have not taken them
+// yet (runs cancelled while queued never do); past it they are dropped,
+// and a run whose claim was dropped asks again, which the bridge answers
+// the same way for the same process.
+const maxEarly = 4096
+
+func newClaimer(c *Coordinator) *claimer {
+	return &claimer{c: c, early: map[claimRun]chan claimAnswer{}}
+}
 
 // off reports whether the bridge keeps no claims.
 func (k *claimer) off() bool {
@@ -102,6 +125,82 @@ func (k *claimer) claim(ctx context.Context, req agentbridge.ClaimRequest) (agen
 	return res, err
 }
 
+// askEarly asks the bridge for the claims of the runs a decision queues as
+// soon as it is made, while the follow loop commits it and the scheduler
+// starts the run: the claim's round trip then overlaps that work instead
+// of adding to the wake path. Claiming before the ledger holds the record
+// is safe: a process that stops in between leaves a claim that lapses
+// with it (or that its next start, the same coordinator, takes over).
+// On a ledger other coordinators share it does not: another may queue the
+// pair first, and this one would then hold a claim it never runs.
+func (k *claimer) askEarly(ctx context.Context, cfg *Config, invs []ledger.Invocation, profiles map[string]agentbridge.Profile) {
+	if len(invs) == 0 || k.off() || k.c.db.Shared() {
+		return
+	}
+	for _, inv := range invs {
+		cl := profiles[inv.Participant].Client
+		if cl == "" {
+			cl = agentClient(cfg, inv.Agent)
+		}
+		req := k.request(cfg, inv, cl)
+		ch := make(chan claimAnswer, 1)
+		k.mu.Lock()
+		if len(k.early) >= maxEarly {
+			clear(k.early)
+		}
+		k.early[claimRun{inv.TriggerID, inv.Participant, inv.Round}] = ch
+		k.mu.Unlock()
+		go func() {
+			res, err := k.c.bridge.Claim(ctx, req)
+			ch <- claimAnswer{res, err}
+		}()
+	}
+}
+
+// answer is the bridge's answer to the claim of inv's run: the one asked
+// early when it succeeded, else one asked now (with retries).
+func (k *claimer) answer(ctx context.Context, req agentbridge.ClaimRequest, inv ledger.Invocation) (agentbridge.ClaimResult, error) {
+	key := claimRun{inv.TriggerID, inv.Participant, inv.Round}
+	k.mu.Lock()
+	ch, ok := k.early[key]
+	delete(k.early, key)
+	k.mu.Unlock()
+	if ok {
+		select {
+		case a := <-ch:
+			if a.err == nil {
+				k.settle(nil)
+				return a.res, nil
+			}
+		case <-ctx.Done():
+			return agentbridge.ClaimResult{}, ctx.Err()
+		}
+	}
+	return k.claim(ctx, req)
+}
+
+// release finishes the claim asked early for inv's run when the run was
+// cancelled while queued and so never takes it: a claim held by a live
+// coordinator would otherwise stay running, and be taken over and run by
+// another coordinator once this one stops.
+func (k *claimer) release(ctx context.Context, inv ledger.Invocation) {
+	key := claimRun{inv.TriggerID, inv.Participant, inv.Round}
+	k.mu.Lock()
+	ch, ok := k.early[key]
+	delete(k.early, key)
+	k.mu.Unlock()
+	if !ok {
+		return
+	}
+	select {
+	case a := <-ch:
+		if a.err == nil && a.res.Granted {
+			k.finishClaim(ctx, a.res.Claim.ID, a.res.Claim.Fence)
+		}
+	case <-ctx.Done():
+	}
+}
+
 // ask claims j's run in its own goroutine, so that the caller prepares
 // the run meanwhile; the function it returns waits for the answer and
 // returns what run does.
@@ -135,7 +234,7 @@ func (k *claimer) run(ctx context.Context, j job) (ledger.Invocation, bool) {
 	if cl == "" {
 		cl = agentClient(cfg, inv.Agent)
 	}
-	res, err := k.claim(ctx, k.request(cfg, inv, cl))
+	res, err := k.answer(ctx, k.request(cfg, inv, cl), inv)
 	switch {
 	case err != nil && k.off():
 		return inv, true

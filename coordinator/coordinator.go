@@ -522,6 +522,7 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 		if step, err = c.stepFor(cfg, e, d); err != nil {
 			return err
 		}
+		c.claims.askEarly(ctx, cfg, step.Invocations, d.profiles())
 	}
 	// A cancel is applied before the cursor moves past it, so a crash
 	// in between applies it again (it is idempotent).
@@ -606,6 +607,15 @@ func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, before *t
 	return d, decided, nil
 }
 
+// profiles maps each participant d invokes to its invited profile.
+func (d Decision) profiles() map[string]agentbridge.Profile {
+	out := make(map[string]agentbridge.Profile, len(d.Invoke))
+	for _, t := range d.Invoke {
+		out[t.Participant] = t.Profile
+	}
+	return out
+}
+
 // stepFor is the ledger step that records decision d of e: the decision,
 // the invocations it queues, the notices it owes and a party round it
 // starts.
@@ -665,10 +675,7 @@ func (c *Coordinator) remember(cfg *Config, e agentbridge.Event, before threadCa
 // less), the notices, the receipts, and the end of a party round nobody
 // could take part in.
 func (c *Coordinator) dispatch(ctx context.Context, e agentbridge.Event, d Decision, decided bool, step ledger.Step, queued []ledger.Invocation, after agentbridge.ThreadState) {
-	profiles := make(map[string]agentbridge.Profile, len(d.Invoke))
-	for _, t := range d.Invoke {
-		profiles[t.Participant] = t.Profile
-	}
+	profiles := d.profiles()
 	for _, inv := range queued {
 		ev := e
 		c.sched.enqueue(job{inv: inv, trigger: &ev, profile: profiles[inv.Participant], hasProfile: true, after: &after})

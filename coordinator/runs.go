@@ -265,7 +265,9 @@ func (c *Coordinator) cancelInvocation(ctx context.Context, inv ledger.Invocatio
 	if err != nil {
 		return inv, err
 	}
-	if !c.sched.drop(inv.ID) {
+	if c.sched.drop(inv.ID) {
+		c.claims.release(ctx, inv)
+	} else {
 		c.runs.cancel(inv.ID)
 	}
 	if prev == ledger.StatusRunning {

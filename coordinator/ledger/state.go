@@ -152,6 +152,10 @@ func (d *DB) adopt(ctx context.Context) error {
 // Owner returns the coordinator id the DB works as.
 func (d *DB) Owner() string { return d.db.owner }
 
+// Shared reports whether other coordinators may queue in this ledger too
+// (PostgreSQL): a pair one of them queued first is then not queued here.
+func (d *DB) Shared() bool { return d.db.pg }
+
 // SchemaVersions returns the ledger schema version of the PostgreSQL
 // database db and the one this binary brings it to, for doctor.
 func SchemaVersions(ctx context.Context, db *sql.DB) (have, want int, err error) {
