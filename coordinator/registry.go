@@ -122,14 +122,21 @@ func (g *registrar) beatWith(ctx context.Context, cfg *Config) {
 			}
 			return
 		}
-		// Once per outage at warn level: the follow loop says the rest.
-		level := slog.LevelDebug
-		g.mu.Lock()
-		if !g.failing {
-			g.failing, level = true, slog.LevelWarn
+		// Once per outage: the follow loop says the rest. A refusal (a
+		// token bound to another coordinator id, a read token) is no
+		// outage but a mistake in the config, said as an error: until it
+		// is mended this coordinator answers nothing.
+		level, msg := slog.LevelWarn, "cannot register with the bridge; trying again at the next heartbeat"
+		if refusedForGood(err) {
+			level, msg = slog.LevelError, "the bridge refuses this coordinator's registration, so it answers nothing: give it a coordinator token made for its coordinator_id (agent-bridge tokens add --scope coordinator --name <coordinator_id>); trying again at the next heartbeat"
 		}
+		g.mu.Lock()
+		if g.failing {
+			level = slog.LevelDebug
+		}
+		g.failing = true
 		g.mu.Unlock()
-		g.c.log.Log(ctx, level, "cannot register with the bridge; trying again at the next heartbeat", "err", err)
+		g.c.log.Log(ctx, level, msg, "coordinator_id", reg.ID, "err", err)
 		return
 	}
 	g.mu.Lock()
