@@ -10,6 +10,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -69,7 +70,7 @@ func (k *claimer) settle(err error) (off bool) {
 }
 
 // request is the claim of inv's run by this coordinator.
-func (k *claimer) request(cfg *Config, inv ledger.Invocation, client string) agentbridge.ClaimRequest {
+func (k *claimer) request(cfg *config.Config, inv ledger.Invocation, client string) agentbridge.ClaimRequest {
 	return agentbridge.ClaimRequest{
 		ClaimKey:    agentbridge.ClaimKey{Thread: inv.Thread, Event: inv.TriggerID, Participant: inv.Participant, Round: inv.Round},
 		Coordinator: cfg.CoordinatorID, Instance: k.c.registry.instance, Client: client,
@@ -78,7 +79,7 @@ func (k *claimer) request(cfg *Config, inv ledger.Invocation, client string) age
 
 // agentClient is the client an agent entry names, by which the bridge
 // matches a claim to the coordinators serving it.
-func agentClient(cfg *Config, agent string) string {
+func agentClient(cfg *config.Config, agent string) string {
 	a := cfg.Agents[agent]
 	if a.Client == "" && a.Profile != nil {
 		return a.Profile.Client

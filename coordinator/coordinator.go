@@ -17,6 +17,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/httpguard"
@@ -31,7 +32,7 @@ const (
 // Options configures a Coordinator.
 type Options struct {
 	// Config is the initial configuration, already loaded and valid.
-	Config Config
+	Config config.Config
 	// ConfigPath, when set, is watched: a valid edit replaces the running
 	// configuration without a restart (bridge_url, bridge_token and
 	// status_addr are read at start-up only).
@@ -61,11 +62,11 @@ type Coordinator struct {
 	log    *slog.Logger
 	db     *ledger.DB
 	bridge *client.Client
-	cfg    atomic.Pointer[Config]
+	cfg    atomic.Pointer[config.Config]
 	exe    string
 	path   string
 
-	watcher *Watcher
+	watcher *config.Watcher
 	metrics *metrics
 	sched   *scheduler
 	// receipts reports each considered pair's state to the bridge
@@ -179,7 +180,7 @@ func New(opts Options) (*Coordinator, error) {
 	c.acp = newACPPool(c, acpDir(opts.ACPDir))
 	c.tokens = &tokenKeeper{c: c}
 	if opts.ConfigPath != "" {
-		c.watcher = NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
+		c.watcher = config.NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
 	}
 	if cfg.StatusAddr != "" {
 		g, err := newStatusGuard(cfg, opts.RequestTimeout)
@@ -197,7 +198,7 @@ func New(opts Options) (*Coordinator, error) {
 }
 
 // Config returns the configuration in effect.
-func (c *Coordinator) Config() *Config { return c.cfg.Load() }
+func (c *Coordinator) Config() *config.Config { return c.cfg.Load() }
 
 // StatusURL is the status server's base URL (empty without one), for tests
 // and for "up" to print.
@@ -215,11 +216,11 @@ func (c *Coordinator) Reload() {
 	}
 }
 
-func (c *Coordinator) applyConfig(cfg Config) {
+func (c *Coordinator) applyConfig(cfg config.Config) {
 	old := c.cfg.Load()
 	// The connection settings in use stay: the client and the status
 	// listener were built from them (and "up" sets bridge_url itself).
-	// The watcher says so when the file changed them (restartKeys).
+	// The watcher says so when the file changed them (config.RestartKeys).
 	cfg.BridgeURL, cfg.BridgeToken, cfg.StatusAddr = old.BridgeURL, old.BridgeToken, old.StatusAddr
 	cfg.StatusAllowedHosts = old.StatusAllowedHosts
 	cfg.StartupMode = old.StartupMode
@@ -473,7 +474,7 @@ func (c *Coordinator) startCursor(ctx context.Context) (int64, error) {
 // what flush needs to commit it and act on it.
 type staged struct {
 	e       agentbridge.Event
-	cfg     *Config
+	cfg     *config.Config
 	before  threadCache
 	d       Decision
 	decided bool
@@ -579,7 +580,7 @@ func (c *Coordinator) flush(ctx context.Context) error {
 // know it, and then kept in before). decided reports whether the decision
 // is to be recorded: every message's, and a control's or closed scene's
 // that did something.
-func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, before *threadCache, cfg *Config) (d Decision, decided bool, err error) {
+func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, before *threadCache, cfg *config.Config) (d Decision, decided bool, err error) {
 	switch e.Type {
 	case agentbridge.TypeMessage, agentbridge.TypeControl, agentbridge.TypeSceneClosed:
 	default:
@@ -609,7 +610,7 @@ func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, before *t
 // stepFor is the ledger step that records decision d of e: the decision,
 // the invocations it queues, the notices it owes and a party round it
 // starts.
-func (c *Coordinator) stepFor(cfg *Config, e agentbridge.Event, d Decision) (ledger.Step, error) {
+func (c *Coordinator) stepFor(cfg *config.Config, e agentbridge.Event, d Decision) (ledger.Step, error) {
 	step := ledger.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq}
 	js, err := json.Marshal(d)
 	if err != nil {
@@ -646,7 +647,7 @@ func (c *Coordinator) applyControls(ctx context.Context, e agentbridge.Event, hu
 
 // remember folds e into the thread's cached state and the follow loop's
 // recent events, and returns the state after e.
-func (c *Coordinator) remember(cfg *Config, e agentbridge.Event, before threadCache, humans agentbridge.Humans) agentbridge.ThreadState {
+func (c *Coordinator) remember(cfg *config.Config, e agentbridge.Event, before threadCache, humans agentbridge.Humans) agentbridge.ThreadState {
 	after := agentbridge.Fold(before.state, e, humans)
 	name := before.name
 	if e.Type == agentbridge.TypeThreadCreated || e.Type == agentbridge.TypeThreadRenamed {
@@ -734,7 +735,7 @@ const (
 
 // notices builds the coordinator messages a decision owes: a clarification
 // to the sender, a loop-guard notice to everyone.
-func (c *Coordinator) notices(cfg *Config, e agentbridge.Event, d Decision) []ledger.Notice {
+func (c *Coordinator) notices(cfg *config.Config, e agentbridge.Event, d Decision) []ledger.Notice {
 	var out []ledger.Notice
 	add := func(kind, to, text string) {
 		in := agentbridge.EventInput{

@@ -15,6 +15,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -198,7 +199,7 @@ func outcomeOf(run agentRun, timeout time.Duration) ledger.Outcome {
 // ledger outcome and the post it owes (a reply, a scene step's events, an
 // error notice, or nothing). questionTo is the recipient of a question
 // directive (questionTo read it).
-func planOutcome(cfg *Config, inv ledger.Invocation, in prepared, first agentRun, correction *agentRun, questionTo string) ledger.Outcome {
+func planOutcome(cfg *config.Config, inv ledger.Invocation, in prepared, first agentRun, correction *agentRun, questionTo string) ledger.Outcome {
 	o := outcomeOf(first, cfg.AdapterTimeout)
 	var post agentbridge.EventInput
 	switch o.Status {
@@ -240,7 +241,7 @@ func (c *Coordinator) finishInterrupted(ctx context.Context, inv ledger.Invocati
 // errorPost is the coordinator's message saying a participant's adapter
 // failed. meta.participant names the pair, so recovery can tell whose error
 // it is.
-func errorPost(cfg *Config, inv ledger.Invocation, msg string) agentbridge.EventInput {
+func errorPost(cfg *config.Config, inv ledger.Invocation, msg string) agentbridge.EventInput {
 	text := fmt.Sprintf("%s could not answer: %s", inv.Participant, msg)
 	return agentbridge.EventInput{
 		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: agentbridge.ToAll,

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 )
 
 // Rules a Decision can record: the trigger rule that matched, "none" when a
@@ -105,7 +106,7 @@ type Skip struct {
 // does no I/O, reads no clock and does not modify its arguments. Rate
 // limiting is not its business: the scheduler queues what is over the
 // rate.
-func Decide(state agentbridge.ThreadState, e agentbridge.Event, cfg *Config, party *PartyFacts) Decision {
+func Decide(state agentbridge.ThreadState, e agentbridge.Event, cfg *config.Config, party *PartyFacts) Decision {
 	r := &router{
 		state: state,
 		e:     e,
@@ -159,7 +160,7 @@ func (r *router) serving() {
 type router struct {
 	state agentbridge.ThreadState
 	e     agentbridge.Event
-	cfg   *Config
+	cfg   *config.Config
 	d     Decision
 	// want lists the participants proposed for invocation, in order; they
 	// may still be dropped (self, not invited, no adapter, muted).

@@ -11,6 +11,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -232,7 +233,7 @@ func cancelReason(by string) string {
 
 // cancelNotice is the coordinator's message saying a running invocation was
 // stopped; its kind makes it one per (trigger, participant).
-func (c *Coordinator) cancelNotice(cfg *Config, inv ledger.Invocation, by string) ledger.Notice {
+func (c *Coordinator) cancelNotice(cfg *config.Config, inv ledger.Invocation, by string) ledger.Notice {
 	text := fmt.Sprintf("%s's run was cancelled", inv.Participant)
 	if by != "" {
 		text += " by " + by

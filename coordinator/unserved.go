@@ -6,6 +6,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 )
 
 // noticeUnserved is the kind of the notice saying, at an invite, that no
@@ -42,7 +43,7 @@ func (c *Coordinator) unservedAtInvite(ctx context.Context, e agentbridge.Event,
 }
 
 // postUnserved claims and posts the unserved notice for participant p.
-func (c *Coordinator) postUnserved(ctx context.Context, cfg *Config, e agentbridge.Event, p, cl string) {
+func (c *Coordinator) postUnserved(ctx context.Context, cfg *config.Config, e agentbridge.Event, p, cl string) {
 	res, err := c.claims.claim(ctx, agentbridge.ClaimRequest{
 		ClaimKey:    agentbridge.ClaimKey{Thread: e.Thread, Event: e.ID, Notice: noticeUnserved + p},
 		Coordinator: cfg.CoordinatorID, Instance: c.registry.instance,
