@@ -265,12 +265,8 @@ func (c *Coordinator) closePermission(ctx context.Context, thread string, req ag
 // request waiting for it. An answer naming an option the request does not
 // offer is ignored (and logged); one for a request not registered yet is
 // kept briefly for it.
-func (c *Coordinator) applyPermissionControl(e agentbridge.Event, humans agentbridge.Humans) {
-	if e.Type != agentbridge.TypeControl || !humans.Has(e.From) {
-		return
-	}
-	ctl, err := agentbridge.ParseControl(e.Content)
-	if err != nil || ctl.Permission == nil {
+func (c *Coordinator) applyPermissionControl(e agentbridge.Event, ctl agentbridge.Control, humans agentbridge.Humans) {
+	if ctl.Permission == nil || !humans.Has(e.From) {
 		return
 	}
 	c.acp.answerPermission(ctl.Permission.Event, permissionAnswer{option: ctl.Permission.Option, by: e.From})

@@ -473,7 +473,10 @@ func (c *Coordinator) startCursor(ctx context.Context) (int64, error) {
 // staged is an event the follow loop has decided but not committed yet:
 // what flush needs to commit it and act on it.
 type staged struct {
-	e       agentbridge.Event
+	e agentbridge.Event
+	// ctl is e's control, parsed once by process (nil when e is not a
+	// control): the rules, the control handlers and the fold take it.
+	ctl     *agentbridge.Control
 	cfg     *config.Config
 	before  threadCache
 	d       Decision
@@ -514,7 +517,8 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	if err != nil {
 		return err
 	}
-	d, decided, err := c.decide(ctx, e, &before, cfg)
+	ctl := agentbridge.ControlOf(e)
+	d, decided, err := c.decide(ctx, e, ctl, &before, cfg)
 	if err != nil {
 		return err
 	}
@@ -526,10 +530,10 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	}
 	// A cancel is applied before the cursor moves past it, so a crash
 	// in between applies it again (it is idempotent).
-	if err := c.applyControls(ctx, e, agentbridge.Humans(cfg.HumanIDs)); err != nil {
+	if err := c.applyControls(ctx, e, ctl, agentbridge.Humans(cfg.HumanIDs)); err != nil {
 		return err
 	}
-	c.staged = append(c.staged, staged{e: e, cfg: cfg, before: before, d: d, decided: decided, step: step})
+	c.staged = append(c.staged, staged{e: e, ctl: ctl, cfg: cfg, before: before, d: d, decided: decided, step: step})
 	if len(c.staged) >= maxStaged {
 		return c.flush(ctx)
 	}
@@ -565,11 +569,11 @@ func (c *Coordinator) flush(ctx context.Context) error {
 	c.outage.ok()
 	c.cursor.Store(max(c.cursor.Load(), batch[len(batch)-1].e.GSeq))
 	for i, s := range batch {
-		after := c.remember(s.cfg, s.e, s.before, agentbridge.Humans(s.cfg.HumanIDs))
+		after := c.remember(s.cfg, s.e, s.ctl, s.before, agentbridge.Humans(s.cfg.HumanIDs))
 		if s.decided {
 			c.log.Debug("decided", "event", s.e.ID, "thread", s.e.Thread, "rule", s.d.Rule, "invoke", len(s.d.Invoke), "skipped", len(s.d.Skipped))
 		}
-		c.dispatch(ctx, s.e, s.d, s.decided, s.step, queued[i], after)
+		c.dispatch(ctx, s.e, s.ctl, s.d, s.decided, s.step, queued[i], after)
 	}
 	clear(batch)
 	return nil
@@ -580,7 +584,7 @@ func (c *Coordinator) flush(ctx context.Context) error {
 // know it, and then kept in before). decided reports whether the decision
 // is to be recorded: every message's, and a control's or closed scene's
 // that did something.
-func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, before *threadCache, cfg *config.Config) (d Decision, decided bool, err error) {
+func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, before *threadCache, cfg *config.Config) (d Decision, decided bool, err error) {
 	switch e.Type {
 	case agentbridge.TypeMessage, agentbridge.TypeControl, agentbridge.TypeSceneClosed:
 	default:
@@ -602,7 +606,7 @@ func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, before *t
 			return d, false, err
 		}
 	}
-	d = Decide(before.state, e, cfg, facts)
+	d = Decide(before.state, e, ctl, cfg, facts)
 	decided = e.Type == agentbridge.TypeMessage || d.Rule == RuleProd || d.Rule == RuleScene || d.Rule == RuleSceneJournal
 	return d, decided, nil
 }
@@ -634,21 +638,24 @@ func (c *Coordinator) stepFor(cfg *config.Config, e agentbridge.Event, d Decisio
 
 // applyControls applies the controls that act on the coordinator itself:
 // cancel, reset_session and permission answers.
-func (c *Coordinator) applyControls(ctx context.Context, e agentbridge.Event, humans agentbridge.Humans) error {
-	if err := c.applyCancelControl(ctx, e, humans); err != nil {
+func (c *Coordinator) applyControls(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, humans agentbridge.Humans) error {
+	if ctl == nil {
+		return nil
+	}
+	if err := c.applyCancelControl(ctx, e, *ctl, humans); err != nil {
 		return err
 	}
-	if err := c.applyResetSession(ctx, e); err != nil {
+	if err := c.applyResetSession(ctx, e, *ctl); err != nil {
 		return err
 	}
-	c.applyPermissionControl(e, humans)
+	c.applyPermissionControl(e, *ctl, humans)
 	return nil
 }
 
 // remember folds e into the thread's cached state and the follow loop's
 // recent events, and returns the state after e.
-func (c *Coordinator) remember(cfg *config.Config, e agentbridge.Event, before threadCache, humans agentbridge.Humans) agentbridge.ThreadState {
-	after := agentbridge.Fold(before.state, e, humans)
+func (c *Coordinator) remember(cfg *config.Config, e agentbridge.Event, ctl *agentbridge.Control, before threadCache, humans agentbridge.Humans) agentbridge.ThreadState {
+	after := agentbridge.FoldParsed(before.state, e, ctl, humans)
 	name := before.name
 	if e.Type == agentbridge.TypeThreadCreated || e.Type == agentbridge.TypeThreadRenamed {
 		name = e.Text()
@@ -665,7 +672,7 @@ func (c *Coordinator) remember(cfg *config.Config, e agentbridge.Event, before t
 // invocations (with what the follow loop already knows, so prepare reads
 // less), the notices, the receipts, and the end of a party round nobody
 // could take part in.
-func (c *Coordinator) dispatch(ctx context.Context, e agentbridge.Event, d Decision, decided bool, step ledger.Step, queued []ledger.Invocation, after agentbridge.ThreadState) {
+func (c *Coordinator) dispatch(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, d Decision, decided bool, step ledger.Step, queued []ledger.Invocation, after agentbridge.ThreadState) {
 	profiles := make(map[string]agentbridge.Profile, len(d.Invoke))
 	for _, t := range d.Invoke {
 		profiles[t.Participant] = t.Profile
@@ -680,7 +687,7 @@ func (c *Coordinator) dispatch(ctx context.Context, e agentbridge.Event, d Decis
 	if decided {
 		c.receipts.wake()
 	}
-	c.unservedAtInvite(ctx, e, after)
+	c.unservedAtInvite(ctx, e, ctl, after)
 	if step.PartyRound != nil && len(d.Invoke) == 0 {
 		// Nobody could take part: the round ends at once, with its notice.
 		c.partyAdvance(ctx, e.ID)

@@ -303,7 +303,7 @@ func TestDecide(t *testing.T) {
 				tt.cfg(cfg)
 			}
 			before := fmt.Sprintf("%+v", tt.state)
-			d := Decide(tt.state, tt.event, cfg, nil)
+			d := Decide(tt.state, tt.event, agentbridge.ControlOf(tt.event), cfg, nil)
 			if after := fmt.Sprintf("%+v", tt.state); after != before {
 				t.Fatalf("Decide modified the state:\n%s\n%s", before, after)
 			}
@@ -375,7 +375,7 @@ func TestDecideNamesServing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Decide(tt.state, tt.event, testConfig(), nil)
+			d := Decide(tt.state, tt.event, agentbridge.ControlOf(tt.event), testConfig(), nil)
 			if len(d.Skipped) != len(tt.want) {
 				t.Fatalf("Skipped = %+v, want %+v", d.Skipped, tt.want)
 			}
@@ -389,7 +389,7 @@ func TestDecideNamesServing(t *testing.T) {
 }
 
 func TestDecisionJSON(t *testing.T) {
-	d := Decide(team(), msg("user", "all", "@codex @gemini"), testConfig(), nil)
+	d := Decide(team(), msg("user", "all", "@codex @gemini"), nil, testConfig(), nil)
 	b, err := json.Marshal(d)
 	if err != nil {
 		t.Fatal(err)
@@ -400,7 +400,7 @@ func TestDecisionJSON(t *testing.T) {
 	if string(b) != want {
 		t.Fatalf("decision JSON:\n got %s\nwant %s", b, want)
 	}
-	empty, err := json.Marshal(Decide(team(), msg("user", "all", "hi"), testConfig(), nil))
+	empty, err := json.Marshal(Decide(team(), msg("user", "all", "hi"), nil, testConfig(), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +475,7 @@ func FuzzDecide(f *testing.F) {
 		if hop > 0 {
 			e.Meta.Hop = &hop
 		}
-		d := Decide(st, e, cfg, nil)
+		d := Decide(st, e, agentbridge.ControlOf(e), cfg, nil)
 		seen := map[string]bool{}
 		for _, target := range d.Invoke {
 			p := target.Participant
@@ -517,7 +517,7 @@ func BenchmarkDecide(b *testing.B) {
 	e := reply("codex", "Thanks. @sage and @claude-2, can you check `@codex` output? cc @reviewer @gem", 2)
 	b.ReportAllocs()
 	for b.Loop() {
-		Decide(st, e, cfg, nil)
+		Decide(st, e, nil, cfg, nil)
 	}
 }
 

@@ -299,12 +299,8 @@ func (c *Coordinator) cancelParticipant(ctx context.Context, thread, participant
 
 // applyCancelControl handles a cancel control event from a human; other
 // events and senders are ignored.
-func (c *Coordinator) applyCancelControl(ctx context.Context, e agentbridge.Event, humans agentbridge.Humans) error {
-	if e.Type != agentbridge.TypeControl || !humans.Has(e.From) {
-		return nil
-	}
-	ctl, err := agentbridge.ParseControl(e.Content)
-	if err != nil || ctl.Cancel == nil {
+func (c *Coordinator) applyCancelControl(ctx context.Context, e agentbridge.Event, ctl agentbridge.Control, humans agentbridge.Humans) error {
+	if ctl.Cancel == nil || !humans.Has(e.From) {
 		return nil
 	}
 	// Replaying a processed control must not stop runs queued after it.

@@ -50,7 +50,7 @@ func (r *router) decideScene() bool {
 	default:
 		return false
 	}
-	after := agentbridge.Fold(before, r.e, r.cfg.HumanIDs)
+	after := agentbridge.FoldParsed(before, r.e, r.ctl, r.cfg.HumanIDs)
 	if reason, ok := agentbridge.SceneClosedBy(before, after); ok {
 		r.d.Rule = RuleScene
 		r.d.SceneClose = reason

@@ -18,12 +18,8 @@ const noticeUnserved = "unserved:"
 // wait for one. Every coordinator that does not serve it may see this;
 // the notice is claimed at the bridge (notice "unserved:<participant>")
 // and the first claimant posts it. It works off the follow loop.
-func (c *Coordinator) unservedAtInvite(ctx context.Context, e agentbridge.Event, after agentbridge.ThreadState) {
-	if e.Type != agentbridge.TypeControl || c.claims.off() {
-		return
-	}
-	ctl, err := agentbridge.ParseControl(e.Content)
-	if err != nil || ctl.Invite == nil {
+func (c *Coordinator) unservedAtInvite(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, after agentbridge.ThreadState) {
+	if ctl == nil || ctl.Invite == nil || c.claims.off() {
 		return
 	}
 	cfg := c.cfg.Load()
