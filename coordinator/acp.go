@@ -637,32 +637,6 @@ func (a *acpAgent) awaitReplay(ctx context.Context, loaded time.Time) {
 	}
 }
 
-// runAgent runs one turn of the invocation's agent: the adapter, or for an
-// "acp" entry a session/prompt on the pair's warm agent. p is the adapter
-// payload and body its encoding. why, when not empty, is the sentence for the thread
-// when the run failed in a way adapters.ErrorMessage cannot word.
-func (c *Coordinator) runAgent(ctx context.Context, inv ledger.Invocation, in prepared, p adapters.Payload, body []byte, progress func(adapters.ProgressRecord)) (res adapters.Result, why string) {
-	cfg := c.cfg.Load()
-	entry, ok := cfg.Agents[inv.Agent]
-	if !ok || len(entry.ACP) == 0 {
-		spec := in.spec
-		spec.Progress = progress
-		// The coordinator's credential never reaches the adapter; the
-		// run's own agent token does (agenttoken.go).
-		spec.Secrets = []string{cfg.BridgeToken}
-		spec.Env = append(slices.Clip(spec.Env), agentEnv(in.token.wait())...)
-		return adapters.Run(ctx, spec, body, func(pid, pgid int) {
-			if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, pid, pgid, time.Now()); err != nil {
-				c.log.Error("record adapter start", "id", inv.ID, "err", err)
-			}
-		}), ""
-	}
-	if progress == nil {
-		progress = func(adapters.ProgressRecord) {}
-	}
-	return c.runACP(ctx, cfg, inv, in, entry, p, progress)
-}
-
 // runACP is one turn on the pair's warm agent (contract 6.6): acquire the
 // agent and its session, send the prompt and wait for its answer (or stop
 // it), then read the result.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -548,3 +549,29 @@ func (p *presenceChain) finish(k pairKey, done chan struct{}) {
 
 // wait returns when every reporter has ended.
 func (p *presenceChain) wait() { p.wg.Wait() }
+
+// runAgent runs one turn of the invocation's agent: the adapter, or for an
+// "acp" entry a session/prompt on the pair's warm agent. p is the adapter
+// payload and body its encoding. why, when not empty, is the sentence for the thread
+// when the run failed in a way adapters.ErrorMessage cannot word.
+func (c *Coordinator) runAgent(ctx context.Context, inv ledger.Invocation, in prepared, p adapters.Payload, body []byte, progress func(adapters.ProgressRecord)) (res adapters.Result, why string) {
+	cfg := c.cfg.Load()
+	entry, ok := cfg.Agents[inv.Agent]
+	if !ok || len(entry.ACP) == 0 {
+		spec := in.spec
+		spec.Progress = progress
+		// The coordinator's credential never reaches the adapter; the
+		// run's own agent token does (agenttoken.go).
+		spec.Secrets = []string{cfg.BridgeToken}
+		spec.Env = append(slices.Clip(spec.Env), agentEnv(in.token.wait())...)
+		return adapters.Run(ctx, spec, body, func(pid, pgid int) {
+			if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, pid, pgid, time.Now()); err != nil {
+				c.log.Error("record adapter start", "id", inv.ID, "err", err)
+			}
+		}), ""
+	}
+	if progress == nil {
+		progress = func(adapters.ProgressRecord) {}
+	}
+	return c.runACP(ctx, cfg, inv, in, entry, p, progress)
+}
