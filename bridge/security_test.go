@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
 // TestHostAndOrigin is a table of Host/Origin pairs allowed and denied.
@@ -174,13 +176,13 @@ func TestStatusTable(t *testing.T) {
 		400: {"missing_field", "invalid_field", "invalid_control", "unknown_field", "field_not_allowed", "invalid_json"},
 		413: {"body_too_large"}, 401: {"unauthorized"}, 403: {"forbidden_host", "forbidden_origin"},
 		404: {"not_found", "thread_not_found", "event_not_found"}, 405: {"method_not_allowed"},
-		409: {"thread_exists", "participant_muted", "thread_paused", "cursor_ahead"},
+		409: {"thread_exists", "participant_muted", "thread_paused", "cursor_ahead", "not_running"},
 		422: {"unknown_reply_to"}, 500: {"internal", "no_such_code"},
 	}
 	for status, codes := range want {
 		for _, c := range codes {
-			if got := StatusForCode(c); got != status {
-				t.Errorf("StatusForCode(%q) = %d, want %d", c, got, status)
+			if got := httpjson.StatusFor(c); got != status {
+				t.Errorf("StatusFor(%q) = %d, want %d", c, got, status)
 			}
 		}
 	}

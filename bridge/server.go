@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/agent-bridge/agent-bridge/internal/storecore"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 
 	"github.com/go-chi/chi/v5"
 

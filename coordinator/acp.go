@@ -24,6 +24,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -119,7 +120,7 @@ type acpAgent struct {
 	// fingerprint is the entry's settings; a reload that changes them
 	// replaces the process at the next turn.
 	fingerprint string
-	cfg         AgentConfig
+	cfg         config.Agent
 	cwd         string
 
 	// token is the agent's own bridge credential, for its whole life
@@ -167,7 +168,7 @@ type acpAgent struct {
 }
 
 // fingerprintOf is what of an entry a warm process was started with.
-func fingerprintOf(a AgentConfig) string {
+func fingerprintOf(a config.Agent) string {
 	keys := make([]string, 0, len(a.Env))
 	for k := range a.Env {
 		keys = append(keys, k)
@@ -185,7 +186,7 @@ func fingerprintOf(a AgentConfig) string {
 // acquire returns the pair's warm agent, starting one when there is none
 // (or the entry changed, or it died), marked busy until release. onStart is
 // called as soon as a new process runs, before it is initialized.
-func (p *acpPool) acquire(ctx context.Context, cfg *Config, key pairKey, entry AgentConfig, onStart func(*acpAgent)) (*acpAgent, error) {
+func (p *acpPool) acquire(ctx context.Context, cfg *config.Config, key pairKey, entry config.Agent, onStart func(*acpAgent)) (*acpAgent, error) {
 	fp := fingerprintOf(entry)
 	p.mu.Lock()
 	if p.closed {
@@ -302,7 +303,7 @@ func (p *acpPool) closeAll() {
 }
 
 // start runs the agent process and initializes the connection.
-func (a *acpAgent) start(ctx context.Context, cfg *Config, onStart func(*acpAgent)) error {
+func (a *acpAgent) start(ctx context.Context, cfg *config.Config, onStart func(*acpAgent)) error {
 	c := a.pool.c
 	a.cwd = a.cfg.Workdir
 	if a.cwd == "" {
@@ -360,7 +361,7 @@ func (a *acpAgent) start(ctx context.Context, cfg *Config, onStart func(*acpAgen
 // credentials (adapters.Inherited), the entry's variables in key order
 // (but BRIDGE_TOKEN), then the bridge's, this binary and the agent's own
 // token (secret, "" for none).
-func acpEnv(vars map[string]string, cfg *Config, key pairKey, exe, secret string) []string {
+func acpEnv(vars map[string]string, cfg *config.Config, key pairKey, exe, secret string) []string {
 	env := adapters.Inherited(os.Environ(), cfg.BridgeToken)
 	keys := make([]string, 0, len(vars))
 	for k := range vars {
@@ -509,7 +510,7 @@ func (a *acpAgent) kill() {
 }
 
 // mcpServers is the bridge's own MCP server, acting as the participant.
-func (a *acpAgent) mcpServers(cfg *Config) []acp.McpServer {
+func (a *acpAgent) mcpServers(cfg *config.Config) []acp.McpServer {
 	c := a.pool.c
 	// The agent's own token, never the coordinator's: the server acts
 	// as the participant with what the participant may do.
@@ -524,7 +525,7 @@ func (a *acpAgent) mcpServers(cfg *Config) []acp.McpServer {
 // pair (stored, "" for none): the warm one when it is that, else loaded
 // where the agent offers session/load, else a new one. fresh reports a new
 // session, which must be sent the whole recent context.
-func (a *acpAgent) ensureSession(ctx context.Context, cfg *Config, stored string, progress func(adapters.ProgressRecord)) (fresh bool, err error) {
+func (a *acpAgent) ensureSession(ctx context.Context, cfg *config.Config, stored string, progress func(adapters.ProgressRecord)) (fresh bool, err error) {
 	if a.session != "" && a.session == stored {
 		// Reported on every turn, so the ledger counts the session's turns.
 		progress(adapters.ProgressRecord{Status: "warm session", Kind: "session", Session: stored})
@@ -636,36 +637,10 @@ func (a *acpAgent) awaitReplay(ctx context.Context, loaded time.Time) {
 	}
 }
 
-// runAgent runs one turn of the invocation's agent: the adapter, or for an
-// "acp" entry a session/prompt on the pair's warm agent. p is the adapter
-// payload and body its encoding. why, when not empty, is the sentence for the thread
-// when the run failed in a way adapters.ErrorMessage cannot word.
-func (c *Coordinator) runAgent(ctx context.Context, inv ledger.Invocation, in prepared, p adapters.Payload, body []byte, progress func(adapters.ProgressRecord)) (res adapters.Result, why string) {
-	cfg := c.cfg.Load()
-	entry, ok := cfg.Agents[inv.Agent]
-	if !ok || len(entry.ACP) == 0 {
-		spec := in.spec
-		spec.Progress = progress
-		// The coordinator's credential never reaches the adapter; the
-		// run's own agent token does (agenttoken.go).
-		spec.Secrets = []string{cfg.BridgeToken}
-		spec.Env = append(slices.Clip(spec.Env), agentEnv(in.token.wait())...)
-		return adapters.Run(ctx, spec, body, func(pid, pgid int) {
-			if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, pid, pgid, time.Now()); err != nil {
-				c.log.Error("record adapter start", "id", inv.ID, "err", err)
-			}
-		}), ""
-	}
-	if progress == nil {
-		progress = func(adapters.ProgressRecord) {}
-	}
-	return c.runACP(ctx, cfg, inv, in, entry, p, progress)
-}
-
 // runACP is one turn on the pair's warm agent (contract 6.6): acquire the
 // agent and its session, send the prompt and wait for its answer (or stop
 // it), then read the result.
-func (c *Coordinator) runACP(ctx context.Context, cfg *Config, inv ledger.Invocation, in prepared, entry AgentConfig, p adapters.Payload, progress func(adapters.ProgressRecord)) (adapters.Result, string) {
+func (c *Coordinator) runACP(ctx context.Context, cfg *config.Config, inv ledger.Invocation, in prepared, entry config.Agent, p adapters.Payload, progress func(adapters.ProgressRecord)) (adapters.Result, string) {
 	res := adapters.Result{ExitCode: -1, Started: time.Now()}
 	noPresence := c.acp.tookNoPresence(inv.ID)
 	if ctx.Err() != nil {
@@ -777,7 +752,7 @@ type acpAnswer struct {
 // stopped ("cancelled", "interrupted", "timeout"), empty when it was not;
 // a stopped turn is sent session/cancel, and its agent's process group is
 // killed when it does not answer that within acpCancelWait.
-func (c *Coordinator) acpExchange(ctx context.Context, cfg *Config, inv ledger.Invocation, a *acpAgent, t *acpTurn, text string, cold bool) (ans acpAnswer, stopped string) {
+func (c *Coordinator) acpExchange(ctx context.Context, cfg *config.Config, inv ledger.Invocation, a *acpAgent, t *acpTurn, text string, cold bool) (ans acpAnswer, stopped string) {
 	answered := make(chan acpAnswer, 1)
 	promptCtx, cancelPrompt := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelPrompt()

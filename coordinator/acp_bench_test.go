@@ -13,6 +13,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -38,7 +39,7 @@ func (s *acpStack) promptTimes() []time.Time {
 // measured too: a cold start of the agent (process, initialize,
 // session/new) on the same path.
 func BenchmarkACPTurnOverhead(b *testing.B) {
-	s := startACPStack(b, nil, func(c *coordinator.Config) { c.MaxInvocationsPerMinute = 0 })
+	s := startACPStack(b, nil, func(c *config.Config) { c.MaxInvocationsPerMinute = 0 })
 	var mu sync.Mutex
 	var written []time.Time
 	coordinator.SetACPPromptHook(s.coord, func(t time.Time) {
@@ -114,7 +115,7 @@ func BenchmarkACPTurnOverhead(b *testing.B) {
 // just before that end) to its process being gone, polled every 100 µs.
 func BenchmarkACPIdleClose(b *testing.B) {
 	const idle = 200 * time.Millisecond
-	s := startACPStack(b, nil, func(c *coordinator.Config) { c.ACPIdle = idle; c.MaxInvocationsPerMinute = 0 })
+	s := startACPStack(b, nil, func(c *config.Config) { c.ACPIdle = idle; c.MaxInvocationsPerMinute = 0 })
 	var lat []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -139,7 +140,7 @@ func BenchmarkACPIdleClose(b *testing.B) {
 // ACP agents, and the agents' own.
 func BenchmarkACPWarmRSS(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		s := startACPStack(b, nil, func(c *coordinator.Config) { c.MaxInvocationsPerMinute = 0 })
+		s := startACPStack(b, nil, func(c *config.Config) { c.MaxInvocationsPerMinute = 0 })
 		before := rssKB(b, os.Getpid())
 		var pids []int
 		for j := range 8 {

@@ -20,6 +20,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -63,18 +64,18 @@ type acpStack struct {
 	log    string
 }
 
-func startACPStack(t testing.TB, env map[string]string, mutate func(*coordinator.Config)) *acpStack {
+func startACPStack(t testing.TB, env map[string]string, mutate func(*config.Config)) *acpStack {
 	t.Helper()
 	bin := ensureFakeACP(t)
 	var log string
-	s := startStack(t, func(cfg *coordinator.Config) {
+	s := startStack(t, func(cfg *config.Config) {
 		log = filepath.Join(t.TempDir(), "calls.log")
 		e := map[string]string{"FAKE_ACP_LOG": log}
 		for k, v := range env {
 			e[k] = v
 		}
-		cfg.Agents["acpy"] = coordinator.AgentConfig{ACP: []string{bin}, Env: e, Workdir: filepath.Join(t.TempDir(), "work"),
-			Permissions: coordinator.PermissionsAsk}
+		cfg.Agents["acpy"] = config.Agent{ACP: []string{bin}, Env: e, Workdir: filepath.Join(t.TempDir(), "work"),
+			Permissions: config.PermissionsAsk}
 		if mutate != nil {
 			mutate(cfg)
 		}
@@ -360,12 +361,12 @@ func TestACPPermissionThenCancel(t *testing.T) {
 // cancelled (the timeout says so in the thread).
 func TestACPPermissionModes(t *testing.T) {
 	for _, tc := range []struct{ mode, want string }{
-		{coordinator.PermissionsAllow, "permission: allow"},
-		{coordinator.PermissionsDeny, "permission: cancelled"},
-		{coordinator.PermissionsAsk, "permission: cancelled"},
+		{config.PermissionsAllow, "permission: allow"},
+		{config.PermissionsDeny, "permission: cancelled"},
+		{config.PermissionsAsk, "permission: cancelled"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			s := startACPStack(t, nil, func(cfg *coordinator.Config) {
+			s := startACPStack(t, nil, func(cfg *config.Config) {
 				a := cfg.Agents["acpy"]
 				a.Permissions = tc.mode
 				cfg.Agents["acpy"] = a
@@ -382,7 +383,7 @@ func TestACPPermissionModes(t *testing.T) {
 			if reply.Text() != tc.want {
 				t.Errorf("reply = %q, want %q", reply.Text(), tc.want)
 			}
-			if tc.mode == coordinator.PermissionsAsk {
+			if tc.mode == config.PermissionsAsk {
 				req, _ := s.permissionRequest(trig)
 				testutil.WaitFor(t, waitLong, "the timeout notice", func() bool {
 					return len(s.repliesTo(s.thread, req.ID)) == 1
@@ -494,13 +495,13 @@ func TestACPQuotaUsage(t *testing.T) {
 // TestACPIdleAndCap: an idle agent is closed after acp_idle_s, and past
 // acp_max_warm the least recently used one is closed.
 func TestACPIdleAndCap(t *testing.T) {
-	s := startACPStack(t, nil, func(cfg *coordinator.Config) {
+	s := startACPStack(t, nil, func(cfg *config.Config) {
 		cfg.ACPIdle = 300 * time.Millisecond
 	})
 	pid, _, _, _, _ := parseReply(t, s.reply(s.ask("hi")))
 	testutil.WaitFor(t, waitLong, "the idle agent to be closed", func() bool { return !alive(pid) })
 
-	c := startACPStack(t, nil, func(cfg *coordinator.Config) { cfg.ACPMaxWarm = 1 })
+	c := startACPStack(t, nil, func(cfg *config.Config) { cfg.ACPMaxWarm = 1 })
 	pidA, _, _, _, _ := parseReply(t, c.reply(c.ask("in thread A")))
 	other := c.stack.thread("B")
 	c.invite(other, "acpy", agentbridge.Profile{Client: "fake-acp"})
@@ -544,7 +545,7 @@ func TestACPScene(t *testing.T) {
 func TestACPFiles(t *testing.T) {
 	for _, fs := range []bool{false, true} {
 		t.Run("acp_fs="+strconv.FormatBool(fs), func(t *testing.T) {
-			s := startACPStack(t, nil, func(cfg *coordinator.Config) {
+			s := startACPStack(t, nil, func(cfg *config.Config) {
 				a := cfg.Agents["acpy"]
 				a.ACPFS = fs
 				cfg.Agents["acpy"] = a

@@ -11,6 +11,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -162,7 +163,7 @@ func (t *acpTurn) permissionToolCall(req acp.RequestPermissionRequest) Permissio
 // ok is false when a person must be asked.
 func answerByConfig(mode string, tc PermissionToolCall, opts []PermissionOption, record func(string, map[string]any)) (acp.RequestPermissionResponse, bool) {
 	switch mode {
-	case PermissionsAllow:
+	case config.PermissionsAllow:
 		for _, kind := range []string{string(acp.PermissionOptionKindAllowOnce), string(acp.PermissionOptionKindAllowAlways)} {
 			for _, o := range opts {
 				if o.Kind == kind {
@@ -173,7 +174,7 @@ func answerByConfig(mode string, tc PermissionToolCall, opts []PermissionOption,
 		}
 		record("permission refused (no allow option): "+tc.Title, map[string]any{"answer": "cancelled", "by": "config"})
 		return permissionCancelled(), true
-	case PermissionsDeny:
+	case config.PermissionsDeny:
 		record("permission refused: "+tc.Title, map[string]any{"answer": "cancelled", "by": "config"})
 		return permissionCancelled(), true
 	}
@@ -191,7 +192,7 @@ func fallbackRecipient(humans []string) string {
 
 // permissionPost is the coordinator's message asking to recipient to
 // answer a permission request.
-func permissionPost(cfg *Config, inv ledger.Invocation, tc PermissionToolCall, opts []PermissionOption, to string) agentbridge.EventInput {
+func permissionPost(cfg *config.Config, inv ledger.Invocation, tc PermissionToolCall, opts []PermissionOption, to string) agentbridge.EventInput {
 	var names []string
 	for _, o := range opts {
 		names = append(names, fmt.Sprintf("`%s` (%s)", o.ID, o.Name))
@@ -247,7 +248,7 @@ func (p *acpPool) awaitPermission(ctx context.Context, event string, opts []Perm
 // closePermission tells to, in reply to the permission request req, that
 // it waits no more (kind timeout or withdrawn, one notice of each per
 // request), so that nobody answers a question nothing will read.
-func (c *Coordinator) closePermission(ctx context.Context, thread string, req agentbridge.Event, to string, cfg *Config, kind, text string) {
+func (c *Coordinator) closePermission(ctx context.Context, thread string, req agentbridge.Event, to string, cfg *config.Config, kind, text string) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	in := agentbridge.EventInput{
@@ -264,12 +265,8 @@ func (c *Coordinator) closePermission(ctx context.Context, thread string, req ag
 // request waiting for it. An answer naming an option the request does not
 // offer is ignored (and logged); one for a request not registered yet is
 // kept briefly for it.
-func (c *Coordinator) applyPermissionControl(e agentbridge.Event, humans agentbridge.Humans) {
-	if e.Type != agentbridge.TypeControl || !humans.Has(e.From) {
-		return
-	}
-	ctl, err := agentbridge.ParseControl(e.Content)
-	if err != nil || ctl.Permission == nil {
+func (c *Coordinator) applyPermissionControl(e agentbridge.Event, ctl agentbridge.Control, humans agentbridge.Humans) {
+	if ctl.Permission == nil || !humans.Has(e.From) {
 		return
 	}
 	c.acp.answerPermission(ctl.Permission.Event, permissionAnswer{option: ctl.Permission.Option, by: e.From})

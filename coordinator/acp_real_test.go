@@ -18,6 +18,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
@@ -147,7 +148,7 @@ func startRealACP(t testing.TB, ra realAgent, perms string) (*acpStack, string, 
 	work := t.TempDir()
 	// The agent starts "agent-bridge mcp" as its MCP server: the real one.
 	s.exe = agentBridgeBin(t)
-	s.cfg.Agents["acpy"] = coordinator.AgentConfig{ACP: argv, Env: ra.env(t, m), Workdir: work, Permissions: perms}
+	s.cfg.Agents["acpy"] = config.Agent{ACP: argv, Env: ra.env(t, m), Workdir: work, Permissions: perms}
 	s.cfg.AdapterTimeout = 2 * time.Minute
 	s.startCoordinator()
 	as := &acpStack{stack: s}
@@ -161,7 +162,7 @@ func startRealACP(t testing.TB, ra realAgent, perms string) (*acpStack, string, 
 func TestRealACPAgents(t *testing.T) {
 	for _, ra := range realAgents {
 		t.Run(ra.name, func(t *testing.T) {
-			s, _, m := startRealACP(t, ra, coordinator.PermissionsAsk)
+			s, _, m := startRealACP(t, ra, config.PermissionsAsk)
 			first := s.ask("say pong")
 			r1 := s.reply(first)
 			if r1.From != "acpy" || !strings.Contains(r1.Text(), "pong from the model") {
@@ -233,7 +234,7 @@ func TestRealACPPermission(t *testing.T) {
 	for _, ra := range realAgents {
 		for _, kind := range []string{"allow_once", "reject_once"} {
 			t.Run(ra.name+"/"+kind, func(t *testing.T) {
-				s, work, _ := startRealACP(t, ra, coordinator.PermissionsAsk)
+				s, work, _ := startRealACP(t, ra, config.PermissionsAsk)
 				trig := s.ask("PLEASE_MKDIR in your folder")
 				req, pm := s.permissionRequest(trig)
 				answer := ""
@@ -292,7 +293,7 @@ func TestRealACPPermission(t *testing.T) {
 func BenchmarkRealACP(b *testing.B) {
 	for _, ra := range realAgents {
 		b.Run(ra.name, func(b *testing.B) {
-			s, _, m := startRealACP(b, ra, coordinator.PermissionsAsk)
+			s, _, m := startRealACP(b, ra, config.PermissionsAsk)
 			var mu sync.Mutex
 			var written []time.Time
 			coordinator.SetACPPromptHook(s.coord, func(t time.Time) {
@@ -357,7 +358,7 @@ func BenchmarkRealACP(b *testing.B) {
 			// Idle close: one turn, then the time from its end + acp_idle_s
 			// to the process (and what it started) being gone.
 			const idle = 300 * time.Millisecond
-			c, _, _ := startRealACP(b, ra, coordinator.PermissionsAsk)
+			c, _, _ := startRealACP(b, ra, config.PermissionsAsk)
 			c.cfg.ACPIdle = idle
 			c.stopCoordinator()
 			c.startCoordinator()
@@ -436,7 +437,7 @@ func coldCLI(b *testing.B, m *fakemodel.Server) float64 {
 // answering session/load.
 func TestRealGemini(t *testing.T) {
 	ra := realAgents[slices.IndexFunc(realAgents, func(r realAgent) bool { return r.name == "gemini" })]
-	s, _, m := startRealACP(t, ra, coordinator.PermissionsAllow)
+	s, _, m := startRealACP(t, ra, config.PermissionsAllow)
 	var n atomic.Int64
 	m.SetResponder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
 		post := slices.IndexFunc(r.ToolNames(), func(name string) bool {

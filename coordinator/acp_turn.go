@@ -13,6 +13,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -23,7 +24,7 @@ type acpTurn struct {
 	c        *Coordinator
 	inv      ledger.Invocation
 	in       prepared
-	entry    AgentConfig
+	entry    config.Agent
 	progress func(adapters.ProgressRecord)
 	// stopped is closed when the turn is being cancelled: a permission
 	// request still waiting is answered cancelled.
@@ -56,7 +57,7 @@ type toolInfo struct{ title, kind string }
 // beginTurn attaches a new turn to a; endTurn detaches it. Updates that
 // arrive between turns, or before the turn's prompt is written (a
 // session/load replaying history), are dropped.
-func (a *acpAgent) beginTurn(c *Coordinator, inv ledger.Invocation, in prepared, entry AgentConfig, progress func(adapters.ProgressRecord)) *acpTurn {
+func (a *acpAgent) beginTurn(c *Coordinator, inv ledger.Invocation, in prepared, entry config.Agent, progress func(adapters.ProgressRecord)) *acpTurn {
 	t := &acpTurn{c: c, inv: inv, in: in, entry: entry, progress: progress, stopped: make(chan struct{}),
 		tools: make(map[acp.ToolCallId]toolInfo), costStart: a.costSeen, clock: newTurnClock(c.cfg.Load().AdapterTimeout)}
 	a.mu.Lock()

@@ -10,6 +10,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -177,7 +178,7 @@ func (k *tokenKeeper) take(pair pairKey, need time.Duration) *agentToken {
 }
 
 // refill mints the pair's next token ahead, replacing its spare if any.
-func (k *tokenKeeper) refill(ctx context.Context, cfg *Config, pair pairKey) {
+func (k *tokenKeeper) refill(ctx context.Context, cfg *config.Config, pair pairKey) {
 	if cfg.BridgeToken == "" {
 		return
 	}
@@ -219,12 +220,12 @@ func (k *tokenKeeper) close() {
 
 // runTokenTTL is an adapter run's token's ttl: the run's timeout and a
 // margin (mint caps it at the bridge's 24 hours).
-func runTokenTTL(cfg *Config) time.Duration { return cfg.AdapterTimeout + tokenMargin }
+func runTokenTTL(cfg *config.Config) time.Duration { return cfg.AdapterTimeout + tokenMargin }
 
 // acpTokenTTL is a warm ACP agent's token's ttl: acpTokenLife, or the idle
 // lifetime and one turn when that is longer, so that an agent used now
 // and then is not restarted for its token.
-func acpTokenTTL(cfg *Config) time.Duration {
+func acpTokenTTL(cfg *config.Config) time.Duration {
 	return max(acpTokenLife, cfg.ACPIdle+cfg.AdapterTimeout+tokenMargin)
 }
 
@@ -258,7 +259,7 @@ func agentEnv(secret string) []string {
 // runToken is the token of one adapter run of inv: the pair's spare, else
 // one minted now (its wait is for whoever starts the run); nil for an ACP
 // agent, whose warm process holds a token of its own (acpAgent.token).
-func (c *Coordinator) runToken(ctx context.Context, cfg *Config, inv ledger.Invocation) *agentToken {
+func (c *Coordinator) runToken(ctx context.Context, cfg *config.Config, inv ledger.Invocation) *agentToken {
 	if isACP(cfg, inv) {
 		return nil
 	}
@@ -270,14 +271,14 @@ func (c *Coordinator) runToken(ctx context.Context, cfg *Config, inv ledger.Invo
 
 // nextRunToken mints the pair's next token ahead of its next run (refill),
 // once a run of inv has ended; nothing for an ACP agent.
-func (c *Coordinator) nextRunToken(ctx context.Context, cfg *Config, inv ledger.Invocation) {
+func (c *Coordinator) nextRunToken(ctx context.Context, cfg *config.Config, inv ledger.Invocation) {
 	if !isACP(cfg, inv) {
 		c.tokens.refill(ctx, cfg, pairKey{inv.Thread, inv.Participant})
 	}
 }
 
 // isACP reports whether inv's agent is an ACP agent.
-func isACP(cfg *Config, inv ledger.Invocation) bool {
+func isACP(cfg *config.Config, inv ledger.Invocation) bool {
 	entry, ok := cfg.Agents[inv.Agent]
 	return ok && len(entry.ACP) > 0
 }

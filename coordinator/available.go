@@ -9,6 +9,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 )
 
 // Presence "available" (contract 6.5, docs/api.md): the coordinator reports
@@ -239,7 +240,7 @@ func (a *availability) offline() {
 // availableDetails is the presence details of a participant the
 // coordinator can start: available, via which coordinator, on which
 // machine (contract 7.1: "claude @ laptop").
-func availableDetails(cfg *Config) json.RawMessage {
+func availableDetails(cfg *config.Config) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"available": true, "via": cfg.CoordinatorID, "host": hostName(cfg)})
 	return b
 }

@@ -16,7 +16,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 	"github.com/agent-bridge/agent-bridge/internal/wakebench"
 )
@@ -35,7 +35,7 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 // same run it measures the floor: one fork/exec of the fake adapter plus
 // two loopback HTTP round trips to the bridge.
 func BenchmarkWakeLatency(b *testing.B) {
-	s := startStack(b, func(c *coordinator.Config) { c.MaxInvocationsPerMinute = 0 })
+	s := startStack(b, func(c *config.Config) { c.MaxInvocationsPerMinute = 0 })
 	th := s.thread("latency")
 	s.invite(th, "alice", agentbridge.Profile{})
 	ctx := context.Background()
@@ -75,7 +75,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 // adapter takes 1 s, and measures until all 10 replies are in
 // (max_concurrency raised from its default 8 to 10, so all run at once).
 func BenchmarkParallelTriggers(b *testing.B) {
-	s := startStack(b, func(c *coordinator.Config) { c.MaxConcurrency, c.MaxInvocationsPerMinute = 10, 0 })
+	s := startStack(b, func(c *config.Config) { c.MaxConcurrency, c.MaxInvocationsPerMinute = 10, 0 })
 	const n = 10
 	threads := make([]string, n)
 	for i := range threads {

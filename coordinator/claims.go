@@ -10,6 +10,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -92,7 +93,7 @@ func (k *claimer) settle(err error) (off bool) {
 }
 
 // request is the claim of inv's run by this coordinator.
-func (k *claimer) request(cfg *Config, inv ledger.Invocation, client string) agentbridge.ClaimRequest {
+func (k *claimer) request(cfg *config.Config, inv ledger.Invocation, client string) agentbridge.ClaimRequest {
 	return agentbridge.ClaimRequest{
 		ClaimKey:    agentbridge.ClaimKey{Thread: inv.Thread, Event: inv.TriggerID, Participant: inv.Participant, Round: inv.Round},
 		Coordinator: cfg.CoordinatorID, Instance: k.c.registry.instance, Client: client,
@@ -101,7 +102,7 @@ func (k *claimer) request(cfg *Config, inv ledger.Invocation, client string) age
 
 // agentClient is the client an agent entry names, by which the bridge
 // matches a claim to the coordinators serving it.
-func agentClient(cfg *Config, agent string) string {
+func agentClient(cfg *config.Config, agent string) string {
 	a := cfg.Agents[agent]
 	if a.Client == "" && a.Profile != nil {
 		return a.Profile.Client
@@ -133,7 +134,7 @@ func (k *claimer) claim(ctx context.Context, req agentbridge.ClaimRequest) (agen
 // with it (or that its next start, the same coordinator, takes over).
 // On a ledger other coordinators share it does not: another may queue the
 // pair first, and this one would then hold a claim it never runs.
-func (k *claimer) askEarly(ctx context.Context, cfg *Config, invs []ledger.Invocation, profiles map[string]agentbridge.Profile) {
+func (k *claimer) askEarly(ctx context.Context, cfg *config.Config, invs []ledger.Invocation, profiles map[string]agentbridge.Profile) {
 	if len(invs) == 0 || k.off() || k.c.db.Shared() {
 		return
 	}

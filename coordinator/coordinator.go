@@ -17,6 +17,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/httpguard"
@@ -31,7 +32,7 @@ const (
 // Options configures a Coordinator.
 type Options struct {
 	// Config is the initial configuration, already loaded and valid.
-	Config Config
+	Config config.Config
 	// ConfigPath, when set, is watched: a valid edit replaces the running
 	// configuration without a restart (bridge_url, bridge_token and
 	// status_addr are read at start-up only).
@@ -61,11 +62,11 @@ type Coordinator struct {
 	log    *slog.Logger
 	db     *ledger.DB
 	bridge *client.Client
-	cfg    atomic.Pointer[Config]
+	cfg    atomic.Pointer[config.Config]
 	exe    string
 	path   string
 
-	watcher *Watcher
+	watcher *config.Watcher
 	metrics *metrics
 	sched   *scheduler
 	// receipts reports each considered pair's state to the bridge
@@ -179,7 +180,7 @@ func New(opts Options) (*Coordinator, error) {
 	c.acp = newACPPool(c, acpDir(opts.ACPDir))
 	c.tokens = &tokenKeeper{c: c}
 	if opts.ConfigPath != "" {
-		c.watcher = NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
+		c.watcher = config.NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
 	}
 	if cfg.StatusAddr != "" {
 		g, err := newStatusGuard(cfg, opts.RequestTimeout)
@@ -197,7 +198,7 @@ func New(opts Options) (*Coordinator, error) {
 }
 
 // Config returns the configuration in effect.
-func (c *Coordinator) Config() *Config { return c.cfg.Load() }
+func (c *Coordinator) Config() *config.Config { return c.cfg.Load() }
 
 // StatusURL is the status server's base URL (empty without one), for tests
 // and for "up" to print.
@@ -215,11 +216,11 @@ func (c *Coordinator) Reload() {
 	}
 }
 
-func (c *Coordinator) applyConfig(cfg Config) {
+func (c *Coordinator) applyConfig(cfg config.Config) {
 	old := c.cfg.Load()
 	// The connection settings in use stay: the client and the status
 	// listener were built from them (and "up" sets bridge_url itself).
-	// The watcher says so when the file changed them (restartKeys).
+	// The watcher says so when the file changed them (config.RestartKeys).
 	cfg.BridgeURL, cfg.BridgeToken, cfg.StatusAddr = old.BridgeURL, old.BridgeToken, old.StatusAddr
 	cfg.StatusAllowedHosts = old.StatusAllowedHosts
 	cfg.StartupMode = old.StartupMode
@@ -472,8 +473,11 @@ func (c *Coordinator) startCursor(ctx context.Context) (int64, error) {
 // staged is an event the follow loop has decided but not committed yet:
 // what flush needs to commit it and act on it.
 type staged struct {
-	e       agentbridge.Event
-	cfg     *Config
+	e agentbridge.Event
+	// ctl is e's control, parsed once by process (nil when e is not a
+	// control): the rules, the control handlers and the fold take it.
+	ctl     *agentbridge.Control
+	cfg     *config.Config
 	before  threadCache
 	d       Decision
 	decided bool
@@ -513,7 +517,8 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	if err != nil {
 		return err
 	}
-	d, decided, err := c.decide(ctx, e, &before, cfg)
+	ctl := agentbridge.ControlOf(e)
+	d, decided, err := c.decide(ctx, e, ctl, &before, cfg)
 	if err != nil {
 		return err
 	}
@@ -526,10 +531,10 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 	}
 	// A cancel is applied before the cursor moves past it, so a crash
 	// in between applies it again (it is idempotent).
-	if err := c.applyControls(ctx, e, agentbridge.Humans(cfg.HumanIDs)); err != nil {
+	if err := c.applyControls(ctx, e, ctl, agentbridge.Humans(cfg.HumanIDs)); err != nil {
 		return err
 	}
-	c.staged = append(c.staged, staged{e: e, cfg: cfg, before: before, d: d, decided: decided, step: step})
+	c.staged = append(c.staged, staged{e: e, ctl: ctl, cfg: cfg, before: before, d: d, decided: decided, step: step})
 	if len(c.staged) >= maxStaged {
 		return c.flush(ctx)
 	}
@@ -565,11 +570,11 @@ func (c *Coordinator) flush(ctx context.Context) error {
 	c.outage.ok()
 	c.cursor.Store(max(c.cursor.Load(), batch[len(batch)-1].e.GSeq))
 	for i, s := range batch {
-		after := c.remember(s.cfg, s.e, s.before, agentbridge.Humans(s.cfg.HumanIDs))
+		after := c.remember(s.cfg, s.e, s.ctl, s.before, agentbridge.Humans(s.cfg.HumanIDs))
 		if s.decided {
 			c.log.Debug("decided", "event", s.e.ID, "thread", s.e.Thread, "rule", s.d.Rule, "invoke", len(s.d.Invoke), "skipped", len(s.d.Skipped))
 		}
-		c.dispatch(ctx, s.e, s.d, s.decided, s.step, queued[i], after)
+		c.dispatch(ctx, s.e, s.ctl, s.d, s.decided, s.step, queued[i], after)
 	}
 	clear(batch)
 	return nil
@@ -580,7 +585,7 @@ func (c *Coordinator) flush(ctx context.Context) error {
 // know it, and then kept in before). decided reports whether the decision
 // is to be recorded: every message's, and a control's or closed scene's
 // that did something.
-func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, before *threadCache, cfg *Config) (d Decision, decided bool, err error) {
+func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, before *threadCache, cfg *config.Config) (d Decision, decided bool, err error) {
 	switch e.Type {
 	case agentbridge.TypeMessage, agentbridge.TypeControl, agentbridge.TypeSceneClosed:
 	default:
@@ -602,7 +607,7 @@ func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, before *t
 			return d, false, err
 		}
 	}
-	d = Decide(before.state, e, cfg, facts)
+	d = Decide(before.state, e, ctl, cfg, facts)
 	decided = e.Type == agentbridge.TypeMessage || d.Rule == RuleProd || d.Rule == RuleScene || d.Rule == RuleSceneJournal
 	return d, decided, nil
 }
@@ -619,7 +624,7 @@ func (d Decision) profiles() map[string]agentbridge.Profile {
 // stepFor is the ledger step that records decision d of e: the decision,
 // the invocations it queues, the notices it owes and a party round it
 // starts.
-func (c *Coordinator) stepFor(cfg *Config, e agentbridge.Event, d Decision) (ledger.Step, error) {
+func (c *Coordinator) stepFor(cfg *config.Config, e agentbridge.Event, d Decision) (ledger.Step, error) {
 	step := ledger.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq}
 	js, err := json.Marshal(d)
 	if err != nil {
@@ -643,21 +648,24 @@ func (c *Coordinator) stepFor(cfg *Config, e agentbridge.Event, d Decision) (led
 
 // applyControls applies the controls that act on the coordinator itself:
 // cancel, reset_session and permission answers.
-func (c *Coordinator) applyControls(ctx context.Context, e agentbridge.Event, humans agentbridge.Humans) error {
-	if err := c.applyCancelControl(ctx, e, humans); err != nil {
+func (c *Coordinator) applyControls(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, humans agentbridge.Humans) error {
+	if ctl == nil {
+		return nil
+	}
+	if err := c.applyCancelControl(ctx, e, *ctl, humans); err != nil {
 		return err
 	}
-	if err := c.applyResetSession(ctx, e); err != nil {
+	if err := c.applyResetSession(ctx, e, *ctl); err != nil {
 		return err
 	}
-	c.applyPermissionControl(e, humans)
+	c.applyPermissionControl(e, *ctl, humans)
 	return nil
 }
 
 // remember folds e into the thread's cached state and the follow loop's
 // recent events, and returns the state after e.
-func (c *Coordinator) remember(cfg *Config, e agentbridge.Event, before threadCache, humans agentbridge.Humans) agentbridge.ThreadState {
-	after := agentbridge.Fold(before.state, e, humans)
+func (c *Coordinator) remember(cfg *config.Config, e agentbridge.Event, ctl *agentbridge.Control, before threadCache, humans agentbridge.Humans) agentbridge.ThreadState {
+	after := agentbridge.FoldParsed(before.state, e, ctl, humans)
 	name := before.name
 	if e.Type == agentbridge.TypeThreadCreated || e.Type == agentbridge.TypeThreadRenamed {
 		name = e.Text()
@@ -674,7 +682,7 @@ func (c *Coordinator) remember(cfg *Config, e agentbridge.Event, before threadCa
 // invocations (with what the follow loop already knows, so prepare reads
 // less), the notices, the receipts, and the end of a party round nobody
 // could take part in.
-func (c *Coordinator) dispatch(ctx context.Context, e agentbridge.Event, d Decision, decided bool, step ledger.Step, queued []ledger.Invocation, after agentbridge.ThreadState) {
+func (c *Coordinator) dispatch(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, d Decision, decided bool, step ledger.Step, queued []ledger.Invocation, after agentbridge.ThreadState) {
 	profiles := d.profiles()
 	for _, inv := range queued {
 		ev := e
@@ -686,7 +694,7 @@ func (c *Coordinator) dispatch(ctx context.Context, e agentbridge.Event, d Decis
 	if decided {
 		c.receipts.wake()
 	}
-	c.unservedAtInvite(ctx, e, after)
+	c.unservedAtInvite(ctx, e, ctl, after)
 	if step.PartyRound != nil && len(d.Invoke) == 0 {
 		// Nobody could take part: the round ends at once, with its notice.
 		c.partyAdvance(ctx, e.ID)
@@ -741,7 +749,7 @@ const (
 
 // notices builds the coordinator messages a decision owes: a clarification
 // to the sender, a loop-guard notice to everyone.
-func (c *Coordinator) notices(cfg *Config, e agentbridge.Event, d Decision) []ledger.Notice {
+func (c *Coordinator) notices(cfg *config.Config, e agentbridge.Event, d Decision) []ledger.Notice {
 	var out []ledger.Notice
 	add := func(kind, to, text string) {
 		in := agentbridge.EventInput{

@@ -7,6 +7,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -125,7 +126,7 @@ func (c *Coordinator) questionRecipient(ctx context.Context, thread string, trig
 // the person the question's chain leads to (questionRecipient), or the
 // first human when the chain cannot be read. It is empty for any other
 // run.
-func (c *Coordinator) questionTo(ctx context.Context, cfg *Config, inv ledger.Invocation, in prepared, res adapters.Result) string {
+func (c *Coordinator) questionTo(ctx context.Context, cfg *config.Config, inv ledger.Invocation, in prepared, res adapters.Result) string {
 	if in.scene != nil || !res.OK() || ParseDirective(string(res.Stdout)).Kind != DirectiveQuestion {
 		return ""
 	}
@@ -142,7 +143,7 @@ func (c *Coordinator) questionTo(ctx context.Context, cfg *Config, inv ledger.In
 // replyPost applies the reply directives to a successful run's output: it
 // sets o's status and returns the event to post (zero for a pass).
 // questionTo is where a question goes.
-func replyPost(cfg *Config, inv ledger.Invocation, stdout, questionTo string, o *ledger.Outcome) agentbridge.EventInput {
+func replyPost(cfg *config.Config, inv ledger.Invocation, stdout, questionTo string, o *ledger.Outcome) agentbridge.EventInput {
 	d := ParseDirective(stdout)
 	if d.Kind == DirectivePass {
 		o.Status = ledger.StatusPassed

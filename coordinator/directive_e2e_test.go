@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -41,7 +41,7 @@ func TestPassPostsNothing(t *testing.T) {
 // human who started the chain, tagged question; with no human in the chain
 // it goes to the first human id.
 func TestUserQuestionGoesToTheHuman(t *testing.T) {
-	s := startStack(t, func(c *coordinator.Config) { c.HumanIDs = agentbridge.Humans{"user", "boss"} })
+	s := startStack(t, func(c *config.Config) { c.HumanIDs = agentbridge.Humans{"user", "boss"} })
 	th := s.thread("question")
 	s.invite(th, "alice", agentbridge.Profile{})
 	s.invite(th, "bob", agentbridge.Profile{})

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -18,8 +18,8 @@ import (
 // the repository has: the agent runs, and its payload carries the primer
 // built into the binary.
 func TestSelfCommandAndBuiltinPrimer(t *testing.T) {
-	s := startStack(t, func(cfg *coordinator.Config) {
-		cfg.Agents["dave"] = coordinator.AgentConfig{Command: []string{coordinator.SelfCommand}}
+	s := startStack(t, func(cfg *config.Config) {
+		cfg.Agents["dave"] = config.Agent{Command: []string{config.SelfCommand}}
 		cfg.PrimerPath = filepath.Join(t.TempDir(), "no-such-primer.md")
 	})
 	th := s.thread("self")

@@ -9,7 +9,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -21,7 +21,7 @@ import (
 // the same 100 adapters started at once without a bridge or coordinator.
 func BenchmarkHundredTriggers(b *testing.B) {
 	const n = 100
-	s := startStack(b, func(c *coordinator.Config) { c.MaxConcurrency, c.MaxInvocationsPerMinute = n, 0 })
+	s := startStack(b, func(c *config.Config) { c.MaxConcurrency, c.MaxInvocationsPerMinute = n, 0 })
 	// The adapters keep no record of their runs (nothing here counts
 	// them), as in the floor this is compared with.
 	b.Setenv("FAKE_ADAPTER_DIR", "")

@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -201,7 +203,7 @@ func outcomeOf(run agentRun, timeout time.Duration) ledger.Outcome {
 // ledger outcome and the post it owes (a reply, a scene step's events, an
 // error notice, or nothing). questionTo is the recipient of a question
 // directive (questionTo read it).
-func planOutcome(cfg *Config, inv ledger.Invocation, in prepared, first agentRun, correction *agentRun, questionTo string) ledger.Outcome {
+func planOutcome(cfg *config.Config, inv ledger.Invocation, in prepared, first agentRun, correction *agentRun, questionTo string) ledger.Outcome {
 	o := outcomeOf(first, cfg.AdapterTimeout)
 	var post agentbridge.EventInput
 	switch o.Status {
@@ -243,7 +245,7 @@ func (c *Coordinator) finishInterrupted(ctx context.Context, inv ledger.Invocati
 // errorPost is the coordinator's message saying a participant's adapter
 // failed. meta.participant names the pair, so recovery can tell whose error
 // it is.
-func errorPost(cfg *Config, inv ledger.Invocation, msg string) agentbridge.EventInput {
+func errorPost(cfg *config.Config, inv ledger.Invocation, msg string) agentbridge.EventInput {
 	text := fmt.Sprintf("%s could not answer: %s", inv.Participant, msg)
 	return agentbridge.EventInput{
 		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: agentbridge.ToAll,
@@ -550,3 +552,29 @@ func (p *presenceChain) finish(k pairKey, done chan struct{}) {
 
 // wait returns when every reporter has ended.
 func (p *presenceChain) wait() { p.wg.Wait() }
+
+// runAgent runs one turn of the invocation's agent: the adapter, or for an
+// "acp" entry a session/prompt on the pair's warm agent. p is the adapter
+// payload and body its encoding. why, when not empty, is the sentence for the thread
+// when the run failed in a way adapters.ErrorMessage cannot word.
+func (c *Coordinator) runAgent(ctx context.Context, inv ledger.Invocation, in prepared, p adapters.Payload, body []byte, progress func(adapters.ProgressRecord)) (res adapters.Result, why string) {
+	cfg := c.cfg.Load()
+	entry, ok := cfg.Agents[inv.Agent]
+	if !ok || len(entry.ACP) == 0 {
+		spec := in.spec
+		spec.Progress = progress
+		// The coordinator's credential never reaches the adapter; the
+		// run's own agent token does (agenttoken.go).
+		spec.Secrets = []string{cfg.BridgeToken}
+		spec.Env = append(slices.Clip(spec.Env), agentEnv(in.token.wait())...)
+		return adapters.Run(ctx, spec, body, func(pid, pgid int) {
+			if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, pid, pgid, time.Now()); err != nil {
+				c.log.Error("record adapter start", "id", inv.ID, "err", err)
+			}
+		}), ""
+	}
+	if progress == nil {
+		progress = func(adapters.ProgressRecord) {}
+	}
+	return c.runACP(ctx, cfg, inv, in, entry, p, progress)
+}

@@ -16,6 +16,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -62,7 +63,7 @@ func TestBusyParticipantQueuesInOrder(t *testing.T) {
 // TestMaxConcurrency: with max_concurrency 1, two participants' runs never
 // overlap.
 func TestMaxConcurrency(t *testing.T) {
-	s := startStack(t, func(c *coordinator.Config) { c.MaxConcurrency = 1 })
+	s := startStack(t, func(c *config.Config) { c.MaxConcurrency = 1 })
 	th := s.thread("concurrency")
 	s.invite(th, "alice", agentbridge.Profile{})
 	s.invite(th, "bob", agentbridge.Profile{})
@@ -85,7 +86,7 @@ func TestMaxConcurrency(t *testing.T) {
 // the queue (not dropped, not announced) and is recorded interrupted on
 // shutdown, to be run by the next start.
 func TestRateLimitWaits(t *testing.T) {
-	s := startStack(t, func(c *coordinator.Config) { c.MaxInvocationsPerMinute = 1 })
+	s := startStack(t, func(c *config.Config) { c.MaxInvocationsPerMinute = 1 })
 	th := s.thread("rate")
 	s.invite(th, "alice", agentbridge.Profile{})
 	s.invite(th, "bob", agentbridge.Profile{})
@@ -118,7 +119,7 @@ func TestRateLimitWaits(t *testing.T) {
 // TestTimeoutKillsGrandchild: an adapter over adapter_timeout_s is killed
 // with its whole group, and the coordinator posts one timeout error.
 func TestTimeoutKillsGrandchild(t *testing.T) {
-	s := startStack(t, func(c *coordinator.Config) { c.AdapterTimeout = time.Second })
+	s := startStack(t, func(c *config.Config) { c.AdapterTimeout = time.Second })
 	th := s.thread("timeout")
 	s.invite(th, "alice", agentbridge.Profile{})
 	e := s.say(th, "alice", "fake:child")
@@ -155,7 +156,7 @@ func isZombie(pid int) bool {
 // TestHugeOutputTruncated: 10 MB of output gives a reply cut to
 // max_reply_chars, and the coordinator's heap stays bounded.
 func TestHugeOutputTruncated(t *testing.T) {
-	s := startStack(t, func(c *coordinator.Config) { c.MaxReplyChars = 2000 })
+	s := startStack(t, func(c *config.Config) { c.MaxReplyChars = 2000 })
 	th := s.thread("big")
 	s.invite(th, "alice", agentbridge.Profile{})
 	var before runtime.MemStats
@@ -263,7 +264,7 @@ func TestForgedReplyKey(t *testing.T) {
 // TestLoopGuard: two agents that mention each other with discussion on stop
 // at max_agent_hops, with exactly one loop-guard notice.
 func TestLoopGuard(t *testing.T) {
-	s := startStack(t, func(c *coordinator.Config) { c.MaxAgentHops = 3 })
+	s := startStack(t, func(c *config.Config) { c.MaxAgentHops = 3 })
 	th := s.thread("loop")
 	s.invite(th, "alice", agentbridge.Profile{})
 	s.invite(th, "bob", agentbridge.Profile{})
@@ -328,7 +329,7 @@ func TestHotReloadAddsAgent(t *testing.T) {
 		}
 	}
 	write(`"alice": {"command": ["` + fakePath + `"]}`)
-	cfg, _, err := coordinator.LoadConfig(path)
+	cfg, _, err := config.Load(path)
 	if err != nil {
 		t.Fatalf("load config: %v", err)
 	}

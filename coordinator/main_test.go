@@ -19,6 +19,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/adapters/adapterstest"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testbridge"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
@@ -75,7 +76,7 @@ type stack struct {
 	fakeDir string
 	bridge  *testbridge.Bridge
 	cl      *client.Client
-	cfg     coordinator.Config
+	cfg     config.Config
 	cfgPath string
 	db      *ledger.DB
 	coord   *coordinator.Coordinator
@@ -100,8 +101,8 @@ func (s *stack) ledgerFile() string {
 // testConfig is the coordinator config of the tests: agents alice, bob and
 // carol run the fake adapter; the "claude" entry serves any participant
 // invited with client "claude".
-func testConfig(bridgeURL string) coordinator.Config {
-	cfg := coordinator.DefaultConfig()
+func testConfig(bridgeURL string) config.Config {
+	cfg := config.Default()
 	cfg.BridgeURL = bridgeURL
 	cfg.StatusAddr = "127.0.0.1:0"
 	cfg.StartupMode = coordinator.StartupResume
@@ -109,7 +110,7 @@ func testConfig(bridgeURL string) coordinator.Config {
 	cfg.PresenceHeartbeat = time.Second
 	cfg.ShutdownGrace = 5 * time.Second
 	cfg.PrimerPath = ""
-	cfg.Agents = map[string]coordinator.AgentConfig{
+	cfg.Agents = map[string]config.Agent{
 		"alice":  {Command: []string{fakePath}},
 		"bob":    {Command: []string{fakePath}},
 		"carol":  {Command: []string{fakePath}},
@@ -120,7 +121,7 @@ func testConfig(bridgeURL string) coordinator.Config {
 
 // startStack starts a bridge and a coordinator; mutate adjusts the config
 // before the coordinator starts.
-func startStack(t testing.TB, mutate func(*coordinator.Config)) *stack {
+func startStack(t testing.TB, mutate func(*config.Config)) *stack {
 	t.Helper()
 	s := newStack(t)
 	if mutate != nil {

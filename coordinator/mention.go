@@ -4,11 +4,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-)
 
-// DefaultMentionPrefix is used when a config leaves mention_prefix empty,
-// as the original coordinator did.
-const DefaultMentionPrefix = "@"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
+)
 
 // maxMentionLen is the longest name a mention can carry: a participant id
 // is at most 128 characters, so anything longer names nobody.
@@ -33,10 +31,10 @@ func IsReservedMention(name string) bool {
 // text or after a character that is not a letter, digit or underscore, so an
 // e-mail address is not a mention. Nothing inside an inline code span or a
 // fenced code block counts: people quote commands and logs there. An empty
-// prefix means DefaultMentionPrefix.
+// prefix means config.DefaultMentionPrefix.
 func ParseMentions(text, prefix string) []string {
 	if prefix == "" {
-		prefix = DefaultMentionPrefix
+		prefix = config.DefaultMentionPrefix
 	}
 	var names []string
 	seen := make(map[string]bool)

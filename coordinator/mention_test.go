@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 )
 
 func TestParseMentions(t *testing.T) {
@@ -91,7 +92,7 @@ func FuzzParseMentions(f *testing.F) {
 	f.Add("+codex @claude", "+")
 	f.Add("hey >>a >>b", ">>")
 	f.Fuzz(func(t *testing.T, text, prefix string) {
-		if validMentionPrefix(prefix) != nil {
+		if config.ValidMentionPrefix(prefix) != nil {
 			prefix = "@"
 		}
 		names := ParseMentions(text, prefix)

@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 )
 
 // RuleParty is the rule of a human message to all while party mode is on:
@@ -88,7 +89,7 @@ func (f *PartyFacts) turns() map[string]int {
 // served reports whether some coordinator serves p: this one (cfg) or,
 // by f, another live one. A selection that asked only cfg would differ
 // between coordinators serving different agents (contract 7.1).
-func (f *PartyFacts) served(st agentbridge.ThreadState, cfg *Config, p string) bool {
+func (f *PartyFacts) served(st agentbridge.ThreadState, cfg *config.Config, p string) bool {
 	if _, ok := cfg.ResolveAgent(p, st); ok {
 		return true
 	}
@@ -100,7 +101,7 @@ func (f *PartyFacts) served(st agentbridge.ThreadState, cfg *Config, p string) b
 }
 
 // partyUnavailable says why p cannot take part in a party round, or "".
-func partyUnavailable(st agentbridge.ThreadState, e agentbridge.Event, cfg *Config, facts *PartyFacts, p string) string {
+func partyUnavailable(st agentbridge.ThreadState, e agentbridge.Event, cfg *config.Config, facts *PartyFacts, p string) string {
 	_, invited := st.Invited(p)
 	adapter := facts.served(st, cfg, p)
 	switch {
@@ -119,7 +120,7 @@ func partyUnavailable(st agentbridge.ThreadState, e agentbridge.Event, cfg *Conf
 // selectMentioned adds the participants the message mentions to sel, in
 // mention order (selected when they can run), and the mentions that
 // resolved to nobody with their reasons; seen collects them.
-func selectMentioned(sel *PartySelection, seen map[string]bool, st agentbridge.ThreadState, e agentbridge.Event, cfg *Config, facts *PartyFacts) {
+func selectMentioned(sel *PartySelection, seen map[string]bool, st agentbridge.ThreadState, e agentbridge.Event, cfg *config.Config, facts *PartyFacts) {
 	turns := facts.turns()
 	r := &router{state: st, e: e, cfg: cfg}
 	r.resolve(ParseMentions(e.Text(), cfg.MentionPrefix))
@@ -155,7 +156,7 @@ func selectMentioned(sel *PartySelection, seen map[string]bool, st agentbridge.T
 // (rotation), then by id. A candidate that cannot be invoked (no
 // coordinator serves it, muted) is never selected. SelectParty is pure:
 // coordinators serving different agents select the same ones.
-func SelectParty(st agentbridge.ThreadState, e agentbridge.Event, cfg *Config, facts *PartyFacts) PartySelection {
+func SelectParty(st agentbridge.ThreadState, e agentbridge.Event, cfg *config.Config, facts *PartyFacts) PartySelection {
 	turns := facts.turns()
 	sel := PartySelection{
 		MaxAgents: max(st.Party.MaxAgents, 1), CrossTalk: st.Party.CrossTalk,

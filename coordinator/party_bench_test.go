@@ -7,7 +7,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -17,7 +17,7 @@ import (
 // Two parallel rounds make the floor 2 s; the rest is the coordinator's
 // overhead (selection, ledger, context reads, posts, the round switch).
 func BenchmarkPartyRound(b *testing.B) {
-	s := startStack(b, func(c *coordinator.Config) { c.MaxInvocationsPerMinute = 0 })
+	s := startStack(b, func(c *config.Config) { c.MaxInvocationsPerMinute = 0 })
 	th := s.thread("party-bench")
 	for _, id := range []string{"alice", "bob", "carol"} {
 		s.invite(th, id, agentbridge.Profile{})

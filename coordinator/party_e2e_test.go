@@ -10,6 +10,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -91,7 +92,7 @@ func partyThread(s *stack, name string, party map[string]any) string {
 func TestPartyTwoRounds(t *testing.T) {
 	// One at a time, so that bob's round-1 run starts after alice's answer
 	// is in the thread.
-	s := startStack(t, func(c *coordinator.Config) { c.MaxConcurrency = 1 })
+	s := startStack(t, func(c *config.Config) { c.MaxConcurrency = 1 })
 	th := partyThread(s, "party", map[string]any{"on": true})
 	tr := s.say(th, "all", "how do we store go structs in databases? fake@bob/1:sleep=300ms")
 	notice := s.waitPartyNotice(th, tr.ID)

@@ -182,7 +182,7 @@ func TestDecideParty(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Decide(tt.state, tt.event, cfg, nil)
+			d := Decide(tt.state, tt.event, agentbridge.ControlOf(tt.event), cfg, nil)
 			var got []string
 			for _, x := range d.Invoke {
 				got = append(got, x.Participant)

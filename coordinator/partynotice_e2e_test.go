@@ -7,6 +7,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -17,7 +18,7 @@ import (
 // claim to this coordinator, which takes it over (fence 2) and posts the
 // one notice, naming both agents.
 func TestPartyNoticeClaimLapses(t *testing.T) {
-	s := startStack(t, func(c *coordinator.Config) { c.CoordinatorID = "here" })
+	s := startStack(t, func(c *config.Config) { c.CoordinatorID = "here" })
 	ctx := context.Background()
 	th := partyThread(s, "party", map[string]any{"on": true, "max_agents": 2, "cross_talk": false})
 	ghost := agentbridge.Registration{ID: "ghost", Instance: "g1", Host: "elsewhere", TTLMillis: 2000,

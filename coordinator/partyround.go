@@ -9,6 +9,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -236,7 +237,7 @@ func (c *Coordinator) recoverParty(ctx context.Context) error {
 // thread's state: the party turns counted from the thread's events before
 // e, and who the other live coordinators serve (read again now, so that
 // one that registered since the last read counts).
-func (c *Coordinator) partySelectionFacts(ctx context.Context, e agentbridge.Event, cfg *Config) (*PartyFacts, error) {
+func (c *Coordinator) partySelectionFacts(ctx context.Context, e agentbridge.Event, cfg *config.Config) (*PartyFacts, error) {
 	if cfg.HumanIDs.Has(e.From) && e.Type == agentbridge.TypeMessage && e.To == agentbridge.ToAll && !agentbridge.IsPartyExit(e.Text()) {
 		evs, err := c.threadEvents(ctx, e.Thread, 0, e.Seq-1)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -68,7 +69,7 @@ type invokeFacts struct {
 // prepare gathers the facts of a job and builds the adapter's spec and
 // payload. Bridge errors are retried until ctx ends; only then is an error
 // returned. A thread that is gone gives a prepared with startErr.
-func (c *Coordinator) prepare(ctx context.Context, j job, cfg *Config) (prepared, error) {
+func (c *Coordinator) prepare(ctx context.Context, j job, cfg *config.Config) (prepared, error) {
 	var f invokeFacts
 	err := c.retry(ctx, retrying{what: "prepare invocation", attrs: []any{"id", j.inv.ID},
 		permanent: func(err error) bool { return bridgeStatus(err, http.StatusNotFound) }},
@@ -94,7 +95,7 @@ func (c *Coordinator) prepare(ctx context.Context, j job, cfg *Config) (prepared
 // the follow loop's recent events when they cover the span), the thread's
 // state and name, the pair's session, presence, the party round and the
 // actor's journal, and the primers.
-func (c *Coordinator) gather(ctx context.Context, j job, cfg *Config) (invokeFacts, error) {
+func (c *Coordinator) gather(ctx context.Context, j job, cfg *config.Config) (invokeFacts, error) {
 	inv := j.inv
 	f := invokeFacts{inv: inv, exe: c.exe}
 	// A warm ACP session needs no presence for its roster (acp.go).
@@ -174,7 +175,7 @@ func (c *Coordinator) eventsUpTo(ctx context.Context, inv ledger.Invocation, spa
 
 // profileFor is the profile a run uses: the invite's, or the agent's own
 // when the invite names no client.
-func profileFor(invited agentbridge.Profile, agent AgentConfig) agentbridge.Profile {
+func profileFor(invited agentbridge.Profile, agent config.Agent) agentbridge.Profile {
 	if agent.Profile != nil && invited.Client == "" {
 		return *agent.Profile
 	}
@@ -185,7 +186,7 @@ func profileFor(invited agentbridge.Profile, agent AgentConfig) agentbridge.Prof
 // and payload: the context window the participant may see, since_last_turn,
 // the roster, the party block, an actor's briefing, the environment. It
 // does no I/O. An agent no longer in the config gives startErr.
-func buildPayload(f invokeFacts, cfg *Config) (prepared, error) {
+func buildPayload(f invokeFacts, cfg *config.Config) (prepared, error) {
 	inv := f.inv
 	agent, ok := cfg.Agents[inv.Agent]
 	if !ok {
@@ -255,7 +256,7 @@ func adapterEnv(vars map[string]string, payload adapters.Payload, exe string) []
 
 // commandFor is an agent's argv with SelfCommand replaced by exe.
 func commandFor(argv []string, exe string) []string {
-	if len(argv) == 0 || argv[0] != SelfCommand {
+	if len(argv) == 0 || argv[0] != config.SelfCommand {
 		return argv
 	}
 	return append([]string{exe}, argv[1:]...)

@@ -8,6 +8,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -21,11 +22,11 @@ func TestBuildPayload(t *testing.T) {
 	events := []agentbridge.Event{msg(1, "bob", "hi"), msg(2, "alice", "hello"), msg(3, "carol", "yo"), msg(4, "bob", "@alice?")}
 	trigger := events[3]
 	inv := ledger.Invocation{ID: 7, Thread: "T", TriggerID: trigger.ID, TriggerSeq: 4, Participant: "alice", Agent: "a"}
-	base := func() (invokeFacts, *Config) {
+	base := func() (invokeFacts, *config.Config) {
 		f := invokeFacts{inv: inv, trigger: trigger, events: events, threadName: "Plans", primer: "be kind",
 			invited: agentbridge.Profile{Client: "claude"}, session: adapters.SessionInfo{ID: "S", Turns: 2}, exe: "/bin/ab"}
-		cfg := &Config{BridgeURL: "http://127.0.0.1:1", ContextWindowSize: 2, HumanIDs: []string{"bob"},
-			Agents: map[string]AgentConfig{"a": {Command: []string{SelfCommand, "adapter", "echo"}, Cwd: "/tmp",
+		cfg := &config.Config{BridgeURL: "http://127.0.0.1:1", ContextWindowSize: 2, HumanIDs: []string{"bob"},
+			Agents: map[string]config.Agent{"a": {Command: []string{config.SelfCommand, "adapter", "echo"}, Cwd: "/tmp",
 				Env: map[string]string{"Z": "1", "A": "2"}}}}
 		return f, cfg
 	}
@@ -38,7 +39,7 @@ func TestBuildPayload(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		setup func(f *invokeFacts, cfg *Config)
+		setup func(f *invokeFacts, cfg *config.Config)
 		check func(t *testing.T, p prepared)
 	}{
 		{"window, since_last_turn, session, primer", nil, func(t *testing.T, p prepared) {
@@ -64,12 +65,12 @@ func TestBuildPayload(t *testing.T) {
 				t.Errorf("body %s: %v", p.payload, err)
 			}
 		}},
-		{"an agent gone from the config", func(f *invokeFacts, cfg *Config) { delete(cfg.Agents, "a") }, func(t *testing.T, p prepared) {
+		{"an agent gone from the config", func(f *invokeFacts, cfg *config.Config) { delete(cfg.Agents, "a") }, func(t *testing.T, p prepared) {
 			if p.startErr == nil || !strings.Contains(p.startErr.Error(), `"a" is no longer`) {
 				t.Errorf("startErr %v", p.startErr)
 			}
 		}},
-		{"the agent's profile when the invite names no client", func(f *invokeFacts, cfg *Config) {
+		{"the agent's profile when the invite names no client", func(f *invokeFacts, cfg *config.Config) {
 			f.invited = agentbridge.Profile{}
 			a := cfg.Agents["a"]
 			a.Profile = &agentbridge.Profile{Client: "codex"}
@@ -79,7 +80,7 @@ func TestBuildPayload(t *testing.T) {
 				t.Errorf("profile %+v, want the agent's", p.p.Participant.Profile)
 			}
 		}},
-		{"the invite's profile wins", func(f *invokeFacts, cfg *Config) {
+		{"the invite's profile wins", func(f *invokeFacts, cfg *config.Config) {
 			a := cfg.Agents["a"]
 			a.Profile = &agentbridge.Profile{Client: "codex"}
 			cfg.Agents["a"] = a
@@ -88,14 +89,14 @@ func TestBuildPayload(t *testing.T) {
 				t.Errorf("profile %+v, want the invite's", p.p.Participant.Profile)
 			}
 		}},
-		{"an ACP turn renders its own prompt", func(f *invokeFacts, cfg *Config) {
-			cfg.Agents["a"] = AgentConfig{ACP: []string{"agent"}}
+		{"an ACP turn renders its own prompt", func(f *invokeFacts, cfg *config.Config) {
+			cfg.Agents["a"] = config.Agent{ACP: []string{"agent"}}
 		}, func(t *testing.T, p prepared) {
 			if p.payload != nil || p.p.EventID != "E4" {
 				t.Errorf("body %s, payload %+v: want no body and the payload kept", p.payload, p.p)
 			}
 		}},
-		{"party round 2", func(f *invokeFacts, cfg *Config) {
+		{"party round 2", func(f *invokeFacts, cfg *config.Config) {
 			f.inv.Round = 2
 			f.party = &adapters.PartyInfo{Round: 2, Selected: []string{"alice", "carol"}}
 			f.partyAnswers = []agentbridge.Event{msg(5, "alice", "mine"), msg(6, "carol", "theirs")}
@@ -110,7 +111,7 @@ func TestBuildPayload(t *testing.T) {
 				t.Errorf("since_last_turn %v, want the trigger and the others' answers", got)
 			}
 		}},
-		{"roster with presence", func(f *invokeFacts, cfg *Config) {
+		{"roster with presence", func(f *invokeFacts, cfg *config.Config) {
 			f.after.Participants.Invited = []agentbridge.Invite{{ID: "alice", Profile: agentbridge.Profile{Client: "claude"}}}
 			f.presence = map[string]string{"alice": agentbridge.PresenceThinking}
 		}, func(t *testing.T, p prepared) {

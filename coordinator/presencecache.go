@@ -123,7 +123,7 @@ func (p *presenceCache) fill(gen int, thread string, list []agentbridge.Presence
 		if pr.Stale {
 			continue
 		}
-		at, err := time.Parse(agentbridge.TimeLayout, pr.UpdatedAt)
+		at, err := agentbridge.ParseTime(pr.UpdatedAt)
 		if err != nil || at.After(now) {
 			at = now
 		}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 )
 
 // TestContextWindowFromStream: the context window the coordinator builds
@@ -13,7 +13,7 @@ import (
 // last context_window_size events up to the trigger), including a control
 // and another participant's reply, and in a thread shorter than the window.
 func TestContextWindowFromStream(t *testing.T) {
-	s := startStack(t, func(c *coordinator.Config) { c.ContextWindowSize, c.MaxInvocationsPerMinute = 4, 0 })
+	s := startStack(t, func(c *config.Config) { c.ContextWindowSize, c.MaxInvocationsPerMinute = 4, 0 })
 	th := s.thread("window")
 	s.invite(th, "alice", agentbridge.Profile{})
 	first := s.say(th, "alice", "one")

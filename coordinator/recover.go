@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"fmt"
-	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
@@ -62,7 +61,7 @@ func (c *Coordinator) killLeftover(inv ledger.Invocation) {
 	if inv.Status != ledger.StatusRunning || inv.PGID <= 0 {
 		return
 	}
-	started, err := time.Parse(agentbridge.TimeLayout, inv.ProcessStartedAt)
+	started, err := agentbridge.ParseTime(inv.ProcessStartedAt)
 	if err != nil {
 		c.log.Warn("invocation has no valid process start time; not killing its group", "id", inv.ID, "pgid", inv.PGID)
 		return

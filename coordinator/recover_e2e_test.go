@@ -13,6 +13,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -20,7 +21,7 @@ import (
 // TestShutdownGraceLetsAdapterFinish: on shutdown a running adapter may
 // finish within shutdown_grace_s, and its reply is posted.
 func TestShutdownGraceLetsAdapterFinish(t *testing.T) {
-	s := startStack(t, func(c *coordinator.Config) { c.ShutdownGrace = 20 * time.Second })
+	s := startStack(t, func(c *config.Config) { c.ShutdownGrace = 20 * time.Second })
 	th := s.thread("grace")
 	s.invite(th, "alice", agentbridge.Profile{})
 	e := s.say(th, "alice", "fake:sleep=500ms")
@@ -35,7 +36,7 @@ func TestShutdownGraceLetsAdapterFinish(t *testing.T) {
 // period ends is interrupted, and the next start runs it again, giving
 // exactly one reply.
 func TestInterruptedIsRerunOnResume(t *testing.T) {
-	s := startStack(t, func(c *coordinator.Config) { c.ShutdownGrace = 100 * time.Millisecond })
+	s := startStack(t, func(c *config.Config) { c.ShutdownGrace = 100 * time.Millisecond })
 	th := s.thread("interrupted")
 	s.invite(th, "alice", agentbridge.Profile{})
 	e := s.say(th, "alice", "fake:sleep=2s")
@@ -138,7 +139,7 @@ func TestFallsBackToLongPoll(t *testing.T) {
 // TestSkipGrace: a second stop request interrupts running adapters at
 // once instead of waiting for them through the grace period.
 func TestSkipGrace(t *testing.T) {
-	s := startStack(t, func(c *coordinator.Config) { c.ShutdownGrace = time.Minute })
+	s := startStack(t, func(c *config.Config) { c.ShutdownGrace = time.Minute })
 	th := s.thread("skip")
 	s.invite(th, "alice", agentbridge.Profile{})
 	e := s.say(th, "alice", "fake:sleep=20s")
@@ -180,7 +181,7 @@ func TestCursorAheadOfBridge(t *testing.T) {
 // processed; each thread's own cursor stops them being decided, and so run,
 // again, while the events after it are answered as usual.
 func TestReplayedLogIsNotDecidedAgain(t *testing.T) {
-	s := startStack(t, func(c *coordinator.Config) { c.StartupMode = coordinator.StartupResume })
+	s := startStack(t, func(c *config.Config) { c.StartupMode = coordinator.StartupResume })
 	th := s.thread("replayed")
 	s.invite(th, "alice", agentbridge.Profile{})
 	first := s.say(th, "alice", "one")
@@ -208,7 +209,7 @@ func TestReplayedLogIsNotDecidedAgain(t *testing.T) {
 // answered once, an event of a thread already in the batch after the
 // other.
 func TestBacklogCommittedTogether(t *testing.T) {
-	s := startStack(t, func(c *coordinator.Config) {
+	s := startStack(t, func(c *config.Config) {
 		c.StartupMode, c.MaxConcurrency, c.MaxInvocationsPerMinute = coordinator.StartupResume, 10, 0
 	})
 	threads := make([]string, 10)

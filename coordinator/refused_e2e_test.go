@@ -12,6 +12,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testbridge"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
@@ -32,7 +33,7 @@ func newStackMaxBody(t *testing.T, maxBody int64) *stack {
 	s.bridge = testbridge.NewMaxBody(t, "", maxBody)
 	s.cl = client.New(s.bridge.URL())
 	s.cfg = testConfig(s.bridge.URL())
-	s.cfg.MaxReplyChars = coordinator.MaxReplyCharsLimit
+	s.cfg.MaxReplyChars = config.MaxReplyCharsLimit
 	t.Cleanup(func() {
 		s.stopCoordinator()
 		s.bridge.Stop()

@@ -5,11 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 )
 
 // The registrar (contract 7.1) tells the bridge what this coordinator
@@ -59,10 +62,10 @@ func newRegistrar(c *Coordinator, version string) *registrar {
 
 // registration is what the coordinator registers, from cfg: every agent
 // entry with its client and kind.
-func (g *registrar) registration(cfg *Config) agentbridge.Registration {
+func (g *registrar) registration(cfg *config.Config) agentbridge.Registration {
 	host := hostName(cfg)
 	agents := make([]agentbridge.CoordinatorAgent, 0, len(cfg.Agents))
-	for _, name := range sortedKeys(cfg.Agents) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		a := cfg.Agents[name]
 		kind := agentbridge.AgentKindAdapter
 		if len(a.ACP) > 0 {
@@ -92,7 +95,7 @@ func (g *registrar) first(ctx context.Context) {
 // waiting at most registryFirst: the bridge lets a coordinator token write
 // only as the agents its registration lists, so an agent added by a
 // reload is registered before the scheduler may run it.
-func (g *registrar) reconfigure(cfg *Config) {
+func (g *registrar) reconfigure(cfg *config.Config) {
 	ctx, cancel := context.WithTimeout(context.Background(), registryFirst)
 	defer cancel()
 	g.beatWith(ctx, cfg)
@@ -105,7 +108,7 @@ func (g *registrar) beat(ctx context.Context) {
 }
 
 // beatWith is beat for cfg.
-func (g *registrar) beatWith(ctx context.Context, cfg *Config) {
+func (g *registrar) beatWith(ctx context.Context, cfg *config.Config) {
 	reg := g.registration(cfg)
 	res, err := g.c.bridge.RegisterCoordinator(ctx, reg)
 	if err != nil {
@@ -282,7 +285,7 @@ func (g *registrar) unsupportedBridge() bool {
 
 // hostName is the machine name the coordinator registers and shows in
 // presence: the config's host, else the machine's host name.
-func hostName(cfg *Config) string {
+func hostName(cfg *config.Config) string {
 	if cfg.Host != "" {
 		return cfg.Host
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 )
 
 // Rules a Decision can record: the trigger rule that matched, "none" when a
@@ -99,16 +100,18 @@ type Skip struct {
 
 // Decide applies the trigger rules to event e of a thread whose derived
 // state before e is state (the caller folds e afterwards, so a control only
-// affects later events). party holds the facts a party round's selection
+// affects later events). ctl is e's control as the caller parsed it, once
+// on its path (agentbridge.ControlOf), nil when e is not one. party holds the facts a party round's selection
 // reads besides the state (turns, who other coordinators serve; see
 // SelectParty); nil outside party mode. It is pure: it
 // does no I/O, reads no clock and does not modify its arguments. Rate
 // limiting is not its business: the scheduler queues what is over the
 // rate.
-func Decide(state agentbridge.ThreadState, e agentbridge.Event, cfg *Config, party *PartyFacts) Decision {
+func Decide(state agentbridge.ThreadState, e agentbridge.Event, ctl *agentbridge.Control, cfg *config.Config, party *PartyFacts) Decision {
 	r := &router{
 		state: state,
 		e:     e,
+		ctl:   ctl,
 		cfg:   cfg,
 		facts: party,
 		d: Decision{
@@ -159,8 +162,10 @@ func (r *router) serving() {
 type router struct {
 	state agentbridge.ThreadState
 	e     agentbridge.Event
-	cfg   *Config
-	d     Decision
+	// ctl is e's control as the caller parsed it (nil when e is not one).
+	ctl *agentbridge.Control
+	cfg *config.Config
+	d   Decision
 	// want lists the participants proposed for invocation, in order; they
 	// may still be dropped (self, not invited, no adapter, muted).
 	want []string
@@ -181,9 +186,8 @@ type ambiguity struct {
 
 // control handles control events: only a prod from a human invokes anyone.
 func (r *router) control() {
-	c, err := agentbridge.ParseControl(r.e.Content)
 	switch {
-	case err != nil || c.Prod == nil:
+	case r.ctl == nil || r.ctl.Prod == nil:
 		r.d.Rule, r.d.Reason = RuleSkip, SkipNotMessage
 	case r.e.From == r.cfg.CoordinatorID:
 		r.d.Rule, r.d.Reason = RuleSkip, SkipFromCoordinator
@@ -191,7 +195,7 @@ func (r *router) control() {
 		r.d.Rule, r.d.Reason = RuleSkip, SkipProdNotHuman
 	default:
 		r.d.Rule = RuleProd
-		r.want = c.Prod
+		r.want = r.ctl.Prod
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -16,7 +17,7 @@ import (
 // real coordinator with the fake adapter: who answers, who is skipped and
 // why (read back through the status API, as `why` does), and the notices.
 func TestRulesEndToEnd(t *testing.T) {
-	s := startStack(t, func(c *coordinator.Config) {
+	s := startStack(t, func(c *config.Config) {
 		c.EnableBroadcast = true
 		c.BroadcastAgents = []string{"carol"}
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 )
 
 // The helpers below build thread states by folding real control events, so
@@ -44,9 +45,9 @@ func fold(events ...agentbridge.Event) agentbridge.ThreadState {
 
 // testConfig has adapters for codex (client "codex"), claude-code (client
 // "claude") and echo (client "echo").
-func testConfig() *Config {
-	cfg := DefaultConfig()
-	cfg.Agents = map[string]AgentConfig{
+func testConfig() *config.Config {
+	cfg := config.Default()
+	cfg.Agents = map[string]config.Agent{
 		"codex":       {Command: []string{"/bin/codex.sh"}, Client: "codex"},
 		"claude-code": {Command: []string{"/bin/claude.sh"}, Client: "claude"},
 		"echo":        {Command: []string{"/bin/echo.sh"}, Client: "echo"},
@@ -72,7 +73,7 @@ func TestDecide(t *testing.T) {
 		name      string
 		state     agentbridge.ThreadState
 		event     agentbridge.Event
-		cfg       func(*Config)
+		cfg       func(*config.Config)
 		rule      string
 		reason    string
 		invoke    []string // "participant=agent"
@@ -95,12 +96,12 @@ func TestDecide(t *testing.T) {
 		{name: "to the human", state: team(), event: msg("codex", "user", "done @claude-1"),
 			rule: RuleSkip, reason: SkipToHuman, hop: 1},
 		{name: "to another human id", state: team(), event: msg("user", "alice", "hi @codex"),
-			cfg:  func(c *Config) { c.HumanIDs = agentbridge.Humans{"user", "alice"} },
+			cfg:  func(c *config.Config) { c.HumanIDs = agentbridge.Humans{"user", "alice"} },
 			rule: RuleSkip, reason: SkipToHuman},
 		{name: "from the coordinator", state: team(), event: msg("bridge-coordinator", "all", "@codex is ambiguous"),
 			rule: RuleSkip, reason: SkipFromCoordinator, hop: 1},
 		{name: "from a renamed coordinator", state: team(), event: msg("coord", "codex", "hi"),
-			cfg:  func(c *Config) { c.CoordinatorID = "coord" },
+			cfg:  func(c *config.Config) { c.CoordinatorID = "coord" },
 			rule: RuleSkip, reason: SkipFromCoordinator, hop: 1},
 		{name: "paused: to a participant", state: team(ctl("user", `{"pause":{"on":true}}`)), event: msg("user", "codex", "hi"),
 			rule: RuleSkip, reason: SkipPaused, skipped: []Skip{{Participant: "codex", Reason: ReasonPaused}}},
@@ -181,10 +182,10 @@ func TestDecide(t *testing.T) {
 		{name: "mentions in code do not count", state: team(), event: msg("user", "all", "run `@codex` and\n```\n@echo\n```"),
 			rule: RuleNone},
 		{name: "custom prefix", state: team(), event: msg("user", "all", "+codex but not @echo"),
-			cfg:  func(c *Config) { c.MentionPrefix = "+" },
+			cfg:  func(c *config.Config) { c.MentionPrefix = "+" },
 			rule: RuleMention, invoke: []string{"codex=codex"}},
 		{name: "mentions disabled", state: team(), event: msg("user", "all", "@codex"),
-			cfg:  func(c *Config) { c.EnableMentions = false },
+			cfg:  func(c *config.Config) { c.EnableMentions = false },
 			rule: RuleNone},
 		{name: "agent mention without discussion is not allowed", state: team(), event: reply("codex", "over to @echo", 1),
 			rule: RuleNone, skipped: []Skip{{Participant: "echo", Reason: ReasonMentionsNotAllowed}}, hop: 1},
@@ -197,10 +198,10 @@ func TestDecide(t *testing.T) {
 		{name: "discussion from an agent does not count", state: team(ctl("codex", `{"discussion":{"on":true}}`)), event: reply("codex", "@echo", 1),
 			rule: RuleNone, skipped: []Skip{{Participant: "echo", Reason: ReasonMentionsNotAllowed}}, hop: 1},
 		{name: "agent in mention_senders", state: team(), event: msg("codex", "all", "@echo"),
-			cfg:  func(c *Config) { c.MentionSenders = []string{"user", "codex"} },
+			cfg:  func(c *config.Config) { c.MentionSenders = []string{"user", "codex"} },
 			rule: RuleMention, invoke: []string{"echo=echo"}, hop: 1},
 		{name: "human not in mention_senders", state: team(), event: msg("user", "all", "@echo"),
-			cfg:  func(c *Config) { c.MentionSenders = []string{} },
+			cfg:  func(c *config.Config) { c.MentionSenders = []string{} },
 			rule: RuleNone, skipped: []Skip{{Participant: "echo", Reason: ReasonMentionsNotAllowed}}},
 		{name: "self-mention never wakes itself", state: team(ctl("user", `{"discussion":{"on":true}}`)), event: reply("codex", "I, @codex, and @echo", 2),
 			rule: RuleMention, invoke: []string{"echo=echo"}, skipped: []Skip{{Participant: "codex", Reason: ReasonSelfMention}}, hop: 2},
@@ -223,35 +224,35 @@ func TestDecide(t *testing.T) {
 		{name: "invited_auto from an agent control does not count", state: team(ctl("codex", `{"invited_auto":{"on":true}}`)), event: msg("user", "all", "hello"),
 			rule: RuleNone},
 		{name: "invited_auto when mentions do not count", state: team(ctl("user", `{"invited_auto":{"on":true}}`)), event: msg("user", "all", "@echo hello"),
-			cfg:     func(c *Config) { c.MentionSenders = nil },
+			cfg:     func(c *config.Config) { c.MentionSenders = nil },
 			rule:    RuleInvitedAuto,
 			invoke:  []string{"codex=codex", "claude-1=claude-code", "claude-2=claude-code", "echo=echo"},
 			skipped: []Skip{{Participant: "gemini", Reason: ReasonNoAdapter}}},
 		{name: "broadcast", state: team(), event: msg("user", "all", "hello"),
-			cfg: func(c *Config) {
+			cfg: func(c *config.Config) {
 				c.EnableBroadcast = true
 				c.BroadcastAgents = []string{"echo", "claude-code", "gemini"}
 			},
 			rule: RuleBroadcast, invoke: []string{"echo=echo"},
 			skipped: []Skip{{Participant: "claude-code", Reason: ReasonNotInvited}, {Participant: "gemini", Reason: ReasonNoAdapter}}},
 		{name: "broadcast from a sender not listed", state: team(), event: reply("codex", "hello", 1),
-			cfg: func(c *Config) {
+			cfg: func(c *config.Config) {
 				c.EnableBroadcast = true
 				c.BroadcastAgents = []string{"echo"}
 			},
 			rule: RuleNone, hop: 1},
 		{name: "broadcast from a listed agent, not to itself", state: team(), event: reply("codex", "hello", 1),
-			cfg: func(c *Config) {
+			cfg: func(c *config.Config) {
 				c.EnableBroadcast = true
 				c.BroadcastSenders = []string{"codex"}
 				c.BroadcastAgents = []string{"codex", "echo"}
 			},
 			rule: RuleBroadcast, invoke: []string{"echo=echo"}, skipped: []Skip{{Participant: "codex", Reason: ReasonSelfMention}}, hop: 1},
 		{name: "broadcast disabled", state: team(), event: msg("user", "all", "hello"),
-			cfg:  func(c *Config) { c.BroadcastAgents = []string{"echo"} },
+			cfg:  func(c *config.Config) { c.BroadcastAgents = []string{"echo"} },
 			rule: RuleNone},
 		{name: "invited_auto wins over broadcast", state: team(ctl("user", `{"invited_auto":{"on":true}}`), ctl("user", `{"uninvite":{"participant_id":"gemini"}}`)), event: msg("user", "all", "hello"),
-			cfg: func(c *Config) {
+			cfg: func(c *config.Config) {
 				c.EnableBroadcast = true
 				c.BroadcastAgents = []string{"echo"}
 			},
@@ -282,17 +283,17 @@ func TestDecide(t *testing.T) {
 		{name: "hop limit from the thread's previous message", state: team(ctl("user", `{"discussion":{"on":true}}`), reply("echo", "x", 5)), event: msg("codex", "all", "@echo"),
 			rule: RuleMention, skipped: []Skip{{Participant: "echo", Reason: ReasonLoopGuard}}, loopGuard: true, hop: 6},
 		{name: "hop limit with to", state: team(), event: reply("codex", "x", 2),
-			cfg:  func(c *Config) { c.MaxAgentHops = 2 },
+			cfg:  func(c *config.Config) { c.MaxAgentHops = 2 },
 			rule: RuleNone, hop: 2},
 		{name: "hop limit applies to direct messages", state: team(reply("echo", "x", 1)), event: msg("codex", "echo", "x"),
-			cfg:  func(c *Config) { c.MaxAgentHops = 2 },
+			cfg:  func(c *config.Config) { c.MaxAgentHops = 2 },
 			rule: RuleTo, skipped: []Skip{{Participant: "echo", Reason: ReasonLoopGuard}}, loopGuard: true, hop: 2},
 		{name: "loop guard only with targets", state: team(ctl("user", `{"discussion":{"on":true}}`)), event: reply("codex", "@nobody", 7),
 			rule: RuleMention, skipped: []Skip{{Participant: "nobody", Reason: ReasonNotInvited}}, hop: 7},
 		{name: "a human message resets the count", state: team(reply("echo", "x", 9)), event: msg("user", "all", "@echo"),
 			rule: RuleMention, invoke: []string{"echo=echo"}},
 		{name: "a human message at the limit of 1", state: team(), event: msg("user", "echo", "hi"),
-			cfg:  func(c *Config) { c.MaxAgentHops = 1 },
+			cfg:  func(c *config.Config) { c.MaxAgentHops = 1 },
 			rule: RuleTo, invoke: []string{"echo=echo"}},
 	}
 	for _, tt := range tests {
@@ -302,7 +303,7 @@ func TestDecide(t *testing.T) {
 				tt.cfg(cfg)
 			}
 			before := fmt.Sprintf("%+v", tt.state)
-			d := Decide(tt.state, tt.event, cfg, nil)
+			d := Decide(tt.state, tt.event, agentbridge.ControlOf(tt.event), cfg, nil)
 			if after := fmt.Sprintf("%+v", tt.state); after != before {
 				t.Fatalf("Decide modified the state:\n%s\n%s", before, after)
 			}
@@ -374,7 +375,7 @@ func TestDecideNamesServing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Decide(tt.state, tt.event, testConfig(), nil)
+			d := Decide(tt.state, tt.event, agentbridge.ControlOf(tt.event), testConfig(), nil)
 			if len(d.Skipped) != len(tt.want) {
 				t.Fatalf("Skipped = %+v, want %+v", d.Skipped, tt.want)
 			}
@@ -388,7 +389,7 @@ func TestDecideNamesServing(t *testing.T) {
 }
 
 func TestDecisionJSON(t *testing.T) {
-	d := Decide(team(), msg("user", "all", "@codex @gemini"), testConfig(), nil)
+	d := Decide(team(), msg("user", "all", "@codex @gemini"), nil, testConfig(), nil)
 	b, err := json.Marshal(d)
 	if err != nil {
 		t.Fatal(err)
@@ -399,7 +400,7 @@ func TestDecisionJSON(t *testing.T) {
 	if string(b) != want {
 		t.Fatalf("decision JSON:\n got %s\nwant %s", b, want)
 	}
-	empty, err := json.Marshal(Decide(team(), msg("user", "all", "hi"), testConfig(), nil))
+	empty, err := json.Marshal(Decide(team(), msg("user", "all", "hi"), nil, testConfig(), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +475,7 @@ func FuzzDecide(f *testing.F) {
 		if hop > 0 {
 			e.Meta.Hop = &hop
 		}
-		d := Decide(st, e, cfg, nil)
+		d := Decide(st, e, agentbridge.ControlOf(e), cfg, nil)
 		seen := map[string]bool{}
 		for _, target := range d.Invoke {
 			p := target.Participant
@@ -516,6 +517,32 @@ func BenchmarkDecide(b *testing.B) {
 	e := reply("codex", "Thanks. @sage and @claude-2, can you check `@codex` output? cc @reviewer @gem", 2)
 	b.ReportAllocs()
 	for b.Loop() {
-		Decide(st, e, cfg, nil)
+		Decide(st, e, nil, cfg, nil)
+	}
+}
+
+func TestResolveAgent(t *testing.T) {
+	cfg := testConfig()
+	st := fold(
+		invite("codex", "codex", "m", ""),
+		invite("claude-7", "Claude", "opus", ""),
+		invite("gem", "gemini", "pro", ""),
+	)
+	tests := []struct {
+		participant string
+		agent       string
+		ok          bool
+	}{
+		{"codex", "codex", true},
+		{"claude-7", "claude-code", true}, // by client, case-insensitive
+		{"gem", "", false},                // invited, no entry for its client
+		{"echo", "echo", true},            // names an entry, invited or not
+		{"stranger", "", false},
+	}
+	for _, tt := range tests {
+		agent, ok := cfg.ResolveAgent(tt.participant, st)
+		if agent != tt.agent || ok != tt.ok {
+			t.Errorf("ResolveAgent(%q) = %q, %v; want %q, %v", tt.participant, agent, ok, tt.agent, tt.ok)
+		}
 	}
 }

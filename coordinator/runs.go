@@ -11,6 +11,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -232,7 +233,7 @@ func cancelReason(by string) string {
 
 // cancelNotice is the coordinator's message saying a running invocation was
 // stopped; its kind makes it one per (trigger, participant).
-func (c *Coordinator) cancelNotice(cfg *Config, inv ledger.Invocation, by string) ledger.Notice {
+func (c *Coordinator) cancelNotice(cfg *config.Config, inv ledger.Invocation, by string) ledger.Notice {
 	text := fmt.Sprintf("%s's run was cancelled", inv.Participant)
 	if by != "" {
 		text += " by " + by
@@ -300,12 +301,8 @@ func (c *Coordinator) cancelParticipant(ctx context.Context, thread, participant
 
 // applyCancelControl handles a cancel control event from a human; other
 // events and senders are ignored.
-func (c *Coordinator) applyCancelControl(ctx context.Context, e agentbridge.Event, humans agentbridge.Humans) error {
-	if e.Type != agentbridge.TypeControl || !humans.Has(e.From) {
-		return nil
-	}
-	ctl, err := agentbridge.ParseControl(e.Content)
-	if err != nil || ctl.Cancel == nil {
+func (c *Coordinator) applyCancelControl(ctx context.Context, e agentbridge.Event, ctl agentbridge.Control, humans agentbridge.Humans) error {
+	if ctl.Cancel == nil || !humans.Has(e.From) {
 		return nil
 	}
 	// Replaying a processed control must not stop runs queued after it.

@@ -7,6 +7,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -49,7 +50,7 @@ func (r *router) decideScene() bool {
 	default:
 		return false
 	}
-	after := agentbridge.Fold(before, r.e, r.cfg.HumanIDs)
+	after := agentbridge.FoldParsed(before, r.e, r.ctl, r.cfg.HumanIDs)
 	if reason, ok := agentbridge.SceneClosedBy(before, after); ok {
 		r.d.Rule = RuleScene
 		r.d.SceneClose = reason
@@ -168,7 +169,7 @@ func correctionPayload(in prepared, res adapters.Result) (adapters.Payload, []by
 // actor, after at most one correction run (correction, when there was
 // one); for the journal step, the private journal event and the journal
 // entry itself.
-func sceneOutcome(cfg *Config, inv ledger.Invocation, sr *sceneRun, res adapters.Result, correction *agentRun, o *ledger.Outcome) {
+func sceneOutcome(cfg *config.Config, inv ledger.Invocation, sr *sceneRun, res adapters.Result, correction *agentRun, o *ledger.Outcome) {
 	private := map[string]json.RawMessage{agentbridge.MetaPrivate: json.RawMessage("true")}
 	meta := func(extra map[string]json.RawMessage) agentbridge.Meta {
 		return agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator"}, Extra: extra}

@@ -13,13 +13,14 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
 // sceneStack invites alice and bob as actors with character sheets that
 // hold markers, so that a leak into the other's payload can be searched.
-func sceneStack(t *testing.T, mutate func(*coordinator.Config)) (*stack, string) {
+func sceneStack(t *testing.T, mutate func(*config.Config)) (*stack, string) {
 	s := startStack(t, mutate)
 	th := s.thread("kitchen")
 	for _, id := range []string{"alice", "bob"} {
@@ -102,7 +103,7 @@ func (s *stack) payloadsOf(participant string) map[string]adapters.Payload {
 // private thinking, character or brief of one actor in anything the
 // other received.
 func TestSceneNaturalCloseJournalsAndPrivacy(t *testing.T) {
-	s, th := sceneStack(t, func(c *coordinator.Config) { c.MaxAgentHops = 2 })
+	s, th := sceneStack(t, func(c *config.Config) { c.MaxAgentHops = 2 })
 	s.startScene(th, map[string]any{"setting": "A small kitchen.", "briefs": map[string]string{
 		"alice": "BRIEF-alice fake:close=3", "bob": "BRIEF-bob"}})
 	evs := s.waitSceneClosed(th, 2)

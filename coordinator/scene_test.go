@@ -52,7 +52,7 @@ func TestDecideScene(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Decide(tt.state, tt.e, cfg, nil)
+			d := Decide(tt.state, tt.e, agentbridge.ControlOf(tt.e), cfg, nil)
 			if d.Rule != tt.rule || d.SceneClose != tt.close || d.LoopGuard {
 				t.Fatalf("decision = %+v, want rule %s close %q", d, tt.rule, tt.close)
 			}

@@ -41,12 +41,8 @@ func (c *Coordinator) keepSession(ctx context.Context, inv ledger.Invocation, in
 // applyResetSession handles a reset_session control from anyone (a
 // participant may ask to start over itself); other events are ignored. It
 // is applied before the cursor moves past the control and is idempotent.
-func (c *Coordinator) applyResetSession(ctx context.Context, e agentbridge.Event) error {
-	if e.Type != agentbridge.TypeControl {
-		return nil
-	}
-	ctl, err := agentbridge.ParseControl(e.Content)
-	if err != nil || ctl.ResetSession == nil {
+func (c *Coordinator) applyResetSession(ctx context.Context, e agentbridge.Event, ctl agentbridge.Control) error {
+	if ctl.ResetSession == nil {
 		return nil
 	}
 	if err := c.db.ResetSessions(ctx, e.Thread, ctl.ResetSession.ParticipantID, e.Seq); err != nil {

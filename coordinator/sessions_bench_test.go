@@ -10,7 +10,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 )
 
 // BenchmarkResumedPromptBytes compares, on a 200-message thread where
@@ -22,7 +22,7 @@ import (
 func BenchmarkResumedPromptBytes(b *testing.B) {
 	_, file, _, _ := runtime.Caller(0)
 	primer := filepath.Join(filepath.Dir(file), "..", "docs", "bridge-agent-primer.md")
-	s := startStack(b, func(c *coordinator.Config) {
+	s := startStack(b, func(c *config.Config) {
 		c.PrimerPath = primer
 		a := c.Agents["alice"]
 		a.Env = map[string]string{"FAKE_ADAPTER_SESSION": "keep"}

@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
 )
 
 // sessionStack runs alice and bob as adapters that keep CLI sessions.
 func sessionStack(t *testing.T) *stack {
-	return startStack(t, func(c *coordinator.Config) {
+	return startStack(t, func(c *config.Config) {
 		for _, id := range []string{"alice", "bob"} {
 			a := c.Agents[id]
 			a.Env = map[string]string{"FAKE_ADAPTER_SESSION": "keep"}

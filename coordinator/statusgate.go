@@ -15,6 +15,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/httpguard"
@@ -27,8 +28,8 @@ import (
 // person's or, for reading only, a read token's (bridgeCredentials), so
 // that the runs, their trigger excerpts and the cancel are as closed as
 // the bridge's own data. A non-loopback status_addr without a token is a
-// *ConfigError.
-func newStatusGuard(cfg Config, timeout time.Duration) (*httpguard.Guard, error) {
+// *config.Error.
+func newStatusGuard(cfg config.Config, timeout time.Duration) (*httpguard.Guard, error) {
 	if err := CheckStatusListen(cfg); err != nil {
 		return nil, err
 	}
@@ -45,7 +46,7 @@ func newStatusGuard(cfg Config, timeout time.Duration) (*httpguard.Guard, error)
 		RequestTimeout: timeout,
 	})
 	if err != nil {
-		return nil, &ConfigError{Key: "status_allowed_hosts", Err: err}
+		return nil, &config.Error{Key: "status_allowed_hosts", Err: err}
 	}
 	return g, nil
 }
@@ -53,14 +54,14 @@ func newStatusGuard(cfg Config, timeout time.Duration) (*httpguard.Guard, error)
 // CheckStatusListen applies the listen-address rule to status_addr on its
 // own, so that a command can refuse it before it starts anything (New
 // applies it too): a non-loopback status_addr needs a token, which is the
-// one the coordinator uses with the bridge. The error is a *ConfigError
+// one the coordinator uses with the bridge. The error is a *config.Error
 // naming status_addr; an empty status_addr (no status API) passes.
-func CheckStatusListen(cfg Config) error {
+func CheckStatusListen(cfg config.Config) error {
 	if cfg.StatusAddr == "" {
 		return nil
 	}
 	if err := httpguard.CheckListen(cfg.StatusAddr, cfg.BridgeToken, status.TokenHint); err != nil {
-		return &ConfigError{Key: "status_addr", Err: err}
+		return &config.Error{Key: "status_addr", Err: err}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -67,7 +68,7 @@ func (k *claimer) takeAll(ctx context.Context) {
 
 // take claims cl and settles it: finished when its reply is in the
 // thread, else queued here.
-func (k *claimer) take(ctx context.Context, cfg *Config, cl agentbridge.Claim) error {
+func (k *claimer) take(ctx context.Context, cfg *config.Config, cl agentbridge.Claim) error {
 	e, err := k.findEvent(ctx, cl.Thread, cl.Event)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 )
 
 // noticeUnserved is the kind of the notice saying, at an invite, that no
@@ -17,12 +18,8 @@ const noticeUnserved = "unserved:"
 // wait for one. Every coordinator that does not serve it may see this;
 // the notice is claimed at the bridge (notice "unserved:<participant>")
 // and the first claimant posts it. It works off the follow loop.
-func (c *Coordinator) unservedAtInvite(ctx context.Context, e agentbridge.Event, after agentbridge.ThreadState) {
-	if e.Type != agentbridge.TypeControl || c.claims.off() {
-		return
-	}
-	ctl, err := agentbridge.ParseControl(e.Content)
-	if err != nil || ctl.Invite == nil {
+func (c *Coordinator) unservedAtInvite(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, after agentbridge.ThreadState) {
+	if ctl == nil || ctl.Invite == nil || c.claims.off() {
 		return
 	}
 	cfg := c.cfg.Load()
@@ -42,7 +39,7 @@ func (c *Coordinator) unservedAtInvite(ctx context.Context, e agentbridge.Event,
 }
 
 // postUnserved claims and posts the unserved notice for participant p.
-func (c *Coordinator) postUnserved(ctx context.Context, cfg *Config, e agentbridge.Event, p, cl string) {
+func (c *Coordinator) postUnserved(ctx context.Context, cfg *config.Config, e agentbridge.Event, p, cl string) {
 	res, err := c.claims.claim(ctx, agentbridge.ClaimRequest{
 		ClaimKey:    agentbridge.ClaimKey{Thread: e.Thread, Event: e.ID, Notice: noticeUnserved + p},
 		Coordinator: cfg.CoordinatorID, Instance: c.registry.instance,

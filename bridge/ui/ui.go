@@ -105,7 +105,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr.Set("X-Frame-Options", "DENY")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		hdr.Set("Allow", "GET, HEAD")
-		httpjson.WriteError(w, http.StatusMethodNotAllowed, agentbridge.Errorf(agentbridge.ECodeMethodNotAllowed,
+		httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeMethodNotAllowed,
 			"The web UI only answers GET and HEAD, not %s.", r.Method))
 		return
 	}
@@ -163,7 +163,7 @@ func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, name string)
 }
 
 func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
-	httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound,
+	httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeNotFound,
 		"There is no UI page or asset at %s.", r.URL.Path))
 }
 

@@ -12,6 +12,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/spf13/cobra"
 )
@@ -34,7 +35,7 @@ func (m *Main) coordinatorCommand(c *cobra.Command) runFunc {
 		if err != nil {
 			return err
 		}
-		cfg, warnings, err := coordinator.LoadConfig(*configPath)
+		cfg, warnings, err := config.Load(*configPath)
 		if err != nil {
 			return err
 		}
@@ -76,7 +77,7 @@ func (m *Main) coordinatorCommand(c *cobra.Command) runFunc {
 // reloading its config on SIGHUP. started is called once it follows the
 // log (coordinator.Ready).
 // It is the wiring shared by coordinator and up.
-func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, statePath string, logger *slog.Logger, started func(*coordinator.Coordinator)) error {
+func (m *Main) startCoordinator(ctx context.Context, cfg config.Config, statePath string, logger *slog.Logger, started func(*coordinator.Coordinator)) error {
 	pg, err := isPostgres("state", statePath)
 	if err != nil {
 		return err
@@ -103,7 +104,7 @@ func (m *Main) startCoordinator(ctx context.Context, cfg coordinator.Config, sta
 
 // coordinate opens the ledger and runs one coordinator until ctx ends, as
 // the holder of t.leased when that is set (lease.go).
-func (m *Main) coordinate(ctx context.Context, cfg coordinator.Config, statePath string, logger *slog.Logger, started func(*coordinator.Coordinator), t *term) error {
+func (m *Main) coordinate(ctx context.Context, cfg config.Config, statePath string, logger *slog.Logger, started func(*coordinator.Coordinator), t *term) error {
 	db, err := ledger.Open(ctx, statePath, cfg.CoordinatorID)
 	if err != nil {
 		return err

@@ -17,7 +17,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/bridge/postgres"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/internal/service"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -139,7 +139,7 @@ func (m *Main) doctor(ctx context.Context, t doctorTargets) error {
 // checkUpHere says what "agent-bridge up" would do from this folder:
 // which config it loads, where it listens and keeps its data, and
 // whether an up is running already.
-func (m *Main) checkUpHere(t doctorTargets, cfg *coordinator.Config) checkResult {
+func (m *Main) checkUpHere(t doctorTargets, cfg *config.Config) checkResult {
 	r := checkResult{Name: "up from here", Status: checkOK}
 	if rt, ok := m.runningUp(); ok {
 		r.Detail = fmt.Sprintf("an up is running (pid %d, in %s): bridge %s, coordinator status %s; other commands find it by themselves",
@@ -329,17 +329,17 @@ func checkHumans(config, server agentbridge.Humans) checkResult {
 // unless it was named (explicit): up then runs the built-in defaults,
 // which are checked instead. It returns nil when there is no config to
 // check further.
-func checkConfig(path string, explicit bool) (*coordinator.Config, []checkResult) {
+func checkConfig(path string, explicit bool) (*config.Config, []checkResult) {
 	const name = "coordinator config"
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		if explicit {
 			return nil, []checkResult{{Name: name, Status: checkFail, Detail: fmt.Sprintf("%s does not exist", path),
 				Fix: "create it (see docs/operations.md), or point --config at the right file"}}
 		}
-		cfg := coordinator.DefaultConfig()
+		cfg := config.Default()
 		return &cfg, []checkResult{{Name: name, Status: checkOK, Detail: fmt.Sprintf("none at %s: agent-bridge up runs the built-in defaults (agent echo); the coordinator daemon needs one (--config)", path)}}
 	}
-	cfg, warnings, err := coordinator.LoadConfig(path)
+	cfg, warnings, err := config.Load(path)
 	if err != nil {
 		return nil, []checkResult{{Name: name, Status: checkFail, Detail: err.Error(),
 			Fix: "correct the key named above in " + path + "; the coordinator refuses to start (or keeps its previous config) until then"}}
@@ -359,7 +359,7 @@ var shippedAdapterCLIs = map[string]string{"claude_code.sh": "claude", "codex.sh
 // the coordinator will see. An agent that cannot run is a warning (it
 // answers with an error notice when invoked; the others work); no agent
 // able to run at all is a failure, as nobody would answer.
-func checkAdapters(cfg coordinator.Config, pathEnv, pathSource string) []checkResult {
+func checkAdapters(cfg config.Config, pathEnv, pathSource string) []checkResult {
 	var res []checkResult
 	runnable := 0
 	for _, id := range slices.Sorted(maps.Keys(cfg.Agents)) {
@@ -383,7 +383,7 @@ func checkAgent(id string, cmd []string, pathEnv, pathSource string) ([]checkRes
 	if len(cmd) == 0 {
 		return []checkResult{{Name: name, Status: checkWarn, Detail: "no command configured", Fix: "set agents." + id + ".command"}}, false
 	}
-	if cmd[0] == coordinator.SelfCommand {
+	if cmd[0] == config.SelfCommand {
 		return []checkResult{{Name: name, Status: checkOK, Detail: "built into agent-bridge (" + strings.Join(cmd, " ") + ")"}}, true
 	}
 	var found string

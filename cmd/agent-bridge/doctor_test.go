@@ -14,7 +14,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/internal/service"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -155,10 +155,10 @@ func TestCheckAdapters(t *testing.T) {
 	}
 }
 
-func coordinatorConfigForTest(commands map[string][]string) coordinator.Config {
-	cfg := coordinator.Config{Agents: map[string]coordinator.AgentConfig{}}
+func coordinatorConfigForTest(commands map[string][]string) config.Config {
+	cfg := config.Config{Agents: map[string]config.Agent{}}
 	for id, cmd := range commands {
-		cfg.Agents[id] = coordinator.AgentConfig{Command: cmd}
+		cfg.Agents[id] = config.Agent{Command: cmd}
 	}
 	return cfg
 }

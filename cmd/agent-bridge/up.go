@@ -19,6 +19,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -26,7 +27,7 @@ import (
 // overrideUpConfig applies to cfg the flags of up that override the
 // config (--humans when given, --status-addr, the token), then checks the
 // status API's listener, before anything starts.
-func overrideUpConfig(cfg *coordinator.Config, humansGiven bool, humans, statusAddr, token string) error {
+func overrideUpConfig(cfg *config.Config, humansGiven bool, humans, statusAddr, token string) error {
 	if humansGiven {
 		hs, err := parseHumans(humans)
 		if err != nil {
@@ -43,7 +44,7 @@ func overrideUpConfig(cfg *coordinator.Config, humansGiven bool, humans, statusA
 	if err := coordinator.CheckStatusListen(*cfg); err != nil {
 		// The address came from --status-addr when it was given, so the
 		// refusal names the flag.
-		var ce *coordinator.ConfigError
+		var ce *config.Error
 		if statusAddr != "" && errors.As(err, &ce) {
 			return usagef("--status-addr: %v", ce.Err)
 		}
@@ -253,7 +254,7 @@ func (m *Main) loginLink(b *runningBridge, logger *slog.Logger) string {
 // agents, and how other shells find it. It is written at once, so that
 // whoever waits for "is up" reads it whole. bridgeURL is the bridge's
 // listener (https with --tls-cert), which rt.BridgeURL is not over HTTPS.
-func (m *Main) printUpSummary(rt client.Runtime, bridgeURL, login, where string, warnings []string, cfg coordinator.Config, runtimePath string, published bool) {
+func (m *Main) printUpSummary(rt client.Runtime, bridgeURL, login, where string, warnings []string, cfg config.Config, runtimePath string, published bool) {
 	w := &bytes.Buffer{}
 	defer func() { _, _ = m.Stdout.Write(w.Bytes()) }()
 	fmt.Fprintf(w, "agent-bridge is up: bridge %s, coordinator status %s\n", bridgeURL, rt.StatusURL)
@@ -303,29 +304,29 @@ func (m *Main) configNamed(fs *pflag.FlagSet) bool {
 // does not exist is a usage error. It also says, for the person reading
 // up's output, where the config came from, and returns the config's
 // warnings for up's summary.
-func (m *Main) loadUpConfig(path string, explicit bool) (coordinator.Config, string, []string, error) {
+func (m *Main) loadUpConfig(path string, explicit bool) (config.Config, string, []string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return coordinator.Config{}, "", nil, fmt.Errorf("resolve %s: %w", path, err)
+		return config.Config{}, "", nil, fmt.Errorf("resolve %s: %w", path, err)
 	}
 	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
 		if explicit {
-			return coordinator.Config{}, "", nil, usagef("--config: %s does not exist", abs)
+			return config.Config{}, "", nil, usagef("--config: %s does not exist", abs)
 		}
-		return coordinator.DefaultConfig(), fmt.Sprintf("none found at %s, so the built-in defaults (agent echo); pass --config FILE or write that file to configure agents", abs), nil, nil
+		return config.Default(), fmt.Sprintf("none found at %s, so the built-in defaults (agent echo); pass --config FILE or write that file to configure agents", abs), nil, nil
 	} else if err != nil {
-		return coordinator.Config{}, "", nil, usagef("--config: %v", err)
+		return config.Config{}, "", nil, usagef("--config: %v", err)
 	}
-	cfg, warnings, err := coordinator.LoadConfig(abs)
+	cfg, warnings, err := config.Load(abs)
 	if err != nil {
-		return coordinator.Config{}, "", nil, err
+		return config.Config{}, "", nil, err
 	}
 	return cfg, cfg.Path, warnings, nil
 }
 
 // printAgents lists the configured agents, one a line with the command
 // that answers for it, so that a person sees who can reply before posting.
-func printAgents(w io.Writer, cfg coordinator.Config) {
+func printAgents(w io.Writer, cfg config.Config) {
 	if len(cfg.Agents) == 0 {
 		fmt.Fprintln(w, "Agents: none configured, so no message will get a reply")
 		return

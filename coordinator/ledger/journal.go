@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
@@ -50,7 +49,7 @@ func JournalText(entries []JournalEntry) string {
 			b.WriteString("\n")
 		}
 		when := j.CreatedAt
-		if t, err := time.Parse(agentbridge.TimeLayout, j.CreatedAt); err == nil {
+		if t, err := agentbridge.ParseTime(j.CreatedAt); err == nil {
 			when = t.UTC().Format("2006-01-02 15:04 UTC")
 		}
 		name := j.ThreadName

@@ -59,7 +59,7 @@ func (s *Server) mountDashboard(mux *http.ServeMux) {
 	serve := func(w http.ResponseWriter, r *http.Request, name string) {
 		b, err := fs.ReadFile(sub, name)
 		if err != nil {
-			httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no dashboard file %s.", r.URL.Path))
+			httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no dashboard file %s.", r.URL.Path))
 			return
 		}
 		h := w.Header()
@@ -111,13 +111,13 @@ const maxRuns = 1000
 func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 	f, ferr := invocationFilter(r.URL.Query(), maxRuns)
 	if ferr != nil {
-		httpjson.WriteError(w, http.StatusBadRequest, ferr)
+		httpjson.WriteError(w, ferr)
 		return
 	}
 	invs, err := s.src.Ledger().Invocations(r.Context(), f)
 	if err != nil {
 		s.log.Error("list runs", "err", err)
-		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The runs could not be read."))
+		httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeInternal, "The runs could not be read."))
 		return
 	}
 	out := RunsResponse{Runs: make([]Run, len(invs)), Now: agentbridge.FormatTime(time.Now().UTC()), BridgeURL: s.src.BridgeURL()}
@@ -180,7 +180,7 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 	if s := r.URL.Query().Get("tz_offset_min"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < -14*60 || n > 14*60 {
-			httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "tz_offset_min",
+			httpjson.WriteError(w, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "tz_offset_min",
 				"tz_offset_min must be the time zone's offset from UTC in minutes, from -840 to 840."))
 			return
 		}
@@ -197,7 +197,7 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.log.Error("sum usage", "err", err)
-		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The usage could not be summed."))
+		httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeInternal, "The usage could not be summed."))
 		return
 	}
 	httpjson.Write(w, http.StatusOK, out)

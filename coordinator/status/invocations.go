@@ -22,7 +22,7 @@ type InvocationResponse struct {
 func invocationID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id < 1 {
-		httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound,
+		httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeNotFound,
 			"There is no invocation %q: invocation ids are the numbers agent-bridge invocations lists.", r.PathValue("id")))
 		return 0, false
 	}
@@ -41,7 +41,7 @@ func (s *Server) handleInvocation(w http.ResponseWriter, r *http.Request) {
 	if s := r.URL.Query().Get("after"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 0 {
-			httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after",
+			httpjson.WriteError(w, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after",
 				"after must be the id of a progress record (a whole number, 0 for all)."))
 			return
 		}
@@ -49,18 +49,18 @@ func (s *Server) handleInvocation(w http.ResponseWriter, r *http.Request) {
 	}
 	inv, err := s.src.Ledger().Invocation(r.Context(), id)
 	if errors.Is(err, ledger.ErrNotFound) {
-		httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no invocation %d in the coordinator's ledger.", id))
+		httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no invocation %d in the coordinator's ledger.", id))
 		return
 	}
 	if err != nil {
 		s.log.Error("read invocation", "id", id, "err", err)
-		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation record could not be read."))
+		httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation record could not be read."))
 		return
 	}
 	progress, _, err := s.src.Ledger().ProgressOf(r.Context(), id, after)
 	if err != nil {
 		s.log.Error("read progress", "id", id, "err", err)
-		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation's progress could not be read."))
+		httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation's progress could not be read."))
 		return
 	}
 	httpjson.Write(w, http.StatusOK, InvocationResponse{Invocation: inv, Progress: progress})
@@ -77,13 +77,13 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	inv, err := s.src.Cancel(r.Context(), id, "")
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
-		httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no invocation %d in the coordinator's ledger.", id))
+		httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no invocation %d in the coordinator's ledger.", id))
 	case errors.Is(err, ledger.ErrNotRunning):
-		httpjson.WriteError(w, http.StatusConflict, agentbridge.Errorf(agentbridge.ECodeNotRunning,
+		httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeNotRunning,
 			"Invocation %d is not queued or running (it is %s), so there is nothing to cancel.", id, inv.Status))
 	case err != nil:
 		s.log.Error("cancel invocation", "id", id, "err", err)
-		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation could not be cancelled."))
+		httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation could not be cancelled."))
 	default:
 		httpjson.Write(w, http.StatusOK, inv)
 	}

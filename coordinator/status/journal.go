@@ -20,13 +20,13 @@ type JournalResponse struct {
 func (s *Server) handleJournal(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("participant")
 	if !agentbridge.ParticipantIDPattern.MatchString(id) {
-		httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "participant", "%q is not a valid participant id.", id))
+		httpjson.WriteError(w, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "participant", "%q is not a valid participant id.", id))
 		return
 	}
 	entries, err := s.src.Ledger().Journal(r.Context(), id)
 	if err != nil {
 		s.log.Error("read journal", "participant", id, "err", err)
-		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The journal could not be read."))
+		httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeInternal, "The journal could not be read."))
 		return
 	}
 	if entries == nil {

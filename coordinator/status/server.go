@@ -104,7 +104,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		if !errors.As(err, &e) || e.Code != agentbridge.ECodeDuplicateKey {
 			e = agentbridge.Errorf(agentbridge.ECodeInvalidJSON, "The body must be {\"token\": \"...\"}.")
 		}
-		httpjson.WriteError(w, http.StatusBadRequest, e)
+		httpjson.WriteError(w, e)
 		return
 	}
 	if !s.guard.HasToken() {
@@ -141,7 +141,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /journals/{participant}", s.handleJournal)
 	s.mountDashboard(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no %s %s on the coordinator's status API; try /invocations or /decisions?event=ID.", r.Method, r.URL.Path))
+		httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no %s %s on the coordinator's status API; try /invocations or /decisions?event=ID.", r.Method, r.URL.Path))
 	})
 	return mux
 }
@@ -173,13 +173,13 @@ func invocationFilter(q url.Values, max int) (ledger.Filter, *agentbridge.Error)
 func (s *Server) handleInvocations(w http.ResponseWriter, r *http.Request) {
 	f, ferr := invocationFilter(r.URL.Query(), agentbridge.MaxEventsLimit)
 	if ferr != nil {
-		httpjson.WriteError(w, http.StatusBadRequest, ferr)
+		httpjson.WriteError(w, ferr)
 		return
 	}
 	invs, err := s.src.Ledger().Invocations(r.Context(), f)
 	if err != nil {
 		s.log.Error("list invocations", "err", err)
-		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation records could not be read."))
+		httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeInternal, "The invocation records could not be read."))
 		return
 	}
 	if invs == nil {
@@ -191,18 +191,18 @@ func (s *Server) handleInvocations(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("event")
 	if id == "" {
-		httpjson.WriteError(w, http.StatusBadRequest, agentbridge.FieldErrorf(agentbridge.ECodeMissingField, "event", "Say which event: /decisions?event=EVENT_ID."))
+		httpjson.WriteError(w, agentbridge.FieldErrorf(agentbridge.ECodeMissingField, "event", "Say which event: /decisions?event=EVENT_ID."))
 		return
 	}
 	d, err := s.src.Ledger().Decision(r.Context(), id)
 	if errors.Is(err, ledger.ErrNotFound) {
-		httpjson.WriteError(w, http.StatusNotFound, agentbridge.Errorf(agentbridge.ECodeEventNotFound,
+		httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeEventNotFound,
 			"The coordinator recorded no decision for event %q: it is not a message, or it was posted before the coordinator started following (startup_mode end) or to another bridge.", id))
 		return
 	}
 	if err != nil {
 		s.log.Error("read decision", "err", err)
-		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The decision could not be read."))
+		httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeInternal, "The decision could not be read."))
 		return
 	}
 	httpjson.Write(w, http.StatusOK, d)

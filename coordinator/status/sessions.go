@@ -18,7 +18,7 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	list, err := s.src.Ledger().Sessions(r.Context(), r.URL.Query().Get("thread"))
 	if err != nil {
 		s.log.Error("list sessions", "err", err)
-		httpjson.WriteError(w, http.StatusInternalServerError, agentbridge.Errorf(agentbridge.ECodeInternal, "The sessions could not be read."))
+		httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeInternal, "The sessions could not be read."))
 		return
 	}
 	httpjson.Write(w, http.StatusOK, SessionsResponse{Sessions: list})

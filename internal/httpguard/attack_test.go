@@ -15,6 +15,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/bridge/ui"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -77,7 +78,7 @@ func startStack(t *testing.T, o stackOptions) *stack {
 	if o.bridgeOnly {
 		return &stack{bridgeURL: srv.URL(), bridge: srv, client: client}
 	}
-	cfg := coordinator.DefaultConfig()
+	cfg := config.Default()
 	cfg.BridgeURL = srv.URL()
 	cfg.BridgeToken = token
 	cfg.StatusAddr = "127.0.0.1:0"

@@ -626,19 +626,6 @@ func (g *Guard) Server(h http.Handler) *http.Server {
 	}
 }
 
-// statusByCode maps the gate's own refusals to their statuses, for
-// WriteError (the bridge answers through its own table, which agrees).
-var statusByCode = map[string]int{
-	agentbridge.ECodeForbiddenHost:        http.StatusForbidden,
-	agentbridge.ECodeForbiddenOrigin:      http.StatusForbidden,
-	agentbridge.ECodeUnauthorized:         http.StatusUnauthorized,
-	agentbridge.ECodeForbiddenScope:       http.StatusForbidden,
-	agentbridge.ECodeUnavailable:          http.StatusServiceUnavailable,
-	agentbridge.ECodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
-	agentbridge.ECodeTooManyStreams:       http.StatusServiceUnavailable,
-	agentbridge.ECodeRequestTimeout:       http.StatusRequestTimeout,
-}
-
 // WriteError writes one of the gate's refusals (any other error as
 // internal) in the API's error shape; a 401 carries WWW-Authenticate.
 func WriteError(w http.ResponseWriter, _ *http.Request, err error) {
@@ -646,14 +633,10 @@ func WriteError(w http.ResponseWriter, _ *http.Request, err error) {
 	if !errors.As(err, &ae) {
 		ae = agentbridge.Errorf(agentbridge.ECodeInternal, "The server could not handle this request.")
 	}
-	status, ok := statusByCode[ae.Code]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
-	if status == http.StatusUnauthorized {
+	if ae.Code == agentbridge.ECodeUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agent-bridge"`)
 	}
-	httpjson.WriteError(w, status, ae)
+	httpjson.WriteError(w, ae)
 }
 
 // SecureRequest reports whether the browser reached r over HTTPS: the

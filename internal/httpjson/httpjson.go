@@ -50,9 +50,63 @@ type errorBody struct {
 	Error *agentbridge.Error `json:"error"`
 }
 
-// WriteError answers with e in the API's error shape.
-func WriteError(w http.ResponseWriter, status int, e *agentbridge.Error) {
-	Write(w, status, errorBody{Error: e})
+// WriteError answers with e in the API's error shape, with the status
+// its code has in the one table (StatusFor): no handler chooses one.
+func WriteError(w http.ResponseWriter, e *agentbridge.Error) {
+	Write(w, StatusFor(e.Code), errorBody{Error: e})
+}
+
+// statusByCode is the one table that maps an error code to its HTTP status,
+// for the bridge, the coordinator's status API, the UI handler and the
+// security gate alike; the client package maps statuses back, so it must
+// stay in step with the contract.
+var statusByCode = map[string]int{
+	agentbridge.ECodeMissingField:         http.StatusBadRequest,
+	agentbridge.ECodeInvalidField:         http.StatusBadRequest,
+	agentbridge.ECodeInvalidControl:       http.StatusBadRequest,
+	agentbridge.ECodeUnknownField:         http.StatusBadRequest,
+	agentbridge.ECodeFieldNotAllowed:      http.StatusBadRequest,
+	agentbridge.ECodeInvalidJSON:          http.StatusBadRequest,
+	agentbridge.ECodeDuplicateKey:         http.StatusBadRequest,
+	agentbridge.ECodeBodyTooLarge:         http.StatusRequestEntityTooLarge,
+	agentbridge.ECodeDetailsTooLarge:      http.StatusRequestEntityTooLarge,
+	agentbridge.ECodeTooManyPresence:      http.StatusTooManyRequests,
+	agentbridge.ECodeUnauthorized:         http.StatusUnauthorized,
+	agentbridge.ECodeForbiddenHost:        http.StatusForbidden,
+	agentbridge.ECodeForbiddenOrigin:      http.StatusForbidden,
+	agentbridge.ECodeForbiddenSender:      http.StatusForbidden,
+	agentbridge.ECodeForbiddenScope:       http.StatusForbidden,
+	agentbridge.ECodeTokenNotFound:        http.StatusNotFound,
+	agentbridge.ECodeNotFound:             http.StatusNotFound,
+	agentbridge.ECodeThreadNotFound:       http.StatusNotFound,
+	agentbridge.ECodeEventNotFound:        http.StatusNotFound,
+	agentbridge.ECodeSuggestionNotFound:   http.StatusNotFound,
+	agentbridge.ECodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	agentbridge.ECodeThreadExists:         http.StatusConflict,
+	agentbridge.ECodeParticipantMuted:     http.StatusConflict,
+	agentbridge.ECodeThreadPaused:         http.StatusConflict,
+	agentbridge.ECodeCursorAhead:          http.StatusConflict,
+	agentbridge.ECodeIdempotencyConflict:  http.StatusConflict,
+	agentbridge.ECodeFenced:               http.StatusConflict,
+	agentbridge.ECodeNotRegistered:        http.StatusConflict,
+	agentbridge.ECodeNotRunning:           http.StatusConflict,
+	agentbridge.ECodeUnknownReplyTo:       http.StatusUnprocessableEntity,
+	agentbridge.ECodeHeadersTooLarge:      http.StatusRequestHeaderFieldsTooLarge,
+	agentbridge.ECodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	agentbridge.ECodeUnavailable:          http.StatusServiceUnavailable,
+	agentbridge.ECodeTooManyStreams:       http.StatusServiceUnavailable,
+	agentbridge.ECodeRequestTimeout:       http.StatusRequestTimeout,
+	agentbridge.ECodeInternal:             http.StatusInternalServerError,
+}
+
+// StatusFor returns the HTTP status an error code is answered with, so
+// that clients and docs can rely on a single mapping. Unknown codes are
+// internal errors.
+func StatusFor(code string) int {
+	if st, ok := statusByCode[code]; ok {
+		return st
+	}
+	return http.StatusInternalServerError
 }
 
 // DecodeObject is the one decoder of the JSON object bodies of the bridge

@@ -1,4 +1,4 @@
-package coordinator
+package config
 
 import (
 	"errors"
@@ -16,16 +16,16 @@ import (
 
 const minimalConfig = `{"agents": {"echo": {"command": ["echo"]}}}`
 
-func TestParseConfig_Defaults(t *testing.T) {
-	cfg, warnings, err := ParseConfig(strings.NewReader(minimalConfig), "")
+func TestParse_Defaults(t *testing.T) {
+	cfg, warnings, err := Parse(strings.NewReader(minimalConfig), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(warnings) != 0 {
 		t.Errorf("warnings = %q, want none", warnings)
 	}
-	want := DefaultConfig()
-	want.Agents = map[string]AgentConfig{"echo": {Command: []string{"echo"}}}
+	want := Default()
+	want.Agents = map[string]Agent{"echo": {Command: []string{"echo"}}}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("config =\n%+v\nwant\n%+v", cfg, want)
 	}
@@ -60,7 +60,7 @@ func TestParseConfig_Defaults(t *testing.T) {
 	}
 }
 
-func TestParseConfig_AllKeys(t *testing.T) {
+func TestParse_AllKeys(t *testing.T) {
 	const in = `{
 		"bridge_url": "https://bridge.example:8443/",
 		"coordinator_id": "coord",
@@ -101,7 +101,7 @@ func TestParseConfig_AllKeys(t *testing.T) {
 			}
 		}
 	}`
-	cfg, warnings, err := ParseConfig(strings.NewReader(in), "/base")
+	cfg, warnings, err := Parse(strings.NewReader(in), "/base")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestParseConfig_AllKeys(t *testing.T) {
 		ClaimTTL:                2500 * time.Millisecond,
 		PendingTTL:              time.Minute,
 		Host:                    "laptop",
-		Agents: map[string]AgentConfig{"codex": {
+		Agents: map[string]Agent{"codex": {
 			Command: []string{"/usr/bin/codex-adapter", "--fast"},
 			Cwd:     "/tmp",
 			Env:     map[string]string{"A": "1"},
@@ -150,7 +150,7 @@ func TestParseConfig_AllKeys(t *testing.T) {
 	}
 }
 
-func TestParseConfig_Paths(t *testing.T) {
+func TestParse_Paths(t *testing.T) {
 	const in = `{
 		"primer_path": "docs/primer.md",
 		"agents": {
@@ -160,7 +160,7 @@ func TestParseConfig_Paths(t *testing.T) {
 			"up":    {"command": ["../bin/x"]}
 		}
 	}`
-	cfg, _, err := ParseConfig(strings.NewReader(in), "/etc/ab")
+	cfg, _, err := Parse(strings.NewReader(in), "/etc/ab")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestParseConfig_Paths(t *testing.T) {
 	}
 
 	// Without a base folder (a config read from a pipe), paths stay as given.
-	cfg, _, err = ParseConfig(strings.NewReader(in), "")
+	cfg, _, err = Parse(strings.NewReader(in), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestParseConfig_Paths(t *testing.T) {
 	}
 }
 
-func TestParseConfig_Errors(t *testing.T) {
+func TestParse_Errors(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
@@ -269,10 +269,10 @@ func TestParseConfig_Errors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := ParseConfig(strings.NewReader(tt.in), "/base")
-			var ce *ConfigError
+			_, _, err := Parse(strings.NewReader(tt.in), "/base")
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("err = %v (%T), want *ConfigError", err, err)
+				t.Fatalf("err = %v (%T), want *Error", err, err)
 			}
 			if ce.ConfigKey() != tt.key {
 				t.Errorf("key = %q, want %q (err: %v)", ce.ConfigKey(), tt.key, err)
@@ -291,8 +291,8 @@ func TestParseConfig_Errors(t *testing.T) {
 	}
 }
 
-func TestParseConfig_NullKeepsDefault(t *testing.T) {
-	cfg, _, err := ParseConfig(strings.NewReader(`{"max_concurrency": null, "bridge_token": null, `+minimalConfig[1:]), "")
+func TestParse_NullKeepsDefault(t *testing.T) {
+	cfg, _, err := Parse(strings.NewReader(`{"max_concurrency": null, "bridge_token": null, `+minimalConfig[1:]), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,8 +301,8 @@ func TestParseConfig_NullKeepsDefault(t *testing.T) {
 	}
 }
 
-func TestParseConfig_Warnings(t *testing.T) {
-	_, warnings, err := ParseConfig(strings.NewReader(`{"poll_threads_s": 5, "agents": {}}`), "")
+func TestParse_Warnings(t *testing.T) {
+	_, warnings, err := Parse(strings.NewReader(`{"poll_threads_s": 5, "agents": {}}`), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,9 +311,9 @@ func TestParseConfig_Warnings(t *testing.T) {
 	}
 }
 
-// TestParseConfig_UnknownKeys checks that an unknown key is refused with
+// TestParse_UnknownKeys checks that an unknown key is refused with
 // the nearest known key of its object (contract 6.4), at every level.
-func TestParseConfig_UnknownKeys(t *testing.T) {
+func TestParse_UnknownKeys(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"max_concurency": 3, "agents": {}}`:                                  `config: unknown key "max_concurency"; did you mean "max_concurrency"?`,
 		`{"bridge_urll": "x", "agents": {}}`:                                   `config: unknown key "bridge_urll"; did you mean "bridge_url"?`,
@@ -321,8 +321,8 @@ func TestParseConfig_UnknownKeys(t *testing.T) {
 		`{"agents": {"a": {"command": ["x"], "profile": {"nick": "n"}}}}`:      `config: unknown key "agents.a.profile.nick"; the keys here are client, model, nickname, roles`,
 		`{"agents": {"a": {"command": ["x"], "profile": {"modle": "gpt-5"}}}}`: `config: unknown key "agents.a.profile.modle"; did you mean "agents.a.profile.model"?`,
 	} {
-		_, _, err := ParseConfig(strings.NewReader(in), "")
-		var ce *ConfigError
+		_, _, err := Parse(strings.NewReader(in), "")
+		var ce *Error
 		if !errors.As(err, &ce) || err.Error() != want {
 			t.Errorf("%s: err = %v, want %q", in, err, want)
 		}
@@ -332,12 +332,12 @@ func TestParseConfig_UnknownKeys(t *testing.T) {
 // TestChangedKeys checks that a reload names the config keys that changed,
 // by their names in the file, and only those.
 func TestChangedKeys(t *testing.T) {
-	a := DefaultConfig()
-	b := DefaultConfig()
+	a := Default()
+	b := Default()
 	b.AdapterTimeout++
-	b.Agents = map[string]AgentConfig{"echo": a.Agents["echo"], "codex": {Command: []string{"codex.sh"}}}
-	if got, want := changedKeys(a, b), []string{"adapter_timeout_s", "agents.codex"}; !slices.Equal(got, want) {
-		t.Errorf("changedKeys = %q, want %q", got, want)
+	b.Agents = map[string]Agent{"echo": a.Agents["echo"], "codex": {Command: []string{"codex.sh"}}}
+	if got, want := ChangedKeys(a, b), []string{"adapter_timeout_s", "agents.codex"}; !slices.Equal(got, want) {
+		t.Errorf("ChangedKeys = %q, want %q", got, want)
 	}
 	ct := reflect.TypeFor[Config]()
 	for i := range ct.NumField() {
@@ -347,16 +347,16 @@ func TestChangedKeys(t *testing.T) {
 	}
 }
 
-// TestLoadConfig_RepoDefault checks the shipped coordinator.config.json:
+// TestLoad_RepoDefault checks the shipped coordinator.config.json:
 // it parses without warnings, spells out every default, and its adapters
 // resolve to the scripts in the repository.
-func TestLoadConfig_RepoDefault(t *testing.T) {
+func TestLoad_RepoDefault(t *testing.T) {
 	root, err := testutil.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(root, "coordinator.config.json")
-	cfg, warnings, err := LoadConfig(path)
+	cfg, warnings, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,11 +366,11 @@ func TestLoadConfig_RepoDefault(t *testing.T) {
 	if cfg.Path != path {
 		t.Errorf("Path = %q, want %q", cfg.Path, path)
 	}
-	want := DefaultConfig()
+	want := Default()
 	want.PrimerPath = filepath.Join(root, "docs/bridge-agent-primer.md")
 	want.ScenePrimerPath = filepath.Join(root, "docs/scene-actor-primer.md")
 	want.Path = path
-	want.Agents = map[string]AgentConfig{
+	want.Agents = map[string]Agent{
 		"echo": {
 			Command: []string{SelfCommand, "adapter", "echo"}, Cwd: root, Client: "echo",
 			Profile: &agentbridge.Profile{Client: "echo", Model: "echo"},
@@ -398,21 +398,21 @@ func TestLoadConfig_RepoDefault(t *testing.T) {
 	}
 }
 
-func TestLoadConfig_Missing(t *testing.T) {
-	_, _, err := LoadConfig(filepath.Join(t.TempDir(), "nope.json"))
-	var ce *ConfigError
+func TestLoad_Missing(t *testing.T) {
+	_, _, err := Load(filepath.Join(t.TempDir(), "nope.json"))
+	var ce *Error
 	if !errors.As(err, &ce) || ce.ConfigKey() != "" || !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("err = %v, want a *ConfigError wrapping os.ErrNotExist", err)
+		t.Fatalf("err = %v, want a *Error wrapping os.ErrNotExist", err)
 	}
 }
 
-func TestLoadConfig_RelativePath(t *testing.T) {
+func TestLoad_RelativePath(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "c.json"), []byte(`{"agents": {"a": {"command": ["./a.sh"]}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Chdir(dir)
-	cfg, _, err := LoadConfig("c.json")
+	cfg, _, err := Load("c.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,31 +421,5 @@ func TestLoadConfig_RelativePath(t *testing.T) {
 	}
 	if got, want := cfg.Path, filepath.Join(dir, "c.json"); got != want {
 		t.Errorf("Path = %q, want %q", got, want)
-	}
-}
-
-func TestResolveAgent(t *testing.T) {
-	cfg := testConfig()
-	st := fold(
-		invite("codex", "codex", "m", ""),
-		invite("claude-7", "Claude", "opus", ""),
-		invite("gem", "gemini", "pro", ""),
-	)
-	tests := []struct {
-		participant string
-		agent       string
-		ok          bool
-	}{
-		{"codex", "codex", true},
-		{"claude-7", "claude-code", true}, // by client, case-insensitive
-		{"gem", "", false},                // invited, no entry for its client
-		{"echo", "echo", true},            // names an entry, invited or not
-		{"stranger", "", false},
-	}
-	for _, tt := range tests {
-		agent, ok := cfg.ResolveAgent(tt.participant, st)
-		if agent != tt.agent || ok != tt.ok {
-			t.Errorf("ResolveAgent(%q) = %q, %v; want %q, %v", tt.participant, agent, ok, tt.agent, tt.ok)
-		}
 	}
 }

@@ -1,4 +1,8 @@
-package coordinator
+// Package config is the coordinator's config file: its keys and their
+// types, the validation that names a wrong key in one line, the defaults
+// for every key a file leaves out, and the watcher that reloads it on an
+// edit (docs/coordinator.md).
+package config
 
 import (
 	"bytes"
@@ -23,9 +27,9 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
 
-// AgentConfig is one entry of the config's "agents" object: how to start
+// Agent is one entry of the config's "agents" object: how to start
 // the adapter that speaks for a participant.
-type AgentConfig struct {
+type Agent struct {
 	// Command is the adapter's argv, run without a shell. Command[0] is
 	// resolved against the config file's folder when it contains a slash,
 	// so "./adapters/echo.sh" works whatever the daemon's working directory.
@@ -57,7 +61,7 @@ type AgentConfig struct {
 }
 
 // Argv is the program the entry runs: its ACP agent or its adapter.
-func (a AgentConfig) Argv() []string {
+func (a Agent) Argv() []string {
 	if len(a.ACP) > 0 {
 		return a.ACP
 	}
@@ -102,7 +106,7 @@ type Config struct {
 	// PresenceHeartbeat is how often presence is refreshed (0 = never).
 	PresenceHeartbeat time.Duration `config:"presence_heartbeat_s"`
 	// Agents maps entry names to adapters.
-	Agents map[string]AgentConfig `config:"agents"`
+	Agents map[string]Agent `config:"agents"`
 	// HumanIDs are the participants whose controls count; it must match
 	// the server's --humans.
 	HumanIDs agentbridge.Humans `config:"human_ids"`
@@ -152,10 +156,10 @@ type Config struct {
 	Path string
 }
 
-// ConfigError is a configuration mistake: a wrong type, an invalid value or
+// Error is a configuration mistake: a wrong type, an invalid value or
 // a missing required key. The command maps it to exit code 2 and prints the
 // one line its Error method returns.
-type ConfigError struct {
+type Error struct {
 	// Key is the dotted path of the offending key ("agents.codex.command");
 	// empty when the file as a whole is at fault (unreadable, not JSON).
 	Key string
@@ -166,7 +170,7 @@ type ConfigError struct {
 // Error returns "config: <key>: <what is wrong>", or for an unknown key
 // "config: unknown key "<key>"; did you mean "<nearest>"?", which names
 // the key itself.
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	var uk *unknownKeyError
 	if e.Key == "" || errors.As(e.Err, &uk) {
 		return "config: " + e.Err.Error()
@@ -175,11 +179,11 @@ func (e *ConfigError) Error() string {
 }
 
 // Unwrap returns the underlying error.
-func (e *ConfigError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // ConfigKey returns the offending key; main uses this method to recognise
 // configuration errors without importing this package.
-func (e *ConfigError) ConfigKey() string { return e.Key }
+func (e *Error) ConfigKey() string { return e.Key }
 
 // unknownKeyError is a key the config does not know, with the known key
 // nearest to it (by edit distance), if one is near enough to be the
@@ -196,9 +200,9 @@ func (u *unknownKeyError) Error() string {
 	return fmt.Sprintf("unknown key %q; the keys here are %s", u.key, strings.Join(u.known, ", "))
 }
 
-// unknownKey is the *ConfigError for key (a dotted path ending in name)
+// unknownKey is the *Error for key (a dotted path ending in name)
 // among the known keys of its object.
-func unknownKey(prefix, name string, known []string) *ConfigError {
+func unknownKey(prefix, name string, known []string) *Error {
 	u := &unknownKeyError{key: prefix + name, known: known}
 	best := -1
 	for _, k := range known {
@@ -209,7 +213,7 @@ func unknownKey(prefix, name string, known []string) *ConfigError {
 			best, u.nearest = d, prefix+k
 		}
 	}
-	return &ConfigError{Key: prefix + name, Err: u}
+	return &Error{Key: prefix + name, Err: u}
 }
 
 // editDistance is the Levenshtein distance between a and b, by bytes
@@ -234,9 +238,13 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-func configErrorf(key, format string, args ...any) *ConfigError {
-	return &ConfigError{Key: key, Err: fmt.Errorf(format, args...)}
+func configErrorf(key, format string, args ...any) *Error {
+	return &Error{Key: key, Err: fmt.Errorf(format, args...)}
 }
+
+// DefaultMentionPrefix is used when a config leaves mention_prefix empty,
+// as the original coordinator did.
+const DefaultMentionPrefix = "@"
 
 // SelfCommand, as an agent's command[0], stands for the running
 // agent-bridge binary itself, wherever it is installed and whatever the
@@ -246,16 +254,16 @@ const SelfCommand = "agent-bridge"
 // defaultAgents is the built-in echo agent, so that a first run anywhere
 // (agent-bridge up without a config file) gets an answer. A config file
 // names its agents itself.
-func defaultAgents() map[string]AgentConfig {
-	return map[string]AgentConfig{
+func defaultAgents() map[string]Agent {
+	return map[string]Agent{
 		"echo": {Command: []string{SelfCommand, "adapter", "echo"}, Client: "echo",
 			Profile: &agentbridge.Profile{Client: "echo", Model: "echo"}},
 	}
 }
 
-// DefaultConfig returns the configuration used for every key a file leaves
+// Default returns the configuration used for every key a file leaves
 // out: the original coordinator's defaults plus the contract's new keys.
-func DefaultConfig() Config {
+func Default() Config {
 	return Config{
 		BridgeURL:               agentbridge.DefaultBridgeURL,
 		CoordinatorID:           "bridge-coordinator",
@@ -298,20 +306,20 @@ const minReplyChars = 64
 // produce replies the bridge refuses (contract 6.3).
 const MaxReplyCharsLimit = 160_000
 
-// LoadConfig reads and parses the config file at path, resolving relative
+// Load reads and parses the config file at path, resolving relative
 // paths against the file's folder. A file that cannot be read is a
-// *ConfigError too, so that the command exits 2 naming it.
-func LoadConfig(path string) (Config, []string, error) {
+// *Error too, so that the command exits 2 naming it.
+func Load(path string) (Config, []string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return Config{}, nil, &ConfigError{Err: fmt.Errorf("resolve %s: %w", path, err)}
+		return Config{}, nil, &Error{Err: fmt.Errorf("resolve %s: %w", path, err)}
 	}
 	f, err := os.Open(abs)
 	if err != nil {
-		return Config{}, nil, &ConfigError{Err: fmt.Errorf("open config file: %w", err)}
+		return Config{}, nil, &Error{Err: fmt.Errorf("open config file: %w", err)}
 	}
 	defer f.Close()
-	cfg, warnings, err := ParseConfig(f, filepath.Dir(abs))
+	cfg, warnings, err := Parse(f, filepath.Dir(abs))
 	if err != nil {
 		return Config{}, warnings, err
 	}
@@ -319,26 +327,26 @@ func LoadConfig(path string) (Config, []string, error) {
 	return cfg, warnings, nil
 }
 
-// ParseConfig parses a config file's content. It does no I/O beyond reading
+// Parse parses a config file's content. It does no I/O beyond reading
 // r: relative paths are resolved against baseDir (left alone when baseDir is
-// empty). Every error is a *ConfigError naming the key. An unknown key is
+// empty). Every error is a *Error naming the key. An unknown key is
 // an error too, naming the nearest known key (contract 6.4): a misspelt
 // key would otherwise leave its setting at the default without a word.
-func ParseConfig(r io.Reader, baseDir string) (Config, []string, error) {
+func Parse(r io.Reader, baseDir string) (Config, []string, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
-		return Config{}, nil, &ConfigError{Err: fmt.Errorf("read config: %w", err)}
+		return Config{}, nil, &Error{Err: fmt.Errorf("read config: %w", err)}
 	}
 	var raw map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&raw); err != nil {
-		return Config{}, nil, &ConfigError{Err: fmt.Errorf("the file is not a JSON object: %s", jsonError(data, err))}
+		return Config{}, nil, &Error{Err: fmt.Errorf("the file is not a JSON object: %s", jsonError(data, err))}
 	}
 	if raw == nil {
-		return Config{}, nil, &ConfigError{Err: errors.New("the file must hold a JSON object, not null")}
+		return Config{}, nil, &Error{Err: errors.New("the file must hold a JSON object, not null")}
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return Config{}, nil, &ConfigError{Err: errors.New("the file holds more than one JSON value")}
+		return Config{}, nil, &Error{Err: errors.New("the file holds more than one JSON value")}
 	}
 	var f fileConfig
 	_, f.agentsPresent = raw["agents"]
@@ -417,8 +425,8 @@ type profileFile struct {
 // decodeObject decodes raw, a JSON object found at prefix ("" at the top,
 // else the dotted path and a dot), into dst, a pointer to a struct of
 // pointer fields with json tags: the tags are the keys it knows. A value
-// of the wrong JSON type is a *ConfigError naming its key; a key neither
-// known nor in skip is a *ConfigError naming the nearest known key.
+// of the wrong JSON type is a *Error naming its key; a key neither
+// known nor in skip is a *Error naming the nearest known key.
 func decodeObject(raw map[string]json.RawMessage, prefix string, dst any, skip ...string) error {
 	v := reflect.ValueOf(dst).Elem()
 	known := make([]string, 0, v.NumField())
@@ -470,11 +478,11 @@ func jsonWant(t reflect.Type) string {
 }
 
 // Validate checks every value of f and returns the Config it describes,
-// with DefaultConfig's value for each key left out, and the warnings about
+// with Default's value for each key left out, and the warnings about
 // its agents. Relative paths are resolved against baseDir. Every error is
-// a *ConfigError naming the key.
+// a *Error naming the key.
 func (f *fileConfig) Validate(baseDir string) (Config, []string, error) {
-	cfg := DefaultConfig()
+	cfg := Default()
 	var err error
 	set := func(e error) {
 		if err == nil {
@@ -534,8 +542,8 @@ func (f *fileConfig) validateRules(cfg *Config, set func(error)) {
 		cfg.EnableMentions = *f.EnableMentions
 	}
 	if f.MentionPrefix != nil {
-		if e := validMentionPrefix(*f.MentionPrefix); e != nil {
-			set(&ConfigError{Key: "mention_prefix", Err: e})
+		if e := ValidMentionPrefix(*f.MentionPrefix); e != nil {
+			set(&Error{Key: "mention_prefix", Err: e})
 		}
 		cfg.MentionPrefix = *f.MentionPrefix
 	}
@@ -602,14 +610,14 @@ func (f *fileConfig) validateLimits(baseDir string, cfg *Config, set func(error)
 	f.validateRegistration(cfg, set)
 }
 
-func (f *fileConfig) agents(baseDir string) (map[string]AgentConfig, error) {
+func (f *fileConfig) agents(baseDir string) (map[string]Agent, error) {
 	if !f.agentsPresent {
 		return nil, configErrorf("agents", "is required: an object mapping participant ids to {\"command\": [...]}")
 	}
 	if f.Agents == nil {
 		return nil, configErrorf("agents", "must be an object, not null")
 	}
-	agents := make(map[string]AgentConfig)
+	agents := make(map[string]Agent)
 	clients := make(map[string]string)
 	for _, name := range sortedKeys(*f.Agents) {
 		key := "agents." + name
@@ -633,33 +641,33 @@ func (f *fileConfig) agents(baseDir string) (map[string]AgentConfig, error) {
 }
 
 // parseAgent decodes and checks the agent entry raw found at key.
-func parseAgent(key string, raw json.RawMessage, baseDir string) (AgentConfig, error) {
+func parseAgent(key string, raw json.RawMessage, baseDir string) (Agent, error) {
 	if string(bytes.TrimSpace(raw)) == "null" {
-		return AgentConfig{}, configErrorf(key, "must be an object with a \"command\", not null")
+		return Agent{}, configErrorf(key, "must be an object with a \"command\", not null")
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return AgentConfig{}, configErrorf(key, "must be an object, not %s", jsonKind(raw))
+		return Agent{}, configErrorf(key, "must be an object, not %s", jsonKind(raw))
 	}
 	var e agentFile
 	if err := decodeObject(obj, key+".", &e); err != nil {
-		return AgentConfig{}, err
+		return Agent{}, err
 	}
-	var a AgentConfig
+	var a Agent
 	if e.Command != nil {
 		a.Command = *e.Command
 	}
 	if e.ACP != nil {
 		if err := parseACP(key, e, baseDir, &a); err != nil {
-			return AgentConfig{}, err
+			return Agent{}, err
 		}
 	} else if len(a.Command) == 0 {
-		return AgentConfig{}, configErrorf(key+".command", "is required: the adapter's argv as a non-empty array, such as [\"./adapters/echo.sh\"]")
+		return Agent{}, configErrorf(key+".command", "is required: the adapter's argv as a non-empty array, such as [\"./adapters/echo.sh\"]")
 	} else if k := acpOnlyKey(e); k != "" {
-		return AgentConfig{}, configErrorf(key+"."+k, "applies only to an ACP agent (\"acp\"); this entry runs an adapter (\"command\")")
+		return Agent{}, configErrorf(key+"."+k, "applies only to an ACP agent (\"acp\"); this entry runs an adapter (\"command\")")
 	}
 	if slices.Contains(a.Command, "") {
-		return AgentConfig{}, configErrorf(key+".command", "must not contain empty strings")
+		return Agent{}, configErrorf(key+".command", "must not contain empty strings")
 	}
 	resolveAgentPaths(&a, e.Cwd, baseDir)
 	if e.Env != nil {
@@ -671,7 +679,7 @@ func parseAgent(key string, raw json.RawMessage, baseDir string) (AgentConfig, e
 	if e.Profile != nil {
 		var err error
 		if a.Profile, err = parseAgentProfile(key, *e.Profile); err != nil {
-			return AgentConfig{}, err
+			return Agent{}, err
 		}
 	}
 	return a, nil
@@ -679,7 +687,7 @@ func parseAgent(key string, raw json.RawMessage, baseDir string) (AgentConfig, e
 
 // resolveAgentPaths resolves a's command (when it names a path) and its
 // working directory against baseDir, which is also the default folder.
-func resolveAgentPaths(a *AgentConfig, cwd *string, baseDir string) {
+func resolveAgentPaths(a *Agent, cwd *string, baseDir string) {
 	if len(a.Command) > 0 && strings.Contains(a.Command[0], "/") {
 		a.Command[0] = resolvePath(baseDir, a.Command[0])
 	}
@@ -788,10 +796,11 @@ func jsonError(data []byte, err error) string {
 	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
-// validMentionPrefix checks a mention prefix: 1 to 8 characters, none of
+// ValidMentionPrefix checks a mention prefix (the mention parser's fuzz test
+// holds its prefixes to it too): 1 to 8 characters, none of
 // them a letter, digit, underscore, space or backtick, so that the prefix
 // can never be mistaken for part of a word or a code span.
-func validMentionPrefix(s string) error {
+func ValidMentionPrefix(s string) error {
 	if s == "" || len(s) > 8 || !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool {
 		return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsSpace(r) || r == '_' || r == '`'
 	}) >= 0 {
@@ -875,7 +884,7 @@ func acpOnlyKey(e agentFile) string {
 
 // parseACP checks an ACP agent entry's keys (contract 6.6) and sets them
 // on a.
-func parseACP(key string, e agentFile, baseDir string, a *AgentConfig) error {
+func parseACP(key string, e agentFile, baseDir string, a *Agent) error {
 	if len(a.Command) > 0 {
 		return configErrorf(key+".acp", "an agent runs either an adapter (\"command\") or an ACP agent (\"acp\"), not both")
 	}

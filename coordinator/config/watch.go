@@ -1,4 +1,4 @@
-package coordinator
+package config
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func NewWatcher(path string, logger *slog.Logger, apply func(Config)) *Watcher {
 		path = abs
 	}
 	w := &Watcher{path: path, log: logger.With("watcher", "config"), apply: apply}
-	if cfg, _, err := LoadConfig(path); err == nil {
+	if cfg, _, err := Load(path); err == nil {
 		w.last = &cfg
 	}
 	return w
@@ -98,7 +98,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 func (w *Watcher) Reload() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	cfg, warnings, err := LoadConfig(w.path)
+	cfg, warnings, err := Load(w.path)
 	if err != nil {
 		// The sentence is the one the coordinator exits with at start.
 		w.log.Error("config reload failed; keeping the previous config: "+err.Error(), "path", w.path)
@@ -109,7 +109,7 @@ func (w *Watcher) Reload() {
 	}
 	var changed []string
 	if w.last != nil {
-		changed = changedKeys(*w.last, cfg)
+		changed = ChangedKeys(*w.last, cfg)
 		if len(changed) == 0 {
 			w.log.Debug("config file touched but unchanged", "path", w.path)
 			return
@@ -117,20 +117,20 @@ func (w *Watcher) Reload() {
 	}
 	w.last = &cfg
 	w.log.Info("config reloaded", "path", w.path, "changed", changed)
-	if later := slices.DeleteFunc(slices.Clone(changed), func(k string) bool { return !slices.Contains(restartKeys, k) }); len(later) > 0 {
+	if later := slices.DeleteFunc(slices.Clone(changed), func(k string) bool { return !slices.Contains(RestartKeys, k) }); len(later) > 0 {
 		w.log.Warn(strings.Join(later, ", ")+": the change takes effect after a restart", "keys", later)
 	}
 	w.apply(cfg)
 }
 
-// restartKeys are the config keys a running coordinator keeps: its bridge
+// RestartKeys are the config keys a running coordinator keeps: its bridge
 // client, its status listener and its start position were made from them,
 // and its ledger rows and lease are its coordinator_id's.
-var restartKeys = []string{"bridge_url", "bridge_token", "status_addr", "status_allowed_hosts", "startup_mode", "coordinator_id"}
+var RestartKeys = []string{"bridge_url", "bridge_token", "status_addr", "status_allowed_hosts", "startup_mode", "coordinator_id"}
 
-// changedKeys names the config keys (Config's config tags) whose values
+// ChangedKeys names the config keys (Config's config tags) whose values
 // differ between a and b; a changed agent is named "agents.NAME".
-func changedKeys(a, b Config) []string {
+func ChangedKeys(a, b Config) []string {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	var out []string
 	for i := range va.NumField() {

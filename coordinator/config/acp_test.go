@@ -1,4 +1,4 @@
-package coordinator
+package config
 
 import (
 	"errors"
@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestParseConfig_ACP: an "acp" entry (contract 6.6) with its keys, its
+// TestParse_ACP: an "acp" entry (contract 6.6) with its keys, its
 // defaults, and the mistakes that exit 2 naming the key.
-func TestParseConfig_ACP(t *testing.T) {
-	cfg, warnings, err := ParseConfig(strings.NewReader(`{
+func TestParse_ACP(t *testing.T) {
+	cfg, warnings, err := Parse(strings.NewReader(`{
 		"_comment": "keys starting with _ are comments",
 		"agents": {
 			"claude-acp": {"acp": ["./bin/claude-agent-acp", "--x"], "env": {"IS_SANDBOX": "1"}, "workdir": "work",
@@ -25,7 +25,7 @@ func TestParseConfig_ACP(t *testing.T) {
 	if len(warnings) != 0 {
 		t.Errorf("warnings = %q, want none (comments are quiet)", warnings)
 	}
-	want := AgentConfig{ACP: []string{"/base/bin/claude-agent-acp", "--x"}, Env: map[string]string{"IS_SANDBOX": "1"},
+	want := Agent{ACP: []string{"/base/bin/claude-agent-acp", "--x"}, Env: map[string]string{"IS_SANDBOX": "1"},
 		Workdir: "/base/work", Permissions: PermissionsAllow, ACPFS: true, Client: "claude-acp", Cwd: "/base"}
 	if got := cfg.Agents["claude-acp"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("claude-acp = %+v, want %+v", got, want)
@@ -52,10 +52,10 @@ func TestParseConfig_ACP(t *testing.T) {
 		`{"agents": {"a": {"command": ["y"], "acp_fs": true}}}`:         "agents.a.acp_fs",
 		`{"agents": {"a": {"acp": ["x"], "cwd": "w"}}}`:                 "agents.a.cwd",
 	} {
-		_, _, err := ParseConfig(strings.NewReader(in), "/base")
-		var ce *ConfigError
+		_, _, err := Parse(strings.NewReader(in), "/base")
+		var ce *Error
 		if !errors.As(err, &ce) || ce.Key != key {
-			t.Errorf("%s: err = %v, want a ConfigError on %s", in, err, key)
+			t.Errorf("%s: err = %v, want a Error on %s", in, err, key)
 		}
 	}
 }
