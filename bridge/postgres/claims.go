@@ -183,8 +183,8 @@ func (s *Store) CheckFence(ctx context.Context, f agentbridge.ClaimFence) (err e
 	return f.Check(c.Claim)
 }
 
-// readClaims runs a claims query.
-func (s *Store) readClaims(ctx context.Context, q string, args ...any) ([]storecore.ClaimRow, error) {
+// ClaimRows runs a claims query (storecore.ClaimReader).
+func (s *Store) ClaimRows(ctx context.Context, q string, args ...any) ([]storecore.ClaimRow, error) {
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list claims: %w", err)
@@ -196,15 +196,7 @@ func (s *Store) readClaims(ctx context.Context, q string, args ...any) ([]storec
 // Claimable lists the claims coordinator may take now.
 func (s *Store) Claimable(ctx context.Context, coordinator string) (_ []agentbridge.Claim, err error) {
 	defer s.guard(time.Now(), &err)
-	rows, err := s.readClaims(ctx, clSelectOpen)
-	if err != nil {
-		return nil, err
-	}
-	regs, err := s.Coordinators(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return storecore.Claimable(rows, regs, coordinator), nil
+	return storecore.ReadClaimable(ctx, s, clSelectOpen, coordinator)
 }
 
 // Claims lists thread's claims.
@@ -213,29 +205,13 @@ func (s *Store) Claims(ctx context.Context, thread string) (_ []agentbridge.Clai
 	if _, err := s.Thread(ctx, thread); err != nil {
 		return nil, err
 	}
-	rows, err := s.readClaims(ctx, clSelectTh, thread)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]agentbridge.Claim, len(rows))
-	for i, r := range rows {
-		out[i] = r.Claim
-	}
-	return out, nil
+	return storecore.ReadClaims(ctx, s, clSelectTh, thread)
 }
 
 // DueClaims lists the claims the sweeper acts on.
 func (s *Store) DueClaims(ctx context.Context) (_ []agentbridge.Claim, err error) {
 	defer s.guard(time.Now(), &err)
-	rows, err := s.readClaims(ctx, clSelectOpen)
-	if err != nil || len(rows) == 0 {
-		return []agentbridge.Claim{}, err
-	}
-	regs, err := s.Coordinators(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return storecore.Due(rows, regs), nil
+	return storecore.ReadDue(ctx, s, clSelectOpen)
 }
 
 // InterruptClaim writes the interrupted receipt of claim id at fence in
