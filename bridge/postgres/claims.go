@@ -81,66 +81,72 @@ func (s *Store) Claim(ctx context.Context, req agentbridge.ClaimRequest) (_ agen
 	}
 	var out agentbridge.ClaimResult
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var one int
-		if err := tx.QueryRow(ctx, `SELECT 1 FROM threads WHERE id = $1`, req.Thread).Scan(&one); errors.Is(err, pgx.ErrNoRows) {
-			return agentbridge.ThreadNotFound(req.Thread)
-		} else if err != nil {
-			return fmt.Errorf("look up thread %s: %w", req.Thread, err)
+		res, refusal, err := storecore.WriteClaim(ctx, claimTx{s: s, tx: tx}, req)
+		if refusal != nil {
+			return refusal
 		}
-		if err := tx.QueryRow(ctx, `SELECT 1 FROM events WHERE id = $1 AND thread = $2`, req.Event, req.Thread).Scan(&one); errors.Is(err, pgx.ErrNoRows) {
-			return storecore.ReceiptEventNotFound(agentbridge.ReceiptInput{Thread: req.Thread, Event: req.Event})
-		} else if err != nil {
-			return fmt.Errorf("look up claim event: %w", err)
-		}
-		regs, err := registrationsTx(ctx, tx)
-		if err != nil {
-			return err
-		}
-		me, err := storecore.CheckClaimant(req, regs)
-		if err != nil {
-			return err
-		}
-		key := []any{req.Thread, req.Event, req.Participant, req.Round, req.Notice}
-		for {
-			row, err := lockClaim(ctx, tx, clSelectKey, key...)
-			if err != nil {
-				return err
-			}
-			act, granted, prev := storecore.DecideClaim(req, row, regs)
-			switch act {
-			case storecore.ClaimInsertWaiting, storecore.ClaimInsertRunning:
-				running := act == storecore.ClaimInsertRunning
-				state, holder, instance, host, fence, ttl := agentbridge.ClaimWaiting, "", "", "", int64(0), req.PendingTTLMillis
-				if running {
-					state, holder, instance, host, fence, ttl = agentbridge.ClaimRunning, me.ID, me.Instance, me.Host, 1, 0
-				}
-				tag, err := tx.Exec(ctx, clInsert, append(key, req.Client, state, holder, instance, host, fence, running, ttl)...)
-				if err != nil {
-					return fmt.Errorf("insert claim: %w", err)
-				}
-				if tag.RowsAffected() == 0 {
-					continue // another bridge inserted it first: decide again on its row
-				}
-				if !running && req.IsRun() {
-					if _, _, err := s.putReceiptTx(ctx, tx, storecore.WaitingReceipt(req)); err != nil {
-						return err
-					}
-				}
-			case storecore.ClaimTake:
-				if _, err := tx.Exec(ctx, clTake, me.ID, me.Instance, me.Host, row.ID); err != nil {
-					return fmt.Errorf("take claim %d: %w", row.ID, err)
-				}
-			}
-			if act != storecore.ClaimKeep {
-				if row, err = lockClaim(ctx, tx, clSelectKey, key...); err != nil || row == nil {
-					return fmt.Errorf("reload claim: %w", errors.Join(err, pgx.ErrNoRows))
-				}
-			}
-			out = agentbridge.ClaimResult{Claim: row.Claim, Granted: granted, PreviousHost: prev}
-			return nil
-		}
+		out = res
+		return err
 	})
 	return out, err
+}
+
+// claimTx is storecore.ClaimTx in transaction tx.
+type claimTx struct {
+	s  *Store
+	tx pgx.Tx
+}
+
+// ThreadExists looks thread up.
+func (t claimTx) ThreadExists(ctx context.Context, thread string) (bool, error) {
+	return exists(ctx, t.tx, "thread "+thread, `SELECT 1 FROM threads WHERE id = $1`, thread)
+}
+
+// EventExists looks event up in thread.
+func (t claimTx) EventExists(ctx context.Context, thread, event string) (bool, error) {
+	return exists(ctx, t.tx, "claim event", `SELECT 1 FROM events WHERE id = $1 AND thread = $2`, event, thread)
+}
+
+// exists reports whether the query q finds a row in tx; what names the
+// row for the error.
+func exists(ctx context.Context, tx pgx.Tx, what, q string, args ...any) (bool, error) {
+	var one int
+	err := tx.QueryRow(ctx, q, args...).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("look up %s: %w", what, err)
+	}
+	return true, nil
+}
+
+// Registrations reads every registration.
+func (t claimTx) Registrations(ctx context.Context) ([]agentbridge.CoordinatorInfo, error) {
+	return registrationsTx(ctx, t.tx)
+}
+
+// ClaimOfKey reads and locks key's claim.
+func (t claimTx) ClaimOfKey(ctx context.Context, key agentbridge.ClaimKey) (*storecore.ClaimRow, error) {
+	return lockClaim(ctx, t.tx, clSelectKey, key.Thread, key.Event, key.Participant, key.Round, key.Notice)
+}
+
+// InsertClaim inserts c, unless another bridge inserted the key first.
+func (t claimTx) InsertClaim(ctx context.Context, c storecore.NewClaim) (bool, error) {
+	tag, err := t.tx.Exec(ctx, clInsert, c.Args()...)
+	return err == nil && tag.RowsAffected() > 0, err
+}
+
+// TakeClaim hands claim id to me.
+func (t claimTx) TakeClaim(ctx context.Context, id int64, me agentbridge.CoordinatorInfo) error {
+	_, err := t.tx.Exec(ctx, clTake, me.ID, me.Instance, me.Host, id)
+	return err
+}
+
+// PutReceipt writes in in tx.
+func (t claimTx) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) error {
+	_, _, err := t.s.putReceiptTx(ctx, t.tx, in)
+	return err
 }
 
 // FinishClaim marks claim id done when coordinator holds it at fence.

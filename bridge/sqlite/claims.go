@@ -84,61 +84,74 @@ func (s *Store) Claim(ctx context.Context, req agentbridge.ClaimRequest) (_ agen
 	return resp.value.(agentbridge.ClaimResult), nil
 }
 
+// claim is the claim write in the writer's transaction.
 func (s *Store) claim(ctx context.Context, b *batch, req agentbridge.ClaimRequest) (response, error) {
-	refuse := func(err error) (response, error) { return response{err: err, isOther: true}, nil }
-	if _, found, err := s.headOf(ctx, b, req.Thread); err != nil {
+	res, refusal, err := storecore.WriteClaim(ctx, claimTx{s: s, b: b}, req)
+	if err != nil {
 		return response{}, err
-	} else if !found {
-		return refuse(agentbridge.ThreadNotFound(req.Thread))
 	}
+	if refusal != nil {
+		return response{err: refusal, isOther: true}, nil
+	}
+	return response{value: res, isOther: true}, nil
+}
+
+// claimTx is storecore.ClaimTx on the writer's connection, within batch b.
+type claimTx struct {
+	s *Store
+	b *batch
+}
+
+// ThreadExists looks thread up in the batch, the writer's heads, then the
+// database.
+func (t claimTx) ThreadExists(ctx context.Context, thread string) (bool, error) {
+	_, found, err := t.s.headOf(ctx, t.b, thread)
+	return found, err
+}
+
+// EventExists looks event up in thread.
+func (t claimTx) EventExists(ctx context.Context, thread, event string) (bool, error) {
 	var hop int
 	var seq int64
-	err := s.w.st.selectReplyTo.QueryRowContext(ctx, req.Event, req.Thread).Scan(&hop, &seq)
+	err := t.s.w.st.selectReplyTo.QueryRowContext(ctx, event, thread).Scan(&hop, &seq)
 	if errors.Is(err, sql.ErrNoRows) {
-		return refuse(storecore.ReceiptEventNotFound(agentbridge.ReceiptInput{Thread: req.Thread, Event: req.Event}))
-	} else if err != nil {
-		return response{}, fmt.Errorf("look up claim event: %w", err)
+		return false, nil
 	}
-	regs, err := s.writerRegistrations(ctx)
 	if err != nil {
-		return response{}, err
+		return false, fmt.Errorf("look up claim event: %w", err)
 	}
-	me, err := storecore.CheckClaimant(req, regs)
-	if err != nil {
-		return refuse(err)
-	}
-	key := []any{req.Thread, req.Event, req.Participant, req.Round, req.Notice}
-	row, err := s.loadClaim(ctx, clSelectKey, key...)
-	if err != nil {
-		return response{}, err
-	}
-	act, granted, prev := storecore.DecideClaim(req, row, regs)
-	switch act {
-	case storecore.ClaimInsertWaiting, storecore.ClaimInsertRunning:
-		running := act == storecore.ClaimInsertRunning
-		state, holder, instance, host, fence, ttl := agentbridge.ClaimWaiting, "", "", "", int64(0), req.PendingTTLMillis
-		if running {
-			state, holder, instance, host, fence, ttl = agentbridge.ClaimRunning, me.ID, me.Instance, me.Host, 1, 0
-		}
-		if _, err := s.w.conn.ExecContext(ctx, clInsert, append(key, req.Client, state, holder, instance, host, fence, running, ttl, ttl)...); err != nil {
-			return response{}, fmt.Errorf("insert claim: %w", err)
-		}
-		if !running && req.IsRun() {
-			if _, err := s.putReceipt(ctx, b, storecore.WaitingReceipt(req)); err != nil {
-				return response{}, err
-			}
-		}
-	case storecore.ClaimTake:
-		if _, err := s.w.conn.ExecContext(ctx, clTake, me.ID, me.Instance, me.Host, row.ID); err != nil {
-			return response{}, fmt.Errorf("take claim %d: %w", row.ID, err)
-		}
-	}
-	if act != storecore.ClaimKeep {
-		if row, err = s.loadClaim(ctx, clSelectKey, key...); err != nil || row == nil {
-			return response{}, fmt.Errorf("reload claim: %w", errors.Join(err, sql.ErrNoRows))
-		}
-	}
-	return response{value: agentbridge.ClaimResult{Claim: row.Claim, Granted: granted, PreviousHost: prev}, isOther: true}, nil
+	return true, nil
+}
+
+// Registrations reads every registration.
+func (t claimTx) Registrations(ctx context.Context) ([]agentbridge.CoordinatorInfo, error) {
+	return t.s.writerRegistrations(ctx)
+}
+
+// ClaimOfKey reads key's claim.
+func (t claimTx) ClaimOfKey(ctx context.Context, key agentbridge.ClaimKey) (*storecore.ClaimRow, error) {
+	return t.s.loadClaim(ctx, clSelectKey, key.Thread, key.Event, key.Participant, key.Round, key.Notice)
+}
+
+// InsertClaim inserts c; the writer is the one connection that writes, so
+// the key's row cannot appear between ClaimOfKey and the insert.
+func (t claimTx) InsertClaim(ctx context.Context, c storecore.NewClaim) (bool, error) {
+	args := c.Args()
+	_, err := t.s.w.conn.ExecContext(ctx, clInsert, append(args, args[len(args)-1])...)
+	return err == nil, err
+}
+
+// TakeClaim hands claim id to me.
+func (t claimTx) TakeClaim(ctx context.Context, id int64, me agentbridge.CoordinatorInfo) error {
+	_, err := t.s.w.conn.ExecContext(ctx, clTake, me.ID, me.Instance, me.Host, id)
+	return err
+}
+
+// PutReceipt writes in in the batch; a refusal of the receipt leaves the
+// claim as written.
+func (t claimTx) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) error {
+	_, err := t.s.putReceipt(ctx, t.b, in)
+	return err
 }
 
 // FinishClaim marks claim id done through the writer when coordinator

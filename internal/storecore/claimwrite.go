@@ -1,0 +1,111 @@
+package storecore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+)
+
+// ClaimTx is what a claim write needs of a store inside the transaction
+// it runs in: each method is the store's SQL on that transaction's
+// connection, with the store's own locks (PostgreSQL locks every claim row
+// it reads, so that two bridges on one database decide a key in turn).
+type ClaimTx interface {
+	// ThreadExists and EventExists look up the claim's trigger.
+	ThreadExists(ctx context.Context, thread string) (bool, error)
+	EventExists(ctx context.Context, thread, event string) (bool, error)
+	// Registrations reads every registration.
+	Registrations(ctx context.Context) ([]agentbridge.CoordinatorInfo, error)
+	// ClaimOfKey reads the claim of key (nil: none).
+	ClaimOfKey(ctx context.Context, key agentbridge.ClaimKey) (*ClaimRow, error)
+	// InsertClaim inserts c; false when the key's row already exists,
+	// inserted by another bridge since ClaimOfKey read none.
+	InsertClaim(ctx context.Context, c NewClaim) (bool, error)
+	// TakeClaim makes me the holder of claim id, running, at its fence
+	// plus one.
+	TakeClaim(ctx context.Context, id int64, me agentbridge.CoordinatorInfo) error
+	// PutReceipt writes a receipt in the transaction.
+	PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) error
+}
+
+// NewClaim is a claim row to insert: a waiting one, or a running one held
+// by Holder at fence 1.
+type NewClaim struct {
+	Req     agentbridge.ClaimRequest
+	Running bool
+	Holder  agentbridge.CoordinatorInfo
+}
+
+// Args are the values of the insert, in order: the key, client, state,
+// coordinator, instance, host, fence, whether it is running (its claimed
+// time is now) and the waiting ttl in milliseconds (0 when running).
+func (c NewClaim) Args() []any {
+	k := c.Req.ClaimKey
+	if c.Running {
+		return []any{k.Thread, k.Event, k.Participant, k.Round, k.Notice, c.Req.Client,
+			agentbridge.ClaimRunning, c.Holder.ID, c.Holder.Instance, c.Holder.Host, int64(1), true, int64(0)}
+	}
+	return []any{k.Thread, k.Event, k.Participant, k.Round, k.Notice, c.Req.Client,
+		agentbridge.ClaimWaiting, "", "", "", int64(0), false, c.Req.PendingTTLMillis}
+}
+
+// WriteClaim applies the claim rules (DecideClaim) to req's key through tx
+// and writes what they decide: a new row, with the queued receipt of a
+// waiting run, or a takeover. refusal is the client's error (thread or
+// event not found, claimant not registered), err a failure of the store.
+func WriteClaim(ctx context.Context, tx ClaimTx, req agentbridge.ClaimRequest) (res agentbridge.ClaimResult, refusal, err error) {
+	if found, err := tx.ThreadExists(ctx, req.Thread); err != nil {
+		return res, nil, err
+	} else if !found {
+		return res, agentbridge.ThreadNotFound(req.Thread), nil
+	}
+	if found, err := tx.EventExists(ctx, req.Thread, req.Event); err != nil {
+		return res, nil, err
+	} else if !found {
+		return res, ReceiptEventNotFound(agentbridge.ReceiptInput{Thread: req.Thread, Event: req.Event}), nil
+	}
+	regs, err := tx.Registrations(ctx)
+	if err != nil {
+		return res, nil, err
+	}
+	me, refusal := CheckClaimant(req, regs)
+	if refusal != nil {
+		return res, refusal, nil
+	}
+	for {
+		row, err := tx.ClaimOfKey(ctx, req.ClaimKey)
+		if err != nil {
+			return res, nil, err
+		}
+		act, granted, prev := DecideClaim(req, row, regs)
+		switch act {
+		case ClaimInsertWaiting, ClaimInsertRunning:
+			running := act == ClaimInsertRunning
+			inserted, err := tx.InsertClaim(ctx, NewClaim{Req: req, Running: running, Holder: me})
+			if err != nil {
+				return res, nil, fmt.Errorf("insert claim: %w", err)
+			}
+			if !inserted {
+				continue // another bridge inserted it first: decide again on its row
+			}
+			if !running && req.IsRun() {
+				if err := tx.PutReceipt(ctx, WaitingReceipt(req)); err != nil {
+					return res, nil, err
+				}
+			}
+		case ClaimTake:
+			if err := tx.TakeClaim(ctx, row.ID, me); err != nil {
+				return res, nil, fmt.Errorf("take claim %d: %w", row.ID, err)
+			}
+		}
+		if act != ClaimKeep {
+			if row, err = tx.ClaimOfKey(ctx, req.ClaimKey); err != nil || row == nil {
+				return res, nil, fmt.Errorf("reload claim: %w", errors.Join(err, sql.ErrNoRows))
+			}
+		}
+		return agentbridge.ClaimResult{Claim: row.Claim, Granted: granted, PreviousHost: prev}, nil, nil
+	}
+}
