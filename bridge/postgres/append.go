@@ -157,17 +157,8 @@ func (l *lookups) FirstAnswer(ctx context.Context, thread string, target agentbr
 		return agentbridge.Event{}, false, err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		ev, err := storecore.ScanEvent(rows)
-		if err != nil {
-			return agentbridge.Event{}, false, err
-		}
-		if answers(ev) {
-			return ev, true, nil
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return agentbridge.Event{}, false, err
+	if ev, found, err := storecore.FirstEvent(rows, answers); err != nil || found {
+		return ev, found, err
 	}
 	for _, ev := range l.b.events {
 		if ev.Thread == thread && ev.Seq > target.Seq && answers(ev) {

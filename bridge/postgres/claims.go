@@ -111,14 +111,11 @@ func (t claimTx) EventExists(ctx context.Context, thread, event string) (bool, e
 // row for the error.
 func exists(ctx context.Context, tx pgx.Tx, what, q string, args ...any) (bool, error) {
 	var one int
-	err := tx.QueryRow(ctx, q, args...).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
-	}
+	found, err := storecore.Found(tx.QueryRow(ctx, q, args...).Scan(&one))
 	if err != nil {
 		return false, fmt.Errorf("look up %s: %w", what, err)
 	}
-	return true, nil
+	return found, nil
 }
 
 // Registrations reads every registration.
@@ -179,14 +176,7 @@ func (s *Store) FinishClaim(ctx context.Context, id, fence int64, coordinator st
 // CheckFence checks f against its claim as committed.
 func (s *Store) CheckFence(ctx context.Context, f agentbridge.ClaimFence) (err error) {
 	defer s.guard(time.Now(), &err)
-	c, err := storecore.ScanClaim(s.pool.QueryRow(ctx, clSelectID, f.ID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return agentbridge.ClaimNotFound(f.ID)
-	}
-	if err != nil {
-		return fmt.Errorf("load claim %d: %w", f.ID, err)
-	}
-	return f.Check(c.Claim)
+	return storecore.ReadFence(ctx, s, clSelectID, f)
 }
 
 // ClaimRows runs a claims query (storecore.ClaimReader).
@@ -300,9 +290,8 @@ func (s *Store) expireClaim(ctx context.Context, l *lookups, id int64) (response
 	}
 	ttl := time.Duration(ms) * time.Millisecond
 	req := storecore.ExpiredMessage(row.Claim, ttl)
-	ctl, verr := req.Validate()
-	meta, merr := storecore.StoredMeta(&req.Input.Meta)
-	if err := errors.Join(verr, merr); err != nil {
+	ctl, meta, err := storecore.PrepareAppend(&req)
+	if err != nil {
 		return response{}, fmt.Errorf("build the expiry message of claim %d: %w", id, err)
 	}
 	resp, err := s.appendEvent(ctx, l, req, meta, ctl)
@@ -334,15 +323,7 @@ func (s *Store) ServedEver(ctx context.Context) (_ map[string]string, err error)
 		return nil, fmt.Errorf("list served agents: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var name, client string
-		if err := rows.Scan(&name, &client); err != nil {
-			return nil, fmt.Errorf("scan served agent: %w", err)
-		}
-		out[name] = client
-	}
-	return out, rows.Err()
+	return storecore.CollectServed(rows)
 }
 
 // recordServed adds reg's agents to served_agents in the registration's

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -116,14 +115,7 @@ func headOf(ctx context.Context, tx pgx.Tx) (int64, error) {
 // Thread returns one thread, or thread_not_found.
 func (s *Store) Thread(ctx context.Context, id string) (_ agentbridge.Thread, err error) {
 	defer s.guard(time.Now(), &err)
-	t, err := storecore.ScanThread(s.pool.QueryRow(ctx, selectThread+` WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return agentbridge.Thread{}, agentbridge.ThreadNotFound(id)
-	}
-	if err != nil {
-		return agentbridge.Thread{}, fmt.Errorf("load thread %s: %w", id, err)
-	}
-	return t, nil
+	return storecore.LookupThread(s.pool.QueryRow(ctx, selectThread+` WHERE id = $1`, id), id)
 }
 
 // Threads lists threads most recently updated first (ties by id,

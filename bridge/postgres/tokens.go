@@ -62,14 +62,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string) (_ agentbridge.Token
 // TokenByHash returns the token whose secret hashes to hash.
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (_ agentbridge.Token, _ bool, err error) {
 	defer s.guard(time.Now(), &err)
-	t, err := storecore.ScanToken(s.pool.QueryRow(ctx, `SELECT `+storecore.TokenColumns+` FROM tokens WHERE hash = $1`, hash))
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return agentbridge.Token{}, false, nil
-	case err != nil:
-		return agentbridge.Token{}, false, fmt.Errorf("look up token: %w", err)
-	}
-	return t, true, nil
+	return storecore.LookupToken(s.pool.QueryRow(ctx, `SELECT `+storecore.TokenColumns+` FROM tokens WHERE hash = $1`, hash), "token")
 }
 
 // TokenByID returns token id.
@@ -78,14 +71,7 @@ func (s *Store) TokenByID(ctx context.Context, id string) (_ agentbridge.Token, 
 	if !agentbridge.TokenIDPattern.MatchString(id) {
 		return agentbridge.Token{}, false, nil
 	}
-	t, err := storecore.ScanToken(s.pool.QueryRow(ctx, `SELECT `+storecore.TokenColumns+` FROM tokens WHERE id = $1`, id))
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return agentbridge.Token{}, false, nil
-	case err != nil:
-		return agentbridge.Token{}, false, fmt.Errorf("look up token %s: %w", id, err)
-	}
-	return t, true, nil
+	return storecore.LookupToken(s.pool.QueryRow(ctx, `SELECT `+storecore.TokenColumns+` FROM tokens WHERE id = $1`, id), "token "+id)
 }
 
 // PruneTokens deletes the tokens revoked or expired before cutoff (but

@@ -59,11 +59,7 @@ type response struct {
 // whatever happens to ctx, and Append waits for that answer.
 func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (_ agentbridge.AppendResult, err error) {
 	defer s.guardWrite(time.Now(), &err)
-	ctl, err := req.Validate()
-	if err != nil {
-		return agentbridge.AppendResult{}, err
-	}
-	meta, err := storecore.StoredMeta(&req.Input.Meta)
+	ctl, meta, err := storecore.PrepareAppend(&req)
 	if err != nil {
 		return agentbridge.AppendResult{}, err
 	}

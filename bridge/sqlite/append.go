@@ -225,16 +225,7 @@ func (l lookups) FirstAnswer(ctx context.Context, thread string, target agentbri
 		return agentbridge.Event{}, false, err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		ev, err := storecore.ScanEvent(rows)
-		if err != nil {
-			return agentbridge.Event{}, false, err
-		}
-		if answers(ev) {
-			return ev, true, nil
-		}
-	}
-	return agentbridge.Event{}, false, rows.Err()
+	return storecore.FirstEvent(rows, answers)
 }
 
 func (l lookups) ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error) {

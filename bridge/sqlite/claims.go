@@ -113,14 +113,11 @@ func (t claimTx) ThreadExists(ctx context.Context, thread string) (bool, error) 
 func (t claimTx) EventExists(ctx context.Context, thread, event string) (bool, error) {
 	var hop int
 	var seq int64
-	err := t.s.w.st.selectReplyTo.QueryRowContext(ctx, event, thread).Scan(&hop, &seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
+	found, err := storecore.Found(t.s.w.st.selectReplyTo.QueryRowContext(ctx, event, thread).Scan(&hop, &seq))
 	if err != nil {
 		return false, fmt.Errorf("look up claim event: %w", err)
 	}
-	return true, nil
+	return found, nil
 }
 
 // Registrations reads every registration.
@@ -196,14 +193,7 @@ func (s *Store) checkFence(ctx context.Context, f agentbridge.ClaimFence) (refus
 // CheckFence checks f against its claim as read from the read pool.
 func (s *Store) CheckFence(ctx context.Context, f agentbridge.ClaimFence) (err error) {
 	defer s.guard(time.Now(), &err)
-	c, err := storecore.ScanClaim(s.rdb.QueryRowContext(ctx, clSelectID, f.ID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return agentbridge.ClaimNotFound(f.ID)
-	}
-	if err != nil {
-		return fmt.Errorf("load claim %d: %w", f.ID, err)
-	}
-	return f.Check(c.Claim)
+	return storecore.ReadFence(ctx, s, clSelectID, f)
 }
 
 // ClaimRows runs a claims query (storecore.ClaimReader) on the read pool.
@@ -307,9 +297,8 @@ func (s *Store) ExpireClaim(ctx context.Context, id int64) (_ *agentbridge.Event
 			return response{}, err
 		}
 		req := storecore.ExpiredMessage(row.Claim, ttl)
-		ctl, verr := req.Validate()
-		meta, merr := storecore.StoredMeta(&req.Input.Meta)
-		if err := errors.Join(verr, merr); err != nil {
+		ctl, meta, err := storecore.PrepareAppend(&req)
+		if err != nil {
 			return response{}, fmt.Errorf("build the expiry message of claim %d: %w", id, err)
 		}
 		resp, err := s.appendEvent(ctx, b, req, meta, ctl)
@@ -360,15 +349,7 @@ func (s *Store) ServedEver(ctx context.Context) (_ map[string]string, err error)
 		return nil, fmt.Errorf("list served agents: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var name, client string
-		if err := rows.Scan(&name, &client); err != nil {
-			return nil, fmt.Errorf("scan served agent: %w", err)
-		}
-		out[name] = client
-	}
-	return out, rows.Err()
+	return storecore.CollectServed(rows)
 }
 
 // recordServed adds reg's agents to served_agents on the writer's

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -194,14 +193,7 @@ const selectThread = `SELECT ` + storecore.ThreadColumns + ` FROM thread_heads`
 // Thread returns one thread, or thread_not_found.
 func (s *Store) Thread(ctx context.Context, id string) (_ agentbridge.Thread, err error) {
 	defer s.guard(time.Now(), &err)
-	t, err := storecore.ScanThread(s.rdb.QueryRowContext(ctx, selectThread+` WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return agentbridge.Thread{}, agentbridge.ThreadNotFound(id)
-	}
-	if err != nil {
-		return agentbridge.Thread{}, fmt.Errorf("load thread %s: %w", id, err)
-	}
-	return t, nil
+	return storecore.LookupThread(s.rdb.QueryRowContext(ctx, selectThread+` WHERE id = ?`, id), id)
 }
 
 // Threads lists threads most recently updated first (ties by id,

@@ -84,14 +84,7 @@ func (s *Store) writeToken(ctx context.Context, w tokenWrite) (response, error) 
 // TokenByHash returns the token whose secret hashes to hash.
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (_ agentbridge.Token, _ bool, err error) {
 	defer s.guard(time.Now(), &err)
-	t, err := storecore.ScanToken(s.rdb.QueryRowContext(ctx, `SELECT `+storecore.TokenColumns+` FROM tokens WHERE hash = ?`, hash))
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return agentbridge.Token{}, false, nil
-	case err != nil:
-		return agentbridge.Token{}, false, fmt.Errorf("look up token: %w", err)
-	}
-	return t, true, nil
+	return storecore.LookupToken(s.rdb.QueryRowContext(ctx, `SELECT `+storecore.TokenColumns+` FROM tokens WHERE hash = ?`, hash), "token")
 }
 
 // TokenByID returns token id.
@@ -100,14 +93,7 @@ func (s *Store) TokenByID(ctx context.Context, id string) (_ agentbridge.Token, 
 	if !agentbridge.TokenIDPattern.MatchString(id) {
 		return agentbridge.Token{}, false, nil
 	}
-	t, err := storecore.ScanToken(s.rdb.QueryRowContext(ctx, `SELECT `+storecore.TokenColumns+` FROM tokens WHERE id = ?`, id))
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return agentbridge.Token{}, false, nil
-	case err != nil:
-		return agentbridge.Token{}, false, fmt.Errorf("look up token %s: %w", id, err)
-	}
-	return t, true, nil
+	return storecore.LookupToken(s.rdb.QueryRowContext(ctx, `SELECT `+storecore.TokenColumns+` FROM tokens WHERE id = ?`, id), "token "+id)
 }
 
 // PruneTokens deletes the tokens revoked or expired before cutoff (but

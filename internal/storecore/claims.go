@@ -3,6 +3,7 @@ package storecore
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"time"
 
@@ -281,4 +282,31 @@ func ReadClaims(ctx context.Context, r ClaimReader, q string, args ...any) ([]ag
 		out[i] = c.Claim
 	}
 	return out, nil
+}
+
+// ReadFence is agentbridge.ClaimStore.CheckFence over r, whose query byID
+// reads a claim by its id.
+func ReadFence(ctx context.Context, r ClaimReader, byID string, f agentbridge.ClaimFence) error {
+	rows, err := r.ClaimRows(ctx, byID, f.ID)
+	if err != nil {
+		return fmt.Errorf("load claim %d: %w", f.ID, err)
+	}
+	if len(rows) == 0 {
+		return agentbridge.ClaimNotFound(f.ID)
+	}
+	return f.Check(rows[0].Claim)
+}
+
+// CollectServed reads rows of (name, client), the agents registrations
+// ever listed, into a map of name to client.
+func CollectServed(rows Rows) (map[string]string, error) {
+	out := map[string]string{}
+	for rows.Next() {
+		var name, client string
+		if err := rows.Scan(&name, &client); err != nil {
+			return nil, fmt.Errorf("scan served agent: %w", err)
+		}
+		out[name] = client
+	}
+	return out, rows.Err()
 }

@@ -94,6 +94,53 @@ func ScanToken(r Row) (agentbridge.Token, error) {
 	return t, err
 }
 
+// LookupToken scans the one token row r; found is false when there is
+// none. what names the lookup in errors.
+func LookupToken(r Row, what string) (_ agentbridge.Token, found bool, _ error) {
+	t, err := ScanToken(r)
+	if found, err = Found(err); err != nil || !found {
+		return agentbridge.Token{}, false, wrapf(err, "look up %s", what)
+	}
+	return t, true, nil
+}
+
+// LookupThread scans the one thread row r of thread id: thread_not_found
+// when there is none.
+func LookupThread(r Row, id string) (agentbridge.Thread, error) {
+	t, err := ScanThread(r)
+	found, err := Found(err)
+	switch {
+	case err != nil:
+		return agentbridge.Thread{}, fmt.Errorf("load thread %s: %w", id, err)
+	case !found:
+		return agentbridge.Thread{}, agentbridge.ThreadNotFound(id)
+	}
+	return t, nil
+}
+
+// wrapf wraps err with the context format names; nil stays nil.
+func wrapf(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}
+
+// FirstEvent scans rows of EventColumns up to the first event match
+// accepts; false when none does.
+func FirstEvent(rows Rows, match func(agentbridge.Event) bool) (agentbridge.Event, bool, error) {
+	for rows.Next() {
+		ev, err := ScanEvent(rows)
+		if err != nil {
+			return agentbridge.Event{}, false, err
+		}
+		if match(ev) {
+			return ev, true, nil
+		}
+	}
+	return agentbridge.Event{}, false, rows.Err()
+}
+
 // Collect scans every row of rows with scan, what naming the rows in
 // errors. The result is never nil, so an empty answer encodes as [].
 func Collect[T any](rows Rows, what string, scan func(Row) (T, error)) ([]T, error) {

@@ -15,6 +15,18 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
 
+// PrepareAppend is what an append hands its store's writer: req
+// validated, its control parsed (once, by Validate), and its meta encoded
+// as stored (StoredMeta).
+func PrepareAppend(req *agentbridge.AppendRequest) (*agentbridge.Control, string, error) {
+	ctl, err := req.Validate()
+	if err != nil {
+		return nil, "", err
+	}
+	meta, err := StoredMeta(&req.Input.Meta)
+	return ctl, meta, err
+}
+
 // StoredMeta encodes m as it is stored and turns m into what readers will
 // decode from that (see MetaIsStoredForm).
 func StoredMeta(m *agentbridge.Meta) (string, error) {
