@@ -22,12 +22,9 @@ func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (_ 
 		return agentbridge.Suggestion{}, err
 	}
 	t := time.Now().UTC().Truncate(time.Microsecond)
-	sg := agentbridge.Suggestion{
-		// ulid.Make draws from a goroutine-safe entropy source: Suggest runs
-		// on the request's goroutine, not the writer's.
-		ID: ulid.Make().String(), From: in.From, Title: in.Title, Description: in.Description,
-		Status: agentbridge.SuggestionPending, Timestamp: agentbridge.FormatTime(t),
-	}
+	// ulid.Make draws from a goroutine-safe entropy source: Suggest runs
+	// on the request's goroutine, not the writer's.
+	sg := storecore.NewSuggestion(ulid.Make().String(), in, t)
 	if _, err := s.pool.Exec(ctx, `INSERT INTO suggestions (id, sender, title, description, status, ts) VALUES ($1, $2, $3, $4, $5, $6)`,
 		sg.ID, sg.From, []byte(sg.Title), []byte(sg.Description), sg.Status, sg.Timestamp); err != nil {
 		return agentbridge.Suggestion{}, fmt.Errorf("insert suggestion: %w", err)
@@ -39,11 +36,8 @@ func (s *Store) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (_ 
 // Suggest it skips the writer: one UPDATE is the whole write.
 func (s *Store) SetSuggestionStatus(ctx context.Context, id string, in agentbridge.SuggestionStatusInput) (_ agentbridge.Suggestion, err error) {
 	defer s.guardWrite(time.Now(), &err)
-	if err := in.Validate(); err != nil {
+	if err := storecore.CheckSuggestionStatus(id, in); err != nil {
 		return agentbridge.Suggestion{}, err
-	}
-	if !agentbridge.SuggestionIDPattern.MatchString(id) {
-		return agentbridge.Suggestion{}, agentbridge.SuggestionNotFound(id)
 	}
 	sg := agentbridge.Suggestion{ID: id}
 	var title, desc []byte
@@ -63,13 +57,8 @@ func (s *Store) SetSuggestionStatus(ctx context.Context, id string, in agentbrid
 // unless status is "".
 func (s *Store) Suggestions(ctx context.Context, status string) (_ []agentbridge.Suggestion, err error) {
 	defer s.guard(time.Now(), &err)
-	q := `SELECT ` + storecore.SuggestionColumns + ` FROM suggestions`
-	var args []any
-	if status != "" {
-		q += ` WHERE status = $1`
-		args = append(args, status)
-	}
-	rows, err := s.pool.Query(ctx, q+` ORDER BY seq`, args...)
+	q, args := storecore.SuggestionsQuery(status, `status = $1`)
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list suggestions: %w", err)
 	}

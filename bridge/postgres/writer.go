@@ -37,6 +37,12 @@ type request struct {
 	reply  chan response
 }
 
+// context is the caller's ctx, which ends its wait before the commit.
+func (r *request) context() context.Context { return r.ctx }
+
+// drop answers a request left out of its batch with err.
+func (r *request) drop(err error) { r.reply <- response{err: err} }
+
 type response struct {
 	event    agentbridge.Event
 	thread   agentbridge.Thread
@@ -104,14 +110,7 @@ func (s *Store) run() {
 // request writes anything, so they never disturb their neighbours; a
 // database error rolls the whole batch back and every caller gets it.
 func (s *Store) commit(reqs []*request) {
-	live := reqs[:0:0]
-	for _, r := range reqs {
-		if err := storecore.DroppedBeforeCommit(r.ctx); err != nil {
-			r.reply <- response{err: err}
-			continue
-		}
-		live = append(live, r)
-	}
+	live := storecore.KeepLive(reqs[:0:0], reqs, (*request).context, (*request).drop)
 	if len(live) == 0 {
 		return
 	}

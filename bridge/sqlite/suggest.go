@@ -33,10 +33,7 @@ func (s *Store) insertSuggestion(ctx context.Context, in agentbridge.SuggestionI
 	if err != nil {
 		return response{}, fmt.Errorf("new suggestion id: %w", err)
 	}
-	sg := agentbridge.Suggestion{
-		ID: u.String(), From: in.From, Title: in.Title, Description: in.Description,
-		Status: agentbridge.SuggestionPending, Timestamp: agentbridge.FormatTime(t),
-	}
+	sg := storecore.NewSuggestion(u.String(), in, t)
 	if _, err := s.w.conn.ExecContext(ctx, `INSERT INTO suggestions (id, sender, title, description, status, ts) VALUES (?, ?, ?, ?, ?, ?)`,
 		sg.ID, sg.From, sg.Title, sg.Description, sg.Status, sg.Timestamp); err != nil {
 		return response{}, fmt.Errorf("insert suggestion: %w", err)
@@ -56,11 +53,8 @@ type suggestionStatus struct {
 // the writer, with Append's ctx rules.
 func (s *Store) SetSuggestionStatus(ctx context.Context, id string, in agentbridge.SuggestionStatusInput) (_ agentbridge.Suggestion, err error) {
 	defer s.guardWrite(time.Now(), &err)
-	if err := in.Validate(); err != nil {
+	if err := storecore.CheckSuggestionStatus(id, in); err != nil {
 		return agentbridge.Suggestion{}, err
-	}
-	if !agentbridge.SuggestionIDPattern.MatchString(id) {
-		return agentbridge.Suggestion{}, agentbridge.SuggestionNotFound(id)
 	}
 	r := s.newRequest(ctx)
 	r.suggestStatus = &suggestionStatus{id: id, in: in}
@@ -91,13 +85,8 @@ func (s *Store) updateSuggestion(ctx context.Context, c suggestionStatus) (respo
 // unless status is "".
 func (s *Store) Suggestions(ctx context.Context, status string) (_ []agentbridge.Suggestion, err error) {
 	defer s.guard(time.Now(), &err)
-	q := `SELECT ` + storecore.SuggestionColumns + ` FROM suggestions`
-	var args []any
-	if status != "" {
-		q += ` WHERE status = ?`
-		args = append(args, status)
-	}
-	rows, err := s.rdb.QueryContext(ctx, q+` ORDER BY seq`, args...)
+	q, args := storecore.SuggestionsQuery(status, `status = ?`)
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list suggestions: %w", err)
 	}

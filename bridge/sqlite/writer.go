@@ -60,6 +60,12 @@ type request struct {
 	reply chan response
 }
 
+// context is the caller's ctx, which ends its wait before the commit.
+func (r *request) context() context.Context { return r.ctx }
+
+// drop answers a request left out of its batch with err.
+func (r *request) drop(err error) { r.reply <- response{err: err} }
+
 type response struct {
 	event      agentbridge.Event
 	thread     agentbridge.Thread
@@ -262,15 +268,8 @@ func (s *Store) queued() {
 func (s *Store) commit(reqs []*request) {
 	b := &s.w.scratch // empty: every commit resets it when it is done
 	defer b.reset()
-	live := b.live
+	live := storecore.KeepLive(b.live, reqs, (*request).context, (*request).drop)
 	defer func() { s.w.lastBatch = len(live) }()
-	for _, r := range reqs {
-		if err := storecore.DroppedBeforeCommit(r.ctx); err != nil {
-			r.reply <- response{err: err}
-			continue
-		}
-		live = append(live, r)
-	}
 	if len(live) == 0 {
 		return
 	}

@@ -105,6 +105,20 @@ func DroppedBeforeCommit(ctx context.Context) error {
 	return nil
 }
 
+// KeepLive appends to live the requests of reqs whose ctx is still live
+// and answers each of the others, through drop, with
+// DroppedBeforeCommit's error: nothing of them is written.
+func KeepLive[R any](live, reqs []R, ctxOf func(R) context.Context, drop func(R, error)) []R {
+	for _, r := range reqs {
+		if err := DroppedBeforeCommit(ctxOf(r)); err != nil {
+			drop(r, err)
+			continue
+		}
+		live = append(live, r)
+	}
+	return live
+}
+
 // CommitFailed wraps the error of a failed group commit of n requests and
 // logs it: at debug level when unreachable says the database cannot be
 // used (the store's outage tracker logs an outage once), as an error
