@@ -81,7 +81,7 @@ func (s *Store) Claim(ctx context.Context, req agentbridge.ClaimRequest) (_ agen
 	}
 	var out agentbridge.ClaimResult
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		res, refusal, err := storecore.WriteClaim(ctx, claimTx{s: s, tx: tx}, req)
+		res, refusal, err := storecore.WriteClaim(ctx, &claimTx{s: s, tx: tx}, req)
 		if refusal != nil {
 			return refusal
 		}
@@ -91,19 +91,26 @@ func (s *Store) Claim(ctx context.Context, req agentbridge.ClaimRequest) (_ agen
 	return out, err
 }
 
-// claimTx is storecore.ClaimTx in transaction tx.
+// claimTx is storecore.ClaimTx and storecore.SweepTx in transaction tx;
+// l is the writer's batch, for an expiry's message.
 type claimTx struct {
 	s  *Store
 	tx pgx.Tx
+	l  *lookups
+	// appended is AppendMessage's answer (when it ran), rcpt and changed
+	// PutReceipt's: what the sweeper's writes answer with.
+	appended *response
+	rcpt     agentbridge.Receipt
+	changed  bool
 }
 
 // ThreadExists looks thread up.
-func (t claimTx) ThreadExists(ctx context.Context, thread string) (bool, error) {
+func (t *claimTx) ThreadExists(ctx context.Context, thread string) (bool, error) {
 	return exists(ctx, t.tx, "thread "+thread, `SELECT 1 FROM threads WHERE id = $1`, thread)
 }
 
 // EventExists looks event up in thread.
-func (t claimTx) EventExists(ctx context.Context, thread, event string) (bool, error) {
+func (t *claimTx) EventExists(ctx context.Context, thread, event string) (bool, error) {
 	return exists(ctx, t.tx, "claim event", `SELECT 1 FROM events WHERE id = $1 AND thread = $2`, event, thread)
 }
 
@@ -119,31 +126,76 @@ func exists(ctx context.Context, tx pgx.Tx, what, q string, args ...any) (bool, 
 }
 
 // Registrations reads every registration.
-func (t claimTx) Registrations(ctx context.Context) ([]agentbridge.CoordinatorInfo, error) {
+func (t *claimTx) Registrations(ctx context.Context) ([]agentbridge.CoordinatorInfo, error) {
 	return registrationsTx(ctx, t.tx)
 }
 
 // ClaimOfKey reads and locks key's claim.
-func (t claimTx) ClaimOfKey(ctx context.Context, key agentbridge.ClaimKey) (*storecore.ClaimRow, error) {
+func (t *claimTx) ClaimOfKey(ctx context.Context, key agentbridge.ClaimKey) (*storecore.ClaimRow, error) {
 	return lockClaim(ctx, t.tx, clSelectKey, key.Thread, key.Event, key.Participant, key.Round, key.Notice)
 }
 
 // InsertClaim inserts c, unless another bridge inserted the key first.
-func (t claimTx) InsertClaim(ctx context.Context, c storecore.NewClaim) (bool, error) {
+func (t *claimTx) InsertClaim(ctx context.Context, c storecore.NewClaim) (bool, error) {
 	tag, err := t.tx.Exec(ctx, clInsert, c.Args()...)
 	return err == nil && tag.RowsAffected() > 0, err
 }
 
 // TakeClaim hands claim id to me.
-func (t claimTx) TakeClaim(ctx context.Context, id int64, me agentbridge.CoordinatorInfo) error {
+func (t *claimTx) TakeClaim(ctx context.Context, id int64, me agentbridge.CoordinatorInfo) error {
 	_, err := t.tx.Exec(ctx, clTake, me.ID, me.Instance, me.Host, id)
 	return err
 }
 
 // PutReceipt writes in in tx.
-func (t claimTx) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) error {
-	_, _, err := t.s.putReceiptTx(ctx, t.tx, in)
+func (t *claimTx) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (err error) {
+	t.rcpt, t.changed, err = t.s.putReceiptTx(ctx, t.tx, in)
 	return err
+}
+
+// ClaimByID reads and locks claim id.
+func (t *claimTx) ClaimByID(ctx context.Context, id int64) (*storecore.ClaimRow, error) {
+	return lockClaim(ctx, t.tx, clSelectID, id)
+}
+
+// MarkInterrupted records claim id's interruption at its fence.
+func (t *claimTx) MarkInterrupted(ctx context.Context, id int64) error {
+	_, err := t.tx.Exec(ctx, `UPDATE claims SET interrupted_fence = fence WHERE id = $1`, id)
+	return err
+}
+
+// MarkExpired expires claim id.
+func (t *claimTx) MarkExpired(ctx context.Context, id int64) error {
+	_, err := t.tx.Exec(ctx, `UPDATE claims SET state = 'expired' WHERE id = $1`, id)
+	return err
+}
+
+// PendingTTL is how long claim id was to wait.
+func (t *claimTx) PendingTTL(ctx context.Context, id int64) (time.Duration, error) {
+	var ms int64
+	err := t.tx.QueryRow(ctx, `SELECT expires_ms - created_ms FROM claims WHERE id = $1`, id).Scan(&ms)
+	return time.Duration(ms) * time.Millisecond, err
+}
+
+// ReceiptOf reads and locks the receipt of run claim c's pair.
+func (t *claimTx) ReceiptOf(ctx context.Context, c agentbridge.Claim) (agentbridge.Receipt, bool, error) {
+	old, err := storecore.ScanReceipt(t.tx.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts
+		WHERE thread = $1 AND event = $2 AND participant = $3 FOR UPDATE`, c.Thread, c.Event, c.Participant))
+	found, err := storecore.Found(err)
+	if err != nil {
+		return old, false, fmt.Errorf("load receipt: %w", err)
+	}
+	return old, found, nil
+}
+
+// AppendMessage appends req in the writer's batch.
+func (t *claimTx) AppendMessage(ctx context.Context, req agentbridge.AppendRequest, meta string, ctl *agentbridge.Control) (refusal, err error) {
+	resp, err := t.s.appendEvent(ctx, t.l, req, meta, ctl)
+	if err != nil {
+		return nil, err
+	}
+	t.appended = &resp
+	return resp.err, nil
 }
 
 // FinishClaim marks claim id done when coordinator holds it at fence.
@@ -217,28 +269,9 @@ func (s *Store) InterruptClaim(ctx context.Context, id, fence int64) (_ agentbri
 	var out agentbridge.Receipt
 	var changed bool
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		row, err := lockClaim(ctx, tx, clSelectID, id)
-		if err != nil || row == nil || row.Fence != fence {
-			return err
-		}
-		regs, err := registrationsTx(ctx, tx)
-		if err != nil || !storecore.InterruptDue(*row, regs) {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE claims SET interrupted_fence = fence WHERE id = $1`, id); err != nil {
-			return fmt.Errorf("mark claim %d interrupted: %w", id, err)
-		}
-		old, err := storecore.ScanReceipt(tx.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts
-			WHERE thread = $1 AND event = $2 AND participant = $3 FOR UPDATE`, row.Thread, row.Event, row.Participant))
-		found := err == nil
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("load receipt: %w", err)
-		}
-		in, ok := storecore.InterruptedReceipt(row.Claim, old, found)
-		if !ok {
-			return nil
-		}
-		out, changed, err = s.putReceiptTx(ctx, tx, in)
+		t := &claimTx{s: s, tx: tx}
+		_, err := storecore.InterruptClaim(ctx, t, id, fence)
+		out, changed = t.rcpt, t.changed
 		return err
 	})
 	return out, changed, err
@@ -274,43 +307,18 @@ func (s *Store) ExpireClaim(ctx context.Context, id int64) (_ *agentbridge.Event
 // when it is still due, expires it, queues the bridge's error message in
 // the batch and fails the receipt.
 func (s *Store) expireClaim(ctx context.Context, l *lookups, id int64) (response, error) {
-	row, err := lockClaim(ctx, l.tx, clSelectID, id)
-	if err != nil || row == nil || !storecore.ExpireDue(*row) {
+	t := &claimTx{s: s, tx: l.tx, l: l}
+	expired, err := storecore.ExpireClaim(ctx, s.log, t, id)
+	if err != nil || !expired {
 		return response{}, err
 	}
-	if _, err := l.tx.Exec(ctx, `UPDATE claims SET state = 'expired' WHERE id = $1`, id); err != nil {
-		return response{}, fmt.Errorf("expire claim %d: %w", id, err)
-	}
-	if !row.IsRun() {
-		return response{expired: true}, nil
-	}
-	var ms int64
-	if err := l.tx.QueryRow(ctx, `SELECT expires_ms - created_ms FROM claims WHERE id = $1`, id).Scan(&ms); err != nil {
-		return response{}, fmt.Errorf("load the ttl of claim %d: %w", id, err)
-	}
-	ttl := time.Duration(ms) * time.Millisecond
-	req := storecore.ExpiredMessage(row.Claim, ttl)
-	ctl, meta, err := storecore.PrepareAppend(&req)
-	if err != nil {
-		return response{}, fmt.Errorf("build the expiry message of claim %d: %w", id, err)
-	}
-	resp, err := s.appendEvent(ctx, l, req, meta, ctl)
-	if err != nil {
-		return response{}, err
-	}
-	if resp.err != nil {
-		// The thread refuses the message (paused, say): the claim still
-		// expires and its receipt still fails.
-		s.log.Warn("the expiry message of a claim was refused", "claim", id, "thread", row.Thread, "err", resp.err)
-		resp = response{}
-	}
-	rc, changed, err := s.putReceiptTx(ctx, l.tx, storecore.FailedReceipt(row.Claim, ttl))
-	if err != nil {
-		return response{}, err
+	var resp response
+	if t.appended != nil && t.appended.err == nil {
+		resp = *t.appended
 	}
 	resp.expired = true
-	if changed {
-		resp.rcpt = &rc
+	if t.changed {
+		resp.rcpt = &t.rcpt
 	}
 	return resp, nil
 }

@@ -86,7 +86,7 @@ func (s *Store) Claim(ctx context.Context, req agentbridge.ClaimRequest) (_ agen
 
 // claim is the claim write in the writer's transaction.
 func (s *Store) claim(ctx context.Context, b *batch, req agentbridge.ClaimRequest) (response, error) {
-	res, refusal, err := storecore.WriteClaim(ctx, claimTx{s: s, b: b}, req)
+	res, refusal, err := storecore.WriteClaim(ctx, &claimTx{s: s, b: b}, req)
 	if err != nil {
 		return response{}, err
 	}
@@ -96,21 +96,26 @@ func (s *Store) claim(ctx context.Context, b *batch, req agentbridge.ClaimReques
 	return response{value: res, isOther: true}, nil
 }
 
-// claimTx is storecore.ClaimTx on the writer's connection, within batch b.
+// claimTx is storecore.ClaimTx and storecore.SweepTx on the writer's
+// connection, within batch b.
 type claimTx struct {
 	s *Store
 	b *batch
+	// appended is AppendMessage's answer (when it ran) and receipt
+	// PutReceipt's: what the sweeper's writes answer with.
+	appended *response
+	receipt  response
 }
 
 // ThreadExists looks thread up in the batch, the writer's heads, then the
 // database.
-func (t claimTx) ThreadExists(ctx context.Context, thread string) (bool, error) {
+func (t *claimTx) ThreadExists(ctx context.Context, thread string) (bool, error) {
 	_, found, err := t.s.headOf(ctx, t.b, thread)
 	return found, err
 }
 
 // EventExists looks event up in thread.
-func (t claimTx) EventExists(ctx context.Context, thread, event string) (bool, error) {
+func (t *claimTx) EventExists(ctx context.Context, thread, event string) (bool, error) {
 	var hop int
 	var seq int64
 	found, err := storecore.Found(t.s.w.st.selectReplyTo.QueryRowContext(ctx, event, thread).Scan(&hop, &seq))
@@ -121,34 +126,79 @@ func (t claimTx) EventExists(ctx context.Context, thread, event string) (bool, e
 }
 
 // Registrations reads every registration.
-func (t claimTx) Registrations(ctx context.Context) ([]agentbridge.CoordinatorInfo, error) {
+func (t *claimTx) Registrations(ctx context.Context) ([]agentbridge.CoordinatorInfo, error) {
 	return t.s.writerRegistrations(ctx)
 }
 
 // ClaimOfKey reads key's claim.
-func (t claimTx) ClaimOfKey(ctx context.Context, key agentbridge.ClaimKey) (*storecore.ClaimRow, error) {
+func (t *claimTx) ClaimOfKey(ctx context.Context, key agentbridge.ClaimKey) (*storecore.ClaimRow, error) {
 	return t.s.loadClaim(ctx, clSelectKey, key.Thread, key.Event, key.Participant, key.Round, key.Notice)
 }
 
 // InsertClaim inserts c; the writer is the one connection that writes, so
 // the key's row cannot appear between ClaimOfKey and the insert.
-func (t claimTx) InsertClaim(ctx context.Context, c storecore.NewClaim) (bool, error) {
+func (t *claimTx) InsertClaim(ctx context.Context, c storecore.NewClaim) (bool, error) {
 	args := c.Args()
 	_, err := t.s.w.conn.ExecContext(ctx, clInsert, append(args, args[len(args)-1])...)
 	return err == nil, err
 }
 
 // TakeClaim hands claim id to me.
-func (t claimTx) TakeClaim(ctx context.Context, id int64, me agentbridge.CoordinatorInfo) error {
+func (t *claimTx) TakeClaim(ctx context.Context, id int64, me agentbridge.CoordinatorInfo) error {
 	_, err := t.s.w.conn.ExecContext(ctx, clTake, me.ID, me.Instance, me.Host, id)
 	return err
 }
 
 // PutReceipt writes in in the batch; a refusal of the receipt leaves the
 // claim as written.
-func (t claimTx) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) error {
-	_, err := t.s.putReceipt(ctx, t.b, in)
+func (t *claimTx) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (err error) {
+	t.receipt, err = t.s.putReceipt(ctx, t.b, in)
 	return err
+}
+
+// ClaimByID reads claim id.
+func (t *claimTx) ClaimByID(ctx context.Context, id int64) (*storecore.ClaimRow, error) {
+	return t.s.loadClaim(ctx, clSelectID, id)
+}
+
+// MarkInterrupted records claim id's interruption at its fence.
+func (t *claimTx) MarkInterrupted(ctx context.Context, id int64) error {
+	_, err := t.s.w.conn.ExecContext(ctx, clInterrupted, id)
+	return err
+}
+
+// MarkExpired expires claim id.
+func (t *claimTx) MarkExpired(ctx context.Context, id int64) error {
+	_, err := t.s.w.conn.ExecContext(ctx, clExpire, id)
+	return err
+}
+
+// PendingTTL is how long claim id was to wait.
+func (t *claimTx) PendingTTL(ctx context.Context, id int64) (time.Duration, error) {
+	var ms int64
+	err := t.s.w.conn.QueryRowContext(ctx, `SELECT expires_ms - created_ms FROM claims WHERE id = ?`, id).Scan(&ms)
+	return time.Duration(ms) * time.Millisecond, err
+}
+
+// ReceiptOf reads the receipt of run claim c's pair.
+func (t *claimTx) ReceiptOf(ctx context.Context, c agentbridge.Claim) (agentbridge.Receipt, bool, error) {
+	old := agentbridge.Receipt{Thread: c.Thread, Event: c.Event, Participant: c.Participant}
+	found, err := storecore.Found(t.s.w.conn.QueryRowContext(ctx, rSelectOne, c.Thread, c.Event, c.Participant).
+		Scan(&old.From, &old.State, &old.Reason, &old.Invocation, &old.Reply, &old.UpdatedAt))
+	if err != nil {
+		return old, false, fmt.Errorf("load receipt: %w", err)
+	}
+	return old, found, nil
+}
+
+// AppendMessage appends req in the batch.
+func (t *claimTx) AppendMessage(ctx context.Context, req agentbridge.AppendRequest, meta string, ctl *agentbridge.Control) (refusal, err error) {
+	resp, err := t.s.appendEvent(ctx, t.b, req, meta, ctl)
+	if err != nil {
+		return nil, err
+	}
+	t.appended = &resp
+	return resp.err, nil
 }
 
 // FinishClaim marks claim id done through the writer when coordinator
@@ -232,48 +282,18 @@ func (s *Store) DueClaims(ctx context.Context) (_ []agentbridge.Claim, err error
 func (s *Store) InterruptClaim(ctx context.Context, id, fence int64) (_ agentbridge.Receipt, _ bool, err error) {
 	defer s.guardWrite(time.Now(), &err)
 	resp := s.claimOp(ctx, func(ctx context.Context, b *batch) (response, error) {
-		row, err := s.loadClaim(ctx, clSelectID, id)
-		if err != nil || row == nil || row.Fence != fence {
+		tx := &claimTx{s: s, b: b}
+		wrote, err := storecore.InterruptClaim(ctx, tx, id, fence)
+		if err != nil || !wrote {
 			return response{isOther: true}, err
 		}
-		regs, err := s.writerRegistrations(ctx)
-		if err != nil || !storecore.InterruptDue(*row, regs) {
-			return response{isOther: true}, err
-		}
-		if _, err := s.w.conn.ExecContext(ctx, clInterrupted, id); err != nil {
-			return response{}, fmt.Errorf("mark claim %d interrupted: %w", id, err)
-		}
-		old, found, err := s.receiptOf(ctx, row.Claim)
-		if err != nil {
-			return response{}, err
-		}
-		in, ok := storecore.InterruptedReceipt(row.Claim, old, found)
-		if !ok {
-			return response{isOther: true}, nil
-		}
-		resp, err := s.putReceipt(ctx, b, in)
-		resp.isOther = true
-		return resp, err
+		tx.receipt.isOther = true
+		return tx.receipt, nil
 	})
 	if resp.err != nil {
 		return agentbridge.Receipt{}, false, resp.err
 	}
 	return resp.rcpt, resp.changed, nil
-}
-
-// receiptOf reads the receipt of run claim c's pair on the writer's
-// connection.
-func (s *Store) receiptOf(ctx context.Context, c agentbridge.Claim) (agentbridge.Receipt, bool, error) {
-	old := agentbridge.Receipt{Thread: c.Thread, Event: c.Event, Participant: c.Participant}
-	err := s.w.conn.QueryRowContext(ctx, rSelectOne, c.Thread, c.Event, c.Participant).
-		Scan(&old.From, &old.State, &old.Reason, &old.Invocation, &old.Reply, &old.UpdatedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return old, false, nil
-	}
-	if err != nil {
-		return old, false, fmt.Errorf("load receipt: %w", err)
-	}
-	return old, true, nil
 }
 
 // ExpireClaim expires waiting claim id through the writer, when it is
@@ -282,40 +302,16 @@ func (s *Store) receiptOf(ctx context.Context, c agentbridge.Claim) (agentbridge
 func (s *Store) ExpireClaim(ctx context.Context, id int64) (_ *agentbridge.Event, _ *agentbridge.Receipt, _ bool, err error) {
 	defer s.guardWrite(time.Now(), &err)
 	resp := s.claimOp(ctx, func(ctx context.Context, b *batch) (response, error) {
-		row, err := s.loadClaim(ctx, clSelectID, id)
-		if err != nil || row == nil || !storecore.ExpireDue(*row) {
+		tx := &claimTx{s: s, b: b}
+		expired, err := storecore.ExpireClaim(ctx, s.log, tx, id)
+		if err != nil || !expired {
 			return response{isOther: true}, err
 		}
-		if _, err := s.w.conn.ExecContext(ctx, clExpire, id); err != nil {
-			return response{}, fmt.Errorf("expire claim %d: %w", id, err)
+		resp := response{isOther: true}
+		if tx.appended != nil && tx.appended.err == nil {
+			resp = *tx.appended
 		}
-		if !row.IsRun() {
-			return response{value: true, isOther: true}, nil
-		}
-		ttl, err := s.pendingTTL(ctx, id)
-		if err != nil {
-			return response{}, err
-		}
-		req := storecore.ExpiredMessage(row.Claim, ttl)
-		ctl, meta, err := storecore.PrepareAppend(&req)
-		if err != nil {
-			return response{}, fmt.Errorf("build the expiry message of claim %d: %w", id, err)
-		}
-		resp, err := s.appendEvent(ctx, b, req, meta, ctl)
-		if err != nil {
-			return response{}, err
-		}
-		if resp.err != nil {
-			// The thread refuses the message (paused, say): the claim
-			// still expires and its receipt still fails.
-			s.log.Warn("the expiry message of a claim was refused", "claim", id, "thread", row.Thread, "err", resp.err)
-			resp = response{isOther: true}
-		}
-		rr, err := s.putReceipt(ctx, b, storecore.FailedReceipt(row.Claim, ttl))
-		if err != nil {
-			return response{}, err
-		}
-		resp.rcpt, resp.changed, resp.value = rr.rcpt, rr.changed, true
+		resp.rcpt, resp.changed, resp.value = tx.receipt.rcpt, tx.receipt.changed, true
 		return resp, nil
 	})
 	if resp.err != nil || resp.value == nil {
@@ -330,15 +326,6 @@ func (s *Store) ExpireClaim(ctx context.Context, id int64) (_ *agentbridge.Event
 		rc = &resp.rcpt
 	}
 	return ev, rc, true, nil
-}
-
-// pendingTTL is how long claim id was to wait, from its stored times.
-func (s *Store) pendingTTL(ctx context.Context, id int64) (time.Duration, error) {
-	var ms int64
-	if err := s.w.conn.QueryRowContext(ctx, `SELECT expires_ms - created_ms FROM claims WHERE id = ?`, id).Scan(&ms); err != nil {
-		return 0, fmt.Errorf("load the ttl of claim %d: %w", id, err)
-	}
-	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // ServedEver reads every agent name a registration ever listed.
