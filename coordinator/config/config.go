@@ -538,9 +538,7 @@ func (f *fileConfig) validateRules(cfg *Config, set func(error)) {
 	}
 	set(checkInt("context_window_size", f.ContextWindowSize, 0, &cfg.ContextWindowSize))
 	set(checkSeconds("adapter_timeout_s", f.AdapterTimeoutS, false, &cfg.AdapterTimeout))
-	if f.EnableMentions != nil {
-		cfg.EnableMentions = *f.EnableMentions
-	}
+	setIf(&cfg.EnableMentions, f.EnableMentions)
 	if f.MentionPrefix != nil {
 		if e := ValidMentionPrefix(*f.MentionPrefix); e != nil {
 			set(&Error{Key: "mention_prefix", Err: e})
@@ -548,9 +546,7 @@ func (f *fileConfig) validateRules(cfg *Config, set func(error)) {
 		cfg.MentionPrefix = *f.MentionPrefix
 	}
 	set(checkIDs("mention_senders", f.MentionSenders, false, &cfg.MentionSenders))
-	if f.EnableBroadcast != nil {
-		cfg.EnableBroadcast = *f.EnableBroadcast
-	}
+	setIf(&cfg.EnableBroadcast, f.EnableBroadcast)
 	set(checkIDs("broadcast_senders", f.BroadcastSenders, false, &cfg.BroadcastSenders))
 	set(checkIDs("broadcast_agents", f.BroadcastAgents, false, &cfg.BroadcastAgents))
 	set(checkSeconds("presence_heartbeat_s", f.PresenceHeartbeatS, true, &cfg.PresenceHeartbeat))
@@ -597,12 +593,8 @@ func (f *fileConfig) validateLimits(baseDir string, cfg *Config, set func(error)
 		}
 		cfg.StatusAddr = *f.StatusAddr
 	}
-	if f.StatusAllowedHosts != nil {
-		cfg.StatusAllowedHosts = *f.StatusAllowedHosts
-	}
-	if f.BridgeToken != nil {
-		cfg.BridgeToken = *f.BridgeToken
-	}
+	setIf(&cfg.StatusAllowedHosts, f.StatusAllowedHosts)
+	setIf(&cfg.BridgeToken, f.BridgeToken)
 	set(checkSeconds("shutdown_grace_s", f.ShutdownGraceS, true, &cfg.ShutdownGrace))
 	set(checkSeconds("acp_idle_s", f.ACPIdleS, false, &cfg.ACPIdle))
 	set(checkInt("acp_max_warm", f.ACPMaxWarm, 1, &cfg.ACPMaxWarm))
@@ -654,9 +646,7 @@ func parseAgent(key string, raw json.RawMessage, baseDir string) (Agent, error) 
 		return Agent{}, err
 	}
 	var a Agent
-	if e.Command != nil {
-		a.Command = *e.Command
-	}
+	setIf(&a.Command, e.Command)
 	if e.ACP != nil {
 		if err := parseACP(key, e, baseDir, &a); err != nil {
 			return Agent{}, err
@@ -670,12 +660,8 @@ func parseAgent(key string, raw json.RawMessage, baseDir string) (Agent, error) 
 		return Agent{}, configErrorf(key+".command", "must not contain empty strings")
 	}
 	resolveAgentPaths(&a, e.Cwd, baseDir)
-	if e.Env != nil {
-		a.Env = *e.Env
-	}
-	if e.Client != nil {
-		a.Client = *e.Client
-	}
+	setIf(&a.Env, e.Env)
+	setIf(&a.Client, e.Client)
 	if e.Profile != nil {
 		var err error
 		if a.Profile, err = parseAgentProfile(key, *e.Profile); err != nil {
@@ -706,15 +692,19 @@ func parseAgentProfile(key string, obj map[string]json.RawMessage) (*agentbridge
 		return nil, err
 	}
 	p := &agentbridge.Profile{}
-	for dst, src := range map[*string]*string{&p.Client: pf.Client, &p.Model: pf.Model, &p.Nickname: pf.Nickname} {
-		if src != nil {
-			*dst = *src
-		}
-	}
-	if pf.Roles != nil {
-		p.Roles = *pf.Roles
-	}
+	setIf(&p.Client, pf.Client)
+	setIf(&p.Model, pf.Model)
+	setIf(&p.Nickname, pf.Nickname)
+	setIf(&p.Roles, pf.Roles)
 	return p, nil
+}
+
+// setIf sets *dst to the value of a key, v, when the file gives it (a nil
+// v is a key left out or null, which keeps the default).
+func setIf[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }
 
 // checkInt sets *dst from the number v, when given, if it is whole and at
@@ -910,8 +900,6 @@ func parseACP(key string, e agentFile, baseDir string, a *Agent) error {
 			return configErrorf(key+".permissions", "must be \"ask\", \"allow\" or \"deny\", not %q", p)
 		}
 	}
-	if e.ACPFS != nil {
-		a.ACPFS = *e.ACPFS
-	}
+	setIf(&a.ACPFS, e.ACPFS)
 	return nil
 }
