@@ -32,6 +32,15 @@ func (m *Main) addClientFlags(fs *pflag.FlagSet) *clientFlags {
 	return cf
 }
 
+// noArgsClient refuses any argument to command, which takes none, then
+// builds its client (newClient).
+func (m *Main) noArgsClient(command string, cf *clientFlags, pos []string) (*client.Client, error) {
+	if len(pos) > 0 {
+		return nil, usagef("%s: unexpected argument %q", command, pos[0])
+	}
+	return m.newClient(cf)
+}
+
 // newClient builds the HTTP client from the shared flags, finding the
 // bridge as bridgeEndpoint says; cf.url is set to the URL used, for the
 // messages.

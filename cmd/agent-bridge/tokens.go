@@ -55,10 +55,7 @@ func (m *Main) tokensListCommand(c *cobra.Command) runFunc {
 	cf := m.addClientFlags(fs)
 	all := fs.Bool("all", false, "also the revoked and expired tokens")
 	return func(ctx context.Context, pos []string) error {
-		if len(pos) > 0 {
-			return usagef("tokens list: unexpected argument %q", pos[0])
-		}
-		cl, err := m.newClient(cf)
+		cl, err := m.noArgsClient("tokens list", cf, pos)
 		if err != nil {
 			return err
 		}
@@ -144,10 +141,7 @@ func (m *Main) loginLinkCommand(c *cobra.Command) runFunc {
 	fs := c.Flags()
 	cf := m.addClientFlags(fs)
 	return func(ctx context.Context, pos []string) error {
-		if len(pos) > 0 {
-			return usagef("login-link: unexpected argument %q", pos[0])
-		}
-		cl, err := m.newClient(cf)
+		cl, err := m.noArgsClient("login-link", cf, pos)
 		if err != nil {
 			return err
 		}
