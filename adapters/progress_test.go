@@ -192,8 +192,8 @@ func TestRunProgress(t *testing.T) {
 }
 
 func TestRunWithoutProgressReader(t *testing.T) {
-	// An adapter that writes progress while nobody listens still runs;
-	// one that never writes there works as before.
+	// An adapter that writes progress while nobody listens still runs, and
+	// so does one that never writes there.
 	res, _ := runFake(t, context.Background(), "fake:progress=2", adapters.Spec{})
 	if !res.OK() || res.ProgressLines != 4 {
 		t.Fatalf("result %+v", res)

@@ -18,7 +18,7 @@ import (
 // token may register: a status URL registered by a rogue coordinator
 // token receives a read token named cli-fanout living 60 s, never the
 // person's token; the same server named with --coordinator-url gets the
-// person's token, as before.
+// person's token.
 func TestFanoutSendsAReadToken(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")

@@ -41,8 +41,8 @@ func (d *DB) Session(ctx context.Context, thread, participant, client string) (S
 }
 
 // RecordSession keeps the session id a run for the trigger at triggerSeq
-// reported: the same id as before counts one more turn, another id (a new
-// session, or the CLI refused the old one) starts again at one. A report
+// reported: the same id as the last report counts one more turn, another
+// id (a new session, or the CLI refused the old one) starts again at one. A report
 // from a run whose trigger is not after the pair's latest reset is
 // ignored, so a reset is never undone by a run that was already going.
 func (d *DB) RecordSession(ctx context.Context, thread, participant, client, id string, triggerSeq int64, now time.Time) error {
