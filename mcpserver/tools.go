@@ -63,23 +63,11 @@ type threadStateIn struct {
 	Thread string `json:"thread" jsonschema:"the thread id"`
 }
 
-// Outputs: the structured content of each tool.
-
-type threadOut struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	CreatedAt  string `json:"created_at"`
-	UpdatedAt  string `json:"updated_at"`
-	LastSeq    int64  `json:"last_seq"`
-	EventCount int64  `json:"event_count"`
-}
-
-func toThreadOut(th agentbridge.Thread) threadOut {
-	return threadOut{ID: th.ID, Name: th.Name, CreatedAt: th.CreatedAt, UpdatedAt: th.UpdatedAt, LastSeq: th.LastSeq, EventCount: th.EventCount}
-}
+// Outputs: the structured content of each tool. A thread is given as the
+// API gives it (agentbridge.Thread).
 
 type listThreadsOut struct {
-	Threads []threadOut `json:"threads"`
+	Threads []agentbridge.Thread `json:"threads"`
 	// NextAfter is the cursor of the next page, empty when this page was
 	// not full.
 	NextAfter string `json:"next_after,omitempty"`
@@ -190,13 +178,13 @@ func (s *Server) listThreads(ctx context.Context, _ *mcp.CallToolRequest, in lis
 	if err != nil {
 		return nil, listThreadsOut{}, s.toolError(err)
 	}
-	out := listThreadsOut{Threads: make([]threadOut, 0, len(threads))}
+	out := listThreadsOut{Threads: make([]agentbridge.Thread, 0, len(threads))}
 	var b strings.Builder
 	if len(threads) == 0 {
 		b.WriteString("No threads.")
 	}
 	for _, th := range threads {
-		out.Threads = append(out.Threads, toThreadOut(th))
+		out.Threads = append(out.Threads, th)
 		fmt.Fprintf(&b, "%s  %q  %d events, updated %s\n", th.ID, th.Name, th.EventCount, th.UpdatedAt)
 	}
 	if len(threads) == limit {
@@ -206,18 +194,18 @@ func (s *Server) listThreads(ctx context.Context, _ *mcp.CallToolRequest, in lis
 	return textResult(b.String()), out, nil
 }
 
-func (s *Server) createThread(ctx context.Context, _ *mcp.CallToolRequest, in createThreadIn) (*mcp.CallToolResult, threadOut, error) {
+func (s *Server) createThread(ctx context.Context, _ *mcp.CallToolRequest, in createThreadIn) (*mcp.CallToolResult, agentbridge.Thread, error) {
 	if err := agentbridge.ValidateThreadName(in.Name); err != nil {
-		return nil, threadOut{}, invalidArg("name", "%s", sentence(err))
+		return nil, agentbridge.Thread{}, invalidArg("name", "%s", sentence(err))
 	}
 	if in.ID != "" && !agentbridge.ThreadIDPattern.MatchString(in.ID) {
-		return nil, threadOut{}, invalidArg("id", "%q is not a valid thread id: use 1 to 64 letters, digits or . _ -, starting with a letter or digit", in.ID)
+		return nil, agentbridge.Thread{}, invalidArg("id", "%q is not a valid thread id: use 1 to 64 letters, digits or . _ -, starting with a letter or digit", in.ID)
 	}
 	th, err := s.c.CreateThread(ctx, agentbridge.CreateThreadRequest{ID: in.ID, Name: in.Name, From: s.as})
 	if err != nil {
-		return nil, threadOut{}, s.toolError(err)
+		return nil, agentbridge.Thread{}, s.toolError(err)
 	}
-	return textResult(fmt.Sprintf("Created thread %s (%q).", th.ID, th.Name)), toThreadOut(th), nil
+	return textResult(fmt.Sprintf("Created thread %s (%q).", th.ID, th.Name)), th, nil
 }
 
 func (s *Server) readThread(ctx context.Context, _ *mcp.CallToolRequest, in readThreadIn) (*mcp.CallToolResult, readThreadOut, error) {
