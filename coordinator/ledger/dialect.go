@@ -33,12 +33,8 @@ type txn struct {
 	owner string
 }
 
-func (c *conn) q(query string) string {
-	if !c.pg {
-		return query
-	}
-	return rebind(query)
-}
+// q is query in c's dialect.
+func (c *conn) q(query string) string { return inDialect(c.pg, query) }
 
 // ExecContext runs query, its placeholders rebound for the dialect.
 func (c *conn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
@@ -69,8 +65,13 @@ func (c *conn) BeginTx(ctx context.Context, opts *sql.TxOptions) (*txn, error) {
 	return &txn{Tx: t, pg: c.pg, owner: c.owner}, nil
 }
 
-func (t *txn) q(query string) string {
-	if !t.pg {
+// q is query in t's dialect.
+func (t *txn) q(query string) string { return inDialect(t.pg, query) }
+
+// inDialect is query as written (SQLite's ? placeholders), or rebound for
+// PostgreSQL when pg.
+func inDialect(pg bool, query string) string {
+	if !pg {
 		return query
 	}
 	return rebind(query)

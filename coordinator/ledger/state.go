@@ -366,26 +366,37 @@ type execer interface {
 }
 
 func setCursor(ctx context.Context, db execer, owner string, gseq int64) error {
-	_, err := db.ExecContext(ctx, `INSERT INTO cursors (owner, name, value) VALUES (?, ?, ?)
-		ON CONFLICT (owner, name) DO UPDATE SET value = excluded.value`, owner, cursorGlobal, gseq)
-	if err != nil {
+	if err := putCursor(ctx, db, owner, cursorGlobal, gseq); err != nil {
 		return fmt.Errorf("advance cursor: %w", err)
 	}
 	return nil
 }
 
-// Cursor returns the global cursor (the gseq of the last processed event)
-// and whether one was ever stored: a fresh ledger has none.
-func (d *DB) Cursor(ctx context.Context) (int64, bool, error) {
+// putCursor stores owner's cursor name as value.
+func putCursor(ctx context.Context, db execer, owner, name string, value int64) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO cursors (owner, name, value) VALUES (?, ?, ?)
+		ON CONFLICT (owner, name) DO UPDATE SET value = excluded.value`, owner, name, value)
+	return err
+}
+
+// readCursor reads this ledger's cursor name, and whether one was stored.
+func (d *DB) readCursor(ctx context.Context, name string) (int64, bool, error) {
 	var v int64
-	err := d.db.QueryRowContext(ctx, `SELECT value FROM cursors WHERE owner = ? AND name = ?`, d.db.owner, cursorGlobal).Scan(&v)
+	err := d.db.QueryRowContext(ctx, `SELECT value FROM cursors WHERE owner = ? AND name = ?`, d.db.owner, name).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
+	return v, err == nil, err
+}
+
+// Cursor returns the global cursor (the gseq of the last processed event)
+// and whether one was ever stored: a fresh ledger has none.
+func (d *DB) Cursor(ctx context.Context) (int64, bool, error) {
+	v, found, err := d.readCursor(ctx, cursorGlobal)
 	if err != nil {
 		return 0, false, fmt.Errorf("read cursor: %w", err)
 	}
-	return v, true, nil
+	return v, found, nil
 }
 
 // SetCursor moves the global cursor, for startup_mode "end" and for a
@@ -397,21 +408,16 @@ func (d *DB) SetCursor(ctx context.Context, gseq int64) error {
 // BridgeEpoch returns the id of the bridge log's epoch the cursors were
 // kept in (agentbridge.LogEpoch), and whether one was stored.
 func (d *DB) BridgeEpoch(ctx context.Context) (int64, bool, error) {
-	var v int64
-	err := d.db.QueryRowContext(ctx, `SELECT value FROM cursors WHERE owner = ? AND name = ?`, d.db.owner, cursorEpoch).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
-	}
+	v, found, err := d.readCursor(ctx, cursorEpoch)
 	if err != nil {
 		return 0, false, fmt.Errorf("read the bridge's epoch: %w", err)
 	}
-	return v, true, nil
+	return v, found, nil
 }
 
 // SetBridgeEpoch records the bridge log's epoch the cursors are kept in.
 func (d *DB) SetBridgeEpoch(ctx context.Context, epoch int64) error {
-	if _, err := d.db.ExecContext(ctx, `INSERT INTO cursors (owner, name, value) VALUES (?, ?, ?)
-		ON CONFLICT (owner, name) DO UPDATE SET value = excluded.value`, d.db.owner, cursorEpoch, epoch); err != nil {
+	if err := putCursor(ctx, d.db, d.db.owner, cursorEpoch, epoch); err != nil {
 		return fmt.Errorf("record the bridge's epoch: %w", err)
 	}
 	return nil
@@ -433,8 +439,7 @@ func (d *DB) Rebase(ctx context.Context, gseq, epoch int64) (int64, error) {
 		return 0, err
 	}
 	if epoch != 0 {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO cursors (owner, name, value) VALUES (?, ?, ?)
-			ON CONFLICT (owner, name) DO UPDATE SET value = excluded.value`, tx.owner, cursorEpoch, epoch); err != nil {
+		if err := putCursor(ctx, tx, tx.owner, cursorEpoch, epoch); err != nil {
 			return 0, fmt.Errorf("rebase cursors: record the epoch: %w", err)
 		}
 	}
