@@ -74,7 +74,7 @@ type Coordinator struct {
 	receipts  *receiptReporter
 	statusLn  net.Listener
 	statusSrv *http.Server
-	// guard is the status API's security gate (status.go).
+	// guard is the status API's security gate (status.NewGuard).
 	guard *httpguard.Guard
 
 	// cursor is the gseq of the last event committed to the ledger, for
@@ -183,7 +183,7 @@ func New(opts Options) (*Coordinator, error) {
 		c.watcher = config.NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
 	}
 	if cfg.StatusAddr != "" {
-		g, err := newStatusGuard(cfg, opts.RequestTimeout)
+		g, err := status.NewGuard(cfg, opts.RequestTimeout)
 		if err != nil {
 			return nil, err
 		}
@@ -272,7 +272,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	stopReceipts := c.receipts.start(ctx)
 
 	if c.statusLn != nil {
-		c.statusSrv = c.guard.Server(c.guard.Wrap(readOnlyUnlessPerson(status.New(statusSource{c}, c.guard, c.log).Handler())))
+		c.statusSrv = c.guard.Server(c.guard.Wrap(status.New(statusSource{c}, c.guard, c.log).Handler()))
 		c.statusSrv.BaseContext = func(net.Listener) context.Context { return ctx }
 		c.statusSrv.ErrorLog = slog.NewLogLogger(c.log.Handler(), slog.LevelDebug)
 		wg.Add(1)
