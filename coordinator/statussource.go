@@ -39,6 +39,6 @@ func (s statusSource) Bridge() *client.Client { return s.c.bridge }
 
 // CachedThreadName is a thread's name from the folded-state cache.
 func (s statusSource) CachedThreadName(thread string) (string, bool) {
-	tc, ok := s.c.threads.get(thread)
+	tc, ok := s.c.threads.Get(thread)
 	return tc.name, ok
 }
