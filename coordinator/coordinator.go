@@ -20,6 +20,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/internal/cache"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/registry"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 )
@@ -114,8 +115,8 @@ type Coordinator struct {
 	tokens *tokenKeeper
 	// outage logs the edges of a time the ledger refuses writes.
 	outage *ledgerOutage
-	// registry registers with the bridge and heartbeats (registry.go).
-	registry *registrar
+	// registry registers with the bridge and heartbeats.
+	registry *registry.Registrar
 	// claims claims runs at the bridge and takes over those left
 	// (claims.go, takeover.go).
 	claims *claimer
@@ -182,7 +183,7 @@ func New(opts Options) (*Coordinator, error) {
 	c.sched = newScheduler(c)
 	c.receipts = newReceiptReporter(c)
 	c.avail = newAvailability(c)
-	c.registry = newRegistrar(c, opts.Version)
+	c.registry = registry.New(registry.Options{Bridge: c.bridge, Config: c.cfg.Load, StatusURL: c.StatusURL, Version: opts.Version, Logger: c.log})
 	c.claims = newClaimer(c)
 	c.acp = newACPPool(c, acpDir(opts.ACPDir))
 	c.tokens = &tokenKeeper{c: c}
@@ -234,7 +235,7 @@ func (c *Coordinator) applyConfig(cfg config.Config) {
 	// The ledger's rows and the lease are the coordinator id's it started
 	// with (ledger.Open).
 	cfg.CoordinatorID = old.CoordinatorID
-	c.registry.reconfigure(&cfg)
+	c.registry.Reconfigure(&cfg)
 	c.cfg.Store(&cfg)
 	c.sched.wake()
 }
@@ -265,11 +266,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	// The registration lives until everything else has stopped: running
 	// adapters may still post during the grace period.
 	reg, stopRegistry := context.WithCancel(context.WithoutCancel(ctx))
-	c.registry.first(ctx)
+	c.registry.First(ctx)
 	regDone := make(chan struct{})
 	go func() {
 		defer close(regDone)
-		c.registry.run(reg)
+		c.registry.Run(reg)
 	}()
 	defer func() {
 		stopRegistry()
