@@ -146,6 +146,15 @@ func (r *rig) run(ctx context.Context) (stop func()) {
 	}
 }
 
+// beatFor registers, heartbeats for d of the bubble's clock, and stops.
+func (r *rig) beatFor(ctx context.Context, d time.Duration) {
+	r.g.First(ctx)
+	stop := r.run(ctx)
+	time.Sleep(d)
+	synctest.Wait()
+	stop()
+}
+
 // registered returns the store's registration of id, if any.
 func registered(t *testing.T, st *sqlite.Store, id string) (agentbridge.CoordinatorInfo, bool) {
 	t.Helper()
@@ -240,57 +249,47 @@ func TestRegistrationRetriedEverySecond(t *testing.T) {
 	})
 }
 
-// TestRegistrationRefusedIsAnError: a refusal (a token made for another
+// TestRegistrationRefused: a refusal (a token made for another
 // coordinator id) is a mistake in the config, said once as an error that
-// names the fix, and tried again every second.
-func TestRegistrationRefusedIsAnError(t *testing.T) {
-	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, 30*time.Second)
-		r.b.always = &agentbridge.Error{Code: agentbridge.ECodeForbiddenScope, Status: http.StatusForbidden, Message: "not yours"}
-		r.g.First(t.Context())
-		stop := r.run(t.Context())
-		time.Sleep(3500 * time.Millisecond)
-		synctest.Wait()
-		stop()
-		if attempts, _ := r.b.times(); !slices.Equal(attempts, seconds(0, 1, 2, 3)) {
-			t.Fatalf("asked at %v, want every second", attempts)
-		}
-		if n := r.log.count(slog.LevelError, "agent-bridge tokens add --scope coordinator"); n != 1 {
-			t.Errorf("%d errors naming the fix, want 1", n)
-		}
-		if r.g.Registered() || r.g.Unsupported() {
-			t.Errorf("Registered %v, Unsupported %v; want neither", r.g.Registered(), r.g.Unsupported())
-		}
-	})
-}
-
-// TestBridgeWithoutRegistrations: an older bridge answers 404; that is
-// said once, Unsupported turns true, and the heartbeat keeps the ttl's
+// names the fix, and tried again every second; an older bridge answers
+// 404, which is said once, turns Unsupported true, and keeps the ttl's
 // pace rather than retrying every second.
-func TestBridgeWithoutRegistrations(t *testing.T) {
+func TestRegistrationRefused(t *testing.T) {
 	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, 30*time.Second)
-		r.b.always = &agentbridge.Error{Code: agentbridge.ECodeNotFound, Status: http.StatusNotFound, Message: "no such route"}
-		r.g.First(t.Context())
-		stop := r.run(t.Context())
-		time.Sleep(25 * time.Second)
-		synctest.Wait()
-		stop()
-		if attempts, _ := r.b.times(); !slices.Equal(attempts, seconds(0, 10, 20)) {
-			t.Fatalf("asked at %v, want every 10s", attempts)
-		}
-		if !r.g.Unsupported() {
-			t.Error("Unsupported is false after a 404")
-		}
-		if n := r.log.count(slog.LevelWarn, "keeps no coordinator registrations"); n != 1 {
-			t.Errorf("said %d times, want once", n)
-		}
-		if _, known := r.g.ServedElsewhere("codex", ""); known {
-			t.Error("ServedElsewhere claims to know without a list")
-		}
-	})
+	for _, tc := range []struct {
+		name        string
+		answer      *agentbridge.Error
+		beat        time.Duration
+		attempts    []time.Duration
+		level       slog.Level
+		said        string
+		unsupported bool
+	}{
+		{"a token for another coordinator id", &agentbridge.Error{Code: agentbridge.ECodeForbiddenScope, Status: http.StatusForbidden, Message: "not yours"},
+			3500 * time.Millisecond, seconds(0, 1, 2, 3), slog.LevelError, "agent-bridge tokens add --scope coordinator", false},
+		{"a bridge without registrations", &agentbridge.Error{Code: agentbridge.ECodeNotFound, Status: http.StatusNotFound, Message: "no such route"},
+			25 * time.Second, seconds(0, 10, 20), slog.LevelWarn, "keeps no coordinator registrations", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t, 30*time.Second)
+				r.b.always = tc.answer
+				r.beatFor(t.Context(), tc.beat)
+				if attempts, _ := r.b.times(); !slices.Equal(attempts, tc.attempts) {
+					t.Fatalf("asked at %v, want at %v", attempts, tc.attempts)
+				}
+				if n := r.log.count(tc.level, tc.said); n != 1 {
+					t.Errorf("said %d times at %s, want once", n, tc.level)
+				}
+				if r.g.Registered() || r.g.Unsupported() != tc.unsupported {
+					t.Errorf("Registered %v, Unsupported %v; want false, %v", r.g.Registered(), r.g.Unsupported(), tc.unsupported)
+				}
+				if _, known := r.g.ServedElsewhere("codex", ""); known {
+					t.Error("ServedElsewhere claims to know without a list")
+				}
+			})
+		})
+	}
 }
 
 // TestDuplicateWarnedOnce: another live process under this coordinator
