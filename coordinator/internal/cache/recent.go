@@ -11,8 +11,8 @@ import (
 // windows: the ones spoken in most recently, which are the ones whose
 // triggers are being answered. A thread that falls out costs one GET. It
 // is above the max_concurrency people run with: at 64, a burst of 100
-// triggers at max_concurrency 100 made a third of its runs ask the bridge
-// for their window while the others were starting.
+// triggers at max_concurrency 100 makes a third of its runs ask the bridge
+// for their window while the others start.
 const recentThreads = 256
 
 // RecentSlack is how many events beyond the context window each thread
