@@ -32,7 +32,7 @@ const (
 	MaxPresencePerThread = 256
 	// MaxPresencePerSender is how many threads one participant holds
 	// presence in at once: above the 1,024 threads the coordinator
-	// reports its agents available in (coordinator/threadcache.go).
+	// reports its agents available in (the coordinator's maxCachedThreads).
 	MaxPresencePerSender = 2048
 )
 

@@ -10,6 +10,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
+	"github.com/agent-bridge/agent-bridge/coordinator/registry"
 )
 
 // Presence "available" (contract 6.5, docs/api.md): the coordinator reports
@@ -241,7 +242,7 @@ func (a *availability) offline() {
 // coordinator can start: available, via which coordinator, on which
 // machine (contract 7.1: "claude @ laptop").
 func availableDetails(cfg *config.Config) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"available": true, "via": cfg.CoordinatorID, "host": hostName(cfg)})
+	b, _ := json.Marshal(map[string]any{"available": true, "via": cfg.CoordinatorID, "host": registry.HostName(cfg)})
 	return b
 }
 

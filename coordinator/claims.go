@@ -96,7 +96,7 @@ func (k *claimer) settle(err error) (off bool) {
 func (k *claimer) request(cfg *config.Config, inv ledger.Invocation, client string) agentbridge.ClaimRequest {
 	return agentbridge.ClaimRequest{
 		ClaimKey:    agentbridge.ClaimKey{Thread: inv.Thread, Event: inv.TriggerID, Participant: inv.Participant, Round: inv.Round},
-		Coordinator: cfg.CoordinatorID, Instance: k.c.registry.instance, Client: client,
+		Coordinator: cfg.CoordinatorID, Instance: k.c.registry.Instance(), Client: client,
 	}
 }
 
@@ -357,7 +357,7 @@ func (k *claimer) finishClaim(ctx context.Context, id, fence int64) {
 	cfg := k.c.cfg.Load()
 	err := k.c.retry(fctx, retrying{what: "finish a claim", attrs: []any{"claim", id}, level: slog.LevelDebug, permanent: refusedForGood},
 		func() error {
-			_, err := k.c.bridge.FinishClaim(fctx, id, fence, cfg.CoordinatorID, k.c.registry.instance)
+			_, err := k.c.bridge.FinishClaim(fctx, id, fence, cfg.CoordinatorID, k.c.registry.Instance())
 			return err
 		})
 	if err != nil {

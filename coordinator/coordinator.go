@@ -18,7 +18,9 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
+	"github.com/agent-bridge/agent-bridge/coordinator/internal/cache"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/registry"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 )
@@ -74,7 +76,7 @@ type Coordinator struct {
 	receipts  *receiptReporter
 	statusLn  net.Listener
 	statusSrv *http.Server
-	// guard is the status API's security gate (status.go).
+	// guard is the status API's security gate (status.NewGuard).
 	guard *httpguard.Guard
 
 	// cursor is the gseq of the last event committed to the ledger, for
@@ -90,20 +92,20 @@ type Coordinator struct {
 	skipGrace atomic.Pointer[context.CancelFunc]
 
 	// threads caches the folded state of the threads met most recently.
-	threads *threadCaches
+	threads *cache.LRU[threadCache]
 	// staged is what the follow loop decided and has not committed yet
 	// (process, flush); only the follow loop touches it.
 	staged []staged
 	// runs holds the cancel functions of the invocations being worked on.
 	runs *runRegistry
 	// recent keeps the last events of the threads met most recently, for
-	// context windows (recent.go).
-	recent *recentEvents
+	// context windows.
+	recent *cache.Recent
 	// presences orders each pair's presence reports (invoke.go).
 	presences presenceChain
 	// rosterPresence keeps the threads' presence from the stream, for
-	// the payload's roster (presencecache.go).
-	rosterPresence *presenceCache
+	// the payload's roster.
+	rosterPresence *cache.Presence
 	// avail reports the participants it can start as available
 	// (available.go).
 	avail *availability
@@ -113,8 +115,8 @@ type Coordinator struct {
 	tokens *tokenKeeper
 	// outage logs the edges of a time the ledger refuses writes.
 	outage *ledgerOutage
-	// registry registers with the bridge and heartbeats (registry.go).
-	registry *registrar
+	// registry registers with the bridge and heartbeats.
+	registry *registry.Registrar
 	// claims claims runs at the bridge and takes over those left
 	// (claims.go, takeover.go).
 	claims *claimer
@@ -133,6 +135,12 @@ type threadCache struct {
 	done  int64
 	known bool
 }
+
+// maxCachedThreads bounds the threads whose folded state the coordinator
+// keeps. Threads are never deleted, so a cache of every thread met would
+// grow for the daemon's whole life; a thread that falls out costs two
+// reads from the bridge (its state and its name) when it speaks again.
+const maxCachedThreads = 1024
 
 // New checks the options and binds the status server's listener, so that an
 // address already in use is reported before anything runs.
@@ -162,12 +170,12 @@ func New(opts Options) (*Coordinator, error) {
 		bridge:  client.New(cfg.BridgeURL, copts...),
 		exe:     exe,
 		path:    opts.ConfigPath,
-		threads: newThreadCaches(maxCachedThreads),
+		threads: cache.NewLRU[threadCache](maxCachedThreads),
 		runs:    newRunRegistry(),
-		recent:  newRecentEvents(),
+		recent:  cache.NewRecent(),
 		ready:   make(chan struct{}),
 
-		rosterPresence: newPresenceCache(time.Now),
+		rosterPresence: cache.NewPresence(time.Now),
 	}
 	c.cfg.Store(&cfg)
 	c.outage = &ledgerOutage{log: c.log}
@@ -175,7 +183,7 @@ func New(opts Options) (*Coordinator, error) {
 	c.sched = newScheduler(c)
 	c.receipts = newReceiptReporter(c)
 	c.avail = newAvailability(c)
-	c.registry = newRegistrar(c, opts.Version)
+	c.registry = registry.New(registry.Options{Bridge: c.bridge, Config: c.cfg.Load, StatusURL: c.StatusURL, Version: opts.Version, Logger: c.log})
 	c.claims = newClaimer(c)
 	c.acp = newACPPool(c, acpDir(opts.ACPDir))
 	c.tokens = &tokenKeeper{c: c}
@@ -183,7 +191,7 @@ func New(opts Options) (*Coordinator, error) {
 		c.watcher = config.NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
 	}
 	if cfg.StatusAddr != "" {
-		g, err := newStatusGuard(cfg, opts.RequestTimeout)
+		g, err := status.NewGuard(cfg, opts.RequestTimeout)
 		if err != nil {
 			return nil, err
 		}
@@ -227,7 +235,7 @@ func (c *Coordinator) applyConfig(cfg config.Config) {
 	// The ledger's rows and the lease are the coordinator id's it started
 	// with (ledger.Open).
 	cfg.CoordinatorID = old.CoordinatorID
-	c.registry.reconfigure(&cfg)
+	c.registry.Reconfigure(&cfg)
 	c.cfg.Store(&cfg)
 	c.sched.wake()
 }
@@ -258,11 +266,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	// The registration lives until everything else has stopped: running
 	// adapters may still post during the grace period.
 	reg, stopRegistry := context.WithCancel(context.WithoutCancel(ctx))
-	c.registry.first(ctx)
+	c.registry.First(ctx)
 	regDone := make(chan struct{})
 	go func() {
 		defer close(regDone)
-		c.registry.run(reg)
+		c.registry.Run(reg)
 	}()
 	defer func() {
 		stopRegistry()
@@ -272,7 +280,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	stopReceipts := c.receipts.start(ctx)
 
 	if c.statusLn != nil {
-		c.statusSrv = c.guard.Server(c.guard.Wrap(readOnlyUnlessPerson(status.New(statusSource{c}, c.guard, c.log).Handler())))
+		c.statusSrv = c.guard.Server(c.guard.Wrap(status.New(statusSource{c}, c.guard, c.log).Handler()))
 		c.statusSrv.BaseContext = func(net.Listener) context.Context { return ctx }
 		c.statusSrv.ErrorLog = slog.NewLogLogger(c.log.Handler(), slog.LevelDebug)
 		wg.Add(1)
@@ -392,7 +400,7 @@ func (c *Coordinator) follow(ctx context.Context) error {
 	return c.bridge.Follow(ctx, cursor, client.FollowOptions{
 		Handle: func(it client.Item) error {
 			if it.Presence != nil {
-				c.rosterPresence.change(*it.Presence)
+				c.rosterPresence.Change(*it.Presence)
 			}
 			if it.Event == nil {
 				return nil
@@ -409,7 +417,7 @@ func (c *Coordinator) follow(ctx context.Context) error {
 			// A new connection hands again whatever a broken one left
 			// staged: it resumes after the last commit.
 			c.dropStaged()
-			c.rosterPresence.opened(stream)
+			c.rosterPresence.Opened(stream)
 		},
 		Retry: func(error) bool { return true },
 		// The bridge was restored from an older backup (rebase.go).
@@ -672,9 +680,9 @@ func (c *Coordinator) remember(cfg *config.Config, e agentbridge.Event, ctl *age
 	}
 	// The commit of e moved the thread's cursor to e.Seq unless it was
 	// further already.
-	c.threads.put(e.Thread, threadCache{seq: e.Seq, state: after, name: name, done: max(before.done, e.Seq), known: before.known})
+	c.threads.Put(e.Thread, threadCache{seq: e.Seq, state: after, name: name, done: max(before.done, e.Seq), known: before.known})
 	c.avail.note(e.Thread, after)
-	c.recent.add(e, cfg.ContextWindowSize+recentSlack)
+	c.recent.Add(e, cfg.ContextWindowSize+cache.RecentSlack)
 	return after
 }
 
@@ -705,7 +713,7 @@ func (c *Coordinator) dispatch(ctx context.Context, e agentbridge.Event, ctl *ag
 // when it is current, else from the bridge (the coordinator met the thread
 // mid-way, or skipped events).
 func (c *Coordinator) stateBefore(ctx context.Context, e agentbridge.Event) (threadCache, error) {
-	tc, cached := c.threads.get(e.Thread)
+	tc, cached := c.threads.Get(e.Thread)
 	if cached && tc.seq == e.Seq-1 {
 		return tc, nil
 	}
@@ -730,7 +738,7 @@ func (c *Coordinator) stateBefore(ctx context.Context, e agentbridge.Event) (thr
 // threadName returns the cached name of a thread, asking the bridge when
 // the coordinator has not met it yet (recovery).
 func (c *Coordinator) threadName(ctx context.Context, thread string) (string, error) {
-	if tc, ok := c.threads.get(thread); ok {
+	if tc, ok := c.threads.Get(thread); ok {
 		return tc.name, nil
 	}
 	th, err := c.bridge.Thread(ctx, thread)

@@ -18,6 +18,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/registry"
 )
 
 // invoke runs one job to its end: the adapter, then the post of its reply
@@ -456,7 +457,7 @@ func (c *Coordinator) presence(ctx context.Context, thread, participant string, 
 		in := agentbridge.PresenceInput{From: participant, State: st}
 		switch st {
 		case agentbridge.PresenceThinking:
-			in.Details = presenceDetails(mon, hostName(c.cfg.Load()))
+			in.Details = presenceDetails(mon, registry.HostName(c.cfg.Load()))
 		case agentbridge.PresenceListening:
 			// Done, and ready for the next trigger (available.go).
 			in.Details = availableDetails(c.cfg.Load())

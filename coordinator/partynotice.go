@@ -9,6 +9,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/registry"
 )
 
 // Notices across coordinators (contract 7.1). Every coordinator that
@@ -48,17 +49,19 @@ func noticeKindOf(name string) string {
 // or ctx ended (it stays pending). A claim refused because this
 // coordinator's registration is not in yet is tried again.
 func (c *Coordinator) claimNotice(ctx context.Context, n ledger.Notice) (cl *agentbridge.Claim, settled bool) {
-	if c.registry.unsupportedBridge() {
+	if c.registry.Unsupported() {
 		return nil, false
 	}
 	cfg := c.cfg.Load()
 	req := agentbridge.ClaimRequest{
 		ClaimKey:    agentbridge.ClaimKey{Thread: n.Thread, Event: n.TriggerID, Notice: noticeClaimName(n.Kind)},
-		Coordinator: cfg.CoordinatorID, Instance: c.registry.instance,
+		Coordinator: cfg.CoordinatorID, Instance: c.registry.Instance(),
 	}
 	var res agentbridge.ClaimResult
 	err := c.retry(ctx, retrying{what: "claim a notice", attrs: []any{"trigger", n.TriggerID, "notice", req.Notice},
-		permanent: func(err error) bool { return refusedForGood(err) && !(notRegistered(err) && c.registry.isRegistered()) }},
+		permanent: func(err error) bool {
+			return refusedForGood(err) && !(registry.NotRegistered(err) && c.registry.Registered())
+		}},
 		func() (err error) {
 			res, err = c.bridge.Claim(ctx, req)
 			return err
@@ -81,21 +84,6 @@ func (c *Coordinator) claimNotice(ctx context.Context, n ledger.Notice) (cl *age
 	}
 }
 
-// isRegistered reports whether a registration of this coordinator
-// succeeded.
-func (g *registrar) isRegistered() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.registered
-}
-
-// notRegistered reports whether err is the bridge refusing a claim by a
-// coordinator whose registration it does not hold (yet).
-func notRegistered(err error) bool {
-	var ae *agentbridge.Error
-	return errors.As(err, &ae) && ae.Code == agentbridge.ECodeNotRegistered
-}
-
 // finishNotice marks a notice claim done once its notice is posted (or
 // refused for good), so that no other coordinator posts it again.
 func (c *Coordinator) finishNotice(ctx context.Context, cl *agentbridge.Claim) {
@@ -105,7 +93,7 @@ func (c *Coordinator) finishNotice(ctx context.Context, cl *agentbridge.Claim) {
 	cfg := c.cfg.Load()
 	err := c.retry(ctx, retrying{what: "finish a notice claim", attrs: []any{"claim", cl.ID}, permanent: refusedForGood},
 		func() error {
-			_, err := c.bridge.FinishClaim(ctx, cl.ID, cl.Fence, cfg.CoordinatorID, c.registry.instance)
+			_, err := c.bridge.FinishClaim(ctx, cl.ID, cl.Fence, cfg.CoordinatorID, c.registry.Instance())
 			return err
 		})
 	if err != nil && ctx.Err() == nil {

@@ -243,9 +243,9 @@ func (c *Coordinator) partySelectionFacts(ctx context.Context, e agentbridge.Eve
 		if err != nil {
 			return nil, err
 		}
-		c.registry.refresh(ctx)
+		c.registry.Refresh(ctx)
 		return &PartyFacts{Turns: PartyTurns(evs), Elsewhere: func(p, client string) bool {
-			served, _ := c.registry.servedElsewhere(p, client)
+			served, _ := c.registry.ServedElsewhere(p, client)
 			return served
 		}}, nil
 	}

@@ -158,7 +158,7 @@ func (c *Coordinator) stateAt(ctx context.Context, j job) (agentbridge.ThreadSta
 // eventsUpTo returns the thread's last span events up to inv's trigger,
 // oldest first.
 func (c *Coordinator) eventsUpTo(ctx context.Context, inv ledger.Invocation, span int) ([]agentbridge.Event, error) {
-	if events, ok := c.recent.window(inv.Thread, inv.TriggerSeq, span, inv.TriggerID); ok {
+	if events, ok := c.recent.Window(inv.Thread, inv.TriggerSeq, span, inv.TriggerID); ok {
 		return events, nil
 	}
 	events, err := c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{

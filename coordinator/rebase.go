@@ -70,7 +70,7 @@ func (c *Coordinator) rebase(ctx context.Context, from, to, epoch int64, why str
 		return 0, fmt.Errorf("rebase on the bridge's restored log: %w", err)
 	}
 	c.dropStaged()
-	c.threads.reset()
+	c.threads.Reset()
 	c.cursor.Store(to)
 	c.log.Warn(why+"; answering every event after the point where the logs part",
 		"cursor", from, "rebased_to", to, "thread_cursors_dropped", dropped)

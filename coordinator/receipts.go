@@ -262,7 +262,7 @@ func (r *receiptReporter) reportSkip(ctx context.Context, d ledger.DecisionRow, 
 	if s.Agent != "" {
 		return true
 	}
-	if r.c.registry.unsupportedBridge() {
+	if r.c.registry.Unsupported() {
 		return true
 	}
 	if d.Row <= r.replayedDec {
@@ -271,10 +271,10 @@ func (r *receiptReporter) reportSkip(ctx context.Context, d ledger.DecisionRow, 
 	if !*listed {
 		// Once per pass, after the decisions it reports were made: a
 		// coordinator that registered before their triggers is in it.
-		r.c.registry.refresh(ctx)
+		r.c.registry.Refresh(ctx)
 		*listed = true
 	}
-	elsewhere, known := r.c.registry.servedElsewhere(s.Participant, s.Client)
+	elsewhere, known := r.c.registry.ServedElsewhere(s.Participant, s.Client)
 	if !known || elsewhere {
 		return false
 	}
@@ -348,7 +348,7 @@ func (r *receiptReporter) reportPairs(ctx context.Context, rows []ledger.PairSta
 // and the receipt is the holder's to write (contract 7.1).
 func (r *receiptReporter) reportOf(p ledger.PairState) pairReport {
 	if p.ClaimID == 0 && p.Status == ledger.StatusQueued && !r.c.claims.off() {
-		if shared, known := r.c.registry.servedElsewhere(p.Participant, ""); shared || !known {
+		if shared, known := r.c.registry.ServedElsewhere(p.Participant, ""); shared || !known {
 			return pairReport{}
 		}
 	}

@@ -72,14 +72,14 @@ func sinceLastTurn(events []agentbridge.Event, participant string) []agentbridge
 // offline, and a failed read leaves everyone offline rather than holding
 // up the invocation.
 func (c *Coordinator) presenceStates(ctx context.Context, thread string) map[string]string {
-	if m, ok := c.rosterPresence.states(thread); ok {
+	if m, ok := c.rosterPresence.States(thread); ok {
 		return m
 	}
-	gen := c.rosterPresence.begin(thread)
+	gen := c.rosterPresence.Begin(thread)
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	list, ttl, err := c.bridge.PresenceTTL(pctx, thread)
-	c.rosterPresence.fill(gen, thread, list, ttl)
+	c.rosterPresence.Fill(gen, thread, list, ttl)
 	if err != nil {
 		c.log.Debug("read presence for the roster", "thread", thread, "err", err)
 		return nil

@@ -30,8 +30,8 @@ func (c *Coordinator) unservedAtInvite(ctx context.Context, e agentbridge.Event,
 	c.sched.notices.Add(1)
 	go func() {
 		defer c.sched.notices.Done()
-		c.registry.refresh(ctx)
-		if never, known := c.registry.neverServed(p, cl); !known || !never {
+		c.registry.Refresh(ctx)
+		if never, known := c.registry.NeverServed(p, cl); !known || !never {
 			return
 		}
 		c.postUnserved(ctx, cfg, e, p, cl)
@@ -42,7 +42,7 @@ func (c *Coordinator) unservedAtInvite(ctx context.Context, e agentbridge.Event,
 func (c *Coordinator) postUnserved(ctx context.Context, cfg *config.Config, e agentbridge.Event, p, cl string) {
 	res, err := c.claims.claim(ctx, agentbridge.ClaimRequest{
 		ClaimKey:    agentbridge.ClaimKey{Thread: e.Thread, Event: e.ID, Notice: noticeUnserved + p},
-		Coordinator: cfg.CoordinatorID, Instance: c.registry.instance,
+		Coordinator: cfg.CoordinatorID, Instance: c.registry.Instance(),
 	})
 	if err != nil || !res.Granted {
 		return // another coordinator says it, or the bridge keeps no claims

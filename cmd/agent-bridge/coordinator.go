@@ -14,6 +14,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/spf13/cobra"
 )
 
@@ -66,7 +67,7 @@ func (m *Main) coordinatorCommand(c *cobra.Command) runFunc {
 			logger.Warn("an agent-bridge up already runs a coordinator against this bridge; both will answer every message they are asked",
 				"pid", rt.PID, "bridge", rt.BridgeURL, "up_state", rt.State)
 		}
-		if err := coordinator.CheckStatusListen(cfg); err != nil {
+		if err := status.CheckListen(cfg); err != nil {
 			return err // before standing by for a lease: a standby would only fail later
 		}
 		return m.startCoordinator(ctx, cfg, *statePath, logger, func(*coordinator.Coordinator) {})

@@ -20,6 +20,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
+	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -41,7 +42,7 @@ func overrideUpConfig(cfg *config.Config, humansGiven bool, humans, statusAddr, 
 	if token != "" {
 		cfg.BridgeToken = token
 	}
-	if err := coordinator.CheckStatusListen(*cfg); err != nil {
+	if err := status.CheckListen(*cfg); err != nil {
 		// The address came from --status-addr when it was given, so the
 		// refusal names the flag.
 		var ce *config.Error

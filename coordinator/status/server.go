@@ -2,8 +2,9 @@
 // (/healthz, /metrics, /invocations, /decisions, /sessions, /journals, the
 // cancel and the login) and the runs dashboard (/, /runs, /usage). It is one
 // face of the coordinator, reading through Source what the coordinator
-// package keeps; the coordinator puts its security gate (internal/httpguard)
-// in front of Handler and runs the listener.
+// package keeps. Its security gate (NewGuard, over internal/httpguard)
+// checks tokens with the bridge; the coordinator puts it in front of
+// Handler and runs the listener.
 package status
 
 import (
@@ -122,7 +123,8 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 // Handler serves the status API: /healthz, /metrics, /invocations,
 // /decisions, /sessions, /journals and the runs dashboard, all read-only,
 // and POST /invocations/{id}/cancel and /auth/login. The coordinator puts
-// its gate (the Guard given to New) in front of it.
+// its gate (the Guard given to New, from NewGuard) in front of it; a read
+// credential the gate let through is refused the cancel here.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -143,7 +145,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no %s %s on the coordinator's status API; try /invocations or /decisions?event=ID.", r.Method, r.URL.Path))
 	})
-	return mux
+	return readOnlyUnlessPerson(mux)
 }
 
 // InvocationsResponse is the body of GET /invocations.

@@ -1,4 +1,4 @@
-package coordinator
+package registry
 
 import (
 	"testing"
@@ -7,6 +7,7 @@ import (
 )
 
 func TestLiveDuplicate(t *testing.T) {
+	t.Parallel()
 	reg := func(instance string, age, ttl int64, live bool) agentbridge.CoordinatorInfo {
 		return agentbridge.CoordinatorInfo{Registration: agentbridge.Registration{ID: "laptop", Instance: instance, TTLMillis: ttl}, AgeMillis: age, Live: live}
 	}

@@ -1,4 +1,4 @@
-package coordinator
+package cache
 
 import (
 	"maps"
@@ -9,14 +9,15 @@ import (
 )
 
 func TestPresenceCache(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	pr := func(thread, id, state string, age time.Duration, stale bool) agentbridge.Presence {
 		return agentbridge.Presence{Thread: thread, ID: id, State: state, Stale: stale, UpdatedAt: agentbridge.FormatTime(now.Add(-age))}
 	}
-	want := func(t *testing.T, c *presenceCache, thread string, ok bool, states map[string]string) {
+	want := func(t *testing.T, c *Presence, thread string, ok bool, states map[string]string) {
 		t.Helper()
-		got, gotOK := c.states(thread)
+		got, gotOK := c.States(thread)
 		if gotOK != ok || (ok && !maps.Equal(got, states)) {
 			t.Fatalf("states(%q) = %v, %v; want %v, %v", thread, got, gotOK, states, ok)
 		}
@@ -24,55 +25,55 @@ func TestPresenceCache(t *testing.T) {
 	ttl := 120 * time.Second
 
 	t.Run("read once, then kept from the stream", func(t *testing.T) {
-		c := newPresenceCache(clock)
-		c.opened(true)
+		c := NewPresence(clock)
+		c.Opened(true)
 		want(t, c, "T", false, nil)
-		gen := c.begin("T")
-		c.fill(gen, "T", []agentbridge.Presence{pr("", "alice", "listening", time.Second, false), pr("", "bob", "thinking", time.Hour, true)}, ttl)
+		gen := c.Begin("T")
+		c.Fill(gen, "T", []agentbridge.Presence{pr("", "alice", "listening", time.Second, false), pr("", "bob", "thinking", time.Hour, true)}, ttl)
 		want(t, c, "T", true, map[string]string{"alice": "listening"})
-		c.change(pr("T", "bob", "thinking", 0, false))
-		c.change(pr("U", "carol", "thinking", 0, false)) // a thread not held stays unread
+		c.Change(pr("T", "bob", "thinking", 0, false))
+		c.Change(pr("U", "carol", "thinking", 0, false)) // a thread not held stays unread
 		want(t, c, "T", true, map[string]string{"alice": "listening", "bob": "thinking"})
 		want(t, c, "U", false, nil)
 	})
 	t.Run("a report goes stale after the TTL", func(t *testing.T) {
-		c := newPresenceCache(clock)
-		c.opened(true)
-		c.fill(c.begin("T"), "T", []agentbridge.Presence{pr("", "alice", "listening", ttl-time.Second, false)}, ttl)
+		c := NewPresence(clock)
+		c.Opened(true)
+		c.Fill(c.Begin("T"), "T", []agentbridge.Presence{pr("", "alice", "listening", ttl-time.Second, false)}, ttl)
 		want(t, c, "T", true, map[string]string{"alice": "listening"})
 		now = now.Add(2 * time.Second)
 		defer func() { now = now.Add(-2 * time.Second) }()
 		want(t, c, "T", true, map[string]string{})
 	})
 	t.Run("a change during the read is applied after it", func(t *testing.T) {
-		c := newPresenceCache(clock)
-		c.opened(true)
-		gen := c.begin("T")
-		c.change(pr("T", "alice", "thinking", 0, false))
-		c.fill(gen, "T", []agentbridge.Presence{pr("", "alice", "listening", time.Second, false)}, ttl)
+		c := NewPresence(clock)
+		c.Opened(true)
+		gen := c.Begin("T")
+		c.Change(pr("T", "alice", "thinking", 0, false))
+		c.Fill(gen, "T", []agentbridge.Presence{pr("", "alice", "listening", time.Second, false)}, ttl)
 		want(t, c, "T", true, map[string]string{"alice": "thinking"})
 	})
 	t.Run("a reconnection forgets, and drops a read begun before it", func(t *testing.T) {
-		c := newPresenceCache(clock)
-		c.opened(true)
-		c.fill(c.begin("T"), "T", nil, ttl)
+		c := NewPresence(clock)
+		c.Opened(true)
+		c.Fill(c.Begin("T"), "T", nil, ttl)
 		want(t, c, "T", true, map[string]string{})
-		gen := c.begin("U")
-		c.opened(true)
+		gen := c.Begin("U")
+		c.Opened(true)
 		want(t, c, "T", false, nil)
-		c.fill(gen, "U", nil, ttl)
+		c.Fill(gen, "U", nil, ttl)
 		want(t, c, "U", false, nil)
 	})
 	t.Run("nothing is kept while long-polling", func(t *testing.T) {
-		c := newPresenceCache(clock)
-		c.opened(false)
-		c.fill(c.begin("T"), "T", nil, ttl)
+		c := NewPresence(clock)
+		c.Opened(false)
+		c.Fill(c.Begin("T"), "T", nil, ttl)
 		want(t, c, "T", false, nil)
 	})
 	t.Run("a bridge that gives no TTL is read every time", func(t *testing.T) {
-		c := newPresenceCache(clock)
-		c.opened(true)
-		c.fill(c.begin("T"), "T", nil, 0)
+		c := NewPresence(clock)
+		c.Opened(true)
+		c.Fill(c.Begin("T"), "T", nil, 0)
 		want(t, c, "T", false, nil)
 	})
 }

@@ -1,4 +1,4 @@
-package coordinator
+package cache
 
 import (
 	"container/list"
@@ -11,22 +11,22 @@ import (
 // windows: the ones spoken in most recently, which are the ones whose
 // triggers are being answered. A thread that falls out costs one GET. It
 // is above the max_concurrency people run with: at 64, a burst of 100
-// triggers at max_concurrency 100 made a third of its runs ask the bridge
-// for their window while the others were starting.
+// triggers at max_concurrency 100 makes a third of its runs ask the bridge
+// for their window while the others start.
 const recentThreads = 256
 
-// recentSlack is how many events beyond the context window each thread
+// RecentSlack is how many events beyond the context window each thread
 // keeps, so that a window is still whole when a few events arrived between
 // the trigger and the start of its invocation.
-const recentSlack = 32
+const RecentSlack = 32
 
-// recentEvents keeps, per thread, the last events the follow loop
+// Recent keeps, per thread, the last events the follow loop
 // processed, with contiguous seqs. An invocation's context window comes
 // from here when it is whole, which saves a GET on the wake path; anything
 // else (a recovered job, a window reaching further back, a gap) asks the
 // bridge. The stream and the GET carry the same events (private ones
 // included: visibility is applied after, to either), so the two agree.
-type recentEvents struct {
+type Recent struct {
 	mu   sync.Mutex
 	byID map[string]*list.Element // values are *recentRing
 	lru  list.List                // front: most recently added to
@@ -38,14 +38,15 @@ type recentRing struct {
 	evs []agentbridge.Event
 }
 
-func newRecentEvents() *recentEvents {
-	return &recentEvents{byID: make(map[string]*list.Element)}
+// NewRecent returns an empty Recent.
+func NewRecent() *Recent {
+	return &Recent{byID: make(map[string]*list.Element)}
 }
 
-// add appends e to its thread's events, keeping the last keep. An event
+// Add appends e to its thread's events, keeping the last keep. An event
 // that does not follow the last one kept starts the thread over (a gap, or
 // a replay of what is already there).
-func (r *recentEvents) add(e agentbridge.Event, keep int) {
+func (r *Recent) Add(e agentbridge.Event, keep int) {
 	if keep <= 0 {
 		return
 	}
@@ -77,10 +78,10 @@ func (r *recentEvents) add(e agentbridge.Event, keep int) {
 	ring.evs = append(ring.evs, e)
 }
 
-// window returns a copy of the thread's last n events up to and including
+// Window returns a copy of the thread's last n events up to and including
 // seq until, whose last must be the event with id trigger; ok is false
 // when the kept events do not cover all of them.
-func (r *recentEvents) window(thread string, until int64, n int, trigger string) ([]agentbridge.Event, bool) {
+func (r *Recent) Window(thread string, until int64, n int, trigger string) ([]agentbridge.Event, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	el, ok := r.byID[thread]

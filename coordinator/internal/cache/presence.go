@@ -1,4 +1,4 @@
-package coordinator
+package cache
 
 import (
 	"sync"
@@ -7,7 +7,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
 
-// presenceCache keeps the presence of the threads the coordinator has
+// Presence keeps the presence of the threads the coordinator has
 // built a roster for, fed by the presence changes on the global stream it
 // follows, so that building a payload does not wait for a presence read on
 // the bridge (a loopback round trip on every trigger's way to its adapter).
@@ -16,7 +16,7 @@ import (
 // The stream is the only feed, so everything is forgotten when it was not
 // live: at each (re)connection, and for as long as the coordinator
 // long-polls (which carries events only).
-type presenceCache struct {
+type Presence struct {
 	mu   sync.Mutex
 	live bool // an SSE connection is open, so changes arrive
 	ttl  time.Duration
@@ -42,14 +42,15 @@ type presenceSeen struct {
 // threads are read from the bridge again as they are met.
 const maxPresenceThreads = 512
 
-func newPresenceCache(now func() time.Time) *presenceCache {
-	return &presenceCache{threads: map[string]map[string]presenceSeen{}, pending: map[string][]agentbridge.Presence{}, now: now}
+// NewPresence returns an empty Presence on the clock now.
+func NewPresence(now func() time.Time) *Presence {
+	return &Presence{threads: map[string]map[string]presenceSeen{}, pending: map[string][]agentbridge.Presence{}, now: now}
 }
 
-// opened forgets everything: changes may have been missed while no
+// Opened forgets everything: changes may have been missed while no
 // connection was open. stream says whether the new connection carries
 // presence changes.
-func (p *presenceCache) opened(stream bool) {
+func (p *Presence) Opened(stream bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.live = stream
@@ -58,9 +59,9 @@ func (p *presenceCache) opened(stream bool) {
 	clear(p.pending)
 }
 
-// change applies a presence change from the stream to a thread the cache
+// Change applies a presence change from the stream to a thread the cache
 // holds; the others are read when first needed.
-func (p *presenceCache) change(pr agentbridge.Presence) {
+func (p *Presence) Change(pr agentbridge.Presence) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if m, ok := p.threads[pr.Thread]; ok {
@@ -70,9 +71,9 @@ func (p *presenceCache) change(pr agentbridge.Presence) {
 	}
 }
 
-// begin marks a thread as being read from the bridge and returns the token
-// that fill needs.
-func (p *presenceCache) begin(thread string) int {
+// Begin marks a thread as being read from the bridge and returns the token
+// that Fill needs.
+func (p *Presence) Begin(thread string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.pending[thread]; !ok && p.live {
@@ -81,9 +82,9 @@ func (p *presenceCache) begin(thread string) int {
 	return p.gen
 }
 
-// states returns the fresh states of a thread's participants, and false
+// States returns the fresh states of a thread's participants, and false
 // when the cache does not hold the thread (or the stream is not live).
-func (p *presenceCache) states(thread string) (map[string]string, bool) {
+func (p *Presence) States(thread string) (map[string]string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	m, ok := p.threads[thread]
@@ -100,12 +101,12 @@ func (p *presenceCache) states(thread string) (map[string]string, bool) {
 	return out, true
 }
 
-// fill stores a thread's presence as read from the bridge, with the
+// Fill stores a thread's presence as read from the bridge, with the
 // bridge's TTL; a report's age is taken from its updated_at (both daemons
 // share a clock on one machine; a report from the future counts as new).
 // It is dropped when the stream is not live, since no change would reach
-// it, and when a connection opened since begin gave the token.
-func (p *presenceCache) fill(gen int, thread string, list []agentbridge.Presence, ttl time.Duration) {
+// it, and when a connection opened since Begin gave the token.
+func (p *Presence) Fill(gen int, thread string, list []agentbridge.Presence, ttl time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	changes, ok := p.pending[thread]

@@ -1,4 +1,4 @@
-package coordinator
+package cache
 
 import (
 	"fmt"
@@ -20,11 +20,12 @@ func seqsOf(evs []agentbridge.Event) []int64 {
 }
 
 func TestRecentEventsWindow(t *testing.T) {
-	r := newRecentEvents()
+	t.Parallel()
+	r := NewRecent()
 	for seq := int64(1); seq <= 10; seq++ {
-		r.add(recentEv("a", seq), 6)
+		r.Add(recentEv("a", seq), 6)
 	}
-	r.add(recentEv("a", 7), 6) // a replay changes nothing
+	r.Add(recentEv("a", 7), 6) // a replay changes nothing
 	tests := []struct {
 		name    string
 		until   int64
@@ -41,7 +42,7 @@ func TestRecentEventsWindow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := r.window("a", tt.until, tt.n, tt.trigger)
+			got, ok := r.Window("a", tt.until, tt.n, tt.trigger)
 			if tt.want == nil {
 				if ok {
 					t.Fatalf("window = %v, want none", seqsOf(got))
@@ -53,40 +54,42 @@ func TestRecentEventsWindow(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := r.window("b", 1, 3, "b-1"); ok {
+	if _, ok := r.Window("b", 1, 3, "b-1"); ok {
 		t.Error("a thread never seen has a window")
 	}
 }
 
 func TestRecentEventsShortThreadAndGap(t *testing.T) {
-	r := newRecentEvents()
-	r.add(recentEv("a", 1), 10)
-	r.add(recentEv("a", 2), 10)
-	if got, ok := r.window("a", 2, 25, "a-2"); !ok || len(got) != 2 {
+	t.Parallel()
+	r := NewRecent()
+	r.Add(recentEv("a", 1), 10)
+	r.Add(recentEv("a", 2), 10)
+	if got, ok := r.Window("a", 2, 25, "a-2"); !ok || len(got) != 2 {
 		t.Fatalf("a thread shorter than the window: %v, %v; want its 2 events", seqsOf(got), ok)
 	}
-	r.add(recentEv("a", 5), 10) // a gap: 3 and 4 were not seen
-	if got, ok := r.window("a", 5, 3, "a-5"); ok {
+	r.Add(recentEv("a", 5), 10) // a gap: 3 and 4 were not seen
+	if got, ok := r.Window("a", 5, 3, "a-5"); ok {
 		t.Fatalf("a window across a gap: %v", seqsOf(got))
 	}
-	if got, ok := r.window("a", 5, 1, "a-5"); !ok || len(got) != 1 {
+	if got, ok := r.Window("a", 5, 1, "a-5"); !ok || len(got) != 1 {
 		t.Fatalf("after a gap the thread starts over: %v, %v", seqsOf(got), ok)
 	}
 }
 
 func TestRecentEventsBounded(t *testing.T) {
-	r := newRecentEvents()
+	t.Parallel()
+	r := NewRecent()
 	for i := range recentThreads + 5 {
-		r.add(recentEv(fmt.Sprint("t", i), 1), 4)
+		r.Add(recentEv(fmt.Sprint("t", i), 1), 4)
 	}
 	if r.lru.Len() != recentThreads || len(r.byID) != recentThreads {
 		t.Fatalf("kept %d threads (%d indexed), want %d", r.lru.Len(), len(r.byID), recentThreads)
 	}
-	if _, ok := r.window("t0", 1, 1, "t0-1"); ok {
+	if _, ok := r.Window("t0", 1, 1, "t0-1"); ok {
 		t.Error("the least recently used thread is still kept")
 	}
 	for seq := int64(1); seq <= 100; seq++ {
-		r.add(recentEv("big", seq), 4)
+		r.Add(recentEv("big", seq), 4)
 	}
 	el := r.byID["big"]
 	if evs := el.Value.(*recentRing).evs; len(evs) != 4 || cap(evs) > 8 {
