@@ -757,7 +757,7 @@ func (c *Coordinator) notices(cfg *config.Config, e agentbridge.Event, d Decisio
 			Content: mustJSON(text),
 			Meta:    agentbridge.Meta{ReplyTo: e.ID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", kind}},
 		}
-		out = append(out, ledger.Notice{TriggerID: e.ID, Kind: kind, Thread: e.Thread, Post: mustJSON(in)})
+		out = append(out, ledger.Notice{TriggerID: e.ID, Kind: kind, Thread: e.Thread, Post: in})
 	}
 	if d.Clarify != "" {
 		add(noticeClarification, e.From, d.Clarify)
@@ -771,7 +771,7 @@ func (c *Coordinator) notices(cfg *config.Config, e agentbridge.Event, d Decisio
 			Content: mustJSON(d.SceneClose),
 			Meta:    agentbridge.Meta{ReplyTo: e.ID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "scene"}},
 		}
-		out = append(out, ledger.Notice{TriggerID: e.ID, Kind: noticeSceneClosed, Thread: e.Thread, Post: mustJSON(in)})
+		out = append(out, ledger.Notice{TriggerID: e.ID, Kind: noticeSceneClosed, Thread: e.Thread, Post: in})
 	}
 	return out
 }

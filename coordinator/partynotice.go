@@ -192,5 +192,5 @@ func (c *Coordinator) partyNotice(r ledger.PartyRound, text string) ledger.Notic
 		Content: mustJSON(text),
 		Meta:    agentbridge.Meta{ReplyTo: r.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", noticeParty}},
 	}
-	return ledger.Notice{TriggerID: r.TriggerID, Kind: noticeParty, Thread: r.Thread, Post: mustJSON(in)}
+	return ledger.Notice{TriggerID: r.TriggerID, Kind: noticeParty, Thread: r.Thread, Post: in}
 }

@@ -70,8 +70,12 @@ func insertInvocations(ctx context.Context, tx *txn, invs []Invocation, now stri
 
 func insertNotices(ctx context.Context, tx *txn, notices []Notice) error {
 	for _, n := range notices {
-		_, err := tx.ExecContext(ctx, `INSERT INTO notices (owner, trigger_id, kind, thread, post) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (owner, trigger_id, kind) DO NOTHING`, tx.owner, n.TriggerID, n.Kind, n.Thread, string(n.Post))
+		post, err := encodeNotice(n)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO notices (owner, trigger_id, kind, thread, post) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (owner, trigger_id, kind) DO NOTHING`, tx.owner, n.TriggerID, n.Kind, n.Thread, post)
 		if err != nil {
 			return fmt.Errorf("record notice: %w", err)
 		}

@@ -3,7 +3,7 @@ package ledger_test
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
+	agentbridge "github.com/agent-bridge/agent-bridge"
 	"os"
 	"path/filepath"
 	"sync"
@@ -68,7 +68,7 @@ func TestPartyRoundsAdvanceOnce(t *testing.T) {
 	if err != nil || len(open) != 1 || open[0].Stage != ledger.PartyStageRound2 {
 		t.Fatalf("open rounds = %+v, %v", open, err)
 	}
-	notice := ledger.Notice{TriggerID: "E", Kind: "party", Thread: "T", Post: json.RawMessage(`{}`)}
+	notice := ledger.Notice{TriggerID: "E", Kind: "party", Thread: "T", Post: agentbridge.EventInput{}}
 	if _, ok, err := db.AdvanceParty(ctx, "E", ledger.PartyStageRound1, ledger.PartyStageDone, nil, []ledger.Notice{notice}); err != nil || ok {
 		t.Fatalf("advancing from a past stage: ok=%v err=%v", ok, err)
 	}

@@ -203,8 +203,9 @@ type Invocation struct {
 	// ReplyEventID is the reply's (or error message's) event id once
 	// posted.
 	ReplyEventID string `json:"reply_event_id,omitempty"`
-	// PendingPost is the event still to post (JSON of an EventInput) when
-	// the adapter finished but the post is not yet acknowledged.
+	// PendingPost is the stored row of the events still to post when the
+	// adapter finished but the post is not yet acknowledged; PendingPosts
+	// decodes it.
 	PendingPost json.RawMessage `json:"-"`
 	// OutputBytes is how much the adapter wrote to stdout (all of it, not
 	// only what was kept); StderrTail is the end of its stderr.
@@ -255,8 +256,8 @@ type Notice struct {
 	TriggerID string `json:"trigger_id"`
 	Kind      string `json:"kind"`
 	Thread    string `json:"thread"`
-	// Post is the JSON of the EventInput to append.
-	Post json.RawMessage `json:"post"`
+	// Post is the event to append; the ledger stores it as JSON.
+	Post agentbridge.EventInput `json:"post"`
 }
 
 // Step is everything that processing one event changes in the ledger.
@@ -491,10 +492,10 @@ type Outcome struct {
 	StderrTail  string
 	// ProgressBad counts the progress lines that were not records.
 	ProgressBad int64
-	// Post is the JSON of the EventInput to append (reply or error
-	// message), or of an array of them posted in order (a scene turn's
-	// thinking and speech); empty when nothing is to be posted.
-	Post json.RawMessage
+	// Posts are the events to append in order (a reply or an error
+	// message, or a scene turn's thinking and speech); empty when nothing
+	// is to be posted. Finish stores them as the row's pending post.
+	Posts []agentbridge.EventInput
 	// Journal, when set, is appended to the participant's journal in the
 	// same transaction as the outcome, so that it is kept exactly once.
 	Journal *JournalEntry
@@ -555,6 +556,10 @@ type querier interface {
 // when the statement finishes, and a commit that fails (a full disk) is
 // reported by that last step, which Scan never takes.
 func finishUpdate(ctx context.Context, q querier, id int64, o Outcome) error {
+	post, err := encodePosts(o.Posts)
+	if err != nil {
+		return fmt.Errorf("finish invocation %d: %w", id, err)
+	}
 	var started string
 	if !o.Started.IsZero() {
 		started = agentbridge.FormatTime(o.Started)
@@ -571,7 +576,7 @@ func finishUpdate(ctx context.Context, q querier, id int64, o Outcome) error {
 		pending_post = CASE WHEN status = ? THEN '' ELSE ? END WHERE id = ? RETURNING status`,
 		StatusCancelled, o.Status, o.ExitCode, StatusCancelled, o.Error, started, started,
 		agentbridge.FormatTime(o.Finished), dur, o.OutputBytes, o.StderrTail, o.ProgressBad,
-		StatusCancelled, string(o.Post), id)
+		StatusCancelled, post, id)
 	if err != nil {
 		return fmt.Errorf("finish invocation %d: %w", id, err)
 	}
@@ -757,7 +762,9 @@ func (d *DB) PendingNotices(ctx context.Context) ([]Notice, error) {
 		if err := rows.Scan(&n.TriggerID, &n.Kind, &n.Thread, &post); err != nil {
 			return nil, fmt.Errorf("scan notice: %w", err)
 		}
-		n.Post = json.RawMessage(post)
+		if err := decodeNotice(&n, post); err != nil {
+			return nil, err
+		}
 		out = append(out, n)
 	}
 	if err := rows.Err(); err != nil {

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"encoding/json"
+	agentbridge "github.com/agent-bridge/agent-bridge"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestCommitIsAllOrNothingAndIdempotent(t *testing.T) {
 			{Thread: "T", TriggerID: "E", TriggerSeq: 3, TriggerGSeq: 7, Participant: "alice", Agent: "alice", Command: []string{"x"}},
 			{Thread: "T", TriggerID: "E", TriggerSeq: 3, TriggerGSeq: 7, Participant: "bob", Agent: "bob", Command: []string{"y"}},
 		},
-		Notices: []ledger.Notice{{TriggerID: "E", Kind: "clarification", Thread: "T", Post: json.RawMessage(`{}`)}},
+		Notices: []ledger.Notice{{TriggerID: "E", Kind: "clarification", Thread: "T", Post: agentbridge.EventInput{}}},
 	}
 	queued, err := db.Commit(ctx, step)
 	if err != nil || len(queued) != 2 || queued[0].ID == 0 || queued[0].Status != ledger.StatusQueued {
@@ -96,13 +97,16 @@ func TestLifecycleAndUnfinished(t *testing.T) {
 		t.Fatalf("running record: %+v", got)
 	}
 	code := 0
-	post := json.RawMessage(`{"from":"alice","content":"hi"}`)
-	if err := db.Finish(ctx, id, ledger.Outcome{Status: ledger.StatusSucceeded, ExitCode: &code, Started: start, Finished: start.Add(time.Second), OutputBytes: 2, Post: post}); err != nil {
+	post := agentbridge.EventInput{From: "alice", Content: json.RawMessage(`"hi"`)}
+	if err := db.Finish(ctx, id, ledger.Outcome{Status: ledger.StatusSucceeded, ExitCode: &code, Started: start, Finished: start.Add(time.Second), OutputBytes: 2, Posts: []agentbridge.EventInput{post}}); err != nil {
 		t.Fatal(err)
 	}
 	got := unfinished()
-	if len(got) != 1 || string(got[0].PendingPost) != string(post) || got[0].DurationMS != 1000 {
+	if len(got) != 1 || got[0].DurationMS != 1000 {
 		t.Fatalf("finished record with a pending post: %+v", got)
+	}
+	if posts, err := got[0].PendingPosts(); err != nil || len(posts) != 1 || posts[0].From != "alice" || string(posts[0].Content) != `"hi"` {
+		t.Fatalf("the pending post read back: %+v, %v", posts, err)
 	}
 	if err := db.Posted(ctx, id, "R", "", ""); err != nil {
 		t.Fatal(err)
