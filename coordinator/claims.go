@@ -100,10 +100,14 @@ func (k *claimer) request(cfg *config.Config, inv ledger.Invocation, client stri
 	}
 }
 
-// agentClient is the client an agent entry names, by which the bridge
-// matches a claim to the coordinators serving it.
-func agentClient(cfg *config.Config, agent string) string {
-	a := cfg.Agents[agent]
+// runClient is the client inv's run claims as, by which the bridge matches
+// the claim to the coordinators serving it: its invited profile's, else
+// the one its agent entry names.
+func runClient(cfg *config.Config, inv ledger.Invocation) string {
+	if inv.Profile != nil && inv.Profile.Client != "" {
+		return inv.Profile.Client
+	}
+	a := cfg.Agents[inv.Agent]
 	if a.Client == "" && a.Profile != nil {
 		return a.Profile.Client
 	}
@@ -134,16 +138,12 @@ func (k *claimer) claim(ctx context.Context, req agentbridge.ClaimRequest) (agen
 // with it (or that its next start, the same coordinator, takes over).
 // On a ledger other coordinators share it does not: another may queue the
 // pair first, and this one would then hold a claim it never runs.
-func (k *claimer) askEarly(ctx context.Context, cfg *config.Config, invs []ledger.Invocation, profiles map[string]agentbridge.Profile) {
+func (k *claimer) askEarly(ctx context.Context, cfg *config.Config, invs []ledger.Invocation) {
 	if len(invs) == 0 || k.off() || k.c.db.Shared() {
 		return
 	}
 	for _, inv := range invs {
-		cl := profiles[inv.Participant].Client
-		if cl == "" {
-			cl = agentClient(cfg, inv.Agent)
-		}
-		req := k.request(cfg, inv, cl)
+		req := k.request(cfg, inv, runClient(cfg, inv))
 		ch := make(chan claimAnswer, 1)
 		k.mu.Lock()
 		if len(k.early) >= maxEarly {
@@ -231,11 +231,7 @@ func (k *claimer) run(ctx context.Context, j job) (ledger.Invocation, bool) {
 		return inv, true
 	}
 	cfg := k.c.cfg.Load()
-	cl := j.profile.Client
-	if cl == "" {
-		cl = agentClient(cfg, inv.Agent)
-	}
-	res, err := k.answer(ctx, k.request(cfg, inv, cl), inv)
+	res, err := k.answer(ctx, k.request(cfg, inv, runClient(cfg, inv)), inv)
 	switch {
 	case err != nil && k.off():
 		return inv, true

@@ -527,7 +527,7 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 		if step, err = c.stepFor(cfg, e, d); err != nil {
 			return err
 		}
-		c.claims.askEarly(ctx, cfg, step.Invocations, d.profiles())
+		c.claims.askEarly(ctx, cfg, step.Invocations)
 	}
 	// A cancel is applied before the cursor moves past it, so a crash
 	// in between applies it again (it is idempotent).
@@ -612,15 +612,6 @@ func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, ctl *agen
 	return d, decided, nil
 }
 
-// profiles maps each participant d invokes to its invited profile.
-func (d Decision) profiles() map[string]agentbridge.Profile {
-	out := make(map[string]agentbridge.Profile, len(d.Invoke))
-	for _, t := range d.Invoke {
-		out[t.Participant] = t.Profile
-	}
-	return out
-}
-
 // stepFor is the ledger step that records decision d of e: the decision,
 // the invocations it queues, the notices it owes and a party round it
 // starts.
@@ -639,6 +630,7 @@ func (c *Coordinator) stepFor(cfg *config.Config, e agentbridge.Event, d Decisio
 		step.Invocations = append(step.Invocations, ledger.Invocation{
 			Thread: e.Thread, TriggerID: e.ID, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq,
 			Participant: t.Participant, Agent: t.Agent, Command: cmd, Hop: d.Hop, Round: d.partyRound(),
+			Profile: &t.Profile,
 		})
 	}
 	step.Notices = c.notices(cfg, e, d)
@@ -683,10 +675,9 @@ func (c *Coordinator) remember(cfg *config.Config, e agentbridge.Event, ctl *age
 // less), the notices, the receipts, and the end of a party round nobody
 // could take part in.
 func (c *Coordinator) dispatch(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, d Decision, decided bool, step ledger.Step, queued []ledger.Invocation, after agentbridge.ThreadState) {
-	profiles := d.profiles()
 	for _, inv := range queued {
 		ev := e
-		c.sched.enqueue(job{inv: inv, trigger: &ev, profile: profiles[inv.Participant], hasProfile: true, after: &after})
+		c.sched.enqueue(job{inv: inv, trigger: &ev, after: &after})
 	}
 	for _, n := range step.Notices {
 		c.sched.postNotice(n)

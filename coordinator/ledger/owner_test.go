@@ -5,13 +5,13 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	agentbridge "github.com/agent-bridge/agent-bridge"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 

@@ -3,7 +3,6 @@ package ledger_test
 import (
 	"context"
 	"database/sql"
-	agentbridge "github.com/agent-bridge/agent-bridge"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
+	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 

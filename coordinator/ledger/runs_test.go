@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	agentbridge "github.com/agent-bridge/agent-bridge"
 	"strings"
 	"testing"
 	"time"
 
+	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 

@@ -237,6 +237,11 @@ type Invocation struct {
 	// without claims): every write of the run carries them.
 	ClaimID    int64 `json:"claim_id,omitempty"`
 	ClaimFence int64 `json:"claim_fence,omitempty"`
+	// Profile is the participant's invited profile its decision matched
+	// (nil for a record that does not keep one: made before it was kept,
+	// or by a take-over); the run uses it rather than reading the invite
+	// again.
+	Profile *agentbridge.Profile `json:"-"`
 }
 
 // DecisionRecord is the recorded routing decision for one event, as JSON so that
@@ -645,21 +650,21 @@ func (d *DB) SetStatus(ctx context.Context, id int64, status, errText string) er
 const invocationColumns = `id, thread, trigger_id, trigger_seq, trigger_gseq, participant, agent, command, hop,
 	status, exit_code, error, queued_at, started_at, finished_at, duration_ms, reply_event_id, pending_post,
 	output_bytes, stderr_tail, pid, pgid, process_started_at,
-	input_tokens, output_tokens, cost_usd, progress_count, progress_bad, round, owner, claim_id, claim_fence`
+	input_tokens, output_tokens, cost_usd, progress_count, progress_bad, round, owner, claim_id, claim_fence, profile`
 
 func scanInvocations(rows *sql.Rows) ([]Invocation, error) {
 	defer rows.Close()
 	var out []Invocation
 	for rows.Next() {
 		var inv Invocation
-		var cmd, pending string
+		var cmd, pending, profile string
 		var exit sql.NullInt64
 		if err := rows.Scan(&inv.ID, &inv.Thread, &inv.TriggerID, &inv.TriggerSeq, &inv.TriggerGSeq,
 			&inv.Participant, &inv.Agent, &cmd, &inv.Hop, &inv.Status, &exit, &inv.Error, &inv.QueuedAt,
 			&inv.StartedAt, &inv.FinishedAt, &inv.DurationMS, &inv.ReplyEventID, &pending,
 			&inv.OutputBytes, &inv.StderrTail, &inv.PID, &inv.PGID, &inv.ProcessStartedAt,
 			&inv.InputTokens, &inv.OutputTokens, &inv.CostUSD, &inv.ProgressCount, &inv.ProgressBad, &inv.Round, &inv.Owner,
-			&inv.ClaimID, &inv.ClaimFence); err != nil {
+			&inv.ClaimID, &inv.ClaimFence, &profile); err != nil {
 			return nil, fmt.Errorf("scan invocation: %w", err)
 		}
 		if err := json.Unmarshal([]byte(cmd), &inv.Command); err != nil {
@@ -671,6 +676,12 @@ func scanInvocations(rows *sql.Rows) ([]Invocation, error) {
 		}
 		if pending != "" {
 			inv.PendingPost = json.RawMessage(pending)
+		}
+		if profile != "" {
+			inv.Profile = new(agentbridge.Profile)
+			if err := json.Unmarshal([]byte(profile), inv.Profile); err != nil {
+				return nil, fmt.Errorf("decode profile of invocation %d: %w", inv.ID, err)
+			}
 		}
 		out = append(out, inv)
 	}

@@ -3,10 +3,10 @@ package ledger_test
 import (
 	"context"
 	"encoding/json"
-	agentbridge "github.com/agent-bridge/agent-bridge"
 	"testing"
 	"time"
 
+	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -162,5 +162,28 @@ func TestCommitStepsTogether(t *testing.T) {
 	}
 	if c, _, _ := db.Cursor(ctx); c != 3 {
 		t.Errorf("cursor after SetCursor(3) = %d", c)
+	}
+}
+
+// TestInvocationKeepsItsProfile: the invited profile a decision matched is
+// kept on the invocation it queues and read back with it; a record queued
+// without one (an older row, a take-over) reads back without one.
+func TestInvocationKeepsItsProfile(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := context.Background()
+	profile := agentbridge.Profile{Client: "claude", Model: "m1", Nickname: "ally"}
+	_, err := db.Commit(ctx, ledger.Step{GSeq: 1, Thread: "T", Seq: 1, Invocations: []ledger.Invocation{
+		{Thread: "T", TriggerID: "E", TriggerSeq: 1, TriggerGSeq: 1, Participant: "alice", Agent: "alice", Command: []string{"x"}, Profile: &profile},
+		{Thread: "T", TriggerID: "E", TriggerSeq: 1, TriggerGSeq: 1, Participant: "bob", Agent: "bob", Command: []string{"x"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := db.Unfinished(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Profile == nil || list[0].Profile.Model != "m1" || list[0].Profile.Nickname != "ally" || list[1].Profile != nil {
+		t.Fatalf("invocations read back: %+v", list)
 	}
 }
