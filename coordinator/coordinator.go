@@ -612,11 +612,31 @@ func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, ctl *agen
 	return d, decided, nil
 }
 
+// partySelectionFacts reads what a party selection for e needs besides the
+// thread's state: the party turns counted from the thread's events before
+// e, and who the other live coordinators serve (read again now, so that
+// one that registered since the last read counts).
+func (c *Coordinator) partySelectionFacts(ctx context.Context, e agentbridge.Event, cfg *config.Config) (*PartyFacts, error) {
+	if cfg.HumanIDs.Has(e.From) && e.Type == agentbridge.TypeMessage && e.To == agentbridge.ToAll && !agentbridge.IsPartyExit(e.Text()) {
+		evs, err := c.threadEvents(ctx, e.Thread, 0, e.Seq-1)
+		if err != nil {
+			return nil, err
+		}
+		c.registry.refresh(ctx)
+		return &PartyFacts{Turns: PartyTurns(evs), Elsewhere: func(p, client string) bool {
+			served, _ := c.registry.servedElsewhere(p, client)
+			return served
+		}}, nil
+	}
+	return nil, nil
+}
+
 // stepFor is the ledger step that records decision d of e: the decision,
 // the invocations it queues, the notices it owes and a party round it
 // starts.
 func (c *Coordinator) stepFor(cfg *config.Config, e agentbridge.Event, d Decision) (ledger.Step, error) {
-	step := ledger.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq}
+	step := ledger.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq, PartyRound: d.partyStart(e)}
+	round := d.partyRound()
 	js, err := json.Marshal(d)
 	if err != nil {
 		return step, fmt.Errorf("encode decision: %w", err)
@@ -629,12 +649,11 @@ func (c *Coordinator) stepFor(cfg *config.Config, e agentbridge.Event, d Decisio
 		}
 		step.Invocations = append(step.Invocations, ledger.Invocation{
 			Thread: e.Thread, TriggerID: e.ID, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq,
-			Participant: t.Participant, Agent: t.Agent, Command: cmd, Hop: d.Hop, Round: d.partyRound(),
+			Participant: t.Participant, Agent: t.Agent, Command: cmd, Hop: d.Hop, Round: round,
 			Profile: &t.Profile,
 		})
 	}
 	step.Notices = c.notices(cfg, e, d)
-	step.PartyRound = d.partyStart(e)
 	return step, nil
 }
 

@@ -387,38 +387,6 @@ func (c *Coordinator) appendRetry(ctx context.Context, inv ledger.Invocation, in
 	}
 }
 
-// postNotice posts a notice once, with its own idempotency key, retrying
-// transient failures until ctx ends: across coordinators, once its notice
-// claim is granted (partynotice.go).
-func (c *Coordinator) postNotice(ctx context.Context, n ledger.Notice) {
-	keep := context.WithoutCancel(ctx)
-	in := n.Post
-	in.Meta.Hop = nil // recorded before the bridge assigned hops (see deliver)
-	cl, settled := c.claimNotice(ctx, n)
-	if settled {
-		return
-	}
-	defer c.finishNotice(keep, cl)
-	pctx := withNoticeClaim(ctx, cl)
-	key := idempotencyKey(n.TriggerID, "notice:"+n.Kind)
-	var ev agentbridge.Event
-	err := c.retry(ctx, retrying{what: "post notice", attrs: []any{"trigger", n.TriggerID}, permanent: refusedForGood},
-		func() (err error) {
-			ev, err = c.bridge.Append(pctx, n.Thread, in, key)
-			return err
-		})
-	switch {
-	case err == nil:
-	case refusedForGood(err):
-		c.log.Warn("the bridge refused a notice; not retrying", "trigger", n.TriggerID, "kind", n.Kind, "err", err)
-	default:
-		return // ctx ended: the notice stays pending
-	}
-	if err := c.db.NoticePosted(keep, n.TriggerID, n.Kind, ev.ID); err != nil {
-		c.log.Error("record notice", "trigger", n.TriggerID, "err", err)
-	}
-}
-
 // presence reports the participant as thinking from presenceDelay on and
 // every heartbeat until the returned function is called, which has it
 // report listening (and available, see available.go). Presence is best effort (failures are logged at debug
