@@ -35,7 +35,7 @@ type claimer struct {
 
 	mu sync.Mutex
 	// unsupported is set once the bridge answered that it keeps no
-	// claims (404): the coordinator then runs as before claims.
+	// claims (404): the coordinator then runs every run unclaimed.
 	unsupported bool
 	// known is set once the bridge answered a claim: until then the
 	// receipt reporter holds back the queued receipts of unclaimed runs.
@@ -224,7 +224,7 @@ func (k *claimer) ask(ctx context.Context, j job) func() (ledger.Invocation, boo
 // run claims inv's run before it starts. It returns inv with its claim
 // (recorded in the ledger), and whether to run it: not when another live
 // coordinator holds the claim (the record ends elsewhere), nor when ctx
-// ended first. Against a bridge without claims it runs as before.
+// ended first. Against a bridge without claims it runs unclaimed.
 func (k *claimer) run(ctx context.Context, j job) (ledger.Invocation, bool) {
 	inv := j.inv
 	if k.off() {
@@ -239,7 +239,7 @@ func (k *claimer) run(ctx context.Context, j job) (ledger.Invocation, bool) {
 		return inv, false
 	case err != nil:
 		// Refused for good, for a reason other than another holder: the
-		// trigger is still answered, as it was before claims.
+		// trigger is still answered.
 		k.c.log.Warn("the bridge refused to claim a run; running it unclaimed", "id", inv.ID, "participant", inv.Participant, "err", err)
 		return inv, true
 	case !res.Granted:
@@ -262,7 +262,7 @@ func (k *claimer) run(ctx context.Context, j job) (ledger.Invocation, bool) {
 // wait files a waiting claim for s, a participant no live coordinator
 // serves, so that a coordinator serving it later takes the trigger (up to
 // pending_ttl_s). It returns false when the bridge keeps no claims or
-// refused it: the caller then reports the skip as before.
+// refused it: the caller then reports the skip itself.
 func (k *claimer) wait(ctx context.Context, thread, event string, round int, s Skip) (filed bool) {
 	if k.off() {
 		return false

@@ -494,7 +494,7 @@ const maxStaged = 64
 // every event received and would wait for more (client.FollowOptions.Idle),
 // so that the events of a burst (a hundred triggers posted at once) share
 // one commit instead of queueing a hundred behind the runs they start; a
-// lone event is committed as soon as it is decided, as before. An event of
+// lone event is committed as soon as it is decided. An event of
 // a thread that already has one staged flushes that first: its decision
 // reads the thread's state after the other.
 func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {

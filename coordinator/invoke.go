@@ -281,8 +281,9 @@ func (c *Coordinator) deliver(ctx context.Context, inv ledger.Invocation, posts 
 	var last agentbridge.Event
 	var note, newStatus string // what a refused part changed (refused.go)
 	for i, in := range posts {
-		// A post recorded before the bridge assigned hops carries the one
-		// the coordinator stamped then, which the bridge now refuses.
+		// The bridge assigns the hop and refuses one a writer sets; a
+		// stored post may carry one (rows written by a coordinator that
+		// stamped hops itself).
 		in.Meta.Hop = nil
 		key := replyKey(inv)
 		if i < len(posts)-1 {

@@ -190,7 +190,7 @@ func (c *Coordinator) partyNoticeFromThread(ctx context.Context, cl agentbridge.
 func (c *Coordinator) postNotice(ctx context.Context, n ledger.Notice) {
 	keep := context.WithoutCancel(ctx)
 	in := n.Post
-	in.Meta.Hop = nil // recorded before the bridge assigned hops (see deliver)
+	in.Meta.Hop = nil // the bridge assigns it (see deliver)
 	cl, settled := c.claimNotice(ctx, n)
 	if settled {
 		return

@@ -238,8 +238,8 @@ type Invocation struct {
 	ClaimID    int64 `json:"claim_id,omitempty"`
 	ClaimFence int64 `json:"claim_fence,omitempty"`
 	// Profile is the participant's invited profile its decision matched
-	// (nil for a record that does not keep one: made before it was kept,
-	// or by a take-over); the run uses it rather than reading the invite
+	// (nil for a record that does not keep one: queued by an older
+	// version, or by a take-over); the run uses it rather than reading the invite
 	// again.
 	Profile *agentbridge.Profile `json:"-"`
 }
@@ -521,8 +521,8 @@ var ErrCancelled = errors.New("the invocation was cancelled")
 func (d *DB) Finish(ctx context.Context, id int64, o Outcome) error {
 	if o.Journal == nil {
 		// The update is the whole of it and needs no transaction around
-		// it: two statements fewer between an adapter's end and the post
-		// of its reply.
+		// it, so no BEGIN and COMMIT stand between an adapter's end and
+		// the post of its reply.
 		return finishUpdate(ctx, d.db, id, o)
 	}
 	tx, err := d.db.BeginTx(ctx, nil)
