@@ -35,7 +35,7 @@ type claimer struct {
 
 	mu sync.Mutex
 	// unsupported is set once the bridge answered that it keeps no
-	// claims (404): the coordinator then runs as before claims.
+	// claims (404): the coordinator then runs every run unclaimed.
 	unsupported bool
 	// known is set once the bridge answered a claim: until then the
 	// receipt reporter holds back the queued receipts of unclaimed runs.
@@ -100,10 +100,14 @@ func (k *claimer) request(cfg *config.Config, inv ledger.Invocation, client stri
 	}
 }
 
-// agentClient is the client an agent entry names, by which the bridge
-// matches a claim to the coordinators serving it.
-func agentClient(cfg *config.Config, agent string) string {
-	a := cfg.Agents[agent]
+// runClient is the client inv's run claims as, by which the bridge matches
+// the claim to the coordinators serving it: its invited profile's, else
+// the one its agent entry names.
+func runClient(cfg *config.Config, inv ledger.Invocation) string {
+	if inv.Profile != nil && inv.Profile.Client != "" {
+		return inv.Profile.Client
+	}
+	a := cfg.Agents[inv.Agent]
 	if a.Client == "" && a.Profile != nil {
 		return a.Profile.Client
 	}
@@ -134,16 +138,12 @@ func (k *claimer) claim(ctx context.Context, req agentbridge.ClaimRequest) (agen
 // with it (or that its next start, the same coordinator, takes over).
 // On a ledger other coordinators share it does not: another may queue the
 // pair first, and this one would then hold a claim it never runs.
-func (k *claimer) askEarly(ctx context.Context, cfg *config.Config, invs []ledger.Invocation, profiles map[string]agentbridge.Profile) {
+func (k *claimer) askEarly(ctx context.Context, cfg *config.Config, invs []ledger.Invocation) {
 	if len(invs) == 0 || k.off() || k.c.db.Shared() {
 		return
 	}
 	for _, inv := range invs {
-		cl := profiles[inv.Participant].Client
-		if cl == "" {
-			cl = agentClient(cfg, inv.Agent)
-		}
-		req := k.request(cfg, inv, cl)
+		req := k.request(cfg, inv, runClient(cfg, inv))
 		ch := make(chan claimAnswer, 1)
 		k.mu.Lock()
 		if len(k.early) >= maxEarly {
@@ -224,18 +224,14 @@ func (k *claimer) ask(ctx context.Context, j job) func() (ledger.Invocation, boo
 // run claims inv's run before it starts. It returns inv with its claim
 // (recorded in the ledger), and whether to run it: not when another live
 // coordinator holds the claim (the record ends elsewhere), nor when ctx
-// ended first. Against a bridge without claims it runs as before.
+// ended first. Against a bridge without claims it runs unclaimed.
 func (k *claimer) run(ctx context.Context, j job) (ledger.Invocation, bool) {
 	inv := j.inv
 	if k.off() {
 		return inv, true
 	}
 	cfg := k.c.cfg.Load()
-	cl := j.profile.Client
-	if cl == "" {
-		cl = agentClient(cfg, inv.Agent)
-	}
-	res, err := k.answer(ctx, k.request(cfg, inv, cl), inv)
+	res, err := k.answer(ctx, k.request(cfg, inv, runClient(cfg, inv)), inv)
 	switch {
 	case err != nil && k.off():
 		return inv, true
@@ -243,7 +239,7 @@ func (k *claimer) run(ctx context.Context, j job) (ledger.Invocation, bool) {
 		return inv, false
 	case err != nil:
 		// Refused for good, for a reason other than another holder: the
-		// trigger is still answered, as it was before claims.
+		// trigger is still answered.
 		k.c.log.Warn("the bridge refused to claim a run; running it unclaimed", "id", inv.ID, "participant", inv.Participant, "err", err)
 		return inv, true
 	case !res.Granted:
@@ -266,7 +262,7 @@ func (k *claimer) run(ctx context.Context, j job) (ledger.Invocation, bool) {
 // wait files a waiting claim for s, a participant no live coordinator
 // serves, so that a coordinator serving it later takes the trigger (up to
 // pending_ttl_s). It returns false when the bridge keeps no claims or
-// refused it: the caller then reports the skip as before.
+// refused it: the caller then reports the skip itself.
 func (k *claimer) wait(ctx context.Context, thread, event string, round int, s Skip) (filed bool) {
 	if k.off() {
 		return false
@@ -367,3 +363,63 @@ func (k *claimer) finishClaim(ctx context.Context, id, fence int64) {
 
 // claimFinishWait bounds the retries of a claim's finish.
 const claimFinishWait = 10 * time.Second
+
+// noticeUnserved is the kind of the notice saying, at an invite, that no
+// coordinator has ever served the invited participant (contract 7.1).
+const noticeUnserved = "unserved:"
+
+// unservedAtInvite says once in the thread, at an invite, when no
+// coordinator has ever served the invited participant: its messages will
+// wait for one. Every coordinator that does not serve it may see this;
+// the notice is claimed at the bridge (notice "unserved:<participant>")
+// and the first claimant posts it. It works off the follow loop.
+func (c *Coordinator) unservedAtInvite(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, after agentbridge.ThreadState) {
+	if ctl == nil || ctl.Invite == nil || c.claims.off() {
+		return
+	}
+	cfg := c.cfg.Load()
+	p, cl := ctl.Invite.ParticipantID, ctl.Invite.Profile.Client
+	if _, served := cfg.ResolveAgent(p, after); served {
+		return
+	}
+	c.sched.notices.Add(1)
+	go func() {
+		defer c.sched.notices.Done()
+		c.registry.Refresh(ctx)
+		if never, known := c.registry.NeverServed(p, cl); !known || !never {
+			return
+		}
+		c.postUnserved(ctx, cfg, e, p, cl)
+	}()
+}
+
+// postUnserved claims and posts the unserved notice for participant p.
+func (c *Coordinator) postUnserved(ctx context.Context, cfg *config.Config, e agentbridge.Event, p, cl string) {
+	res, err := c.claims.claim(ctx, agentbridge.ClaimRequest{
+		ClaimKey:    agentbridge.ClaimKey{Thread: e.Thread, Event: e.ID, Notice: noticeUnserved + p},
+		Coordinator: cfg.CoordinatorID, Instance: c.registry.Instance(),
+	})
+	if err != nil || !res.Granted {
+		return // another coordinator says it, or the bridge keeps no claims
+	}
+	by := ""
+	if cl != "" {
+		by = fmt.Sprintf(" (by its name or its client %q)", cl)
+	}
+	text := fmt.Sprintf("No coordinator has ever served %s: none registered with the bridge lists it%s. "+
+		"Messages to %s wait up to %s for a coordinator serving it.", p, by, p, cfg.PendingTTL)
+	in := agentbridge.EventInput{
+		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: agentbridge.ToAll, Content: mustJSON(text),
+		Meta: agentbridge.Meta{ReplyTo: e.ID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "unserved"}},
+	}
+	wctx := client.WithClaim(ctx, res.Claim.ID, res.Claim.Fence)
+	err = c.retry(ctx, retrying{what: "post the unserved notice", attrs: []any{"trigger", e.ID}, permanent: refusedForGood}, func() error {
+		_, err := c.bridge.Append(wctx, e.Thread, in, idempotencyKey(e.ID, "notice:"+noticeUnserved+p))
+		return err
+	})
+	if err != nil {
+		c.log.Warn("cannot post the unserved notice", "trigger", e.ID, "participant", p, "err", err)
+		return
+	}
+	c.claims.finishClaim(ctx, res.Claim.ID, res.Claim.Fence)
+}

@@ -502,7 +502,7 @@ const maxStaged = 64
 // every event received and would wait for more (client.FollowOptions.Idle),
 // so that the events of a burst (a hundred triggers posted at once) share
 // one commit instead of queueing a hundred behind the runs they start; a
-// lone event is committed as soon as it is decided, as before. An event of
+// lone event is committed as soon as it is decided. An event of
 // a thread that already has one staged flushes that first: its decision
 // reads the thread's state after the other.
 func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
@@ -535,7 +535,7 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 		if step, err = c.stepFor(cfg, e, d); err != nil {
 			return err
 		}
-		c.claims.askEarly(ctx, cfg, step.Invocations, d.profiles())
+		c.claims.askEarly(ctx, cfg, step.Invocations)
 	}
 	// A cancel is applied before the cursor moves past it, so a crash
 	// in between applies it again (it is idempotent).
@@ -620,20 +620,31 @@ func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, ctl *agen
 	return d, decided, nil
 }
 
-// profiles maps each participant d invokes to its invited profile.
-func (d Decision) profiles() map[string]agentbridge.Profile {
-	out := make(map[string]agentbridge.Profile, len(d.Invoke))
-	for _, t := range d.Invoke {
-		out[t.Participant] = t.Profile
+// partySelectionFacts reads what a party selection for e needs besides the
+// thread's state: the party turns counted from the thread's events before
+// e, and who the other live coordinators serve (read again now, so that
+// one that registered since the last read counts).
+func (c *Coordinator) partySelectionFacts(ctx context.Context, e agentbridge.Event, cfg *config.Config) (*PartyFacts, error) {
+	if cfg.HumanIDs.Has(e.From) && e.Type == agentbridge.TypeMessage && e.To == agentbridge.ToAll && !agentbridge.IsPartyExit(e.Text()) {
+		evs, err := c.threadEvents(ctx, e.Thread, 0, e.Seq-1)
+		if err != nil {
+			return nil, err
+		}
+		c.registry.Refresh(ctx)
+		return &PartyFacts{Turns: PartyTurns(evs), Elsewhere: func(p, client string) bool {
+			served, _ := c.registry.ServedElsewhere(p, client)
+			return served
+		}}, nil
 	}
-	return out
+	return nil, nil
 }
 
 // stepFor is the ledger step that records decision d of e: the decision,
 // the invocations it queues, the notices it owes and a party round it
 // starts.
 func (c *Coordinator) stepFor(cfg *config.Config, e agentbridge.Event, d Decision) (ledger.Step, error) {
-	step := ledger.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq}
+	step := ledger.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq, PartyRound: d.partyStart(e)}
+	round := d.partyRound()
 	js, err := json.Marshal(d)
 	if err != nil {
 		return step, fmt.Errorf("encode decision: %w", err)
@@ -646,11 +657,11 @@ func (c *Coordinator) stepFor(cfg *config.Config, e agentbridge.Event, d Decisio
 		}
 		step.Invocations = append(step.Invocations, ledger.Invocation{
 			Thread: e.Thread, TriggerID: e.ID, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq,
-			Participant: t.Participant, Agent: t.Agent, Command: cmd, Hop: d.Hop, Round: d.partyRound(),
+			Participant: t.Participant, Agent: t.Agent, Command: cmd, Hop: d.Hop, Round: round,
+			Profile: &t.Profile,
 		})
 	}
 	step.Notices = c.notices(cfg, e, d)
-	step.PartyRound = d.partyStart(e)
 	return step, nil
 }
 
@@ -691,10 +702,9 @@ func (c *Coordinator) remember(cfg *config.Config, e agentbridge.Event, ctl *age
 // less), the notices, the receipts, and the end of a party round nobody
 // could take part in.
 func (c *Coordinator) dispatch(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, d Decision, decided bool, step ledger.Step, queued []ledger.Invocation, after agentbridge.ThreadState) {
-	profiles := d.profiles()
 	for _, inv := range queued {
 		ev := e
-		c.sched.enqueue(job{inv: inv, trigger: &ev, profile: profiles[inv.Participant], hasProfile: true, after: &after})
+		c.sched.enqueue(job{inv: inv, trigger: &ev, after: &after})
 	}
 	for _, n := range step.Notices {
 		c.sched.postNotice(n)
@@ -765,7 +775,7 @@ func (c *Coordinator) notices(cfg *config.Config, e agentbridge.Event, d Decisio
 			Content: mustJSON(text),
 			Meta:    agentbridge.Meta{ReplyTo: e.ID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", kind}},
 		}
-		out = append(out, ledger.Notice{TriggerID: e.ID, Kind: kind, Thread: e.Thread, Post: mustJSON(in)})
+		out = append(out, ledger.Notice{TriggerID: e.ID, Kind: kind, Thread: e.Thread, Post: in})
 	}
 	if d.Clarify != "" {
 		add(noticeClarification, e.From, d.Clarify)
@@ -779,7 +789,7 @@ func (c *Coordinator) notices(cfg *config.Config, e agentbridge.Event, d Decisio
 			Content: mustJSON(d.SceneClose),
 			Meta:    agentbridge.Meta{ReplyTo: e.ID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "scene"}},
 		}
-		out = append(out, ledger.Notice{TriggerID: e.ID, Kind: noticeSceneClosed, Thread: e.Thread, Post: mustJSON(in)})
+		out = append(out, ledger.Notice{TriggerID: e.ID, Kind: noticeSceneClosed, Thread: e.Thread, Post: in})
 	}
 	return out
 }

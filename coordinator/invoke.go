@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -113,7 +112,15 @@ func (c *Coordinator) deliverPending(ctx context.Context, inv ledger.Invocation)
 		c.logInvocation(inv, ledger.StatusCancelled, 0)
 		return
 	}
-	status := c.deliver(ctx, inv, inv.PendingPost, inv.Status)
+	keep := context.WithoutCancel(ctx)
+	posts, err := inv.PendingPosts()
+	if err != nil || len(posts) == 0 {
+		c.log.Error("decode pending post", "id", inv.ID, "err", err)
+		_ = c.db.Posted(keep, inv.ID, "", "", fmt.Sprintf("the pending post could not be decoded: %v", err))
+		c.logInvocation(inv, inv.Status, 0)
+		return
+	}
+	status := c.deliver(ctx, inv, posts, inv.Status)
 	c.logInvocation(inv, status, 0)
 }
 
@@ -154,7 +161,7 @@ func (c *Coordinator) record(ctx context.Context, inv ledger.Invocation, o ledge
 	switch {
 	case errors.Is(err, ledger.ErrCancelled):
 		// A cancel won the race with this finish: nothing is posted.
-		status, o.Post = ledger.StatusCancelled, nil
+		status, o.Posts = ledger.StatusCancelled, nil
 	case err != nil:
 		// The coordinator is stopping with the outcome unrecorded:
 		// nothing is posted, and the next start runs the invocation
@@ -162,8 +169,8 @@ func (c *Coordinator) record(ctx context.Context, inv ledger.Invocation, o ledge
 		c.log.Warn("stopping before the outcome could be recorded; the next start runs it again", "id", inv.ID, "err", err)
 		return ledger.StatusInterrupted
 	}
-	if len(o.Post) > 0 {
-		status = c.deliver(ctx, inv, o.Post, o.Status)
+	if len(o.Posts) > 0 {
+		status = c.deliver(ctx, inv, o.Posts, o.Status)
 	}
 	return status
 }
@@ -225,7 +232,7 @@ func planOutcome(cfg *config.Config, inv ledger.Invocation, in prepared, first a
 	}
 	if post.From != "" {
 		post.Meta = withPartyMeta(post.Meta, inv)
-		o.Post = mustJSON(post)
+		o.Posts = []agentbridge.EventInput{post}
 	}
 	return o
 }
@@ -266,23 +273,18 @@ const metaParticipant = "participant"
 // 409 (the participant was muted or the thread paused meanwhile). A 409
 // idempotency_conflict (another writer used the pair's key first) is not
 // that: it fails the run with an error notice under a key of its own
-// (postRefused), and the other writer's event is never taken for the reply. post is
-// one EventInput, or an array of them (a scene turn's thinking, then its
-// speech) posted in order, each under its own key: the last one under the
-// pair's key, so recovery finds the pair's reply as for any other.
-func (c *Coordinator) deliver(ctx context.Context, inv ledger.Invocation, post json.RawMessage, status string) string {
+// (postRefused), and the other writer's event is never taken for the reply.
+// posts (a reply, or a scene turn's thinking, then its speech) are posted
+// in order, each under its own key: the last one under the pair's key, so
+// recovery finds the pair's reply as for any other.
+func (c *Coordinator) deliver(ctx context.Context, inv ledger.Invocation, posts []agentbridge.EventInput, status string) string {
 	keep := context.WithoutCancel(ctx)
-	posts, err := decodePosts(post)
-	if err != nil || len(posts) == 0 {
-		c.log.Error("decode pending post", "id", inv.ID, "err", err)
-		_ = c.db.Posted(keep, inv.ID, "", "", fmt.Sprintf("the pending post could not be decoded: %v", err))
-		return status
-	}
 	var last agentbridge.Event
 	var note, newStatus string // what a refused part changed (refused.go)
 	for i, in := range posts {
-		// A post recorded before the bridge assigned hops carries the one
-		// the coordinator stamped then, which the bridge now refuses.
+		// The bridge assigns the hop and refuses one a writer sets; a
+		// stored post may carry one (rows written by a coordinator that
+		// stamped hops itself).
 		in.Meta.Hop = nil
 		key := replyKey(inv)
 		if i < len(posts)-1 {
@@ -366,18 +368,6 @@ func (c *Coordinator) recordPosted(ctx context.Context, inv ledger.Invocation, e
 	}
 }
 
-// decodePosts reads a recorded post: one EventInput or an array of them.
-func decodePosts(post json.RawMessage) ([]agentbridge.EventInput, error) {
-	var posts []agentbridge.EventInput
-	if trimmed := bytes.TrimSpace(post); len(trimmed) > 0 && trimmed[0] == '[' {
-		err := json.Unmarshal(post, &posts)
-		return posts, err
-	}
-	var in agentbridge.EventInput
-	err := json.Unmarshal(post, &in)
-	return []agentbridge.EventInput{in}, err
-}
-
 // appendRetry appends in with key, retrying transient failures until ctx
 // ends. It returns the bridge's *agentbridge.Error for a permanent refusal
 // and ctx's error when it gave up.
@@ -396,43 +386,6 @@ func (c *Coordinator) appendRetry(ctx context.Context, inv ledger.Invocation, in
 		return agentbridge.Event{}, ae
 	default:
 		return agentbridge.Event{}, err
-	}
-}
-
-// postNotice posts a notice once, with its own idempotency key, retrying
-// transient failures until ctx ends: across coordinators, once its notice
-// claim is granted (partynotice.go).
-func (c *Coordinator) postNotice(ctx context.Context, n ledger.Notice) {
-	keep := context.WithoutCancel(ctx)
-	var in agentbridge.EventInput
-	if err := json.Unmarshal(n.Post, &in); err != nil {
-		c.log.Error("decode notice", "trigger", n.TriggerID, "err", err)
-		_ = c.db.NoticePosted(keep, n.TriggerID, n.Kind, "")
-		return
-	}
-	in.Meta.Hop = nil // recorded before the bridge assigned hops (see deliver)
-	cl, settled := c.claimNotice(ctx, n)
-	if settled {
-		return
-	}
-	defer c.finishNotice(keep, cl)
-	pctx := withNoticeClaim(ctx, cl)
-	key := idempotencyKey(n.TriggerID, "notice:"+n.Kind)
-	var ev agentbridge.Event
-	err := c.retry(ctx, retrying{what: "post notice", attrs: []any{"trigger", n.TriggerID}, permanent: refusedForGood},
-		func() (err error) {
-			ev, err = c.bridge.Append(pctx, n.Thread, in, key)
-			return err
-		})
-	switch {
-	case err == nil:
-	case refusedForGood(err):
-		c.log.Warn("the bridge refused a notice; not retrying", "trigger", n.TriggerID, "kind", n.Kind, "err", err)
-	default:
-		return // ctx ended: the notice stays pending
-	}
-	if err := c.db.NoticePosted(keep, n.TriggerID, n.Kind, ev.ID); err != nil {
-		c.log.Error("record notice", "trigger", n.TriggerID, "err", err)
 	}
 }
 

@@ -172,13 +172,34 @@ func (c *Coordinator) partyNoticeFromThread(ctx context.Context, cl agentbridge.
 	return c.partyNotice(r, p.Notice), true, nil
 }
 
-// partyNotice is the closing notice of party round r with text.
-func (c *Coordinator) partyNotice(r ledger.PartyRound, text string) ledger.Notice {
-	cfg := c.cfg.Load()
-	in := agentbridge.EventInput{
-		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: r.TriggerFrom,
-		Content: mustJSON(text),
-		Meta:    agentbridge.Meta{ReplyTo: r.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", noticeParty}},
+// postNotice posts a notice once, with its own idempotency key, retrying
+// transient failures until ctx ends: across coordinators, once its notice
+// claim is granted (claimNotice).
+func (c *Coordinator) postNotice(ctx context.Context, n ledger.Notice) {
+	keep := context.WithoutCancel(ctx)
+	in := n.Post
+	in.Meta.Hop = nil // the bridge assigns it (see deliver)
+	cl, settled := c.claimNotice(ctx, n)
+	if settled {
+		return
 	}
-	return ledger.Notice{TriggerID: r.TriggerID, Kind: noticeParty, Thread: r.Thread, Post: mustJSON(in)}
+	defer c.finishNotice(keep, cl)
+	pctx := withNoticeClaim(ctx, cl)
+	key := idempotencyKey(n.TriggerID, "notice:"+n.Kind)
+	var ev agentbridge.Event
+	err := c.retry(ctx, retrying{what: "post notice", attrs: []any{"trigger", n.TriggerID}, permanent: refusedForGood},
+		func() (err error) {
+			ev, err = c.bridge.Append(pctx, n.Thread, in, key)
+			return err
+		})
+	switch {
+	case err == nil:
+	case refusedForGood(err):
+		c.log.Warn("the bridge refused a notice; not retrying", "trigger", n.TriggerID, "kind", n.Kind, "err", err)
+	default:
+		return // ctx ended: the notice stays pending
+	}
+	if err := c.db.NoticePosted(keep, n.TriggerID, n.Kind, ev.ID); err != nil {
+		c.log.Error("record notice", "trigger", n.TriggerID, "err", err)
+	}
 }

@@ -9,7 +9,6 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -233,25 +232,6 @@ func (c *Coordinator) recoverParty(ctx context.Context) error {
 	return nil
 }
 
-// partySelectionFacts reads what a party selection for e needs besides the
-// thread's state: the party turns counted from the thread's events before
-// e, and who the other live coordinators serve (read again now, so that
-// one that registered since the last read counts).
-func (c *Coordinator) partySelectionFacts(ctx context.Context, e agentbridge.Event, cfg *config.Config) (*PartyFacts, error) {
-	if cfg.HumanIDs.Has(e.From) && e.Type == agentbridge.TypeMessage && e.To == agentbridge.ToAll && !agentbridge.IsPartyExit(e.Text()) {
-		evs, err := c.threadEvents(ctx, e.Thread, 0, e.Seq-1)
-		if err != nil {
-			return nil, err
-		}
-		c.registry.Refresh(ctx)
-		return &PartyFacts{Turns: PartyTurns(evs), Elsewhere: func(p, client string) bool {
-			served, _ := c.registry.ServedElsewhere(p, client)
-			return served
-		}}, nil
-	}
-	return nil, nil
-}
-
 // partyFacts reads a party invocation's block and, for round 2, every
 // round-1 answer after the trigger, oldest first, from the thread: the
 // answers of agents other coordinators serve are among them.
@@ -305,4 +285,15 @@ func (c *Coordinator) watchParty(ctx context.Context) {
 			c.partyAdvance(ctx, r.TriggerID)
 		}
 	}
+}
+
+// partyNotice is the closing notice of party round r with text.
+func (c *Coordinator) partyNotice(r ledger.PartyRound, text string) ledger.Notice {
+	cfg := c.cfg.Load()
+	in := agentbridge.EventInput{
+		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: r.TriggerFrom,
+		Content: mustJSON(text),
+		Meta:    agentbridge.Meta{ReplyTo: r.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", noticeParty}},
+	}
+	return ledger.Notice{TriggerID: r.TriggerID, Kind: noticeParty, Thread: r.Thread, Post: in}
 }

@@ -47,8 +47,13 @@ type invokeFacts struct {
 	events []agentbridge.Event
 	// after is the thread's state at the trigger.
 	after agentbridge.ThreadState
-	// invited is the participant's profile from its invite (or the job).
-	invited    agentbridge.Profile
+	// profile is the profile the run uses (profileFor): the invite's that
+	// the decision matched, or the agent's own.
+	profile agentbridge.Profile
+	// step is the actor's scene step when inScene (agentbridge.SceneStepFor
+	// at the trigger).
+	step       agentbridge.SceneStep
+	inScene    bool
 	threadName string
 	session    adapters.SessionInfo
 	// presence is each participant's presence for the roster (nil for a
@@ -112,14 +117,15 @@ func (c *Coordinator) gather(ctx context.Context, j job, cfg *config.Config) (in
 	if j.trigger != nil {
 		f.trigger = *j.trigger
 	}
-	if f.after, f.invited, err = c.stateAt(ctx, j); err != nil {
+	var invited agentbridge.Profile
+	if f.after, invited, err = c.stateAt(ctx, j); err != nil {
 		return f, err
 	}
 	if f.threadName, err = c.threadName(ctx, inv.Thread); err != nil {
 		return f, err
 	}
-	profile := profileFor(f.invited, cfg.Agents[inv.Agent])
-	if f.session, err = c.sessionFor(ctx, inv, profile.Client); err != nil {
+	f.profile = profileFor(invited, cfg.Agents[inv.Agent])
+	if f.session, err = c.sessionFor(ctx, inv, f.profile.Client); err != nil {
 		return f, err
 	}
 	f.presence = presence()
@@ -129,7 +135,7 @@ func (c *Coordinator) gather(ctx context.Context, j job, cfg *config.Config) (in
 		}
 	}
 	f.primer = c.readPrimer(cfg.PrimerPath, agentbridge.BuiltinPrimer())
-	if _, inScene := agentbridge.SceneStepFor(f.after, f.trigger, inv.Participant); inScene {
+	if f.step, f.inScene = agentbridge.SceneStepFor(f.after, f.trigger, inv.Participant); f.inScene {
 		if f.journal, err = c.db.Journal(ctx, inv.Participant); err != nil {
 			return f, err
 		}
@@ -139,20 +145,23 @@ func (c *Coordinator) gather(ctx context.Context, j job, cfg *config.Config) (in
 }
 
 // stateAt is the thread's state at j's trigger and the participant's
-// profile: what the follow loop handed on, or else read from the bridge
-// (a recovered job), the profile then from the invite.
+// invited profile: the state the follow loop handed on, or else read from
+// the bridge (a recovered job); the profile its invocation keeps, or else
+// (a record without one) the invite's in that state.
 func (c *Coordinator) stateAt(ctx context.Context, j job) (agentbridge.ThreadState, agentbridge.Profile, error) {
-	if j.after != nil && j.hasProfile {
-		return *j.after, j.profile, nil
+	kept := j.inv.Profile
+	if j.after != nil && kept != nil {
+		return *j.after, *kept, nil
 	}
 	st, _, err := c.bridge.State(ctx, j.inv.Thread, j.inv.TriggerSeq)
 	if err != nil {
-		return st, j.profile, fmt.Errorf("read thread state: %w", err)
+		return st, agentbridge.Profile{}, fmt.Errorf("read thread state: %w", err)
 	}
-	if invite, ok := st.Invited(j.inv.Participant); ok && !j.hasProfile {
-		return st, invite.Profile, nil
+	if kept != nil {
+		return st, *kept, nil
 	}
-	return st, j.profile, nil
+	invite, _ := st.Invited(j.inv.Participant)
+	return st, invite.Profile, nil
 }
 
 // eventsUpTo returns the thread's last span events up to inv's trigger,
@@ -195,16 +204,14 @@ func buildPayload(f invokeFacts, cfg *config.Config) (prepared, error) {
 	events := f.events
 	since := sinceLastTurn(events, inv.Participant)
 	window := events[len(events)-min(cfg.ContextWindowSize, len(events)):]
-	step, inScene := agentbridge.SceneStepFor(f.after, f.trigger, inv.Participant)
 	window = agentbridge.VisibleTo(window, inv.Participant)
-	if inScene {
+	if f.inScene {
 		window = withoutControls(window)
 		// The scene and invite controls hold every actor's brief and
 		// character: an actor sees its own only, in its briefing.
 		since = withoutControls(since)
 	}
-	profile := profileFor(f.invited, agent)
-	payload := adapters.NewPayload(cfg.BridgeURL, agentbridge.Thread{ID: inv.Thread, Name: f.threadName}, f.trigger, inv.Participant, profile, window, f.primer)
+	payload := adapters.NewPayload(cfg.BridgeURL, agentbridge.Thread{ID: inv.Thread, Name: f.threadName}, f.trigger, inv.Participant, f.profile, window, f.primer)
 	payload.SinceLastTurn = since
 	payload.Session = f.session
 	payload.Participants = adapters.Roster(f.after.Participants.Invited, f.presence, cfg.HumanIDs)
@@ -217,8 +224,8 @@ func buildPayload(f invokeFacts, cfg *config.Config) (prepared, error) {
 		}
 	}
 	var scene *sceneRun
-	if inScene {
-		scene = sceneBriefing(&payload, step, f.threadName, f.journal, f.scenePrimer)
+	if f.inScene {
+		scene = sceneBriefing(&payload, f.step, f.threadName, f.journal, f.scenePrimer)
 	}
 	var body []byte
 	if len(agent.ACP) == 0 { // an ACP turn renders the payload itself

@@ -24,7 +24,7 @@ func TestBuildPayload(t *testing.T) {
 	inv := ledger.Invocation{ID: 7, Thread: "T", TriggerID: trigger.ID, TriggerSeq: 4, Participant: "alice", Agent: "a"}
 	base := func() (invokeFacts, *config.Config) {
 		f := invokeFacts{inv: inv, trigger: trigger, events: events, threadName: "Plans", primer: "be kind",
-			invited: agentbridge.Profile{Client: "claude"}, session: adapters.SessionInfo{ID: "S", Turns: 2}, exe: "/bin/ab"}
+			profile: agentbridge.Profile{Client: "claude"}, session: adapters.SessionInfo{ID: "S", Turns: 2}, exe: "/bin/ab"}
 		cfg := &config.Config{BridgeURL: "http://127.0.0.1:1", ContextWindowSize: 2, HumanIDs: []string{"bob"},
 			Agents: map[string]config.Agent{"a": {Command: []string{config.SelfCommand, "adapter", "echo"}, Cwd: "/tmp",
 				Env: map[string]string{"Z": "1", "A": "2"}}}}
@@ -68,25 +68,6 @@ func TestBuildPayload(t *testing.T) {
 		{"an agent gone from the config", func(f *invokeFacts, cfg *config.Config) { delete(cfg.Agents, "a") }, func(t *testing.T, p prepared) {
 			if p.startErr == nil || !strings.Contains(p.startErr.Error(), `"a" is no longer`) {
 				t.Errorf("startErr %v", p.startErr)
-			}
-		}},
-		{"the agent's profile when the invite names no client", func(f *invokeFacts, cfg *config.Config) {
-			f.invited = agentbridge.Profile{}
-			a := cfg.Agents["a"]
-			a.Profile = &agentbridge.Profile{Client: "codex"}
-			cfg.Agents["a"] = a
-		}, func(t *testing.T, p prepared) {
-			if p.p.Participant.Profile.Client != "codex" {
-				t.Errorf("profile %+v, want the agent's", p.p.Participant.Profile)
-			}
-		}},
-		{"the invite's profile wins", func(f *invokeFacts, cfg *config.Config) {
-			a := cfg.Agents["a"]
-			a.Profile = &agentbridge.Profile{Client: "codex"}
-			cfg.Agents["a"] = a
-		}, func(t *testing.T, p prepared) {
-			if p.p.Participant.Profile.Client != "claude" {
-				t.Errorf("profile %+v, want the invite's", p.p.Participant.Profile)
 			}
 		}},
 		{"an ACP turn renders its own prompt", func(f *invokeFacts, cfg *config.Config) {
@@ -163,5 +144,26 @@ func TestOutcomeOf(t *testing.T) {
 		if tc.run.res.PID != 0 && (o.ExitCode == nil || *o.ExitCode != tc.run.res.ExitCode) {
 			t.Errorf("%s: exit code %v", tc.name, o.ExitCode)
 		}
+	}
+}
+
+// TestProfileFor: the profile a run uses is the invite's, or the agent
+// entry's own when the invite names no client.
+func TestProfileFor(t *testing.T) {
+	agent := config.Agent{Profile: &agentbridge.Profile{Client: "codex"}}
+	cases := []struct {
+		name    string
+		invited agentbridge.Profile
+		want    string
+	}{
+		{"the agent's profile when the invite names no client", agentbridge.Profile{}, "codex"},
+		{"the invite's profile wins", agentbridge.Profile{Client: "claude"}, "claude"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := profileFor(tc.invited, agent); got.Client != tc.want {
+				t.Errorf("profile %+v, want client %q", got, tc.want)
+			}
+		})
 	}
 }

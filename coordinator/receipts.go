@@ -257,7 +257,7 @@ func (r *receiptReporter) passDecisions(ctx context.Context) (n int, ok bool, er
 // whose receipt the bridge writes), and only against a bridge without
 // claims is "no adapter" reported, each coordinator's report of it being
 // the same receipt. Against a bridge that keeps no registrations (an
-// older one) it reports as before, as the only coordinator.
+// older one) it reports as the only coordinator.
 func (r *receiptReporter) reportSkip(ctx context.Context, d ledger.DecisionRow, round int, s Skip, listed *bool) bool {
 	if s.Agent != "" {
 		return true

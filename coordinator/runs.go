@@ -244,7 +244,7 @@ func (c *Coordinator) cancelNotice(cfg *config.Config, inv ledger.Invocation, by
 		Meta: agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "cancelled"},
 			Extra: map[string]json.RawMessage{metaParticipant: mustJSON(inv.Participant)}},
 	}
-	return ledger.Notice{TriggerID: inv.TriggerID, Kind: "cancelled:" + inv.Participant, Thread: inv.Thread, Post: mustJSON(post)}
+	return ledger.Notice{TriggerID: inv.TriggerID, Kind: "cancelled:" + inv.Participant, Thread: inv.Thread, Post: post}
 }
 
 // Cancel stops one invocation (contract 5.4): a queued one is dropped, a

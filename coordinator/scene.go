@@ -177,8 +177,8 @@ func sceneOutcome(cfg *config.Config, inv ledger.Invocation, sr *sceneRun, res a
 	if sr.step.Step == agentbridge.SceneStepJournal {
 		text := adapters.TruncateReply(string(res.Stdout), cfg.MaxReplyChars)
 		o.Status = ledger.StatusSucceeded
-		o.Post = mustJSON(agentbridge.EventInput{Type: agentbridge.TypeJournal, From: inv.Participant, To: inv.Participant,
-			Content: mustJSON(text), Meta: meta(private)})
+		o.Posts = []agentbridge.EventInput{{Type: agentbridge.TypeJournal, From: inv.Participant, To: inv.Participant,
+			Content: mustJSON(text), Meta: meta(private)}}
 		o.Journal = &ledger.JournalEntry{Participant: inv.Participant, Thread: inv.Thread, ThreadName: sr.threadName, Entry: text}
 		return
 	}
@@ -197,7 +197,7 @@ func sceneOutcome(cfg *config.Config, inv ledger.Invocation, sr *sceneRun, res a
 			o.Status, o.Error = co.Status, co.Error
 			post := errorPost(cfg, inv, o.Error)
 			post.Meta.Extra[agentbridge.MetaScene] = mustJSON(agentbridge.SceneMeta{Close: agentbridge.CloseError})
-			o.Post = mustJSON(post)
+			o.Posts = []agentbridge.EventInput{post}
 			return
 		}
 		thinking, speech, ok = agentbridge.ParseSceneOutput(string(res.Stdout))
@@ -208,19 +208,17 @@ func sceneOutcome(cfg *config.Config, inv ledger.Invocation, sr *sceneRun, res a
 		o.Error = "the answer did not use the <thinking> and <speech> tags, even after the correction prompt"
 		post := errorPost(cfg, inv, "Its answer did not use the <thinking> and <speech> tags, even after the correction prompt, so the scene is closed.")
 		post.Meta.Extra[agentbridge.MetaScene] = mustJSON(agentbridge.SceneMeta{Close: agentbridge.CloseError})
-		o.Post = mustJSON(post)
+		o.Posts = []agentbridge.EventInput{post}
 		return
 	}
 	o.Status = ledger.StatusSucceeded
-	var posts []agentbridge.EventInput
 	if thinking != "" {
-		posts = append(posts, agentbridge.EventInput{Type: agentbridge.TypeThinking, From: inv.Participant, To: inv.Participant,
+		o.Posts = append(o.Posts, agentbridge.EventInput{Type: agentbridge.TypeThinking, From: inv.Participant, To: inv.Participant,
 			Content: mustJSON(adapters.TruncateReply(thinking, cfg.MaxReplyChars)), Meta: meta(private)})
 	}
 	// No meta.hop: a scene's speeches are not bound by the loop guard, and
 	// the bridge derives the hop from reply_to (contract 5.1).
 	sm := meta(map[string]json.RawMessage{agentbridge.MetaScene: mustJSON(agentbridge.SceneMeta{Turn: sr.step.Turn, Corrected: corrected})})
-	posts = append(posts, agentbridge.EventInput{Type: agentbridge.TypeMessage, From: inv.Participant, To: sr.next,
+	o.Posts = append(o.Posts, agentbridge.EventInput{Type: agentbridge.TypeMessage, From: inv.Participant, To: sr.next,
 		Content: mustJSON(adapters.TruncateReply(speech, cfg.MaxReplyChars)), Meta: sm})
-	o.Post = mustJSON(posts)
 }

@@ -9,14 +9,12 @@ import (
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
-// job is one queued invocation. trigger and profile are known when the
-// job comes from the follow loop; a job recovered from the ledger fetches
-// them from the bridge.
+// job is one queued invocation. trigger is known when the job comes from
+// the follow loop; a job recovered from the ledger fetches it from the
+// bridge. The participant's profile is the invocation's (inv.Profile).
 type job struct {
-	inv        ledger.Invocation
-	trigger    *agentbridge.Event
-	profile    agentbridge.Profile
-	hasProfile bool
+	inv     ledger.Invocation
+	trigger *agentbridge.Event
 	// after is the thread's state just after the trigger, when known; a
 	// scene step is derived from it (agentbridge.SceneStepFor).
 	after *agentbridge.ThreadState

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -34,7 +35,7 @@ func TestOwnersShareALedger(t *testing.T) {
 	inv := func(trigger, participant string) ledger.Invocation {
 		return ledger.Invocation{Thread: "T", TriggerID: trigger, TriggerSeq: 2, TriggerGSeq: 5, Participant: participant, Agent: participant, Command: []string{"x"}}
 	}
-	notice := ledger.Notice{TriggerID: "E5", Kind: "clarify", Thread: "T", Post: json.RawMessage(`{}`)}
+	notice := ledger.Notice{TriggerID: "E5", Kind: "clarify", Thread: "T", Post: agentbridge.EventInput{}}
 	step := func(invs ...ledger.Invocation) ledger.Step {
 		return ledger.Step{GSeq: 5, Thread: "T", Seq: 2, Invocations: invs, Notices: []ledger.Notice{notice},
 			Decision: &ledger.DecisionRecord{EventID: "E5", Thread: "T", Seq: 2, GSeq: 5, Decision: json.RawMessage(`{}`)}}

@@ -50,12 +50,18 @@ func insertInvocations(ctx context.Context, tx *txn, invs []Invocation, now stri
 		if err != nil {
 			return nil, fmt.Errorf("encode command: %w", err)
 		}
+		var profile []byte
+		if inv.Profile != nil {
+			if profile, err = json.Marshal(inv.Profile); err != nil {
+				return nil, fmt.Errorf("encode profile: %w", err)
+			}
+		}
 		// RETURNING rather than LastInsertId, which PostgreSQL lacks; no
 		// row comes back when the pair was queued before.
 		err = tx.QueryRowContext(ctx, `INSERT INTO invocations
-			(owner, thread, trigger_id, trigger_seq, trigger_gseq, participant, agent, command, hop, status, queued_at, round)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trigger_id, participant, round) DO NOTHING RETURNING id`,
-			tx.owner, inv.Thread, inv.TriggerID, inv.TriggerSeq, inv.TriggerGSeq, inv.Participant, inv.Agent, string(cmd), inv.Hop, StatusQueued, now, inv.Round).Scan(&inv.ID)
+			(owner, thread, trigger_id, trigger_seq, trigger_gseq, participant, agent, command, hop, status, queued_at, round, profile)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trigger_id, participant, round) DO NOTHING RETURNING id`,
+			tx.owner, inv.Thread, inv.TriggerID, inv.TriggerSeq, inv.TriggerGSeq, inv.Participant, inv.Agent, string(cmd), inv.Hop, StatusQueued, now, inv.Round, string(profile)).Scan(&inv.ID)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -70,8 +76,12 @@ func insertInvocations(ctx context.Context, tx *txn, invs []Invocation, now stri
 
 func insertNotices(ctx context.Context, tx *txn, notices []Notice) error {
 	for _, n := range notices {
-		_, err := tx.ExecContext(ctx, `INSERT INTO notices (owner, trigger_id, kind, thread, post) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (owner, trigger_id, kind) DO NOTHING`, tx.owner, n.TriggerID, n.Kind, n.Thread, string(n.Post))
+		post, err := encodeNotice(n)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO notices (owner, trigger_id, kind, thread, post) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (owner, trigger_id, kind) DO NOTHING`, tx.owner, n.TriggerID, n.Kind, n.Thread, post)
 		if err != nil {
 			return fmt.Errorf("record notice: %w", err)
 		}

@@ -3,7 +3,6 @@ package ledger_test
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
+	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -68,7 +68,7 @@ func TestPartyRoundsAdvanceOnce(t *testing.T) {
 	if err != nil || len(open) != 1 || open[0].Stage != ledger.PartyStageRound2 {
 		t.Fatalf("open rounds = %+v, %v", open, err)
 	}
-	notice := ledger.Notice{TriggerID: "E", Kind: "party", Thread: "T", Post: json.RawMessage(`{}`)}
+	notice := ledger.Notice{TriggerID: "E", Kind: "party", Thread: "T", Post: agentbridge.EventInput{}}
 	if _, ok, err := db.AdvanceParty(ctx, "E", ledger.PartyStageRound1, ledger.PartyStageDone, nil, []ledger.Notice{notice}); err != nil || ok {
 		t.Fatalf("advancing from a past stage: ok=%v err=%v", ok, err)
 	}

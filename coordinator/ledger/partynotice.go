@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -22,6 +21,8 @@ func (d *DB) NoticeOf(ctx context.Context, triggerID, kind string) (Notice, erro
 	if err != nil {
 		return Notice{}, fmt.Errorf("read notice: %w", err)
 	}
-	n.Post = json.RawMessage(post)
+	if err := decodeNotice(&n, post); err != nil {
+		return Notice{}, err
+	}
 	return n, nil
 }

@@ -183,7 +183,7 @@ var ErrNotRunning = errors.New("the invocation is not queued or running")
 
 // Cancel marks an invocation cancelled if it has not ended, and returns
 // the status it had (queued, running or interrupted). When it was running,
-// notice (if its Post is set) is recorded in the same transaction, so the
+// notice (if its Kind is set) is recorded in the same transaction, so the
 // thread gets exactly one notice per stopped run. An invocation whose
 // outcome is already recorded is left alone: ErrNotRunning.
 func (d *DB) Cancel(ctx context.Context, id int64, reason string, notice Notice) (string, error) {
@@ -209,10 +209,8 @@ func (d *DB) Cancel(ctx context.Context, id int64, reason string, notice Notice)
 	if n, _ := res.RowsAffected(); n == 0 {
 		return prev, ErrNotRunning
 	}
-	if prev == StatusRunning && len(notice.Post) > 0 {
-		_, err := tx.ExecContext(ctx, `INSERT INTO notices (owner, trigger_id, kind, thread, post) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (owner, trigger_id, kind) DO NOTHING`, tx.owner, notice.TriggerID, notice.Kind, notice.Thread, string(notice.Post))
-		if err != nil {
+	if prev == StatusRunning && notice.Kind != "" {
+		if err := insertNotices(ctx, tx, []Notice{notice}); err != nil {
 			return "", fmt.Errorf("record cancel notice: %w", err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -85,14 +86,14 @@ func TestCancelWinsOverUnrecordedFinish(t *testing.T) {
 	if err := db.MarkRunning(ctx, id, 10, 10, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	notice := ledger.Notice{TriggerID: "E", Kind: "cancelled:alice", Thread: "T", Post: json.RawMessage(`{"content":"stopped"}`)}
+	notice := ledger.Notice{TriggerID: "E", Kind: "cancelled:alice", Thread: "T", Post: agentbridge.EventInput{Content: json.RawMessage(`"stopped"`)}}
 	prev, err := db.Cancel(ctx, id, "cancelled by user", notice)
 	if err != nil || prev != ledger.StatusRunning {
 		t.Fatalf("cancel: %q, %v", prev, err)
 	}
 	// The adapter's finish comes after: it is recorded, but nothing is owed.
 	code := 0
-	err = db.Finish(ctx, id, ledger.Outcome{Status: ledger.StatusSucceeded, ExitCode: &code, Started: time.Now(), Finished: time.Now(), Post: json.RawMessage(`{}`)})
+	err = db.Finish(ctx, id, ledger.Outcome{Status: ledger.StatusSucceeded, ExitCode: &code, Started: time.Now(), Finished: time.Now(), Posts: []agentbridge.EventInput{{}}})
 	if !errors.Is(err, ledger.ErrCancelled) {
 		t.Fatalf("finish after cancel: %v, want ErrCancelled", err)
 	}
@@ -127,7 +128,7 @@ func TestFinishBeforeCancelWins(t *testing.T) {
 	id := queueOne(t, db, "E", "alice")
 	queued := queueOne(t, db, "F", "alice")
 	code := 0
-	if err := db.Finish(ctx, id, ledger.Outcome{Status: ledger.StatusSucceeded, ExitCode: &code, Started: time.Now(), Finished: time.Now(), Post: json.RawMessage(`{}`)}); err != nil {
+	if err := db.Finish(ctx, id, ledger.Outcome{Status: ledger.StatusSucceeded, ExitCode: &code, Started: time.Now(), Finished: time.Now(), Posts: []agentbridge.EventInput{{}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Cancel(ctx, id, "late", ledger.Notice{}); !errors.Is(err, ledger.ErrNotRunning) {
@@ -138,7 +139,7 @@ func TestFinishBeforeCancelWins(t *testing.T) {
 		t.Fatalf("active %+v, %v", active, err)
 	}
 	// A queued one is dropped without a notice and never started.
-	if prev, err := db.Cancel(ctx, queued, "x", ledger.Notice{TriggerID: "F", Kind: "k", Thread: "T", Post: json.RawMessage(`{}`)}); err != nil || prev != ledger.StatusQueued {
+	if prev, err := db.Cancel(ctx, queued, "x", ledger.Notice{TriggerID: "F", Kind: "k", Thread: "T", Post: agentbridge.EventInput{}}); err != nil || prev != ledger.StatusQueued {
 		t.Fatalf("cancel queued: %q %v", prev, err)
 	}
 	if err := db.MarkRunning(ctx, queued, 5, 5, time.Now()); err != nil {

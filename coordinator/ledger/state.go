@@ -203,8 +203,9 @@ type Invocation struct {
 	// ReplyEventID is the reply's (or error message's) event id once
 	// posted.
 	ReplyEventID string `json:"reply_event_id,omitempty"`
-	// PendingPost is the event still to post (JSON of an EventInput) when
-	// the adapter finished but the post is not yet acknowledged.
+	// PendingPost is the stored row of the events still to post when the
+	// adapter finished but the post is not yet acknowledged; PendingPosts
+	// decodes it.
 	PendingPost json.RawMessage `json:"-"`
 	// OutputBytes is how much the adapter wrote to stdout (all of it, not
 	// only what was kept); StderrTail is the end of its stderr.
@@ -236,6 +237,11 @@ type Invocation struct {
 	// without claims): every write of the run carries them.
 	ClaimID    int64 `json:"claim_id,omitempty"`
 	ClaimFence int64 `json:"claim_fence,omitempty"`
+	// Profile is the participant's invited profile its decision matched
+	// (nil for a record that does not keep one: queued by an older
+	// version, or by a take-over); the run uses it rather than reading the invite
+	// again.
+	Profile *agentbridge.Profile `json:"-"`
 }
 
 // DecisionRecord is the recorded routing decision for one event, as JSON so that
@@ -255,8 +261,8 @@ type Notice struct {
 	TriggerID string `json:"trigger_id"`
 	Kind      string `json:"kind"`
 	Thread    string `json:"thread"`
-	// Post is the JSON of the EventInput to append.
-	Post json.RawMessage `json:"post"`
+	// Post is the event to append; the ledger stores it as JSON.
+	Post agentbridge.EventInput `json:"post"`
 }
 
 // Step is everything that processing one event changes in the ledger.
@@ -496,10 +502,10 @@ type Outcome struct {
 	StderrTail  string
 	// ProgressBad counts the progress lines that were not records.
 	ProgressBad int64
-	// Post is the JSON of the EventInput to append (reply or error
-	// message), or of an array of them posted in order (a scene turn's
-	// thinking and speech); empty when nothing is to be posted.
-	Post json.RawMessage
+	// Posts are the events to append in order (a reply or an error
+	// message, or a scene turn's thinking and speech); empty when nothing
+	// is to be posted. Finish stores them as the row's pending post.
+	Posts []agentbridge.EventInput
 	// Journal, when set, is appended to the participant's journal in the
 	// same transaction as the outcome, so that it is kept exactly once.
 	Journal *JournalEntry
@@ -520,8 +526,8 @@ var ErrCancelled = errors.New("the invocation was cancelled")
 func (d *DB) Finish(ctx context.Context, id int64, o Outcome) error {
 	if o.Journal == nil {
 		// The update is the whole of it and needs no transaction around
-		// it: two statements fewer between an adapter's end and the post
-		// of its reply.
+		// it, so no BEGIN and COMMIT stand between an adapter's end and
+		// the post of its reply.
 		return finishUpdate(ctx, d.db, id, o)
 	}
 	tx, err := d.db.BeginTx(ctx, nil)
@@ -560,6 +566,10 @@ type querier interface {
 // when the statement finishes, and a commit that fails (a full disk) is
 // reported by that last step, which Scan never takes.
 func finishUpdate(ctx context.Context, q querier, id int64, o Outcome) error {
+	post, err := encodePosts(o.Posts)
+	if err != nil {
+		return fmt.Errorf("finish invocation %d: %w", id, err)
+	}
 	var started string
 	if !o.Started.IsZero() {
 		started = agentbridge.FormatTime(o.Started)
@@ -576,7 +586,7 @@ func finishUpdate(ctx context.Context, q querier, id int64, o Outcome) error {
 		pending_post = CASE WHEN status = ? THEN '' ELSE ? END WHERE id = ? RETURNING status`,
 		StatusCancelled, o.Status, o.ExitCode, StatusCancelled, o.Error, started, started,
 		agentbridge.FormatTime(o.Finished), dur, o.OutputBytes, o.StderrTail, o.ProgressBad,
-		StatusCancelled, string(o.Post), id)
+		StatusCancelled, post, id)
 	if err != nil {
 		return fmt.Errorf("finish invocation %d: %w", id, err)
 	}
@@ -645,21 +655,21 @@ func (d *DB) SetStatus(ctx context.Context, id int64, status, errText string) er
 const invocationColumns = `id, thread, trigger_id, trigger_seq, trigger_gseq, participant, agent, command, hop,
 	status, exit_code, error, queued_at, started_at, finished_at, duration_ms, reply_event_id, pending_post,
 	output_bytes, stderr_tail, pid, pgid, process_started_at,
-	input_tokens, output_tokens, cost_usd, progress_count, progress_bad, round, owner, claim_id, claim_fence`
+	input_tokens, output_tokens, cost_usd, progress_count, progress_bad, round, owner, claim_id, claim_fence, profile`
 
 func scanInvocations(rows *sql.Rows) ([]Invocation, error) {
 	defer rows.Close()
 	var out []Invocation
 	for rows.Next() {
 		var inv Invocation
-		var cmd, pending string
+		var cmd, pending, profile string
 		var exit sql.NullInt64
 		if err := rows.Scan(&inv.ID, &inv.Thread, &inv.TriggerID, &inv.TriggerSeq, &inv.TriggerGSeq,
 			&inv.Participant, &inv.Agent, &cmd, &inv.Hop, &inv.Status, &exit, &inv.Error, &inv.QueuedAt,
 			&inv.StartedAt, &inv.FinishedAt, &inv.DurationMS, &inv.ReplyEventID, &pending,
 			&inv.OutputBytes, &inv.StderrTail, &inv.PID, &inv.PGID, &inv.ProcessStartedAt,
 			&inv.InputTokens, &inv.OutputTokens, &inv.CostUSD, &inv.ProgressCount, &inv.ProgressBad, &inv.Round, &inv.Owner,
-			&inv.ClaimID, &inv.ClaimFence); err != nil {
+			&inv.ClaimID, &inv.ClaimFence, &profile); err != nil {
 			return nil, fmt.Errorf("scan invocation: %w", err)
 		}
 		if err := json.Unmarshal([]byte(cmd), &inv.Command); err != nil {
@@ -671,6 +681,12 @@ func scanInvocations(rows *sql.Rows) ([]Invocation, error) {
 		}
 		if pending != "" {
 			inv.PendingPost = json.RawMessage(pending)
+		}
+		if profile != "" {
+			inv.Profile = new(agentbridge.Profile)
+			if err := json.Unmarshal([]byte(profile), inv.Profile); err != nil {
+				return nil, fmt.Errorf("decode profile of invocation %d: %w", inv.ID, err)
+			}
 		}
 		out = append(out, inv)
 	}
@@ -762,7 +778,9 @@ func (d *DB) PendingNotices(ctx context.Context) ([]Notice, error) {
 		if err := rows.Scan(&n.TriggerID, &n.Kind, &n.Thread, &post); err != nil {
 			return nil, fmt.Errorf("scan notice: %w", err)
 		}
-		n.Post = json.RawMessage(post)
+		if err := decodeNotice(&n, post); err != nil {
+			return nil, err
+		}
 		out = append(out, n)
 	}
 	if err := rows.Err(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -36,7 +37,7 @@ func TestCommitIsAllOrNothingAndIdempotent(t *testing.T) {
 			{Thread: "T", TriggerID: "E", TriggerSeq: 3, TriggerGSeq: 7, Participant: "alice", Agent: "alice", Command: []string{"x"}},
 			{Thread: "T", TriggerID: "E", TriggerSeq: 3, TriggerGSeq: 7, Participant: "bob", Agent: "bob", Command: []string{"y"}},
 		},
-		Notices: []ledger.Notice{{TriggerID: "E", Kind: "clarification", Thread: "T", Post: json.RawMessage(`{}`)}},
+		Notices: []ledger.Notice{{TriggerID: "E", Kind: "clarification", Thread: "T", Post: agentbridge.EventInput{}}},
 	}
 	queued, err := db.Commit(ctx, step)
 	if err != nil || len(queued) != 2 || queued[0].ID == 0 || queued[0].Status != ledger.StatusQueued {
@@ -96,13 +97,16 @@ func TestLifecycleAndUnfinished(t *testing.T) {
 		t.Fatalf("running record: %+v", got)
 	}
 	code := 0
-	post := json.RawMessage(`{"from":"alice","content":"hi"}`)
-	if err := db.Finish(ctx, id, ledger.Outcome{Status: ledger.StatusSucceeded, ExitCode: &code, Started: start, Finished: start.Add(time.Second), OutputBytes: 2, Post: post}); err != nil {
+	post := agentbridge.EventInput{From: "alice", Content: json.RawMessage(`"hi"`)}
+	if err := db.Finish(ctx, id, ledger.Outcome{Status: ledger.StatusSucceeded, ExitCode: &code, Started: start, Finished: start.Add(time.Second), OutputBytes: 2, Posts: []agentbridge.EventInput{post}}); err != nil {
 		t.Fatal(err)
 	}
 	got := unfinished()
-	if len(got) != 1 || string(got[0].PendingPost) != string(post) || got[0].DurationMS != 1000 {
+	if len(got) != 1 || got[0].DurationMS != 1000 {
 		t.Fatalf("finished record with a pending post: %+v", got)
+	}
+	if posts, err := got[0].PendingPosts(); err != nil || len(posts) != 1 || posts[0].From != "alice" || string(posts[0].Content) != `"hi"` {
+		t.Fatalf("the pending post read back: %+v, %v", posts, err)
 	}
 	if err := db.Posted(ctx, id, "R", "", ""); err != nil {
 		t.Fatal(err)
@@ -158,5 +162,28 @@ func TestCommitStepsTogether(t *testing.T) {
 	}
 	if c, _, _ := db.Cursor(ctx); c != 3 {
 		t.Errorf("cursor after SetCursor(3) = %d", c)
+	}
+}
+
+// TestInvocationKeepsItsProfile: the invited profile a decision matched is
+// kept on the invocation it queues and read back with it; a record queued
+// without one (an older row, a take-over) reads back without one.
+func TestInvocationKeepsItsProfile(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := context.Background()
+	profile := agentbridge.Profile{Client: "claude", Model: "m1", Nickname: "ally"}
+	_, err := db.Commit(ctx, ledger.Step{GSeq: 1, Thread: "T", Seq: 1, Invocations: []ledger.Invocation{
+		{Thread: "T", TriggerID: "E", TriggerSeq: 1, TriggerGSeq: 1, Participant: "alice", Agent: "alice", Command: []string{"x"}, Profile: &profile},
+		{Thread: "T", TriggerID: "E", TriggerSeq: 1, TriggerGSeq: 1, Participant: "bob", Agent: "bob", Command: []string{"x"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := db.Unfinished(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Profile == nil || list[0].Profile.Model != "m1" || list[0].Profile.Nickname != "ally" || list[1].Profile != nil {
+		t.Fatalf("invocations read back: %+v", list)
 	}
 }
