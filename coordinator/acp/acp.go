@@ -656,14 +656,14 @@ func (a *agent) awaitReplay(ctx context.Context, loaded time.Time) {
 // agent and its session, send the prompt and wait for its answer (or stop
 // it), then read the result. why, when not empty, is the sentence for the
 // thread when the turn failed.
-func (pool *Pool) Run(ctx context.Context, run Run) (res adapters.Result, why string) {
-	cfg, inv, p := pool.cfg(), run.Invocation, run.Payload
+func (p *Pool) Run(ctx context.Context, run Run) (res adapters.Result, why string) {
+	cfg, inv := p.cfg(), run.Invocation
 	progress := run.Progress
 	if progress == nil {
 		progress = func(adapters.ProgressRecord) {}
 	}
 	res = adapters.Result{ExitCode: -1, Started: time.Now()}
-	noPresence := pool.tookNoPresence(inv.ID)
+	noPresence := p.tookNoPresence(inv.ID)
 	if ctx.Err() != nil {
 		return stoppedResult(ctx, res), ""
 	}
@@ -671,9 +671,9 @@ func (pool *Pool) Run(ctx context.Context, run Run) (res adapters.Result, why st
 	// cancel meanwhile must stop a running turn); a warm turn after its
 	// prompt is written.
 	cold := false
-	a, err := pool.acquire(ctx, cfg, pairKey{inv.Thread, inv.Participant}, run.Entry, func(a *agent) {
+	a, err := p.acquire(ctx, cfg, pairKey{inv.Thread, inv.Participant}, run.Entry, func(a *agent) {
 		cold = true
-		pool.host.MarkRunning(ctx, inv, a.pid, res.Started)
+		p.host.MarkRunning(ctx, inv, a.pid, res.Started)
 	})
 	if err != nil && ctx.Err() != nil {
 		return stoppedResult(ctx, res), ""
@@ -681,9 +681,9 @@ func (pool *Pool) Run(ctx context.Context, run Run) (res adapters.Result, why st
 	if err != nil {
 		return failed(res, fmt.Sprintf("The ACP agent could not be started: %v.", err), nil)
 	}
-	defer pool.release(a)
+	defer p.release(a)
 	errMark := a.stderr.mark()
-	fresh, err := a.ensureSession(ctx, cfg, p.Session.ID, progress)
+	fresh, err := a.ensureSession(ctx, cfg, run.Payload.Session.ID, progress)
 	if err != nil && ctx.Err() != nil {
 		// Stopped while the session was being set up.
 		return stoppedResult(ctx, res), ""
@@ -691,13 +691,13 @@ func (pool *Pool) Run(ctx context.Context, run Run) (res adapters.Result, why st
 	if err != nil {
 		return failed(res, fmt.Sprintf("The ACP agent could not open a session: %v.", err), a)
 	}
-	a.ensureModel(ctx, p.Participant.Profile.Model, progress)
+	a.ensureModel(ctx, run.Payload.Participant.Profile.Model, progress)
 	res.PID, res.PGID = a.pid, a.pid
-	text := pool.promptText(ctx, inv, a, p, fresh, noPresence)
+	text := p.promptText(ctx, inv, a, run.Payload, fresh, noPresence)
 	t := a.beginTurn(cfg, run, progress)
 	t.started = res.Started
 	defer a.endTurn()
-	ans, stopped := pool.exchange(ctx, inv, a, t, text, cold)
+	ans, stopped := p.exchange(ctx, inv, a, t, text, cold)
 	res.Finished = time.Now()
 	res.StderrTail = a.stderr.since(errMark)
 	reply, thought := t.result()
@@ -731,26 +731,26 @@ func failed(res adapters.Result, why string, a *agent) (adapters.Result, string)
 // promptText renders the turn's prompt. A warm session has the roster
 // from its first prompt: it is sent again only when who is invited changed;
 // a payload built without presence (SkipPresence) gets it now.
-func (pool *Pool) promptText(ctx context.Context, inv ledger.Invocation, a *agent, p adapters.Payload, fresh, noPresence bool) string {
+func (p *Pool) promptText(ctx context.Context, inv ledger.Invocation, a *agent, payload adapters.Payload, fresh, noPresence bool) string {
 	if fresh {
-		p.Session = adapters.SessionInfo{}
+		payload.Session = adapters.SessionInfo{}
 	} else {
-		p.Session.ID = a.session
+		payload.Session.ID = a.session
 	}
-	roster := rosterKey(p.Participants)
+	roster := rosterKey(payload.Participants)
 	switch {
 	case !fresh && roster == a.rosterSent:
-		p.Participants = nil
+		payload.Participants = nil
 	case noPresence:
-		st := pool.host.Presence(ctx, inv.Thread)
-		for i, e := range p.Participants {
+		st := p.host.Presence(ctx, inv.Thread)
+		for i, e := range payload.Participants {
 			if !e.Human {
-				p.Participants[i].Presence = cmp.Or(st[e.ID], agentbridge.PresenceOffline)
+				payload.Participants[i].Presence = cmp.Or(st[e.ID], agentbridge.PresenceOffline)
 			}
 		}
 	}
 	a.rosterSent = roster
-	return adapters.RenderPrompt(p)
+	return adapters.RenderPrompt(payload)
 }
 
 // promptAnswer is the agent's answer to session/prompt.
@@ -764,7 +764,7 @@ type promptAnswer struct {
 // stopped ("cancelled", "interrupted", "timeout"), empty when it was not;
 // a stopped turn is sent session/cancel, and its agent's process group is
 // killed when it does not answer that within cancelWait.
-func (pool *Pool) exchange(ctx context.Context, inv ledger.Invocation, a *agent, t *turn, text string, cold bool) (ans promptAnswer, stopped string) {
+func (p *Pool) exchange(ctx context.Context, inv ledger.Invocation, a *agent, t *turn, text string, cold bool) (ans promptAnswer, stopped string) {
 	answered := make(chan promptAnswer, 1)
 	promptCtx, cancelPrompt := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelPrompt()
@@ -791,7 +791,7 @@ func (pool *Pool) exchange(ctx context.Context, inv ledger.Invocation, a *agent,
 		case <-wait.C:
 		}
 		wait.Stop()
-		pool.host.MarkRunning(ctx, inv, a.pid, t.started)
+		p.host.MarkRunning(ctx, inv, a.pid, t.started)
 	}()
 	defer func() { <-marked }()
 	defer t.clock.stop()
@@ -821,7 +821,7 @@ func (pool *Pool) exchange(ctx context.Context, inv ledger.Invocation, a *agent,
 	select {
 	case ans = <-answered:
 	case <-wait.C:
-		pool.log.Warn("the ACP agent did not answer session/cancel; killing its process group", "id", inv.ID, "pid", a.pid)
+		p.log.Warn("the ACP agent did not answer session/cancel; killing its process group", "id", inv.ID, "pid", a.pid)
 		a.kill()
 		cancelPrompt()
 		ans = <-answered
