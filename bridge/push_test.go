@@ -55,7 +55,7 @@ func notes(t *testing.T, fp *fakepush.Service, endpoint string) []notify.Note {
 }
 
 // permissionRequest is the coordinator's permission request message, as
-// coordinator/acp_permission.go posts it.
+// coordinator/acp/permission.go posts it.
 const permissionRequest = `{"from":"coordinator","to":"user","content":"fake-acp asks permission to run Write file (edit).","meta":{"via":"coordinator","tags":["coordinator","permission"],"participant":"fake-acp","permission":{"invocation":7,"tool_call":{"title":"Write file","kind":"edit"},"options":[{"id":"allow","name":"Allow","kind":"allow_once"},{"id":"reject","name":"Reject","kind":"reject_once"}]}}}`
 
 // TestWebPush: each category reaches the devices that chose it, signed

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/acp"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
@@ -275,7 +275,7 @@ func TestACPCancel(t *testing.T) {
 }
 
 // permissionRequest waits for the permission request of trigger.
-func (s *acpStack) permissionRequest(trigger agentbridge.Event) (agentbridge.Event, coordinator.PermissionMeta) {
+func (s *acpStack) permissionRequest(trigger agentbridge.Event) (agentbridge.Event, acp.PermissionMeta) {
 	s.t.Helper()
 	var req agentbridge.Event
 	testutil.WaitFor(s.t, waitLong, "a permission request", func() bool {
@@ -287,8 +287,8 @@ func (s *acpStack) permissionRequest(trigger agentbridge.Event) (agentbridge.Eve
 		}
 		return false
 	})
-	var pm coordinator.PermissionMeta
-	if err := json.Unmarshal(req.Meta.Extra[coordinator.MetaPermission], &pm); err != nil {
+	var pm acp.PermissionMeta
+	if err := json.Unmarshal(req.Meta.Extra[agentbridge.MetaPermission], &pm); err != nil {
 		s.t.Fatalf("meta.permission of %q: %v", req.Text(), err)
 	}
 	return req, pm
@@ -627,10 +627,10 @@ func TestACPModel(t *testing.T) {
 	}
 
 	d := startACPStack(t, env, nil)
-	d.invite(d.thread, "acpy", agentbridge.Profile{Client: "fake-acp", Model: coordinator.ACPDefaultModel})
+	d.invite(d.thread, "acpy", agentbridge.Profile{Client: "fake-acp", Model: acp.DefaultModel})
 	d.reply(d.ask("with the default"))
 	if got := d.setModels(); len(got) != 0 || d.count("session/new") != 1 {
-		t.Errorf("session/set_model calls %v with the model %q, want none", got, coordinator.ACPDefaultModel)
+		t.Errorf("session/set_model calls %v with the model %q, want none", got, acp.DefaultModel)
 	}
 }
 

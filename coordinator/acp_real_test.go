@@ -18,6 +18,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/acp"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
@@ -494,7 +495,7 @@ func TestRealGemini(t *testing.T) {
 
 	// No session/set_model after the load: its answer would come after
 	// the replay and hide it.
-	s.invite(s.thread, "acpy", agentbridge.Profile{Client: "gemini", Model: coordinator.ACPDefaultModel})
+	s.invite(s.thread, "acpy", agentbridge.Profile{Client: "gemini", Model: acp.DefaultModel})
 	s.stopCoordinator()
 	testutil.WaitFor(t, waitLong, "Gemini to be closed with the coordinator", func() bool { return !alive(pid) })
 	// Gemini CLI 0.61 names a session's file by the minute it was opened

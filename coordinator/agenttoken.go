@@ -258,7 +258,7 @@ func agentEnv(secret string) []string {
 
 // runToken is the token of one adapter run of inv: the pair's spare, else
 // one minted now (its wait is for whoever starts the run); nil for an ACP
-// agent, whose warm process holds a token of its own (acpAgent.token).
+// agent, whose warm process holds a token of its own (acp.Host.Token).
 func (c *Coordinator) runToken(ctx context.Context, cfg *config.Config, inv ledger.Invocation) *agentToken {
 	if isACP(cfg, inv) {
 		return nil

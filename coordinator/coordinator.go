@@ -17,6 +17,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/coordinator/acp"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/internal/cache"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
@@ -109,8 +110,8 @@ type Coordinator struct {
 	// avail reports the participants it can start as available
 	// (available.go).
 	avail *availability
-	// acp keeps the warm ACP agents (acp.go).
-	acp *acpPool
+	// acp keeps the warm ACP agents (coordinator/acp, acphost.go).
+	acp *acp.Pool
 	// tokens mints and revokes the agents' own tokens (agenttoken.go).
 	tokens *tokenKeeper
 	// outage logs the edges of a time the ledger refuses writes.
@@ -185,7 +186,8 @@ func New(opts Options) (*Coordinator, error) {
 	c.avail = newAvailability(c)
 	c.registry = registry.New(registry.Options{Bridge: c.bridge, Config: c.cfg.Load, StatusURL: c.StatusURL, Version: opts.Version, Logger: c.log})
 	c.claims = newClaimer(c)
-	c.acp = newACPPool(c, acpDir(opts.ACPDir))
+	c.acp = acp.New(acp.Options{Host: acpHost{c}, Config: c.cfg.Load, Dir: opts.ACPDir, Executable: exe,
+		Logger: c.log, Registerer: c.metrics.reg})
 	c.tokens = &tokenKeeper{c: c}
 	if opts.ConfigPath != "" {
 		c.watcher = config.NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
@@ -331,7 +333,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	cancelStop()
 	c.shutdown(work, cancelWork)
 	c.avail.offline()
-	c.acp.closeAll()
+	c.acp.Close()
 	c.tokens.close()
 	stopReceipts()
 	if ctx.Err() != nil {

@@ -15,6 +15,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/coordinator/acp"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/coordinator/registry"
@@ -527,8 +528,6 @@ func (c *Coordinator) runAgent(ctx context.Context, inv ledger.Invocation, in pr
 			}
 		}), ""
 	}
-	if progress == nil {
-		progress = func(adapters.ProgressRecord) {}
-	}
-	return c.runACP(ctx, cfg, inv, in, entry, p, progress)
+	return c.acp.Run(ctx, acp.Run{Invocation: inv, Entry: entry, Payload: p, Trigger: in.trigger,
+		Known: in.p.ContextWindow, Scene: in.scene != nil, Progress: progress})
 }

@@ -103,7 +103,7 @@ func (c *Coordinator) prepare(ctx context.Context, j job, cfg *config.Config) (p
 func (c *Coordinator) gather(ctx context.Context, j job, cfg *config.Config) (invokeFacts, error) {
 	inv := j.inv
 	f := invokeFacts{inv: inv, exe: c.exe}
-	// A warm ACP session needs no presence for its roster (acp.go).
+	// A warm ACP session needs no presence for its roster (acp.Pool.SkipPresence).
 	presence := c.payloadPresence(ctx, inv)
 	// One read serves both the context window and since_last_turn.
 	sinceNeed, err := c.sinceSpan(ctx, inv)

@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/acp"
 	"github.com/spf13/cobra"
 )
 
@@ -243,7 +243,7 @@ func (m *Main) inviteProfile(id, client, model, configPath string, configNamed b
 			client = cmp.Or(client, a.Client)
 			if len(a.ACP) > 0 {
 				// An ACP agent picks its own model unless told one.
-				model = cmp.Or(model, coordinator.ACPDefaultModel)
+				model = cmp.Or(model, acp.DefaultModel)
 			}
 		}
 	}

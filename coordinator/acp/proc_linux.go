@@ -1,11 +1,11 @@
-package coordinator
+package acp
 
 import "syscall"
 
-// acpProcAttr puts an ACP agent in its own process group, so that a cancel
+// procAttr puts an ACP agent in its own process group, so that a cancel
 // without answer or a close can kill all it started, and has the kernel
 // kill it when the coordinator dies (see adapters' sysProcAttr for why the
 // forking thread's lifetime is not a concern).
-func acpProcAttr() *syscall.SysProcAttr {
+func procAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

@@ -1,4 +1,11 @@
-package coordinator
+// Package acp is the coordinator's Agent Client Protocol client (contract
+// 6.6, docs/acp.md). An agent entry with "acp" runs as a warm process per
+// (thread, participant): started on the pair's first trigger, initialized,
+// given a session, and kept for later triggers, each of which is one
+// session/prompt. The pool closes a process idle for acp_idle_s and keeps
+// at most acp_max_warm, closing the least recently used idle one first.
+// It reaches the coordinator only through Host.
+package acp
 
 import (
 	"bytes"
@@ -7,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +27,7 @@ import (
 	"syscall"
 	"time"
 
-	acp "github.com/coder/acp-go-sdk"
+	sdk "github.com/coder/acp-go-sdk"
 	"github.com/prometheus/client_golang/prometheus"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -28,61 +36,57 @@ import (
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
-// Agent Client Protocol agents (contract 6.6, docs/acp.md). An agent entry
-// with "acp" runs as a warm process per (thread, participant): started on
-// the pair's first trigger, initialized, given a session, and kept for
-// later triggers, each of which is one session/prompt. The pool closes a
-// process idle for acp_idle_s and keeps at most acp_max_warm, closing the
-// least recently used idle one first.
-
 const (
-	// acpCancelWait is how long a cancelled turn waits for the agent to
+	// cancelWait is how long a cancelled turn waits for the agent to
 	// answer session/cancel before its process group is killed.
-	acpCancelWait = 5 * time.Second
-	// acpCloseGrace is the time between SIGTERM and SIGKILL when a warm
+	cancelWait = 5 * time.Second
+	// closeGrace is the time between SIGTERM and SIGKILL when a warm
 	// agent is closed.
-	acpCloseGrace = 2 * time.Second
-	// acpStartTimeout bounds initialize and session setup.
-	acpStartTimeout = 2 * time.Minute
-	// acpStderrKeep is how much of the end of an agent's stderr is kept,
+	closeGrace = 2 * time.Second
+	// startTimeout bounds initialize and session setup.
+	startTimeout = 2 * time.Minute
+	// stderrKeep is how much of the end of an agent's stderr is kept,
 	// as for adapters.
-	acpStderrKeep = adapters.DefaultMaxStderr
-	// acpMaxReply bounds the reply text collected from message chunks.
-	acpMaxReply = adapters.DefaultMaxStdout
-	// acpReplayQuiet is how long an agent must have sent no session/update
+	stderrKeep = adapters.DefaultMaxStderr
+	// maxReply bounds the reply text collected from message chunks.
+	maxReply = adapters.DefaultMaxStdout
+	// replayQuiet is how long an agent must have sent no session/update
 	// after answering session/load before the next prompt is sent: an
 	// agent may replay the loaded history after its answer (Gemini CLI
-	// does). acpReplayMax bounds that wait.
-	acpReplayQuiet = 250 * time.Millisecond
-	acpReplayMax   = 10 * time.Second
+	// does). replayMax bounds that wait.
+	replayQuiet = 250 * time.Millisecond
+	replayMax   = 10 * time.Second
 )
 
-// ACPDefaultModel is the profile model meaning the ACP agent's own choice:
+// DefaultModel is the profile model meaning the ACP agent's own choice:
 // no session/set_model is sent. agent-bridge invite gives it to an "acp"
 // entry whose profile names no model.
-const ACPDefaultModel = "default"
+const DefaultModel = "default"
 
-// errACPTurn marks a turn that ended without a reply; the message that
+// errTurn marks a turn that ended without a reply; the message that
 // goes with it says why.
-var errACPTurn = errors.New("the ACP turn failed")
+var errTurn = errors.New("the ACP turn failed")
 
-// acpPool holds the warm agents. It is safe for concurrent use; one pair
-// runs one turn at a time (the scheduler's FIFO per pair).
-type acpPool struct {
-	c *Coordinator
+// Pool holds the warm agents. It is safe for concurrent use; one pair
+// runs one turn at a time (the caller runs a pair's turns in order).
+type Pool struct {
+	host Host
+	cfg  func() *config.Config
+	log  *slog.Logger
+	exe  string
 	// dir holds the per-thread session folders of agents without workdir.
 	dir string
 
 	mu     sync.Mutex
-	agents map[pairKey]*acpAgent
+	agents map[pairKey]*agent
 	closed bool
 	// perms are the permission requests waiting for a person, by the id
 	// of the message that asked; early holds answers that arrived before
 	// their request was registered (bounded).
-	perms map[string]*acpPermission
+	perms map[string]*waiting
 	early map[string]permissionAnswer
 	// noPresence holds the invocations whose payload was built without
-	// reading presence (payloadPresence).
+	// reading presence (SkipPresence).
 	noPresence map[int64]bool
 	wg         sync.WaitGroup
 	// promptWritten, when set (benchmarks), is called as each
@@ -90,10 +94,18 @@ type acpPool struct {
 	promptWritten atomic.Pointer[func(time.Time)]
 }
 
-func newACPPool(c *Coordinator, dir string) *acpPool {
-	p := &acpPool{c: c, dir: dir, agents: make(map[pairKey]*acpAgent),
-		perms: make(map[string]*acpPermission), early: make(map[string]permissionAnswer), noPresence: make(map[int64]bool)}
-	c.metrics.reg.MustRegister(
+// pairKey names a warm agent: one per (thread, participant).
+type pairKey struct{ thread, participant string }
+
+// New makes an empty pool; agents start on their pair's first turn.
+func New(opts Options) *Pool {
+	p := &Pool{host: opts.Host, cfg: opts.Config, log: cmp.Or(opts.Logger, slog.Default()), exe: opts.Executable,
+		dir: defaultDir(opts.Dir), agents: make(map[pairKey]*agent),
+		perms: make(map[string]*waiting), early: make(map[string]permissionAnswer), noPresence: make(map[int64]bool)}
+	if opts.Registerer == nil {
+		return p
+	}
+	opts.Registerer.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "agent_bridge_coordinator_acp_warm_agents",
 			Help: "ACP agent processes kept warm (acp_max_warm caps the idle ones).",
@@ -113,9 +125,9 @@ func newACPPool(c *Coordinator, dir string) *acpPool {
 	return p
 }
 
-// acpAgent is one warm agent process and its session.
-type acpAgent struct {
-	pool *acpPool
+// agent is one warm agent process and its session.
+type agent struct {
+	pool *Pool
 	key  pairKey
 	// fingerprint is the entry's settings; a reload that changes them
 	// replaces the process at the next turn.
@@ -124,13 +136,13 @@ type acpAgent struct {
 	cwd         string
 
 	// token is the agent's own bridge credential, for its whole life
-	// (agenttoken.go); revoked when it is closed.
-	token   *agentToken
+	// (Host.Token); revoked when it is closed.
+	token   Token
 	cmd     *exec.Cmd
 	pid     int
 	started time.Time
 	stdin   *os.File
-	conn    *acp.ClientSideConnection
+	conn    *sdk.ClientSideConnection
 	exited  chan struct{}
 	// exitCode is set before exited is closed (-1 when signalled).
 	exitCode int
@@ -155,7 +167,7 @@ type acpAgent struct {
 	rosterSent string
 	// models is what the session's answer offered for session/set_model
 	// (nil: not offered); model is the one the session runs.
-	models *acp.SessionModelState
+	models *sdk.SessionModelState
 	model  string
 	// promptSent is closed when the turn's prompt has been written.
 	promptSent atomic.Pointer[chan struct{}]
@@ -164,7 +176,7 @@ type acpAgent struct {
 	lastUpdate atomic.Int64
 
 	mu   sync.Mutex
-	turn *acpTurn
+	turn *turn
 }
 
 // fingerprintOf is what of an entry a warm process was started with.
@@ -186,7 +198,7 @@ func fingerprintOf(a config.Agent) string {
 // acquire returns the pair's warm agent, starting one when there is none
 // (or the entry changed, or it died), marked busy until release. onStart is
 // called as soon as a new process runs, before it is initialized.
-func (p *acpPool) acquire(ctx context.Context, cfg *config.Config, key pairKey, entry config.Agent, onStart func(*acpAgent)) (*acpAgent, error) {
+func (p *Pool) acquire(ctx context.Context, cfg *config.Config, key pairKey, entry config.Agent, onStart func(*agent)) (*agent, error) {
 	fp := fingerprintOf(entry)
 	p.mu.Lock()
 	if p.closed {
@@ -196,7 +208,7 @@ func (p *acpPool) acquire(ctx context.Context, cfg *config.Config, key pairKey, 
 	if a := p.agents[key]; a != nil {
 		// An agent whose token could end during this turn is replaced by
 		// one with a new token (its session is loaded where it can be).
-		if a.fingerprint == fp && !a.dead() && a.token.lasts(cfg.AdapterTimeout+tokenMargin) {
+		if a.fingerprint == fp && !a.dead() && a.token.LastsTurn() {
 			a.busy = true
 			if a.idle != nil {
 				a.idle.Stop()
@@ -208,7 +220,7 @@ func (p *acpPool) acquire(ctx context.Context, cfg *config.Config, key pairKey, 
 		p.closeLater(a)
 	}
 	p.evictLocked(cfg.ACPMaxWarm - 1)
-	a := &acpAgent{pool: p, key: key, fingerprint: fp, cfg: entry, busy: true, exited: make(chan struct{}), stderr: &stderrTail{}, stderrDone: make(chan struct{})}
+	a := &agent{pool: p, key: key, fingerprint: fp, cfg: entry, busy: true, exited: make(chan struct{}), stderr: &stderrTail{}, stderrDone: make(chan struct{})}
 	p.agents[key] = a
 	p.mu.Unlock()
 	if err := a.start(ctx, cfg, onStart); err != nil {
@@ -225,8 +237,8 @@ func (p *acpPool) acquire(ctx context.Context, cfg *config.Config, key pairKey, 
 
 // release ends a's turn: it stays warm (unless it died) and its idle
 // timer starts.
-func (p *acpPool) release(a *acpAgent) {
-	cfg := p.c.cfg.Load()
+func (p *Pool) release(a *agent) {
+	cfg := p.cfg()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	a.busy = false
@@ -246,23 +258,23 @@ func (p *acpPool) release(a *acpAgent) {
 }
 
 // closeIdle closes a when it has not been used for idle.
-func (p *acpPool) closeIdle(a *acpAgent, idle time.Duration) {
+func (p *Pool) closeIdle(a *agent, idle time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.agents[a.key] != a || a.busy || time.Since(a.lastUsed) < idle {
 		return
 	}
 	delete(p.agents, a.key)
-	p.c.log.Info("closing idle ACP agent", "thread", a.key.thread, "participant", a.key.participant, "idle", idle)
+	p.log.Info("closing idle ACP agent", "thread", a.key.thread, "participant", a.key.participant, "idle", idle)
 	p.closeLater(a)
 }
 
 // evictLocked closes the least recently used idle agents until at most
 // limit remain; busy ones are never closed, so the cap may be passed
 // while all are working.
-func (p *acpPool) evictLocked(limit int) {
+func (p *Pool) evictLocked(limit int) {
 	for len(p.agents) > max(limit, 0) {
-		var lru *acpAgent
+		var lru *agent
 		for _, a := range p.agents {
 			if !a.busy && (lru == nil || a.lastUsed.Before(lru.lastUsed)) {
 				lru = a
@@ -272,13 +284,13 @@ func (p *acpPool) evictLocked(limit int) {
 			return
 		}
 		delete(p.agents, lru.key)
-		p.c.log.Info("closing least recently used ACP agent", "thread", lru.key.thread, "participant", lru.key.participant)
+		p.log.Info("closing least recently used ACP agent", "thread", lru.key.thread, "participant", lru.key.participant)
 		p.closeLater(lru)
 	}
 }
 
 // closeLater closes a in the background; closeAll waits for it.
-func (p *acpPool) closeLater(a *acpAgent) {
+func (p *Pool) closeLater(a *agent) {
 	if a.idle != nil {
 		a.idle.Stop()
 	}
@@ -289,9 +301,9 @@ func (p *acpPool) closeLater(a *acpAgent) {
 	}()
 }
 
-// closeAll closes every warm agent and waits for them to exit: the
+// Close closes every warm agent and waits for them to exit: the
 // coordinator's shutdown, after the running turns have ended.
-func (p *acpPool) closeAll() {
+func (p *Pool) Close() {
 	p.mu.Lock()
 	p.closed = true
 	for k, a := range p.agents {
@@ -303,8 +315,8 @@ func (p *acpPool) closeAll() {
 }
 
 // start runs the agent process and initializes the connection.
-func (a *acpAgent) start(ctx context.Context, cfg *config.Config, onStart func(*acpAgent)) error {
-	c := a.pool.c
+func (a *agent) start(ctx context.Context, cfg *config.Config, onStart func(*agent)) error {
+	p := a.pool
 	a.cwd = a.cfg.Workdir
 	if a.cwd == "" {
 		a.cwd = filepath.Join(a.pool.dir, a.key.thread)
@@ -318,16 +330,16 @@ func (a *acpAgent) start(ctx context.Context, cfg *config.Config, onStart func(*
 	argv := a.cfg.ACP
 	a.cmd = exec.Command(argv[0], argv[1:]...)
 	a.cmd.Dir = a.cwd
-	a.cmd.SysProcAttr = acpProcAttr()
-	a.token = c.tokens.mint(ctx, a.key.thread, a.key.participant, acpTokenName(a.key.participant), acpTokenTTL(cfg))
-	a.cmd.Env = acpEnv(a.cfg.Env, cfg, a.key, c.exe, a.token.wait())
+	a.cmd.SysProcAttr = procAttr()
+	a.token = p.host.Token(ctx, a.key.thread, a.key.participant)
+	a.cmd.Env = agentEnviron(a.cfg.Env, cfg, a.key, p.exe, a.token.Value())
 	inW, outR, errR, err := a.spawn()
 	if err != nil {
 		return err
 	}
 	a.pid, a.started, a.stdin = a.cmd.Process.Pid, time.Now(), inW
 	onStart(a)
-	c.log.Info("started ACP agent", "thread", a.key.thread, "participant", a.key.participant, "pid", a.pid, "argv", argv)
+	p.log.Info("started ACP agent", "thread", a.key.thread, "participant", a.key.participant, "pid", a.pid, "argv", argv)
 	a.pool.wg.Add(2)
 	go func() {
 		defer a.pool.wg.Done()
@@ -346,8 +358,8 @@ func (a *acpAgent) start(ctx context.Context, cfg *config.Config, onStart func(*
 		_ = syscall.Kill(-a.pid, syscall.SIGKILL)
 		close(a.exited)
 	}()
-	a.conn = acp.NewClientSideConnection(&acpClient{a: a}, &promptWriter{w: inW, hook: a.pool.promptWritten.Load(), sent: &a.promptSent, open: a.openTurn}, outR)
-	a.conn.SetLogger(c.log.With("acp_participant", a.key.participant))
+	a.conn = sdk.NewClientSideConnection(&agentClient{a: a}, &promptWriter{w: inW, hook: a.pool.promptWritten.Load(), sent: &a.promptSent, open: a.openTurn}, outR)
+	a.conn.SetLogger(p.log.With("acp_participant", a.key.participant))
 	a.pool.wg.Add(1)
 	go func() {
 		defer a.pool.wg.Done()
@@ -357,11 +369,11 @@ func (a *acpAgent) start(ctx context.Context, cfg *config.Config, onStart func(*
 	return a.initialize(ctx)
 }
 
-// acpEnv is an ACP agent's environment: the coordinator's without its
+// agentEnviron is an ACP agent's environment: the coordinator's without its
 // credentials (adapters.Inherited), the entry's variables in key order
 // (but BRIDGE_TOKEN), then the bridge's, this binary and the agent's own
-// token (secret, "" for none).
-func acpEnv(vars map[string]string, cfg *config.Config, key pairKey, exe, secret string) []string {
+// token (Token.Value).
+func agentEnviron(vars map[string]string, cfg *config.Config, key pairKey, exe, token string) []string {
 	env := adapters.Inherited(os.Environ(), cfg.BridgeToken)
 	keys := make([]string, 0, len(vars))
 	for k := range vars {
@@ -375,13 +387,13 @@ func acpEnv(vars map[string]string, cfg *config.Config, key pairKey, exe, secret
 	}
 	env = append(env, "BRIDGE_URL="+cfg.BridgeURL, "BRIDGE_THREAD_ID="+key.thread,
 		"BRIDGE_PARTICIPANT_ID="+key.participant, adapters.EnvAgentBridgeBin+"="+exe)
-	return append(env, agentEnv(secret)...)
+	return append(env, adapters.EnvToken+"="+token)
 }
 
 // spawn starts a.cmd on three pipes and returns the ends the coordinator
 // keeps: the agent's stdin, stdout and stderr. When it fails, nothing is
 // left open and a.exited and a.stderrDone are closed.
-func (a *acpAgent) spawn() (inW, outR, errR *os.File, err error) {
+func (a *agent) spawn() (inW, outR, errR *os.File, err error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, nil, err
@@ -416,19 +428,19 @@ func (a *acpAgent) spawn() (inW, outR, errR *os.File, err error) {
 	return inW, outR, errR, nil
 }
 
-// initialize sends the ACP initialize request, within acpStartTimeout.
-func (a *acpAgent) initialize(ctx context.Context) error {
-	ictx, cancel := context.WithTimeout(ctx, acpStartTimeout)
+// initialize sends the ACP initialize request, within startTimeout.
+func (a *agent) initialize(ctx context.Context) error {
+	ictx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	caps := acp.ClientCapabilities{}
+	caps := sdk.ClientCapabilities{}
 	if a.cfg.ACPFS {
-		caps.Fs = acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}
+		caps.Fs = sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}
 	}
 	err := a.call(ictx, func(ctx context.Context) error {
-		r, err := a.conn.Initialize(ctx, acp.InitializeRequest{
-			ProtocolVersion:    acp.ProtocolVersionNumber,
+		r, err := a.conn.Initialize(ctx, sdk.InitializeRequest{
+			ProtocolVersion:    sdk.ProtocolVersionNumber,
 			ClientCapabilities: caps,
-			ClientInfo:         &acp.Implementation{Name: "agent-bridge", Version: buildVersion()},
+			ClientInfo:         &sdk.Implementation{Name: "agent-bridge", Version: buildVersion()},
 		})
 		a.loadSession = r.AgentCapabilities.LoadSession
 		return err
@@ -442,7 +454,7 @@ func (a *acpAgent) initialize(ctx context.Context) error {
 // call runs one request, returning early when the process dies (the
 // connection then fails the request too, but only once its output pipe
 // closes, which a grandchild may hold).
-func (a *acpAgent) call(ctx context.Context, fn func(context.Context) error) error {
+func (a *agent) call(ctx context.Context, fn func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -458,7 +470,7 @@ func (a *acpAgent) call(ctx context.Context, fn func(context.Context) error) err
 }
 
 // dead reports whether the process has exited or its connection closed.
-func (a *acpAgent) dead() bool {
+func (a *agent) dead() bool {
 	select {
 	case <-a.exited:
 		return true
@@ -476,10 +488,14 @@ func (a *acpAgent) dead() bool {
 }
 
 // close ends the process: stdin closed, then SIGTERM to its group, then
-// SIGKILL after acpCloseGrace. It returns once the process is reaped.
-func (a *acpAgent) close() {
+// SIGKILL after closeGrace. It returns once the process is reaped.
+func (a *agent) close() {
 	// Revoked once the process is gone (revoke runs after this returns).
-	defer a.pool.c.tokens.revoke(a.token)
+	defer func() {
+		if a.token != nil {
+			a.token.Revoke()
+		}
+	}()
 	if a.stdin != nil {
 		a.stdin.Close()
 	}
@@ -492,7 +508,7 @@ func (a *acpAgent) close() {
 	default:
 	}
 	_ = syscall.Kill(-a.pid, syscall.SIGTERM)
-	t := time.NewTimer(acpCloseGrace)
+	t := time.NewTimer(closeGrace)
 	defer t.Stop()
 	select {
 	case <-a.exited:
@@ -503,20 +519,19 @@ func (a *acpAgent) close() {
 }
 
 // kill kills the process group at once.
-func (a *acpAgent) kill() {
+func (a *agent) kill() {
 	if a.pid > 0 {
 		_ = syscall.Kill(-a.pid, syscall.SIGKILL)
 	}
 }
 
 // mcpServers is the bridge's own MCP server, acting as the participant.
-func (a *acpAgent) mcpServers(cfg *config.Config) []acp.McpServer {
-	c := a.pool.c
+func (a *agent) mcpServers(cfg *config.Config) []sdk.McpServer {
 	// The agent's own token, never the coordinator's: the server acts
 	// as the participant with what the participant may do.
-	env := []acp.EnvVariable{{Name: adapters.EnvToken, Value: cmp.Or(a.token.wait(), noAgentToken)}}
-	return []acp.McpServer{{Stdio: &acp.McpServerStdio{
-		Name: "agent-bridge", Command: c.exe,
+	env := []sdk.EnvVariable{{Name: adapters.EnvToken, Value: a.token.Value()}}
+	return []sdk.McpServer{{Stdio: &sdk.McpServerStdio{
+		Name: "agent-bridge", Command: a.pool.exe,
 		Args: []string{"mcp", "--as", a.key.participant, "--url", cfg.BridgeURL}, Env: env,
 	}}}
 }
@@ -525,19 +540,19 @@ func (a *acpAgent) mcpServers(cfg *config.Config) []acp.McpServer {
 // pair (stored, "" for none): the warm one when it is that, else loaded
 // where the agent offers session/load, else a new one. fresh reports a new
 // session, which must be sent the whole recent context.
-func (a *acpAgent) ensureSession(ctx context.Context, cfg *config.Config, stored string, progress func(adapters.ProgressRecord)) (fresh bool, err error) {
+func (a *agent) ensureSession(ctx context.Context, cfg *config.Config, stored string, progress func(adapters.ProgressRecord)) (fresh bool, err error) {
 	if a.session != "" && a.session == stored {
 		// Reported on every turn, so the ledger counts the session's turns.
 		progress(adapters.ProgressRecord{Status: "warm session", Kind: "session", Session: stored})
 		return false, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, acpStartTimeout)
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	if stored != "" && a.loadSession {
 		a.session = ""
-		var models *acp.SessionModelState
+		var models *sdk.SessionModelState
 		err := a.call(ctx, func(ctx context.Context) error {
-			r, err := a.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(stored), Cwd: a.cwd, McpServers: a.mcpServers(cfg)})
+			r, err := a.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(stored), Cwd: a.cwd, McpServers: a.mcpServers(cfg)})
 			models = r.Models
 			return err
 		})
@@ -552,12 +567,12 @@ func (a *acpAgent) ensureSession(ctx context.Context, cfg *config.Config, stored
 			return false, fmt.Errorf("session/load: %w", err)
 		}
 		progress(adapters.ProgressRecord{Status: "session/load refused; starting a new session", Kind: "session",
-			Detail: mustJSON(map[string]string{"error": err.Error()})})
+			Detail: jsonOf(map[string]string{"error": err.Error()})})
 	}
 	var id string
-	var models *acp.SessionModelState
+	var models *sdk.SessionModelState
 	err = a.call(ctx, func(ctx context.Context) error {
-		r, err := a.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: a.cwd, McpServers: a.mcpServers(cfg)})
+		r, err := a.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: a.cwd, McpServers: a.mcpServers(cfg)})
 		id, models = string(r.SessionId), r.Models
 		return err
 	})
@@ -571,7 +586,7 @@ func (a *acpAgent) ensureSession(ctx context.Context, cfg *config.Config, stored
 }
 
 // setModels notes the models a session's answer offered.
-func (a *acpAgent) setModels(m *acp.SessionModelState) {
+func (a *agent) setModels(m *sdk.SessionModelState) {
 	a.models, a.model = m, ""
 	if m != nil {
 		a.model = string(m.CurrentModelId)
@@ -583,14 +598,14 @@ func (a *acpAgent) setModels(m *acp.SessionModelState) {
 // another. The model "default" (what invite sends for an ACP entry naming
 // none) leaves the agent's own choice. A refusal is recorded in the
 // turn's progress and the turn runs on the agent's model.
-func (a *acpAgent) ensureModel(ctx context.Context, model string, progress func(adapters.ProgressRecord)) {
-	if a.models == nil || model == "" || model == ACPDefaultModel || model == a.model {
+func (a *agent) ensureModel(ctx context.Context, model string, progress func(adapters.ProgressRecord)) {
+	if a.models == nil || model == "" || model == DefaultModel || model == a.model {
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, acpStartTimeout)
+	cctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	err := a.call(cctx, func(ctx context.Context) error {
-		_, err := a.conn.UnstableSetSessionModel(ctx, acp.UnstableSetSessionModelRequest{SessionId: acp.SessionId(a.session), ModelId: acp.UnstableModelId(model)})
+		_, err := a.conn.UnstableSetSessionModel(ctx, sdk.UnstableSetSessionModelRequest{SessionId: sdk.SessionId(a.session), ModelId: sdk.UnstableModelId(model)})
 		return err
 	})
 	if err != nil && ctx.Err() != nil {
@@ -599,28 +614,28 @@ func (a *acpAgent) ensureModel(ctx context.Context, model string, progress func(
 	}
 	if err != nil {
 		progress(adapters.ProgressRecord{Status: "session/set_model refused; the agent's own model runs", Kind: "session",
-			Detail: mustJSON(map[string]string{"model": model, "error": err.Error()})})
+			Detail: jsonOf(map[string]string{"model": model, "error": err.Error()})})
 		return
 	}
 	a.model = model
-	progress(adapters.ProgressRecord{Status: "model " + oneLineStatus(model), Kind: "session", Detail: mustJSON(map[string]string{"model": model})})
+	progress(adapters.ProgressRecord{Status: "model " + oneLineStatus(model), Kind: "session", Detail: jsonOf(map[string]string{"model": model})})
 }
 
 // awaitReplay returns once the agent has sent no session/update for
-// acpReplayQuiet since loaded (when session/load answered), at most
-// acpReplayMax after it: the end of a history replay that follows the
+// replayQuiet since loaded (when session/load answered), at most
+// replayMax after it: the end of a history replay that follows the
 // load's answer. The SDK handles every update read before a response
 // before it returns that response, so a replay sent before the answer
 // (as the ACP spec asks) is over at once; what still arrives before the
-// prompt is written is dropped (acpAgent.openTurn).
-func (a *acpAgent) awaitReplay(ctx context.Context, loaded time.Time) {
-	deadline := loaded.Add(acpReplayMax)
+// prompt is written is dropped (agent.openTurn).
+func (a *agent) awaitReplay(ctx context.Context, loaded time.Time) {
+	deadline := loaded.Add(replayMax)
 	for {
 		last := loaded
 		if u := time.Unix(0, a.lastUpdate.Load()); u.After(last) {
 			last = u
 		}
-		wait := min(time.Until(last.Add(acpReplayQuiet)), time.Until(deadline))
+		wait := min(time.Until(last.Add(replayQuiet)), time.Until(deadline))
 		if wait <= 0 {
 			return
 		}
@@ -637,12 +652,18 @@ func (a *acpAgent) awaitReplay(ctx context.Context, loaded time.Time) {
 	}
 }
 
-// runACP is one turn on the pair's warm agent (contract 6.6): acquire the
+// Run is one turn on the pair's warm agent (contract 6.6): acquire the
 // agent and its session, send the prompt and wait for its answer (or stop
-// it), then read the result.
-func (c *Coordinator) runACP(ctx context.Context, cfg *config.Config, inv ledger.Invocation, in prepared, entry config.Agent, p adapters.Payload, progress func(adapters.ProgressRecord)) (adapters.Result, string) {
-	res := adapters.Result{ExitCode: -1, Started: time.Now()}
-	noPresence := c.acp.tookNoPresence(inv.ID)
+// it), then read the result. why, when not empty, is the sentence for the
+// thread when the turn failed.
+func (p *Pool) Run(ctx context.Context, run Run) (res adapters.Result, why string) {
+	cfg, inv := p.cfg(), run.Invocation
+	progress := run.Progress
+	if progress == nil {
+		progress = func(adapters.ProgressRecord) {}
+	}
+	res = adapters.Result{ExitCode: -1, Started: time.Now()}
+	noPresence := p.tookNoPresence(inv.ID)
 	if ctx.Err() != nil {
 		return stoppedResult(ctx, res), ""
 	}
@@ -650,41 +671,41 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *config.Config, inv ledger
 	// cancel meanwhile must stop a running turn); a warm turn after its
 	// prompt is written.
 	cold := false
-	a, err := c.acp.acquire(ctx, cfg, pairKey{inv.Thread, inv.Participant}, entry, func(a *acpAgent) {
+	a, err := p.acquire(ctx, cfg, pairKey{inv.Thread, inv.Participant}, run.Entry, func(a *agent) {
 		cold = true
-		c.markACPRunning(ctx, inv, a, res.Started)
+		p.host.MarkRunning(ctx, inv, a.pid, res.Started)
 	})
 	if err != nil && ctx.Err() != nil {
 		return stoppedResult(ctx, res), ""
 	}
 	if err != nil {
-		return acpFail(res, fmt.Sprintf("The ACP agent could not be started: %v.", err), nil)
+		return failed(res, fmt.Sprintf("The ACP agent could not be started: %v.", err), nil)
 	}
-	defer c.acp.release(a)
+	defer p.release(a)
 	errMark := a.stderr.mark()
-	fresh, err := a.ensureSession(ctx, cfg, p.Session.ID, progress)
+	fresh, err := a.ensureSession(ctx, cfg, run.Payload.Session.ID, progress)
 	if err != nil && ctx.Err() != nil {
 		// Stopped while the session was being set up.
 		return stoppedResult(ctx, res), ""
 	}
 	if err != nil {
-		return acpFail(res, fmt.Sprintf("The ACP agent could not open a session: %v.", err), a)
+		return failed(res, fmt.Sprintf("The ACP agent could not open a session: %v.", err), a)
 	}
-	a.ensureModel(ctx, p.Participant.Profile.Model, progress)
+	a.ensureModel(ctx, run.Payload.Participant.Profile.Model, progress)
 	res.PID, res.PGID = a.pid, a.pid
-	text := c.acpPromptText(ctx, inv, a, p, fresh, noPresence)
-	t := a.beginTurn(c, inv, in, entry, progress)
+	text := p.promptText(ctx, inv, a, run.Payload, fresh, noPresence)
+	t := a.beginTurn(cfg, run, progress)
 	t.started = res.Started
 	defer a.endTurn()
-	ans, stopped := c.acpExchange(ctx, cfg, inv, a, t, text, cold)
+	ans, stopped := p.exchange(ctx, inv, a, t, text, cold)
 	res.Finished = time.Now()
 	res.StderrTail = a.stderr.since(errMark)
 	reply, thought := t.result()
-	c.acpUsage(t, ans.resp, progress)
-	if res, why, done := acpStopped(res, a, t, ans, stopped); done {
+	reportUsage(t, ans.resp, progress)
+	if res, why, done := stopResult(res, a, t, ans, stopped); done {
 		return res, why
 	}
-	if in.scene != nil && thought != "" && !strings.Contains(reply, "<thinking>") {
+	if run.Scene && thought != "" && !strings.Contains(reply, "<thinking>") {
 		// A scene actor's private thinking comes as thought chunks.
 		reply = "<thinking>" + thought + "</thinking>\n" + reply
 	}
@@ -694,10 +715,10 @@ func (c *Coordinator) runACP(ctx context.Context, cfg *config.Config, inv ledger
 	return res, ""
 }
 
-// acpFail is res for a turn that failed, with why and the end of the
+// failed is res for a turn that failed, with why and the end of the
 // agent's stderr (none for a nil agent, one that never started).
-func acpFail(res adapters.Result, why string, a *acpAgent) (adapters.Result, string) {
-	res.StartErr, res.Finished = errACPTurn, time.Now()
+func failed(res adapters.Result, why string, a *agent) (adapters.Result, string) {
+	res.StartErr, res.Finished = errTurn, time.Now()
 	if a != nil {
 		res.StderrTail = a.stderr.since(0)
 		if tail := strings.TrimSpace(string(res.StderrTail)); tail != "" {
@@ -707,60 +728,51 @@ func acpFail(res adapters.Result, why string, a *acpAgent) (adapters.Result, str
 	return res, why
 }
 
-// markACPRunning records that inv's turn, begun at started, runs on agent
-// a. The turn's start, not the warm process's, is the invocation's
-// started_at.
-func (c *Coordinator) markACPRunning(ctx context.Context, inv ledger.Invocation, a *acpAgent, started time.Time) {
-	if err := c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, a.pid, a.pid, started); err != nil {
-		c.log.Error("record ACP turn start", "id", inv.ID, "err", err)
-	}
-}
-
-// acpPromptText renders the turn's prompt. A warm session has the roster
+// promptText renders the turn's prompt. A warm session has the roster
 // from its first prompt: it is sent again only when who is invited changed;
-// a payload built without presence (payloadPresence) gets it now.
-func (c *Coordinator) acpPromptText(ctx context.Context, inv ledger.Invocation, a *acpAgent, p adapters.Payload, fresh, noPresence bool) string {
+// a payload built without presence (SkipPresence) gets it now.
+func (p *Pool) promptText(ctx context.Context, inv ledger.Invocation, a *agent, payload adapters.Payload, fresh, noPresence bool) string {
 	if fresh {
-		p.Session = adapters.SessionInfo{}
+		payload.Session = adapters.SessionInfo{}
 	} else {
-		p.Session.ID = a.session
+		payload.Session.ID = a.session
 	}
-	roster := rosterKey(p.Participants)
+	roster := rosterKey(payload.Participants)
 	switch {
 	case !fresh && roster == a.rosterSent:
-		p.Participants = nil
+		payload.Participants = nil
 	case noPresence:
-		st := c.presenceStates(ctx, inv.Thread)
-		for i, e := range p.Participants {
+		st := p.host.Presence(ctx, inv.Thread)
+		for i, e := range payload.Participants {
 			if !e.Human {
-				p.Participants[i].Presence = cmp.Or(st[e.ID], agentbridge.PresenceOffline)
+				payload.Participants[i].Presence = cmp.Or(st[e.ID], agentbridge.PresenceOffline)
 			}
 		}
 	}
 	a.rosterSent = roster
-	return adapters.RenderPrompt(p)
+	return adapters.RenderPrompt(payload)
 }
 
-// acpAnswer is the agent's answer to session/prompt.
-type acpAnswer struct {
-	resp acp.PromptResponse
+// promptAnswer is the agent's answer to session/prompt.
+type promptAnswer struct {
+	resp sdk.PromptResponse
 	err  error
 }
 
-// acpExchange sends the prompt and waits for the agent's answer, its exit,
+// exchange sends the prompt and waits for the agent's answer, its exit,
 // the end of ctx or the adapter timeout. stopped says why the turn was
 // stopped ("cancelled", "interrupted", "timeout"), empty when it was not;
 // a stopped turn is sent session/cancel, and its agent's process group is
-// killed when it does not answer that within acpCancelWait.
-func (c *Coordinator) acpExchange(ctx context.Context, cfg *config.Config, inv ledger.Invocation, a *acpAgent, t *acpTurn, text string, cold bool) (ans acpAnswer, stopped string) {
-	answered := make(chan acpAnswer, 1)
+// killed when it does not answer that within cancelWait.
+func (p *Pool) exchange(ctx context.Context, inv ledger.Invocation, a *agent, t *turn, text string, cold bool) (ans promptAnswer, stopped string) {
+	answered := make(chan promptAnswer, 1)
 	promptCtx, cancelPrompt := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelPrompt()
 	sent := make(chan struct{})
 	a.promptSent.Store(&sent)
 	go func() {
-		r, err := a.conn.Prompt(promptCtx, acp.PromptRequest{SessionId: acp.SessionId(a.session), Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
-		answered <- acpAnswer{r, err}
+		r, err := a.conn.Prompt(promptCtx, sdk.PromptRequest{SessionId: sdk.SessionId(a.session), Prompt: []sdk.ContentBlock{sdk.TextBlock(text)}})
+		answered <- promptAnswer{r, err}
 	}()
 	// A warm turn's running mark goes beside the prompt, as adapters.Run
 	// writes the payload first: the ledger write is off the turn's
@@ -779,7 +791,7 @@ func (c *Coordinator) acpExchange(ctx context.Context, cfg *config.Config, inv l
 		case <-wait.C:
 		}
 		wait.Stop()
-		c.markACPRunning(ctx, inv, a, t.started)
+		p.host.MarkRunning(ctx, inv, a.pid, t.started)
 	}()
 	defer func() { <-marked }()
 	defer t.clock.stop()
@@ -803,13 +815,13 @@ func (c *Coordinator) acpExchange(ctx context.Context, cfg *config.Config, inv l
 		return ans, ""
 	}
 	t.stop()
-	_ = a.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: acp.SessionId(a.session)})
-	wait := time.NewTimer(acpCancelWait)
+	_ = a.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: sdk.SessionId(a.session)})
+	wait := time.NewTimer(cancelWait)
 	defer wait.Stop()
 	select {
 	case ans = <-answered:
 	case <-wait.C:
-		c.log.Warn("the ACP agent did not answer session/cancel; killing its process group", "id", inv.ID, "pid", a.pid)
+		p.log.Warn("the ACP agent did not answer session/cancel; killing its process group", "id", inv.ID, "pid", a.pid)
 		a.kill()
 		cancelPrompt()
 		ans = <-answered
@@ -817,10 +829,10 @@ func (c *Coordinator) acpExchange(ctx context.Context, cfg *config.Config, inv l
 	return ans, stopped
 }
 
-// acpStopped is the result of a turn that did not end with end_turn: one
+// stopResult is the result of a turn that did not end with end_turn: one
 // stopped (stopped not empty), an agent that answered with an error or
 // exited, or another stop reason. done is false for a turn that ended well.
-func acpStopped(res adapters.Result, a *acpAgent, t *acpTurn, ans acpAnswer, stopped string) (adapters.Result, string, bool) {
+func stopResult(res adapters.Result, a *agent, t *turn, ans promptAnswer, stopped string) (adapters.Result, string, bool) {
 	switch stopped {
 	case "cancelled":
 		res.Cancelled = true
@@ -837,7 +849,7 @@ func acpStopped(res adapters.Result, a *acpAgent, t *acpTurn, ans acpAnswer, sto
 			// The connection closed; the process may linger.
 			select {
 			case <-a.exited:
-			case <-time.After(acpCloseGrace):
+			case <-time.After(closeGrace):
 				a.kill()
 				<-a.exited
 			}
@@ -847,31 +859,31 @@ func acpStopped(res adapters.Result, a *acpAgent, t *acpTurn, ans acpAnswer, sto
 			case <-a.stderrDone:
 			case <-time.After(time.Second):
 			}
-			res, why := acpFail(res, fmt.Sprintf("The ACP agent exited during the turn (exit code %d).", a.exitCode), a)
+			res, why := failed(res, fmt.Sprintf("The ACP agent exited during the turn (exit code %d).", a.exitCode), a)
 			return res, why, true
 		}
-		res, why := acpFail(res, fmt.Sprintf("The ACP agent answered the prompt with an error: %v.", ans.err), a)
+		res, why := failed(res, fmt.Sprintf("The ACP agent answered the prompt with an error: %v.", ans.err), a)
 		return res, why, true
 	}
-	if ans.resp.StopReason == acp.StopReasonEndTurn {
+	if ans.resp.StopReason == sdk.StopReasonEndTurn {
 		return res, "", false
 	}
 	why := stopReasonWhy(ans.resp.StopReason, t.refusals())
-	res, why = acpFail(res, why, a)
+	res, why = failed(res, why, a)
 	return res, why, true
 }
 
 // stopReasonWhy words a turn's stop reason other than end_turn for the
 // thread; refusals is how many permission requests were refused in it.
-func stopReasonWhy(reason acp.StopReason, refusals int) string {
+func stopReasonWhy(reason sdk.StopReason, refusals int) string {
 	switch reason {
-	case acp.StopReasonMaxTokens:
+	case sdk.StopReasonMaxTokens:
 		return "The ACP agent stopped because it reached its token limit (max_tokens)."
-	case acp.StopReasonRefusal:
+	case sdk.StopReasonRefusal:
 		return "The ACP agent refused to go on (refusal)."
-	case acp.StopReasonMaxTurnRequests:
+	case sdk.StopReasonMaxTurnRequests:
 		return "The ACP agent stopped because it reached its limit of model requests in one turn (max_turn_requests)."
-	case acp.StopReasonCancelled:
+	case sdk.StopReasonCancelled:
 		if refusals > 0 {
 			return "The ACP agent ended its turn after a permission request was refused."
 		}
@@ -880,11 +892,11 @@ func stopReasonWhy(reason acp.StopReason, refusals int) string {
 	return fmt.Sprintf("The ACP agent ended the turn with an unknown stop reason %q.", reason)
 }
 
-// acpUsage records the turn's usage: tokens from the prompt's answer (its
+// reportUsage records the turn's usage: tokens from the prompt's answer (its
 // usage, else Gemini CLI's _meta.quota.token_count), cost from the agent's
 // running total (claude-agent-acp's usage_update) as the difference over
 // the turn.
-func (c *Coordinator) acpUsage(t *acpTurn, resp acp.PromptResponse, progress func(adapters.ProgressRecord)) {
+func reportUsage(t *turn, resp sdk.PromptResponse, progress func(adapters.ProgressRecord)) {
 	cost, hasCost := t.costDelta()
 	u := resp.Usage
 	quota, hasQuota := quotaTokens(resp.Meta)
@@ -935,8 +947,8 @@ func (s *stderrTail) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	s.total += int64(len(p))
 	s.buf = append(s.buf, p...)
-	if len(s.buf) > acpStderrKeep {
-		s.buf = slices.Clone(s.buf[len(s.buf)-acpStderrKeep:])
+	if len(s.buf) > stderrKeep {
+		s.buf = slices.Clone(s.buf[len(s.buf)-stderrKeep:])
 	}
 	return len(p), nil
 }
@@ -965,10 +977,10 @@ func buildVersion() string {
 	return "devel"
 }
 
-// acpDir is where per-thread session folders go: dir when set, else
+// defaultDir is where per-thread session folders go: dir when set, else
 // agent-bridge/acp in the user's cache folder (the temporary folder when
 // there is none).
-func acpDir(dir string) string {
+func defaultDir(dir string) string {
 	if dir != "" {
 		return dir
 	}
@@ -1007,20 +1019,11 @@ func (pw *promptWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// payloadPresence returns the function that reads the presence for the
-// roster of inv's payload. A warm ACP session is sent no roster unless who
-// is invited changed (runACP), so for it the read is skipped (and done by
-// runACP if the roster is needed after all).
-func (c *Coordinator) payloadPresence(ctx context.Context, inv ledger.Invocation) func() map[string]string {
-	if entry, ok := c.cfg.Load().Agents[inv.Agent]; ok && len(entry.ACP) > 0 && c.acp.skipPresence(inv) {
-		return func() map[string]string { return nil }
-	}
-	return func() map[string]string { return c.presenceStates(ctx, inv.Thread) }
-}
-
-// skipPresence reports whether inv's pair has a warm session, and if so
-// notes that its payload is built without presence.
-func (p *acpPool) skipPresence(inv ledger.Invocation) bool {
+// SkipPresence reports whether inv's pair has a warm session, and if so
+// notes that its payload is built without presence: a warm session is
+// sent no roster unless who is invited changed, and Run reads the
+// presence itself when it is.
+func (p *Pool) SkipPresence(inv ledger.Invocation) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	a := p.agents[pairKey{inv.Thread, inv.Participant}]
@@ -1032,8 +1035,8 @@ func (p *acpPool) skipPresence(inv ledger.Invocation) bool {
 }
 
 // tookNoPresence reports (and forgets) whether inv's payload was built
-// without presence (payloadPresence).
-func (p *acpPool) tookNoPresence(id int64) bool {
+// without presence (SkipPresence).
+func (p *Pool) tookNoPresence(id int64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	v := p.noPresence[id]
@@ -1062,3 +1065,8 @@ func stoppedResult(ctx context.Context, res adapters.Result) adapters.Result {
 	}
 	return res
 }
+
+// SetPromptHook has f called with the time each session/prompt request is
+// written to an agent started from then on: the turn-overhead benchmarks
+// measure from it.
+func (p *Pool) SetPromptHook(f func(time.Time)) { p.promptWritten.Store(&f) }

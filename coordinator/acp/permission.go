@@ -1,4 +1,4 @@
-package coordinator
+package acp
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	acp "github.com/coder/acp-go-sdk"
+	sdk "github.com/coder/acp-go-sdk"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
@@ -20,9 +20,6 @@ import (
 // waits for a permission control naming that message and one of its
 // options; a timeout, a cancel of the turn or "deny" answer cancelled, and
 // "allow" picks the allow_once option.
-
-// MetaPermission is the meta key of a permission request message.
-const MetaPermission = agentbridge.MetaPermission
 
 // PermissionMeta is meta.permission of a permission request message: what
 // a client needs to show the options and answer with a permission control.
@@ -56,24 +53,24 @@ type PermissionOption struct {
 // maxEarlyAnswers bounds the answers kept for requests not registered yet.
 const maxEarlyAnswers = 64
 
-// acpPermission is one request waiting for a person.
-type acpPermission struct {
+// waiting is one request waiting for a person.
+type waiting struct {
 	options []PermissionOption
 	answer  chan permissionAnswer
 }
 
 type permissionAnswer struct{ option, by string }
 
-func permissionCancelled() acp.RequestPermissionResponse {
-	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}
+func permissionCancelled() sdk.RequestPermissionResponse {
+	return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{Cancelled: &sdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}
 }
 
-func permissionSelected(id acp.PermissionOptionId) acp.RequestPermissionResponse {
-	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Selected: &acp.RequestPermissionOutcomeSelected{OptionId: id, Outcome: "selected"}}}
+func permissionSelected(id sdk.PermissionOptionId) sdk.RequestPermissionResponse {
+	return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{Selected: &sdk.RequestPermissionOutcomeSelected{OptionId: id, Outcome: "selected"}}}
 }
 
 // askPermission answers one session/request_permission of turn t.
-func (p *acpPool) askPermission(ctx context.Context, t *acpTurn, req acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+func (p *Pool) askPermission(ctx context.Context, t *turn, req sdk.RequestPermissionRequest) sdk.RequestPermissionResponse {
 	opts := make([]PermissionOption, 0, len(req.Options))
 	for _, o := range req.Options {
 		opts = append(opts, PermissionOption{ID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
@@ -83,24 +80,19 @@ func (p *acpPool) askPermission(ctx context.Context, t *acpTurn, req acp.Request
 
 // answer decides the answer to req per the entry's permissions: by the
 // config, or by asking in the thread and waiting for the answer.
-func (p *acpPool) answer(ctx context.Context, t *acpTurn, req acp.RequestPermissionRequest, opts []PermissionOption) acp.RequestPermissionResponse {
-	c := p.c
-	cfg := c.cfg.Load()
+func (p *Pool) answer(ctx context.Context, t *turn, req sdk.RequestPermissionRequest, opts []PermissionOption) sdk.RequestPermissionResponse {
+	cfg := p.cfg()
 	tc := t.permissionToolCall(req)
 	record := func(status string, detail map[string]any) {
 		detail["tool_call"] = tc
-		t.progress(adapters.ProgressRecord{Status: oneLineStatus(status), Kind: "permission", Detail: mustJSON(detail)})
+		t.progress(adapters.ProgressRecord{Status: oneLineStatus(status), Kind: "permission", Detail: jsonOf(detail)})
 	}
-	if resp, ok := answerByConfig(t.entry.Permissions, tc, opts, record); ok {
+	if resp, ok := answerByConfig(t.run.Entry.Permissions, tc, opts, record); ok {
 		return resp
 	}
-	inv := t.inv
-	to, err := c.questionRecipient(ctx, inv.Thread, t.in.trigger, t.in.p.ContextWindow, cfg.HumanIDs)
-	if err != nil {
-		to = fallbackRecipient(cfg.HumanIDs)
-	}
+	inv := t.run.Invocation
+	to := p.host.Recipient(ctx, inv.Thread, t.run.Trigger, t.run.Known)
 	post := permissionPost(cfg, inv, tc, opts, to)
-	key := idempotencyKey(inv.TriggerID, fmt.Sprintf("permission:%s:%s", inv.Participant, req.ToolCall.ToolCallId))
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -110,7 +102,7 @@ func (p *acpPool) answer(ctx context.Context, t *acpTurn, req acp.RequestPermiss
 		case <-pctx.Done():
 		}
 	}()
-	ev, err := c.appendRetry(pctx, inv, post, key)
+	ev, err := p.host.Post(pctx, inv, post, inv.TriggerID, fmt.Sprintf("permission:%s:%s", inv.Participant, req.ToolCall.ToolCallId))
 	if err != nil {
 		record("permission request not posted: "+tc.Title, map[string]any{"answer": "cancelled", "error": err.Error()})
 		return permissionCancelled()
@@ -122,22 +114,22 @@ func (p *acpPool) answer(ctx context.Context, t *acpTurn, req acp.RequestPermiss
 	switch by {
 	case "timeout":
 		record("no answer to the permission request: "+tc.Title, map[string]any{"event": ev.ID, "answer": "cancelled", "by": "timeout"})
-		c.closePermission(context.WithoutCancel(ctx), inv.Thread, ev, to, cfg, "timeout",
+		p.closePermission(context.WithoutCancel(ctx), inv, ev, to, cfg, "timeout",
 			fmt.Sprintf("No answer within %s: the tool call was refused.", cfg.PermissionTimeout))
 		return permissionCancelled()
 	case "cancel":
 		record("permission request withdrawn: "+tc.Title, map[string]any{"event": ev.ID, "answer": "cancelled", "by": "cancel"})
-		c.closePermission(context.WithoutCancel(ctx), inv.Thread, ev, to, cfg, "withdrawn",
+		p.closePermission(context.WithoutCancel(ctx), inv, ev, to, cfg, "withdrawn",
 			fmt.Sprintf("%s's run stopped before an answer: the permission request is withdrawn.", inv.Participant))
 		return permissionCancelled()
 	}
 	record(fmt.Sprintf("permission answered %s by %s: %s", a.option, a.by, tc.Title), map[string]any{"event": ev.ID, "answer": a.option, "by": a.by})
-	return permissionSelected(acp.PermissionOptionId(a.option))
+	return permissionSelected(sdk.PermissionOptionId(a.option))
 }
 
 // permissionToolCall is the tool call a permission request is about, its
 // title and kind completed from the turn's tool call updates.
-func (t *acpTurn) permissionToolCall(req acp.RequestPermissionRequest) PermissionToolCall {
+func (t *turn) permissionToolCall(req sdk.RequestPermissionRequest) PermissionToolCall {
 	tc := PermissionToolCall{Kind: "other"}
 	if req.ToolCall.Title != nil {
 		tc.Title = *req.ToolCall.Title
@@ -161,14 +153,14 @@ func (t *acpTurn) permissionToolCall(req acp.RequestPermissionRequest) Permissio
 // answerByConfig answers a request the entry's permissions settle
 // (PermissionsAllow: the first allow option; PermissionsDeny: refused);
 // ok is false when a person must be asked.
-func answerByConfig(mode string, tc PermissionToolCall, opts []PermissionOption, record func(string, map[string]any)) (acp.RequestPermissionResponse, bool) {
+func answerByConfig(mode string, tc PermissionToolCall, opts []PermissionOption, record func(string, map[string]any)) (sdk.RequestPermissionResponse, bool) {
 	switch mode {
 	case config.PermissionsAllow:
-		for _, kind := range []string{string(acp.PermissionOptionKindAllowOnce), string(acp.PermissionOptionKindAllowAlways)} {
+		for _, kind := range []string{string(sdk.PermissionOptionKindAllowOnce), string(sdk.PermissionOptionKindAllowAlways)} {
 			for _, o := range opts {
 				if o.Kind == kind {
 					record("permission allowed: "+tc.Title, map[string]any{"answer": o.ID, "by": "config"})
-					return permissionSelected(acp.PermissionOptionId(o.ID)), true
+					return permissionSelected(sdk.PermissionOptionId(o.ID)), true
 				}
 			}
 		}
@@ -178,16 +170,7 @@ func answerByConfig(mode string, tc PermissionToolCall, opts []PermissionOption,
 		record("permission refused: "+tc.Title, map[string]any{"answer": "cancelled", "by": "config"})
 		return permissionCancelled(), true
 	}
-	return acp.RequestPermissionResponse{}, false
-}
-
-// fallbackRecipient is who a question goes to when its chain cannot be
-// read: the first human, else everyone.
-func fallbackRecipient(humans []string) string {
-	if len(humans) > 0 {
-		return humans[0]
-	}
-	return agentbridge.ToAll
+	return sdk.RequestPermissionResponse{}, false
 }
 
 // permissionPost is the coordinator's message asking to recipient to
@@ -205,12 +188,12 @@ func permissionPost(cfg *config.Config, inv ledger.Invocation, tc PermissionTool
 		inv.Participant, title, tc.Kind, strings.Join(names, ", "), inv.Thread, cfg.PermissionTimeout)
 	return agentbridge.EventInput{
 		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: to,
-		Content: mustJSON(text),
+		Content: jsonOf(text),
 		Meta: agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "permission"},
 			Extra: map[string]json.RawMessage{
-				MetaPermission: mustJSON(PermissionMeta{Invocation: inv.ID, ToolCall: tc, Options: opts,
+				agentbridge.MetaPermission: jsonOf(PermissionMeta{Invocation: inv.ID, ToolCall: tc, Options: opts,
 					ExpiresAt: agentbridge.FormatTime(time.Now().Add(cfg.PermissionTimeout))}),
-				metaParticipant: mustJSON(inv.Participant),
+				metaParticipant: jsonOf(inv.Participant),
 			}},
 	}
 }
@@ -218,8 +201,8 @@ func permissionPost(cfg *config.Config, inv ledger.Invocation, tc PermissionTool
 // awaitPermission waits for the answer to the request posted as event:
 // by is "" with the answer, "timeout" after timeout, "cancel" when ctx
 // ends. An answer that came before the request was registered is taken.
-func (p *acpPool) awaitPermission(ctx context.Context, event string, opts []PermissionOption, timeout time.Duration) (permissionAnswer, string) {
-	w := &acpPermission{options: opts, answer: make(chan permissionAnswer, 1)}
+func (p *Pool) awaitPermission(ctx context.Context, event string, opts []PermissionOption, timeout time.Duration) (permissionAnswer, string) {
+	w := &waiting{options: opts, answer: make(chan permissionAnswer, 1)}
 	p.mu.Lock()
 	p.perms[event] = w
 	early, ok := p.early[event]
@@ -248,31 +231,28 @@ func (p *acpPool) awaitPermission(ctx context.Context, event string, opts []Perm
 // closePermission tells to, in reply to the permission request req, that
 // it waits no more (kind timeout or withdrawn, one notice of each per
 // request), so that nobody answers a question nothing will read.
-func (c *Coordinator) closePermission(ctx context.Context, thread string, req agentbridge.Event, to string, cfg *config.Config, kind, text string) {
+func (p *Pool) closePermission(ctx context.Context, inv ledger.Invocation, req agentbridge.Event, to string, cfg *config.Config, kind, text string) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	in := agentbridge.EventInput{
 		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: to,
-		Content: mustJSON(text),
+		Content: jsonOf(text),
 		Meta:    agentbridge.Meta{ReplyTo: req.ID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "permission"}},
 	}
-	if _, err := c.bridge.Append(ctx, thread, in, idempotencyKey(req.ID, "permission-"+kind)); err != nil {
-		c.log.Warn("post permission notice", "thread", thread, "request", req.ID, "kind", kind, "err", err)
+	if _, err := p.host.Post(ctx, inv, in, req.ID, "permission-"+kind); err != nil {
+		p.log.Warn("post permission notice", "thread", inv.Thread, "request", req.ID, "kind", kind, "err", err)
 	}
 }
 
-// applyPermissionControl hands a human's permission control to the
-// request waiting for it. An answer naming an option the request does not
-// offer is ignored (and logged); one for a request not registered yet is
-// kept briefly for it.
-func (c *Coordinator) applyPermissionControl(e agentbridge.Event, ctl agentbridge.Control, humans agentbridge.Humans) {
-	if ctl.Permission == nil || !humans.Has(e.From) {
-		return
-	}
-	c.acp.answerPermission(ctl.Permission.Event, permissionAnswer{option: ctl.Permission.Option, by: e.From})
+// Answer hands a person's answer to the permission request posted as
+// event: option is one of its options' ids, by who answered. An answer
+// naming an option the request does not offer is ignored (and logged);
+// one for a request not registered yet is kept briefly for it.
+func (p *Pool) Answer(event, option, by string) {
+	p.answerPermission(event, permissionAnswer{option: option, by: by})
 }
 
-func (p *acpPool) answerPermission(event string, a permissionAnswer) {
+func (p *Pool) answerPermission(event string, a permissionAnswer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w, ok := p.perms[event]
@@ -295,5 +275,5 @@ func (p *acpPool) answerPermission(event string, a permissionAnswer) {
 			return
 		}
 	}
-	p.c.log.Warn("a permission answer names an option the request does not offer; ignored", "event", event, "option", a.option, "by", a.by)
+	p.log.Warn("a permission answer names an option the request does not offer; ignored", "event", event, "option", a.option, "by", a.by)
 }

@@ -1,11 +1,11 @@
 //go:build !linux
 
-package coordinator
+package acp
 
 import "syscall"
 
-// acpProcAttr puts an ACP agent in its own process group, so that a cancel
+// procAttr puts an ACP agent in its own process group, so that a cancel
 // without answer or a close can kill all it started.
-func acpProcAttr() *syscall.SysProcAttr {
+func procAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }

@@ -1,9 +1,9 @@
-package coordinator
+package acp
 
 import (
 	"regexp"
 
-	acp "github.com/coder/acp-go-sdk"
+	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/agent-bridge/agent-bridge/adapters"
 )
@@ -21,7 +21,7 @@ var agentWarnings = []*regexp.Regexp{
 
 // warning reports whether the message chunk c is an agent's warning (see
 // agentWarnings), and if so records it as progress.
-func (t *acpTurn) warning(c acp.ContentBlock) bool {
+func (t *turn) warning(c sdk.ContentBlock) bool {
 	if c.Text == nil {
 		return false
 	}
@@ -34,7 +34,7 @@ func (t *acpTurn) warning(c acp.ContentBlock) bool {
 	for _, re := range agentWarnings {
 		if re.MatchString(c.Text.Text) {
 			t.progress(adapters.ProgressRecord{Status: oneLineStatus("warning: " + c.Text.Text), Kind: "warning",
-				Detail: mustJSON(map[string]string{"message": c.Text.Text})})
+				Detail: jsonOf(map[string]string{"message": c.Text.Text})})
 			return true
 		}
 	}

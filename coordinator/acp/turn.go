@@ -1,4 +1,4 @@
-package coordinator
+package acp
 
 import (
 	"context"
@@ -10,21 +10,19 @@ import (
 	"sync"
 	"time"
 
-	acp "github.com/coder/acp-go-sdk"
+	sdk "github.com/coder/acp-go-sdk"
 
+	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
-	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
-// acpTurn collects one session/prompt's updates: the reply from message
+// turn collects one session/prompt's updates: the reply from message
 // chunks, the thinking from thought chunks, progress records from tool
 // calls and plans, and the running cost.
-type acpTurn struct {
-	c        *Coordinator
-	inv      ledger.Invocation
-	in       prepared
-	entry    config.Agent
+type turn struct {
+	pool     *Pool
+	run      Run
 	progress func(adapters.ProgressRecord)
 	// stopped is closed when the turn is being cancelled: a permission
 	// request still waiting is answered cancelled.
@@ -43,7 +41,7 @@ type acpTurn struct {
 	mu      sync.Mutex
 	reply   strings.Builder
 	thought strings.Builder
-	tools   map[acp.ToolCallId]toolInfo
+	tools   map[sdk.ToolCallId]toolInfo
 	// costStart is the running total when the turn began; costLast the
 	// latest one reported during it.
 	costStart, costLast float64
@@ -57,16 +55,16 @@ type toolInfo struct{ title, kind string }
 // beginTurn attaches a new turn to a; endTurn detaches it. Updates that
 // arrive between turns, or before the turn's prompt is written (a
 // session/load replaying history), are dropped.
-func (a *acpAgent) beginTurn(c *Coordinator, inv ledger.Invocation, in prepared, entry config.Agent, progress func(adapters.ProgressRecord)) *acpTurn {
-	t := &acpTurn{c: c, inv: inv, in: in, entry: entry, progress: progress, stopped: make(chan struct{}),
-		tools: make(map[acp.ToolCallId]toolInfo), costStart: a.costSeen, clock: newTurnClock(c.cfg.Load().AdapterTimeout)}
+func (a *agent) beginTurn(cfg *config.Config, run Run, progress func(adapters.ProgressRecord)) *turn {
+	t := &turn{pool: a.pool, run: run, progress: progress, stopped: make(chan struct{}),
+		tools: make(map[sdk.ToolCallId]toolInfo), costStart: a.costSeen, clock: newTurnClock(cfg.AdapterTimeout)}
 	a.mu.Lock()
 	a.turn = t
 	a.mu.Unlock()
 	return t
 }
 
-func (a *acpAgent) endTurn() {
+func (a *agent) endTurn() {
 	a.mu.Lock()
 	t := a.turn
 	a.turn = nil
@@ -82,7 +80,7 @@ func (a *acpAgent) endTurn() {
 
 // openTurn marks the attached turn as collecting: its prompt is about to
 // be written.
-func (a *acpAgent) openTurn() {
+func (a *agent) openTurn() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.turn != nil {
@@ -92,7 +90,7 @@ func (a *acpAgent) openTurn() {
 
 // collecting is the running turn of session once its prompt is being
 // written, or nil.
-func (a *acpAgent) collecting(session acp.SessionId) *acpTurn {
+func (a *agent) collecting(session sdk.SessionId) *turn {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.turn == nil || !a.turn.open || string(session) != a.session {
@@ -102,7 +100,7 @@ func (a *acpAgent) collecting(session acp.SessionId) *acpTurn {
 }
 
 // current is the running turn of session, or nil.
-func (a *acpAgent) current(session acp.SessionId) *acpTurn {
+func (a *agent) current(session sdk.SessionId) *turn {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.turn == nil || string(session) != a.session {
@@ -112,17 +110,17 @@ func (a *acpAgent) current(session acp.SessionId) *acpTurn {
 }
 
 // stop marks the turn as being cancelled.
-func (t *acpTurn) stop() { t.stopOnce.Do(func() { close(t.stopped) }) }
+func (t *turn) stop() { t.stopOnce.Do(func() { close(t.stopped) }) }
 
 // result is the turn's reply and thinking text.
-func (t *acpTurn) result() (reply, thought string) {
+func (t *turn) result() (reply, thought string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.reply.String(), t.thought.String()
 }
 
 // noteAnswer counts a refusal among the turn's permission answers.
-func (t *acpTurn) noteAnswer(r acp.RequestPermissionResponse, opts []PermissionOption) acp.RequestPermissionResponse {
+func (t *turn) noteAnswer(r sdk.RequestPermissionResponse, opts []PermissionOption) sdk.RequestPermissionResponse {
 	refused := r.Outcome.Cancelled != nil
 	if s := r.Outcome.Selected; s != nil {
 		for _, o := range opts {
@@ -140,14 +138,14 @@ func (t *acpTurn) noteAnswer(r acp.RequestPermissionResponse, opts []PermissionO
 }
 
 // refusals is how many permission requests of the turn were refused.
-func (t *acpTurn) refusals() int {
+func (t *turn) refusals() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.refused
 }
 
 // costDelta is the cost of this turn from the running totals.
-func (t *acpTurn) costDelta() (float64, bool) {
+func (t *turn) costDelta() (float64, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.hasCost {
@@ -157,7 +155,7 @@ func (t *acpTurn) costDelta() (float64, bool) {
 }
 
 // update handles one session/update of the turn.
-func (t *acpTurn) update(u acp.SessionUpdate) {
+func (t *turn) update(u sdk.SessionUpdate) {
 	switch {
 	case u.AgentMessageChunk != nil:
 		if !t.warning(u.AgentMessageChunk.Content) {
@@ -171,7 +169,7 @@ func (t *acpTurn) update(u acp.SessionUpdate) {
 		t.tools[tc.ToolCallId] = toolInfo{title: tc.Title, kind: string(tc.Kind)}
 		t.mu.Unlock()
 		t.progress(adapters.ProgressRecord{Status: oneLineStatus(tc.Title), Kind: string(tc.Kind),
-			Detail: mustJSON(map[string]any{"tool_call_id": tc.ToolCallId, "status": tc.Status, "update": "tool_call"})})
+			Detail: jsonOf(map[string]any{"tool_call_id": tc.ToolCallId, "status": tc.Status, "update": "tool_call"})})
 	case u.ToolCallUpdate != nil:
 		tc := u.ToolCallUpdate
 		t.mu.Lock()
@@ -188,16 +186,16 @@ func (t *acpTurn) update(u acp.SessionUpdate) {
 		if tc.Status != nil {
 			detail["status"] = *tc.Status
 		}
-		t.progress(adapters.ProgressRecord{Status: oneLineStatus(info.title), Kind: info.kind, Detail: mustJSON(detail)})
+		t.progress(adapters.ProgressRecord{Status: oneLineStatus(info.title), Kind: info.kind, Detail: jsonOf(detail)})
 	case u.Plan != nil:
 		status := fmt.Sprintf("plan: %d steps", len(u.Plan.Entries))
 		for _, e := range u.Plan.Entries {
-			if e.Status == acp.PlanEntryStatusInProgress {
+			if e.Status == sdk.PlanEntryStatusInProgress {
 				status = e.Content
 				break
 			}
 		}
-		t.progress(adapters.ProgressRecord{Status: oneLineStatus(status), Kind: "plan", Detail: mustJSON(u.Plan.Entries)})
+		t.progress(adapters.ProgressRecord{Status: oneLineStatus(status), Kind: "plan", Detail: jsonOf(u.Plan.Entries)})
 	case u.UsageUpdate != nil && u.UsageUpdate.Cost != nil:
 		t.mu.Lock()
 		t.costLast, t.hasCost = u.UsageUpdate.Cost.Amount, true
@@ -205,14 +203,14 @@ func (t *acpTurn) update(u acp.SessionUpdate) {
 	}
 }
 
-// appendText adds a text chunk to b, up to acpMaxReply bytes.
-func (t *acpTurn) appendText(b *strings.Builder, c acp.ContentBlock) {
+// appendText adds a text chunk to b, up to maxReply bytes.
+func (t *turn) appendText(b *strings.Builder, c sdk.ContentBlock) {
 	if c.Text == nil {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if room := acpMaxReply - b.Len(); room > 0 {
+	if room := maxReply - b.Len(); room > 0 {
 		s := c.Text.Text
 		if len(s) > room {
 			s = s[:room]
@@ -224,21 +222,18 @@ func (t *acpTurn) appendText(b *strings.Builder, c acp.ContentBlock) {
 // oneLineStatus is s on one line, bounded, for a progress status.
 func oneLineStatus(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > maxStatusChars {
-		s = string(r[:maxStatusChars-1]) + "…"
-	}
-	return s
+	return agentbridge.Clip(s, maxStatusChars)
 }
 
-// acpClient is the client side of one agent's connection: what the agent
+// agentClient is the client side of one agent's connection: what the agent
 // may ask of the coordinator.
-type acpClient struct{ a *acpAgent }
+type agentClient struct{ a *agent }
 
-var _ acp.Client = (*acpClient)(nil)
+var _ sdk.Client = (*agentClient)(nil)
 
 // SessionUpdate feeds the running turn. It must not block: the SDK
 // handles notifications one at a time.
-func (cl *acpClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+func (cl *agentClient) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
 	cl.a.lastUpdate.Store(time.Now().UnixNano())
 	if t := cl.a.collecting(n.SessionId); t != nil {
 		t.update(n.Update)
@@ -248,25 +243,25 @@ func (cl *acpClient) SessionUpdate(_ context.Context, n acp.SessionNotification)
 
 // RequestPermission answers per the entry's "permissions": allow picks
 // allow_once, deny refuses, ask asks the human who started the chain
-// (acp_permission.go).
-func (cl *acpClient) RequestPermission(ctx context.Context, req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+// (permission.go).
+func (cl *agentClient) RequestPermission(ctx context.Context, req sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
 	t := cl.a.current(req.SessionId)
 	if t == nil {
 		return permissionCancelled(), nil
 	}
-	return t.c.acp.askPermission(ctx, t, req), nil
+	return t.pool.askPermission(ctx, t, req), nil
 }
 
 // ReadTextFile serves fs/read_text_file inside the session folder (only
 // offered with "acp_fs": true).
-func (cl *acpClient) ReadTextFile(_ context.Context, req acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+func (cl *agentClient) ReadTextFile(_ context.Context, req sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
 	path, err := cl.inside(req.Path)
 	if err != nil {
-		return acp.ReadTextFileResponse{}, err
+		return sdk.ReadTextFileResponse{}, err
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return acp.ReadTextFileResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
+		return sdk.ReadTextFileResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
 	text := string(b)
 	if req.Line != nil || req.Limit != nil {
@@ -281,22 +276,22 @@ func (cl *acpClient) ReadTextFile(_ context.Context, req acp.ReadTextFileRequest
 		}
 		text = strings.Join(lines[from:to], "")
 	}
-	return acp.ReadTextFileResponse{Content: text}, nil
+	return sdk.ReadTextFileResponse{Content: text}, nil
 }
 
 // WriteTextFile serves fs/write_text_file inside the session folder.
-func (cl *acpClient) WriteTextFile(_ context.Context, req acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+func (cl *agentClient) WriteTextFile(_ context.Context, req sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
 	path, err := cl.inside(req.Path)
 	if err != nil {
-		return acp.WriteTextFileResponse{}, err
+		return sdk.WriteTextFileResponse{}, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return acp.WriteTextFileResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
+		return sdk.WriteTextFileResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
 	if err := os.WriteFile(path, []byte(req.Content), 0o644); err != nil {
-		return acp.WriteTextFileResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
+		return sdk.WriteTextFileResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
-	return acp.WriteTextFileResponse{}, nil
+	return sdk.WriteTextFileResponse{}, nil
 }
 
 // errOutside refuses a file request outside the session folder.
@@ -304,13 +299,13 @@ var errOutside = errors.New("outside the session folder")
 
 // inside checks that path (absolute, as ACP requires) lies in the session
 // folder, symbolic links resolved, and that fs was offered at all.
-func (cl *acpClient) inside(path string) (string, error) {
+func (cl *agentClient) inside(path string) (string, error) {
 	a := cl.a
 	if !a.cfg.ACPFS {
-		return "", acp.NewMethodNotFound("fs")
+		return "", sdk.NewMethodNotFound("fs")
 	}
 	if !filepath.IsAbs(path) {
-		return "", acp.NewInvalidParams(map[string]any{"error": "the path must be absolute", "path": path})
+		return "", sdk.NewInvalidParams(map[string]any{"error": "the path must be absolute", "path": path})
 	}
 	root, err := filepath.EvalSymlinks(a.cwd)
 	if err != nil {
@@ -333,7 +328,7 @@ func (cl *acpClient) inside(path string) (string, error) {
 		dir = parent
 	}
 	if rel, err := filepath.Rel(root, resolved); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", acp.NewInvalidParams(map[string]any{"error": errOutside.Error(), "path": path})
+		return "", sdk.NewInvalidParams(map[string]any{"error": errOutside.Error(), "path": path})
 	}
 	return resolved, nil
 }
@@ -342,26 +337,26 @@ func (cl *acpClient) inside(path string) (string, error) {
 // asks all the same.
 
 // CreateTerminal refuses: no terminal capability.
-func (cl *acpClient) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
-	return acp.CreateTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalCreate)
+func (cl *agentClient) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
+	return sdk.CreateTerminalResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodTerminalCreate)
 }
 
 // KillTerminal refuses: no terminal capability.
-func (cl *acpClient) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
-	return acp.KillTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalKill)
+func (cl *agentClient) KillTerminal(context.Context, sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
+	return sdk.KillTerminalResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodTerminalKill)
 }
 
 // TerminalOutput refuses: no terminal capability.
-func (cl *acpClient) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
-	return acp.TerminalOutputResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalOutput)
+func (cl *agentClient) TerminalOutput(context.Context, sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
+	return sdk.TerminalOutputResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodTerminalOutput)
 }
 
 // ReleaseTerminal refuses: no terminal capability.
-func (cl *acpClient) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
-	return acp.ReleaseTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalRelease)
+func (cl *agentClient) ReleaseTerminal(context.Context, sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
+	return sdk.ReleaseTerminalResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodTerminalRelease)
 }
 
 // WaitForTerminalExit refuses: no terminal capability.
-func (cl *acpClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
-	return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalWaitForExit)
+func (cl *agentClient) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
+	return sdk.WaitForTerminalExitResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodTerminalWaitForExit)
 }
