@@ -35,6 +35,7 @@ func (s *stack) runTokenOf(trigger, participant string) string {
 // tokens were made ahead when the first round's runs ended; every run's
 // token is revoked after it, and the ones made ahead at shutdown.
 func TestRunsHoldTokensOfTheirOwn(t *testing.T) {
+	t.Parallel()
 	const person = "person-token-of-the-test"
 	s := newTokenStack(t, person)
 	s.cfg.MaxConcurrency = 8

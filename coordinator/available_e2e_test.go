@@ -39,6 +39,7 @@ func isAvailable(p agentbridge.Presence) bool {
 // no agent entry serves; after a run the participant is available again;
 // when the coordinator stops it reports them offline.
 func TestAvailablePresence(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	early := s.thread("early")
 	s.invite(early, "alice", agentbridge.Profile{Client: "fake", Model: "m"})
@@ -79,6 +80,7 @@ func TestAvailablePresence(t *testing.T) {
 // coordinator renews an idle participant's available report before the
 // bridge's TTL would make it stale (every 4 presence heartbeats: 4 s here).
 func TestAvailableRenewed(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("quiet")
 	s.invite(th, "alice", agentbridge.Profile{Client: "fake", Model: "m"})

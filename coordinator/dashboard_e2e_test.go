@@ -32,6 +32,7 @@ func (s *stack) getStatus(path string, out any) int {
 // excerpt, GET /usage sums tokens and cost per participant, and / serves
 // the dashboard page with its CSP.
 func TestDashboardEndpoints(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("dashboard")
 	s.invite(th, "alice", agentbridge.Profile{})

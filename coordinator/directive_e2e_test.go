@@ -14,6 +14,7 @@ import (
 // TestPassPostsNothing: an adapter answering [PASS] posts nothing, its
 // invocation is passed, and a restarted coordinator never runs it again.
 func TestPassPostsNothing(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("pass")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -41,6 +42,7 @@ func TestPassPostsNothing(t *testing.T) {
 // human who started the chain, tagged question; with no human in the chain
 // it goes to the first human id.
 func TestUserQuestionGoesToTheHuman(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, func(c *config.Config) { c.HumanIDs = agentbridge.Humans{"user", "boss"} })
 	th := s.thread("question")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -78,6 +80,7 @@ func TestUserQuestionGoesToTheHuman(t *testing.T) {
 // a mention handle and presence, and since_last_turn holds what came after
 // the participant's previous reply, up to the trigger.
 func TestPayloadRosterAndSince(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("roster")
 	s.invite(th, "alice", agentbridge.Profile{Nickname: "al"})

@@ -18,6 +18,7 @@ import (
 // the repository has: the agent runs, and its payload carries the primer
 // built into the binary.
 func TestSelfCommandAndBuiltinPrimer(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, func(cfg *config.Config) {
 		cfg.Agents["dave"] = config.Agent{Command: []string{config.SelfCommand}}
 		cfg.PrimerPath = filepath.Join(t.TempDir(), "no-such-primer.md")
@@ -40,6 +41,7 @@ func TestSelfCommandAndBuiltinPrimer(t *testing.T) {
 // TestWarnsWhenHumansDiffer: a coordinator whose human_ids are not the
 // bridge's --humans says so when it starts (and one whose are, does not).
 func TestWarnsWhenHumansDiffer(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		humans agentbridge.Humans
 		warn   bool

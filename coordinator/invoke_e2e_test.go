@@ -24,6 +24,7 @@ import (
 // TestBusyParticipantQueuesInOrder: a participant busy with one trigger
 // queues the next ones and answers them in trigger order, one at a time.
 func TestBusyParticipantQueuesInOrder(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("queue")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -63,6 +64,7 @@ func TestBusyParticipantQueuesInOrder(t *testing.T) {
 // TestMaxConcurrency: with max_concurrency 1, two participants' runs never
 // overlap.
 func TestMaxConcurrency(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, func(c *config.Config) { c.MaxConcurrency = 1 })
 	th := s.thread("concurrency")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -86,6 +88,7 @@ func TestMaxConcurrency(t *testing.T) {
 // the queue (not dropped, not announced) and is recorded interrupted on
 // shutdown, to be run by the next start.
 func TestRateLimitWaits(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, func(c *config.Config) { c.MaxInvocationsPerMinute = 1 })
 	th := s.thread("rate")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -119,6 +122,7 @@ func TestRateLimitWaits(t *testing.T) {
 // TestTimeoutKillsGrandchild: an adapter over adapter_timeout_s is killed
 // with its whole group, and the coordinator posts one timeout error.
 func TestTimeoutKillsGrandchild(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, func(c *config.Config) { c.AdapterTimeout = time.Second })
 	th := s.thread("timeout")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -183,6 +187,7 @@ func TestHugeOutputTruncated(t *testing.T) {
 // TestErrorMessageOnExit: a non-zero exit gives one error message from the
 // coordinator naming the code and the stderr tail.
 func TestErrorMessageOnExit(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("exit")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -204,6 +209,7 @@ func TestErrorMessageOnExit(t *testing.T) {
 // has its reply refused by the bridge; the record says refused and nothing
 // is retried.
 func TestRefusedOnMuteDuringRun(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("refused")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -232,6 +238,7 @@ func TestRefusedOnMuteDuringRun(t *testing.T) {
 // run is recorded failed with the reason, and an error notice tells the
 // thread, once.
 func TestForgedReplyKey(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("forged")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -264,6 +271,7 @@ func TestForgedReplyKey(t *testing.T) {
 // TestLoopGuard: two agents that mention each other with discussion on stop
 // at max_agent_hops, with exactly one loop-guard notice.
 func TestLoopGuard(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, func(c *config.Config) { c.MaxAgentHops = 3 })
 	th := s.thread("loop")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -315,6 +323,7 @@ func TestLoopGuard(t *testing.T) {
 // TestHotReloadAddsAgent: an agent added to the config file is used
 // without a restart.
 func TestHotReloadAddsAgent(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	path := filepath.Join(s.dir, "coordinator.config.json")
 	write := func(agents string) {

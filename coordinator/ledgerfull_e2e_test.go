@@ -19,6 +19,7 @@ import (
 // trigger gets exactly one reply, each recorded, and the outage is logged
 // once at each edge.
 func TestLedgerDiskFull(t *testing.T) {
+	t.Parallel()
 	disk := testutil.SmallDisk(t, "4m")
 	var logs testutil.Buffer
 	s := newStack(t)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -151,7 +152,6 @@ func newTokenStack(t testing.TB, token string) *stack {
 	if err := os.MkdirAll(s.fakeDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("FAKE_ADAPTER_DIR", s.fakeDir)
 	s.bridge = testbridge.New(t, token)
 	s.cl = client.New(s.bridge.URL(), client.WithToken(token))
 	s.cfg = testConfig(s.bridge.URL())
@@ -177,6 +177,19 @@ func (s *stack) startCoordinator() {
 	exe := s.exe
 	if exe == "" {
 		exe = fakePath
+	}
+	// The fake adapters write into this test's folder: the variable is in
+	// each agent's env rather than the process's, so that tests run in
+	// parallel.
+	for name, a := range s.cfg.Agents {
+		if _, ok := a.Env["FAKE_ADAPTER_DIR"]; !ok {
+			a.Env = maps.Clone(a.Env)
+			if a.Env == nil {
+				a.Env = map[string]string{}
+			}
+			a.Env["FAKE_ADAPTER_DIR"] = s.fakeDir
+			s.cfg.Agents[name] = a
+		}
 	}
 	c, err := coordinator.New(coordinator.Options{Config: s.cfg, ConfigPath: s.cfgPath, State: db, Logger: logger, Executable: exe})
 	if err != nil {

@@ -90,6 +90,7 @@ func partyThread(s *stack, name string, party map[string]any) string {
 // round-1 answer in context; replies carry meta.party, and one notice to
 // the human closes the round.
 func TestPartyTwoRounds(t *testing.T) {
+	t.Parallel()
 	// One at a time, so that bob's round-1 run starts after alice's answer
 	// is in the thread.
 	s := startStack(t, func(c *config.Config) { c.MaxConcurrency = 1 })
@@ -179,6 +180,7 @@ func TestPartyTwoRounds(t *testing.T) {
 // and with fewer than two answers there are no reactions; the notice says
 // who failed.
 func TestPartyFailureSkipsRound2(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := partyThread(s, "party-fail", map[string]any{"on": true, "max_agents": 2})
 	tr := s.say(th, "all", "go and databases fake@bob:exit=3")
@@ -212,6 +214,7 @@ func TestPartyFailureSkipsRound2(t *testing.T) {
 // TestPartyNoCrossTalkAndExit: without cross-talk only round 1 runs; an
 // exit word turns party mode off and starts no round.
 func TestPartyNoCrossTalkAndExit(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := partyThread(s, "party-exit", map[string]any{"on": true, "agents": []string{"alice", "carol"}, "cross_talk": false})
 	tr := s.say(th, "all", "what now?")
@@ -243,6 +246,7 @@ func TestPartyNoCrossTalkAndExit(t *testing.T) {
 // in the notice; a [USER QUESTION] in round 1 goes to the person and ends
 // the round without reactions.
 func TestPartyPassAndQuestion(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := partyThread(s, "party-directives", map[string]any{"on": true})
 

@@ -18,6 +18,7 @@ import (
 // claim to this coordinator, which takes it over (fence 2) and posts the
 // one notice, naming both agents.
 func TestPartyNoticeClaimLapses(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, func(c *config.Config) { c.CoordinatorID = "here" })
 	ctx := context.Background()
 	th := partyThread(s, "party", map[string]any{"on": true, "max_agents": 2, "cross_talk": false})

@@ -86,6 +86,7 @@ func inOrder(rs []agentbridge.Receipt, want ...string) bool {
 // run ends failed with the error notice as its reply.
 // They arrive live on the thread's stream and stay readable with GET.
 func TestReceiptsReported(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("receipts")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -174,6 +175,7 @@ func TestReceiptsReported(t *testing.T) {
 // the bridge was down reach it once it is back (the reporter reads them
 // from the ledger, so nothing is lost while it retries).
 func TestReceiptsCatchUpAfterBridgeOutage(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("outage")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -199,6 +201,7 @@ func TestReceiptsCatchUpAfterBridgeOutage(t *testing.T) {
 // cancelled with the cancel notice as its reply; a queued one that was
 // dropped ends cancelled with none.
 func TestReceiptsOfCancelledRuns(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("cancel receipts")
 	s.invite(th, "alice", agentbridge.Profile{})

@@ -13,6 +13,7 @@ import (
 // last context_window_size events up to the trigger), including a control
 // and another participant's reply, and in a thread shorter than the window.
 func TestContextWindowFromStream(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, func(c *config.Config) { c.ContextWindowSize, c.MaxInvocationsPerMinute = 4, 0 })
 	th := s.thread("window")
 	s.invite(th, "alice", agentbridge.Profile{})

@@ -21,6 +21,7 @@ import (
 // TestShutdownGraceLetsAdapterFinish: on shutdown a running adapter may
 // finish within shutdown_grace_s, and its reply is posted.
 func TestShutdownGraceLetsAdapterFinish(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, func(c *config.Config) { c.ShutdownGrace = 20 * time.Second })
 	th := s.thread("grace")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -36,6 +37,7 @@ func TestShutdownGraceLetsAdapterFinish(t *testing.T) {
 // period ends is interrupted, and the next start runs it again, giving
 // exactly one reply.
 func TestInterruptedIsRerunOnResume(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, func(c *config.Config) { c.ShutdownGrace = 100 * time.Millisecond })
 	th := s.thread("interrupted")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -60,6 +62,7 @@ func TestInterruptedIsRerunOnResume(t *testing.T) {
 // reply is already in the thread (a crash between the post and its record)
 // is closed without running the adapter again.
 func TestRecoveryDoesNotRerunAnsweredPair(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("answered")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -84,6 +87,7 @@ func TestRecoveryDoesNotRerunAnsweredPair(t *testing.T) {
 // TestStartupModeEnd: with startup_mode end, what was posted while the
 // coordinator was down is skipped; with resume it is answered.
 func TestStartupModeEnd(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("modes")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -106,6 +110,7 @@ func TestStartupModeEnd(t *testing.T) {
 // TestFallsBackToLongPoll: when the SSE stream keeps failing (a proxy
 // refuses it), the coordinator follows the log by long-polling instead.
 func TestFallsBackToLongPoll(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	target, err := url.Parse(s.bridge.URL())
 	if err != nil {
@@ -139,6 +144,7 @@ func TestFallsBackToLongPoll(t *testing.T) {
 // TestSkipGrace: a second stop request interrupts running adapters at
 // once instead of waiting for them through the grace period.
 func TestSkipGrace(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, func(c *config.Config) { c.ShutdownGrace = time.Minute })
 	th := s.thread("skip")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -162,6 +168,7 @@ func TestSkipGrace(t *testing.T) {
 // bridge was restored from an older backup) is moved to the head, and the
 // coordinator goes on answering.
 func TestCursorAheadOfBridge(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("ahead")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -181,6 +188,7 @@ func TestCursorAheadOfBridge(t *testing.T) {
 // processed; each thread's own cursor stops them being decided, and so run,
 // again, while the events after it are answered as usual.
 func TestReplayedLogIsNotDecidedAgain(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, func(c *config.Config) { c.StartupMode = coordinator.StartupResume })
 	th := s.thread("replayed")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -209,6 +217,7 @@ func TestReplayedLogIsNotDecidedAgain(t *testing.T) {
 // answered once, an event of a thread already in the batch after the
 // other.
 func TestBacklogCommittedTogether(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, func(c *config.Config) {
 		c.StartupMode, c.MaxConcurrency, c.MaxInvocationsPerMinute = coordinator.StartupResume, 10, 0
 	})

@@ -29,7 +29,6 @@ func newStackMaxBody(t *testing.T, maxBody int64) *stack {
 	if err := os.MkdirAll(s.fakeDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("FAKE_ADAPTER_DIR", s.fakeDir)
 	s.bridge = testbridge.NewMaxBody(t, "", maxBody)
 	s.cl = client.New(s.bridge.URL())
 	s.cfg = testConfig(s.bridge.URL())
@@ -70,6 +69,7 @@ func (s *stack) waitReceipt(thread, event, participant, want string) agentbridge
 // said succeeded, the receipt succeeded with no reply, and the thread got
 // nothing.
 func TestRefusedReplyNeverVanishes(t *testing.T) {
+	t.Parallel()
 	t.Run("cut to fit", func(t *testing.T) {
 		s := newStackMaxBody(t, 32<<10)
 		th := s.thread("big")

@@ -55,6 +55,7 @@ func (s *stack) answeredOnce(th string, n int, what string) {
 // afterwards, whose seqs repeat ones it had processed, once; and it says
 // so once.
 func TestRestoreWhileRunning(t *testing.T) {
+	t.Parallel()
 	var logs testutil.Buffer
 	s := newStack(t)
 	s.logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -77,6 +78,7 @@ func TestRestoreWhileRunning(t *testing.T) {
 // coordinator's cursor, so only the epoch tells, and no trigger is
 // skipped.
 func TestRestoreWhileStopped(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("restored while stopped")
 	s.invite(th, "alice", agentbridge.Profile{})

@@ -17,6 +17,7 @@ import (
 // real coordinator with the fake adapter: who answers, who is skipped and
 // why (read back through the status API, as `why` does), and the notices.
 func TestRulesEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, func(c *config.Config) {
 		c.EnableBroadcast = true
 		c.BroadcastAgents = []string{"carol"}
@@ -198,6 +199,7 @@ func TestRulesEndToEnd(t *testing.T) {
 
 // TestStatusAPI checks the status server's answers and its errors.
 func TestStatusAPI(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("status")
 	s.invite(th, "alice", agentbridge.Profile{})

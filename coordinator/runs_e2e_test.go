@@ -87,6 +87,7 @@ func (s *stack) cancelNotices(thread, trigger string) []agentbridge.Event {
 }
 
 func TestProgressReachesLedgerPresenceAndStatusAPI(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("progress")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -160,6 +161,7 @@ func TestProgressReachesLedgerPresenceAndStatusAPI(t *testing.T) {
 // (with a grandchild that ignores SIGTERM) and drops its queued ones, with
 // one notice; another participant's run goes on.
 func TestCancelControl(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("cancel")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -233,6 +235,7 @@ func processAlive(pid int) bool {
 // starts) yields either the reply or the cancel, never both, and a notice
 // only for a cancelled run.
 func TestCancelRacesExit(t *testing.T) {
+	t.Parallel()
 	s := startStack(t, nil)
 	th := s.thread("race")
 	s.invite(th, "alice", agentbridge.Profile{})

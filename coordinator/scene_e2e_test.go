@@ -103,6 +103,7 @@ func (s *stack) payloadsOf(participant string) map[string]adapters.Payload {
 // private thinking, character or brief of one actor in anything the
 // other received.
 func TestSceneNaturalCloseJournalsAndPrivacy(t *testing.T) {
+	t.Parallel()
 	s, th := sceneStack(t, func(c *config.Config) { c.MaxAgentHops = 2 })
 	s.startScene(th, map[string]any{"setting": "A small kitchen.", "briefs": map[string]string{
 		"alice": "BRIEF-alice fake:close=3", "bob": "BRIEF-bob"}})
@@ -208,6 +209,7 @@ func TestSceneNaturalCloseJournalsAndPrivacy(t *testing.T) {
 // TestSceneCorrectionThenErrorClose: output without tags gets one
 // correction run; a second malformed answer closes the scene (error).
 func TestSceneCorrectionThenErrorClose(t *testing.T) {
+	t.Parallel()
 	s, th := sceneStack(t, nil)
 	s.startScene(th, map[string]any{"briefs": map[string]string{"alice": "fake:raw=1", "bob": "fake:broken=2"}})
 	evs := s.waitSceneClosed(th, 2)
@@ -247,6 +249,7 @@ func TestSceneCorrectionThenErrorClose(t *testing.T) {
 // TestSceneCapsAndOff: past the soft cap the payload carries the nudge;
 // the hard cap closes the scene; the off control closes a running one.
 func TestSceneCapsAndOff(t *testing.T) {
+	t.Parallel()
 	s, th := sceneStack(t, nil)
 	s.startScene(th, map[string]any{"soft_cap": 1, "hard_cap": 2})
 	evs := s.waitSceneClosed(th, 2)
@@ -287,6 +290,7 @@ func TestSceneCapsAndOff(t *testing.T) {
 // TestSceneRefusesUninvitedActors: the bridge refuses a scene whose actors
 // are not all invited, naming the key.
 func TestSceneRefusesUninvitedActors(t *testing.T) {
+	t.Parallel()
 	s, th := sceneStack(t, nil)
 	b, _ := json.Marshal(map[string]any{"scene": map[string]any{"on": true, "actors": []string{"alice", "zed"}}})
 	_, err := s.cl.Append(context.Background(), th, agentbridge.EventInput{Type: agentbridge.TypeControl, From: "user", Content: b}, "")

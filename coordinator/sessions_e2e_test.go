@@ -65,6 +65,7 @@ func (s *stack) sessionsAPI(thread string) []ledger.Session {
 // coordinator restarts; a refused session is replaced by the new id the
 // adapter reports.
 func TestSessionResumesAcrossRestart(t *testing.T) {
+	t.Parallel()
 	s := sessionStack(t)
 	th := s.thread("sessions")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -99,6 +100,7 @@ func TestSessionResumesAcrossRestart(t *testing.T) {
 // TestResetSession: reset_session from any participant forgets the
 // participant's session; the next run starts a new one.
 func TestResetSession(t *testing.T) {
+	t.Parallel()
 	s := sessionStack(t)
 	th := s.thread("reset")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -128,6 +130,7 @@ func TestResetSession(t *testing.T) {
 // TestSameClientSeparateSessions: two participants of the same client in
 // one thread each resume their own session.
 func TestSameClientSeparateSessions(t *testing.T) {
+	t.Parallel()
 	s := sessionStack(t)
 	th := s.thread("two")
 	s.invite(th, "alice", agentbridge.Profile{Client: "claude"})
@@ -147,6 +150,7 @@ func TestSameClientSeparateSessions(t *testing.T) {
 // TestResumedTurnGetsOnlyWhatIsNew: after 50 messages, the second turn of
 // a resumed session is sent only the events since its last reply.
 func TestResumedTurnGetsOnlyWhatIsNew(t *testing.T) {
+	t.Parallel()
 	s := sessionStack(t)
 	th := s.thread("fifty")
 	s.invite(th, "alice", agentbridge.Profile{})

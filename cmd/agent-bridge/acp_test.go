@@ -18,6 +18,7 @@ import (
 // coordinator re-runs the turn on a new agent process and posts exactly
 // one reply, and SIGTERM then closes the warm agent and exits 0.
 func TestACPKill9(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

@@ -297,6 +297,7 @@ func (s *tokenStack) noCredential(what string, raw []byte) {
 // next run gets another token (the one minted ahead for it), and the
 // coordinator's shutdown leaves no agent token valid.
 func TestAdapterHoldsOnlyItsAgentToken(t *testing.T) {
+	t.Parallel()
 	fake := buildFake(t)
 	s := newTokenStack(t, false, map[string]any{"alice": map[string]any{"command": []string{fake}}}, nil)
 	thread, permission := s.thread()
@@ -403,6 +404,7 @@ func (s *tokenStack) adapterRun(thread, permission string) (runToken, agentbridg
 // as anyone else (403), and can post as itself; a person's answer is what
 // the agent gets; the token is revoked when the idle agent is closed.
 func TestACPAgentHoldsOnlyItsAgentToken(t *testing.T) {
+	t.Parallel()
 	fakeACP := bins.build(t, "./coordinator/internal/fakeacp")
 	dir := t.TempDir()
 	envFile := filepath.Join(dir, "acp.env")
@@ -481,6 +483,7 @@ func TestACPAgentHoldsOnlyItsAgentToken(t *testing.T) {
 // up gives its coordinator a coordinator token of its own, made with the
 // person's, and revokes it when it stops.
 func TestUpGivesItsCoordinatorATokenOfItsOwn(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "coordinator.config.json")
 	if err := os.WriteFile(cfg, []byte(`{"status_addr": "127.0.0.1:0", "agents": {"echo": {"command": ["cat"]}}}`), 0o644); err != nil {

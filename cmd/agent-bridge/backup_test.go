@@ -12,6 +12,7 @@ import (
 )
 
 func TestBackupAndRestoreCommands(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	db, store := opsStore(t, dir, 5)

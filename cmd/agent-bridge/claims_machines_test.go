@@ -152,6 +152,7 @@ func (m *machine) stop() {
 // claimed at the bridge, and the coordinator that is not granted a claim
 // ends its record without running (contract 7.1).
 func TestClaimsOneAgentTwoMachines(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
@@ -222,6 +223,7 @@ func TestClaimsOneAgentTwoMachines(t *testing.T) {
 // machine's directory only), so the time from the kill to the reply,
 // logged for docs/performance.md, is the take-over itself.
 func TestClaimsKillMidRun(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
@@ -284,6 +286,7 @@ func TestClaimsKillMidRun(t *testing.T) {
 // waits at the bridge — its receipt says so — and is answered once when
 // her coordinator starts again.
 func TestClaimsStoppedCoordinator(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
@@ -459,6 +462,7 @@ func (p *stallProxy) pipe(dst, src net.Conn) {
 // When the stalled traffic goes through, the late reply is refused with
 // 409 fenced, and the thread holds one reply.
 func TestClaimsPartition(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

@@ -31,6 +31,7 @@ import (
 // for docs/performance.md. It takes ~16 s on a quiet 2-core machine, so it
 // is part of the default run (skipped with -short, as its siblings are).
 func TestClaimsTenByTen(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary: eleven processes, 1,000 triggers")
 	}

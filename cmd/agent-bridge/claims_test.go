@@ -19,6 +19,7 @@ import (
 // and started again on the same file: the claim is in the store, so the
 // late reply is still refused.
 func TestClaimsRealServe(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

@@ -42,6 +42,7 @@ func cliReference() string {
 // binary prints, so that the two cannot drift; with UPDATE_CLI_DOCS=1 it
 // rewrites it.
 func TestCLIReference(t *testing.T) {
+	t.Parallel()
 	root, err := testutil.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 // command without an error: exit 0, the usage on stdout, with positional
 // arguments, flags and environment variables.
 func TestHelpEverywhere(t *testing.T) {
+	t.Parallel()
 	c := cli{t: t, env: map[string]string{}}
 	root := (&Main{Getenv: func(string) string { return "" }}).rootCommand()
 	var paths [][]string
@@ -48,6 +49,7 @@ func TestHelpEverywhere(t *testing.T) {
 // TestTypoSuggestions checks that a mistyped command or subcommand exits 2
 // naming the nearest one.
 func TestTypoSuggestions(t *testing.T) {
+	t.Parallel()
 	c := cli{t: t, env: map[string]string{}}
 	for _, tc := range []struct {
 		args []string
@@ -68,6 +70,7 @@ func TestTypoSuggestions(t *testing.T) {
 // package read them, still work: scripts and installed service
 // definitions use them.
 func TestGoStyleFlags(t *testing.T) {
+	t.Parallel()
 	c := cli{t: t, env: map[string]string{}}
 	_, errOut, code := c.run("thread", "list", "-url", "ftp://x")
 	if code != 2 || !strings.Contains(errOut, `--url: "ftp://x"`) {
@@ -81,6 +84,7 @@ func TestGoStyleFlags(t *testing.T) {
 
 // TestVersion checks that version names the Go version from the build info.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	c := cli{t: t, env: map[string]string{}}
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		out := c.ok(args...)
@@ -93,6 +97,7 @@ func TestVersion(t *testing.T) {
 // TestCompleteThread checks that a THREAD argument completes to the
 // bridge's thread ids, with their names, found through BRIDGE_URL.
 func TestCompleteThread(t *testing.T) {
+	t.Parallel()
 	b := startTestBridge(t)
 	c := newCLI(t, b)
 	c.ok("thread", "new", "design review", "--id", "plan")

@@ -241,6 +241,7 @@ func (e *coordEnv) invocationStatus(trigger string) string {
 // while the adapter runs, restarts it with --startup-mode resume, and
 // requires exactly one reply; then SIGTERM must exit 0.
 func TestCoordinatorKill9ResumeExactlyOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
@@ -272,6 +273,7 @@ func TestCoordinatorKill9ResumeExactlyOnce(t *testing.T) {
 // starts it again on the same address: the reply is delivered once, and
 // the coordinator catches up with what follows.
 func TestCoordinatorBridgeRestart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
@@ -388,6 +390,7 @@ func TestCoordinatorCommandInProcess(t *testing.T) {
 // TestCoordinatorConfigErrors: a bad config or flag exits 2 with one line
 // naming the key or flag.
 func TestCoordinatorConfigErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
 	if err := os.WriteFile(bad, []byte(`{"startup_mode": "sideways"}`), 0o644); err != nil {
@@ -429,6 +432,7 @@ func TestCoordinatorConfigErrors(t *testing.T) {
 // TestUpCommand runs `up` in-process: it prints the UI URL, the bridge and
 // the coordinator answer, and cancel stops both.
 func TestUpCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "coordinator.config.json")
 	if err := os.WriteFile(cfg, []byte(`{"status_addr": "127.0.0.1:0", "agents": {"echo": {"command": ["cat"]}}}`), 0o644); err != nil {
@@ -481,6 +485,7 @@ func TestUpCommand(t *testing.T) {
 // Ctrl-C stops them at once, lets the run finish (its reply is posted) and
 // exits 0.
 func TestCoordinatorInterruptSaysWhatItWaitsFor(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

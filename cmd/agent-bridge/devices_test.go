@@ -13,6 +13,7 @@ import (
 // phone that opens it gets its own login; `devices` lists it; `devices
 // revoke` ends its access (401) within a second; the link works once.
 func TestPairAndDevices(t *testing.T) {
+	t.Parallel()
 	b := startTokenBridge(t, "s3cret")
 	c := newCLI(t, b)
 	c.env["BRIDGE_TOKEN"] = "s3cret"

@@ -20,6 +20,7 @@ import (
 )
 
 func TestCheckBridge(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	deadURL := "http://" + testutil.FreeAddr(t)
 	res := checkBridge(ctx, deadURL, "", nil, true)
@@ -56,6 +57,7 @@ func TestCheckBridge(t *testing.T) {
 }
 
 func TestCheckHumans(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		config, server agentbridge.Humans
 		want           checkStatus
@@ -74,6 +76,7 @@ func TestCheckHumans(t *testing.T) {
 }
 
 func TestCheckConfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// A missing default config: up runs the built-in defaults.
 	if cfg, res := checkConfig(filepath.Join(dir, "none.json"), false); cfg == nil || res[0].Status != checkOK || !strings.Contains(res[0].Detail, "built-in defaults") {
@@ -106,6 +109,7 @@ func TestCheckConfig(t *testing.T) {
 }
 
 func TestCheckAdapters(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
 	if err := os.Mkdir(bin, 0o755); err != nil {
@@ -164,6 +168,7 @@ func coordinatorConfigForTest(commands map[string][]string) config.Config {
 }
 
 func TestCheckService(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		st   service.Status
 		err  error
@@ -187,6 +192,7 @@ func TestCheckService(t *testing.T) {
 }
 
 func TestCheckDatabase(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	db, _ := opsStore(t, dir, 3)
@@ -206,6 +212,7 @@ func TestCheckDatabase(t *testing.T) {
 }
 
 func TestGradeFree(t *testing.T) {
+	t.Parallel()
 	for free, want := range map[uint64]checkStatus{50 << 20: checkFail, 500 << 20: checkWarn, 10 << 30: checkOK} {
 		if r := gradeFree("/d", free); r.Status != want {
 			t.Errorf("%d bytes free: %v, want %v", free, r.Status, want)
@@ -270,6 +277,7 @@ func TestDoctor(t *testing.T) {
 // makes authenticated (and wrongly authenticated) requests, and checks the
 // token appears nowhere in the captured log.
 func TestTokenNeverLogged(t *testing.T) {
+	t.Parallel()
 	const token = "tok-9f2c4e7a1b3d5e6f"
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "token")

@@ -20,6 +20,7 @@ import (
 // person's token; the same server named with --coordinator-url gets the
 // person's token.
 func TestFanoutSendsAReadToken(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

@@ -94,6 +94,7 @@ func firstHourConfig(t *testing.T, root, dir, cliDir, bin string, model *fakemod
 // profile); then an ACP agent's permission request, answered with the seq
 // tail prints. tail runs as the README says, until it is stopped.
 func TestFirstHour(t *testing.T) {
+	t.Parallel()
 	cliDir := firstHourCLIs(t)
 	bin := buildServeBinary(t)
 	root, err := testutil.ModuleRoot()

@@ -50,6 +50,7 @@ func readmeFirstRun(t *testing.T) []string {
 // and the README's commands (which find up's token by themselves) must get
 // echo's reply.
 func TestFirstRunAnywhere(t *testing.T) {
+	t.Parallel()
 	bin := buildServeBinary(t)
 	dir := t.TempDir()
 	local := filepath.Join(dir, "agent-bridge")
@@ -129,6 +130,7 @@ func TestFirstRunAnywhere(t *testing.T) {
 // TestAdapterEcho runs the built-in echo agent in-process: the payload's
 // content comes back; anything but a payload on stdin is refused.
 func TestAdapterEcho(t *testing.T) {
+	t.Parallel()
 	run := func(stdin string, args ...string) (string, error) {
 		var out testutil.Buffer
 		m := &Main{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: io.Discard, Getenv: func(string) string { return "" }}

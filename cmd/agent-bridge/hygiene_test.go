@@ -24,6 +24,7 @@ const hostile = "\u001b]0;PWNED\u0007\u001b[2J and \u009b31m red\r over"
 // checks that tail shows every one as a visible escape, that no control
 // byte reaches stdout, and that --json still carries the content exactly.
 func TestTailEscapesControls(t *testing.T) {
+	t.Parallel()
 	b := startTestBridge(t)
 	c := newCLI(t, b)
 	c.ok("thread", "new", "t", "--id", "T")
@@ -83,6 +84,7 @@ func hasControl(s string) bool {
 // TestEscaper checks the escaping writer byte by byte, including a UTF-8
 // sequence split across two writes and bytes that are not UTF-8.
 func TestEscaper(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	w := newEscaper(&buf)
 	for _, p := range [][]byte{[]byte("a\tb\nc\x00d\x7fé "), {0xc2}, {0x9b, 'x', ' ', 0xff, ' '}, []byte("→ ok")} {
@@ -98,6 +100,7 @@ func TestEscaper(t *testing.T) {
 // TestMaskURL checks that database URLs lose their secrets in messages and
 // logs, and that everything else is left as it is.
 func TestMaskURL(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"postgres://user:secret@db:5432/ab?sslmode=disable":    "postgres://user:xxxxx@db:5432/ab?sslmode=disable",
 		"postgresql://user@db/ab?password=secret&sslmode=none": "postgresql://user@db/ab?password=xxxxx&sslmode=none",
@@ -113,6 +116,7 @@ func TestMaskURL(t *testing.T) {
 // TestServeLogsNoPassword starts serve on an unreachable PostgreSQL URL
 // with a password: neither its log nor its error may show the password.
 func TestServeLogsNoPassword(t *testing.T) {
+	t.Parallel()
 	var stdout, stderr testutil.Buffer
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
 	err := m.Run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0", "--db", "postgres://ab:hunter2@127.0.0.1:1/ab?connect_timeout=1"})
@@ -134,6 +138,7 @@ func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) 
 // then the environment, then a running up's runtime file, then the
 // default.
 func TestDiscoveryOrder(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := map[string]string{"XDG_RUNTIME_DIR": dir}
 	m := &Main{Getenv: func(k string) string { return env[k] }}
@@ -165,6 +170,7 @@ func TestDiscoveryOrder(t *testing.T) {
 // TestUnwritableDB checks that a --db whose folder cannot be made is named
 // as the mistake it is.
 func TestUnwritableDB(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -179,6 +185,7 @@ func TestUnwritableDB(t *testing.T) {
 // TestSecondUpSameData checks that up refuses to share a running up's
 // databases: two coordinators on one log would answer everything twice.
 func TestSecondUpSameData(t *testing.T) {
+	t.Parallel()
 	other := exec.Command("sleep", "60")
 	if err := other.Start(); err != nil {
 		t.Fatal(err)
@@ -202,6 +209,7 @@ func TestSecondUpSameData(t *testing.T) {
 // --humans: a command with no flag and no environment finds it through the
 // runtime file, token included, and the bridge counts the given humans.
 func TestUpTokenFileDiscovered(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "token")
 	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
@@ -230,6 +238,7 @@ func TestUpTokenFileDiscovered(t *testing.T) {
 // TestAgentsCommand checks that agents lists a config's agents with their
 // commands, and refuses a named config that does not exist.
 func TestAgentsCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := cli{t: t, env: map[string]string{}}
 	if _, errOut, code := c.run("agents", "--config", filepath.Join(dir, "x.json")); code != 2 || !strings.Contains(errOut, "does not exist") {
@@ -256,6 +265,7 @@ func TestAgentsCommand(t *testing.T) {
 // TestCoordinatorBesideUpWarns starts a coordinator against the bridge a
 // running up serves: it must say that both will answer.
 func TestCoordinatorBesideUpWarns(t *testing.T) {
+	t.Parallel()
 	other := exec.Command("sleep", "60")
 	if err := other.Start(); err != nil {
 		t.Fatal(err)

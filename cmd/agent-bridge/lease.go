@@ -16,6 +16,7 @@ import (
 
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/internal/backoff"
 )
 
 // heldLease is this coordinator's lease on a shared PostgreSQL ledger:
@@ -44,6 +45,17 @@ func holdLease(ctx context.Context, url, id string, logger *slog.Logger) (*heldL
 	if err != nil {
 		return nil, err
 	}
+	return watchLease(ctx, lease, logger), nil
+}
+
+// ledgerLease is what a heldLease uses of a ledger.Lease.
+type ledgerLease interface {
+	Lost() <-chan struct{}
+	Release() error
+}
+
+// watchLease holds lease until it is lost or ctx ends, then releases it.
+func watchLease(ctx context.Context, lease ledgerLease, logger *slog.Logger) *heldLease {
 	h := &heldLease{done: make(chan struct{})}
 	h.ctx, h.cancel = context.WithCancel(ctx)
 	go func() {
@@ -65,7 +77,7 @@ func holdLease(ctx context.Context, url, id string, logger *slog.Logger) (*heldL
 			logger.Debug("release lease", "err", err)
 		}
 	}()
-	return h, nil
+	return h
 }
 
 // onLoss sets what runs first when the lease is lost: the coordinator
@@ -102,15 +114,23 @@ const (
 // statusAddrWait (term.newCoordinator waits that long for a previous
 // holder to let it go), or a ledger the restarting database does not
 // answer yet. Each fault is logged with its reason, once per term, and
-// the next attempt waits a capped, growing backoff.
+// the next attempt waits a capped, growing backoff with jitter (from
+// leaseRetryMin up to leaseRetryMax).
 // runLeased returns nil when ctx ends, and work's error only when work
 // failed before its first term ever ran and the failure is not one of
 // those (a configuration that can never work).
 func runLeased(ctx context.Context, url, id string, logger *slog.Logger, work func(*heldLease) error) error {
-	delay := leaseRetryMin
+	hold := func(ctx context.Context) (*heldLease, error) { return holdLease(ctx, url, id, logger) }
+	return leaseTerms(ctx, hold, logger, work)
+}
+
+// leaseTerms is runLeased's loop over terms, each a lease from hold: a
+// test runs it on a testing/synctest clock with leases of its own.
+func leaseTerms(ctx context.Context, hold func(context.Context) (*heldLease, error), logger *slog.Logger, work func(*heldLease) error) error {
+	retry := backoff.Backoff{Min: leaseRetryMin, Max: leaseRetryMax}
 	worked := false
 	for {
-		lease, err := holdLease(ctx, url, id, logger)
+		lease, err := hold(ctx)
 		if err != nil || lease == nil {
 			return err // nil: ctx ended while standing by
 		}
@@ -136,14 +156,11 @@ func runLeased(ctx context.Context, url, id string, logger *slog.Logger, work fu
 			logger.Warn("the coordinator stopped while holding the lease; standing by again")
 		}
 		if time.Since(began) > leaseRetryMax {
-			delay = leaseRetryMin // a long term: this is a new fault
+			retry.Reset() // a long term: this is a new fault
 		}
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, retry.Next()) {
 			return nil
-		case <-time.After(delay):
 		}
-		delay = min(2*delay, leaseRetryMax)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 // lease while the old holder still had the status address exited on
 // "address already in use", leaving none.
 func TestLeaseSurvivesPostgresRestarts(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

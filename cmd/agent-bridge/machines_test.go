@@ -157,6 +157,7 @@ func (l *receiptLog) of(event, participant string) []agentbridge.Receipt {
 // It runs with the bridge on a SQLite file and on PostgreSQL, whose
 // clock then says who is live.
 func TestTwoMachines(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
@@ -381,6 +382,7 @@ func runCLI(t *testing.T, bin, url, token string, args ...string) (string, strin
 // heartbeat (claim_ttl_s 600: minutes away), and the new agent's reply is
 // accepted.
 func TestReloadRegistersNewAgents(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

@@ -31,6 +31,7 @@ type rpcLine struct {
 // answered too (contract 6.2). The SDK alone ended the session at the bad
 // line and lost the answer in flight.
 func TestMCPBadLineKeepsServing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

@@ -20,6 +20,7 @@ import (
 )
 
 func TestMCPUsageErrors(t *testing.T) {
+	t.Parallel()
 	c := cli{t: t, env: map[string]string{}}
 	for _, tc := range []struct {
 		args []string
@@ -88,6 +89,7 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 // through every kind of call, a clean exit 0 when the client closes stdin,
 // and a clean exit 0 on SIGTERM in the middle of a wait.
 func TestMCPBinary(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

@@ -93,6 +93,7 @@ func countLines(logs, prefix string) int {
 // ends, the bridge serves again without a restart, and every append it
 // acknowledged is in the log exactly once.
 func TestPostgresOutage(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

@@ -90,6 +90,7 @@ func (e *coordEnv) partyTally(thread, trigger string) (map[string]int, int) {
 // restart every (trigger, agent, round) ends with exactly one reply, round
 // 2 happens once, and one notice closes each round.
 func TestPartyKill9ExactlyOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

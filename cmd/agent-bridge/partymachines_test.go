@@ -59,6 +59,7 @@ func countParty(t *testing.T, cl *client.Client, thread, trigger string) partyCo
 // run by each actor's coordinator and closes once. It runs with the
 // bridge on a SQLite file and on PostgreSQL.
 func TestPartyTwoMachines(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

@@ -13,6 +13,7 @@ import (
 // not offer is refused with the options it does; a wrong number of
 // arguments is a usage error.
 func TestPermitCommand(t *testing.T) {
+	t.Parallel()
 	b := startTestBridge(t)
 	c := newCLI(t, b)
 	c.ok("thread", "new", "t", "--id", "T")

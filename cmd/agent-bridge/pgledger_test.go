@@ -34,6 +34,7 @@ import (
 // trigger has exactly one reply, from its addressee, and exactly one run
 // (each machine's fake adapter logs its runs).
 func TestTwoCoordinatorsOnePostgresLedger(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

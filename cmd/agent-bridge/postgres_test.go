@@ -65,6 +65,7 @@ func TestDBSchemes(t *testing.T) {
 // TestDoctorPostgres checks doctor's PostgreSQL check against a real
 // server: before the bridge migrated it, after, and when unreachable.
 func TestDoctorPostgres(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pg.Database(t)
 	r := checkPostgres(ctx, "bridge database", url, postgres.SchemaVersions)
@@ -101,6 +102,7 @@ func TestDoctorPostgres(t *testing.T) {
 // writers post through both, see every event exactly once with no gap in
 // gseq (gseq is handed out in commit order, without holes).
 func TestTwoBridgesOneDatabase(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
@@ -281,6 +283,7 @@ func TestTwoBridgesOneDatabase(t *testing.T) {
 // mid-invocation hands the lease over within 10 s, and every (trigger,
 // participant) pair still gets exactly one reply.
 func TestCoordinatorLeaseTakeover(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
@@ -357,6 +360,7 @@ func TestCoordinatorLeaseTakeover(t *testing.T) {
 // is the dump's last gseq, so a coordinator that read past it knows to go
 // back there (docs/delivery.md, "After a restore").
 func TestPostgresLogEpoch(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
@@ -441,6 +445,7 @@ func TestPostgresLogEpoch(t *testing.T) {
 // redeemed through the other, whose login cookie then works on both, and
 // is used up for both.
 func TestPairAcrossBridges(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

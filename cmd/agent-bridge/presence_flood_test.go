@@ -19,6 +19,7 @@ import (
 // too_many_presence); serve's resident memory stays under 100 MiB all
 // through, and one GET of the thread's presence stays small.
 func TestPresenceFlood(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

@@ -41,6 +41,7 @@ func runPromptCmd(stdin []byte, args ...string) (string, string, int) {
 }
 
 func TestPromptRendersPayload(t *testing.T) {
+	t.Parallel()
 	p, b := promptTestPayload(t)
 	out, errOut, code := runPromptCmd(b)
 	if code != 0 {
@@ -57,6 +58,7 @@ func TestPromptRendersPayload(t *testing.T) {
 }
 
 func TestPromptField(t *testing.T) {
+	t.Parallel()
 	_, b := promptTestPayload(t)
 	tests := []struct{ field, want string }{
 		{"content", "yes, @codex take the parser\n"},
@@ -90,6 +92,7 @@ func TestPromptField(t *testing.T) {
 }
 
 func TestPromptBadInput(t *testing.T) {
+	t.Parallel()
 	_, b := promptTestPayload(t)
 	tests := []struct {
 		name    string
@@ -200,6 +203,7 @@ func runScript(t *testing.T, script string, env []string, payload []byte) adapte
 }
 
 func TestEchoScript(t *testing.T) {
+	t.Parallel()
 	_, b := promptTestPayload(t)
 	env, _ := scriptEnv(t, nil)
 	res := runScript(t, "echo.sh", env, b)
@@ -218,6 +222,7 @@ func TestEchoScript(t *testing.T) {
 }
 
 func TestScriptsMissingCLI(t *testing.T) {
+	t.Parallel()
 	_, b := promptTestPayload(t)
 	env, _ := scriptEnv(t, nil)
 	for script, cli := range map[string]string{"claude_code.sh": "claude", "codex.sh": "codex"} {

@@ -19,6 +19,7 @@ import (
 // the receipt once stayed interrupted with no reply although the re-run
 // succeeded.
 func TestReceiptAfterRestart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

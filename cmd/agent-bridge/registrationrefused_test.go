@@ -15,6 +15,7 @@ import (
 // nothing; it says so as an error naming the way out, instead of a
 // warning about a bridge it could not reach.
 func TestRegistrationRefusedIsSaid(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

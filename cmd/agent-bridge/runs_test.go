@@ -76,6 +76,7 @@ func (e *coordEnv) invocationFor(trigger string) (status.InvocationResponse, boo
 // the participant's queued run, posts one notice and no reply, and leaves
 // another participant's run alone. invocations show prints the progress.
 func TestCancelRealBinary(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
@@ -148,6 +149,7 @@ func TestCancelRealBinary(t *testing.T) {
 // runs finish (a bounded number of rounds) never let a cancelled run's
 // reply through, with the real binary.
 func TestInvocationsFollowAndCancelRace(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
@@ -205,6 +207,7 @@ func TestInvocationsFollowAndCancelRace(t *testing.T) {
 }
 
 func TestRunDurationAndPlural(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 23, 21, 0, 30, 0, time.UTC)
 	for _, c := range []struct {
 		inv  ledger.Invocation

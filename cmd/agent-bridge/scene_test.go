@@ -49,6 +49,7 @@ func sceneEvents(t *testing.T, cl *client.Client, thread string) (speeches, thin
 // each spoken once, one thinking per speech, one scene.closed, one
 // journal per actor.
 func TestSceneKill9(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
@@ -117,6 +118,7 @@ func TestSceneKill9(t *testing.T) {
 // binary: `agent-bridge up` with the shipped scene-demo agent, then the
 // doc's commands. The scene must close on its own.
 func TestSceneDemo(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

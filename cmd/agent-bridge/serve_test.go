@@ -91,6 +91,7 @@ func startServe(t *testing.T, bin, db string, args ...string) *serveProc {
 // is there exactly once, that nothing is half-written and that seq has no
 // gaps; then SIGTERM must end it with exit code 0.
 func TestServeCrash(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
@@ -207,6 +208,7 @@ func TestServeCrash(t *testing.T) {
 // TestServeUsage checks that flag mistakes exit 2 with one line naming the
 // flag, before anything is opened.
 func TestServeUsage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty-token")
 	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
@@ -246,6 +248,7 @@ func TestServeUsage(t *testing.T) {
 // owner only, and a request needs it; a second start keeps it; the store
 // and the UI are mounted, and Close stops both.
 func TestStartBridge(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	logger := slog.New(slog.DiscardHandler)
 	dir := t.TempDir()

@@ -13,6 +13,7 @@ import (
 )
 
 func TestServiceUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"service"},
 		{"service", "install"},

@@ -142,6 +142,7 @@ func (r *cliRig) session(participant string) (string, int) {
 // new, a refused session is replaced by the new id the CLI reports, and
 // reset_session starts afresh.
 func TestShippedAdaptersResumeSessions(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

@@ -49,6 +49,7 @@ func (e *coordEnv) turn(thread, text string) (string, []byte) {
 // kill -9 of the coordinator, `sessions` lists it, `prompt` renders only
 // what is new for the resumed turn, and `sessions reset` forgets it.
 func TestSessionsRealBinary(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

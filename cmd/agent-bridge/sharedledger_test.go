@@ -19,6 +19,7 @@ import (
 // although the shared ledger's record is the dead one's, and answers it
 // once.
 func TestSharedLedgerOneAgent(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

@@ -18,6 +18,7 @@ import (
 // ask it (invocations, why, sessions) send it from BRIDGE_TOKEN, and
 // without it they say what is missing (exit 1).
 func TestStatusCommandsSendTheToken(t *testing.T) {
+	t.Parallel()
 	const token = "status-token"
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "coordinator.config.json")

@@ -122,6 +122,7 @@ func sessionOf(recs []adapters.ProgressRecord) string {
 }
 
 func TestClaudeScript(t *testing.T) {
+	t.Parallel()
 	env, log := cliEnv(t)
 	p, b := scriptPayload(t, "normal", "")
 	res, recs := runScriptProgress(t, "claude_code.sh", env, b)
@@ -186,6 +187,7 @@ func TestClaudeScript(t *testing.T) {
 }
 
 func TestCodexScript(t *testing.T) {
+	t.Parallel()
 	env, log := cliEnv(t)
 	p, b := scriptPayload(t, "normal", "")
 	res, recs := runScriptProgress(t, "codex.sh", env, b)
@@ -255,6 +257,7 @@ func recordLines(recs []adapters.ProgressRecord) string {
 }
 
 func TestAdapterStreamCommand(t *testing.T) {
+	t.Parallel()
 	run := func(stdin string, args ...string) (string, string, int) {
 		var stdout, stderr strings.Builder
 		m := &Main{Stdin: strings.NewReader(stdin), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}

@@ -44,6 +44,7 @@ func runTailAsync(t *testing.T, env map[string]string, out, errb *testutil.Buffe
 }
 
 func TestTailResumesAcrossRestart(t *testing.T) {
+	t.Parallel()
 	b := startTestBridge(t)
 	c := newCLI(t, b)
 	cl := b.client()
@@ -100,6 +101,7 @@ func TestTailResumesAcrossRestart(t *testing.T) {
 }
 
 func TestTailAllJSON(t *testing.T) {
+	t.Parallel()
 	b := startTestBridge(t)
 	c := newCLI(t, b)
 	c.ok("thread", "new", "a", "--id", "A")
@@ -145,6 +147,7 @@ func TestTailAllJSON(t *testing.T) {
 }
 
 func TestFormatEvent(t *testing.T) {
+	t.Parallel()
 	e := agentbridge.Event{Seq: 3, GSeq: 9, Thread: "T", TS: "2026-11-21T10:00:00.000000Z", Type: "message", From: "user", To: "codex", Content: json.RawMessage(`"hi\nthere\n"`)}
 	if got, want := formatEvent(e, false), "[3] 2026-11-21T10:00:00.000000Z user → codex: hi\n    there"; got != want {
 		t.Errorf("formatEvent = %q, want %q", got, want)
@@ -159,6 +162,7 @@ func TestFormatEvent(t *testing.T) {
 // their own (no ANSI codes when stdout is not a terminal) and that
 // --no-receipts leaves them out.
 func TestTailReceipts(t *testing.T) {
+	t.Parallel()
 	b := startTestBridge(t)
 	c := newCLI(t, b)
 	cl := b.client()
@@ -224,6 +228,7 @@ func TestTailReceipts(t *testing.T) {
 }
 
 func TestFormatReceipt(t *testing.T) {
+	t.Parallel()
 	r := agentbridge.Receipt{Thread: "T", Event: "E", Participant: "gemini", State: "skipped", Reason: "no adapter"}
 	if got, want := formatReceipt(r, false), "  ↳ gemini: skipped — no adapter for E"; got != want {
 		t.Errorf("formatReceipt = %q, want %q", got, want)
@@ -238,6 +243,7 @@ func TestFormatReceipt(t *testing.T) {
 // events after N with their receipts, as tail --last does, and that an
 // --after past the end is named as such.
 func TestTailAfterPrintsReceipts(t *testing.T) {
+	t.Parallel()
 	b := startTestBridge(t)
 	c := newCLI(t, b)
 	cl := b.client()

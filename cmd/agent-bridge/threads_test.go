@@ -15,6 +15,7 @@ import (
 )
 
 func TestThreadCommands(t *testing.T) {
+	t.Parallel()
 	b := startTestBridge(t)
 	c := newCLI(t, b)
 
@@ -47,6 +48,7 @@ func TestThreadCommands(t *testing.T) {
 }
 
 func TestPostCommand(t *testing.T) {
+	t.Parallel()
 	b := startTestBridge(t)
 	c := newCLI(t, b)
 	c.ok("thread", "new", "t", "--id", "T")
@@ -85,6 +87,7 @@ func TestPostCommand(t *testing.T) {
 }
 
 func TestInviteStateAndControls(t *testing.T) {
+	t.Parallel()
 	b := startTestBridge(t)
 	c := newCLI(t, b)
 	c.ok("thread", "new", "t", "--id", "T")
@@ -134,6 +137,7 @@ func TestInviteStateAndControls(t *testing.T) {
 }
 
 func TestServerErrorsAreSentences(t *testing.T) {
+	t.Parallel()
 	b := startTestBridge(t)
 	c := newCLI(t, b)
 	_, _, want := b.client().State(t.Context(), "missing", 0)
@@ -171,6 +175,7 @@ func TestServerErrorsAreSentences(t *testing.T) {
 }
 
 func TestTokenFlags(t *testing.T) {
+	t.Parallel()
 	b := startTokenBridge(t, "s3cret")
 	c := newCLI(t, b)
 	_, errOut, code := c.run("thread", "list")
@@ -189,6 +194,7 @@ func TestTokenFlags(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	c := cli{t: t, env: map[string]string{"BRIDGE_URL": "http://127.0.0.1:1"}}
 	tests := []struct {
 		args []string
@@ -229,6 +235,7 @@ func TestUsageErrors(t *testing.T) {
 // that changes nothing is explained on stderr, exit 0, and that the same
 // action with an effect prints no note.
 func TestIgnoredActionsExplained(t *testing.T) {
+	t.Parallel()
 	b := startTestBridge(t)
 	c := newCLI(t, b)
 	c.ok("thread", "new", "plan", "--id", "plan")
@@ -257,6 +264,7 @@ func TestIgnoredActionsExplained(t *testing.T) {
 // entry naming no model gets "default" (the agent's own), and an id the
 // config does not profile is a usage error naming the flag.
 func TestInviteTakesTheConfiguredProfile(t *testing.T) {
+	t.Parallel()
 	b := startTestBridge(t)
 	c := newCLI(t, b)
 	c.ok("thread", "new", "t", "--id", "T")
@@ -300,6 +308,7 @@ func TestInviteTakesTheConfiguredProfile(t *testing.T) {
 // it. The shipped config gives claude-code a profile, so inviting it by
 // name needs no flag.
 func TestThreadNamesAndSeqs(t *testing.T) {
+	t.Parallel()
 	b := startTestBridge(t)
 	c := newCLI(t, b)
 	c.ok("thread", "new", "design review", "--id", "D")

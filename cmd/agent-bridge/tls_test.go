@@ -20,6 +20,7 @@ import (
 // certificate made here: it answers over HTTPS with HSTS, and the login
 // cookie is Secure.
 func TestServeTLS(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
@@ -57,6 +58,7 @@ func TestServeTLS(t *testing.T) {
 // loopback listener, the self-signed certificate being none it can
 // check), so echo answers, as read over HTTPS.
 func TestUpTLS(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

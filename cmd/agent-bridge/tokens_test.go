@@ -19,6 +19,7 @@ import (
 // not post (403, nothing stored), shows in the list without its secret,
 // and is refused (401) once revoked by name.
 func TestTokensCommands(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
@@ -79,6 +80,7 @@ func TestTokensCommands(t *testing.T) {
 // thread, a message as user, a pause), makes no token file, and says who
 // it takes them as.
 func TestServeOpen(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}

@@ -67,23 +67,33 @@ func (w *Watcher) Run(ctx context.Context) error {
 		return fmt.Errorf("watch config folder %s: %w", dir, err)
 	}
 	w.log.Info("watching config file", "path", w.path)
+	w.debounce(ctx, base, fw.Events, fw.Errors)
+	return nil
+}
+
+// debounce reloads the config reloadDebounce after the last event on the
+// file named base, until ctx is done or events or errs close. It is Run's
+// loop apart from fsnotify, so that a test can feed it events in a
+// testing/synctest bubble, whose clock moves only when every goroutine
+// waits (fsnotify's reader waits on a file, which a bubble cannot hold).
+func (w *Watcher) debounce(ctx context.Context, base string, events <-chan fsnotify.Event, errs <-chan error) {
 	timer := time.NewTimer(reloadDebounce)
 	timer.Stop()
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
-		case ev, ok := <-fw.Events:
+			return
+		case ev, ok := <-events:
 			if !ok {
-				return nil
+				return
 			}
 			if filepath.Base(ev.Name) == base {
 				timer.Reset(reloadDebounce)
 			}
-		case err, ok := <-fw.Errors:
+		case err, ok := <-errs:
 			if !ok {
-				return nil
+				return
 			}
 			w.log.Warn("config watch error", "path", w.path, "err", err)
 		case <-timer.C:

@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -9,7 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -212,4 +216,54 @@ func TestWatcher_UnknownKeyKeepsOldConfig(t *testing.T) {
 	if !strings.Contains(h.logs.String(), "status_addr: the change takes effect after a restart") {
 		t.Errorf("no restart warning for status_addr:\n%s", h.logs.String())
 	}
+}
+
+// TestWatcher_Debounce checks on a testing/synctest bubble's clock that a
+// burst of events on the config file (an editor saving in several steps)
+// makes one reload, reloadDebounce after the last of them and not a
+// nanosecond sooner; that events on other files of the folder do not put
+// it off; and that a watch error is logged and the watch goes on.
+func TestWatcher_Debounce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		h := newWatcherHarness(t)
+		events, errs := make(chan fsnotify.Event), make(chan error)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			h.w.debounce(ctx, filepath.Base(h.path), events, errs)
+		}()
+
+		replaceFile(t, h.path, configWith(5))
+		events <- fsnotify.Event{Name: h.path, Op: fsnotify.Create}
+		time.Sleep(reloadDebounce / 2)
+		events <- fsnotify.Event{Name: h.path, Op: fsnotify.Write}
+		time.Sleep(reloadDebounce / 2)
+		events <- fsnotify.Event{Name: h.path, Op: fsnotify.Chmod} // the last: the reload is due one debounce later
+		time.Sleep(reloadDebounce / 2)
+		events <- fsnotify.Event{Name: h.path + ".tmp", Op: fsnotify.Remove}
+		errs <- errors.New("queue overflow")
+		time.Sleep(reloadDebounce/2 - time.Nanosecond)
+		synctest.Wait()
+		if got := len(h.applied.snapshot()); got != 0 {
+			t.Fatalf("reloaded before the debounce ran out (%d configs applied)", got)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if cfgs := h.applied.snapshot(); len(cfgs) != 1 || cfgs[0].MaxConcurrency != 5 {
+			t.Fatalf("applied %+v at the end of the debounce, want one config with max_concurrency 5", cfgs)
+		}
+		time.Sleep(10 * reloadDebounce)
+		synctest.Wait()
+		if got := len(h.applied.snapshot()); got != 1 {
+			t.Fatalf("one burst of events reloaded %d times", got)
+		}
+		if !strings.Contains(h.logs.String(), "config watch error") || !strings.Contains(h.logs.String(), "queue overflow") {
+			t.Errorf("the watch error is not logged:\n%s", h.logs.String())
+		}
+		close(events)
+		<-done
+	})
 }

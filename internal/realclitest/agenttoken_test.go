@@ -48,6 +48,7 @@ var agentTokenRE = regexp.MustCompile(`BRIDGE_TOKEN=(` + agentbridge.TokenPrefix
 // a permission request (403); no token is 401; it can post as itself; the
 // token is revoked once the run ends (contract 7.3).
 func TestRealClaudeCannotActAsThePerson(t *testing.T) {
+	t.Parallel()
 	need(t)
 	a := newAgent(t, "claude", "claude")
 	a.extras["AGENT_BRIDGE_CLAUDE_ARGS"] = "--allowedTools Bash"

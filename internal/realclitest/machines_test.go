@@ -18,6 +18,7 @@ import (
 // once, from one machine: the runs are claimed at the bridge (contract
 // 7.1), so one machine's model sees each question and the other's never.
 func TestRealClaudeOnTwoMachines(t *testing.T) {
+	t.Parallel()
 	need(t)
 	laptop := newAgent(t, "claude", "claude")
 	s := newStackWith(t, true, laptop)

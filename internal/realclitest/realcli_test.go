@@ -28,6 +28,7 @@ const replyTimeout = 60 * time.Second
 // figures for three equal calls — with /metrics equal to their sum
 // (contract 6.1).
 func TestThreeTurnsResumeAndBookWhatWasServed(t *testing.T) {
+	t.Parallel()
 	eachCLI(t, func(t *testing.T, s *stack, a *agent) {
 		thread := s.thread("three turns with " + a.id)
 		for i, q := range []string{"question one", "question two", "question three"} {
@@ -105,6 +106,7 @@ func forgetSessions(t *testing.T, a *agent) {
 // session, the coordinator keeps the new id, and the next run resumes it
 // (contract 6.1).
 func TestLostSessionStartsAfresh(t *testing.T) {
+	t.Parallel()
 	eachCLI(t, func(t *testing.T, s *stack, a *agent) {
 		thread := s.thread("lost session with " + a.id)
 		a.fake.Push(fakemodel.Reply{Text: "first answer"})
@@ -147,6 +149,7 @@ func TestLostSessionStartsAfresh(t *testing.T) {
 // Cancel of a run waiting on a slow model: the run ends cancelled, one
 // notice, no reply, no process left.
 func TestCancelStopsTheCLI(t *testing.T) {
+	t.Parallel()
 	eachCLI(t, func(t *testing.T, s *stack, a *agent) {
 		thread := s.thread("cancel " + a.id)
 		a.fake.SetDefault(fakemodel.Reply{Text: "too late", Delay: 5 * time.Minute})
@@ -182,6 +185,7 @@ func TestCancelStopsTheCLI(t *testing.T) {
 // CLI's own reason within 15 s, the retries in between as progress with
 // their status and attempt (contract 6.1).
 func TestErrorsSurfaceWithinSeconds(t *testing.T) {
+	t.Parallel()
 	need(t)
 	var agents []*agent
 	type want struct {
@@ -252,6 +256,7 @@ func TestErrorsSurfaceWithinSeconds(t *testing.T) {
 // The real claude and codex, as MCP clients of "agent-bridge mcp", post
 // into a thread when the model calls the tool.
 func TestMCPClientsPostIntoAThread(t *testing.T) {
+	t.Parallel()
 	need(t)
 	s := newStack(t)
 	thread := s.thread("mcp")
@@ -313,6 +318,7 @@ var argsSet = regexp.MustCompile(`"AGENT_BRIDGE_(CLAUDE|CODEX)_ARGS"\s*:\s*"([^"
 // accepted by the pinned CLI: each runs one turn through the shipped
 // adapter (contract 6.1).
 func TestDocumentedFlagsAreAccepted(t *testing.T) {
+	t.Parallel()
 	need(t)
 	files, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	files = append(files, filepath.Join(root, "README.md"), filepath.Join(root, "coordinator.config.json"))
@@ -348,6 +354,7 @@ func TestDocumentedFlagsAreAccepted(t *testing.T) {
 
 // The MCP set-up commands of docs/mcp.md are accepted as written.
 func TestDocumentedMCPCommandsAreAccepted(t *testing.T) {
+	t.Parallel()
 	need(t)
 	doc, err := os.ReadFile(filepath.Join(root, "docs", "mcp.md"))
 	if err != nil {
@@ -390,6 +397,7 @@ func docsCodexTOML(t *testing.T) string {
 // The CLIs under test are the versions .ci/clis/package.json pins (the
 // fixtures and docs describe those).
 func TestCLIsAreThePinnedVersions(t *testing.T) {
+	t.Parallel()
 	need(t)
 	b, err := os.ReadFile(filepath.Join(root, ".ci", "clis", "package.json"))
 	if err != nil {

@@ -43,6 +43,7 @@ func fakeACPAgent(t testing.TB) string {
 // then, on the same warm agent, "Reject" → its reply says it was refused.
 // Each request shows who chose what, its buttons gone.
 func TestPermissionAnsweredFromUI(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.agents = map[string]any{
 		"acpy": map[string]any{"acp": []string{fakeACPAgent(t)}, "permissions": "ask", "workdir": t.TempDir()},

@@ -15,6 +15,7 @@ import (
 // scene's start and close say nothing about party mode. The permission
 // answer is covered by TestPermissionRequestButtons.
 func TestControlSentences(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	th := s.newThread("Controls")

@@ -12,6 +12,7 @@ import (
 // TestDarkTheme: with the system's dark setting the page and its events
 // turn dark, as the runs dashboard does.
 func TestDarkTheme(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	s.startCoordinator()

@@ -18,6 +18,7 @@ func runRow(p string) string {
 // progress timeline, the usage totals, the filters, and a hanging run
 // stopped with the Cancel button.
 func TestRunsDashboard(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	s.startCoordinator()
@@ -79,6 +80,7 @@ func TestRunsDashboard(t *testing.T) {
 // link a receipt in the bridge's UI carries (?run=ID). The screenshots in
 // docs/ui.md come from here.
 func TestRunsDashboardLayout(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	s.startCoordinator()

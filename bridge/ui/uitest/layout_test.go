@@ -116,6 +116,7 @@ func seedConversation(s *stack, name string) string {
 // the phone the thread list and the panel are drawers. The screenshots in
 // docs/ui.md come from here.
 func TestLayoutPhoneAndDesktop(t *testing.T) {
+	t.Parallel()
 	for _, vp := range []viewport{phone, desktop} {
 		t.Run(vp.name, func(t *testing.T) {
 			s := newStack(t)
@@ -206,6 +207,7 @@ func TestLayoutPhoneAndDesktop(t *testing.T) {
 // TestTitleReadableAt1024: at 1024 px the header's buttons leave the thread
 // title room to be read in full.
 func TestTitleReadableAt1024(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	th := s.newThread("design review of the phone layout")
@@ -223,6 +225,7 @@ func TestTitleReadableAt1024(t *testing.T) {
 // started, and never run, show available when the coordinator has an
 // adapter for them, offline when it has none.
 func TestIdleAgentShowsAvailable(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	th := s.newThread("Idle")
@@ -269,6 +272,7 @@ func (b *browser) grantNotifications(origin string) {
 // page keeps its stream and raises one notification for a question
 // addressed to the viewer, none for a question to someone else.
 func TestNotificationForQuestionToViewer(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	th := s.newThread("Questions")

@@ -17,6 +17,7 @@ import (
 // reloads presence once (it is not replayed); and presence turns stale
 // after the TTL with nothing from the server.
 func TestListAndPresenceFromStream(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	th := s.newThread("watched")

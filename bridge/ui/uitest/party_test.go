@@ -11,6 +11,7 @@ import (
 // round: the first takes grouped under "round 1", the reactions under
 // "round 2", then the notice; the exit word switches the Party box off.
 func TestPartyMode(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	s.startCoordinator()

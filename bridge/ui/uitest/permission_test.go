@@ -14,6 +14,7 @@ import (
 // request and the option, and the control reads as a sentence. Someone
 // else viewing gets no buttons.
 func TestPermissionRequestButtons(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	th := s.newThread("Permissions")
@@ -79,6 +80,7 @@ func TestPermissionRequestButtons(t *testing.T) {
 // replies to it; the request's buttons give way to the notice, and the
 // notice itself asks the viewer nothing.
 func TestPermissionRequestClosedByNotice(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	th := s.newThread("Withdrawn")

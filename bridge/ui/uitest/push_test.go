@@ -54,6 +54,7 @@ func (b *browser) swRegistration(scope string) serviceworker.RegistrationID {
 // one tap; a second answer from another browser is refused with the
 // bridge's "already answered" sentence on the request.
 func TestPushOpensTheRequest(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.agents = map[string]any{
 		"acpy": map[string]any{"acp": []string{fakeACPAgent(t)}, "permissions": "ask", "workdir": t.TempDir()},

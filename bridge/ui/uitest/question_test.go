@@ -11,6 +11,7 @@ import (
 // sends the reply to the asker with meta.reply_to set. The same question
 // is not highlighted for someone else.
 func TestQuestionForTheViewer(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	s.startCoordinator()

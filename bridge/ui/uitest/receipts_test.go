@@ -20,6 +20,7 @@ func receiptLines(text string) string {
 // presence reports, and "replied" once the reply is posted. The header
 // links to the coordinator's dashboard at the URL serve was given.
 func TestReceiptLines(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.serveArgs = []string{"--coordinator-url", "http://127.0.0.1:5999"}
 	s.startServe()

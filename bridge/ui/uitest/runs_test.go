@@ -12,6 +12,7 @@ import (
 // as the viewer, the coordinator stops the run and says so in the thread,
 // and the button goes away.
 func TestStopThinkingParticipant(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	s.startCoordinator()

@@ -12,6 +12,7 @@ import (
 // shows: the scene header (status, turns per actor, caps), every private
 // event collapsed, and a transcript download without private text.
 func TestSceneView(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	s.startCoordinator()

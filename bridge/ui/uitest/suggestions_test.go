@@ -12,6 +12,7 @@ import (
 // opens, with who sent them and their description; one sent while the page
 // is open shows after Refresh; a title that looks like HTML stays text.
 func TestSuggestionsPanel(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	suggest := func(from, title, description string) {
@@ -58,6 +59,7 @@ func TestSuggestionsPanel(t *testing.T) {
 // under its own status; Reopen sets one back to pending. The count on the
 // button follows the pending ones.
 func TestSuggestionActions(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	var ids []string

@@ -13,6 +13,7 @@ import (
 // read after a reload (it is kept in the browser). The viewer's own posts
 // and controls never count.
 func TestThreadListUnreadAndPreview(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	open := s.newThread("open one")

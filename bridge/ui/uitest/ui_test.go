@@ -16,6 +16,7 @@ import (
 // autocomplete, send with Enter, watch it think, and see its reply arrive
 // live with the coordinator badge and a link to the message it answers.
 func TestConversationWithAgent(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	s.startCoordinator()
@@ -96,6 +97,7 @@ func TestConversationWithAgent(t *testing.T) {
 // first, the search box, renaming (a thread.renamed event), and opening a
 // thread from its URL.
 func TestThreadsListSearchRenameDeepLink(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	alpha := s.newThread("alpha notes")
@@ -136,6 +138,7 @@ func TestThreadsListSearchRenameDeepLink(t *testing.T) {
 // from the panel, then posts as that participant: the composer shows the
 // server's own sentence for each refusal.
 func TestMuteAndPauseRefusalsShown(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	th := s.newThread("controls")
@@ -208,6 +211,7 @@ func TestMuteAndPauseRefusalsShown(t *testing.T) {
 // the banner, the disabled composer, events up to N only, and the
 // participants as of N.
 func TestRevisionHistory(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	th := s.newThread("history")                                   // seq 1
@@ -256,6 +260,7 @@ func TestRevisionHistory(t *testing.T) {
 // and checks that none runs and each renders as text, with only http(s)
 // links made clickable.
 func TestUntrustedContentIsInert(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	th := s.newThread("xss <img src=x onerror=window.__xss=1>")
@@ -325,6 +330,7 @@ func TestUntrustedContentIsInert(t *testing.T) {
 // starts it again on the same port and database, and checks that events
 // posted around the restart each appear exactly once.
 func TestReconnectAfterServerRestart(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	th := s.newThread("restart")
@@ -367,6 +373,7 @@ func TestReconnectAfterServerRestart(t *testing.T) {
 // exchanges it for the HttpOnly login cookie, keeps no copy a script could
 // read, and then works, streams included.
 func TestTokenMode(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.token = "s3cret-token"
 	s.startServe()
@@ -391,6 +398,7 @@ func TestTokenMode(t *testing.T) {
 // again (in a browser without the cookie) is refused, so the page asks for
 // a token.
 func TestLoginLink(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.ownToken = true
 	s.startServe()
@@ -417,6 +425,7 @@ func TestLoginLink(t *testing.T) {
 // page shows only the tail, and scrolling up prepends older events, in
 // order, without duplicates, until the start.
 func TestLongThreadLoadsOlderOnScroll(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	th := s.newThread("long")
@@ -451,6 +460,7 @@ func TestLongThreadLoadsOlderOnScroll(t *testing.T) {
 // that will have no effect (contract 6.4) shows the server's reason, as
 // the CLI prints it, instead of looking like a success.
 func TestIgnoredActionsSaySo(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	s.startServe()
 	th := s.newThread("ignored")
