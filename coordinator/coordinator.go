@@ -19,6 +19,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 )
@@ -479,7 +480,7 @@ type staged struct {
 	ctl     *agentbridge.Control
 	cfg     *config.Config
 	before  threadCache
-	d       Decision
+	d       rules.Decision
 	decided bool
 	step    ledger.Step
 }
@@ -527,7 +528,7 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 		if step, err = c.stepFor(cfg, e, d); err != nil {
 			return err
 		}
-		c.claims.askEarly(ctx, cfg, step.Invocations, d.profiles())
+		c.claims.askEarly(ctx, cfg, step.Invocations, d.Profiles())
 	}
 	// A cancel is applied before the cursor moves past it, so a crash
 	// in between applies it again (it is idempotent).
@@ -585,7 +586,7 @@ func (c *Coordinator) flush(ctx context.Context) error {
 // know it, and then kept in before). decided reports whether the decision
 // is to be recorded: every message's, and a control's or closed scene's
 // that did something.
-func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, before *threadCache, cfg *config.Config) (d Decision, decided bool, err error) {
+func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, before *threadCache, cfg *config.Config) (d rules.Decision, decided bool, err error) {
 	switch e.Type {
 	case agentbridge.TypeMessage, agentbridge.TypeControl, agentbridge.TypeSceneClosed:
 	default:
@@ -601,30 +602,21 @@ func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, ctl *agen
 		// Already processed (the global cursor was reset behind it).
 		return d, false, nil
 	}
-	var facts *PartyFacts
+	var facts *rules.PartyFacts
 	if before.state.Party.On {
 		if facts, err = c.partySelectionFacts(ctx, e, cfg); err != nil {
 			return d, false, err
 		}
 	}
-	d = Decide(before.state, e, ctl, cfg, facts)
-	decided = e.Type == agentbridge.TypeMessage || d.Rule == RuleProd || d.Rule == RuleScene || d.Rule == RuleSceneJournal
+	d = rules.Decide(before.state, e, ctl, cfg, facts)
+	decided = e.Type == agentbridge.TypeMessage || d.Rule == rules.RuleProd || d.Rule == rules.RuleScene || d.Rule == rules.RuleSceneJournal
 	return d, decided, nil
-}
-
-// profiles maps each participant d invokes to its invited profile.
-func (d Decision) profiles() map[string]agentbridge.Profile {
-	out := make(map[string]agentbridge.Profile, len(d.Invoke))
-	for _, t := range d.Invoke {
-		out[t.Participant] = t.Profile
-	}
-	return out
 }
 
 // stepFor is the ledger step that records decision d of e: the decision,
 // the invocations it queues, the notices it owes and a party round it
 // starts.
-func (c *Coordinator) stepFor(cfg *config.Config, e agentbridge.Event, d Decision) (ledger.Step, error) {
+func (c *Coordinator) stepFor(cfg *config.Config, e agentbridge.Event, d rules.Decision) (ledger.Step, error) {
 	step := ledger.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq}
 	js, err := json.Marshal(d)
 	if err != nil {
@@ -638,11 +630,11 @@ func (c *Coordinator) stepFor(cfg *config.Config, e agentbridge.Event, d Decisio
 		}
 		step.Invocations = append(step.Invocations, ledger.Invocation{
 			Thread: e.Thread, TriggerID: e.ID, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq,
-			Participant: t.Participant, Agent: t.Agent, Command: cmd, Hop: d.Hop, Round: d.partyRound(),
+			Participant: t.Participant, Agent: t.Agent, Command: cmd, Hop: d.Hop, Round: d.PartyRound(),
 		})
 	}
 	step.Notices = c.notices(cfg, e, d)
-	step.PartyRound = d.partyStart(e)
+	step.PartyRound = partyStart(d, e)
 	return step, nil
 }
 
@@ -682,8 +674,8 @@ func (c *Coordinator) remember(cfg *config.Config, e agentbridge.Event, ctl *age
 // invocations (with what the follow loop already knows, so prepare reads
 // less), the notices, the receipts, and the end of a party round nobody
 // could take part in.
-func (c *Coordinator) dispatch(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, d Decision, decided bool, step ledger.Step, queued []ledger.Invocation, after agentbridge.ThreadState) {
-	profiles := d.profiles()
+func (c *Coordinator) dispatch(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, d rules.Decision, decided bool, step ledger.Step, queued []ledger.Invocation, after agentbridge.ThreadState) {
+	profiles := d.Profiles()
 	for _, inv := range queued {
 		ev := e
 		c.sched.enqueue(job{inv: inv, trigger: &ev, profile: profiles[inv.Participant], hasProfile: true, after: &after})
@@ -749,7 +741,7 @@ const (
 
 // notices builds the coordinator messages a decision owes: a clarification
 // to the sender, a loop-guard notice to everyone.
-func (c *Coordinator) notices(cfg *config.Config, e agentbridge.Event, d Decision) []ledger.Notice {
+func (c *Coordinator) notices(cfg *config.Config, e agentbridge.Event, d rules.Decision) []ledger.Notice {
 	var out []ledger.Notice
 	add := func(kind, to, text string) {
 		in := agentbridge.EventInput{
@@ -763,7 +755,7 @@ func (c *Coordinator) notices(cfg *config.Config, e agentbridge.Event, d Decisio
 		add(noticeClarification, e.From, d.Clarify)
 	}
 	if d.LoopGuard {
-		add(noticeLoopGuard, agentbridge.ToAll, LoopGuardNotice(d.Hop, cfg.MaxAgentHops))
+		add(noticeLoopGuard, agentbridge.ToAll, rules.LoopGuardNotice(d.Hop, cfg.MaxAgentHops))
 	}
 	if d.SceneClose != "" {
 		in := agentbridge.EventInput{
