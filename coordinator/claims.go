@@ -12,6 +12,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 )
 
 // Claims at the bridge (contract 7.1, docs/delivery.md). Before a run's
@@ -263,7 +264,7 @@ func (k *claimer) run(ctx context.Context, j job) (ledger.Invocation, bool) {
 // serves, so that a coordinator serving it later takes the trigger (up to
 // pending_ttl_s). It returns false when the bridge keeps no claims or
 // refused it: the caller then reports the skip itself.
-func (k *claimer) wait(ctx context.Context, thread, event string, round int, s Skip) (filed bool) {
+func (k *claimer) wait(ctx context.Context, thread, event string, round int, s rules.Skip) (filed bool) {
 	if k.off() {
 		return false
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/coordinator/internal/cache"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/coordinator/registry"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 )
@@ -489,7 +490,7 @@ type staged struct {
 	ctl     *agentbridge.Control
 	cfg     *config.Config
 	before  threadCache
-	d       Decision
+	d       rules.Decision
 	decided bool
 	step    ledger.Step
 }
@@ -595,7 +596,7 @@ func (c *Coordinator) flush(ctx context.Context) error {
 // know it, and then kept in before). decided reports whether the decision
 // is to be recorded: every message's, and a control's or closed scene's
 // that did something.
-func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, before *threadCache, cfg *config.Config) (d Decision, decided bool, err error) {
+func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, before *threadCache, cfg *config.Config) (d rules.Decision, decided bool, err error) {
 	switch e.Type {
 	case agentbridge.TypeMessage, agentbridge.TypeControl, agentbridge.TypeSceneClosed:
 	default:
@@ -611,14 +612,14 @@ func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, ctl *agen
 		// Already processed (the global cursor was reset behind it).
 		return d, false, nil
 	}
-	var facts *PartyFacts
+	var facts *rules.PartyFacts
 	if before.state.Party.On {
 		if facts, err = c.partySelectionFacts(ctx, e, cfg); err != nil {
 			return d, false, err
 		}
 	}
-	d = Decide(before.state, e, ctl, cfg, facts)
-	decided = e.Type == agentbridge.TypeMessage || d.Rule == RuleProd || d.Rule == RuleScene || d.Rule == RuleSceneJournal
+	d = rules.Decide(before.state, e, ctl, cfg, facts)
+	decided = e.Type == agentbridge.TypeMessage || d.Rule == rules.RuleProd || d.Rule == rules.RuleScene || d.Rule == rules.RuleSceneJournal
 	return d, decided, nil
 }
 
@@ -626,14 +627,14 @@ func (c *Coordinator) decide(ctx context.Context, e agentbridge.Event, ctl *agen
 // thread's state: the party turns counted from the thread's events before
 // e, and who the other live coordinators serve (read again now, so that
 // one that registered since the last read counts).
-func (c *Coordinator) partySelectionFacts(ctx context.Context, e agentbridge.Event, cfg *config.Config) (*PartyFacts, error) {
+func (c *Coordinator) partySelectionFacts(ctx context.Context, e agentbridge.Event, cfg *config.Config) (*rules.PartyFacts, error) {
 	if cfg.HumanIDs.Has(e.From) && e.Type == agentbridge.TypeMessage && e.To == agentbridge.ToAll && !agentbridge.IsPartyExit(e.Text()) {
 		evs, err := c.threadEvents(ctx, e.Thread, 0, e.Seq-1)
 		if err != nil {
 			return nil, err
 		}
 		c.registry.Refresh(ctx)
-		return &PartyFacts{Turns: PartyTurns(evs), Elsewhere: func(p, client string) bool {
+		return &rules.PartyFacts{Turns: rules.PartyTurns(evs), Elsewhere: func(p, client string) bool {
 			served, _ := c.registry.ServedElsewhere(p, client)
 			return served
 		}}, nil
@@ -644,9 +645,9 @@ func (c *Coordinator) partySelectionFacts(ctx context.Context, e agentbridge.Eve
 // stepFor is the ledger step that records decision d of e: the decision,
 // the invocations it queues, the notices it owes and a party round it
 // starts.
-func (c *Coordinator) stepFor(cfg *config.Config, e agentbridge.Event, d Decision) (ledger.Step, error) {
-	step := ledger.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq, PartyRound: d.partyStart(e)}
-	round := d.partyRound()
+func (c *Coordinator) stepFor(cfg *config.Config, e agentbridge.Event, d rules.Decision) (ledger.Step, error) {
+	step := ledger.Step{GSeq: e.GSeq, Thread: e.Thread, Seq: e.Seq, PartyRound: partyStart(d, e)}
+	round := d.PartyRound()
 	js, err := json.Marshal(d)
 	if err != nil {
 		return step, fmt.Errorf("encode decision: %w", err)
@@ -703,7 +704,7 @@ func (c *Coordinator) remember(cfg *config.Config, e agentbridge.Event, ctl *age
 // invocations (with what the follow loop already knows, so prepare reads
 // less), the notices, the receipts, and the end of a party round nobody
 // could take part in.
-func (c *Coordinator) dispatch(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, d Decision, decided bool, step ledger.Step, queued []ledger.Invocation, after agentbridge.ThreadState) {
+func (c *Coordinator) dispatch(ctx context.Context, e agentbridge.Event, ctl *agentbridge.Control, d rules.Decision, decided bool, step ledger.Step, queued []ledger.Invocation, after agentbridge.ThreadState) {
 	for _, inv := range queued {
 		ev := e
 		c.sched.enqueue(job{inv: inv, trigger: &ev, after: &after})
@@ -769,7 +770,7 @@ const (
 
 // notices builds the coordinator messages a decision owes: a clarification
 // to the sender, a loop-guard notice to everyone.
-func (c *Coordinator) notices(cfg *config.Config, e agentbridge.Event, d Decision) []ledger.Notice {
+func (c *Coordinator) notices(cfg *config.Config, e agentbridge.Event, d rules.Decision) []ledger.Notice {
 	var out []ledger.Notice
 	add := func(kind, to, text string) {
 		in := agentbridge.EventInput{
@@ -783,7 +784,7 @@ func (c *Coordinator) notices(cfg *config.Config, e agentbridge.Event, d Decisio
 		add(noticeClarification, e.From, d.Clarify)
 	}
 	if d.LoopGuard {
-		add(noticeLoopGuard, agentbridge.ToAll, LoopGuardNotice(d.Hop, cfg.MaxAgentHops))
+		add(noticeLoopGuard, agentbridge.ToAll, rules.LoopGuardNotice(d.Hop, cfg.MaxAgentHops))
 	}
 	if d.SceneClose != "" {
 		in := agentbridge.EventInput{

@@ -19,6 +19,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/coordinator/registry"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 )
 
 // invoke runs one job to its end: the adapter, then the post of its reply
@@ -260,13 +261,9 @@ func errorPost(cfg *config.Config, inv ledger.Invocation, msg string) agentbridg
 		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: agentbridge.ToAll,
 		Content: mustJSON(adapters.TruncateReply(text, cfg.MaxReplyChars)),
 		Meta: agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "error"},
-			Extra: map[string]json.RawMessage{metaParticipant: mustJSON(inv.Participant)}},
+			Extra: map[string]json.RawMessage{rules.MetaParticipant: mustJSON(inv.Participant)}},
 	}
 }
-
-// metaParticipant is the meta key naming the participant an error message
-// is about.
-const metaParticipant = "participant"
 
 // deliver posts a reply or error message with the pair's idempotency key,
 // retrying transient failures until ctx ends, and records the result. It

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -347,7 +347,7 @@ func TestHotReloadAddsAgent(t *testing.T) {
 	th := s.thread("reload")
 	s.invite(th, "dave", agentbridge.Profile{})
 	before := s.say(th, "dave", "hello?")
-	if d := s.decision(before.ID); skipped(d.Skipped)["dave"] != coordinator.ReasonNoAdapter {
+	if d := s.decision(before.ID); skipped(d.Skipped)["dave"] != rules.ReasonNoAdapter {
 		t.Fatalf("before the reload: decision %+v, want dave skipped for no adapter", d)
 	}
 	write(`"alice": {"command": ["` + fakePath + `"]}, "dave": {"command": ["` + fakePath + `"]}`)

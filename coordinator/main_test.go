@@ -22,6 +22,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 	"github.com/agent-bridge/agent-bridge/internal/testbridge"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -325,9 +326,9 @@ func (s *stack) waitReplies(thread, trigger string, n int) []agentbridge.Event {
 
 // decision waits for the recorded decision of an event, read through the
 // status API as `agent-bridge why` does.
-func (s *stack) decision(eventID string) coordinator.Decision {
+func (s *stack) decision(eventID string) rules.Decision {
 	s.t.Helper()
-	var d coordinator.Decision
+	var d rules.Decision
 	testutil.WaitFor(s.t, waitLong, "decision for "+eventID, func() bool {
 		resp, err := http.Get(s.coord.StatusURL() + "/decisions?event=" + eventID)
 		if err != nil {
@@ -397,7 +398,7 @@ func jsonString(s string) json.RawMessage {
 	return b
 }
 
-func participants(ts []coordinator.Target) []string {
+func participants(ts []rules.Target) []string {
 	var out []string
 	for _, t := range ts {
 		out = append(out, t.Participant)
@@ -406,7 +407,7 @@ func participants(ts []coordinator.Target) []string {
 	return out
 }
 
-func skipped(sk []coordinator.Skip) map[string]string {
+func skipped(sk []rules.Skip) map[string]string {
 	out := map[string]string{}
 	for _, s := range sk {
 		out[s.Participant] = s.Reason

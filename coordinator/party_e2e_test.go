@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -99,14 +99,14 @@ func TestPartyTwoRounds(t *testing.T) {
 	notice := s.waitPartyNotice(th, tr.ID)
 
 	d := s.decision(tr.ID)
-	if d.Rule != coordinator.RuleParty || d.Party == nil {
+	if d.Rule != rules.RuleParty || d.Party == nil {
 		t.Fatalf("decision = %+v, want rule party", d)
 	}
 	if got := participants(d.Invoke); !slices.Equal(got, []string{"alice", "bob"}) {
 		t.Fatalf("invoked %q, want alice and bob", got)
 	}
-	if got := skipped(d.Skipped)["carol"]; got != coordinator.PartyOverMax {
-		t.Errorf("carol skipped for %q, want %q", got, coordinator.PartyOverMax)
+	if got := skipped(d.Skipped)["carol"]; got != rules.PartyOverMax {
+		t.Errorf("carol skipped for %q, want %q", got, rules.PartyOverMax)
 	}
 
 	var round1, round2 []agentbridge.Event
@@ -226,11 +226,11 @@ func TestPartyNoCrossTalkAndExit(t *testing.T) {
 		t.Errorf("%d invocations, want 2 (alice and carol, round 1)", got)
 	}
 	bye := s.say(th, "all", "thanks, goodbye")
-	if d := s.decision(bye.ID); d.Rule == coordinator.RuleParty || len(d.Invoke) != 0 {
+	if d := s.decision(bye.ID); d.Rule == rules.RuleParty || len(d.Invoke) != 0 {
 		t.Errorf("exit message decision = %+v", d)
 	}
 	after := s.say(th, "all", "anyone?")
-	if d := s.decision(after.ID); d.Rule != coordinator.RuleNone {
+	if d := s.decision(after.ID); d.Rule != rules.RuleNone {
 		t.Errorf("after exit, rule = %q, want none", d.Rule)
 	}
 	st, _, err := s.cl.State(t.Context(), th, 0)

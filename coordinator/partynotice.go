@@ -10,6 +10,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/coordinator/registry"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 )
 
 // Notices across coordinators (contract 7.1). Every coordinator that
@@ -156,7 +157,7 @@ func (c *Coordinator) partyNoticeFromThread(ctx context.Context, cl agentbridge.
 	if err != nil {
 		return ledger.Notice{}, false, fmt.Errorf("read decision: %w", err)
 	}
-	var d Decision
+	var d rules.Decision
 	if err := json.Unmarshal(rec.Decision, &d); err != nil || d.Party == nil {
 		return ledger.Notice{}, false, fmt.Errorf("decision of %s is not a party round", cl.Event)
 	}
@@ -166,7 +167,7 @@ func (c *Coordinator) partyNoticeFromThread(ctx context.Context, cl agentbridge.
 	}
 	r := ledger.PartyRound{TriggerID: cl.Event, Thread: rec.Thread, TriggerSeq: rec.Seq, TriggerFrom: trig[0].From, CrossTalk: d.Party.CrossTalk, Selected: d.Party.IDs()}
 	p, _, err := c.partyProgress(ctx, r)
-	if err != nil || p.Stage < partyStageDone {
+	if err != nil || p.Stage < rules.PartyStageDone {
 		return ledger.Notice{}, false, err
 	}
 	return c.partyNotice(r, p.Notice), true, nil

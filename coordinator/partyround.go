@@ -10,50 +10,33 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 )
 
-// This file is party mode's shell: it carries out what SelectParty and
-// PartyFromThread decide. The thread says where a round stands; the
+// This file is party mode's shell: it carries out what rules.SelectParty
+// and rules.PartyFromThread decide. The thread says where a round stands; the
 // ledger's party_rounds row and AdvanceParty make this coordinator queue
 // its round-2 runs once and owe the notice once, across crashes.
 
 // noticeParty is the kind of the notice that ends a party round.
 const noticeParty = "party"
 
-// metaParty is the meta key of party replies: {"round": n, "trigger": id}.
-const metaParty = "party"
-
-// partyMeta is the value of meta.party on a party reply or error.
-type partyMeta struct {
-	Round   int    `json:"round"`
-	Trigger string `json:"trigger"`
-}
-
-// partyRound is the party round of a decision's invocations: 1 for a party
-// trigger, 0 otherwise.
-func (d Decision) partyRound() int {
-	if d.Rule == RuleParty {
-		return 1
-	}
-	return 0
-}
-
-// partyStart is the ledger row a party trigger starts, or nil. Its
-// selection is every participant the round runs, here or on the
+// partyStart is the ledger row party trigger e, decided by d, starts, or
+// nil. Its selection is every participant the round runs, here or on the
 // coordinator serving it: the selected ones this coordinator invokes or
 // skips only for want of an adapter here. A coordinator that runs nobody
 // of a round others run starts none: it owes that round nothing, so a
 // coordinator serving none of the party posts nothing in it. When nobody
 // could take part, every coordinator starts the round and one posts its
 // notice.
-func (d Decision) partyStart(e agentbridge.Event) *ledger.PartyRound {
-	if d.Rule != RuleParty || d.Party == nil || (len(d.Invoke) == 0 && len(d.Party.Selected) > 0) {
+func partyStart(d rules.Decision, e agentbridge.Event) *ledger.PartyRound {
+	if d.Rule != rules.RuleParty || d.Party == nil || (len(d.Invoke) == 0 && len(d.Party.Selected) > 0) {
 		return nil
 	}
 	sel := []string{}
 	for _, p := range d.Party.IDs() {
-		here := slices.ContainsFunc(d.Invoke, func(t Target) bool { return t.Participant == p })
-		elsewhere := slices.ContainsFunc(d.Skipped, func(s Skip) bool { return s.Participant == p && s.Reason == ReasonNoAdapter })
+		here := slices.ContainsFunc(d.Invoke, func(t rules.Target) bool { return t.Participant == p })
+		elsewhere := slices.ContainsFunc(d.Skipped, func(s rules.Skip) bool { return s.Participant == p && s.Reason == rules.ReasonNoAdapter })
 		if here || elsewhere {
 			sel = append(sel, p)
 		}
@@ -83,27 +66,13 @@ func withPartyMeta(m agentbridge.Meta, inv ledger.Invocation) agentbridge.Meta {
 	for k, v := range m.Extra {
 		extra[k] = v
 	}
-	extra[metaParty] = mustJSON(partyMeta{Round: inv.Round, Trigger: inv.TriggerID})
+	extra[rules.MetaParty] = mustJSON(rules.PartyMeta{Round: inv.Round, Trigger: inv.TriggerID})
 	m.Extra = extra
 	return m
 }
 
-// partyRoundOf returns the party round an event answers (meta.party.round),
-// 0 for anything else.
-func partyRoundOf(e agentbridge.Event) int {
-	raw, ok := e.Meta.Extra[metaParty]
-	if !ok {
-		return 0
-	}
-	var pm partyMeta
-	if json.Unmarshal(raw, &pm) != nil {
-		return 0
-	}
-	return pm.Round
-}
-
 // partyAdvance moves a party trigger's round on as its thread tells
-// (PartyFromThread): once round 1 is over it queues round 2's runs of the
+// (rules.PartyFromThread): once round 1 is over it queues round 2's runs of the
 // agents this coordinator serves, and once the round is done it owes the
 // closing notice, which one coordinator posts (partynotice.go). Calling
 // it early, late, twice or on several coordinators is harmless.
@@ -122,13 +91,13 @@ func (c *Coordinator) partyAdvance(ctx context.Context, triggerID string) {
 		c.log.Warn("cannot read the party round's thread; trying again later", "trigger", triggerID, "err", err)
 		return
 	}
-	if p.Stage >= partyStageRound2 && r.Stage == ledger.PartyStageRound1 && len(p.Reactors) > 0 {
+	if p.Stage >= rules.PartyStageRound2 && r.Stage == ledger.PartyStageRound1 && len(p.Reactors) > 0 {
 		if !c.startRound2(keep, r, p.Reactors) {
 			return
 		}
 		r.Stage = ledger.PartyStageRound2
 	}
-	if p.Stage < partyStageDone {
+	if p.Stage < rules.PartyStageDone {
 		return
 	}
 	n := c.partyNotice(r, p.Notice)
@@ -145,7 +114,7 @@ func (c *Coordinator) partyAdvance(ctx context.Context, triggerID string) {
 // partyProgress reads party round r from its thread: the trigger's
 // receipts first, then the events after it, so that every reply a
 // receipt names is among the events read. It returns the events too.
-func (c *Coordinator) partyProgress(ctx context.Context, r ledger.PartyRound) (PartyProgress, []agentbridge.Event, error) {
+func (c *Coordinator) partyProgress(ctx context.Context, r ledger.PartyRound) (rules.PartyProgress, []agentbridge.Event, error) {
 	var receipts []agentbridge.Receipt
 	err := c.retry(ctx, retrying{what: "read party receipts", attrs: []any{"trigger", r.TriggerID}, permanent: refusedForGood},
 		func() (err error) {
@@ -153,13 +122,13 @@ func (c *Coordinator) partyProgress(ctx context.Context, r ledger.PartyRound) (P
 			return err
 		})
 	if err != nil {
-		return PartyProgress{}, nil, fmt.Errorf("read party receipts: %w", err)
+		return rules.PartyProgress{}, nil, fmt.Errorf("read party receipts: %w", err)
 	}
 	evs, err := c.threadEvents(ctx, r.Thread, r.TriggerSeq, 0)
 	if err != nil {
-		return PartyProgress{}, nil, err
+		return rules.PartyProgress{}, nil, err
 	}
-	return PartyFromThread(r.TriggerID, r.Selected, r.CrossTalk, evs, receipts), evs, nil
+	return rules.PartyFromThread(r.TriggerID, r.Selected, r.CrossTalk, evs, receipts), evs, nil
 }
 
 // threadEvents reads a thread's events with seq after < seq (and ≤ until
@@ -251,7 +220,7 @@ func (c *Coordinator) partyFacts(ctx context.Context, inv ledger.Invocation) (*a
 	info.Selected = p.Reactors
 	var answers []agentbridge.Event
 	for _, e := range evs {
-		if e.Meta.ReplyTo == r.TriggerID && partyRoundOf(e) == 1 && slices.Contains(p.Reactors, e.From) {
+		if e.Meta.ReplyTo == r.TriggerID && rules.PartyRoundOf(e) == 1 && slices.Contains(p.Reactors, e.From) {
 			answers = append(answers, e)
 		}
 	}

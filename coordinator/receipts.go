@@ -16,6 +16,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 )
 
 // The receipt reporter (contract 5.5) tells the bridge what became of every
@@ -226,12 +227,12 @@ func (r *receiptReporter) passDecisions(ctx context.Context) (n int, ok bool, er
 	}
 	listed := false
 	for _, d := range decs {
-		var dd Decision
+		var dd rules.Decision
 		if err := json.Unmarshal(d.Decision, &dd); err != nil {
 			r.c.log.Warn("receipts: cannot decode a decision", "event", d.EventID, "err", err)
 		}
 		for _, s := range dd.Skipped {
-			if !r.reportSkip(ctx, d, dd.partyRound(), s, &listed) {
+			if !r.reportSkip(ctx, d, dd.PartyRound(), s, &listed) {
 				continue
 			}
 			if !r.send(ctx, agentbridge.ReceiptInput{
@@ -258,7 +259,7 @@ func (r *receiptReporter) passDecisions(ctx context.Context) (n int, ok bool, er
 // claims is "no adapter" reported, each coordinator's report of it being
 // the same receipt. Against a bridge that keeps no registrations (an
 // older one) it reports as the only coordinator.
-func (r *receiptReporter) reportSkip(ctx context.Context, d ledger.DecisionRow, round int, s Skip, listed *bool) bool {
+func (r *receiptReporter) reportSkip(ctx context.Context, d ledger.DecisionRow, round int, s rules.Skip, listed *bool) bool {
 	if s.Agent != "" {
 		return true
 	}
@@ -278,7 +279,7 @@ func (r *receiptReporter) reportSkip(ctx context.Context, d ledger.DecisionRow, 
 	if !known || elsewhere {
 		return false
 	}
-	if s.Reason != ReasonNoAdapter {
+	if s.Reason != rules.ReasonNoAdapter {
 		return true
 	}
 	return !r.c.claims.wait(ctx, d.Thread, d.EventID, round, s)

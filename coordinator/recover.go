@@ -7,6 +7,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 )
 
 // recover settles what a previous run left unfinished (see
@@ -99,14 +100,14 @@ func (c *Coordinator) repliesAfter(ctx context.Context, thread string, seq int64
 // evs, and the status it implies.
 func replyFor(evs []agentbridge.Event, inv ledger.Invocation, coordinatorID string) (agentbridge.Event, string, bool) {
 	for _, e := range evs {
-		if e.Meta.ReplyTo != inv.TriggerID || partyRoundOf(e) != inv.Round {
+		if e.Meta.ReplyTo != inv.TriggerID || rules.PartyRoundOf(e) != inv.Round {
 			continue
 		}
 		if e.From == inv.Participant {
 			return e, ledger.StatusSucceeded, true
 		}
 		byCoordinator := e.From == coordinatorID || (coordinatorID == "" && e.Meta.HasTag("coordinator"))
-		if byCoordinator && e.Meta.HasTag("error") && string(e.Meta.Extra[metaParticipant]) == string(mustJSON(inv.Participant)) {
+		if byCoordinator && e.Meta.HasTag("error") && string(e.Meta.Extra[rules.MetaParticipant]) == string(mustJSON(inv.Participant)) {
 			return e, ledger.StatusFailed, true
 		}
 	}

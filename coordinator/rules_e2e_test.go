@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -36,7 +36,7 @@ func TestRulesEndToEnd(t *testing.T) {
 			name:    "to",
 			setup:   func(th string) { s.invite(th, "alice", agentbridge.Profile{}) },
 			trigger: func(th string) agentbridge.Event { return s.say(th, "alice", "hello") },
-			rule:    coordinator.RuleTo, invoked: []string{"alice"},
+			rule:    rules.RuleTo, invoked: []string{"alice"},
 		},
 		{
 			name: "mention",
@@ -45,7 +45,7 @@ func TestRulesEndToEnd(t *testing.T) {
 				s.invite(th, "bob", agentbridge.Profile{})
 			},
 			trigger: func(th string) agentbridge.Event { return s.say(th, "all", "@bob, what do you think?") },
-			rule:    coordinator.RuleMention, invoked: []string{"bob"},
+			rule:    rules.RuleMention, invoked: []string{"bob"},
 		},
 		{
 			name: "adapter by client",
@@ -53,7 +53,7 @@ func TestRulesEndToEnd(t *testing.T) {
 				s.invite(th, "opus", agentbridge.Profile{Client: "claude", Model: "opus"})
 			},
 			trigger: func(th string) agentbridge.Event { return s.say(th, "opus", "hi") },
-			rule:    coordinator.RuleTo, invoked: []string{"opus"},
+			rule:    rules.RuleTo, invoked: []string{"opus"},
 		},
 		{
 			name: "nickname ambiguity",
@@ -62,15 +62,15 @@ func TestRulesEndToEnd(t *testing.T) {
 				s.invite(th, "bob", agentbridge.Profile{Nickname: "sam"})
 			},
 			trigger: func(th string) agentbridge.Event { return s.say(th, "all", "@sam are you there?") },
-			rule:    coordinator.RuleMention,
-			skipped: map[string]string{"alice": coordinator.ReasonAmbiguous, "bob": coordinator.ReasonAmbiguous},
+			rule:    rules.RuleMention,
+			skipped: map[string]string{"alice": rules.ReasonAmbiguous, "bob": rules.ReasonAmbiguous},
 			clarify: true,
 		},
 		{
 			name:    "reserved mention",
 			setup:   func(th string) { s.invite(th, "alice", agentbridge.Profile{}) },
 			trigger: func(th string) agentbridge.Event { return s.say(th, "all", "@all hello") },
-			rule:    coordinator.RuleMention, clarify: true,
+			rule:    rules.RuleMention, clarify: true,
 		},
 		{
 			name: "invited_auto",
@@ -80,13 +80,13 @@ func TestRulesEndToEnd(t *testing.T) {
 				s.control(th, "user", map[string]any{"invited_auto": map[string]any{"on": true}})
 			},
 			trigger: func(th string) agentbridge.Event { return s.say(th, "all", "hi everyone") },
-			rule:    coordinator.RuleInvitedAuto, invoked: []string{"alice", "bob"},
+			rule:    rules.RuleInvitedAuto, invoked: []string{"alice", "bob"},
 		},
 		{
 			name:    "broadcast",
 			setup:   func(th string) { s.invite(th, "carol", agentbridge.Profile{}) },
 			trigger: func(th string) agentbridge.Event { return s.say(th, "all", "news for all") },
-			rule:    coordinator.RuleBroadcast, invoked: []string{"carol"},
+			rule:    rules.RuleBroadcast, invoked: []string{"carol"},
 		},
 		{
 			name:  "prod",
@@ -94,7 +94,7 @@ func TestRulesEndToEnd(t *testing.T) {
 			trigger: func(th string) agentbridge.Event {
 				return s.control(th, "user", map[string]any{"prod": []string{"alice"}})
 			},
-			rule: coordinator.RuleProd, invoked: []string{"alice"},
+			rule: rules.RuleProd, invoked: []string{"alice"},
 		},
 		{
 			name: "mute",
@@ -103,7 +103,7 @@ func TestRulesEndToEnd(t *testing.T) {
 				s.control(th, "user", map[string]any{"mute": map[string]any{"targets": []string{"alice"}, "mode": "hard"}})
 			},
 			trigger: func(th string) agentbridge.Event { return s.say(th, "alice", "are you muted?") },
-			rule:    coordinator.RuleTo, skipped: map[string]string{"alice": coordinator.ReasonMuted},
+			rule:    rules.RuleTo, skipped: map[string]string{"alice": rules.ReasonMuted},
 		},
 		{
 			name: "pause",
@@ -112,13 +112,13 @@ func TestRulesEndToEnd(t *testing.T) {
 				s.control(th, "user", map[string]any{"pause": map[string]any{"on": true}})
 			},
 			trigger: func(th string) agentbridge.Event { return s.say(th, "alice", "paused?") },
-			rule:    coordinator.RuleSkip,
+			rule:    rules.RuleSkip,
 		},
 		{
 			name:    "not invited",
 			setup:   func(th string) { s.invite(th, "alice", agentbridge.Profile{}) },
 			trigger: func(th string) agentbridge.Event { return s.say(th, "bob", "hello bob") },
-			rule:    coordinator.RuleTo, skipped: map[string]string{"bob": coordinator.ReasonNotInvited},
+			rule:    rules.RuleTo, skipped: map[string]string{"bob": rules.ReasonNotInvited},
 		},
 		{
 			name: "self-mention",
@@ -130,8 +130,8 @@ func TestRulesEndToEnd(t *testing.T) {
 			trigger: func(th string) agentbridge.Event {
 				return s.post(th, agentbridge.EventInput{From: "alice", Content: jsonString("@alice @bob have a look")})
 			},
-			rule: coordinator.RuleMention, invoked: []string{"bob"},
-			skipped: map[string]string{"alice": coordinator.ReasonSelfMention},
+			rule: rules.RuleMention, invoked: []string{"bob"},
+			skipped: map[string]string{"alice": rules.ReasonSelfMention},
 		},
 	}
 	for _, c := range cases {

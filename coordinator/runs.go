@@ -13,6 +13,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 )
 
 // Runs you can watch and stop (contract 5.3, 5.4): while an invocation is
@@ -242,7 +243,7 @@ func (c *Coordinator) cancelNotice(cfg *config.Config, inv ledger.Invocation, by
 		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: agentbridge.ToAll,
 		Content: mustJSON(text + "."),
 		Meta: agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "cancelled"},
-			Extra: map[string]json.RawMessage{metaParticipant: mustJSON(inv.Participant)}},
+			Extra: map[string]json.RawMessage{rules.MetaParticipant: mustJSON(inv.Participant)}},
 	}
 	return ledger.Notice{TriggerID: inv.TriggerID, Kind: "cancelled:" + inv.Participant, Thread: inv.Thread, Post: post}
 }

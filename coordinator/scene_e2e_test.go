@@ -12,8 +12,8 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
@@ -189,7 +189,7 @@ func TestSceneNaturalCloseJournalsAndPrivacy(t *testing.T) {
 	if !strings.Contains(second.Scene.Journal, "JOURNAL-alice") {
 		t.Errorf("alice's second briefing lacks her journal: %+v", second.Scene)
 	}
-	if d := s.decision(start.ID); d.Rule != coordinator.RuleScene || len(d.Invoke) != 1 || d.Invoke[0].Participant != "bob" {
+	if d := s.decision(start.ID); d.Rule != rules.RuleScene || len(d.Invoke) != 1 || d.Invoke[0].Participant != "bob" {
 		t.Errorf("scene start decision: %+v", d)
 	}
 	st, _, _ = s.cl.State(context.Background(), th, 0)

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agent-bridge/agent-bridge/coordinator"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 	"github.com/spf13/cobra"
 )
 
@@ -47,7 +47,7 @@ func (m *Main) partyCommand(c *cobra.Command) runFunc {
 // printPartySelection words a party round's selection for `why`: who was
 // selected and why (mention, matched words, rotation), in order, and who
 // was not.
-func printPartySelection(w io.Writer, sel *coordinator.PartySelection) {
+func printPartySelection(w io.Writer, sel *rules.PartySelection) {
 	if sel == nil {
 		return
 	}
@@ -71,7 +71,7 @@ func printPartySelection(w io.Writer, sel *coordinator.PartySelection) {
 	}
 }
 
-func partyPickLine(p coordinator.PartyPick) string {
+func partyPickLine(p rules.PartyPick) string {
 	s := p.Participant + ": " + p.Reason
 	if len(p.Matched) > 0 {
 		s += " (" + strings.Join(p.Matched, ", ") + ")"

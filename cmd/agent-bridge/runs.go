@@ -14,8 +14,8 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
 	"github.com/spf13/cobra"
 )
@@ -339,7 +339,7 @@ func (m *Main) whyCommand(c *cobra.Command) runFunc {
 				}
 				continue
 			}
-			var d coordinator.Decision
+			var d rules.Decision
 			if err := json.Unmarshal(rec.Decision, &d); err != nil {
 				return fmt.Errorf("decode decision: %w", err)
 			}
@@ -363,7 +363,7 @@ func bridgeNotFound(err error) bool {
 }
 
 // printDecision words a recorded decision for a person.
-func printDecision(w io.Writer, rec ledger.DecisionRecord, d coordinator.Decision) {
+func printDecision(w io.Writer, rec ledger.DecisionRecord, d rules.Decision) {
 	fmt.Fprintf(w, "event %s (thread %s, seq %d), decided %s\n", rec.EventID, rec.Thread, rec.Seq, rec.CreatedAt)
 	rule := d.Rule
 	if d.Reason != "" {

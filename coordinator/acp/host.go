@@ -93,10 +93,6 @@ type Run struct {
 	Progress func(adapters.ProgressRecord)
 }
 
-// metaParticipant is the meta key naming the participant a coordinator's
-// message speaks for (as its replies do).
-const metaParticipant = "participant"
-
 // maxStatusChars bounds a progress status, as the coordinator bounds the
 // statuses it shows as presence details.
 const maxStatusChars = 200

@@ -13,6 +13,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 )
 
 // Permission requests (contract 6.6): with "permissions": "ask" the
@@ -193,7 +194,7 @@ func permissionPost(cfg *config.Config, inv ledger.Invocation, tc PermissionTool
 			Extra: map[string]json.RawMessage{
 				agentbridge.MetaPermission: jsonOf(PermissionMeta{Invocation: inv.ID, ToolCall: tc, Options: opts,
 					ExpiresAt: agentbridge.FormatTime(time.Now().Add(cfg.PermissionTimeout))}),
-				metaParticipant: jsonOf(inv.Participant),
+				rules.MetaParticipant: jsonOf(inv.Participant),
 			}},
 	}
 }

@@ -1,4 +1,4 @@
-package coordinator
+package rules
 
 import (
 	"cmp"
@@ -16,10 +16,39 @@ import (
 
 // Party round stages as the thread tells them (PartyProgress.Stage).
 const (
-	partyStageRound1 = 1
-	partyStageRound2 = 2
-	partyStageDone   = 3
+	PartyStageRound1 = 1
+	PartyStageRound2 = 2
+	PartyStageDone   = 3
 )
+
+// MetaParty is the meta key of party replies and errors: PartyMeta.
+const MetaParty = "party"
+
+// PartyMeta is the value of meta.party on a party reply or error: it says
+// which round of which trigger the post answers.
+type PartyMeta struct {
+	Round   int    `json:"round"`
+	Trigger string `json:"trigger"`
+}
+
+// MetaParticipant is the meta key naming the participant an error message
+// is about: the coordinator posts errors, so From does not say whose run
+// failed.
+const MetaParticipant = "participant"
+
+// PartyRoundOf returns the party round an event answers (meta.party.round),
+// 0 for anything else.
+func PartyRoundOf(e agentbridge.Event) int {
+	raw, ok := e.Meta.Extra[MetaParty]
+	if !ok {
+		return 0
+	}
+	var pm PartyMeta
+	if json.Unmarshal(raw, &pm) != nil {
+		return 0
+	}
+	return pm.Round
+}
 
 // waitingReason starts the reason of a receipt the bridge keeps queued for
 // a participant no live coordinator serves (CLAIMS-SPEC: a waiting claim).
@@ -65,12 +94,12 @@ func PartyFromThread(trigger string, selected []string, crossTalk bool, evs []ag
 		}
 	}
 	if len(p.Waiting) > 0 {
-		p.Stage = partyStageRound1
+		p.Stage = PartyStageRound1
 		return p
 	}
 	next := NextPartyStep(1, crossTalk, p.Round1, nil)
 	if len(next.Round2) == 0 {
-		p.Stage, p.Notice = partyStageDone, next.Notice
+		p.Stage, p.Notice = PartyStageDone, next.Notice
 		return p
 	}
 	p.Reactors = next.Round2
@@ -82,10 +111,10 @@ func PartyFromThread(trigger string, selected []string, crossTalk bool, evs []ag
 		}
 	}
 	if len(p.Waiting) > 0 {
-		p.Stage = partyStageRound2
+		p.Stage = PartyStageRound2
 		return p
 	}
-	p.Stage, p.Notice = partyStageDone, NextPartyStep(2, crossTalk, p.Round1, p.Round2).Notice
+	p.Stage, p.Notice = PartyStageDone, NextPartyStep(2, crossTalk, p.Round1, p.Round2).Notice
 	return p
 }
 
@@ -123,7 +152,7 @@ func partyTurnOf(trigger, p string, round int, evs []agentbridge.Event, r agentb
 // evs; ok is false when the thread has neither.
 func partyPostOf(trigger, p string, round int, evs []agentbridge.Event, r agentbridge.Receipt) (o PartyOutcome, ok bool) {
 	for _, e := range evs {
-		if e.Meta.ReplyTo != trigger || partyRoundOf(e) != round {
+		if e.Meta.ReplyTo != trigger || PartyRoundOf(e) != round {
 			continue
 		}
 		switch {
@@ -154,7 +183,7 @@ func receiptEnding(r agentbridge.Receipt) string {
 // (meta.participant), or "".
 func errorParticipant(e agentbridge.Event) string {
 	var p string
-	if raw, ok := e.Meta.Extra[metaParticipant]; ok && json.Unmarshal(raw, &p) == nil {
+	if raw, ok := e.Meta.Extra[MetaParticipant]; ok && json.Unmarshal(raw, &p) == nil {
 		return p
 	}
 	return ""
@@ -168,7 +197,7 @@ func PartyTurns(evs []agentbridge.Event) map[string]int {
 	seen := map[[2]string]bool{}
 	turns := map[string]int{}
 	for _, e := range evs {
-		if partyRoundOf(e) != 1 {
+		if PartyRoundOf(e) != 1 {
 			continue
 		}
 		p := e.From

@@ -1,4 +1,4 @@
-package coordinator
+package rules
 
 import (
 	"fmt"
@@ -93,7 +93,7 @@ type Skip struct {
 	// (ResolveAgent), empty when this coordinator does not serve it;
 	// Client is the participant's invited client then, by which another
 	// coordinator may serve it. Only a coordinator serving a participant
-	// reports its receipt (contract 7.1; receipts.go).
+	// reports its receipt (contract 7.1; coordinator/receipts.go).
 	Agent  string `json:"agent,omitempty"`
 	Client string `json:"client,omitempty"`
 }
@@ -420,4 +420,13 @@ func AmbiguousMentionNotice(prefix, name string, candidates []agentbridge.Invite
 func LoopGuardNotice(hop, maxHops int) string {
 	return fmt.Sprintf("The agents stopped here: this message is %d agent hops away from the last human message, and max_agent_hops is %d. To go on, reply yourself (a human message resets the count), post to a participant directly, or prod one with {\"prod\": [\"<participant id>\"]}.",
 		hop, maxHops)
+}
+
+// PartyRound is the party round of d's invocations: 1 for a party trigger
+// (round 2 is queued later, by the round's progress), 0 otherwise.
+func (d Decision) PartyRound() int {
+	if d.Rule == RuleParty {
+		return 1
+	}
+	return 0
 }

@@ -1,4 +1,4 @@
-package coordinator
+package rules
 
 import (
 	"encoding/json"
@@ -12,9 +12,10 @@ import (
 // partyEv is a party reply (or, with from "coord", an error notice about
 // participant) to trigger T in round.
 func partyEv(from, participant string, round int, tags ...string) agentbridge.Event {
-	extra := map[string]json.RawMessage{metaParty: mustJSON(partyMeta{Round: round, Trigger: "T"})}
+	pm, _ := json.Marshal(PartyMeta{Round: round, Trigger: "T"})
+	extra := map[string]json.RawMessage{MetaParty: pm}
 	if participant != "" {
-		extra[metaParticipant] = mustJSON(participant)
+		extra[MetaParticipant], _ = json.Marshal(participant)
 		tags = append(tags, "error")
 	}
 	return agentbridge.Event{From: from, Type: agentbridge.TypeMessage, Meta: agentbridge.Meta{ReplyTo: "T", Tags: tags, Extra: extra}}
