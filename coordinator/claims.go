@@ -122,7 +122,7 @@ func (k *claimer) claim(ctx context.Context, req agentbridge.ClaimRequest) (agen
 	err := k.c.retry(ctx, retrying{what: "claim a run at the bridge", attrs: []any{"trigger", req.Event, "participant", req.Participant},
 		level: slog.LevelDebug, permanent: func(err error) bool {
 			var ae *agentbridge.Error
-			return refusedForGood(err) && !(errors.As(err, &ae) && ae.Code == agentbridge.ECodeNotRegistered)
+			return client.Permanent(err) && !(errors.As(err, &ae) && ae.Code == agentbridge.ECodeNotRegistered)
 		}}, func() (err error) {
 		res, err = k.c.bridge.Claim(ctx, req)
 		return err
@@ -352,7 +352,7 @@ func (k *claimer) finishClaim(ctx context.Context, id, fence int64) {
 	fctx, cancel := context.WithTimeout(ctx, claimFinishWait)
 	defer cancel()
 	cfg := k.c.cfg.Load()
-	err := k.c.retry(fctx, retrying{what: "finish a claim", attrs: []any{"claim", id}, level: slog.LevelDebug, permanent: refusedForGood},
+	err := k.c.retry(fctx, retrying{what: "finish a claim", attrs: []any{"claim", id}, level: slog.LevelDebug, permanent: client.Permanent},
 		func() error {
 			_, err := k.c.bridge.FinishClaim(fctx, id, fence, cfg.CoordinatorID, k.c.registry.Instance())
 			return err
@@ -414,7 +414,7 @@ func (c *Coordinator) postUnserved(ctx context.Context, cfg *config.Config, e ag
 		Meta: agentbridge.Meta{ReplyTo: e.ID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "unserved"}},
 	}
 	wctx := client.WithClaim(ctx, res.Claim.ID, res.Claim.Fence)
-	err = c.retry(ctx, retrying{what: "post the unserved notice", attrs: []any{"trigger", e.ID}, permanent: refusedForGood}, func() error {
+	err = c.retry(ctx, retrying{what: "post the unserved notice", attrs: []any{"trigger", e.ID}, permanent: client.Permanent}, func() error {
 		_, err := c.bridge.Append(wctx, e.Thread, in, idempotencyKey(e.ID, "notice:"+noticeUnserved+p))
 		return err
 	})

@@ -15,6 +15,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/acp"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
@@ -371,7 +372,7 @@ func (c *Coordinator) recordPosted(ctx context.Context, inv ledger.Invocation, e
 // and ctx's error when it gave up.
 func (c *Coordinator) appendRetry(ctx context.Context, inv ledger.Invocation, in agentbridge.EventInput, key string) (agentbridge.Event, error) {
 	var ev agentbridge.Event
-	err := c.retry(ctx, retrying{what: "post reply", attrs: []any{"id", inv.ID}, permanent: refusedForGood},
+	err := c.retry(ctx, retrying{what: "post reply", attrs: []any{"id", inv.ID}, permanent: client.Permanent},
 		func() (err error) {
 			ev, err = c.bridge.Append(ctx, inv.Thread, in, key)
 			return err

@@ -61,7 +61,7 @@ func (c *Coordinator) claimNotice(ctx context.Context, n ledger.Notice) (cl *age
 	var res agentbridge.ClaimResult
 	err := c.retry(ctx, retrying{what: "claim a notice", attrs: []any{"trigger", n.TriggerID, "notice", req.Notice},
 		permanent: func(err error) bool {
-			return refusedForGood(err) && !(registry.NotRegistered(err) && c.registry.Registered())
+			return client.Permanent(err) && !(registry.NotRegistered(err) && c.registry.Registered())
 		}},
 		func() (err error) {
 			res, err = c.bridge.Claim(ctx, req)
@@ -77,7 +77,7 @@ func (c *Coordinator) claimNotice(ctx context.Context, n ledger.Notice) (cl *age
 			c.log.Error("record notice", "trigger", n.TriggerID, "err", err)
 		}
 		return nil, true
-	case refusedForGood(err):
+	case client.Permanent(err):
 		c.log.Debug("the bridge keeps no notice claims for this coordinator; posting as the only one", "trigger", n.TriggerID, "err", err)
 		return nil, false
 	default:
@@ -92,7 +92,7 @@ func (c *Coordinator) finishNotice(ctx context.Context, cl *agentbridge.Claim) {
 		return
 	}
 	cfg := c.cfg.Load()
-	err := c.retry(ctx, retrying{what: "finish a notice claim", attrs: []any{"claim", cl.ID}, permanent: refusedForGood},
+	err := c.retry(ctx, retrying{what: "finish a notice claim", attrs: []any{"claim", cl.ID}, permanent: client.Permanent},
 		func() error {
 			_, err := c.bridge.FinishClaim(ctx, cl.ID, cl.Fence, cfg.CoordinatorID, c.registry.Instance())
 			return err
@@ -188,14 +188,14 @@ func (c *Coordinator) postNotice(ctx context.Context, n ledger.Notice) {
 	pctx := withNoticeClaim(ctx, cl)
 	key := idempotencyKey(n.TriggerID, "notice:"+n.Kind)
 	var ev agentbridge.Event
-	err := c.retry(ctx, retrying{what: "post notice", attrs: []any{"trigger", n.TriggerID}, permanent: refusedForGood},
+	err := c.retry(ctx, retrying{what: "post notice", attrs: []any{"trigger", n.TriggerID}, permanent: client.Permanent},
 		func() (err error) {
 			ev, err = c.bridge.Append(pctx, n.Thread, in, key)
 			return err
 		})
 	switch {
 	case err == nil:
-	case refusedForGood(err):
+	case client.Permanent(err):
 		c.log.Warn("the bridge refused a notice; not retrying", "trigger", n.TriggerID, "kind", n.Kind, "err", err)
 	default:
 		return // ctx ended: the notice stays pending

@@ -9,6 +9,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 )
@@ -116,7 +117,7 @@ func (c *Coordinator) partyAdvance(ctx context.Context, triggerID string) {
 // receipt names is among the events read. It returns the events too.
 func (c *Coordinator) partyProgress(ctx context.Context, r ledger.PartyRound) (rules.PartyProgress, []agentbridge.Event, error) {
 	var receipts []agentbridge.Receipt
-	err := c.retry(ctx, retrying{what: "read party receipts", attrs: []any{"trigger", r.TriggerID}, permanent: refusedForGood},
+	err := c.retry(ctx, retrying{what: "read party receipts", attrs: []any{"trigger", r.TriggerID}, permanent: client.Permanent},
 		func() (err error) {
 			receipts, err = c.bridge.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: r.Thread, Event: r.TriggerID})
 			return err
@@ -138,7 +139,7 @@ func (c *Coordinator) threadEvents(ctx context.Context, thread string, after, un
 	var all []agentbridge.Event
 	for {
 		var page []agentbridge.Event
-		err := c.retry(ctx, retrying{what: "read party events", attrs: []any{"thread", thread}, permanent: refusedForGood},
+		err := c.retry(ctx, retrying{what: "read party events", attrs: []any{"thread", thread}, permanent: client.Permanent},
 			func() (err error) {
 				page, err = c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: thread, After: after, Until: until, Limit: agentbridge.MaxEventsLimit})
 				return err

@@ -389,7 +389,7 @@ func (r *receiptReporter) send(ctx context.Context, in agentbridge.ReceiptInput)
 	in.From = r.c.cfg.Load().CoordinatorID
 	err := r.c.retry(ctx, retrying{what: "send a receipt", attrs: []any{"thread", in.Thread, "event", in.Event},
 		level: slog.LevelDebug, maxWait: receiptRetryMax,
-		permanent: func(err error) bool { return ctx.Err() == nil && refusedForGood(err) }},
+		permanent: func(err error) bool { return ctx.Err() == nil && client.Permanent(err) }},
 		func() error {
 			_, _, err := r.c.bridge.PutReceipt(ctx, in)
 			return err

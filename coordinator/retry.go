@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -55,18 +54,6 @@ func (c *Coordinator) retry(ctx context.Context, r retrying, f func() error) err
 			return ctx.Err()
 		}
 	}
-}
-
-// permanent reports whether an HTTP status means a retry cannot help.
-func permanent(status int) bool {
-	return status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
-}
-
-// refusedForGood reports whether err is the bridge refusing a request in a
-// way no retry can change.
-func refusedForGood(err error) bool {
-	var ae *agentbridge.Error
-	return errors.As(err, &ae) && permanent(ae.Status)
 }
 
 // bridgeStatus reports whether err is the bridge answering with status.

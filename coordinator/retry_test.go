@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/client"
 )
 
 // TestRetry checks the one retry loop: transient errors are retried, a
@@ -18,7 +19,7 @@ func TestRetry(t *testing.T) {
 	gone := &agentbridge.Error{Status: http.StatusNotFound, Code: agentbridge.ECodeNotFound}
 
 	calls := 0
-	err := c.retry(context.Background(), retrying{what: "test", permanent: refusedForGood}, func() error {
+	err := c.retry(context.Background(), retrying{what: "test", permanent: client.Permanent}, func() error {
 		calls++
 		if calls < 3 {
 			return transient
@@ -30,7 +31,7 @@ func TestRetry(t *testing.T) {
 	}
 
 	calls = 0
-	err = c.retry(context.Background(), retrying{what: "test", permanent: refusedForGood}, func() error {
+	err = c.retry(context.Background(), retrying{what: "test", permanent: client.Permanent}, func() error {
 		calls++
 		return gone
 	})
