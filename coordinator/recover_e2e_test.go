@@ -43,6 +43,9 @@ func TestInterruptedIsRerunOnResume(t *testing.T) {
 	s.invite(th, "alice", agentbridge.Profile{})
 	e := s.say(th, "alice", "fake:sleep=2s")
 	s.waitStatus(e.ID, "alice", ledger.StatusRunning)
+	// The record says running before the adapter process starts; the
+	// run to interrupt is the one the adapter has begun.
+	testutil.WaitFor(t, waitLong, "the first run to start", func() bool { return s.runCount(e.ID, "alice") == 1 })
 	s.stopCoordinator()
 	if got := s.repliesTo(th, e.ID); len(got) != 0 {
 		t.Fatalf("replies after an interrupted run: %+v", got)
