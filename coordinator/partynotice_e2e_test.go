@@ -43,7 +43,7 @@ func TestPartyNoticeClaimLapses(t *testing.T) {
 		if err != nil || r.Stage != ledger.PartyStageDone {
 			return false
 		}
-		pending, err := s.db.PendingNotices(ctx)
+		pending, _, err := s.db.PendingNotices(ctx)
 		return err == nil && len(pending) == 0
 	})
 	for _, e := range s.repliesTo(th, tr.ID) {

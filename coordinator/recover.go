@@ -46,9 +46,15 @@ func (c *Coordinator) recover(ctx context.Context) error {
 		c.log.Info("re-running unfinished invocation", "id", inv.ID, "participant", inv.Participant, "trigger", inv.TriggerID, "was", inv.Status)
 		c.sched.enqueue(job{inv: inv})
 	}
-	notices, err := c.db.PendingNotices(ctx)
+	notices, unreadable, err := c.db.PendingNotices(ctx)
 	if err != nil {
 		return err
+	}
+	for _, u := range unreadable {
+		c.log.Error("a stored notice cannot be read; closing it unposted", "trigger", u.TriggerID, "kind", u.Kind, "thread", u.Thread, "err", u.Err)
+		if err := c.db.NoticePosted(ctx, u.TriggerID, u.Kind, ""); err != nil {
+			return err
+		}
 	}
 	for _, n := range notices {
 		c.sched.postNotice(n)

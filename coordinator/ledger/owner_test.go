@@ -63,7 +63,7 @@ func TestOwnersShareALedger(t *testing.T) {
 		if _, err := db.Decision(ctx, "E5"); err != nil {
 			t.Errorf("%s: decision: %v", name, err)
 		}
-		if n, err := db.PendingNotices(ctx); len(n) != 1 || err != nil {
+		if n, _, err := db.PendingNotices(ctx); len(n) != 1 || err != nil {
 			t.Errorf("%s: pending notices = %+v, %v", name, n, err)
 		}
 		un, err := db.Unfinished(ctx)
@@ -81,7 +81,7 @@ func TestOwnersShareALedger(t *testing.T) {
 	if err := laptop.NoticePosted(ctx, "E5", "clarify", "N1"); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := server.PendingNotices(ctx); len(n) != 1 {
+	if n, _, _ := server.PendingNotices(ctx); len(n) != 1 {
 		t.Errorf("server's notices after the laptop posted its own = %+v", n)
 	}
 	// A rebase drops only the rebasing coordinator's thread cursors.
@@ -158,7 +158,7 @@ func TestOwnerAdoptsRowsOfBefore(t *testing.T) {
 	if _, err := first.Decision(ctx, "E"); err != nil {
 		t.Errorf("adopted decision: %v", err)
 	}
-	if n, _ := first.PendingNotices(ctx); len(n) != 1 {
+	if n, _, _ := first.PendingNotices(ctx); len(n) != 1 {
 		t.Errorf("adopted notices = %+v", n)
 	}
 	if u := un(t, first); len(u) != 1 || u[0].Owner != "laptop" {

@@ -78,7 +78,7 @@ func TestPartyRoundsAdvanceOnce(t *testing.T) {
 	if open, _ := db.OpenPartyRounds(ctx); len(open) != 0 {
 		t.Errorf("open rounds after the end = %+v", open)
 	}
-	if n, _ := db.PendingNotices(ctx); len(n) != 1 || n[0].Kind != "party" {
+	if n, _, _ := db.PendingNotices(ctx); len(n) != 1 || n[0].Kind != "party" {
 		t.Errorf("pending notices = %+v", n)
 	}
 }

@@ -114,7 +114,7 @@ func TestCancelWinsOverUnrecordedFinish(t *testing.T) {
 	if _, err := db.Cancel(ctx, id, "again", notice); !errors.Is(err, ledger.ErrNotRunning) {
 		t.Errorf("second cancel: %v", err)
 	}
-	if n, _ := db.PendingNotices(ctx); len(n) != 1 || n[0].Kind != "cancelled:alice" {
+	if n, _, _ := db.PendingNotices(ctx); len(n) != 1 || n[0].Kind != "cancelled:alice" {
 		t.Errorf("notices %+v", n)
 	}
 	if _, err := db.Cancel(ctx, 9999, "", ledger.Notice{}); !errors.Is(err, ledger.ErrNotFound) {
@@ -148,7 +148,7 @@ func TestFinishBeforeCancelWins(t *testing.T) {
 	if inv, _ := db.Invocation(ctx, queued); inv.Status != ledger.StatusCancelled {
 		t.Errorf("MarkRunning overrode cancelled: %s", inv.Status)
 	}
-	if n, _ := db.PendingNotices(ctx); len(n) != 0 {
+	if n, _, _ := db.PendingNotices(ctx); len(n) != 0 {
 		t.Errorf("notices for a queued cancel: %+v", n)
 	}
 	if list, _ := db.Invocations(ctx, ledger.Filter{Status: ledger.StatusCancelled}); len(list) != 1 {

@@ -765,28 +765,38 @@ func (d *DB) Decision(ctx context.Context, eventID string) (DecisionRecord, erro
 }
 
 // PendingNotices returns the notices not yet acknowledged by the bridge.
-func (d *DB) PendingNotices(ctx context.Context) ([]Notice, error) {
+// A row whose event no longer decodes is returned apart, in unreadable,
+// with its key and the error: one bad row must not keep the coordinator
+// from starting, nor the other notices from being posted.
+func (d *DB) PendingNotices(ctx context.Context) (pending []Notice, unreadable []UnreadableNotice, err error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT trigger_id, kind, thread, post FROM notices WHERE owner = ? AND posted_event_id = '' ORDER BY rowid`, d.db.owner)
 	if err != nil {
-		return nil, fmt.Errorf("list pending notices: %w", err)
+		return nil, nil, fmt.Errorf("list pending notices: %w", err)
 	}
 	defer rows.Close()
-	var out []Notice
 	for rows.Next() {
 		var n Notice
 		var post string
 		if err := rows.Scan(&n.TriggerID, &n.Kind, &n.Thread, &post); err != nil {
-			return nil, fmt.Errorf("scan notice: %w", err)
+			return nil, nil, fmt.Errorf("scan notice: %w", err)
 		}
 		if err := decodeNotice(&n, post); err != nil {
-			return nil, err
+			unreadable = append(unreadable, UnreadableNotice{Notice: n, Err: err})
+			continue
 		}
-		out = append(out, n)
+		pending = append(pending, n)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read notices: %w", err)
+		return nil, nil, fmt.Errorf("read notices: %w", err)
 	}
-	return out, nil
+	return pending, unreadable, nil
+}
+
+// UnreadableNotice is a pending notice whose stored event does not decode:
+// its key (TriggerID, Kind, Thread) and why.
+type UnreadableNotice struct {
+	Notice
+	Err error
 }
 
 // NoticePosted records that the bridge stored a notice. An empty eventID

@@ -2,7 +2,9 @@ package ledger_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
@@ -60,7 +62,7 @@ func TestCommitIsAllOrNothingAndIdempotent(t *testing.T) {
 	if _, err := db.Decision(ctx, "nope"); err != ledger.ErrNotFound {
 		t.Errorf("unknown decision: %v, want ErrNotFound", err)
 	}
-	if n, err := db.PendingNotices(ctx); err != nil || len(n) != 1 {
+	if n, _, err := db.PendingNotices(ctx); err != nil || len(n) != 1 {
 		t.Errorf("pending notices = %+v, %v", n, err)
 	}
 }
@@ -185,5 +187,48 @@ func TestInvocationKeepsItsProfile(t *testing.T) {
 	}
 	if len(list) != 2 || list[0].Profile == nil || list[0].Profile.Model != "m1" || list[0].Profile.Nickname != "ally" || list[1].Profile != nil {
 		t.Fatalf("invocations read back: %+v", list)
+	}
+}
+
+// TestUnreadableNoticeKeptApart: a pending notice whose stored event no
+// longer decodes is listed apart, with its key, and does not hide the
+// other pending notices; once closed it is pending no more.
+func TestUnreadableNoticeKeptApart(t *testing.T) {
+	db, path := openDB(t)
+	ctx := context.Background()
+	step := ledger.Step{GSeq: 1, Thread: "T", Seq: 1, Notices: []ledger.Notice{
+		{TriggerID: "E", Kind: "clarification", Thread: "T", Post: agentbridge.EventInput{From: "bridge-coordinator"}},
+		{TriggerID: "E", Kind: "loop_guard", Thread: "T", Post: agentbridge.EventInput{From: "bridge-coordinator"}},
+	}}
+	if _, err := db.Commit(ctx, step); err != nil {
+		t.Fatal(err)
+	}
+	driver := "sqlite3"
+	if os.Getenv(dialectEnv) == "postgres" {
+		driver = "pgx"
+	}
+	raw, err := sql.Open(driver, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.ExecContext(ctx, `UPDATE notices SET post = '{"from":' WHERE kind = 'loop_guard'`); err != nil {
+		t.Fatal(err)
+	}
+	pending, unreadable, err := db.PendingNotices(ctx)
+	if err != nil {
+		t.Fatalf("pending notices: %v, want the readable one and the unreadable one apart", err)
+	}
+	if len(pending) != 1 || pending[0].Kind != "clarification" {
+		t.Errorf("pending = %+v, want the clarification", pending)
+	}
+	if len(unreadable) != 1 || unreadable[0].Kind != "loop_guard" || unreadable[0].TriggerID != "E" || unreadable[0].Err == nil {
+		t.Fatalf("unreadable = %+v, want the loop guard notice with its error", unreadable)
+	}
+	if err := db.NoticePosted(ctx, "E", "loop_guard", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, unreadable, _ := db.PendingNotices(ctx); len(unreadable) != 0 {
+		t.Errorf("a closed unreadable notice is still pending: %+v", unreadable)
 	}
 }
