@@ -2,8 +2,11 @@ package agentbridge
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"io"
 	"path"
 	"regexp"
@@ -55,6 +58,27 @@ const (
 	ECodeTooLarge           = "too_large"
 	ECodeAttachmentNotFound = "attachment_not_found"
 )
+
+// AttachmentHash computes an attachment's id from its bytes as they are
+// written to it: the bridge as it spools an upload, a client to check a
+// download.
+type AttachmentHash struct{ h hash.Hash }
+
+// NewAttachmentHash returns an empty AttachmentHash.
+func NewAttachmentHash() AttachmentHash { return AttachmentHash{sha256.New()} }
+
+// Write adds p to the hash; it never fails.
+func (a AttachmentHash) Write(p []byte) (int, error) { return a.h.Write(p) }
+
+// ID is the id of the bytes written so far.
+func (a AttachmentHash) ID() string { return "sha256:" + hex.EncodeToString(a.h.Sum(nil)) }
+
+// AttachmentIDOf is the id of data.
+func AttachmentIDOf(data []byte) string {
+	h := NewAttachmentHash()
+	_, _ = h.Write(data)
+	return h.ID()
+}
 
 // CleanAttachmentName makes a client's file name safe to show and to write
 // to disk: its last path element only (either slash), control and

@@ -43,6 +43,9 @@ type Payload struct {
 	Scene *ScenePayload `json:"scene,omitempty"`
 	// Party is set for a party round's invocations (contract 5.7).
 	Party *PartyInfo `json:"party,omitempty"`
+	// Attachments are the files the payload's events name (contract
+	// 8.2), each with the path of this run's copy. Never null.
+	Attachments []Attachment `json:"attachments"`
 }
 
 // MaxSinceLastTurn caps Payload.SinceLastTurn: a participant that has been
@@ -190,6 +193,7 @@ func NewPayload(bridgeURL string, thread agentbridge.Thread, trigger agentbridge
 		Primer:        primer,
 		Participants:  []RosterEntry{},
 		SinceLastTurn: since,
+		Attachments:   AttachmentsOf(context),
 	}
 }
 

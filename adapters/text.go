@@ -82,7 +82,7 @@ func RenderPrompt(p Payload) string {
 	if len(history) > 0 {
 		fmt.Fprintf(&b, heading, threadName)
 		for _, e := range history {
-			fmt.Fprintf(&b, "%s -> %s: %s\n\n", e.From, e.To, strings.TrimSpace(e.Text()))
+			fmt.Fprintf(&b, "%s -> %s: %s\n%s\n", e.From, e.To, strings.TrimSpace(e.Text()), attachmentLines(e, p.Attachments))
 		}
 	}
 	from, to, content := p.From, p.To, p.Content
@@ -96,13 +96,26 @@ func RenderPrompt(p Payload) string {
 		content = p.Trigger.Content
 	}
 	b.WriteString("## The message to answer\n\n")
-	fmt.Fprintf(&b, "%s -> %s: %s\n\n", from, to, strings.TrimSpace(content))
+	fmt.Fprintf(&b, "%s -> %s: %s\n%s\n", from, to, strings.TrimSpace(content), attachmentLines(triggerOf(p, source, triggerID), p.Attachments))
 	if p.Participant.ID != "" {
 		fmt.Fprintf(&b, "You are %q in this thread. ", p.Participant.ID)
 	}
 	b.WriteString("Your reply (what you print) is posted to the thread for you.\n")
 	b.WriteString(partyInstructions(p))
 	return b.String()
+}
+
+// triggerOf is the trigger as an event of the payload's events (for its
+// attachments); an event without any when they do not hold it.
+func triggerOf(p Payload, source []agentbridge.Event, id string) agentbridge.Event {
+	for _, events := range [][]agentbridge.Event{source, p.ContextWindow, p.SinceLastTurn} {
+		for i := len(events) - 1; i >= 0; i-- {
+			if events[i].ID == id {
+				return events[i]
+			}
+		}
+	}
+	return agentbridge.Event{}
 }
 
 // writeRoster lists the room, one line each: how to address a participant

@@ -26,10 +26,14 @@ func TestPayloadGolden(t *testing.T) {
 		Thread: "t1", Type: agentbridge.TypeMessage, From: "claude", To: "all", Content: json.RawMessage(`"I think so."`),
 		Meta: agentbridge.Meta{ReplyTo: "01JD3Q0000000000000000000A", Tags: []string{"coordinator"}, Via: "bridge-coordinator", Hop: &hop}}
 	trigger := agentbridge.Event{ID: "01JD3Q6Y7M8K9N0P1Q2R3S4T5V", Seq: 7, GSeq: 93, TS: "2026-11-21T10:00:00.123456Z",
-		Thread: "t1", Type: agentbridge.TypeMessage, From: "user", To: "codex", Content: json.RawMessage(`"hello @codex"`)}
+		Thread: "t1", Type: agentbridge.TypeMessage, From: "user", To: "codex", Content: json.RawMessage(`"hello @codex"`),
+		Meta: agentbridge.Meta{Extra: map[string]json.RawMessage{agentbridge.MetaAttachments: json.RawMessage(
+			`[{"id":"sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08","name":"shot.png","type":"image/png","size":48213}]`)}}}
 	p := adapters.NewPayload("http://127.0.0.1:5111", agentbridge.Thread{ID: "t1", Name: "design"}, trigger, "codex",
 		agentbridge.Profile{Client: "codex", Model: "gpt-5-codex", Nickname: "cx"},
 		[]agentbridge.Event{created, reply, trigger}, "You are in a bridge thread.\n")
+	// The coordinator writes the run's copy and sets its path.
+	p.Attachments[0].Path = "/home/me/.local/state/agent-bridge/attachments/42/shot.png"
 	got, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -215,6 +219,34 @@ func TestStripControls(t *testing.T) {
 	} {
 		if got := string(adapters.StripControls([]byte(in))); got != want {
 			t.Errorf("StripControls(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestRenderPromptAttachments: each message's files are listed under it,
+// with where this run's copy is, or that there is none; the trigger's
+// too. AttachmentsOf lists each file once, with the newest event naming
+// it.
+func TestRenderPromptAttachments(t *testing.T) {
+	files := func(refs string) agentbridge.Meta {
+		return agentbridge.Meta{Extra: map[string]json.RawMessage{agentbridge.MetaAttachments: json.RawMessage(refs)}}
+	}
+	a := `{"id":"sha256:aa","name":"shot.png","type":"image/png","size":10}`
+	b := `{"id":"sha256:bb","name":"app.log","type":"text/plain; charset=utf-8","size":20}`
+	first := agentbridge.Event{ID: "E1", Seq: 1, Type: agentbridge.TypeMessage, From: "user", To: "all", Content: json.RawMessage(`"look"`), Meta: files("[" + a + "]")}
+	trigger := agentbridge.Event{ID: "E2", Seq: 2, Type: agentbridge.TypeMessage, From: "user", To: "codex", Content: json.RawMessage(`"and this"`), Meta: files("[" + a + "," + b + "]")}
+	p := adapters.NewPayload("u", agentbridge.Thread{ID: "t"}, trigger, "codex", agentbridge.Profile{}, []agentbridge.Event{first, trigger}, "")
+	if len(p.Attachments) != 2 || p.Attachments[0].Event != "E2" || p.Attachments[1].Name != "app.log" {
+		t.Fatalf("attachments = %+v, want shot.png (newest event E2) and app.log", p.Attachments)
+	}
+	p.Attachments[0].Path = "/run/shot.png"
+	got := adapters.RenderPrompt(p)
+	for _, want := range []string{
+		"user -> all: look\n[attached: shot.png (image/png, 10 bytes) at /run/shot.png]\n",
+		"user -> codex: and this\n[attached: shot.png (image/png, 10 bytes) at /run/shot.png]\n[attached: app.log (text/plain; charset=utf-8, 20 bytes), not copied for this run]\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("prompt lacks %q:\n%s", want, got)
 		}
 	}
 }

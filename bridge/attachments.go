@@ -2,8 +2,6 @@ package bridge
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -185,7 +183,7 @@ func (s *Server) spool(body io.Reader, name string, limit int64) (agentbridge.At
 	if err != nil {
 		return agentbridge.Attachment{}, nil, fmt.Errorf("spool the upload: %w", err)
 	}
-	h := sha256.New()
+	h := agentbridge.NewAttachmentHash()
 	head := &prefixWriter{max: sniffLen}
 	n, err := io.Copy(io.MultiWriter(f, h, head), io.LimitReader(body, limit+1))
 	switch {
@@ -201,7 +199,7 @@ func (s *Server) spool(body io.Reader, name string, limit int64) (agentbridge.At
 		return agentbridge.Attachment{}, nil, fmt.Errorf("spool the upload: %w", err)
 	}
 	return agentbridge.Attachment{
-		ID:   "sha256:" + hex.EncodeToString(h.Sum(nil)),
+		ID:   h.ID(),
 		Name: agentbridge.CleanAttachmentName(name),
 		Type: SniffType(head.b),
 		Size: n,

@@ -3,8 +3,6 @@ package bridge
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"image"
 	"image/color"
@@ -35,10 +33,7 @@ func pngBytes(t testing.TB, w, h int) []byte {
 }
 
 // idOf is the attachment id of data.
-func idOf(data []byte) string {
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func idOf(data []byte) string { return agentbridge.AttachmentIDOf(data) }
 
 // send sends body as it is with the content type (none when ""), of
 // length n (-1: chunked), with ts's token.

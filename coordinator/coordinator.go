@@ -56,6 +56,10 @@ type Options struct {
 	// ACPDir holds the per-thread session folders of ACP agents without a
 	// workdir; it defaults to a folder in the user's cache.
 	ACPDir string
+	// AttachmentDir holds each run's copies of its attachments, a folder
+	// per run removed when it ends (attachments.go); it defaults to a
+	// folder of the coordinator id in the user's cache.
+	AttachmentDir string
 }
 
 // Coordinator follows the bridge's event log and turns trigger events into
@@ -69,6 +73,8 @@ type Coordinator struct {
 	cfg    atomic.Pointer[config.Config]
 	exe    string
 	path   string
+	// attDir is where runs' attachment copies go (runAttachmentDir).
+	attDir string
 
 	watcher *config.Watcher
 	metrics *metrics
@@ -172,6 +178,7 @@ func New(opts Options) (*Coordinator, error) {
 		bridge:  client.New(cfg.BridgeURL, copts...),
 		exe:     exe,
 		path:    opts.ConfigPath,
+		attDir:  defaultAttachmentDir(opts.AttachmentDir, cfg.CoordinatorID),
 		threads: cache.NewLRU[threadCache](maxCachedThreads),
 		runs:    newRunRegistry(),
 		recent:  cache.NewRecent(),
@@ -279,6 +286,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		stopRegistry()
 		<-regDone
 	}()
+	c.clearAttachments()
 	c.sched.start(stop, work)
 	stopReceipts := c.receipts.start(ctx)
 

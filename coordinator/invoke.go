@@ -69,6 +69,7 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		return
 	}
 	in.token = tok
+	defer c.fetchAttachments(ctx, inv, &in)()
 	mon := c.startMonitor(keep, inv)
 	stopPresence := c.presence(ctx, inv.Thread, inv.Participant, cfg.PresenceHeartbeat, mon)
 	first := c.firstRun(ctx, inv, in, mon)

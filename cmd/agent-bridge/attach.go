@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -142,11 +140,11 @@ func saveVerified(path string, body io.Reader, id string, force bool) error {
 
 // copyVerified copies body to w and checks that its SHA-256 is id.
 func copyVerified(w io.Writer, body io.Reader, id string) error {
-	h := sha256.New()
+	h := agentbridge.NewAttachmentHash()
 	if _, err := io.Copy(io.MultiWriter(w, h), body); err != nil {
 		return fmt.Errorf("get: the download was cut: %w", err)
 	}
-	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != id {
+	if h.ID() != id {
 		return errors.New("get: the bytes received are not those of " + id + " (their SHA-256 differs); try again")
 	}
 	return nil

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
@@ -112,10 +114,12 @@ func (m *Main) coordinate(ctx context.Context, cfg config.Config, statePath stri
 	}
 	defer db.Close()
 	acpDir := "" // a PostgreSQL ledger (leased): the user's cache folder
+	attDir := ledgerCacheDir("attachments", statePath)
 	if t.leased == nil {
 		acpDir = filepath.Join(filepath.Dir(statePath), "acp")
+		attDir = filepath.Join(filepath.Dir(statePath), "attachments")
 	}
-	c, err := t.newCoordinator(ctx, coordinator.Options{Config: cfg, ConfigPath: cfg.Path, State: db, Logger: logger, ACPDir: acpDir, Version: moduleVersion()}, logger)
+	c, err := t.newCoordinator(ctx, coordinator.Options{Config: cfg, ConfigPath: cfg.Path, State: db, Logger: logger, ACPDir: acpDir, AttachmentDir: attDir, Version: moduleVersion()}, logger)
 	if err != nil {
 		return err
 	}
@@ -162,4 +166,17 @@ func (m *Main) coordinate(ctx context.Context, cfg config.Config, statePath stri
 	}()
 	t.ran = true
 	return c.Run(ctx)
+}
+
+// ledgerCacheDir is a folder of what for the ledger at statePath (a
+// PostgreSQL URL) in the user's cache folder: one per ledger, so that the
+// coordinators of two ledgers on one machine never share it, and the same
+// across restarts, so that a restart clears what a killed one left.
+func ledgerCacheDir(what, statePath string) string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	sum := sha256.Sum256([]byte(statePath))
+	return filepath.Join(base, "agent-bridge", what, hex.EncodeToString(sum[:8]))
 }

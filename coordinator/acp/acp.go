@@ -150,8 +150,9 @@ type agent struct {
 	// stderrDone is closed when the agent's stderr reached its end (the
 	// agent and whatever inherited the pipe are gone).
 	stderrDone chan struct{}
-	// loadSession is the agent's loadSession capability.
-	loadSession bool
+	// loadSession is the agent's loadSession capability, images its
+	// promptCapabilities.image (attachments.go).
+	loadSession, images bool
 
 	// Guarded by pool.mu.
 	busy     bool
@@ -443,6 +444,7 @@ func (a *agent) initialize(ctx context.Context) error {
 			ClientInfo:         &sdk.Implementation{Name: "agent-bridge", Version: buildVersion()},
 		})
 		a.loadSession = r.AgentCapabilities.LoadSession
+		a.images = r.AgentCapabilities.PromptCapabilities.Image
 		return err
 	})
 	if err != nil {
@@ -697,7 +699,8 @@ func (p *Pool) Run(ctx context.Context, run Run) (res adapters.Result, why strin
 	t := a.beginTurn(cfg, run, progress)
 	t.started = res.Started
 	defer a.endTurn()
-	ans, stopped := p.exchange(ctx, inv, a, t, text, cold)
+	prompt := promptBlocks(text, run.Payload, fresh, a.images, p.log)
+	ans, stopped := p.exchange(ctx, inv, a, t, prompt, cold)
 	res.Finished = time.Now()
 	res.StderrTail = a.stderr.since(errMark)
 	reply, thought := t.result()
@@ -764,14 +767,14 @@ type promptAnswer struct {
 // stopped ("cancelled", "interrupted", "timeout"), empty when it was not;
 // a stopped turn is sent session/cancel, and its agent's process group is
 // killed when it does not answer that within cancelWait.
-func (p *Pool) exchange(ctx context.Context, inv ledger.Invocation, a *agent, t *turn, text string, cold bool) (ans promptAnswer, stopped string) {
+func (p *Pool) exchange(ctx context.Context, inv ledger.Invocation, a *agent, t *turn, prompt []sdk.ContentBlock, cold bool) (ans promptAnswer, stopped string) {
 	answered := make(chan promptAnswer, 1)
 	promptCtx, cancelPrompt := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelPrompt()
 	sent := make(chan struct{})
 	a.promptSent.Store(&sent)
 	go func() {
-		r, err := a.conn.Prompt(promptCtx, sdk.PromptRequest{SessionId: sdk.SessionId(a.session), Prompt: []sdk.ContentBlock{sdk.TextBlock(text)}})
+		r, err := a.conn.Prompt(promptCtx, sdk.PromptRequest{SessionId: sdk.SessionId(a.session), Prompt: prompt})
 		answered <- promptAnswer{r, err}
 	}()
 	// A warm turn's running mark goes beside the prompt, as adapters.Run

@@ -3,8 +3,6 @@ package storetest
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,8 +17,7 @@ import (
 // NewAttachment is the attachment data would be stored as, of type typ
 // and named name.
 func NewAttachment(data []byte, name, typ string) agentbridge.Attachment {
-	sum := sha256.Sum256(data)
-	return agentbridge.Attachment{ID: "sha256:" + hex.EncodeToString(sum[:]), Name: name, Type: typ, Size: int64(len(data))}
+	return agentbridge.Attachment{ID: agentbridge.AttachmentIDOf(data), Name: name, Type: typ, Size: int64(len(data))}
 }
 
 // failingReader fails the test that reads it: an upload of stored bytes

@@ -25,6 +25,9 @@
 //	fake:wait             before replying, wait (up to 2 minutes) until the file
 //	                      $FAKE_ADAPTER_DIR/<event_id>.release exists, so a
 //	                      test can act while the run is on
+//	fake:files            reply one line per payload attachment, "file NAME
+//	                      sha256:HEX PATH", the hash of the bytes read at its
+//	                      path during the run ("missing" when none)
 //
 // With FAKE_ADAPTER_SESSION=keep it acts as a CLI with sessions: it resumes
 // payload.session.id when set, else starts session "s-<participant>-<event_id>",
@@ -46,6 +49,7 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -88,6 +92,10 @@ type payload struct {
 	Party *struct {
 		Round int `json:"round"`
 	} `json:"party"`
+	Attachments []struct {
+		Name string `json:"name"`
+		Path string `json:"path"`
+	} `json:"attachments"`
 }
 
 // round is the payload's party round, 0 outside party mode.
@@ -112,6 +120,7 @@ type directives struct {
 	fresh      bool
 	env        bool
 	wait       bool
+	files      bool
 }
 
 func main() {
@@ -195,6 +204,10 @@ func run() (int, error) {
 		}
 	case d.say != nil:
 		fmt.Print(*d.say)
+	case d.files:
+		for _, a := range p.Attachments {
+			fmt.Printf("file %s %s %s\n", a.Name, fileHash(a.Path), a.Path)
+		}
 	default:
 		fmt.Printf("%s got: %s", p.Participant.ID, p.Content)
 	}
@@ -244,6 +257,8 @@ func parse(content, participant string, round int) (directives, error) {
 			d.env = true
 		case "wait":
 			d.wait = true
+		case "files":
+			d.files = true
 		case "session":
 			if val != "fresh" {
 				err = fmt.Errorf("only fake:session=fresh is known")
@@ -508,4 +523,17 @@ func envAndWait(dir string, p payload, d directives) error {
 		}
 	}
 	return fmt.Errorf("fake:wait: no %s within 2 minutes", release)
+}
+
+// fileHash is "sha256:<hex>" of the file at path, "missing" when there is
+// none (or no path).
+func fileHash(path string) string {
+	if path == "" {
+		return "missing"
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "missing"
+	}
+	return fmt.Sprintf("sha256:%x", sha256.Sum256(b))
 }

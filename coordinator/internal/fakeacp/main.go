@@ -29,6 +29,9 @@
 // its answer, or with FAKE_ACP_REPLAY=after after it, as Gemini CLI does.
 // FAKE_ACP_MODELS=1 offers models in its session answers and takes
 // session/set_model (logged with the model as the session).
+// FAKE_ACP_IMAGES=1 declares promptCapabilities.image; each block of a
+// prompt that is not text is logged as a call "prompt-block" whose session
+// is "image:<mime type>:<bytes>" or "link:<mime type>:<uri>".
 // FAKE_ACP_ENV names a file that each session/new and session/load
 // replaces with what the agent was given: its environment (one KEY=VALUE a
 // line), then a line "mcp NAME COMMAND ARGS…" and lines "mcp-env KEY=VALUE"
@@ -37,6 +40,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -83,7 +87,8 @@ func (a *agent) Initialize(_ context.Context, req acp.InitializeRequest) (acp.In
 		time.Sleep(d)
 	}
 	return acp.InitializeResponse{ProtocolVersion: acp.ProtocolVersionNumber,
-		AgentCapabilities: acp.AgentCapabilities{LoadSession: os.Getenv("FAKE_ACP_NO_LOAD") != "1"},
+		AgentCapabilities: acp.AgentCapabilities{LoadSession: os.Getenv("FAKE_ACP_NO_LOAD") != "1",
+			PromptCapabilities: acp.PromptCapabilities{Image: os.Getenv("FAKE_ACP_IMAGES") == "1"}},
 		AuthMethods:       []acp.AuthMethod{}}, nil
 }
 
@@ -217,6 +222,7 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 		<-replayed
 	}
 	a.log("session/prompt", string(s))
+	a.logBlocks(req.Prompt)
 	end := acp.PromptResponse{StopReason: acp.StopReasonEndTurn}
 	switch {
 	case strings.Contains(text, "<speech>"):
@@ -366,4 +372,22 @@ func main() {
 	a := &agent{turns: map[string]int{}}
 	a.conn = acp.NewAgentSideConnection(a, os.Stdout, os.Stdin)
 	<-a.conn.Done()
+}
+
+// logBlocks logs each block of a prompt that is not text (see the
+// package doc).
+func (a *agent) logBlocks(blocks []acp.ContentBlock) {
+	for _, b := range blocks {
+		switch {
+		case b.Image != nil:
+			data, _ := base64.StdEncoding.DecodeString(b.Image.Data)
+			a.log("prompt-block", fmt.Sprintf("image:%s:%d", strings.ReplaceAll(b.Image.MimeType, " ", ""), len(data)))
+		case b.ResourceLink != nil:
+			mime := ""
+			if b.ResourceLink.MimeType != nil {
+				mime = *b.ResourceLink.MimeType
+			}
+			a.log("prompt-block", fmt.Sprintf("link:%s:%s", strings.ReplaceAll(mime, " ", ""), b.ResourceLink.Uri))
+		}
+	}
 }
