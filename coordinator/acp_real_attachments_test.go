@@ -1,13 +1,20 @@
 package coordinator_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
 // TestRealACPImageBlock: the real claude-agent-acp, which declares
@@ -70,4 +77,50 @@ func imageSent(r fakemodel.Request, data string) bool {
 		}
 	}
 	return false
+}
+
+// TestRealACPPostsFileOverMCP: the real claude-agent-acp, told by the
+// model to call the bridge's MCP post with a file of its working folder,
+// posts a message from its participant naming the file, which the bridge
+// serves byte for byte.
+func TestRealACPPostsFileOverMCP(t *testing.T) {
+	ra := realAgents[0]
+	s, work, m := startRealACP(t, ra, config.PermissionsAllow)
+	report := []byte("all 42 tests pass\n")
+	if err := os.WriteFile(filepath.Join(work, "report.txt"), report, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.SetResponder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
+		post := slices.IndexFunc(r.ToolNames(), func(name string) bool {
+			return strings.HasSuffix(name, "post") && strings.Contains(name, "agent-bridge")
+		})
+		if r.Contains("PLEASE_ATTACH") && !r.Contains("tool_result") && post >= 0 {
+			return fakemodel.Reply{Tool: &fakemodel.ToolCall{Name: r.ToolNames()[post],
+				Input: map[string]any{"thread": s.thread, "content": "the report", "attachments": []string{"report.txt"}}}}, true
+		}
+		return fakemodel.Reply{Text: "done"}, true
+	})
+	s.reply(s.ask("PLEASE_ATTACH the report"))
+	var posted agentbridge.Event
+	testutil.WaitFor(t, waitLong, "the post with the file over MCP", func() bool {
+		for _, e := range s.events(s.thread) {
+			if e.From == "acpy" && e.Text() == "the report" {
+				posted = e
+				return true
+			}
+		}
+		return false
+	})
+	var files []agentbridge.Attachment
+	if err := json.Unmarshal(posted.Meta.Extra[agentbridge.MetaAttachments], &files); err != nil || len(files) != 1 || files[0].Name != "report.txt" {
+		t.Fatalf("meta.attachments = %s, %v; want report.txt", posted.Meta.Extra[agentbridge.MetaAttachments], err)
+	}
+	body, _, err := s.cl.DownloadAttachment(t.Context(), files[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Close()
+	if got, _ := io.ReadAll(body); !bytes.Equal(got, report) {
+		t.Errorf("the posted file holds %q, want %q", got, report)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,6 +42,9 @@ type Options struct {
 	// slog.Default(). On stdio it must not write to stdout, which is the
 	// protocol stream.
 	Logger *slog.Logger
+	// Dir is the working folder, the only one post may attach files from
+	// (attachments.go); "" is the process's working folder.
+	Dir string
 }
 
 // Server is an MCP server acting as one participant of a bridge. It is
@@ -51,6 +55,8 @@ type Server struct {
 	as  string
 	log *slog.Logger
 	mcp *mcp.Server
+	// dir is the working folder files are attached from (Options.Dir).
+	dir string
 	// calls is the parent of every request's context, and cancelCalls
 	// ends them: the SDK detaches handlers from the session's context and
 	// its Close waits for them, so a shutdown must cancel a long
@@ -77,7 +83,15 @@ func New(opts Options) (*Server, error) {
 	if version == "" {
 		version = "dev"
 	}
-	s := &Server{c: opts.Client, as: opts.As, log: log}
+	dir := opts.Dir
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("mcpserver: the working folder: %w", err)
+		}
+		dir = wd
+	}
+	s := &Server{c: opts.Client, as: opts.As, log: log, dir: dir}
 	s.calls, s.cancelCalls = context.WithCancel(context.Background())
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "agent-bridge", Version: version}, &mcp.ServerOptions{
 		Instructions: instructions(opts.As),

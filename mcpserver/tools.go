@@ -48,6 +48,8 @@ type postIn struct {
 	Content string `json:"content" jsonschema:"the message text (markdown is fine); mention a participant with @id to draw their attention"`
 	To      string `json:"to,omitempty" jsonschema:"the recipient's participant id, or 'all' (default) for everyone in the thread"`
 	ReplyTo string `json:"reply_to,omitempty" jsonschema:"the id of the event this message answers (from read_thread or wait_for_reply)"`
+	// Attachments are files to send with the message.
+	Attachments []string `json:"attachments,omitempty" jsonschema:"files to send with the message: paths of files in your working folder (relative to it, or absolute inside it), at most 32; they are uploaded to the thread, and people and agents there get them"`
 }
 
 type inviteIn struct {
@@ -113,6 +115,8 @@ type postedOut struct {
 	Thread string `json:"thread"`
 	ID     string `json:"id"`
 	Seq    int64  `json:"seq"`
+	// Attachments are the files a post sent, as stored.
+	Attachments []agentbridge.Attachment `json:"attachments,omitempty"`
 }
 
 type stateOut struct {
@@ -268,12 +272,22 @@ func (s *Server) post(ctx context.Context, _ *mcp.CallToolRequest, in postIn) (*
 	}
 	ev := agentbridge.EventInput{Type: agentbridge.TypeMessage, From: s.as, To: to, Content: content}
 	ev.Meta.ReplyTo = in.ReplyTo
+	files, err := s.attachFiles(ctx, in.Thread, in.Attachments)
+	if err != nil {
+		return nil, postedOut{}, err
+	}
+	if err := withAttachments(&ev, files); err != nil {
+		return nil, postedOut{}, err
+	}
 	e, err := s.c.Append(ctx, in.Thread, ev, "")
 	if err != nil {
 		return nil, postedOut{}, s.toolError(err)
 	}
-	return textResult(fmt.Sprintf("Posted to %s as %s: event %s, seq %d.", in.Thread, s.as, e.ID, e.Seq)),
-		postedOut{Thread: in.Thread, ID: e.ID, Seq: e.Seq}, nil
+	text := fmt.Sprintf("Posted to %s as %s: event %s, seq %d.", in.Thread, s.as, e.ID, e.Seq)
+	for _, f := range files {
+		text += fmt.Sprintf("\nAttached %s (%s, %d bytes): %s.", f.Name, f.Type, f.Size, f.ID)
+	}
+	return textResult(text), postedOut{Thread: in.Thread, ID: e.ID, Seq: e.Seq, Attachments: files}, nil
 }
 
 func (s *Server) invite(ctx context.Context, _ *mcp.CallToolRequest, in inviteIn) (*mcp.CallToolResult, postedOut, error) {
