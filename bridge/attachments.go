@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -263,7 +264,8 @@ func (s *Server) handleAttachmentGet(w http.ResponseWriter, r *http.Request) err
 	if _, err := parseQuery(r, queryNone); err != nil {
 		return err
 	}
-	id := chi.URLParam(r, "id")
+	// A client that escaped the colon (sha256%3A…) means the same id.
+	id, _ := url.PathUnescape(chi.URLParam(r, "id"))
 	notFound := agentbridge.Errorf(agentbridge.ECodeAttachmentNotFound, "There is no attachment %s here.", agentbridge.Clip(id, agentbridge.QuoteRunes))
 	a, found, err := s.attachments.Attachment(r.Context(), id)
 	if err != nil {

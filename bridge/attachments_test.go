@@ -137,6 +137,9 @@ func TestAttachmentUploadAndServe(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, h.Get(k), v)
 		}
 	}
+	if esc := ts.must(200, "GET", "/attachments/"+strings.Replace(a.ID, ":", "%3A", 1), ""); !bytes.Equal(esc.body, img) {
+		t.Errorf("GET with the colon escaped served %d bytes, want the %d uploaded", len(esc.body), len(img))
+	}
 	if a := ts.do("GET", "/attachments/"+a.ID, "", `If-None-Match: "`+a.ID+`"`); a.status != http.StatusNotModified || len(a.body) != 0 {
 		t.Errorf("GET with the ETag: %d, %d bytes; want 304 and none", a.status, len(a.body))
 	}

@@ -77,7 +77,11 @@ async function errorFrom(res) {
 export async function request(method, path, body, { signal } = {}) {
   for (;;) {
     const init = { method, headers: headers(), signal, credentials: "same-origin" };
-    if (body !== undefined) {
+    if (body instanceof Blob) {
+      // A file (an upload, attachments.js) is sent as it is.
+      init.headers["Content-Type"] = "application/octet-stream";
+      init.body = body;
+    } else if (body !== undefined) {
       init.headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(body);
     }

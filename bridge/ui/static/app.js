@@ -6,7 +6,8 @@
 // thread and its scrolling), events.js (one event), composer.js, panel.js
 // (state, participants, invite), presence.js, receipts.js, revision.js,
 // stream.js (the tab's stream), notify.js, suggestions.js, phone.js (the
-// installable app: push, pairing, deep links), and the
+// installable app: push, pairing, deep links), attachments.js (files in
+// the thread), and the
 // Markdown of markdown.js. Untrusted content reaches the page only through
 // textContent or DOMPurify.
 
@@ -26,6 +27,7 @@ import { startStream, onVisibility, setConn } from "./stream.js";
 import { wireNotifications, maybeNotify, notifyEnabled } from "./notify.js";
 import { wireSuggestions } from "./suggestions.js";
 import { redeemPairing, wirePhone } from "./phone.js";
+import { wireAttachments, renderAttachments, renderPending, pendingAttachments, clearAttachments } from "./attachments.js";
 
 // The views call each other only through hooks (hooks.js): this is every
 // function one view asks of another, filled in before anything runs.
@@ -48,6 +50,8 @@ Object.assign(hooks, {
   renderRevision,
   // notify.js
   maybeNotify, notifyEnabled,
+  // attachments.js
+  renderAttachments, renderPending, pendingAttachments, clearAttachments,
 });
 
 const SENDER_KEY = "agent-bridge-sender";
@@ -227,6 +231,7 @@ async function main() {
   wireDrawers();
   wireScrolling();
   wireComposer();
+  wireAttachments();
   wirePanel();
   wireRevision();
   wireNotifications();

@@ -31,9 +31,12 @@ async function send() {
   if (!v || v.cursor !== null) return;
   const input = $("message-input");
   const text = input.value;
-  if (!text.trim()) return;
-  const body = { from: sender(), to: $("to-select").value || "all", content: text };
+  const files = hooks.pendingAttachments();
+  if (files.busy) return showComposerError("A file is still uploading; send once it is done.");
+  if (!text.trim() && !files.ready.length) return;
+  const body = { from: sender(), to: $("to-select").value || "all", content: text.trim() ? text : files.ready.map((f) => f.name).join(", ") };
   if (v.replyTo) body.meta = { reply_to: v.replyTo };
+  if (files.ready.length) body.meta = Object.assign(body.meta || {}, { attachments: files.ready });
   $("send-btn").disabled = true;
   // What one posts comes into view when the stream brings it: go to the
   // bottom now, not when the answer comes, which may be after the event
@@ -44,6 +47,7 @@ async function send() {
     const res = await api.post(`/threads/${encodeURIComponent(v.id)}/events`, body, { signal: v.ctrl.signal });
     if (v !== ui.view) return;
     input.value = "";
+    hooks.clearAttachments();
     // Stored, but it wakes nobody (contract 6.4): say why, as the CLI does.
     showComposerError(res && res.ignored ? res.ignored.reason : "");
     setReply(null);

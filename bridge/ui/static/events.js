@@ -123,6 +123,8 @@ export function renderEvent(v, ev) {
   else if (ev.type === "thread.renamed") body.textContent = `renamed the thread to “${contentText(ev)}”`;
   else body.textContent = `${ev.type}: ${contentText(ev)}`;
   node.append(body);
+  const files = meta.private === true ? null : hooks.renderAttachments(ev);
+  if (files) node.append(files);
   if (request) {
     node.append(permissionBox(ev));
     const answer = v.permissionAnswers.get(ev.id);

@@ -65,6 +65,7 @@ export async function openThread(id) {
   $("older").textContent = "Scroll up for older events";
   $("composer-error").hidden = true;
   hooks.setReply(null);
+  hooks.renderPending();
   showPill(null);
   if (!id) {
     $("thread-view").hidden = true;
