@@ -89,7 +89,7 @@ func (a *agent) Initialize(_ context.Context, req acp.InitializeRequest) (acp.In
 	return acp.InitializeResponse{ProtocolVersion: acp.ProtocolVersionNumber,
 		AgentCapabilities: acp.AgentCapabilities{LoadSession: os.Getenv("FAKE_ACP_NO_LOAD") != "1",
 			PromptCapabilities: acp.PromptCapabilities{Image: os.Getenv("FAKE_ACP_IMAGES") == "1"}},
-		AuthMethods:       []acp.AuthMethod{}}, nil
+		AuthMethods: []acp.AuthMethod{}}, nil
 }
 
 func (a *agent) Cancel(_ context.Context, n acp.CancelNotification) error {
