@@ -3,9 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -18,8 +18,11 @@ var _ agentbridge.AttachmentStore = (*Store)(nil)
 const (
 	aSelect       = `SELECT name, type, size FROM attachments WHERE id = ?`
 	aTouch        = `UPDATE attachments SET uploaded_ms = max(uploaded_ms, ?) WHERE id = ?`
-	aInsert       = `INSERT INTO attachments (id, name, type, size, created_ms, uploaded_ms) VALUES (?, ?, ?, ?, ?, ?)`
-	aInsertChunk  = `INSERT INTO attachment_chunks (attachment, n, data) VALUES (?, ?, ?)`
+	aInsert       = `INSERT INTO attachments (id, name, type, size, created_ms, uploaded_ms) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET uploaded_ms = max(uploaded_ms, excluded.uploaded_ms)`
+	aInsertChunk  = `INSERT OR REPLACE INTO attachment_chunks (attachment, n, data) VALUES (?, ?, ?)`
+	aChunkTotals  = `SELECT count(*), coalesce(sum(length(data)), 0) FROM attachment_chunks WHERE attachment = ?`
+	aOrphans      = `SELECT DISTINCT attachment FROM attachment_chunks c WHERE NOT EXISTS (SELECT 1 FROM attachments a WHERE a.id = c.attachment)`
 	aSelectChunk  = `SELECT data FROM attachment_chunks WHERE attachment = ? AND n = ?`
 	aLink         = `INSERT OR IGNORE INTO attachment_links (attachment, thread, event) VALUES (?, ?, ?)`
 	aHeld         = `SELECT EXISTS (SELECT 1 FROM attachment_links WHERE attachment = ? AND thread = ?)`
@@ -28,79 +31,134 @@ const (
 	aSweepOne     = `DELETE FROM attachments WHERE id = ? AND uploaded_ms < ? AND ` + aUnreferenced
 )
 
-// PutAttachment stores an upload (agentbridge.AttachmentStore) in one
-// step of the writer. Reading the body there holds the writer for the
-// time the file takes to write (docs/performance.md has the numbers); a
-// body that fails to read is rolled back to a savepoint and refused
-// alone, without failing the group commit it shares.
+// PutAttachment stores an upload (agentbridge.AttachmentStore). A file
+// whose id is stored already is one short writer step (its upload time
+// and a link). A new one is written a chunk per writer step, read from
+// body outside the writer, so that appends go on between the chunks
+// (docs/performance.md: a 25 MiB file in one step held them for over a
+// second); then one step checks every chunk is there and inserts the row,
+// which is what makes the file exist for readers, appends and the sweep.
+// Chunks with no row are an upload under way, or one cut short, which
+// the sweep removes unless this store is uploading them (uploads).
 func (s *Store) PutAttachment(ctx context.Context, thread string, a agentbridge.Attachment, body io.Reader, now time.Time) (_ agentbridge.Attachment, err error) {
 	defer s.guardWrite(time.Now(), &err)
 	if !agentbridge.ThreadIDPattern.MatchString(thread) {
 		return agentbridge.Attachment{}, agentbridge.ThreadNotFound(thread)
 	}
-	r := s.newRequest(ctx)
-	r.other = func(ctx context.Context, conn *sql.Conn) (response, error) {
-		var one int
-		if found, err := storecore.Found(conn.QueryRowContext(ctx, `SELECT 1 FROM threads WHERE id = ?`, thread).Scan(&one)); err != nil || !found {
-			if err != nil {
-				return response{}, fmt.Errorf("look up thread %s: %w", thread, err)
-			}
-			return response{err: agentbridge.ThreadNotFound(thread)}, nil
-		}
-		stored, found, err := scanAttachment(conn.QueryRowContext(ctx, aSelect, a.ID), a.ID)
-		if err != nil {
-			return response{}, err
-		}
-		if found {
-			if _, err := conn.ExecContext(ctx, aTouch, now.UnixMilli(), a.ID); err != nil {
-				return response{}, fmt.Errorf("touch attachment %s: %w", a.ID, err)
-			}
-			a.Type, a.Size = stored.Type, stored.Size
-		} else if refusal, err := insertAttachment(ctx, conn, a, body, now); err != nil || refusal != nil {
-			return response{err: refusal}, err
-		}
-		if _, err := conn.ExecContext(ctx, aLink, a.ID, thread, ""); err != nil {
-			return response{}, fmt.Errorf("link attachment %s: %w", a.ID, err)
-		}
-		return response{value: a}, nil
+	stored, found, err := s.touchAttachment(ctx, thread, a, now)
+	if err != nil || found {
+		return stored, err
 	}
-	resp := s.submit(ctx, r)
-	if resp.err != nil {
-		return agentbridge.Attachment{}, resp.err
-	}
-	return resp.value.(agentbridge.Attachment), nil
-}
-
-// insertAttachment writes a new attachment's row and chunks under a
-// savepoint: a body that fails to read is undone and comes back as
-// refusal, a database failure as err.
-func insertAttachment(ctx context.Context, conn *sql.Conn, a agentbridge.Attachment, body io.Reader, now time.Time) (refusal, err error) {
-	if _, err := conn.ExecContext(ctx, "SAVEPOINT upload"); err != nil {
-		return nil, fmt.Errorf("savepoint: %w", err)
-	}
-	werr := func() error {
-		if _, err := conn.ExecContext(ctx, aInsert, a.ID, a.Name, a.Type, a.Size, now.UnixMilli(), now.UnixMilli()); err != nil {
-			return fmt.Errorf("insert attachment %s: %w", a.ID, err)
-		}
-		return storecore.WriteChunks(body, a.Size, func(n int, data []byte) error {
+	s.uploads.add(a.ID)
+	defer s.uploads.done(a.ID)
+	err = storecore.WriteChunks(body, a.Size, func(n int, data []byte) error {
+		err := s.side(ctx, func(ctx context.Context, conn *sql.Conn) error {
 			if _, err := conn.ExecContext(ctx, aInsertChunk, a.ID, n, data); err != nil {
 				return fmt.Errorf("insert chunk %d of attachment %s: %w", n, a.ID, err)
 			}
 			return nil
 		})
-	}()
-	if werr != nil && errors.Is(werr, storecore.ErrUploadRead) {
-		if _, err := conn.ExecContext(ctx, "ROLLBACK TO upload"); err != nil {
-			return nil, errors.Join(werr, fmt.Errorf("roll back the upload: %w", err))
+		// A chunk is 256 pages of WAL: the background checkpoint copies
+		// them now, so that the writer's own checkpoint, which every
+		// append waits for, finds little left to copy.
+		select {
+		case s.checkpoint <- struct{}{}:
+		default:
 		}
-		refusal = werr
-	} else if werr != nil {
-		return nil, werr
+		return err
+	})
+	if err != nil {
+		return agentbridge.Attachment{}, err
 	}
-	if _, err := conn.ExecContext(ctx, "RELEASE upload"); err != nil {
-		return nil, fmt.Errorf("release savepoint: %w", err)
+	r := s.newRequest(ctx)
+	r.other = func(ctx context.Context, conn *sql.Conn) (response, error) {
+		var n, size int64
+		if err := conn.QueryRowContext(ctx, aChunkTotals, a.ID).Scan(&n, &size); err != nil {
+			return response{}, fmt.Errorf("count the chunks of attachment %s: %w", a.ID, err)
+		}
+		if size != a.Size || n != chunksOf(a.Size) {
+			return response{err: fmt.Errorf("attachment %s: %d chunks of %d bytes stored, not the %d bytes uploaded", a.ID, n, size, a.Size)}, nil
+		}
+		if _, err := conn.ExecContext(ctx, aInsert, a.ID, a.Name, a.Type, a.Size, now.UnixMilli(), now.UnixMilli()); err != nil {
+			return response{}, fmt.Errorf("insert attachment %s: %w", a.ID, err)
+		}
+		if _, err := conn.ExecContext(ctx, aLink, a.ID, thread, ""); err != nil {
+			return response{}, fmt.Errorf("link attachment %s: %w", a.ID, err)
+		}
+		return response{}, nil
 	}
-	return refusal, nil
+	if resp := s.submit(ctx, r); resp.err != nil {
+		return agentbridge.Attachment{}, resp.err
+	}
+	return a, nil
+}
+
+// touchAttachment is an upload's first writer step: it checks the thread,
+// and for bytes stored already moves their upload time, links them to
+// thread and returns them as stored (found), under this upload's name.
+func (s *Store) touchAttachment(ctx context.Context, thread string, a agentbridge.Attachment, now time.Time) (stored agentbridge.Attachment, found bool, err error) {
+	r := s.newRequest(ctx)
+	r.other = func(ctx context.Context, conn *sql.Conn) (response, error) {
+		var one int
+		if ok, err := storecore.Found(conn.QueryRowContext(ctx, `SELECT 1 FROM threads WHERE id = ?`, thread).Scan(&one)); err != nil || !ok {
+			if err != nil {
+				return response{}, fmt.Errorf("look up thread %s: %w", thread, err)
+			}
+			return response{err: agentbridge.ThreadNotFound(thread)}, nil
+		}
+		if stored, found, err = scanAttachment(conn.QueryRowContext(ctx, aSelect, a.ID), a.ID); err != nil || !found {
+			return response{}, err
+		}
+		if _, err := conn.ExecContext(ctx, aTouch, now.UnixMilli(), a.ID); err != nil {
+			return response{}, fmt.Errorf("touch attachment %s: %w", a.ID, err)
+		}
+		if _, err := conn.ExecContext(ctx, aLink, a.ID, thread, ""); err != nil {
+			return response{}, fmt.Errorf("link attachment %s: %w", a.ID, err)
+		}
+		return response{}, nil
+	}
+	if resp := s.submit(ctx, r); resp.err != nil {
+		return agentbridge.Attachment{}, false, resp.err
+	}
+	if found {
+		stored.Name = a.Name
+	}
+	return stored, found, nil
+}
+
+// chunksOf is how many chunks a file of size bytes is stored in.
+func chunksOf(size int64) int64 {
+	return (size + storecore.AttachmentChunk - 1) / storecore.AttachmentChunk
+}
+
+// uploadSet is the ids whose chunks this store is writing: the sweep of
+// chunks without a row leaves them alone. Safe for concurrent use.
+type uploadSet struct {
+	mu  sync.Mutex
+	ids map[string]int
+}
+
+func (u *uploadSet) add(id string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.ids == nil {
+		u.ids = map[string]int{}
+	}
+	u.ids[id]++
+}
+
+func (u *uploadSet) done(id string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.ids[id]--; u.ids[id] <= 0 {
+		delete(u.ids, id)
+	}
+}
+
+func (u *uploadSet) has(id string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.ids[id] > 0
 }
 
 // scanAttachment reads one attachment row (name, type, size) of id.
@@ -171,6 +229,9 @@ func (s *Store) SweepAttachments(ctx context.Context, cutoff time.Time) (n int, 
 	if err := rows.Err(); err != nil {
 		return 0, fmt.Errorf("find attachments to sweep: %w", err)
 	}
+	if err := s.sweepOrphanChunks(ctx); err != nil {
+		return 0, err
+	}
 	for _, id := range ids {
 		err := s.side(ctx, func(ctx context.Context, conn *sql.Conn) error {
 			res, err := conn.ExecContext(ctx, aSweepOne, id, cutoff.UnixMilli())
@@ -193,6 +254,45 @@ func (s *Store) SweepAttachments(ctx context.Context, cutoff time.Time) (n int, 
 		}
 	}
 	return n, nil
+}
+
+// sweepOrphanChunks removes the chunks of uploads that stopped before
+// their row was written (a bridge killed mid-upload, a body cut short),
+// each id in a writer step that checks again that no row has come and
+// that this store is not writing it now.
+func (s *Store) sweepOrphanChunks(ctx context.Context) error {
+	rows, err := s.rdb.QueryContext(ctx, aOrphans)
+	if err != nil {
+		return fmt.Errorf("find chunks of unfinished uploads: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return fmt.Errorf("find chunks of unfinished uploads: %w", err)
+		}
+		if !s.uploads.has(id) {
+			ids = append(ids, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("find chunks of unfinished uploads: %w", err)
+	}
+	for _, id := range ids {
+		err := s.side(ctx, func(ctx context.Context, conn *sql.Conn) error {
+			if s.uploads.has(id) {
+				return nil
+			}
+			_, err := conn.ExecContext(ctx, `DELETE FROM attachment_chunks WHERE attachment = ? AND NOT EXISTS (SELECT 1 FROM attachments WHERE id = ?)`, id, id)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("remove the chunks of an unfinished upload: %w", err)
+		}
+	}
+	return nil
 }
 
 // attachmentLookup answers lookups.Attachment from the writer's

@@ -123,6 +123,9 @@ type Store struct {
 	// epoch is the log's epoch, read at Open: only a restore, which
 	// needs the server stopped, changes it.
 	epoch agentbridge.LogEpoch
+	// uploads are the attachments whose chunks are being written
+	// (attachments.go).
+	uploads uploadSet
 }
 
 // LogEpoch returns the log's epoch (see agentbridge.LogEpoch).

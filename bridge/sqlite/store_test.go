@@ -2,10 +2,12 @@ package sqlite
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -801,4 +804,42 @@ func TestTailLeavesOtherWritersToTheDatabase(t *testing.T) {
 		t.Fatalf("the database lacks the other writer's event %s", foreign.ID)
 	}
 	checkTail(t, s)
+}
+
+// TestOrphanChunksSwept: the chunks an upload cut short left, with no
+// row, are removed by the next sweep, but not those of an upload this
+// store is still writing.
+func TestOrphanChunksSwept(t *testing.T) {
+	s := openStore(t, Options{})
+	ctx := context.Background()
+	newThread(t, s, "t")
+	data := bytes.Repeat([]byte("x"), 3<<20)
+	a := storetest.NewAttachment(data, "cut.bin", "application/octet-stream")
+	if _, err := s.PutAttachment(ctx, "t", a, io.MultiReader(bytes.NewReader(data[:2<<20]), iotest.ErrReader(errors.New("cut"))), time.Now()); err == nil {
+		t.Fatal("an upload cut short was stored")
+	}
+	chunks := func() (n int) {
+		t.Helper()
+		if err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM attachment_chunks WHERE attachment = ?`, a.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := chunks(); n != 2 {
+		t.Fatalf("%d chunks left by the cut upload, want 2", n)
+	}
+	s.uploads.add(a.ID)
+	if _, err := s.SweepAttachments(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n := chunks(); n != 2 {
+		t.Errorf("the sweep removed the chunks of an upload being written: %d left", n)
+	}
+	s.uploads.done(a.ID)
+	if _, err := s.SweepAttachments(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n := chunks(); n != 0 {
+		t.Errorf("%d chunks of the cut upload left after the sweep", n)
+	}
 }

@@ -143,7 +143,7 @@ func (*Main) maxStreamsFlag(fs *pflag.FlagSet) *string {
 
 // bridgeConfigFlag defines --bridge-config for serve and up.
 func (*Main) bridgeConfigFlag(fs *pflag.FlagSet) *string {
-	return fs.String("bridge-config", "", "JSON file of the bridge's own settings: \"notify\" (ntfy topic, public URL; docs/operations.md)")
+	return fs.String("bridge-config", "", "JSON file of the bridge's own settings: \"notify\" (ntfy topic, public URL) and \"attachments\" (max_bytes); docs/operations.md")
 }
 
 // tlsFlags define --tls-cert and --tls-key for serve and up.

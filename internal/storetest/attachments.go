@@ -290,3 +290,44 @@ func RaceSweepsAndAppends(t *testing.T, stores ...agentbridge.EventStore) {
 	}
 	t.Logf("%d of %d appends came before the sweep of their attachment", kept, n)
 }
+
+// cutReader gives the first n bytes of data, then fails.
+type cutReader struct {
+	data []byte
+	n    int
+}
+
+func (r *cutReader) Read(p []byte) (int, error) {
+	if r.n <= 0 {
+		return 0, errors.New("the client went away")
+	}
+	k := copy(p, r.data[:min(r.n, len(r.data))])
+	r.data, r.n = r.data[k:], r.n-k
+	return k, nil
+}
+
+// testAttachmentCutShort: an upload whose body fails part-way stores
+// nothing a reader, an append or a sweep sees; the same bytes uploaded
+// whole afterwards are stored and read back.
+func testAttachmentCutShort(t *testing.T, newStore Factory) {
+	s, as := attachmentStore(t, newStore)
+	ctx := context.Background()
+	NewThread(t, s, "t")
+	data := bytes.Repeat([]byte("0123456789"), 300_000) // 3 MB: several chunks
+	a := NewAttachment(data, "cut.bin", "application/octet-stream")
+	if _, err := as.PutAttachment(ctx, "t", a, &cutReader{data: data, n: 1_500_000}, time.Now()); err == nil {
+		t.Fatal("an upload cut short was stored")
+	}
+	if _, found, err := as.Attachment(ctx, a.ID); err != nil || found {
+		t.Fatalf("after the cut: found %v, %v", found, err)
+	}
+	_, err := s.Append(ctx, agentbridge.AppendRequest{Thread: "t", Input: withAttachments("user", "see", map[string]any{"id": a.ID})})
+	WantCode(t, err, agentbridge.ECodeUnknownAttachment)
+	if _, err := as.SweepAttachments(ctx, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	put(t, as, "t", a, bytes.NewReader(data), time.Now())
+	if back := readAll(t, as, a.ID); !bytes.Equal(back, data) {
+		t.Fatalf("read back %d bytes, want %d", len(back), len(data))
+	}
+}

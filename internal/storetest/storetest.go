@@ -62,6 +62,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"EventAttachments", testEventAttachments},
 		{"SweepAttachments", testSweepAttachments},
 		{"SweepRacesAppends", testSweepRacesAppends},
+		{"AttachmentCutShort", testAttachmentCutShort},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}
