@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/spf13/cobra"
 )
@@ -68,6 +69,14 @@ func attachmentNames(paths []string) string {
 		names[i] = filepath.Base(p)
 	}
 	return strings.Join(names, ", ")
+}
+
+// writeAttachments adds a line per file an event names to its text in
+// tail, with the command that downloads it.
+func writeAttachments(b *strings.Builder, e agentbridge.Event) {
+	for _, a := range adapters.EventAttachments(e) {
+		fmt.Fprintf(b, "\n    [file] %s (%s, %d bytes): agent-bridge get %s", agentbridge.CleanAttachmentName(a.Name), a.Type, a.Size, a.ID)
+	}
 }
 
 // getCommand is "agent-bridge get ID [-o FILE]".

@@ -167,3 +167,16 @@ func TestAttachThroughCLI(t *testing.T) {
 		t.Fatalf("after restore, get wrote %d bytes, %v; want the %d posted", len(back), err, len(img))
 	}
 }
+
+// TestTailShowsAttachments: tail prints a line per file a message names,
+// with the command that downloads it.
+func TestTailShowsAttachments(t *testing.T) {
+	t.Parallel()
+	e := agentbridge.Event{Seq: 4, TS: "2026-11-21T10:00:00.000000Z", Type: agentbridge.TypeMessage, From: "user", To: "all",
+		Content: json.RawMessage(`"see this"`), Meta: agentbridge.Meta{Extra: map[string]json.RawMessage{agentbridge.MetaAttachments: json.RawMessage(
+			`[{"id":"sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08","name":"shot.png","type":"image/png","size":48213}]`)}}}
+	want := "[4] 2026-11-21T10:00:00.000000Z user → all: see this\n    [file] shot.png (image/png, 48213 bytes): agent-bridge get sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+	if got := formatEvent(e, false); got != want {
+		t.Errorf("formatEvent = %q, want %q", got, want)
+	}
+}

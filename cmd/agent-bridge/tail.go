@@ -282,5 +282,6 @@ func formatEvent(e agentbridge.Event, global bool) string {
 	}
 	b.WriteString(": ")
 	b.WriteString(strings.ReplaceAll(strings.TrimRight(e.Text(), "\n"), "\n", "\n    "))
+	writeAttachments(&b, e)
 	return b.String()
 }
