@@ -149,6 +149,28 @@ func EventAttachments(m Meta) ([]Attachment, error) {
 	return out, nil
 }
 
+// StoredAttachments is meta.attachments of a stored event, each entry
+// {id, name, type, size} as the bridge wrote it; nil when it has none or
+// they do not read.
+func StoredAttachments(m Meta) []Attachment {
+	raw, ok := m.Extra[MetaAttachments]
+	if !ok {
+		return nil
+	}
+	var list []Attachment
+	if json.Unmarshal(raw, &list) != nil {
+		return nil
+	}
+	return list
+}
+
+// Describe is the file as people and models read it: its name (cleaned
+// again, in case it came from elsewhere), type and size, such as
+// "shot.png (image/png, 48213 bytes)".
+func (a Attachment) Describe() string {
+	return fmt.Sprintf("%s (%s, %d bytes)", CleanAttachmentName(a.Name), a.Type, a.Size)
+}
+
 // ChangeDiff is the attachment id of meta.change.diff (contract 8.1: a
 // run's unified diff), "" when the event has none. The bridge checks it is
 // stored as it checks meta.attachments, and it makes the thread hold the

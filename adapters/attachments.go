@@ -1,7 +1,6 @@
 package adapters
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -19,21 +18,6 @@ type Attachment struct {
 	Path  string `json:"path,omitempty"`
 }
 
-// EventAttachments is meta.attachments of e as the bridge stored it (each
-// entry's id, name, type and size); nil when it has none or they do not
-// read.
-func EventAttachments(e agentbridge.Event) []agentbridge.Attachment {
-	raw, ok := e.Meta.Extra[agentbridge.MetaAttachments]
-	if !ok {
-		return nil
-	}
-	var list []agentbridge.Attachment
-	if json.Unmarshal(raw, &list) != nil {
-		return nil
-	}
-	return list
-}
-
 // AttachmentsOf lists the attachments the events name, each once, in the
 // order they first appear (events oldest first, as a payload's are), with
 // the newest event naming each. Never nil.
@@ -43,7 +27,7 @@ func AttachmentsOf(lists ...[]agentbridge.Event) []Attachment {
 	newest := map[string]int64{} // an attachment's id → the seq of its Event
 	for _, events := range lists {
 		for _, e := range events {
-			for _, a := range EventAttachments(e) {
+			for _, a := range agentbridge.StoredAttachments(e.Meta) {
 				i, ok := at[a.ID]
 				if !ok {
 					at[a.ID], newest[a.ID] = len(out), e.Seq
@@ -62,7 +46,7 @@ func AttachmentsOf(lists ...[]agentbridge.Event) []Attachment {
 // attachmentLines renders the files of one event for a prompt, one line
 // each, with where this run's copy is; "" when the event has none.
 func attachmentLines(e agentbridge.Event, files []Attachment) string {
-	list := EventAttachments(e)
+	list := agentbridge.StoredAttachments(e.Meta)
 	if len(list) == 0 {
 		return ""
 	}
@@ -72,7 +56,7 @@ func attachmentLines(e agentbridge.Event, files []Attachment) string {
 	}
 	var b strings.Builder
 	for _, a := range list {
-		fmt.Fprintf(&b, "[attached: %s (%s, %d bytes)", a.Name, a.Type, a.Size)
+		fmt.Fprintf(&b, "[attached: %s", a.Describe())
 		if p := paths[a.ID]; p != "" {
 			fmt.Fprintf(&b, " at %s", p)
 		} else {

@@ -17,7 +17,8 @@ import (
 
 // TestPostAttachments: post's attachments uploads files of the working
 // folder (relative, absolute inside it, through a link that stays inside)
-// and the message names them with their sniffed types; a path that goes
+// and the message names them with their sniffed types, which read_thread
+// lists under it; a path that goes
 // up with "..", an absolute one outside, a link that leads out, a missing
 // file and a folder are tool errors naming the path and why, and nothing
 // is posted.
@@ -83,6 +84,9 @@ func TestPostAttachments(t *testing.T) {
 		t.Errorf("the uploaded chart holds %q", got)
 	}
 
+	if read := e.call("read_thread", map[string]any{"thread": th}, nil); !strings.Contains(read, "  [file] chart.gif (image/gif, 22 bytes): agent-bridge get "+named[1].ID+"\n") {
+		t.Errorf("read_thread does not list the files: %q", read)
+	}
 	before := len(evs)
 	for _, c := range []struct{ path, why string }{
 		{"../" + filepath.Base(outside) + "/secret.txt", `may not go up with ".."`},

@@ -30,6 +30,9 @@ func writeEvent(w io.Writer, e agentbridge.Event) {
 	}
 	text := strings.TrimRight(e.Text(), "\n")
 	fmt.Fprintf(w, ":\n  %s\n", strings.ReplaceAll(text, "\n", "\n  "))
+	for _, a := range agentbridge.StoredAttachments(e.Meta) {
+		fmt.Fprintf(w, "  [file] %s: agent-bridge get %s\n", a.Describe(), a.ID)
+	}
 }
 
 // shortTime drops the date's fractional seconds: "2026-11-23 21:09:23Z".

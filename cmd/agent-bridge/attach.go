@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/spf13/cobra"
 )
@@ -74,8 +73,8 @@ func attachmentNames(paths []string) string {
 // writeAttachments adds a line per file an event names to its text in
 // tail, with the command that downloads it.
 func writeAttachments(b *strings.Builder, e agentbridge.Event) {
-	for _, a := range adapters.EventAttachments(e) {
-		fmt.Fprintf(b, "\n    [file] %s (%s, %d bytes): agent-bridge get %s", agentbridge.CleanAttachmentName(a.Name), a.Type, a.Size, a.ID)
+	for _, a := range agentbridge.StoredAttachments(e.Meta) {
+		fmt.Fprintf(b, "\n    [file] %s: agent-bridge get %s", a.Describe(), a.ID)
 	}
 }
 
