@@ -203,11 +203,20 @@ func NormalizeAttachments(m Meta, given []Attachment, stored map[string]Attachme
 		}
 		list[i] = s
 	}
+	return WithAttachments(m, list)
+}
+
+// WithAttachments is m with meta.attachments set to list, m itself when
+// list is empty. m's Extra map is copied, not changed.
+func WithAttachments(m Meta, list []Attachment) (Meta, error) {
+	if len(list) == 0 {
+		return m, nil
+	}
 	b, err := json.Marshal(list)
 	if err != nil {
 		return m, fmt.Errorf("encode meta.attachments: %w", err)
 	}
-	extra := make(map[string]json.RawMessage, len(m.Extra))
+	extra := make(map[string]json.RawMessage, len(m.Extra)+1)
 	for k, v := range m.Extra {
 		extra[k] = v
 	}

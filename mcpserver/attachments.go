@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -115,15 +114,3 @@ func within(dir, path string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
-// withAttachments sets meta.attachments of ev to list.
-func withAttachments(ev *agentbridge.EventInput, list []agentbridge.Attachment) error {
-	if len(list) == 0 {
-		return nil
-	}
-	b, err := json.Marshal(list)
-	if err != nil {
-		return fmt.Errorf("encode meta.attachments: %w", err)
-	}
-	ev.Meta.Extra = map[string]json.RawMessage{agentbridge.MetaAttachments: b}
-	return nil
-}

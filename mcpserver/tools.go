@@ -276,7 +276,7 @@ func (s *Server) post(ctx context.Context, _ *mcp.CallToolRequest, in postIn) (*
 	if err != nil {
 		return nil, postedOut{}, err
 	}
-	if err := withAttachments(&ev, files); err != nil {
+	if ev.Meta, err = agentbridge.WithAttachments(ev.Meta, files); err != nil {
 		return nil, postedOut{}, err
 	}
 	e, err := s.c.Append(ctx, in.Thread, ev, "")

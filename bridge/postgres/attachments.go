@@ -102,15 +102,10 @@ func (s *Store) AttachmentHeld(ctx context.Context, id, thread string) (held boo
 // (agentbridge.AttachmentStore).
 func (s *Store) OpenAttachment(ctx context.Context, id string) (_ io.ReadCloser, _ bool, err error) {
 	defer s.guard(time.Now(), &err)
-	a, found, err := s.Attachment(ctx, id)
-	if err != nil || !found {
-		return nil, false, err
-	}
-	return storecore.ChunkReader(ctx, a.Size, func(ctx context.Context, n int) ([]byte, bool, error) {
-		var data []byte
-		found, err := storecore.Found(s.pool.QueryRow(ctx, `SELECT data FROM attachment_chunks WHERE attachment = $1 AND n = $2`, id, n).Scan(&data))
+	return storecore.OpenAttachment(ctx, id, s.Attachment, func(ctx context.Context, id string, n int) (data []byte, found bool, err error) {
+		found, err = storecore.Found(s.pool.QueryRow(ctx, `SELECT data FROM attachment_chunks WHERE attachment = $1 AND n = $2`, id, n).Scan(&data))
 		return data, found, err
-	}), true, nil
+	})
 }
 
 // SweepAttachments removes the attachments no event names, last uploaded

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -44,21 +43,6 @@ func uploadFiles(ctx context.Context, c *client.Client, thread string, paths []s
 	return out, nil
 }
 
-// withAttachments sets meta.attachments of in to list.
-func withAttachments(in *agentbridge.EventInput, list []agentbridge.Attachment) error {
-	if len(list) == 0 {
-		return nil
-	}
-	b, err := json.Marshal(list)
-	if err != nil {
-		return fmt.Errorf("encode meta.attachments: %w", err)
-	}
-	if in.Meta.Extra == nil {
-		in.Meta.Extra = map[string]json.RawMessage{}
-	}
-	in.Meta.Extra[agentbridge.MetaAttachments] = b
-	return nil
-}
 
 // attachmentNames is a message's text when only files are posted: their
 // names.

@@ -155,7 +155,7 @@ func (m *Main) postCommand(c *cobra.Command) runFunc {
 			if err != nil {
 				return explain(err, cf.url)
 			}
-			if err := withAttachments(&in, list); err != nil {
+			if in.Meta, err = agentbridge.WithAttachments(in.Meta, list); err != nil {
 				return err
 			}
 		}

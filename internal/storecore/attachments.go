@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
 )
 
 // AttachmentChunk is the most bytes of an attachment one row holds: a
@@ -43,11 +45,19 @@ func WriteChunks(body io.Reader, size int64, put func(n int, data []byte) error)
 	return nil
 }
 
-// ChunkReader reads an attachment of size bytes chunk by chunk through
-// fetch (one query per chunk), never holding more than one chunk. A
-// chunk missing before the end (the file swept while read) is an error.
-func ChunkReader(ctx context.Context, size int64, fetch func(ctx context.Context, n int) (data []byte, found bool, err error)) io.ReadCloser {
-	return &chunkReader{ctx: ctx, left: size, fetch: fetch}
+// OpenAttachment is a store's OpenAttachment over its own reads: the row
+// of id (row), then, as the caller reads, one chunk per read (chunk),
+// never more than one chunk in memory. A chunk missing before the end
+// (the file swept while read) is an error of the read.
+func OpenAttachment(ctx context.Context, id string,
+	row func(ctx context.Context, id string) (agentbridge.Attachment, bool, error),
+	chunk func(ctx context.Context, id string, n int) (data []byte, found bool, err error)) (io.ReadCloser, bool, error) {
+	a, found, err := row(ctx, id)
+	if err != nil || !found {
+		return nil, false, err
+	}
+	fetch := func(ctx context.Context, n int) ([]byte, bool, error) { return chunk(ctx, id, n) }
+	return &chunkReader{ctx: ctx, left: a.Size, fetch: fetch}, true, nil
 }
 
 type chunkReader struct {
