@@ -53,6 +53,9 @@ func FuzzEventInput(f *testing.F) {
 		`{"type":"control","from":"user","content":{"pause":{"on":true,"on":false}}}`,
 		`{"type":"control","from":"user","content":"{\"pause\":{\"on\":true},\"pause\":{\"on\":false}}"}`,
 		`{"from":"user","content":{"a":[{"b":1,"\u0062":2}]}}`,
+		`{"from":"user","content":"see","meta":{"attachments":[{"id":"sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08","name":"../a.png","type":"x","size":1}]}}`,
+		`{"from":"user","content":"see","meta":{"attachments":[{"id":"shot.png"}]}}`,
+		`{"from":"user","content":"see","meta":{"attachments":{"id":1}}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -326,3 +326,34 @@ func TestAttachmentFromAnotherSite(t *testing.T) {
 		t.Error("the cross-site upload was stored")
 	}
 }
+
+// TestSniffType: the type comes from the first bytes only, and a file is
+// shown inline only as a raster image or plain text (an HTML page, an
+// SVG with its XML declaration, a PDF or a diff is a download).
+func TestSniffType(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		head, want string
+		inline     bool
+	}{
+		{"\x89PNG\r\n\x1a\n\x00\x00", "image/png", true},
+		{"GIF89a....", "image/gif", true},
+		{"\xff\xd8\xff\xe0", "image/jpeg", true},
+		{"<!DOCTYPE html><p>x", "text/html; charset=utf-8", false},
+		// An SVG is text to the sniffer: served as text/plain with
+		// nosniff, it is shown as its source, never drawn nor run.
+		{"<svg xmlns=\"http://www.w3.org/2000/svg\"><script>x</script></svg>", "text/plain; charset=utf-8", true},
+		{"<?xml version=\"1.0\"?><svg/>", "text/xml; charset=utf-8", false},
+		{"%PDF-1.7", "application/pdf", false},
+		{"plain words", "text/plain; charset=utf-8", true},
+		{"diff --git a/x b/x\nindex 1..2\n", "text/x-diff; charset=utf-8", false},
+		{"--- a/x\n+++ b/x\n@@ -1 +1 @@\n", "text/x-diff; charset=utf-8", false},
+		{"--- a list\n- of things", "text/plain; charset=utf-8", true},
+		{"\x00\x01\x02binary", "application/octet-stream", false},
+	} {
+		got := SniffType([]byte(c.head))
+		if got != c.want || ShownInline(got) != c.inline {
+			t.Errorf("SniffType(%q) = %q (inline %v), want %q (inline %v)", c.head, got, ShownInline(got), c.want, c.inline)
+		}
+	}
+}
