@@ -16,9 +16,9 @@ var _ agentbridge.AttachmentStore = (*Store)(nil)
 
 // Attachment statements.
 const (
-	aSelect       = `SELECT name, type, size FROM attachments WHERE id = ?`
-	aTouch        = `UPDATE attachments SET uploaded_ms = max(uploaded_ms, ?) WHERE id = ?`
-	aInsert       = `INSERT INTO attachments (id, name, type, size, created_ms, uploaded_ms) VALUES (?, ?, ?, ?, ?, ?)
+	aSelect = `SELECT name, type, size FROM attachments WHERE id = ?`
+	aTouch  = `UPDATE attachments SET uploaded_ms = max(uploaded_ms, ?) WHERE id = ?`
+	aInsert = `INSERT INTO attachments (id, name, type, size, created_ms, uploaded_ms) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET uploaded_ms = max(uploaded_ms, excluded.uploaded_ms)`
 	aInsertChunk  = `INSERT OR REPLACE INTO attachment_chunks (attachment, n, data) VALUES (?, ?, ?)`
 	aChunkTotals  = `SELECT count(*), coalesce(sum(length(data)), 0) FROM attachment_chunks WHERE attachment = ?`

@@ -43,7 +43,6 @@ func uploadFiles(ctx context.Context, c *client.Client, thread string, paths []s
 	return out, nil
 }
 
-
 // attachmentNames is a message's text when only files are posted: their
 // names.
 func attachmentNames(paths []string) string {
