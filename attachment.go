@@ -73,13 +73,6 @@ func (a AttachmentHash) Write(p []byte) (int, error) { return a.h.Write(p) }
 // ID is the id of the bytes written so far.
 func (a AttachmentHash) ID() string { return "sha256:" + hex.EncodeToString(a.h.Sum(nil)) }
 
-// AttachmentIDOf is the id of data.
-func AttachmentIDOf(data []byte) string {
-	h := NewAttachmentHash()
-	_, _ = h.Write(data)
-	return h.ID()
-}
-
 // CleanAttachmentName makes a client's file name safe to show and to write
 // to disk: its last path element only (either slash), control and
 // formatting characters dropped, leading dots and spaces trimmed (no

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storetest"
 )
 
 // pngBytes is a real PNG image of w×h pixels.
@@ -33,7 +34,7 @@ func pngBytes(t testing.TB, w, h int) []byte {
 }
 
 // idOf is the attachment id of data.
-func idOf(data []byte) string { return agentbridge.AttachmentIDOf(data) }
+func idOf(data []byte) string { return storetest.NewAttachment(data, "", "").ID }
 
 // send sends body as it is with the content type (none when ""), of
 // length n (-1: chunked), with ts's token.

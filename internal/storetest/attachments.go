@@ -17,7 +17,9 @@ import (
 // NewAttachment is the attachment data would be stored as, of type typ
 // and named name.
 func NewAttachment(data []byte, name, typ string) agentbridge.Attachment {
-	return agentbridge.Attachment{ID: agentbridge.AttachmentIDOf(data), Name: name, Type: typ, Size: int64(len(data))}
+	h := agentbridge.NewAttachmentHash()
+	_, _ = h.Write(data)
+	return agentbridge.Attachment{ID: h.ID(), Name: name, Type: typ, Size: int64(len(data))}
 }
 
 // failingReader fails the test that reads it: an upload of stored bytes
