@@ -634,8 +634,8 @@ func (c *Coordinator) partySelectionFacts(ctx context.Context, e agentbridge.Eve
 			return nil, err
 		}
 		c.registry.Refresh(ctx)
-		return &rules.PartyFacts{Turns: rules.PartyTurns(evs), Elsewhere: func(p, client string) bool {
-			served, _ := c.registry.ServedElsewhere(p, client)
+		return &rules.PartyFacts{Turns: rules.PartyTurns(evs), Elsewhere: func(p, client, workspace string) bool {
+			served, _ := c.registry.ServedElsewhereIn(p, client, workspace)
 			return served
 		}}, nil
 	}

@@ -36,6 +36,10 @@ const (
 const (
 	ReasonNotInvited         = "not invited"
 	ReasonNoAdapter          = "no adapter"
+	// ReasonNoWorkspace: the thread picks a workspace for the participant
+	// that this coordinator lacks (contract 8.1); one that has it serves
+	// the participant there.
+	ReasonNoWorkspace = "no workspace"
 	ReasonMuted              = "muted"
 	ReasonPaused             = "paused"
 	ReasonSelfMention        = "self-mention"
@@ -96,6 +100,10 @@ type Skip struct {
 	// reports its receipt (contract 7.1; coordinator/receipts.go).
 	Agent  string `json:"agent,omitempty"`
 	Client string `json:"client,omitempty"`
+	// Workspace is, when the thread picks a workspace for the participant
+	// that this coordinator lacks, its name: only a coordinator that has
+	// it serves the participant there.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // Decide applies the trigger rules to event e of a thread whose derived
@@ -154,6 +162,7 @@ func (r *router) serving() {
 			s.Agent = agent
 		} else if inv, invited := r.state.Invited(s.Participant); invited {
 			s.Client = inv.Profile.Client
+			s.Workspace = r.cfg.MissingWorkspace(s.Participant, r.state)
 		}
 	}
 }
@@ -333,6 +342,8 @@ func (r *router) finish() {
 			r.skip(p, ReasonSelfMention)
 		case !invited:
 			r.skip(p, ReasonNotInvited)
+		case !hasAdapter && r.cfg.MissingWorkspace(p, r.state) != "":
+			r.skip(p, ReasonNoWorkspace)
 		case !hasAdapter:
 			r.skip(p, ReasonNoAdapter)
 		case r.state.IsMuted(p):
