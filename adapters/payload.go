@@ -43,6 +43,19 @@ type Payload struct {
 	Scene *ScenePayload `json:"scene,omitempty"`
 	// Party is set for a party round's invocations (contract 5.7).
 	Party *PartyInfo `json:"party,omitempty"`
+	// Workspace is set when the participant works in a workspace
+	// (contract 8.1): the worktree the adapter runs in.
+	Workspace *WorkspaceInfo `json:"workspace,omitempty"`
+}
+
+// WorkspaceInfo is the payload's workspace: the config's name for it, the
+// worktree's folder (the adapter's working directory), its branch and the
+// branch it started from.
+type WorkspaceInfo struct {
+	Name   string `json:"name"`
+	Path   string `json:"path"`
+	Branch string `json:"branch"`
+	Base   string `json:"base"`
 }
 
 // MaxSinceLastTurn caps Payload.SinceLastTurn: a participant that has been

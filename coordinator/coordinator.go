@@ -56,6 +56,9 @@ type Options struct {
 	// ACPDir holds the per-thread session folders of ACP agents without a
 	// workdir; it defaults to a folder in the user's cache.
 	ACPDir string
+	// WorktreeDir holds the workspaces' worktrees, one folder per thread
+	// (contract 8.1); it defaults to a folder in the user's cache.
+	WorktreeDir string
 }
 
 // Coordinator follows the bridge's event log and turns trigger events into
@@ -122,6 +125,9 @@ type Coordinator struct {
 	// claims claims runs at the bridge and takes over those left
 	// (claims.go, takeover.go).
 	claims *claimer
+	// ws makes the worktrees, commits the runs' changes and merges them
+	// (workspaces.go).
+	ws *workspaces
 }
 
 // threadCache is a thread's derived state as of seq.
@@ -190,6 +196,11 @@ func New(opts Options) (*Coordinator, error) {
 	c.acp = acp.New(acp.Options{Host: acpHost{c}, Config: c.cfg.Load, Dir: opts.ACPDir, Executable: exe,
 		Logger: c.log, Registerer: c.metrics.reg})
 	c.tokens = &tokenKeeper{c: c}
+	wtDir, err := worktreeDir(opts.WorktreeDir)
+	if err != nil {
+		return nil, err
+	}
+	c.ws = newWorkspaces(c, wtDir)
 	if opts.ConfigPath != "" {
 		c.watcher = config.NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
 	}
@@ -280,6 +291,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		<-regDone
 	}()
 	c.sched.start(stop, work)
+	c.ws.checkGit()
 	stopReceipts := c.receipts.start(ctx)
 
 	if c.statusLn != nil {
@@ -681,7 +693,7 @@ func (c *Coordinator) applyControls(ctx context.Context, e agentbridge.Event, ct
 		return err
 	}
 	c.applyPermissionControl(e, *ctl, humans)
-	return nil
+	return c.ws.control(ctx, e, *ctl, humans)
 }
 
 // remember folds e into the thread's cached state and the follow loop's

@@ -192,7 +192,8 @@ func (s *stack) startCoordinator() {
 			s.cfg.Agents[name] = a
 		}
 	}
-	c, err := coordinator.New(coordinator.Options{Config: s.cfg, ConfigPath: s.cfgPath, State: db, Logger: logger, Executable: exe})
+	c, err := coordinator.New(coordinator.Options{Config: s.cfg, ConfigPath: s.cfgPath, State: db, Logger: logger, Executable: exe,
+		WorktreeDir: filepath.Join(s.dir, "worktrees")})
 	if err != nil {
 		t.Fatalf("new coordinator: %v", err)
 	}

@@ -111,11 +111,12 @@ func (m *Main) coordinate(ctx context.Context, cfg config.Config, statePath stri
 		return err
 	}
 	defer db.Close()
-	acpDir := "" // a PostgreSQL ledger (leased): the user's cache folder
+	acpDir, wtDir := "", "" // a PostgreSQL ledger (leased): the user's cache folder
 	if t.leased == nil {
 		acpDir = filepath.Join(filepath.Dir(statePath), "acp")
+		wtDir = filepath.Join(filepath.Dir(statePath), "worktrees")
 	}
-	c, err := t.newCoordinator(ctx, coordinator.Options{Config: cfg, ConfigPath: cfg.Path, State: db, Logger: logger, ACPDir: acpDir, Version: moduleVersion()}, logger)
+	c, err := t.newCoordinator(ctx, coordinator.Options{Config: cfg, ConfigPath: cfg.Path, State: db, Logger: logger, ACPDir: acpDir, WorktreeDir: wtDir, Version: moduleVersion()}, logger)
 	if err != nil {
 		return err
 	}

@@ -136,3 +136,12 @@ func (g Git) FastForward(ctx context.Context, repo, into, from, commit string) e
 	}
 	return err
 }
+
+// IsAncestor reports whether commit a is an ancestor of (or is) b in repo.
+func (g Git) IsAncestor(ctx context.Context, repo, a, b string) (bool, error) {
+	_, err := g.run(ctx, repo, "merge-base", "--is-ancestor", a, b)
+	if exitCode(err) == 1 {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -33,7 +33,7 @@ func BranchName(threadID, threadName, participant string) string {
 	if t == "" {
 		t = slug(threadID)
 	}
-	return BranchPrefix + t + "/" + refPart(participant)
+	return BranchPrefix + t + "/" + RefPart(participant)
 }
 
 // slug is s lowercased with every run of other characters than letters
@@ -57,9 +57,9 @@ func slug(s string) string {
 	return strings.Trim(b.String(), "-")
 }
 
-// refPart is a participant id made a safe ref component and folder name:
+// RefPart is a participant id made a safe ref component and folder name:
 // ":" and "@" (valid in ids, not in refs) become "-".
-func refPart(p string) string {
+func RefPart(p string) string {
 	r := strings.NewReplacer(":", "-", "@", "-").Replace(p)
 	r = strings.TrimLeft(r, ".-")
 	r = strings.TrimSuffix(r, ".lock")
@@ -72,7 +72,7 @@ func refPart(p string) string {
 // TreePath is the folder of participant's worktree in a thread under dir
 // (the coordinator's worktrees folder).
 func TreePath(dir, threadID, participant string) string {
-	return filepath.Join(dir, threadID, refPart(participant))
+	return filepath.Join(dir, threadID, RefPart(participant))
 }
 
 // Ensure makes t's worktree when it is not there yet: on its branch when
