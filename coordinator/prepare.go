@@ -240,8 +240,8 @@ func buildPayload(f invokeFacts, cfg *config.Config) (prepared, error) {
 		}
 	}
 	return prepared{
-		spec:    adapters.Spec{Command: commandFor(agent.Command, f.exe), Dir: agent.Cwd, Env: adapterEnv(agent.Env, payload, f.exe), Timeout: cfg.AdapterTimeout},
-		payload: body,
+		spec:      adapters.Spec{Command: commandFor(agent.Command, f.exe), Dir: agent.Cwd, Env: adapterEnv(agent.Env, payload, f.exe), Timeout: cfg.AdapterTimeout},
+		payload:   body,
 		scene:     scene,
 		p:         payload,
 		trigger:   f.trigger,

@@ -34,12 +34,12 @@ const (
 // Reasons for not invoking one candidate (Skip.Reason). They answer "why
 // didn't X answer?" and are shown by `agent-bridge why`.
 const (
-	ReasonNotInvited         = "not invited"
-	ReasonNoAdapter          = "no adapter"
+	ReasonNotInvited = "not invited"
+	ReasonNoAdapter  = "no adapter"
 	// ReasonNoWorkspace: the thread picks a workspace for the participant
 	// that this coordinator lacks (contract 8.1); one that has it serves
 	// the participant there.
-	ReasonNoWorkspace = "no workspace"
+	ReasonNoWorkspace        = "no workspace"
 	ReasonMuted              = "muted"
 	ReasonPaused             = "paused"
 	ReasonSelfMention        = "self-mention"
