@@ -228,3 +228,99 @@ func IgnoredWorkspace(c *Control, list []CoordinatorInfo) *Ignored {
 
 // HasWorkspace reports whether the registration lists workspace name.
 func (reg Registration) HasWorkspace(name string) bool { return slices.Contains(reg.Workspaces, name) }
+
+// MetaChangeResult is the meta key of a merge's or discard's notice
+// (ChangeResult).
+const MetaChangeResult = "change_result"
+
+// States of a ChangeResult.
+const (
+	ChangeMerged    = "merged"
+	ChangeDiscarded = "discarded"
+	ChangeRefused   = "refused"
+)
+
+// ChangeResult is meta.change_result of the coordinator's notice answering
+// a change control: what became of a person's merge or discard.
+type ChangeResult struct {
+	Participant string   `json:"participant"`
+	Op          string   `json:"op"`
+	State       string   `json:"state"`
+	Into        string   `json:"into,omitempty"`
+	Commit      string   `json:"commit,omitempty"`
+	Conflicts   []string `json:"conflicts,omitempty"`
+}
+
+// ChangeResultOf returns e's meta.change_result, if it carries one.
+func ChangeResultOf(e Event) (ChangeResult, bool) {
+	raw, ok := e.Meta.Extra[MetaChangeResult]
+	if !ok {
+		return ChangeResult{}, false
+	}
+	var r ChangeResult
+	if json.Unmarshal(raw, &r) != nil || r.Participant == "" {
+		return ChangeResult{}, false
+	}
+	return r, true
+}
+
+// BranchChanges is one participant's branch as a thread tells it: the
+// changes its replies carried since the branch was last merged or
+// discarded, and what became of it (State "open", or the last result's).
+type BranchChanges struct {
+	Participant string `json:"participant"`
+	Workspace   string `json:"workspace"`
+	Branch      string `json:"branch"`
+	Base        string `json:"base"`
+	// State is "open" while the branch waits, else merged or discarded.
+	State string `json:"state"`
+	// Commit is the merge commit of a merged branch.
+	Commit  string          `json:"commit,omitempty"`
+	Changes []ChangeInReply `json:"changes"`
+	Added   int             `json:"added"`
+	Removed int             `json:"removed"`
+}
+
+// ChangeInReply is one reply's change, with the reply's id and first line.
+type ChangeInReply struct {
+	Event   string `json:"event"`
+	Subject string `json:"subject"`
+	Change
+}
+
+// ChangesOf reads a thread's events, oldest first, into each participant's
+// branch, in the order participants first changed something: the changes
+// since the last merge or discard (a branch merged or discarded is kept,
+// with its state, until its participant changes something again).
+func ChangesOf(events []Event) []BranchChanges {
+	var out []BranchChanges
+	at := map[string]int{}
+	for _, e := range events {
+		if r, ok := ChangeResultOf(e); ok && r.State != ChangeRefused {
+			if i, ok := at[r.Participant]; ok {
+				out[i].State, out[i].Commit = r.State, r.Commit
+			}
+			continue
+		}
+		c, ok := ChangeOf(e)
+		if !ok {
+			continue
+		}
+		i, seen := at[e.From]
+		if !seen {
+			i = len(out)
+			at[e.From] = i
+			out = append(out, BranchChanges{Participant: e.From})
+		}
+		b := &out[i]
+		if b.State != "" && b.State != "open" {
+			*b = BranchChanges{Participant: e.From}
+		}
+		b.Workspace, b.Branch, b.Base, b.State = c.Workspace, c.Branch, c.Base, "open"
+		subject, _, _ := strings.Cut(strings.TrimSpace(e.Text()), "\n")
+		b.Changes = append(b.Changes, ChangeInReply{Event: e.ID, Subject: Clip(subject, 72), Change: c})
+		b.Added += c.Added
+		b.Removed += c.Removed
+	}
+	return out
+}

@@ -425,24 +425,10 @@ func (w *workspaces) remove(ctx context.Context, op ledger.ChangeOp, t workspace
 	return w.c.db.ChangeOpDone(ctx, op.EventID)
 }
 
-// ChangeResult is meta.change_result of a merge's or discard's notice:
-// what became of the person's control, for the UI's change card.
-type ChangeResult struct {
-	Participant string   `json:"participant"`
-	Op          string   `json:"op"`
-	State       string   `json:"state"`
-	Into        string   `json:"into,omitempty"`
-	Commit      string   `json:"commit,omitempty"`
-	Conflicts   []string `json:"conflicts,omitempty"`
-}
-
-// metaChangeResult is the meta key of ChangeResult.
-const metaChangeResult = "change_result"
-
 // end records op's outcome with its notice, then posts the notice.
 func (w *workspaces) end(ctx context.Context, op ledger.ChangeOp, state, text string, conflicts []string) error {
 	cfg := w.c.cfg.Load()
-	res := ChangeResult{Participant: op.Participant, Op: op.Op, State: state, Into: op.Into, Conflicts: conflicts}
+	res := agentbridge.ChangeResult{Participant: op.Participant, Op: op.Op, State: state, Into: op.Into, Conflicts: conflicts}
 	if state == ledger.OpMerged {
 		res.Commit = op.Commit
 	}
@@ -452,7 +438,7 @@ func (w *workspaces) end(ctx context.Context, op ledger.ChangeOp, state, text st
 	n := ledger.Notice{TriggerID: op.EventID, Kind: noticeChange, Thread: op.Thread, Post: agentbridge.EventInput{
 		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: agentbridge.ToAll, Content: mustJSON(text),
 		Meta: agentbridge.Meta{ReplyTo: op.EventID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", noticeChange, state},
-			Extra: map[string]json.RawMessage{metaChangeResult: mustJSON(res)}},
+			Extra: map[string]json.RawMessage{agentbridge.MetaChangeResult: mustJSON(res)}},
 	}}
 	if err := w.c.db.EndChangeOp(ctx, op, state, n); err != nil {
 		return err
