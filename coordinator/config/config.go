@@ -974,10 +974,10 @@ func parseACP(key string, e agentFile, baseDir string, a *Agent) error {
 // branch. Whether repo is a git work tree is CheckWorkspaces's, which
 // reads the disk.
 func (f *fileConfig) workspaces(baseDir string) (map[string]Workspace, error) {
-	out := map[string]Workspace{}
-	if f.Workspaces == nil {
-		return out, nil
+	if f.Workspaces == nil || len(*f.Workspaces) == 0 {
+		return nil, nil
 	}
+	out := map[string]Workspace{}
 	for _, name := range sortedKeys(*f.Workspaces) {
 		key := "workspaces." + name
 		if !agentbridge.WorkspaceNamePattern.MatchString(name) {
