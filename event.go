@@ -358,6 +358,9 @@ func (in *EventInput) validate() (*Control, error) {
 	if !ParticipantIDPattern.MatchString(in.To) {
 		return nil, FieldErrorf(ECodeInvalidField, "to", "The recipient id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(in.To, QuoteRunes))
 	}
+	if _, err := EventAttachments(in.Meta); err != nil {
+		return nil, err
+	}
 	if in.Type != TypeControl {
 		return nil, in.checkContent()
 	}

@@ -27,9 +27,11 @@ var scopeRoutes = map[string][]string{
 		"POST /auth/tokens", "DELETE /auth/tokens/{id}", "POST /auth/logout",
 		"PUT /coordinators/{id}", "DELETE /coordinators/{id}",
 		"POST /claims", "POST /claims/{id}/done",
+		"POST /threads/{id}/attachments",
 	},
 	agentbridge.ScopeAgent: {
 		"POST /threads/{id}/events", "POST /threads/{id}/presence", "POST /suggest", "POST /auth/logout",
+		"POST /threads/{id}/attachments",
 	},
 	agentbridge.ScopeRead: {"POST /auth/logout"},
 }
@@ -86,6 +88,8 @@ func checkAgentRead(r *http.Request, cred httpguard.Credential, pattern string) 
 		return nil
 	case path == "/" || path == "/ping" || path == "/healthz" || path == "/auth/whoami":
 		return nil
+	case path == "/attachments/{id}":
+		return nil // the handler serves only what its thread holds
 	}
 	return agentbridge.Errorf(agentbridge.ECodeForbiddenScope,
 		"An agent token reads its own thread (%s) only, not %s.", cred.Thread, path)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
@@ -40,6 +41,9 @@ const (
 	kindStatus
 	// kindFormat is a transcript format.
 	kindFormat
+	// kindFileName is an uploaded file's name: valid text of at most
+	// 1,024 bytes (cleaned before it is kept).
+	kindFileName
 )
 
 // endpointQuery is what one endpoint takes: its parameters and the groups
@@ -62,6 +66,7 @@ var (
 	queryPoll         = endpointQuery{params: map[string]paramKind{"after": kindSeq, "wait": kindWait, "limit": kindCount}}
 	queryGlobalStream = endpointQuery{params: map[string]paramKind{"after": kindSeq}}
 	querySuggestions  = endpointQuery{params: map[string]paramKind{"status": kindStatus}}
+	queryUpload       = endpointQuery{params: map[string]paramKind{"name": kindFileName}}
 )
 
 // readQuery is an endpoint's checked query.
@@ -174,6 +179,10 @@ func checkParam(name string, kind paramKind, v string) (string, int64, error) {
 	case kindFormat:
 		if !agentbridge.ValidTranscriptFormat(v) {
 			return "", 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The transcript format must be \"md\" or \"json\", not %q.", shown)
+		}
+	case kindFileName:
+		if len(v) > 1024 || !utf8.ValidString(v) {
+			return "", 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be a file name, valid text of at most 1,024 bytes.", name)
 		}
 	}
 	return v, 0, nil

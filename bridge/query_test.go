@@ -93,6 +93,7 @@ func TestQueryParameters(t *testing.T) {
 		{"/push/key?x=1", "x"},
 		{"/push/subscriptions", ""},
 		{"/push/subscriptions?x=1", "x"},
+		{"/attachments/t1?download=1", "download"},
 	} {
 		path, _, _ := strings.Cut(tc.path, "?")
 		covered[path] = true

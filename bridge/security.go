@@ -33,6 +33,7 @@ func newGate(opts Options, s *Server) (*httpguard.Guard, error) {
 		CoordinatorStreams:      opts.CoordinatorStreams,
 		Resolve:                 s.resolve,
 		RequireCredential:       opts.RequireCredential,
+		Upload:                  isUpload,
 	})
 }
 

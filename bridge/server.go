@@ -100,6 +100,17 @@ type Options struct {
 	// (chain) and key the listener serves HTTPS with; every answer then
 	// carries HSTS and the login cookie is Secure.
 	TLSCert, TLSKey string
+	// AttachmentMaxBytes caps an uploaded file
+	// (agentbridge.DefaultAttachmentMaxBytes by default); it is apart
+	// from MaxBody, which caps JSON bodies.
+	AttachmentMaxBytes int64
+	// AttachmentDir is the folder uploads are spooled to while they are
+	// hashed and measured (os.TempDir() when ""); serve puts it next to
+	// a SQLite database, on the same disk and not in a tmpfs.
+	AttachmentDir string
+	// AttachmentSweep is how often the server removes the attachments no
+	// event named within a day of their upload (DefaultAttachmentSweep).
+	AttachmentSweep time.Duration
 	// Notify configures what reaches the person away from the desk: Web
 	// Push to the devices subscribed in the store (when it keeps them) and
 	// the ntfy topic. Its Store, Humans and Logger are the server's.
@@ -151,6 +162,9 @@ type Server struct {
 	notifier *notify.Notifier
 	// tls is the listener's TLS config, nil for plain HTTP.
 	tls *tls.Config
+	// attachments is the store's attachment side, nil when it keeps none
+	// (the attachment routes are then absent).
+	attachments agentbridge.AttachmentStore
 
 	// ctx is the base context of every request; Close cancels it so that
 	// streams and long-polls end promptly instead of holding Shutdown.
@@ -166,9 +180,10 @@ type Server struct {
 	notified chan struct{}
 	// pruned is closed when the token pruner returns (pruneTokens).
 	pruned chan struct{}
-	// swept is closed when the claim sweeper returns (sweepClaims).
-	swept  chan struct{}
-	srvErr error // Serve's unexpected error; read only after served
+	// swept is closed when the claim sweeper returns (sweepClaims), and
+	// attSwept when the attachment sweeper does (sweepAttachments).
+	swept, attSwept chan struct{}
+	srvErr          error // Serve's unexpected error; read only after served
 	// localServed is closed when the Serve of the plain loopback
 	// listener (OpenLocal) returns; nil without one.
 	localServed chan struct{}
@@ -205,6 +220,12 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 	if opts.TokenPruneInterval <= 0 {
 		opts.TokenPruneInterval = DefaultTokenPruneInterval
 	}
+	if opts.AttachmentMaxBytes <= 0 {
+		opts.AttachmentMaxBytes = agentbridge.DefaultAttachmentMaxBytes
+	}
+	if opts.AttachmentSweep <= 0 {
+		opts.AttachmentSweep = DefaultAttachmentSweep
+	}
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
@@ -232,6 +253,7 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 	}
 	s.tokens, _ = store.(agentbridge.TokenStore)
 	s.pairStore, _ = store.(agentbridge.PairStore)
+	s.attachments, _ = store.(agentbridge.AttachmentStore)
 	if opts.RequireCredential && opts.Token == "" && s.tokens == nil {
 		cancel()
 		return nil, errors.New("bridge: a credential is required but the store keeps no tokens and no token is set")
@@ -296,6 +318,9 @@ func (s *Server) routes() http.Handler {
 		if s.tokens == nil && (strings.HasPrefix(rt.pattern, "/auth/tokens") || rt.pattern == "/auth/login-links") {
 			continue // the store keeps no tokens
 		}
+		if s.attachments == nil && strings.Contains(rt.pattern, "attachments") {
+			continue // the store keeps no attachments
+		}
 		r.Method(rt.method, rt.pattern, s.h(scoped(rt)))
 	}
 	metrics := s.metrics.handler()
@@ -348,6 +373,8 @@ func (s *Server) api() []route {
 		{"POST", "/threads/{id}/presence", "report presence {from, state, details?}", s.handlePresencePost},
 		{"GET", "/threads/{id}/receipts", "delivery receipts of a thread's events", s.handleReceiptsGet},
 		{"PUT", "/threads/{id}/receipts/{event}/{participant}", "record a delivery receipt", s.handleReceiptPut},
+		{"POST", "/threads/{id}/attachments", "upload a file: multipart field file, or the raw body with ?name=; its type is sniffed", s.handleAttachmentPost},
+		{"GET", "/attachments/{id}", "an attachment's bytes, served with its sniffed type", s.handleAttachmentGet},
 		{"GET", "/coordinators", "the registered coordinators, live or lapsed, and which live ones serve each agent", s.handleCoordinatorsGet},
 		{"PUT", "/coordinators/{id}", "register a coordinator or renew its heartbeat {instance, host, agents, version?, capacity?, status_url?, ttl_ms?, workspaces?}", s.handleCoordinatorPut},
 		{"DELETE", "/coordinators/{id}", "remove a coordinator's registration (?instance)", s.handleCoordinatorDelete},
@@ -443,9 +470,14 @@ func (s *Server) Open() error {
 	s.notified = make(chan struct{})
 	s.pruned = make(chan struct{})
 	s.swept = make(chan struct{})
+	s.attSwept = make(chan struct{})
 	go func() {
 		defer close(s.swept)
 		s.sweepClaims(s.ctx)
+	}()
+	go func() {
+		defer close(s.attSwept)
+		s.sweepAttachments(s.ctx)
 	}()
 	go func() {
 		defer close(s.notified)
@@ -519,7 +551,7 @@ func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
 	s.threadHub.close()
 	s.mu.Lock()
-	srv, served, notified, pruned, swept, local := s.srv, s.served, s.notified, s.pruned, s.swept, s.localServed
+	srv, served, notified, pruned, swept, attSwept, local := s.srv, s.served, s.notified, s.pruned, s.swept, s.attSwept, s.localServed
 	s.mu.Unlock()
 	if srv == nil {
 		return nil
@@ -535,5 +567,6 @@ func (s *Server) Close(ctx context.Context) error {
 	<-notified
 	<-pruned
 	<-swept
+	<-attSwept
 	return errors.Join(err, s.srvErr)
 }

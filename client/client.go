@@ -102,6 +102,11 @@ type request struct {
 	body    any
 	header  http.Header
 	wantOut any
+	// raw, when set, is sent as the body as it is (an upload), of type
+	// rawType and length rawLen (-1: unknown, sent chunked).
+	raw     io.Reader
+	rawType string
+	rawLen  int64
 }
 
 // do performs r and decodes a 2xx JSON answer into r.wantOut.
@@ -144,6 +149,9 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 		}
 		body = &buf
 	}
+	if r.raw != nil {
+		body = r.raw
+	}
 	req, err := http.NewRequestWithContext(ctx, r.method, u, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.op, err)
@@ -151,6 +159,12 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	req.Header.Set("Accept", "application/json")
 	if r.body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.raw != nil {
+		req.Header.Set("Content-Type", r.rawType)
+		if r.rawLen >= 0 {
+			req.ContentLength = r.rawLen
+		}
 	}
 	for k, vs := range r.header {
 		req.Header[k] = vs

@@ -86,11 +86,11 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 		}
 	}
 	in := a.Input
-	if in.Type == agentbridge.TypeMessage {
+	if in.Type == agentbridge.TypeMessage || a.MetaChanged {
 		if meta, err = storecore.StoredMeta(&in.Meta); err != nil {
 			return response{}, err
 		}
-		h.messages = true
+		h.messages = h.messages || in.Type == agentbridge.TypeMessage
 	}
 	ev := agentbridge.Event{
 		Seq: h.lastSeq + 1, Thread: req.Thread,
@@ -98,6 +98,9 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 	}
 	i, err := s.add(l.b, &ev, meta, ctl, h, storecore.NextTime(h.lastTS))
 	if err != nil {
+		return response{}, err
+	}
+	if err := linkAttachments(ctx, l.tx, req.Thread, ev.ID, a.Attachments); err != nil {
 		return response{}, err
 	}
 	if req.IdempotencyKey != "" {

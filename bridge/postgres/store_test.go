@@ -34,3 +34,11 @@ func TestConformance(t *testing.T) {
 		return openStore(t, pg.Database(t), Options{Humans: humans})
 	})
 }
+
+// TestTwoBridgesSweep: two stores on one database (two bridges) sweep
+// attachments and append events naming them at once; no event is stored
+// naming a file that is gone, and none named is removed.
+func TestTwoBridgesSweep(t *testing.T) {
+	url := pg.Database(t)
+	storetest.RaceSweepsAndAppends(t, openStore(t, url, Options{}), openStore(t, url, Options{}))
+}

@@ -161,6 +161,11 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 		}
 	}
 	in := a.Input
+	if a.MetaChanged && in.Type != agentbridge.TypeMessage {
+		if meta, err = storecore.StoredMeta(&in.Meta); err != nil {
+			return response{}, err
+		}
+	}
 	if in.Type == agentbridge.TypeMessage {
 		if meta, err = withHop(in.Meta, meta, *in.Meta.Hop); err != nil {
 			return response{}, err
@@ -181,6 +186,9 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	if err := s.insertEvent(ctx, &ev, meta, ctl, &h); err != nil {
 		return response{}, err
 	}
+	if err := s.linkAttachments(ctx, req.Thread, ev.ID, a.Attachments); err != nil {
+		return response{}, err
+	}
 	if req.IdempotencyKey != "" {
 		if _, err := s.w.st.insertIdempotency.ExecContext(ctx, req.Thread, req.IdempotencyKey, ev.ID); err != nil {
 			return response{}, fmt.Errorf("record idempotency key: %w", err)
@@ -194,6 +202,11 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 // statements (one pointer, so passing it as the interface allocates
 // nothing).
 type lookups struct{ s *Store }
+
+// Attachment reads a stored attachment on the writer's connection.
+func (l lookups) Attachment(ctx context.Context, id string) (agentbridge.Attachment, bool, error) {
+	return l.s.attachmentLookup(ctx, id)
+}
 
 // Replay loads the event stored under key, also into the writer's
 // replayed, which answers the append when it is a retry.

@@ -1,11 +1,13 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/storetest"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -387,5 +390,52 @@ func TestBackupRemovesLeftovers(t *testing.T) {
 	matches, err := filepath.Glob(filepath.Join(dir, "d.db*"))
 	if err != nil || len(matches) != 0 {
 		t.Errorf("a failed backup left %v (%v)", matches, err)
+	}
+}
+
+// TestBackupRestoreAttachments: a backup holds the attachments with the
+// events, and a restore brings them back byte for byte, still named by
+// their event and served.
+func TestBackupRestoreAttachments(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "bridge.db")
+	s := openBackupStore(t, src)
+	if _, _, err := s.CreateThread(ctx, agentbridge.CreateThreadRequest{ID: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte{0x89, 'P', 'N', 'G', 1, 2, 3}, 400_000) // several chunks
+	a := storetest.NewAttachment(data, "shot.png", "image/png")
+	if _, err := s.PutAttachment(ctx, "t", a, bytes.NewReader(data), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := json.Marshal([]agentbridge.Attachment{a})
+	in := agentbridge.EventInput{From: "user", Content: json.RawMessage(`"see"`), Meta: agentbridge.Meta{Extra: map[string]json.RawMessage{agentbridge.MetaAttachments: ref}}}
+	if _, err := s.Append(ctx, agentbridge.AppendRequest{Thread: "t", Input: in}); err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(dir, "backup.db")
+	if err := Backup(ctx, src, backup); err != nil {
+		t.Fatal(err)
+	}
+	restored := filepath.Join(dir, "restored", "bridge.db")
+	if err := Restore(ctx, backup, restored); err != nil {
+		t.Fatal(err)
+	}
+	r := openBackupStore(t, restored)
+	rc, found, err := r.OpenAttachment(ctx, a.ID)
+	if err != nil || !found {
+		t.Fatalf("open the restored attachment: found %v, %v", found, err)
+	}
+	defer rc.Close()
+	back, err := io.ReadAll(rc)
+	if err != nil || !bytes.Equal(back, data) {
+		t.Fatalf("restored %d bytes, %v; want the %d backed up", len(back), err, len(data))
+	}
+	if held, err := r.AttachmentHeld(ctx, a.ID, "t"); err != nil || !held {
+		t.Errorf("restored attachment held by its thread: %v, %v", held, err)
+	}
+	if n, err := r.SweepAttachments(ctx, time.Now().Add(time.Hour)); err != nil || n != 0 {
+		t.Errorf("a sweep after the restore removed %d, %v; the attachment is named by an event", n, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"os"
+	"path/filepath"
 
 	"github.com/agent-bridge/agent-bridge/bridge/notify"
 )
@@ -23,7 +24,16 @@ type bridgeFileConfig struct {
 		Subject string      `json:"subject"`
 		Ntfy    notify.Ntfy `json:"ntfy"`
 	} `json:"notify"`
+	Attachments struct {
+		// MaxBytes caps an uploaded file (contract 8.2; 25 MiB when 0).
+		MaxBytes int64 `json:"max_bytes"`
+	} `json:"attachments"`
 }
+
+// maxAttachmentBytes is the largest attachments.max_bytes a bridge takes:
+// a file is spooled to disk and written to the database in one step, and
+// past a gigabyte that step is no longer a moment.
+const maxAttachmentBytes = 1 << 30
 
 // readBridgeConfig reads and checks the --bridge-config file ("" = none).
 // Unknown keys are refused, so a misspelt one is not silently ignored.
@@ -47,6 +57,9 @@ func readBridgeConfig(path string) (bridgeFileConfig, error) {
 			return cfg, usagef("--bridge-config %s: %s %q is not an http(s) URL", path, u.key, u.v)
 		}
 	}
+	if mb := cfg.Attachments.MaxBytes; mb < 0 || mb > maxAttachmentBytes {
+		return cfg, usagef("--bridge-config %s: attachments.max_bytes %d must be from 1 to %d (1 GiB); leave it out for 25 MiB", path, mb, int64(maxAttachmentBytes))
+	}
 	if n.Ntfy.TokenFile != "" {
 		if _, err := os.Stat(n.Ntfy.TokenFile); err != nil {
 			return cfg, usagef("--bridge-config %s: notify.ntfy.token_file: %v", path, err)
@@ -63,4 +76,14 @@ func (c bridgeFileConfig) notifyOptions() notify.Options {
 		o.BaseURL = func() string { return pub }
 	}
 	return o
+}
+
+// attachmentDir is where the bridge spools uploads: next to a SQLite
+// database, on the disk the file goes to (a system temp folder may be a
+// tmpfs, in memory); the system's temp folder for PostgreSQL.
+func attachmentDir(db string) string {
+	if pg, _ := isPostgres("db", db); pg {
+		return ""
+	}
+	return filepath.Dir(db)
 }

@@ -79,8 +79,11 @@ func (m *Main) commandTable() []command {
 			{use: "rename THREAD NAME...", short: "rename a thread (posts thread.renamed)", define: m.threadRenameCommand},
 		}},
 		{use: "post THREAD TEXT...", group: groupClient, short: `post a message ("-" as TEXT reads standard input)`,
-			example: "  agent-bridge post plan \"hello @codex\"\n  git diff | agent-bridge post plan - --from ci\n  agent-bridge post plan '{\"pause\":{\"on\":true}}' --type control",
+			example: "  agent-bridge post plan \"hello @codex\"\n  git diff | agent-bridge post plan - --from ci\n  agent-bridge post plan '{\"pause\":{\"on\":true}}' --type control\n  agent-bridge post plan \"see this\" --attach shot.png --attach app.log",
 			define:  m.postCommand},
+		{use: "get ID", group: groupClient, short: "download an attachment (-o FILE; default its name, in this folder), checked against its id",
+			example: "  agent-bridge get sha256:9f86d08…\n  agent-bridge get sha256:9f86d08… -o shot.png\n  agent-bridge get sha256:9f86d08… -o - | less",
+			define:  m.getCommand},
 		{use: "invite THREAD ID", group: groupClient, short: "invite a participant into a thread", define: m.inviteCommand},
 	}
 	cmds = append(cmds, controls...)

@@ -103,20 +103,22 @@ func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*r
 		logger.Warn("--open: requests without a token act as the person; any local process may act as anyone, answer permission requests and pause threads")
 	}
 	srv, err := bridge.NewServer(store, bridge.Options{
-		Addr:              cfg.Addr,
-		RequireCredential: !cfg.Open,
-		Token:             cfg.Token,
-		Humans:            cfg.Humans,
-		AllowedHosts:      cfg.AllowedHosts,
-		CORSOrigins:       cfg.CORSOrigins,
-		MaxBody:           cfg.MaxBody,
-		MaxStreams:        cfg.MaxStreams,
-		Logger:            logger,
-		Version:           cfg.Version,
-		UI:                ui.NewHandler(ui.Options{CoordinatorURL: cfg.CoordinatorURL}),
-		Notify:            cfg.File.notifyOptions(),
-		TLSCert:           cfg.TLSCert,
-		TLSKey:            cfg.TLSKey,
+		Addr:               cfg.Addr,
+		RequireCredential:  !cfg.Open,
+		Token:              cfg.Token,
+		Humans:             cfg.Humans,
+		AllowedHosts:       cfg.AllowedHosts,
+		CORSOrigins:        cfg.CORSOrigins,
+		MaxBody:            cfg.MaxBody,
+		MaxStreams:         cfg.MaxStreams,
+		Logger:             logger,
+		Version:            cfg.Version,
+		UI:                 ui.NewHandler(ui.Options{CoordinatorURL: cfg.CoordinatorURL}),
+		Notify:             cfg.File.notifyOptions(),
+		AttachmentMaxBytes: cfg.File.Attachments.MaxBytes,
+		AttachmentDir:      attachmentDir(cfg.DB),
+		TLSCert:            cfg.TLSCert,
+		TLSKey:             cfg.TLSKey,
 	})
 	if err != nil {
 		_ = store.Close()

@@ -127,7 +127,12 @@ func (m *Main) postCommand(c *cobra.Command) runFunc {
 	replyTo := fs.String("reply-to", "", "id of the event this replies to")
 	typ := fs.String("type", agentbridge.TypeMessage, "event type (a control's TEXT is its JSON object)")
 	key := fs.String("idempotency-key", "", "retrying with the same key stores the event only once")
+	var attach stringList
+	fs.Var(&attach, "attach", "a file to attach (repeatable): uploaded, then named in the message's meta.attachments")
 	return func(ctx context.Context, pos []string) error {
+		if len(pos) == 1 && len(attach) > 0 {
+			pos = append(pos, attachmentNames(attach))
+		}
 		if len(pos) < 2 {
 			return usagef("post: give THREAD and TEXT (TEXT - reads standard input)")
 		}
@@ -141,6 +146,19 @@ func (m *Main) postCommand(c *cobra.Command) runFunc {
 		}
 		in := agentbridge.EventInput{Type: *typ, From: *from, To: *to, Content: encodeContent(*typ, text)}
 		in.Meta.ReplyTo = *replyTo
+		if len(attach) > 0 {
+			c, err := m.newClient(cf)
+			if err != nil {
+				return err
+			}
+			list, err := uploadFiles(ctx, c, pos[0], attach)
+			if err != nil {
+				return explain(err, cf.url)
+			}
+			if err := withAttachments(&in, list); err != nil {
+				return err
+			}
+		}
 		return m.appendAndPrint(ctx, cf, pos[0], in, *key)
 	}
 }

@@ -136,6 +136,11 @@ type Options struct {
 	// Without it and without Token the listener is open: a request that
 	// presents no token acts as the person (OpenCredential).
 	RequireCredential bool
+	// Upload reports whether a request is an upload (the bridge's POST
+	// /threads/{id}/attachments), whose body is a file rather than JSON:
+	// it must then come as multipart/form-data or with a media type no web
+	// page can send without a CORS preflight (checkUploadType).
+	Upload func(*http.Request) bool
 }
 
 // Credential is who a request speaks for (agentbridge.Credential); the
@@ -490,9 +495,32 @@ func (g *Guard) check(w http.ResponseWriter, r *http.Request) (*http.Request, er
 		r = r.WithContext(WithCredential(r.Context(), cred))
 	}
 	if StateChanging(r.Method) {
+		if g.opts.Upload != nil && g.opts.Upload(r) {
+			return r, checkUploadType(r)
+		}
 		return r, checkJSONType(r)
 	}
 	return r, nil
+}
+
+// checkUploadType refuses an upload whose body is declared as text/plain,
+// as a URL-encoded form or not at all: the simple requests any web page
+// can make a browser send. multipart/form-data is one too, and is taken
+// because a file input sends it; like every write, it still needs an
+// allowed Origin and a credential a foreign page cannot attach (the
+// SameSite=Strict cookie, or a bearer header).
+func checkUploadType(r *http.Request) error {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch {
+	case err != nil, mt == "text/plain", mt == "application/x-www-form-urlencoded":
+		ct := r.Header.Get("Content-Type")
+		if ct == "" {
+			ct = "none"
+		}
+		return agentbridge.Errorf(agentbridge.ECodeUnsupportedMediaType,
+			"Send the file as multipart/form-data (field \"file\") or as the raw body with \"Content-Type: application/octet-stream\" and ?name= (this request's type: %s); with curl, use -F file=@FILE.", agentbridge.Clip(ct, 101))
+	}
+	return nil
 }
 
 // checkJSONType refuses a request body that is not declared as JSON. A

@@ -35,6 +35,10 @@ type AppendLookups interface {
 	// true. It reads only the events after target that name its id in
 	// their content or meta.
 	FirstAnswer(ctx context.Context, thread string, target agentbridge.Event, answers func(agentbridge.Event) bool) (e agentbridge.Event, found bool, err error)
+	// Attachment looks up a stored attachment by id (its type, size and
+	// first name). The PostgreSQL store locks the row until the commit,
+	// so that no sweep removes it under the event that names it.
+	Attachment(ctx context.Context, id string) (a agentbridge.Attachment, found bool, err error)
 }
 
 // Admission is what Preamble decided for an append.
@@ -55,6 +59,14 @@ type Admission struct {
 	// had (replayAnswered); the bridge decides the rest (its state before
 	// is not at hand here).
 	Ignored *agentbridge.Ignored
+	// Attachments are the ids the event names (meta.attachments and
+	// meta.change.diff), all stored: the store links them to the event,
+	// which makes its thread hold them and keeps them from the sweep.
+	Attachments []string
+	// MetaChanged says Input.Meta is not the request's: its attachments
+	// were written as stored (agentbridge.NormalizeAttachments), so the
+	// store encodes it again.
+	MetaChanged bool
 }
 
 // Preamble runs an append's rules in their order, on a thread whose state
@@ -66,13 +78,20 @@ type Admission struct {
 // append alike; err is the database failing, and fails the batch.
 func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendRequest, ctl *agentbridge.Control,
 	st agentbridge.ThreadState, hasMessages bool, humans agentbridge.Humans) (Admission, error) {
+	in, ids, refusal, err := admitAttachments(ctx, l, req.Thread, req.Input)
+	if err != nil {
+		return Admission{}, err
+	}
+	if refusal != nil {
+		return Admission{Refusal: refusal}, nil
+	}
 	if req.IdempotencyKey != "" {
 		stored, found, err := l.Replay(ctx, req.Thread, req.IdempotencyKey)
 		if err != nil {
 			return Admission{}, fmt.Errorf("look up idempotency key: %w", err)
 		}
 		if found {
-			if err := agentbridge.CheckReplay(req.Thread, req.IdempotencyKey, stored, req.Input); err != nil {
+			if err := agentbridge.CheckReplay(req.Thread, req.IdempotencyKey, stored, in); err != nil {
 				return Admission{Refusal: err}, nil
 			}
 			answered, err := replayAnswered(ctx, l, req.Thread, stored, ctl, humans)
@@ -82,7 +101,6 @@ func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendReques
 			return Admission{Replayed: true, Ignored: answered}, nil
 		}
 	}
-	in := req.Input
 	var reply agentbridge.ReplyTarget
 	if in.Meta.ReplyTo != "" {
 		var err error
@@ -137,7 +155,52 @@ func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendReques
 	if ignored == nil {
 		ignored = answered
 	}
-	return Admission{Input: in, Ignored: ignored}, nil
+	return Admission{Input: in, Ignored: ignored, Attachments: ids, MetaChanged: len(ids) > 0}, nil
+}
+
+// admitAttachments checks that every attachment in names is stored
+// (refusal unknown_attachment otherwise) and returns in with its
+// meta.attachments written as stored, and the ids it names. It runs
+// before the idempotency check, so that a retry is compared in the same
+// form as the event its first try stored.
+func admitAttachments(ctx context.Context, l AppendLookups, thread string, in agentbridge.EventInput) (agentbridge.EventInput, []string, *agentbridge.Error, error) {
+	given, err := agentbridge.EventAttachments(in.Meta)
+	if err != nil {
+		var ae *agentbridge.Error
+		if errors.As(err, &ae) {
+			return in, nil, ae, nil
+		}
+		return in, nil, nil, err
+	}
+	diff := agentbridge.ChangeDiff(in.Meta)
+	if len(given) == 0 && diff == "" {
+		return in, nil, nil, nil
+	}
+	stored := make(map[string]agentbridge.Attachment, len(given)+1)
+	ids := make([]string, 0, len(given)+1)
+	for _, a := range append(given, agentbridge.Attachment{ID: diff}) {
+		if a.ID == "" {
+			continue
+		}
+		if _, seen := stored[a.ID]; seen {
+			continue
+		}
+		s, found, err := l.Attachment(ctx, a.ID)
+		if err != nil {
+			return in, nil, nil, fmt.Errorf("look up attachment %s: %w", a.ID, err)
+		}
+		if !found {
+			return in, nil, agentbridge.UnknownAttachment(thread, a.ID), nil
+		}
+		stored[a.ID] = s
+		ids = append(ids, a.ID)
+	}
+	if len(given) > 0 {
+		if in.Meta, err = agentbridge.NormalizeAttachments(in.Meta, given, stored); err != nil {
+			return in, nil, nil, err
+		}
+	}
+	return in, ids, nil, nil
 }
 
 // alreadyAnswered is the already_answered note on in, a human's answer to

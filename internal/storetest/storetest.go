@@ -58,6 +58,10 @@ func Run(t *testing.T, newStore Factory) {
 		{"Claims", testClaims},
 		{"WaitingClaims", testWaitingClaims},
 		{"PairCodes", testPairCodes},
+		{"Attachments", testAttachments},
+		{"EventAttachments", testEventAttachments},
+		{"SweepAttachments", testSweepAttachments},
+		{"SweepRacesAppends", testSweepRacesAppends},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}
