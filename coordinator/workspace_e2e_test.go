@@ -1,7 +1,9 @@
 package coordinator_test
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,6 +84,21 @@ func (s *stack) waitNotice(thread, id string) agentbridge.Event {
 	return n
 }
 
+// attachment downloads attachment id and returns its bytes and type.
+func (s *stack) attachment(id string) (string, string) {
+	s.t.Helper()
+	rc, a, err := s.cl.DownloadAttachment(context.Background(), id)
+	if err != nil {
+		s.t.Fatalf("download attachment %q: %v", id, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return string(b), a.Type
+}
+
 // TestWorkspaceChangeMergeDiscard runs two agents in one workspace: each
 // in a worktree of its own on a branch of its own, with the workspace in
 // its payload; a run that changed files replies with meta.change (files,
@@ -105,6 +122,9 @@ func TestWorkspaceChangeMergeDiscard(t *testing.T) {
 		!slices.Equal(ch.Files, []agentbridge.ChangeFile{{Path: "a.txt", Status: agentbridge.ChangeModified, Added: 1, Removed: 1}}) ||
 		ch.Added != 1 || ch.Removed != 1 {
 		t.Fatalf("alice's change = %+v", ch)
+	}
+	if diff, typ := s.attachment(ch.Diff); !strings.HasPrefix(typ, agentbridge.DiffType) || !strings.Contains(diff, "+alice was here") || !strings.Contains(diff, "-one") || ch.DiffTruncated {
+		t.Errorf("alice's diff attachment (%s, truncated %v):\n%s", typ, ch.DiffTruncated, diff)
 	}
 	msg := runGit(t, repo, "log", "-1", "--format=%an <%ae>%n%B", ch.Commit)
 	for _, want := range []string{"alice <alice@agent-bridge.invalid>", "Changed a.txt for you", "Agent-Bridge-Thread: " + th, "Agent-Bridge-Event: " + e1.ID} {

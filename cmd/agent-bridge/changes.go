@@ -91,6 +91,62 @@ func writeChanges(w io.Writer, list []agentbridge.BranchChanges) error {
 	return nil
 }
 
+// diffCommand prints a participant's open changes in the thread as one
+// unified diff per change, oldest first: each reply's diff attachment
+// (parent..commit).
+func (m *Main) diffCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
+	cf := m.addClientFlags(fs)
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 2 {
+			return usagef("diff: give THREAD and the PARTICIPANT whose change to show")
+		}
+		cl, err := m.newClient(cf)
+		if err != nil {
+			return err
+		}
+		evs, err := threadEventsAll(ctx, cl, pos[0])
+		if err != nil {
+			return explain(err, cf.url)
+		}
+		for _, b := range agentbridge.ChangesOf(evs) {
+			if b.Participant != pos[1] {
+				continue
+			}
+			if b.State != "open" {
+				fmt.Fprintf(m.Stderr, "agent-bridge: %s's last change in this thread was %s; its diffs follow\n", b.Participant, b.State)
+			}
+			for _, ch := range b.Changes {
+				if err := m.printDiff(ctx, cl, ch); err != nil {
+					return explain(err, cf.url)
+				}
+			}
+			return nil
+		}
+		return fmt.Errorf("%s has changed nothing in this thread's workspaces", pos[1])
+	}
+}
+
+// printDiff copies one change's diff attachment to stdout, saying on
+// stderr when it was cut.
+func (m *Main) printDiff(ctx context.Context, cl *client.Client, ch agentbridge.ChangeInReply) error {
+	if ch.Diff == "" {
+		return nil
+	}
+	rc, _, err := cl.DownloadAttachment(ctx, ch.Diff)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if _, err := io.Copy(m.Stdout, rc); err != nil {
+		return fmt.Errorf("read the diff of %s: %w", shortID(ch.Commit), err)
+	}
+	if ch.DiffTruncated {
+		fmt.Fprintf(m.Stderr, "agent-bridge: the diff of %s was cut at %d bytes\n", shortID(ch.Commit), agentbridge.MaxDiffBytes)
+	}
+	return nil
+}
+
 func shortID(c string) string { return c[:min(12, len(c))] }
 
 // changeControl posts a person's change control and waits for the

@@ -110,7 +110,14 @@ func TestPartyOnOneRepository(t *testing.T) {
 		if ch.Branch != "agent-bridge/party-on-app/"+who || len(ch.Files) != 1 || ch.Files[0].Path != "a.txt" || ch.Files[0].Status != agentbridge.ChangeModified {
 			t.Errorf("%s's change = %+v", who, ch)
 		}
-		diff := gitIn(t, repo, "diff", ch.Parent, ch.Commit)
+		// The diff as the thread holds it (its attachment), through the CLI.
+		cmd := exec.Command(bin, "diff", th, who, "--url", s.bridgeURL)
+		cmd.Env = append(os.Environ(), "BRIDGE_TOKEN="+s.token)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("agent-bridge diff %s: %v", who, err)
+		}
+		diff := string(out)
 		if !strings.Contains(diff, "+"+wants[who]) {
 			t.Errorf("%s's commit lacks its own edit:\n%s", who, diff)
 		}
