@@ -46,11 +46,14 @@ type workspaces struct {
 	// repos serialises what touches a repository's own refs and work tree
 	// (worktree add and remove, merge).
 	repos map[string]*sync.Mutex
+	// started is when this coordinator started: a git lock older than it
+	// in a repository it merges into is its own crash's.
+	started time.Time
 }
 
 func newWorkspaces(c *Coordinator, dir string) *workspaces {
 	return &workspaces{c: c, dir: dir, pairs: map[pairKey]*sync.Mutex{}, repos: map[string]*sync.Mutex{},
-		upload: c.uploadDiff}
+		upload: c.uploadDiff, started: time.Now()}
 }
 
 // lockOf returns the mutex of key in m, making it.
@@ -119,14 +122,19 @@ func (w *workspaces) begin(ctx context.Context, inv ledger.Invocation, cfg *conf
 		rt.done()
 		return nil, err
 	}
-	if rt.parent, err = w.c.db.RunParent(ctx, inv.ID, head); err != nil {
+	var again bool
+	if rt.parent, again, err = w.c.db.RunParent(ctx, inv.ID, head); err != nil {
 		rt.done()
 		return nil, err
 	}
-	if rt.parent != head {
+	if again {
 		// A run of this invocation began before and was cut short (a
 		// crash, a stop): what it left, a half-made commit too, goes.
 		w.c.log.Info("a run begins again where its first run began; resetting its worktree", "id", inv.ID, "participant", inv.Participant, "parent", rt.parent)
+		if err := w.git.ClearLocks(ctx, rt.tree); err != nil {
+			rt.done()
+			return nil, err
+		}
 		if err := w.git.ResetTo(ctx, rt.tree, rt.parent); err != nil {
 			rt.done()
 			return nil, err
@@ -344,6 +352,10 @@ func (w *workspaces) runOp(ctx context.Context, op ledger.ChangeOp) error {
 		}
 		fallthrough
 	case ledger.OpCommitted:
+		// A merge a crash cut short may have left git's locks.
+		if err := w.git.ClearRepoLocks(ctx, t.Repo, op.Into, w.started); err != nil {
+			return err
+		}
 		if err := w.fastForward(ctx, op, t); err != nil || !w.ended(ctx, op.EventID, ledger.OpMerged) {
 			return err
 		}

@@ -112,16 +112,19 @@ func (d *DB) DeleteWorktree(ctx context.Context, thread, participant string) err
 
 // RunParent records parent, the worktree's HEAD when invocation id's run
 // begins, unless a run of it began before (a crash cut it short): it
-// returns the first run's parent, which the run starts again from.
-func (d *DB) RunParent(ctx context.Context, id int64, parent string) (string, error) {
+// returns the first run's parent, which the run starts again from, and
+// again set for such a run.
+func (d *DB) RunParent(ctx context.Context, id int64, parent string) (first string, again bool, err error) {
+	if err := d.db.QueryRowContext(ctx, `SELECT ws_parent FROM invocations WHERE id = ?`, id).Scan(&first); err != nil {
+		return "", false, fmt.Errorf("read the worktree parent of invocation %d: %w", id, err)
+	}
+	if first != "" {
+		return first, true, nil
+	}
 	if _, err := d.db.ExecContext(ctx, `UPDATE invocations SET ws_parent = ? WHERE id = ? AND ws_parent = ''`, parent, id); err != nil {
-		return "", fmt.Errorf("record the worktree parent of invocation %d: %w", id, err)
+		return "", false, fmt.Errorf("record the worktree parent of invocation %d: %w", id, err)
 	}
-	var got string
-	if err := d.db.QueryRowContext(ctx, `SELECT ws_parent FROM invocations WHERE id = ?`, id).Scan(&got); err != nil {
-		return "", fmt.Errorf("read the worktree parent of invocation %d: %w", id, err)
-	}
-	return got, nil
+	return parent, false, nil
 }
 
 // Change operations and their states.

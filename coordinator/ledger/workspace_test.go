@@ -44,11 +44,11 @@ func TestWorktreeAndChangeOps(t *testing.T) {
 	queued, err := db.Commit(ctx, ledger.Step{GSeq: 1, Thread: "T1", Seq: 1, Invocations: []ledger.Invocation{{Thread: "T1", TriggerID: "E1", TriggerSeq: 1, TriggerGSeq: 1, Participant: "claude", Agent: "claude", Command: []string{"x"}}}})
 	must(err)
 	id := queued[0].ID
-	if p, err := db.RunParent(ctx, id, "aaa"); err != nil || p != "aaa" {
-		t.Fatalf("first parent = %q, %v", p, err)
+	if p, again, err := db.RunParent(ctx, id, "aaa"); err != nil || p != "aaa" || again {
+		t.Fatalf("first parent = %q, %v, %v", p, again, err)
 	}
-	if p, err := db.RunParent(ctx, id, "bbb"); err != nil || p != "aaa" {
-		t.Fatalf("parent after a restart = %q, %v; want the first run's", p, err)
+	if p, again, err := db.RunParent(ctx, id, "bbb"); err != nil || p != "aaa" || !again {
+		t.Fatalf("parent after a restart = %q, %v, %v; want the first run's, again", p, again, err)
 	}
 
 	op := ledger.ChangeOp{EventID: "C1", Thread: "T1", Participant: "claude", Op: ledger.OpMerge, Into: "main", Squash: true, Sender: "user"}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -168,4 +169,51 @@ func (g Git) ResetTo(ctx context.Context, t Tree, commit string) error {
 	}
 	_, err := g.run(ctx, t.Path, "clean", "-q", "-f", "-d")
 	return err
+}
+
+// ClearLocks removes the lock files a git command killed in t's worktree
+// left (its index's, its branch's): the coordinator is the only writer of
+// its worktrees, and it calls this only where a crash may have cut one
+// short, with the pair's lock held.
+func (g Git) ClearLocks(ctx context.Context, t Tree) error {
+	out, err := g.run(ctx, t.Path, "rev-parse", "--path-format=absolute", "--git-path", "index.lock", "--git-common-dir")
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 {
+		return fmt.Errorf("rev-parse in %s: unexpected answer %q", t.Path, out)
+	}
+	return removeLocks(time.Time{}, lines[0], filepath.Join(lines[1], "refs", "heads", filepath.FromSlash(t.Branch)+".lock"))
+}
+
+// ClearRepoLocks removes the lock files of repo's index and of branch
+// into that are older than before: those a merge killed by a crash left
+// (the coordinator started after them); a newer one is someone's git at
+// work, and is left.
+func (g Git) ClearRepoLocks(ctx context.Context, repo, into string, before time.Time) error {
+	out, err := g.run(ctx, repo, "rev-parse", "--path-format=absolute", "--git-path", "index.lock", "--git-common-dir")
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 {
+		return fmt.Errorf("rev-parse in %s: unexpected answer %q", repo, out)
+	}
+	return removeLocks(before, lines[0], filepath.Join(lines[1], "refs", "heads", filepath.FromSlash(into)+".lock"))
+}
+
+// removeLocks removes the files of paths that exist (and are older than
+// before, when it is not zero).
+func removeLocks(before time.Time, paths ...string) error {
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil || (!before.IsZero() && !st.ModTime().Before(before)) {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove the stale lock %s: %w", p, err)
+		}
+	}
+	return nil
 }
