@@ -183,3 +183,45 @@ func (c *claimsThread) control(ctl map[string]any) agentbridge.Event {
 	}
 	return ev
 }
+
+// TestWorkspaceOnOneMachine: two coordinators, each its own process,
+// HOME, state and port, both serving alice; only the server has the
+// workspace "app", which the thread picks. Every run goes to the server
+// (the laptop does not claim it, and the bridge would refuse it), each
+// answered once with its change.
+func TestWorkspaceOnOneMachine(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin, fake := buildCoordBinaries(t)
+	url, person, _ := logServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
+	cl := client.New(url, client.WithToken(person))
+	repo := workspaceRepo(t)
+	laptop := newMachine(t, cl, url, fake, "laptop", "alice")
+	server := newMachine(t, cl, url, fake, "server", "alice")
+	server.inWorkspace(fake, repo)
+	server.set("agents", map[string]any{"alice": map[string]any{"command": []string{fake}}})
+	laptop.start(bin)
+	server.start(bin)
+	th := newClaimsThread(t, cl, "alice")
+	th.control(map[string]any{"workspace": map[string]any{"name": "app"}})
+	var triggers []agentbridge.Event
+	for i := range 5 {
+		triggers = append(triggers, th.say("alice", "fake:write=n"+string(rune('a'+i))+".txt=x"))
+	}
+	for _, e := range triggers {
+		testutil.WaitFor(t, 60*time.Second, "the reply to "+e.ID, func() bool { return len(th.answersTo(e.ID)) > 0 })
+		answers := th.answersTo(e.ID)
+		if len(answers) != 1 {
+			t.Errorf("%s: %d answers, want 1", e.ID, len(answers))
+			continue
+		}
+		if ch, ok := agentbridge.ChangeOf(answers[0]); !ok || ch.Workspace != "app" {
+			t.Errorf("%s: the answer %q carries no change in app", e.ID, answers[0].Text())
+		}
+		if laptop.started(e.ID, "alice") || !server.started(e.ID, "alice") {
+			t.Errorf("%s ran on the laptop (%v) or not on the server (%v)", e.ID, laptop.started(e.ID, "alice"), server.started(e.ID, "alice"))
+		}
+	}
+}
