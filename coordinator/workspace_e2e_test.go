@@ -10,9 +10,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
+	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
@@ -208,5 +210,38 @@ func TestWorkspaceChangeMergeDiscard(t *testing.T) {
 	}
 	if count != 5 {
 		t.Errorf("%d change notices, want 5", count)
+	}
+}
+
+// TestRealACPEditsItsWorktree: the real claude-agent-acp, its session's
+// cwd the pair's worktree, edits a file there with its own Read and Write
+// tools (the fake model's fakemodel.WriteFile), and the change reaches the
+// thread as any adapter's does: a commit on its branch, meta.change, the
+// diff attachment; the repository's own work tree is untouched.
+func TestRealACPEditsItsWorktree(t *testing.T) {
+	ra := realAgents[0] // claude-agent-acp
+	argv := ra.argv(t)
+	repo := gitRepo(t, map[string]string{"a.txt": "one\n", "b.txt": "two\n"})
+	s := newStack(t)
+	m := fakemodel.Start(t, "")
+	m.SetResponder(fakemodel.WriteFile)
+	s.exe = agentBridgeBin(t)
+	s.cfg.Workspaces = map[string]config.Workspace{"app": {Repo: repo, Base: "main"}}
+	s.cfg.Agents["acpy"] = config.Agent{ACP: argv, Env: ra.env(t, m), Permissions: config.PermissionsAllow, Workspace: "app"}
+	s.cfg.AdapterTimeout = 2 * time.Minute
+	s.startCoordinator()
+	th := s.thread("acp-ws")
+	s.invite(th, "acpy", agentbridge.Profile{Client: ra.name})
+	e := s.say(th, "acpy", "Please change a.txt. "+fakemodel.WriteMarker+"a.txt=edited_over_acp")
+	r := s.waitReplies(th, e.ID, 1)[0]
+	ch := changeOf(t, r)
+	if ch.Branch != "agent-bridge/acp-ws/acpy" || len(ch.Files) != 1 || ch.Files[0].Path != "a.txt" {
+		t.Fatalf("change = %+v (reply %q)", ch, r.Text())
+	}
+	if diff, _ := s.attachment(ch.Diff); !strings.Contains(diff, "+edited over acp") {
+		t.Errorf("diff = %s", diff)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "a.txt")); string(b) != "one\n" {
+		t.Errorf("the repository's own a.txt = %q", b)
 	}
 }
