@@ -26,6 +26,7 @@ import { startStream, onVisibility, setConn } from "./stream.js";
 import { wireNotifications, maybeNotify, notifyEnabled } from "./notify.js";
 import { wireSuggestions } from "./suggestions.js";
 import { redeemPairing, wirePhone } from "./phone.js";
+import { changeCard, noteChangeResult } from "./changes.js";
 
 // The views call each other only through hooks (hooks.js): this is every
 // function one view asks of another, filled in before anything runs.
@@ -46,6 +47,8 @@ Object.assign(hooks, {
   control, refreshState,
   // revision.js
   renderRevision,
+  // changes.js
+  changeCard, noteChangeResult,
   // notify.js
   maybeNotify, notifyEnabled,
 });

@@ -123,6 +123,11 @@ export function renderEvent(v, ev) {
   else if (ev.type === "thread.renamed") body.textContent = `renamed the thread to “${contentText(ev)}”`;
   else body.textContent = `${ev.type}: ${contentText(ev)}`;
   node.append(body);
+  if (meta.change) {
+    const card = hooks.changeCard(v, ev);
+    if (card) node.append(card);
+  }
+  if (meta.change_result) hooks.noteChangeResult(v, ev);
   if (request) {
     node.append(permissionBox(ev));
     const answer = v.permissionAnswers.get(ev.id);
