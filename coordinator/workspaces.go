@@ -177,18 +177,7 @@ func (w *workspaces) ensure(ctx context.Context, thread, threadName, participant
 		return workspace.Tree{}, fmt.Errorf("%s already works in the workspace %q in this thread; merge or discard that change before it works in %q", participant, row.Workspace, name)
 	}
 	if !ok {
-		base := ws.Base
-		if base == "" {
-			if base, err = w.git.CurrentBranch(ctx, ws.Repo); err != nil {
-				return workspace.Tree{}, err
-			}
-			if base == "" {
-				return workspace.Tree{}, fmt.Errorf("the workspace %q names no base and its repository %s is on no branch", name, ws.Repo)
-			}
-		}
-		row, err = w.c.db.BeginWorktree(ctx, ledger.Worktree{Thread: thread, Participant: participant, Workspace: name, Repo: ws.Repo,
-			Path: workspace.TreePath(w.dir, thread, participant), Branch: workspace.BranchName(thread, threadName, participant), Base: base})
-		if err != nil {
+		if row, err = w.beginRow(ctx, thread, threadName, participant, name, ws); err != nil {
 			return workspace.Tree{}, err
 		}
 	}
@@ -206,6 +195,24 @@ func (w *workspaces) ensure(ctx context.Context, thread, threadName, participant
 		}
 	}
 	return t, nil
+}
+
+// beginRow records the pair's new worktree (state making) before git
+// makes it, from the tip of the workspace's base (else its repository's
+// current branch).
+func (w *workspaces) beginRow(ctx context.Context, thread, threadName, participant, name string, ws config.Workspace) (ledger.Worktree, error) {
+	base := ws.Base
+	if base == "" {
+		var err error
+		if base, err = w.git.CurrentBranch(ctx, ws.Repo); err != nil {
+			return ledger.Worktree{}, err
+		}
+		if base == "" {
+			return ledger.Worktree{}, fmt.Errorf("the workspace %q names no base and its repository %s is on no branch", name, ws.Repo)
+		}
+	}
+	return w.c.db.BeginWorktree(ctx, ledger.Worktree{Thread: thread, Participant: participant, Workspace: name, Repo: ws.Repo,
+		Path: workspace.TreePath(w.dir, thread, participant), Branch: workspace.BranchName(thread, threadName, participant), Base: base})
 }
 
 func treeOf(row ledger.Worktree) workspace.Tree {

@@ -342,10 +342,8 @@ func (r *router) finish() {
 			r.skip(p, ReasonSelfMention)
 		case !invited:
 			r.skip(p, ReasonNotInvited)
-		case !hasAdapter && r.cfg.MissingWorkspace(p, r.state) != "":
-			r.skip(p, ReasonNoWorkspace)
 		case !hasAdapter:
-			r.skip(p, ReasonNoAdapter)
+			r.skip(p, r.unservedReason(p))
 		case r.state.IsMuted(p):
 			r.skip(p, ReasonMuted)
 		default:
@@ -374,6 +372,16 @@ func (r *router) finish() {
 
 func (r *router) skip(participant, reason string) {
 	r.d.Skipped = append(r.d.Skipped, Skip{Participant: participant, Reason: reason})
+}
+
+// unservedReason says why this coordinator does not serve p: no agent
+// entry for it, or the thread picks a workspace for it that this config
+// lacks.
+func (r *router) unservedReason(p string) string {
+	if r.cfg.MissingWorkspace(p, r.state) != "" {
+		return ReasonNoWorkspace
+	}
+	return ReasonNoAdapter
 }
 
 // dropAll moves every target to Skipped with reason.
