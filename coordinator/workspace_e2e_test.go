@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,34 +16,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
-
-// gitRepo makes a git repository on main holding files, committed, and
-// returns its folder.
-func gitRepo(t testing.TB, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	runGit(t, dir, "init", "-q", "-b", "main")
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	runGit(t, dir, "add", "-A")
-	runGit(t, dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init")
-	return dir
-}
-
-// runGit runs git in dir and returns its trimmed output.
-func runGit(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v in %s: %v\n%s", args, dir, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // withWorkspace gives the stack's config the workspace "app" on repo, and
 // names it on the agent entries agents.
@@ -111,7 +82,7 @@ func (s *stack) attachment(id string) (string, string) {
 // removes the branch.
 func TestWorkspaceChangeMergeDiscard(t *testing.T) {
 	t.Parallel()
-	repo := gitRepo(t, map[string]string{"a.txt": "one\n", "b.txt": "two\n", "c.txt": "three\n"})
+	repo := testutil.GitRepo(t, map[string]string{"a.txt": "one\n", "b.txt": "two\n", "c.txt": "three\n"})
 	s := startStack(t, withWorkspace(repo, "alice", "bob"))
 	th := s.thread("ws")
 	s.invite(th, "alice", agentbridge.Profile{})
@@ -128,7 +99,7 @@ func TestWorkspaceChangeMergeDiscard(t *testing.T) {
 	if diff, typ := s.attachment(ch.Diff); !strings.HasPrefix(typ, agentbridge.DiffType) || !strings.Contains(diff, "+alice was here") || !strings.Contains(diff, "-one") || ch.DiffTruncated {
 		t.Errorf("alice's diff attachment (%s, truncated %v):\n%s", typ, ch.DiffTruncated, diff)
 	}
-	msg := runGit(t, repo, "log", "-1", "--format=%an <%ae>%n%B", ch.Commit)
+	msg := testutil.Git(t, repo, "log", "-1", "--format=%an <%ae>%n%B", ch.Commit)
 	for _, want := range []string{"alice <alice@agent-bridge.invalid>", "Changed a.txt for you", "Agent-Bridge-Thread: " + th, "Agent-Bridge-Event: " + e1.ID} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("commit %q lacks %q", msg, want)
@@ -166,13 +137,13 @@ func TestWorkspaceChangeMergeDiscard(t *testing.T) {
 	if n := s.waitNotice(th, m0.ID); !strings.Contains(n.Text(), "uncommitted changes") {
 		t.Errorf("merge into a dirty repository: %q", n.Text())
 	}
-	runGit(t, repo, "checkout", "-q", "--", "b.txt")
-	runGit(t, repo, "checkout", "-q", "-b", "elsewhere")
+	testutil.Git(t, repo, "checkout", "-q", "--", "b.txt")
+	testutil.Git(t, repo, "checkout", "-q", "-b", "elsewhere")
 	m1 := s.control(th, "user", map[string]any{"change": map[string]any{"merge": map[string]any{"participant": "alice"}}})
 	if n := s.waitNotice(th, m1.ID); !strings.Contains(n.Text(), "not on main") {
 		t.Errorf("merge into a repository on another branch: %q", n.Text())
 	}
-	runGit(t, repo, "checkout", "-q", "main")
+	testutil.Git(t, repo, "checkout", "-q", "main")
 
 	m2 := s.control(th, "user", map[string]any{"change": map[string]any{"merge": map[string]any{"participant": "alice"}}})
 	n2 := s.waitNotice(th, m2.ID)
@@ -183,15 +154,15 @@ func TestWorkspaceChangeMergeDiscard(t *testing.T) {
 		t.Errorf("a.txt after the merge = %q", b)
 	}
 	testutil.WaitFor(t, waitLong, "alice's worktree and branch removed", func() bool {
-		return !strings.Contains(runGit(t, repo, "worktree", "list"), "alice") && runGit(t, repo, "branch", "--list", "agent-bridge/ws/alice") == ""
+		return !strings.Contains(testutil.Git(t, repo, "worktree", "list"), "alice") && testutil.Git(t, repo, "branch", "--list", "agent-bridge/ws/alice") == ""
 	})
-	if runGit(t, repo, "branch", "--list", "agent-bridge/ws/bob") == "" {
+	if testutil.Git(t, repo, "branch", "--list", "agent-bridge/ws/bob") == "" {
 		t.Error("bob's branch went with alice's merge")
 	}
-	head := runGit(t, repo, "rev-parse", "HEAD")
+	head := testutil.Git(t, repo, "rev-parse", "HEAD")
 	m3 := s.control(th, "user", map[string]any{"change": map[string]any{"merge": map[string]any{"participant": "bob"}}})
 	n3 := s.waitNotice(th, m3.ID)
-	if !strings.Contains(n3.Text(), "conflicts in a.txt") || runGit(t, repo, "rev-parse", "HEAD") != head || runGit(t, repo, "status", "--porcelain") != "" {
+	if !strings.Contains(n3.Text(), "conflicts in a.txt") || testutil.Git(t, repo, "rev-parse", "HEAD") != head || testutil.Git(t, repo, "status", "--porcelain") != "" {
 		t.Errorf("conflicting merge: notice %q; the repository must not change", n3.Text())
 	}
 	d := s.control(th, "user", map[string]any{"change": map[string]any{"discard": map[string]any{"participant": "bob"}}})
@@ -199,7 +170,7 @@ func TestWorkspaceChangeMergeDiscard(t *testing.T) {
 		t.Errorf("discard notice = %q", n.Text())
 	}
 	testutil.WaitFor(t, waitLong, "bob's branch removed", func() bool {
-		return runGit(t, repo, "branch", "--list", "agent-bridge/*") == "" && !strings.Contains(runGit(t, repo, "worktree", "list"), "worktrees")
+		return testutil.Git(t, repo, "branch", "--list", "agent-bridge/*") == "" && !strings.Contains(testutil.Git(t, repo, "worktree", "list"), "worktrees")
 	})
 	// One notice per control, no more.
 	count := 0
@@ -221,7 +192,7 @@ func TestWorkspaceChangeMergeDiscard(t *testing.T) {
 func TestRealACPEditsItsWorktree(t *testing.T) {
 	ra := realAgents[0] // claude-agent-acp
 	argv := ra.argv(t)
-	repo := gitRepo(t, map[string]string{"a.txt": "one\n", "b.txt": "two\n"})
+	repo := testutil.GitRepo(t, map[string]string{"a.txt": "one\n", "b.txt": "two\n"})
 	s := newStack(t)
 	m := fakemodel.Start(t, "")
 	m.SetResponder(fakemodel.WriteFile)

@@ -36,6 +36,20 @@ func threadEventsAll(ctx context.Context, cl *client.Client, thread string) ([]a
 	}
 }
 
+// threadChanges reads a thread's events into each participant's branch
+// (agentbridge.ChangesOf), with the client it read them with.
+func (m *Main) threadChanges(ctx context.Context, cf *clientFlags, thread string) (*client.Client, []agentbridge.BranchChanges, error) {
+	cl, err := m.newClient(cf)
+	if err != nil {
+		return nil, nil, err
+	}
+	evs, err := threadEventsAll(ctx, cl, thread)
+	if err != nil {
+		return nil, nil, explain(err, cf.url)
+	}
+	return cl, agentbridge.ChangesOf(evs), nil
+}
+
 func (m *Main) changesCommand(c *cobra.Command) runFunc {
 	fs := c.Flags()
 	cf := m.addClientFlags(fs)
@@ -43,15 +57,10 @@ func (m *Main) changesCommand(c *cobra.Command) runFunc {
 		if len(pos) != 1 {
 			return usagef("changes: give one THREAD")
 		}
-		cl, err := m.newClient(cf)
+		_, list, err := m.threadChanges(ctx, cf, pos[0])
 		if err != nil {
 			return err
 		}
-		evs, err := threadEventsAll(ctx, cl, pos[0])
-		if err != nil {
-			return explain(err, cf.url)
-		}
-		list := agentbridge.ChangesOf(evs)
 		if cf.json {
 			if list == nil {
 				list = []agentbridge.BranchChanges{}
@@ -101,15 +110,11 @@ func (m *Main) diffCommand(c *cobra.Command) runFunc {
 		if len(pos) != 2 {
 			return usagef("diff: give THREAD and the PARTICIPANT whose change to show")
 		}
-		cl, err := m.newClient(cf)
+		cl, list, err := m.threadChanges(ctx, cf, pos[0])
 		if err != nil {
 			return err
 		}
-		evs, err := threadEventsAll(ctx, cl, pos[0])
-		if err != nil {
-			return explain(err, cf.url)
-		}
-		for _, b := range agentbridge.ChangesOf(evs) {
+		for _, b := range list {
 			if b.Participant != pos[1] {
 				continue
 			}

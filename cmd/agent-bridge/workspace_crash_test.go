@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,31 +14,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
-
-// gitOut runs git in dir and returns its trimmed output.
-func gitOut(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// workspaceRepo makes a git repository on main with one file.
-func workspaceRepo(t *testing.T) string {
-	t.Helper()
-	repo := t.TempDir()
-	gitOut(t, repo, "init", "-q", "-b", "main")
-	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("app\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitOut(t, repo, "add", "-A")
-	gitOut(t, repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init")
-	return repo
-}
 
 // inWorkspace gives machine m the workspace "app" on repo, its agents
 // working in it.
@@ -67,7 +41,7 @@ func TestWorkspaceCrash(t *testing.T) {
 	bin, fake := buildCoordBinaries(t)
 	url, person, _ := logServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
 	cl := client.New(url, client.WithToken(person))
-	repo := workspaceRepo(t)
+	repo := testutil.GitRepo(t, map[string]string{"README": "app\n"})
 	m := newMachine(t, cl, url, fake, "laptop", "alice")
 	m.inWorkspace(fake, repo, "alice")
 	m.start(bin)
@@ -113,7 +87,7 @@ func TestWorkspaceCrash(t *testing.T) {
 	if len(commits) == 0 {
 		t.Error("no reply carried a change")
 	}
-	log := gitOut(t, repo, "log", "--format=%B", "main")
+	log := testutil.Git(t, repo, "log", "--format=%B", "main")
 	merged := 0
 	for _, e := range merges {
 		answers := th.answersTo(e.ID)
@@ -142,8 +116,8 @@ func TestWorkspaceCrash(t *testing.T) {
 			open++
 		}
 	}
-	wts := strings.Count(gitOut(t, repo, "worktree", "list"), "\n") // lines after the repository's own
-	branches := gitOut(t, repo, "branch", "--list", "agent-bridge/*")
+	wts := strings.Count(testutil.Git(t, repo, "worktree", "list"), "\n") // lines after the repository's own
+	branches := testutil.Git(t, repo, "branch", "--list", "agent-bridge/*")
 	if wts > open || (branches != "") != (open > 0) {
 		t.Errorf("git has %d extra worktree(s) and branches %q; the thread has %d open change(s)", wts, branches, open)
 	}
@@ -197,7 +171,7 @@ func TestWorkspaceOnOneMachine(t *testing.T) {
 	bin, fake := buildCoordBinaries(t)
 	url, person, _ := logServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
 	cl := client.New(url, client.WithToken(person))
-	repo := workspaceRepo(t)
+	repo := testutil.GitRepo(t, map[string]string{"README": "app\n"})
 	laptop := newMachine(t, cl, url, fake, "laptop", "alice")
 	server := newMachine(t, cl, url, fake, "server", "alice")
 	server.inWorkspace(fake, repo)

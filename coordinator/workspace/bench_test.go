@@ -14,6 +14,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/internal/testbridge"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
 // BenchmarkRunChange measures what a workspace adds to a run (contract
@@ -32,7 +33,7 @@ func BenchmarkRunChange(b *testing.B) {
 	for i := range 10_000 {
 		files[fmt.Sprintf("src/d%02d/f%05d.go", i%100, i)] = fmt.Sprintf("package d\n\n// file %d\nvar X%d = %d\n", i, i, i)
 	}
-	repo := newRepo(b, files)
+	repo := testutil.GitRepo(b, files)
 	var g Git
 	tr := Tree{Repo: repo, Path: filepath.Join(b.TempDir(), "wt"), Branch: "agent-bridge/bench/claude", Base: "main"}
 	if err := g.Ensure(ctx, tr); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,20 +11,8 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
-
-// newRepo makes a git repository on main with files, committed.
-func newRepo(t testing.TB, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	gitT(t, dir, "init", "-q", "-b", "main")
-	for name, body := range files {
-		write(t, filepath.Join(dir, name), body)
-	}
-	gitT(t, dir, "add", "-A")
-	gitT(t, dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init")
-	return dir
-}
 
 func write(t testing.TB, path, body string) {
 	t.Helper()
@@ -35,18 +22,6 @@ func write(t testing.TB, path, body string) {
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func gitT(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = cleanEnv(os.Environ())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
 }
 
 func tree(t testing.TB, repo, participant string) Tree {
@@ -59,7 +34,7 @@ func tree(t testing.TB, repo, participant string) Tree {
 // folder left out, a deleted one) and reads it back as files and a diff.
 func TestWorktreeCommitAndFiles(t *testing.T) {
 	ctx := context.Background()
-	repo := newRepo(t, map[string]string{"a.txt": "one\ntwo\n", "gone.txt": "x\n", ".gitignore": "*.log\n"})
+	repo := testutil.GitRepo(t, map[string]string{"a.txt": "one\ntwo\n", "gone.txt": "x\n", ".gitignore": "*.log\n"})
 	var g Git
 	tr := tree(t, repo, "claude")
 	if tr.Branch != "agent-bridge/fix-the-login/claude" {
@@ -90,7 +65,7 @@ func TestWorktreeCommitAndFiles(t *testing.T) {
 	if err != nil || commit == parent {
 		t.Fatalf("commit = %q, %v", commit, err)
 	}
-	msg := gitT(t, tr.Path, "log", "-1", "--format=%an <%ae>%n%B")
+	msg := testutil.Git(t, tr.Path, "log", "-1", "--format=%an <%ae>%n%B")
 	for _, want := range []string{"claude <claude@agent-bridge.invalid>", "Fixed it", "Agent-Bridge-Thread: T1", "Agent-Bridge-Event: E1"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("commit message %q lacks %q", msg, want)
@@ -125,7 +100,7 @@ func TestWorktreeCommitAndFiles(t *testing.T) {
 // TestRenameFiles reads a rename as one renamed file.
 func TestRenameFiles(t *testing.T) {
 	ctx := context.Background()
-	repo := newRepo(t, map[string]string{"old.txt": "same content here\nand more\n"})
+	repo := testutil.GitRepo(t, map[string]string{"old.txt": "same content here\nand more\n"})
 	var g Git
 	tr := tree(t, repo, "codex")
 	if err := g.Ensure(ctx, tr); err != nil {
@@ -151,7 +126,7 @@ func TestRenameFiles(t *testing.T) {
 // its branch twice over.
 func TestMergeConflictAndRemove(t *testing.T) {
 	ctx := context.Background()
-	repo := newRepo(t, map[string]string{"f.txt": "line\n"})
+	repo := testutil.GitRepo(t, map[string]string{"f.txt": "line\n"})
 	var g Git
 	a, b := tree(t, repo, "a"), tree(t, repo, "b")
 	for i, tr := range []Tree{a, b} {
@@ -180,24 +155,24 @@ func TestMergeConflictAndRemove(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(repo, "f.txt")); string(b) != "A\n" {
 		t.Fatalf("repo's f.txt after the merge = %q", b)
 	}
-	if parents := gitT(t, repo, "log", "-1", "--format=%P"); len(strings.Fields(parents)) != 2 {
+	if parents := testutil.Git(t, repo, "log", "-1", "--format=%P"); len(strings.Fields(parents)) != 2 {
 		t.Errorf("merge commit parents = %q, want two", parents)
 	}
-	head := gitT(t, repo, "rev-parse", "HEAD")
+	head := testutil.Git(t, repo, "rev-parse", "HEAD")
 	_, _, err = g.MergeCommit(ctx, Merge{Repo: repo, Into: "main", Branch: b.Branch, Message: "m", Who: "user", When: time.Now()})
 	var r *Refused
 	if !errors.As(err, &r) || !slices.Equal(r.Conflicts, []string{"f.txt"}) {
 		t.Fatalf("conflicting merge = %v, want a refusal listing f.txt", err)
 	}
-	if got := gitT(t, repo, "rev-parse", "HEAD"); got != head || gitT(t, repo, "status", "--porcelain") != "" {
+	if got := testutil.Git(t, repo, "rev-parse", "HEAD"); got != head || testutil.Git(t, repo, "status", "--porcelain") != "" {
 		t.Errorf("a conflict changed the repository")
 	}
 	write(t, filepath.Join(repo, "f.txt"), "dirty\n")
 	if err := g.CheckRepo(ctx, repo, "main"); !errors.As(err, &r) || !strings.Contains(r.Reason, "uncommitted") {
 		t.Errorf("dirty repo = %v", err)
 	}
-	gitT(t, repo, "checkout", "-q", "--", "f.txt")
-	gitT(t, repo, "checkout", "-q", "-b", "other")
+	testutil.Git(t, repo, "checkout", "-q", "--", "f.txt")
+	testutil.Git(t, repo, "checkout", "-q", "-b", "other")
 	if err := g.CheckRepo(ctx, repo, "main"); !errors.As(err, &r) || !strings.Contains(r.Reason, "on branch other") {
 		t.Errorf("repo on another branch = %v", err)
 	}
@@ -209,7 +184,7 @@ func TestMergeConflictAndRemove(t *testing.T) {
 	if ok, _ := g.Exists(ctx, a); ok {
 		t.Error("worktree a still exists after Remove")
 	}
-	if list := gitT(t, repo, "worktree", "list"); strings.Contains(list, a.Path) || !strings.Contains(list, b.Path) {
+	if list := testutil.Git(t, repo, "worktree", "list"); strings.Contains(list, a.Path) || !strings.Contains(list, b.Path) {
 		t.Errorf("worktree list = %s", list)
 	}
 }
@@ -219,7 +194,7 @@ func TestMergeConflictAndRemove(t *testing.T) {
 // commits) is kept.
 func TestEnsureAfterCrash(t *testing.T) {
 	ctx := context.Background()
-	repo := newRepo(t, map[string]string{"f.txt": "x\n"})
+	repo := testutil.GitRepo(t, map[string]string{"f.txt": "x\n"})
 	var g Git
 	tr := tree(t, repo, "c")
 	write(t, filepath.Join(tr.Path, "junk"), "half made") // a folder git does not know
@@ -245,7 +220,7 @@ func TestEnsureAfterCrash(t *testing.T) {
 	if err := g.ResetTo(ctx, tr, commit); err != nil {
 		t.Fatal(err)
 	}
-	if st := gitT(t, tr.Path, "status", "--porcelain"); st != "" {
+	if st := testutil.Git(t, tr.Path, "status", "--porcelain"); st != "" {
 		t.Errorf("status after reset = %q", st)
 	}
 }

@@ -15,18 +15,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
-// gitIn runs git in dir and returns its trimmed output.
-func gitIn(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // scriptAdapter writes a script adapter that replaces file in its working
 // folder with line and answers that it did.
 func scriptAdapter(t testing.TB, dir, name, file, line string) string {
@@ -51,16 +39,7 @@ func scriptAdapter(t testing.TB, dir, name, file, line string) string {
 func TestPartyOnOneRepository(t *testing.T) {
 	t.Parallel()
 	need(t)
-	repo := t.TempDir()
-	gitIn(t, repo, "init", "-q", "-b", "main")
-	for name, body := range map[string]string{"a.txt": "first\n", "b.txt": "second\n", "c.txt": "third\n"} {
-		if err := os.WriteFile(filepath.Join(repo, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gitIn(t, repo, "add", "-A")
-	gitIn(t, repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "three files")
-
+	repo := testutil.GitRepo(t, map[string]string{"a.txt": "first\n", "b.txt": "second\n", "c.txt": "third\n"})
 	claude := newAgent(t, "claude", "claude")
 	claude.fake.SetResponder(fakemodel.WriteFile)
 	// acceptEdits: claude -p may write files without asking.
@@ -140,11 +119,11 @@ func TestPartyOnOneRepository(t *testing.T) {
 		t.Errorf("a.txt after the merge = %q", b)
 	}
 	for _, who := range []string{"alice", "bob"} {
-		if gitIn(t, repo, "branch", "--list", changes[who].Branch) == "" {
+		if testutil.Git(t, repo, "branch", "--list", changes[who].Branch) == "" {
 			t.Errorf("%s's branch went with claude's merge", who)
 		}
 	}
-	head := gitIn(t, repo, "rev-parse", "HEAD")
+	head := testutil.Git(t, repo, "rev-parse", "HEAD")
 	merge = exec.Command(bin, "merge", th, "alice", "--url", s.bridgeURL)
 	merge.Env = append(os.Environ(), "BRIDGE_TOKEN="+s.token)
 	out, err := merge.CombinedOutput()
@@ -152,7 +131,7 @@ func TestPartyOnOneRepository(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "conflicts in a.txt") {
 		t.Errorf("agent-bridge merge alice (conflicting): %v\n%s", err, out)
 	}
-	if gitIn(t, repo, "rev-parse", "HEAD") != head || gitIn(t, repo, "status", "--porcelain") != "" {
+	if testutil.Git(t, repo, "rev-parse", "HEAD") != head || testutil.Git(t, repo, "status", "--porcelain") != "" {
 		t.Error("a conflicting merge changed the repository")
 	}
 	notices := 0

@@ -2,25 +2,14 @@ package uitest
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
-)
 
-// gitIn runs git in dir.
-func gitIn(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
+)
 
 // TestChangeCardAndMerge, at phone size (390×844): an agent working in a
 // workspace changes a file; its reply shows a change card (the file with
@@ -29,13 +18,7 @@ func gitIn(t testing.TB, dir string, args ...string) string {
 // the change in the repository and marks the card merged.
 func TestChangeCardAndMerge(t *testing.T) {
 	t.Parallel()
-	repo := t.TempDir()
-	gitIn(t, repo, "init", "-q", "-b", "main")
-	if err := os.WriteFile(filepath.Join(repo, "a.txt"), []byte("before\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitIn(t, repo, "add", "-A")
-	gitIn(t, repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init")
+	repo := testutil.GitRepo(t, map[string]string{"a.txt": "before\n"})
 	s := newStack(t)
 	s.startServe()
 	s.config = map[string]any{"workspaces": map[string]any{"app": map[string]any{"repo": repo, "base": "main"}}}
