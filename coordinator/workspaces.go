@@ -335,17 +335,33 @@ func (w *workspaces) runOp(ctx context.Context, op ledger.ChangeOp) error {
 	l := w.pairLock(op.Thread, op.Participant)
 	l.Lock()
 	defer l.Unlock()
-	row, ok, err := w.c.db.Worktree(ctx, op.Thread, op.Participant)
-	if err != nil {
+	// Where it stands now: a second start of the same op (the follow loop
+	// handed its control again, or recovery) finds it further on.
+	op, err := w.c.db.ChangeOp(ctx, op.EventID)
+	if err != nil || op.State == ledger.OpDone {
 		return err
 	}
-	if !ok {
+	row, ok, err := w.c.db.Worktree(ctx, op.Thread, op.Participant)
+	switch {
+	case err != nil:
+		return err
+	case !ok && (op.State == ledger.OpMerged || op.State == ledger.OpDiscarded):
+		// Removed already: a crash came before the op was closed.
+		return w.c.db.ChangeOpDone(ctx, op.EventID)
+	case !ok:
 		return w.end(ctx, op, ledger.OpRefused, fmt.Sprintf("%s has no change in this thread any more: nothing to %s.", op.Participant, op.Op), nil)
 	}
 	t := treeOf(row)
 	rl := w.repoLock(t.Repo)
 	rl.Lock()
 	defer rl.Unlock()
+	return w.stepOp(ctx, op, t)
+}
+
+// stepOp carries op on from its state, with the pair's and the
+// repository's locks held.
+func (w *workspaces) stepOp(ctx context.Context, op ledger.ChangeOp, t workspace.Tree) error {
+	var err error
 	switch op.State {
 	case ledger.OpBegun:
 		if op.Op == ledger.OpDiscard {
@@ -459,8 +475,9 @@ func (w *workspaces) end(ctx context.Context, op ledger.ChangeOp, state, text st
 		Meta: agentbridge.Meta{ReplyTo: op.EventID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", noticeChange, state},
 			Extra: map[string]json.RawMessage{agentbridge.MetaChangeResult: mustJSON(res)}},
 	}}
-	if err := w.c.db.EndChangeOp(ctx, op, state, n); err != nil {
-		return err
+	ended, err := w.c.db.EndChangeOp(ctx, op, state, n)
+	if err != nil || !ended {
+		return err // a second run of the op: its notice is the first's
 	}
 	w.c.sched.postNotice(n)
 	return nil

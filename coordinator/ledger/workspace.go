@@ -224,11 +224,12 @@ func (d *DB) MergeCommitted(ctx context.Context, eventID, from, commit string) e
 // EndChangeOp records the op's outcome (merged, discarded or refused) and
 // the notice that says it, in one transaction: the notice is then posted
 // once (PendingNotices after a crash). A merged or discarded op marks the
-// pair's worktree removing.
-func (d *DB) EndChangeOp(ctx context.Context, o ChangeOp, state string, n Notice) error {
+// pair's worktree removing. ended is false when the op had ended already
+// (nothing is recorded then, and no notice is owed).
+func (d *DB) EndChangeOp(ctx context.Context, o ChangeOp, state string, n Notice) (ended bool, err error) {
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("end change op %s: %w", o.EventID, err)
+		return false, fmt.Errorf("end change op %s: %w", o.EventID, err)
 	}
 	defer tx.Rollback()
 	stored := state
@@ -238,24 +239,24 @@ func (d *DB) EndChangeOp(ctx context.Context, o ChangeOp, state string, n Notice
 	res, err := tx.ExecContext(ctx, `UPDATE change_ops SET state = ? WHERE owner = ? AND event_id = ? AND state IN (?, ?)`,
 		stored, tx.owner, o.EventID, OpBegun, OpCommitted)
 	if err != nil {
-		return fmt.Errorf("end change op %s: %w", o.EventID, err)
+		return false, fmt.Errorf("end change op %s: %w", o.EventID, err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return err // ended already
+		return false, err // ended already
 	}
 	if err := insertNotices(ctx, tx, []Notice{n}); err != nil {
-		return err
+		return false, err
 	}
 	if state == OpMerged || state == OpDiscarded {
 		if _, err := tx.ExecContext(ctx, `UPDATE worktrees SET state = ? WHERE owner = ? AND thread = ? AND participant = ?`,
 			WorktreeRemoving, tx.owner, o.Thread, o.Participant); err != nil {
-			return fmt.Errorf("mark the worktree of %s removing: %w", o.Participant, err)
+			return false, fmt.Errorf("mark the worktree of %s removing: %w", o.Participant, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("end change op %s: commit: %w", o.EventID, err)
+		return false, fmt.Errorf("end change op %s: commit: %w", o.EventID, err)
 	}
-	return nil
+	return true, nil
 }
 
 // ChangeOpDone closes an op whose worktree removal (if any) is done.

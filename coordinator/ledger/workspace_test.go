@@ -61,8 +61,12 @@ func TestWorktreeAndChangeOps(t *testing.T) {
 		t.Fatalf("open ops = %+v", open)
 	}
 	n := ledger.Notice{TriggerID: "C1", Kind: "change", Thread: "T1", Post: agentbridge.EventInput{Type: agentbridge.TypeMessage, From: "bridge-coordinator", To: agentbridge.ToAll, Content: json.RawMessage(`"merged"`)}}
-	must(db.EndChangeOp(ctx, open[0], ledger.OpMerged, n))
-	must(db.EndChangeOp(ctx, open[0], ledger.OpMerged, n)) // a replay owes no second notice
+	if ended, err := db.EndChangeOp(ctx, open[0], ledger.OpMerged, n); err != nil || !ended {
+		t.Fatalf("end = %v, %v", ended, err)
+	}
+	if ended, err := db.EndChangeOp(ctx, open[0], ledger.OpMerged, n); err != nil || ended { // a replay owes no second notice
+		t.Fatalf("second end = %v, %v; want not ended again", ended, err)
+	}
 	notices, _, err := db.PendingNotices(ctx)
 	must(err)
 	if len(notices) != 1 {
@@ -82,7 +86,9 @@ func TestWorktreeAndChangeOps(t *testing.T) {
 	refused := ledger.ChangeOp{EventID: "C2", Thread: "T1", Participant: "codex", Op: ledger.OpMerge, Sender: "user"}
 	must(db.BeginChangeOp(ctx, refused))
 	n.TriggerID = "C2"
-	must(db.EndChangeOp(ctx, refused, ledger.OpRefused, n))
+	if _, err := db.EndChangeOp(ctx, refused, ledger.OpRefused, n); err != nil {
+		t.Fatal(err)
+	}
 	if o, err := db.ChangeOp(ctx, "C2"); err != nil || o.State != ledger.OpDone {
 		t.Fatalf("refused op = %+v, %v; want done", o, err)
 	}
