@@ -42,6 +42,12 @@ type Control struct {
 	// Permission answers an ACP agent's permission request (contract
 	// 6.6); it leaves the fold's state as it is.
 	Permission *PermissionControl
+	// Workspace picks the workspace the thread's agents work in (contract
+	// 8.1); a person's only.
+	Workspace *WorkspaceControl
+	// Change merges or discards a participant's branch (contract 8.1); a
+	// person's only, and it leaves the fold's state as it is.
+	Change *ChangeControl
 }
 
 // PermissionControl is {"permission":{"event","option"}}: the answer to
@@ -101,6 +107,7 @@ type controlParser func(c *Control, v json.RawMessage) error
 // 6.6), is acted on by the coordinator.
 var controlParsers = map[string]controlParser{
 	"cancel":        parseCancel,
+	"change":        parseChange,
 	"discussion":    parseDiscussion,
 	"invite":        parseInvite,
 	"invited_auto":  parseInvitedAuto,
@@ -113,6 +120,7 @@ var controlParsers = map[string]controlParser{
 	"scene":         parseScene,
 	"uninvite":      parseUninvite,
 	"unmute":        parseUnmute,
+	"workspace":     parseWorkspace,
 }
 
 // ControlKeys are the control keys the product acts on, sorted: the keys
@@ -315,6 +323,7 @@ func parseProfile(v json.RawMessage) (Profile, error) {
 		// own sentence.
 		Expertise json.RawMessage `json:"expertise"`
 		Character *string         `json:"character"`
+		Workspace *string         `json:"workspace"`
 	}
 	if len(v) == 0 || json.Unmarshal(v, &p) != nil || isNull(v) {
 		return Profile{}, badControl("invite", "An invite needs a profile object with client and model.")
@@ -325,7 +334,10 @@ func parseProfile(v json.RawMessage) (Profile, error) {
 	if p.Model == nil || *p.Model == "" {
 		return Profile{}, badControl("invite", "An invite's profile needs a model.")
 	}
-	out := Profile{Client: *p.Client, Model: *p.Model, Roles: p.Roles, Nickname: deref(p.Nickname), Character: deref(p.Character)}
+	if p.Workspace != nil && *p.Workspace != "" && !WorkspaceNamePattern.MatchString(*p.Workspace) {
+		return Profile{}, badControl("invite", "An invite's profile workspace must be a workspace name from a coordinator's config (letters, digits, . _ -), never a path, not %q.", Clip(*p.Workspace, QuoteRunes))
+	}
+	out := Profile{Client: *p.Client, Model: *p.Model, Roles: p.Roles, Nickname: deref(p.Nickname), Character: deref(p.Character), Workspace: deref(p.Workspace)}
 	if len(p.Expertise) > 0 && !isNull(p.Expertise) {
 		if json.Unmarshal(p.Expertise, &out.Expertise) != nil {
 			return Profile{}, badControl("invite", "An invite's profile expertise must be a list of strings, such as [\"databases\", \"security\"].")

@@ -22,6 +22,7 @@ func TestControlTable(t *testing.T) {
 		bad  string // "" when every value is accepted
 	}{
 		"cancel":        {`{"participant_id":"codex"}`, Control{Cancel: &CancelControl{ParticipantID: "codex"}}, `{"participant_id":"bad id"}`},
+		"change":        {`{"discard":{"participant":"codex"}}`, Control{Change: &ChangeControl{Discard: &DiscardChange{Participant: "codex"}}}, `{"merge":{}}`},
 		"discussion":    {`{"on":true,"allow_agent_mentions":true}`, Control{Discussion: &DiscussionControl{On: true, AllowAgentMentions: &yes}}, `{"allow_agent_mentions":true}`},
 		"invite":        {`{"participant_id":"codex","profile":{"client":"codex","model":"m","nickname":"c","expertise":["db"],"character":"x"}}`, Control{Invite: &InviteControl{ParticipantID: "codex", Profile: Profile{Client: "codex", Model: "m", Nickname: "c", Expertise: []string{"db"}, Character: "x"}}}, `{"participant_id":"codex","profile":{"client":"codex"}}`},
 		"invited_auto":  {`{"on":false}`, Control{InvitedAuto: &Toggle{On: false}}, `{"on":"yes"}`},
@@ -34,6 +35,7 @@ func TestControlTable(t *testing.T) {
 		"scene":         {`{"on":false}`, Control{Scene: &SceneControl{On: false}}, `{"on":true,"actors":["a"]}`},
 		"uninvite":      {`{"participant_id":"codex"}`, Control{Uninvite: &UninviteControl{ParticipantID: "codex"}}, `{"id":"codex"}`},
 		"unmute":        {`{"targets":["codex"]}`, Control{Unmute: &UnmuteControl{Targets: []string{"codex"}}}, `{"targets":[]}`},
+		"workspace":     {`{"name":"app"}`, Control{Workspace: &WorkspaceControl{Name: "app"}}, `{"name":"/etc"}`},
 	}
 	if got, want := ControlKeys, slices.Sorted(maps.Keys(cases)); !slices.Equal(got, want) {
 		t.Fatalf("ControlKeys = %v, want a case for each: %v", got, want)

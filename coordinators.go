@@ -58,6 +58,10 @@ type Registration struct {
 	// TTLMillis is how long the registration stays live after its last
 	// heartbeat (the coordinator's claim_ttl_s); 0 means DefaultClaimTTL.
 	TTLMillis int64 `json:"ttl_ms,omitempty"`
+	// Workspaces are the names of the workspaces the coordinator has
+	// (contract 8.1): a run whose thread picks one is claimed only by a
+	// coordinator that has it.
+	Workspaces []string `json:"workspaces,omitempty"`
 }
 
 // Validate checks reg and fills in its default ttl. Errors are *Error
@@ -89,6 +93,14 @@ func (reg *Registration) Validate() error {
 		}
 		if a.Kind != AgentKindAdapter && a.Kind != AgentKindACP {
 			return FieldErrorf(ECodeInvalidField, "agents", "The kind of agent %s is %q: use %q or %q.", a.Name, Clip(a.Kind, QuoteRunes), AgentKindAdapter, AgentKindACP)
+		}
+	}
+	if len(reg.Workspaces) > MaxCoordinatorAgents {
+		return FieldErrorf(ECodeInvalidField, "workspaces", "A coordinator registers at most %d workspaces, not %d.", MaxCoordinatorAgents, len(reg.Workspaces))
+	}
+	for _, w := range reg.Workspaces {
+		if !WorkspaceNamePattern.MatchString(w) {
+			return FieldErrorf(ECodeInvalidField, "workspaces", "The workspace name %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit.", Clip(w, QuoteRunes))
 		}
 	}
 	if reg.Capacity < 0 {

@@ -70,6 +70,10 @@ const (
 	// names a stored event with another sender or other content: a key is
 	// answered only with the event its own retry stored.
 	ECodeIdempotencyConflict = "idempotency_conflict"
+	// ECodeNoWorkspace refuses a claim of a run whose thread picks a
+	// workspace the claiming coordinator has not registered (contract
+	// 8.1): only a coordinator that has it runs it.
+	ECodeNoWorkspace = "no_workspace"
 )
 
 // Error is the error a client sees. It is serialised as

@@ -15,6 +15,10 @@ type Profile struct {
 	// Expertise lists topics the participant knows well; party mode
 	// selects agents whose expertise matches a message's words.
 	Expertise []string `json:"expertise,omitempty"`
+	// Workspace names the coordinator workspace the participant works in,
+	// in this thread (contract 8.1); "" leaves it to the thread's
+	// workspace control and the agent's config.
+	Workspace string `json:"workspace,omitempty"`
 	// Character is the participant's character sheet when it plays an
 	// actor in a scene (contract 5.8): only its own briefing carries it.
 	Character string `json:"character,omitempty"`
@@ -67,6 +71,9 @@ type ThreadState struct {
 	// Scene is the thread's scene (see SceneState); nil until a human
 	// starts one. It is replaced, never modified, when it changes.
 	Scene *SceneState `json:"scene,omitempty"`
+	// Workspace is the workspace a person's workspace control picked for
+	// the thread's agents (contract 8.1); "" for none.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // Humans is the set of participant ids whose controls count (the server's
@@ -222,6 +229,9 @@ func foldHumanControl(s ThreadState, c *Control) ThreadState {
 	}
 	if c.Party != nil {
 		s = foldParty(s, c.Party)
+	}
+	if c.Workspace != nil {
+		s.Workspace = c.Workspace.Name
 	}
 	return s
 }

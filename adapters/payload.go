@@ -46,6 +46,19 @@ type Payload struct {
 	// Attachments are the files the payload's events name (contract
 	// 8.2), each with the path of this run's copy. Never null.
 	Attachments []Attachment `json:"attachments"`
+	// Workspace is set when the participant works in a workspace
+	// (contract 8.1): the worktree the adapter runs in.
+	Workspace *WorkspaceInfo `json:"workspace,omitempty"`
+}
+
+// WorkspaceInfo is the payload's workspace: the config's name for it, the
+// worktree's folder (the adapter's working directory), its branch and the
+// branch it started from.
+type WorkspaceInfo struct {
+	Name   string `json:"name"`
+	Path   string `json:"path"`
+	Branch string `json:"branch"`
+	Base   string `json:"base"`
 }
 
 // MaxSinceLastTurn caps Payload.SinceLastTurn: a participant that has been

@@ -50,6 +50,9 @@ func (s *Server) handleClaimsPost(w http.ResponseWriter, r *http.Request) error 
 	if err := checkCoordinatorID(credential(r), req.Coordinator); err != nil {
 		return err
 	}
+	if err := s.checkClaimWorkspace(r.Context(), req); err != nil {
+		return err
+	}
 	res, err := cs.Claim(r.Context(), req)
 	if err != nil {
 		return storeErr("claim", err)

@@ -24,7 +24,7 @@ func (s *Server) coordinators() (agentbridge.CoordinatorStore, error) {
 }
 
 // registrationFields are the fields a registration body may carry.
-var registrationFields = []string{"id", "instance", "host", "agents", "version", "capacity", "status_url", "ttl_ms"}
+var registrationFields = []string{"id", "instance", "host", "agents", "version", "capacity", "status_url", "ttl_ms", "workspaces"}
 
 func (s *Server) handleCoordinatorPut(w http.ResponseWriter, r *http.Request) error {
 	cs, err := s.coordinators()

@@ -272,6 +272,9 @@ func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error 
 			ignored = note
 		}
 	}
+	if ignored == nil {
+		ignored = s.workspaceIgnored(r.Context(), res.Event)
+	}
 	writeAppendAnswer(w, res, ignored, &s.answers)
 	return nil
 }

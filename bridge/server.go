@@ -376,7 +376,7 @@ func (s *Server) api() []route {
 		{"POST", "/threads/{id}/attachments", "upload a file: multipart field file, or the raw body with ?name=; its type is sniffed", s.handleAttachmentPost},
 		{"GET", "/attachments/{id}", "an attachment's bytes, served with its sniffed type", s.handleAttachmentGet},
 		{"GET", "/coordinators", "the registered coordinators, live or lapsed, and which live ones serve each agent", s.handleCoordinatorsGet},
-		{"PUT", "/coordinators/{id}", "register a coordinator or renew its heartbeat {instance, host, agents, version?, capacity?, status_url?, ttl_ms?}", s.handleCoordinatorPut},
+		{"PUT", "/coordinators/{id}", "register a coordinator or renew its heartbeat {instance, host, agents, version?, capacity?, status_url?, ttl_ms?, workspaces?}", s.handleCoordinatorPut},
 		{"DELETE", "/coordinators/{id}", "remove a coordinator's registration (?instance)", s.handleCoordinatorDelete},
 		{"POST", "/claims", "claim a run or a notice {thread, event, participant|notice, round?, coordinator, instance, client?, wait?, pending_ttl_ms?}", s.handleClaimsPost},
 		{"POST", "/claims/{id}/done", "finish a claim {coordinator, instance, fence}", s.handleClaimDone},

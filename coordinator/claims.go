@@ -238,6 +238,11 @@ func (k *claimer) run(ctx context.Context, j job) (ledger.Invocation, bool) {
 		return inv, true
 	case err != nil && ctx.Err() != nil:
 		return inv, false
+	case isCode(err, agentbridge.ECodeNoWorkspace):
+		// The thread picked a workspace this coordinator lacks since the
+		// run was decided: one that has it runs it.
+		k.elsewhere(ctx, inv, "run elsewhere: "+err.Error())
+		return inv, false
 	case err != nil:
 		// Refused for good, for a reason other than another holder: the
 		// trigger is still answered.
@@ -283,6 +288,12 @@ func (k *claimer) wait(ctx context.Context, thread, event string, round int, s r
 		k.c.log.Warn("the bridge refused a waiting claim; reporting the skip", "trigger", event, "participant", s.Participant, "err", err)
 		return false
 	}
+}
+
+// isCode reports whether err is the bridge's refusal with code.
+func isCode(err error, code string) bool {
+	var ae *agentbridge.Error
+	return errors.As(err, &ae) && ae.Code == code
 }
 
 // heldBy says who holds a claim this coordinator was not granted.

@@ -60,6 +60,9 @@ type Options struct {
 	// per run removed when it ends (attachments.go); it defaults to a
 	// folder of the coordinator id in the user's cache.
 	AttachmentDir string
+	// WorktreeDir holds the workspaces' worktrees, one folder per thread
+	// (contract 8.1); it defaults to a folder in the user's cache.
+	WorktreeDir string
 }
 
 // Coordinator follows the bridge's event log and turns trigger events into
@@ -128,6 +131,9 @@ type Coordinator struct {
 	// claims claims runs at the bridge and takes over those left
 	// (claims.go, takeover.go).
 	claims *claimer
+	// ws makes the worktrees, commits the runs' changes and merges them
+	// (workspaces.go).
+	ws *workspaces
 }
 
 // threadCache is a thread's derived state as of seq.
@@ -197,6 +203,11 @@ func New(opts Options) (*Coordinator, error) {
 	c.acp = acp.New(acp.Options{Host: acpHost{c}, Config: c.cfg.Load, Dir: opts.ACPDir, Executable: exe,
 		Logger: c.log, Registerer: c.metrics.reg})
 	c.tokens = &tokenKeeper{c: c}
+	wtDir, err := worktreeDir(opts.WorktreeDir)
+	if err != nil {
+		return nil, err
+	}
+	c.ws = newWorkspaces(c, wtDir)
 	if opts.ConfigPath != "" {
 		c.watcher = config.NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
 	}
@@ -288,6 +299,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}()
 	c.clearAttachments()
 	c.sched.start(stop, work)
+	c.ws.checkGit()
 	stopReceipts := c.receipts.start(ctx)
 
 	if c.statusLn != nil {
@@ -642,8 +654,8 @@ func (c *Coordinator) partySelectionFacts(ctx context.Context, e agentbridge.Eve
 			return nil, err
 		}
 		c.registry.Refresh(ctx)
-		return &rules.PartyFacts{Turns: rules.PartyTurns(evs), Elsewhere: func(p, client string) bool {
-			served, _ := c.registry.ServedElsewhere(p, client)
+		return &rules.PartyFacts{Turns: rules.PartyTurns(evs), Elsewhere: func(p, client, workspace string) bool {
+			served, _ := c.registry.ServedElsewhereIn(p, client, workspace)
 			return served
 		}}, nil
 	}
@@ -689,7 +701,7 @@ func (c *Coordinator) applyControls(ctx context.Context, e agentbridge.Event, ct
 		return err
 	}
 	c.applyPermissionControl(e, *ctl, humans)
-	return nil
+	return c.ws.control(ctx, e, *ctl, humans)
 }
 
 // remember folds e into the thread's cached state and the follow loop's

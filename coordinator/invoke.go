@@ -69,6 +69,8 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		return
 	}
 	in.token = tok
+	c.beginWorkspace(keep, inv, cfg, &in)
+	defer in.tree.done()
 	defer c.fetchAttachments(ctx, inv, &in)()
 	mon := c.startMonitor(keep, inv)
 	stopPresence := c.presence(ctx, inv.Thread, inv.Participant, cfg.PresenceHeartbeat, mon)
@@ -88,6 +90,8 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	}
 	to := c.questionTo(ctx, cfg, inv, in, first.res)
 	o := planOutcome(cfg, inv, in, first, correction, to)
+	c.ws.commit(keep, inv, in.tree, &o)
+	in.tree.done()
 	last := first.res
 	if correction != nil {
 		last = correction.res
@@ -526,6 +530,10 @@ func (c *Coordinator) runAgent(ctx context.Context, inv ledger.Invocation, in pr
 				c.log.Error("record adapter start", "id", inv.ID, "err", err)
 			}
 		}), ""
+	}
+	if in.tree != nil {
+		// The session works in the pair's worktree (its cwd).
+		entry.Workdir = in.tree.tree.Path
 	}
 	return c.acp.Run(ctx, acp.Run{Invocation: inv, Entry: entry, Payload: p, Trigger: in.trigger,
 		Known: in.p.ContextWindow, Scene: in.scene != nil, Progress: progress})

@@ -193,7 +193,7 @@ func (s *stack) startCoordinator() {
 		}
 	}
 	c, err := coordinator.New(coordinator.Options{Config: s.cfg, ConfigPath: s.cfgPath, State: db, Logger: logger, Executable: exe,
-		AttachmentDir: filepath.Join(s.dir, "attachments")})
+		AttachmentDir: filepath.Join(s.dir, "attachments"), WorktreeDir: filepath.Join(s.dir, "worktrees")})
 	if err != nil {
 		t.Fatalf("new coordinator: %v", err)
 	}

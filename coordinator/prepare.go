@@ -34,6 +34,11 @@ type prepared struct {
 	// token is the run's agent token (agenttoken.go), nil for an ACP
 	// agent, whose process holds its own.
 	token *agentToken
+	// workspace is the workspace the run works in ("" for none): the
+	// thread's pick, else the agent entry's (config.WorkspaceFor).
+	workspace string
+	// tree is the run's worktree once readied (workspaces.begin).
+	tree *runTree
 }
 
 // invokeFacts is what building one invocation's payload reads from
@@ -235,11 +240,12 @@ func buildPayload(f invokeFacts, cfg *config.Config) (prepared, error) {
 		}
 	}
 	return prepared{
-		spec:    adapters.Spec{Command: commandFor(agent.Command, f.exe), Dir: agent.Cwd, Env: adapterEnv(agent.Env, payload, f.exe), Timeout: cfg.AdapterTimeout},
-		payload: body,
-		scene:   scene,
-		p:       payload,
-		trigger: f.trigger,
+		spec:      adapters.Spec{Command: commandFor(agent.Command, f.exe), Dir: agent.Cwd, Env: adapterEnv(agent.Env, payload, f.exe), Timeout: cfg.AdapterTimeout},
+		payload:   body,
+		scene:     scene,
+		p:         payload,
+		trigger:   f.trigger,
+		workspace: cfg.WorkspaceFor(inv.Agent, inv.Participant, f.after),
 	}, nil
 }
 

@@ -275,11 +275,11 @@ func (r *receiptReporter) reportSkip(ctx context.Context, d ledger.DecisionRow, 
 		r.c.registry.Refresh(ctx)
 		*listed = true
 	}
-	elsewhere, known := r.c.registry.ServedElsewhere(s.Participant, s.Client)
+	elsewhere, known := r.c.registry.ServedElsewhereIn(s.Participant, s.Client, s.Workspace)
 	if !known || elsewhere {
 		return false
 	}
-	if s.Reason != rules.ReasonNoAdapter {
+	if s.Reason != rules.ReasonNoAdapter && s.Reason != rules.ReasonNoWorkspace {
 		return true
 	}
 	return !r.c.claims.wait(ctx, d.Thread, d.EventID, round, s)

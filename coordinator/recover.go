@@ -16,6 +16,9 @@ import (
 // closes pairs whose reply is already in the thread, queues the rest again
 // in their original order, and re-posts pending notices.
 func (c *Coordinator) recover(ctx context.Context) error {
+	if err := c.ws.recover(ctx); err != nil {
+		return err
+	}
 	invs, err := c.db.Unfinished(ctx)
 	if err != nil {
 		return err

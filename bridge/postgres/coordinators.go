@@ -22,13 +22,13 @@ const (
 	cSelectOne = `SELECT ` + storecore.CoordinatorColumns + `, ` + nowMillis + ` FROM coordinators WHERE id = $1`
 	cSelectAll = `SELECT ` + storecore.CoordinatorColumns + `, ` + nowMillis + ` FROM coordinators ORDER BY id`
 	cUpsert    = `INSERT INTO coordinators (` + storecore.CoordinatorColumns + `)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, ` + nowMillis + `, ` + nowMillis + `)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, ` + nowMillis + `, ` + nowMillis + `, $9)
 		ON CONFLICT (id) DO UPDATE SET
 			registered_ms = CASE WHEN coordinators.instance = excluded.instance
 				THEN coordinators.registered_ms ELSE excluded.registered_ms END,
 			instance = excluded.instance, host = excluded.host, agents = excluded.agents,
 			version = excluded.version, capacity = excluded.capacity, status_url = excluded.status_url,
-			ttl_ms = excluded.ttl_ms, heartbeat_ms = excluded.heartbeat_ms
+			ttl_ms = excluded.ttl_ms, heartbeat_ms = excluded.heartbeat_ms, workspaces = excluded.workspaces
 		RETURNING ` + storecore.CoordinatorColumns + `, ` + nowMillis
 )
 
@@ -53,7 +53,7 @@ func (s *Store) RegisterCoordinator(ctx context.Context, reg agentbridge.Registr
 			return fmt.Errorf("load coordinator %s: %w", reg.ID, err)
 		}
 		c, err := storecore.ScanCoordinator(tx.QueryRow(ctx, cUpsert, reg.ID, reg.Instance, reg.Host, agents,
-			reg.Version, reg.Capacity, reg.StatusURL, reg.TTLMillis))
+			reg.Version, reg.Capacity, reg.StatusURL, reg.TTLMillis, storecore.EncodeWorkspaces(reg)))
 		if err != nil {
 			return fmt.Errorf("store coordinator %s: %w", reg.ID, err)
 		}

@@ -20,13 +20,13 @@ const (
 	cSelectOne = `SELECT ` + storecore.CoordinatorColumns + `, ` + nowMillis + ` FROM coordinators WHERE id = ?`
 	cSelectAll = `SELECT ` + storecore.CoordinatorColumns + `, ` + nowMillis + ` FROM coordinators ORDER BY id`
 	cUpsert    = `INSERT INTO coordinators (` + storecore.CoordinatorColumns + `)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ` + nowMillis + `, ` + nowMillis + `)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ` + nowMillis + `, ` + nowMillis + `, ?)
 		ON CONFLICT (id) DO UPDATE SET
 			registered_ms = CASE WHEN coordinators.instance = excluded.instance
 				THEN coordinators.registered_ms ELSE excluded.registered_ms END,
 			instance = excluded.instance, host = excluded.host, agents = excluded.agents,
 			version = excluded.version, capacity = excluded.capacity, status_url = excluded.status_url,
-			ttl_ms = excluded.ttl_ms, heartbeat_ms = excluded.heartbeat_ms`
+			ttl_ms = excluded.ttl_ms, heartbeat_ms = excluded.heartbeat_ms, workspaces = excluded.workspaces`
 	cDelete = `DELETE FROM coordinators WHERE id = ? AND instance = ?`
 )
 
@@ -51,7 +51,7 @@ func (s *Store) RegisterCoordinator(ctx context.Context, reg agentbridge.Registr
 			return response{}, fmt.Errorf("load coordinator %s: %w", reg.ID, err)
 		}
 		if _, err := conn.ExecContext(ctx, cUpsert, reg.ID, reg.Instance, reg.Host, agents, reg.Version,
-			reg.Capacity, reg.StatusURL, reg.TTLMillis); err != nil {
+			reg.Capacity, reg.StatusURL, reg.TTLMillis, storecore.EncodeWorkspaces(reg)); err != nil {
 			return response{}, fmt.Errorf("store coordinator %s: %w", reg.ID, err)
 		}
 		if err := recordServed(ctx, conn, reg); err != nil {

@@ -98,6 +98,11 @@ func (m *Main) commandTable() []command {
 			define: m.tailCommand},
 		command{use: "transcript THREAD", group: groupClient, short: "a thread's transcript: its latest scene, or its messages", define: m.transcriptCommand},
 		command{use: "cancel THREAD ID", group: groupRuns, short: "stop a participant's queued and running invocations (posts the cancel control)", define: m.cancelCommand},
+		command{use: "changes THREAD", group: groupRuns, short: "each participant's branch in the thread's workspaces: its commits and +/− (docs/workspaces.md)", define: m.changesCommand},
+		command{use: "diff THREAD PARTICIPANT", group: groupRuns, short: "a participant's changes in the thread as unified diffs, oldest first", define: m.diffCommand},
+		command{use: "merge THREAD PARTICIPANT", group: groupRuns, short: "merge a participant's branch into the workspace's repository (--into, --squash) and print the coordinator's answer",
+			example: "  agent-bridge merge T claude\n  agent-bridge merge T codex --into release --squash", define: m.mergeCommand},
+		command{use: "discard THREAD PARTICIPANT", group: groupRuns, short: "remove a participant's branch and worktree unmerged, and print the coordinator's answer", define: m.discardCommand},
 		command{use: "permit THREAD EVENT OPTION", group: groupRuns, short: "answer an ACP agent's permission request with one of the options it lists (docs/acp.md)",
 			long: "permit posts the answer and prints its id. An answer that counts for nothing exits 1 after the\n" +
 				"bridge's sentence on stderr: the request was already answered (\"already answered by user at …\",\n" +

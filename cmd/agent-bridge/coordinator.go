@@ -113,13 +113,14 @@ func (m *Main) coordinate(ctx context.Context, cfg config.Config, statePath stri
 		return err
 	}
 	defer db.Close()
-	acpDir := "" // a PostgreSQL ledger (leased): the user's cache folder
+	acpDir, wtDir := "", "" // a PostgreSQL ledger (leased): the user's cache folder
 	attDir := ledgerCacheDir("attachments", statePath)
 	if t.leased == nil {
 		acpDir = filepath.Join(filepath.Dir(statePath), "acp")
 		attDir = filepath.Join(filepath.Dir(statePath), "attachments")
+		wtDir = filepath.Join(filepath.Dir(statePath), "worktrees")
 	}
-	c, err := t.newCoordinator(ctx, coordinator.Options{Config: cfg, ConfigPath: cfg.Path, State: db, Logger: logger, ACPDir: acpDir, AttachmentDir: attDir, Version: moduleVersion()}, logger)
+	c, err := t.newCoordinator(ctx, coordinator.Options{Config: cfg, ConfigPath: cfg.Path, State: db, Logger: logger, ACPDir: acpDir, AttachmentDir: attDir, WorktreeDir: wtDir, Version: moduleVersion()}, logger)
 	if err != nil {
 		return err
 	}

@@ -111,6 +111,7 @@ func (m *Main) doctor(ctx context.Context, t doctorTargets) error {
 	results = append(results, checkBridge(ctx, ep.url, token, humans, named)...)
 	if cfg != nil {
 		results = append(results, checkAdapters(*cfg, t.pathEnv, t.pathSource)...)
+		results = append(results, checkWorkspaces(*cfg, t.pathEnv, t.pathSource)...)
 	}
 	stores, err := checkStores(ctx, t.db, t.state)
 	if err != nil {
@@ -349,6 +350,22 @@ func checkConfig(path string, explicit bool) (*config.Config, []checkResult) {
 		res = append(res, checkResult{Name: name, Status: checkWarn, Detail: w})
 	}
 	return &cfg, res
+}
+
+// checkWorkspaces checks that git is on the PATH the coordinator will see
+// when the config has workspaces (contract 8.1): every run in one needs
+// it. The repos themselves were checked with the config (config.Load).
+func checkWorkspaces(cfg config.Config, pathEnv, pathSource string) []checkResult {
+	if len(cfg.Workspaces) == 0 {
+		return nil
+	}
+	p, err := lookPathIn("git", pathEnv)
+	if err != nil {
+		return []checkResult{{Name: "git", Status: checkFail,
+			Detail: fmt.Sprintf("git is not on %s, and the config has %d workspace(s): every run in one fails", pathSource, len(cfg.Workspaces)),
+			Fix:    "install git (or remove \"workspaces\" from the config); for a service, reinstall it from a shell where git is on PATH (or --path)"}}
+	}
+	return []checkResult{{Name: "git", Status: checkOK, Detail: fmt.Sprintf("%s, for %d workspace(s)", p, len(cfg.Workspaces))}}
 }
 
 // shippedAdapterCLIs maps the shipped adapter scripts to the CLI each runs.

@@ -351,3 +351,20 @@ func TestTokenNeverLogged(t *testing.T) {
 		t.Errorf("the token appears in the log:\n%s", log)
 	}
 }
+
+// TestCheckWorkspaces: a config with workspaces needs git on the PATH the
+// coordinator sees; doctor says so, and says nothing without workspaces.
+func TestCheckWorkspaces(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	if res := checkWorkspaces(cfg, "", "PATH"); len(res) != 0 {
+		t.Errorf("no workspaces: %+v", res)
+	}
+	cfg.Workspaces = map[string]config.Workspace{"app": {Repo: "/r"}}
+	if res := checkWorkspaces(cfg, t.TempDir(), "PATH"); len(res) != 1 || res[0].Status != checkFail || !strings.Contains(res[0].Detail, "git is not on PATH") {
+		t.Errorf("no git: %+v", res)
+	}
+	if res := checkWorkspaces(cfg, os.Getenv("PATH"), "PATH"); len(res) != 1 || res[0].Status != checkOK {
+		t.Errorf("git on the PATH: %+v", res)
+	}
+}

@@ -434,6 +434,9 @@ func printCoordinators(w io.Writer, bridgeURL string, list []agentbridge.Coordin
 				}
 				fmt.Fprintf(w, "    %-12s %s%s\n", a.Name, a.Kind, client)
 			}
+			if len(c.Workspaces) > 0 {
+				fmt.Fprintf(w, "    workspaces: %s\n", strings.Join(c.Workspaces, ", "))
+			}
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -58,6 +59,20 @@ type Agent struct {
 	// ACPFS offers the agent the client's fs capability, restricted to
 	// its session folder.
 	ACPFS bool
+	// Workspace names the entry of the config's workspaces the agent
+	// works in by default (contract 8.1); an invite's profile or a
+	// person's thread control may pick another.
+	Workspace string
+}
+
+// Workspace is one entry of the config's "workspaces": a git work tree on
+// this machine and the branch new work starts from.
+type Workspace struct {
+	// Repo is the repository's work tree (its top level), absolute.
+	Repo string
+	// Base is the branch each agent's worktree starts from; "" means the
+	// repo's current branch when the worktree is made.
+	Base string
 }
 
 // Argv is the program the entry runs: its ACP agent or its adapter.
@@ -151,6 +166,9 @@ type Config struct {
 	// Host is the machine name the coordinator registers with the bridge,
 	// shown as "agent @ host"; empty means the machine's host name.
 	Host string `config:"host"`
+	// Workspaces are the named git working copies agents may work in
+	// (contract 8.1, docs/workspaces.md).
+	Workspaces map[string]Workspace `config:"workspaces"`
 	// Path is the file the config was loaded from ("" when parsed from a
 	// reader).
 	Path string
@@ -323,6 +341,9 @@ func Load(path string) (Config, []string, error) {
 	if err != nil {
 		return Config{}, warnings, err
 	}
+	if err := CheckWorkspaces(&cfg); err != nil {
+		return Config{}, warnings, err
+	}
 	cfg.Path = abs
 	return cfg, warnings, nil
 }
@@ -397,6 +418,7 @@ type fileConfig struct {
 	PendingTTLS             *float64                    `json:"pending_ttl_s"`
 	Host                    *string                     `json:"host"`
 	Agents                  *map[string]json.RawMessage `json:"agents"`
+	Workspaces              *map[string]json.RawMessage `json:"workspaces"`
 	// agentsPresent tells a missing "agents" (required) from a null one.
 	agentsPresent bool
 }
@@ -412,6 +434,13 @@ type agentFile struct {
 	Workdir     *string                     `json:"workdir"`
 	Permissions *string                     `json:"permissions"`
 	ACPFS       *bool                       `json:"acp_fs"`
+	Workspace   *string                     `json:"workspace"`
+}
+
+// workspaceFile is one entry of "workspaces" as data.
+type workspaceFile struct {
+	Repo *string `json:"repo"`
+	Base *string `json:"base"`
 }
 
 // profileFile is an agent entry's "profile" as data.
@@ -495,9 +524,19 @@ func (f *fileConfig) Validate(baseDir string) (Config, []string, error) {
 	if err != nil {
 		return Config{}, nil, err
 	}
+	if cfg.Workspaces, err = f.workspaces(baseDir); err != nil {
+		return Config{}, nil, err
+	}
 	agents, err := f.agents(baseDir)
 	if err != nil {
 		return Config{}, nil, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(agents)) {
+		if w := agents[name].Workspace; w != "" {
+			if _, ok := cfg.Workspaces[w]; !ok {
+				return Config{}, nil, configErrorf("agents."+name+".workspace", "%q is not a workspace of this config; the workspaces are %s", w, workspaceNames(cfg.Workspaces))
+			}
+		}
 	}
 	cfg.Agents = agents
 	var warnings []string
@@ -662,6 +701,12 @@ func parseAgent(key string, raw json.RawMessage, baseDir string) (Agent, error) 
 	resolveAgentPaths(&a, e.Cwd, baseDir)
 	setIf(&a.Env, e.Env)
 	setIf(&a.Client, e.Client)
+	if e.Workspace != nil && *e.Workspace != "" {
+		if !agentbridge.WorkspaceNamePattern.MatchString(*e.Workspace) {
+			return Agent{}, configErrorf(key+".workspace", "must be the name of an entry of \"workspaces\", not %q", agentbridge.Clip(*e.Workspace, agentbridge.QuoteRunes))
+		}
+		a.Workspace = *e.Workspace
+	}
 	if e.Profile != nil {
 		var err error
 		if a.Profile, err = parseAgentProfile(key, *e.Profile); err != nil {
@@ -841,8 +886,28 @@ func sortedKeys[V any](m map[string]V) []string {
 // ResolveAgent returns the name of the agent entry that speaks for
 // participant in a thread: the entry named by the participant's id, else
 // the entry whose "client" matches the client of the participant's invited
-// profile. ok is false when no entry serves the participant.
+// profile. ok is false when no entry serves the participant, and when the
+// thread picks a workspace for it that this config lacks (MissingWorkspace):
+// a coordinator that has it serves the participant there (contract 8.1).
 func (c *Config) ResolveAgent(participant string, st agentbridge.ThreadState) (agentName string, ok bool) {
+	name, ok := c.resolveEntry(participant, st)
+	if !ok || c.MissingWorkspace(participant, st) != "" {
+		return "", false
+	}
+	return name, true
+}
+
+// MissingWorkspace is the workspace the thread picks for participant that
+// this config lacks, or "".
+func (c *Config) MissingWorkspace(participant string, st agentbridge.ThreadState) string {
+	if w := st.WorkspaceOf(participant); w != "" && !c.HasWorkspace(w) {
+		return w
+	}
+	return ""
+}
+
+// resolveEntry is ResolveAgent without the workspace.
+func (c *Config) resolveEntry(participant string, st agentbridge.ThreadState) (agentName string, ok bool) {
 	if _, found := c.Agents[participant]; found {
 		return participant, true
 	}
@@ -902,4 +967,92 @@ func parseACP(key string, e agentFile, baseDir string, a *Agent) error {
 	}
 	setIf(&a.ACPFS, e.ACPFS)
 	return nil
+}
+
+// workspaces checks the "workspaces" object: each name a workspace name,
+// each entry a "repo" (resolved against baseDir) and an optional "base"
+// branch. Whether repo is a git work tree is CheckWorkspaces's, which
+// reads the disk.
+func (f *fileConfig) workspaces(baseDir string) (map[string]Workspace, error) {
+	if f.Workspaces == nil || len(*f.Workspaces) == 0 {
+		return nil, nil
+	}
+	out := map[string]Workspace{}
+	for _, name := range sortedKeys(*f.Workspaces) {
+		key := "workspaces." + name
+		if !agentbridge.WorkspaceNamePattern.MatchString(name) {
+			return nil, configErrorf(key, "the workspace name must be 1 to 64 letters, digits or . _ -, starting with a letter or digit")
+		}
+		raw := (*f.Workspaces)[name]
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+			return nil, configErrorf(key, "must be an object such as {\"repo\": \"/path/to/repo\", \"base\": \"main\"}, not %s", jsonKind(raw))
+		}
+		var wf workspaceFile
+		if err := decodeObject(obj, key+".", &wf); err != nil {
+			return nil, err
+		}
+		if wf.Repo == nil || *wf.Repo == "" {
+			return nil, configErrorf(key+".repo", "is required: the path of a git work tree on this machine")
+		}
+		w := Workspace{Repo: filepath.Clean(resolvePath(baseDir, *wf.Repo))}
+		if wf.Base != nil && *wf.Base != "" {
+			if !agentbridge.ValidBranchName(*wf.Base) {
+				return nil, configErrorf(key+".base", "must be a branch name (letters, digits, . _ / -), not %q", agentbridge.Clip(*wf.Base, agentbridge.QuoteRunes))
+			}
+			w.Base = *wf.Base
+		}
+		out[name] = w
+	}
+	return out, nil
+}
+
+// workspaceNames lists the names of ws for a sentence.
+func workspaceNames(ws map[string]Workspace) string {
+	if len(ws) == 0 {
+		return "none"
+	}
+	names := sortedKeys(ws)
+	for i, n := range names {
+		names[i] = strconv.Quote(n)
+	}
+	return strings.Join(names, ", ")
+}
+
+// CheckWorkspaces checks that every workspace's repo is a git work tree
+// on this machine: a folder holding .git (a folder, or the file a linked
+// worktree has). It reads the disk, so Load calls it after Parse; the
+// error names the key.
+func CheckWorkspaces(cfg *Config) error {
+	for _, name := range sortedKeys(cfg.Workspaces) {
+		repo := cfg.Workspaces[name].Repo
+		key := "workspaces." + name + ".repo"
+		st, err := os.Stat(repo)
+		switch {
+		case err != nil:
+			return configErrorf(key, "%s does not exist or cannot be read: %v", repo, errors.Unwrap(err))
+		case !st.IsDir():
+			return configErrorf(key, "%s is a file, not a git work tree", repo)
+		}
+		if _, err := os.Stat(filepath.Join(repo, ".git")); err != nil {
+			return configErrorf(key, "%s is not a git work tree (it holds no .git); give the top folder of a clone", repo)
+		}
+	}
+	return nil
+}
+
+// WorkspaceFor is the workspace participant p's run in a thread whose
+// state is st works in, by the entry agent that serves it: the one the
+// thread picks (st.WorkspaceOf), else the entry's own; "" for none.
+func (c *Config) WorkspaceFor(agent, p string, st agentbridge.ThreadState) string {
+	if w := st.WorkspaceOf(p); w != "" {
+		return w
+	}
+	return c.Agents[agent].Workspace
+}
+
+// HasWorkspace reports whether the config has a workspace named name.
+func (c *Config) HasWorkspace(name string) bool {
+	_, ok := c.Workspaces[name]
+	return ok
 }

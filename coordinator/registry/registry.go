@@ -141,7 +141,7 @@ func (g *Registrar) registration(cfg *config.Config) agentbridge.Registration {
 	return agentbridge.Registration{
 		ID: cfg.CoordinatorID, Instance: g.instance, Host: HostName(cfg), Agents: agents,
 		Version: g.version, Capacity: cfg.MaxConcurrency, StatusURL: g.statusURL(),
-		TTLMillis: cfg.ClaimTTL.Milliseconds(),
+		TTLMillis: cfg.ClaimTTL.Milliseconds(), Workspaces: slices.Sorted(maps.Keys(cfg.Workspaces)),
 	}
 }
 
@@ -320,13 +320,19 @@ func (g *Registrar) Refresh(ctx context.Context) {
 // list read, serves participant (whose invited client is client); known
 // is false when no list was read yet.
 func (g *Registrar) ServedElsewhere(participant, client string) (served, known bool) {
+	return g.ServedElsewhereIn(participant, client, "")
+}
+
+// ServedElsewhereIn is ServedElsewhere by a coordinator that also has
+// workspace (contract 8.1); "" asks for none.
+func (g *Registrar) ServedElsewhereIn(participant, client, workspace string) (served, known bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.known {
 		return false, false
 	}
 	for _, o := range agentbridge.ServingCoordinators(g.list, participant, client) {
-		if o.Instance != g.instance {
+		if o.Instance != g.instance && (workspace == "" || o.HasWorkspace(workspace)) {
 			return true, true
 		}
 	}

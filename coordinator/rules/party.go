@@ -74,8 +74,9 @@ type PartyFacts struct {
 	// Turns is how many party rounds each participant took part in.
 	Turns map[string]int
 	// Elsewhere reports whether another live coordinator serves the
-	// participant (by its invited client); nil means none does.
-	Elsewhere func(participant, client string) bool
+	// participant (by its invited client), with the workspace the thread
+	// picks for it when it picks one; nil means none does.
+	Elsewhere func(participant, client, workspace string) bool
 }
 
 // turns returns f's turn counts; nil for a nil f.
@@ -97,7 +98,7 @@ func (f *PartyFacts) served(st agentbridge.ThreadState, cfg *config.Config, p st
 		return false
 	}
 	inv, _ := st.Invited(p)
-	return f.Elsewhere(p, inv.Profile.Client)
+	return f.Elsewhere(p, inv.Profile.Client, st.WorkspaceOf(p))
 }
 
 // partyUnavailable says why p cannot take part in a party round, or "".

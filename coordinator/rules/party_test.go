@@ -252,7 +252,7 @@ func TestNextPartyStep(t *testing.T) {
 func TestSelectPartyServedElsewhere(t *testing.T) {
 	st := partyTeam(`{"party":{"on":true,"max_agents":2}}`)
 	msg := msg("user", agentbridge.ToAll, "databases please")
-	here := SelectParty(st, msg, testConfig(), &PartyFacts{Elsewhere: func(p, client string) bool { return p == "gem" && client == "gemini" }})
+	here := SelectParty(st, msg, testConfig(), &PartyFacts{Elsewhere: func(p, client, _ string) bool { return p == "gem" && client == "gemini" }})
 	if got := here.IDs(); !slices.Equal(got, []string{"arch", "gem"}) {
 		t.Errorf("selected with gem served elsewhere = %q, want [arch gem]", got)
 	}

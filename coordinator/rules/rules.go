@@ -34,8 +34,12 @@ const (
 // Reasons for not invoking one candidate (Skip.Reason). They answer "why
 // didn't X answer?" and are shown by `agent-bridge why`.
 const (
-	ReasonNotInvited         = "not invited"
-	ReasonNoAdapter          = "no adapter"
+	ReasonNotInvited = "not invited"
+	ReasonNoAdapter  = "no adapter"
+	// ReasonNoWorkspace: the thread picks a workspace for the participant
+	// that this coordinator lacks (contract 8.1); one that has it serves
+	// the participant there.
+	ReasonNoWorkspace        = "no workspace"
 	ReasonMuted              = "muted"
 	ReasonPaused             = "paused"
 	ReasonSelfMention        = "self-mention"
@@ -96,6 +100,10 @@ type Skip struct {
 	// reports its receipt (contract 7.1; coordinator/receipts.go).
 	Agent  string `json:"agent,omitempty"`
 	Client string `json:"client,omitempty"`
+	// Workspace is, when the thread picks a workspace for the participant
+	// that this coordinator lacks, its name: only a coordinator that has
+	// it serves the participant there.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // Decide applies the trigger rules to event e of a thread whose derived
@@ -154,6 +162,7 @@ func (r *router) serving() {
 			s.Agent = agent
 		} else if inv, invited := r.state.Invited(s.Participant); invited {
 			s.Client = inv.Profile.Client
+			s.Workspace = r.cfg.MissingWorkspace(s.Participant, r.state)
 		}
 	}
 }
@@ -334,7 +343,7 @@ func (r *router) finish() {
 		case !invited:
 			r.skip(p, ReasonNotInvited)
 		case !hasAdapter:
-			r.skip(p, ReasonNoAdapter)
+			r.skip(p, r.unservedReason(p))
 		case r.state.IsMuted(p):
 			r.skip(p, ReasonMuted)
 		default:
@@ -363,6 +372,16 @@ func (r *router) finish() {
 
 func (r *router) skip(participant, reason string) {
 	r.d.Skipped = append(r.d.Skipped, Skip{Participant: participant, Reason: reason})
+}
+
+// unservedReason says why this coordinator does not serve p: no agent
+// entry for it, or the thread picks a workspace for it that this config
+// lacks.
+func (r *router) unservedReason(p string) string {
+	if r.cfg.MissingWorkspace(p, r.state) != "" {
+		return ReasonNoWorkspace
+	}
+	return ReasonNoAdapter
 }
 
 // dropAll moves every target to Skipped with reason.

@@ -546,3 +546,22 @@ func TestResolveAgent(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideWorkspace: a participant whose thread picks a workspace this
+// config lacks is skipped "no workspace", naming it and its client, so
+// that a coordinator that has it serves it; with the workspace in the
+// config it is invoked.
+func TestDecideWorkspace(t *testing.T) {
+	t.Parallel()
+	wsCtl := agentbridge.Event{Type: agentbridge.TypeControl, From: "user", Content: json.RawMessage(`{"workspace":{"name":"app"}}`)}
+	st := team(wsCtl)
+	cfg := testConfig()
+	d := Decide(st, msg("user", "codex", "hi"), nil, cfg, nil)
+	if len(d.Invoke) != 0 || len(d.Skipped) != 1 || d.Skipped[0] != (Skip{Participant: "codex", Reason: ReasonNoWorkspace, Client: "codex", Workspace: "app"}) {
+		t.Errorf("without the workspace: invoke %v, skipped %+v", d.Invoke, d.Skipped)
+	}
+	cfg.Workspaces = map[string]config.Workspace{"app": {Repo: "/r"}}
+	if d := Decide(st, msg("user", "codex", "hi"), nil, cfg, nil); len(d.Invoke) != 1 || d.Invoke[0].Agent != "codex" {
+		t.Errorf("with the workspace: invoke %v, skipped %+v", d.Invoke, d.Skipped)
+	}
+}

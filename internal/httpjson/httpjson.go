@@ -92,6 +92,7 @@ var statusByCode = map[string]int{
 	agentbridge.ECodeIdempotencyConflict:  http.StatusConflict,
 	agentbridge.ECodeFenced:               http.StatusConflict,
 	agentbridge.ECodeNotRegistered:        http.StatusConflict,
+	agentbridge.ECodeNoWorkspace:          http.StatusConflict,
 	agentbridge.ECodeNotRunning:           http.StatusConflict,
 	agentbridge.ECodeUnknownReplyTo:       http.StatusUnprocessableEntity,
 	agentbridge.ECodeHeadersTooLarge:      http.StatusRequestHeaderFieldsTooLarge,

@@ -264,6 +264,13 @@ func newStack(t testing.TB, agents ...*agent) *stack {
 // person's as bridge_token.
 func newStackWith(t testing.TB, coordToken bool, agents ...*agent) *stack {
 	t.Helper()
+	return newStackEdit(t, coordToken, nil, agents...)
+}
+
+// newStackEdit is newStackWith whose coordinator config edit changes
+// before the coordinator starts (nil: none).
+func newStackEdit(t testing.TB, coordToken bool, edit func(cfg map[string]any), agents ...*agent) *stack {
+	t.Helper()
 	s := &stack{t: t, dir: t.TempDir(), agents: agents}
 	bridgeAddr, statusAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	s.bridgeURL, s.statusURL = "http://"+bridgeAddr, "http://"+statusAddr
@@ -293,10 +300,14 @@ func newStackWith(t testing.TB, coordToken bool, agents ...*agent) *stack {
 	for _, a := range agents {
 		entries[a.id] = map[string]any{"command": []string{a.adapter()}, "cwd": a.work, "env": a.env(t)}
 	}
-	cfg, _ := json.Marshal(map[string]any{
+	cfgMap := map[string]any{
 		"bridge_url": s.bridgeURL, "bridge_token": bridgeToken, "status_addr": statusAddr, "startup_mode": "resume", "shutdown_grace_s": 5,
 		"adapter_timeout_s": 120, "primer_path": filepath.Join(root, "docs", "bridge-agent-primer.md"), "agents": entries,
-	})
+	}
+	if edit != nil {
+		edit(cfgMap)
+	}
+	cfg, _ := json.Marshal(cfgMap)
 	cfgPath := filepath.Join(s.dir, "coordinator.config.json")
 	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
 		t.Fatal(err)

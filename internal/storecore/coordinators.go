@@ -12,20 +12,26 @@ import (
 // followed by the database's now in milliseconds since the epoch (each
 // store's own expression), so that age and liveness are the database's
 // clock's, not the bridge process's.
-const CoordinatorColumns = `id, instance, host, agents, version, capacity, status_url, ttl_ms, registered_ms, heartbeat_ms`
+const CoordinatorColumns = `id, instance, host, agents, version, capacity, status_url, ttl_ms, registered_ms, heartbeat_ms, workspaces`
 
 // ScanCoordinator scans a CoordinatorColumns row followed by the
 // database's now (ms since the epoch).
 func ScanCoordinator(r Row) (agentbridge.CoordinatorInfo, error) {
 	var c agentbridge.CoordinatorInfo
-	var agents []byte
+	var agents, workspaces []byte
 	var registered, heartbeat, now int64
 	if err := r.Scan(&c.ID, &c.Instance, &c.Host, &agents, &c.Version, &c.Capacity, &c.StatusURL,
-		&c.TTLMillis, &registered, &heartbeat, &now); err != nil {
+		&c.TTLMillis, &registered, &heartbeat, &workspaces, &now); err != nil {
 		return c, err
 	}
 	if err := json.Unmarshal(agents, &c.Agents); err != nil {
 		return c, fmt.Errorf("decode the agents of coordinator %s: %w", c.ID, err)
+	}
+	if err := json.Unmarshal(workspaces, &c.Workspaces); err != nil {
+		return c, fmt.Errorf("decode the workspaces of coordinator %s: %w", c.ID, err)
+	}
+	if len(c.Workspaces) == 0 {
+		c.Workspaces = nil
 	}
 	CoordinatorTimes(&c, registered, heartbeat, now)
 	return c, nil
@@ -51,6 +57,13 @@ func EncodeAgents(reg agentbridge.Registration) (string, error) {
 		return "", fmt.Errorf("encode the agents of coordinator %s: %w", reg.ID, err)
 	}
 	return string(b), nil
+}
+
+// EncodeWorkspaces is a registration's workspace names in their stored
+// form (a JSON array).
+func EncodeWorkspaces(reg agentbridge.Registration) string {
+	b, _ := json.Marshal(append([]string{}, reg.Workspaces...)) // strings always encode
+	return string(b)
 }
 
 // Duplicate is the registration that prev was, when it was another

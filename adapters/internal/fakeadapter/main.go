@@ -22,6 +22,9 @@
 //	                      report a new session (needs FAKE_ADAPTER_SESSION)
 //	fake:env              save its environment, one KEY=VALUE a line, as
 //	                      $FAKE_ADAPTER_DIR/<event_id>-<participant>.env
+//	fake:write=FILE=TEXT  write TEXT and a newline (_ means space) to FILE in its
+//	                      working folder (a workspace's worktree), replacing it;
+//	                      several may be given
 //	fake:wait             before replying, wait (up to 2 minutes) until the file
 //	                      $FAKE_ADAPTER_DIR/<event_id>.release exists, so a
 //	                      test can act while the run is on
@@ -107,6 +110,8 @@ func (p payload) round() int {
 }
 
 type directives struct {
+	// writes are the files fake:write writes: name and content.
+	writes     [][2]string
 	sleep      time.Duration
 	exit       int
 	stderr     string
@@ -191,6 +196,14 @@ func run() (int, error) {
 		}
 		sleepForever()
 	}
+	for _, w := range d.writes {
+		if err := os.MkdirAll(filepath.Dir(w[0]), 0o755); err != nil {
+			return 0, err
+		}
+		if err := os.WriteFile(w[0], []byte(w[1]), 0o644); err != nil {
+			return 0, err
+		}
+	}
 	if d.sleep > 0 {
 		time.Sleep(d.sleep)
 	}
@@ -259,6 +272,12 @@ func parse(content, participant string, round int) (directives, error) {
 			d.wait = true
 		case "files":
 			d.files = true
+		case "write":
+			file, text, found := strings.Cut(val, "=")
+			if !found || file == "" || strings.Contains(file, "..") || filepath.IsAbs(file) {
+				err = fmt.Errorf("fake:write needs FILE=TEXT with a relative FILE")
+			}
+			d.writes = append(d.writes, [2]string{file, strings.ReplaceAll(text, "_", " ") + "\n"})
 		case "session":
 			if val != "fresh" {
 				err = fmt.Errorf("only fake:session=fresh is known")

@@ -28,6 +28,7 @@ import { wireNotifications, maybeNotify, notifyEnabled } from "./notify.js";
 import { wireSuggestions } from "./suggestions.js";
 import { redeemPairing, wirePhone } from "./phone.js";
 import { wireAttachments, renderAttachments, renderPending, pendingAttachments, clearAttachments } from "./attachments.js";
+import { changeCard, noteChangeResult } from "./changes.js";
 
 // The views call each other only through hooks (hooks.js): this is every
 // function one view asks of another, filled in before anything runs.
@@ -48,6 +49,8 @@ Object.assign(hooks, {
   control, refreshState,
   // revision.js
   renderRevision,
+  // changes.js
+  changeCard, noteChangeResult,
   // notify.js
   maybeNotify, notifyEnabled,
   // attachments.js

@@ -51,6 +51,12 @@ export const CONTROL_SENTENCES = {
     const opt = String((v && v.option) || "");
     return `answered a permission request: ${c.option(ev, opt) || opt || "no option"}`;
   },
+  workspace: (v) => (v && v.name ? `set the thread’s workspace to ${v.name}` : "set the thread’s agents back to their own workspaces"),
+  change: (v, c) => {
+    if (v && v.merge) return `asked to merge ${c.name(v.merge.participant)}’s change` + (v.merge.into ? ` into ${v.merge.into}` : "") + (v.merge.squash ? ", squashed" : "");
+    if (v && v.discard) return `asked to discard ${c.name(v.discard.participant)}’s change`;
+    return "sent a change control";
+  },
 };
 
 // describeControl is the sentence for a control event's content (an object,

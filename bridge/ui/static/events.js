@@ -125,6 +125,11 @@ export function renderEvent(v, ev) {
   node.append(body);
   const files = meta.private === true ? null : hooks.renderAttachments(ev);
   if (files) node.append(files);
+  if (meta.change) {
+    const card = hooks.changeCard(v, ev);
+    if (card) node.append(card);
+  }
+  if (meta.change_result) hooks.noteChangeResult(v, ev);
   if (request) {
     node.append(permissionBox(ev));
     const answer = v.permissionAnswers.get(ev.id);

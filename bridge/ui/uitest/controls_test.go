@@ -34,6 +34,9 @@ func TestControlSentences(t *testing.T) {
 		{"cancel", map[string]any{"cancel": map[string]any{"participant_id": "sam"}}, "stopped sam’s runs in this thread"},
 		{"reset_session", map[string]any{"reset_session": map[string]any{"participant_id": "maria"}}, "reset Maria (maria)’s session: its next run starts afresh"},
 		{"uninvite", map[string]any{"uninvite": map[string]any{"participant_id": "sam"}}, "uninvited sam"},
+		{"workspace", map[string]any{"workspace": map[string]any{"name": "app"}}, "set the thread’s workspace to app"},
+		{"change", map[string]any{"change": map[string]any{"merge": map[string]any{"participant": "maria", "into": "main", "squash": true}}}, "asked to merge Maria (maria)’s change into main, squashed"},
+		{"change", map[string]any{"change": map[string]any{"discard": map[string]any{"participant": "maria"}}}, "asked to discard Maria (maria)’s change"},
 		{"pause", map[string]any{"pause": map[string]any{"on": true}}, "paused the thread"},
 	}
 	for _, c := range samples {

@@ -168,6 +168,8 @@ type stack struct {
 	statusURL string
 	// agents are agent entries startCoordinator adds to "fake", by key.
 	agents map[string]any
+	// config are other keys of the coordinator's config (workspaces).
+	config map[string]any
 }
 
 func newStack(t testing.TB) *stack {
@@ -231,6 +233,9 @@ func (s *stack) startCoordinator() {
 	}
 	for k, v := range s.agents {
 		cfg["agents"].(map[string]any)[k] = v
+	}
+	for k, v := range s.config {
+		cfg[k] = v
 	}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	path := filepath.Join(s.dir, "coordinator.config.json")
