@@ -342,6 +342,9 @@ func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta str
 	if ev.GSeq, err = res.LastInsertId(); err != nil {
 		return fmt.Errorf("read gseq: %w", err)
 	}
+	if err := index(ctx, s.w.st.insertFTS, *ev); err != nil {
+		return err
+	}
 	if ev.Type == agentbridge.TypeThreadRenamed {
 		h.name, h.nameDirty = ev.Text(), true
 	}

@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Claims", testClaims},
 		{"WaitingClaims", testWaitingClaims},
 		{"PairCodes", testPairCodes},
+		{"Search", testSearch},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}
