@@ -42,6 +42,9 @@ type Control struct {
 	// Permission answers an ACP agent's permission request (contract
 	// 6.6); it leaves the fold's state as it is.
 	Permission *PermissionControl
+	// Schedule sets or removes a schedule of the thread (contract 8.6);
+	// the bridge keeps it apart from the fold's state.
+	Schedule *ScheduleControl
 }
 
 // PermissionControl is {"permission":{"event","option"}}: the answer to
@@ -111,6 +114,7 @@ var controlParsers = map[string]controlParser{
 	"prod":          parseProd,
 	"reset_session": parseResetSession,
 	"scene":         parseScene,
+	"schedule":      parseSchedule,
 	"uninvite":      parseUninvite,
 	"unmute":        parseUnmute,
 }

@@ -35,6 +35,9 @@ const (
 	IgnoredSceneRunning = "scene_running"
 	// IgnoredNoScene: a scene close while none runs.
 	IgnoredNoScene = "no_scene"
+	// IgnoredBadSchedule: a schedule whose cron or time zone the bridge
+	// cannot read; the sentence names the field.
+	IgnoredBadSchedule = "bad_schedule"
 )
 
 // humanOnly is every control key that counts only from a human, in the
@@ -57,6 +60,7 @@ var humanOnly = []struct {
 	{"scene", func(c *Control) bool { return c.Scene != nil }, func(c *Control) { c.Scene = nil }},
 	{"cancel", func(c *Control) bool { return c.Cancel != nil }, func(c *Control) { c.Cancel = nil }},
 	{"permission", func(c *Control) bool { return c.Permission != nil }, func(c *Control) { c.Permission = nil }},
+	{"schedule", func(c *Control) bool { return c.Schedule != nil }, func(c *Control) { c.Schedule = nil }},
 }
 
 // HumanOnlyKeys are the keys of c that count only from humans, in the

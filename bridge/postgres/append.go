@@ -85,6 +85,17 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 			return response{}, err
 		}
 	}
+	if req.Schedule != nil {
+		// The row stays locked until COMMIT: another bridge's claim of
+		// the same due time waits for this one, then finds it moved.
+		tag, err := l.tx.Exec(ctx, storecore.Rebind(storecore.SQLClaimSchedule), storecore.ClaimArgs(req.Thread, req.Schedule)...)
+		if err != nil {
+			return response{}, fmt.Errorf("claim schedule %s: %w", req.Schedule.ID, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return response{err: agentbridge.ErrScheduleTaken}, nil
+		}
+	}
 	in := a.Input
 	if in.Type == agentbridge.TypeMessage {
 		if meta, err = storecore.StoredMeta(&in.Meta); err != nil {
@@ -99,6 +110,15 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 	i, err := s.add(l.b, &ev, meta, ctl, h, storecore.NextTime(h.lastTS))
 	if err != nil {
 		return response{}, err
+	}
+	if ch := storecore.ScheduleChangeOf(ev, ctl, a.Ignored, s.humans); ch != nil {
+		q, args, err := ch.Args(req.Thread)
+		if err != nil {
+			return response{}, err
+		}
+		if _, err := l.tx.Exec(ctx, storecore.Rebind(q), args...); err != nil {
+			return response{}, fmt.Errorf("write schedule: %w", err)
+		}
 	}
 	if req.IdempotencyKey != "" {
 		l.b.keys[req.Thread+"\x00"+req.IdempotencyKey] = i

@@ -160,6 +160,17 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 			return response{err: refusal}, err
 		}
 	}
+	if req.Schedule != nil {
+		// The claim is the last check and the first write: once it holds,
+		// nothing refuses the append.
+		res, err := s.w.st.claimSchedule.ExecContext(ctx, storecore.ClaimArgs(req.Thread, req.Schedule)...)
+		if err != nil {
+			return response{}, fmt.Errorf("claim schedule %s: %w", req.Schedule.ID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return response{err: agentbridge.ErrScheduleTaken}, err
+		}
+	}
 	in := a.Input
 	if in.Type == agentbridge.TypeMessage {
 		if meta, err = withHop(in.Meta, meta, *in.Meta.Hop); err != nil {
@@ -180,6 +191,15 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	}
 	if err := s.insertEvent(ctx, &ev, meta, ctl, &h); err != nil {
 		return response{}, err
+	}
+	if ch := storecore.ScheduleChangeOf(ev, ctl, a.Ignored, s.humans); ch != nil {
+		q, args, err := ch.Args(req.Thread)
+		if err != nil {
+			return response{}, err
+		}
+		if _, err := s.w.conn.ExecContext(ctx, q, args...); err != nil {
+			return response{}, fmt.Errorf("write schedule: %w", err)
+		}
 	}
 	if req.IdempotencyKey != "" {
 		if _, err := s.w.st.insertIdempotency.ExecContext(ctx, req.Thread, req.IdempotencyKey, ev.ID); err != nil {

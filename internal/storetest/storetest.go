@@ -59,6 +59,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"WaitingClaims", testWaitingClaims},
 		{"PairCodes", testPairCodes},
 		{"Search", testSearch},
+		{"Schedules", testSchedules},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}
