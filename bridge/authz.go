@@ -86,6 +86,8 @@ func checkAgentRead(r *http.Request, cred httpguard.Credential, pattern string) 
 		return nil
 	case path == "/" || path == "/ping" || path == "/healthz" || path == "/auth/whoami":
 		return nil
+	case path == "/search":
+		return nil // limited to the threads it may search (searchableThreads)
 	}
 	return agentbridge.Errorf(agentbridge.ECodeForbiddenScope,
 		"An agent token reads its own thread (%s) only, not %s.", cred.Thread, path)

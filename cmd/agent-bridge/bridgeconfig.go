@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"os"
+	"time"
 
 	"github.com/agent-bridge/agent-bridge/bridge/notify"
 )
@@ -23,6 +24,10 @@ type bridgeFileConfig struct {
 		Subject string      `json:"subject"`
 		Ntfy    notify.Ntfy `json:"ntfy"`
 	} `json:"notify"`
+	// CatchUp is how old a schedule's due time missed while the bridge
+	// was down may be and still be posted at start (a Go duration, "1h"
+	// by default; "0s" posts none).
+	CatchUp *string `json:"catch_up"`
 }
 
 // readBridgeConfig reads and checks the --bridge-config file ("" = none).
@@ -47,6 +52,11 @@ func readBridgeConfig(path string) (bridgeFileConfig, error) {
 			return cfg, usagef("--bridge-config %s: %s %q is not an http(s) URL", path, u.key, u.v)
 		}
 	}
+	if cfg.CatchUp != nil {
+		if d, err := time.ParseDuration(*cfg.CatchUp); err != nil || d < 0 {
+			return cfg, usagef("--bridge-config %s: catch_up %q is not a duration such as \"1h\" or \"30m\"", path, *cfg.CatchUp)
+		}
+	}
 	if n.Ntfy.TokenFile != "" {
 		if _, err := os.Stat(n.Ntfy.TokenFile); err != nil {
 			return cfg, usagef("--bridge-config %s: notify.ntfy.token_file: %v", path, err)
@@ -63,4 +73,15 @@ func (c bridgeFileConfig) notifyOptions() notify.Options {
 		o.BaseURL = func() string { return pub }
 	}
 	return o
+}
+
+// catchUp is the catch_up the file sets (schedule.DefaultCatchUp when it
+// sets none; a tiny positive value when it sets "0s", which posts no missed
+// due time).
+func (c bridgeFileConfig) catchUp() time.Duration {
+	if c.CatchUp == nil {
+		return 0
+	}
+	d, _ := time.ParseDuration(*c.CatchUp)
+	return max(d, time.Nanosecond)
 }

@@ -115,6 +115,7 @@ func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*r
 		Version:           cfg.Version,
 		UI:                ui.NewHandler(ui.Options{CoordinatorURL: cfg.CoordinatorURL}),
 		Notify:            cfg.File.notifyOptions(),
+		CatchUp:           cfg.File.catchUp(),
 		TLSCert:           cfg.TLSCert,
 		TLSKey:            cfg.TLSKey,
 	})
