@@ -26,6 +26,8 @@ import { startStream, onVisibility, setConn } from "./stream.js";
 import { wireNotifications, maybeNotify, notifyEnabled } from "./notify.js";
 import { wireSuggestions } from "./suggestions.js";
 import { redeemPairing, wirePhone } from "./phone.js";
+import { wireSearch } from "./search.js";
+import { wireSchedules, loadSchedules } from "./schedules.js";
 
 // The views call each other only through hooks (hooks.js): this is every
 // function one view asks of another, filled in before anything runs.
@@ -43,11 +45,16 @@ Object.assign(hooks, {
   // composer.js
   setReply, answerQuestion, showComposerError,
   // panel.js
-  control, refreshState,
+  control,
   // revision.js
   renderRevision,
   // notify.js
   maybeNotify, notifyEnabled,
+  // panel.js, then the thread's schedules (schedules.js) with its state
+  refreshState: async (v) => {
+    await refreshState(v);
+    loadSchedules(v);
+  },
 });
 
 const SENDER_KEY = "agent-bridge-sender";
@@ -232,6 +239,8 @@ async function main() {
   wireNotifications();
   wireSuggestions();
   wirePhone();
+  wireSearch();
+  wireSchedules();
   showRunsLink();
   loadCoordinators();
   // The stream's first connection loads the thread list and the thread.

@@ -51,6 +51,12 @@ export const CONTROL_SENTENCES = {
     const opt = String((v && v.option) || "");
     return `answered a permission request: ${c.option(ev, opt) || opt || "no option"}`;
   },
+  schedule: (v, c) => {
+    const id = String((v && v.id) || "");
+    if (v && v.off) return `turned schedule ${id} off`;
+    const to = (v && v.event && v.event.to) || "all";
+    return `scheduled ${id} (${String((v && v.cron) || "")}, ${String((v && v.tz) || "UTC")}) to ${c.name(to)}`;
+  },
 };
 
 // describeControl is the sentence for a control event's content (an object,
