@@ -38,6 +38,9 @@ const (
 	// IgnoredBadSchedule: a schedule whose cron or time zone the bridge
 	// cannot read; the sentence names the field.
 	IgnoredBadSchedule = "bad_schedule"
+	// IgnoredNoSchedule: a schedule turned off that the thread does not
+	// have.
+	IgnoredNoSchedule = "no_schedule"
 )
 
 // humanOnly is every control key that counts only from a human, in the

@@ -90,6 +90,17 @@ type ScheduleStore interface {
 	// Schedules lists the schedules of thread ("" for every thread), by
 	// thread then id.
 	Schedules(ctx context.Context, thread string) ([]Schedule, error)
+	// HandleScheduleDue moves the last handled due time of thread's
+	// schedule as claim c's append would, storing no event: for a due
+	// time whose post and notice the thread both refuse. It is
+	// ErrScheduleTaken when the claim does not hold.
+	HandleScheduleDue(ctx context.Context, thread string, c ScheduleClaim) error
+}
+
+// NoScheduleIgnored is the ignored note of a schedule turned off that
+// the thread does not have.
+func NoScheduleIgnored(id string) *Ignored {
+	return &Ignored{Code: IgnoredNoSchedule, Reason: fmt.Sprintf("there is no schedule %q in this thread, so there is nothing to turn off", Clip(id, QuoteRunes))}
 }
 
 // maxCronLen and maxZoneLen bound a schedule's cron and zone.
@@ -188,14 +199,33 @@ func SkippedInput(s Schedule, n int, first, last time.Time, catchUp time.Duratio
 		times = fmt.Sprintf("%d due times from %s to %s", n, first.UTC().Format(time.RFC3339), last.UTC().Format(time.RFC3339))
 	}
 	text := fmt.Sprintf("Schedule %q skipped %s: the bridge was not running then, and it posts a missed time only within %s of it (catch_up).", s.ID, times, catchUp)
-	content, _ := json.Marshal(text)
-	mark, _ := json.Marshal(struct {
+	return scheduleNotice(s, text, struct {
 		ID      string `json:"id"`
 		Skipped int    `json:"skipped"`
 		Last    string `json:"last"`
 	}{s.ID, n, last.UTC().Format(time.RFC3339)})
+}
+
+// RefusedInput is the bridge's one notice that the thread refused
+// schedule s's post for due time due, with the refusal's sentence: the
+// due time counts as handled, and the next one is tried as usual.
+func RefusedInput(s Schedule, due time.Time, refusal *Error) EventInput {
+	text := fmt.Sprintf("Schedule %q could not post its message due at %s: %s It tries again at its next due time; {\"schedule\": {\"id\": %q, \"off\": true}} turns it off.",
+		s.ID, due.UTC().Format(time.RFC3339), refusal.Message, s.ID)
+	return scheduleNotice(s, text, struct {
+		ID      string `json:"id"`
+		Due     string `json:"due"`
+		Refused string `json:"refused"`
+	}{s.ID, due.UTC().Format(time.RFC3339), refusal.Code})
+}
+
+// scheduleNotice is the bridge's message text to the person who set s,
+// tagged "schedule", with meta.schedule mark.
+func scheduleNotice(s Schedule, text string, mark any) EventInput {
+	content, _ := json.Marshal(text)
+	raw, _ := json.Marshal(mark)
 	return EventInput{
 		Type: TypeMessage, From: ScheduleSender, To: s.From, Content: content,
-		Meta: Meta{Via: ViaSchedule, Tags: []string{"schedule"}, Extra: map[string]json.RawMessage{MetaSchedule: mark}},
+		Meta: Meta{Via: ViaSchedule, Tags: []string{"schedule"}, Extra: map[string]json.RawMessage{MetaSchedule: raw}},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,7 +97,9 @@ func TestSearchEndpoint(t *testing.T) {
 
 // TestSchedulesEndpoint: a person's schedule control is listed by GET
 // /schedules with its next due time; a bad zone is answered ignored
-// naming schedule.tz and is not listed; an agent token may not list them.
+// naming schedule.tz and is not listed; turning off a schedule the
+// thread does not have is ignored (no_schedule) with a sentence; an agent
+// token may not list them.
 func TestSchedulesEndpoint(t *testing.T) {
 	t.Parallel()
 	ts := closedServer(t)
@@ -119,6 +122,11 @@ func TestSchedulesEndpoint(t *testing.T) {
 	}
 	if err := json.Unmarshal(ts.must(200, "GET", "/schedules?thread=u", "").body, &page); err != nil || len(page.Schedules) != 0 {
 		t.Fatalf("schedules of u: %+v", page)
+	}
+	off := ts.must(200, "POST", "/threads/u/events", `{"type":"control","from":"user","content":{"schedule":{"id":"x","off":true}}}`)
+	ans.Ignored = nil
+	if err := json.Unmarshal(off.body, &ans); err != nil || ans.Ignored == nil || ans.Ignored.Code != agentbridge.IgnoredNoSchedule || !strings.Contains(ans.Ignored.Reason, `no schedule "x"`) {
+		t.Fatalf("turning off a schedule the thread does not have: %s", off.body)
 	}
 	_, agent := ts.mint(`{"scope":"agent","name":"run","thread":"t","participant":"claude"}`)
 	if a := ts.as(agent).do("GET", "/schedules", ""); a.status != 403 {

@@ -9,6 +9,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -88,12 +89,11 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 	if req.Schedule != nil {
 		// The row stays locked until COMMIT: another bridge's claim of
 		// the same due time waits for this one, then finds it moved.
-		tag, err := l.tx.Exec(ctx, storecore.Rebind(storecore.SQLClaimSchedule), storecore.ClaimArgs(req.Thread, req.Schedule)...)
-		if err != nil {
-			return response{}, fmt.Errorf("claim schedule %s: %w", req.Schedule.ID, err)
-		}
-		if tag.RowsAffected() == 0 {
-			return response{err: agentbridge.ErrScheduleTaken}, nil
+		if err := storecore.ClaimSchedule(ctx, req.Thread, req.Schedule, schedExec(l.tx)); err != nil {
+			if errors.Is(err, agentbridge.ErrScheduleTaken) {
+				return response{err: err}, nil
+			}
+			return response{}, err
 		}
 	}
 	in := a.Input
@@ -112,12 +112,8 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 		return response{}, err
 	}
 	if ch := storecore.ScheduleChangeOf(ev, ctl, a.Ignored, s.humans); ch != nil {
-		q, args, err := ch.Args(req.Thread)
-		if err != nil {
+		if a.Ignored, err = ch.Write(ctx, req.Thread, schedExec(l.tx)); err != nil {
 			return response{}, err
-		}
-		if _, err := l.tx.Exec(ctx, storecore.Rebind(q), args...); err != nil {
-			return response{}, fmt.Errorf("write schedule: %w", err)
 		}
 	}
 	if req.IdempotencyKey != "" {

@@ -231,23 +231,59 @@ func (s *Scheduler) stepOne(ctx context.Context, sc agentbridge.Schedule, now ti
 }
 
 // claim appends in under claim; posted is false when another bridge (or
-// a change of the schedule) got there first.
+// a change of the schedule) got there first, or when the thread refuses
+// it, which is then handled once (refused).
 func (s *Scheduler) claim(ctx context.Context, sc agentbridge.Schedule, claim *agentbridge.ScheduleClaim, in agentbridge.EventInput) (bool, error) {
 	_, err := s.store.Append(ctx, agentbridge.AppendRequest{Thread: sc.Thread, Input: in, Schedule: claim})
-	switch {
+	switch refusal := refusalOf(err); {
+	case err == nil:
+		return true, nil
 	case errors.Is(err, agentbridge.ErrScheduleTaken):
 		return false, nil
-	case err != nil:
-		var ae *agentbridge.Error
-		if errors.As(err, &ae) && ae.Code != agentbridge.ECodeUnavailable && ae.Code != agentbridge.ECodeInternal {
-			// The thread refuses the post (it is gone, say): log it
-			// and move on, or every step would try again.
-			s.log.Warn("schedule could not post", "thread", sc.Thread, "schedule", sc.ID, "due", claim.Due, "err", err)
-			return false, nil
-		}
-		return false, err
+	case refusal != nil:
+		return false, s.refused(ctx, sc, claim, refusal)
 	}
-	return true, nil
+	return false, err
+}
+
+// refused handles a due time whose post the thread refuses (its sender
+// muted, say), which it would refuse at every step: the due time is
+// claimed by one notice to the person saying why, or, when the thread
+// refuses that too (paused to all but humans, say), with no event and one
+// log line. Either way the next due time is tried as usual.
+func (s *Scheduler) refused(ctx context.Context, sc agentbridge.Schedule, claim *agentbridge.ScheduleClaim, refusal *agentbridge.Error) error {
+	due, _ := time.Parse(time.RFC3339, claim.Due)
+	_, err := s.store.Append(ctx, agentbridge.AppendRequest{Thread: sc.Thread, Input: agentbridge.RefusedInput(sc, due, refusal), Schedule: claim})
+	noticeRefusal := refusalOf(err)
+	switch {
+	case err == nil:
+		s.log.Info("schedule refused by its thread; the person is told", "thread", sc.Thread, "schedule", sc.ID, "due", claim.Due, "err", refusal)
+		return nil
+	case errors.Is(err, agentbridge.ErrScheduleTaken):
+		return nil
+	case noticeRefusal == nil:
+		return err
+	}
+	switch err := s.store.HandleScheduleDue(ctx, sc.Thread, *claim); {
+	case errors.Is(err, agentbridge.ErrScheduleTaken):
+		return nil
+	case err != nil:
+		return err
+	}
+	s.log.Warn("schedule refused by its thread, which refuses the notice too; this due time is given up", "thread", sc.Thread,
+		"schedule", sc.ID, "due", claim.Due, "err", refusal, "notice_err", noticeRefusal)
+	return nil
+}
+
+// refusalOf is err as the thread's refusal, which trying again cannot
+// change (nil for no error, a claim that did not hold, or a failure of
+// the store).
+func refusalOf(err error) *agentbridge.Error {
+	var ae *agentbridge.Error
+	if errors.As(err, &ae) && ae.Code != agentbridge.ECodeUnavailable && ae.Code != agentbridge.ECodeInternal {
+		return ae
+	}
+	return nil
 }
 
 // stamp is a due time as a claim and meta.schedule carry it.

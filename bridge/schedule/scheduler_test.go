@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -367,4 +368,148 @@ func (c *fakeClock) waitTimer(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the scheduler never waited on its clock")
 	}
+}
+
+// control appends a control from `from` to thread and fails t unless the
+// store takes it without an ignored note.
+func control(t *testing.T, s store, thread, from, content string) {
+	t.Helper()
+	res, err := s.Append(context.Background(), agentbridge.AppendRequest{Thread: thread,
+		Input: agentbridge.EventInput{Type: agentbridge.TypeControl, From: from, Content: json.RawMessage(content)}})
+	if err != nil || res.Ignored != nil {
+		t.Fatalf("control %s: %+v %v", content, res.Ignored, err)
+	}
+}
+
+// lockedBuffer is a log destination the test reads while the scheduler
+// writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRefusedPostIsHandledOnce: a due time whose post the thread refuses
+// is not tried again at every step. When the person who set the schedule
+// is muted, the due time is handled by one notice to them that says why,
+// however often the scheduler steps, and the next due time is tried (and
+// noticed) as usual. When the thread refuses the notice too (paused, and
+// the person no longer among the humans), the due time is handled with
+// no event and one log line.
+func TestRefusedPostIsHandledOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	due := mustTime(t, "2027-06-01T12:00:00Z")
+	const daily = `{"schedule":{"id":"daily","cron":"0 12 * * *","event":{"to":"claude","content":"daily"}}}`
+	lastDue := func(t *testing.T, s store, thread string) string {
+		t.Helper()
+		list, err := s.Schedules(ctx, thread)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("schedules of %s: %+v %v", thread, list, err)
+		}
+		return list[0].LastDue
+	}
+
+	t.Run("muted: one notice", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "m.db")
+		s, err := sqlite.Open(ctx, path, sqlite.Options{Humans: agentbridge.Humans{"user", "maria"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		if _, _, err := s.CreateThread(ctx, agentbridge.CreateThreadRequest{ID: "m"}); err != nil {
+			t.Fatal(err)
+		}
+		control(t, s, "m", "maria", daily)
+		setAt(t, path, due.Add(-time.Hour))
+		control(t, s, "m", "user", `{"mute":{"targets":["maria"]}}`)
+		sch := schedule.New(s, schedule.Options{})
+		for range 4 {
+			if _, err := sch.Step(ctx, due.Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var notices []agentbridge.Event
+		evs, err := s.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: "m", After: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if _, ok := e.Meta.Extra[agentbridge.MetaSchedule]; ok {
+				notices = append(notices, e)
+			}
+		}
+		if len(notices) != 1 || notices[0].From != agentbridge.ScheduleSender || notices[0].To != "maria" ||
+			!strings.Contains(notices[0].Text(), "2027-06-01T12:00:00Z") || !strings.Contains(notices[0].Text(), "maria is muted") {
+			t.Fatalf("after four steps: %d scheduled events %+v; want one notice to maria saying she is muted", len(notices), notices)
+		}
+		if got := lastDue(t, s, "m"); got != "2027-06-01T12:00:00Z" {
+			t.Fatalf("last due %q: the refused due time is not handled", got)
+		}
+		if _, err := sch.Step(ctx, due.Add(24*time.Hour+time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if got := lastDue(t, s, "m"); got != "2027-06-02T12:00:00Z" {
+			t.Fatalf("the next day: last due %q", got)
+		}
+	})
+
+	t.Run("notice refused too: one log line", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "p.db")
+		s, err := sqlite.Open(ctx, path, sqlite.Options{Humans: agentbridge.Humans{"user", "maria"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.CreateThread(ctx, agentbridge.CreateThreadRequest{ID: "p"}); err != nil {
+			t.Fatal(err)
+		}
+		control(t, s, "p", "maria", daily)
+		setAt(t, path, due.Add(-time.Hour))
+		control(t, s, "p", "user", `{"pause":{"on":true}}`)
+		_ = s.Close()
+		// maria is no longer one of the humans: in the paused thread
+		// neither her post nor the bridge's notice is taken.
+		s, err = sqlite.Open(ctx, path, sqlite.Options{Humans: agentbridge.Humans{"user"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		before, err := s.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: "p", After: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs lockedBuffer
+		sch := schedule.New(s, schedule.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		for range 4 {
+			if _, err := sch.Step(ctx, due.Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		after, err := s.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: "p", After: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after) != len(before) {
+			t.Fatalf("%d events stored in the paused thread", len(after)-len(before))
+		}
+		if n := strings.Count(logs.String(), "given up"); n != 1 || !strings.Contains(logs.String(), "thread_paused") {
+			t.Fatalf("%d log lines giving the due time up, want 1:\n%s", n, logs.String())
+		}
+		if got := lastDue(t, s, "p"); got != "2027-06-01T12:00:00Z" {
+			t.Fatalf("last due %q: the refused due time is not handled", got)
+		}
+	})
 }

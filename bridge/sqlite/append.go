@@ -163,12 +163,11 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	if req.Schedule != nil {
 		// The claim is the last check and the first write: once it holds,
 		// nothing refuses the append.
-		res, err := s.w.st.claimSchedule.ExecContext(ctx, storecore.ClaimArgs(req.Thread, req.Schedule)...)
-		if err != nil {
-			return response{}, fmt.Errorf("claim schedule %s: %w", req.Schedule.ID, err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return response{err: agentbridge.ErrScheduleTaken}, err
+		if err := storecore.ClaimSchedule(ctx, req.Thread, req.Schedule, connExec(s.w.conn)); err != nil {
+			if errors.Is(err, agentbridge.ErrScheduleTaken) {
+				return response{err: err}, nil
+			}
+			return response{}, err
 		}
 	}
 	in := a.Input
@@ -193,12 +192,8 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 		return response{}, err
 	}
 	if ch := storecore.ScheduleChangeOf(ev, ctl, a.Ignored, s.humans); ch != nil {
-		q, args, err := ch.Args(req.Thread)
-		if err != nil {
+		if a.Ignored, err = ch.Write(ctx, req.Thread, connExec(s.w.conn)); err != nil {
 			return response{}, err
-		}
-		if _, err := s.w.conn.ExecContext(ctx, q, args...); err != nil {
-			return response{}, fmt.Errorf("write schedule: %w", err)
 		}
 	}
 	if req.IdempotencyKey != "" {

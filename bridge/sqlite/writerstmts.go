@@ -7,8 +7,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-
-	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
 // The writer's statements, prepared once on its connection.
@@ -33,7 +31,6 @@ const (
 	wInsertState       = `INSERT INTO thread_state (thread, seq, last_hop, state) VALUES (?, 0, 0, ?)`
 	wUpdateThread      = `UPDATE threads SET name = ? WHERE id = ?`
 	wUpdateState       = `UPDATE thread_state SET seq = ?, last_hop = ?, state = ? WHERE thread = ?`
-	wClaimSchedule     = storecore.SQLClaimSchedule
 )
 
 // writerStmts are the writer's statements, prepared once on the connection
@@ -44,7 +41,7 @@ type writerStmts struct {
 	selectAnswers, selectSenderHop                                              *sql.Stmt
 	insertEvent, insertIdempotency, insertSnapshot, insertThread, insertState   *sql.Stmt
 	updateThread, updateState                                                   *sql.Stmt
-	insertFTS, claimSchedule                                                    *sql.Stmt
+	insertFTS                                                                   *sql.Stmt
 }
 
 // prepareWriter prepares every writer statement on conn. On error the
@@ -61,7 +58,7 @@ func prepareWriter(ctx context.Context, conn *sql.Conn) (writerStmts, error) {
 		{&st.insertIdempotency, wInsertIdempotency}, {&st.insertSnapshot, wInsertSnapshot},
 		{&st.insertThread, wInsertThread}, {&st.insertState, wInsertState},
 		{&st.updateThread, wUpdateThread}, {&st.updateState, wUpdateState},
-		{&st.insertFTS, wInsertFTS}, {&st.claimSchedule, wClaimSchedule},
+		{&st.insertFTS, wInsertFTS},
 	} {
 		stmt, err := conn.PrepareContext(ctx, p.query)
 		if err != nil {
@@ -79,7 +76,7 @@ func (st writerStmts) close() error {
 	for _, stmt := range []*sql.Stmt{
 		st.selectHead, st.selectIdempotency, st.selectEventByID, st.selectReplyTo, st.selectThread,
 		st.selectAnswers, st.selectSenderHop, st.insertEvent, st.insertIdempotency, st.insertSnapshot, st.insertThread, st.insertState,
-		st.updateThread, st.updateState, st.insertFTS, st.claimSchedule,
+		st.updateThread, st.updateState, st.insertFTS,
 	} {
 		if stmt != nil {
 			errs = append(errs, stmt.Close())

@@ -1,6 +1,7 @@
 package storecore
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -59,23 +60,48 @@ func ScheduleChangeOf(ev agentbridge.Event, ctl *agentbridge.Control, ignored *a
 	}}
 }
 
-// Args are the arguments of SQLUpsertSchedule (Set) or SQLDeleteSchedule
-// (Off), and which of the two to run.
-func (c ScheduleChange) Args(thread string) (query string, args []any, err error) {
+// ExecFunc runs one statement of the schedules' SQL (? placeholders) in
+// a store's transaction and returns how many rows it changed.
+type ExecFunc func(ctx context.Context, query string, args ...any) (int64, error)
+
+// Write makes c in the append's transaction with exec and returns the
+// append's ignored note: turning off a schedule the thread does not have
+// changes nothing and is no_schedule.
+func (c ScheduleChange) Write(ctx context.Context, thread string, exec ExecFunc) (*agentbridge.Ignored, error) {
 	if c.Set == nil {
-		return SQLDeleteSchedule, []any{thread, c.Off}, nil
+		n, err := exec(ctx, SQLDeleteSchedule, thread, c.Off)
+		if err != nil {
+			return nil, fmt.Errorf("remove schedule %s: %w", c.Off, err)
+		}
+		if n == 0 {
+			return agentbridge.NoScheduleIgnored(c.Off), nil
+		}
+		return nil, nil
 	}
 	s := c.Set
 	ev, err := json.Marshal(s.Event)
 	if err != nil {
-		return "", nil, fmt.Errorf("encode schedule event: %w", err)
+		return nil, fmt.Errorf("encode schedule event: %w", err)
 	}
-	return SQLUpsertSchedule, []any{s.Thread, s.ID, s.Cron, s.TZ, string(ev), s.From, s.SetSeq, s.SetAt}, nil
+	if _, err := exec(ctx, SQLUpsertSchedule, s.Thread, s.ID, s.Cron, s.TZ, string(ev), s.From, s.SetSeq, s.SetAt); err != nil {
+		return nil, fmt.Errorf("write schedule %s: %w", s.ID, err)
+	}
+	return nil, nil
 }
 
-// ClaimArgs are the arguments of SQLClaimSchedule for a post in thread.
-func ClaimArgs(thread string, c *agentbridge.ScheduleClaim) []any {
-	return []any{c.Due, thread, c.ID, c.SetSeq, c.Prev}
+// ClaimSchedule moves the last handled due time of thread's schedule
+// under claim c with exec, in the transaction of the post (or of
+// HandleScheduleDue): agentbridge.ErrScheduleTaken when the claim does
+// not hold, and nothing may then be written.
+func ClaimSchedule(ctx context.Context, thread string, c *agentbridge.ScheduleClaim, exec ExecFunc) error {
+	n, err := exec(ctx, SQLClaimSchedule, c.Due, thread, c.ID, c.SetSeq, c.Prev)
+	if err != nil {
+		return fmt.Errorf("claim schedule %s: %w", c.ID, err)
+	}
+	if n == 0 {
+		return agentbridge.ErrScheduleTaken
+	}
+	return nil
 }
 
 // ScanSchedules reads SQLSchedules' rows.

@@ -14,7 +14,9 @@ import (
 // cron or zone is ignored naming the field and writes none, another
 // sender's counts not; a claim moves the last due time once, from the
 // value read, and of concurrent claims exactly one holds; setting a
-// schedule again starts it afresh; off removes it.
+// schedule again starts it afresh; a due time is handled with no event
+// once; off removes it, and turning off one the thread does not have is
+// ignored with a sentence.
 func testSchedules(t *testing.T, newStore Factory) {
 	s := newStore(t, nil)
 	ss, ok := s.(agentbridge.ScheduleStore)
@@ -98,9 +100,27 @@ func testSchedules(t *testing.T, newStore Factory) {
 	if err := post(d2, "2026-03-04T08:00:00Z"); !errors.Is(err, agentbridge.ErrScheduleTaken) {
 		t.Fatalf("a claim of the replaced schedule: %v, want taken", err)
 	}
+	// A due time handled with no event (its post and notice refused)
+	// moves the last due time as a post would, once.
+	if err := ss.HandleScheduleDue(ctx, "t", agentbridge.ScheduleClaim{ID: "standup", SetSeq: again.Seq, Prev: "", Due: d1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ss.HandleScheduleDue(ctx, "t", agentbridge.ScheduleClaim{ID: "standup", SetSeq: again.Seq, Prev: "", Due: d1}); !errors.Is(err, agentbridge.ErrScheduleTaken) {
+		t.Fatalf("handling a due time twice: %v, want taken", err)
+	}
+	if list, _ := ss.Schedules(ctx, "t"); len(list) != 1 || list[0].LastDue != d1 {
+		t.Fatalf("after a due time handled with no event: %+v", list)
+	}
 	MustAppend(t, s, "t", Control("user", `{"schedule":{"id":"standup","off":true}}`))
 	if list, _ := ss.Schedules(ctx, ""); len(list) != 0 {
 		t.Fatalf("after off: %+v", list)
+	}
+	res, err := s.Append(ctx, agentbridge.AppendRequest{Thread: "t", Input: Control("user", `{"schedule":{"id":"standup","off":true}}`)})
+	if err != nil || res.Ignored == nil || res.Ignored.Code != agentbridge.IgnoredNoSchedule || !contains(res.Ignored.Reason, `no schedule "standup"`) {
+		t.Fatalf("turning off a schedule the thread does not have: %+v %v, want ignored no_schedule naming it", res.Ignored, err)
+	}
+	if err := ss.HandleScheduleDue(ctx, "t", agentbridge.ScheduleClaim{ID: "standup", SetSeq: again.Seq, Prev: "", Due: d1}); !errors.Is(err, agentbridge.ErrScheduleTaken) {
+		t.Fatalf("handling a due time of a removed schedule: %v, want taken", err)
 	}
 }
 
