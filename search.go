@@ -122,7 +122,7 @@ func ParseSearchQuery(q string) (SearchQuery, error) {
 		if quoted {
 			end := strings.IndexByte(rest[1:], '"')
 			if end < 0 {
-				return SearchQuery{}, badQuery("The query has a \" that is not closed: end the phrase %s with another \".", strconvQuote(Clip(rest, 41)))
+				return SearchQuery{}, badQuery("The query has a \" that is not closed, before %s: end the phrase with another \".", strconvQuote(Clip(rest[1:], 40)))
 			}
 			raw, rest = rest[1:1+end], rest[2+end:]
 		} else {

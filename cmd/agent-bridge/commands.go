@@ -91,7 +91,7 @@ func (m *Main) commandTable() []command {
 			define:  m.sceneCommand},
 		command{use: "state THREAD", group: groupClient, short: "a thread's derived state (paused, muted, invited, modes)", define: m.stateCommand},
 		command{use: "search QUERY...", group: groupClient, short: "search every thread: words, \"phrases\", prefixes such as decid* (newest first)",
-			example: "  agent-bridge search deploy friday\n  agent-bridge search '\"ship the parser\"' --thread plan --from user\n  agent-bridge search decid* --limit 50",
+			example: "  agent-bridge search deploy friday\n  agent-bridge search '\"ship the parser\"' --thread plan --from user\n  agent-bridge search 'decid*' --limit 50",
 			define:  m.searchCommand},
 		command{use: "schedules [THREAD]", group: groupClient, short: "the schedules (of one thread) with their next due time", define: m.schedulesCommand},
 		command{use: "tail [THREAD]", group: groupClient, short: "follow a thread (or every thread with --all) as it is written",
