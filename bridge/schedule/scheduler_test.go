@@ -381,25 +381,6 @@ func control(t *testing.T, s store, thread, from, content string) {
 	}
 }
 
-// lockedBuffer is a log destination the test reads while the scheduler
-// writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestRefusedPostIsHandledOnce: a due time whose post the thread refuses
 // is not tried again at every step. When the person who set the schedule
 // is muted, the due time is handled by one notice to them that says why,
@@ -491,7 +472,7 @@ func TestRefusedPostIsHandledOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var logs lockedBuffer
+		var logs testutil.Buffer
 		sch := schedule.New(s, schedule.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		for range 4 {
 			if _, err := sch.Step(ctx, due.Add(time.Second)); err != nil {
