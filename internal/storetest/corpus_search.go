@@ -52,6 +52,8 @@ func CheckCorpusSearch(t *testing.T, ss agentbridge.SearchStore, c Corpus) {
 	}{
 		{"rollout", agentbridge.SearchRequest{}, []string{"rollout"}},
 		{"rollout orange", agentbridge.SearchRequest{}, []string{"rollout", "orange"}},
+		{"scheduler", agentbridge.SearchRequest{}, []string{"scheduler"}},
+		{"scheduler", agentbridge.SearchRequest{Threads: []string{"t0", "t2"}}, []string{"scheduler"}},
 		{`"rollout is blocked"`, agentbridge.SearchRequest{}, []string{"rollout"}},
 		{"rollo*", agentbridge.SearchRequest{}, []string{"rollout"}},
 		{"rollout", agentbridge.SearchRequest{From: "codex"}, nil},
@@ -71,11 +73,11 @@ func CheckCorpusSearch(t *testing.T, ss agentbridge.SearchStore, c Corpus) {
 		case k.req.From != "":
 			want = c.Contains("", k.req.From, "rollout")
 		case k.req.Threads != nil:
-			want = c.Contains("t0", "", "rollout") + c.Contains("t2", "", "rollout")
+			want = c.Contains("t0", "", k.q) + c.Contains("t2", "", k.q)
 		default:
 			want = c.Contains("", "", k.words...)
 		}
-		if got != want || (want == 0 && k.q == "rollout") {
+		if got != want || (want == 0 && (k.q == "rollout" || k.q == "scheduler")) {
 			t.Errorf("search %q %+v: %d hits, want %d", k.q, k.req, got, want)
 		}
 	}
@@ -92,6 +94,7 @@ func measureCorpusSearch(t *testing.T, ss agentbridge.SearchStore, thread string
 		{"common word", "the", agentbridge.SearchRequest{}},
 		{"two words", "deploy friday", agentbridge.SearchRequest{}},
 		{"rare word", "rollout", agentbridge.SearchRequest{}},
+		{"very rare word", "w12345", agentbridge.SearchRequest{}},
 		{"phrase", `"the parser"`, agentbridge.SearchRequest{}},
 		{"prefix", "migr*", agentbridge.SearchRequest{}},
 		{"rare, one thread", "rollout", agentbridge.SearchRequest{Threads: []string{thread}}},
