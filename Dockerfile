@@ -19,7 +19,7 @@ RUN go mod download
 COPY . .
 ARG VERSION=container
 RUN CGO_ENABLED=1 go build -trimpath \
-      -tags 'netgo osusergo sqlite_omit_load_extension' \
+      -tags 'netgo osusergo sqlite_omit_load_extension sqlite_fts5' \
       -ldflags "-s -w -X main.version=${VERSION} -extldflags -static" \
       -o /out/agent-bridge ./cmd/agent-bridge \
  && mkdir -p /out/data

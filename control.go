@@ -48,6 +48,9 @@ type Control struct {
 	// Change merges or discards a participant's branch (contract 8.1); a
 	// person's only, and it leaves the fold's state as it is.
 	Change *ChangeControl
+	// Schedule sets or removes a schedule of the thread (contract 8.6);
+	// the bridge keeps it apart from the fold's state.
+	Schedule *ScheduleControl
 }
 
 // PermissionControl is {"permission":{"event","option"}}: the answer to
@@ -118,6 +121,7 @@ var controlParsers = map[string]controlParser{
 	"prod":          parseProd,
 	"reset_session": parseResetSession,
 	"scene":         parseScene,
+	"schedule":      parseSchedule,
 	"uninvite":      parseUninvite,
 	"unmute":        parseUnmute,
 	"workspace":     parseWorkspace,

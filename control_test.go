@@ -33,6 +33,7 @@ func TestControlTable(t *testing.T) {
 		"prod":          {`["codex","claude"]`, Control{Prod: []string{"codex", "claude"}}, `[]`},
 		"reset_session": {`{"participant_id":"claude"}`, Control{ResetSession: &ResetSessionControl{ParticipantID: "claude"}}, `{"participant_id":""}`},
 		"scene":         {`{"on":false}`, Control{Scene: &SceneControl{On: false}}, `{"on":true,"actors":["a"]}`},
+		"schedule":      {`{"id":"standup","cron":"0 9 * * 1-5","tz":"Europe/Berlin","event":{"to":"claude","content":"go"}}`, Control{Schedule: &ScheduleControl{ID: "standup", Cron: "0 9 * * 1-5", TZ: "Europe/Berlin", Event: &ScheduleEvent{To: "claude", Content: json.RawMessage(`"go"`)}}}, `{"id":"standup","cron":"0 9 * * *","event":{"content":""}}`},
 		"uninvite":      {`{"participant_id":"codex"}`, Control{Uninvite: &UninviteControl{ParticipantID: "codex"}}, `{"id":"codex"}`},
 		"unmute":        {`{"targets":["codex"]}`, Control{Unmute: &UnmuteControl{Targets: []string{"codex"}}}, `{"targets":[]}`},
 		"workspace":     {`{"name":"app"}`, Control{Workspace: &WorkspaceControl{Name: "app"}}, `{"name":"/etc"}`},

@@ -35,6 +35,12 @@ const (
 	IgnoredSceneRunning = "scene_running"
 	// IgnoredNoScene: a scene close while none runs.
 	IgnoredNoScene = "no_scene"
+	// IgnoredBadSchedule: a schedule whose cron or time zone the bridge
+	// cannot read; the sentence names the field.
+	IgnoredBadSchedule = "bad_schedule"
+	// IgnoredNoSchedule: a schedule turned off that the thread does not
+	// have.
+	IgnoredNoSchedule = "no_schedule"
 )
 
 // humanOnly is every control key that counts only from a human, in the
@@ -59,6 +65,7 @@ var humanOnly = []struct {
 	{"permission", func(c *Control) bool { return c.Permission != nil }, func(c *Control) { c.Permission = nil }},
 	{"workspace", func(c *Control) bool { return c.Workspace != nil }, func(c *Control) { c.Workspace = nil }},
 	{"change", func(c *Control) bool { return c.Change != nil }, func(c *Control) { c.Change = nil }},
+	{"schedule", func(c *Control) bool { return c.Schedule != nil }, func(c *Control) { c.Schedule = nil }},
 }
 
 // HumanOnlyKeys are the keys of c that count only from humans, in the

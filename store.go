@@ -61,6 +61,11 @@ type AppendRequest struct {
 	// store refuses it (ECodeFenced) inside its write unless the claim is
 	// running or done at this fence under this coordinator (ClaimFence).
 	Fence *ClaimFence
+	// Schedule, when set, makes the append a schedule's post for one due
+	// time (or its notice of skipped ones): the store refuses it with
+	// ErrScheduleTaken unless the claim holds, and records it in the same
+	// transaction (ScheduleClaim). Only the bridge's scheduler sets it.
+	Schedule *ScheduleClaim
 }
 
 // MaxIdempotencyKeyLen bounds an idempotency key (the Idempotency-Key

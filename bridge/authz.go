@@ -90,6 +90,8 @@ func checkAgentRead(r *http.Request, cred httpguard.Credential, pattern string) 
 		return nil
 	case path == "/attachments/{id}":
 		return nil // the handler serves only what its thread holds
+	case path == "/search":
+		return nil // limited to the threads it may search (searchableThreads)
 	}
 	return agentbridge.Errorf(agentbridge.ECodeForbiddenScope,
 		"An agent token reads its own thread (%s) only, not %s.", cred.Thread, path)

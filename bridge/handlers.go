@@ -263,6 +263,7 @@ func (s *Server) handleEventsPost(w http.ResponseWriter, r *http.Request) error 
 	if !res.Replayed {
 		s.metrics.appends.Inc()
 		s.notifier.Event(res.Event)
+		s.scheduleChanged(res.Event, res.Ignored)
 	}
 	ignored := res.Ignored
 	if res.Replayed {

@@ -44,6 +44,13 @@ const (
 	// kindFileName is an uploaded file's name: valid text of at most
 	// 1,024 bytes (cleaned before it is kept).
 	kindFileName
+	// kindQuery is a search query: any text, parsed by the search itself
+	// (bad_query).
+	kindQuery
+	// kindParticipant is a participant id.
+	kindParticipant
+	// kindType is an event type.
+	kindType
 )
 
 // endpointQuery is what one endpoint takes: its parameters and the groups
@@ -67,6 +74,9 @@ var (
 	queryGlobalStream = endpointQuery{params: map[string]paramKind{"after": kindSeq}}
 	querySuggestions  = endpointQuery{params: map[string]paramKind{"status": kindStatus}}
 	queryUpload       = endpointQuery{params: map[string]paramKind{"name": kindFileName}}
+	querySearch       = endpointQuery{params: map[string]paramKind{"q": kindQuery, "thread": kindThreadID, "from": kindParticipant, "type": kindType,
+		"before": kindTime, "after": kindTime, "limit": kindCount, "cursor": kindSeqFrom1}}
+	querySchedules = endpointQuery{params: map[string]paramKind{"thread": kindThreadID}}
 )
 
 // readQuery is an endpoint's checked query.
@@ -166,7 +176,7 @@ func checkParam(name string, kind paramKind, v string) (string, int64, error) {
 		return agentbridge.FormatTime(t), 0, nil
 	case kindThreadID:
 		if !agentbridge.ThreadIDPattern.MatchString(v) {
-			return "", 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be a thread id (the last of the previous page), not %q.", name, shown)
+			return "", 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be a thread id%s, not %q.", name, map[bool]string{true: " (the last of the previous page)"}[name == "after"], shown)
 		}
 	case kindEventID:
 		if len(v) > agentbridge.MaxReceiptID {
@@ -175,6 +185,14 @@ func checkParam(name string, kind paramKind, v string) (string, int64, error) {
 	case kindStatus:
 		if !agentbridge.SuggestionStatusPattern.MatchString(v) {
 			return "", 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be a status such as %q, not %q.", name, agentbridge.SuggestionPending, shown)
+		}
+	case kindParticipant:
+		if !agentbridge.ParticipantIDPattern.MatchString(v) {
+			return "", 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be a participant id such as \"user\" or \"claude\", not %q.", name, shown)
+		}
+	case kindType:
+		if !agentbridge.TypePattern.MatchString(v) {
+			return "", 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be an event type such as \"message\", not %q.", name, shown)
 		}
 	case kindFormat:
 		if !agentbridge.ValidTranscriptFormat(v) {

@@ -19,6 +19,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/notify"
+	"github.com/agent-bridge/agent-bridge/bridge/schedule"
 	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
@@ -115,6 +116,11 @@ type Options struct {
 	// Push to the devices subscribed in the store (when it keeps them) and
 	// the ntfy topic. Its Store, Humans and Logger are the server's.
 	Notify notify.Options
+	// CatchUp is how old a schedule's missed due time may be and still be
+	// posted at start (schedule.DefaultCatchUp); ScheduleClock is the
+	// schedules' time (the wall clock; tests inject theirs).
+	CatchUp       time.Duration
+	ScheduleClock schedule.Clock
 }
 
 // Server is the bridge HTTP server. Create it with NewServer, start it with
@@ -165,6 +171,10 @@ type Server struct {
 	// attachments is the store's attachment side, nil when it keeps none
 	// (the attachment routes are then absent).
 	attachments agentbridge.AttachmentStore
+	// sched posts the schedules' due times (nil when the store keeps no
+	// schedules); scheduled is closed when its Run returns.
+	sched     *schedule.Scheduler
+	scheduled chan struct{}
 
 	// ctx is the base context of every request; Close cancels it so that
 	// streams and long-polls end promptly instead of holding Shutdown.
@@ -281,6 +291,9 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.threadHub = &threadHub{threads: map[string]*threadWatch{}}
+	if ss, ok := store.(schedule.Store); ok {
+		s.sched = schedule.New(ss, schedule.Options{CatchUp: opts.CatchUp, Clock: opts.ScheduleClock, Logger: opts.Logger})
+	}
 	if rw, ok := store.(agentbridge.ReceiptWatcher); ok {
 		// Receipts stored through another bridge on the same database.
 		rw.WatchReceipts(s.receiptHub.add)
@@ -381,6 +394,8 @@ func (s *Server) api() []route {
 		{"POST", "/claims", "claim a run or a notice {thread, event, participant|notice, round?, coordinator, instance, client?, wait?, pending_ttl_ms?}", s.handleClaimsPost},
 		{"POST", "/claims/{id}/done", "finish a claim {coordinator, instance, fence}", s.handleClaimDone},
 		{"GET", "/claims", "claims a coordinator may take (?claimable) or of a thread (?thread)", s.handleClaimsGet},
+		{"GET", "/search", "search every thread the credential may read (?q, ?thread, ?from, ?type, ?before, ?after, ?limit, ?cursor)", s.handleSearch},
+		{"GET", "/schedules", "the threads' schedules with their next due time (?thread)", s.handleSchedules},
 		{"GET", "/events", "events of all threads, long-polling (?after, ?wait, ?limit)", s.handleEventsPoll},
 		{"GET", "/events/stream", "events of all threads and presence as Server-Sent Events", s.handleGlobalStream},
 		{"POST", "/suggest", "suggest an improvement {from, title, description}", s.handleSuggestPost},
@@ -471,6 +486,13 @@ func (s *Server) Open() error {
 	s.pruned = make(chan struct{})
 	s.swept = make(chan struct{})
 	s.attSwept = make(chan struct{})
+	s.scheduled = make(chan struct{})
+	go func() {
+		defer close(s.scheduled)
+		if s.sched != nil {
+			s.sched.Run(s.ctx)
+		}
+	}()
 	go func() {
 		defer close(s.swept)
 		s.sweepClaims(s.ctx)
@@ -551,7 +573,7 @@ func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
 	s.threadHub.close()
 	s.mu.Lock()
-	srv, served, notified, pruned, swept, attSwept, local := s.srv, s.served, s.notified, s.pruned, s.swept, s.attSwept, s.localServed
+	srv, served, notified, pruned, swept, attSwept, local, scheduled := s.srv, s.served, s.notified, s.pruned, s.swept, s.attSwept, s.localServed, s.scheduled
 	s.mu.Unlock()
 	if srv == nil {
 		return nil
@@ -568,5 +590,6 @@ func (s *Server) Close(ctx context.Context) error {
 	<-pruned
 	<-swept
 	<-attSwept
+	<-scheduled
 	return errors.Join(err, s.srvErr)
 }

@@ -46,7 +46,7 @@ func (g *goBuild) path(t testing.TB) string {
 	t.Helper()
 	g.once.Do(func() {
 		g.bin = filepath.Join(fakeDir, g.name)
-		if out, err := exec.Command("go", "build", "-o", g.bin, g.pkg).CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-tags", testutil.BuildTags, "-o", g.bin, g.pkg).CombinedOutput(); err != nil {
 			g.err = fmt.Errorf("build %s: %v\n%s", g.pkg, err, out)
 		}
 	})

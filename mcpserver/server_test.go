@@ -202,6 +202,7 @@ func TestToolsAreListedWithSchemas(t *testing.T) {
 		"invite":         {"thread", "participant", "client", "model"},
 		"thread_state":   {"thread"},
 		"wait_for_reply": {"thread", "event_id"},
+		"search":         {"query"},
 	}
 	got := map[string]bool{}
 	for tool, err := range e.cs.Tools(t.Context(), nil) {

@@ -171,6 +171,7 @@ func (s *Server) addTools() {
 		Description: fmt.Sprintf("Wait until someone other than %s posts a message replying to the given event (its meta.reply_to is that event), and return that reply. A reply posted before the call is found too. If none arrives within timeout_s seconds (default %d, at most %d) the result says so; call again to keep waiting.", s.as, int(defaultWait.Seconds()), int(maxWait.Seconds())),
 		Annotations: readOnly,
 	}, s.waitForReply)
+	s.addSearchTool()
 }
 
 func (s *Server) listThreads(ctx context.Context, _ *mcp.CallToolRequest, in listThreadsIn) (*mcp.CallToolResult, listThreadsOut, error) {

@@ -9,6 +9,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -85,6 +86,16 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 			return response{}, err
 		}
 	}
+	if req.Schedule != nil {
+		// The row stays locked until COMMIT: another bridge's claim of
+		// the same due time waits for this one, then finds it moved.
+		if err := storecore.ClaimSchedule(ctx, req.Thread, req.Schedule, schedExec(l.tx)); err != nil {
+			if errors.Is(err, agentbridge.ErrScheduleTaken) {
+				return response{err: err}, nil
+			}
+			return response{}, err
+		}
+	}
 	in := a.Input
 	if in.Type == agentbridge.TypeMessage || a.MetaChanged {
 		if meta, err = storecore.StoredMeta(&in.Meta); err != nil {
@@ -102,6 +113,11 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 	}
 	if err := linkAttachments(ctx, l.tx, req.Thread, ev.ID, a.Attachments); err != nil {
 		return response{}, err
+	}
+	if ch := storecore.ScheduleChangeOf(ev, ctl, a.Ignored, s.humans); ch != nil {
+		if a.Ignored, err = ch.Write(ctx, req.Thread, schedExec(l.tx)); err != nil {
+			return response{}, err
+		}
 	}
 	if req.IdempotencyKey != "" {
 		l.b.keys[req.Thread+"\x00"+req.IdempotencyKey] = i

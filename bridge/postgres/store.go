@@ -131,6 +131,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
+	if err := backfill(ctx, pool, opts); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	epoch, err := openEpoch(ctx, pool, opts.Logger)
 	if err != nil {
 		pool.Close()

@@ -234,6 +234,7 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, b *batch) error {
 		return fmt.Errorf("insert events: %w", err)
 	}
 	var pb pgx.Batch
+	indexBatch(&pb, b.events)
 	for k, i := range b.keys {
 		thread, key, _ := strings.Cut(k, "\x00")
 		pb.Queue(`INSERT INTO idempotency (thread, key, event_id) VALUES ($1, $2, $3)`, thread, []byte(key), b.events[i].ID)

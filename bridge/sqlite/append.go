@@ -160,6 +160,16 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 			return response{err: refusal}, err
 		}
 	}
+	if req.Schedule != nil {
+		// The claim is the last check and the first write: once it holds,
+		// nothing refuses the append.
+		if err := storecore.ClaimSchedule(ctx, req.Thread, req.Schedule, connExec(s.w.conn)); err != nil {
+			if errors.Is(err, agentbridge.ErrScheduleTaken) {
+				return response{err: err}, nil
+			}
+			return response{}, err
+		}
+	}
 	in := a.Input
 	if a.MetaChanged && in.Type != agentbridge.TypeMessage {
 		if meta, err = storecore.StoredMeta(&in.Meta); err != nil {
@@ -188,6 +198,11 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	}
 	if err := s.linkAttachments(ctx, req.Thread, ev.ID, a.Attachments); err != nil {
 		return response{}, err
+	}
+	if ch := storecore.ScheduleChangeOf(ev, ctl, a.Ignored, s.humans); ch != nil {
+		if a.Ignored, err = ch.Write(ctx, req.Thread, connExec(s.w.conn)); err != nil {
+			return response{}, err
+		}
 	}
 	if req.IdempotencyKey != "" {
 		if _, err := s.w.st.insertIdempotency.ExecContext(ctx, req.Thread, req.IdempotencyKey, ev.ID); err != nil {
@@ -354,6 +369,9 @@ func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta str
 	}
 	if ev.GSeq, err = res.LastInsertId(); err != nil {
 		return fmt.Errorf("read gseq: %w", err)
+	}
+	if err := index(ctx, s.w.st.insertFTS, *ev); err != nil {
+		return err
 	}
 	if ev.Type == agentbridge.TypeThreadRenamed {
 		h.name, h.nameDirty = ev.Text(), true

@@ -145,6 +145,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkFTS5(ctx, wdb); err != nil {
+		_ = wdb.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	if err := sqlitex.Migrate(ctx, wdb, migrations, "migrations"); err != nil {
 		_ = wdb.Close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
@@ -158,6 +162,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = conn.Close()
 		_ = wdb.Close()
 		return nil, fmt.Errorf("open %s: set wal_autocheckpoint: %w", path, err)
+	}
+	if err := (&Store{log: opts.Logger}).backfill(ctx, conn); err != nil {
+		_ = conn.Close()
+		_ = wdb.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	st, err := prepareWriter(ctx, conn)
 	if err != nil {

@@ -41,6 +41,7 @@ type writerStmts struct {
 	selectAnswers, selectSenderHop                                              *sql.Stmt
 	insertEvent, insertIdempotency, insertSnapshot, insertThread, insertState   *sql.Stmt
 	updateThread, updateState                                                   *sql.Stmt
+	insertFTS                                                                   *sql.Stmt
 }
 
 // prepareWriter prepares every writer statement on conn. On error the
@@ -57,6 +58,7 @@ func prepareWriter(ctx context.Context, conn *sql.Conn) (writerStmts, error) {
 		{&st.insertIdempotency, wInsertIdempotency}, {&st.insertSnapshot, wInsertSnapshot},
 		{&st.insertThread, wInsertThread}, {&st.insertState, wInsertState},
 		{&st.updateThread, wUpdateThread}, {&st.updateState, wUpdateState},
+		{&st.insertFTS, wInsertFTS},
 	} {
 		stmt, err := conn.PrepareContext(ctx, p.query)
 		if err != nil {
@@ -74,7 +76,7 @@ func (st writerStmts) close() error {
 	for _, stmt := range []*sql.Stmt{
 		st.selectHead, st.selectIdempotency, st.selectEventByID, st.selectReplyTo, st.selectThread,
 		st.selectAnswers, st.selectSenderHop, st.insertEvent, st.insertIdempotency, st.insertSnapshot, st.insertThread, st.insertState,
-		st.updateThread, st.updateState,
+		st.updateThread, st.updateState, st.insertFTS,
 	} {
 		if stmt != nil {
 			errs = append(errs, stmt.Close())

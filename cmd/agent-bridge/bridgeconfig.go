@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/agent-bridge/agent-bridge/bridge/notify"
 )
@@ -28,6 +29,10 @@ type bridgeFileConfig struct {
 		// MaxBytes caps an uploaded file (contract 8.2; 25 MiB when 0).
 		MaxBytes int64 `json:"max_bytes"`
 	} `json:"attachments"`
+	// CatchUp is how old a schedule's due time missed while the bridge
+	// was down may be and still be posted at start (a Go duration, "1h"
+	// by default; "0s" posts none).
+	CatchUp *string `json:"catch_up"`
 }
 
 // maxAttachmentBytes is the largest attachments.max_bytes a bridge takes:
@@ -60,6 +65,11 @@ func readBridgeConfig(path string) (bridgeFileConfig, error) {
 	if mb := cfg.Attachments.MaxBytes; mb < 0 || mb > maxAttachmentBytes {
 		return cfg, usagef("--bridge-config %s: attachments.max_bytes %d must be from 1 to %d (1 GiB); leave it out for 25 MiB", path, mb, int64(maxAttachmentBytes))
 	}
+	if cfg.CatchUp != nil {
+		if d, err := time.ParseDuration(*cfg.CatchUp); err != nil || d < 0 {
+			return cfg, usagef("--bridge-config %s: catch_up %q is not a duration such as \"1h\" or \"30m\"", path, *cfg.CatchUp)
+		}
+	}
 	if n.Ntfy.TokenFile != "" {
 		if _, err := os.Stat(n.Ntfy.TokenFile); err != nil {
 			return cfg, usagef("--bridge-config %s: notify.ntfy.token_file: %v", path, err)
@@ -86,4 +96,15 @@ func attachmentDir(db string) string {
 		return ""
 	}
 	return filepath.Dir(db)
+}
+
+// catchUp is the catch_up the file sets (schedule.DefaultCatchUp when it
+// sets none; a tiny positive value when it sets "0s", which posts no missed
+// due time).
+func (c bridgeFileConfig) catchUp() time.Duration {
+	if c.CatchUp == nil {
+		return 0
+	}
+	d, _ := time.ParseDuration(*c.CatchUp)
+	return max(d, time.Nanosecond)
 }

@@ -119,6 +119,7 @@ func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*r
 		AttachmentDir:      attachmentDir(cfg.DB),
 		TLSCert:            cfg.TLSCert,
 		TLSKey:             cfg.TLSKey,
+		CatchUp:            cfg.File.catchUp(),
 	})
 	if err != nil {
 		_ = store.Close()

@@ -37,6 +37,22 @@ type serveProc struct {
 // logs its URL.
 func startServe(t *testing.T, bin, db string, args ...string) *serveProc {
 	t.Helper()
+	return startServeWith(t, bin, db, serveWait{}, args...)
+}
+
+// serveWait is how startServeWith waits for serve: up to within (30 s when
+// zero) for its URL, handing each log line to each (when not nil).
+type serveWait struct {
+	within time.Duration
+	each   func(line []byte)
+}
+
+// startServeWith is startServe with w's wait.
+func startServeWith(t *testing.T, bin, db string, w serveWait, args ...string) *serveProc {
+	t.Helper()
+	if w.within == 0 {
+		w.within = 30 * time.Second
+	}
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db}, args...)...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "BRIDGE_TOKEN=", "BRIDGE_ADDR=", "BRIDGE_DB=")
@@ -52,6 +68,9 @@ func startServe(t *testing.T, bin, db string, args ...string) *serveProc {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			if w.each != nil {
+				w.each(sc.Bytes())
+			}
 			var line struct {
 				Msg string `json:"msg"`
 				URL string `json:"url"`
@@ -80,8 +99,8 @@ func startServe(t *testing.T, bin, db string, args ...string) *serveProc {
 		p.token = tok
 	case err := <-p.done:
 		t.Fatalf("serve exited before listening: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not log its URL within 30s")
+	case <-time.After(w.within):
+		t.Fatalf("serve did not log its URL within %v", w.within)
 	}
 	return p
 }

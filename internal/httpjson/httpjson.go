@@ -68,6 +68,7 @@ var statusByCode = map[string]int{
 	agentbridge.ECodeFieldNotAllowed:      http.StatusBadRequest,
 	agentbridge.ECodeInvalidJSON:          http.StatusBadRequest,
 	agentbridge.ECodeDuplicateKey:         http.StatusBadRequest,
+	agentbridge.ECodeBadQuery:             http.StatusBadRequest,
 	agentbridge.ECodeBodyTooLarge:         http.StatusRequestEntityTooLarge,
 	agentbridge.ECodeTooLarge:             http.StatusRequestEntityTooLarge,
 	agentbridge.ECodeUnknownAttachment:    http.StatusBadRequest,

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 
-	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/oklog/ulid/v2"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/bridge/schedule"
 )
 
 // AppendLookups are the facts an append's preamble asks of a store's
@@ -154,6 +156,9 @@ func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendReques
 	}
 	if ignored == nil {
 		ignored = answered
+	}
+	if ignored == nil && ctl != nil && ctl.Schedule != nil && humans.Has(in.From) {
+		ignored = schedule.Check(ctl.Schedule)
 	}
 	return Admission{Input: in, Ignored: ignored, Attachments: ids, MetaChanged: len(ids) > 0}, nil
 }

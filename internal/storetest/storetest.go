@@ -63,6 +63,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"SweepAttachments", testSweepAttachments},
 		{"SweepRacesAppends", testSweepRacesAppends},
 		{"AttachmentCutShort", testAttachmentCutShort},
+		{"Search", testSearch},
+		{"Schedules", testSchedules},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}

@@ -69,6 +69,11 @@ func ModuleRoot() (string, error) {
 	}
 }
 
+// BuildTags are the build tags every build of agent-bridge needs: SQLite's
+// full-text search, which the bridge's store refuses to open without
+// (docs/storage.md "Search"). Tests that build a program pass them.
+const BuildTags = "sqlite_fts5"
+
 // GoBuild builds the package pkg (a path relative to the module root, such as
 // "./cmd/agent-bridge") into dir and returns the binary's path. With race
 // set, the binary is built with -race.
@@ -82,7 +87,7 @@ func GoBuild(ctx context.Context, pkg, dir string, race bool) (string, error) {
 		name += ".exe"
 	}
 	out := filepath.Join(dir, name)
-	args := []string{"build", "-o", out}
+	args := []string{"build", "-tags", BuildTags, "-o", out}
 	if race {
 		args = append(args, "-race")
 	}

@@ -29,6 +29,8 @@ import { wireSuggestions } from "./suggestions.js";
 import { redeemPairing, wirePhone } from "./phone.js";
 import { wireAttachments, renderAttachments, renderPending, pendingAttachments, clearAttachments } from "./attachments.js";
 import { changeCard, noteChangeResult } from "./changes.js";
+import { wireSearch } from "./search.js";
+import { wireSchedules, loadSchedules } from "./schedules.js";
 
 // The views call each other only through hooks (hooks.js): this is every
 // function one view asks of another, filled in before anything runs.
@@ -46,13 +48,18 @@ Object.assign(hooks, {
   // composer.js
   setReply, answerQuestion, showComposerError,
   // panel.js
-  control, refreshState,
+  control,
   // revision.js
   renderRevision,
   // changes.js
   changeCard, noteChangeResult,
   // notify.js
   maybeNotify, notifyEnabled,
+  // panel.js, then the thread's schedules (schedules.js) with its state
+  refreshState: async (v) => {
+    await refreshState(v);
+    loadSchedules(v);
+  },
   // attachments.js
   renderAttachments, renderPending, pendingAttachments, clearAttachments,
 });
@@ -240,6 +247,8 @@ async function main() {
   wireNotifications();
   wireSuggestions();
   wirePhone();
+  wireSearch();
+  wireSchedules();
   showRunsLink();
   loadCoordinators();
   // The stream's first connection loads the thread list and the thread.

@@ -57,6 +57,12 @@ export const CONTROL_SENTENCES = {
     if (v && v.discard) return `asked to discard ${c.name(v.discard.participant)}’s change`;
     return "sent a change control";
   },
+  schedule: (v, c) => {
+    const id = String((v && v.id) || "");
+    if (v && v.off) return `turned schedule ${id} off`;
+    const to = (v && v.event && v.event.to) || "all";
+    return `scheduled ${id} (${String((v && v.cron) || "")}, ${String((v && v.tz) || "UTC")}) to ${c.name(to)}`;
+  },
 };
 
 // describeControl is the sentence for a control event's content (an object,
