@@ -40,6 +40,11 @@ const (
 	kindStatus
 	// kindFormat is a transcript format.
 	kindFormat
+	// kindPage is a page's length in a listing of tokens: 1 to
+	// agentbridge.MaxTokensPage.
+	kindPage
+	// kindParticipant is a participant id (or a client).
+	kindParticipant
 )
 
 // endpointQuery is what one endpoint takes: its parameters and the groups
@@ -62,6 +67,8 @@ var (
 	queryPoll         = endpointQuery{params: map[string]paramKind{"after": kindSeq, "wait": kindWait, "limit": kindCount}}
 	queryGlobalStream = endpointQuery{params: map[string]paramKind{"after": kindSeq}}
 	querySuggestions  = endpointQuery{params: map[string]paramKind{"status": kindStatus}}
+	queryTokens       = endpointQuery{params: map[string]paramKind{"after": kindSeq, "limit": kindPage}}
+	queryCoordinators = endpointQuery{params: map[string]paramKind{"served_ever": kindParticipant, "client": kindParticipant}}
 )
 
 // readQuery is an endpoint's checked query.
@@ -129,7 +136,7 @@ func parseQuery(r *http.Request, e endpointQuery) (readQuery, error) {
 }
 
 func isNumber(k paramKind) bool {
-	return k == kindSeq || k == kindSeqFrom1 || k == kindCount || k == kindWait
+	return k == kindSeq || k == kindSeqFrom1 || k == kindCount || k == kindWait || k == kindPage
 }
 
 // checkParam checks one value; it returns the value to use (a time in the
@@ -145,6 +152,8 @@ func checkParam(name string, kind paramKind, v string) (string, int64, error) {
 			lo, hi = 1, agentbridge.MaxEventsLimit
 		case kindWait:
 			hi = maxWait
+		case kindPage:
+			lo, hi = 1, agentbridge.MaxTokensPage
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < lo || n > hi {
@@ -170,6 +179,10 @@ func checkParam(name string, kind paramKind, v string) (string, int64, error) {
 	case kindStatus:
 		if !agentbridge.SuggestionStatusPattern.MatchString(v) {
 			return "", 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be a status such as %q, not %q.", name, agentbridge.SuggestionPending, shown)
+		}
+	case kindParticipant:
+		if !agentbridge.ParticipantIDPattern.MatchString(v) {
+			return "", 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be a participant id or a client name, not %q.", name, shown)
 		}
 	case kindFormat:
 		if !agentbridge.ValidTranscriptFormat(v) {

@@ -386,8 +386,7 @@ func (c *Coordinator) unservedAtInvite(ctx context.Context, e agentbridge.Event,
 	c.sched.notices.Add(1)
 	go func() {
 		defer c.sched.notices.Done()
-		c.registry.Refresh(ctx)
-		if never, known := c.registry.NeverServed(p, cl); !known || !never {
+		if never, known := c.registry.NeverServed(ctx, p, cl); !known || !never {
 			return
 		}
 		c.postUnserved(ctx, cfg, e, p, cl)

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -8,6 +9,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 )
 
 // Taking over (contract 7.1): the claims this coordinator may take now —
@@ -66,8 +68,9 @@ func (k *claimer) takeAll(ctx context.Context) {
 	}
 }
 
-// take claims cl and settles it: finished when its reply is in the
-// thread, else queued here.
+// take claims cl and settles it: ended as no trigger when this
+// coordinator's rules disagree with it (contract 8.3), finished when its
+// reply is in the thread, else queued here.
 func (k *claimer) take(ctx context.Context, cfg *config.Config, cl agentbridge.Claim) error {
 	e, err := k.findEvent(ctx, cl.Thread, cl.Event)
 	if err != nil {
@@ -78,13 +81,30 @@ func (k *claimer) take(ctx context.Context, cfg *config.Config, cl agentbridge.C
 		return err
 	}
 	agent, ok := cfg.ResolveAgent(cl.Participant, before.state)
+	if !ok && cl.FallbackFrom != "" {
+		// A fallback participant may be invited after its trigger.
+		if now, _, err := k.c.bridge.State(ctx, cl.Thread, 0); err == nil {
+			agent, ok = cfg.ResolveAgent(cl.Participant, now)
+		}
+	}
 	if !ok {
 		return nil // not served here (the config changed since the list)
 	}
+	why, err := k.disagreement(ctx, cfg, e, before.state, cl)
+	if err != nil {
+		return err
+	}
 	req := k.request(cfg, ledger.Invocation{Thread: cl.Thread, TriggerID: cl.Event, Participant: cl.Participant, Round: cl.Round}, cl.Client)
+	req.FallbackFrom = cl.FallbackFrom
 	res, err := k.c.bridge.Claim(ctx, req)
 	if err != nil || !res.Granted {
 		return err // another coordinator was quicker
+	}
+	if why != "" {
+		k.c.log.Warn("a claim taken over is no trigger by this coordinator's rules; ending it unrun", "thread", cl.Thread,
+			"trigger", cl.Event, "participant", cl.Participant, "round", cl.Round, "why", why)
+		_, err := k.c.bridge.EndNotATrigger(ctx, res.Claim.ID, res.Claim.Fence, cfg.CoordinatorID, k.c.registry.Instance(), why)
+		return err
 	}
 	inv := ledger.Invocation{
 		Thread: e.Thread, TriggerID: e.ID, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq,
@@ -110,6 +130,24 @@ func (k *claimer) take(ctx context.Context, cfg *config.Config, cl agentbridge.C
 	k.c.receipts.reopen(queued.ID)
 	k.c.sched.enqueue(job{inv: queued, trigger: &e})
 	return nil
+}
+
+// disagreement decides cl's event again with this coordinator's rules,
+// from the thread's state before it, and says why they do not make it a
+// trigger of cl's round for the participant cl answers for ("" when they
+// do).
+func (k *claimer) disagreement(ctx context.Context, cfg *config.Config, e agentbridge.Event, before agentbridge.ThreadState, cl agentbridge.Claim) (string, error) {
+	var facts *rules.PartyFacts
+	if before.Party.On {
+		var err error
+		if facts, err = k.c.partySelectionFacts(ctx, e, cfg); err != nil {
+			return "", err
+		}
+	}
+	d := rules.Decide(before, e, agentbridge.ControlOf(e), cfg, facts)
+	target := cmp.Or(cl.FallbackFrom, cl.Participant)
+	_, servedHere := cfg.ResolveAgent(target, before)
+	return rules.ClaimDisagreement(d, before, cfg, target, cl.Round, servedHere), nil
 }
 
 // findEvent reads event id of thread: among its latest events, else by

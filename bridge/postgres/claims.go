@@ -25,9 +25,9 @@ const (
 	clSelectKey  = clSelect + ` WHERE thread = $1 AND event = $2 AND participant = $3 AND round = $4 AND notice = $5`
 	clSelectOpen = clSelect + ` WHERE state IN ('waiting', 'running') ORDER BY id`
 	clSelectTh   = clSelect + ` WHERE thread = $1 ORDER BY id`
-	clInsert     = `INSERT INTO claims (thread, event, participant, round, notice, client, state, coordinator, instance, host, fence, created_ms, claimed_ms, expires_ms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, ` + nowMillis + `,
-			CASE WHEN $12 THEN ` + nowMillis + ` ELSE 0 END, CASE WHEN $13::bigint > 0 THEN ` + nowMillis + ` + $13::bigint ELSE 0 END)
+	clInsert     = `INSERT INTO claims (thread, event, participant, round, notice, client, fallback_from, filed_by, state, coordinator, instance, host, fence, created_ms, claimed_ms, expires_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, ` + nowMillis + `,
+			CASE WHEN $14 THEN ` + nowMillis + ` ELSE 0 END, CASE WHEN $15::bigint > 0 THEN ` + nowMillis + ` + $15::bigint ELSE 0 END)
 		ON CONFLICT (thread, event, participant, round, notice) DO NOTHING`
 	clTake = `UPDATE claims SET state = 'running', coordinator = $1, instance = $2, host = $3, fence = fence + 1,
 		claimed_ms = ` + nowMillis + ` WHERE id = $4`
@@ -141,6 +141,17 @@ func (t *claimTx) InsertClaim(ctx context.Context, c storecore.NewClaim) (bool, 
 	return err == nil && tag.RowsAffected() > 0, err
 }
 
+// WaitingFiledBy counts coordinator's waiting claims under a lock of the
+// count, held until COMMIT, so that two bridges filing for one
+// coordinator count in turn.
+func (t *claimTx) WaitingFiledBy(ctx context.Context, coordinator string) (n int, err error) {
+	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('waiting-claims:' || $1, 0))`, coordinator); err != nil {
+		return 0, fmt.Errorf("lock the waiting claims' count: %w", err)
+	}
+	err = t.tx.QueryRow(ctx, `SELECT count(*) FROM claims WHERE state = 'waiting' AND filed_by = $1`, coordinator).Scan(&n)
+	return n, err
+}
+
 // TakeClaim hands claim id to me.
 func (t *claimTx) TakeClaim(ctx context.Context, id int64, me agentbridge.CoordinatorInfo) error {
 	_, err := t.tx.Exec(ctx, clTake, me.ID, me.Instance, me.Host, id)
@@ -167,6 +178,46 @@ func (t *claimTx) MarkInterrupted(ctx context.Context, id int64) error {
 // MarkExpired expires claim id.
 func (t *claimTx) MarkExpired(ctx context.Context, id int64) error {
 	_, err := t.tx.Exec(ctx, `UPDATE claims SET state = 'expired' WHERE id = $1`, id)
+	return err
+}
+
+// StateNow is thread's state as the writer's batch holds it (the writer
+// locked the thread for the expiry).
+func (t *claimTx) StateNow(ctx context.Context, thread string) (agentbridge.ThreadState, error) {
+	if t.l == nil {
+		return agentbridge.ThreadState{}, fmt.Errorf("thread %s: no writer batch", thread)
+	}
+	h, ok := t.l.b.heads[thread]
+	if !ok {
+		return agentbridge.ThreadState{}, agentbridge.ThreadNotFound(thread)
+	}
+	return h.state, nil
+}
+
+// LastUnserved reads the last unserved notice of (thread, participant).
+func (t *claimTx) LastUnserved(ctx context.Context, thread, participant string) (ms int64, found bool, err error) {
+	found, err = storecore.Found(t.tx.QueryRow(ctx, `SELECT posted_ms FROM unserved_notices WHERE thread = $1 AND participant = $2`, thread, participant).Scan(&ms))
+	return ms, found, err
+}
+
+// PutUnserved records an unserved notice of (thread, participant).
+func (t *claimTx) PutUnserved(ctx context.Context, thread, participant string, nowMs int64) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO unserved_notices (thread, participant, posted_ms) VALUES ($1, $2, $3)
+		ON CONFLICT (thread, participant) DO UPDATE SET posted_ms = excluded.posted_ms`, thread, participant, nowMs)
+	return err
+}
+
+// CountWaited counts the run claims of (thread, participant) waiting or
+// expired after sinceMs.
+func (t *claimTx) CountWaited(ctx context.Context, thread, participant string, sinceMs int64) (n int, err error) {
+	err = t.tx.QueryRow(ctx, `SELECT count(*) FROM claims WHERE thread = $1 AND participant = $2 AND notice = ''
+		AND (state = 'waiting' OR (state = 'expired' AND expires_ms > $3))`, thread, participant, sinceMs).Scan(&n)
+	return n, err
+}
+
+// MarkNotATrigger ends claim id as no trigger.
+func (t *claimTx) MarkNotATrigger(ctx context.Context, id int64) error {
+	_, err := t.tx.Exec(ctx, `UPDATE claims SET state = 'not_a_trigger' WHERE id = $1`, id)
 	return err
 }
 
@@ -223,6 +274,28 @@ func (s *Store) FinishClaim(ctx context.Context, id, fence int64, coordinator st
 		return nil
 	})
 	return out, err
+}
+
+// EndNotATrigger ends claim id as no trigger in one transaction that
+// locks the claim, then its pair's receipt, when coordinator holds it at
+// fence.
+func (s *Store) EndNotATrigger(ctx context.Context, id, fence int64, coordinator, why string) (_ agentbridge.Claim, _ *agentbridge.Receipt, err error) {
+	defer s.guardWrite(time.Now(), &err)
+	var out agentbridge.Claim
+	var rc *agentbridge.Receipt
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		t := &claimTx{s: s, tx: tx}
+		c, wrote, refusal, err := storecore.EndNotATrigger(ctx, t, id, fence, coordinator, why)
+		if refusal != nil {
+			return refusal
+		}
+		if wrote && t.changed {
+			rc = &t.rcpt
+		}
+		out = c
+		return err
+	})
+	return out, rc, err
 }
 
 // CheckFence checks f against its claim as committed.
@@ -308,7 +381,7 @@ func (s *Store) ExpireClaim(ctx context.Context, id int64) (_ *agentbridge.Event
 // the batch and fails the receipt.
 func (s *Store) expireClaim(ctx context.Context, l *lookups, id int64) (response, error) {
 	t := &claimTx{s: s, tx: l.tx, l: l}
-	expired, err := storecore.ExpireClaim(ctx, s.log, t, id)
+	expired, err := storecore.ExpireClaim(ctx, s.log, t, id, s.humans)
 	if err != nil || !expired {
 		return response{}, err
 	}
@@ -343,4 +416,10 @@ func recordServed(ctx context.Context, tx pgx.Tx, reg agentbridge.Registration) 
 		}
 	}
 	return nil
+}
+
+// EventByID reads event id of thread.
+func (s *Store) EventByID(ctx context.Context, thread, id string) (_ agentbridge.Event, _ bool, err error) {
+	defer s.guard(time.Now(), &err)
+	return storecore.LookupEvent(s.pool.QueryRow(ctx, selectEvent+` WHERE id = $1 AND thread = $2`, id, thread))
 }

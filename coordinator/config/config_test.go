@@ -90,6 +90,8 @@ func TestParse_AllKeys(t *testing.T) {
 		"permission_timeout_s": 60,
 		"claim_ttl_s":          2.5,
 		"pending_ttl_s":        60,
+		"run_retry_attempts":   3,
+		"run_retry_window_s":   30,
 		"host":                 "laptop",
 		"agents": {
 			"codex": {
@@ -136,6 +138,8 @@ func TestParse_AllKeys(t *testing.T) {
 		PermissionTimeout:       time.Minute,
 		ClaimTTL:                2500 * time.Millisecond,
 		PendingTTL:              time.Minute,
+		RunRetryAttempts:        3,
+		RunRetryWindow:          30 * time.Second,
 		Host:                    "laptop",
 		Agents: map[string]Agent{"codex": {
 			Command: []string{"/usr/bin/codex-adapter", "--fast"},

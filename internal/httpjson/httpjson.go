@@ -68,6 +68,9 @@ var statusByCode = map[string]int{
 	agentbridge.ECodeFieldNotAllowed:      http.StatusBadRequest,
 	agentbridge.ECodeInvalidJSON:          http.StatusBadRequest,
 	agentbridge.ECodeDuplicateKey:         http.StatusBadRequest,
+	agentbridge.ECodeTooDeep:              http.StatusBadRequest,
+	agentbridge.ECodeNotATrigger:          http.StatusBadRequest,
+	agentbridge.ECodeTooMany:              http.StatusTooManyRequests,
 	agentbridge.ECodeBodyTooLarge:         http.StatusRequestEntityTooLarge,
 	agentbridge.ECodeDetailsTooLarge:      http.StatusRequestEntityTooLarge,
 	agentbridge.ECodeTooManyPresence:      http.StatusTooManyRequests,
@@ -118,6 +121,9 @@ func StatusFor(code string) int {
 func DecodeObject(body []byte, v any, fields []string) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
+		if err := agentbridge.CheckJSONDepth(body); err != nil {
+			return err
+		}
 		return agentbridge.Errorf(agentbridge.ECodeInvalidJSON, "The request body must be a JSON object.")
 	}
 	if err := agentbridge.CheckJSONBody(body); err != nil {

@@ -29,6 +29,10 @@ type ClaimTx interface {
 	TakeClaim(ctx context.Context, id int64, me agentbridge.CoordinatorInfo) error
 	// PutReceipt writes a receipt in the transaction.
 	PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) error
+	// WaitingFiledBy counts the waiting claims coordinator filed, taking
+	// turns with the other writes that count them (PostgreSQL locks the
+	// count), so that the cap holds between two bridges.
+	WaitingFiledBy(ctx context.Context, coordinator string) (int, error)
 }
 
 // NewClaim is a claim row to insert: a waiting one, or a running one held
@@ -39,16 +43,17 @@ type NewClaim struct {
 	Holder  agentbridge.CoordinatorInfo
 }
 
-// Args are the values of the insert, in order: the key, client, state,
-// coordinator, instance, host, fence, whether it is running (its claimed
-// time is now) and the waiting ttl in milliseconds (0 when running).
+// Args are the values of the insert, in order: the key, client, the
+// participant it falls back from, who filed it, state, coordinator,
+// instance, host, fence, whether it is running (its claimed time is now)
+// and the waiting ttl in milliseconds (0 when running).
 func (c NewClaim) Args() []any {
 	k := c.Req.ClaimKey
 	if c.Running {
-		return []any{k.Thread, k.Event, k.Participant, k.Round, k.Notice, c.Req.Client,
+		return []any{k.Thread, k.Event, k.Participant, k.Round, k.Notice, c.Req.Client, c.Req.FallbackFrom, c.Req.Coordinator,
 			agentbridge.ClaimRunning, c.Holder.ID, c.Holder.Instance, c.Holder.Host, int64(1), true, int64(0)}
 	}
-	return []any{k.Thread, k.Event, k.Participant, k.Round, k.Notice, c.Req.Client,
+	return []any{k.Thread, k.Event, k.Participant, k.Round, k.Notice, c.Req.Client, c.Req.FallbackFrom, c.Req.Coordinator,
 		agentbridge.ClaimWaiting, "", "", "", int64(0), false, c.Req.PendingTTLMillis}
 }
 
@@ -84,6 +89,11 @@ func WriteClaim(ctx context.Context, tx ClaimTx, req agentbridge.ClaimRequest) (
 		switch act {
 		case ClaimInsertWaiting, ClaimInsertRunning:
 			running := act == ClaimInsertRunning
+			if !running {
+				if refusal, err := checkWaitingCap(ctx, tx, req.Coordinator); refusal != nil || err != nil {
+					return res, refusal, err
+				}
+			}
 			inserted, err := tx.InsertClaim(ctx, NewClaim{Req: req, Running: running, Holder: me})
 			if err != nil {
 				return res, nil, fmt.Errorf("insert claim: %w", err)
@@ -108,4 +118,18 @@ func WriteClaim(ctx context.Context, tx ClaimTx, req agentbridge.ClaimRequest) (
 		}
 		return agentbridge.ClaimResult{Claim: row.Claim, Granted: granted, PreviousHost: prev}, nil, nil
 	}
+}
+
+// checkWaitingCap refuses (429 too_many) a new waiting claim of
+// coordinator when it already filed agentbridge.MaxWaitingClaims that
+// still wait (contract 8.3).
+func checkWaitingCap(ctx context.Context, tx ClaimTx, coordinator string) (refusal, err error) {
+	n, err := tx.WaitingFiledBy(ctx, coordinator)
+	if err != nil {
+		return nil, fmt.Errorf("count waiting claims: %w", err)
+	}
+	if n >= agentbridge.MaxWaitingClaims {
+		return agentbridge.Errorf(agentbridge.ECodeTooMany, "Coordinator %q has %d waiting claims, the most one coordinator may file; a waiting claim is filed again once some are taken or expire.", coordinator, n), nil
+	}
+	return nil, nil
 }

@@ -39,7 +39,10 @@ const ReceiptColumns = `event, participant, sender, state, reason, invocation, r
 const SuggestionColumns = `id, sender, title, description, status, ts`
 
 // ScanEvent scans an EventColumns row: content is the raw JSON as stored,
-// meta decoded (the common "{}" without the decoder).
+// meta decoded (the common "{}" without the decoder). A value stored
+// before the bridge refused bodies nested deeper than
+// agentbridge.MaxJSONDepth is served as a note instead
+// (agentbridge.Event.ClipTooDeep), so that it breaks no reader.
 func ScanEvent(r Row) (agentbridge.Event, error) {
 	var ev agentbridge.Event
 	var content, meta []byte
@@ -49,12 +52,12 @@ func ScanEvent(r Row) (agentbridge.Event, error) {
 	if content != nil {
 		ev.Content = json.RawMessage(content)
 	}
-	if string(meta) == "{}" {
-		return ev, nil // most events: skip the decoder, same result
+	if string(meta) != "{}" { // most events' meta is: skip the decoder, same result
+		if err := json.Unmarshal(meta, &ev.Meta); err != nil {
+			return agentbridge.Event{}, fmt.Errorf("decode meta of event %s: %w", ev.ID, err)
+		}
 	}
-	if err := json.Unmarshal(meta, &ev.Meta); err != nil {
-		return agentbridge.Event{}, fmt.Errorf("decode meta of event %s: %w", ev.ID, err)
-	}
+	ev.ClipTooDeep()
 	return ev, nil
 }
 
@@ -85,13 +88,33 @@ func ScanSuggestion(r Row) (agentbridge.Suggestion, error) {
 }
 
 // TokenColumns are the columns ScanToken reads, in order.
-const TokenColumns = `id, name, scope, thread, participant, created_at, expires_at, revoked_at, created_by`
+const TokenColumns = `id, name, scope, thread, participant, created_at, expires_at, revoked_at, created_by, agents`
 
 // ScanToken scans a TokenColumns row.
 func ScanToken(r Row) (agentbridge.Token, error) {
 	var t agentbridge.Token
-	err := r.Scan(&t.ID, &t.Name, &t.Scope, &t.Thread, &t.Participant, &t.CreatedAt, &t.ExpiresAt, &t.RevokedAt, &t.CreatedBy)
+	err := r.Scan(&t.ID, &t.Name, &t.Scope, &t.Thread, &t.Participant, &t.CreatedAt, &t.ExpiresAt, &t.RevokedAt, &t.CreatedBy, &t.Agents)
 	return t, err
+}
+
+// LiveAgentTokens is the count, in SQL, of the live agent tokens one
+// creator holds (the first argument), as of a TimeLayout time (the
+// second): what TokenInput.MaxLive caps.
+const LiveAgentTokens = `SELECT count(*) FROM tokens WHERE created_by = %s AND scope = 'agent' AND revoked_at = '' AND (expires_at = '' OR expires_at > %s)`
+
+// CollectTokenPage scans rows of seq and TokenColumns: the tokens, and
+// each one's position (its seq), for the next page's cursor.
+func CollectTokenPage(rows Rows) ([]agentbridge.Token, []int64, error) {
+	tokens, pos := []agentbridge.Token{}, []int64{}
+	for rows.Next() {
+		var seq int64
+		var t agentbridge.Token
+		if err := rows.Scan(&seq, &t.ID, &t.Name, &t.Scope, &t.Thread, &t.Participant, &t.CreatedAt, &t.ExpiresAt, &t.RevokedAt, &t.CreatedBy, &t.Agents); err != nil {
+			return nil, nil, fmt.Errorf("scan token: %w", err)
+		}
+		tokens, pos = append(tokens, t), append(pos, seq)
+	}
+	return tokens, pos, rows.Err()
 }
 
 // LookupToken scans the one token row r; found is false when there is
@@ -102,6 +125,16 @@ func LookupToken(r Row, what string) (_ agentbridge.Token, found bool, _ error) 
 		return agentbridge.Token{}, false, wrapf(err, "look up %s", what)
 	}
 	return t, true, nil
+}
+
+// LookupEvent scans the one event row r; found is false when there is
+// none.
+func LookupEvent(r Row) (_ agentbridge.Event, found bool, _ error) {
+	ev, err := ScanEvent(r)
+	if found, err = Found(err); err != nil || !found {
+		return agentbridge.Event{}, false, wrapf(err, "look up event")
+	}
+	return ev, true, nil
 }
 
 // LookupThread scans the one thread row r of thread id: thread_not_found
