@@ -232,6 +232,7 @@ func testWaitingClaims(t *testing.T, newStore Factory) {
 		t.Fatalf("taking the waiting claim: %+v %v", got, err)
 	}
 
+	MustAppend(t, s, "t", Control("user", `{"invite":{"participant_id":"ghost","profile":{"client":"ghost","model":"m"}}}`))
 	ghost := agentbridge.ClaimKey{Thread: "t", Event: trigger.ID, Participant: "ghost"}
 	res, err = cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: ghost, Coordinator: "server", Instance: "s1", Wait: true, PendingTTLMillis: 200})
 	if err != nil || res.Claim.State != agentbridge.ClaimWaiting {
@@ -267,5 +268,122 @@ func testWaitingClaims(t *testing.T, newStore Factory) {
 	}
 	if list, _ := cs.Claims(ctx, "t"); len(list) != 2 || list[1].State != agentbridge.ClaimExpired {
 		t.Fatalf("claims after the expiry: %+v", list)
+	}
+}
+
+// testUnservedNotices: the "nobody served" message is posted once per
+// (thread, participant) per pending ttl, naming how many messages waited,
+// and never for a human or a participant not invited (contract 8.3).
+func testUnservedNotices(t *testing.T, newStore Factory) {
+	s, cs := claimStore(t, newStore)
+	ctx := context.Background()
+	NewThread(t, s, "t")
+	MustAppend(t, s, "t", Control("user", `{"invite":{"participant_id":"g","profile":{"client":"gemini","model":"m"}}}`))
+	register(t, s, agentbridge.Registration{ID: "server", Instance: "s1", Host: "server"})
+	wait := func(p string, ttl time.Duration) agentbridge.Claim {
+		t.Helper()
+		e := MustAppend(t, s, "t", Msg("user", "hi"))
+		res, err := cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: agentbridge.ClaimKey{Thread: "t", Event: e.ID, Participant: p},
+			Coordinator: "server", Instance: "s1", Wait: true, PendingTTLMillis: ttl.Milliseconds()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Claim
+	}
+	expire := func(c agentbridge.Claim) *agentbridge.Event {
+		t.Helper()
+		testutil.WaitFor(t, 10*time.Second, "claim "+c.Participant+" to be due", func() bool {
+			due, err := cs.DueClaims(ctx)
+			for _, d := range due {
+				if d.ID == c.ID {
+					return true
+				}
+			}
+			return err != nil
+		})
+		ev, rc, ok, err := cs.ExpireClaim(ctx, c.ID)
+		if err != nil || !ok || rc == nil || rc.State != agentbridge.ReceiptFailed {
+			t.Fatalf("ExpireClaim(%s): %+v %v %v", c.Participant, rc, ok, err)
+		}
+		return ev
+	}
+	first := []agentbridge.Claim{wait("g", 500*time.Millisecond), wait("g", 500*time.Millisecond), wait("g", 500*time.Millisecond)}
+	late := wait("g", 3*time.Second)
+	human, stranger := wait("user", 500*time.Millisecond), wait("nobody", 500*time.Millisecond)
+	ev := expire(first[0])
+	if ev == nil || !strings.Contains(ev.Text(), "4 messages to g waited") {
+		t.Fatalf("the first expiry's message: %+v, want one naming the 4 messages to g", ev)
+	}
+	for _, c := range append(first[1:], human, stranger, late) {
+		if ev := expire(c); ev != nil {
+			t.Errorf("the expiry of %s's claim %d posted %q", c.Participant, c.ID, ev.Text())
+		}
+	}
+	if ev := expire(wait("g", 200*time.Millisecond)); ev == nil || !strings.Contains(ev.Text(), "2 messages to g waited") {
+		t.Errorf("an expiry after the window: %+v, want a message naming the 2 since the last", ev)
+	}
+}
+
+// testWaitingClaimsCap: one coordinator id files at most
+// agentbridge.MaxWaitingClaims waiting claims that still wait (429
+// too_many, nothing stored); another id has its own.
+func testWaitingClaimsCap(t *testing.T, newStore Factory) {
+	s, cs := claimStore(t, newStore)
+	ctx := context.Background()
+	NewThread(t, s, "t")
+	e := MustAppend(t, s, "t", Msg("user", "hi"))
+	for _, id := range []string{"mallory", "other"} {
+		register(t, s, agentbridge.Registration{ID: id, Instance: id, Host: id})
+	}
+	claim := func(id string, i int) error {
+		_, err := cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: agentbridge.ClaimKey{Thread: "t", Event: e.ID, Participant: "p", Round: i},
+			Coordinator: id, Instance: id, Wait: true})
+		return err
+	}
+	for i := range agentbridge.MaxWaitingClaims {
+		if err := claim("mallory", i); err != nil {
+			t.Fatalf("waiting claim %d: %v", i, err)
+		}
+	}
+	wantCode(t, "one more waiting claim", claim("mallory", agentbridge.MaxWaitingClaims), agentbridge.ECodeTooMany)
+	if err := claim("other", agentbridge.MaxWaitingClaims); err != nil {
+		t.Errorf("another coordinator's waiting claim: %v", err)
+	}
+	if list, _ := cs.Claims(ctx, "t"); len(list) != agentbridge.MaxWaitingClaims+1 {
+		t.Errorf("%d claims stored, want %d", len(list), agentbridge.MaxWaitingClaims+1)
+	}
+}
+
+// testEndNotATrigger: the holder of a claim ends it as no trigger; its
+// pair's open receipt becomes skipped, nobody may take or fence with it
+// any more, and another coordinator may not end it.
+func testEndNotATrigger(t *testing.T, newStore Factory) {
+	s, cs := claimStore(t, newStore)
+	ctx := context.Background()
+	NewThread(t, s, "t")
+	e := MustAppend(t, s, "t", Msg("user", "hi"))
+	for _, id := range []string{"laptop", "server"} {
+		register(t, s, agentbridge.Registration{ID: id, Instance: id, Host: id, Agents: []agentbridge.CoordinatorAgent{{Name: "p", Kind: "adapter"}}})
+	}
+	key := agentbridge.ClaimKey{Thread: "t", Event: e.ID, Participant: "p"}
+	if _, err := cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: key, Coordinator: "server", Instance: "server", Wait: true}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: key, Coordinator: "laptop", Instance: "laptop"})
+	if err != nil || !res.Granted {
+		t.Fatalf("take: %+v %v", res, err)
+	}
+	_, _, err = cs.EndNotATrigger(ctx, res.Claim.ID, res.Claim.Fence, "server", "no")
+	wantCode(t, "another coordinator ends it", err, agentbridge.ECodeFenced)
+	c, rc, err := cs.EndNotATrigger(ctx, res.Claim.ID, res.Claim.Fence, "laptop", "no rule wakes p")
+	if err != nil || c.State != agentbridge.ClaimNotATrigger || rc == nil || rc.State != agentbridge.ReceiptSkipped || rc.Reason != "not a trigger: no rule wakes p" {
+		t.Fatalf("EndNotATrigger: %+v %+v %v", c, rc, err)
+	}
+	if again, err := cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: key, Coordinator: "server", Instance: "server"}); err != nil || again.Granted {
+		t.Errorf("a claim of a key ended as no trigger: %+v %v", again, err)
+	}
+	wantCode(t, "a write fenced by it", cs.CheckFence(ctx, agentbridge.ClaimFence{ID: c.ID, Fence: c.Fence}), agentbridge.ECodeFenced)
+	if list, _ := cs.Claimable(ctx, "server"); len(list) != 0 {
+		t.Errorf("claimable after the end: %+v", list)
 	}
 }

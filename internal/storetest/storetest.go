@@ -57,6 +57,11 @@ func Run(t *testing.T, newStore Factory) {
 		{"Coordinators", testCoordinators},
 		{"Claims", testClaims},
 		{"WaitingClaims", testWaitingClaims},
+		{"UnservedNotices", testUnservedNotices},
+		{"WaitingClaimsCap", testWaitingClaimsCap},
+		{"EndNotATrigger", testEndNotATrigger},
+		{"CoordinatorNames", testCoordinatorNames},
+		{"AgentTokensCap", testAgentTokensCap},
 		{"PairCodes", testPairCodes},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
