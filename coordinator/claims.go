@@ -44,6 +44,8 @@ type claimer struct {
 	// early holds the claims asked when their trigger was decided (askEarly),
 	// by run, until the run takes its answer.
 	early map[claimRun]chan claimAnswer
+	// takes counts the failed take-overs of claims (takeover.go).
+	takes takeFailures
 }
 
 // claimRun names one run's claim: its trigger, participant and round.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -62,10 +63,75 @@ func (k *claimer) takeAll(ctx context.Context) {
 			k.c.takeNoticeClaim(ctx, cl)
 			continue
 		}
+		if k.takes.givenUp(cl.ID) {
+			continue
+		}
 		if err := k.take(ctx, cfg, cl); err != nil {
-			k.c.log.Warn("cannot take over a run", "thread", cl.Thread, "trigger", cl.Event, "participant", cl.Participant, "err", err)
+			k.tookBadly(cfg, cl, err)
 		}
 	}
+}
+
+// takeFailures counts, per claim, the failed attempts to take it over, so
+// that a claim whose event cannot be read is not tried for ever (contract
+// 8.3: no retry loop is endless): past the run retry budget it is left to
+// expire, or to another coordinator. It is kept in memory: a restart tries
+// again, within the budget.
+type takeFailures struct {
+	mu   sync.Mutex
+	byID map[int64]*takeFailure
+}
+
+// takeFailure is one claim's failed take-overs: how many, since when, and
+// whether they were given up.
+type takeFailure struct {
+	n       int
+	first   time.Time
+	givenUp bool
+}
+
+// maxTakeFailures bounds the claims remembered; past it they are forgotten
+// and tried again.
+const maxTakeFailures = 4096
+
+// givenUp reports whether the take-over of claim id was given up.
+func (f *takeFailures) givenUp(id int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.byID[id]
+	return e != nil && e.givenUp
+}
+
+// failed counts a failed take-over of claim id at now; it reports whether
+// it just spent the budget, and the count and time so far.
+func (f *takeFailures) failed(id int64, now time.Time, attempts int, window time.Duration) (spent bool, n int, since time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byID == nil || len(f.byID) >= maxTakeFailures {
+		f.byID = map[int64]*takeFailure{}
+	}
+	e := f.byID[id]
+	if e == nil {
+		e = &takeFailure{first: now}
+		f.byID[id] = e
+	}
+	e.n++
+	spent = !e.givenUp && (e.n >= attempts || now.Sub(e.first) >= window)
+	e.givenUp = e.givenUp || spent
+	return spent, e.n, now.Sub(e.first)
+}
+
+// tookBadly logs a failed take-over of cl, and the giving up once its
+// attempts spend the run retry budget.
+func (k *claimer) tookBadly(cfg *config.Config, cl agentbridge.Claim, err error) {
+	spent, n, since := k.takes.failed(cl.ID, time.Now(), cfg.RunRetryAttempts, cfg.RunRetryWindow)
+	attrs := []any{"claim", cl.ID, "thread", cl.Thread, "trigger", cl.Event, "participant", cl.Participant, "attempts", n, "err", err}
+	if spent {
+		k.c.log.Warn("cannot take over a run; giving it up (it expires at the bridge, or another coordinator takes it)",
+			append(attrs, "for", since.Round(time.Millisecond))...)
+		return
+	}
+	k.c.log.Warn("cannot take over a run", attrs...)
 }
 
 // take claims cl and settles it: ended as no trigger when this
