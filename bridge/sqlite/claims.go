@@ -33,7 +33,7 @@ const (
 	clServed      = `SELECT name, client FROM served_agents ORDER BY name`
 	clCountWaited = `SELECT count(*) FROM claims WHERE thread = ? AND participant = ? AND notice = ''
 		AND (state = 'waiting' OR (state = 'expired' AND expires_ms > ?))`
-	clServedPut   = `INSERT INTO served_agents (name, client) VALUES (?, ?)
+	clServedPut = `INSERT INTO served_agents (name, client) VALUES (?, ?)
 		ON CONFLICT (name) DO UPDATE SET client = excluded.client`
 )
 
