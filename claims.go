@@ -299,7 +299,4 @@ type ClaimStore interface {
 	// is queued or running, makes it skipped (NotATriggerReason(why));
 	// else ECodeFenced, as FinishClaim. r is the receipt written, if any.
 	EndNotATrigger(ctx context.Context, id, fence int64, coordinator, why string) (c Claim, r *Receipt, err error)
-	// EventByID reads event id of thread, which a claim names; ok is
-	// false when the thread holds no such event.
-	EventByID(ctx context.Context, thread, id string) (e Event, ok bool, err error)
 }

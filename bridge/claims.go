@@ -52,12 +52,6 @@ func (s *Server) handleClaimsPost(w http.ResponseWriter, r *http.Request) error 
 	if err := checkCoordinatorID(credential(r), req.Coordinator); err != nil {
 		return err
 	}
-	if err := req.Validate(); err != nil {
-		return err
-	}
-	if err := s.checkClaim(r.Context(), cs, &req); err != nil {
-		return err
-	}
 	res, err := cs.Claim(r.Context(), req)
 	if err != nil {
 		return storeErr("claim", err)

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -81,7 +82,7 @@ func (s *Store) Claim(ctx context.Context, req agentbridge.ClaimRequest) (_ agen
 	}
 	var out agentbridge.ClaimResult
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		res, refusal, err := storecore.WriteClaim(ctx, &claimTx{s: s, tx: tx}, req)
+		res, refusal, err := storecore.WriteClaim(ctx, &claimTx{s: s, tx: tx}, req, s.humans)
 		if refusal != nil {
 			return refusal
 		}
@@ -109,9 +110,9 @@ func (t *claimTx) ThreadExists(ctx context.Context, thread string) (bool, error)
 	return exists(ctx, t.tx, "thread "+thread, `SELECT 1 FROM threads WHERE id = $1`, thread)
 }
 
-// EventExists looks event up in thread.
-func (t *claimTx) EventExists(ctx context.Context, thread, event string) (bool, error) {
-	return exists(ctx, t.tx, "claim event", `SELECT 1 FROM events WHERE id = $1 AND thread = $2`, event, thread)
+// ClaimEvent reads the claim's event and the state before it in tx.
+func (t *claimTx) ClaimEvent(ctx context.Context, thread, event string) (agentbridge.Event, agentbridge.ThreadState, bool, error) {
+	return storecore.LookupClaimEvent(t.tx.QueryRow(ctx, clEvent, event, thread), &t.s.claimStates)
 }
 
 // exists reports whether the query q finds a row in tx; what names the
@@ -181,38 +182,45 @@ func (t *claimTx) MarkExpired(ctx context.Context, id int64) error {
 	return err
 }
 
-// StateNow is thread's state as the writer's batch holds it (the writer
-// locked the thread for the expiry).
+// StateNow is thread's state: as the writer's batch holds it in an
+// expiry (the writer locked the thread), else as committed.
 func (t *claimTx) StateNow(ctx context.Context, thread string) (agentbridge.ThreadState, error) {
-	if t.l == nil {
-		return agentbridge.ThreadState{}, fmt.Errorf("thread %s: no writer batch", thread)
+	if t.l != nil {
+		if h, ok := t.l.b.heads[thread]; ok {
+			return h.state, nil
+		}
 	}
-	h, ok := t.l.b.heads[thread]
-	if !ok {
-		return agentbridge.ThreadState{}, agentbridge.ThreadNotFound(thread)
+	var state []byte
+	if err := t.tx.QueryRow(ctx, `SELECT state FROM threads WHERE id = $1`, thread).Scan(&state); err != nil {
+		return agentbridge.ThreadState{}, fmt.Errorf("load the state of thread %s: %w", thread, err)
 	}
-	return h.state, nil
+	var st agentbridge.ThreadState
+	if err := json.Unmarshal(state, &st); err != nil {
+		return st, fmt.Errorf("decode the state of thread %s: %w", thread, err)
+	}
+	return st.Normalize(), nil
 }
 
 // LastUnserved reads the last unserved notice of (thread, participant).
-func (t *claimTx) LastUnserved(ctx context.Context, thread, participant string) (ms int64, found bool, err error) {
-	found, err = storecore.Found(t.tx.QueryRow(ctx, `SELECT posted_ms FROM unserved_notices WHERE thread = $1 AND participant = $2`, thread, participant).Scan(&ms))
-	return ms, found, err
+func (t *claimTx) LastUnserved(ctx context.Context, thread, participant string) (ms, last int64, found bool, err error) {
+	found, err = storecore.Found(t.tx.QueryRow(ctx, `SELECT posted_ms, last_claim FROM unserved_notices WHERE thread = $1 AND participant = $2`,
+		thread, participant).Scan(&ms, &last))
+	return ms, last, found, err
 }
 
 // PutUnserved records an unserved notice of (thread, participant).
-func (t *claimTx) PutUnserved(ctx context.Context, thread, participant string, nowMs int64) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO unserved_notices (thread, participant, posted_ms) VALUES ($1, $2, $3)
-		ON CONFLICT (thread, participant) DO UPDATE SET posted_ms = excluded.posted_ms`, thread, participant, nowMs)
+func (t *claimTx) PutUnserved(ctx context.Context, thread, participant string, nowMs, lastClaim int64) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO unserved_notices (thread, participant, posted_ms, last_claim) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (thread, participant) DO UPDATE SET posted_ms = excluded.posted_ms, last_claim = excluded.last_claim`, thread, participant, nowMs, lastClaim)
 	return err
 }
 
-// CountWaited counts the run claims of (thread, participant) waiting or
-// expired after sinceMs.
-func (t *claimTx) CountWaited(ctx context.Context, thread, participant string, sinceMs int64) (n int, err error) {
-	err = t.tx.QueryRow(ctx, `SELECT count(*) FROM claims WHERE thread = $1 AND participant = $2 AND notice = ''
-		AND (state = 'waiting' OR (state = 'expired' AND expires_ms > $3))`, thread, participant, sinceMs).Scan(&n)
-	return n, err
+// CountWaited counts the run claims of (thread, participant) after claim
+// after that wait or expired.
+func (t *claimTx) CountWaited(ctx context.Context, thread, participant string, after int64) (n int, newest int64, err error) {
+	err = t.tx.QueryRow(ctx, `SELECT count(*), coalesce(max(id), 0) FROM claims WHERE thread = $1 AND participant = $2 AND notice = ''
+		AND state IN ('waiting', 'expired') AND id > $3`, thread, participant, after).Scan(&n, &newest)
+	return n, newest, err
 }
 
 // MarkNotATrigger ends claim id as no trigger.
@@ -418,8 +426,6 @@ func recordServed(ctx context.Context, tx pgx.Tx, reg agentbridge.Registration) 
 	return nil
 }
 
-// EventByID reads event id of thread.
-func (s *Store) EventByID(ctx context.Context, thread, id string) (_ agentbridge.Event, _ bool, err error) {
-	defer s.guard(time.Now(), &err)
-	return storecore.LookupEvent(s.pool.QueryRow(ctx, selectEvent+` WHERE id = $1 AND thread = $2`, id, thread))
-}
+
+// clEvent reads a claim's event and the state before it.
+var clEvent = fmt.Sprintf(storecore.ClaimEventQuery, "$1", "$2")

@@ -31,13 +31,16 @@ const (
 	clExpire      = `UPDATE claims SET state = 'expired' WHERE id = ?`
 	clInterrupted = `UPDATE claims SET interrupted_fence = fence WHERE id = ?`
 	clServed      = `SELECT name, client FROM served_agents ORDER BY name`
-	clCountWaited = `SELECT count(*) FROM claims WHERE thread = ? AND participant = ? AND notice = ''
-		AND (state = 'waiting' OR (state = 'expired' AND expires_ms > ?))`
+	clCountWaited = `SELECT count(*), coalesce(max(id), 0) FROM claims WHERE thread = ? AND participant = ? AND notice = ''
+		AND state IN ('waiting', 'expired') AND id > ?`
 	clServedPut = `INSERT INTO served_agents (name, client) VALUES (?, ?)
 		ON CONFLICT (name) DO UPDATE SET client = excluded.client`
 )
 
 var _ agentbridge.ClaimStore = (*Store)(nil)
+
+// clEvent reads a claim's event and the state before it.
+var clEvent = fmt.Sprintf(storecore.ClaimEventQuery, "?", "?")
 
 // claimOp submits fn as a writer request: it runs in the group commit's
 // transaction with the batch, so that it may append events and write
@@ -88,7 +91,7 @@ func (s *Store) Claim(ctx context.Context, req agentbridge.ClaimRequest) (_ agen
 
 // claim is the claim write in the writer's transaction.
 func (s *Store) claim(ctx context.Context, b *batch, req agentbridge.ClaimRequest) (response, error) {
-	res, refusal, err := storecore.WriteClaim(ctx, &claimTx{s: s, b: b}, req)
+	res, refusal, err := storecore.WriteClaim(ctx, &claimTx{s: s, b: b}, req, s.humans)
 	if err != nil {
 		return response{}, err
 	}
@@ -116,15 +119,10 @@ func (t *claimTx) ThreadExists(ctx context.Context, thread string) (bool, error)
 	return found, err
 }
 
-// EventExists looks event up in thread.
-func (t *claimTx) EventExists(ctx context.Context, thread, event string) (bool, error) {
-	var hop int
-	var seq int64
-	found, err := storecore.Found(t.s.w.st.selectReplyTo.QueryRowContext(ctx, event, thread).Scan(&hop, &seq))
-	if err != nil {
-		return false, fmt.Errorf("look up claim event: %w", err)
-	}
-	return found, nil
+// ClaimEvent reads the claim's event and the state before it on the
+// writer's connection.
+func (t *claimTx) ClaimEvent(ctx context.Context, thread, event string) (agentbridge.Event, agentbridge.ThreadState, bool, error) {
+	return storecore.LookupClaimEvent(t.s.w.conn.QueryRowContext(ctx, clEvent, event, thread), &t.s.claimStates)
 }
 
 // Registrations reads every registration.
@@ -189,23 +187,24 @@ func (t *claimTx) StateNow(ctx context.Context, thread string) (agentbridge.Thre
 }
 
 // LastUnserved reads the last unserved notice of (thread, participant).
-func (t *claimTx) LastUnserved(ctx context.Context, thread, participant string) (ms int64, found bool, err error) {
-	found, err = storecore.Found(t.s.w.conn.QueryRowContext(ctx, `SELECT posted_ms FROM unserved_notices WHERE thread = ? AND participant = ?`, thread, participant).Scan(&ms))
-	return ms, found, err
+func (t *claimTx) LastUnserved(ctx context.Context, thread, participant string) (ms, last int64, found bool, err error) {
+	found, err = storecore.Found(t.s.w.conn.QueryRowContext(ctx, `SELECT posted_ms, last_claim FROM unserved_notices WHERE thread = ? AND participant = ?`,
+		thread, participant).Scan(&ms, &last))
+	return ms, last, found, err
 }
 
 // PutUnserved records an unserved notice of (thread, participant).
-func (t *claimTx) PutUnserved(ctx context.Context, thread, participant string, nowMs int64) error {
-	_, err := t.s.w.conn.ExecContext(ctx, `INSERT INTO unserved_notices (thread, participant, posted_ms) VALUES (?, ?, ?)
-		ON CONFLICT (thread, participant) DO UPDATE SET posted_ms = excluded.posted_ms`, thread, participant, nowMs)
+func (t *claimTx) PutUnserved(ctx context.Context, thread, participant string, nowMs, lastClaim int64) error {
+	_, err := t.s.w.conn.ExecContext(ctx, `INSERT INTO unserved_notices (thread, participant, posted_ms, last_claim) VALUES (?, ?, ?, ?)
+		ON CONFLICT (thread, participant) DO UPDATE SET posted_ms = excluded.posted_ms, last_claim = excluded.last_claim`, thread, participant, nowMs, lastClaim)
 	return err
 }
 
-// CountWaited counts the run claims of (thread, participant) waiting or
-// expired after sinceMs.
-func (t *claimTx) CountWaited(ctx context.Context, thread, participant string, sinceMs int64) (n int, err error) {
-	err = t.s.w.conn.QueryRowContext(ctx, clCountWaited, thread, participant, sinceMs).Scan(&n)
-	return n, err
+// CountWaited counts the run claims of (thread, participant) after claim
+// after that wait or expired.
+func (t *claimTx) CountWaited(ctx context.Context, thread, participant string, after int64) (n int, newest int64, err error) {
+	err = t.s.w.conn.QueryRowContext(ctx, clCountWaited, thread, participant, after).Scan(&n, &newest)
+	return n, newest, err
 }
 
 // MarkNotATrigger ends claim id as no trigger.
@@ -415,10 +414,4 @@ func recordServed(ctx context.Context, conn *sql.Conn, reg agentbridge.Registrat
 		}
 	}
 	return nil
-}
-
-// EventByID reads event id of thread from the read pool.
-func (s *Store) EventByID(ctx context.Context, thread, id string) (_ agentbridge.Event, _ bool, err error) {
-	defer s.guard(time.Now(), &err)
-	return storecore.LookupEvent(s.rdb.QueryRowContext(ctx, selectEvent+` WHERE id = ? AND thread = ?`, id, thread))
 }

@@ -84,6 +84,24 @@ func CheckClaimant(req agentbridge.ClaimRequest, list []agentbridge.CoordinatorI
 	return reg, nil
 }
 
+// CheckServes refuses (403 forbidden_sender) a run claim that takes the
+// run (not a waiting one) from claimant me whose registration serves
+// neither its participant by name nor its client (the claim's, else the
+// stored row's, nil when there is none) (contract 8.3): a claim it holds
+// would keep the coordinators serving the participant from the run.
+func CheckServes(req agentbridge.ClaimRequest, me agentbridge.CoordinatorInfo, row *ClaimRow) error {
+	client := req.Client
+	if client == "" && row != nil {
+		client = row.Client
+	}
+	if !req.IsRun() || req.Wait || agentbridge.ServesParticipant(me.Agents, req.Participant, client) {
+		return nil
+	}
+	return &agentbridge.Error{Code: agentbridge.ECodeForbiddenSender, Thread: req.Thread, Participant: req.Participant,
+		Message: fmt.Sprintf("Coordinator %q does not serve %s: its registration lists neither that name nor an agent of client %q, so it may not claim its runs.",
+			req.Coordinator, req.Participant, client)}
+}
+
 // ClaimAction is what a store does to a claim key's row.
 type ClaimAction int
 

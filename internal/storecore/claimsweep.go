@@ -37,16 +37,16 @@ type SweepTx interface {
 	AppendMessage(ctx context.Context, req agentbridge.AppendRequest, meta string, ctl *agentbridge.Control) (refusal, err error)
 	// StateNow is thread's derived state as the transaction sees it.
 	StateNow(ctx context.Context, thread string) (agentbridge.ThreadState, error)
-	// LastUnserved is when the last "nobody served" notice of
-	// (thread, participant) was posted, in the database's milliseconds;
-	// found is false when none was.
-	LastUnserved(ctx context.Context, thread, participant string) (postedMs int64, found bool, err error)
+	// LastUnserved is the last "nobody served" notice of (thread,
+	// participant): when it was posted, in the database's milliseconds,
+	// and the newest claim it counted; found is false when none was.
+	LastUnserved(ctx context.Context, thread, participant string) (postedMs, lastClaim int64, found bool, err error)
 	// PutUnserved records a "nobody served" notice of (thread,
-	// participant) posted at nowMs.
-	PutUnserved(ctx context.Context, thread, participant string, nowMs int64) error
-	// CountWaited counts the run claims of (thread, participant) that
-	// wait, or expired after sinceMs.
-	CountWaited(ctx context.Context, thread, participant string, sinceMs int64) (int, error)
+	// participant) posted at nowMs, counting the claims up to lastClaim.
+	PutUnserved(ctx context.Context, thread, participant string, nowMs, lastClaim int64) error
+	// CountWaited counts the run claims of (thread, participant) after
+	// claim after that wait or expired, and returns the newest's id.
+	CountWaited(ctx context.Context, thread, participant string, after int64) (n int, newest int64, err error)
 }
 
 // InterruptClaim writes, through tx, the interrupted receipt of claim id
@@ -122,8 +122,9 @@ func ExpireClaim(ctx context.Context, log *slog.Logger, tx SweepTx, id int64, hu
 // unservedNotice decides whether expired run claim c gets the "nobody
 // served" notice: not for a participant that is a human or is not
 // invited, nor within ttl of the last one of its (thread, participant).
-// It returns how many messages waited (the claims of the pair waiting, or
-// expired since the last notice), recording the notice, or 0 for none.
+// It returns how many messages waited (the claims of the pair, waiting or
+// expired, that the last notice did not count), recording the notice, or
+// 0 for none.
 func unservedNotice(ctx context.Context, tx SweepTx, c ClaimRow, ttl time.Duration, humans agentbridge.Humans) (int, error) {
 	if humans.Has(c.Participant) {
 		return 0, nil
@@ -135,18 +136,18 @@ func unservedNotice(ctx context.Context, tx SweepTx, c ClaimRow, ttl time.Durati
 	if _, ok := st.Invited(c.Participant); !ok {
 		return 0, nil
 	}
-	last, found, err := tx.LastUnserved(ctx, c.Thread, c.Participant)
+	last, counted, found, err := tx.LastUnserved(ctx, c.Thread, c.Participant)
 	if err != nil {
 		return 0, fmt.Errorf("read the last unserved notice: %w", err)
 	}
 	if found && c.NowMs-last < ttl.Milliseconds() {
 		return 0, nil
 	}
-	n, err := tx.CountWaited(ctx, c.Thread, c.Participant, last)
+	n, newest, err := tx.CountWaited(ctx, c.Thread, c.Participant, counted)
 	if err != nil {
 		return 0, fmt.Errorf("count the messages that waited: %w", err)
 	}
-	if err := tx.PutUnserved(ctx, c.Thread, c.Participant, c.NowMs); err != nil {
+	if err := tx.PutUnserved(ctx, c.Thread, c.Participant, c.NowMs, max(newest, counted)); err != nil {
 		return 0, fmt.Errorf("record the unserved notice: %w", err)
 	}
 	return max(n, 1), nil

@@ -3,6 +3,7 @@ package storecore
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
@@ -43,10 +44,14 @@ const SuggestionColumns = `id, sender, title, description, status, ts`
 // before the bridge refused bodies nested deeper than
 // agentbridge.MaxJSONDepth is served as a note instead
 // (agentbridge.Event.ClipTooDeep), so that it breaks no reader.
-func ScanEvent(r Row) (agentbridge.Event, error) {
+func ScanEvent(r Row) (agentbridge.Event, error) { return scanEvent(r) }
+
+// scanEvent is ScanEvent of a row with more columns after the event's,
+// scanned into more.
+func scanEvent(r Row, more ...any) (agentbridge.Event, error) {
 	var ev agentbridge.Event
 	var content, meta []byte
-	if err := r.Scan(&ev.GSeq, &ev.ID, &ev.Thread, &ev.Seq, &ev.TS, &ev.Type, &ev.From, &ev.To, &content, &meta); err != nil {
+	if err := r.Scan(append([]any{&ev.GSeq, &ev.ID, &ev.Thread, &ev.Seq, &ev.TS, &ev.Type, &ev.From, &ev.To, &content, &meta}, more...)...); err != nil {
 		return agentbridge.Event{}, err
 	}
 	if content != nil {
@@ -127,14 +132,69 @@ func LookupToken(r Row, what string) (_ agentbridge.Token, found bool, _ error) 
 	return t, true, nil
 }
 
-// LookupEvent scans the one event row r; found is false when there is
-// none.
-func LookupEvent(r Row) (_ agentbridge.Event, found bool, _ error) {
-	ev, err := ScanEvent(r)
+// ClaimEventQuery is the one read of a claim's event and the state before
+// it (agentbridge.ClaimStore.ClaimEvent), in each store's placeholders:
+// the event's EventColumns, then the seq and state of the latest state
+// snapshot before it (0 and {} when none).
+const ClaimEventQuery = `SELECT e.gseq, e.id, e.thread, e.seq, e.ts, e.type, e.sender, e.recipient, e.content, e.meta,
+	coalesce(s.seq, 0), coalesce(s.state, '{}')
+	FROM events e LEFT JOIN state_snapshots s ON s.thread = e.thread
+		AND s.seq = (SELECT max(seq) FROM state_snapshots WHERE thread = e.thread AND seq < e.seq)
+	WHERE e.id = %s AND e.thread = %s`
+
+// LookupClaimEvent scans the one ClaimEventQuery row r, the state decoded
+// through states; found is false when there is none.
+func LookupClaimEvent(r Row, states *StateCache) (ev agentbridge.Event, before agentbridge.ThreadState, found bool, err error) {
+	var seq int64
+	var state []byte
+	ev, err = scanEvent(r, &seq, &state)
 	if found, err = Found(err); err != nil || !found {
-		return agentbridge.Event{}, false, wrapf(err, "look up event")
+		return ev, before, false, wrapf(err, "look up a claim's event")
 	}
-	return ev, true, nil
+	if before, err = states.Decode(ev.Thread, seq, state); err != nil {
+		return ev, before, false, fmt.Errorf("decode the state before event %s: %w", ev.ID, err)
+	}
+	return ev, before, true, nil
+}
+
+// StateCache keeps the states decoded from a store's snapshots, by thread
+// and snapshot seq: a snapshot never changes, and every message between
+// two controls of a thread is claimed against the same one. Its zero value
+// is ready to use; it is safe for concurrent use. The states it hands out
+// share their slices and maps, which nobody modifies (the fold copies).
+type StateCache struct {
+	mu sync.Mutex
+	m  map[stateKey]agentbridge.ThreadState
+}
+
+type stateKey struct {
+	thread string
+	seq    int64
+}
+
+// maxCachedStates bounds a StateCache; past it, it starts afresh.
+const maxCachedStates = 1024
+
+// Decode is the state raw, the snapshot of thread at seq, decoded once.
+func (c *StateCache) Decode(thread string, seq int64, raw []byte) (agentbridge.ThreadState, error) {
+	k := stateKey{thread, seq}
+	c.mu.Lock()
+	st, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return st, nil
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return st, err
+	}
+	st = st.Normalize()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedStates {
+		c.m = make(map[stateKey]agentbridge.ThreadState)
+	}
+	c.m[k] = st
+	return st, nil
 }
 
 // LookupThread scans the one thread row r of thread id: thread_not_found

@@ -28,6 +28,14 @@ func register(t *testing.T, s agentbridge.EventStore, reg agentbridge.Registrati
 	}
 }
 
+// invite invites participants (client: their id) into thread.
+func invite(t *testing.T, s agentbridge.EventStore, thread string, participants ...string) {
+	t.Helper()
+	for _, p := range participants {
+		MustAppend(t, s, thread, Control("user", `{"invite":{"participant_id":"`+p+`","profile":{"client":"`+p+`","model":"m"}}}`))
+	}
+}
+
 // wantCode fails t unless err is an *agentbridge.Error with code.
 func wantCode(t *testing.T, what string, err error, code string) {
 	t.Helper()
@@ -46,6 +54,7 @@ func testClaims(t *testing.T, newStore Factory) {
 	s, cs := claimStore(t, newStore)
 	ctx := context.Background()
 	NewThread(t, s, "t")
+	invite(t, s, "t", "claude", "codex")
 	trigger := MustAppend(t, s, "t", Msg("user", "@claude hi"))
 
 	laptop := agentbridge.Registration{ID: "laptop", Instance: "i1", Host: "laptop.local", TTLMillis: 60000,
@@ -203,6 +212,8 @@ func testWaitingClaims(t *testing.T, newStore Factory) {
 	s, cs := claimStore(t, newStore)
 	ctx := context.Background()
 	NewThread(t, s, "t")
+	MustAppend(t, s, "t", Control("user", `{"invite":{"participant_id":"gemini","profile":{"client":"gemini-cli","model":"m"}}}`))
+	invite(t, s, "t", "ghost")
 	trigger := MustAppend(t, s, "t", Msg("user", "@gemini @ghost hi"))
 	server := agentbridge.Registration{ID: "server", Instance: "s1", Host: "server",
 		Agents: []agentbridge.CoordinatorAgent{{Name: "codex", Client: "codex", Kind: "adapter"}}}
@@ -232,7 +243,6 @@ func testWaitingClaims(t *testing.T, newStore Factory) {
 		t.Fatalf("taking the waiting claim: %+v %v", got, err)
 	}
 
-	MustAppend(t, s, "t", Control("user", `{"invite":{"participant_id":"ghost","profile":{"client":"ghost","model":"m"}}}`))
 	ghost := agentbridge.ClaimKey{Thread: "t", Event: trigger.ID, Participant: "ghost"}
 	res, err = cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: ghost, Coordinator: "server", Instance: "s1", Wait: true, PendingTTLMillis: 200})
 	if err != nil || res.Claim.State != agentbridge.ClaimWaiting {
@@ -273,22 +283,32 @@ func testWaitingClaims(t *testing.T, newStore Factory) {
 
 // testUnservedNotices: the "nobody served" message is posted once per
 // (thread, participant) per pending ttl, naming how many messages waited,
-// and never for a human or a participant not invited (contract 8.3).
+// and never for a participant no longer invited (contract 8.3); the
+// store refuses a waiting claim for a human or a participant not invited.
 func testUnservedNotices(t *testing.T, newStore Factory) {
 	s, cs := claimStore(t, newStore)
 	ctx := context.Background()
 	NewThread(t, s, "t")
 	MustAppend(t, s, "t", Control("user", `{"invite":{"participant_id":"g","profile":{"client":"gemini","model":"m"}}}`))
+	invite(t, s, "t", "leaving")
 	register(t, s, agentbridge.Registration{ID: "server", Instance: "s1", Host: "server"})
-	wait := func(p string, ttl time.Duration) agentbridge.Claim {
-		t.Helper()
+	file := func(p string, ttl time.Duration) (agentbridge.Claim, error) {
 		e := MustAppend(t, s, "t", Msg("user", "hi"))
 		res, err := cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: agentbridge.ClaimKey{Thread: "t", Event: e.ID, Participant: p},
 			Coordinator: "server", Instance: "s1", Wait: true, PendingTTLMillis: ttl.Milliseconds()})
+		return res.Claim, err
+	}
+	wait := func(p string, ttl time.Duration) agentbridge.Claim {
+		t.Helper()
+		c, err := file(p, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res.Claim
+		return c
+	}
+	for _, p := range []string{"user", "nobody"} {
+		_, err := file(p, time.Second)
+		wantCode(t, "a waiting claim for "+p, err, agentbridge.ECodeNotATrigger)
 	}
 	expire := func(c agentbridge.Claim) *agentbridge.Event {
 		t.Helper()
@@ -309,18 +329,19 @@ func testUnservedNotices(t *testing.T, newStore Factory) {
 	}
 	first := []agentbridge.Claim{wait("g", 500*time.Millisecond), wait("g", 500*time.Millisecond), wait("g", 500*time.Millisecond)}
 	late := wait("g", 3*time.Second)
-	human, stranger := wait("user", 500*time.Millisecond), wait("nobody", 500*time.Millisecond)
+	gone := wait("leaving", 500*time.Millisecond)
+	MustAppend(t, s, "t", Control("user", `{"uninvite":{"participant_id":"leaving"}}`))
 	ev := expire(first[0])
 	if ev == nil || !strings.Contains(ev.Text(), "4 messages to g waited") {
 		t.Fatalf("the first expiry's message: %+v, want one naming the 4 messages to g", ev)
 	}
-	for _, c := range append(first[1:], human, stranger, late) {
+	for _, c := range append(first[1:], gone, late) {
 		if ev := expire(c); ev != nil {
 			t.Errorf("the expiry of %s's claim %d posted %q", c.Participant, c.ID, ev.Text())
 		}
 	}
-	if ev := expire(wait("g", 200*time.Millisecond)); ev == nil || !strings.Contains(ev.Text(), "2 messages to g waited") {
-		t.Errorf("an expiry after the window: %+v, want a message naming the 2 since the last", ev)
+	if ev := expire(wait("g", 200*time.Millisecond)); ev == nil || !strings.Contains(ev.Text(), "1 message to g waited") {
+		t.Errorf("an expiry after the window: %+v, want a message naming the one the last did not count", ev)
 	}
 }
 
@@ -331,12 +352,16 @@ func testWaitingClaimsCap(t *testing.T, newStore Factory) {
 	s, cs := claimStore(t, newStore)
 	ctx := context.Background()
 	NewThread(t, s, "t")
-	e := MustAppend(t, s, "t", Msg("user", "hi"))
+	invite(t, s, "t", "p")
 	for _, id := range []string{"mallory", "other"} {
 		register(t, s, agentbridge.Registration{ID: id, Instance: id, Host: id})
 	}
+	triggers := make([]agentbridge.Event, agentbridge.MaxWaitingClaims+1)
+	for i := range triggers {
+		triggers[i] = MustAppend(t, s, "t", Msg("user", "hi"))
+	}
 	claim := func(id string, i int) error {
-		_, err := cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: agentbridge.ClaimKey{Thread: "t", Event: e.ID, Participant: "p", Round: i},
+		_, err := cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: agentbridge.ClaimKey{Thread: "t", Event: triggers[i].ID, Participant: "p"},
 			Coordinator: id, Instance: id, Wait: true})
 		return err
 	}
@@ -361,6 +386,7 @@ func testEndNotATrigger(t *testing.T, newStore Factory) {
 	s, cs := claimStore(t, newStore)
 	ctx := context.Background()
 	NewThread(t, s, "t")
+	invite(t, s, "t", "p")
 	e := MustAppend(t, s, "t", Msg("user", "hi"))
 	for _, id := range []string{"laptop", "server"} {
 		register(t, s, agentbridge.Registration{ID: id, Instance: id, Host: id, Agents: []agentbridge.CoordinatorAgent{{Name: "p", Kind: "adapter"}}})

@@ -7,6 +7,7 @@ CREATE TABLE unserved_notices (
     thread      text COLLATE "C" NOT NULL,
     participant text COLLATE "C" NOT NULL,
     posted_ms   bigint NOT NULL,
+    last_claim  bigint NOT NULL,
     PRIMARY KEY (thread, participant)
 );
 

@@ -9,11 +9,13 @@ ALTER TABLE claims ADD COLUMN fallback_from TEXT NOT NULL DEFAULT '';
 CREATE INDEX claims_waiting_by ON claims (filed_by) WHERE state = 'waiting';
 
 -- The last "nobody served" notice of each (thread, participant): at most
--- one per pending ttl.
+-- one per pending ttl; last_claim is the newest claim it counted, so that
+-- the next one counts only those after it.
 CREATE TABLE unserved_notices (
     thread      TEXT NOT NULL,
     participant TEXT NOT NULL,
     posted_ms   INTEGER NOT NULL,
+    last_claim  INTEGER NOT NULL,
     PRIMARY KEY (thread, participant)
 ) WITHOUT ROWID;
 
