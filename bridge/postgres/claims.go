@@ -426,6 +426,5 @@ func recordServed(ctx context.Context, tx pgx.Tx, reg agentbridge.Registration) 
 	return nil
 }
 
-
 // clEvent reads a claim's event and the state before it.
 var clEvent = fmt.Sprintf(storecore.ClaimEventQuery, "$1", "$2")
