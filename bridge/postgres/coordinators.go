@@ -96,10 +96,7 @@ func recordNames(ctx context.Context, tx pgx.Tx, reg agentbridge.Registration) e
 	if err != nil {
 		return fmt.Errorf("list the names of coordinator %s: %w", reg.ID, err)
 	}
-	known, err := storecore.Collect(rows, "names", func(r storecore.Row) (n string, err error) {
-		err = r.Scan(&n)
-		return n, err
-	})
+	known, err := storecore.Collect(rows, "names", storecore.ScanString)
 	rows.Close()
 	if err != nil {
 		return err

@@ -131,7 +131,7 @@ func (s *Store) Tokens(ctx context.Context) (_ []agentbridge.Token, err error) {
 // TokensAfter lists a page of tokens after position after, oldest first.
 func (s *Store) TokensAfter(ctx context.Context, after int64, limit int) (_ []agentbridge.Token, _ []int64, err error) {
 	defer s.guard(time.Now(), &err)
-	rows, err := s.pool.Query(ctx, `SELECT seq, `+storecore.TokenColumns+` FROM tokens WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limit)
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(storecore.TokensAfterQuery, "$1", "$2"), after, limit)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list tokens: %w", err)
 	}
@@ -143,13 +143,10 @@ func (s *Store) TokensAfter(ctx context.Context, after int64, limit int) (_ []ag
 // stand for.
 func (s *Store) CoordinatorTokenIDs(ctx context.Context) (_ []string, err error) {
 	defer s.guard(time.Now(), &err)
-	rows, err := s.pool.Query(ctx, `SELECT CASE WHEN participant <> '' THEN participant ELSE name END FROM tokens WHERE scope = 'coordinator' AND revoked_at = ''`)
+	rows, err := s.pool.Query(ctx, storecore.CoordinatorTokenIDsQuery)
 	if err != nil {
 		return nil, fmt.Errorf("list coordinator tokens: %w", err)
 	}
 	defer rows.Close()
-	return storecore.Collect(rows, "coordinator tokens", func(r storecore.Row) (id string, err error) {
-		err = r.Scan(&id)
-		return id, err
-	})
+	return storecore.Collect(rows, "coordinator tokens", storecore.ScanString)
 }

@@ -106,10 +106,7 @@ func recordNames(ctx context.Context, conn *sql.Conn, reg agentbridge.Registrati
 	if err != nil {
 		return nil, fmt.Errorf("list the names of coordinator %s: %w", reg.ID, err)
 	}
-	known, err := storecore.Collect(rows, "names", func(r storecore.Row) (n string, err error) {
-		err = r.Scan(&n)
-		return n, err
-	})
+	known, err := storecore.Collect(rows, "names", storecore.ScanString)
 	rows.Close()
 	if err != nil {
 		return nil, err

@@ -139,7 +139,7 @@ func (s *Store) Tokens(ctx context.Context) (_ []agentbridge.Token, err error) {
 // TokensAfter lists a page of tokens after position after, oldest first.
 func (s *Store) TokensAfter(ctx context.Context, after int64, limit int) (_ []agentbridge.Token, _ []int64, err error) {
 	defer s.guard(time.Now(), &err)
-	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, `+storecore.TokenColumns+` FROM tokens WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	rows, err := s.rdb.QueryContext(ctx, fmt.Sprintf(storecore.TokensAfterQuery, "?", "?"), after, limit)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list tokens: %w", err)
 	}
@@ -151,13 +151,10 @@ func (s *Store) TokensAfter(ctx context.Context, after int64, limit int) (_ []ag
 // stand for.
 func (s *Store) CoordinatorTokenIDs(ctx context.Context) (_ []string, err error) {
 	defer s.guard(time.Now(), &err)
-	rows, err := s.rdb.QueryContext(ctx, `SELECT CASE WHEN participant <> '' THEN participant ELSE name END FROM tokens WHERE scope = 'coordinator' AND revoked_at = ''`)
+	rows, err := s.rdb.QueryContext(ctx, storecore.CoordinatorTokenIDsQuery)
 	if err != nil {
 		return nil, fmt.Errorf("list coordinator tokens: %w", err)
 	}
 	defer rows.Close()
-	return storecore.Collect(rows, "coordinator tokens", func(r storecore.Row) (id string, err error) {
-		err = r.Scan(&id)
-		return id, err
-	})
+	return storecore.Collect(rows, "coordinator tokens", storecore.ScanString)
 }

@@ -26,6 +26,32 @@ import (
 // coordinators, each its own process, HOME, state and coordinator token —
 // and the attacker's requests sent from outside with one of those tokens.
 
+// trustStack starts serve on a SQLite file of its own for a test that
+// runs beside the others: the binaries, serve, and the person's client.
+func trustStack(t *testing.T) (bin, fake string, srv *serveProc, db string, person *client.Client) {
+	t.Helper()
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin, fake = buildCoordBinaries(t)
+	db = filepath.Join(t.TempDir(), "bridge.db")
+	srv = startServe(t, bin, db)
+	return bin, fake, srv, db, client.New(srv.url, client.WithToken(srv.token))
+}
+
+// twoMachines starts coordinators laptop (serving alice) and server
+// (serving bob) against srv, each its own process, and makes a thread
+// with both invited.
+func twoMachines(t *testing.T, bin, fake string, srv *serveProc, person *client.Client) (laptop, server *machine, th *claimsThread) {
+	t.Helper()
+	laptop = newMachine(t, person, srv.url, fake, "laptop", "alice")
+	server = newMachine(t, person, srv.url, fake, "server", "bob")
+	laptop.start(bin)
+	server.start(bin)
+	return laptop, server, newClaimsThread(t, person, "alice", "bob")
+}
+
 // token is the machine's coordinator token, from its config.
 func (m *machine) token() string {
 	m.t.Helper()
@@ -115,19 +141,8 @@ func claimOf(t *testing.T, cl *client.Client, thread, event, participant string)
 // it ends not_a_trigger and bob never runs on that text. On main the
 // waiting claim was taken and bob ran the text within seconds.
 func TestTrustClaimsOnlyForRealTriggers(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin, fake := buildCoordBinaries(t)
-	db := filepath.Join(t.TempDir(), "bridge.db")
-	srv := startServe(t, bin, db)
-	cl := client.New(srv.url, client.WithToken(srv.token))
-	laptop := newMachine(t, cl, srv.url, fake, "laptop", "alice")
-	server := newMachine(t, cl, srv.url, fake, "server", "bob")
-	laptop.start(bin)
-	server.start(bin)
-	th := newClaimsThread(t, cl, "alice", "bob")
+	bin, fake, srv, db, cl := trustStack(t)
+	laptop, server, th := twoMachines(t, bin, fake, srv, cl)
 	ctx := context.Background()
 	mallory := client.New(srv.url, client.WithToken(laptop.token()))
 	instance := instanceOf(t, mallory, "laptop")
@@ -178,15 +193,9 @@ func TestTrustClaimsOnlyForRealTriggers(t *testing.T) {
 // coordinator token's waiting claims for a human or a participant not
 // invited are refused (on main each claim got its notice and its push).
 func TestTrustUnservedNoticeOnce(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin, fake := buildCoordBinaries(t)
+	bin, fake, srv, _, cl := trustStack(t)
 	fp := fakepush.Start()
 	t.Cleanup(fp.Close)
-	srv := startServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
-	cl := client.New(srv.url, client.WithToken(srv.token))
 	laptop := newMachine(t, cl, srv.url, fake, "laptop", "alice")
 	laptop.set("pending_ttl_s", 15)
 	laptop.start(bin)
@@ -274,14 +283,7 @@ func rawRequest(t *testing.T, base, token, method, path, body string) (int, stri
 // On main the run retried every 10 s for ever, the queue behind it stayed
 // queued, and every read of the deep event's thread failed.
 func TestTrustPoisonedRunsGiveUp(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin, fake := buildCoordBinaries(t)
-	db := filepath.Join(t.TempDir(), "bridge.db")
-	srv := startServe(t, bin, db)
-	cl := client.New(srv.url, client.WithToken(srv.token))
+	bin, fake, srv, db, cl := trustStack(t)
 	ctx := context.Background()
 
 	deep := strings.Repeat(`{"a":`, 9997) + "1" + strings.Repeat("}", 9997)
@@ -394,18 +396,8 @@ func names(prefix string, n, length int) []string {
 // On main the registration naming server was taken, and laptop's token
 // then posted as server.
 func TestTrustRegistrations(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin, fake := buildCoordBinaries(t)
-	srv := startServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
-	cl := client.New(srv.url, client.WithToken(srv.token))
-	laptop := newMachine(t, cl, srv.url, fake, "laptop", "alice")
-	server := newMachine(t, cl, srv.url, fake, "server", "bob")
-	laptop.start(bin)
-	server.start(bin)
-	th := newClaimsThread(t, cl, "alice", "bob")
+	bin, fake, srv, _, cl := trustStack(t)
+	laptop, _, th := twoMachines(t, bin, fake, srv, cl)
 	ctx := context.Background()
 	mallory := laptop.token()
 
@@ -494,13 +486,7 @@ func TestTrustRegistrations(t *testing.T) {
 // GET /auth/tokens answers pages, and `tokens list` follows them to the
 // last. On main 29,860 tokens were minted in 20 s.
 func TestTrustMintedTokensCapped(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin, fake := buildCoordBinaries(t)
-	srv := startServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
-	cl := client.New(srv.url, client.WithToken(srv.token))
+	bin, fake, srv, _, cl := trustStack(t)
 	laptop := newMachine(t, cl, srv.url, fake, "laptop", "alice")
 	laptop.set("max_concurrency", 2)
 	laptop.start(bin)

@@ -8,6 +8,18 @@ import (
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
+// queueAlice commits a step that queues alice's answer to trigger E of
+// thread T, and returns the invocation and its record's id.
+func queueAlice(t *testing.T, db *ledger.DB) (ledger.Invocation, int64) {
+	t.Helper()
+	inv := ledger.Invocation{Thread: "T", TriggerID: "E", TriggerSeq: 1, TriggerGSeq: 1, Participant: "alice", Agent: "alice", Command: []string{"x"}, Hop: 1}
+	queued, err := db.Commit(context.Background(), ledger.Step{GSeq: 1, Thread: "T", Seq: 1, Invocations: []ledger.Invocation{inv}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv, queued[0].ID
+}
+
 // TestClaimsElsewhereAndTakeOver: a record's claim is kept and read back
 // (also by the receipt reporter's PairStates); a record another
 // coordinator holds ends elsewhere, final; taking the run over later
@@ -16,12 +28,7 @@ import (
 func TestClaimsElsewhereAndTakeOver(t *testing.T) {
 	db, _ := openDB(t)
 	ctx := context.Background()
-	inv := ledger.Invocation{Thread: "T", TriggerID: "E", TriggerSeq: 1, TriggerGSeq: 1, Participant: "alice", Agent: "alice", Command: []string{"x"}, Hop: 1}
-	queued, err := db.Commit(ctx, ledger.Step{GSeq: 1, Thread: "T", Seq: 1, Invocations: []ledger.Invocation{inv}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := queued[0].ID
+	inv, id := queueAlice(t, db)
 	if _, ok, err := db.TakeOver(ctx, inv, time.Now()); err != nil || ok {
 		t.Errorf("take over a queued pair: ok %v, %v; want it left alone", ok, err)
 	}
@@ -68,12 +75,7 @@ func TestClaimsElsewhereAndTakeOver(t *testing.T) {
 func TestPrepareFailedSurvivesAReopen(t *testing.T) {
 	db, path := openDB(t)
 	ctx := context.Background()
-	inv := ledger.Invocation{Thread: "T", TriggerID: "E", TriggerSeq: 1, TriggerGSeq: 1, Participant: "alice", Agent: "alice", Command: []string{"x"}, Hop: 1}
-	queued, err := db.Commit(ctx, ledger.Step{GSeq: 1, Thread: "T", Seq: 1, Invocations: []ledger.Invocation{inv}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := queued[0].ID
+	inv, id := queueAlice(t, db)
 	start := time.UnixMilli(time.Now().UnixMilli())
 	for i := 1; i <= 2; i++ {
 		n, first, err := db.PrepareFailed(ctx, id, start.Add(time.Duration(i)*time.Second))

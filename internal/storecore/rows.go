@@ -122,6 +122,20 @@ func CollectTokenPage(rows Rows) ([]agentbridge.Token, []int64, error) {
 	return tokens, pos, rows.Err()
 }
 
+// ScanString scans a row of one text column.
+func ScanString(r Row) (v string, err error) {
+	err = r.Scan(&v)
+	return v, err
+}
+
+// TokensAfterQuery lists a page of tokens after a position (seq), in each
+// store's placeholders: for CollectTokenPage.
+const TokensAfterQuery = `SELECT seq, ` + TokenColumns + ` FROM tokens WHERE seq > %s ORDER BY seq LIMIT %s`
+
+// CoordinatorTokenIDsQuery lists the coordinator ids the coordinator
+// tokens not revoked stand for (each one's participant, else its name).
+const CoordinatorTokenIDsQuery = `SELECT CASE WHEN participant <> '' THEN participant ELSE name END FROM tokens WHERE scope = 'coordinator' AND revoked_at = ''`
+
 // LookupToken scans the one token row r; found is false when there is
 // none. what names the lookup in errors.
 func LookupToken(r Row, what string) (_ agentbridge.Token, found bool, _ error) {
