@@ -413,3 +413,40 @@ func testEndNotATrigger(t *testing.T, newStore Factory) {
 		t.Errorf("claimable after the end: %+v", list)
 	}
 }
+
+// testFallbackClaims: a fallback claim (contract 8.5) is taken for a
+// trigger of the participant it answers for, by a participant invited now
+// (also after the trigger) that is not a human, and keeps whom it falls
+// back from; any other is not_a_trigger, nothing stored.
+func testFallbackClaims(t *testing.T, newStore Factory) {
+	s, cs := claimStore(t, newStore)
+	ctx := context.Background()
+	NewThread(t, s, "t")
+	invite(t, s, "t", "claude", "codex")
+	trigger := MustAppend(t, s, "t", agentbridge.EventInput{From: "user", To: "claude", Content: []byte(`"hi"`)})
+	invite(t, s, "t", "gemini", "mistral")
+	register(t, s, agentbridge.Registration{ID: "laptop", Instance: "l", Host: "laptop", Agents: []agentbridge.CoordinatorAgent{
+		{Name: "codex", Client: "codex", Kind: "adapter"}, {Name: "gemini", Client: "gemini", Kind: "acp"},
+		{Name: "mistral", Kind: "adapter"}, {Name: "user", Kind: "adapter"}}})
+	claim := func(p, from string) (agentbridge.ClaimResult, error) {
+		return cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: agentbridge.ClaimKey{Thread: "t", Event: trigger.ID, Participant: p},
+			Coordinator: "laptop", Instance: "l", FallbackFrom: from})
+	}
+	for _, p := range []string{"codex", "gemini"} {
+		res, err := claim(p, "claude")
+		if err != nil || !res.Granted || res.Claim.FallbackFrom != "claude" || res.Claim.Client != p {
+			t.Errorf("%s falling back from claude: %+v %v", p, res, err)
+		}
+	}
+	for _, c := range []struct{ p, from, why string }{
+		{"mistral", "gemini", "no trigger for gemini, invited after it"},
+		{"nobody", "claude", "a participant not invited"},
+		{"user", "claude", "a human"},
+	} {
+		_, err := claim(c.p, c.from)
+		wantCode(t, c.why, err, agentbridge.ECodeNotATrigger)
+	}
+	if list, _ := cs.Claims(ctx, "t"); len(list) != 2 {
+		t.Errorf("%d claims stored, want the two fallbacks", len(list))
+	}
+}

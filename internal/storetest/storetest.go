@@ -60,6 +60,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"UnservedNotices", testUnservedNotices},
 		{"WaitingClaimsCap", testWaitingClaimsCap},
 		{"EndNotATrigger", testEndNotATrigger},
+		{"FallbackClaims", testFallbackClaims},
 		{"CoordinatorNames", testCoordinatorNames},
 		{"AgentTokensCap", testAgentTokensCap},
 		{"PairCodes", testPairCodes},
