@@ -623,6 +623,11 @@ func (f *fileConfig) agents(baseDir string) (map[string]Agent, error) {
 	if f.Agents == nil {
 		return nil, configErrorf("agents", "must be an object, not null")
 	}
+	if n := len(*f.Agents); n > agentbridge.MaxCoordinatorAgents {
+		// The bridge would refuse the registration, and the coordinator
+		// would answer nothing.
+		return nil, configErrorf("agents", "has %d agents; a coordinator registers at most %d with the bridge", n, agentbridge.MaxCoordinatorAgents)
+	}
 	agents := make(map[string]Agent)
 	clients := make(map[string]string)
 	for _, name := range sortedKeys(*f.Agents) {
