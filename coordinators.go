@@ -187,6 +187,23 @@ type CoordinatorStore interface {
 	Coordinators(ctx context.Context) ([]CoordinatorInfo, error)
 }
 
+// ReservedAgentNames may never be a coordinator's agent (contract 8.3):
+// "all" is the address of everyone, "user" the default person, "bridge"
+// the sender of the bridge's own notices, "coordinator" the tag of the
+// coordinators'.
+var ReservedAgentNames = []string{ToAll, "user", ClaimSender, "coordinator"}
+
+// ReservedAgentName reports whether name is one of ReservedAgentNames,
+// case aside (a mention is case-insensitive).
+func ReservedAgentName(name string) bool {
+	for _, r := range ReservedAgentNames {
+		if strings.EqualFold(r, name) {
+			return true
+		}
+	}
+	return false
+}
+
 // ServedEverFor is the part of served (every agent name ever registered,
 // with its client) that says whether participant, whose invited client is
 // client, was ever served: the entries of its name or its client.

@@ -113,11 +113,6 @@ func (s *Server) handleCoordinatorsGet(w http.ResponseWriter, r *http.Request) e
 	return nil
 }
 
-// reservedAgentNames may never be a registered agent: "all" is the
-// address of everyone, "user" the default person, "bridge" the sender of
-// the bridge's own notices, "coordinator" the tag of the coordinators'.
-var reservedAgentNames = []string{agentbridge.ToAll, "user", agentbridge.ClaimSender, "coordinator"}
-
 // checkRegistration refuses (403 forbidden_sender, nothing stored) a
 // registration listing as its agent a human, a reserved name, another
 // coordinator's id (another registration's, or one a coordinator token
@@ -164,7 +159,7 @@ func agentNameRefused(humans agentbridge.Humans, others []string, name string) s
 	switch {
 	case humans.Has(name):
 		return "a human"
-	case slices.ContainsFunc(reservedAgentNames, func(r string) bool { return strings.EqualFold(r, name) }):
+	case agentbridge.ReservedAgentName(name):
 		return "a reserved name"
 	case slices.Contains(others, name):
 		return "another coordinator's id"

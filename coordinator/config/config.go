@@ -512,6 +512,13 @@ func (f *fileConfig) Validate(baseDir string) (Config, []string, error) {
 		return Config{}, nil, err
 	}
 	cfg.Agents = agents
+	for _, name := range slices.Sorted(maps.Keys(agents)) {
+		if cfg.HumanIDs.Has(name) || agentbridge.ReservedAgentName(name) {
+			// The bridge refuses to register such an agent (contract
+			// 8.3), and the coordinator would answer nothing.
+			return Config{}, nil, configErrorf("agents."+name, "is a human id or a name the bridge reserves (%s): a coordinator may not serve it", strings.Join(agentbridge.ReservedAgentNames, ", "))
+		}
+	}
 	var warnings []string
 	if len(agents) == 0 {
 		warnings = append(warnings, "config: agents: no agents are configured, so nobody will be invoked")

@@ -272,6 +272,8 @@ func TestParse_Errors(t *testing.T) {
 		{"pending_ttl_s zero", `{"pending_ttl_s": 0, ` + minimalConfig[1:], "pending_ttl_s", "positive"},
 		{"host with spaces", `{"host": " laptop", ` + minimalConfig[1:], "host", "machine name"},
 		{"run_retry_attempts zero", `{"run_retry_attempts": 0, ` + minimalConfig[1:], "run_retry_attempts", "at least 1"},
+		{"an agent named for a human", `{"agents": {"user": {"command": ["x"]}}}`, "agents.user", "human id or a name the bridge reserves"},
+		{"an agent with a reserved name", `{"agents": {"Bridge": {"command": ["x"]}}}`, "agents.Bridge", "human id or a name the bridge reserves"},
 		{"too many agents", `{"agents": {` + manyAgents(agentbridge.MaxCoordinatorAgents+1) + `}}`, "agents", "at most 64"},
 	}
 	for _, tt := range tests {
