@@ -279,7 +279,8 @@ func rawRequest(t *testing.T, base, token, method, path, body string) (int, stri
 // the round's trigger (so its ledger holds no round), takes the claim
 // over, cannot read the round, and after its retry budget posts one error
 // notice; the next message to alice in that thread is answered, and so is
-// one in the thread with the deep event, which `agent-bridge tail` prints.
+// one in the thread with the deep event, which `agent-bridge tail` prints;
+// after a restart nothing of it comes back.
 // On main the run retried every 10 s for ever, the queue behind it stayed
 // queued, and every read of the deep event's thread failed.
 func TestTrustPoisonedRunsGiveUp(t *testing.T) {
@@ -316,6 +317,11 @@ func TestTrustPoisonedRunsGiveUp(t *testing.T) {
 	testutil.WaitFor(t, 2*time.Minute, "alice's replies after the poisoned runs", func() bool {
 		return party.replies("alice")[next.ID] == 1 && poisoned.replies("alice")[deepNext.ID] == 1
 	})
+	// A restart neither runs the poisoned run again nor blocks the queue.
+	laptop.stop()
+	laptop.start(bin)
+	after := party.say("alice", "after a restart?")
+	testutil.WaitFor(t, 2*time.Minute, "alice's reply after the restart", func() bool { return party.replies("alice")[after.ID] == 1 })
 	if n := party.tagged("error"); n != 1 {
 		t.Errorf("%d error notices, want 1", n)
 	}
