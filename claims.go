@@ -22,7 +22,16 @@ const (
 	ClaimRunning = "running" // held by a coordinator; its heartbeat keeps it
 	ClaimDone    = "done"    // the holder finished it (reply or error posted, or nothing owed)
 	ClaimExpired = "expired" // waited past its pending ttl; the bridge posted one error notice
+	// ClaimNotATrigger: a coordinator that took the claim over decided,
+	// with its own trigger rules, that its event is no trigger for its
+	// participant, and ended it so (contract 8.3).
+	ClaimNotATrigger = "not_a_trigger"
 )
+
+// MaxWaitingClaims caps the waiting claims one coordinator id has filed
+// and that still wait (contract 8.3): past it a waiting claim is 429
+// too_many.
+const MaxWaitingClaims = 1000
 
 // Claim errors.
 const (
@@ -84,6 +93,10 @@ type ClaimRequest struct {
 	// PendingTTLMillis is, with Wait, how long it may wait (0 =
 	// DefaultPendingTTL).
 	PendingTTLMillis int64 `json:"pending_ttl_ms,omitempty"`
+	// FallbackFrom, on a run claim, names the participant this run
+	// answers for (contract 8.5): the event must be a trigger for it, and
+	// Participant, invited and not a human, answers in its place.
+	FallbackFrom string `json:"fallback_from,omitempty"`
 }
 
 // Validate checks req and fills in its default pending ttl. Errors are
@@ -104,6 +117,10 @@ func (req *ClaimRequest) Validate() error {
 		return FieldErrorf(ECodeInvalidField, "participant", "The participant id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(req.Participant, QuoteRunes))
 	case req.Round < 0:
 		return FieldErrorf(ECodeInvalidField, "round", "The round must not be negative.")
+	case req.FallbackFrom != "" && (req.Notice != "" || !ParticipantIDPattern.MatchString(req.FallbackFrom)):
+		return FieldErrorf(ECodeInvalidField, "fallback_from", "\"fallback_from\" names the participant a run claim answers for, by its id (1 to 128 letters, digits or . _ @ : -).")
+	case req.FallbackFrom != "" && req.FallbackFrom == req.Participant:
+		return FieldErrorf(ECodeInvalidField, "fallback_from", "A fallback claim is for another participant than the one it answers for.")
 	}
 	if !ParticipantIDPattern.MatchString(req.Coordinator) {
 		return FieldErrorf(ECodeInvalidField, "coordinator", "The coordinator id %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(req.Coordinator, QuoteRunes))
@@ -131,15 +148,17 @@ func (req *ClaimRequest) Validate() error {
 type Claim struct {
 	ID int64 `json:"id"`
 	ClaimKey
-	Client      string `json:"client,omitempty"`
-	State       string `json:"state"`
-	Coordinator string `json:"coordinator,omitempty"` // holder (empty while waiting)
-	Instance    string `json:"instance,omitempty"`
-	Host        string `json:"host,omitempty"` // the holder's host, from its registration
-	Fence       int64  `json:"fence"`          // 0 while never held; +1 on every new holder
-	CreatedAt   string `json:"created_at"`     // database time (TimeLayout)
-	ClaimedAt   string `json:"claimed_at,omitempty"`
-	ExpiresAt   string `json:"expires_at,omitempty"` // waiting claims: created_at + pending ttl
+	Client string `json:"client,omitempty"`
+	// FallbackFrom is the participant a fallback claim answers for.
+	FallbackFrom string `json:"fallback_from,omitempty"`
+	State        string `json:"state"`
+	Coordinator  string `json:"coordinator,omitempty"` // holder (empty while waiting)
+	Instance     string `json:"instance,omitempty"`
+	Host         string `json:"host,omitempty"` // the holder's host, from its registration
+	Fence        int64  `json:"fence"`          // 0 while never held; +1 on every new holder
+	CreatedAt    string `json:"created_at"`     // database time (TimeLayout)
+	ClaimedAt    string `json:"claimed_at,omitempty"`
+	ExpiresAt    string `json:"expires_at,omitempty"` // waiting claims: created_at + pending ttl
 }
 
 // ClaimResult is the answer of POST /claims.
@@ -211,10 +230,22 @@ func InterruptedReason(host string) string {
 	return "interrupted: " + host + " offline"
 }
 
+// NotATriggerReason is the reason of the skipped receipt of a claim that
+// a coordinator taking it over found to be no trigger.
+func NotATriggerReason(why string) string {
+	return "not a trigger: " + why
+}
+
 // ExpiredNotice is the content of the error message the bridge posts when
-// a waiting claim expires.
-func ExpiredNotice(participant string, ttl time.Duration) string {
-	return fmt.Sprintf("Nobody served %s within %s: no coordinator serving it came online, so this message was not answered.", participant, ttl)
+// a waiting claim expires: at most once per thread and participant per
+// pending ttl, naming how many messages to it waited there.
+func ExpiredNotice(participant string, ttl time.Duration, waited int) string {
+	msgs := "1 message"
+	if waited != 1 {
+		msgs = fmt.Sprintf("%d messages", waited)
+	}
+	return fmt.Sprintf("Nobody served %s within %s: no coordinator serving it came online, so this message was not answered. %s to %s waited here for one; nothing more is said about %s in this thread for %s.",
+		participant, ttl, msgs, participant, participant, ttl)
 }
 
 // ClaimsResponse is the answer of GET /claims.
@@ -263,4 +294,9 @@ type ClaimStore interface {
 	// ServedEver maps every agent name any registration ever listed to
 	// its client.
 	ServedEver(ctx context.Context) (map[string]string, error)
+	// EndNotATrigger, in one transaction, marks claim id, held by
+	// coordinator at fence, ClaimNotATrigger and, when its pair's receipt
+	// is queued or running, makes it skipped (NotATriggerReason(why));
+	// else ECodeFenced, as FinishClaim. r is the receipt written, if any.
+	EndNotATrigger(ctx context.Context, id, fence int64, coordinator, why string) (c Claim, r *Receipt, err error)
 }

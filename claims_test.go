@@ -52,6 +52,8 @@ func TestClaimRequestValidate(t *testing.T) {
 		{"client", func(r *ClaimRequest) { r.Client = string(make([]byte, MaxClaimText+1)) }},
 		{"pending_ttl_ms", func(r *ClaimRequest) { r.PendingTTLMillis = MaxPendingTTL.Milliseconds() + 1 }},
 		{"pending_ttl_ms", func(r *ClaimRequest) { r.Wait, r.PendingTTLMillis = false, 5 }},
+		{"fallback_from", func(r *ClaimRequest) { r.FallbackFrom = "no spaces" }},
+		{"fallback_from", func(r *ClaimRequest) { r.FallbackFrom = "claude" }},
 	} {
 		r := ClaimRequest{ClaimKey: ClaimKey{Thread: "t", Event: "e", Participant: "claude"}, Coordinator: "laptop", Instance: "i", Wait: true}
 		c.edit(&r)

@@ -2,6 +2,8 @@ package agentbridge
 
 import (
 	"context"
+	"encoding/json"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -22,10 +24,23 @@ const (
 	AgentKindACP     = "acp"
 )
 
-// Bounds of a registration, so that a registration row stays small.
+// Bounds of a registration, so that a registration row stays small, and
+// GET /coordinators, which every coordinator polls, with it (contract
+// 8.3).
 const (
-	MaxCoordinatorAgents = 256
+	MaxCoordinatorAgents = 64
 	MaxCoordinatorText   = 256
+	// MaxCoordinatorNames bounds the agent names one coordinator id ever
+	// registered: a registration that would make more is 429 too_many.
+	MaxCoordinatorNames = 256
+	// MaxCoordinatorCapacity bounds a registration's capacity, which the
+	// cap of its live agent tokens is made of (AgentTokenCap).
+	MaxCoordinatorCapacity = 256
+	// MaxRegistrationShare bounds what one registration adds to GET
+	// /coordinators' answer: its entry, and its agents' lines in "agents"
+	// as if it served them alone (RegistrationShare). Ten coordinators
+	// then answer in under 64 KiB.
+	MaxRegistrationShare = 6 << 10
 	// DefaultClaimTTL is how long a registration stays live without a
 	// heartbeat when the coordinator names no ttl (claim_ttl_s).
 	DefaultClaimTTL = 30 * time.Second
@@ -103,8 +118,8 @@ func (reg *Registration) Validate() error {
 			return FieldErrorf(ECodeInvalidField, "workspaces", "The workspace name %q is not valid: use 1 to 64 letters, digits or . _ -, starting with a letter or digit.", Clip(w, QuoteRunes))
 		}
 	}
-	if reg.Capacity < 0 {
-		return FieldErrorf(ECodeInvalidField, "capacity", "The capacity must not be negative.")
+	if reg.Capacity < 0 || reg.Capacity > MaxCoordinatorCapacity {
+		return FieldErrorf(ECodeInvalidField, "capacity", "The capacity must be from 0 to %d.", MaxCoordinatorCapacity)
 	}
 	switch {
 	case reg.TTLMillis < 0 || reg.TTLMillis > MaxClaimTTL.Milliseconds():
@@ -112,7 +127,26 @@ func (reg *Registration) Validate() error {
 	case reg.TTLMillis == 0:
 		reg.TTLMillis = DefaultClaimTTL.Milliseconds()
 	}
+	if n := RegistrationShare(*reg); n > MaxRegistrationShare {
+		return FieldErrorf(ECodeInvalidField, "agents", "This registration would take %d bytes of the list of coordinators every coordinator reads, and one may take at most %d: shorten its agents' names and clients, its host, version or status URL.", n, MaxRegistrationShare)
+	}
 	return nil
+}
+
+// RegistrationShare is what reg adds to GET /coordinators' answer at
+// most: its entry, with the longest times, age and liveness the bridge
+// adds, and one line of "agents" for each of its agents.
+func RegistrationShare(reg Registration) int {
+	info := CoordinatorInfo{Registration: reg, RegisteredAt: FormatTime(time.Time{}), HeartbeatAt: FormatTime(time.Time{}), AgeMillis: math.MinInt64}
+	b, err := json.Marshal(info)
+	if err != nil {
+		return math.MaxInt
+	}
+	n := len(b) + 1
+	for _, a := range reg.Agents {
+		n += len(a.Name) + len(reg.ID) + len(`"":[""],`)
+	}
+	return n
 }
 
 // CoordinatorInfo is a registration as the bridge keeps it: when it was
@@ -163,6 +197,36 @@ type CoordinatorStore interface {
 	// Coordinators lists every registration by id, with its age and
 	// liveness as of the database's now.
 	Coordinators(ctx context.Context) ([]CoordinatorInfo, error)
+}
+
+// ReservedAgentNames may never be a coordinator's agent (contract 8.3):
+// "all" is the address of everyone, "user" the default person, "bridge"
+// the sender of the bridge's own notices, "coordinator" the tag of the
+// coordinators'.
+var ReservedAgentNames = []string{ToAll, "user", ClaimSender, "coordinator"}
+
+// ReservedAgentName reports whether name is one of ReservedAgentNames,
+// case aside (a mention is case-insensitive).
+func ReservedAgentName(name string) bool {
+	for _, r := range ReservedAgentNames {
+		if strings.EqualFold(r, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// ServedEverFor is the part of served (every agent name ever registered,
+// with its client) that says whether participant, whose invited client is
+// client, was ever served: the entries of its name or its client.
+func ServedEverFor(served map[string]string, participant, client string) map[string]string {
+	out := map[string]string{}
+	for name, c := range served {
+		if name == participant || (client != "" && c == client) {
+			out[name] = c
+		}
+	}
+	return out
 }
 
 // ServesParticipant reports whether an agent of agents serves participant,

@@ -15,12 +15,18 @@ import (
 const smallObjectKeys = 16
 
 // CheckJSONBody is the check every JSON request body of the bridge and the
-// coordinator passes before it is decoded: its text is UTF-8
+// coordinator passes before it is decoded: its arrays and objects nest at
+// most MaxJSONDepth deep (400 too_deep), its text is UTF-8
 // (CheckJSONText) and no object in it, at any depth, holds a key twice,
 // case aside (400 duplicate_key, naming the key's path, such as
 // "content.pause.on").
-// body must be valid JSON.
+// body must be valid JSON; a body the decoder refused is given to
+// CheckJSONDepth, so that one nested past the decoder's own limit is
+// answered too_deep as well.
 func CheckJSONBody(body []byte) error {
+	if err := CheckJSONDepth(body); err != nil {
+		return err
+	}
 	if err := CheckJSONText(body); err != nil {
 		return err
 	}

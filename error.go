@@ -74,6 +74,20 @@ const (
 	// workspace the claiming coordinator has not registered (contract
 	// 8.1): only a coordinator that has it runs it.
 	ECodeNoWorkspace = "no_workspace"
+	// ECodeTooDeep refuses a request body whose arrays and objects nest
+	// deeper than MaxJSONDepth: a reader's recursion (and encoding/json's
+	// own limit of 10,000 around a stored event) is not a client's to
+	// exhaust.
+	ECodeTooDeep = "too_deep"
+	// ECodeNotATrigger refuses a claim whose event is not, by the trigger
+	// rules the bridge can check, a trigger for its participant (contract
+	// 8.3); a coordinator ends a claim it takes over with it when its own
+	// rules disagree.
+	ECodeNotATrigger = "not_a_trigger"
+	// ECodeTooMany refuses what would grow past a cap one credential may
+	// hold: waiting claims, live agent tokens, the names a coordinator
+	// ever registered.
+	ECodeTooMany = "too_many"
 )
 
 // Error is the error a client sees. It is serialised as

@@ -252,6 +252,9 @@ var inputFields = map[string]bool{"type": true, "from": true, "to": true, "conte
 func ParseEventInput(body []byte) (EventInput, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
+		if err := CheckJSONDepth(body); err != nil {
+			return EventInput{}, err
+		}
 		if bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) || !json.Valid(body) {
 			return EventInput{}, Errorf(ECodeInvalidJSON, "The request body is not valid JSON: %s.", jsonErrText(err))
 		}

@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -79,6 +81,19 @@ type Token struct {
 	// CreatedBy names the credential that made it (its name and id), or
 	// the command that did ("serve").
 	CreatedBy string `json:"created_by,omitempty"`
+	// Agents is a coordinator token's allow-list: the agent names (and
+	// clients) its registrations may list, joined by commas (which no
+	// name holds, and which keeps a Token comparable); empty for no list.
+	Agents string `json:"agents,omitempty"`
+}
+
+// AllowedAgents is an allow-list as Token.Agents and Credential.Agents
+// keep it, split; nil for none.
+func AllowedAgents(agents string) []string {
+	if agents == "" {
+		return nil
+	}
+	return strings.Split(agents, ",")
 }
 
 // Valid reports whether the token may be used at now: not revoked and not
@@ -102,6 +117,8 @@ type Credential struct {
 	Scope       string `json:"scope"`
 	Thread      string `json:"thread,omitempty"`
 	Participant string `json:"participant,omitempty"`
+	// Agents is a coordinator token's allow-list (Token.Agents).
+	Agents string `json:"agents,omitempty"`
 }
 
 // Whoami is the answer of GET /auth/whoami: the caller's credential, and
@@ -121,8 +138,44 @@ type TokenInput struct {
 	// TTLSeconds, when above 0, makes the token expire that long after it
 	// is made.
 	TTLSeconds int64 `json:"ttl_s,omitempty"`
+	// Agents is a coordinator token's allow-list (Token.Agents).
+	Agents []string `json:"agents,omitempty"`
 	// CreatedBy is set by the server, never by the client.
 	CreatedBy string `json:"-"`
+	// MaxLive, set by the server, caps the live agent tokens CreatedBy
+	// holds, this one included (contract 8.3): the store refuses past it
+	// with ECodeTooMany, in the write itself. 0: no cap.
+	MaxLive int `json:"-"`
+}
+
+// The pages of GET /auth/tokens: DefaultTokensPage tokens unless the
+// request asks for up to MaxTokensPage.
+const (
+	DefaultTokensPage = 500
+	MaxTokensPage     = 1000
+)
+
+// TokensPage is the answer of GET /auth/tokens: a page of tokens, oldest
+// first, and Next, the after= of the next page (0 on the last page).
+type TokensPage struct {
+	Tokens []Token `json:"tokens"`
+	Next   int64   `json:"next,omitempty"`
+}
+
+// AgentTokenCap is how many live agent tokens a coordinator that
+// registered capacity may hold (contract 8.3): enough for each running
+// run's token, its correction run's, a spare per pair made ahead and the
+// warm ACP agents' (docs/security.md), and no more.
+func AgentTokenCap(capacity int) int { return 4*capacity + 16 }
+
+// MaxTokenAgents bounds a coordinator token's allow-list, as a
+// registration's agents.
+const MaxTokenAgents = MaxCoordinatorAgents
+
+// TooManyAgentTokens is the refusal of an agent token past the creator's
+// cap of live ones.
+func TooManyAgentTokens(limit int) *Error {
+	return Errorf(ECodeTooMany, "This coordinator holds %d live agent tokens, the most it may (4 × its registered capacity + 16); revoke the ones its ended runs held, or wait for them to expire.", limit)
 }
 
 // Validate checks a token to create and fills in an agent token's ttl cap:
@@ -171,6 +224,7 @@ func (in *TokenInput) Validate() error {
 		if in.Thread != "" {
 			return FieldErrorf(ECodeFieldNotAllowed, "thread", "A coordinator token is not bound to a thread; only an agent token is.")
 		}
+		return validTokenAgents(in.Agents)
 	default:
 		if in.Thread != "" || in.Participant != "" {
 			field := "thread"
@@ -178,6 +232,26 @@ func (in *TokenInput) Validate() error {
 				field = "participant"
 			}
 			return FieldErrorf(ECodeFieldNotAllowed, field, "A %s token is not bound to a thread or a participant.", in.Scope)
+		}
+	}
+	if len(in.Agents) > 0 {
+		return FieldErrorf(ECodeFieldNotAllowed, "agents", "Only a coordinator token carries a list of agents.")
+	}
+	return nil
+}
+
+// validTokenAgents checks a coordinator token's allow-list: participant
+// ids, each once, at most MaxTokenAgents.
+func validTokenAgents(agents []string) error {
+	if len(agents) > MaxTokenAgents {
+		return FieldErrorf(ECodeInvalidField, "agents", "A coordinator token lists at most %d agents, not %d.", MaxTokenAgents, len(agents))
+	}
+	for i, a := range agents {
+		if !ParticipantIDPattern.MatchString(a) {
+			return FieldErrorf(ECodeInvalidField, "agents", "The agent name %q is not valid: use 1 to 128 letters, digits or . _ @ : -, starting with a letter or digit.", Clip(a, QuoteRunes))
+		}
+		if slices.Contains(agents[:i], a) {
+			return FieldErrorf(ECodeInvalidField, "agents", "The agent %q is listed twice.", a)
 		}
 	}
 	return nil
@@ -232,6 +306,14 @@ type TokenStore interface {
 	TokenByID(ctx context.Context, id string) (t Token, ok bool, err error)
 	// Tokens lists every token, oldest first.
 	Tokens(ctx context.Context) ([]Token, error)
+	// TokensAfter lists at most limit tokens, oldest first, made after
+	// the one at position after (0: from the first), with each one's
+	// position: GET /auth/tokens's pages.
+	TokensAfter(ctx context.Context, after int64, limit int) (tokens []Token, positions []int64, err error)
+	// CoordinatorTokenIDs lists the coordinator ids the coordinator
+	// tokens not revoked stand for (each one's participant, else its
+	// name): ids no registration may list as its agent.
+	CoordinatorTokenIDs(ctx context.Context) ([]string, error)
 	// RevokeToken stamps the token's revoked_at with the time of the
 	// write, unless it is revoked already (then it is returned as it
 	// was). An unknown id is token_not_found.

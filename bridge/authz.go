@@ -178,6 +178,13 @@ func notServed(cred httpguard.Credential, thread, from string) error {
 // coordinator whose heartbeat lapsed still posts its runs' endings) serves,
 // by name or, in a thread, by the client of the participant's invited
 // profile (agentbridge.ServesParticipant, as the coordinator resolves it).
+//
+// A registration counts only for the agents it may list (contract 8.3,
+// checkRegistration): never a human (mayWriteAs), a reserved name or
+// another registration's coordinator id, and, for a token with an
+// allow-list, only the names and clients the list holds. A registration
+// stored before the bridge checked them still lists them; they are
+// ignored here.
 func (s *Server) coordinatorServes(ctx context.Context, cred httpguard.Credential, thread, id string) (bool, error) {
 	cid := coordinatorIDOf(cred)
 	if id == cid {
@@ -187,20 +194,41 @@ func (s *Server) coordinatorServes(ctx context.Context, cred httpguard.Credentia
 	if err != nil {
 		return false, err
 	}
+	others := make([]string, 0, len(list))
+	for _, c := range list {
+		if c.ID != cid {
+			others = append(others, c.ID)
+		}
+	}
+	if agentNameRefused(s.opts.Humans, others, id) != "" {
+		return false, nil
+	}
 	for _, c := range list {
 		if c.ID != cid {
 			continue
 		}
-		if agentbridge.ServesParticipant(c.Agents, id, "") {
+		agents := allowedOf(cred, c.Agents)
+		if agentbridge.ServesParticipant(agents, id, "") {
 			return true, nil
 		}
 		client, err := s.invitedClient(ctx, thread, id)
 		if err != nil || client == "" {
 			return false, err
 		}
-		return agentbridge.ServesParticipant(c.Agents, id, client), nil
+		return agentbridge.ServesParticipant(agents, id, client), nil
 	}
 	return false, nil
+}
+
+// allowedOf keeps, of a registration's agents, those a coordinator
+// credential's allow-list holds (by name, and by client when it names
+// one); all of them without a list.
+func allowedOf(cred httpguard.Credential, agents []agentbridge.CoordinatorAgent) []agentbridge.CoordinatorAgent {
+	allowed := agentbridge.AllowedAgents(cred.Agents)
+	if len(allowed) == 0 {
+		return agents
+	}
+	return slices.DeleteFunc(slices.Clone(agents), func(a agentbridge.CoordinatorAgent) bool { return notAllowed(allowed, a) != "" })
 }
 
 // registrations are the store's coordinator registrations (none when it

@@ -1,10 +1,12 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -36,7 +38,7 @@ func (s *Server) claimStore() (agentbridge.ClaimStore, error) {
 var queryClaims = endpointQuery{params: map[string]paramKind{"claimable": kindEventID, "thread": kindEventID}}
 
 // claimFields are the fields a claim body may carry.
-var claimFields = []string{"thread", "event", "participant", "round", "notice", "coordinator", "instance", "client", "wait", "pending_ttl_ms"}
+var claimFields = []string{"thread", "event", "participant", "round", "notice", "coordinator", "instance", "client", "wait", "pending_ttl_ms", "fallback_from"}
 
 func (s *Server) handleClaimsPost(w http.ResponseWriter, r *http.Request) error {
 	cs, err := s.claimStore()
@@ -86,11 +88,15 @@ func (s *Server) announceReceipt(ctx context.Context, c agentbridge.Claim) {
 	}
 }
 
-// finishBody is the body of POST /claims/{id}/done.
+// finishBody is the body of POST /claims/{id}/done. Outcome
+// "not_a_trigger" (with the reason why) ends the claim as no trigger
+// instead (contract 8.3: a coordinator taking a claim over decided so).
 type finishBody struct {
 	Coordinator string `json:"coordinator"`
 	Instance    string `json:"instance"`
 	Fence       int64  `json:"fence"`
+	Outcome     string `json:"outcome"`
+	Reason      string `json:"reason"`
 }
 
 func (s *Server) handleClaimDone(w http.ResponseWriter, r *http.Request) error {
@@ -103,7 +109,7 @@ func (s *Server) handleClaimDone(w http.ResponseWriter, r *http.Request) error {
 		return agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no claim %q: a claim id is a positive number.", agentbridge.Clip(chi.URLParam(r, "id"), agentbridge.QuoteRunes))
 	}
 	var body finishBody
-	if err := s.decodeStrict(w, r, &body, []string{"coordinator", "instance", "fence"}, false); err != nil {
+	if err := s.decodeStrict(w, r, &body, []string{"coordinator", "instance", "fence", "outcome", "reason"}, false); err != nil {
 		return err
 	}
 	switch {
@@ -111,9 +117,25 @@ func (s *Server) handleClaimDone(w http.ResponseWriter, r *http.Request) error {
 		return agentbridge.FieldErrorf(agentbridge.ECodeMissingField, "coordinator", "The field \"coordinator\" is required: the holder's coordinator id.")
 	case body.Fence <= 0:
 		return agentbridge.FieldErrorf(agentbridge.ECodeMissingField, "fence", "The field \"fence\" is required: the fencing number the claim was granted with.")
+	case body.Outcome != "" && body.Outcome != agentbridge.ClaimDone && body.Outcome != agentbridge.ClaimNotATrigger:
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "outcome", "The outcome %q is not %q or %q.", agentbridge.Clip(body.Outcome, agentbridge.QuoteRunes), agentbridge.ClaimDone, agentbridge.ClaimNotATrigger)
+	case len(body.Reason) > agentbridge.MaxClaimText || !utf8.ValidString(body.Reason):
+		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "reason", "The field \"reason\" must be at most %d bytes of UTF-8.", agentbridge.MaxClaimText)
 	}
 	if err := checkCoordinatorID(credential(r), body.Coordinator); err != nil {
 		return err
+	}
+	if body.Outcome == agentbridge.ClaimNotATrigger {
+		c, rc, err := cs.EndNotATrigger(r.Context(), id, body.Fence, body.Coordinator, cmp.Or(body.Reason, "its coordinator's trigger rules disagree"))
+		if err != nil {
+			return storeErr("end claim", err)
+		}
+		if rc != nil {
+			s.receiptHub.add(*rc)
+		}
+		s.log.Info("claim ended: not a trigger", "claim", c.ID, "thread", c.Thread, "event", c.Event, "participant", c.Participant, "by", body.Coordinator, "reason", body.Reason)
+		httpjson.Write(w, http.StatusOK, c)
+		return nil
 	}
 	c, err := cs.FinishClaim(r.Context(), id, body.Fence, body.Coordinator)
 	if err != nil {

@@ -41,6 +41,7 @@ func TestClaimsTwoBridgesOnePostgres(t *testing.T) {
 	}
 	a, b := bridges[0], bridges[1]
 	a.newThread("t1")
+	a.invite("t1", "claude", "ghost")
 	trigger := a.post("t1", "user", "@claude hello")
 	a.registerTTL("ca", "host-a", time.Minute, "claude")
 	b.registerTTL("cb", "host-b", time.Minute, "claude")

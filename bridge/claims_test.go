@@ -32,6 +32,14 @@ func (ts *testServer) registerTTL(id, host string, ttl time.Duration, agents ...
 	ts.must(200, "PUT", "/coordinators/"+id, string(b))
 }
 
+// invite invites participants (client: their id) into thread.
+func (ts *testServer) invite(thread string, participants ...string) {
+	ts.t.Helper()
+	for _, p := range participants {
+		ts.must(200, "POST", "/threads/"+thread+"/events", `{"type":"control","from":"user","content":{"invite":{"participant_id":"`+p+`","profile":{"client":"`+p+`","model":"m"}}}}`)
+	}
+}
+
 // claimBody is a POST /claims body for coordinator id (instance i-<id>).
 func claimBody(id, event, participant string, extra ...string) string {
 	s := fmt.Sprintf(`{"thread":"t1","event":%q,"participant":%q,"coordinator":%q,"instance":"i-%s"`, event, participant, id, id)
@@ -51,6 +59,7 @@ func claimBody(id, event, participant string, extra ...string) string {
 func TestClaimsOverHTTP(t *testing.T) {
 	ts := closedServer(t, Options{ClaimSweep: 20 * time.Millisecond})
 	ts.newThread("t1")
+	ts.invite("t1", "claude")
 	_, laptop := ts.mint(`{"scope":"coordinator","name":"laptop"}`)
 	_, server := ts.mint(`{"scope":"coordinator","name":"server"}`)
 	_, agent := ts.mint(`{"scope":"agent","name":"a","thread":"t1","participant":"claude"}`)
@@ -155,8 +164,12 @@ func TestClaimsOverHTTP(t *testing.T) {
 		}
 	}
 	var coords agentbridge.CoordinatorsResponse
-	if err := json.Unmarshal(ts.must(200, "GET", "/coordinators", "").body, &coords); err != nil || coords.ServedEver["claude"] != "claude" || coords.ServedEver["codex"] != "codex" {
-		t.Fatalf("served_ever: %+v %v", coords.ServedEver, err)
+	if err := json.Unmarshal(ts.must(200, "GET", "/coordinators", "").body, &coords); err != nil || coords.ServedEver != nil {
+		t.Fatalf("served_ever without asking: %+v %v, want none", coords.ServedEver, err)
+	}
+	if err := json.Unmarshal(ts.must(200, "GET", "/coordinators?served_ever=claude&client=codex", "").body, &coords); err != nil ||
+		len(coords.ServedEver) != 2 || coords.ServedEver["claude"] != "claude" || coords.ServedEver["codex"] != "codex" {
+		t.Fatalf("served_ever of claude or client codex: %+v %v", coords.ServedEver, err)
 	}
 }
 
@@ -168,6 +181,7 @@ func TestWaitingClaimExpiresOnce(t *testing.T) {
 	ts := newTestServer(t, Options{ClaimSweep: 10 * time.Millisecond})
 	serve(t, ts.store, Options{ClaimSweep: 10 * time.Millisecond}) // a second bridge on the same store
 	ts.newThread("t1")
+	ts.invite("t1", "ghost")
 	trigger := ts.post("t1", "user", "@ghost hello")
 	ts.registerTTL("server", "server.lan", time.Minute, "codex")
 	res := claimAnswer(t, ts.must(200, "POST", "/claims", claimBody("server", trigger.ID, "ghost", `"wait":true`, `"pending_ttl_ms":300`)))
@@ -192,7 +206,7 @@ func TestWaitingClaimExpiresOnce(t *testing.T) {
 			notices = append(notices, e)
 		}
 	}
-	if len(notices) != 1 || notices[0].Text() != "Nobody served ghost within 300ms: no coordinator serving it came online, so this message was not answered." ||
+	if len(notices) != 1 || notices[0].Text() != agentbridge.ExpiredNotice("ghost", 300*time.Millisecond, 1) ||
 		notices[0].Meta.ReplyTo != trigger.ID || !notices[0].Meta.HasTag("error") {
 		t.Fatalf("the bridge's notices: %+v, want exactly one", notices)
 	}

@@ -1,11 +1,16 @@
 package bridge
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
@@ -43,6 +48,9 @@ func (s *Server) handleCoordinatorPut(w http.ResponseWriter, r *http.Request) er
 		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "id", "The body names coordinator %q but the path names %q: leave \"id\" out or make them agree.", agentbridge.Clip(reg.ID, agentbridge.QuoteRunes), agentbridge.Clip(id, agentbridge.QuoteRunes))
 	}
 	reg.ID = id
+	if err := s.checkRegistration(r.Context(), credential(r), reg); err != nil {
+		return err
+	}
 	res, err := cs.RegisterCoordinator(r.Context(), reg)
 	if err != nil {
 		return storeErr("register coordinator", err)
@@ -74,8 +82,15 @@ func (s *Server) handleCoordinatorDelete(w http.ResponseWriter, r *http.Request)
 	return nil
 }
 
+// handleCoordinatorsGet lists the registrations. served_ever (every agent
+// name ever registered) comes only for one participant asked for
+// (?served_ever=<participant>&client=<its client>), the entries naming it
+// or its client: every coordinator polls this list with its heartbeat, and
+// the names ever registered grow with every coordinator (contract 8.3:
+// the answer stays under 64 KiB for 10 coordinators).
 func (s *Server) handleCoordinatorsGet(w http.ResponseWriter, r *http.Request) error {
-	if _, err := parseQuery(r, queryNone); err != nil {
+	q, err := parseQuery(r, queryCoordinators)
+	if err != nil {
 		return err
 	}
 	cs, err := s.coordinators()
@@ -87,11 +102,86 @@ func (s *Server) handleCoordinatorsGet(w http.ResponseWriter, r *http.Request) e
 		return storeErr("list coordinators", err)
 	}
 	res := agentbridge.CoordinatorsResponse{Coordinators: list, Agents: agentbridge.AgentsServed(list)}
-	if cl, ok := cs.(agentbridge.ClaimStore); ok {
-		if res.ServedEver, err = cl.ServedEver(r.Context()); err != nil {
+	if cl, ok := cs.(agentbridge.ClaimStore); ok && q.has("served_ever") {
+		ever, err := cl.ServedEver(r.Context())
+		if err != nil {
 			return storeErr("list served agents", err)
 		}
+		res.ServedEver = agentbridge.ServedEverFor(ever, q.str("served_ever"), q.str("client"))
 	}
 	httpjson.Write(w, http.StatusOK, res)
 	return nil
+}
+
+// checkRegistration refuses (403 forbidden_sender, nothing stored) a
+// registration listing as its agent a human, a reserved name, another
+// coordinator's id (another registration's, or one a coordinator token
+// stands for), or, from a coordinator token with an allow-list
+// (tokens add --agents), a name or client the list does not hold: a
+// coordinator token writes as the agents it registers (contract 8.3).
+func (s *Server) checkRegistration(ctx context.Context, cred httpguard.Credential, reg agentbridge.Registration) error {
+	others, err := s.otherCoordinatorIDs(ctx, reg.ID)
+	if err != nil {
+		return err
+	}
+	allowed := agentbridge.AllowedAgents(cred.Agents)
+	for _, a := range reg.Agents {
+		why := agentNameRefused(s.opts.Humans, others, a.Name)
+		if why == "" && cred.Scope == agentbridge.ScopeCoordinator {
+			why = notAllowed(allowed, a)
+		}
+		if why != "" {
+			return &agentbridge.Error{Code: agentbridge.ECodeForbiddenSender, Field: "agents", Participant: a.Name,
+				Message: fmt.Sprintf("Coordinator %q may not register the agent %q: it is %s.", reg.ID, agentbridge.Clip(a.Name, agentbridge.QuoteRunes), why)}
+		}
+	}
+	return nil
+}
+
+// notAllowed says why a coordinator token's allow-list refuses agent a
+// ("" when it holds its name, and its client when it names one, or there
+// is no list): an agent serves the participants of its client too.
+func notAllowed(allowed []string, a agentbridge.CoordinatorAgent) string {
+	switch {
+	case len(allowed) == 0:
+		return ""
+	case !slices.Contains(allowed, a.Name):
+		return "not in this coordinator token's list of agents (" + strings.Join(allowed, ", ") + ")"
+	case a.Client != "" && !slices.Contains(allowed, a.Client):
+		return fmt.Sprintf("of client %q, which this coordinator token's list of agents (%s) does not hold: it would serve every participant of that client", a.Client, strings.Join(allowed, ", "))
+	}
+	return ""
+}
+
+// agentNameRefused says why name may not be a coordinator's agent ("" when
+// it may): a human, a reserved name, or another coordinator's id (others).
+func agentNameRefused(humans agentbridge.Humans, others []string, name string) string {
+	switch {
+	case humans.Has(name):
+		return "a human"
+	case agentbridge.ReservedAgentName(name):
+		return "a reserved name"
+	case slices.Contains(others, name):
+		return "another coordinator's id"
+	}
+	return ""
+}
+
+// otherCoordinatorIDs lists the coordinator ids other than id: those of
+// the registrations and those the coordinator tokens stand for.
+func (s *Server) otherCoordinatorIDs(ctx context.Context, id string) ([]string, error) {
+	list, err := s.registrations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	if s.tokens != nil {
+		if ids, err = s.tokens.CoordinatorTokenIDs(ctx); err != nil {
+			return nil, storeErr("list coordinator tokens", err)
+		}
+	}
+	for _, c := range list {
+		ids = append(ids, c.ID)
+	}
+	return slices.DeleteFunc(ids, func(o string) bool { return o == id }), nil
 }

@@ -47,10 +47,13 @@ const (
 	// kindQuery is a search query: any text, parsed by the search itself
 	// (bad_query).
 	kindQuery
-	// kindParticipant is a participant id.
+	// kindParticipant is a participant id (or a client).
 	kindParticipant
 	// kindType is an event type.
 	kindType
+	// kindPage is a page's length in a listing of tokens: 1 to
+	// agentbridge.MaxTokensPage.
+	kindPage
 )
 
 // endpointQuery is what one endpoint takes: its parameters and the groups
@@ -76,7 +79,9 @@ var (
 	queryUpload       = endpointQuery{params: map[string]paramKind{"name": kindFileName}}
 	querySearch       = endpointQuery{params: map[string]paramKind{"q": kindQuery, "thread": kindThreadID, "from": kindParticipant, "type": kindType,
 		"before": kindTime, "after": kindTime, "limit": kindCount, "cursor": kindSeqFrom1}}
-	querySchedules = endpointQuery{params: map[string]paramKind{"thread": kindThreadID}}
+	querySchedules    = endpointQuery{params: map[string]paramKind{"thread": kindThreadID}}
+	queryTokens       = endpointQuery{params: map[string]paramKind{"after": kindSeq, "limit": kindPage}}
+	queryCoordinators = endpointQuery{params: map[string]paramKind{"served_ever": kindParticipant, "client": kindParticipant}}
 )
 
 // readQuery is an endpoint's checked query.
@@ -144,7 +149,7 @@ func parseQuery(r *http.Request, e endpointQuery) (readQuery, error) {
 }
 
 func isNumber(k paramKind) bool {
-	return k == kindSeq || k == kindSeqFrom1 || k == kindCount || k == kindWait
+	return k == kindSeq || k == kindSeqFrom1 || k == kindCount || k == kindWait || k == kindPage
 }
 
 // checkParam checks one value; it returns the value to use (a time in the
@@ -160,6 +165,8 @@ func checkParam(name string, kind paramKind, v string) (string, int64, error) {
 			lo, hi = 1, agentbridge.MaxEventsLimit
 		case kindWait:
 			hi = maxWait
+		case kindPage:
+			lo, hi = 1, agentbridge.MaxTokensPage
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < lo || n > hi {
@@ -188,7 +195,7 @@ func checkParam(name string, kind paramKind, v string) (string, int64, error) {
 		}
 	case kindParticipant:
 		if !agentbridge.ParticipantIDPattern.MatchString(v) {
-			return "", 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be a participant id such as \"user\" or \"claude\", not %q.", name, shown)
+			return "", 0, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, name, "The parameter %q must be a participant id or a client name, not %q.", name, shown)
 		}
 	case kindType:
 		if !agentbridge.TypePattern.MatchString(v) {

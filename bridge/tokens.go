@@ -13,6 +13,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/httpguard"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
 // credentialTTL is how long a looked-up token is trusted before the store
@@ -145,7 +146,7 @@ func (s *Server) resolve(ctx context.Context, secret string) (httpguard.Credenti
 
 // credentialOf is the credential a stored token stands for.
 func credentialOf(t agentbridge.Token) httpguard.Credential {
-	return httpguard.Credential{ID: t.ID, Name: t.Name, Scope: t.Scope, Thread: t.Thread, Participant: t.Participant}
+	return httpguard.Credential{ID: t.ID, Name: t.Name, Scope: t.Scope, Thread: t.Thread, Participant: t.Participant, Agents: t.Agents}
 }
 
 // credential returns the request's credential; every route but the open
@@ -174,7 +175,7 @@ func (s *Server) handleTokensPost(w http.ResponseWriter, r *http.Request) error 
 		return agentbridge.Errorf(agentbridge.ECodeForbiddenScope, "A %s token may not create tokens; a person token may, and a coordinator token may create agent tokens.", cred.Scope)
 	}
 	var in agentbridge.TokenInput
-	if err := s.decodeStrict(w, r, &in, []string{"scope", "name", "thread", "participant", "ttl_s"}, false); err != nil {
+	if err := s.decodeStrict(w, r, &in, []string{"scope", "name", "thread", "participant", "ttl_s", "agents"}, false); err != nil {
 		return err
 	}
 	if err := in.Validate(); err != nil {
@@ -185,6 +186,9 @@ func (s *Server) handleTokensPost(w http.ResponseWriter, r *http.Request) error 
 			return agentbridge.FieldErrorf(agentbridge.ECodeForbiddenScope, "scope", "A coordinator token may create agent tokens only, not %s tokens.", in.Scope)
 		}
 		if err := s.mayWriteAs(r.Context(), cred, in.Thread, in.Participant); err != nil {
+			return err
+		}
+		if in.MaxLive, err = s.agentTokenCap(r.Context(), cred); err != nil {
 			return err
 		}
 	}
@@ -207,9 +211,26 @@ func (s *Server) handleTokensPost(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// handleTokensGet lists the tokens, never their secrets (person only).
+// agentTokenCap is how many live agent tokens coordinator credential cred
+// may hold (contract 8.3): 4 × the capacity its coordinator id registered
+// + 16 (16 with no registration yet).
+func (s *Server) agentTokenCap(ctx context.Context, cred httpguard.Credential) (int, error) {
+	list, err := s.registrations(ctx)
+	if err != nil {
+		return 0, err
+	}
+	capacity := 0
+	if reg, ok := storecore.Registration(list, coordinatorIDOf(cred)); ok {
+		capacity = reg.Capacity
+	}
+	return agentbridge.AgentTokenCap(capacity), nil
+}
+
+// handleTokensGet lists the tokens, never their secrets (person only), a
+// page at a time (docs/api.md "Tokens").
 func (s *Server) handleTokensGet(w http.ResponseWriter, r *http.Request) error {
-	if _, err := parseQuery(r, queryNone); err != nil {
+	q, err := parseQuery(r, queryTokens)
+	if err != nil {
 		return err
 	}
 	ts, err := s.tokenStore()
@@ -219,11 +240,16 @@ func (s *Server) handleTokensGet(w http.ResponseWriter, r *http.Request) error {
 	if cred := credential(r); cred.Scope != agentbridge.ScopePerson {
 		return agentbridge.Errorf(agentbridge.ECodeForbiddenScope, "Only a person token may list tokens; this one is a %s token.", cred.Scope)
 	}
-	list, err := ts.Tokens(r.Context())
+	limit := int(q.int("limit", agentbridge.DefaultTokensPage))
+	list, pos, err := ts.TokensAfter(r.Context(), q.int("after", 0), limit+1)
 	if err != nil {
 		return storeErr("list tokens", err)
 	}
-	httpjson.Write(w, http.StatusOK, map[string]any{"tokens": list})
+	page := agentbridge.TokensPage{Tokens: list}
+	if len(list) > limit {
+		page.Tokens, page.Next = list[:limit], pos[limit-1]
+	}
+	httpjson.Write(w, http.StatusOK, page)
 	return nil
 }
 

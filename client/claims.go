@@ -47,6 +47,19 @@ func (c *Client) FinishClaim(ctx context.Context, id, fence int64, coordinator, 
 	return out, err
 }
 
+// EndNotATrigger ends claim id, which coordinator holds at fence, as no
+// trigger (POST /claims/{id}/done with outcome not_a_trigger): its own
+// trigger rules disagree with the claim, so nobody runs it (contract 8.3).
+func (c *Client) EndNotATrigger(ctx context.Context, id, fence int64, coordinator, instance, why string) (agentbridge.Claim, error) {
+	var out agentbridge.Claim
+	err := c.do(ctx, request{
+		op: "end claim", method: http.MethodPost, path: "/claims/" + strconv.FormatInt(id, 10) + "/done",
+		body: map[string]any{"coordinator": coordinator, "instance": instance, "fence": fence,
+			"outcome": agentbridge.ClaimNotATrigger, "reason": agentbridge.Clip(why, agentbridge.MaxClaimText/4)}, wantOut: &out,
+	})
+	return out, err
+}
+
 // Claimable lists the claims coordinator may take now
 // (GET /claims?claimable=), oldest first.
 func (c *Client) Claimable(ctx context.Context, coordinator string) ([]agentbridge.Claim, error) {

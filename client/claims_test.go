@@ -17,6 +17,10 @@ func TestClaimsClient(t *testing.T) {
 	if _, err := c.CreateThread(ctx, agentbridge.CreateThreadRequest{ID: "t1"}); err != nil {
 		t.Fatal(err)
 	}
+	invite := agentbridge.EventInput{Type: agentbridge.TypeControl, From: "user", Content: []byte(`{"invite":{"participant_id":"claude","profile":{"client":"claude","model":"m"}}}`)}
+	if _, err := c.Append(ctx, "t1", invite, ""); err != nil {
+		t.Fatal(err)
+	}
 	trigger, err := c.Append(ctx, "t1", msg("user", "@claude hi"), "")
 	if err != nil {
 		t.Fatal(err)

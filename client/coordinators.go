@@ -35,3 +35,16 @@ func (c *Client) Coordinators(ctx context.Context) (agentbridge.CoordinatorsResp
 	err := c.do(ctx, request{op: "list coordinators", method: http.MethodGet, path: "/coordinators", wantOut: &out})
 	return out, err
 }
+
+// CoordinatorsServedEver lists the registrations with the agent names
+// ever registered that say whether participant, whose invited client is
+// client, was ever served (GET /coordinators?served_ever=…&client=…).
+func (c *Client) CoordinatorsServedEver(ctx context.Context, participant, client string) (agentbridge.CoordinatorsResponse, error) {
+	var out agentbridge.CoordinatorsResponse
+	q := url.Values{"served_ever": {participant}}
+	if client != "" {
+		q.Set("client", client)
+	}
+	err := c.do(ctx, request{op: "list coordinators", method: http.MethodGet, path: "/coordinators", query: q, wantOut: &out})
+	return out, err
+}

@@ -280,11 +280,17 @@ func (c *Client) followPoll(ctx context.Context, cursor *int64, handle func(Item
 
 // Permanent reports whether the bridge refused for good, so that asking
 // again cannot help: a client error (unknown thread, cursor ahead, wrong
-// token …) other than a timeout or too many requests.
+// token …) other than a timeout or too many requests. A cap one
+// credential reached (too_many: waiting claims, agent tokens, names) is
+// for good too: it frees only as that credential's own work ends, which a
+// retry in a loop would wait for.
 func Permanent(err error) bool {
 	var e *agentbridge.Error
 	if !errors.As(err, &e) {
 		return false
+	}
+	if e.Code == agentbridge.ECodeTooMany {
+		return true
 	}
 	return e.Status >= 400 && e.Status < 500 && e.Status != http.StatusRequestTimeout && e.Status != http.StatusTooManyRequests
 }

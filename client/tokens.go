@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
@@ -25,15 +26,26 @@ func (c *Client) CreateToken(ctx context.Context, in agentbridge.TokenInput) (Ne
 }
 
 // Tokens lists the bridge's tokens, without their secrets (a person token
-// only).
+// only), following GET /auth/tokens's pages to the last.
 func (c *Client) Tokens(ctx context.Context) ([]agentbridge.Token, error) {
-	var out struct {
-		Tokens []agentbridge.Token `json:"tokens"`
+	var all []agentbridge.Token
+	var after int64
+	for {
+		var page agentbridge.TokensPage
+		q := url.Values{}
+		if after > 0 {
+			q.Set("after", strconv.FormatInt(after, 10))
+		}
+		if err := c.do(ctx, request{op: "list tokens", method: http.MethodGet, path: "/auth/tokens", query: q, wantOut: &page}); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Tokens...)
+		// An older bridge answers every token at once, without next.
+		if page.Next <= after {
+			return all, nil
+		}
+		after = page.Next
 	}
-	if err := c.do(ctx, request{op: "list tokens", method: http.MethodGet, path: "/auth/tokens", wantOut: &out}); err != nil {
-		return nil, err
-	}
-	return out.Tokens, nil
 }
 
 // RevokeToken revokes token id and returns it as revoked; an unknown id is

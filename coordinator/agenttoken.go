@@ -36,9 +36,17 @@ const (
 	// spareLife is how long a pair's spare token waits for the pair's
 	// next run: a conversation's next turn finds its token ready.
 	spareLife = 10 * time.Minute
-	// maxSpares bounds the spare tokens kept, one per pair at most.
-	maxSpares = 1024
 )
+
+// spareCap bounds the spare tokens kept, one per pair at most: two per
+// run that may run at once. With each running run's token and its
+// correction run's, and the warm ACP agents', that stays within the
+// bridge's cap of the live agent tokens one coordinator holds
+// (agentbridge.AgentTokenCap of the capacity it registers,
+// docs/security.md).
+func spareCap(cfg *config.Config) int {
+	return 2 * min(cfg.MaxConcurrency, agentbridge.MaxCoordinatorCapacity)
+}
 
 // agentToken is an agent token being minted, then held by a run or a warm
 // agent. The zero secret means none: the coordinator has no credential to
@@ -196,7 +204,7 @@ func (k *tokenKeeper) refill(ctx context.Context, cfg *config.Config, pair pairK
 		k.spares = make(map[pairKey]*agentToken)
 	}
 	for p, old := range k.spares {
-		if len(k.spares) < maxSpares {
+		if len(k.spares) < spareCap(cfg) {
 			break
 		}
 		delete(k.spares, p)

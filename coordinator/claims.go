@@ -44,6 +44,8 @@ type claimer struct {
 	// early holds the claims asked when their trigger was decided (askEarly),
 	// by run, until the run takes its answer.
 	early map[claimRun]chan claimAnswer
+	// takes counts the failed take-overs of claims (takeover.go).
+	takes takeFailures
 }
 
 // claimRun names one run's claim: its trigger, participant and round.
@@ -397,8 +399,7 @@ func (c *Coordinator) unservedAtInvite(ctx context.Context, e agentbridge.Event,
 	c.sched.notices.Add(1)
 	go func() {
 		defer c.sched.notices.Done()
-		c.registry.Refresh(ctx)
-		if never, known := c.registry.NeverServed(p, cl); !known || !never {
+		if never, known := c.registry.NeverServed(ctx, p, cl); !known || !never {
 			return
 		}
 		c.postUnserved(ctx, cfg, e, p, cl)

@@ -144,7 +144,7 @@ type agentRun struct {
 // could not be prepared.
 func (c *Coordinator) firstRun(ctx context.Context, inv ledger.Invocation, in prepared, mon *runMonitor) agentRun {
 	if in.startErr != nil {
-		return agentRun{res: adapters.Result{ExitCode: -1, StartErr: in.startErr, Started: time.Now(), Finished: time.Now()}}
+		return agentRun{res: adapters.Result{ExitCode: -1, StartErr: in.startErr, Started: time.Now(), Finished: time.Now()}, why: in.why}
 	}
 	res, why := c.runAgent(ctx, inv, in, in.p, in.payload, mon.record)
 	return agentRun{res, why}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
@@ -39,6 +40,9 @@ type prepared struct {
 	workspace string
 	// tree is the run's worktree once readied (workspaces.begin).
 	tree *runTree
+	// why, with startErr, is the sentence for the thread when the run
+	// could not be prepared within its retry budget.
+	why string
 }
 
 // invokeFacts is what building one invocation's payload reads from
@@ -77,28 +81,77 @@ type invokeFacts struct {
 }
 
 // prepare gathers the facts of a job and builds the adapter's spec and
-// payload. Bridge errors are retried until ctx ends; only then is an error
-// returned. A thread that is gone gives a prepared with startErr.
+// payload. A bridge or ledger out of reach is waited for until ctx ends;
+// only then is an error returned. A failure of the run's own (poisoned:
+// its context does not decode, its trigger or party round is not there)
+// is tried again within the run's retry budget (contract 8.3), counted in
+// the ledger so that a restart does not renew it; past it, and for a
+// thread that is gone, it gives a prepared with startErr: the run fails
+// with one error notice, and its pair's queue moves on.
 func (c *Coordinator) prepare(ctx context.Context, j job, cfg *config.Config) (prepared, error) {
 	var f invokeFacts
+	var spent string
 	err := c.retry(ctx, retrying{what: "prepare invocation", attrs: []any{"id", j.inv.ID},
-		permanent: func(err error) bool { return bridgeStatus(err, http.StatusNotFound) }},
+		permanent: func(err error) bool { return bridgeStatus(err, http.StatusNotFound) || spent != "" }},
 		func() (err error) {
-			f, err = c.gather(ctx, j, cfg)
+			if f, err = c.gather(ctx, j, cfg); err != nil && poisoned(err) {
+				spent = c.spendRetry(ctx, j.inv, cfg, err)
+			}
 			return err
 		})
 	switch {
 	case ctx.Err() != nil:
 		return prepared{}, ctx.Err()
 	case err != nil:
-		// The thread is gone: nothing to answer.
-		return prepared{startErr: err}, nil
+		// The thread is gone, or the budget is spent: nothing to run.
+		return prepared{startErr: err, why: spent}, nil
 	}
 	p, err := buildPayload(f, cfg)
 	if err != nil {
 		return prepared{startErr: err}, nil
 	}
 	return p, nil
+}
+
+// errTriggerMissing is a context read back without the run's trigger.
+var errTriggerMissing = errors.New("the trigger is not among the thread's events")
+
+// poisoned reports whether err, a failed gather, is the run's own: an
+// answer that cannot be decoded, a refusal, a trigger or a party round
+// that is not there. Those are what the retry budget counts; the bridge or
+// the ledger out of reach (no answer, a 5xx, 408 or 429) is waited out,
+// as every loop of the coordinator waits it out.
+func poisoned(err error) bool {
+	var ae *agentbridge.Error
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &ae):
+		return ae.Status >= 400 && ae.Status < 500 && ae.Status != http.StatusRequestTimeout && ae.Status != http.StatusTooManyRequests
+	case errors.As(err, &se), errors.As(err, &te):
+		return true
+	}
+	return errors.Is(err, ledger.ErrNotFound) || errors.Is(err, errTriggerMissing)
+}
+
+// spendRetry counts one more poisoned attempt to prepare inv in the
+// ledger, and returns the sentence for the thread once the budget
+// (run_retry_attempts, run_retry_window_s) is spent, else "". A ledger
+// that cannot count leaves the budget as it was.
+func (c *Coordinator) spendRetry(ctx context.Context, inv ledger.Invocation, cfg *config.Config, cause error) string {
+	now := time.Now()
+	n, first, err := c.db.PrepareFailed(context.WithoutCancel(ctx), inv.ID, now)
+	if err != nil {
+		c.log.Warn("cannot count a failed preparation", "id", inv.ID, "err", err)
+		return ""
+	}
+	if n < cfg.RunRetryAttempts && now.Sub(first) < cfg.RunRetryWindow {
+		return ""
+	}
+	c.log.Error("a run could not be prepared within its retry budget; failing it", "id", inv.ID, "thread", inv.Thread,
+		"participant", inv.Participant, "trigger", inv.TriggerID, "attempts", n, "err", cause)
+	return fmt.Sprintf("%s's run for this message could not be prepared: %d attempts in %s failed (%s). It is given up; %s's next messages here are answered as usual.",
+		inv.Participant, n, now.Sub(first).Round(time.Second), agentbridge.Clip(cause.Error(), 300), inv.Participant)
 }
 
 // gather reads what buildPayload needs: the events up to the trigger (from
@@ -182,7 +235,7 @@ func (c *Coordinator) eventsUpTo(ctx context.Context, inv ledger.Invocation, spa
 		return nil, fmt.Errorf("read context window: %w", err)
 	}
 	if len(events) == 0 || events[len(events)-1].ID != inv.TriggerID {
-		return nil, fmt.Errorf("trigger %s not found at seq %d of thread %s", inv.TriggerID, inv.TriggerSeq, inv.Thread)
+		return nil, fmt.Errorf("trigger %s at seq %d of thread %s: %w", inv.TriggerID, inv.TriggerSeq, inv.Thread, errTriggerMissing)
 	}
 	return events, nil
 }

@@ -1,13 +1,16 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 )
 
 // Taking over (contract 7.1): the claims this coordinator may take now —
@@ -60,14 +63,80 @@ func (k *claimer) takeAll(ctx context.Context) {
 			k.c.takeNoticeClaim(ctx, cl)
 			continue
 		}
+		if k.takes.givenUp(cl.ID) {
+			continue
+		}
 		if err := k.take(ctx, cfg, cl); err != nil {
-			k.c.log.Warn("cannot take over a run", "thread", cl.Thread, "trigger", cl.Event, "participant", cl.Participant, "err", err)
+			k.tookBadly(cfg, cl, err)
 		}
 	}
 }
 
-// take claims cl and settles it: finished when its reply is in the
-// thread, else queued here.
+// takeFailures counts, per claim, the failed attempts to take it over, so
+// that a claim whose event cannot be read is not tried for ever (contract
+// 8.3: no retry loop is endless): past the run retry budget it is left to
+// expire, or to another coordinator. It is kept in memory: a restart tries
+// again, within the budget.
+type takeFailures struct {
+	mu   sync.Mutex
+	byID map[int64]*takeFailure
+}
+
+// takeFailure is one claim's failed take-overs: how many, since when, and
+// whether they were given up.
+type takeFailure struct {
+	n       int
+	first   time.Time
+	givenUp bool
+}
+
+// maxTakeFailures bounds the claims remembered; past it they are forgotten
+// and tried again.
+const maxTakeFailures = 4096
+
+// givenUp reports whether the take-over of claim id was given up.
+func (f *takeFailures) givenUp(id int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.byID[id]
+	return e != nil && e.givenUp
+}
+
+// failed counts a failed take-over of claim id at now; it reports whether
+// it just spent the budget, and the count and time so far.
+func (f *takeFailures) failed(id int64, now time.Time, attempts int, window time.Duration) (spent bool, n int, since time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byID == nil || len(f.byID) >= maxTakeFailures {
+		f.byID = map[int64]*takeFailure{}
+	}
+	e := f.byID[id]
+	if e == nil {
+		e = &takeFailure{first: now}
+		f.byID[id] = e
+	}
+	e.n++
+	spent = !e.givenUp && (e.n >= attempts || now.Sub(e.first) >= window)
+	e.givenUp = e.givenUp || spent
+	return spent, e.n, now.Sub(e.first)
+}
+
+// tookBadly logs a failed take-over of cl, and the giving up once its
+// attempts spend the run retry budget.
+func (k *claimer) tookBadly(cfg *config.Config, cl agentbridge.Claim, err error) {
+	spent, n, since := k.takes.failed(cl.ID, time.Now(), cfg.RunRetryAttempts, cfg.RunRetryWindow)
+	attrs := []any{"claim", cl.ID, "thread", cl.Thread, "trigger", cl.Event, "participant", cl.Participant, "attempts", n, "err", err}
+	if spent {
+		k.c.log.Warn("cannot take over a run; giving it up (it expires at the bridge, or another coordinator takes it)",
+			append(attrs, "for", since.Round(time.Millisecond))...)
+		return
+	}
+	k.c.log.Warn("cannot take over a run", attrs...)
+}
+
+// take claims cl and settles it: ended as no trigger when this
+// coordinator's rules disagree with it (contract 8.3), finished when its
+// reply is in the thread, else queued here.
 func (k *claimer) take(ctx context.Context, cfg *config.Config, cl agentbridge.Claim) error {
 	e, err := k.findEvent(ctx, cl.Thread, cl.Event)
 	if err != nil {
@@ -78,13 +147,30 @@ func (k *claimer) take(ctx context.Context, cfg *config.Config, cl agentbridge.C
 		return err
 	}
 	agent, ok := cfg.ResolveAgent(cl.Participant, before.state)
+	if !ok && cl.FallbackFrom != "" {
+		// A fallback participant may be invited after its trigger.
+		if now, _, err := k.c.bridge.State(ctx, cl.Thread, 0); err == nil {
+			agent, ok = cfg.ResolveAgent(cl.Participant, now)
+		}
+	}
 	if !ok {
 		return nil // not served here (the config changed since the list)
 	}
+	why, err := k.disagreement(ctx, cfg, e, before.state, cl)
+	if err != nil {
+		return err
+	}
 	req := k.request(cfg, ledger.Invocation{Thread: cl.Thread, TriggerID: cl.Event, Participant: cl.Participant, Round: cl.Round}, cl.Client)
+	req.FallbackFrom = cl.FallbackFrom
 	res, err := k.c.bridge.Claim(ctx, req)
 	if err != nil || !res.Granted {
 		return err // another coordinator was quicker
+	}
+	if why != "" {
+		k.c.log.Warn("a claim taken over is no trigger by this coordinator's rules; ending it unrun", "thread", cl.Thread,
+			"trigger", cl.Event, "participant", cl.Participant, "round", cl.Round, "why", why)
+		_, err := k.c.bridge.EndNotATrigger(ctx, res.Claim.ID, res.Claim.Fence, cfg.CoordinatorID, k.c.registry.Instance(), why)
+		return err
 	}
 	inv := ledger.Invocation{
 		Thread: e.Thread, TriggerID: e.ID, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq,
@@ -110,6 +196,24 @@ func (k *claimer) take(ctx context.Context, cfg *config.Config, cl agentbridge.C
 	k.c.receipts.reopen(queued.ID)
 	k.c.sched.enqueue(job{inv: queued, trigger: &e})
 	return nil
+}
+
+// disagreement decides cl's event again with this coordinator's rules,
+// from the thread's state before it, and says why they do not make it a
+// trigger of cl's round for the participant cl answers for ("" when they
+// do).
+func (k *claimer) disagreement(ctx context.Context, cfg *config.Config, e agentbridge.Event, before agentbridge.ThreadState, cl agentbridge.Claim) (string, error) {
+	var facts *rules.PartyFacts
+	if before.Party.On {
+		var err error
+		if facts, err = k.c.partySelectionFacts(ctx, e, cfg); err != nil {
+			return "", err
+		}
+	}
+	d := rules.Decide(before, e, agentbridge.ControlOf(e), cfg, facts)
+	target := cmp.Or(cl.FallbackFrom, cl.Participant)
+	_, servedHere := cfg.ResolveAgent(target, before)
+	return rules.ClaimDisagreement(d, before, cfg, target, cl.Round, servedHere), nil
 }
 
 // findEvent reads event id of thread: among its latest events, else by

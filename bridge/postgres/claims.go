@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -25,9 +26,9 @@ const (
 	clSelectKey  = clSelect + ` WHERE thread = $1 AND event = $2 AND participant = $3 AND round = $4 AND notice = $5`
 	clSelectOpen = clSelect + ` WHERE state IN ('waiting', 'running') ORDER BY id`
 	clSelectTh   = clSelect + ` WHERE thread = $1 ORDER BY id`
-	clInsert     = `INSERT INTO claims (thread, event, participant, round, notice, client, state, coordinator, instance, host, fence, created_ms, claimed_ms, expires_ms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, ` + nowMillis + `,
-			CASE WHEN $12 THEN ` + nowMillis + ` ELSE 0 END, CASE WHEN $13::bigint > 0 THEN ` + nowMillis + ` + $13::bigint ELSE 0 END)
+	clInsert     = `INSERT INTO claims (thread, event, participant, round, notice, client, fallback_from, filed_by, state, coordinator, instance, host, fence, created_ms, claimed_ms, expires_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, ` + nowMillis + `,
+			CASE WHEN $14 THEN ` + nowMillis + ` ELSE 0 END, CASE WHEN $15::bigint > 0 THEN ` + nowMillis + ` + $15::bigint ELSE 0 END)
 		ON CONFLICT (thread, event, participant, round, notice) DO NOTHING`
 	clTake = `UPDATE claims SET state = 'running', coordinator = $1, instance = $2, host = $3, fence = fence + 1,
 		claimed_ms = ` + nowMillis + ` WHERE id = $4`
@@ -81,7 +82,7 @@ func (s *Store) Claim(ctx context.Context, req agentbridge.ClaimRequest) (_ agen
 	}
 	var out agentbridge.ClaimResult
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		res, refusal, err := storecore.WriteClaim(ctx, &claimTx{s: s, tx: tx}, req)
+		res, refusal, err := storecore.WriteClaim(ctx, &claimTx{s: s, tx: tx}, req, s.humans)
 		if refusal != nil {
 			return refusal
 		}
@@ -109,9 +110,9 @@ func (t *claimTx) ThreadExists(ctx context.Context, thread string) (bool, error)
 	return exists(ctx, t.tx, "thread "+thread, `SELECT 1 FROM threads WHERE id = $1`, thread)
 }
 
-// EventExists looks event up in thread.
-func (t *claimTx) EventExists(ctx context.Context, thread, event string) (bool, error) {
-	return exists(ctx, t.tx, "claim event", `SELECT 1 FROM events WHERE id = $1 AND thread = $2`, event, thread)
+// ClaimEvent reads the claim's event and the state before it in tx.
+func (t *claimTx) ClaimEvent(ctx context.Context, thread, event string) (agentbridge.Event, agentbridge.ThreadState, bool, error) {
+	return storecore.LookupClaimEvent(t.tx.QueryRow(ctx, clEvent, event, thread), &t.s.claimStates)
 }
 
 // exists reports whether the query q finds a row in tx; what names the
@@ -141,6 +142,17 @@ func (t *claimTx) InsertClaim(ctx context.Context, c storecore.NewClaim) (bool, 
 	return err == nil && tag.RowsAffected() > 0, err
 }
 
+// WaitingFiledBy counts coordinator's waiting claims under a lock of the
+// count, held until COMMIT, so that two bridges filing for one
+// coordinator count in turn.
+func (t *claimTx) WaitingFiledBy(ctx context.Context, coordinator string) (n int, err error) {
+	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('waiting-claims:' || $1, 0))`, coordinator); err != nil {
+		return 0, fmt.Errorf("lock the waiting claims' count: %w", err)
+	}
+	err = t.tx.QueryRow(ctx, `SELECT count(*) FROM claims WHERE state = 'waiting' AND filed_by = $1`, coordinator).Scan(&n)
+	return n, err
+}
+
 // TakeClaim hands claim id to me.
 func (t *claimTx) TakeClaim(ctx context.Context, id int64, me agentbridge.CoordinatorInfo) error {
 	_, err := t.tx.Exec(ctx, clTake, me.ID, me.Instance, me.Host, id)
@@ -167,6 +179,53 @@ func (t *claimTx) MarkInterrupted(ctx context.Context, id int64) error {
 // MarkExpired expires claim id.
 func (t *claimTx) MarkExpired(ctx context.Context, id int64) error {
 	_, err := t.tx.Exec(ctx, `UPDATE claims SET state = 'expired' WHERE id = $1`, id)
+	return err
+}
+
+// StateNow is thread's state: as the writer's batch holds it in an
+// expiry (the writer locked the thread), else as committed.
+func (t *claimTx) StateNow(ctx context.Context, thread string) (agentbridge.ThreadState, error) {
+	if t.l != nil {
+		if h, ok := t.l.b.heads[thread]; ok {
+			return h.state, nil
+		}
+	}
+	var state []byte
+	if err := t.tx.QueryRow(ctx, `SELECT state FROM threads WHERE id = $1`, thread).Scan(&state); err != nil {
+		return agentbridge.ThreadState{}, fmt.Errorf("load the state of thread %s: %w", thread, err)
+	}
+	var st agentbridge.ThreadState
+	if err := json.Unmarshal(state, &st); err != nil {
+		return st, fmt.Errorf("decode the state of thread %s: %w", thread, err)
+	}
+	return st.Normalize(), nil
+}
+
+// LastUnserved reads the last unserved notice of (thread, participant).
+func (t *claimTx) LastUnserved(ctx context.Context, thread, participant string) (ms, last int64, found bool, err error) {
+	found, err = storecore.Found(t.tx.QueryRow(ctx, `SELECT posted_ms, last_claim FROM unserved_notices WHERE thread = $1 AND participant = $2`,
+		thread, participant).Scan(&ms, &last))
+	return ms, last, found, err
+}
+
+// PutUnserved records an unserved notice of (thread, participant).
+func (t *claimTx) PutUnserved(ctx context.Context, thread, participant string, nowMs, lastClaim int64) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO unserved_notices (thread, participant, posted_ms, last_claim) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (thread, participant) DO UPDATE SET posted_ms = excluded.posted_ms, last_claim = excluded.last_claim`, thread, participant, nowMs, lastClaim)
+	return err
+}
+
+// CountWaited counts the run claims of (thread, participant) after claim
+// after that wait or expired.
+func (t *claimTx) CountWaited(ctx context.Context, thread, participant string, after int64) (n int, newest int64, err error) {
+	err = t.tx.QueryRow(ctx, `SELECT count(*), coalesce(max(id), 0) FROM claims WHERE thread = $1 AND participant = $2 AND notice = ''
+		AND state IN ('waiting', 'expired') AND id > $3`, thread, participant, after).Scan(&n, &newest)
+	return n, newest, err
+}
+
+// MarkNotATrigger ends claim id as no trigger.
+func (t *claimTx) MarkNotATrigger(ctx context.Context, id int64) error {
+	_, err := t.tx.Exec(ctx, `UPDATE claims SET state = 'not_a_trigger' WHERE id = $1`, id)
 	return err
 }
 
@@ -223,6 +282,28 @@ func (s *Store) FinishClaim(ctx context.Context, id, fence int64, coordinator st
 		return nil
 	})
 	return out, err
+}
+
+// EndNotATrigger ends claim id as no trigger in one transaction that
+// locks the claim, then its pair's receipt, when coordinator holds it at
+// fence.
+func (s *Store) EndNotATrigger(ctx context.Context, id, fence int64, coordinator, why string) (_ agentbridge.Claim, _ *agentbridge.Receipt, err error) {
+	defer s.guardWrite(time.Now(), &err)
+	var out agentbridge.Claim
+	var rc *agentbridge.Receipt
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		t := &claimTx{s: s, tx: tx}
+		c, wrote, refusal, err := storecore.EndNotATrigger(ctx, t, id, fence, coordinator, why)
+		if refusal != nil {
+			return refusal
+		}
+		if wrote && t.changed {
+			rc = &t.rcpt
+		}
+		out = c
+		return err
+	})
+	return out, rc, err
 }
 
 // CheckFence checks f against its claim as committed.
@@ -308,7 +389,7 @@ func (s *Store) ExpireClaim(ctx context.Context, id int64) (_ *agentbridge.Event
 // the batch and fails the receipt.
 func (s *Store) expireClaim(ctx context.Context, l *lookups, id int64) (response, error) {
 	t := &claimTx{s: s, tx: l.tx, l: l}
-	expired, err := storecore.ExpireClaim(ctx, s.log, t, id)
+	expired, err := storecore.ExpireClaim(ctx, s.log, t, id, s.humans)
 	if err != nil || !expired {
 		return response{}, err
 	}
@@ -344,3 +425,6 @@ func recordServed(ctx context.Context, tx pgx.Tx, reg agentbridge.Registration) 
 	}
 	return nil
 }
+
+// clEvent reads a claim's event and the state before it.
+var clEvent = fmt.Sprintf(storecore.ClaimEventQuery, "$1", "$2")

@@ -52,6 +52,9 @@ func (s *Store) RegisterCoordinator(ctx context.Context, reg agentbridge.Registr
 		} else if !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("load coordinator %s: %w", reg.ID, err)
 		}
+		if err := recordNames(ctx, tx, reg); err != nil {
+			return err
+		}
 		c, err := storecore.ScanCoordinator(tx.QueryRow(ctx, cUpsert, reg.ID, reg.Instance, reg.Host, agents,
 			reg.Version, reg.Capacity, reg.StatusURL, reg.TTLMillis, storecore.EncodeWorkspaces(reg)))
 		if err != nil {
@@ -84,4 +87,28 @@ func (s *Store) Coordinators(ctx context.Context) (_ []agentbridge.CoordinatorIn
 	}
 	defer rows.Close()
 	return storecore.Collect(rows, "coordinators", storecore.ScanCoordinator)
+}
+
+// recordNames adds reg's new agent names to the names its coordinator id
+// ever registered, in tx, or refuses past the cap (storecore.NewNames).
+func recordNames(ctx context.Context, tx pgx.Tx, reg agentbridge.Registration) error {
+	rows, err := tx.Query(ctx, `SELECT name FROM coordinator_names WHERE coordinator = $1`, reg.ID)
+	if err != nil {
+		return fmt.Errorf("list the names of coordinator %s: %w", reg.ID, err)
+	}
+	known, err := storecore.Collect(rows, "names", storecore.ScanString)
+	rows.Close()
+	if err != nil {
+		return err
+	}
+	names, refusal := storecore.NewNames(reg, known)
+	if refusal != nil {
+		return refusal
+	}
+	for _, n := range names {
+		if _, err := tx.Exec(ctx, `INSERT INTO coordinator_names (coordinator, name) VALUES ($1, $2) ON CONFLICT DO NOTHING`, reg.ID, n); err != nil {
+			return fmt.Errorf("record the name %s of coordinator %s: %w", n, reg.ID, err)
+		}
+	}
+	return nil
 }

@@ -76,6 +76,9 @@ type Store struct {
 	log    *slog.Logger
 	max    int
 	pool   *pgxpool.Pool
+	// claimStates decodes the state a claim's trigger check reads
+	// (ClaimEvent) once per snapshot.
+	claimStates storecore.StateCache
 
 	reqs       chan *request
 	done       chan struct{} // closed by Close: drain and stop

@@ -22,8 +22,8 @@ const (
 	clSelectKey  = clSelect + ` WHERE thread = ? AND event = ? AND participant = ? AND round = ? AND notice = ?`
 	clSelectOpen = clSelect + ` WHERE state IN ('waiting', 'running') ORDER BY id`
 	clSelectTh   = clSelect + ` WHERE thread = ? ORDER BY id`
-	clInsert     = `INSERT INTO claims (thread, event, participant, round, notice, client, state, coordinator, instance, host, fence, created_ms, claimed_ms, expires_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + nowMillis + `,
+	clInsert     = `INSERT INTO claims (thread, event, participant, round, notice, client, fallback_from, filed_by, state, coordinator, instance, host, fence, created_ms, claimed_ms, expires_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + nowMillis + `,
 			CASE WHEN ? THEN ` + nowMillis + ` ELSE 0 END, CASE WHEN ? > 0 THEN ` + nowMillis + ` + ? ELSE 0 END)`
 	clTake = `UPDATE claims SET state = 'running', coordinator = ?, instance = ?, host = ?, fence = fence + 1,
 		claimed_ms = ` + nowMillis + ` WHERE id = ?`
@@ -31,11 +31,16 @@ const (
 	clExpire      = `UPDATE claims SET state = 'expired' WHERE id = ?`
 	clInterrupted = `UPDATE claims SET interrupted_fence = fence WHERE id = ?`
 	clServed      = `SELECT name, client FROM served_agents ORDER BY name`
-	clServedPut   = `INSERT INTO served_agents (name, client) VALUES (?, ?)
+	clCountWaited = `SELECT count(*), coalesce(max(id), 0) FROM claims WHERE thread = ? AND participant = ? AND notice = ''
+		AND state IN ('waiting', 'expired') AND id > ?`
+	clServedPut = `INSERT INTO served_agents (name, client) VALUES (?, ?)
 		ON CONFLICT (name) DO UPDATE SET client = excluded.client`
 )
 
 var _ agentbridge.ClaimStore = (*Store)(nil)
+
+// clEvent reads a claim's event and the state before it.
+var clEvent = fmt.Sprintf(storecore.ClaimEventQuery, "?", "?")
 
 // claimOp submits fn as a writer request: it runs in the group commit's
 // transaction with the batch, so that it may append events and write
@@ -86,7 +91,7 @@ func (s *Store) Claim(ctx context.Context, req agentbridge.ClaimRequest) (_ agen
 
 // claim is the claim write in the writer's transaction.
 func (s *Store) claim(ctx context.Context, b *batch, req agentbridge.ClaimRequest) (response, error) {
-	res, refusal, err := storecore.WriteClaim(ctx, &claimTx{s: s, b: b}, req)
+	res, refusal, err := storecore.WriteClaim(ctx, &claimTx{s: s, b: b}, req, s.humans)
 	if err != nil {
 		return response{}, err
 	}
@@ -114,15 +119,10 @@ func (t *claimTx) ThreadExists(ctx context.Context, thread string) (bool, error)
 	return found, err
 }
 
-// EventExists looks event up in thread.
-func (t *claimTx) EventExists(ctx context.Context, thread, event string) (bool, error) {
-	var hop int
-	var seq int64
-	found, err := storecore.Found(t.s.w.st.selectReplyTo.QueryRowContext(ctx, event, thread).Scan(&hop, &seq))
-	if err != nil {
-		return false, fmt.Errorf("look up claim event: %w", err)
-	}
-	return found, nil
+// ClaimEvent reads the claim's event and the state before it on the
+// writer's connection.
+func (t *claimTx) ClaimEvent(ctx context.Context, thread, event string) (agentbridge.Event, agentbridge.ThreadState, bool, error) {
+	return storecore.LookupClaimEvent(t.s.w.conn.QueryRowContext(ctx, clEvent, event, thread), &t.s.claimStates)
 }
 
 // Registrations reads every registration.
@@ -141,6 +141,13 @@ func (t *claimTx) InsertClaim(ctx context.Context, c storecore.NewClaim) (bool, 
 	args := c.Args()
 	_, err := t.s.w.conn.ExecContext(ctx, clInsert, append(args, args[len(args)-1])...)
 	return err == nil, err
+}
+
+// WaitingFiledBy counts coordinator's waiting claims on the writer's
+// connection (the one writer takes the turns).
+func (t *claimTx) WaitingFiledBy(ctx context.Context, coordinator string) (n int, err error) {
+	err = t.s.w.conn.QueryRowContext(ctx, `SELECT count(*) FROM claims WHERE state = 'waiting' AND filed_by = ?`, coordinator).Scan(&n)
+	return n, err
 }
 
 // TakeClaim hands claim id to me.
@@ -170,6 +177,39 @@ func (t *claimTx) MarkInterrupted(ctx context.Context, id int64) error {
 // MarkExpired expires claim id.
 func (t *claimTx) MarkExpired(ctx context.Context, id int64) error {
 	_, err := t.s.w.conn.ExecContext(ctx, clExpire, id)
+	return err
+}
+
+// StateNow is thread's state as the writer's batch sees it.
+func (t *claimTx) StateNow(ctx context.Context, thread string) (agentbridge.ThreadState, error) {
+	h, _, err := t.s.headOf(ctx, t.b, thread)
+	return h.state, err
+}
+
+// LastUnserved reads the last unserved notice of (thread, participant).
+func (t *claimTx) LastUnserved(ctx context.Context, thread, participant string) (ms, last int64, found bool, err error) {
+	found, err = storecore.Found(t.s.w.conn.QueryRowContext(ctx, `SELECT posted_ms, last_claim FROM unserved_notices WHERE thread = ? AND participant = ?`,
+		thread, participant).Scan(&ms, &last))
+	return ms, last, found, err
+}
+
+// PutUnserved records an unserved notice of (thread, participant).
+func (t *claimTx) PutUnserved(ctx context.Context, thread, participant string, nowMs, lastClaim int64) error {
+	_, err := t.s.w.conn.ExecContext(ctx, `INSERT INTO unserved_notices (thread, participant, posted_ms, last_claim) VALUES (?, ?, ?, ?)
+		ON CONFLICT (thread, participant) DO UPDATE SET posted_ms = excluded.posted_ms, last_claim = excluded.last_claim`, thread, participant, nowMs, lastClaim)
+	return err
+}
+
+// CountWaited counts the run claims of (thread, participant) after claim
+// after that wait or expired.
+func (t *claimTx) CountWaited(ctx context.Context, thread, participant string, after int64) (n int, newest int64, err error) {
+	err = t.s.w.conn.QueryRowContext(ctx, clCountWaited, thread, participant, after).Scan(&n, &newest)
+	return n, newest, err
+}
+
+// MarkNotATrigger ends claim id as no trigger.
+func (t *claimTx) MarkNotATrigger(ctx context.Context, id int64) error {
+	_, err := t.s.w.conn.ExecContext(ctx, `UPDATE claims SET state = 'not_a_trigger' WHERE id = ?`, id)
 	return err
 }
 
@@ -228,6 +268,32 @@ func (s *Store) FinishClaim(ctx context.Context, id, fence int64, coordinator st
 		return agentbridge.Claim{}, resp.err
 	}
 	return resp.value.(agentbridge.Claim), nil
+}
+
+// EndNotATrigger ends claim id as no trigger through the writer, when
+// coordinator holds it at fence, skipping its pair's open receipt.
+func (s *Store) EndNotATrigger(ctx context.Context, id, fence int64, coordinator, why string) (_ agentbridge.Claim, _ *agentbridge.Receipt, err error) {
+	defer s.guardWrite(time.Now(), &err)
+	resp := s.claimOp(ctx, func(ctx context.Context, b *batch) (response, error) {
+		tx := &claimTx{s: s, b: b}
+		c, wrote, refusal, err := storecore.EndNotATrigger(ctx, tx, id, fence, coordinator, why)
+		if err != nil || refusal != nil {
+			return response{err: refusal, isOther: true}, err
+		}
+		resp := response{value: c, isOther: true}
+		if wrote {
+			resp.rcpt, resp.changed = tx.receipt.rcpt, tx.receipt.changed
+		}
+		return resp, nil
+	})
+	if resp.err != nil {
+		return agentbridge.Claim{}, nil, resp.err
+	}
+	var rc *agentbridge.Receipt
+	if resp.changed {
+		rc = &resp.rcpt
+	}
+	return resp.value.(agentbridge.Claim), rc, nil
 }
 
 // checkFence is the fence check of a write inside the writer's
@@ -303,7 +369,7 @@ func (s *Store) ExpireClaim(ctx context.Context, id int64) (_ *agentbridge.Event
 	defer s.guardWrite(time.Now(), &err)
 	resp := s.claimOp(ctx, func(ctx context.Context, b *batch) (response, error) {
 		tx := &claimTx{s: s, b: b}
-		expired, err := storecore.ExpireClaim(ctx, s.log, tx, id)
+		expired, err := storecore.ExpireClaim(ctx, s.log, tx, id, s.humans)
 		if err != nil || !expired {
 			return response{isOther: true}, err
 		}

@@ -50,6 +50,9 @@ func (s *Store) RegisterCoordinator(ctx context.Context, reg agentbridge.Registr
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return response{}, fmt.Errorf("load coordinator %s: %w", reg.ID, err)
 		}
+		if refusal, err := recordNames(ctx, conn, reg); err != nil || refusal != nil {
+			return response{err: refusal}, err
+		}
 		if _, err := conn.ExecContext(ctx, cUpsert, reg.ID, reg.Instance, reg.Host, agents, reg.Version,
 			reg.Capacity, reg.StatusURL, reg.TTLMillis, storecore.EncodeWorkspaces(reg)); err != nil {
 			return response{}, fmt.Errorf("store coordinator %s: %w", reg.ID, err)
@@ -93,4 +96,29 @@ func (s *Store) Coordinators(ctx context.Context) (_ []agentbridge.CoordinatorIn
 	}
 	defer rows.Close()
 	return storecore.Collect(rows, "coordinators", storecore.ScanCoordinator)
+}
+
+// recordNames adds reg's new agent names to the names its coordinator id
+// ever registered, on the writer's connection, or refuses past the cap
+// (storecore.NewNames) before anything is written.
+func recordNames(ctx context.Context, conn *sql.Conn, reg agentbridge.Registration) (refusal, err error) {
+	rows, err := conn.QueryContext(ctx, `SELECT name FROM coordinator_names WHERE coordinator = ?`, reg.ID)
+	if err != nil {
+		return nil, fmt.Errorf("list the names of coordinator %s: %w", reg.ID, err)
+	}
+	known, err := storecore.Collect(rows, "names", storecore.ScanString)
+	rows.Close()
+	if err != nil {
+		return nil, err
+	}
+	names, refusal := storecore.NewNames(reg, known)
+	if refusal != nil {
+		return refusal, nil
+	}
+	for _, n := range names {
+		if _, err := conn.ExecContext(ctx, `INSERT OR IGNORE INTO coordinator_names (coordinator, name) VALUES (?, ?)`, reg.ID, n); err != nil {
+			return nil, fmt.Errorf("record the name %s of coordinator %s: %w", n, reg.ID, err)
+		}
+	}
+	return nil, nil
 }

@@ -85,7 +85,10 @@ type Store struct {
 
 	wdb *sql.DB // one connection, held by the writer as conn
 	rdb *sql.DB // read-only pool
-	cdb *sql.DB // one connection, used only by the checkpointer goroutine
+	// claimStates decodes the state a claim's trigger check reads
+	// (ClaimEvent) once per snapshot.
+	claimStates storecore.StateCache
+	cdb         *sql.DB // one connection, used only by the checkpointer goroutine
 
 	// w is the writer goroutine's own state; nothing else touches it
 	// (Open builds it, Close closes its connection after the writer

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -70,12 +71,22 @@ func (s *Store) writeToken(ctx context.Context, w tokenWrite) (response, error) 
 		return response{}, fmt.Errorf("new token id: %w", err)
 	}
 	t := agentbridge.Token{ID: u.String(), Name: w.in.Name, Scope: w.in.Scope, Thread: w.in.Thread,
-		Participant: w.in.Participant, CreatedAt: agentbridge.FormatTime(now), CreatedBy: w.in.CreatedBy}
+		Participant: w.in.Participant, CreatedAt: agentbridge.FormatTime(now), CreatedBy: w.in.CreatedBy, Agents: strings.Join(w.in.Agents, ",")}
 	if exp := w.in.Expiry(now); !exp.IsZero() {
 		t.ExpiresAt = agentbridge.FormatTime(exp)
 	}
-	if _, err := s.w.conn.ExecContext(ctx, `INSERT INTO tokens (id, hash, name, scope, thread, participant, created_at, expires_at, revoked_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', ?)`,
-		t.ID, w.hash, t.Name, t.Scope, t.Thread, t.Participant, t.CreatedAt, t.ExpiresAt, t.CreatedBy); err != nil {
+	if w.in.MaxLive > 0 {
+		// The one writer counts and inserts in turn: the cap holds.
+		var n int
+		if err := s.w.conn.QueryRowContext(ctx, fmt.Sprintf(storecore.LiveAgentTokens, "?", "?"), w.in.CreatedBy, t.CreatedAt).Scan(&n); err != nil {
+			return response{}, fmt.Errorf("count live agent tokens: %w", err)
+		}
+		if n >= w.in.MaxLive {
+			return response{isToken: true, err: agentbridge.TooManyAgentTokens(w.in.MaxLive)}, nil
+		}
+	}
+	if _, err := s.w.conn.ExecContext(ctx, `INSERT INTO tokens (id, hash, name, scope, thread, participant, created_at, expires_at, revoked_at, created_by, agents) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?)`,
+		t.ID, w.hash, t.Name, t.Scope, t.Thread, t.Participant, t.CreatedAt, t.ExpiresAt, t.CreatedBy, t.Agents); err != nil {
 		return response{}, fmt.Errorf("insert token: %w", err)
 	}
 	return response{isToken: true, token: t}, nil
@@ -123,4 +134,27 @@ func (s *Store) Tokens(ctx context.Context) (_ []agentbridge.Token, err error) {
 	}
 	defer rows.Close()
 	return storecore.Collect(rows, "tokens", storecore.ScanToken)
+}
+
+// TokensAfter lists a page of tokens after position after, oldest first.
+func (s *Store) TokensAfter(ctx context.Context, after int64, limit int) (_ []agentbridge.Token, _ []int64, err error) {
+	defer s.guard(time.Now(), &err)
+	rows, err := s.rdb.QueryContext(ctx, fmt.Sprintf(storecore.TokensAfterQuery, "?", "?"), after, limit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list tokens: %w", err)
+	}
+	defer rows.Close()
+	return storecore.CollectTokenPage(rows)
+}
+
+// CoordinatorTokenIDs lists the ids the coordinator tokens not revoked
+// stand for.
+func (s *Store) CoordinatorTokenIDs(ctx context.Context) (_ []string, err error) {
+	defer s.guard(time.Now(), &err)
+	rows, err := s.rdb.QueryContext(ctx, storecore.CoordinatorTokenIDsQuery)
+	if err != nil {
+		return nil, fmt.Errorf("list coordinator tokens: %w", err)
+	}
+	defer rows.Close()
+	return storecore.Collect(rows, "coordinator tokens", storecore.ScanString)
 }

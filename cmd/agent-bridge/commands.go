@@ -135,7 +135,7 @@ func (m *Main) commandTable() []command {
 			define:  m.serviceCommand},
 		command{use: "tokens", group: groupOps, short: "the bridge's tokens: add, list, revoke (docs/security.md)", sub: []command{
 			{use: "add", short: "make a token (--scope person|coordinator|agent|read, --name); prints its secret once",
-				example: "  agent-bridge tokens add --scope read --name dashboard\n  agent-bridge tokens add --scope agent --name run-1 --thread T --participant claude --ttl 1h",
+				example: "  agent-bridge tokens add --scope read --name dashboard\n  agent-bridge tokens add --scope agent --name run-1 --thread T --participant claude --ttl 1h\n  agent-bridge tokens add --scope coordinator --name laptop --agents claude,codex",
 				define:  m.tokensAddCommand},
 			{use: "list", aliases: []string{"ls"}, short: "the valid tokens, never their secrets (--all: the revoked and expired too)", define: m.tokensListCommand},
 			{use: "revoke ID|NAME", short: "revoke a token by id, or every valid token of that name", define: m.tokensRevokeCommand},

@@ -22,9 +22,13 @@ func (m *Main) tokensAddCommand(c *cobra.Command) runFunc {
 	thread := fs.String("thread", "", "the thread an agent token is bound to")
 	participant := fs.String("participant", "", "the participant an agent token writes as (a coordinator token: its own id)")
 	ttl := fs.Duration("ttl", 0, "how long the token lives, such as 12h (default: no expiry; an agent token at most 24h)")
+	agents := fs.StringSlice("agents", nil, "a coordinator token's allow-list: the agent names (and clients) its registrations may list, such as claude,codex (default: any)")
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) > 0 {
 			return usagef("tokens add: unexpected argument %q", pos[0])
+		}
+		if len(*agents) > 0 && *scope != agentbridge.ScopeCoordinator {
+			return usagef("--agents: only a coordinator token carries a list of agents")
 		}
 		if *scope == "" || *name == "" {
 			return usagef("tokens add: give --scope and --name")
@@ -36,7 +40,7 @@ func (m *Main) tokensAddCommand(c *cobra.Command) runFunc {
 		if err != nil {
 			return err
 		}
-		t, err := cl.CreateToken(ctx, agentbridge.TokenInput{Scope: *scope, Name: *name, Thread: *thread, Participant: *participant, TTLSeconds: int64(*ttl / time.Second)})
+		t, err := cl.CreateToken(ctx, agentbridge.TokenInput{Scope: *scope, Name: *name, Thread: *thread, Participant: *participant, TTLSeconds: int64(*ttl / time.Second), Agents: *agents})
 		if err != nil {
 			return explain(err, cf.url)
 		}
@@ -77,6 +81,9 @@ func (m *Main) tokensListCommand(c *cobra.Command) runFunc {
 		fmt.Fprintln(tw, "ID\tNAME\tSCOPE\tBINDING\tCREATED\tEXPIRES\tREVOKED")
 		for _, t := range shown {
 			binding := strings.Trim(t.Thread+"/"+t.Participant, "/")
+			if t.Agents != "" {
+				binding = strings.Trim(binding+" agents:"+t.Agents, " ")
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Scope, dash(binding), t.CreatedAt, dash(t.ExpiresAt), dash(t.RevokedAt))
 		}
 		return tw.Flush()

@@ -163,6 +163,14 @@ type Config struct {
 	// coordinator serves waits at the bridge for one (a waiting claim,
 	// contract 7.1) before the bridge answers it with an error notice.
 	PendingTTL time.Duration `config:"pending_ttl_s"`
+	// RunRetryAttempts and RunRetryWindow are a run's retry budget
+	// (contract 8.3): a run whose context cannot be read (an answer that
+	// does not decode, a trigger or party round that is not there) fails
+	// with one error notice after that many failed attempts, or once its
+	// attempts have failed for that long, and its participant's queue in
+	// its thread moves on.
+	RunRetryAttempts int           `config:"run_retry_attempts"`
+	RunRetryWindow   time.Duration `config:"run_retry_window_s"`
 	// Host is the machine name the coordinator registers with the bridge,
 	// shown as "agent @ host"; empty means the machine's host name.
 	Host string `config:"host"`
@@ -310,6 +318,8 @@ func Default() Config {
 		PermissionTimeout:       3600 * time.Second,
 		ClaimTTL:                agentbridge.DefaultClaimTTL,
 		PendingTTL:              agentbridge.DefaultPendingTTL,
+		RunRetryAttempts:        5,
+		RunRetryWindow:          2 * time.Minute,
 	}
 }
 
@@ -416,6 +426,8 @@ type fileConfig struct {
 	PermissionTimeoutS      *float64                    `json:"permission_timeout_s"`
 	ClaimTTLS               *float64                    `json:"claim_ttl_s"`
 	PendingTTLS             *float64                    `json:"pending_ttl_s"`
+	RunRetryAttempts        *float64                    `json:"run_retry_attempts"`
+	RunRetryWindowS         *float64                    `json:"run_retry_window_s"`
 	Host                    *string                     `json:"host"`
 	Agents                  *map[string]json.RawMessage `json:"agents"`
 	Workspaces              *map[string]json.RawMessage `json:"workspaces"`
@@ -539,6 +551,13 @@ func (f *fileConfig) Validate(baseDir string) (Config, []string, error) {
 		}
 	}
 	cfg.Agents = agents
+	for _, name := range slices.Sorted(maps.Keys(agents)) {
+		if cfg.HumanIDs.Has(name) || agentbridge.ReservedAgentName(name) {
+			// The bridge refuses to register such an agent (contract
+			// 8.3), and the coordinator would answer nothing.
+			return Config{}, nil, configErrorf("agents."+name, "is a human id or a name the bridge reserves (%s): a coordinator may not serve it", strings.Join(agentbridge.ReservedAgentNames, ", "))
+		}
+	}
 	var warnings []string
 	if len(agents) == 0 {
 		warnings = append(warnings, "config: agents: no agents are configured, so nobody will be invoked")
@@ -577,6 +596,8 @@ func (f *fileConfig) validateRules(cfg *Config, set func(error)) {
 	}
 	set(checkInt("context_window_size", f.ContextWindowSize, 0, &cfg.ContextWindowSize))
 	set(checkSeconds("adapter_timeout_s", f.AdapterTimeoutS, false, &cfg.AdapterTimeout))
+	set(checkInt("run_retry_attempts", f.RunRetryAttempts, 1, &cfg.RunRetryAttempts))
+	set(checkSeconds("run_retry_window_s", f.RunRetryWindowS, false, &cfg.RunRetryWindow))
 	setIf(&cfg.EnableMentions, f.EnableMentions)
 	if f.MentionPrefix != nil {
 		if e := ValidMentionPrefix(*f.MentionPrefix); e != nil {
@@ -647,6 +668,11 @@ func (f *fileConfig) agents(baseDir string) (map[string]Agent, error) {
 	}
 	if f.Agents == nil {
 		return nil, configErrorf("agents", "must be an object, not null")
+	}
+	if n := len(*f.Agents); n > agentbridge.MaxCoordinatorAgents {
+		// The bridge would refuse the registration, and the coordinator
+		// would answer nothing.
+		return nil, configErrorf("agents", "has %d agents; a coordinator registers at most %d with the bridge", n, agentbridge.MaxCoordinatorAgents)
 	}
 	agents := make(map[string]Agent)
 	clients := make(map[string]string)

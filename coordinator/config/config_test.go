@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -90,6 +91,8 @@ func TestParse_AllKeys(t *testing.T) {
 		"permission_timeout_s": 60,
 		"claim_ttl_s":          2.5,
 		"pending_ttl_s":        60,
+		"run_retry_attempts":   3,
+		"run_retry_window_s":   30,
 		"host":                 "laptop",
 		"agents": {
 			"codex": {
@@ -136,6 +139,8 @@ func TestParse_AllKeys(t *testing.T) {
 		PermissionTimeout:       time.Minute,
 		ClaimTTL:                2500 * time.Millisecond,
 		PendingTTL:              time.Minute,
+		RunRetryAttempts:        3,
+		RunRetryWindow:          30 * time.Second,
 		Host:                    "laptop",
 		Agents: map[string]Agent{"codex": {
 			Command: []string{"/usr/bin/codex-adapter", "--fast"},
@@ -266,6 +271,10 @@ func TestParse_Errors(t *testing.T) {
 		{"claim_ttl_s over a day", `{"claim_ttl_s": 90000, ` + minimalConfig[1:], "claim_ttl_s", "at most"},
 		{"pending_ttl_s zero", `{"pending_ttl_s": 0, ` + minimalConfig[1:], "pending_ttl_s", "positive"},
 		{"host with spaces", `{"host": " laptop", ` + minimalConfig[1:], "host", "machine name"},
+		{"run_retry_attempts zero", `{"run_retry_attempts": 0, ` + minimalConfig[1:], "run_retry_attempts", "at least 1"},
+		{"an agent named for a human", `{"agents": {"user": {"command": ["x"]}}}`, "agents.user", "human id or a name the bridge reserves"},
+		{"an agent with a reserved name", `{"agents": {"Bridge": {"command": ["x"]}}}`, "agents.Bridge", "human id or a name the bridge reserves"},
+		{"too many agents", `{"agents": {` + manyAgents(agentbridge.MaxCoordinatorAgents+1) + `}}`, "agents", "at most 64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -422,4 +431,13 @@ func TestLoad_RelativePath(t *testing.T) {
 	if got, want := cfg.Path, filepath.Join(dir, "c.json"); got != want {
 		t.Errorf("Path = %q, want %q", got, want)
 	}
+}
+
+// manyAgents is n agent entries of a config's "agents" object.
+func manyAgents(n int) string {
+	entries := make([]string, n)
+	for i := range entries {
+		entries[i] = fmt.Sprintf(`"a%d": {"command": ["x"]}`, i)
+	}
+	return strings.Join(entries, ", ")
 }

@@ -21,6 +21,20 @@ func (d *DB) SetClaim(ctx context.Context, id, claimID, fence int64) error {
 	return nil
 }
 
+// PrepareFailed counts one more failed attempt to prepare invocation id's
+// run, at now, and returns how many failed and when the first did: the
+// run's retry budget (contract 8.3), kept across restarts.
+func (d *DB) PrepareFailed(ctx context.Context, id int64, now time.Time) (failures int, first time.Time, err error) {
+	var firstMs int64
+	err = d.db.QueryRowContext(ctx, `UPDATE invocations SET prepare_failures = prepare_failures + 1,
+		prepare_first_ms = CASE WHEN prepare_first_ms = 0 THEN ? ELSE prepare_first_ms END
+		WHERE id = ? RETURNING prepare_failures, prepare_first_ms`, now.UnixMilli(), id).Scan(&failures, &firstMs)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("count a failed preparation of invocation %d: %w", id, err)
+	}
+	return failures, time.UnixMilli(firstMs), nil
+}
+
 // Elsewhere ends invocation id without a run or a post: another
 // coordinator holds its claim, or fenced this one's writes. why names the
 // holder. A cancelled invocation stays cancelled.
@@ -52,7 +66,8 @@ func (d *DB) TakeOver(ctx context.Context, inv Invocation, now time.Time) (queue
 		ON CONFLICT (trigger_id, participant, round) DO UPDATE SET status = excluded.status, error = '',
 			agent = excluded.agent, command = excluded.command, queued_at = excluded.queued_at,
 			started_at = '', finished_at = '', duration_ms = 0, exit_code = NULL, reply_event_id = '', pending_post = '',
-			pid = 0, pgid = 0, process_started_at = '', claim_id = excluded.claim_id, claim_fence = excluded.claim_fence, owner = excluded.owner
+			pid = 0, pgid = 0, process_started_at = '', claim_id = excluded.claim_id, claim_fence = excluded.claim_fence, owner = excluded.owner,
+			prepare_failures = 0, prepare_first_ms = 0
 		WHERE invocations.status NOT IN (?, ?) OR invocations.owner != excluded.owner
 		RETURNING id`,
 		inv.Thread, inv.TriggerID, inv.TriggerSeq, inv.TriggerGSeq, inv.Participant, inv.Agent, string(cmd), inv.Hop,

@@ -59,11 +59,17 @@ func (b *storeBridge) RegisterCoordinator(ctx context.Context, reg agentbridge.R
 
 func (b *storeBridge) Coordinators(ctx context.Context) (agentbridge.CoordinatorsResponse, error) {
 	list, err := b.st.Coordinators(ctx)
+	return agentbridge.CoordinatorsResponse{Coordinators: list, Agents: agentbridge.AgentsServed(list)}, err
+}
+
+func (b *storeBridge) CoordinatorsServedEver(ctx context.Context, participant, client string) (agentbridge.CoordinatorsResponse, error) {
+	res, err := b.Coordinators(ctx)
 	if err != nil {
-		return agentbridge.CoordinatorsResponse{}, err
+		return res, err
 	}
 	ever, err := b.st.ServedEver(ctx)
-	return agentbridge.CoordinatorsResponse{Coordinators: list, Agents: agentbridge.AgentsServed(list), ServedEver: ever}, err
+	res.ServedEver = agentbridge.ServedEverFor(ever, participant, client)
+	return res, err
 }
 
 func (b *storeBridge) DeregisterCoordinator(ctx context.Context, id, instance string) error {
@@ -332,10 +338,10 @@ func TestDuplicateWarnedOnce(t *testing.T) {
 		if served, _ := r.g.ServedElsewhere("claude", ""); served {
 			t.Error("claude served elsewhere, but only this coordinator id serves it")
 		}
-		if never, known := r.g.NeverServed("gemini", ""); !known || !never {
+		if never, known := r.g.NeverServed(ctx, "gemini", ""); !known || !never {
 			t.Errorf("gemini never served = %v (known %v), want true", never, known)
 		}
-		if never, _ := r.g.NeverServed("codex", ""); never {
+		if never, _ := r.g.NeverServed(ctx, "codex", ""); never {
 			t.Error("codex never served, but the desktop serves it")
 		}
 	})

@@ -31,6 +31,7 @@ import (
 type Bridge interface {
 	RegisterCoordinator(ctx context.Context, reg agentbridge.Registration) (agentbridge.RegisterResult, error)
 	Coordinators(ctx context.Context) (agentbridge.CoordinatorsResponse, error)
+	CoordinatorsServedEver(ctx context.Context, participant, client string) (agentbridge.CoordinatorsResponse, error)
 	DeregisterCoordinator(ctx context.Context, id, instance string) error
 }
 
@@ -83,9 +84,6 @@ type Registrar struct {
 	// is false until one was read.
 	list  []agentbridge.CoordinatorInfo
 	known bool
-	// servedEver is every agent name (with its client) any registration
-	// ever listed, as of the last list read.
-	servedEver map[string]string
 	// warned holds the other instances already warned about as
 	// duplicates, and unsupported is set once a bridge without
 	// registrations was logged.
@@ -140,7 +138,7 @@ func (g *Registrar) registration(cfg *config.Config) agentbridge.Registration {
 	}
 	return agentbridge.Registration{
 		ID: cfg.CoordinatorID, Instance: g.instance, Host: HostName(cfg), Agents: agents,
-		Version: g.version, Capacity: cfg.MaxConcurrency, StatusURL: g.statusURL(),
+		Version: g.version, Capacity: min(cfg.MaxConcurrency, agentbridge.MaxCoordinatorCapacity), StatusURL: g.statusURL(),
 		TTLMillis: cfg.ClaimTTL.Milliseconds(), Workspaces: slices.Sorted(maps.Keys(cfg.Workspaces)),
 	}
 }
@@ -218,7 +216,7 @@ func (g *Registrar) failed(ctx context.Context, id string, err error) {
 	}
 	level, msg := slog.LevelWarn, "cannot register with the bridge; trying again at the next heartbeat"
 	if client.Permanent(err) {
-		level, msg = slog.LevelError, "the bridge refuses this coordinator's registration, so it answers nothing: give it a coordinator token made for its coordinator_id (agent-bridge tokens add --scope coordinator --name <coordinator_id>); trying again at the next heartbeat"
+		level, msg = slog.LevelError, "the bridge refuses this coordinator's registration, so it answers nothing: mend what the error says (a coordinator token made for its coordinator_id: agent-bridge tokens add --scope coordinator --name <coordinator_id>; or an agent name the bridge does not let it register); trying again at the next heartbeat"
 	}
 	g.mu.Lock()
 	if g.failing {
@@ -232,23 +230,29 @@ func (g *Registrar) failed(ctx context.Context, id string, err error) {
 // keep stores a list of coordinators just read.
 func (g *Registrar) keep(list agentbridge.CoordinatorsResponse) {
 	g.mu.Lock()
-	g.list, g.servedEver, g.known = list.Coordinators, list.ServedEver, true
+	g.list, g.known = list.Coordinators, true
 	g.mu.Unlock()
 }
 
-// NeverServed reports whether, by the last list read, no registration
-// ever listed participant, by its name or by its invited client; known
-// is false when no list was read, or the bridge keeps no such record.
-func (g *Registrar) NeverServed(participant, client string) (never, known bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.known || g.servedEver == nil {
+// NeverServed asks the bridge whether no registration ever listed
+// participant, by its name or by its invited client; known is false when
+// the bridge did not answer, or keeps no such record.
+func (g *Registrar) NeverServed(ctx context.Context, participant, client string) (never, known bool) {
+	list, err := g.bridge.CoordinatorsServedEver(ctx, participant, client)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.log.Debug("cannot read the agents the bridge's coordinators ever served", "err", err)
+		}
 		return false, false
 	}
-	if _, ok := g.servedEver[participant]; ok {
+	g.keep(list)
+	if list.ServedEver == nil {
+		return false, false
+	}
+	if _, ok := list.ServedEver[participant]; ok {
 		return false, true
 	}
-	for _, c := range g.servedEver {
+	for _, c := range list.ServedEver {
 		if client != "" && c == client {
 			return false, true
 		}

@@ -138,3 +138,25 @@ func BenchmarkParseMentions(b *testing.B) {
 		ParseMentions(text, "@")
 	}
 }
+
+// FuzzMayMention: every name the mention parser finds, with any valid
+// prefix, is one the bridge's claim check takes for a possible mention
+// (agentbridge.MayMention), so that the bridge never refuses a claim the
+// rules made (contract 8.3).
+func FuzzMayMention(f *testing.F) {
+	for _, s := range []string{"@codex hi", "hey !Claude-1. and +x", "a@b.c @@all", "`@x` @y:", "@é @a.b.c- @Ω"} {
+		f.Add(s, "@")
+		f.Add(s, "!")
+		f.Add(s, "+:")
+	}
+	f.Fuzz(func(t *testing.T, text, prefix string) {
+		if config.ValidMentionPrefix(prefix) != nil {
+			return
+		}
+		for _, name := range ParseMentions(text, prefix) {
+			if !agentbridge.MayMention(text, name) {
+				t.Fatalf("ParseMentions(%q, %q) finds %q, which MayMention does not", text, prefix, name)
+			}
+		}
+	})
+}

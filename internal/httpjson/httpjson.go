@@ -69,6 +69,9 @@ var statusByCode = map[string]int{
 	agentbridge.ECodeInvalidJSON:          http.StatusBadRequest,
 	agentbridge.ECodeDuplicateKey:         http.StatusBadRequest,
 	agentbridge.ECodeBadQuery:             http.StatusBadRequest,
+	agentbridge.ECodeTooDeep:              http.StatusBadRequest,
+	agentbridge.ECodeNotATrigger:          http.StatusBadRequest,
+	agentbridge.ECodeTooMany:              http.StatusTooManyRequests,
 	agentbridge.ECodeBodyTooLarge:         http.StatusRequestEntityTooLarge,
 	agentbridge.ECodeTooLarge:             http.StatusRequestEntityTooLarge,
 	agentbridge.ECodeUnknownAttachment:    http.StatusBadRequest,
@@ -123,6 +126,9 @@ func StatusFor(code string) int {
 func DecodeObject(body []byte, v any, fields []string) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
+		if err := agentbridge.CheckJSONDepth(body); err != nil {
+			return err
+		}
 		return agentbridge.Errorf(agentbridge.ECodeInvalidJSON, "The request body must be a JSON object.")
 	}
 	if err := agentbridge.CheckJSONBody(body); err != nil {

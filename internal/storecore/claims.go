@@ -18,7 +18,7 @@ import (
 // ClaimColumns are the columns ScanClaim reads, in order, followed by the
 // database's now in milliseconds since the epoch (each store's own
 // expression).
-const ClaimColumns = `id, thread, event, participant, round, notice, client, state, coordinator, instance, host,
+const ClaimColumns = `id, thread, event, participant, round, notice, client, fallback_from, state, coordinator, instance, host,
 	fence, interrupted_fence, created_ms, claimed_ms, expires_ms`
 
 // ClaimRow is a stored claim with what only the stores and the sweeper
@@ -34,7 +34,7 @@ type ClaimRow struct {
 func ScanClaim(r Row) (ClaimRow, error) {
 	var c ClaimRow
 	var created, claimed, expires int64
-	if err := r.Scan(&c.ID, &c.Thread, &c.Event, &c.Participant, &c.Round, &c.Notice, &c.Client, &c.State,
+	if err := r.Scan(&c.ID, &c.Thread, &c.Event, &c.Participant, &c.Round, &c.Notice, &c.Client, &c.FallbackFrom, &c.State,
 		&c.Coordinator, &c.Instance, &c.Host, &c.Fence, &c.InterruptedFence, &created, &claimed, &expires, &c.NowMs); err != nil {
 		return c, err
 	}
@@ -82,6 +82,24 @@ func CheckClaimant(req agentbridge.ClaimRequest, list []agentbridge.CoordinatorI
 		return reg, agentbridge.Errorf(agentbridge.ECodeNotRegistered, "The registration of coordinator %q lapsed (no heartbeat for %d ms): register again before claiming.", req.Coordinator, reg.AgeMillis)
 	}
 	return reg, nil
+}
+
+// CheckServes refuses (403 forbidden_sender) a run claim that takes the
+// run (not a waiting one) from claimant me whose registration serves
+// neither its participant by name nor its client (the claim's, else the
+// stored row's, nil when there is none) (contract 8.3): a claim it holds
+// would keep the coordinators serving the participant from the run.
+func CheckServes(req agentbridge.ClaimRequest, me agentbridge.CoordinatorInfo, row *ClaimRow) error {
+	client := req.Client
+	if client == "" && row != nil {
+		client = row.Client
+	}
+	if !req.IsRun() || req.Wait || agentbridge.ServesParticipant(me.Agents, req.Participant, client) {
+		return nil
+	}
+	return &agentbridge.Error{Code: agentbridge.ECodeForbiddenSender, Thread: req.Thread, Participant: req.Participant,
+		Message: fmt.Sprintf("Coordinator %q does not serve %s: its registration lists neither that name nor an agent of client %q, so it may not claim its runs.",
+			req.Coordinator, req.Participant, client)}
 }
 
 // ClaimAction is what a store does to a claim key's row.
@@ -199,13 +217,14 @@ func InterruptedReceipt(c agentbridge.Claim, old agentbridge.Receipt, found bool
 }
 
 // ExpiredMessage is the append of the bridge's error message for expired
-// run claim c, which waited ttl.
-func ExpiredMessage(c agentbridge.Claim, ttl time.Duration) agentbridge.AppendRequest {
+// run claim c, which waited ttl, with waited messages of its (thread,
+// participant).
+func ExpiredMessage(c agentbridge.Claim, ttl time.Duration, waited int) agentbridge.AppendRequest {
 	return agentbridge.AppendRequest{
 		Thread: c.Thread,
 		Input: agentbridge.EventInput{
 			Type: agentbridge.TypeMessage, From: agentbridge.ClaimSender,
-			Content: mustJSON(agentbridge.ExpiredNotice(c.Participant, ttl)),
+			Content: mustJSON(agentbridge.ExpiredNotice(c.Participant, ttl, waited)),
 			Meta: agentbridge.Meta{ReplyTo: c.Event, Tags: []string{"error"},
 				Extra: map[string]json.RawMessage{"participant": mustJSON(c.Participant)}},
 		},

@@ -75,3 +75,26 @@ func Duplicate(prev *agentbridge.CoordinatorInfo, reg agentbridge.Registration) 
 	}
 	return prev
 }
+
+// NewNames returns the agent names of reg that known, the names its
+// coordinator id registered before, lacks; refusal is 429 too_many when
+// with them the id would have registered more than
+// agentbridge.MaxCoordinatorNames (contract 8.3): nothing is stored then.
+func NewNames(reg agentbridge.Registration, known []string) (names []string, refusal error) {
+	have := make(map[string]bool, len(known))
+	for _, n := range known {
+		have[n] = true
+	}
+	for _, a := range reg.Agents {
+		if !have[a.Name] {
+			have[a.Name] = true
+			names = append(names, a.Name)
+		}
+	}
+	if len(have) > agentbridge.MaxCoordinatorNames {
+		return nil, agentbridge.Errorf(agentbridge.ECodeTooMany,
+			"Coordinator %q has registered %d agent names, and this registration would add %d more: one coordinator registers at most %d names ever. Register the agents it served before, or use another coordinator id.",
+			reg.ID, len(known), len(names), agentbridge.MaxCoordinatorNames)
+	}
+	return names, nil
+}

@@ -3,6 +3,7 @@ package storecore
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
@@ -39,22 +40,29 @@ const ReceiptColumns = `event, participant, sender, state, reason, invocation, r
 const SuggestionColumns = `id, sender, title, description, status, ts`
 
 // ScanEvent scans an EventColumns row: content is the raw JSON as stored,
-// meta decoded (the common "{}" without the decoder).
-func ScanEvent(r Row) (agentbridge.Event, error) {
+// meta decoded (the common "{}" without the decoder). A value stored
+// before the bridge refused bodies nested deeper than
+// agentbridge.MaxJSONDepth is served as a note instead
+// (agentbridge.Event.ClipTooDeep), so that it breaks no reader.
+func ScanEvent(r Row) (agentbridge.Event, error) { return scanEvent(r) }
+
+// scanEvent is ScanEvent of a row with more columns after the event's,
+// scanned into more.
+func scanEvent(r Row, more ...any) (agentbridge.Event, error) {
 	var ev agentbridge.Event
 	var content, meta []byte
-	if err := r.Scan(&ev.GSeq, &ev.ID, &ev.Thread, &ev.Seq, &ev.TS, &ev.Type, &ev.From, &ev.To, &content, &meta); err != nil {
+	if err := r.Scan(append([]any{&ev.GSeq, &ev.ID, &ev.Thread, &ev.Seq, &ev.TS, &ev.Type, &ev.From, &ev.To, &content, &meta}, more...)...); err != nil {
 		return agentbridge.Event{}, err
 	}
 	if content != nil {
 		ev.Content = json.RawMessage(content)
 	}
-	if string(meta) == "{}" {
-		return ev, nil // most events: skip the decoder, same result
+	if string(meta) != "{}" { // most events' meta is: skip the decoder, same result
+		if err := json.Unmarshal(meta, &ev.Meta); err != nil {
+			return agentbridge.Event{}, fmt.Errorf("decode meta of event %s: %w", ev.ID, err)
+		}
 	}
-	if err := json.Unmarshal(meta, &ev.Meta); err != nil {
-		return agentbridge.Event{}, fmt.Errorf("decode meta of event %s: %w", ev.ID, err)
-	}
+	ev.ClipTooDeep()
 	return ev, nil
 }
 
@@ -85,14 +93,48 @@ func ScanSuggestion(r Row) (agentbridge.Suggestion, error) {
 }
 
 // TokenColumns are the columns ScanToken reads, in order.
-const TokenColumns = `id, name, scope, thread, participant, created_at, expires_at, revoked_at, created_by`
+const TokenColumns = `id, name, scope, thread, participant, created_at, expires_at, revoked_at, created_by, agents`
 
 // ScanToken scans a TokenColumns row.
 func ScanToken(r Row) (agentbridge.Token, error) {
 	var t agentbridge.Token
-	err := r.Scan(&t.ID, &t.Name, &t.Scope, &t.Thread, &t.Participant, &t.CreatedAt, &t.ExpiresAt, &t.RevokedAt, &t.CreatedBy)
+	err := r.Scan(&t.ID, &t.Name, &t.Scope, &t.Thread, &t.Participant, &t.CreatedAt, &t.ExpiresAt, &t.RevokedAt, &t.CreatedBy, &t.Agents)
 	return t, err
 }
+
+// LiveAgentTokens is the count, in SQL, of the live agent tokens one
+// creator holds (the first argument), as of a TimeLayout time (the
+// second): what TokenInput.MaxLive caps.
+const LiveAgentTokens = `SELECT count(*) FROM tokens WHERE created_by = %s AND scope = 'agent' AND revoked_at = '' AND (expires_at = '' OR expires_at > %s)`
+
+// CollectTokenPage scans rows of seq and TokenColumns: the tokens, and
+// each one's position (its seq), for the next page's cursor.
+func CollectTokenPage(rows Rows) ([]agentbridge.Token, []int64, error) {
+	tokens, pos := []agentbridge.Token{}, []int64{}
+	for rows.Next() {
+		var seq int64
+		var t agentbridge.Token
+		if err := rows.Scan(&seq, &t.ID, &t.Name, &t.Scope, &t.Thread, &t.Participant, &t.CreatedAt, &t.ExpiresAt, &t.RevokedAt, &t.CreatedBy, &t.Agents); err != nil {
+			return nil, nil, fmt.Errorf("scan token: %w", err)
+		}
+		tokens, pos = append(tokens, t), append(pos, seq)
+	}
+	return tokens, pos, rows.Err()
+}
+
+// ScanString scans a row of one text column.
+func ScanString(r Row) (v string, err error) {
+	err = r.Scan(&v)
+	return v, err
+}
+
+// TokensAfterQuery lists a page of tokens after a position (seq), in each
+// store's placeholders: for CollectTokenPage.
+const TokensAfterQuery = `SELECT seq, ` + TokenColumns + ` FROM tokens WHERE seq > %s ORDER BY seq LIMIT %s`
+
+// CoordinatorTokenIDsQuery lists the coordinator ids the coordinator
+// tokens not revoked stand for (each one's participant, else its name).
+const CoordinatorTokenIDsQuery = `SELECT CASE WHEN participant <> '' THEN participant ELSE name END FROM tokens WHERE scope = 'coordinator' AND revoked_at = ''`
 
 // LookupToken scans the one token row r; found is false when there is
 // none. what names the lookup in errors.
@@ -102,6 +144,71 @@ func LookupToken(r Row, what string) (_ agentbridge.Token, found bool, _ error) 
 		return agentbridge.Token{}, false, wrapf(err, "look up %s", what)
 	}
 	return t, true, nil
+}
+
+// ClaimEventQuery is the one read of a claim's event and the state before
+// it (agentbridge.ClaimStore.ClaimEvent), in each store's placeholders:
+// the event's EventColumns, then the seq and state of the latest state
+// snapshot before it (0 and {} when none).
+const ClaimEventQuery = `SELECT e.gseq, e.id, e.thread, e.seq, e.ts, e.type, e.sender, e.recipient, e.content, e.meta,
+	coalesce(s.seq, 0), coalesce(s.state, '{}')
+	FROM events e LEFT JOIN state_snapshots s ON s.thread = e.thread
+		AND s.seq = (SELECT max(seq) FROM state_snapshots WHERE thread = e.thread AND seq < e.seq)
+	WHERE e.id = %s AND e.thread = %s`
+
+// LookupClaimEvent scans the one ClaimEventQuery row r, the state decoded
+// through states; found is false when there is none.
+func LookupClaimEvent(r Row, states *StateCache) (ev agentbridge.Event, before agentbridge.ThreadState, found bool, err error) {
+	var seq int64
+	var state []byte
+	ev, err = scanEvent(r, &seq, &state)
+	if found, err = Found(err); err != nil || !found {
+		return ev, before, false, wrapf(err, "look up a claim's event")
+	}
+	if before, err = states.Decode(ev.Thread, seq, state); err != nil {
+		return ev, before, false, fmt.Errorf("decode the state before event %s: %w", ev.ID, err)
+	}
+	return ev, before, true, nil
+}
+
+// StateCache keeps the states decoded from a store's snapshots, by thread
+// and snapshot seq: a snapshot never changes, and every message between
+// two controls of a thread is claimed against the same one. Its zero value
+// is ready to use; it is safe for concurrent use. The states it hands out
+// share their slices and maps, which nobody modifies (the fold copies).
+type StateCache struct {
+	mu sync.Mutex
+	m  map[stateKey]agentbridge.ThreadState
+}
+
+type stateKey struct {
+	thread string
+	seq    int64
+}
+
+// maxCachedStates bounds a StateCache; past it, it starts afresh.
+const maxCachedStates = 1024
+
+// Decode is the state raw, the snapshot of thread at seq, decoded once.
+func (c *StateCache) Decode(thread string, seq int64, raw []byte) (agentbridge.ThreadState, error) {
+	k := stateKey{thread, seq}
+	c.mu.Lock()
+	st, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return st, nil
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return st, err
+	}
+	st = st.Normalize()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedStates {
+		c.m = make(map[stateKey]agentbridge.ThreadState)
+	}
+	c.m[k] = st
+	return st, nil
 }
 
 // LookupThread scans the one thread row r of thread id: thread_not_found

@@ -28,6 +28,14 @@ func register(t *testing.T, s agentbridge.EventStore, reg agentbridge.Registrati
 	}
 }
 
+// invite invites participants (client: their id) into thread.
+func invite(t *testing.T, s agentbridge.EventStore, thread string, participants ...string) {
+	t.Helper()
+	for _, p := range participants {
+		MustAppend(t, s, thread, Control("user", `{"invite":{"participant_id":"`+p+`","profile":{"client":"`+p+`","model":"m"}}}`))
+	}
+}
+
 // wantCode fails t unless err is an *agentbridge.Error with code.
 func wantCode(t *testing.T, what string, err error, code string) {
 	t.Helper()
@@ -46,6 +54,7 @@ func testClaims(t *testing.T, newStore Factory) {
 	s, cs := claimStore(t, newStore)
 	ctx := context.Background()
 	NewThread(t, s, "t")
+	invite(t, s, "t", "claude", "codex")
 	trigger := MustAppend(t, s, "t", Msg("user", "@claude hi"))
 
 	laptop := agentbridge.Registration{ID: "laptop", Instance: "i1", Host: "laptop.local", TTLMillis: 60000,
@@ -203,6 +212,8 @@ func testWaitingClaims(t *testing.T, newStore Factory) {
 	s, cs := claimStore(t, newStore)
 	ctx := context.Background()
 	NewThread(t, s, "t")
+	MustAppend(t, s, "t", Control("user", `{"invite":{"participant_id":"gemini","profile":{"client":"gemini-cli","model":"m"}}}`))
+	invite(t, s, "t", "ghost")
 	trigger := MustAppend(t, s, "t", Msg("user", "@gemini @ghost hi"))
 	server := agentbridge.Registration{ID: "server", Instance: "s1", Host: "server",
 		Agents: []agentbridge.CoordinatorAgent{{Name: "codex", Client: "codex", Kind: "adapter"}}}
@@ -267,5 +278,175 @@ func testWaitingClaims(t *testing.T, newStore Factory) {
 	}
 	if list, _ := cs.Claims(ctx, "t"); len(list) != 2 || list[1].State != agentbridge.ClaimExpired {
 		t.Fatalf("claims after the expiry: %+v", list)
+	}
+}
+
+// testUnservedNotices: the "nobody served" message is posted once per
+// (thread, participant) per pending ttl, naming how many messages waited,
+// and never for a participant no longer invited (contract 8.3); the
+// store refuses a waiting claim for a human or a participant not invited.
+func testUnservedNotices(t *testing.T, newStore Factory) {
+	s, cs := claimStore(t, newStore)
+	ctx := context.Background()
+	NewThread(t, s, "t")
+	MustAppend(t, s, "t", Control("user", `{"invite":{"participant_id":"g","profile":{"client":"gemini","model":"m"}}}`))
+	invite(t, s, "t", "leaving")
+	register(t, s, agentbridge.Registration{ID: "server", Instance: "s1", Host: "server"})
+	file := func(p string, ttl time.Duration) (agentbridge.Claim, error) {
+		e := MustAppend(t, s, "t", Msg("user", "hi"))
+		res, err := cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: agentbridge.ClaimKey{Thread: "t", Event: e.ID, Participant: p},
+			Coordinator: "server", Instance: "s1", Wait: true, PendingTTLMillis: ttl.Milliseconds()})
+		return res.Claim, err
+	}
+	wait := func(p string, ttl time.Duration) agentbridge.Claim {
+		t.Helper()
+		c, err := file(p, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, p := range []string{"user", "nobody"} {
+		_, err := file(p, time.Second)
+		wantCode(t, "a waiting claim for "+p, err, agentbridge.ECodeNotATrigger)
+	}
+	expire := func(c agentbridge.Claim) *agentbridge.Event {
+		t.Helper()
+		testutil.WaitFor(t, 10*time.Second, "claim "+c.Participant+" to be due", func() bool {
+			due, err := cs.DueClaims(ctx)
+			for _, d := range due {
+				if d.ID == c.ID {
+					return true
+				}
+			}
+			return err != nil
+		})
+		ev, rc, ok, err := cs.ExpireClaim(ctx, c.ID)
+		if err != nil || !ok || rc == nil || rc.State != agentbridge.ReceiptFailed {
+			t.Fatalf("ExpireClaim(%s): %+v %v %v", c.Participant, rc, ok, err)
+		}
+		return ev
+	}
+	first := []agentbridge.Claim{wait("g", 500*time.Millisecond), wait("g", 500*time.Millisecond), wait("g", 500*time.Millisecond)}
+	late := wait("g", 3*time.Second)
+	gone := wait("leaving", 500*time.Millisecond)
+	MustAppend(t, s, "t", Control("user", `{"uninvite":{"participant_id":"leaving"}}`))
+	ev := expire(first[0])
+	if ev == nil || !strings.Contains(ev.Text(), "4 messages to g waited") {
+		t.Fatalf("the first expiry's message: %+v, want one naming the 4 messages to g", ev)
+	}
+	for _, c := range append(first[1:], gone, late) {
+		if ev := expire(c); ev != nil {
+			t.Errorf("the expiry of %s's claim %d posted %q", c.Participant, c.ID, ev.Text())
+		}
+	}
+	if ev := expire(wait("g", 200*time.Millisecond)); ev == nil || !strings.Contains(ev.Text(), "1 message to g waited") {
+		t.Errorf("an expiry after the window: %+v, want a message naming the one the last did not count", ev)
+	}
+}
+
+// testWaitingClaimsCap: one coordinator id files at most
+// agentbridge.MaxWaitingClaims waiting claims that still wait (429
+// too_many, nothing stored); another id has its own.
+func testWaitingClaimsCap(t *testing.T, newStore Factory) {
+	s, cs := claimStore(t, newStore)
+	ctx := context.Background()
+	NewThread(t, s, "t")
+	invite(t, s, "t", "p")
+	for _, id := range []string{"mallory", "other"} {
+		register(t, s, agentbridge.Registration{ID: id, Instance: id, Host: id})
+	}
+	triggers := make([]agentbridge.Event, agentbridge.MaxWaitingClaims+1)
+	for i := range triggers {
+		triggers[i] = MustAppend(t, s, "t", Msg("user", "hi"))
+	}
+	claim := func(id string, i int) error {
+		_, err := cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: agentbridge.ClaimKey{Thread: "t", Event: triggers[i].ID, Participant: "p"},
+			Coordinator: id, Instance: id, Wait: true})
+		return err
+	}
+	for i := range agentbridge.MaxWaitingClaims {
+		if err := claim("mallory", i); err != nil {
+			t.Fatalf("waiting claim %d: %v", i, err)
+		}
+	}
+	wantCode(t, "one more waiting claim", claim("mallory", agentbridge.MaxWaitingClaims), agentbridge.ECodeTooMany)
+	if err := claim("other", agentbridge.MaxWaitingClaims); err != nil {
+		t.Errorf("another coordinator's waiting claim: %v", err)
+	}
+	if list, _ := cs.Claims(ctx, "t"); len(list) != agentbridge.MaxWaitingClaims+1 {
+		t.Errorf("%d claims stored, want %d", len(list), agentbridge.MaxWaitingClaims+1)
+	}
+}
+
+// testEndNotATrigger: the holder of a claim ends it as no trigger; its
+// pair's open receipt becomes skipped, nobody may take or fence with it
+// any more, and another coordinator may not end it.
+func testEndNotATrigger(t *testing.T, newStore Factory) {
+	s, cs := claimStore(t, newStore)
+	ctx := context.Background()
+	NewThread(t, s, "t")
+	invite(t, s, "t", "p")
+	e := MustAppend(t, s, "t", Msg("user", "hi"))
+	for _, id := range []string{"laptop", "server"} {
+		register(t, s, agentbridge.Registration{ID: id, Instance: id, Host: id, Agents: []agentbridge.CoordinatorAgent{{Name: "p", Kind: "adapter"}}})
+	}
+	key := agentbridge.ClaimKey{Thread: "t", Event: e.ID, Participant: "p"}
+	if _, err := cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: key, Coordinator: "server", Instance: "server", Wait: true}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: key, Coordinator: "laptop", Instance: "laptop"})
+	if err != nil || !res.Granted {
+		t.Fatalf("take: %+v %v", res, err)
+	}
+	_, _, err = cs.EndNotATrigger(ctx, res.Claim.ID, res.Claim.Fence, "server", "no")
+	wantCode(t, "another coordinator ends it", err, agentbridge.ECodeFenced)
+	c, rc, err := cs.EndNotATrigger(ctx, res.Claim.ID, res.Claim.Fence, "laptop", "no rule wakes p")
+	if err != nil || c.State != agentbridge.ClaimNotATrigger || rc == nil || rc.State != agentbridge.ReceiptSkipped || rc.Reason != "not a trigger: no rule wakes p" {
+		t.Fatalf("EndNotATrigger: %+v %+v %v", c, rc, err)
+	}
+	if again, err := cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: key, Coordinator: "server", Instance: "server"}); err != nil || again.Granted {
+		t.Errorf("a claim of a key ended as no trigger: %+v %v", again, err)
+	}
+	wantCode(t, "a write fenced by it", cs.CheckFence(ctx, agentbridge.ClaimFence{ID: c.ID, Fence: c.Fence}), agentbridge.ECodeFenced)
+	if list, _ := cs.Claimable(ctx, "server"); len(list) != 0 {
+		t.Errorf("claimable after the end: %+v", list)
+	}
+}
+
+// testFallbackClaims: a fallback claim (contract 8.5) is taken for a
+// trigger of the participant it answers for, by a participant invited now
+// (also after the trigger) that is not a human, and keeps whom it falls
+// back from; any other is not_a_trigger, nothing stored.
+func testFallbackClaims(t *testing.T, newStore Factory) {
+	s, cs := claimStore(t, newStore)
+	ctx := context.Background()
+	NewThread(t, s, "t")
+	invite(t, s, "t", "claude", "codex")
+	trigger := MustAppend(t, s, "t", agentbridge.EventInput{From: "user", To: "claude", Content: []byte(`"hi"`)})
+	invite(t, s, "t", "gemini", "mistral")
+	register(t, s, agentbridge.Registration{ID: "laptop", Instance: "l", Host: "laptop", Agents: []agentbridge.CoordinatorAgent{
+		{Name: "codex", Client: "codex", Kind: "adapter"}, {Name: "gemini", Client: "gemini", Kind: "acp"},
+		{Name: "mistral", Kind: "adapter"}, {Name: "user", Kind: "adapter"}}})
+	claim := func(p, from string) (agentbridge.ClaimResult, error) {
+		return cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: agentbridge.ClaimKey{Thread: "t", Event: trigger.ID, Participant: p},
+			Coordinator: "laptop", Instance: "l", FallbackFrom: from})
+	}
+	for _, p := range []string{"codex", "gemini"} {
+		res, err := claim(p, "claude")
+		if err != nil || !res.Granted || res.Claim.FallbackFrom != "claude" || res.Claim.Client != p {
+			t.Errorf("%s falling back from claude: %+v %v", p, res, err)
+		}
+	}
+	for _, c := range []struct{ p, from, why string }{
+		{"mistral", "gemini", "no trigger for gemini, invited after it"},
+		{"nobody", "claude", "a participant not invited"},
+		{"user", "claude", "a human"},
+	} {
+		_, err := claim(c.p, c.from)
+		wantCode(t, c.why, err, agentbridge.ECodeNotATrigger)
+	}
+	if list, _ := cs.Claims(ctx, "t"); len(list) != 2 {
+		t.Errorf("%d claims stored, want the two fallbacks", len(list))
 	}
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -109,5 +110,44 @@ func testCoordinators(t *testing.T, newStore Factory) {
 	}
 	if list, _ := cs.Coordinators(ctx); len(list) != 1 || list[0].ID != "server" {
 		t.Fatalf("after deregistering: %+v", list)
+	}
+}
+
+// testCoordinatorNames: one coordinator id registers at most
+// agentbridge.MaxCoordinatorNames agent names ever (429 too_many, the
+// registration unchanged); names it registered before may come back, and
+// another id has its own count.
+func testCoordinatorNames(t *testing.T, newStore Factory) {
+	cs, ok := newStore(t, nil).(agentbridge.CoordinatorStore)
+	if !ok {
+		t.Skip("the store keeps no coordinators")
+	}
+	ctx := context.Background()
+	reg := func(id, prefix string, n int) error {
+		agents := make([]agentbridge.CoordinatorAgent, n)
+		for i := range agents {
+			agents[i] = agentbridge.CoordinatorAgent{Name: fmt.Sprintf("%s%d", prefix, i), Kind: agentbridge.AgentKindAdapter}
+		}
+		_, err := cs.RegisterCoordinator(ctx, agentbridge.Registration{ID: id, Instance: "i", Host: "h", Agents: agents})
+		return err
+	}
+	for batch := range agentbridge.MaxCoordinatorNames / agentbridge.MaxCoordinatorAgents {
+		if err := reg("grow", fmt.Sprintf("b%d-", batch), agentbridge.MaxCoordinatorAgents); err != nil {
+			t.Fatalf("batch %d: %v", batch, err)
+		}
+	}
+	last := fmt.Sprintf("b%d-", agentbridge.MaxCoordinatorNames/agentbridge.MaxCoordinatorAgents-1)
+	if agentbridge.ErrorCode(reg("grow", "new-", 1)) != agentbridge.ECodeTooMany {
+		t.Fatal("the name past the cap was taken")
+	}
+	list, _ := cs.Coordinators(ctx)
+	if len(list) != 1 || list[0].Agents[0].Name != last+"0" {
+		t.Errorf("the refused registration changed the stored one: %+v", list)
+	}
+	if err := reg("grow", "b0-", 3); err != nil {
+		t.Errorf("names registered before: %v", err)
+	}
+	if err := reg("other", "new-", 3); err != nil {
+		t.Errorf("another coordinator's names: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
 // testTokens checks the token store (contract 7.3): a token is found by
@@ -178,5 +179,92 @@ func testPruneTokens(t *testing.T, newStore Factory) {
 	prune(expires.Add(100*agentbridge.TokenRetention), 0, "owner", "laptop")
 	if got, ok, err := ts.TokenByID(ctx, person.ID); !ok || err != nil || got != person {
 		t.Errorf("the valid person token after pruning: %+v, %v, %v", got, ok, err)
+	}
+}
+
+// testAgentTokensCap: with MaxLive, an agent token is refused (too_many)
+// when its creator already holds that many live ones; revoked and expired
+// ones do not count, nor do another creator's. TokensAfter pages the list
+// in creation order, and CoordinatorTokenIDs names the coordinator tokens
+// not revoked by their ids.
+func testAgentTokensCap(t *testing.T, newStore Factory) {
+	ts, ok := newStore(t, nil).(agentbridge.TokenStore)
+	if !ok {
+		t.Skip("the store keeps no tokens")
+	}
+	ctx := context.Background()
+	mint := func(in agentbridge.TokenInput) (agentbridge.Token, error) {
+		secret, err := agentbridge.NewTokenSecret()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts.CreateToken(ctx, in, agentbridge.HashToken(secret))
+	}
+	agent := func(by string, ttl int64) (agentbridge.Token, error) {
+		return mint(agentbridge.TokenInput{Scope: agentbridge.ScopeAgent, Name: "run", Thread: "t", Participant: "p", TTLSeconds: ttl, CreatedBy: by, MaxLive: 3})
+	}
+	first, err := agent("c1", 3600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent("c1", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent("c1", 3600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent("c1", 3600); agentbridge.ErrorCode(err) != agentbridge.ECodeTooMany {
+		t.Fatalf("a fourth live token: %v, want too_many", err)
+	}
+	if _, err := agent("c2", 3600); err != nil {
+		t.Errorf("another creator's token: %v", err)
+	}
+	if _, err := ts.RevokeToken(ctx, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent("c1", 3600); err != nil {
+		t.Errorf("after a revocation: %v", err)
+	}
+	if _, err := agent("c1", 3600); agentbridge.ErrorCode(err) != agentbridge.ECodeTooMany {
+		t.Fatalf("a fourth live token again: %v, want too_many", err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the one-second token to expire and make room", func() bool {
+		_, err := agent("c1", 3600)
+		return err == nil
+	})
+
+	for _, in := range []agentbridge.TokenInput{
+		{Scope: agentbridge.ScopeCoordinator, Name: "laptop"},
+		{Scope: agentbridge.ScopeCoordinator, Name: "desk-token", Participant: "desk", Agents: []string{"carol"}},
+	} {
+		if _, err := mint(in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids, err := ts.CoordinatorTokenIDs(ctx)
+	slices.Sort(ids)
+	if err != nil || !slices.Equal(ids, []string{"desk", "laptop"}) {
+		t.Errorf("CoordinatorTokenIDs = %v %v", ids, err)
+	}
+	all, err := ts.Tokens(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paged []agentbridge.Token
+	for after := int64(0); ; {
+		page, pos, err := ts.TokensAfter(ctx, after, 3)
+		if err != nil || len(page) != len(pos) {
+			t.Fatalf("TokensAfter(%d): %v", after, err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		paged, after = append(paged, page...), pos[len(pos)-1]
+	}
+	if !slices.Equal(paged, all) {
+		t.Errorf("the pages hold %d tokens, the list %d", len(paged), len(all))
+	}
+	if all[len(all)-1].Agents != "carol" {
+		t.Errorf("the allow-list came back as %q", all[len(all)-1].Agents)
 	}
 }
