@@ -70,6 +70,11 @@ const (
 	// names a stored event with another sender or other content: a key is
 	// answered only with the event its own retry stored.
 	ECodeIdempotencyConflict = "idempotency_conflict"
+	// ECodeTooMany refuses what would add one more of something capped
+	// (contract 8.3): login and pairing links waiting, push
+	// subscriptions. It passes again once one is used, lapses or is
+	// removed; the message says which.
+	ECodeTooMany = "too_many"
 )
 
 // Error is the error a client sees. It is serialised as

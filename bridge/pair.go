@@ -80,7 +80,7 @@ func (s *Server) handlePair(w http.ResponseWriter, r *http.Request) error {
 		return storeErr("store the pairing code", err)
 	}
 	if !added {
-		return agentbridge.Errorf(agentbridge.ECodeUnavailable, "%d pairing links are waiting to be used; use one, or wait %s for them to lapse.", maxPairCodes, PairTTL)
+		return agentbridge.Errorf(agentbridge.ECodeTooMany, "%d pairing links are waiting to be used; use one, or wait %s for them to lapse.", maxPairCodes, PairTTL)
 	}
 	base := strings.TrimRight(s.publicURL(), "/")
 	httpjson.Write(w, http.StatusOK, agentbridge.PairLink{Code: code, URL: base + "/ui/#pair=" + code, Name: req.Name,

@@ -71,6 +71,7 @@ var statusByCode = map[string]int{
 	agentbridge.ECodeBodyTooLarge:         http.StatusRequestEntityTooLarge,
 	agentbridge.ECodeDetailsTooLarge:      http.StatusRequestEntityTooLarge,
 	agentbridge.ECodeTooManyPresence:      http.StatusTooManyRequests,
+	agentbridge.ECodeTooMany:              http.StatusTooManyRequests,
 	agentbridge.ECodeUnauthorized:         http.StatusUnauthorized,
 	agentbridge.ECodeForbiddenHost:        http.StatusForbidden,
 	agentbridge.ECodeForbiddenOrigin:      http.StatusForbidden,
