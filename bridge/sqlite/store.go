@@ -133,11 +133,6 @@ func (s *Store) LogEpoch() agentbridge.LogEpoch { return s.epoch }
 // agent-bridge is refused with an error wrapping migration.ErrSchemaTooNew.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	opts = opts.WithDefaults()
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("create store folder: %w", err)
-		}
-	}
 	wdb, err := sqlitex.Open(path, sqlitex.Options{MaxOpen: 1})
 	if err != nil {
 		return nil, err
@@ -220,6 +215,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	go s.run()
 	go s.checkpointer()
 	s.log.Debug("store opened", "path", path)
+	if mode, open := sqlitex.FolderOpen(path); open {
+		// The files are the owner's alone; the folder, which may be a
+		// person's own, is theirs to tighten.
+		s.log.Warn("the database's folder lets other users list it; its files are private (0600), and chmod 700 makes the folder so too",
+			"folder", filepath.Dir(path), "mode", fmt.Sprintf("%#o", mode))
+	}
 	return s, nil
 }
 
