@@ -250,6 +250,7 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 	s.pushes, _ = store.(agentbridge.PushStore)
 	nopts := opts.Notify
 	nopts.Store, nopts.Humans, nopts.Logger = s.pushes, opts.Humans, opts.Logger
+	nopts.Observe = s.metrics.observePush
 	if nopts.BaseURL == nil {
 		nopts.BaseURL = s.URL
 	}
