@@ -37,7 +37,7 @@ func TestPublic(t *testing.T) {
 func TestCheckEndpoint(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		endpoint       string
+		endpoint        string
 		ok, okIfPrivate bool
 	}{
 		{"https://fcm.googleapis.com/fcm/send/x", true, true},
