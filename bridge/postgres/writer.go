@@ -153,7 +153,7 @@ func (s *Store) commitTx(ctx context.Context, b *batch, live []*request, resps [
 		if err := s.lockThreads(ctx, tx, b, live); err != nil {
 			return err
 		}
-		l := &lookups{tx: tx, b: b}
+		l := &lookups{tx: tx, b: b, legacyKeys: s.legacyKeys}
 		for i, r := range live {
 			var err error
 			switch {

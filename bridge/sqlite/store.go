@@ -123,6 +123,10 @@ type Store struct {
 	// epoch is the log's epoch, read at Open: only a restore, which
 	// needs the server stopped, changes it.
 	epoch agentbridge.LogEpoch
+	// legacyKeys says the database holds idempotency keys of a release
+	// before scoped keys (idempotency_legacy, filled by its migration
+	// only): without any, an append's retry looks up nothing more.
+	legacyKeys bool
 }
 
 // LogEpoch returns the log's epoch (see agentbridge.LogEpoch).
@@ -158,7 +162,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	var epoch agentbridge.LogEpoch
-	if err := conn.QueryRowContext(ctx, `SELECT id, base FROM log_epoch`).Scan(&epoch.ID, &epoch.Base); err != nil {
+	var legacyKeys bool
+	if err := conn.QueryRowContext(ctx, `SELECT id, base, EXISTS (SELECT 1 FROM idempotency_legacy) FROM log_epoch`).Scan(&epoch.ID, &epoch.Base, &legacyKeys); err != nil {
 		_ = st.close()
 		_ = conn.Close()
 		_ = wdb.Close()
@@ -187,14 +192,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		path:   path,
-		epoch:  epoch,
-		humans: opts.Humans,
-		log:    opts.Logger,
-		max:    opts.MaxBatch,
-		wdb:    wdb,
-		rdb:    rdb,
-		cdb:    cdb,
+		path:       path,
+		epoch:      epoch,
+		legacyKeys: legacyKeys,
+		humans:     opts.Humans,
+		log:        opts.Logger,
+		max:        opts.MaxBatch,
+		wdb:        wdb,
+		rdb:        rdb,
+		cdb:        cdb,
 		w: writerState{
 			conn: conn, st: st, heads: make(map[string]head),
 			scratch: batch{index: make(map[string]int)}, gatherWait: groupWait,
