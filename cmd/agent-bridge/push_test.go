@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -275,6 +276,7 @@ func TestSlowPushEndpointsDelayNobody(t *testing.T) {
 	if st, body := pushCall(t, "POST", p.url+"/push/subscriptions", pairPhone(t, p, "phone"), subscribeBody(fast.Endpoint, fast.P256dh, fast.Auth, "phone")); st != 200 {
 		t.Fatalf("the fast phone's subscription: %d %s", st, body)
 	}
+	cpu0 := procCPU(t, p.cmd.Process.Pid)
 	askPermission(t, p)
 	asked := time.Now()
 	testutil.WaitFor(t, 2*time.Second, "the fast phone's push, within the contract's 2 s", func() bool {
@@ -292,5 +294,21 @@ func TestSlowPushEndpointsDelayNobody(t *testing.T) {
 	// The slow endpoints are all being pushed at once, each in its own
 	// queue, not 16 at a time.
 	testutil.WaitFor(t, 8*time.Second, "every slow endpoint's request in flight", func() bool { return slowGot.Load() == nSlow })
-	t.Logf("the fast phone's push arrived %s after the request was stored, with %d slow pushes in flight", took.Round(time.Millisecond), slowGot.Load())
+	t.Logf("the fast phone's push arrived %s after the request was stored, with %d slow pushes in flight; serve's CPU for the %d pushes: %s",
+		took.Round(time.Millisecond), slowGot.Load(), nSlow+1, procCPU(t, p.cmd.Process.Pid)-cpu0)
+}
+
+// procCPU is the user and system time process pid has used, from
+// /proc/<pid>/stat (in the kernel's clock ticks, 10 ms on Linux).
+func procCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command's name, which is in parentheses.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
