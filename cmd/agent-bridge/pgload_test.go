@@ -55,22 +55,7 @@ func TestPostgresTwoBridgesFourCoordinators(t *testing.T) {
 				grepLines(logsB.String(), `"level":"ERROR"`, 10), own.Log(t))
 		}
 	})
-	agents := make([]string, nAgents)
-	entries := map[string]any{}
-	for i := range agents {
-		agents[i] = fmt.Sprintf("agent%d", i)
-		entries[agents[i]] = map[string]any{"command": []string{fake}, "client": "fake-" + agents[i]}
-	}
-	var machines []*machine
-	for i := range 4 {
-		url := []string{urlA, urlB}[i%2]
-		m := newMachine(t, bridges[i%2], url, fake, fmt.Sprintf("m%d", i), agents...)
-		m.set("agents", entries)
-		m.set("max_invocations_per_minute", 1000000)
-		m.set("claim_ttl_s", 30)
-		m.start(bin)
-		machines = append(machines, m)
-	}
+	agents, machines := loadMachines(t, bin, fake, []string{urlA, urlB}, bridges, 4, nAgents)
 	threads := make([]*claimsThread, nThreads)
 	for i := range threads {
 		threads[i] = newClaimsThread(t, bridges[i%2], agents...)

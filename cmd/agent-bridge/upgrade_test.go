@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -98,51 +97,6 @@ func previousRelease(t *testing.T, commit string) string {
 	return bin
 }
 
-// serveWith starts `bin serve` on db with args and the static token file
-// tokenFile, and returns its URL and a function that stops it (SIGTERM,
-// then its exit).
-func serveWith(t *testing.T, bin, db, tokenFile string) (string, func()) {
-	t.Helper()
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--token-file", tokenFile)
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "BRIDGE_TOKEN=", "BRIDGE_ADDR=", "BRIDGE_DB=")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	logs := &testutil.Buffer{}
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			fmt.Fprintln(logs, sc.Text())
-			var line struct{ Msg, URL string }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "agent-bridge serving" {
-				urls <- line.URL
-			}
-		}
-	}()
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			_ = cmd.Process.Signal(os.Interrupt)
-			_ = cmd.Wait()
-		}
-	}
-	t.Cleanup(stop)
-	select {
-	case url := <-urls:
-		return url, stop
-	case <-time.After(60 * time.Second):
-		t.Fatalf("%s serve did not start within 60 s:\n%s", bin, logs)
-		return "", nil
-	}
-}
-
 // keyedPost posts body to thread with an Idempotency-Key and returns the
 // status and the stored (or replayed) event's id, or the error's code.
 func keyedPost(t *testing.T, url, token, thread, key, body string) (int, string) {
@@ -222,7 +176,8 @@ func testUpgradeKeys(t *testing.T, old, current, db string) {
 	if err := os.WriteFile(tokenFile, []byte(person+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	url, stop := serveWith(t, old, db, tokenFile)
+	oldServe := startServe(t, old, db, "--token-file", tokenFile)
+	url := oldServe.url
 	if st, body := pushCall(t, "POST", url+"/threads", person, `{"id":"t1","name":"upgrade"}`); st != 200 {
 		t.Fatalf("create t1: %d %s", st, body)
 	}
@@ -242,9 +197,10 @@ func testUpgradeKeys(t *testing.T, old, current, db string) {
 	if st != 200 {
 		t.Fatalf("the coordinator's reply: %d %s", st, answer)
 	}
-	stop()
+	_ = oldServe.cmd.Process.Signal(os.Interrupt)
+	<-oldServe.done
 
-	url, _ = serveWith(t, current, db, tokenFile)
+	url = startServe(t, current, db, "--token-file", tokenFile).url
 	if st, id := keyedPost(t, url, person, "t1", "user-hello-1", hello); st != 200 || id != first {
 		t.Errorf("the person's retry after the upgrade: %d %s, want 200 and the first try's %s", st, id, first)
 	}
