@@ -102,7 +102,8 @@ type Options struct {
 	TLSCert, TLSKey string
 	// Notify configures what reaches the person away from the desk: Web
 	// Push to the devices subscribed in the store (when it keeps them) and
-	// the ntfy topic. Its Store, Humans and Logger are the server's.
+	// the ntfy topic. Its Store, Humans and Logger are the server's, and
+	// its Observe the server's /metrics.
 	Notify notify.Options
 }
 
