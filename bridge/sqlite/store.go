@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,6 +136,12 @@ func (s *Store) LogEpoch() agentbridge.LogEpoch { return s.epoch }
 // agent-bridge is refused with an error wrapping migration.ErrSchemaTooNew.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	opts = opts.WithDefaults()
+	// A database an older release made is readable by other users until
+	// this open makes it 0600 (sqlitex.MakePrivate); say so once, then.
+	var widened os.FileMode
+	if st, err := os.Stat(path); err == nil {
+		widened = st.Mode().Perm() & 0o077
+	}
 	wdb, err := sqlitex.Open(path, sqlitex.Options{MaxOpen: 1})
 	if err != nil {
 		return nil, err
@@ -221,11 +226,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	go s.run()
 	go s.checkpointer()
 	s.log.Debug("store opened", "path", path)
-	if mode, open := sqlitex.FolderOpen(path); open {
-		// The files are the owner's alone; the folder, which may be a
+	if widened != 0 {
+		// The files are the owner's alone now; the folder, which may be a
 		// person's own, is theirs to tighten.
-		s.log.Warn("the database's folder lets other users list it; its files are private (0600), and chmod 700 makes the folder so too",
-			"folder", filepath.Dir(path), "mode", fmt.Sprintf("%#o", mode))
+		folder, open := sqlitex.FolderOpen(path)
+		s.log.Warn("the database was readable by other users; it and its -wal and -shm are 0600 now", "path", path,
+			"folder_mode", fmt.Sprintf("%#o", folder), "folder_open_to_others", open)
 	}
 	return s, nil
 }
