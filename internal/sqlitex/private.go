@@ -50,7 +50,10 @@ func MakeFolder(dir string) error {
 	if dir == "" || dir == "." {
 		return nil
 	}
-	if _, err := os.Stat(dir); err == nil {
+	if st, err := os.Stat(dir); err == nil {
+		if !st.IsDir() {
+			return fmt.Errorf("create folder %s: a file of that name is in the way", dir)
+		}
 		return nil
 	}
 	parent := filepath.Dir(dir)
