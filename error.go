@@ -84,9 +84,11 @@ const (
 	// 8.3); a coordinator ends a claim it takes over with it when its own
 	// rules disagree.
 	ECodeNotATrigger = "not_a_trigger"
-	// ECodeTooMany refuses what would grow past a cap one credential may
-	// hold: waiting claims, live agent tokens, the names a coordinator
-	// ever registered.
+	// ECodeTooMany refuses what would grow past a cap (contract 8.3): one
+	// credential's waiting claims, live agent tokens or the names a
+	// coordinator ever registered; login and pairing links waiting; push
+	// subscriptions. It passes again once one is used, lapses or is
+	// removed; the message says which.
 	ECodeTooMany = "too_many"
 )
 

@@ -25,6 +25,107 @@ const (
 	MaxPushThreads    = 100
 )
 
+// Caps on what the push store keeps (contract 8.3, 8.4).
+const (
+	// MaxPushPerDevice bounds the subscriptions of one device: the
+	// credential that subscribed (a paired device's token), else the
+	// device's name.
+	MaxPushPerDevice = 10
+	// DefaultMaxPushSubscriptions bounds the subscriptions in all (the
+	// bridge config's notify.max_subscriptions changes it).
+	DefaultMaxPushSubscriptions = 200
+	// MaxPushDeliveries is how many delivery outcomes are kept per device
+	// (PushDelivery.DeviceKey), the newest.
+	MaxPushDeliveries = 100
+	// MaxPushDeliveriesKept bounds the outcomes kept in all, so that those
+	// of devices long gone do not pile up.
+	MaxPushDeliveriesKept = 256 * MaxPushDeliveries
+)
+
+// PushLimits are the caps PutPushSubscription applies to a new endpoint.
+type PushLimits struct {
+	// PerDevice and Total: MaxPushPerDevice and
+	// DefaultMaxPushSubscriptions when 0.
+	PerDevice, Total int
+}
+
+// WithDefaults fills the zero caps.
+func (l PushLimits) WithDefaults() PushLimits {
+	if l.PerDevice <= 0 {
+		l.PerDevice = MaxPushPerDevice
+	}
+	if l.Total <= 0 {
+		l.Total = DefaultMaxPushSubscriptions
+	}
+	return l
+}
+
+// Check decides a new subscription of a device that has perDevice of its
+// own among total: nil, or 429 too_many saying which cap and what to do.
+func (l PushLimits) Check(perDevice, total int) error {
+	l = l.WithDefaults()
+	switch {
+	case perDevice >= l.PerDevice:
+		return Errorf(ECodeTooMany, "This device has %d push subscriptions already, its limit; turn notifications off in one of its browsers first (or revoke the device: agent-bridge devices revoke).", l.PerDevice)
+	case total >= l.Total:
+		return Errorf(ECodeTooMany, "This bridge keeps %d push subscriptions already, its limit; remove one first (agent-bridge devices), or raise notify.max_subscriptions in the bridge config.", l.Total)
+	}
+	return nil
+}
+
+// PushCapKey is the device a subscription counts against in
+// PushLimits.PerDevice: the credential that subscribed, else the
+// device's name (an open bridge's browsers).
+func PushCapKey(tokenID, device string) string {
+	if tokenID != "" {
+		return "token:" + tokenID
+	}
+	return "device:" + device
+}
+
+// The outcomes of a delivery (PushDelivery.Outcome): sent, expired (the
+// push service answered 404 or 410: the subscription is removed), or
+// "failed: " and why: the service's HTTP status ("failed: 500"), or one
+// word when there was no answer.
+const (
+	PushSent        = "sent"
+	PushExpired     = "expired"
+	PushFailedPfx   = "failed: "
+	PushUnreachable = PushFailedPfx + "unreachable"
+	PushNotPublic   = PushFailedPfx + "not a public address"
+)
+
+// PushDelivery is the outcome of one push to one device (contract 8.4),
+// as the store keeps it: the newest MaxPushDeliveries per device.
+type PushDelivery struct {
+	// Endpoint and TokenID name the subscription pushed to (neither is
+	// shown: GET /devices groups deliveries by device).
+	Endpoint string `json:"-"`
+	TokenID  string `json:"-"`
+	// Device is the device's name when it was pushed to.
+	Device   string `json:"device"`
+	Thread   string `json:"thread"`
+	Event    string `json:"event"`
+	Category string `json:"category"`
+	// Outcome is PushSent, PushExpired or "failed: …".
+	Outcome string `json:"outcome"`
+	// Status is the push service's HTTP status (0: no answer).
+	Status int    `json:"status,omitempty"`
+	At     string `json:"at"`
+	// LatencyMS is from the event reaching the notifier to the push
+	// service's answer.
+	LatencyMS int64 `json:"latency_ms"`
+}
+
+// DeviceKey is the device a delivery is kept under: the credential that
+// subscribed, else the endpoint.
+func (d PushDelivery) DeviceKey() string {
+	if d.TokenID != "" {
+		return "token:" + d.TokenID
+	}
+	return "endpoint:" + d.Endpoint
+}
+
 // PushCategories are the categories one device wants; Threads are the
 // threads whose every reply it wants too.
 type PushCategories struct {
@@ -75,8 +176,9 @@ type PushSubscription struct {
 	// token), "" on an open bridge.
 	TokenID   string `json:"token_id,omitempty"`
 	CreatedAt string `json:"created_at"`
-	// LastOutcome is "delivered", "gone" or "failed: <why>"; LastAt is
-	// when ("" before the first delivery).
+	// LastOutcome is the last delivery's PushDelivery.Outcome (an older
+	// release wrote "delivered" and "gone"); LastAt is when ("" before the
+	// first delivery).
 	LastOutcome string `json:"last_outcome,omitempty"`
 	LastAt      string `json:"last_at,omitempty"`
 }
@@ -137,8 +239,11 @@ type PushStore interface {
 	PushKeys(ctx context.Context, candidate PushKeys) (PushKeys, error)
 	// PutPushSubscription stores s (validated by the caller), replacing
 	// the subscription with the same endpoint but keeping its last
-	// outcome.
-	PutPushSubscription(ctx context.Context, s PushSubscription) error
+	// outcome. A new endpoint past limits (its device's subscriptions,
+	// PushCapKey, or all of them) is refused with PushLimits.Check's
+	// error and nothing stored; of several bridges on one database the
+	// count and the insert are one step.
+	PutPushSubscription(ctx context.Context, s PushSubscription, limits PushLimits) error
 	// PushSubscriptions lists every subscription, oldest first.
 	PushSubscriptions(ctx context.Context) ([]PushSubscription, error)
 	// DeletePushSubscription removes the subscription of endpoint and
@@ -147,9 +252,13 @@ type PushStore interface {
 	// DeleteTokenPushSubscriptions removes the subscriptions made with
 	// token id (a device whose access is revoked).
 	DeleteTokenPushSubscriptions(ctx context.Context, tokenID string) error
-	// SetPushOutcome records the outcome of a delivery to endpoint at at
-	// (a FormatTime time); an endpoint no longer stored is no error.
-	SetPushOutcome(ctx context.Context, endpoint, outcome, at string) error
+	// RecordPushDelivery keeps d among its device's newest
+	// MaxPushDeliveries (and MaxPushDeliveriesKept in all) and makes it
+	// its subscription's last outcome; a subscription no longer stored
+	// is no error (a 410 removes it first).
+	RecordPushDelivery(ctx context.Context, d PushDelivery) error
+	// PushDeliveries lists the kept deliveries, newest first.
+	PushDeliveries(ctx context.Context) ([]PushDelivery, error)
 }
 
 // Device is one entry of GET /devices: a paired device (its token) or a
@@ -169,6 +278,9 @@ type Device struct {
 	Categories    *PushCategories `json:"categories,omitempty"`
 	LastOutcome   string          `json:"last_outcome,omitempty"`
 	LastAt        string          `json:"last_at,omitempty"`
+	// Deliveries are the device's kept push outcomes, newest first
+	// (contract 8.4).
+	Deliveries []PushDelivery `json:"deliveries,omitempty"`
 }
 
 // PairLink is the answer of POST /auth/pair: a one-time link that pairs a

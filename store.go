@@ -52,6 +52,14 @@ type AppendRequest struct {
 	// 7.3): the same key from two credentials is two keys, so no writer
 	// pre-empts another's key. Validate folds it into IdempotencyKey.
 	KeyScope string
+	// LegacyIdempotencyKey is set by Validate, not by callers: the key as
+	// a release before scoped keys stored it (the header's value), for the
+	// principals such a release knew, a person and a coordinator (which
+	// held the person's token then). A store looks it up among the keys
+	// that release left when the scoped key finds nothing, so a retry
+	// spanning the upgrade answers with the event its first try stored
+	// (contract 8.3).
+	LegacyIdempotencyKey string
 	// Scope is the scope of the credential that sends the event (contract
 	// 7.3), "" when none is checked: every scope but person may set no
 	// human-only control key (HumanOnlyKeys), which Validate refuses with
@@ -93,7 +101,11 @@ func (req *AppendRequest) Validate() (*Control, error) {
 		return nil, FieldErrorf(ECodeInvalidField, "idempotency_key",
 			"An idempotency key must be at most %d bytes.", MaxIdempotencyKeyLen)
 	}
+	req.LegacyIdempotencyKey = ""
 	if req.IdempotencyKey != "" && req.KeyScope != "" {
+		if req.KeyScope == ScopePerson || strings.HasPrefix(req.KeyScope, ScopeCoordinator+":") {
+			req.LegacyIdempotencyKey = req.IdempotencyKey
+		}
 		// A credential id holds no "/", so the scoped key is unambiguous.
 		req.IdempotencyKey = req.KeyScope + "/" + req.IdempotencyKey
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -119,6 +120,11 @@ type metrics struct {
 	appends     prometheus.Counter
 	subscribers *prometheus.GaugeVec
 	latency     *prometheus.HistogramVec
+	// pushLatency and pushes are Web Push's (contract 8.4): from an event
+	// reaching the notifier to the push service's answer, and each push's
+	// outcome (sent, expired, failed).
+	pushLatency prometheus.Histogram
+	pushes      *prometheus.CounterVec
 	// observers caches latency's children by latencyKey: the set is
 	// bounded by the route patterns, methodLabel's methods and the
 	// statuses the server answers.
@@ -152,10 +158,32 @@ func newMetrics() *metrics {
 			Help:    "HTTP request latency by route pattern (streams count their whole life).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5, 30, 120},
 		}, []string{"route", "method", "code"}),
+		pushLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "agent_bridge_push_latency_seconds",
+			Help:    "Web Push latency: from an event reaching the notifier to the push service's answer (or its failure).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5, 10, 30},
+		}),
+		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agent_bridge_push_deliveries_total",
+			Help: "Web Push deliveries by outcome: sent, expired (404/410: the subscription is removed), failed (another status, or no answer).",
+		}, []string{"outcome"}),
 	}
-	m.reg.MustRegister(m.appends, m.subscribers, m.latency,
+	for _, o := range []string{agentbridge.PushSent, agentbridge.PushExpired, "failed"} {
+		m.pushes.WithLabelValues(o)
+	}
+	m.reg.MustRegister(m.appends, m.subscribers, m.latency, m.pushLatency, m.pushes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// observePush counts one push's outcome and its latency.
+func (m *metrics) observePush(d agentbridge.PushDelivery) {
+	outcome := d.Outcome
+	if strings.HasPrefix(outcome, agentbridge.PushFailedPfx) {
+		outcome = "failed"
+	}
+	m.pushes.WithLabelValues(outcome).Inc()
+	m.pushLatency.Observe(float64(d.LatencyMS) / 1000)
 }
 
 // addStoreStats exports a store's group-commit counters, read at scrape

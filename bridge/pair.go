@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"crypto/sha256"
 	"net/http"
 	"sort"
@@ -80,7 +81,7 @@ func (s *Server) handlePair(w http.ResponseWriter, r *http.Request) error {
 		return storeErr("store the pairing code", err)
 	}
 	if !added {
-		return agentbridge.Errorf(agentbridge.ECodeUnavailable, "%d pairing links are waiting to be used; use one, or wait %s for them to lapse.", maxPairCodes, PairTTL)
+		return agentbridge.Errorf(agentbridge.ECodeTooMany, "%d pairing links are waiting to be used; use one, or wait %s for them to lapse.", maxPairCodes, PairTTL)
 	}
 	base := strings.TrimRight(s.publicURL(), "/")
 	httpjson.Write(w, http.StatusOK, agentbridge.PairLink{Code: code, URL: base + "/ui/#pair=" + code, Name: req.Name,
@@ -184,20 +185,9 @@ func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) error {
 		s.seen.mu.Unlock()
 	}
 	if s.pushes != nil {
-		subs, err := s.pushes.PushSubscriptions(r.Context())
-		if err != nil {
-			return storeErr("list push subscriptions", err)
-		}
-		for _, sub := range subs {
-			i, ok := byToken[sub.TokenID]
-			if !ok || devices[i].Notifications {
-				// Another browser: a device of its own.
-				i = len(devices)
-				devices = append(devices, agentbridge.Device{Name: sub.Device, CreatedAt: sub.CreatedAt})
-			}
-			cats := sub.Categories
-			d := &devices[i]
-			d.Notifications, d.Categories, d.LastOutcome, d.LastAt = true, &cats, sub.LastOutcome, sub.LastAt
+		var err error
+		if devices, err = s.pushDevices(r.Context(), devices, byToken); err != nil {
+			return err
 		}
 	}
 	sort.SliceStable(devices, func(i, j int) bool { return devices[i].CreatedAt < devices[j].CreatedAt })
@@ -206,6 +196,82 @@ func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) error {
 	}
 	httpjson.Write(w, http.StatusOK, map[string]any{"devices": devices})
 	return nil
+}
+
+// ExpiredShownFor is how long a browser that is no paired device stays in
+// the devices list after its subscription expired (the push service
+// answered 404 or 410, and the bridge removed it): long enough for the
+// person to see why it went quiet.
+const ExpiredShownFor = 7 * 24 * time.Hour
+
+// pushDevices adds to devices (the paired ones, byToken their index by
+// token id) the browsers subscribed to push, each device's notifications,
+// and its kept deliveries (contract 8.4): a paired device's are those of
+// every subscription its token made, so a subscription that expired (and
+// was removed) still shows in its device's list; another browser's are
+// its endpoint's, and one whose subscription expired within
+// ExpiredShownFor is listed with notifications off.
+func (s *Server) pushDevices(ctx context.Context, devices []agentbridge.Device, byToken map[string]int) ([]agentbridge.Device, error) {
+	subs, err := s.pushes.PushSubscriptions(ctx)
+	if err != nil {
+		return nil, storeErr("list push subscriptions", err)
+	}
+	kept, err := s.pushes.PushDeliveries(ctx)
+	if err != nil {
+		return nil, storeErr("list push deliveries", err)
+	}
+	byDevice := map[string][]agentbridge.PushDelivery{}
+	byEndpoint := map[string][]agentbridge.PushDelivery{}
+	for _, d := range kept {
+		byDevice[d.DeviceKey()] = append(byDevice[d.DeviceKey()], d)
+		byEndpoint[d.Endpoint] = append(byEndpoint[d.Endpoint], d)
+	}
+	for t, i := range byToken {
+		devices[i].Deliveries = byDevice["token:"+t]
+	}
+	subscribed := map[string]bool{}
+	for _, sub := range subs {
+		subscribed[sub.Endpoint] = true
+		i, ok := byToken[sub.TokenID]
+		if !ok || devices[i].Notifications {
+			// Another browser: a device of its own.
+			i = len(devices)
+			devices = append(devices, agentbridge.Device{Name: sub.Device, CreatedAt: sub.CreatedAt, Deliveries: byEndpoint[sub.Endpoint]})
+		}
+		cats := sub.Categories
+		d := &devices[i]
+		d.Notifications, d.Categories = true, &cats
+	}
+	devices = append(devices, s.expiredBrowsers(kept, subscribed, byToken, byEndpoint)...)
+	for i := range devices {
+		if d := &devices[i]; len(d.Deliveries) > 0 {
+			d.LastOutcome, d.LastAt = d.Deliveries[0].Outcome, d.Deliveries[0].At
+		}
+	}
+	return devices, nil
+}
+
+// expiredBrowsers are the browsers, no paired device's, whose subscription
+// expired within ExpiredShownFor: an endpoint no longer subscribed whose
+// newest kept delivery (kept is newest first) is PushExpired.
+func (s *Server) expiredBrowsers(kept []agentbridge.PushDelivery, subscribed map[string]bool, byToken map[string]int,
+	byEndpoint map[string][]agentbridge.PushDelivery) []agentbridge.Device {
+	var out []agentbridge.Device
+	seen := map[string]bool{}
+	for _, d := range kept {
+		if seen[d.Endpoint] || subscribed[d.Endpoint] {
+			continue
+		}
+		seen[d.Endpoint] = true
+		if _, paired := byToken[d.TokenID]; paired || d.Outcome != agentbridge.PushExpired {
+			continue
+		}
+		if at, err := agentbridge.ParseTime(d.At); err != nil || s.now().Sub(at) > ExpiredShownFor {
+			continue
+		}
+		out = append(out, agentbridge.Device{Name: d.Device, Deliveries: byEndpoint[d.Endpoint]})
+	}
+	return out
 }
 
 // handleDeviceRevoke ends a paired device's access: its token is revoked

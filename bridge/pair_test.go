@@ -66,7 +66,7 @@ func (ts *testServer) redeem(code string) (answer, string) {
 func TestPairing(t *testing.T) {
 	t.Parallel()
 	clock := &stepClock{t: time.Now()}
-	ts := newTestServer(t, Options{RequireCredential: true, Now: clock.now})
+	ts := newTestServer(t, Options{RequireCredential: true, Now: clock.now, Notify: privatePush.Notify})
 	secret, err := agentbridge.NewTokenSecret()
 	if err != nil {
 		t.Fatal(err)

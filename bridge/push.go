@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/bridge/notify"
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
@@ -62,7 +63,11 @@ func (s *Server) handlePushSubscribe(w http.ResponseWriter, r *http.Request) err
 	if err := sub.Validate(); err != nil {
 		return err
 	}
-	if err := ps.PutPushSubscription(r.Context(), sub); err != nil {
+	if err := notify.CheckEndpoint(sub.Endpoint, s.opts.Notify.AllowPrivateEndpoints); err != nil {
+		return err
+	}
+	limits := agentbridge.PushLimits{Total: s.opts.Notify.MaxSubscriptions}
+	if err := ps.PutPushSubscription(r.Context(), sub, limits); err != nil {
 		return storeErr("push subscribe", err)
 	}
 	httpjson.Write(w, http.StatusOK, map[string]any{"ok": true, "device": sub.Device, "categories": sub.Categories})

@@ -14,7 +14,7 @@ import (
 func BenchmarkPushLatency(b *testing.B) {
 	fp := fakepush.Start()
 	defer fp.Close()
-	ts := newTestServer(b, Options{})
+	ts := newTestServer(b, privatePush)
 	ts.newThread("t1")
 	sub, err := fp.Subscribe()
 	if err != nil {

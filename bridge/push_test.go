@@ -1,16 +1,21 @@
 package bridge
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode"
@@ -19,7 +24,12 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/notify"
 	"github.com/agent-bridge/agent-bridge/internal/fakepush"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
+
+// privatePush lets the bridge push to the fake push service, on
+// loopback.
+var privatePush = Options{Notify: notify.Options{AllowPrivateEndpoints: true}}
 
 // subscribe registers a fake push service subscription as a browser would
 // and returns it.
@@ -67,7 +77,7 @@ func TestWebPush(t *testing.T) {
 	t.Parallel()
 	fp := fakepush.Start()
 	defer fp.Close()
-	ts := newTestServer(t, Options{})
+	ts := newTestServer(t, privatePush)
 	key := ts.must(200, "GET", "/push/key", "").obj()["public_key"].(string)
 	if again := ts.must(200, "GET", "/push/key", "").obj()["public_key"]; again != key {
 		t.Fatalf("the VAPID key changed: %v then %v", key, again)
@@ -146,7 +156,7 @@ func TestWebPush(t *testing.T) {
 		} `json:"subscriptions"`
 	}
 	_ = json.Unmarshal(ts.must(200, "GET", "/push/subscriptions", "").body, &list)
-	if list.Subscriptions[0].LastOutcome != notify.OutcomeDelivered || list.Subscriptions[0].LastAt == "" {
+	if list.Subscriptions[0].LastOutcome != agentbridge.PushSent || list.Subscriptions[0].LastAt == "" {
 		t.Errorf("the phone's last outcome = %+v", list.Subscriptions[0])
 	}
 }
@@ -167,7 +177,7 @@ func TestPushStallingEndpoint(t *testing.T) {
 	}))
 	defer stall.Close()
 	defer close(release)
-	ts := newTestServer(t, Options{})
+	ts := newTestServer(t, privatePush)
 	ts.newThread("t1")
 	phone := ts.subscribe(fp, "phone", `{"permission":true}`)
 	keys, err := fp.Subscribe() // a browser's keys for the dead device
@@ -183,14 +193,27 @@ func TestPushStallingEndpoint(t *testing.T) {
 	}
 }
 
-// TestPushSubscriptionRefusals: a subscription that could not be pushed to
-// is refused with the field at fault, and nothing is stored.
+// p256 is a subscription's P-256 key, as a browser sends it.
+const p256 = "BEl62iUYgUivxIkv69yViEuiBIa-Ib9-SkvMeAtA3LFgDzkrxZJjSgSnfckjBJuBkr3qBUYIHBQFLXYp5Nksh8U"
+
+// TestPushSubscriptionRefusals: a subscription that could not be pushed to,
+// or whose endpoint is not an https URL on the internet (contract 8.3: no
+// loopback, private, link-local, shared or multicast address written in
+// it), is refused with the field at fault, and nothing is stored.
 func TestPushSubscriptionRefusals(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, Options{})
-	const p256 = "BEl62iUYgUivxIkv69yViEuiBIa-Ib9-SkvMeAtA3LFgDzkrxZJjSgSnfckjBJuBkr3qBUYIHBQFLXYp5Nksh8U"
 	for _, c := range []struct{ body, field string }{
 		{`{"endpoint":"http://push.example/x","keys":{"p256dh":"` + p256 + `","auth":"AAAAAAAAAAAAAAAAAAAAAA"}}`, "endpoint"},
+		{`{"endpoint":"http://127.0.0.1:9/x","keys":{"p256dh":"` + p256 + `","auth":"AAAAAAAAAAAAAAAAAAAAAA"}}`, "endpoint"},
+		{`{"endpoint":"http://localhost:9/x","keys":{"p256dh":"` + p256 + `","auth":"AAAAAAAAAAAAAAAAAAAAAA"}}`, "endpoint"},
+		{`{"endpoint":"https://127.0.0.1/x","keys":{"p256dh":"` + p256 + `","auth":"AAAAAAAAAAAAAAAAAAAAAA"}}`, "endpoint"},
+		{`{"endpoint":"https://169.254.169.254/latest/meta-data","keys":{"p256dh":"` + p256 + `","auth":"AAAAAAAAAAAAAAAAAAAAAA"}}`, "endpoint"},
+		{`{"endpoint":"https://10.0.0.1/x","keys":{"p256dh":"` + p256 + `","auth":"AAAAAAAAAAAAAAAAAAAAAA"}}`, "endpoint"},
+		{`{"endpoint":"https://100.100.100.100/x","keys":{"p256dh":"` + p256 + `","auth":"AAAAAAAAAAAAAAAAAAAAAA"}}`, "endpoint"},
+		{`{"endpoint":"https://[::ffff:192.168.1.1]/x","keys":{"p256dh":"` + p256 + `","auth":"AAAAAAAAAAAAAAAAAAAAAA"}}`, "endpoint"},
+		{`{"endpoint":"https://[fd00::1]:8443/x","keys":{"p256dh":"` + p256 + `","auth":"AAAAAAAAAAAAAAAAAAAAAA"}}`, "endpoint"},
+		{`{"endpoint":"https://224.0.0.251/x","keys":{"p256dh":"` + p256 + `","auth":"AAAAAAAAAAAAAAAAAAAAAA"}}`, "endpoint"},
 		{`{"endpoint":"https://push.example/x","keys":{"p256dh":"abc","auth":"AAAAAAAAAAAAAAAAAAAAAA"}}`, "p256dh"},
 		{`{"endpoint":"https://push.example/x","keys":{"p256dh":"` + p256 + `","auth":"AAAA"}}`, "auth"},
 		{`{"endpoint":"https://push.example/x","keys":{"p256dh":"` + p256 + `","auth":"AAAAAAAAAAAAAAAAAAAAAA"},"categories":{"threads":["../x"]}}`, "categories.threads"},
@@ -202,6 +225,66 @@ func TestPushSubscriptionRefusals(t *testing.T) {
 	}
 	if b := string(ts.must(200, "GET", "/push/subscriptions", "").body); !strings.Contains(b, `"subscriptions":[]`) {
 		t.Errorf("after refusals: %s", b)
+	}
+	// A public address, and a name (checked when it is dialed), are taken.
+	for _, ep := range []string{"https://203.0.114.7/x", "https://fcm.googleapis.com/fcm/send/abc"} {
+		ts.must(200, "POST", "/push/subscriptions", `{"endpoint":"`+ep+`","keys":{"p256dh":"`+p256+`","auth":"AAAAAAAAAAAAAAAAAAAAAA"}}`)
+	}
+}
+
+// TestPushSubscriptionCaps: a device (its credential) keeps at most 10
+// subscriptions and the bridge 200 in all (contract 8.3); one more is 429
+// too_many with a sentence saying which cap, nothing stored, while
+// replacing a subscription (the same endpoint) is always taken.
+// notify.max_subscriptions raises the cap in all.
+func TestPushSubscriptionCaps(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		max, want int
+	}{{0, agentbridge.DefaultMaxPushSubscriptions}, {250, 250}} {
+		ts := newTestServer(t, Options{RequireCredential: true, Notify: notify.Options{MaxSubscriptions: c.max}})
+		owner, err := agentbridge.NewTokenSecret()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ts.store.CreateToken(context.Background(), agentbridge.TokenInput{Scope: agentbridge.ScopePerson, Name: "owner", CreatedBy: "serve"}, agentbridge.HashToken(owner)); err != nil {
+			t.Fatal(err)
+		}
+		ts.token = owner
+		subscribe := func(as *testServer, ep string) answer {
+			return as.do("POST", "/push/subscriptions", `{"endpoint":"https://push.example/`+ep+`","keys":{"p256dh":"`+p256+`","auth":"AAAAAAAAAAAAAAAAAAAAAA"},"device":"d"}`)
+		}
+		var devices []*testServer
+		for d := range c.want/agentbridge.MaxPushPerDevice + 1 {
+			_, secret := ts.mint(`{"scope":"person","name":"device-` + strconv.Itoa(d) + `"}`)
+			devices = append(devices, ts.as(secret))
+		}
+		for i := range agentbridge.MaxPushPerDevice {
+			if a := subscribe(devices[0], fmt.Sprintf("0-%d", i)); a.status != 200 {
+				t.Fatalf("subscription %d of a device: %d %s", i+1, a.status, a.body)
+			}
+		}
+		a := subscribe(devices[0], "0-extra")
+		if a.status != http.StatusTooManyRequests || a.errCode() != agentbridge.ECodeTooMany || !strings.Contains(a.errField("message").(string), "This device has 10 push subscriptions already") {
+			t.Errorf("an 11th subscription of one device: %d %s", a.status, a.body)
+		}
+		if a := subscribe(devices[0], "0-3"); a.status != 200 {
+			t.Errorf("a subscription replaced at the device's cap: %d %s", a.status, a.body)
+		}
+		for n := agentbridge.MaxPushPerDevice; n < c.want; n++ {
+			if a := subscribe(devices[n/agentbridge.MaxPushPerDevice], fmt.Sprintf("%d-%d", n/agentbridge.MaxPushPerDevice, n)); a.status != 200 {
+				t.Fatalf("subscription %d in all: %d %s", n+1, a.status, a.body)
+			}
+		}
+		a = subscribe(devices[len(devices)-1], "last")
+		if a.status != http.StatusTooManyRequests || !strings.Contains(a.errField("message").(string), fmt.Sprintf("This bridge keeps %d push subscriptions already", c.want)) {
+			t.Errorf("subscription %d in all: %d %s", c.want+1, a.status, a.body)
+		}
+		var list struct{ Subscriptions []json.RawMessage }
+		_ = json.Unmarshal(ts.must(200, "GET", "/push/subscriptions", "").body, &list)
+		if len(list.Subscriptions) != c.want {
+			t.Errorf("%d subscriptions stored, want %d", len(list.Subscriptions), c.want)
+		}
 	}
 }
 
@@ -311,3 +394,80 @@ func TestNtfy(t *testing.T) {
 // breaks, a control character, a bidirectional override and more than a
 // title's length, and whose participant is not an id.
 const hostileRequest = `{"from":"coordinator","to":"user","content":"x","meta":{"via":"coordinator","tags":["coordinator","permission"],"participant":"fake-acp\nX-Evil: 2","permission":{"invocation":7,"tool_call":{"title":"Write caf\u00e9.txt\r\n X-Evil: 1\u0007\u202e ` + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" + `","kind":"edit"},"options":[{"id":"allow","name":"Allow","kind":"allow_once"}]}}}`
+
+// TestPushRedirectsAndFailures: even with private endpoints allowed (so
+// that loopback is reached), a push endpoint's redirect is never followed:
+// the 307 is the outcome, and the address it points at gets nothing
+// (contract 8.3). A port that refuses the connection and one that answers
+// something that is not TLS leave the same outcome, "failed: unreachable",
+// so the outcomes a person token reads map no port; the log says which.
+func TestPushRedirectsAndFailures(t *testing.T) {
+	t.Parallel()
+	var inside atomic.Int64
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { inside.Add(1) }))
+	defer target.Close()
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/admin", http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusing := closed.Addr().String()
+	closed.Close()
+	notTLS, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer notTLS.Close()
+	go func() {
+		for {
+			c, err := notTLS.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(c, "SSH-2.0-OpenSSH_9.6\r\n")
+			c.Close()
+		}
+	}()
+	fp := fakepush.Start()
+	defer fp.Close()
+	keys, err := fp.Subscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testutil.Buffer{}
+	opts := privatePush
+	opts.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	ts := newTestServer(t, opts)
+	ts.newThread("t1")
+	endpoints := map[string]string{
+		"redirect": redirect.URL + "/push", "refused": "https://" + refusing + "/push", "not-tls": "https://" + notTLS.Addr().String() + "/push",
+	}
+	for device, ep := range endpoints {
+		ts.must(200, "POST", "/push/subscriptions", `{"endpoint":"`+ep+`","keys":{"p256dh":"`+keys.P256dh+`","auth":"`+keys.Auth+`"},"device":"`+device+`","categories":{"permission":true}}`)
+	}
+	ts.must(200, "POST", "/threads/t1/events", permissionRequest)
+	outcomes := map[string]string{}
+	waitFor(t, 20*time.Second, "the three outcomes", func() bool {
+		var list struct{ Devices []agentbridge.Device }
+		_ = json.Unmarshal(ts.must(200, "GET", "/devices", "").body, &list)
+		for _, d := range list.Devices {
+			outcomes[d.Name] = d.LastOutcome
+		}
+		return outcomes["redirect"] != "" && outcomes["refused"] != "" && outcomes["not-tls"] != ""
+	})
+	want := map[string]string{"redirect": "failed: 307", "refused": agentbridge.PushUnreachable, "not-tls": agentbridge.PushUnreachable}
+	for d, o := range want {
+		if outcomes[d] != o {
+			t.Errorf("%s's outcome %q, want %q", d, outcomes[d], o)
+		}
+	}
+	if n := inside.Load(); n != 0 {
+		t.Errorf("the redirect's target got %d requests, want none", n)
+	}
+	if !strings.Contains(logs.String(), "connection refused") || !strings.Contains(logs.String(), "first record does not look like a TLS handshake") {
+		t.Errorf("the log does not say why each failed:\n%s", logs)
+	}
+}

@@ -114,7 +114,8 @@ type Options struct {
 	AttachmentSweep time.Duration
 	// Notify configures what reaches the person away from the desk: Web
 	// Push to the devices subscribed in the store (when it keeps them) and
-	// the ntfy topic. Its Store, Humans and Logger are the server's.
+	// the ntfy topic. Its Store, Humans and Logger are the server's, and
+	// its Observe the server's /metrics.
 	Notify notify.Options
 	// CatchUp is how old a schedule's missed due time may be and still be
 	// posted at start (schedule.DefaultCatchUp); ScheduleClock is the
@@ -282,6 +283,7 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 	s.pushes, _ = store.(agentbridge.PushStore)
 	nopts := opts.Notify
 	nopts.Store, nopts.Humans, nopts.Logger = s.pushes, opts.Humans, opts.Logger
+	nopts.Observe = s.metrics.observePush
 	if nopts.BaseURL == nil {
 		nopts.BaseURL = s.URL
 	}

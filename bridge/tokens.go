@@ -346,7 +346,10 @@ func (s *Server) NewLoginCode() (string, error) {
 		}
 	}
 	if len(s.logins.codes) >= maxLoginCodes {
-		return "", errors.New("bridge: too many login links waiting to be used")
+		// A person asked for many links: their answer, not the bridge's
+		// failure (429, not logged as an error).
+		return "", agentbridge.Errorf(agentbridge.ECodeTooMany,
+			"%d login links are waiting to be used; use one, or wait %s for them to lapse.", maxLoginCodes, LoginCodeTTL)
 	}
 	s.logins.codes[sha256.Sum256([]byte(code))] = now.Add(LoginCodeTTL)
 	return code, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,11 +26,8 @@ const (
 	// queueSize bounds the events waiting for the notifier; one that finds
 	// it full is logged and not notified rather than slowing appends.
 	queueSize = 1024
-	// sendTimeout bounds one delivery.
+	// sendTimeout bounds one delivery (contract 8.3: 10 s).
 	sendTimeout = 10 * time.Second
-	// maxSending bounds the deliveries in flight at once, over all
-	// destinations.
-	maxSending = 16
 	// laneSize bounds the notes waiting for one destination; past it a
 	// note for that destination is logged and dropped, so a dead endpoint
 	// costs memory for its own notes only.
@@ -51,9 +49,27 @@ type Options struct {
 	// BaseURL returns the bridge's public base URL (scheme://host[:port]),
 	// which ntfy's click link starts with.
 	BaseURL func() string
-	// Client sends the requests (a client with a 10 s timeout by default).
+	// Client sends the ntfy requests (a client with a 10 s timeout by
+	// default). The ntfy URL is the operator's own choice, which may be a
+	// server on their network; Web Push goes through a client of its own
+	// (pushClient), whatever this is.
 	Client *http.Client
-	Logger *slog.Logger
+	// AllowPrivateEndpoints lets Web Push reach an endpoint on a loopback,
+	// private, link-local, shared or multicast address, and plain http on
+	// a loopback host (the bridge config's notify.allow_private_endpoints;
+	// tests' fake push service). Without it such an endpoint is refused
+	// when subscribed (an address in the URL: CheckEndpoint) or when
+	// dialed (a name that resolves to one).
+	AllowPrivateEndpoints bool
+	// MaxSubscriptions bounds the push subscriptions the bridge keeps in
+	// all (agentbridge.DefaultMaxPushSubscriptions when 0; the bridge
+	// config's notify.max_subscriptions); the bridge applies it when a
+	// browser subscribes.
+	MaxSubscriptions int
+	// Observe, when set, is given each push's outcome (the bridge's
+	// /metrics).
+	Observe func(agentbridge.PushDelivery)
+	Logger  *slog.Logger
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
 	// VisibleTTL is DefaultVisibleTTL when 0.
@@ -65,7 +81,7 @@ type Options struct {
 type Notifier struct {
 	opts  Options
 	log   *slog.Logger
-	queue chan agentbridge.Event
+	queue chan queued
 
 	keysMu sync.Mutex
 	keys   agentbridge.PushKeys
@@ -73,14 +89,25 @@ type Notifier struct {
 	visMu   sync.Mutex
 	visible map[string]visibility // by endpoint
 
+	// push sends Web Push (pushClient).
+	push *http.Client
+
 	// Each destination (a device's endpoint, or ntfy) has a lane: its
-	// notes wait there and go out one at a time, in order, so a slow or
-	// dead destination delays only its own; sending takes one of
-	// maxSending slots.
+	// notes wait there and go out one at a time, in order, each within
+	// sendTimeout, so a slow or dead destination delays only its own. The
+	// lanes run side by side, as many as there are destinations with
+	// notes waiting: at most the subscriptions the store keeps
+	// (agentbridge.PushLimits) and ntfy.
 	lanesMu sync.Mutex
 	lanes   map[string]*lane
-	sending chan struct{}
 	senders sync.WaitGroup
+}
+
+// queued is an event handed to the notifier, and when: a push's latency
+// is counted from then.
+type queued struct {
+	event agentbridge.Event
+	at    time.Time
 }
 
 // lane is one destination's waiting deliveries and whether a goroutine is
@@ -120,10 +147,10 @@ func New(opts Options) *Notifier {
 	return &Notifier{
 		opts:    opts,
 		log:     opts.Logger.With("component", "notify"),
-		queue:   make(chan agentbridge.Event, queueSize),
+		queue:   make(chan queued, queueSize),
 		visible: map[string]visibility{},
+		push:    pushClient(opts.AllowPrivateEndpoints, sendTimeout),
 		lanes:   map[string]*lane{},
-		sending: make(chan struct{}, maxSending),
 	}
 }
 
@@ -135,7 +162,7 @@ func (n *Notifier) Event(e agentbridge.Event) {
 		return
 	}
 	select {
-	case n.queue <- e:
+	case n.queue <- queued{e, n.opts.Now()}:
 	default:
 		n.log.Warn("notification queue full; not notifying", "thread", e.Thread, "event", e.ID)
 	}
@@ -149,9 +176,9 @@ func (n *Notifier) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case e := <-n.queue:
-			if note, ok := Classify(e, n.opts.Humans); ok {
-				n.send(ctx, note)
+		case q := <-n.queue:
+			if note, ok := Classify(q.event, n.opts.Humans); ok {
+				n.send(ctx, note, q.at)
 			}
 		}
 	}
@@ -205,9 +232,9 @@ func (n *Notifier) isVisible(endpoint, thread string) bool {
 	return ok && v.thread == thread && n.opts.Now().Before(v.until)
 }
 
-// send hands note to the lane of ntfy and of every device that wants it;
-// it does not wait for them.
-func (n *Notifier) send(ctx context.Context, note Note) {
+// send hands note, handed to the notifier at at, to the lane of ntfy and
+// of every device that wants it; it does not wait for them.
+func (n *Notifier) send(ctx context.Context, note Note, at time.Time) {
 	if n.opts.Ntfy.URL != "" {
 		n.enqueue(ctx, "ntfy", func(ctx context.Context) {
 			if err := n.sendNtfy(ctx, note); err != nil {
@@ -222,12 +249,38 @@ func (n *Notifier) send(ctx context.Context, note Note) {
 	if err != nil {
 		n.log.Error("list push subscriptions", "err", err)
 	}
-	for _, sub := range subs {
-		if !sub.Categories.Wants(note.Category, note.Thread) || n.isVisible(sub.Endpoint, note.Thread) {
-			continue
-		}
-		n.enqueue(ctx, "push "+sub.Endpoint, func(ctx context.Context) { n.push(ctx, sub, note) })
+	subs = slices.DeleteFunc(subs, func(sub agentbridge.PushSubscription) bool {
+		return !sub.Categories.Wants(note.Category, note.Thread) || n.isVisible(sub.Endpoint, note.Thread)
+	})
+	for _, sub := range byDeviceTurns(subs) {
+		n.enqueue(ctx, "push "+sub.Endpoint, func(ctx context.Context) { n.pushTo(ctx, sub, note, at) })
 	}
+}
+
+// byDeviceTurns orders subs as devices taking turns: every device's first
+// subscription, then every device's second, and so on (a device is
+// agentbridge.PushCapKey's). Each push costs its encryption and signature
+// before its request leaves, so the order the lanes start in is the order
+// their pushes go out when many start at once: a device with many
+// browsers does not hold back another device's first one.
+func byDeviceTurns(subs []agentbridge.PushSubscription) []agentbridge.PushSubscription {
+	turn := make(map[string]int, len(subs))
+	turns := make([]int, len(subs))
+	for i, sub := range subs {
+		k := agentbridge.PushCapKey(sub.TokenID, sub.Device)
+		turns[i] = turn[k]
+		turn[k]++
+	}
+	idx := make([]int, len(subs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return turns[a] - turns[b] })
+	out := make([]agentbridge.PushSubscription, len(subs))
+	for i, j := range idx {
+		out[i] = subs[j]
+	}
+	return out
 }
 
 // enqueue adds deliver to dest's lane, starting the lane's sender when it
@@ -251,8 +304,8 @@ func (n *Notifier) enqueue(ctx context.Context, dest string, deliver func(contex
 	}
 }
 
-// drain sends l's deliveries one after another, each in one of the
-// maxSending slots, until l is empty or ctx ends; then the lane is gone.
+// drain sends l's deliveries one after another until l is empty or ctx
+// ends; then the lane is gone.
 func (n *Notifier) drain(ctx context.Context, dest string, l *lane) {
 	for {
 		n.lanesMu.Lock()
@@ -266,12 +319,6 @@ func (n *Notifier) drain(ctx context.Context, dest string, l *lane) {
 		l.pending[0] = nil
 		l.pending = l.pending[1:]
 		n.lanesMu.Unlock()
-		select {
-		case n.sending <- struct{}{}:
-		case <-ctx.Done():
-			continue
-		}
 		deliver(ctx)
-		<-n.sending
 	}
 }

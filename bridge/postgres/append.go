@@ -131,6 +131,8 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 type lookups struct {
 	tx pgx.Tx
 	b  *batch
+	// legacyKeys is Store.legacyKeys.
+	legacyKeys bool
 	// replayed is the answer Replay found, for the append that asked.
 	replayed response
 }
@@ -140,9 +142,22 @@ func (l *lookups) Replay(ctx context.Context, thread, key string) (agentbridge.E
 		l.replayed = response{pending: i + 1, replayed: true}
 		return l.b.events[i], true, nil
 	}
+	return l.replay(ctx, `SELECT event_id FROM idempotency WHERE thread = $1 AND key = $2`, thread, key)
+}
+
+// ReplayLegacy is Replay among the keys of a release before scoped keys,
+// when the database holds any (Store.legacyKeys); the batch holds none.
+func (l *lookups) ReplayLegacy(ctx context.Context, thread, key string) (agentbridge.Event, bool, error) {
+	if !l.legacyKeys {
+		return agentbridge.Event{}, false, nil
+	}
+	return l.replay(ctx, `SELECT event_id FROM idempotency_legacy WHERE thread = $1 AND key = $2`, thread, key)
+}
+
+// replay loads the event the key query q finds.
+func (l *lookups) replay(ctx context.Context, q, thread, key string) (agentbridge.Event, bool, error) {
 	var id string
-	found, err := storecore.Found(l.tx.QueryRow(ctx, `SELECT event_id FROM idempotency WHERE thread = $1 AND key = $2`,
-		thread, []byte(key)).Scan(&id))
+	found, err := storecore.Found(l.tx.QueryRow(ctx, q, thread, []byte(key)).Scan(&id))
 	if !found {
 		return agentbridge.Event{}, false, err
 	}

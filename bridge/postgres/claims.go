@@ -17,7 +17,11 @@ import (
 // transaction that locks the claim's row (SELECT … FOR UPDATE), so two
 // bridges on the database decide a key one after the other; a fenced
 // append or receipt locks the same row in its own transaction. Locks are
-// taken threads first, then claims, then receipts, in every path.
+// taken threads first, then claims, then receipts, in every path (an
+// append's thread FOR NO KEY UPDATE, a claim's or a receipt's FOR KEY
+// SHARE, which no path's thread lock conflicts with); a transaction
+// PostgreSQL ends with a serialization failure or a deadlock all the same
+// is run again (tx.go).
 
 // Claim statements.
 const (
@@ -81,7 +85,7 @@ func (s *Store) Claim(ctx context.Context, req agentbridge.ClaimRequest) (_ agen
 		return agentbridge.ClaimResult{}, err
 	}
 	var out agentbridge.ClaimResult
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		res, refusal, err := storecore.WriteClaim(ctx, &claimTx{s: s, tx: tx}, req, s.humans)
 		if refusal != nil {
 			return refusal
@@ -105,9 +109,11 @@ type claimTx struct {
 	changed  bool
 }
 
-// ThreadExists looks thread up.
+// ThreadExists looks thread up, taking its row's FOR KEY SHARE lock first
+// in the transaction, as the one lock order has it (threads, claims,
+// receipts).
 func (t *claimTx) ThreadExists(ctx context.Context, thread string) (bool, error) {
-	return exists(ctx, t.tx, "thread "+thread, `SELECT 1 FROM threads WHERE id = $1`, thread)
+	return exists(ctx, t.tx, "thread "+thread, `SELECT 1 FROM threads WHERE id = $1 FOR KEY SHARE`, thread)
 }
 
 // ClaimEvent reads the claim's event and the state before it in tx.
@@ -261,7 +267,7 @@ func (t *claimTx) AppendMessage(ctx context.Context, req agentbridge.AppendReque
 func (s *Store) FinishClaim(ctx context.Context, id, fence int64, coordinator string) (_ agentbridge.Claim, err error) {
 	defer s.guardWrite(time.Now(), &err)
 	var out agentbridge.Claim
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		row, err := lockClaim(ctx, tx, clSelectID, id)
 		if err != nil {
 			return err
@@ -349,7 +355,7 @@ func (s *Store) InterruptClaim(ctx context.Context, id, fence int64) (_ agentbri
 	defer s.guardWrite(time.Now(), &err)
 	var out agentbridge.Receipt
 	var changed bool
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		t := &claimTx{s: s, tx: tx}
 		_, err := storecore.InterruptClaim(ctx, t, id, fence)
 		out, changed = t.rcpt, t.changed

@@ -45,7 +45,7 @@ func (s *Store) RegisterCoordinator(ctx context.Context, reg agentbridge.Registr
 		return agentbridge.RegisterResult{}, err
 	}
 	var out agentbridge.RegisterResult
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		var prev *agentbridge.CoordinatorInfo
 		if p, err := storecore.ScanCoordinator(tx.QueryRow(ctx, cSelectOne+` FOR UPDATE`, reg.ID)); err == nil {
 			prev = &p

@@ -17,7 +17,8 @@ var _ agentbridge.PairStore = (*Store)(nil)
 // lock makes the count and the insert one step across bridges.
 func (s *Store) AddPairCode(ctx context.Context, hash []byte, name string, now, expires time.Time, limit int) (ok bool, err error) {
 	defer s.guard(time.Now(), &err)
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		ok = false
 		if _, err := tx.Exec(ctx, `LOCK TABLE pair_codes IN EXCLUSIVE MODE`); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
+	"github.com/jackc/pgx/v5"
 )
 
 // The push writes (see agentbridge.PushStore) are not events (no gseq), so
@@ -29,16 +30,50 @@ func (s *Store) PushKeys(ctx context.Context, candidate agentbridge.PushKeys) (_
 	return k, nil
 }
 
-// PutPushSubscription stores sub, replacing the one with its endpoint.
-func (s *Store) PutPushSubscription(ctx context.Context, sub agentbridge.PushSubscription) (err error) {
+// pushLock is the transaction lock (pg_advisory_xact_lock) that makes
+// counting the subscriptions and inserting one a single step across the
+// bridges on the database.
+const pushLock = 0x6162707573680001
+
+// PutPushSubscription stores sub, replacing the one with its endpoint; a
+// new endpoint past limits is refused.
+func (s *Store) PutPushSubscription(ctx context.Context, sub agentbridge.PushSubscription, limits agentbridge.PushLimits) (err error) {
 	defer s.guard(time.Now(), &err)
 	cats, err := json.Marshal(sub.Categories)
 	if err != nil {
 		return fmt.Errorf("encode push categories: %w", err)
 	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO push_subscriptions (endpoint, p256dh, auth, device, categories, token_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+	var refusal error
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		refusal = nil
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT pg_advisory_xact_lock($1), EXISTS (SELECT 1 FROM push_subscriptions WHERE endpoint = $2)`,
+			int64(pushLock), sub.Endpoint).Scan(nil, &exists); err != nil {
+			return fmt.Errorf("look up push subscription: %w", err)
+		}
+		if !exists {
+			var total, mine int
+			if err := tx.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE `+storecore.PushCapKeySQL+` = $1) FROM push_subscriptions`,
+				agentbridge.PushCapKey(sub.TokenID, sub.Device)).Scan(&total, &mine); err != nil {
+				return fmt.Errorf("count push subscriptions: %w", err)
+			}
+			if refusal = limits.Check(mine, total); refusal != nil {
+				return nil
+			}
+		}
+		return putPushSubscription(ctx, tx, sub, string(cats))
+	})
+	if err != nil {
+		return err
+	}
+	return refusal
+}
+
+// putPushSubscription inserts or replaces sub in tx.
+func putPushSubscription(ctx context.Context, tx pgx.Tx, sub agentbridge.PushSubscription, cats string) error {
+	if _, err := tx.Exec(ctx, `INSERT INTO push_subscriptions (endpoint, p256dh, auth, device, categories, token_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (endpoint) DO UPDATE SET p256dh = excluded.p256dh, auth = excluded.auth, device = excluded.device, categories = excluded.categories, token_id = excluded.token_id`,
-		sub.Endpoint, sub.P256dh, sub.Auth, sub.Device, string(cats), sub.TokenID, agentbridge.FormatTime(time.Now())); err != nil {
+		sub.Endpoint, sub.P256dh, sub.Auth, sub.Device, cats, sub.TokenID, agentbridge.FormatTime(time.Now())); err != nil {
 		return fmt.Errorf("store push subscription: %w", err)
 	}
 	return nil
@@ -75,13 +110,35 @@ func (s *Store) DeleteTokenPushSubscriptions(ctx context.Context, tokenID string
 	return nil
 }
 
-// SetPushOutcome records a delivery's outcome.
-func (s *Store) SetPushOutcome(ctx context.Context, endpoint, outcome, at string) (err error) {
+// RecordPushDelivery keeps d and makes it its subscription's last
+// outcome, in one round trip.
+func (s *Store) RecordPushDelivery(ctx context.Context, d agentbridge.PushDelivery) (err error) {
 	defer s.guard(time.Now(), &err)
-	if _, err := s.pool.Exec(ctx, `UPDATE push_subscriptions SET last_outcome = $1, last_at = $2 WHERE endpoint = $3`, outcome, at, endpoint); err != nil {
-		return fmt.Errorf("record push outcome: %w", err)
+	var b pgx.Batch
+	b.Queue(`UPDATE push_subscriptions SET last_outcome = $1, last_at = $2 WHERE endpoint = $3`, d.Outcome, d.At, d.Endpoint)
+	b.Queue(`INSERT INTO push_deliveries (device_key, `+storecore.PushDeliveryColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		storecore.PushDeliveryValues(d)...)
+	// The newest MaxPushDeliveries of the device, and MaxPushDeliveriesKept
+	// in all, are kept.
+	b.Queue(`DELETE FROM push_deliveries WHERE device_key = $1 AND seq <= coalesce(
+		(SELECT seq FROM push_deliveries WHERE device_key = $1 ORDER BY seq DESC LIMIT 1 OFFSET $2), 0)`, d.DeviceKey(), agentbridge.MaxPushDeliveries)
+	b.Queue(`DELETE FROM push_deliveries WHERE seq <= coalesce(
+		(SELECT seq FROM push_deliveries ORDER BY seq DESC LIMIT 1 OFFSET $1), 0)`, agentbridge.MaxPushDeliveriesKept)
+	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
+		return fmt.Errorf("record push delivery: %w", err)
 	}
 	return nil
+}
+
+// PushDeliveries lists the kept deliveries, newest first.
+func (s *Store) PushDeliveries(ctx context.Context) (_ []agentbridge.PushDelivery, err error) {
+	defer s.guard(time.Now(), &err)
+	rows, err := s.pool.Query(ctx, storecore.PushDeliveriesSelect)
+	if err != nil {
+		return nil, fmt.Errorf("list push deliveries: %w", err)
+	}
+	defer rows.Close()
+	return storecore.Collect(rows, "push deliveries", storecore.ScanPushDelivery)
 }
 
 var _ agentbridge.PushStore = (*Store)(nil)

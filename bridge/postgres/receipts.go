@@ -27,7 +27,8 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ 
 	}
 	var out agentbridge.Receipt
 	var changed bool
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
 		out, changed, err = s.putReceiptTx(ctx, tx, in)
 		return err
 	})
@@ -40,10 +41,13 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ 
 
 // putReceiptTx stores in as its pair's latest receipt in tx, after
 // checking its thread, its event and its fence, and announces a change to
-// the other bridges at COMMIT.
+// the other bridges at COMMIT. Its locks follow the one order: the
+// thread's row first (FOR KEY SHARE, the lock the receipt's foreign key
+// takes anyway; no writer's lock conflicts with it), then the fence's
+// claim, then the receipt.
 func (s *Store) putReceiptTx(ctx context.Context, tx pgx.Tx, in agentbridge.ReceiptInput) (out agentbridge.Receipt, changed bool, err error) {
 	var one int
-	err = tx.QueryRow(ctx, `SELECT 1 FROM threads WHERE id = $1`, in.Thread).Scan(&one)
+	err = tx.QueryRow(ctx, `SELECT 1 FROM threads WHERE id = $1 FOR KEY SHARE`, in.Thread).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return out, false, agentbridge.ThreadNotFound(in.Thread)
 	}

@@ -105,6 +105,10 @@ type Store struct {
 
 	// epoch is the log's epoch, read or begun at Open (openEpoch).
 	epoch agentbridge.LogEpoch
+	// legacyKeys says the database holds idempotency keys of a release
+	// before scoped keys (idempotency_legacy, filled by its migration
+	// only): without any, an append's retry looks up nothing more.
+	legacyKeys bool
 }
 
 // IsURL reports whether db names a PostgreSQL database rather than a
@@ -143,9 +147,14 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
+	var legacyKeys bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM idempotency_legacy)`).Scan(&legacyKeys); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("look for the idempotency keys of an older release: %w", err)
+	}
 	lctx, stop := context.WithCancel(context.Background())
 	s := &Store{
-		url: url, humans: opts.Humans, log: opts.Logger, max: opts.MaxBatch, pool: pool, epoch: epoch,
+		url: url, humans: opts.Humans, log: opts.Logger, max: opts.MaxBatch, pool: pool, epoch: epoch, legacyKeys: legacyKeys,
 		reqs:       make(chan *request, opts.MaxBatch),
 		done:       make(chan struct{}),
 		stopped:    make(chan struct{}),

@@ -115,30 +115,16 @@ func (s *Store) commit(reqs []*request) {
 		return
 	}
 	// The transaction belongs to the whole batch, not to any one caller.
+	// A serialization failure or a deadlock runs it again from the start,
+	// with everything it decided thrown away.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	resps := make([]response, len(live))
-	b := &batch{heads: map[string]*head{}, keys: map[string]int{}, ids: map[string]batchEvent{}}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := s.lockThreads(ctx, tx, b, live); err != nil {
-			return err
-		}
-		l := &lookups{tx: tx, b: b}
-		for i, r := range live {
-			var err error
-			switch {
-			case r.create != nil:
-				resps[i], err = s.createThread(ctx, tx, b, *r.create)
-			case r.expire != 0:
-				resps[i], err = s.expireClaim(ctx, l, r.expire)
-			default:
-				resps[i], err = s.appendEvent(ctx, l, r.append, r.meta, r.control)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return s.write(ctx, tx, b)
+	var resps []response
+	var b *batch
+	err := s.retry(ctx, "group commit", func() error {
+		resps = make([]response, len(live))
+		b = &batch{heads: map[string]*head{}, keys: map[string]int{}, ids: map[string]batchEvent{}}
+		return s.commitTx(ctx, b, live, resps)
 	})
 	if err != nil {
 		err = storecore.CommitFailed(s.log, unreachable, err, len(live))
@@ -160,9 +146,43 @@ func (s *Store) commit(reqs []*request) {
 	}
 }
 
+// commitTx runs one try of the group commit live in a transaction of its
+// own, filling resps and b.
+func (s *Store) commitTx(ctx context.Context, b *batch, live []*request, resps []response) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := s.lockThreads(ctx, tx, b, live); err != nil {
+			return err
+		}
+		l := &lookups{tx: tx, b: b, legacyKeys: s.legacyKeys}
+		for i, r := range live {
+			var err error
+			switch {
+			case r.create != nil:
+				resps[i], err = s.createThread(ctx, tx, b, *r.create)
+			case r.expire != 0:
+				resps[i], err = s.expireClaim(ctx, l, r.expire)
+			default:
+				resps[i], err = s.appendEvent(ctx, l, r.append, r.meta, r.control)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return s.write(ctx, tx, b)
+	})
+}
+
 // lockThreads locks the rows of every existing thread the batch names, in
 // id order (two bridges locking in one order cannot deadlock), and reads
-// their heads.
+// their heads; then the claims the batch names, in id order too.
+//
+// A thread's row is locked FOR NO KEY UPDATE: it serialises the writers
+// of the thread, as the head they update needs, and leaves alone the FOR
+// KEY SHARE lock that a receipt's insert takes on its thread (its foreign
+// key's check, and putReceiptTx's first statement). With FOR UPDATE that
+// check waited for the writer while the receipt's transaction held its
+// claim, which the writer's fenced append then waited for: a deadlock
+// PostgreSQL broke by failing one of them (contract 8.3).
 func (s *Store) lockThreads(ctx context.Context, tx pgx.Tx, b *batch, live []*request) error {
 	var ids []string
 	for _, r := range live {
@@ -180,7 +200,7 @@ func (s *Store) lockThreads(ctx context.Context, tx pgx.Tx, b *batch, live []*re
 	}
 	rows, err := tx.Query(ctx, `SELECT id, name, created_at, updated_at, last_seq, last_hop, state,
 			EXISTS (SELECT 1 FROM events e WHERE e.thread = t.id AND e.type = 'message')
-		FROM threads t WHERE id = ANY($1) ORDER BY id FOR UPDATE OF t`, ids)
+		FROM threads t WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE OF t`, ids)
 	if err != nil {
 		return fmt.Errorf("lock threads: %w", err)
 	}
@@ -203,7 +223,35 @@ func (s *Store) lockThreads(ctx context.Context, tx pgx.Tx, b *batch, live []*re
 		}
 		b.heads[id] = h
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows.Close()
+	return lockClaims(ctx, tx, live)
+}
+
+// lockClaims locks the claims that the batch's fenced appends and
+// expiries name, in id order, when there are several: each request then
+// finds its claim locked already, so two batches (of two bridges) that
+// name the same claims take them in one order.
+func lockClaims(ctx context.Context, tx pgx.Tx, live []*request) error {
+	var ids []int64
+	for _, r := range live {
+		switch {
+		case r.expire != 0:
+			ids = append(ids, r.expire)
+		case r.create == nil && r.append.Fence != nil:
+			ids = append(ids, r.append.Fence.ID)
+		}
+	}
+	slices.Sort(ids)
+	if ids = slices.Compact(ids); len(ids) < 2 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `SELECT id FROM claims WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids); err != nil {
+		return fmt.Errorf("lock claims: %w", err)
+	}
+	return nil
 }
 
 // write takes the log_head lock, numbers the batch's events and writes

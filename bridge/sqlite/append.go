@@ -226,8 +226,22 @@ func (l lookups) Attachment(ctx context.Context, id string) (agentbridge.Attachm
 // Replay loads the event stored under key, also into the writer's
 // replayed, which answers the append when it is a retry.
 func (l lookups) Replay(ctx context.Context, thread, key string) (agentbridge.Event, bool, error) {
+	return l.replay(ctx, l.s.w.st.selectIdempotency, thread, key)
+}
+
+// ReplayLegacy is Replay among the keys of a release before scoped keys,
+// when the database holds any (Store.legacyKeys).
+func (l lookups) ReplayLegacy(ctx context.Context, thread, key string) (agentbridge.Event, bool, error) {
+	if !l.s.legacyKeys {
+		return agentbridge.Event{}, false, nil
+	}
+	return l.replay(ctx, l.s.w.st.selectLegacyKey, thread, key)
+}
+
+// replay loads the event the key statement q finds.
+func (l lookups) replay(ctx context.Context, q *sql.Stmt, thread, key string) (agentbridge.Event, bool, error) {
 	var id string
-	found, err := storecore.Found(l.s.w.st.selectIdempotency.QueryRowContext(ctx, thread, key).Scan(&id))
+	found, err := storecore.Found(q.QueryRowContext(ctx, thread, key).Scan(&id))
 	if !found {
 		return agentbridge.Event{}, false, err
 	}

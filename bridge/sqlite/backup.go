@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -66,7 +67,7 @@ func Restore(ctx context.Context, srcPath, dstPath string) error {
 		if err := checkNotInUse(ctx, dstPath); err != nil {
 			return fmt.Errorf("restore to %s: %w", dstPath, err)
 		}
-	} else if err := os.MkdirAll(filepath.Dir(dstPath), 0o700); err != nil {
+	} else if err := sqlitex.MakeFolder(filepath.Dir(dstPath)); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
 	tmp, err := copyToTemp(ctx, srcPath, dstPath)
@@ -87,6 +88,12 @@ func Restore(ctx context.Context, srcPath, dstPath string) error {
 		if err := os.Rename(dstPath+"-wal", aside+"-wal"); err != nil && !errors.Is(err, os.ErrNotExist) {
 			removeTemp(tmp)
 			return fmt.Errorf("restore: keep the previous database's WAL: %w", err)
+		}
+		// The copy kept aside holds what the database held: a file an
+		// older release made 0644 is made private here.
+		if err := sqlitex.KeepPrivate(aside, aside+"-wal"); err != nil {
+			removeTemp(tmp)
+			return fmt.Errorf("restore: %w", err)
 		}
 	}
 	if err := os.Remove(dstPath + "-shm"); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -129,6 +128,10 @@ type Store struct {
 	// uploads are the attachments whose chunks are being written
 	// (attachments.go).
 	uploads uploadSet
+	// legacyKeys says the database holds idempotency keys of a release
+	// before scoped keys (idempotency_legacy, filled by its migration
+	// only): without any, an append's retry looks up nothing more.
+	legacyKeys bool
 }
 
 // LogEpoch returns the log's epoch (see agentbridge.LogEpoch).
@@ -139,10 +142,11 @@ func (s *Store) LogEpoch() agentbridge.LogEpoch { return s.epoch }
 // agent-bridge is refused with an error wrapping migration.ErrSchemaTooNew.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	opts = opts.WithDefaults()
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("create store folder: %w", err)
-		}
+	// A database an older release made is readable by other users until
+	// this open makes it 0600 (sqlitex.MakePrivate); say so once, then.
+	var widened os.FileMode
+	if st, err := os.Stat(path); err == nil {
+		widened = st.Mode().Perm() & 0o077
 	}
 	wdb, err := sqlitex.Open(path, sqlitex.Options{MaxOpen: 1})
 	if err != nil {
@@ -178,7 +182,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	var epoch agentbridge.LogEpoch
-	if err := conn.QueryRowContext(ctx, `SELECT id, base FROM log_epoch`).Scan(&epoch.ID, &epoch.Base); err != nil {
+	var legacyKeys bool
+	if err := conn.QueryRowContext(ctx, `SELECT id, base, EXISTS (SELECT 1 FROM idempotency_legacy) FROM log_epoch`).Scan(&epoch.ID, &epoch.Base, &legacyKeys); err != nil {
 		_ = st.close()
 		_ = conn.Close()
 		_ = wdb.Close()
@@ -207,14 +212,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		path:   path,
-		epoch:  epoch,
-		humans: opts.Humans,
-		log:    opts.Logger,
-		max:    opts.MaxBatch,
-		wdb:    wdb,
-		rdb:    rdb,
-		cdb:    cdb,
+		path:       path,
+		epoch:      epoch,
+		legacyKeys: legacyKeys,
+		humans:     opts.Humans,
+		log:        opts.Logger,
+		max:        opts.MaxBatch,
+		wdb:        wdb,
+		rdb:        rdb,
+		cdb:        cdb,
 		w: writerState{
 			conn: conn, st: st, heads: make(map[string]head),
 			scratch: batch{index: make(map[string]int)}, gatherWait: groupWait,
@@ -235,6 +241,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	go s.run()
 	go s.checkpointer()
 	s.log.Debug("store opened", "path", path)
+	if widened != 0 {
+		// The files are the owner's alone now; the folder, which may be a
+		// person's own, is theirs to tighten.
+		folder, open := sqlitex.FolderOpen(path)
+		s.log.Warn("the database was readable by other users; it and its -wal and -shm are 0600 now", "path", path,
+			"folder_mode", fmt.Sprintf("%#o", folder), "folder_open_to_others", open)
+	}
 	return s, nil
 }
 

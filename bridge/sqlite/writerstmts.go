@@ -18,6 +18,7 @@ const (
 			AND e.seq = (SELECT max(seq) FROM events WHERE thread = t.id)
 		WHERE t.id = ?`
 	wSelectIdempotency = `SELECT event_id FROM idempotency WHERE thread = ? AND key = ?`
+	wSelectLegacyKey   = `SELECT event_id FROM idempotency_legacy WHERE thread = ? AND key = ?`
 	wSelectEventByID   = selectEvent + ` WHERE id = ?`
 	wSelectReplyTo     = `SELECT hop, seq FROM events WHERE id = ? AND thread = ?`
 	wSelectSenderHop   = `SELECT max(hop) FROM events WHERE thread = ? AND seq > ? AND sender = ? AND type = 'message'`
@@ -38,7 +39,7 @@ const (
 // driver's per-connection cache.
 type writerStmts struct {
 	selectHead, selectIdempotency, selectEventByID, selectReplyTo, selectThread *sql.Stmt
-	selectAnswers, selectSenderHop                                              *sql.Stmt
+	selectAnswers, selectSenderHop, selectLegacyKey                             *sql.Stmt
 	insertEvent, insertIdempotency, insertSnapshot, insertThread, insertState   *sql.Stmt
 	updateThread, updateState                                                   *sql.Stmt
 	insertFTS                                                                   *sql.Stmt
@@ -54,7 +55,8 @@ func prepareWriter(ctx context.Context, conn *sql.Conn) (writerStmts, error) {
 	}{
 		{&st.selectHead, wSelectHead}, {&st.selectIdempotency, wSelectIdempotency},
 		{&st.selectEventByID, wSelectEventByID}, {&st.selectReplyTo, wSelectReplyTo},
-		{&st.selectThread, wSelectThread}, {&st.selectAnswers, wSelectAnswers}, {&st.selectSenderHop, wSelectSenderHop}, {&st.insertEvent, wInsertEvent},
+		{&st.selectThread, wSelectThread}, {&st.selectAnswers, wSelectAnswers}, {&st.selectSenderHop, wSelectSenderHop},
+		{&st.selectLegacyKey, wSelectLegacyKey}, {&st.insertEvent, wInsertEvent},
 		{&st.insertIdempotency, wInsertIdempotency}, {&st.insertSnapshot, wInsertSnapshot},
 		{&st.insertThread, wInsertThread}, {&st.insertState, wInsertState},
 		{&st.updateThread, wUpdateThread}, {&st.updateState, wUpdateState},
@@ -75,7 +77,7 @@ func (st writerStmts) close() error {
 	var errs []error
 	for _, stmt := range []*sql.Stmt{
 		st.selectHead, st.selectIdempotency, st.selectEventByID, st.selectReplyTo, st.selectThread,
-		st.selectAnswers, st.selectSenderHop, st.insertEvent, st.insertIdempotency, st.insertSnapshot, st.insertThread, st.insertState,
+		st.selectAnswers, st.selectSenderHop, st.selectLegacyKey, st.insertEvent, st.insertIdempotency, st.insertSnapshot, st.insertThread, st.insertState,
 		st.updateThread, st.updateState, st.insertFTS,
 	} {
 		if stmt != nil {

@@ -10,6 +10,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
+	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
 	"github.com/spf13/cobra"
 )
 
@@ -37,7 +38,7 @@ func (m *Main) backupCommand(c *cobra.Command) runFunc {
 		if _, err := os.Stat(*to); err == nil && !*force {
 			return usagef("--to: %s already exists; choose another name, or pass --force to replace it", *to)
 		}
-		if err := os.MkdirAll(filepath.Dir(*to), 0o700); err != nil {
+		if err := sqlitex.MakeFolder(filepath.Dir(*to)); err != nil {
 			return fmt.Errorf("backup: %w", err)
 		}
 		start := time.Now()

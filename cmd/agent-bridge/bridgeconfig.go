@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/notify"
 )
 
@@ -24,6 +25,14 @@ type bridgeFileConfig struct {
 		// service may use to reach the operator.
 		Subject string      `json:"subject"`
 		Ntfy    notify.Ntfy `json:"ntfy"`
+		// AllowPrivateEndpoints lets Web Push reach loopback, private,
+		// link-local, shared and multicast addresses, and plain http on
+		// loopback: for a push service on this machine (tests), never
+		// for a bridge whose person tokens others hold.
+		AllowPrivateEndpoints bool `json:"allow_private_endpoints"`
+		// MaxSubscriptions bounds the push subscriptions in all
+		// (agentbridge.DefaultMaxPushSubscriptions when 0).
+		MaxSubscriptions int `json:"max_subscriptions"`
 	} `json:"notify"`
 	Attachments struct {
 		// MaxBytes caps an uploaded file (contract 8.2; 25 MiB when 0).
@@ -70,6 +79,9 @@ func readBridgeConfig(path string) (bridgeFileConfig, error) {
 			return cfg, usagef("--bridge-config %s: catch_up %q is not a duration such as \"1h\" or \"30m\"", path, *cfg.CatchUp)
 		}
 	}
+	if n.MaxSubscriptions < 0 {
+		return cfg, usagef("--bridge-config %s: notify.max_subscriptions must be 0 (the default, %d) or more", path, agentbridge.DefaultMaxPushSubscriptions)
+	}
 	if n.Ntfy.TokenFile != "" {
 		if _, err := os.Stat(n.Ntfy.TokenFile); err != nil {
 			return cfg, usagef("--bridge-config %s: notify.ntfy.token_file: %v", path, err)
@@ -81,7 +93,8 @@ func readBridgeConfig(path string) (bridgeFileConfig, error) {
 // notifyOptions are the bridge's notify.Options from the file; a public
 // URL left out means the bridge's own address.
 func (c bridgeFileConfig) notifyOptions() notify.Options {
-	o := notify.Options{Subject: c.Notify.Subject, Ntfy: c.Notify.Ntfy}
+	o := notify.Options{Subject: c.Notify.Subject, Ntfy: c.Notify.Ntfy,
+		AllowPrivateEndpoints: c.Notify.AllowPrivateEndpoints, MaxSubscriptions: c.Notify.MaxSubscriptions}
 	if pub := c.Notify.PublicURL; pub != "" {
 		o.BaseURL = func() string { return pub }
 	}

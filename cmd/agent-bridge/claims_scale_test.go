@@ -46,25 +46,7 @@ func TestClaimsTenByTen(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "bridge.db")
 	url, person, _ := logServe(t, bin, db)
 	cl := client.New(url, client.WithToken(person))
-	agents := make([]string, nAgents)
-	entries := map[string]any{}
-	for i := range agents {
-		agents[i] = fmt.Sprintf("agent%d", i)
-		entries[agents[i]] = map[string]any{"command": []string{fake}, "client": "fake-" + agents[i]}
-	}
-	machines := make([]*machine, nCoords)
-	for i := range machines {
-		m := newMachine(t, cl, url, fake, fmt.Sprintf("m%d", i), agents...)
-		m.set("agents", entries)
-		// No per-thread start limit, and the default claim_ttl_s: with
-		// eleven processes on two cores a heartbeat may come late, and a
-		// lapse would re-run a trigger its holder ran (the reply still
-		// once, fenced), which is not what this test measures.
-		m.set("max_invocations_per_minute", 1000000)
-		m.set("claim_ttl_s", 30)
-		m.start(bin)
-		machines[i] = m
-	}
+	agents, machines := loadMachines(t, bin, fake, []string{url}, []*client.Client{cl}, nCoords, nAgents)
 	threads := make([]*claimsThread, nThreads)
 	for i := range threads {
 		threads[i] = newClaimsThread(t, cl, agents...)
@@ -159,6 +141,34 @@ func TestClaimsTenByTen(t *testing.T) {
 	}
 	t.Logf("10 coordinators × 10 agents, %d triggers: all replied in %s (%.1f triggers/s); runs per coordinator %v; claims lost (elsewhere records) %d; serve RSS %d MiB, peak %d MiB",
 		nTriggers, elapsed.Round(10*time.Millisecond), float64(nTriggers)/elapsed.Seconds(), perCoord, lost, rss>>20, peak>>20)
+}
+
+// loadMachines starts n coordinator processes for a load test, machine i
+// following bridge urls[i%len(urls)] (persons[i%…] its person client),
+// each serving the same nAgents agents agent0, agent1… (the fake adapter,
+// client fake-<agent>), so that they race for every claim; it returns the
+// agents and the machines. No per-thread start limit, and the default
+// claim_ttl_s: with many processes on two cores a heartbeat may come
+// late, and a lapse would re-run a trigger its holder ran (the reply still
+// once, fenced), which is not what the load tests measure.
+func loadMachines(t *testing.T, bin, fake string, urls []string, persons []*client.Client, n, nAgents int) ([]string, []*machine) {
+	t.Helper()
+	agents := make([]string, nAgents)
+	entries := map[string]any{}
+	for i := range agents {
+		agents[i] = fmt.Sprintf("agent%d", i)
+		entries[agents[i]] = map[string]any{"command": []string{fake}, "client": "fake-" + agents[i]}
+	}
+	machines := make([]*machine, n)
+	for i := range machines {
+		m := newMachine(t, persons[i%len(persons)], urls[i%len(urls)], fake, fmt.Sprintf("m%d", i), agents...)
+		m.set("agents", entries)
+		m.set("max_invocations_per_minute", 1000000)
+		m.set("claim_ttl_s", 30)
+		m.start(bin)
+		machines[i] = m
+	}
+	return agents, machines
 }
 
 // statusCounts counts machine m's invocation records by status (and in

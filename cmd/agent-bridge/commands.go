@@ -143,9 +143,10 @@ func (m *Main) commandTable() []command {
 		command{use: "login-link", group: groupOps, short: "a link that opens the web UI logged in, once, within 10 minutes (as up prints it)", define: m.loginLinkCommand},
 		command{use: "pair", group: groupOps, short: "a one-time link (and its QR code) that logs a phone in with its own token, for 10 minutes",
 			example: "  agent-bridge pair --name phone", define: m.pairCommand},
-		command{use: "devices", group: groupOps, short: "the paired devices: last seen, notifications, last push", define: m.devicesCommand, sub: []command{
-			{use: "revoke ID", short: "end a paired device's access and its notifications", define: m.devicesRevokeCommand},
-		}},
+		command{use: "devices", group: groupOps, short: "the paired devices: last seen, notifications, last push (--deliveries: each one's pushes)",
+			example: "  agent-bridge devices --deliveries", define: m.devicesCommand, sub: []command{
+				{use: "revoke ID", short: "end a paired device's access and its notifications", define: m.devicesRevokeCommand},
+			}},
 		command{use: "backup", group: groupOps, short: "copy the bridge database to a file (the server may be running)", define: m.backupCommand},
 		command{use: "restore", group: groupOps, short: "replace the bridge database with a backup (the server must be stopped)", define: m.restoreCommand},
 		command{use: "doctor", group: groupOps, short: "check the setup: config, agents and their CLIs, bridge, databases, services", define: m.doctorCommand},

@@ -17,6 +17,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
+	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
 	"github.com/spf13/cobra"
 )
 
@@ -99,7 +100,7 @@ func (m *Main) startCoordinator(ctx context.Context, cfg config.Config, statePat
 			return err
 		})
 	}
-	if err := os.MkdirAll(filepath.Dir(statePath), 0o755); err != nil {
+	if err := sqlitex.MakeFolder(filepath.Dir(statePath)); err != nil {
 		return fmt.Errorf("create state folder: %w", err)
 	}
 	return m.coordinate(ctx, cfg, statePath, logger, started, &term{})

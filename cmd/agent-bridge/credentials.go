@@ -14,6 +14,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/httpguard"
+	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
 )
 
 // tokenFileName is the person token's file in the state folder.
@@ -69,7 +70,7 @@ func ensurePersonToken(ctx context.Context, ts agentbridge.TokenStore, path stri
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := sqlitex.MakeFolder(filepath.Dir(path)); err != nil {
 		return "", fmt.Errorf("create the state folder: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)

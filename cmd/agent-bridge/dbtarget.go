@@ -16,6 +16,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/bridge/postgres"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
 )
 
 // closingStore is an event store the command owns and closes.
@@ -66,7 +67,7 @@ func openEventStore(ctx context.Context, db string, humans agentbridge.Humans, l
 // SQLite's "unable to open database file".
 func checkWritableFolder(path string) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := sqlitex.MakeFolder(dir); err != nil {
 		return usagef("--db: cannot create the folder for %s: %v; choose another path (--db or BRIDGE_DB)", path, err)
 	}
 	f, err := os.CreateTemp(dir, ".agent-bridge-write-check-*")

@@ -61,10 +61,12 @@ func (m *Main) pairCommand(c *cobra.Command) runFunc {
 }
 
 // devicesCommand lists the paired devices and the browsers subscribed to
-// push, with their notifications and last delivery.
+// push, with their notifications and last delivery, and with --deliveries
+// each one's kept deliveries (contract 8.4).
 func (m *Main) devicesCommand(c *cobra.Command) runFunc {
 	fs := c.Flags()
 	cf := m.addClientFlags(fs)
+	deliveries := fs.Bool("deliveries", false, "also list each device's pushes the bridge keeps (the last 100), newest first: when, outcome (sent, expired, failed: STATUS), what, and how long it took")
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) > 0 {
 			return usagef("devices takes no arguments, got %q", pos[0])
@@ -85,8 +87,30 @@ func (m *Main) devicesCommand(c *cobra.Command) runFunc {
 		for _, d := range list {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", orDash(d.ID), d.Name, orDash(d.LastSeen), notifications(d), lastPush(d))
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil || !*deliveries {
+			return err
+		}
+		return m.printDeliveries(list)
 	}
+}
+
+// printDeliveries prints each device's kept pushes under its name.
+func (m *Main) printDeliveries(list []agentbridge.Device) error {
+	for _, d := range list {
+		if len(d.Deliveries) == 0 {
+			continue
+		}
+		fmt.Fprintf(m.Stdout, "\n%s: the last %d pushes\n", d.Name, len(d.Deliveries))
+		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  AT\tOUTCOME\tWHAT\tTHREAD\tEVENT\tTOOK")
+		for _, p := range d.Deliveries {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d ms\n", p.At, p.Outcome, p.Category, p.Thread, p.Event, p.LatencyMS)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // devicesRevokeCommand ends a paired device's access.

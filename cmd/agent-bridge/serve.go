@@ -102,6 +102,9 @@ func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*r
 	} else {
 		logger.Warn("--open: requests without a token act as the person; any local process may act as anyone, answer permission requests and pause threads")
 	}
+	if cfg.File.Notify.AllowPrivateEndpoints {
+		logger.Warn("notify.allow_private_endpoints: Web Push may reach loopback and private addresses, so whoever holds a person token may make this bridge send requests inside its network; it is meant for tests")
+	}
 	srv, err := bridge.NewServer(store, bridge.Options{
 		Addr:               cfg.Addr,
 		RequireCredential:  !cfg.Open,

@@ -90,7 +90,10 @@ func startServeWith(t *testing.T, bin, db string, w serveWait, args ...string) *
 			break
 		}
 		tok, err := readTokenFile(filepath.Join(cmd.Dir, stateTokenPath(db)))
-		if filepath.IsAbs(stateTokenPath(db)) {
+		if i := slices.Index(args, "--token-file"); i >= 0 {
+			// The token given; a release before secure-by-default makes none.
+			tok, err = readTokenFile(args[i+1])
+		} else if filepath.IsAbs(stateTokenPath(db)) {
 			tok, err = readTokenFile(stateTokenPath(db))
 		}
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
+	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -109,7 +110,7 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 		if err != nil {
 			return err
 		}
-		if err := os.MkdirAll(filepath.Dir(*db), 0o755); err != nil {
+		if err := sqlitex.MakeFolder(filepath.Dir(*db)); err != nil {
 			return fmt.Errorf("create database folder: %w", err)
 		}
 		// The UI links to the coordinator's dashboard, whose address is known

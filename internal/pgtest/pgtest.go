@@ -235,6 +235,17 @@ func (s *Server) Stop() {
 	_ = os.RemoveAll(s.dir)
 }
 
+// Log returns what the server has logged so far (its -l file): errors
+// such as "deadlock detected", with the statements involved.
+func (s *Server) Log(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.dir, "log"))
+	if err != nil {
+		t.Fatalf("read the PostgreSQL log: %v", err)
+	}
+	return string(b)
+}
+
 // Halt stops the running server and keeps its data, so that a test can
 // watch its clients through a database outage; Resume starts it again.
 // mode is pg_ctl's shutdown mode: "fast" (a clean stop, as a restart by

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
 	"github.com/kardianos/service"
 )
 
@@ -114,10 +115,13 @@ func (m *Manager) Install(d Daemon, o Options) error {
 	if err != nil {
 		return err
 	}
-	for _, dir := range []string{o.DataDir, o.LogDir} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return hint(o.System, fmt.Errorf("install %s: %w", d, err))
-		}
+	// The data folder holds the databases and the person token: its
+	// owner's alone (contract 8.3), like the folders serve creates.
+	if err := sqlitex.MakeFolder(o.DataDir); err != nil {
+		return hint(o.System, fmt.Errorf("install %s: %w", d, err))
+	}
+	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
+		return hint(o.System, fmt.Errorf("install %s: %w", d, err))
 	}
 	m.removeBestEffort(s, d, o.System)
 	if err := s.Install(); err != nil {

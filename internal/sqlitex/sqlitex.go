@@ -61,9 +61,15 @@ func escapePath(path string) string {
 	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 }
 
-// Open opens the SQLite database at path (creating it unless o.ReadOnly) and
-// checks that it is in WAL mode. The caller closes the returned pool.
+// Open opens the SQLite database at path (creating it unless o.ReadOnly,
+// private to its owner: MakePrivate) and checks that it is in WAL mode. The
+// caller closes the returned pool.
 func Open(path string, o Options) (*sql.DB, error) {
+	if !o.ReadOnly {
+		if err := MakePrivate(path); err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+	}
 	db, err := sql.Open("sqlite3", DSN(path, o))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)

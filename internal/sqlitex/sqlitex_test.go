@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -142,5 +143,67 @@ func TestMigrate(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "version 2") {
 		t.Errorf("error %q does not name the database's version", err)
+	}
+}
+
+// TestOpenMakesFilesPrivate: a database an older release left 0644, with a
+// -wal and -shm of the same mode, is 0600 once opened for writing; a
+// missing folder is created 0700, an existing one left as it is and named
+// by FolderOpen when others may list it.
+func TestOpenMakesFilesPrivate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	shared := filepath.Join(dir, "shared")
+	if err := os.Mkdir(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(shared, "bridge.db")
+	db, err := Open(old, Options{MaxOpen: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE t (x INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{old, old + "-wal", old + "-shm"} {
+		if err := os.Chmod(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer db.Close()
+	again, err := Open(old, Options{MaxOpen: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	fresh := filepath.Join(dir, "new", "deeper", "coordinator.db")
+	db2, err := Open(fresh, Options{MaxOpen: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	if _, err := db2.Exec("CREATE TABLE t (x INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{
+		old: 0o600, old + "-wal": 0o600, old + "-shm": 0o600, shared: 0o755,
+		fresh: 0o600, fresh + "-wal": 0o600, fresh + "-shm": 0o600,
+		filepath.Dir(fresh): 0o700, filepath.Join(dir, "new"): 0o700,
+	} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+		} else if st.Mode().Perm() != want {
+			t.Errorf("%s is %#o, want %#o", p, st.Mode().Perm(), want)
+		}
+	}
+	if mode, open := FolderOpen(old); !open || mode != 0o755 {
+		t.Errorf("FolderOpen(%s) = %#o, %v; want 0755, true", old, mode, open)
+	}
+	if _, open := FolderOpen(fresh); open {
+		t.Errorf("FolderOpen(%s) says open", fresh)
 	}
 }

@@ -23,6 +23,11 @@ type AppendLookups interface {
 	// included), which the store keeps to answer with when the append is
 	// its retry.
 	Replay(ctx context.Context, thread, key string) (ev agentbridge.Event, found bool, err error)
+	// ReplayLegacy is Replay among the keys a release before scoped keys
+	// stored (agentbridge.AppendRequest.LegacyIdempotencyKey), which a
+	// migration copied apart (idempotency_legacy); found is false at once
+	// when there were none.
+	ReplayLegacy(ctx context.Context, thread, key string) (ev agentbridge.Event, found bool, err error)
 	// ReplyTarget looks up the event meta.reply_to names in thread.
 	ReplyTarget(ctx context.Context, thread, id string) (agentbridge.ReplyTarget, error)
 	// Event looks up an event of thread by id (one written earlier in the
@@ -89,6 +94,9 @@ func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendReques
 	}
 	if req.IdempotencyKey != "" {
 		stored, found, err := l.Replay(ctx, req.Thread, req.IdempotencyKey)
+		if err == nil && !found && req.LegacyIdempotencyKey != "" {
+			stored, found, err = l.ReplayLegacy(ctx, req.Thread, req.LegacyIdempotencyKey)
+		}
 		if err != nil {
 			return Admission{}, fmt.Errorf("look up idempotency key: %w", err)
 		}

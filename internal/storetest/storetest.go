@@ -51,6 +51,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"AppendIgnored", testAppendIgnored},
 		{"PermissionAnswer", testPermissionAnswer},
 		{"Push", testPush},
+		{"PushDeliveries", testPushDeliveries},
+		{"PushCaps", testPushCaps},
 		{"Tokens", testTokens},
 		{"PruneTokens", testPruneTokens},
 		{"QuestionAnswer", testQuestionAnswer},

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agent-bridge/agent-bridge/bridge"
+	"github.com/agent-bridge/agent-bridge/bridge/notify"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 )
 
@@ -66,7 +67,10 @@ func (b *Bridge) Start() {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	srv, err := bridge.NewServer(st, bridge.Options{Addr: b.addr, Token: b.token, Logger: quiet, MaxBody: b.maxBody})
+	// Private endpoints are allowed: the tests' push service
+	// (internal/fakepush) is on loopback.
+	srv, err := bridge.NewServer(st, bridge.Options{Addr: b.addr, Token: b.token, Logger: quiet, MaxBody: b.maxBody,
+		Notify: notify.Options{AllowPrivateEndpoints: true}})
 	if err != nil {
 		b.t.Fatal(err)
 	}

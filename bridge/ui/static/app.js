@@ -7,7 +7,7 @@
 // (state, participants, invite), presence.js, receipts.js, revision.js,
 // stream.js (the tab's stream), notify.js, suggestions.js, phone.js (the
 // installable app: push, pairing, deep links), attachments.js (files in
-// the thread), and the
+// the thread), deliveries.js (what became of each device's pushes), and the
 // Markdown of markdown.js. Untrusted content reaches the page only through
 // textContent or DOMPurify.
 
@@ -31,6 +31,7 @@ import { wireAttachments, renderAttachments, renderPending, pendingAttachments, 
 import { changeCard, noteChangeResult } from "./changes.js";
 import { wireSearch } from "./search.js";
 import { wireSchedules, loadSchedules } from "./schedules.js";
+import { wireDeliveries } from "./deliveries.js";
 
 // The views call each other only through hooks (hooks.js): this is every
 // function one view asks of another, filled in before anything runs.
@@ -249,6 +250,7 @@ async function main() {
   wirePhone();
   wireSearch();
   wireSchedules();
+  wireDeliveries();
   showRunsLink();
   loadCoordinators();
   // The stream's first connection loads the thread list and the thread.
