@@ -84,6 +84,9 @@ type ClaimRequest struct {
 	// PendingTTLMillis is, with Wait, how long it may wait (0 =
 	// DefaultPendingTTL).
 	PendingTTLMillis int64 `json:"pending_ttl_ms,omitempty"`
+	// FallbackFrom names the participant whose run failed and handed this
+	// trigger to the claimed one, its fallback (contract 8.5).
+	FallbackFrom string `json:"fallback_from,omitempty"`
 }
 
 // Validate checks req and fills in its default pending ttl. Errors are
@@ -140,6 +143,7 @@ type Claim struct {
 	CreatedAt   string `json:"created_at"`     // database time (TimeLayout)
 	ClaimedAt   string `json:"claimed_at,omitempty"`
 	ExpiresAt   string `json:"expires_at,omitempty"` // waiting claims: created_at + pending ttl
+	DueAt       string `json:"due_at,omitempty"`     // a waiting claim no coordinator may take before (a usage limit's reset)
 }
 
 // ClaimResult is the answer of POST /claims.

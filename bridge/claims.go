@@ -36,7 +36,7 @@ func (s *Server) claimStore() (agentbridge.ClaimStore, error) {
 var queryClaims = endpointQuery{params: map[string]paramKind{"claimable": kindEventID, "thread": kindEventID}}
 
 // claimFields are the fields a claim body may carry.
-var claimFields = []string{"thread", "event", "participant", "round", "notice", "coordinator", "instance", "client", "wait", "pending_ttl_ms"}
+var claimFields = []string{"thread", "event", "participant", "round", "notice", "coordinator", "instance", "client", "wait", "pending_ttl_ms", "fallback_from"}
 
 func (s *Server) handleClaimsPost(w http.ResponseWriter, r *http.Request) error {
 	cs, err := s.claimStore()

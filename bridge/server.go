@@ -353,6 +353,7 @@ func (s *Server) api() []route {
 		{"DELETE", "/coordinators/{id}", "remove a coordinator's registration (?instance)", s.handleCoordinatorDelete},
 		{"POST", "/claims", "claim a run or a notice {thread, event, participant|notice, round?, coordinator, instance, client?, wait?, pending_ttl_ms?}", s.handleClaimsPost},
 		{"POST", "/claims/{id}/done", "finish a claim {coordinator, instance, fence}", s.handleClaimDone},
+		{"POST", "/claims/{id}/wait", "put a running claim back to waiting until a usage limit resets {coordinator, instance, fence, retry_at, pending_ttl_ms?, reason?}", s.handleClaimWait},
 		{"GET", "/claims", "claims a coordinator may take (?claimable) or of a thread (?thread)", s.handleClaimsGet},
 		{"GET", "/events", "events of all threads, long-polling (?after, ?wait, ?limit)", s.handleEventsPoll},
 		{"GET", "/events/stream", "events of all threads and presence as Server-Sent Events", s.handleGlobalStream},

@@ -44,6 +44,8 @@ type claimer struct {
 	// early holds the claims asked when their trigger was decided (askEarly),
 	// by run, until the run takes its answer.
 	early map[claimRun]chan claimAnswer
+	// poke wakes the claim poller (buffered 1: wake-ups coalesce).
+	poke chan struct{}
 }
 
 // claimRun names one run's claim: its trigger, participant and round.
@@ -65,7 +67,7 @@ type claimAnswer struct {
 const maxEarly = 4096
 
 func newClaimer(c *Coordinator) *claimer {
-	return &claimer{c: c, early: map[claimRun]chan claimAnswer{}}
+	return &claimer{c: c, early: map[claimRun]chan claimAnswer{}, poke: make(chan struct{}, 1)}
 }
 
 // off reports whether the bridge keeps no claims.
@@ -339,7 +341,7 @@ func (k *claimer) finish(ctx context.Context, id int64) {
 		return
 	}
 	switch inv.Status {
-	case ledger.StatusQueued, ledger.StatusRunning, ledger.StatusInterrupted, ledger.StatusElsewhere:
+	case ledger.StatusQueued, ledger.StatusRunning, ledger.StatusInterrupted, ledger.StatusElsewhere, ledger.StatusWaiting:
 		return
 	}
 	k.finishClaim(keep, inv.ClaimID, inv.ClaimFence)

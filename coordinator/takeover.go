@@ -32,6 +32,8 @@ func (k *claimer) pollClaims(ctx context.Context) {
 			t.Stop()
 			return
 		case <-t.C:
+		case <-k.poke:
+			t.Stop()
 		}
 	}
 }
@@ -81,7 +83,14 @@ func (k *claimer) take(ctx context.Context, cfg *config.Config, cl agentbridge.C
 	if !ok {
 		return nil // not served here (the config changed since the list)
 	}
+	// A trigger handed over to this participant says so in its claim, as
+	// the claim that handed it did.
+	replies, err := k.c.repliesAfter(ctx, e.Thread, e.Seq)
+	if err != nil {
+		return err
+	}
 	req := k.request(cfg, ledger.Invocation{Thread: cl.Thread, TriggerID: cl.Event, Participant: cl.Participant, Round: cl.Round}, cl.Client)
+	req.FallbackFrom = handoffOf(replies, e.ID, cl.Participant)
 	res, err := k.c.bridge.Claim(ctx, req)
 	if err != nil || !res.Granted {
 		return err // another coordinator was quicker
@@ -92,10 +101,7 @@ func (k *claimer) take(ctx context.Context, cfg *config.Config, cl agentbridge.C
 		Hop: agentbridge.Hop(before.state, e, cfg.HumanIDs), Round: cl.Round,
 		ClaimID: res.Claim.ID, ClaimFence: res.Claim.Fence,
 	}
-	replies, err := k.c.repliesAfter(ctx, e.Thread, e.Seq)
-	if err != nil {
-		return err
-	}
+	inv.FallbackFrom = req.FallbackFrom
 	if r, _, found := replyFor(replies, inv, ""); found {
 		k.c.log.Info("a run taken over was answered already; finishing its claim", "trigger", e.ID, "participant", inv.Participant, "reply", r.ID)
 		k.finishClaim(ctx, res.Claim.ID, res.Claim.Fence)
@@ -111,6 +117,25 @@ func (k *claimer) take(ctx context.Context, cfg *config.Config, cl agentbridge.C
 	k.c.sched.enqueue(job{inv: queued, trigger: &e})
 	return nil
 }
+
+// wake has the poller look at the bridge's claims now (a trigger was
+// handed to a fallback); it never blocks.
+func (k *claimer) wake() {
+	select {
+	case k.poke <- struct{}{}:
+	default:
+	}
+}
+
+// wakeAt wakes the poller just after t, when a claim waiting for a usage
+// limit falls due.
+func (k *claimer) wakeAt(t time.Time) {
+	time.AfterFunc(time.Until(t)+claimDueSlack, k.wake)
+}
+
+// claimDueSlack is how long after a claim's due time the poller looks:
+// the bridge's clock decides, and may be a little behind.
+const claimDueSlack = 200 * time.Millisecond
 
 // findEvent reads event id of thread: among its latest events, else by
 // paging the thread from its start.

@@ -204,6 +204,9 @@ type Server struct {
 	responder Responder
 	log       []Request
 	n         int // requests numbered so far
+	// limits maps each usage-limit marker seen to when its window ends
+	// (limit.go).
+	limits map[string]time.Time
 }
 
 // New starts a server on 127.0.0.1 on a free port. When key is not "",
@@ -355,13 +358,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.log = append(s.log, req)
 	badKey := s.key != "" && req.Key != s.key
 	var reply Reply
+	var reset time.Time
+	limited := false
 	if req.API != Other && !badKey {
-		// A refused request takes nothing from the script.
-		reply = s.next(req)
+		if reset, limited = s.limitFor(req); !limited {
+			// A refused request takes nothing from the script.
+			reply = s.next(req)
+		}
 	}
 	s.mu.Unlock()
 
 	switch {
+	case limited:
+		req.Status = http.StatusTooManyRequests
+		writeLimit(w, req, reset)
 	case req.API == Other && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":countTokens"):
 		req.Status = http.StatusOK
 		w.Header().Set("Content-Type", "application/json")

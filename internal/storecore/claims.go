@@ -19,7 +19,7 @@ import (
 // database's now in milliseconds since the epoch (each store's own
 // expression).
 const ClaimColumns = `id, thread, event, participant, round, notice, client, state, coordinator, instance, host,
-	fence, interrupted_fence, created_ms, claimed_ms, expires_ms`
+	fence, interrupted_fence, created_ms, claimed_ms, expires_ms, due_ms`
 
 // ClaimRow is a stored claim with what only the stores and the sweeper
 // need: the fence its receipt was last interrupted at, its expiry and the
@@ -28,6 +28,9 @@ type ClaimRow struct {
 	agentbridge.Claim
 	InterruptedFence int64
 	ExpiresMs, NowMs int64
+	// CreatedMs is when the claim was made; DueMs when a waiting claim
+	// may be taken (0: at once).
+	CreatedMs, DueMs int64
 }
 
 // ScanClaim scans a ClaimColumns row followed by the database's now.
@@ -35,10 +38,13 @@ func ScanClaim(r Row) (ClaimRow, error) {
 	var c ClaimRow
 	var created, claimed, expires int64
 	if err := r.Scan(&c.ID, &c.Thread, &c.Event, &c.Participant, &c.Round, &c.Notice, &c.Client, &c.State,
-		&c.Coordinator, &c.Instance, &c.Host, &c.Fence, &c.InterruptedFence, &created, &claimed, &expires, &c.NowMs); err != nil {
+		&c.Coordinator, &c.Instance, &c.Host, &c.Fence, &c.InterruptedFence, &created, &claimed, &expires, &c.DueMs, &c.NowMs); err != nil {
 		return c, err
 	}
-	c.ExpiresMs = expires
+	c.ExpiresMs, c.CreatedMs = expires, created
+	if c.DueMs > 0 && c.State == agentbridge.ClaimWaiting {
+		c.DueAt = formatMillis(c.DueMs)
+	}
 	c.CreatedAt = formatMillis(created)
 	if claimed > 0 {
 		c.ClaimedAt = formatMillis(claimed)
@@ -113,7 +119,7 @@ func DecideClaim(req agentbridge.ClaimRequest, row *ClaimRow, list []agentbridge
 	}
 	switch row.State {
 	case agentbridge.ClaimWaiting:
-		if req.Wait {
+		if req.Wait || NotDue(*row) {
 			return ClaimKeep, false, ""
 		}
 		return ClaimTake, true, ""
@@ -144,7 +150,7 @@ func Claimable(rows []ClaimRow, list []agentbridge.CoordinatorInfo, coordinator 
 	for _, c := range rows {
 		switch c.State {
 		case agentbridge.ClaimWaiting:
-			if c.NowMs >= c.ExpiresMs {
+			if c.NowMs >= c.ExpiresMs || NotDue(c) {
 				continue
 			}
 		case agentbridge.ClaimRunning:

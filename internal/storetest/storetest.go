@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Coordinators", testCoordinators},
 		{"Claims", testClaims},
 		{"WaitingClaims", testWaitingClaims},
+		{"ClaimsWaitForALimit", testClaimWait},
 		{"PairCodes", testPairCodes},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
