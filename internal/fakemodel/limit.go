@@ -1,6 +1,7 @@
 package fakemodel
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -18,12 +19,23 @@ import (
 // holds claude's marker does not limit codex, its fallback.
 
 // limitMarker matches a marker: the API and the window in seconds.
-var limitMarker = regexp.MustCompile(`fakemodel-limit:(anthropic|openai|gemini):(\d{1,6})`)
+var limitMarker = regexp.MustCompile(`fakemodel-limit:(anthropic|openai-chat|openai|gemini):(\d{1,6})`)
 
 // LimitMarker is the text that makes api's server answer with its usage
 // limit for d, from the first request carrying it.
 func LimitMarker(api API, d time.Duration) string {
 	return fmt.Sprintf("fakemodel-limit:%s:%d", api, int(d.Seconds()))
+}
+
+// EndLimits ends every usage-limit window now: the markers seen so far
+// are served as any request from then on.
+func (s *Server) EndLimits() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	for k := range s.limits {
+		s.limits[k] = now
+	}
 }
 
 // limitFor returns when req's usage limit resets, or ok false when req
@@ -87,6 +99,23 @@ func writeLimit(w http.ResponseWriter, req Request, reset time.Time) {
 		body = map[string]any{"error": map[string]any{
 			"type": "usage_limit_reached", "message": "The usage limit has been reached",
 			"plan_type": "plus", "resets_at": reset.Unix(), "resets_in_seconds": wait,
+		}}
+	case OpenAIChat:
+		// An API key's rate limit on the Chat Completions API: the
+		// x-ratelimit-* headers (resets as durations, "6m0s"), retry-after
+		// in seconds and the rate_limit_exceeded error naming the wait.
+		reset := (time.Duration(wait) * time.Second).String()
+		h.Set("retry-after", strconv.Itoa(wait))
+		h.Set("x-request-id", fmt.Sprintf("req_fake%06d", req.N))
+		for _, l := range []string{"requests", "tokens"} {
+			h.Set("x-ratelimit-limit-"+l, "500")
+			h.Set("x-ratelimit-remaining-"+l, "0")
+			h.Set("x-ratelimit-reset-"+l, reset)
+		}
+		body = map[string]any{"error": map[string]any{
+			"message": fmt.Sprintf("Rate limit reached for %s in organization org-fake on requests per min (RPM): Limit 500, Used 500, Requested 1. "+
+				"Please try again in %s. Visit https://platform.openai.com/account/rate-limits to learn more.", cmp.Or(req.Model, "gpt-fake"), reset),
+			"type": "requests", "param": nil, "code": "rate_limit_exceeded",
 		}}
 	default:
 		// Gemini: RESOURCE_EXHAUSTED with the quota that ran out and

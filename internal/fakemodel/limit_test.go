@@ -64,6 +64,26 @@ func TestLimitMarker(t *testing.T) {
 	if resp.StatusCode != 429 || ge.Error.Status != "RESOURCE_EXHAUSTED" || len(ge.Error.Details) != 3 {
 		t.Fatalf("gemini: %d %+v", resp.StatusCode, ge)
 	}
+	cm := fakemodel.LimitMarker(fakemodel.OpenAIChat, time.Minute)
+	resp = post("/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi `+cm+`"}]}`)
+	var ce struct {
+		Error struct {
+			Message string `json:"message"`
+			Code    string `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&ce)
+	// The wait is what is left of the window, in whole seconds.
+	wait := resp.Header.Get("retry-after")
+	if resp.StatusCode != 429 || ce.Error.Code != "rate_limit_exceeded" || (wait != "60" && wait != "59") ||
+		!strings.Contains(ce.Error.Message, "Please try again in "+map[string]string{"60": "1m0s", "59": "59s"}[wait]+".") ||
+		resp.Header.Get("x-ratelimit-reset-requests") == "" {
+		t.Fatalf("chat completions: %d %v %+v", resp.StatusCode, resp.Header, ce)
+	}
+	// The Responses API's marker does not limit Chat Completions.
+	if resp := post("/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi `+om+`"}]}`); resp.StatusCode != 200 {
+		t.Fatalf("chat completions with the responses marker: %d", resp.StatusCode)
+	}
 	testutil.WaitFor(t, 10*time.Second, "anthropic's limit to reset", func() bool {
 		resp, err := http.Post(s.URL()+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi `+marker+`"}]}`))
 		if err != nil {
@@ -72,4 +92,9 @@ func TestLimitMarker(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == 200
 	})
+	// EndLimits ends the chat marker's minute early.
+	s.EndLimits()
+	if resp := post("/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi `+cm+`"}]}`); resp.StatusCode != 200 {
+		t.Fatalf("chat completions after EndLimits: %d", resp.StatusCode)
+	}
 }
