@@ -221,6 +221,15 @@ func ExpiredNotice(participant string, ttl time.Duration) string {
 	return fmt.Sprintf("Nobody served %s within %s: no coordinator serving it came online, so this message was not answered.", participant, ttl)
 }
 
+// LimitExpiredNotice is the content of the error message the bridge posts
+// when a claim that waited for participant's usage limit, due at due,
+// expires: a coordinator serving the participant put the trigger back to
+// wait for the limit, and none took it up again within ttl.
+func LimitExpiredNotice(participant string, due time.Time, ttl time.Duration) string {
+	return fmt.Sprintf("%s waited for its usage limit to reset at %s, but no coordinator serving it took this message up again within %s, so it was not answered.",
+		participant, due.UTC().Format("Jan 2 15:04 MST"), ttl)
+}
+
 // ClaimsResponse is the answer of GET /claims.
 type ClaimsResponse struct {
 	Claims []Claim `json:"claims"`

@@ -211,7 +211,7 @@ func ExpiredMessage(c agentbridge.Claim, ttl time.Duration) agentbridge.AppendRe
 		Thread: c.Thread,
 		Input: agentbridge.EventInput{
 			Type: agentbridge.TypeMessage, From: agentbridge.ClaimSender,
-			Content: mustJSON(agentbridge.ExpiredNotice(c.Participant, ttl)),
+			Content: mustJSON(expiredNotice(c, ttl)),
 			Meta: agentbridge.Meta{ReplyTo: c.Event, Tags: []string{"error"},
 				Extra: map[string]json.RawMessage{"participant": mustJSON(c.Participant)}},
 		},
@@ -222,10 +222,34 @@ func ExpiredMessage(c agentbridge.Claim, ttl time.Duration) agentbridge.AppendRe
 
 // FailedReceipt is the failed receipt of expired run claim c.
 func FailedReceipt(c agentbridge.Claim, ttl time.Duration) agentbridge.ReceiptInput {
+	reason := "nobody served " + c.Participant + " within " + ttl.String()
+	if due, ok := limitDue(c); ok {
+		reason = "waited for " + c.Participant + "'s limit until " + due.UTC().Format("Jan 2 15:04 MST") + "; not taken up again within " + ttl.String()
+	}
 	return agentbridge.ReceiptInput{
 		Thread: c.Thread, Event: c.Event, Participant: c.Participant, From: agentbridge.ClaimSender,
-		State: agentbridge.ReceiptFailed, Reason: "nobody served " + c.Participant + " within " + ttl.String(),
+		State: agentbridge.ReceiptFailed, Reason: reason,
 	}
+}
+
+// expiredNotice words why run claim c expired: nobody served its
+// participant, or (a claim put back to wait for a usage limit) nobody took
+// it up again once the limit reset.
+func expiredNotice(c agentbridge.Claim, ttl time.Duration) string {
+	if due, ok := limitDue(c); ok {
+		return agentbridge.LimitExpiredNotice(c.Participant, due, ttl)
+	}
+	return agentbridge.ExpiredNotice(c.Participant, ttl)
+}
+
+// limitDue is when c's participant's usage limit was to reset, for a
+// claim that waited for it.
+func limitDue(c agentbridge.Claim) (time.Time, bool) {
+	if c.DueAt == "" {
+		return time.Time{}, false
+	}
+	t, err := agentbridge.ParseTime(c.DueAt)
+	return t, err == nil
 }
 
 // WaitingReceipt is the queued receipt of a new waiting run claim.

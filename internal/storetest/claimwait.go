@@ -68,4 +68,30 @@ func testClaimWait(t *testing.T, newStore Factory) {
 	if err != nil || !got.Granted || got.Claim.Fence != res.Claim.Fence+1 || got.Claim.State != agentbridge.ClaimRunning {
 		t.Fatalf("taking the due claim: %+v %v", got, err)
 	}
+
+	// A claim that waited for the limit and was not taken up again
+	// expires saying so, not that nobody served the participant.
+	second := MustAppend(t, s, "t", Msg("user", "@claude again"))
+	key.Event = second.ID
+	res, err = cs.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: key, Coordinator: "laptop", Instance: "i1"})
+	if err != nil || !res.Granted {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	due = time.Now().Add(500 * time.Millisecond)
+	req = agentbridge.ClaimWaitRequest{ID: res.Claim.ID, Coordinator: "laptop", Instance: "i1", Fence: res.Claim.Fence,
+		RetryAt: due.UTC().Format(time.RFC3339Nano), PendingTTLMillis: 2000, Reason: "waiting for claude's limit, until 15:04"}
+	if _, _, err := ws.WaitClaim(ctx, req, due); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the waiting claim to expire", func() bool {
+		list, err := cs.DueClaims(ctx)
+		return err == nil && len(list) == 1 && list[0].ID == res.Claim.ID
+	})
+	ev, expired, ok, err := cs.ExpireClaim(ctx, res.Claim.ID)
+	at := due.UTC().Format("Jan 2 15:04 UTC")
+	if err != nil || !ok || ev == nil || expired == nil ||
+		ev.Text() != "claude waited for its usage limit to reset at "+at+", but no coordinator serving it took this message up again within 2s, so it was not answered." ||
+		expired.State != agentbridge.ReceiptFailed || expired.Reason != "waited for claude's limit until "+at+"; not taken up again within 2s" {
+		t.Fatalf("ExpireClaim of a claim that waited for a limit: %+v %+v %v %v", ev, expired, ok, err)
+	}
 }
