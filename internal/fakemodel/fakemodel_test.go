@@ -11,11 +11,17 @@ import (
 
 func post(t *testing.T, url, key, body string) (int, string) {
 	t.Helper()
+	return postWith(t, url, "x-api-key", key, body)
+}
+
+// postWith posts body to url with the key in the header named header.
+func postWith(t *testing.T, url, header, key, body string) (int, string) {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("x-api-key", key)
+	req.Header.Set(header, key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -214,18 +220,7 @@ func TestChatCompletions(t *testing.T) {
 		Reply{Tool: &ToolCall{Name: "bash", Input: map[string]string{"command": "echo hi"}}}, Reply{Text: "plain"})
 	chat := func(key, body string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL()+"/v1/chat/completions", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return postWith(t, s.URL()+"/v1/chat/completions", "Authorization", "Bearer "+key, body)
 	}
 	if code, body := chat("bad", `{}`); code != 401 || !strings.Contains(body, `"param":null`) || !strings.Contains(body, `"type":"authentication_error"`) {
 		t.Fatalf("bad key: %d %s", code, body)

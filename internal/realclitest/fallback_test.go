@@ -2,8 +2,6 @@ package realclitest
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -81,8 +79,9 @@ func firstLimited(f *fakemodel.Server) time.Time {
 
 // handoverCheck asserts what a hand-over from claude to codex leaves: one
 // notice and one reply from codex, claude's receipt naming the hand-over,
-// one codex run; it logs the time from the first 429 to codex's start.
-func handoverCheck(t *testing.T, s *stack, claudeFake *fakemodel.Server, thread string, trig agentbridge.Event, codexInvs func() int, codexStart func() time.Time) {
+// one codex run, read from the status API of codexer (the coordinator
+// serving codex); it logs the time from the first 429 to codex's start.
+func handoverCheck(t *testing.T, s, codexer *stack, claudeFake *fakemodel.Server, thread string, trig agentbridge.Event) {
 	t.Helper()
 	reply := s.replyFrom(thread, trig, "codex", 2*time.Minute)
 	if text(reply) != "codex answers" {
@@ -114,10 +113,11 @@ func handoverCheck(t *testing.T, s *stack, claudeFake *fakemodel.Server, thread 
 	if !regexp.MustCompile(`^handed to codex: quota until ` + clockRe + `$`).MatchString(rc.Reason) {
 		t.Errorf("claude's receipt: %s %q, want failed \"handed to codex: quota until HH:MM\"", rc.State, rc.Reason)
 	}
-	if n := codexInvs(); n != 1 {
+	if n := len(codexer.invocations(thread, "codex")); n != 1 {
 		t.Errorf("%d codex runs, want 1", n)
 	}
-	t.Logf("first usage-limit answer to codex's start: %v", codexStart().Sub(firstLimited(claudeFake)).Round(time.Millisecond))
+	started, _ := agentbridge.ParseTime(codexer.finished(thread, "codex", 1).StartedAt)
+	t.Logf("first usage-limit answer to codex's start: %v", started.Sub(firstLimited(claudeFake)).Round(time.Millisecond))
 }
 
 // TestRealClaudeHandsOverToCodex: the real claude hits a usage limit; with
@@ -133,13 +133,7 @@ func TestRealClaudeHandsOverToCodex(t *testing.T) {
 	s := newStack(t, claude, codex)
 	thread := s.threadWith("handover", claude)
 	trig := s.ask(thread, claude, "hello "+fakemodel.LimitMarker(fakemodel.Anthropic, 30*time.Second))
-	handoverCheck(t, s, claude.fake, thread, trig,
-		func() int { return len(s.invocations(thread, "codex")) },
-		func() time.Time {
-			inv := s.finished(thread, "codex", 1)
-			ts, _ := agentbridge.ParseTime(inv.StartedAt)
-			return ts
-		})
+	handoverCheck(t, s, s, claude.fake, thread, trig)
 	inv := s.finished(thread, "claude", 1)
 	if inv.Failure == nil || inv.Failure.Class != agentbridge.FailureQuota || inv.Failure.RetryAt == "" || inv.HandedTo != "codex" {
 		t.Errorf("claude's invocation: failure %+v, handed to %q", inv.Failure, inv.HandedTo)
@@ -202,38 +196,14 @@ func TestRealHandOverAcrossCoordinators(t *testing.T) {
 	claude.fallback = []string{"codex"}
 	codex.fake.SetDefault(fakemodel.Reply{Text: "codex answers"})
 	s := newStackWith(t, true, claude)
-	tok, err := s.cl.CreateToken(t.Context(), agentbridge.TokenInput{Scope: agentbridge.ScopeCoordinator, Name: "server"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	statusAddr := testutil.FreeAddr(t)
-	cfg, _ := json.Marshal(map[string]any{
-		"bridge_url": s.bridgeURL, "coordinator_id": "server", "host": "server", "status_addr": statusAddr,
-		"startup_mode": "resume", "shutdown_grace_s": 5, "adapter_timeout_s": 120,
-		"primer_path": filepath.Join(root, "docs", "bridge-agent-primer.md"),
-		"agents":      map[string]any{"codex": codex.entry(t)},
-	})
-	cfgPath := filepath.Join(dir, "coordinator.config.json")
-	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	startProc(t, "coordinator server", []string{"BRIDGE_TOKEN=" + tok.Secret, "HOME=" + codex.home},
-		"coordinator", "--config", cfgPath, "--state", filepath.Join(dir, "coordinator.db"))
-	server := &stack{t: t, statusURL: "http://" + statusAddr, token: s.token}
+	server := s.otherCoordinator("server", codex.home, map[string]any{"codex": codex.entry(t)})
 	testutil.WaitFor(t, 30*time.Second, "the second coordinator to serve codex", func() bool {
 		list, err := s.cl.Coordinators(t.Context())
 		return err == nil && len(list.Agents["codex"]) == 1 && len(list.Agents["claude"]) == 1
 	})
 	thread := s.threadWith("across", claude)
 	trig := s.ask(thread, claude, "hello "+fakemodel.LimitMarker(fakemodel.Anthropic, 30*time.Second))
-	handoverCheck(t, s, claude.fake, thread, trig,
-		func() int { return len(server.invocations(thread, "codex")) },
-		func() time.Time {
-			inv := server.finished(thread, "codex", 1)
-			ts, _ := agentbridge.ParseTime(inv.StartedAt)
-			return ts
-		})
+	handoverCheck(t, s, server, claude.fake, thread, trig)
 	if n := len(codex.fake.Calls()); n == 0 {
 		t.Error("codex's model was never called")
 	}
