@@ -77,15 +77,16 @@ func firstLimited(f *fakemodel.Server) time.Time {
 	return time.Time{}
 }
 
-// handoverCheck asserts what a hand-over from claude to codex leaves: one
-// notice and one reply from codex, claude's receipt naming the hand-over,
-// one codex run, read from the status API of codexer (the coordinator
-// serving codex); it logs the time from the first 429 to codex's start.
-func handoverCheck(t *testing.T, s, codexer *stack, claudeFake *fakemodel.Server, thread string, trig agentbridge.Event) {
+// handoverCheck asserts what a hand-over from agent from to agent to
+// leaves: one notice and one reply from to ("<to> answers"), from's
+// receipt naming the hand-over, one run of to, read from the status API of
+// toStack (the coordinator serving it); it logs the time from from's first
+// 429 to to's start.
+func handoverCheck(t *testing.T, s, toStack *stack, from, to *agent, thread string, trig agentbridge.Event) {
 	t.Helper()
-	reply := s.replyFrom(thread, trig, "codex", 2*time.Minute)
-	if text(reply) != "codex answers" {
-		t.Errorf("codex replied %q", text(reply))
+	reply := s.replyFrom(thread, trig, to.id, 2*time.Minute)
+	if text(reply) != to.id+" answers" {
+		t.Errorf("%s replied %q", to.id, text(reply))
 	}
 	answers := s.answers(thread, trig.ID)
 	var notices, replies int
@@ -93,10 +94,10 @@ func handoverCheck(t *testing.T, s, codexer *stack, claudeFake *fakemodel.Server
 		switch {
 		case hasTag(e, "handoff"):
 			notices++
-			if !strings.Contains(text(e), "claude could not answer (quota") || !strings.Contains(text(e), "codex answers instead") {
+			if !strings.Contains(text(e), from.id+" could not answer (quota") || !strings.Contains(text(e), to.id+" answers instead") {
 				t.Errorf("hand-over notice %q", text(e))
 			}
-		case e.From == "codex":
+		case e.From == to.id:
 			replies++
 		default:
 			t.Errorf("unexpected answer %s from %s: %q (tags %v)", e.ID, e.From, text(e), e.Meta.Tags)
@@ -106,18 +107,18 @@ func handoverCheck(t *testing.T, s, codexer *stack, claudeFake *fakemodel.Server
 		t.Errorf("%d hand-over notices and %d replies, want one of each", notices, replies)
 	}
 	var rc agentbridge.Receipt
-	testutil.WaitFor(t, 10*time.Second, "claude's receipt to name the hand-over", func() bool {
-		rc = s.receipt(thread, trig.ID, "claude")
+	testutil.WaitFor(t, 10*time.Second, from.id+"'s receipt to name the hand-over", func() bool {
+		rc = s.receipt(thread, trig.ID, from.id)
 		return rc.State == agentbridge.ReceiptFailed && rc.Reason != ""
 	})
-	if !regexp.MustCompile(`^handed to codex: quota until ` + clockRe + `$`).MatchString(rc.Reason) {
-		t.Errorf("claude's receipt: %s %q, want failed \"handed to codex: quota until HH:MM\"", rc.State, rc.Reason)
+	if !regexp.MustCompile(`^handed to ` + to.id + `: quota until ` + clockRe + `$`).MatchString(rc.Reason) {
+		t.Errorf("%s's receipt: %s %q, want failed \"handed to %s: quota until HH:MM\"", from.id, rc.State, rc.Reason, to.id)
 	}
-	if n := len(codexer.invocations(thread, "codex")); n != 1 {
-		t.Errorf("%d codex runs, want 1", n)
+	if n := len(toStack.invocations(thread, to.id)); n != 1 {
+		t.Errorf("%d %s runs, want 1", n, to.id)
 	}
-	started, _ := agentbridge.ParseTime(codexer.finished(thread, "codex", 1).StartedAt)
-	t.Logf("first usage-limit answer to codex's start: %v", started.Sub(firstLimited(claudeFake)).Round(time.Millisecond))
+	started, _ := agentbridge.ParseTime(toStack.finished(thread, to.id, 1).StartedAt)
+	t.Logf("%s: first usage-limit answer to %s's start: %v", from.id, to.id, started.Sub(firstLimited(from.fake)).Round(time.Millisecond))
 }
 
 // TestRealClaudeHandsOverToCodex: the real claude hits a usage limit; with
@@ -133,13 +134,32 @@ func TestRealClaudeHandsOverToCodex(t *testing.T) {
 	s := newStack(t, claude, codex)
 	thread := s.threadWith("handover", claude)
 	trig := s.ask(thread, claude, "hello "+fakemodel.LimitMarker(fakemodel.Anthropic, 30*time.Second))
-	handoverCheck(t, s, s, claude.fake, thread, trig)
+	handoverCheck(t, s, s, claude, codex, thread, trig)
 	inv := s.finished(thread, "claude", 1)
 	if inv.Failure == nil || inv.Failure.Class != agentbridge.FailureQuota || inv.Failure.RetryAt == "" || inv.HandedTo != "codex" {
 		t.Errorf("claude's invocation: failure %+v, handed to %q", inv.Failure, inv.HandedTo)
 	}
 	if got := s.metric("agent_bridge_coordinator_failures_total", `participant="claude"`, `class="quota"`); got != 1 {
 		t.Errorf("failures_total{claude,quota} = %v, want 1", got)
+	}
+}
+
+// TestRealCodexHandsOverToClaude: the real codex hits a ChatGPT plan's
+// usage limit (it fails at once, naming the reset); with "fallback":
+// ["claude"] the real claude answers the same trigger once.
+func TestRealCodexHandsOverToClaude(t *testing.T) {
+	t.Parallel()
+	need(t)
+	claude, codex := newAgent(t, "claude", "claude"), newAgent(t, "codex", "codex")
+	codex.fallback = []string{"claude"}
+	claude.profile = map[string]any{"client": "claude", "model": claude.model}
+	claude.fake.SetDefault(fakemodel.Reply{Text: "claude answers"})
+	s := newStack(t, claude, codex)
+	thread := s.threadWith("handover from codex", codex)
+	trig := s.ask(thread, codex, "hello "+fakemodel.LimitMarker(fakemodel.OpenAI, 10*time.Minute))
+	handoverCheck(t, s, s, codex, claude, thread, trig)
+	if inv := s.finished(thread, "codex", 1); inv.Failure == nil || inv.Failure.Class != agentbridge.FailureQuota || inv.Failure.RetryAt == "" || inv.HandedTo != "claude" {
+		t.Errorf("codex's invocation: failure %+v, handed to %q", inv.Failure, inv.HandedTo)
 	}
 }
 
@@ -203,7 +223,7 @@ func TestRealHandOverAcrossCoordinators(t *testing.T) {
 	})
 	thread := s.threadWith("across", claude)
 	trig := s.ask(thread, claude, "hello "+fakemodel.LimitMarker(fakemodel.Anthropic, 30*time.Second))
-	handoverCheck(t, s, server, claude.fake, thread, trig)
+	handoverCheck(t, s, server, claude, codex, thread, trig)
 	if n := len(codex.fake.Calls()); n == 0 {
 		t.Error("codex's model was never called")
 	}
