@@ -93,9 +93,10 @@ type ClaimRequest struct {
 	// PendingTTLMillis is, with Wait, how long it may wait (0 =
 	// DefaultPendingTTL).
 	PendingTTLMillis int64 `json:"pending_ttl_ms,omitempty"`
-	// FallbackFrom, on a run claim, names the participant this run
-	// answers for (contract 8.5): the event must be a trigger for it, and
-	// Participant, invited and not a human, answers in its place.
+	// FallbackFrom, on a run claim, names the participant whose run failed
+	// and handed this trigger to the claimed one, its fallback (contract
+	// 8.5): the event must be a trigger for it, and Participant, invited
+	// and not a human, answers in its place.
 	FallbackFrom string `json:"fallback_from,omitempty"`
 }
 
@@ -159,6 +160,7 @@ type Claim struct {
 	CreatedAt    string `json:"created_at"`     // database time (TimeLayout)
 	ClaimedAt    string `json:"claimed_at,omitempty"`
 	ExpiresAt    string `json:"expires_at,omitempty"` // waiting claims: created_at + pending ttl
+	DueAt        string `json:"due_at,omitempty"`     // a waiting claim no coordinator may take before (a usage limit's reset)
 }
 
 // ClaimResult is the answer of POST /claims.
@@ -246,6 +248,15 @@ func ExpiredNotice(participant string, ttl time.Duration, waited int) string {
 	}
 	return fmt.Sprintf("Nobody served %s within %s: no coordinator serving it came online, so this message was not answered. %s to %s waited here for one; nothing more is said about %s in this thread for %s.",
 		participant, ttl, msgs, participant, participant, ttl)
+}
+
+// LimitExpiredNotice is the content of the error message the bridge posts
+// when a claim that waited for participant's usage limit, due at due,
+// expires: a coordinator serving the participant put the trigger back to
+// wait for the limit, and none took it up again within ttl.
+func LimitExpiredNotice(participant string, due time.Time, ttl time.Duration) string {
+	return fmt.Sprintf("%s waited for its usage limit to reset at %s, but no coordinator serving it took this message up again within %s, so it was not answered.",
+		participant, due.UTC().Format("Jan 2 15:04 MST"), ttl)
 }
 
 // ClaimsResponse is the answer of GET /claims.

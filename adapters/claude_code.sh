@@ -48,7 +48,8 @@ session=$("$bin" prompt --field session.id <"$tmp/payload.json")
 run_claude() {
 	resume=$1
 	set -- -p --output-format stream-json --verbose
-	if [ -n "$model" ]; then
+	# "default" is the agent's own choice: no --model.
+	if [ -n "$model" ] && [ "$model" != default ]; then
 		set -- "$@" --model "$model"
 	fi
 	if [ -n "$resume" ]; then

@@ -70,7 +70,8 @@ run_codex() {
 	# waiting for the network for as long as the run may last.
 	set -- exec --json --skip-git-repo-check --disable unbounded_connection_retries
 	# A resumed session keeps the model it was started with.
-	if [ -n "$model" ] && [ -z "$resume" ]; then
+	# "default" is the agent's own choice: no -m.
+	if [ -n "$model" ] && [ "$model" != default ] && [ -z "$resume" ]; then
 		set -- "$@" -m "$model"
 	fi
 	case "$provider" in

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
 )
 
 // ProgressFD is the file descriptor an adapter writes progress lines to;
@@ -21,6 +24,10 @@ const (
 // is parsed; a longer one is counted as bad and skipped without being held
 // in memory whole.
 const MaxProgressLine = 8 << 10
+
+// maxFailureMessage bounds a failure's message, in runes: one line for
+// people.
+const maxFailureMessage = 300
 
 // Usage is what a run has consumed so far. An adapter reports it
 // cumulatively, so the last record that carries it is the run's total.
@@ -45,6 +52,12 @@ type ProgressRecord struct {
 	// Session is the CLI's own session id, so the coordinator can resume
 	// it on the pair's next turn.
 	Session string `json:"session,omitempty"`
+	// Failure, when set, says the run has failed and why (contract 8.5):
+	// the coordinator ends the run at once (its process group gets
+	// SIGTERM, SIGKILL 2 s later) and records this failure. claude says a
+	// usage limit long before it gives up retrying; this is how an
+	// adapter says so without waiting for the CLI.
+	Failure *agentbridge.Failure `json:"failure,omitempty"`
 }
 
 // errBadProgress is wrapped by every ParseProgress error.
@@ -65,6 +78,11 @@ func ParseProgress(line []byte) (ProgressRecord, error) {
 		Detail  json.RawMessage `json:"detail"`
 		Usage   *Usage          `json:"usage"`
 		Session *string         `json:"session"`
+		Failure *struct {
+			Class   string `json:"class"`
+			RetryAt string `json:"retry_at"`
+			Message string `json:"message"`
+		} `json:"failure"`
 	}
 	if err := json.Unmarshal(line, &raw); err != nil {
 		return ProgressRecord{}, fmt.Errorf("%w: %v", errBadProgress, err)
@@ -86,6 +104,19 @@ func ParseProgress(line []byte) (ProgressRecord, error) {
 	}
 	if u := rec.Usage; u != nil && (u.InputTokens < 0 || u.OutputTokens < 0 || u.CostUSD < 0) {
 		return ProgressRecord{}, fmt.Errorf("%w: negative usage", errBadProgress)
+	}
+	if f := raw.Failure; f != nil {
+		if !agentbridge.ValidFailureClass(f.Class) {
+			return ProgressRecord{}, fmt.Errorf("%w: failure class %q is not one of %v", errBadProgress, f.Class, agentbridge.FailureClasses)
+		}
+		rec.Failure = &agentbridge.Failure{Class: f.Class, Message: agentbridge.Clip(f.Message, maxFailureMessage)}
+		if f.RetryAt != "" {
+			t, err := time.Parse(time.RFC3339Nano, f.RetryAt)
+			if err != nil {
+				return ProgressRecord{}, fmt.Errorf("%w: failure retry_at %q is not an RFC 3339 time", errBadProgress, f.RetryAt)
+			}
+			rec.Failure.RetryAt = agentbridge.FormatTime(t)
+		}
 	}
 	return rec, nil
 }

@@ -111,6 +111,10 @@ type Result struct {
 	// (someone stopped the run) and the group was stopped; Interrupted is
 	// then false.
 	Cancelled bool
+	// GaveUp reports that ctx was cancelled with cause ErrGaveUp (the
+	// adapter had reported that its run failed) and the group was
+	// stopped; Interrupted and Cancelled are then false.
+	GaveUp bool
 	// PID and PGID identify the adapter process and its group (equal:
 	// the adapter leads its own group).
 	PID, PGID         int
@@ -120,13 +124,20 @@ type Result struct {
 // OK reports whether the adapter ran to completion and exited 0, so its
 // stdout is a reply to post.
 func (r Result) OK() bool {
-	return r.StartErr == nil && !r.Interrupted && !r.Cancelled && !r.TimedOut && !r.Signaled && r.ExitCode == 0
+	return r.StartErr == nil && !r.Interrupted && !r.Cancelled && !r.GaveUp && !r.TimedOut && !r.Signaled && r.ExitCode == 0
 }
 
 // ErrCancelled is the cause to cancel Run's context with (see
 // context.WithCancelCause) when a person stops the run: the group then gets
 // CancelGrace instead of Spec.KillGrace and the result says Cancelled.
 var ErrCancelled = errors.New("the run was cancelled")
+
+// ErrGaveUp is the cause to cancel Run's context with when the adapter
+// has reported that its run failed (a progress record with a failure) and
+// the rest of it is not worth waiting for: a CLI that would retry a usage
+// limit for minutes. The group gets CancelGrace and the result says
+// GaveUp.
+var ErrGaveUp = errors.New("the adapter reported that its run failed")
 
 // CancelGrace is the time between SIGTERM and SIGKILL of a cancelled run
 // (contract 5.4): someone is waiting for it to stop.
@@ -153,7 +164,7 @@ func Run(ctx context.Context, spec Spec, payload []byte, onStart func(pid, pgid 
 		return res
 	}
 	if ctx.Err() != nil {
-		res.Cancelled, res.Interrupted = stopCause(ctx)
+		res.Cancelled, res.GaveUp, res.Interrupted = stopCause(ctx)
 		return res
 	}
 	cmd, p, stdin, err := start(spec)
@@ -183,7 +194,7 @@ func Run(ctx context.Context, spec Spec, payload []byte, onStart func(pid, pgid 
 	writer.Wait()
 	out.drain(p)
 
-	res.TimedOut, res.Interrupted, res.Cancelled = esc.timedOut, esc.interrupted, esc.cancelled
+	res.TimedOut, res.Interrupted, res.Cancelled, res.GaveUp = esc.timedOut, esc.interrupted, esc.cancelled, esc.gaveUp
 	if st := cmd.ProcessState; st != nil {
 		res.ExitCode = st.ExitCode()
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -201,13 +212,17 @@ func Run(ctx context.Context, spec Spec, payload []byte, onStart func(pid, pgid 
 	return res
 }
 
-// stopCause says why ctx ended: a person's cancel (ErrCancelled) or
-// anything else, which interrupts the run.
-func stopCause(ctx context.Context) (cancelled, interrupted bool) {
-	if errors.Is(context.Cause(ctx), ErrCancelled) {
-		return true, false
+// stopCause says why ctx ended: a person's cancel (ErrCancelled), the
+// adapter's own failure (ErrGaveUp) or anything else, which interrupts
+// the run.
+func stopCause(ctx context.Context) (cancelled, gaveUp, interrupted bool) {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, ErrCancelled):
+		return true, false, false
+	case errors.Is(cause, ErrGaveUp):
+		return false, true, false
 	}
-	return false, true
+	return false, false, true
 }
 
 // runPipes are the read ends Run drains (stdout, stderr, the progress fd)
@@ -328,8 +343,8 @@ func (c *collected) drain(p runPipes) {
 // SIGTERM, then SIGKILL after the grace. Its fields say which happened;
 // they are read only after stop has returned.
 type escalation struct {
-	exited, done                     chan struct{}
-	timedOut, interrupted, cancelled bool
+	exited, done                             chan struct{}
+	timedOut, interrupted, cancelled, gaveUp bool
 }
 
 // escalate starts the escalation goroutine of a run whose group is pgid.
@@ -352,13 +367,13 @@ func escalate(ctx context.Context, spec Spec, pgid int) *escalation {
 		case <-e.exited:
 			return
 		case <-ctx.Done():
-			e.cancelled, e.interrupted = stopCause(ctx)
+			e.cancelled, e.gaveUp, e.interrupted = stopCause(ctx)
 		case <-deadline:
 			e.timedOut = true
 		}
 		_ = signalGroup(pgid, syscall.SIGTERM)
 		graceTime := spec.KillGrace
-		if e.cancelled {
+		if e.cancelled || e.gaveUp {
 			graceTime = min(graceTime, CancelGrace)
 		}
 		grace := time.NewTimer(graceTime)

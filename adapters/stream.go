@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
@@ -77,6 +78,17 @@ type StreamOptions struct {
 	// when unknown. codex reports a resumed thread's usage from the
 	// thread's start; the run's own is the difference.
 	Baseline func(session string) Usage
+	// Now is the clock a failure's retry time is counted from (time.Now
+	// when nil): claude says how long it will wait, not until when.
+	Now func() time.Time
+}
+
+// clock is Now, or time.Now.
+func (o StreamOptions) clock() func() time.Time {
+	if o.Now != nil {
+		return o.Now
+	}
+	return time.Now
 }
 
 // ConvertStreamWith reads format's event lines from r until EOF, calls emit
@@ -88,9 +100,9 @@ func ConvertStreamWith(format string, r io.Reader, emit func(ProgressRecord), op
 	var c streamConverter
 	switch format {
 	case StreamClaude:
-		c = &claudeStream{msgUsage: map[string]claudeUsage{}}
+		c = &claudeStream{msgUsage: map[string]claudeUsage{}, now: opts.clock()}
 	case StreamCodex:
-		c = &codexStream{baseline: opts.Baseline}
+		c = &codexStream{baseline: opts.Baseline, now: opts.clock()}
 	default:
 		return StreamOutcome{}, fmt.Errorf("%w %q: use %s or %s", ErrUnknownStream, format, StreamClaude, StreamCodex)
 	}
@@ -249,6 +261,12 @@ func claudeRetry(ev map[string]json.RawMessage) ProgressRecord {
 type claudeStream struct {
 	lastText string
 	result   bool
+	// limited is set once a usage limit was reported: the run has failed
+	// then, whatever claude prints while it waits to retry; limitMsg says
+	// it. now is the clock the limit's retry time is read on.
+	limited  bool
+	limitMsg string
+	now      func() time.Time
 	// msgUsage is each API message's usage: an assistant message comes
 	// as several events (one per content block) repeating its usage.
 	msgUsage map[string]claudeUsage
@@ -307,6 +325,9 @@ func (c *claudeStream) event(ev map[string]json.RawMessage, out *StreamOutcome) 
 		case "init":
 		case "api_retry":
 			recs = append(recs, claudeRetry(ev))
+			if rec, ok := c.limit(ev, out); ok {
+				recs = append(recs, rec)
+			}
 		default:
 			recs = append(recs, ProgressRecord{Status: agentbridge.Clip("system: "+sub, maxStatusRunes), Kind: "other"})
 		}
@@ -445,6 +466,18 @@ func (c *claudeStream) resultEvent(ev map[string]json.RawMessage, out *StreamOut
 		}
 		status = "failed: " + oneLine(out.Error)
 		kind = "error" // as codex's failures, so a timeline marks both alike
+		var apiStatus int
+		_ = json.Unmarshal(ev["api_error_status"], &apiStatus)
+		rec := ProgressRecord{Status: agentbridge.Clip(status, maxStatusRunes), Kind: kind, Usage: &u}
+		// A failed result before any run began is a resume claude
+		// refused: the adapter starts afresh, so the run has not failed.
+		if out.Started && !c.limited {
+			rec.Failure = &agentbridge.Failure{Class: agentbridge.Classify(apiStatus, out.Error), Message: oneLine(out.Error)}
+		}
+		if c.limited {
+			out.Error = c.limitMsg
+		}
+		return []ProgressRecord{rec}
 	} else {
 		out.Failed, out.Error = false, ""
 		out.Reply = text
@@ -453,6 +486,42 @@ func (c *claudeStream) resultEvent(ev map[string]json.RawMessage, out *StreamOut
 		}
 	}
 	return []ProgressRecord{{Status: agentbridge.Clip(status, maxStatusRunes), Kind: kind, Usage: &u}}
+}
+
+// minLimitDelay is the shortest wait of claude's that is taken for the
+// time its usage limit resets (see limit).
+const minLimitDelay = 5 * time.Second
+
+// limit reports a usage limit from claude's first api_retry that names
+// one (error_status 429, or the error "rate_limit"): claude would go on
+// retrying, waiting retry_delay_ms each time (minutes, up to ten times),
+// but the run has failed, and the record's failure says so at once, with
+// when claude would have tried again.
+func (c *claudeStream) limit(ev map[string]json.RawMessage, out *StreamOutcome) (ProgressRecord, bool) {
+	var status int
+	var delay int64
+	_ = json.Unmarshal(ev["error_status"], &status)
+	_ = json.Unmarshal(ev["retry_delay_ms"], &delay)
+	why := str(ev, "error")
+	if c.limited || (status != 429 && why != "rate_limit") {
+		return ProgressRecord{}, false
+	}
+	c.limited = true
+	f := agentbridge.Failure{Class: agentbridge.FailureQuota,
+		Message: agentbridge.Clip(fmt.Sprintf("claude hit a usage limit (HTTP %d %s)", status, why), maxStatusRunes)}
+	msg := f.Message
+	// claude waits retry-after when the service sends one, else its own
+	// backoff (half a second, doubling): only the first is when the limit
+	// resets, and a run due again in a second would meet the limit again.
+	if time.Duration(delay)*time.Millisecond >= minLimitDelay {
+		at := c.now().Add(time.Duration(delay) * time.Millisecond)
+		f.RetryAt = agentbridge.FormatTime(at)
+		msg += fmt.Sprintf("; it would retry in %s", time.Duration(delay)*time.Millisecond/time.Second*time.Second)
+	}
+	c.limitMsg = msg
+	out.Failed, out.Error = true, msg
+	return ProgressRecord{Status: agentbridge.Clip("usage limit: "+msg, maxStatusRunes), Kind: "error", Failure: &f,
+		Detail: detail(map[string]any{"status": status, "error": why, "retry_delay_ms": delay})}, true
 }
 
 func (c *claudeStream) finish(out *StreamOutcome) {
@@ -476,6 +545,10 @@ type codexStream struct {
 	baseline    func(string) Usage
 	// before is the thread's running total when this run began.
 	before Usage
+	// failed is set once a failure was reported; now is the clock a
+	// usage limit's reset is read against.
+	failed bool
+	now    func() time.Time
 }
 
 type codexItem struct {
@@ -585,7 +658,54 @@ func (c *codexStream) fail(out *StreamOutcome, msg, fallback string) []ProgressR
 		msg = fallback
 	}
 	out.Failed, out.Error = true, msg
-	return []ProgressRecord{{Status: agentbridge.Clip("failed: "+oneLine(msg), maxStatusRunes), Kind: "error", Detail: detail(map[string]string{"message": agentbridge.Clip(msg, maxDetailRunes)})}}
+	rec := ProgressRecord{Status: agentbridge.Clip("failed: "+oneLine(msg), maxStatusRunes), Kind: "error", Detail: detail(map[string]string{"message": agentbridge.Clip(msg, maxDetailRunes)})}
+	// codex says a failure twice (error, then turn.failed): the first
+	// one carries it.
+	if !c.failed {
+		c.failed = true
+		rec.Failure = &agentbridge.Failure{Class: agentbridge.Classify(0, msg), Message: oneLine(msg)}
+		if t, ok := codexRetryAt(msg, c.now()); ok {
+			rec.Failure.RetryAt = agentbridge.FormatTime(t)
+		}
+	}
+	return []ProgressRecord{rec}
+}
+
+// codexTryAgain is codex's "try again at 2:38 PM." (a reset later today,
+// in the local time zone) or "try again at Dec 8th, 2026 2:38 PM." of a
+// usage limit.
+var codexTryAgain = regexp.MustCompile(`(?i)try again at (?:([A-Z][a-z]{2}) (\d{1,2})(?:st|nd|rd|th), (\d{4}) )?(\d{1,2}):(\d{2}) ([AP]M)`)
+
+// codexRetryAt reads when codex says a usage limit resets, from its
+// message and the local clock (codex prints the time in the local zone,
+// to the minute): the end of that minute, when the limit has surely
+// reset. ok is false when the message names no time.
+func codexRetryAt(msg string, now time.Time) (time.Time, bool) {
+	m := codexTryAgain.FindStringSubmatch(msg)
+	if m == nil {
+		return time.Time{}, false
+	}
+	now = now.Local()
+	y, mo, d := now.Date()
+	if m[1] != "" {
+		month, err := time.Parse("Jan", m[1])
+		if err != nil {
+			return time.Time{}, false
+		}
+		mo = month.Month()
+		d, _ = strconv.Atoi(m[2])
+		y, _ = strconv.Atoi(m[3])
+	}
+	h, _ := strconv.Atoi(m[4])
+	mi, _ := strconv.Atoi(m[5])
+	if h < 1 || h > 12 || mi > 59 {
+		return time.Time{}, false
+	}
+	h %= 12
+	if strings.EqualFold(m[6], "PM") {
+		h += 12
+	}
+	return time.Date(y, mo, d, h, mi, 0, 0, time.Local).Add(time.Minute), true
 }
 
 // item words one item event; started and completed ones are shown,

@@ -174,6 +174,8 @@ func ErrorMessage(r Result, timeout time.Duration) string {
 		msg = "The adapter was interrupted because the coordinator shut down."
 	case r.Cancelled:
 		msg = "The run was cancelled."
+	case r.GaveUp:
+		msg = "The adapter reported that its run failed, and was stopped."
 	case r.TimedOut:
 		msg = fmt.Sprintf("The adapter did not finish within %s and was stopped.", timeout)
 	case r.Signaled:

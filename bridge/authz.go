@@ -26,7 +26,7 @@ var scopeRoutes = map[string][]string{
 		"PUT /threads/{id}/receipts/{event}/{participant}", "POST /suggest",
 		"POST /auth/tokens", "DELETE /auth/tokens/{id}", "POST /auth/logout",
 		"PUT /coordinators/{id}", "DELETE /coordinators/{id}",
-		"POST /claims", "POST /claims/{id}/done",
+		"POST /claims", "POST /claims/{id}/done", "POST /claims/{id}/wait",
 		"POST /threads/{id}/attachments",
 	},
 	agentbridge.ScopeAgent: {

@@ -395,6 +395,7 @@ func (s *Server) api() []route {
 		{"DELETE", "/coordinators/{id}", "remove a coordinator's registration (?instance)", s.handleCoordinatorDelete},
 		{"POST", "/claims", "claim a run or a notice {thread, event, participant|notice, round?, coordinator, instance, client?, wait?, pending_ttl_ms?, fallback_from?}", s.handleClaimsPost},
 		{"POST", "/claims/{id}/done", "finish a claim {coordinator, instance, fence, outcome?, reason?}", s.handleClaimDone},
+		{"POST", "/claims/{id}/wait", "put a running claim back to waiting until a usage limit resets {coordinator, instance, fence, retry_at, pending_ttl_ms?, reason?}", s.handleClaimWait},
 		{"GET", "/claims", "claims a coordinator may take (?claimable) or of a thread (?thread)", s.handleClaimsGet},
 		{"GET", "/search", "search every thread the credential may read (?q, ?thread, ?from, ?type, ?before, ?after, ?limit, ?cursor)", s.handleSearch},
 		{"GET", "/schedules", "the threads' schedules with their next due time (?thread)", s.handleSchedules},

@@ -74,3 +74,14 @@ func (c *Client) Claims(ctx context.Context, thread string) ([]agentbridge.Claim
 	err := c.do(ctx, request{op: "list claims", method: http.MethodGet, path: "/claims", query: url.Values{"thread": {thread}}, wantOut: &out})
 	return out.Claims, err
 }
+
+// WaitClaim puts running claim req.ID, which this coordinator holds, back
+// to waiting until req.RetryAt (POST /claims/{id}/wait, contract 8.5).
+func (c *Client) WaitClaim(ctx context.Context, req agentbridge.ClaimWaitRequest) (agentbridge.Claim, error) {
+	var out agentbridge.Claim
+	err := c.do(ctx, request{
+		op: "wait claim", method: http.MethodPost, path: "/claims/" + strconv.FormatInt(req.ID, 10) + "/wait",
+		body: req, wantOut: &out,
+	})
+	return out, err
+}

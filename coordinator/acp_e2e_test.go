@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,7 +63,14 @@ type acpStack struct {
 	*stack
 	thread string
 	log    string
+	// slow, when set, bounds the wait for a reply or a permission request
+	// instead of waitLong: a real agent's cold start (OpenCode's takes
+	// most of a minute on a loaded machine).
+	slow time.Duration
 }
+
+// within is how long to wait for the agent's answer.
+func (s *acpStack) within() time.Duration { return cmp.Or(s.slow, waitLong) }
 
 func startACPStack(t testing.TB, env map[string]string, mutate func(*config.Config)) *acpStack {
 	t.Helper()
@@ -95,7 +103,12 @@ func (s *acpStack) ask(text string) agentbridge.Event {
 // reply waits for acpy's reply (or an error notice) to trigger.
 func (s *acpStack) reply(trigger agentbridge.Event) agentbridge.Event {
 	s.t.Helper()
-	return s.waitReplies(s.thread, trigger.ID, 1)[0]
+	var got []agentbridge.Event
+	testutil.WaitFor(s.t, s.within(), "a reply to "+trigger.ID, func() bool {
+		got = s.repliesTo(s.thread, trigger.ID)
+		return len(got) > 0
+	})
+	return got[0]
 }
 
 // calls returns the fake's logged calls: "pid method session" lines.
@@ -278,7 +291,7 @@ func TestACPCancel(t *testing.T) {
 func (s *acpStack) permissionRequest(trigger agentbridge.Event) (agentbridge.Event, acp.PermissionMeta) {
 	s.t.Helper()
 	var req agentbridge.Event
-	testutil.WaitFor(s.t, waitLong, "a permission request", func() bool {
+	testutil.WaitFor(s.t, s.within(), "a permission request", func() bool {
 		for _, e := range s.repliesTo(s.thread, trigger.ID) {
 			if e.Meta.HasTag("permission") {
 				req = e

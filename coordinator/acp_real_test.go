@@ -1,8 +1,12 @@
 package coordinator_test
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -60,12 +64,18 @@ func realACP(t testing.TB, name string) string {
 }
 
 // modelScript answers like a model: a shell tool call (claude's Bash,
-// codex's exec_command, Gemini's run_shell_command) when the prompt asks
-// for PLEASE_MKDIR and no tool result came back yet, else text.
+// codex's exec_command, Gemini's run_shell_command, OpenCode's bash) when
+// the prompt asks for PLEASE_MKDIR and no tool result came back yet, else
+// text. OpenCode's calls that offer no tools name the session: they get a
+// title at once.
 func modelScript(m *fakemodel.Server) {
 	m.SetResponder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
 		tools := r.ToolNames()
 		switch {
+		case r.API == fakemodel.OpenAIChat && len(tools) == 0:
+			return fakemodel.Reply{Text: "A session title", Usage: openCodeTitleUsage}, true
+		case r.Contains("PLEASE_MKDIR") && !r.Contains(`"role":"tool"`) && slices.Contains(tools, "bash"):
+			return fakemodel.Reply{Tool: &fakemodel.ToolCall{Name: "bash", Input: map[string]any{"command": "mkdir made-by-agent", "description": "Make a folder"}}}, true
 		case r.Contains("PLEASE_MKDIR") && !r.Contains("tool_result") && !r.Contains("function_call_output") && slices.Contains(tools, "Bash"):
 			return fakemodel.Reply{Tool: &fakemodel.ToolCall{Name: "Bash", Input: map[string]any{"command": "mkdir made-by-agent", "description": "Make a folder"}}}, true
 		case r.Contains("PLEASE_MKDIR") && !r.Contains("function_call_output") && slices.Contains(tools, "exec_command"):
@@ -106,7 +116,10 @@ var realAgents = []realAgent{
 		env: func(t testing.TB, m *fakemodel.Server) map[string]string {
 			// IS_SANDBOX: CI runs as root, where claude refuses to skip its
 			// own permission prompts otherwise (docs/acp.md).
-			return envMap(m.ClaudeEnv("test-key"), map[string]string{"IS_SANDBOX": "1", "HOME": t.TempDir(), "CLAUDE_CODE_MAX_RETRIES": "1"})
+			// CLAUDE_CODE_MAX_RETRIES=0: claude gives up on the first 429,
+			// and claude-agent-acp answers the prompt with its error
+			// (it says nothing while claude retries: docs/failures.md).
+			return envMap(m.ClaudeEnv("test-key"), map[string]string{"IS_SANDBOX": "1", "HOME": t.TempDir(), "CLAUDE_CODE_MAX_RETRIES": "0"})
 		}},
 	{name: "codex-acp",
 		argv: func(t testing.TB) []string { return []string{realACP(t, "codex-acp")} },
@@ -135,6 +148,89 @@ var realAgents = []realAgent{
 			// MCP server in the session folder (docs/acp.md).
 			return envMap(m.GeminiEnv("test-key", "gemini-2.5-flash"), map[string]string{"HOME": home, "GEMINI_CLI_TRUST_WORKSPACE": "true"})
 		}},
+	{name: "opencode",
+		// The shipped example's argv: --print-logs, since its usage limits
+		// are said only in its log (docs/failures.md).
+		argv: func(t testing.TB) []string {
+			return append([]string{realACP(t, "opencode")}, shippedACP(t, "opencode")[1:]...)
+		},
+		env: func(t testing.TB, m *fakemodel.Server) map[string]string {
+			home := t.TempDir()
+			cfg := filepath.Join(home, "opencode.json")
+			// "ask": OpenCode runs every tool without asking by default.
+			if err := os.WriteFile(cfg, []byte(m.OpenCodeConfig("fake-model", "FAKE_OPENAI_KEY", map[string]any{"bash": "ask"})), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return envMap(append(fakemodel.OpenCodeOffline(), noInternet(t)...),
+				map[string]string{"HOME": home, "OPENCODE_CONFIG": cfg, "FAKE_OPENAI_KEY": "test-key"})
+		}},
+}
+
+// shippedACP is the argv of the shipped coordinator.config.json's example
+// ACP entry name.
+func shippedACP(t testing.TB, name string) []string {
+	t.Helper()
+	root, err := testutil.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "coordinator.config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Examples map[string]struct {
+			ACP []string `json:"acp"`
+		} `json:"_acp_examples"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil || len(cfg.Examples[name].ACP) == 0 {
+		t.Fatalf("coordinator.config.json has no ACP example %s: %v", name, err)
+	}
+	return cfg.Examples[name].ACP
+}
+
+// openCodeTitleUsage is what the fake reports for OpenCode's title calls:
+// apart from the turns' DefaultUsage, so that a turn booking it shows.
+var openCodeTitleUsage = fakemodel.Usage{InputTokens: 7, OutputTokens: 3}
+
+// noInternet is the environment that sends an agent's HTTP traffic to
+// anywhere but 127.0.0.1 through a proxy of the test's own, which refuses
+// it; the test fails when anything came. (The agents' calls to the fake
+// model server and the bridge go straight to 127.0.0.1.)
+func noInternet(t testing.TB) []string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var asked []string
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			line, _ := bufio.NewReader(c).ReadString('\n')
+			mu.Lock()
+			asked = append(asked, strings.TrimSpace(line))
+			mu.Unlock()
+			_, _ = io.WriteString(c, "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(asked) > 0 {
+			t.Errorf("the agent reached for the internet: %q", asked)
+		}
+	})
+	proxy := "http://" + ln.Addr().String()
+	return []string{"HTTP_PROXY=" + proxy, "HTTPS_PROXY=" + proxy, "http_proxy=" + proxy, "https_proxy=" + proxy,
+		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost"}
 }
 
 // startRealACP runs a stack whose participant "agent" is the real ACP
@@ -152,7 +248,7 @@ func startRealACP(t testing.TB, ra realAgent, perms string) (*acpStack, string, 
 	s.cfg.Agents["acpy"] = config.Agent{ACP: argv, Env: ra.env(t, m), Workdir: work, Permissions: perms}
 	s.cfg.AdapterTimeout = 2 * time.Minute
 	s.startCoordinator()
-	as := &acpStack{stack: s}
+	as := &acpStack{stack: s, slow: 5 * time.Minute}
 	as.thread = s.thread("real-acp")
 	s.invite(as.thread, "acpy", agentbridge.Profile{Client: ra.name})
 	return as, work, m
@@ -184,8 +280,9 @@ func TestRealACPAgents(t *testing.T) {
 				}
 			}
 			// The invited profile's model (m1) through session/set_model,
-			// where the agent offers models (codex-acp 0.16 does not).
-			if ra.name != "codex-acp" && !slices.ContainsFunc(m.Calls(), func(r fakemodel.Request) bool { return r.Model == "m1" }) {
+			// where the agent offers models (codex-acp 0.16 and OpenCode
+			// 1.18 do not: OpenCode's model is its config's).
+			if ra.name != "codex-acp" && ra.name != "opencode" && !slices.ContainsFunc(m.Calls(), func(r fakemodel.Request) bool { return r.Model == "m1" }) {
 				t.Errorf("no model call asked for the profile's model m1")
 			}
 			second := s.ask("say pong again")
@@ -197,9 +294,10 @@ func TestRealACPAgents(t *testing.T) {
 			if inv2.PID != inv1.PID || inv1.PID == 0 {
 				t.Errorf("second turn on pid %d, first on %d: want the same warm process", inv2.PID, inv1.PID)
 			}
-			if ra.name == "claude-agent-acp" {
+			if ra.name == "claude-agent-acp" || ra.name == "opencode" {
 				// Each turn books its own figures: tokens from the prompt's
-				// answer, cost as the difference of the running totals.
+				// answer, cost as the difference of the running totals
+				// (OpenCode's title call is in neither).
 				u := fakemodel.DefaultUsage
 				for i, inv := range []ledger.Invocation{inv1, inv2} {
 					if inv.InputTokens != u.InputTokens || inv.OutputTokens != u.OutputTokens || inv.CostUSD <= 0 {
@@ -522,9 +620,20 @@ func TestRealGemini(t *testing.T) {
 	if inv.PID == pid {
 		t.Errorf("the same process answered after a restart")
 	}
-	calls := m.CallsSince(mark)
-	if len(calls) == 0 || !calls[len(calls)-1].Contains("REAL-CLI-OK 1") || !calls[len(calls)-1].Contains("hello from gemini over MCP") {
-		t.Errorf("the model call after the restart does not carry the loaded session's history")
+	s.checkLoaded(m.CallsSince(mark), inv, "REAL-CLI-OK 1", "hello from gemini over MCP")
+}
+
+// checkLoaded checks the first turn after a coordinator restart, inv,
+// whose model calls were calls: the session was loaded (the last call
+// carries history, texts of earlier turns), and the turn's progress holds
+// nothing of the history the agent replayed.
+func (s *acpStack) checkLoaded(calls []fakemodel.Request, inv ledger.Invocation, history ...string) {
+	t := s.t
+	t.Helper()
+	for _, h := range history {
+		if len(calls) == 0 || !calls[len(calls)-1].Contains(h) {
+			t.Errorf("the model call after the restart does not carry the loaded session's %q", h)
+		}
 	}
 	recs, _, err := s.db.ProgressOf(t.Context(), inv.ID, 0)
 	if err != nil {
@@ -540,4 +649,130 @@ func TestRealGemini(t *testing.T) {
 	if !slices.Contains(got, "session:session loaded") {
 		t.Errorf("progress %v: want the session loaded", got)
 	}
+}
+
+// TestRealOpenCode: OpenCode's own paths over ACP. A turn books the
+// tokens of its prompt's answer and, as its cost, what its usage_updates'
+// running total grew by: the price its config names, of the call the fake
+// served (the title call OpenCode makes on a new session is in neither).
+// After a coordinator restart the session is loaded: the next model call
+// carries the earlier turns, and the reply and progress hold only the new
+// turn's. And OpenCode reaches for nothing on the internet (noInternet).
+func TestRealOpenCode(t *testing.T) {
+	ra := realAgents[slices.IndexFunc(realAgents, func(r realAgent) bool { return r.name == "opencode" })]
+	s, _, m := startRealACP(t, ra, config.PermissionsAllow)
+	var n atomic.Int64
+	m.SetResponder(func(r fakemodel.Request) (fakemodel.Reply, bool) {
+		if len(r.ToolNames()) == 0 {
+			return fakemodel.Reply{Text: "A session title", Usage: openCodeTitleUsage}, true
+		}
+		return fakemodel.Reply{Text: fmt.Sprintf("OPENCODE-OK %d", n.Add(1))}, true
+	})
+	turn := func(text string) (agentbridge.Event, ledger.Invocation) {
+		t.Helper()
+		trig := s.ask(text)
+		r := s.reply(trig)
+		return r, s.waitStatus(trig.ID, "acpy", ledger.StatusSucceeded)
+	}
+	u := fakemodel.DefaultUsage
+	price := (float64(u.InputTokens)*fakemodel.OpenCodePrice[0] + float64(u.OutputTokens)*fakemodel.OpenCodePrice[1]) / 1e6
+	var pid int
+	for i, text := range []string{"say ok", "say ok again"} {
+		r, inv := turn(text)
+		want := fmt.Sprintf("OPENCODE-OK %d", i+1)
+		if r.Text() != want || inv.InputTokens != u.InputTokens || inv.OutputTokens != u.OutputTokens || math.Abs(inv.CostUSD-price) > 1e-9 {
+			t.Errorf("turn %d: reply %q, booked %d/%d tokens and $%v; want %s, the served %d/%d and $%v",
+				i+1, r.Text(), inv.InputTokens, inv.OutputTokens, inv.CostUSD, want, u.InputTokens, u.OutputTokens, price)
+		}
+		if i == 1 && inv.PID != pid {
+			t.Errorf("the second turn ran on pid %d, the first on %d", inv.PID, pid)
+		}
+		pid = inv.PID
+	}
+	if titles := slices.DeleteFunc(m.Calls(), func(r fakemodel.Request) bool { return len(r.ToolNames()) > 0 }); len(titles) != 1 {
+		t.Errorf("%d calls without tools, want OpenCode's one title call", len(titles))
+	}
+
+	s.stopCoordinator()
+	testutil.WaitFor(t, waitLong, "OpenCode to be closed with the coordinator", func() bool { return !alive(pid) })
+	s.startCoordinator()
+	mark := len(m.Requests())
+	r, inv := turn("say ok after the restart")
+	if r.Text() != "OPENCODE-OK 3" || inv.PID == pid {
+		t.Errorf("after the restart: reply %q on pid %d (before %d); want OPENCODE-OK 3 from a new process", r.Text(), inv.PID, pid)
+	}
+	s.checkLoaded(m.CallsSince(mark), inv, "OPENCODE-OK 1", "OPENCODE-OK 2")
+}
+
+// TestRealACPFailures (contract 8.5): each real ACP agent's failed turn
+// is classified from what the agent says — a key the model server refuses
+// is auth, the vendor's usage-limit error (fakemodel's limit marker) is
+// quota — and the agent answers the next trigger. claude-agent-acp 0.23.1
+// says a limit only when claude gives up (CLAUDE_CODE_MAX_RETRIES=0 here),
+// as the prompt's error; OpenCode 1.18.33 only in its log, with when to
+// try again, while it would retry for as long (docs/failures.md).
+func TestRealACPFailures(t *testing.T) {
+	apis := map[string]fakemodel.API{"claude-agent-acp": fakemodel.Anthropic, "codex-acp": fakemodel.OpenAI, "gemini": fakemodel.Gemini,
+		"opencode": fakemodel.OpenAIChat}
+	for _, ra := range realAgents {
+		t.Run(ra.name, func(t *testing.T) {
+			s, _, m := startRealACP(t, ra, config.PermissionsAllow)
+			// A limit that resets after pending_ttl is reported, not waited
+			// for.
+			s.stopCoordinator()
+			s.cfg.PendingTTL = time.Minute
+			s.startCoordinator()
+			m.SetKey("another-key")
+			bad := s.ask("say pong")
+			inv := s.waitEnded(bad.ID, "acpy")
+			if inv.Failure == nil || inv.Failure.Class != agentbridge.FailureAuth {
+				t.Errorf("a refused key: failure %+v (error %q), want auth", inv.Failure, inv.Error)
+			}
+			m.SetKey("")
+			limited := s.ask("say pong " + fakemodel.LimitMarker(apis[ra.name], 10*time.Minute))
+			inv = s.waitEnded(limited.ID, "acpy")
+			if inv.Failure == nil || inv.Failure.Class != agentbridge.FailureQuota {
+				t.Errorf("a usage limit: status %s, failure %+v (error %q), want quota; answers %v", inv.Status, inv.Failure, inv.Error, s.answerTexts(limited.ID))
+			}
+			if ra.name == "opencode" && (inv.Failure == nil || inv.Failure.RetryAt == "") {
+				t.Errorf("OpenCode's limit: failure %+v, want when it resets", inv.Failure)
+			}
+			// The limit ends (the marker stays in the history the next
+			// call carries): the agent answers the next trigger.
+			m.EndLimits()
+			after := s.ask("say pong once more")
+			if r := s.reply(after); r.From != "acpy" || !strings.Contains(r.Text(), "pong from the model") {
+				t.Errorf("after the failures the reply is %q from %s", r.Text(), r.From)
+			}
+		})
+	}
+}
+
+// waitEnded waits (up to 3 minutes: an agent may retry its model first)
+// for the participant's invocation of trigger to end, and returns it.
+func (s *acpStack) waitEnded(trigger, participant string) ledger.Invocation {
+	s.t.Helper()
+	var got ledger.Invocation
+	testutil.WaitFor(s.t, 3*time.Minute, "invocation "+trigger+"/"+participant+" to end", func() bool {
+		for _, inv := range s.invocations(trigger) {
+			if inv.Participant == participant && inv.FinishedAt != "" && len(inv.PendingPost) == 0 {
+				got = inv
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// answerTexts are the texts of the messages replying to trigger.
+func (s *acpStack) answerTexts(trigger string) []string {
+	var out []string
+	evs, _ := s.cl.ThreadEvents(s.t.Context(), agentbridge.ThreadEventsQuery{Thread: s.thread, After: -1})
+	for _, e := range evs {
+		if e.Meta.ReplyTo == trigger {
+			out = append(out, e.From+": "+e.Text())
+		}
+	}
+	return out
 }

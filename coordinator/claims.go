@@ -46,6 +46,8 @@ type claimer struct {
 	early map[claimRun]chan claimAnswer
 	// takes counts the failed take-overs of claims (takeover.go).
 	takes takeFailures
+	// poke wakes the claim poller (buffered 1: wake-ups coalesce).
+	poke chan struct{}
 }
 
 // claimRun names one run's claim: its trigger, participant and round.
@@ -67,7 +69,7 @@ type claimAnswer struct {
 const maxEarly = 4096
 
 func newClaimer(c *Coordinator) *claimer {
-	return &claimer{c: c, early: map[claimRun]chan claimAnswer{}}
+	return &claimer{c: c, early: map[claimRun]chan claimAnswer{}, poke: make(chan struct{}, 1)}
 }
 
 // off reports whether the bridge keeps no claims.
@@ -352,7 +354,7 @@ func (k *claimer) finish(ctx context.Context, id int64) {
 		return
 	}
 	switch inv.Status {
-	case ledger.StatusQueued, ledger.StatusRunning, ledger.StatusInterrupted, ledger.StatusElsewhere:
+	case ledger.StatusQueued, ledger.StatusRunning, ledger.StatusInterrupted, ledger.StatusElsewhere, ledger.StatusWaiting:
 		return
 	}
 	k.finishClaim(keep, inv.ClaimID, inv.ClaimFence)

@@ -544,6 +544,7 @@ func (c *Coordinator) process(ctx context.Context, e agentbridge.Event) error {
 		}
 	}
 	cfg := c.cfg.Load()
+	c.noticeHandoff(e)
 	before, err := c.stateBefore(ctx, e)
 	if err != nil {
 		return err

@@ -39,6 +39,7 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		return
 	}
 	cfg := c.cfg.Load()
+	work := ctx
 	ctx, stopRun, cancelled := c.registerRun(ctx, inv)
 	defer stopRun()
 	if cancelled {
@@ -76,6 +77,11 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	stopPresence := c.presence(ctx, inv.Thread, inv.Participant, cfg.PresenceHeartbeat, mon)
 	first := c.firstRun(ctx, inv, in, mon)
 	mon.stopMonitor()
+	if first.res.GaveUp {
+		// The run was stopped because its adapter reported that it
+		// failed, not the invocation: what it owes is still posted.
+		ctx = withClaim(work, inv)
+	}
 	c.keepSession(keep, inv, in, mon.latestSession())
 	var correction *agentRun
 	var correctionTok *agentToken
@@ -86,12 +92,13 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		correctionTok = c.runToken(ctx, cfg, inv)
 		in.token = correctionTok
 		res, why := c.runAgent(ctx, inv, in, p, body, nil)
-		correction = &agentRun{res, why}
+		correction = &agentRun{res: res, why: why}
 	}
 	to := c.questionTo(ctx, cfg, inv, in, first.res)
 	o := planOutcome(cfg, inv, in, first, correction, to)
 	c.ws.commit(keep, inv, in.tree, &o)
 	in.tree.done()
+	o = c.settleFailure(ctx, cfg, inv, in, o)
 	last := first.res
 	if correction != nil {
 		last = correction.res
@@ -108,6 +115,7 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 		// A cancel is counted when it is made.
 		c.metrics.observe(status, last.Finished.Sub(last.Started))
 	}
+	c.metrics.failed(inv.Participant, o.Failure)
 	c.logInvocation(inv, status, last.Finished.Sub(last.Started))
 	c.claims.finish(keep, inv.ID)
 }
@@ -138,6 +146,9 @@ func (c *Coordinator) deliverPending(ctx context.Context, inv ledger.Invocation)
 type agentRun struct {
 	res adapters.Result
 	why string
+	// failure is the one the adapter or agent reported on its progress
+	// fd, nil when it reported none.
+	failure *agentbridge.Failure
 }
 
 // firstRun runs the prepared adapter, or gives the result of one that
@@ -147,7 +158,7 @@ func (c *Coordinator) firstRun(ctx context.Context, inv ledger.Invocation, in pr
 		return agentRun{res: adapters.Result{ExitCode: -1, StartErr: in.startErr, Started: time.Now(), Finished: time.Now()}, why: in.why}
 	}
 	res, why := c.runAgent(ctx, inv, in, in.p, in.payload, mon.record)
-	return agentRun{res, why}
+	return agentRun{res: res, why: why, failure: mon.reportedFailure()}
 }
 
 // record writes the outcome and what is owed before posting it (a crash
@@ -211,7 +222,13 @@ func outcomeOf(run agentRun, timeout time.Duration) ledger.Outcome {
 			o.Status = ledger.StatusTimeout
 		}
 		o.Error = cmp.Or(run.why, adapters.ErrorMessage(res, timeout))
+		if run.failure != nil && run.failure.Message != "" {
+			// The adapter said why (a usage limit it stopped at, say):
+			// that comes first, the exit status and stderr after.
+			o.Error = run.failure.Message + "\n\n" + o.Error
+		}
 	}
+	o.Failure = failureOf(run, o)
 	return o
 }
 

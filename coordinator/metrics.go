@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
 )
 
 // metrics are the coordinator's Prometheus metrics, in a registry of its
@@ -18,6 +20,9 @@ type metrics struct {
 	// add up the usage adapters report on the progress fd.
 	tokens *prometheus.CounterVec
 	cost   *prometheus.CounterVec
+	// failures counts failed runs by participant and failure class
+	// (contract 8.5).
+	failures *prometheus.CounterVec
 }
 
 func newMetrics(c *Coordinator) *metrics {
@@ -57,7 +62,11 @@ func newMetrics(c *Coordinator) *metrics {
 		}
 		return float64(max(head-c.cursor.Load(), 0))
 	})
-	m.reg.MustRegister(m.invocations, m.duration, m.queueDepth, m.tokens, m.cost, lag)
+	m.failures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agent_bridge_coordinator_failures_total",
+		Help: "Failed runs by participant and failure class (quota, auth, unreachable, crash, timeout, cancelled).",
+	}, []string{"participant", "class"})
+	m.reg.MustRegister(m.invocations, m.duration, m.queueDepth, m.tokens, m.cost, m.failures, lag)
 	return m
 }
 
@@ -79,5 +88,12 @@ func (m *metrics) observe(status string, d time.Duration) {
 	m.invocations.WithLabelValues(status).Inc()
 	if d > 0 {
 		m.duration.Observe(d.Seconds())
+	}
+}
+
+// failed counts a run's failure, when it has one.
+func (m *metrics) failed(participant string, f *agentbridge.Failure) {
+	if f != nil {
+		m.failures.WithLabelValues(participant, f.Class).Inc()
 	}
 }

@@ -56,7 +56,7 @@ const (
 
 // pairReport is the last state reported for an unfinished invocation.
 type pairReport struct {
-	status, reply string
+	status, reply, reason string
 }
 
 // receiptReporter is owned by its run goroutine, except nudge.
@@ -353,7 +353,7 @@ func (r *receiptReporter) reportOf(p ledger.PairState) pairReport {
 			return pairReport{}
 		}
 	}
-	return pairReport{status: p.Status, reply: p.ReplyEventID}
+	return pairReport{status: p.Status, reply: p.ReplyEventID, reason: receiptReason(p, time.Now())}
 }
 
 // sendPair sends a pair's receipt, carrying its claim's fence.
@@ -364,6 +364,7 @@ func (r *receiptReporter) sendPair(ctx context.Context, p ledger.PairState) bool
 	return r.send(ctx, agentbridge.ReceiptInput{
 		Thread: p.Thread, Event: p.TriggerID, Participant: p.Participant,
 		State: p.Status, Invocation: strconv.FormatInt(p.ID, 10), Reply: p.ReplyEventID,
+		Reason: receiptReason(p, time.Now()),
 	})
 }
 

@@ -125,6 +125,9 @@ type runMonitor struct {
 	status  string
 	// session is the last CLI session id the adapter reported.
 	session string
+	// failure is the first failure the adapter reported (contract 8.5):
+	// the run is stopped when it comes.
+	failure *agentbridge.Failure
 	// statusCh is signalled (never blocking) when status changes.
 	statusCh chan struct{}
 
@@ -179,6 +182,13 @@ func (m *runMonitor) record(r adapters.ProgressRecord) {
 	if r.Session != "" {
 		m.session = r.Session
 	}
+	if r.Failure != nil && m.failure == nil {
+		m.failure = r.Failure
+		// The adapter says its run failed: what it would still do (a
+		// CLI waiting minutes to retry a usage limit) is not worth
+		// waiting for.
+		m.c.runs.giveUp(m.id)
+	}
 	if r.Status != "" && r.Status != m.status {
 		m.status = r.Status
 		select {
@@ -186,6 +196,13 @@ func (m *runMonitor) record(r adapters.ProgressRecord) {
 		default:
 		}
 	}
+}
+
+// reportedFailure is the failure the adapter reported, nil for none.
+func (m *runMonitor) reportedFailure() *agentbridge.Failure {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.failure
 }
 
 // latestSession is the last CLI session id the adapter reported ("" if

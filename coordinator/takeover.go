@@ -35,6 +35,8 @@ func (k *claimer) pollClaims(ctx context.Context) {
 			t.Stop()
 			return
 		case <-t.C:
+		case <-k.poke:
+			t.Stop()
 		}
 	}
 }
@@ -160,8 +162,14 @@ func (k *claimer) take(ctx context.Context, cfg *config.Config, cl agentbridge.C
 	if err != nil {
 		return err
 	}
+	// A trigger handed over to this participant says so in its claim, and
+	// in the notice of the claim that handed it over.
+	replies, err := k.c.repliesAfter(ctx, e.Thread, e.Seq)
+	if err != nil {
+		return err
+	}
 	req := k.request(cfg, ledger.Invocation{Thread: cl.Thread, TriggerID: cl.Event, Participant: cl.Participant, Round: cl.Round}, cl.Client)
-	req.FallbackFrom = cl.FallbackFrom
+	req.FallbackFrom = cmp.Or(cl.FallbackFrom, handoffOf(replies, e.ID, cl.Participant))
 	res, err := k.c.bridge.Claim(ctx, req)
 	if err != nil || !res.Granted {
 		return err // another coordinator was quicker
@@ -178,10 +186,7 @@ func (k *claimer) take(ctx context.Context, cfg *config.Config, cl agentbridge.C
 		Hop: agentbridge.Hop(before.state, e, cfg.HumanIDs), Round: cl.Round,
 		ClaimID: res.Claim.ID, ClaimFence: res.Claim.Fence,
 	}
-	replies, err := k.c.repliesAfter(ctx, e.Thread, e.Seq)
-	if err != nil {
-		return err
-	}
+	inv.FallbackFrom = req.FallbackFrom
 	if r, _, found := replyFor(replies, inv, ""); found {
 		k.c.log.Info("a run taken over was answered already; finishing its claim", "trigger", e.ID, "participant", inv.Participant, "reply", r.ID)
 		k.finishClaim(ctx, res.Claim.ID, res.Claim.Fence)
@@ -215,6 +220,25 @@ func (k *claimer) disagreement(ctx context.Context, cfg *config.Config, e agentb
 	_, servedHere := cfg.ResolveAgent(target, before)
 	return rules.ClaimDisagreement(d, before, cfg, target, cl.Round, servedHere), nil
 }
+
+// wake has the poller look at the bridge's claims now (a trigger was
+// handed to a fallback); it never blocks.
+func (k *claimer) wake() {
+	select {
+	case k.poke <- struct{}{}:
+	default:
+	}
+}
+
+// wakeAt wakes the poller just after t, when a claim waiting for a usage
+// limit falls due.
+func (k *claimer) wakeAt(t time.Time) {
+	time.AfterFunc(time.Until(t)+claimDueSlack, k.wake)
+}
+
+// claimDueSlack is how long after a claim's due time the poller looks:
+// the bridge's clock decides, and may be a little behind.
+const claimDueSlack = 200 * time.Millisecond
 
 // findEvent reads event id of thread: among its latest events, else by
 // paging the thread from its start.

@@ -151,9 +151,24 @@ func printInvocation(w io.Writer, inv ledger.Invocation) {
 	if inv.ReplyEventID != "" {
 		fmt.Fprintf(w, "reply %s\n", inv.ReplyEventID)
 	}
+	if inv.Failure != nil {
+		fmt.Fprintf(w, "failure: %s\n", failureText(inv))
+	}
 	if inv.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", firstLine(inv.Error))
 	}
+}
+
+// failureText is an invocation's failure for a list (contract 8.5):
+// "quota until 15:04", "handed to codex: quota until 15:04", "-".
+func failureText(inv ledger.Invocation) string {
+	switch {
+	case inv.Failure == nil:
+		return "-"
+	case inv.HandedTo != "":
+		return agentbridge.HandedReason(inv.HandedTo, *inv.Failure, time.Now(), time.Local)
+	}
+	return inv.Failure.Summary(time.Now(), time.Local)
 }
 
 // printProgress prints the records newer than last, one line each, and
@@ -290,7 +305,7 @@ func (m *Main) printInvocations(list []ledger.Invocation) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tPARTICIPANT\tTHREAD\tTRIGGER\tEXIT\tDURATION\tTOKENS\tCOST\tREPLY")
+	fmt.Fprintln(tw, "ID\tSTATUS\tPARTICIPANT\tTHREAD\tTRIGGER\tEXIT\tDURATION\tTOKENS\tCOST\tFAILURE\tREPLY")
 	for _, inv := range list {
 		exit := "-"
 		if inv.ExitCode != nil {
@@ -300,8 +315,8 @@ func (m *Main) printInvocations(list []ledger.Invocation) error {
 		if reply == "" {
 			reply = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", inv.ID, inv.Status, inv.Participant, inv.Thread, inv.TriggerID,
-			exit, runDuration(inv, time.Now()), tokens(inv), cost(inv), reply)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", inv.ID, inv.Status, inv.Participant, inv.Thread, inv.TriggerID,
+			exit, runDuration(inv, time.Now()), tokens(inv), cost(inv), failureText(inv), reply)
 	}
 	return tw.Flush()
 }

@@ -154,8 +154,10 @@ type agent struct {
 	// promptCapabilities.image (attachments.go).
 	loadSession, images bool
 
-	// Guarded by pool.mu.
+	// Guarded by pool.mu. retired is set when the process is not to be
+	// used again: it is closed when its turn ends.
 	busy     bool
+	retired  bool
 	lastUsed time.Time
 	idle     *time.Timer
 
@@ -248,7 +250,7 @@ func (p *Pool) release(a *agent) {
 		p.closeLater(a)
 		return
 	}
-	if a.dead() || p.closed {
+	if a.dead() || p.closed || a.retired {
 		delete(p.agents, a.key)
 		p.closeLater(a)
 		return
@@ -256,6 +258,15 @@ func (p *Pool) release(a *agent) {
 	idle := cfg.ACPIdle
 	a.idle = time.AfterFunc(idle, func() { p.closeIdle(a, idle) })
 	p.evictLocked(cfg.ACPMaxWarm)
+}
+
+// retire has a closed when its turn ends, and the pair's next turn start
+// a new process.
+func (p *Pool) retire(a *agent) {
+	p.mu.Lock()
+	a.retired = true
+	p.mu.Unlock()
+	p.log.Info("closing the ACP agent after its failed turn; the next turn starts a new one", "thread", a.key.thread, "participant", a.key.participant, "pid", a.pid)
 }
 
 // closeIdle closes a when it has not been used for idle.
@@ -700,12 +711,22 @@ func (p *Pool) Run(ctx context.Context, run Run) (res adapters.Result, why strin
 	t.started = res.Started
 	defer a.endTurn()
 	prompt := promptBlocks(text, run.Payload, fresh, a.images, p.log)
+	a.watchStderr(t)
+	defer a.stderr.watchLines(nil)
 	ans, stopped := p.exchange(ctx, inv, a, t, prompt, cold)
 	res.Finished = time.Now()
 	res.StderrTail = a.stderr.since(errMark)
 	reply, thought := t.result()
 	reportUsage(t, ans.resp, progress)
 	if res, why, done := stopResult(res, a, t, ans, stopped); done {
+		if (ans.err != nil && !a.dead()) || (stopped == "" && ans.err == nil && ans.resp.StopReason == sdk.StopReasonEndTurn) {
+			// An agent that answered with an error, or ended a turn it
+			// did not run (the only end_turn stopResult fails), may be
+			// out of step with its session (claude-agent-acp 0.23 is: see
+			// unanswered): the next turn gets a new process, which loads
+			// the session.
+			p.retire(a)
+		}
 		return res, why
 	}
 	if run.Scene && thought != "" && !strings.Contains(reply, "<thinking>") {
@@ -807,9 +828,14 @@ func (p *Pool) exchange(ctx context.Context, inv ledger.Invocation, a *agent, t 
 			ans.err = errors.New("the agent exited")
 		}
 	case <-ctx.Done():
-		stopped = "interrupted"
-		if errors.Is(context.Cause(ctx), adapters.ErrCancelled) {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, adapters.ErrCancelled):
 			stopped = "cancelled"
+		case errors.Is(cause, adapters.ErrGaveUp):
+			// The turn's progress said it failed (watchStderr).
+			stopped = "gave up"
+		default:
+			stopped = "interrupted"
 		}
 	case <-t.clock.C():
 		stopped = "timeout"
@@ -846,6 +872,9 @@ func stopResult(res adapters.Result, a *agent, t *turn, ans promptAnswer, stoppe
 	case "timeout":
 		res.TimedOut = true
 		return res, "", true
+	case "gave up":
+		res.GaveUp, res.StderrTail = true, a.stderr.since(0)
+		return res, "", true
 	}
 	if ans.err != nil {
 		if a.dead() {
@@ -866,6 +895,10 @@ func stopResult(res adapters.Result, a *agent, t *turn, ans promptAnswer, stoppe
 			return res, why, true
 		}
 		res, why := failed(res, fmt.Sprintf("The ACP agent answered the prompt with an error: %v.", ans.err), a)
+		return res, why, true
+	}
+	if ans.resp.StopReason == sdk.StopReasonEndTurn && unanswered(t, ans.resp) {
+		res, why := failed(res, "The ACP agent ended the turn at once, without an answer and without a model call (end_turn, no update, no tokens): it did not run this prompt.", a)
 		return res, why, true
 	}
 	if ans.resp.StopReason == sdk.StopReasonEndTurn {
@@ -943,17 +976,44 @@ type stderrTail struct {
 	mu    sync.Mutex
 	buf   []byte
 	total int64
+	// watch, while set (watchLines), gets each line written, without its
+	// newline; line is the unfinished one (its first stderrKeep bytes).
+	watch func(string)
+	line  []byte
 }
 
 func (s *stderrTail) Write(p []byte) (int, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.total += int64(len(p))
 	s.buf = append(s.buf, p...)
 	if len(s.buf) > stderrKeep {
 		s.buf = slices.Clone(s.buf[len(s.buf)-stderrKeep:])
 	}
+	var lines []string
+	watch := s.watch
+	for rest := p; watch != nil && len(rest) > 0; {
+		part, after, full := bytes.Cut(rest, []byte("\n"))
+		s.line = append(s.line, part[:min(len(part), max(stderrKeep-len(s.line), 0))]...)
+		if full {
+			lines = append(lines, string(s.line))
+			s.line = s.line[:0]
+		}
+		rest = after
+	}
+	s.mu.Unlock()
+	// Outside the lock: watch may take its time.
+	for _, l := range lines {
+		watch(l)
+	}
 	return len(p), nil
+}
+
+// watchLines has f called with each line written from now on (a line
+// begun before is read from its next byte); nil stops it.
+func (s *stderrTail) watchLines(f func(string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watch, s.line = f, s.line[:0]
 }
 
 // mark is the count written so far.

@@ -48,6 +48,10 @@ type turn struct {
 	hasCost             bool
 	// refused counts the permission requests answered with a refusal.
 	refused int
+	// updates counts the session/updates handled; failed is set once the
+	// agent's stderr said the turn failed (watchStderr).
+	updates int
+	failed  bool
 }
 
 type toolInfo struct{ title, kind string }
@@ -156,6 +160,9 @@ func (t *turn) costDelta() (float64, bool) {
 
 // update handles one session/update of the turn.
 func (t *turn) update(u sdk.SessionUpdate) {
+	t.mu.Lock()
+	t.updates++
+	t.mu.Unlock()
 	switch {
 	case u.AgentMessageChunk != nil:
 		if !t.warning(u.AgentMessageChunk.Content) {

@@ -59,6 +59,11 @@ type Agent struct {
 	// ACPFS offers the agent the client's fs capability, restricted to
 	// its session folder.
 	ACPFS bool
+	// Fallback names, in order, the agents a trigger goes to when this
+	// one's run fails for its quota, its credential or an unreachable
+	// service (contract 8.5, docs/failures.md): the first of them that a
+	// live coordinator serves answers instead.
+	Fallback []string
 	// Workspace names the entry of the config's workspaces the agent
 	// works in by default (contract 8.1); an invite's profile or a
 	// person's thread control may pick another.
@@ -446,6 +451,7 @@ type agentFile struct {
 	Workdir     *string                     `json:"workdir"`
 	Permissions *string                     `json:"permissions"`
 	ACPFS       *bool                       `json:"acp_fs"`
+	Fallback    *[]string                   `json:"fallback"`
 	Workspace   *string                     `json:"workspace"`
 }
 
@@ -694,7 +700,31 @@ func (f *fileConfig) agents(baseDir string) (map[string]Agent, error) {
 		}
 		agents[name] = a
 	}
+	for _, name := range sortedKeys(agents) {
+		if err := checkFallback("agents."+name+".fallback", name, agents[name].Fallback); err != nil {
+			return nil, err
+		}
+	}
 	return agents, nil
+}
+
+// checkFallback checks an agent's fallback chain: participant ids, none
+// twice, not the agent itself. A name this config has no entry for is
+// allowed: another coordinator may serve it.
+func checkFallback(key, self string, chain []string) error {
+	seen := map[string]bool{}
+	for _, f := range chain {
+		switch {
+		case !agentbridge.ParticipantIDPattern.MatchString(f):
+			return configErrorf(key, "%q is not a valid participant id (1 to 128 letters, digits or . _ @ : -, starting with a letter or digit)", f)
+		case f == self:
+			return configErrorf(key, "names the agent itself; list the agents its triggers go to instead")
+		case seen[f]:
+			return configErrorf(key, "names %q twice", f)
+		}
+		seen[f] = true
+	}
+	return nil
 }
 
 // parseAgent decodes and checks the agent entry raw found at key.
@@ -733,6 +763,7 @@ func parseAgent(key string, raw json.RawMessage, baseDir string) (Agent, error) 
 		}
 		a.Workspace = *e.Workspace
 	}
+	setIf(&a.Fallback, e.Fallback)
 	if e.Profile != nil {
 		var err error
 		if a.Profile, err = parseAgentProfile(key, *e.Profile); err != nil {

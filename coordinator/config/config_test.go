@@ -441,3 +441,26 @@ func manyAgents(n int) string {
 	}
 	return strings.Join(entries, ", ")
 }
+
+// An agent's fallback chain names participant ids, neither itself nor
+// one twice; an agent no entry of this config names is allowed (another
+// coordinator may serve it).
+func TestFallbackChain(t *testing.T) {
+	t.Parallel()
+	cfg, _, err := Parse(strings.NewReader(`{"agents": {"claude": {"command": ["x"], "fallback": ["codex", "gemini"]}, "codex": {"command": ["y"]}}}`), ".")
+	if err != nil || len(cfg.Agents["claude"].Fallback) != 2 {
+		t.Fatalf("Parse = %+v, %v", cfg, err)
+	}
+	for in, key := range map[string]string{
+		`{"agents": {"a": {"command": ["x"], "fallback": ["a"]}}}`:      "agents.a.fallback",
+		`{"agents": {"a": {"command": ["x"], "fallback": ["b", "b"]}}}`: "agents.a.fallback",
+		`{"agents": {"a": {"command": ["x"], "fallback": ["no way"]}}}`: "agents.a.fallback",
+		`{"agents": {"a": {"command": ["x"], "fallback": "b"}}}`:        "agents.a.fallback",
+	} {
+		_, _, err := Parse(strings.NewReader(in), ".")
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Key != key {
+			t.Errorf("%s: %v, want an error naming %s", in, err, key)
+		}
+	}
+}

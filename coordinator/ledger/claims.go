@@ -61,17 +61,18 @@ func (d *DB) TakeOver(ctx context.Context, inv Invocation, now time.Time) (queue
 	}
 	ts := agentbridge.FormatTime(now)
 	err = d.db.QueryRowContext(ctx, `INSERT INTO invocations
-		(thread, trigger_id, trigger_seq, trigger_gseq, participant, agent, command, hop, status, queued_at, round, claim_id, claim_fence, owner)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		(thread, trigger_id, trigger_seq, trigger_gseq, participant, agent, command, hop, status, queued_at, round, claim_id, claim_fence, owner, fallback_from)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (trigger_id, participant, round) DO UPDATE SET status = excluded.status, error = '',
 			agent = excluded.agent, command = excluded.command, queued_at = excluded.queued_at,
 			started_at = '', finished_at = '', duration_ms = 0, exit_code = NULL, reply_event_id = '', pending_post = '',
 			pid = 0, pgid = 0, process_started_at = '', claim_id = excluded.claim_id, claim_fence = excluded.claim_fence, owner = excluded.owner,
-			prepare_failures = 0, prepare_first_ms = 0
+			prepare_failures = 0, prepare_first_ms = 0,
+			failure_class = '', retry_at = '', handed_to = '', fallback_from = excluded.fallback_from
 		WHERE invocations.status NOT IN (?, ?) OR invocations.owner != excluded.owner
 		RETURNING id`,
 		inv.Thread, inv.TriggerID, inv.TriggerSeq, inv.TriggerGSeq, inv.Participant, inv.Agent, string(cmd), inv.Hop,
-		StatusQueued, ts, inv.Round, inv.ClaimID, inv.ClaimFence, d.db.owner, StatusQueued, StatusRunning).Scan(&inv.ID)
+		StatusQueued, ts, inv.Round, inv.ClaimID, inv.ClaimFence, d.db.owner, inv.FallbackFrom, StatusQueued, StatusRunning).Scan(&inv.ID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return inv, false, nil
 	}
@@ -79,5 +80,6 @@ func (d *DB) TakeOver(ctx context.Context, inv Invocation, now time.Time) (queue
 		return inv, false, fmt.Errorf("queue the run taken over: %w", err)
 	}
 	inv.Status, inv.QueuedAt, inv.Error, inv.Owner = StatusQueued, ts, "", d.db.owner
+	inv.Failure, inv.HandedTo = nil, ""
 	return inv, true, nil
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
 )
 
 // PairState is what the receipt reporter needs of an invocation: its pair,
@@ -24,6 +26,11 @@ type PairState struct {
 	// not claimed): the pair's receipts carry its fence.
 	ClaimID    int64
 	ClaimFence int64
+	// Failure, HandedTo and FinishedAt say why a failed run failed and
+	// where its trigger went (contract 8.5): the receipt's reason.
+	Failure    *agentbridge.Failure
+	HandedTo   string
+	FinishedAt string
 }
 
 // DecisionRow is a recorded decision in the order decisions were written.
@@ -57,7 +64,7 @@ func (d *DB) PairStates(ctx context.Context, after int64, ids []int64, limit int
 	q := `SELECT i.id, i.thread, i.trigger_id, i.participant, i.status,
 			CASE WHEN i.reply_event_id != '' THEN i.reply_event_id ELSE coalesce(n.posted_event_id, '') END,
 			i.pending_post != '' OR (n.trigger_id IS NOT NULL AND n.posted_event_id = ''),
-			i.claim_id, i.claim_fence
+			i.claim_id, i.claim_fence, i.failure_class, i.retry_at, i.handed_to, i.finished_at
 		FROM invocations i LEFT JOIN notices n ON n.owner = i.owner AND n.trigger_id = i.trigger_id AND n.kind = 'cancelled:' || i.participant
 		WHERE i.owner = ? AND (i.id IN (SELECT id FROM invocations WHERE owner = ? AND id > ? ORDER BY id LIMIT ?)`
 	args := []any{d.db.owner, d.db.owner, after, limit}
@@ -75,8 +82,13 @@ func (d *DB) PairStates(ctx context.Context, after int64, ids []int64, limit int
 	var out []PairState
 	for rows.Next() {
 		var p PairState
-		if err := rows.Scan(&p.ID, &p.Thread, &p.TriggerID, &p.Participant, &p.Status, &p.ReplyEventID, &p.Pending, &p.ClaimID, &p.ClaimFence); err != nil {
+		var class, retryAt string
+		if err := rows.Scan(&p.ID, &p.Thread, &p.TriggerID, &p.Participant, &p.Status, &p.ReplyEventID, &p.Pending, &p.ClaimID, &p.ClaimFence,
+			&class, &retryAt, &p.HandedTo, &p.FinishedAt); err != nil {
 			return nil, fmt.Errorf("scan invocation state: %w", err)
+		}
+		if class != "" {
+			p.Failure = &agentbridge.Failure{Class: class, RetryAt: retryAt}
 		}
 		out = append(out, p)
 	}

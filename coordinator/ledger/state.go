@@ -54,6 +54,11 @@ const (
 	// writes. Nothing of it is posted, no receipt is written for it, and
 	// its error names the holder and its host.
 	StatusElsewhere = "elsewhere"
+	// StatusWaiting ends a run whose agent hit a usage limit, with no
+	// fallback: its claim waits at the bridge until the limit resets
+	// (contract 8.5), and the record is queued again when a coordinator
+	// takes it then.
+	StatusWaiting = "waiting"
 )
 
 // ValidStatus reports whether s is an invocation status, so that a filter
@@ -61,7 +66,7 @@ const (
 func ValidStatus(s string) bool {
 	switch s {
 	case StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusTimeout, StatusInterrupted, StatusRefused,
-		StatusCancelled, StatusPassed, StatusElsewhere:
+		StatusCancelled, StatusPassed, StatusElsewhere, StatusWaiting:
 		return true
 	}
 	return false
@@ -242,6 +247,12 @@ type Invocation struct {
 	// version, or by a take-over); the run uses it rather than reading the invite
 	// again.
 	Profile *agentbridge.Profile `json:"-"`
+	// Failure is why the run failed (contract 8.5), nil for one that did
+	// not; HandedTo the fallback its trigger went to instead; FallbackFrom,
+	// on a fallback's run, the participant whose failure handed it over.
+	Failure      *agentbridge.Failure `json:"failure,omitempty"`
+	HandedTo     string               `json:"handed_to,omitempty"`
+	FallbackFrom string               `json:"fallback_from,omitempty"`
 }
 
 // DecisionRecord is the recorded routing decision for one event, as JSON so that
@@ -509,6 +520,10 @@ type Outcome struct {
 	// Journal, when set, is appended to the participant's journal in the
 	// same transaction as the outcome, so that it is kept exactly once.
 	Journal *JournalEntry
+	// Failure is why the run failed (nil for a run that did not), and
+	// HandedTo the fallback the trigger goes to instead (contract 8.5).
+	Failure  *agentbridge.Failure
+	HandedTo string
 }
 
 // ErrCancelled is returned by Finish when the invocation was cancelled
@@ -582,10 +597,11 @@ func finishUpdate(ctx context.Context, q querier, id int64, o Outcome) error {
 		status = CASE WHEN status = ? THEN status ELSE ? END, exit_code = ?,
 		error = CASE WHEN status = ? THEN error ELSE ? END,
 		started_at = CASE WHEN ? = '' THEN started_at ELSE ? END, finished_at = ?, duration_ms = ?,
-		output_bytes = ?, stderr_tail = ?, progress_bad = ?,
+		output_bytes = ?, stderr_tail = ?, progress_bad = ?, failure_class = ?, retry_at = ?, handed_to = ?,
 		pending_post = CASE WHEN status = ? THEN '' ELSE ? END WHERE id = ? RETURNING status`,
 		StatusCancelled, o.Status, o.ExitCode, StatusCancelled, o.Error, started, started,
 		agentbridge.FormatTime(o.Finished), dur, o.OutputBytes, o.StderrTail, o.ProgressBad,
+		o.failureClass(), o.retryAt(), o.HandedTo,
 		StatusCancelled, post, id)
 	if err != nil {
 		return fmt.Errorf("finish invocation %d: %w", id, err)
@@ -655,21 +671,22 @@ func (d *DB) SetStatus(ctx context.Context, id int64, status, errText string) er
 const invocationColumns = `id, thread, trigger_id, trigger_seq, trigger_gseq, participant, agent, command, hop,
 	status, exit_code, error, queued_at, started_at, finished_at, duration_ms, reply_event_id, pending_post,
 	output_bytes, stderr_tail, pid, pgid, process_started_at,
-	input_tokens, output_tokens, cost_usd, progress_count, progress_bad, round, owner, claim_id, claim_fence, profile`
+	input_tokens, output_tokens, cost_usd, progress_count, progress_bad, round, owner, claim_id, claim_fence, profile,
+	failure_class, retry_at, handed_to, fallback_from`
 
 func scanInvocations(rows *sql.Rows) ([]Invocation, error) {
 	defer rows.Close()
 	var out []Invocation
 	for rows.Next() {
 		var inv Invocation
-		var cmd, pending, profile string
+		var cmd, pending, profile, failureClass, retryAt string
 		var exit sql.NullInt64
 		if err := rows.Scan(&inv.ID, &inv.Thread, &inv.TriggerID, &inv.TriggerSeq, &inv.TriggerGSeq,
 			&inv.Participant, &inv.Agent, &cmd, &inv.Hop, &inv.Status, &exit, &inv.Error, &inv.QueuedAt,
 			&inv.StartedAt, &inv.FinishedAt, &inv.DurationMS, &inv.ReplyEventID, &pending,
 			&inv.OutputBytes, &inv.StderrTail, &inv.PID, &inv.PGID, &inv.ProcessStartedAt,
 			&inv.InputTokens, &inv.OutputTokens, &inv.CostUSD, &inv.ProgressCount, &inv.ProgressBad, &inv.Round, &inv.Owner,
-			&inv.ClaimID, &inv.ClaimFence, &profile); err != nil {
+			&inv.ClaimID, &inv.ClaimFence, &profile, &failureClass, &retryAt, &inv.HandedTo, &inv.FallbackFrom); err != nil {
 			return nil, fmt.Errorf("scan invocation: %w", err)
 		}
 		if err := json.Unmarshal([]byte(cmd), &inv.Command); err != nil {
@@ -681,6 +698,9 @@ func scanInvocations(rows *sql.Rows) ([]Invocation, error) {
 		}
 		if pending != "" {
 			inv.PendingPost = json.RawMessage(pending)
+		}
+		if failureClass != "" {
+			inv.Failure = &agentbridge.Failure{Class: failureClass, RetryAt: retryAt}
 		}
 		if profile != "" {
 			inv.Profile = new(agentbridge.Profile)
@@ -811,4 +831,19 @@ func (d *DB) NoticePosted(ctx context.Context, triggerID, kind, eventID string) 
 		return fmt.Errorf("record notice post: %w", err)
 	}
 	return nil
+}
+
+// failureClass and retryAt are the outcome's failure as its columns.
+func (o Outcome) failureClass() string {
+	if o.Failure == nil {
+		return ""
+	}
+	return o.Failure.Class
+}
+
+func (o Outcome) retryAt() string {
+	if o.Failure == nil {
+		return ""
+	}
+	return o.Failure.RetryAt
 }

@@ -377,3 +377,21 @@ func HostName(cfg *config.Config) string {
 	}
 	return "unknown"
 }
+
+// ClientOf is the client a live coordinator other than this one registers
+// agent name with ("" when it names none); ok is false when none serves it.
+func (g *Registrar) ClientOf(name string) (client string, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, o := range g.list {
+		if !o.Live || o.Instance == g.instance {
+			continue
+		}
+		for _, a := range o.Agents {
+			if a.Name == name {
+				return a.Client, true
+			}
+		}
+	}
+	return "", false
+}

@@ -3,10 +3,11 @@
 // streaming, what claude and claude-agent-acp call through
 // ANTHROPIC_BASE_URL), the OpenAI Responses API (POST /v1/responses,
 // SSE streaming, what codex and codex-acp call through a custom model
-// provider) and the Generative Language API (POST
+// provider), the Generative Language API (POST
 // /v1beta/models/{model}:streamGenerateContent, :generateContent and
-// :countTokens, what Gemini CLI calls through GOOGLE_GEMINI_BASE_URL), on
-// 127.0.0.1 only.
+// :countTokens, what Gemini CLI calls through GOOGLE_GEMINI_BASE_URL) and
+// the Chat Completions API (POST /v1/chat/completions, SSE streaming, what
+// OpenCode calls for an OpenAI-compatible provider), on 127.0.0.1 only.
 //
 // A test scripts what the model answers — text, a tool call (Bash, an MCP
 // tool), an HTTP error (401, 429, 500), a slow answer — and reads back the
@@ -32,7 +33,7 @@ import (
 	"time"
 )
 
-// API names one of the two wire protocols the server speaks.
+// API names one of the wire protocols the server speaks.
 type API string
 
 const (
@@ -45,6 +46,10 @@ const (
 	// :generateContent. Its :countTokens is answered but is not a model
 	// call: it is logged as Other and takes nothing from the script.
 	Gemini API = "gemini"
+	// OpenAIChat is the Chat Completions API: POST /v1/chat/completions
+	// (SSE streaming), what an OpenAI-compatible client such as OpenCode
+	// calls.
+	OpenAIChat API = "openai-chat"
 	// Other is any other path; the server answers 404 and logs it.
 	Other API = "other"
 )
@@ -204,6 +209,9 @@ type Server struct {
 	responder Responder
 	log       []Request
 	n         int // requests numbered so far
+	// limits maps each usage-limit marker seen to when its window ends
+	// (limit.go).
+	limits map[string]time.Time
 }
 
 // New starts a server on 127.0.0.1 on a free port. When key is not "",
@@ -332,6 +340,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		req.API = Anthropic
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses"):
 		req.API = OpenAI
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions"):
+		req.API = OpenAIChat
 	case r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, ":generateContent") || strings.HasSuffix(r.URL.Path, ":streamGenerateContent")):
 		req.API = Gemini
 	}
@@ -355,13 +365,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.log = append(s.log, req)
 	badKey := s.key != "" && req.Key != s.key
 	var reply Reply
+	var reset time.Time
+	limited := false
 	if req.API != Other && !badKey {
-		// A refused request takes nothing from the script.
-		reply = s.next(req)
+		if reset, limited = s.limitFor(req); !limited {
+			// A refused request takes nothing from the script.
+			reply = s.next(req)
+		}
 	}
 	s.mu.Unlock()
 
 	switch {
+	case limited:
+		req.Status = http.StatusTooManyRequests
+		writeLimit(w, req, reset)
 	case req.API == Other && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":countTokens"):
 		req.Status = http.StatusOK
 		w.Header().Set("Content-Type", "application/json")
@@ -399,6 +416,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			writeMessages(w, req, reply)
 		case Gemini:
 			writeGenerate(w, req, reply)
+		case OpenAIChat:
+			writeChat(w, req, reply)
 		default:
 			writeResponses(w, req, reply)
 		}
@@ -450,6 +469,8 @@ func writeError(w http.ResponseWriter, api API, status int, typ, msg string) {
 	switch api {
 	case OpenAI:
 		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": typ}}
+	case OpenAIChat:
+		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": typ}}
 	case Gemini:
 		body = map[string]any{"error": map[string]any{"code": status, "message": msg, "status": geminiStatus(status)}}
 	default:
@@ -480,6 +501,21 @@ func (s sse) event(name string, data any) {
 		panic(fmt.Sprintf("fakemodel: encode %s: %v", name, err)) // only our own maps are encoded
 	}
 	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b)
+	s.flush()
+}
+
+// data writes an event of one data line and no name, as Chat Completions
+// streams are.
+func (s sse) data(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("fakemodel: encode a chunk: %v", err)) // only our own maps are encoded
+	}
+	fmt.Fprintf(s.w, "data: %s\n\n", b)
+	s.flush()
+}
+
+func (s sse) flush() {
 	if s.f != nil {
 		s.f.Flush()
 	}
@@ -682,9 +718,7 @@ func writeGenerate(w http.ResponseWriter, req Request, rep Reply) {
 	for i, p := range parts {
 		b, _ := json.Marshal(chunk([]map[string]any{p}, i == len(parts)-1))
 		fmt.Fprintf(s.w, "data: %s\r\n\r\n", b)
-		if s.f != nil {
-			s.f.Flush()
-		}
+		s.flush()
 	}
 }
 

@@ -11,11 +11,17 @@ import (
 
 func post(t *testing.T, url, key, body string) (int, string) {
 	t.Helper()
+	return postWith(t, url, "x-api-key", key, body)
+}
+
+// postWith posts body to url with the key in the header named header.
+func postWith(t *testing.T, url, header, key, body string) (int, string) {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("x-api-key", key)
+	req.Header.Set(header, key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -199,6 +205,48 @@ func TestGenerativeLanguage(t *testing.T) {
 		t.Fatalf("calls: %+v", calls)
 	}
 	if got := calls[1].ToolNames(); len(got) != 1 || got[0] != "run_shell_command" {
+		t.Fatalf("tool names %v", got)
+	}
+}
+
+// TestChatCompletions: OpenCode's API for an OpenAI-compatible provider.
+// A stream is data lines of chat.completion.chunk ending in [DONE], the
+// usage in a chunk of its own when asked for; a tool call comes as its name,
+// then its arguments; errors are in OpenAI's shape.
+func TestChatCompletions(t *testing.T) {
+	t.Parallel()
+	s := Start(t, "good")
+	s.Push(Reply{Thinking: "hmm", Text: "hello chat", Usage: Usage{InputTokens: 11, OutputTokens: 4, CacheReadInputTokens: 2}},
+		Reply{Tool: &ToolCall{Name: "bash", Input: map[string]string{"command": "echo hi"}}}, Reply{Text: "plain"})
+	chat := func(key, body string) (int, string) {
+		t.Helper()
+		return postWith(t, s.URL()+"/v1/chat/completions", "Authorization", "Bearer "+key, body)
+	}
+	if code, body := chat("bad", `{}`); code != 401 || !strings.Contains(body, `"param":null`) || !strings.Contains(body, `"type":"authentication_error"`) {
+		t.Fatalf("bad key: %d %s", code, body)
+	}
+	code, body := chat("good", `{"model":"m","stream":true,"stream_options":{"include_usage":true},"tools":[{"type":"function","function":{"name":"bash"}}],"messages":[{"role":"user","content":"question one"}]}`)
+	if code != 200 || !strings.HasPrefix(body, "data: ") || !strings.Contains(body, `"object":"chat.completion.chunk"`) ||
+		!strings.Contains(body, `"reasoning_content":"hmm"`) || !strings.Contains(body, `"content":"hello chat"`) || !strings.Contains(body, `"finish_reason":"stop"`) ||
+		!strings.Contains(body, `"prompt_tokens":13`) || !strings.Contains(body, `"cached_tokens":2`) || !strings.Contains(body, `"completion_tokens":4`) ||
+		!strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Fatalf("stream: %d %s", code, body)
+	}
+	code, body = chat("good", `{"model":"m","stream":true,"messages":[]}`)
+	if code != 200 || !strings.Contains(body, `"tool_calls":[{"function":{"arguments":"","name":"bash"},"id":"call_fake000003","index":0,"type":"function"}]`) ||
+		!strings.Contains(body, `"tool_calls":[{"function":{"arguments":"{\"command\":\"echo hi\"}"},"index":0}]`) ||
+		!strings.Contains(body, `"finish_reason":"tool_calls"`) || strings.Contains(body, `"usage"`) {
+		t.Fatalf("tool call without usage asked for: %d %s", code, body)
+	}
+	code, body = chat("good", `{"model":"m","messages":[]}`)
+	if code != 200 || !strings.Contains(body, `"object":"chat.completion"`) || !strings.Contains(body, `"content":"plain"`) || !strings.Contains(body, `"total_tokens":1234`) {
+		t.Fatalf("not streamed: %d %s", code, body)
+	}
+	calls := s.Calls()
+	if len(calls) != 4 || calls[1].API != OpenAIChat || calls[1].Model != "m" || !calls[1].Stream || calls[1].Key != "good" || calls[2].Tool != "bash" {
+		t.Fatalf("calls: %+v", calls)
+	}
+	if got := calls[1].ToolNames(); len(got) != 1 || got[0] != "bash" {
 		t.Fatalf("tool names %v", got)
 	}
 }

@@ -12,6 +12,34 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
+// otherCoordinator starts a coordinator process of its own (as another
+// machine's: its own state, status port, coordinator token, and HOME home)
+// named id, serving agents (config entries) on s's bridge, and returns a
+// stack whose status API is its.
+func (s *stack) otherCoordinator(id, home string, agents map[string]any) *stack {
+	t := s.t
+	t.Helper()
+	tok, err := s.cl.CreateToken(t.Context(), agentbridge.TokenInput{Scope: agentbridge.ScopeCoordinator, Name: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	statusAddr := testutil.FreeAddr(t)
+	cfg, _ := json.Marshal(map[string]any{
+		"bridge_url": s.bridgeURL, "coordinator_id": id, "host": id, "status_addr": statusAddr,
+		"startup_mode": "resume", "shutdown_grace_s": 5, "adapter_timeout_s": 120,
+		"primer_path": filepath.Join(root, "docs", "bridge-agent-primer.md"),
+		"agents":      agents,
+	})
+	cfgPath := filepath.Join(dir, "coordinator.config.json")
+	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startProc(t, "coordinator "+id, []string{"BRIDGE_TOKEN=" + tok.Secret, "HOME=" + home},
+		"coordinator", "--config", cfgPath, "--state", filepath.Join(dir, "coordinator.db"))
+	return &stack{t: t, statusURL: "http://" + statusAddr, token: s.token}
+}
+
 // TestRealClaudeOnTwoMachines: the real claude CLI, served by two
 // coordinators as two machines would (each its own process, HOME, state,
 // status port, coordinator token and model server), answers each message
@@ -26,24 +54,8 @@ func TestRealClaudeOnTwoMachines(t *testing.T) {
 	for _, a := range []*agent{laptop, server} {
 		a.fake.SetDefault(fakemodel.Reply{Text: "an answer"})
 	}
-	tok, err := s.cl.CreateToken(t.Context(), agentbridge.TokenInput{Scope: agentbridge.ScopeCoordinator, Name: "server"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	statusAddr := testutil.FreeAddr(t)
-	cfg, _ := json.Marshal(map[string]any{
-		"bridge_url": s.bridgeURL, "coordinator_id": "server", "host": "server", "status_addr": statusAddr,
-		"startup_mode": "resume", "shutdown_grace_s": 5, "adapter_timeout_s": 120,
-		"primer_path": filepath.Join(root, "docs", "bridge-agent-primer.md"),
-		"agents":      map[string]any{"claude": map[string]any{"command": []string{server.adapter()}, "cwd": server.work, "env": server.env(t)}},
-	})
-	cfgPath := filepath.Join(dir, "coordinator.config.json")
-	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	startProc(t, "coordinator server", []string{"BRIDGE_TOKEN=" + tok.Secret, "HOME=" + server.home},
-		"coordinator", "--config", cfgPath, "--state", filepath.Join(dir, "coordinator.db"))
+	s.otherCoordinator("server", server.home,
+		map[string]any{"claude": map[string]any{"command": []string{server.adapter()}, "cwd": server.work, "env": server.env(t)}})
 	testutil.WaitFor(t, 30*time.Second, "both coordinators to serve claude", func() bool {
 		list, err := s.cl.Coordinators(t.Context())
 		return err == nil && len(list.Agents["claude"]) == 2

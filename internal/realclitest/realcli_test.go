@@ -191,6 +191,7 @@ func TestErrorsSurfaceWithinSeconds(t *testing.T) {
 	type want struct {
 		reason string // in the notice
 		retry  string // a progress status
+		class  string // the invocation's failure (contract 8.5)
 	}
 	wants := map[string]want{}
 	for _, cli := range []string{"claude", "codex"} {
@@ -204,17 +205,19 @@ func TestErrorsSurfaceWithinSeconds(t *testing.T) {
 		gone := newAgent(t, cli+"-unreachable", cli)
 		agents = append(agents, bad, down, quota, gone)
 		if cli == "claude" {
-			wants[bad.id] = want{"Invalid API key", "retrying after 401 (attempt 2 of 3)"}
-			wants[down.id] = want{"upstream exploded", "retrying after 500 (attempt 2 of 3)"}
-			wants[quota.id] = want{"exceeded your current quota", "retrying after 429 (attempt 2 of 3)"}
-			wants[gone.id] = want{"Connection refused", "(attempt 2 of 3)"}
+			wants[bad.id] = want{"Invalid API key", "retrying after 401 (attempt 2 of 3)", agentbridge.FailureAuth}
+			wants[down.id] = want{"upstream exploded", "retrying after 500 (attempt 2 of 3)", agentbridge.FailureUnreachable}
+			// claude would retry a 429 for minutes: the run ends at its
+			// first retry, which says the limit.
+			wants[quota.id] = want{"claude hit a usage limit (HTTP 429 rate_limit)", "retrying after 429 (attempt 2 of 3)", agentbridge.FailureQuota}
+			wants[gone.id] = want{"Connection refused", "(attempt 2 of 3)", agentbridge.FailureUnreachable}
 		} else {
-			wants[bad.id] = want{"401 Unauthorized", "retrying after 401 (attempt 2 of 3)"}
+			wants[bad.id] = want{"401 Unauthorized", "retrying after 401 (attempt 2 of 3)", agentbridge.FailureAuth}
 			// codex words every 5xx alike, and does not retry an
 			// exhausted quota.
-			wants[down.id] = want{"high demand", "(attempt 2 of 3)"}
-			wants[quota.id] = want{"Quota exceeded", ""}
-			wants[gone.id] = want{"Connection failed", "retrying after Connection failed: error sending request (attempt 2 of 3)"}
+			wants[down.id] = want{"high demand", "(attempt 2 of 3)", agentbridge.FailureUnreachable}
+			wants[quota.id] = want{"Quota exceeded", "", agentbridge.FailureQuota}
+			wants[gone.id] = want{"Connection failed", "retrying after Connection failed: error sending request (attempt 2 of 3)", agentbridge.FailureUnreachable}
 		}
 	}
 	s := newStack(t, agents...)
@@ -238,6 +241,9 @@ func TestErrorsSurfaceWithinSeconds(t *testing.T) {
 				t.Errorf("after %v: %q (tags %v), want an error notice naming %q", took, text(ans), ans.Meta.Tags, w.reason)
 			}
 			inv := s.finished(thread, a.id, 1)
+			if inv.Failure == nil || inv.Failure.Class != w.class {
+				t.Errorf("failure %+v, want class %s", inv.Failure, w.class)
+			}
 			var statuses []string
 			for _, p := range s.progress(inv.ID) {
 				statuses = append(statuses, p.Status)

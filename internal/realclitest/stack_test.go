@@ -103,6 +103,10 @@ type agent struct {
 	codex  string // CODEX_HOME
 	work   string // the adapter's cwd
 	extras map[string]string
+	// fallback is the agent entry's fallback chain (contract 8.5).
+	fallback []string
+	// profile, when set, is the agent entry's profile.
+	profile map[string]any
 }
 
 // newAgent makes an agent whose fake model server accepts goodKey.
@@ -158,6 +162,18 @@ func (a *agent) writeCodexConfig(t testing.TB, extra string) {
 	if err := os.WriteFile(filepath.Join(a.codex, "config.toml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// entry is the agent's entry in a coordinator's config.
+func (a *agent) entry(t testing.TB) map[string]any {
+	e := map[string]any{"command": []string{a.adapter()}, "cwd": a.work, "env": a.env(t)}
+	if len(a.fallback) > 0 {
+		e["fallback"] = a.fallback
+	}
+	if a.profile != nil {
+		e["profile"] = a.profile
+	}
+	return e
 }
 
 // adapter is the path of the shipped adapter script for the agent's CLI.
@@ -298,7 +314,7 @@ func newStackEdit(t testing.TB, coordToken bool, edit func(cfg map[string]any), 
 	}
 	entries := map[string]any{}
 	for _, a := range agents {
-		entries[a.id] = map[string]any{"command": []string{a.adapter()}, "cwd": a.work, "env": a.env(t)}
+		entries[a.id] = a.entry(t)
 	}
 	cfgMap := map[string]any{
 		"bridge_url": s.bridgeURL, "bridge_token": bridgeToken, "status_addr": statusAddr, "startup_mode": "resume", "shutdown_grace_s": 5,

@@ -19,7 +19,7 @@ import (
 // database's now in milliseconds since the epoch (each store's own
 // expression).
 const ClaimColumns = `id, thread, event, participant, round, notice, client, fallback_from, state, coordinator, instance, host,
-	fence, interrupted_fence, created_ms, claimed_ms, expires_ms`
+	fence, interrupted_fence, created_ms, claimed_ms, expires_ms, due_ms`
 
 // ClaimRow is a stored claim with what only the stores and the sweeper
 // need: the fence its receipt was last interrupted at, its expiry and the
@@ -28,6 +28,9 @@ type ClaimRow struct {
 	agentbridge.Claim
 	InterruptedFence int64
 	ExpiresMs, NowMs int64
+	// CreatedMs is when the claim was made; DueMs when a waiting claim
+	// may be taken (0: at once).
+	CreatedMs, DueMs int64
 }
 
 // ScanClaim scans a ClaimColumns row followed by the database's now.
@@ -35,10 +38,13 @@ func ScanClaim(r Row) (ClaimRow, error) {
 	var c ClaimRow
 	var created, claimed, expires int64
 	if err := r.Scan(&c.ID, &c.Thread, &c.Event, &c.Participant, &c.Round, &c.Notice, &c.Client, &c.FallbackFrom, &c.State,
-		&c.Coordinator, &c.Instance, &c.Host, &c.Fence, &c.InterruptedFence, &created, &claimed, &expires, &c.NowMs); err != nil {
+		&c.Coordinator, &c.Instance, &c.Host, &c.Fence, &c.InterruptedFence, &created, &claimed, &expires, &c.DueMs, &c.NowMs); err != nil {
 		return c, err
 	}
-	c.ExpiresMs = expires
+	c.ExpiresMs, c.CreatedMs = expires, created
+	if c.DueMs > 0 && c.State == agentbridge.ClaimWaiting {
+		c.DueAt = formatMillis(c.DueMs)
+	}
 	c.CreatedAt = formatMillis(created)
 	if claimed > 0 {
 		c.ClaimedAt = formatMillis(claimed)
@@ -131,7 +137,7 @@ func DecideClaim(req agentbridge.ClaimRequest, row *ClaimRow, list []agentbridge
 	}
 	switch row.State {
 	case agentbridge.ClaimWaiting:
-		if req.Wait {
+		if req.Wait || NotDue(*row) {
 			return ClaimKeep, false, ""
 		}
 		return ClaimTake, true, ""
@@ -162,7 +168,7 @@ func Claimable(rows []ClaimRow, list []agentbridge.CoordinatorInfo, coordinator 
 	for _, c := range rows {
 		switch c.State {
 		case agentbridge.ClaimWaiting:
-			if c.NowMs >= c.ExpiresMs {
+			if c.NowMs >= c.ExpiresMs || NotDue(c) {
 				continue
 			}
 		case agentbridge.ClaimRunning:
@@ -224,7 +230,7 @@ func ExpiredMessage(c agentbridge.Claim, ttl time.Duration, waited int) agentbri
 		Thread: c.Thread,
 		Input: agentbridge.EventInput{
 			Type: agentbridge.TypeMessage, From: agentbridge.ClaimSender,
-			Content: mustJSON(agentbridge.ExpiredNotice(c.Participant, ttl, waited)),
+			Content: mustJSON(expiredNotice(c, ttl, waited)),
 			Meta: agentbridge.Meta{ReplyTo: c.Event, Tags: []string{"error"},
 				Extra: map[string]json.RawMessage{"participant": mustJSON(c.Participant)}},
 		},
@@ -235,10 +241,34 @@ func ExpiredMessage(c agentbridge.Claim, ttl time.Duration, waited int) agentbri
 
 // FailedReceipt is the failed receipt of expired run claim c.
 func FailedReceipt(c agentbridge.Claim, ttl time.Duration) agentbridge.ReceiptInput {
+	reason := "nobody served " + c.Participant + " within " + ttl.String()
+	if due, ok := limitDue(c); ok {
+		reason = "waited for " + c.Participant + "'s limit until " + due.UTC().Format("Jan 2 15:04 MST") + "; not taken up again within " + ttl.String()
+	}
 	return agentbridge.ReceiptInput{
 		Thread: c.Thread, Event: c.Event, Participant: c.Participant, From: agentbridge.ClaimSender,
-		State: agentbridge.ReceiptFailed, Reason: "nobody served " + c.Participant + " within " + ttl.String(),
+		State: agentbridge.ReceiptFailed, Reason: reason,
 	}
+}
+
+// expiredNotice words why run claim c expired: nobody served its
+// participant, or (a claim put back to wait for a usage limit) nobody took
+// it up again once the limit reset.
+func expiredNotice(c agentbridge.Claim, ttl time.Duration, waited int) string {
+	if due, ok := limitDue(c); ok {
+		return agentbridge.LimitExpiredNotice(c.Participant, due, ttl)
+	}
+	return agentbridge.ExpiredNotice(c.Participant, ttl, waited)
+}
+
+// limitDue is when c's participant's usage limit was to reset, for a
+// claim that waited for it.
+func limitDue(c agentbridge.Claim) (time.Time, bool) {
+	if c.DueAt == "" {
+		return time.Time{}, false
+	}
+	t, err := agentbridge.ParseTime(c.DueAt)
+	return t, err == nil
 }
 
 // WaitingReceipt is the queued receipt of a new waiting run claim.

@@ -65,6 +65,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"FallbackClaims", testFallbackClaims},
 		{"CoordinatorNames", testCoordinatorNames},
 		{"AgentTokensCap", testAgentTokensCap},
+		{"ClaimsWaitForALimit", testClaimWait},
 		{"PairCodes", testPairCodes},
 		{"Attachments", testAttachments},
 		{"EventAttachments", testEventAttachments},

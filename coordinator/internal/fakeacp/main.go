@@ -62,6 +62,8 @@ type agent struct {
 	// replayed is closed when a replay after a load's answer has ended;
 	// a prompt answers only after it, as a model call outlasts it.
 	replayed chan struct{}
+	// stale is set by a prompt that failed: the next one ends at once.
+	stale bool
 }
 
 func (a *agent) log(method, session string) {
@@ -217,6 +219,8 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 	a.turns[string(s)]++
 	turn := a.turns[string(s)]
 	replayed := a.replayed
+	stale := a.stale
+	a.stale = false
 	a.mu.Unlock()
 	if replayed != nil {
 		<-replayed
@@ -224,6 +228,11 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 	a.log("session/prompt", string(s))
 	a.logBlocks(req.Prompt)
 	end := acp.PromptResponse{StopReason: acp.StopReasonEndTurn}
+	if stale || strings.Contains(msg, "NOTHING") {
+		// As claude-agent-acp 0.23 after a failed turn: end_turn at once,
+		// no update, no tokens.
+		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Usage: &acp.Usage{}}, nil
+	}
 	switch {
 	case strings.Contains(text, "<speech>"):
 		a.say(ctx, s, acp.UpdateAgentThoughtText("a private thought"))
@@ -255,6 +264,20 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 		return a.readFiles(ctx, s)
 	case strings.Contains(msg, "TOOL"):
 		return a.useTools(ctx, s)
+	case strings.Contains(msg, "LIMITLOG") && firstTime(os.Getenv("FAKE_ACP_LOG")+".limit"):
+		// OpenCode's log line for a usage limit it waits to retry, the
+		// first time only; then nothing until a cancel.
+		fmt.Fprintln(os.Stderr, `timestamp=2026-12-07T15:33:43.448Z level=ERROR run=789b7af2 message="stream error" providerID=fake modelID=fake-model small=false `+
+			`error.error="AI_APICallError: Rate limit reached for fake-model in organization org-fake on requests per min (RPM): Limit 500, Used 500, Requested 1. Please try again in 2s. Visit https://platform.openai.com/account/rate-limits to learn more."`)
+		<-ctx.Done()
+		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+	case strings.Contains(msg, "RPCERROR"):
+		// claude-agent-acp's answer when claude gives up on a 429; the
+		// next prompt then ends at once with nothing (see below).
+		a.mu.Lock()
+		a.stale = true
+		a.mu.Unlock()
+		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": `API Error: 429 {"error":{"message":"This request would exceed the rate limit for your organization","type":"rate_limit_error"},"type":"error"}`})
 	case strings.Contains(msg, "QUOTA"):
 		a.say(ctx, s, acp.UpdateAgentMessageText("quota"))
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Meta: map[string]any{
