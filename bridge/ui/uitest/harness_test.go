@@ -232,6 +232,11 @@ func (s *stack) startCoordinator() {
 	for k, v := range s.agents {
 		cfg["agents"].(map[string]any)[k] = v
 	}
+	if s.ownToken {
+		// The person token serve made: the coordinator's, and its status
+		// API then asks browsers for a sign-in as the bridge does.
+		cfg["bridge_token"] = s.token
+	}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	path := filepath.Join(s.dir, "coordinator.config.json")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
