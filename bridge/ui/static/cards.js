@@ -102,9 +102,14 @@ function details(v, ev, call) {
   const opts = optionsOf(ev);
   if (opts.length) {
     d.append(el("p", "", "From a terminal:"));
+    // Written when the fold opens: the thread's name may not be known
+    // yet when the card is drawn.
+    const code = el("code");
+    const write = () => (code.textContent = `agent-bridge permit ${shellWord(threadName(v.id))} ${ev.seq} ${shellWord(opts[0].id)}`);
+    write();
+    d.addEventListener("toggle", write);
     const pre = el("pre");
-    const first = opts[0].id;
-    pre.append(el("code", "", `agent-bridge permit ${shellWord(threadName(v.id))} ${ev.seq} ${shellWord(first)}`));
+    pre.append(code);
     d.append(pre);
     d.append(el("p", "", "Options: " + opts.map((o) => `${o.id} (${o.name || o.id})`).join(", ")));
   }

@@ -98,13 +98,13 @@ func TestRunsDashboardLayout(t *testing.T) {
 				t.Errorf("wider than the %d px window: %v", vp.w, got)
 			}
 			if vp.mobile {
-				b.docShot("ui-phone-runs.png")
+				b.screenshot("ui-layout-phone-runs.png")
 			}
 			id := eval[string](b, `Array.from(document.querySelectorAll("#runs-body tr.run")).pop().dataset.id`)
 			b.run("open a run by its address", chromedp.Navigate(s.statusURL+"/?run="+id))
 			b.waitJS("the detail in view", inWindow("#detail")+` && document.querySelector("#detail-title").textContent.startsWith("#"+`+jsString(id)+`) && document.querySelectorAll("#detail-progress li").length === 2`)
 			if !vp.mobile {
-				b.docShot("ui-desktop-runs.png")
+				b.docShot("ui-desktop-run-detail.png")
 			}
 		})
 	}

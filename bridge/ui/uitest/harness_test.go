@@ -571,3 +571,11 @@ func (b *browser) click(what, sel string) {
 		}
 	}
 }
+
+// openInvite opens the panel's "Invite an agent" fold, as a person taps
+// it, so that its fields can be filled.
+func (b *browser) openInvite() {
+	b.t.Helper()
+	b.click("open the invite form", "details.invite > summary")
+	b.waitJS("the invite form open", `document.querySelector("details.invite").open`)
+}

@@ -141,7 +141,7 @@ func TestPushOpensTheRequest(t *testing.T) {
 	sel := `#event-list .event[data-id="` + reqID + `"]`
 	b.waitJS("the request shown at the link", `document.querySelector(`+jsString(sel+`.highlight`)+`) !== null && document.querySelector(`+jsString(sel+` .permission-option`)+`).checkVisibility()`)
 	b.waitJS("the time left shown", `/^Waits \d+ min more/.test(document.querySelector(`+jsString(sel+` .permission-wait`)+`)?.textContent || "")`)
-	b.docShot("ui-phone-permission.png")
+	b.screenshot("ui-push-permission.png")
 
 	// A second browser, the laptop, has the request open too.
 	laptop := newBrowser(t)
