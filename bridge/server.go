@@ -250,6 +250,13 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 	s.pushes, _ = store.(agentbridge.PushStore)
 	nopts := opts.Notify
 	nopts.Store, nopts.Humans, nopts.Logger = s.pushes, opts.Humans, opts.Logger
+	nopts.ThreadName = func(ctx context.Context, id string) string {
+		th, err := store.Thread(ctx, id)
+		if err != nil {
+			return ""
+		}
+		return th.Name
+	}
 	if nopts.BaseURL == nil {
 		nopts.BaseURL = s.URL
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/url"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/agent-bridge/agent-bridge/bridge/notify"
 )
@@ -45,6 +47,11 @@ func readBridgeConfig(path string) (bridgeFileConfig, error) {
 	for _, u := range []struct{ key, v string }{{"notify.public_url", n.PublicURL}, {"notify.ntfy.url", n.Ntfy.URL}} {
 		if p, err := url.Parse(u.v); u.v != "" && (err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "") {
 			return cfg, usagef("--bridge-config %s: %s %q is not an http(s) URL", path, u.key, u.v)
+		}
+	}
+	for _, c := range n.Ntfy.Categories {
+		if !slices.Contains(notify.NtfyCategories, c) {
+			return cfg, usagef("--bridge-config %s: notify.ntfy.categories: %q is not one of %s", path, c, strings.Join(notify.NtfyCategories, ", "))
 		}
 	}
 	if n.Ntfy.TokenFile != "" {

@@ -80,7 +80,7 @@ func TestConversationWithAgent(t *testing.T) {
 	if got := eval[string](b, sel+`.querySelector(".profile").textContent`); got != "fake / fake-1" {
 		t.Errorf("reply profile = %q, want client / model", got)
 	}
-	if got := eval[string](b, sel+`.querySelector(".reply-link").textContent`); got != "↩ reply to user" {
+	if got := eval[string](b, sel+`.querySelector(".reply-link").textContent`); got != "↩ user: "+msg {
 		t.Errorf("reply link = %q", got)
 	}
 	b.click("prod echo", `#participant-list .participant[data-id="echo"] button.prod`)
