@@ -16,7 +16,7 @@ import { hooks } from "./hooks.js";
 // NEXT are the ways to a new sign-in, by where the person is.
 const NEXT = {
   browser: ["On the computer running agent-bridge, run", "agent-bridge login-link", "and open the link it prints in this browser."],
-  phone: ["For a phone, run", "agent-bridge pair", "there and open its link (or scan its QR code) on the phone."],
+  phone: ["To sign in a phone, run", "agent-bridge pair", "on that computer and open the link it prints (or scan its QR code) on the phone."],
 };
 
 // GATES are the gate's words: its heading, why, and the next steps first.
@@ -32,6 +32,10 @@ const GATES = {
 // tokenTried is whether the person has pasted a token yet: a refusal then
 // is about that token, and is said under the field.
 let tokenTried = false;
+// shown is the gate on screen ("" for none). The page's first request
+// after a used link is refused for want of a sign-in; the gate about the
+// link says more, and stays.
+let shown = "";
 
 // gateOf picks the gate for a refusal: the server names the field "token"
 // when the browser presented a sign-in it refuses, and says why.
@@ -47,6 +51,9 @@ function gateOf(err) {
 // showGate opens the sign-in gate with the words of kind; detail is the
 // server's own sentence, when it adds to them.
 function showGate(kind, detail) {
+  const d = $("token-dialog");
+  if (d.open && kind === "signin" && (shown === "link" || shown === "pair")) return;
+  shown = kind;
   const g = GATES[kind] || GATES.signin;
   $("token-heading").textContent = g.heading;
   const why = [g.why, detail].filter(Boolean).join(" ");
@@ -59,7 +66,6 @@ function showGate(kind, detail) {
     return p;
   });
   $("token-next").replaceChildren(...steps);
-  const d = $("token-dialog");
   if (!d.open) d.showModal();
 }
 

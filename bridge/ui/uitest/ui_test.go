@@ -419,9 +419,60 @@ func TestLoginLink(t *testing.T) {
 	b.run("open the thread", chromedp.Navigate(s.url+"/ui/threads/"+th))
 	b.waitJS("the thread loads", `document.querySelector("#thread-title").textContent === "linked" && document.querySelector("#conn-status").textContent === "live"`)
 
+	// A used link says so, and how to get a new one.
 	again := newBrowser(t)
+	again.resize(phone)
 	again.run("open the used link", chromedp.Navigate(s.url+link.Path))
-	again.waitJS("the token prompt", `document.querySelector("#token-dialog").open`)
+	again.waitJS("the page about the used link", `document.querySelector("#token-dialog").open && document.querySelector("#token-heading").textContent === "This login link no longer works"`)
+	if got := eval[string](again, `document.querySelector("#token-dialog").innerText`); !strings.Contains(got, "used already") || !strings.Contains(got, "agent-bridge login-link") || !strings.Contains(got, "agent-bridge pair") {
+		t.Errorf("the used link's page does not say what happened and how to get a new link:\n%s", got)
+	}
+	again.screenshot("ui-phone-used-link.png")
+}
+
+// TestRevokedDeviceSaysSo pairs a browser as a phone, revokes its token
+// (as agent-bridge devices revoke does), and reloads: the page says the
+// device was signed out, with the bridge's sentence, and how to pair it
+// again; the used pairing link, opened again, says it no longer works.
+func TestRevokedDeviceSaysSo(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.ownToken = true
+	s.startServe()
+	s.newThread("paired")
+	var pair struct {
+		URL string `json:"url"`
+	}
+	s.mustAPI(http.MethodPost, "/auth/pair", map[string]any{"name": "phone"}, &pair)
+	_, code, _ := strings.Cut(pair.URL, "#pair=")
+	b := newBrowser(t)
+	b.resize(phone)
+	b.run("open the pairing link", chromedp.Navigate(s.url+"/ui/#pair="+code))
+	b.waitJS("paired", `document.querySelector("#pair-dialog").open && document.querySelector("#pair-heading").textContent === "Paired as “phone”"`)
+	b.click("open the app", "#pair-done")
+	b.waitJS("the thread list", `document.querySelector("#conn-status").textContent === "live" && document.querySelector("#whoami").textContent === "Signed in as user on “phone” ·"`)
+
+	var tokens struct {
+		Tokens []struct{ ID, Name string } `json:"tokens"`
+	}
+	s.mustAPI(http.MethodGet, "/auth/tokens", nil, &tokens)
+	for _, tk := range tokens.Tokens {
+		if tk.Name == "phone" {
+			s.mustAPI(http.MethodDelete, "/auth/tokens/"+tk.ID, nil, nil)
+		}
+	}
+	b.run("reload", chromedp.Reload())
+	b.waitJS("the signed-out page", `document.querySelector("#token-dialog").open && document.querySelector("#token-heading").textContent === "This device was signed out"`)
+	if got := eval[string](b, `document.querySelector("#token-dialog").innerText`); !strings.Contains(got, `This token ("phone") was revoked at`) || !strings.Contains(got, "agent-bridge pair") {
+		t.Errorf("the signed-out page does not say why and how to pair again:\n%s", got)
+	}
+	b.screenshot("ui-phone-signed-out.png")
+
+	other := newBrowser(t)
+	other.resize(phone)
+	other.run("open the used pairing link", chromedp.Navigate(s.url+"/ui/#pair="+code))
+	other.waitJS("the page about the used pairing link", `document.querySelector("#token-dialog").open && document.querySelector("#token-heading").textContent === "This pairing link no longer works" && `+
+		contains(`document.querySelector("#token-dialog").innerText`, "agent-bridge pair"))
 }
 
 // TestLongThreadLoadsOlderOnScroll opens a thread longer than one page: the
