@@ -338,7 +338,7 @@ func (s *Server) api() []route {
 		{"GET", "/healthz", "ok when the event store answers", s.handleHealthz},
 		{"POST", "/auth/login", "exchange the token for a browser cookie", s.handleLogin},
 		{"POST", "/auth/logout", "clear the login cookie", s.handleLogout},
-		{"GET", "/auth/whoami", "the credential this request carries {id, name, scope, thread?, participant?}", s.handleWhoami},
+		{"GET", "/auth/whoami", "the credential this request carries {id, name, scope, thread?, participant?, open, sender?}", s.handleWhoami},
 		{"GET", "/auth/tokens", "the tokens, without their secrets (person only)", s.handleTokensGet},
 		{"POST", "/auth/tokens", "create a token {scope, name, thread?, participant?, ttl_s?}; its secret is shown once", s.handleTokensPost},
 		{"DELETE", "/auth/tokens/{id}", "revoke a token", s.handleTokenDelete},

@@ -58,7 +58,6 @@ func laptopServerBlocks(t *testing.T) []pageBlock {
 type machine struct {
 	name, dir, status string
 	env               []string
-	logs              []string
 }
 
 // TestLaptopAndServerPage follows docs/operations.md's "Laptop + server"
@@ -115,17 +114,6 @@ func TestLaptopAndServerPage(t *testing.T) {
 		}
 		machines[name] = m
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, m := range machines {
-				for _, l := range m.logs {
-					b, _ := os.ReadFile(l)
-					t.Logf("--- %s: %s ---\n%s", m.name, filepath.Base(l), b)
-				}
-			}
-		}
-	})
-
 	// The person token the bridge made on the server, read the way the
 	// test checks on the page's progress (the page itself never needs it).
 	person := func() *client.Client {
@@ -228,7 +216,6 @@ func (m *machine) start(t *testing.T, i int, script string) func() string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.logs = append(m.logs, log)
 	cmd := exec.Command("sh", "-eu")
 	cmd.Dir, cmd.Env, cmd.Stdin = m.dir, m.env, strings.NewReader(script)
 	cmd.Stdout, cmd.Stderr = f, f
@@ -245,6 +232,10 @@ func (m *machine) start(t *testing.T, i int, script string) func() string {
 		case <-time.After(15 * time.Second):
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-done
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(log)
+			t.Logf("--- %s, block %d ---\n%s", m.name, i+1, b)
 		}
 	})
 	return func() string {
