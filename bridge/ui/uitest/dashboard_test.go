@@ -77,8 +77,8 @@ func TestRunsDashboard(t *testing.T) {
 
 // TestRunsDashboardLayout shows the dashboard at 390×844 and 1400×900:
 // nothing wider than the window, a run's detail in view, opened from the
-// link a receipt in the bridge's UI carries (?run=ID). The screenshots in
-// docs/ui.md come from here.
+// link a receipt in the bridge's UI carries (?run=ID). The desktop's
+// detail is in docs/ui.md.
 func TestRunsDashboardLayout(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)

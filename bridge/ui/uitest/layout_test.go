@@ -113,8 +113,8 @@ func seedConversation(s *stack, name string) string {
 // event in view once everything is drawn, the idle agent shows available,
 // the composer is on screen and a message sent with it scrolls into view;
 // scrolled up, a new event shows as "1 new" until the pill is clicked. On
-// the phone the thread list and the panel are drawers. The screenshots in
-// docs/ui.md come from here.
+// the phone the thread list and the panel are drawers, whose screenshots
+// are in docs/ui.md.
 func TestLayoutPhoneAndDesktop(t *testing.T) {
 	t.Parallel()
 	for _, vp := range []viewport{phone, desktop} {
