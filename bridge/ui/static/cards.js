@@ -164,7 +164,7 @@ function permissionAnswerOf(ev) {
 }
 
 // answerText says how a request was answered: "Rejected by user".
-export function answerText(v, req, answer) {
+function answerText(v, req, answer) {
   if (answer.closed !== undefined) return `No longer waiting: ${answer.closed}`;
   const o = optionsOf(req).find((x) => x.id === answer.option);
   const who = hooks.senderLabel(v, answer.from).name;

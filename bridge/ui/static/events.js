@@ -134,9 +134,7 @@ export function renderEvent(v, ev) {
   }
   if (request) hooks.permissionCard(v, ev, node);
   if (question) {
-    const answer = button("answer-btn btn-primary btn-block", "Answer", () => hooks.answerQuestion(ev), `Answer ${ev.from}'s question`);
-    answer.classList.add("card-actions");
-    node.append(answer);
+    node.append(button("answer-btn btn-primary btn-block", "Answer", () => hooks.answerQuestion(ev), `Answer ${ev.from}'s question`));
   }
   if (node.classList.contains("asks")) markForViewer(node);
   if (ev.type === "message" || ev.type === "control") {

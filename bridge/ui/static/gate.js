@@ -71,7 +71,7 @@ function showGate(kind, detail) {
 
 // askToken is the page's answer to a 401: the gate, or, after a pasted
 // token, the server's sentence under the field.
-export function askToken(err) {
+function askToken(err) {
   if (tokenTried) {
     const msg = $("token-error");
     msg.textContent = err && err.message ? err.message : "The token was refused.";
@@ -97,12 +97,12 @@ export async function redeemLoginLink() {
 }
 
 // redeemPairing exchanges a pairing link's code for this device's login
-// cookie before anything else talks to the bridge, and removes it from the
-// address so that a reload or a shared URL does not carry it. It reports
-// whether this device was just paired.
+// cookie before anything else talks to the bridge, removes it from the
+// address so that a reload or a shared URL does not carry it, and greets
+// the device with the next step.
 export async function redeemPairing() {
   const m = location.hash.match(/^#pair=([A-Za-z0-9_-]+)$/);
-  if (!m) return false;
+  if (!m) return;
   history.replaceState(null, "", location.pathname + location.search);
   try {
     const res = await api.redeemPairing(m[1]);
@@ -113,10 +113,8 @@ export async function redeemPairing() {
       "This device now has a sign-in of its own, which you can end from the computer (agent-bridge devices revoke). " +
       "Turn on notifications to hear when an agent asks you something while the app is closed.";
     $("pair-dialog").showModal();
-    return true;
   } catch {
     showGate("pair", "");
-    return false;
   }
 }
 

@@ -8,8 +8,9 @@ import { $ } from "./dom.js";
 // ui.threads is the thread list (threadlist.js). ui.me is who this browser
 // is (GET /auth/whoami, app.js): the id its credential writes as, and
 // whether the bridge runs without tokens (serve --open), where the
-// person picks whom to post as.
-export const ui = { view: null, threads: [], me: { sender: "", open: false, name: "" } };
+// person picks whom to post as. ui.humans are the bridge's humans (GET
+// /ping), whose answers to permission requests count; null while unknown.
+export const ui = { view: null, threads: [], me: { sender: "", open: false, name: "" }, humans: null };
 
 // DEVICE_KEY is where this browser keeps its device name (localStorage):
 // the name its pairing gave it, or the one its notifications were saved

@@ -71,6 +71,13 @@ func TestRunsDashboard(t *testing.T) {
 	b.waitJS("only slow's runs listed", `document.querySelectorAll("#runs-body tr.run").length === 1 && `+slow)
 	b.run("cancel slow's run", chromedp.Click(chromedp.JSPath(slow+`.querySelector("button.cancel")`)))
 	b.waitJS("slow's run cancelled, its end in words", slow+` && `+slow+`.dataset.status === "cancelled" && `+slow+`.querySelector(".exit").textContent === "stopped: cancelled"`)
+	// A run that reported no cost (as codex reports none) says "-" in both
+	// tables, as the CLI's invocations table does: "$0" would claim it was
+	// free.
+	if got := eval[string](b, slow+`.querySelector(".cost").textContent`); got != "-" {
+		t.Errorf("the cost of a run that reported none = %q, want -", got)
+	}
+	b.waitJS("slow's usage without a cost", `(() => { const r = document.querySelector('#usage-body tr[data-participant="slow"]'); return r && Array.from(r.children).map(c => c.textContent).join("|") === "slow|1|0|-|1|0|-"; })()`)
 	b.setValue("#f-participant", "nobody")
 	b.waitJS("no run matches", `document.querySelectorAll("#runs-body tr.run").length === 0 && `+contains(`document.querySelector("#runs-body").textContent`, "No runs match these filters."))
 }

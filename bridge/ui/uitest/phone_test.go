@@ -208,6 +208,10 @@ func TestPhoneFirst(t *testing.T) {
 				if got := eval[[]string](b, rawIDs); len(got) > 0 {
 					t.Errorf("%s at %d×%d: raw ids on the page: %q", p.name, vp.w, vp.h, got)
 				}
+				if p.name == "thread" && eval[bool](b, `document.querySelector("#sender").checkVisibility() || document.querySelector("#whoami").textContent !== "Signed in as user ·"`) {
+					// The sender is the credential's: no "Post as" field.
+					t.Errorf("thread at %d×%d: a \"Post as\" field, or no \"Signed in as user\": %q", vp.w, vp.h, b.text("#whoami"))
+				}
 				if p.name == "thread" || p.name == "permission" {
 					if n := eval[int](b, headerRows); n != 1 {
 						t.Errorf("%s at %d×%d: the thread's header takes %d rows, want 1", p.name, vp.w, vp.h, n)
