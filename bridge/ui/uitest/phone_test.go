@@ -86,10 +86,15 @@ const smallText = `(() => {
 // is left out while it is closed, as the person sees it.
 const rawIDs = `(document.body.innerText.match(/\b[0-9A-HJKMNP-TV-Z]{26}\b|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/g) || [])`
 
-// headerRows is how many rows the visible items of the thread header take.
-const headerRows = `(() => { const tops = new Set();
-	for (const e of document.querySelector("#thread-header").children) if (e.checkVisibility() && !e.matches("[popover]")) tops.add(Math.round(e.getBoundingClientRect().top / 20));
-	return tops.size; })()`
+// headerRows is how many rows the visible items of the thread header take:
+// an item that starts below the bottom of every item of the row before
+// starts a row.
+const headerRows = `(() => {
+	const boxes = Array.from(document.querySelector("#thread-header").children)
+		.filter((e) => e.checkVisibility() && !e.matches("[popover]")).map((e) => e.getBoundingClientRect()).sort((a, b) => a.top - b.top);
+	let rows = 0, bottom = -Infinity;
+	for (const r of boxes) { if (r.top >= bottom) { rows++; bottom = r.bottom; } else bottom = Math.max(bottom, r.bottom); }
+	return rows; })()`
 
 // fivePages seeds what the phone-first and accessibility tests look at: a
 // conversation with a real coordinator's receipts, a permission request
@@ -222,6 +227,54 @@ func TestPhoneFirst(t *testing.T) {
 				}
 				b.docShot(fmt.Sprintf("ui-%s-%s.png", vp.name, p.name))
 			}
+			if vp.mobile {
+				phoneStates(t, b, s, conversation, src)
+			}
 		})
 	}
+}
+
+// phoneStates measures what a phone shows beyond the pages' first look:
+// the thread list and the people-and-settings drawers (the invite form
+// unfolded), the thread's menu, the banner of an earlier version and the
+// notifications sheet. Every visible tap target is 44×44 there too, and
+// axe-core finds nothing serious.
+func phoneStates(t *testing.T, b *browser, s *stack, conversation, src string) {
+	t.Helper()
+	b.run("open the conversation", chromedp.Navigate(s.url+"/ui/threads/"+conversation))
+	b.waitJS("the conversation", `document.querySelector("#thread-title").textContent === "Release checklist" && document.querySelector('#participant-list .participant[data-id="echo"]') !== null`)
+	check := func(state string) {
+		t.Helper()
+		if got := eval[[]string](b, smallTargets); len(got) > 0 {
+			t.Errorf("%s at 390×844: tap targets under 44×44: %q", state, got)
+		}
+		if got := b.axeViolations(src); len(got) > 0 {
+			t.Errorf("%s at 390×844: axe-core: %d serious or critical violations:\n%s", state, len(got), strings.Join(got, "\n"))
+		}
+	}
+	b.click("open the thread list", "#threads-toggle")
+	b.waitJS("the thread list drawer", inWindow("#sidebar"))
+	check("the thread list drawer")
+	// The backdrop is the dimmed strip right of the drawer.
+	b.run("close it on the backdrop", chromedp.MouseClickXY(375, 400))
+	b.waitJS("the drawer closed", `!document.body.classList.contains("show-threads")`)
+	b.click("open the panel", "#panel-toggle")
+	b.waitJS("the panel drawer", inWindow("#panel"))
+	b.openInvite()
+	check("the people and settings drawer")
+	b.click("close the panel", "#panel-close")
+	b.waitJS("the panel closed", `!document.body.classList.contains("show-panel")`)
+	b.click("open the thread menu", "#thread-menu-btn")
+	b.waitJS("the menu", `document.querySelector("#thread-menu").matches(":popover-open")`)
+	check("the thread menu")
+	b.click("earlier versions", "#rev-open")
+	b.waitJS("the banner of an earlier version", `!document.querySelector("#revision-banner").hidden`)
+	check("an earlier version")
+	b.click("back to live", "#jump-live")
+	b.waitJS("live again", `document.querySelector("#revision-banner").hidden`)
+	b.click("open the notifications sheet", "#threads-toggle")
+	b.waitJS("the thread list drawer", inWindow("#push-btn"))
+	b.click("notifications", "#push-btn")
+	b.waitJS("the notifications sheet", `document.querySelector("#push-dialog").open`)
+	check("the notifications sheet")
 }
