@@ -11,6 +11,10 @@ import { hooks } from "./hooks.js";
 
 const BADGES = ["coordinator", "error", "loop-guard", "clarification", "party", "question", "permission"];
 
+// QUESTION_MARK is the directive that made a reply a question (contract
+// 5.2): the card says "asks you:" instead.
+const QUESTION_MARK = /^[ \t]*\[USER QUESTION\]:[ \t]*/m;
+
 function profileOf(v, id) {
   const st = v.liveState || v.state;
   const inv = st && st.participants && (st.participants.invited || []).find((p) => p.id === id);
@@ -118,6 +122,7 @@ export function renderEvent(v, ev) {
     d.append(renderMarkdown(contentText(ev)));
     body.append(d);
   } else if (request) body.append(hooks.permissionAsk(v, ev));
+  else if (question) body.append(renderMarkdown(contentText(ev).replace(QUESTION_MARK, "")));
   else if (ev.type === "message") body.append(renderMarkdown(contentText(ev)));
   else if (ev.type === "scene.closed") body.textContent = `the scene closed (${contentText(ev)})`;
   else if (ev.type === "control") body.textContent = describeControl(ev.content, controlContext(v));
@@ -165,7 +170,8 @@ export function paintQuotes(v, ev) {
 function paintQuote(v, b) {
   const target = v.events.get(v.byID.get(b.dataset.replyTo));
   const text = target ? `↩ ${senderLabel(v, target.from).name}: ${firstLine(target)}` : "↩ an earlier message";
-  if (b.textContent !== text) b.textContent = text;
+  // In a span of its own: a line too long for the button ends in "…".
+  if (b.textContent !== text) b.replaceChildren(el("span", "", text));
 }
 
 // firstLine is an event's first line of text, without Markdown marks.

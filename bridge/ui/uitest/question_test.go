@@ -36,6 +36,7 @@ func TestQuestionForTheViewer(t *testing.T) {
 	}
 	b.setValue("#sender", "user")
 	b.waitJS("highlighted again for user", question+`.classList.contains("question-for-me")`)
+	b.screenshot("ui-question.png")
 
 	qid := eval[string](b, question+`.dataset.id`)
 	// The trigger's receipt line, above the question, may appear only now
