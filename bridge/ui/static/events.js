@@ -84,13 +84,16 @@ export function renderEvent(v, ev) {
   // A permission request or question is a card that speaks for itself:
   // the coordinator's "notice" badge would only add noise to it.
   const asks = ev.type === "message" && (tags.includes("question") || (tags.includes("permission") && !!meta.permission));
+  // The coordinator posts a permission request for the agent that asks
+  // (meta.participant): the card is that agent's.
+  const author = asks && typeof meta.participant === "string" && /^[A-Za-z0-9][A-Za-z0-9._@:-]*$/.test(meta.participant) ? meta.participant : ev.from;
   const head = el("header", "event-head");
   const whoBox = el("span", "who");
-  const who = senderLabel(v, ev.from);
+  const who = senderLabel(v, author);
   const from = el("span", "sender", who.name);
-  from.dataset.from = ev.from;
+  from.dataset.from = author;
   const detail = el("span", "profile", who.detail);
-  detail.dataset.from = ev.from;
+  detail.dataset.from = author;
   whoBox.append(from, detail);
   if (ev.type === "message") whoBox.append(el("span", "to", "→ " + (ev.to || "all")));
   for (const t of shown) if (!(asks && t === "coordinator")) whoBox.append(el("span", "badge badge-" + t, t === "coordinator" ? "notice" : t));

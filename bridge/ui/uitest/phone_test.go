@@ -189,7 +189,7 @@ func TestPhoneFirst(t *testing.T) {
 			s.mustAPI(http.MethodPost, "/auth/pair", map[string]any{"name": "phone"}, &pair)
 			_, code, _ := strings.Cut(pair.URL, "#pair=")
 			b.run("open the pairing link", chromedp.Navigate(s.url+"/ui/#pair="+code))
-			b.waitJS("paired", `document.querySelector("#pair-dialog").open && document.querySelector("#pair-heading").textContent === "Paired as “phone”"`)
+			b.waitJS("paired, with the next step", `document.querySelector("#pair-dialog").open && document.querySelector("#pair-heading").textContent === "Paired as “phone”" && !document.querySelector("#pair-push").hidden`)
 		}},
 	}
 	for _, vp := range []viewport{phone, desktop} {
