@@ -55,7 +55,7 @@ func TestTokensCommands(t *testing.T) {
 	}
 	testutil.WaitFor(t, 5*time.Second, "the revoked token refused", func() bool {
 		_, errOut, code := reader.run("thread", "list")
-		return code != 0 && strings.Contains(errOut, "not valid")
+		return code != 0 && strings.Contains(errOut, "was revoked at")
 	})
 	if all := person.ok("tokens", "list", "--all"); !strings.Contains(all, "dashboard") {
 		t.Errorf("tokens list --all lacks the revoked token:\n%s", all)

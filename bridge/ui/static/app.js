@@ -135,8 +135,14 @@ async function whoAmI() {
     const [me, ping] = await Promise.all([api.get("/auth/whoami"), api.get("/ping")]);
     ui.me = { sender: me.sender || "", open: !!me.open, name: me.name || "" };
     ui.humans = Array.isArray(ping.humans) ? ping.humans : null;
-  } catch {
-    // An older bridge: the "Post as" field, as before.
+  } catch (err) {
+    if (!(err instanceof api.ApiError)) {
+      // The bridge is not reachable yet: ask again in a moment (the
+      // stream says "reconnecting" meanwhile).
+      setTimeout(whoAmI, 2000);
+      return;
+    }
+    // A bridge older than whoami: the "Post as" field, as before.
     ui.me = { sender: "", open: true, name: "" };
   }
   $("sender-row").hidden = !ui.me.open;
