@@ -51,8 +51,6 @@ func statuses(recs []adapters.ProgressRecord) string {
 var fakePort = regexp.MustCompile(`127\.0\.0\.1:\d+`)
 
 func TestConvertStream(t *testing.T) {
-	const claudeSession = "5b6f0a3e-0c1d-4a57-9a0e-2f1f6c7b9d10"
-	const codexSession = "0199a213-81c0-7800-8aa1-bbab2a035a53"
 	for _, tc := range []struct {
 		format, name string
 		reply        string
@@ -158,6 +156,11 @@ usage: done: 5000 tokens in, 30 out
 			}
 			if s := recs[0].Session; s != out.Session {
 				t.Errorf("first record's session %q, want %q", s, out.Session)
+			}
+			// The session's id is in the record, never in a status: a
+			// status is what a person reads while the agent thinks.
+			if strings.Contains(statuses(recs), out.Session) {
+				t.Errorf("a status shows the session id %s:\n%s", out.Session, statuses(recs))
 			}
 		})
 	}
