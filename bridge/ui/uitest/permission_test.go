@@ -25,20 +25,7 @@ func TestPermissionRequestButtons(t *testing.T) {
 	s.startServe()
 	th := s.newThread("Permissions")
 	s.invite(th, "claude", "")
-	req := s.post(th, map[string]any{
-		"from": "claude", "to": "user", "content": "claude asks to run `rm -rf build`",
-		"meta": map[string]any{
-			"tags": []string{"coordinator", "permission"}, "via": "bridge-coordinator",
-			"permission": map[string]any{
-				"invocation": "12",
-				"tool_call":  map[string]any{"title": "rm -rf build", "kind": "execute"},
-				"options": []map[string]any{
-					{"id": "allow", "name": "Allow once", "kind": "allow_once"},
-					{"id": "reject", "name": "Reject", "kind": "reject_once"},
-				},
-			},
-		},
-	})
+	req := s.askPermission(th, "claude asks to run `rm -rf build`")
 	b := newBrowser(t)
 	b.run("open the thread", chromedp.Navigate(s.url+"/ui/threads/"+th))
 	request := `document.querySelector("#event-list .event.tag-permission")`
@@ -142,16 +129,7 @@ func TestPermissionFirstAnswerWins(t *testing.T) {
 	s.startServe()
 	th := s.newThread("Answered twice")
 	s.invite(th, "claude", "")
-	req := s.post(th, map[string]any{
-		"from": "bridge-coordinator", "to": "user", "content": "claude asks permission to run rm -rf build",
-		"meta": map[string]any{
-			"tags": []string{"coordinator", "permission"}, "via": "bridge-coordinator", "participant": "claude",
-			"permission": map[string]any{
-				"invocation": "5", "tool_call": map[string]any{"title": "rm -rf build", "kind": "execute"},
-				"options": []map[string]any{{"id": "allow", "name": "Allow once", "kind": "allow_once"}, {"id": "reject", "name": "Reject", "kind": "reject_once"}},
-			},
-		},
-	})
+	req := s.askPermission(th, "claude asks permission to run rm -rf build")
 	seq := strconv.Itoa(int(req["seq"].(float64)))
 	b := newBrowser(t)
 	b.run("open the thread", chromedp.Navigate(s.url+"/ui/threads/"+th))
@@ -199,4 +177,21 @@ func TestPermissionFirstAnswerWins(t *testing.T) {
 	if n := len(page.Events); n < 2 || page.Events[n-1].Type != "control" || page.Events[n-2].Type != "control" {
 		t.Errorf("the thread does not end with the two answers: %+v", page.Events)
 	}
+}
+
+// askPermission posts, as the coordinator does for claude (contract 6.6),
+// a permission request to run "rm -rf build" addressed to user, with the
+// options Allow once and Reject, and returns the event.
+func (s *stack) askPermission(thread, content string) map[string]any {
+	s.t.Helper()
+	return s.post(thread, map[string]any{
+		"from": "bridge-coordinator", "to": "user", "content": content,
+		"meta": map[string]any{
+			"tags": []string{"coordinator", "permission"}, "via": "bridge-coordinator", "participant": "claude",
+			"permission": map[string]any{
+				"invocation": "12", "tool_call": map[string]any{"title": "rm -rf build", "kind": "execute"},
+				"options": []map[string]any{{"id": "allow", "name": "Allow once", "kind": "allow_once"}, {"id": "reject", "name": "Reject", "kind": "reject_once"}},
+			},
+		},
+	})
 }

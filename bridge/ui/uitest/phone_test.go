@@ -117,17 +117,7 @@ func fivePages(s *stack) (conversation, permission string) {
 	permission = s.newThread("Clean build")
 	s.invite(permission, "claude", "")
 	s.post(permission, map[string]any{"from": "user", "to": "claude", "content": "@claude clean the build folder, please"})
-	s.post(permission, map[string]any{
-		"from": "bridge-coordinator", "to": "user",
-		"content": "claude asks permission to run rm -rf build (execute). Answer with one of: `allow` (Allow once), `reject` (Reject) — the buttons, or `agent-bridge permit " + permission + " <this message's seq or id> <option>`.",
-		"meta": map[string]any{
-			"tags": []string{"coordinator", "permission"}, "via": "bridge-coordinator", "participant": "claude",
-			"permission": map[string]any{
-				"invocation": "12", "tool_call": map[string]any{"title": "rm -rf build", "kind": "execute"},
-				"options": []map[string]any{{"id": "allow", "name": "Allow once", "kind": "allow_once"}, {"id": "reject", "name": "Reject", "kind": "reject_once"}},
-			},
-		},
-	})
+	s.askPermission(permission, "claude asks permission to run rm -rf build (execute). Answer with one of: `allow` (Allow once), `reject` (Reject) — the buttons, or `agent-bridge permit "+permission+" <this message's seq or id> <option>`.")
 	return conversation, permission
 }
 
