@@ -38,6 +38,14 @@ func TestTokensCommands(t *testing.T) {
 	}
 	reader := cli{t: t, env: map[string]string{"BRIDGE_URL": p.url, "BRIDGE_TOKEN": secret}}
 	reader.ok("thread", "list")
+	// whoami says who each token is: the person writes as user, the read
+	// token as nobody.
+	if out := person.ok("whoami"); !strings.HasPrefix(out, `user: a person token named "owner"`) {
+		t.Errorf("whoami with the person token: %q", out)
+	}
+	if out := reader.ok("whoami"); !strings.HasPrefix(out, `nobody (this token may not write): a read token named "dashboard"`) {
+		t.Errorf("whoami with the read token: %q", out)
+	}
 	if _, errOut, code := reader.run("post", th, "hello", "--from", "user"); code == 0 || !strings.Contains(errOut, "read token may not") {
 		t.Errorf("post with a read token: exit %d, %q", code, errOut)
 	}

@@ -182,7 +182,10 @@ func TestLaptopAndServerPage(t *testing.T) {
 				return regexp.MustCompile(`(?m)^\[\d+\] \S+ claude → \S+: hello from claude on the laptop$`).MatchString(s) &&
 					regexp.MustCompile(`(?m)^\[\d+\] \S+ codex → \S+: hello from codex on the server$`).MatchString(s)
 			})
-			t.Logf("the laptop's tail:\n%s", out())
+			if !strings.Contains(out(), `user: a person token named "laptop-cli"`) {
+				t.Errorf("the laptop's CLI is not the person with its own token:\n%s", out())
+			}
+			t.Logf("the laptop's terminal:\n%s", out())
 		}
 	}
 	// Each machine's state is in ./data of its folder, none in its HOME.
