@@ -81,6 +81,19 @@ const smallText = `(() => {
 	}
 	return out; })()`
 
+// fitsAPhone reports, as errors of the browser's test, what the page as it
+// is would make hard on a phone: a visible tap target under 44×44 CSS px
+// or main text under 16 px. state names the page in the errors.
+func (b *browser) fitsAPhone(state string) {
+	b.t.Helper()
+	if got := eval[[]string](b, smallTargets); len(got) > 0 {
+		b.t.Errorf("%s at 390×844: tap targets under 44×44: %q", state, got)
+	}
+	if got := eval[[]string](b, smallText); len(got) > 0 {
+		b.t.Errorf("%s at 390×844: text under 16 px: %q", state, got)
+	}
+}
+
 // rawIDs lists what looks like a raw id (an event's or thread's ULID, a
 // session's UUID) in the text the page shows; what a "Details" fold holds
 // is left out while it is closed, as the person sees it.
@@ -235,9 +248,7 @@ func phoneStates(t *testing.T, b *browser, s *stack, conversation, src string) {
 	b.waitJS("the conversation", `document.querySelector("#thread-title").textContent === "Release checklist" && document.querySelector('#participant-list .participant[data-id="echo"]') !== null`)
 	check := func(state string) {
 		t.Helper()
-		if got := eval[[]string](b, smallTargets); len(got) > 0 {
-			t.Errorf("%s at 390×844: tap targets under 44×44: %q", state, got)
-		}
+		b.fitsAPhone(state)
 		if got := b.axeViolations(src); len(got) > 0 {
 			t.Errorf("%s at 390×844: axe-core: %d serious or critical violations:\n%s", state, len(got), strings.Join(got, "\n"))
 		}

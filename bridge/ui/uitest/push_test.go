@@ -200,5 +200,6 @@ func TestPushSaveSaysWhatWentWrong(t *testing.T) {
 	if !eval[bool](b, `document.querySelector("#push-dialog").open && !document.querySelector("#push-save").disabled && document.querySelector("#push-save").textContent === "Save"`) {
 		t.Error("after the error the sheet should stay open with Save ready again")
 	}
+	b.fitsAPhone("the notifications sheet saying what went wrong")
 	b.screenshot("ui-phone-push-unreachable.png")
 }

@@ -427,6 +427,7 @@ func TestLoginLink(t *testing.T) {
 	if got := eval[string](again, `document.querySelector("#token-dialog").innerText`); !strings.Contains(got, "used already") || !strings.Contains(got, "agent-bridge login-link") || !strings.Contains(got, "agent-bridge pair") {
 		t.Errorf("the used link's page does not say what happened and how to get a new link:\n%s", got)
 	}
+	again.fitsAPhone("the used login link's page")
 	again.screenshot("ui-phone-used-link.png")
 }
 
@@ -466,6 +467,7 @@ func TestRevokedDeviceSaysSo(t *testing.T) {
 	if got := eval[string](b, `document.querySelector("#token-dialog").innerText`); !strings.Contains(got, `This token ("phone") was revoked at`) || !strings.Contains(got, "agent-bridge pair") {
 		t.Errorf("the signed-out page does not say why and how to pair again:\n%s", got)
 	}
+	b.fitsAPhone("the signed-out page")
 	b.screenshot("ui-phone-signed-out.png")
 
 	other := newBrowser(t)
@@ -473,6 +475,7 @@ func TestRevokedDeviceSaysSo(t *testing.T) {
 	other.run("open the used pairing link", chromedp.Navigate(s.url+"/ui/#pair="+code))
 	other.waitJS("the page about the used pairing link", `document.querySelector("#token-dialog").open && document.querySelector("#token-heading").textContent === "This pairing link no longer works" && `+
 		contains(`document.querySelector("#token-dialog").innerText`, "agent-bridge pair"))
+	other.fitsAPhone("the used pairing link's page")
 }
 
 // TestLongThreadLoadsOlderOnScroll opens a thread longer than one page: the
