@@ -1,16 +1,20 @@
 package uitest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
 // TestPermissionRequestButtons: an ACP agent's permission request
@@ -137,9 +141,10 @@ func TestPermissionFirstAnswerWins(t *testing.T) {
 	card := `document.querySelector(` + jsString(sel) + `)`
 	b.waitJS("the request with its buttons", card+` && `+card+`.querySelector(".permission-option").checkVisibility()`)
 
+	cliEnv := append(os.Environ(), "BRIDGE_URL="+s.url, "HOME="+t.TempDir())
 	permit := func(option string) (string, int) {
 		cmd := exec.Command(s.bin, "permit", "Answered twice", seq, option)
-		cmd.Env = append(os.Environ(), "BRIDGE_URL="+s.url, "HOME="+t.TempDir())
+		cmd.Env = cliEnv
 		out, err := cmd.CombinedOutput()
 		code := 0
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -165,6 +170,18 @@ func TestPermissionFirstAnswerWins(t *testing.T) {
 	other.resize(phone)
 	other.run("open the thread in a second browser", chromedp.Navigate(s.url+"/ui/threads/"+th))
 	other.waitJS("rejected in the second browser", rejected)
+
+	// The person's tail marks the second answer as without effect.
+	ctx, stop := context.WithCancel(t.Context())
+	tail := exec.CommandContext(ctx, s.bin, "tail", "Answered twice")
+	var tailOut testutil.Buffer
+	tail.Env, tail.Stdout, tail.Stderr = cliEnv, &tailOut, &tailOut
+	if err := tail.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stop(); _ = tail.Wait() }()
+	second := regexp.MustCompile(`(?m)^\[\d+\] \S+ user → all \(control\): \{"permission":\{"event":"` + req["id"].(string) + `","option":"allow"\}\} — no effect: already answered by user: rejected \(“Reject”\)$`)
+	testutil.WaitFor(t, waitTimeout, "tail marking the second answer", func() bool { return second.MatchString(tailOut.String()) })
 
 	// The bridge agrees: the second answer is the one noted.
 	var page struct {
