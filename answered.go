@@ -1,6 +1,9 @@
 package agentbridge
 
-import "fmt"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // IgnoredAlreadyAnswered: a permission request answered a second time (the
 // coordinator acts on the first answer only), or a human's second reply to
@@ -39,6 +42,52 @@ func AlreadyAnswered(target, first Event) *Ignored {
 		return &Ignored{Code: IgnoredAlreadyAnswered, Reason: fmt.Sprintf(
 			"this question was already answered by %s at %s; this reply is kept as a message like any other, not as the answer", first.From, first.TS)}
 	}
+	choice := ""
+	if c := ControlOf(first); c != nil && c.Permission != nil {
+		if words := PermissionChoice(target, c.Permission.Option); words != "" {
+			choice = ": " + words
+		}
+	}
 	return &Ignored{Code: IgnoredAlreadyAnswered, Reason: fmt.Sprintf(
-		"this permission request was already answered by %s at %s, so this answer has no effect", first.From, first.TS)}
+		"this permission request was already answered by %s at %s%s, so this answer has no effect", first.From, first.TS, choice)}
+}
+
+// choiceWords says what an answer decided, by its option's kind (ACP's
+// allow_once, allow_always, reject_once, reject_always).
+var choiceWords = map[string]string{
+	"allow_once":    "allowed once",
+	"allow_always":  "always allowed",
+	"reject_once":   "rejected",
+	"reject_always": "always rejected",
+}
+
+// PermissionChoice says in words what choosing option decided of the
+// permission request req: `rejected ("Reject")`, so that the person whose
+// later answer changed nothing reads what the first one did. It is ""
+// when req offers no such option.
+func PermissionChoice(req Event, option string) string {
+	var p struct {
+		Options []struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+			Kind string `json:"kind"`
+		} `json:"options"`
+	}
+	if json.Unmarshal(req.Meta.Extra[MetaPermission], &p) != nil {
+		return ""
+	}
+	for _, o := range p.Options {
+		if o.ID != option {
+			continue
+		}
+		name := o.Name
+		if name == "" {
+			name = o.ID
+		}
+		if w := choiceWords[o.Kind]; w != "" {
+			return fmt.Sprintf("%s (“%s”)", w, Clip(name, QuoteRunes))
+		}
+		return fmt.Sprintf("“%s” chosen", Clip(name, QuoteRunes))
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package agentbridge
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -33,5 +34,22 @@ func TestAnswers(t *testing.T) {
 	n := AlreadyAnswered(req, Event{From: "user", TS: "2026-11-28T00:00:00.000000Z"})
 	if n.Code != IgnoredAlreadyAnswered || n.Reason != "this permission request was already answered by user at 2026-11-28T00:00:00.000000Z, so this answer has no effect" {
 		t.Errorf("note = %+v", n)
+	}
+	// With the request's options at hand, the note says what the first
+	// answer decided.
+	req.Meta.Extra = map[string]json.RawMessage{MetaPermission: json.RawMessage(
+		`{"options":[{"id":"allow","name":"Allow once","kind":"allow_once"},{"id":"reject","name":"Reject","kind":"reject_once"},{"id":"odd","name":"Ask me later","kind":"other"}]}`)}
+	for option, want := range map[string]string{
+		"reject":  ": rejected (“Reject”),",
+		"allow":   ": allowed once (“Allow once”),",
+		"odd":     ": “Ask me later” chosen,",
+		"missing": "Z, so",
+	} {
+		first := Event{Type: TypeControl, From: "user", TS: "2026-11-28T00:00:00.000000Z",
+			Content: json.RawMessage(`{"permission":{"event":"R1","option":"` + option + `"}}`)}
+		n := AlreadyAnswered(req, first)
+		if !strings.Contains(n.Reason, want) {
+			t.Errorf("the note after a first answer %q = %q, want it to contain %q", option, n.Reason, want)
+		}
 	}
 }

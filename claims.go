@@ -227,9 +227,9 @@ func WaitingReason(participant string) string {
 }
 
 // InterruptedReason is the reason of a lapsed holder's interrupted
-// receipt.
+// receipt; the state itself says "interrupted", so the reason does not.
 func InterruptedReason(host string) string {
-	return "interrupted: " + host + " offline"
+	return host + " offline"
 }
 
 // NotATriggerReason is the reason of the skipped receipt of a claim that

@@ -121,11 +121,16 @@ type Credential struct {
 	Agents string `json:"agents,omitempty"`
 }
 
-// Whoami is the answer of GET /auth/whoami: the caller's credential, and
-// whether the server takes requests without a token (serve --open).
+// Whoami is the answer of GET /auth/whoami: the caller's credential,
+// whether the server takes requests without a token (serve --open), and
+// the participant id the credential writes as (the web UI posts as it).
 type Whoami struct {
 	Credential
 	Open bool `json:"open"`
+	// Sender is whom the credential writes as: for a person token, the
+	// human it is named after, else the bridge's first human; for an
+	// agent or a coordinator token, its participant; "" for a read token.
+	Sender string `json:"sender,omitempty"`
 }
 
 // TokenInput is a token to create: POST /auth/tokens, or serve's first

@@ -311,7 +311,9 @@ func (c *claudeStream) event(ev map[string]json.RawMessage, out *StreamOutcome) 
 	begins := (typ == "system" && str(ev, "subtype") == "init") || typ == "assistant" || typ == "user"
 	if id := str(ev, "session_id"); id != "" && id != out.Session && begins {
 		out.Session, out.Started = id, true
-		status := "session " + id
+		// The status is what a person reads while the agent thinks: the
+		// session's id stays in the record, out of it.
+		status := "started"
 		if m := str(ev, "model"); m != "" {
 			status += " (" + m + ")"
 		}
@@ -585,7 +587,7 @@ func (c *codexStream) event(ev map[string]json.RawMessage, out *StreamOutcome) [
 		if c.baseline != nil {
 			c.before = c.baseline(id)
 		}
-		return []ProgressRecord{sessionRecord(id, agentbridge.Clip("session "+id, maxStatusRunes))}
+		return []ProgressRecord{sessionRecord(id, "started")}
 	case "turn.started":
 		return []ProgressRecord{{Status: "working", Kind: "turn"}}
 	case "turn.completed":

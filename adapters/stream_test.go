@@ -51,8 +51,6 @@ func statuses(recs []adapters.ProgressRecord) string {
 var fakePort = regexp.MustCompile(`127\.0\.0\.1:\d+`)
 
 func TestConvertStream(t *testing.T) {
-	const claudeSession = "5b6f0a3e-0c1d-4a57-9a0e-2f1f6c7b9d10"
-	const codexSession = "0199a213-81c0-7800-8aa1-bbab2a035a53"
 	for _, tc := range []struct {
 		format, name string
 		reply        string
@@ -67,7 +65,7 @@ func TestConvertStream(t *testing.T) {
 		{format: "claude", name: "normal",
 			reply: "The test fails because Count subtracts one.\nRemove the `- 1` in parse.go and it passes.",
 			usage: adapters.Usage{InputTokens: 3600, OutputTokens: 102, CostUSD: 0.01644},
-			records: `session: session SESSION (claude-opus-5-5)
+			records: `session: started (claude-opus-5-5)
 other: system: thinking_tokens
 thinking: thinking
 usage: 1200 tokens in
@@ -82,7 +80,7 @@ usage: done: 3600 tokens in, 102 out, $0.0164
 `},
 		{format: "claude", name: "failed", failed: "API Error: 529 overloaded. This is a server-side issue, usually temporary — try again in a moment. If it persists, check your inference gateway (127.0.0.1:PORT).",
 			usage: adapters.Usage{InputTokens: 1200, OutputTokens: 34, CostUSD: 0.00548},
-			records: `session: session SESSION (claude-opus-5-5)
+			records: `session: started (claude-opus-5-5)
 tool: Bash: make deploy
 usage: 1200 tokens in
 tool_result: tool failed: Exit code 2
@@ -91,7 +89,7 @@ error: failed: API Error: 529 overloaded. This is a server-side issue, usually t
 `},
 		{format: "claude", name: "unknown", reply: "All three files are formatted.", bad: 1,
 			usage: adapters.Usage{InputTokens: 400, OutputTokens: 12, CostUSD: 0.0012},
-			records: `session: session ` + claudeSession + ` (claude-sonnet-4-5)
+			records: `session: started (claude-sonnet-4-5)
 other: rate_limit_event
 text: All three files are formatted.
 usage: 400 tokens in
@@ -99,7 +97,7 @@ usage: done: 400 tokens in, 12 out, $0.0012
 `},
 		{format: "codex", name: "normal", reply: "Fixed: Count no longer subtracts one; the tests pass.",
 			usage: adapters.Usage{InputTokens: 2400, OutputTokens: 68},
-			records: `session: session SESSION
+			records: `session: started
 warning: warning: Model metadata for ` + "`gpt-5.1-codex`" + ` not found. Defaulting to fallback metadata; this can degrade performance an…
 turn: working
 thinking: thinking
@@ -109,7 +107,7 @@ text: Fixed: Count no longer subtracts one; the tests pass.
 usage: done: 2400 tokens in, 68 out
 `},
 		{format: "codex", name: "failed", failed: "exceeded retry limit, last status: 429 Too Many Requests",
-			records: `session: session SESSION
+			records: `session: started
 warning: warning: Model metadata for ` + "`gpt-5.1-codex`" + ` not found. Defaulting to fallback metadata; this can degrade performance an…
 turn: working
 tool: $ /bin/bash -lc 'make deploy'
@@ -119,7 +117,7 @@ error: failed: exceeded retry limit, last status: 429 Too Many Requests
 `},
 		{format: "codex", name: "unknown", reply: "Done; nothing needed changing.", bad: 1,
 			usage: adapters.Usage{InputTokens: 5000, OutputTokens: 30},
-			records: `session: session ` + codexSession + `
+			records: `session: started
 other: session.configured
 turn: working
 other: hologram
@@ -158,6 +156,11 @@ usage: done: 5000 tokens in, 30 out
 			}
 			if s := recs[0].Session; s != out.Session {
 				t.Errorf("first record's session %q, want %q", s, out.Session)
+			}
+			// The session's id is in the record, never in a status: a
+			// status is what a person reads while the agent thinks.
+			if strings.Contains(statuses(recs), out.Session) {
+				t.Errorf("a status shows the session id %s:\n%s", out.Session, statuses(recs))
 			}
 		})
 	}
@@ -430,7 +433,7 @@ func TestConvertCodexOtherItemKinds(t *testing.T) {
 	if err != nil || out.Failed {
 		t.Fatalf("%+v %v", out, err)
 	}
-	want := `session: session th
+	want := `session: started
 tool: edit: update parse.go
 tool_result: edit: update parse.go
 tool: search: go slices

@@ -124,7 +124,7 @@ func TestClaimsOverHTTP(t *testing.T) {
 	ts.as(laptop).registerTTL("laptop", "laptop.local", 200*time.Millisecond, "claude")
 	waitFor(t, 10*time.Second, "the interrupted receipt", func() bool {
 		list := ts.receiptsOf("/threads/t1/receipts?event=" + trigger.ID)
-		return len(list) == 1 && list[0].State == agentbridge.ReceiptInterrupted && list[0].Reason == "interrupted: laptop.local offline"
+		return len(list) == 1 && list[0].State == agentbridge.ReceiptInterrupted && list[0].Reason == "laptop.local offline"
 	})
 	var claimable agentbridge.ClaimsResponse
 	if err := json.Unmarshal(ts.as(server).must(200, "GET", "/claims?claimable=server", "").body, &claimable); err != nil || len(claimable.Claims) != 1 || claimable.Claims[0].ID != id {

@@ -337,7 +337,7 @@ func TestNtfy(t *testing.T) {
 		r.header.Get("Click") != "https://laptop.example.ts.net/ui/threads/t1#event-"+id || r.header.Get("Authorization") != "Bearer tk_ntfy" {
 		t.Errorf("ntfy headers = %v", r.header)
 	}
-	if strings.Contains(r.body, "Write file") || r.body != "In thread t1: open it to answer." {
+	if strings.Contains(r.body, "Write file") || r.body != "In “thread t1”: open it to answer." {
 		t.Errorf("ntfy body %q carries content without include_content", r.body)
 	}
 	for k, vs := range r.header {
@@ -375,7 +375,7 @@ func TestNtfy(t *testing.T) {
 	ts.must(200, "POST", "/threads/t1/events", hostileRequest)
 	waitFor(t, 5*time.Second, "the ntfy request of the hostile title without content", func() bool { return len(got()) == 2 })
 	r = got()[1]
-	if r.header.Get("Title") != "coordinator asks permission" || r.header.Get("X-Evil") != "" || r.body != "In thread t1: open it to answer." {
+	if r.header.Get("Title") != "coordinator asks permission" || r.header.Get("X-Evil") != "" || r.body != "In “thread t1”: open it to answer." {
 		t.Errorf("ntfy headers without include_content = %v", r.header)
 	}
 	for k, vs := range r.header {
@@ -387,6 +387,46 @@ func TestNtfy(t *testing.T) {
 	}
 	if strings.Contains(r.body, "Write") {
 		t.Errorf("ntfy body %q carries the tool's title", r.body)
+	}
+}
+
+// TestNtfyCategories: an ntfy topic gets what waits for the person and
+// what failed, not every reply, unless notify.ntfy.categories asks for
+// replies; each note's text fits its event and names the thread by its
+// name.
+func TestNtfyCategories(t *testing.T) {
+	t.Parallel()
+	reply := `{"from":"claude","to":"user","content":"done, the tests pass"}`
+	failed := `{"from":"coordinator","to":"user","content":"claude's run failed: exit 1","meta":{"via":"coordinator","tags":["coordinator","error"],"participant":"claude"}}`
+	question := `{"from":"claude","to":"user","content":"[USER QUESTION]: which file?","meta":{"tags":["coordinator","question"],"via":"coordinator"}}`
+	for _, tc := range []struct {
+		name       string
+		categories []string
+		want       []string // the bodies, in order
+	}{
+		{"default", nil, []string{"In “thread t1”: open it to see why.", "In “thread t1”: open it to answer."}},
+		{"with replies", []string{"reply", "failed"}, []string{"In “thread t1”: open it to read it.", "In “thread t1”: open it to see why."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv, got := fakeNtfy(t)
+			ts := newTestServer(t, Options{Notify: notify.Options{Ntfy: notify.Ntfy{URL: srv.URL + "/agents", Categories: tc.categories}}})
+			ts.newThread("t1")
+			for _, body := range []string{reply, failed, question} {
+				ts.must(200, "POST", "/threads/t1/events", body)
+			}
+			// A last note every config sends, so that waiting for it
+			// waits for the ones before.
+			ts.must(200, "POST", "/threads/t1/events", failed)
+			waitFor(t, 5*time.Second, "the ntfy requests", func() bool { return len(got()) == len(tc.want)+1 })
+			var bodies []string
+			for _, r := range got()[:len(tc.want)] {
+				bodies = append(bodies, r.body)
+			}
+			if strings.Join(bodies, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("ntfy bodies = %q, want %q", bodies, tc.want)
+			}
+		})
 	}
 }
 

@@ -284,6 +284,13 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 	nopts := opts.Notify
 	nopts.Store, nopts.Humans, nopts.Logger = s.pushes, opts.Humans, opts.Logger
 	nopts.Observe = s.metrics.observePush
+	nopts.ThreadName = func(ctx context.Context, id string) string {
+		th, err := store.Thread(ctx, id)
+		if err != nil {
+			return ""
+		}
+		return th.Name
+	}
 	if nopts.BaseURL == nil {
 		nopts.BaseURL = s.URL
 	}
@@ -371,7 +378,7 @@ func (s *Server) api() []route {
 		{"GET", "/healthz", "ok when the event store answers", s.handleHealthz},
 		{"POST", "/auth/login", "exchange the token for a browser cookie", s.handleLogin},
 		{"POST", "/auth/logout", "clear the login cookie", s.handleLogout},
-		{"GET", "/auth/whoami", "the credential this request carries {id, name, scope, thread?, participant?}", s.handleWhoami},
+		{"GET", "/auth/whoami", "the credential this request carries {id, name, scope, thread?, participant?, open, sender?}", s.handleWhoami},
 		{"GET", "/auth/tokens", "the tokens, without their secrets (person only), a page at a time (?after, ?limit)", s.handleTokensGet},
 		{"POST", "/auth/tokens", "create a token {scope, name, thread?, participant?, ttl_s?, agents?}; its secret is shown once", s.handleTokensPost},
 		{"DELETE", "/auth/tokens/{id}", "revoke a token", s.handleTokenDelete},

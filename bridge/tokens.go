@@ -118,9 +118,11 @@ func (s *Server) tokenStore() (agentbridge.TokenStore, error) {
 
 // resolve is the gate's Resolve: the token a request presents, looked up
 // by its hash (through the cache), as a credential; unknown, revoked or
-// expired is unauthorized.
+// expired is unauthorized, with field "token" and a sentence that says
+// which, so that a browser whose sign-in was revoked can say so and how
+// to get a new one (the holder of a revoked secret learns nothing else).
 func (s *Server) resolve(ctx context.Context, secret string) (httpguard.Credential, error) {
-	refuse := agentbridge.Errorf(agentbridge.ECodeUnauthorized, "This token is not valid here: it is unknown, revoked or expired.")
+	refuse := agentbridge.FieldErrorf(agentbridge.ECodeUnauthorized, "token", "This token is not known here: it was never made by this bridge, or was removed.")
 	if s.tokens == nil {
 		return httpguard.Credential{}, refuse
 	}
@@ -139,9 +141,20 @@ func (s *Server) resolve(ctx context.Context, secret string) (httpguard.Credenti
 		s.credCache.put(hash, t, now)
 	}
 	if !t.Valid(now) {
-		return httpguard.Credential{}, refuse
+		return httpguard.Credential{}, invalidToken(t)
 	}
 	return credentialOf(t), nil
+}
+
+// invalidToken is the refusal of a stored token that is revoked or
+// expired.
+func invalidToken(t agentbridge.Token) error {
+	if t.RevokedAt != "" {
+		return agentbridge.FieldErrorf(agentbridge.ECodeUnauthorized, "token",
+			"This token (%q) was revoked at %s: it no longer works here.", t.Name, t.RevokedAt)
+	}
+	return agentbridge.FieldErrorf(agentbridge.ECodeUnauthorized, "token",
+		"This token (%q) expired at %s: it no longer works here.", t.Name, t.ExpiresAt)
 }
 
 // credentialOf is the credential a stored token stands for.
@@ -301,8 +314,29 @@ func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) error {
 	if _, err := parseQuery(r, queryNone); err != nil {
 		return err
 	}
-	httpjson.Write(w, http.StatusOK, agentbridge.Whoami{Credential: credential(r), Open: s.gate.Open()})
+	cred := credential(r)
+	httpjson.Write(w, http.StatusOK, agentbridge.Whoami{Credential: cred, Open: s.gate.Open(), Sender: s.senderOf(cred)})
 	return nil
+}
+
+// senderOf is the participant id a credential writes as unless it says
+// otherwise: a person token named after one of the bridge's humans writes
+// as that human, any other person token as the first human (a paired
+// phone is the person); an agent or coordinator token as the participant
+// it is bound to; a read token as nobody.
+func (s *Server) senderOf(cred httpguard.Credential) string {
+	switch cred.Scope {
+	case agentbridge.ScopePerson:
+		if s.opts.Humans.Has(cred.Name) {
+			return cred.Name
+		}
+		if len(s.opts.Humans) > 0 {
+			return s.opts.Humans[0]
+		}
+	case agentbridge.ScopeAgent, agentbridge.ScopeCoordinator:
+		return cred.Participant
+	}
+	return ""
 }
 
 // errNoTokens is returned by NewLoginCode for a server whose store keeps
@@ -367,7 +401,7 @@ func (s *Server) redeemLoginCode(ctx context.Context, code string) (agentbridge.
 	s.logins.mu.Unlock()
 	if !ok || !now.Before(exp) || s.tokens == nil {
 		return agentbridge.Token{}, "", agentbridge.FieldErrorf(agentbridge.ECodeUnauthorized, "code",
-			"This login link is not valid: it was used already or is older than %s. Ask for a new one (restart agent-bridge up), or paste the token.", LoginCodeTTL)
+			"This login link is not valid: it was used already or is older than %s. Run agent-bridge login-link for a new one, or paste the token.", LoginCodeTTL)
 	}
 	secret, err := agentbridge.NewTokenSecret()
 	if err != nil {

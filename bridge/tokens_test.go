@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,11 +99,16 @@ func TestTokensAPI(t *testing.T) {
 	readID, read := ts.mint(`{"scope":"read","name":"dashboard"}`)
 	_, agent := ts.mint(`{"scope":"agent","name":"run-1","thread":"t1","participant":"claude","ttl_s":60}`)
 	who := ts.as(agent).must(200, "GET", "/auth/whoami", "").obj()
-	if who["scope"] != "agent" || who["thread"] != "t1" || who["participant"] != "claude" || who["open"] != false {
+	if who["scope"] != "agent" || who["thread"] != "t1" || who["participant"] != "claude" || who["open"] != false || who["sender"] != "claude" {
 		t.Errorf("whoami(agent) = %v", who)
 	}
-	if who := ts.must(200, "GET", "/auth/whoami", "").obj(); who["scope"] != "person" || who["name"] != "owner" {
+	// A person token writes as the bridge's human (the web UI posts as
+	// sender), a read token as nobody.
+	if who := ts.must(200, "GET", "/auth/whoami", "").obj(); who["scope"] != "person" || who["name"] != "owner" || who["sender"] != "user" {
 		t.Errorf("whoami(person) = %v", who)
+	}
+	if who := ts.as(read).must(200, "GET", "/auth/whoami", "").obj(); who["sender"] != nil {
+		t.Errorf("whoami(read) = %v, want no sender", who)
 	}
 
 	list := ts.must(200, "GET", "/auth/tokens", "")
@@ -137,8 +143,14 @@ func TestTokensAPI(t *testing.T) {
 	if revoked["revoked_at"] == "" || revoked["revoked_at"] == nil {
 		t.Errorf("revoke answer = %v", revoked)
 	}
-	if a := ts.as(read).do("GET", "/threads", ""); a.status != 401 {
-		t.Errorf("a revoked token: %d, want 401", a.status)
+	// A refused token is named as the field, and the sentence says why:
+	// a signed-out device can say so.
+	if a := ts.as(read).do("GET", "/threads", ""); a.status != 401 || !strings.Contains(string(a.body), `"field":"token"`) ||
+		!strings.Contains(string(a.body), `This token (\"dashboard\") was revoked at `) {
+		t.Errorf("a revoked token: %d %s, want 401 saying it was revoked", a.status, a.body)
+	}
+	if a := ts.as("abt_wrong").do("GET", "/threads", ""); a.status != 401 || !strings.Contains(string(a.body), "This token is not known here") {
+		t.Errorf("an unknown token: %d %s, want 401 saying it is not known", a.status, a.body)
 	}
 	if a := ts.do("DELETE", "/auth/tokens/01ZZZZZZZZZZZZZZZZZZZZZZZZ", ""); a.status != 404 || a.errCode() != agentbridge.ECodeTokenNotFound {
 		t.Errorf("revoke an unknown id: %d %s", a.status, a.body)

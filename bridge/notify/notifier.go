@@ -44,8 +44,12 @@ type Options struct {
 	// Subject is the VAPID subject, an https or mailto URL
 	// (DefaultSubject when empty).
 	Subject string
-	// Ntfy, when its URL is set, also sends every note to an ntfy topic.
+	// Ntfy, when its URL is set, also sends the notes of its categories
+	// to an ntfy topic.
 	Ntfy Ntfy
+	// ThreadName returns a thread's name ("" when unknown), which ntfy's
+	// text names the thread by; nil names it by its id.
+	ThreadName func(ctx context.Context, thread string) string
 	// BaseURL returns the bridge's public base URL (scheme://host[:port]),
 	// which ntfy's click link starts with.
 	BaseURL func() string
@@ -232,10 +236,11 @@ func (n *Notifier) isVisible(endpoint, thread string) bool {
 	return ok && v.thread == thread && n.opts.Now().Before(v.until)
 }
 
-// send hands note, handed to the notifier at at, to the lane of ntfy and
-// of every device that wants it; it does not wait for them.
+// send hands note, handed to the notifier at at, to the lane of ntfy (when
+// it wants the note's category) and of every device that wants it; it
+// does not wait for them.
 func (n *Notifier) send(ctx context.Context, note Note, at time.Time) {
-	if n.opts.Ntfy.URL != "" {
+	if n.opts.Ntfy.URL != "" && n.opts.Ntfy.wants(note.Category) {
 		n.enqueue(ctx, "ntfy", func(ctx context.Context) {
 			if err := n.sendNtfy(ctx, note); err != nil {
 				n.log.Warn("ntfy", "event", note.Event, "err", err)

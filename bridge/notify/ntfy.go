@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -26,6 +27,36 @@ type Ntfy struct {
 	// IncludeContent sends the message's text; without it a note says only
 	// what happened and where (the topic may be public).
 	IncludeContent bool `json:"include_content,omitempty"`
+	// Categories are the kinds of note the topic gets (agentbridge.Push*:
+	// permission, question, failed, reply); nil means DefaultNtfyCategories.
+	// Every reply is there only when asked for: a topic that buzzes at each
+	// agent's answer is soon muted, and with it the requests that wait.
+	Categories []string `json:"categories,omitempty"`
+}
+
+// DefaultNtfyCategories are the notes an ntfy topic gets unless its config
+// says otherwise: what waits for the person, and what went wrong.
+var DefaultNtfyCategories = []string{agentbridge.PushPermission, agentbridge.PushQuestion, agentbridge.PushFailed}
+
+// NtfyCategories are the categories notify.ntfy.categories may name.
+var NtfyCategories = []string{agentbridge.PushPermission, agentbridge.PushQuestion, agentbridge.PushFailed, agentbridge.PushReply}
+
+// wants reports whether the topic gets notes of category.
+func (c Ntfy) wants(category string) bool {
+	list := c.Categories
+	if list == nil {
+		list = DefaultNtfyCategories
+	}
+	return slices.Contains(list, category)
+}
+
+// ntfyBodies is a note's text when the topic gets no content: what the
+// person can do about it, by category ("%s" is the thread's name).
+var ntfyBodies = map[string]string{
+	agentbridge.PushPermission: "In “%s”: open it to answer.",
+	agentbridge.PushQuestion:   "In “%s”: open it to answer.",
+	agentbridge.PushFailed:     "In “%s”: open it to see why.",
+	agentbridge.PushReply:      "In “%s”: open it to read it.",
 }
 
 // maxTitleRunes bounds ntfy's Title header: a notification shows one line.
@@ -35,7 +66,7 @@ const maxTitleRunes = 120
 // click link to the event, and what the agent wrote (the text, a tool's
 // title) only when the config says so, since a topic may be public.
 func (n *Notifier) sendNtfy(ctx context.Context, note Note) error {
-	body := fmt.Sprintf("In thread %s: open it to answer.", note.Thread)
+	body := fmt.Sprintf(ntfyBodies[note.Category], n.threadName(ctx, note.Thread))
 	title := note.Headline
 	if n.opts.Ntfy.IncludeContent {
 		body, title = note.Body, note.Title
@@ -68,6 +99,16 @@ func (n *Notifier) sendNtfy(ctx context.Context, note Note) error {
 		return fmt.Errorf("ntfy answered %s", resp.Status)
 	}
 	return nil
+}
+
+// threadName is the name people know thread by, else its id.
+func (n *Notifier) threadName(ctx context.Context, thread string) string {
+	if n.opts.ThreadName != nil {
+		if name := n.opts.ThreadName(ctx, thread); name != "" {
+			return name
+		}
+	}
+	return thread
 }
 
 // headerValue makes text fit for an HTTP header: one line (line breaks

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -81,6 +83,11 @@ func readBridgeConfig(path string) (bridgeFileConfig, error) {
 	}
 	if n.MaxSubscriptions < 0 {
 		return cfg, usagef("--bridge-config %s: notify.max_subscriptions must be 0 (the default, %d) or more", path, agentbridge.DefaultMaxPushSubscriptions)
+	}
+	for _, c := range n.Ntfy.Categories {
+		if !slices.Contains(notify.NtfyCategories, c) {
+			return cfg, usagef("--bridge-config %s: notify.ntfy.categories: %q is not one of %s", path, c, strings.Join(notify.NtfyCategories, ", "))
+		}
 	}
 	if n.Ntfy.TokenFile != "" {
 		if _, err := os.Stat(n.Ntfy.TokenFile); err != nil {

@@ -55,7 +55,7 @@ func TestClaimsRealServe(t *testing.T) {
 	}
 	testutil.WaitFor(t, 15*time.Second, "the interrupted receipt", func() bool {
 		list, err := c.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: "t1", Event: trigger.ID})
-		return err == nil && len(list) == 1 && list[0].State == agentbridge.ReceiptInterrupted && list[0].Reason == "interrupted: laptop.local offline"
+		return err == nil && len(list) == 1 && list[0].State == agentbridge.ReceiptInterrupted && list[0].Reason == "laptop.local offline"
 	})
 	took, err := c.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: key, Coordinator: "server", Instance: "s1"})
 	if err != nil || !took.Granted || took.Claim.Fence != 2 || took.PreviousHost != "laptop.local" {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -70,4 +71,56 @@ func TestCLIReference(t *testing.T) {
 		return
 	}
 	t.Errorf("docs/cli.md's reference differs from the help the commands print; run UPDATE_CLI_DOCS=1 go test ./cmd/agent-bridge -run TestCLIReference")
+}
+
+// docCommand is a command line as the docs write one: "agent-bridge
+// WORD …" (or "./agent-bridge WORD …").
+var docCommand = regexp.MustCompile(`^(?:\$ )?(?:\./)?agent-bridge ([a-z][a-z-]*)(?:\s|$)`)
+
+// TestDocsNameRealCommands: every command the README and docs/ tell a
+// reader to run — a line of a code block, or an inline code span, that
+// starts with "agent-bridge WORD" — is one the binary has, so a page cannot
+// send anyone to a command that does not exist (it once named an
+// "agent-bridge runs").
+func TestDocsNameRealCommands(t *testing.T) {
+	t.Parallel()
+	root, err := testutil.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{"help": true, "completion": true}
+	for _, c := range (&Main{Getenv: func(string) string { return "" }}).rootCommand().Commands() {
+		known[c.Name()] = true
+		for _, a := range c.Aliases {
+			known[a] = true
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	files = append(files, filepath.Join(root, "README.md"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fenced := false
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				fenced = !fenced
+				continue
+			}
+			code := []string{strings.TrimSpace(line)}
+			if !fenced {
+				code = code[:0]
+				parts := strings.Split(line, "`")
+				for j := 1; j < len(parts); j += 2 {
+					code = append(code, parts[j])
+				}
+			}
+			for _, c := range code {
+				if m := docCommand.FindStringSubmatch(c); m != nil && !known[m[1]] {
+					t.Errorf("%s:%d names agent-bridge %s, which is no command: %s", filepath.Base(f), i+1, m[1], strings.TrimSpace(line))
+				}
+			}
+		}
+	}
 }

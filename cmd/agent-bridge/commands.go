@@ -141,6 +141,7 @@ func (m *Main) commandTable() []command {
 			{use: "revoke ID|NAME", short: "revoke a token by id, or every valid token of that name", define: m.tokensRevokeCommand},
 		}},
 		command{use: "login-link", group: groupOps, short: "a link that opens the web UI logged in, once, within 10 minutes (as up prints it)", define: m.loginLinkCommand},
+		command{use: "whoami", group: groupOps, short: "who this CLI's token is: the participant it writes as, its name and scope", define: m.whoamiCommand},
 		command{use: "pair", group: groupOps, short: "a one-time link (and its QR code) that logs a phone in with its own token, for 10 minutes",
 			example: "  agent-bridge pair --name phone", define: m.pairCommand},
 		command{use: "devices", group: groupOps, short: "the paired devices: last seen, notifications, last push (--deliveries: each one's pushes)",

@@ -356,6 +356,15 @@ func TestCoordinatorCommandInProcess(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "succeeded") || !strings.Contains(out, answered.ID) {
 		t.Errorf("invocations = %d:\n%s", code, out)
 	}
+	// The thread by its name, as the UI and thread list show it: the CLI
+	// finds the bridge (BRIDGE_URL) and asks it for the id.
+	var byName, byNameErr bytes.Buffer
+	nameMain := &Main{Stdin: strings.NewReader(""), Stdout: &byName, Stderr: &byNameErr, Getenv: func(k string) string {
+		return map[string]string{"BRIDGE_URL": e.bridge.URL(), "BRIDGE_COORDINATOR_URL": e.statusURL}[k]
+	}}
+	if code := exitCode(&byNameErr, nameMain.Run(context.Background(), []string{"invocations", "--thread", "t"})); code != 0 || !strings.Contains(byName.String(), answered.ID) {
+		t.Errorf("invocations --thread by the thread's name = %d, want its runs:\n%s%s", code, byName.String(), byNameErr.String())
+	}
 	out, code = run("invocations", "--participant", "alice", "--coordinator-url", e.statusURL)
 	if code != 0 || !strings.Contains(out, answered.ID) {
 		t.Errorf("invocations --participant alice = %d:\n%s", code, out)

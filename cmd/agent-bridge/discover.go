@@ -109,8 +109,7 @@ func (m *Main) coordinatorURLsFlag(fs *pflag.FlagSet) func(context.Context) []st
 // its live coordinators that have a status API; none when it does not
 // answer.
 func (m *Main) liveStatusURLs(ctx context.Context) []statusTarget {
-	cf := &clientFlags{fs: pflag.NewFlagSet("discover", pflag.ContinueOnError), url: agentbridge.DefaultBridgeURL}
-	cl, err := m.newClient(cf)
+	cl, err := m.discoveredClient()
 	if err != nil {
 		return nil
 	}

@@ -380,7 +380,11 @@ func checkAdapters(cfg config.Config, pathEnv, pathSource string) []checkResult 
 	var res []checkResult
 	runnable := 0
 	for _, id := range slices.Sorted(maps.Keys(cfg.Agents)) {
-		r, ok := checkAgent(id, cfg.Agents[id].Argv(), pathEnv, pathSource)
+		key := "command"
+		if len(cfg.Agents[id].ACP) > 0 {
+			key = "acp"
+		}
+		r, ok := checkAgent(id, key, cfg.Agents[id].Argv(), pathEnv, pathSource)
 		res = append(res, r...)
 		if ok {
 			runnable++
@@ -393,9 +397,10 @@ func checkAdapters(cfg config.Config, pathEnv, pathSource string) []checkResult 
 	return res
 }
 
-// checkAgent checks one agent's command and the CLI it wraps, and reports
-// whether the agent can run.
-func checkAgent(id string, cmd []string, pathEnv, pathSource string) ([]checkResult, bool) {
+// checkAgent checks one agent's command (key names it in the config:
+// "command" for an adapter, "acp" for an ACP agent) and the CLI it wraps,
+// and reports whether the agent can run.
+func checkAgent(id, key string, cmd []string, pathEnv, pathSource string) ([]checkResult, bool) {
 	name := "adapter " + id
 	if len(cmd) == 0 {
 		return []checkResult{{Name: name, Status: checkWarn, Detail: "no command configured", Fix: "set agents." + id + ".command"}}, false
@@ -413,7 +418,7 @@ func checkAgent(id string, cmd []string, pathEnv, pathSource string) ([]checkRes
 	if err != nil {
 		return []checkResult{{Name: name, Status: checkWarn,
 			Detail: fmt.Sprintf("%s cannot answer: command %s: %v (looked in %s)", id, cmd[0], err, pathSource),
-			Fix:    "install it, fix agents." + id + ".command[0], or chmod +x it"}}, false
+			Fix:    "install it, fix agents." + id + "." + key + "[0], or chmod +x it"}}, false
 	}
 	res := []checkResult{{Name: name, Status: checkOK, Detail: found}}
 	ok := true

@@ -223,6 +223,28 @@ func TestGradeFree(t *testing.T) {
 	}
 }
 
+// TestDoctorNamesTheAgentsKey: a missing program's fix names the key the
+// config holds it under: command for an adapter, acp for an ACP agent
+// (Gemini's entry is "acp": ["gemini", "--acp"]).
+func TestDoctorNamesTheAgentsKey(t *testing.T) {
+	t.Parallel()
+	cfg, _, err := config.Parse(strings.NewReader(`{"agents": {
+		"gemini": {"acp": ["no-such-gemini-here", "--acp"], "client": "gemini"},
+		"old": {"command": ["no-such-adapter-here"]}}}`), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixes := map[string]string{}
+	for _, r := range checkAdapters(cfg, "/nonexistent", "PATH") {
+		fixes[r.Name] = r.Fix
+	}
+	for name, want := range map[string]string{"adapter gemini": "fix agents.gemini.acp[0]", "adapter old": "fix agents.old.command[0]"} {
+		if !strings.Contains(fixes[name], want) {
+			t.Errorf("%s: fix %q, want it to say %q", name, fixes[name], want)
+		}
+	}
+}
+
 func TestDoctor(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv("HOME", t.TempDir())

@@ -77,7 +77,7 @@ func resolveThread(ctx context.Context, cl *client.Client, arg string) (string, 
 // for a command with no bridge flags of its own (why): the bridge is found
 // as every command finds it.
 func (m *Main) seqEvent(ctx context.Context, thread, seq string) (string, error) {
-	cl, err := m.newClient(&clientFlags{fs: pflag.NewFlagSet("discover", pflag.ContinueOnError), url: agentbridge.DefaultBridgeURL})
+	cl, err := m.discoveredClient()
 	if err != nil {
 		return "", err
 	}
@@ -88,6 +88,28 @@ func (m *Main) seqEvent(ctx context.Context, thread, seq string) (string, error)
 		return "", usagef("why THREAD SEQ: %q is not a seq (a whole number, as tail prints it)", seq)
 	}
 	return m.eventArg(ctx, cl, thread, seq)
+}
+
+// discoveredClient is a client for the bridge a command without bridge
+// flags of its own talks to: found as every command finds it (env
+// BRIDGE_URL, a running up, the default), with the token found likewise.
+func (m *Main) discoveredClient() (*client.Client, error) {
+	return m.newClient(&clientFlags{fs: pflag.NewFlagSet("discover", pflag.ContinueOnError), url: agentbridge.DefaultBridgeURL})
+}
+
+// threadFlagID is the thread id a --thread flag of a coordinator command
+// names (the status APIs know threads by id): the thread of that name, as
+// the UI and "thread list" show it, or the id itself. It is the value as
+// given when the bridge cannot be asked.
+func (m *Main) threadFlagID(ctx context.Context, arg string) (string, error) {
+	if arg == "" {
+		return "", nil
+	}
+	cl, err := m.discoveredClient()
+	if err != nil {
+		return arg, nil
+	}
+	return resolveThread(ctx, cl, arg)
 }
 
 // eventArg returns the id of the event arg names in thread: arg itself,

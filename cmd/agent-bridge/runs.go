@@ -237,7 +237,7 @@ func plural(n int64, noun string) string {
 
 func (m *Main) invocationsCommand(c *cobra.Command) runFunc {
 	fs := c.Flags()
-	thread := fs.String("thread", "", "only this thread")
+	thread := fs.String("thread", "", "only this thread (its name or id)")
 	participant := fs.String("participant", "", "only this participant's")
 	statusFlag := fs.String("status", "", "only this status: queued, running, succeeded, failed, timeout, interrupted, refused, cancelled or passed")
 	limit := fs.Int("limit", 100, "at most this many, newest first")
@@ -254,8 +254,12 @@ func (m *Main) invocationsCommand(c *cobra.Command) runFunc {
 			return usagef("--limit: must be from 1 to %d", agentbridge.MaxEventsLimit)
 		}
 		q := url.Values{"limit": {strconv.Itoa(*limit)}}
-		if *thread != "" {
-			q.Set("thread", *thread)
+		id, err := m.threadFlagID(ctx, *thread)
+		if err != nil {
+			return err
+		}
+		if id != "" {
+			q.Set("thread", id)
 		}
 		if *participant != "" {
 			q.Set("participant", *participant)

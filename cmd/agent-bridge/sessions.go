@@ -15,7 +15,7 @@ import (
 // reset_session control (docs/coordinator.md#sessions).
 func (m *Main) sessionsCommand(c *cobra.Command) runFunc {
 	fs := c.Flags()
-	thread := fs.String("thread", "", "only this thread")
+	thread := fs.String("thread", "", "only this thread (its name or id)")
 	asJSON := fs.Bool("json", false, "print the sessions as JSON")
 	base := m.coordinatorURLFlag(fs)
 	return func(ctx context.Context, pos []string) error {
@@ -23,8 +23,12 @@ func (m *Main) sessionsCommand(c *cobra.Command) runFunc {
 			return usagef("sessions takes no arguments (use --thread T, or sessions reset THREAD ID), got %q", pos[0])
 		}
 		q := url.Values{}
-		if *thread != "" {
-			q.Set("thread", *thread)
+		id, err := m.threadFlagID(ctx, *thread)
+		if err != nil {
+			return err
+		}
+		if id != "" {
+			q.Set("thread", id)
 		}
 		var out status.SessionsResponse
 		if err := m.statusGet(ctx, base(), "/sessions", q, &out); err != nil {

@@ -36,6 +36,9 @@ type tailer struct {
 	receipts, dim bool
 	// cursor is the seq (thread) or gseq (--all) of the last printed event.
 	cursor int64
+	// answers marks a second answer to a permission request as without
+	// effect.
+	answers answerNotes
 }
 
 func (m *Main) tailCommand(c *cobra.Command) runFunc {
@@ -191,7 +194,7 @@ func (t *tailer) printEvent(e agentbridge.Event) error {
 	if t.cf.json {
 		err = t.m.printJSON(e)
 	} else {
-		_, err = fmt.Fprintln(t.m.Stdout, formatEvent(e, t.thread == ""))
+		_, err = fmt.Fprintln(t.m.Stdout, formatEvent(e, t.thread == "")+t.answers.note(e))
 	}
 	if err != nil {
 		return fmt.Errorf("write output: %w", err)

@@ -160,3 +160,34 @@ func (m *Main) loginLinkCommand(c *cobra.Command) runFunc {
 		return nil
 	}
 }
+
+// whoamiCommand prints who the CLI's token is (GET /auth/whoami): the
+// participant id it writes as, as the web UI posts, and the token's name,
+// scope and id; --json prints the bridge's answer.
+func (m *Main) whoamiCommand(c *cobra.Command) runFunc {
+	fs := c.Flags()
+	cf := m.addClientFlags(fs)
+	return func(ctx context.Context, pos []string) error {
+		cl, err := m.noArgsClient("whoami", cf, pos)
+		if err != nil {
+			return err
+		}
+		who, err := cl.Whoami(ctx)
+		if err != nil {
+			return explain(err, cf.url)
+		}
+		if cf.json {
+			return m.printJSON(who)
+		}
+		as := who.Sender
+		if as == "" {
+			as = "nobody (this token may not write)"
+		}
+		fmt.Fprintf(m.Stdout, "%s: a %s token named %q (id %s)", as, who.Scope, who.Name, who.ID)
+		if who.Open {
+			fmt.Fprint(m.Stdout, "; the bridge takes requests without a token")
+		}
+		fmt.Fprintln(m.Stdout)
+		return nil
+	}
+}

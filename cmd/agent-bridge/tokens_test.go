@@ -38,6 +38,14 @@ func TestTokensCommands(t *testing.T) {
 	}
 	reader := cli{t: t, env: map[string]string{"BRIDGE_URL": p.url, "BRIDGE_TOKEN": secret}}
 	reader.ok("thread", "list")
+	// whoami says who each token is: the person writes as user, the read
+	// token as nobody.
+	if out := person.ok("whoami"); !strings.HasPrefix(out, `user: a person token named "owner"`) {
+		t.Errorf("whoami with the person token: %q", out)
+	}
+	if out := reader.ok("whoami"); !strings.HasPrefix(out, `nobody (this token may not write): a read token named "dashboard"`) {
+		t.Errorf("whoami with the read token: %q", out)
+	}
 	if _, errOut, code := reader.run("post", th, "hello", "--from", "user"); code == 0 || !strings.Contains(errOut, "read token may not") {
 		t.Errorf("post with a read token: exit %d, %q", code, errOut)
 	}
@@ -55,7 +63,7 @@ func TestTokensCommands(t *testing.T) {
 	}
 	testutil.WaitFor(t, 5*time.Second, "the revoked token refused", func() bool {
 		_, errOut, code := reader.run("thread", "list")
-		return code != 0 && strings.Contains(errOut, "not valid")
+		return code != 0 && strings.Contains(errOut, "was revoked at")
 	})
 	if all := person.ok("tokens", "list", "--all"); !strings.Contains(all, "dashboard") {
 		t.Errorf("tokens list --all lacks the revoked token:\n%s", all)

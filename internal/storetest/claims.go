@@ -133,7 +133,7 @@ func testClaims(t *testing.T, newStore Factory) {
 		return err == nil && len(due) == 1 && due[0].ID == c.ID
 	})
 	rc, changed, err := cs.InterruptClaim(ctx, c.ID, 2)
-	if err != nil || !changed || rc.State != agentbridge.ReceiptInterrupted || rc.Reason != "interrupted: laptop.local offline" || rc.From != agentbridge.ClaimSender {
+	if err != nil || !changed || rc.State != agentbridge.ReceiptInterrupted || rc.Reason != "laptop.local offline" || rc.From != agentbridge.ClaimSender {
 		t.Fatalf("InterruptClaim: %+v %v %v", rc, changed, err)
 	}
 	if _, changed, err := cs.InterruptClaim(ctx, c.ID, 2); err != nil || changed {

@@ -85,7 +85,7 @@ func testPermissionAnswer(t *testing.T, newStore Factory) {
 	// A second answer (another device) is stored, noted as already
 	// answered, naming who answered first and when.
 	res, err = keyed(answer(asked.Event.ID, "allow"), "second")
-	want := "this permission request was already answered by user at " + first.TS + ", so this answer has no effect"
+	want := "this permission request was already answered by user at " + first.TS + ": rejected (“Reject”), so this answer has no effect"
 	if err != nil || res.Ignored == nil || res.Ignored.Code != agentbridge.IgnoredAlreadyAnswered || res.Ignored.Reason != want {
 		t.Errorf("a second answer: %+v, %v; want ignored already_answered %q", res.Ignored, err, want)
 	}

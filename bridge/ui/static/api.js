@@ -31,17 +31,28 @@ export async function loginWithCode(code) {
   return postLogin({ code });
 }
 
-async function postLogin(body) {
-  const res = await fetch("/auth/login", {
+// redeemPairing exchanges a pairing link's one-time code (agent-bridge
+// pair prints the link, /ui/#pair=…) for this device's own person token as
+// the login cookie, and returns the bridge's answer ({device}). A used or
+// expired code rejects with the server's ApiError, without asking for a
+// token as other calls would.
+export async function redeemPairing(code) {
+  return postLogin({ code }, "/auth/pair/redeem");
+}
+
+async function postLogin(body, path = "/auth/login") {
+  const res = await fetch(path, {
     method: "POST",
     headers: { Accept: "application/json", "Content-Type": "application/json" },
     body: JSON.stringify(body),
     credentials: "same-origin",
   });
   if (!res.ok) throw await errorFrom(res);
+  const answer = await res.json().catch(() => ({}));
   const waiters = tokenWaiters;
   tokenWaiters = [];
   for (const w of waiters) w();
+  return answer;
 }
 
 // setUnauthorizedHandler names the function that asks the person for a token.

@@ -2,31 +2,36 @@
 // routes /ui/threads/{id}. This file wires the page together: it imports
 // every view and hands each the others' functions through hooks.js, since
 // a view imports only leaf modules (api, dom, shared, markdown, controls,
-// hooks), never another view. Each view has its module: threadlist.js (the thread list), thread.js (the open
-// thread and its scrolling), events.js (one event), composer.js, panel.js
-// (state, participants, invite), presence.js, receipts.js, revision.js,
-// stream.js (the tab's stream), notify.js, suggestions.js, phone.js (the
-// installable app: push, pairing, deep links), attachments.js (files in
-// the thread), deliveries.js (what became of each device's pushes), and the
-// Markdown of markdown.js. Untrusted content reaches the page only through
-// textContent or DOMPurify.
+// hooks), never another view. Each view has its module: threadlist.js (the
+// thread list), thread.js (the open thread and its scrolling), events.js
+// (one event), cards.js (a permission request's card), composer.js,
+// panel.js (state, participants, invite), presence.js, receipts.js,
+// revision.js, stream.js (the tab's stream), notify.js, suggestions.js,
+// phone.js (the installable app: push, deep links), gate.js (signing in:
+// login and pairing links, the sign-in gate), attachments.js (files in the
+// thread), changes.js (a change card), search.js, schedules.js,
+// deliveries.js (what became of each device's pushes), and the Markdown of
+// markdown.js. Untrusted content reaches the page only through textContent
+// or DOMPurify.
 
 import * as api from "./api.js";
-import { $ } from "./dom.js";
-import { ui, sender } from "./shared.js";
+import { $, fillIcons } from "./dom.js";
+import { ui, sender, DEVICE_KEY } from "./shared.js";
 import { hooks } from "./hooks.js";
 import { createThread, renderThreads, flushRead, loadThreads, noteThread, markRead } from "./threadlist.js";
 import { openThread, routeID, wireScrolling, navigate, addEvent, loadOlder, scrollToBottom, showEvent } from "./thread.js";
-import { markQuestions, renderEvent, markGroups, notePartyReply, notePermissionAnswer, refreshSenderLabels, senderLabel } from "./events.js";
+import { markQuestions, renderEvent, markGroups, notePartyReply, paintQuotes, refreshSenderLabels, senderLabel } from "./events.js";
+import { permissionAsk, permissionCard, notePermissionAnswer, repaintAnswers } from "./cards.js";
 import { paintReceipts, paintRunning, loadReceipts, onReceipt } from "./receipts.js";
 import { loadPresence, onPresence, markStale, renderPresence } from "./presence.js";
 import { wireComposer, setReply, answerQuestion, showComposerError } from "./composer.js";
-import { wirePanel, showControlError, control, refreshState } from "./panel.js";
+import { wirePanel, control, refreshState } from "./panel.js";
 import { wireRevision, renderRevision } from "./revision.js";
 import { startStream, onVisibility, setConn } from "./stream.js";
 import { wireNotifications, maybeNotify, notifyEnabled } from "./notify.js";
 import { wireSuggestions } from "./suggestions.js";
-import { redeemPairing, wirePhone } from "./phone.js";
+import { wirePhone, openPushDialog } from "./phone.js";
+import { wireGate, redeemLoginLink, redeemPairing, offerPush } from "./gate.js";
 import { wireAttachments, renderAttachments, renderPending, pendingAttachments, clearAttachments } from "./attachments.js";
 import { changeCard, noteChangeResult } from "./changes.js";
 import { wireSearch } from "./search.js";
@@ -41,7 +46,9 @@ Object.assign(hooks, {
   // thread.js
   openThread, routeID, navigate, addEvent, loadOlder, scrollToBottom, showEvent,
   // events.js
-  renderEvent, markGroups, notePartyReply, notePermissionAnswer, refreshSenderLabels, senderLabel,
+  renderEvent, markGroups, notePartyReply, paintQuotes, refreshSenderLabels, senderLabel,
+  // cards.js
+  permissionAsk, permissionCard, notePermissionAnswer, repaintAnswers,
   // receipts.js
   paintReceipts, paintRunning, loadReceipts, onReceipt,
   // presence.js
@@ -63,6 +70,10 @@ Object.assign(hooks, {
   },
   // attachments.js
   renderAttachments, renderPending, pendingAttachments, clearAttachments,
+  // phone.js
+  openPushDialog,
+  // gate.js
+  offerPush,
 });
 
 const SENDER_KEY = "agent-bridge-sender";
@@ -110,17 +121,11 @@ async function loadCoordinators() {
 // ------------------------------------------------------------------ rename
 
 function startRename() {
+  $("thread-menu").hidePopover();
   $("rename-input").value = $("thread-title").textContent;
-  $("rename-form").hidden = false;
-  $("thread-title").hidden = true;
-  $("rename-btn").hidden = true;
-  $("rename-input").focus();
-}
-
-function endRename() {
-  $("rename-form").hidden = true;
-  $("thread-title").hidden = false;
-  $("rename-btn").hidden = false;
+  $("rename-error").hidden = true;
+  $("rename-dialog").showModal();
+  $("rename-input").select();
 }
 
 async function rename() {
@@ -129,10 +134,37 @@ async function rename() {
   if (!v || !name) return;
   try {
     await api.post(`/threads/${encodeURIComponent(v.id)}/events`, { type: "thread.renamed", from: sender(), content: name }, { signal: v.ctrl.signal });
-    endRename();
+    $("rename-dialog").close();
   } catch (err) {
-    showControlError(err.message);
+    $("rename-error").textContent = err.message;
+    $("rename-error").hidden = false;
   }
+}
+
+// whoAmI asks the bridge who this browser is (GET /auth/whoami) and whom
+// it counts as people (GET /ping): the page posts as the id its credential
+// writes as, and only on a bridge without tokens (serve --open) does the
+// person say whom to post as. A 401 here opens the sign-in gate, and the
+// page goes on once signed in.
+async function whoAmI() {
+  try {
+    const [me, ping] = await Promise.all([api.get("/auth/whoami"), api.get("/ping")]);
+    ui.me = { sender: me.sender || "", open: !!me.open, name: me.name || "" };
+    ui.humans = Array.isArray(ping.humans) ? ping.humans : null;
+  } catch (err) {
+    if (!(err instanceof api.ApiError)) {
+      // The bridge is not reachable yet: ask again in a moment (the
+      // stream says "reconnecting" meanwhile).
+      setTimeout(whoAmI, 2000);
+      return;
+    }
+    // A bridge older than whoami: the "Post as" field, as before.
+    ui.me = { sender: "", open: true, name: "" };
+  }
+  $("sender-row").hidden = !ui.me.open;
+  const device = localStorage.getItem(DEVICE_KEY);
+  $("whoami").textContent = ui.me.open ? "" : `Signed in as ${sender()}${device ? ` on “${device}”` : ""} ·`;
+  markQuestions();
 }
 
 // ------------------------------------------------------------------ drawers
@@ -150,27 +182,11 @@ function toggleDrawer(name) {
 function wireDrawers() {
   $("threads-toggle").addEventListener("click", () => toggleDrawer("threads"));
   $("panel-toggle").addEventListener("click", () => toggleDrawer("panel"));
+  $("panel-close").addEventListener("click", () => document.body.classList.remove("show-panel"));
   $("drawer-backdrop").addEventListener("click", () => document.body.classList.remove("show-threads", "show-panel"));
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape") document.body.classList.remove("show-threads", "show-panel");
   });
-}
-
-// -------------------------------------------------------------------- token
-
-// tokenTried is whether the person has given a token yet: the first 401
-// only asks, a later one says why the token was refused.
-let tokenTried = false;
-
-function askToken(err) {
-  const d = $("token-dialog");
-  const msg = $("token-error");
-  if (tokenTried) {
-    msg.textContent = err && err.message ? err.message : "The token was refused.";
-    msg.hidden = false;
-  }
-  if (!d.open) d.showModal();
-  $("token-input").focus();
 }
 
 function wire() {
@@ -193,22 +209,15 @@ function wire() {
   $("thread-search").addEventListener("input", renderThreads);
 
   $("rename-btn").addEventListener("click", startRename);
-  $("rename-cancel").addEventListener("click", endRename);
+  $("rename-cancel").addEventListener("click", () => $("rename-dialog").close());
   $("rename-form").addEventListener("submit", (e) => {
     e.preventDefault();
     rename();
   });
-
-  api.setUnauthorizedHandler(askToken);
-  // Escape would close the dialog and leave every request waiting for a
-  // token with no way to give one.
-  $("token-dialog").addEventListener("cancel", (e) => e.preventDefault());
-  $("token-form").addEventListener("submit", () => {
-    $("token-error").hidden = true;
-    tokenTried = true;
-    api.login($("token-input").value.trim()).catch(askToken);
-    $("token-input").value = "";
-  });
+  // A menu's link or button closes the menu once used.
+  for (const item of document.querySelectorAll("#thread-menu .menu-item")) {
+    item.addEventListener("click", () => $("thread-menu").hidePopover());
+  }
 
   window.addEventListener("popstate", () => openThread(routeID()));
   window.addEventListener("pagehide", flushRead);
@@ -218,26 +227,13 @@ function wire() {
   });
 }
 
-// redeemLoginLink logs the browser in from a login link
-// (/ui/login#code=…): the code leaves the address bar and the history
-// first, then is exchanged once for the login cookie. A used or expired
-// code falls back to asking for the token, on the first 401.
-async function redeemLoginLink() {
-  if (location.pathname !== "/ui/login") return;
-  const code = new URLSearchParams(location.hash.slice(1)).get("code");
-  history.replaceState(null, "", "/ui");
-  if (!code) return;
-  try {
-    await api.loginWithCode(code);
-  } catch (err) {
-    setConn("login link: " + err.message);
-  }
-}
-
 async function main() {
+  fillIcons(document);
+  wireGate();
+  // A login or pairing link signs this browser in before the first request.
   await redeemLoginLink();
-  // A pairing link logs this browser in before the first request.
   await redeemPairing();
+  await whoAmI();
   wire();
   wireDrawers();
   wireScrolling();

@@ -75,3 +75,43 @@ export function fullTime(ts) {
   const d = parse(ts);
   return d ? FULL.format(d) : String(ts || "");
 }
+
+// ICONS are the UI's icons, 24×24 SVG paths drawn in the current colour.
+const ICONS = {
+  menu: "M3 6h18v2H3zm0 5h18v2H3zm0 5h18v2H3z",
+  more: "M12 8a2 2 0 1 0 0-4 2 2 0 0 0 0 4zm0 2a2 2 0 1 0 0 4 2 2 0 0 0 0-4zm0 6a2 2 0 1 0 0 4 2 2 0 0 0 0-4z",
+  people: "M16 11a3 3 0 1 0 0-6 3 3 0 0 0 0 6zm-8 0a3 3 0 1 0 0-6 3 3 0 0 0 0 6zm0 2c-2.3 0-7 1.2-7 3.5V19h14v-2.5C15 14.2 10.3 13 8 13zm8 0c-.3 0-.6 0-1 .1 1.2.8 2 2 2 3.4V19h6v-2.5c0-2.3-4.7-3.5-7-3.5z",
+  send: "M3 20.5 21 12 3 3.5V10l12 2-12 2z",
+  close: "M6.4 5 5 6.4 10.6 12 5 17.6 6.4 19 12 13.4 17.6 19 19 17.6 13.4 12 19 6.4 17.6 5 12 10.6z",
+  left: "M20 11H7.8l5.6-5.6L12 4l-8 8 8 8 1.4-1.4L7.8 13H20z",
+  right: "M4 11h12.2l-5.6-5.6L12 4l8 8-8 8-1.4-1.4 5.6-5.6H4z",
+  reply: "M10 9V5l-7 7 7 7v-4.1c5 0 8.5 1.6 11 5.1-1-5-4-10-11-11z",
+};
+
+// icon returns an icon as a span holding its SVG, hidden from screen
+// readers: the button that holds it has the words (aria-label).
+export function icon(name) {
+  const span = el("span", "icon");
+  span.append(iconSVG(name));
+  return span;
+}
+
+function iconSVG(name) {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("aria-hidden", "true");
+  svg.setAttribute("focusable", "false");
+  const path = document.createElementNS(ns, "path");
+  path.setAttribute("d", ICONS[name] || "");
+  svg.append(path);
+  return svg;
+}
+
+// fillIcons draws the icons the page's HTML names (<span class="icon"
+// data-icon="menu">).
+export function fillIcons(root) {
+  for (const span of root.querySelectorAll(".icon[data-icon]")) {
+    if (!span.firstChild) span.append(iconSVG(span.dataset.icon));
+  }
+}

@@ -1,15 +1,19 @@
 // events.js: one event as a node of the thread. Messages are Markdown
 // (markdown.js), controls one sentence (controls.js), private events
-// collapsed; a day's first event carries the date separator and a party
-// round's replies form a group.
+// collapsed, a permission request a card (cards.js); a day's first event
+// carries the date separator and a party round's replies form a group.
 
-import { el, button, dayKey, dayLabel, timeOf, fullTime } from "./dom.js";
+import { el, button, icon, dayKey, dayLabel, timeOf, fullTime } from "./dom.js";
 import { sender, contentText } from "./shared.js";
 import { renderMarkdown } from "./markdown.js";
 import { describeControl } from "./controls.js";
 import { hooks } from "./hooks.js";
 
 const BADGES = ["coordinator", "error", "loop-guard", "clarification", "party", "question", "permission"];
+
+// QUESTION_MARK is the directive that made a reply a question (contract
+// 5.2): the card says "asks you:" instead.
+const QUESTION_MARK = /^[ \t]*\[USER QUESTION\]:[ \t]*/m;
 
 function profileOf(v, id) {
   const st = v.liveState || v.state;
@@ -77,36 +81,40 @@ export function renderEvent(v, ev) {
     node.dataset.partyTitle = party.round === 1 ? "Party · round 1 — first takes" : "Party · round 2 — reactions";
   }
 
+  // A permission request or question is a card that speaks for itself:
+  // the coordinator's "notice" badge would only add noise to it.
+  const asks = ev.type === "message" && (tags.includes("question") || (tags.includes("permission") && !!meta.permission));
+  // The coordinator posts a permission request for the agent that asks
+  // (meta.participant): the card is that agent's.
+  const author = asks && typeof meta.participant === "string" && /^[A-Za-z0-9][A-Za-z0-9._@:-]*$/.test(meta.participant) ? meta.participant : ev.from;
   const head = el("header", "event-head");
-  const who = senderLabel(v, ev.from);
+  const whoBox = el("span", "who");
+  const who = senderLabel(v, author);
   const from = el("span", "sender", who.name);
-  from.dataset.from = ev.from;
+  from.dataset.from = author;
   const detail = el("span", "profile", who.detail);
-  detail.dataset.from = ev.from;
-  head.append(from, detail);
-  if (ev.type === "message") head.append(el("span", "to", "→ " + (ev.to || "all")));
+  detail.dataset.from = author;
+  whoBox.append(from, detail);
+  if (ev.type === "message") whoBox.append(el("span", "to", "→ " + (ev.to || "all")));
+  for (const t of shown) if (!(asks && t === "coordinator")) whoBox.append(el("span", "badge badge-" + t, t === "coordinator" ? "notice" : t));
   const time = el("time", "ts", timeOf(ev.ts));
   time.dateTime = ev.ts || "";
-  time.title = `${fullTime(ev.ts)} · revision ${ev.seq}`;
-  head.append(time);
-  for (const t of shown) head.append(el("span", "badge badge-" + t, t === "coordinator" ? "coordinator notice" : t));
-  if (meta.reply_to) {
-    const target = v.events.get(v.byID.get(meta.reply_to));
-    head.append(button("reply-link", "↩ " + (target ? "reply to " + target.from : "reply"), () => hooks.showEvent(v, meta.reply_to), "Show the message this replies to"));
+  time.title = `${fullTime(ev.ts)} · version ${ev.seq}`;
+  head.append(whoBox, time);
+  if (ev.type === "message") {
+    const reply = button("reply-btn btn-quiet btn-icon", "", () => hooks.setReply(ev));
+    reply.append(icon("reply"));
+    reply.setAttribute("aria-label", "Reply");
+    reply.title = "Reply to this message";
+    head.append(reply);
   }
-  if (ev.type === "message") head.append(button("reply-btn", "Reply", () => hooks.setReply(ev)));
+  node.append(head);
+  if (meta.reply_to) node.append(replyQuote(v, meta.reply_to));
+
   // A permission request carries meta.permission; the coordinator's notice
   // that one waits no more is tagged permission too, and asks nothing.
   const request = ev.type === "message" && tags.includes("permission") && !!meta.permission;
-  if (ev.type === "message" && (tags.includes("question") || request)) {
-    // An agent's [USER QUESTION] or permission request waits for the
-    // person it is addressed to.
-    node.dataset.to = ev.to || "all";
-    node.classList.add("asks");
-    if (tags.includes("question")) head.append(button("answer-btn", "Answer", () => hooks.answerQuestion(ev), `Answer ${ev.from}'s question`));
-  }
-  node.append(head);
-
+  const question = ev.type === "message" && tags.includes("question");
   const body = el("div", "event-body");
   if (meta.private === true) {
     // Private to its sender (an actor's thinking or journal): shown to
@@ -116,12 +124,15 @@ export function renderEvent(v, ev) {
     d.append(el("summary", "", `private ${ev.type} of ${ev.from}`));
     d.append(renderMarkdown(contentText(ev)));
     body.append(d);
-  } else if (ev.type === "message") body.append(renderMarkdown(contentText(ev)));
+  } else if (request) body.append(hooks.permissionAsk(v, ev));
+  else if (question) body.append(renderMarkdown(contentText(ev).replace(QUESTION_MARK, "")));
+  else if (ev.type === "message") body.append(renderMarkdown(contentText(ev)));
   else if (ev.type === "scene.closed") body.textContent = `the scene closed (${contentText(ev)})`;
   else if (ev.type === "control") body.textContent = describeControl(ev.content, controlContext(v));
   else if (ev.type === "thread.created") body.textContent = `created the thread “${contentText(ev)}”`;
   else if (ev.type === "thread.renamed") body.textContent = `renamed the thread to “${contentText(ev)}”`;
   else body.textContent = `${ev.type}: ${contentText(ev)}`;
+  if (question) body.prepend(el("p", "ask-line", `${senderLabel(v, ev.from).name} asks you:`));
   node.append(body);
   const files = meta.private === true ? null : hooks.renderAttachments(ev);
   if (files) node.append(files);
@@ -130,10 +141,15 @@ export function renderEvent(v, ev) {
     if (card) node.append(card);
   }
   if (meta.change_result) hooks.noteChangeResult(v, ev);
-  if (request) {
-    node.append(permissionBox(ev));
-    const answer = v.permissionAnswers.get(ev.id);
-    if (answer) markAnswered(v, node, ev, answer);
+  if (request || question) {
+    // An agent's [USER QUESTION] or permission request waits for the
+    // person it is addressed to.
+    node.dataset.to = ev.to || "all";
+    node.classList.add("asks");
+  }
+  if (request) hooks.permissionCard(v, ev, node);
+  if (question) {
+    node.append(button("answer-btn btn-primary btn-block", "Answer", () => hooks.answerQuestion(ev), `Answer ${ev.from}'s question`));
   }
   if (node.classList.contains("asks")) markForViewer(node);
   if (ev.type === "message" || ev.type === "control") {
@@ -143,6 +159,35 @@ export function renderEvent(v, ev) {
     if (ev.id) hooks.paintReceipts(v, ev.id, box);
   }
   return node;
+}
+
+// replyQuote is the message an event answers, quoted by its sender and
+// first line; a tap shows it. Until that message is loaded it says so.
+function replyQuote(v, id) {
+  const b = button("reply-link", "", () => hooks.showEvent(v, id), "Show the message this replies to");
+  b.dataset.replyTo = id;
+  paintQuote(v, b);
+  return b;
+}
+
+// paintQuotes redraws the quotes of ev: it may be loaded after the
+// messages that answer it (an older page).
+export function paintQuotes(v, ev) {
+  if (!ev.id) return;
+  for (const b of document.querySelectorAll(`#event-list .reply-link[data-reply-to="${CSS.escape(ev.id)}"]`)) paintQuote(v, b);
+}
+
+function paintQuote(v, b) {
+  const target = v.events.get(v.byID.get(b.dataset.replyTo));
+  const text = target ? `↩ ${senderLabel(v, target.from).name}: ${firstLine(target)}` : "↩ an earlier message";
+  // In a span of its own: a line too long for the button ends in "…".
+  if (b.textContent !== text) b.replaceChildren(el("span", "", text));
+}
+
+// firstLine is an event's first line of text, without Markdown marks.
+function firstLine(ev) {
+  const line = contentText(ev).split("\n").find((l) => l.trim()) || "";
+  return line.replace(/[*_`#>]/g, "").trim().slice(0, 120);
 }
 
 // controlContext names participants and permission options for sentences.
@@ -158,82 +203,8 @@ function controlContext(v) {
   };
 }
 
-// permissionBox shows what an agent asks to do (meta.permission) and, for
-// the person it is addressed to, one button per option; a click answers
-// with the permission control, as the viewer.
-function permissionBox(ev) {
-  const p = (ev.meta && ev.meta.permission) || {};
-  const box = el("div", "permission");
-  const call = p.tool_call || {};
-  const what = [call.title, call.kind ? `(${call.kind})` : ""].filter(Boolean).join(" ");
-  if (what) box.append(el("div", "permission-call", what));
-  const row = el("div", "permission-options");
-  for (const o of Array.isArray(p.options) ? p.options : []) {
-    if (!o || typeof o.id !== "string") continue;
-    const b = button("permission-option kind-" + String(o.kind || "").replace(/[^a-z_]/g, ""), String(o.name || o.id), () => {
-      hooks.control({ permission: { event: ev.id, option: o.id } });
-    });
-    b.dataset.option = o.id;
-    row.append(b);
-  }
-  box.append(row);
-  return box;
-}
-
-// notePermissionAnswer marks the request a permission control answers, or
-// the coordinator's notice that it waits no more (no answer in time, or
-// its run stopped) closes: its buttons give way to who chose what, or to
-// the notice, so nobody answers twice or answers what nothing reads.
-export function notePermissionAnswer(v, ev) {
-  const answer = permissionAnswerOf(ev);
-  if (!answer) return;
-  v.permissionAnswers.set(answer.event, answer);
-  const node = v.nodes.get(v.byID.get(answer.event));
-  const req = v.events.get(v.byID.get(answer.event));
-  if (node && req) markAnswered(v, node, req, answer);
-}
-
-// permissionAnswerOf is what ev says of a permission request: {event,
-// from, option} for a permission control, {event, from, closed} for the
-// coordinator's closing notice (a coordinator permission message that
-// replies to another and carries no request of its own), else null.
-function permissionAnswerOf(ev) {
-  const meta = ev.meta || {};
-  if (ev.type === "message") {
-    const tags = Array.isArray(meta.tags) ? meta.tags : [];
-    if (!tags.includes("permission") || !tags.includes("coordinator") || meta.permission || typeof meta.reply_to !== "string") return null;
-    return { event: meta.reply_to, from: ev.from, closed: contentText(ev) };
-  }
-  if (ev.type !== "control") return null;
-  let c = ev.content;
-  if (typeof c === "string") {
-    try {
-      c = JSON.parse(c);
-    } catch {
-      return null;
-    }
-  }
-  const p = c && typeof c === "object" ? c.permission : null;
-  if (!p || typeof p.event !== "string") return null;
-  return { event: p.event, from: ev.from, option: String(p.option || "") };
-}
-
-function markAnswered(v, node, req, answer) {
-  node.classList.add("answered");
-  const box = node.querySelector(".permission");
-  if (!box) return;
-  let line = box.querySelector(".permission-answer");
-  if (!line) box.append((line = el("div", "permission-answer")));
-  if (answer.closed !== undefined) {
-    line.textContent = `No longer waiting: ${answer.closed}`;
-    return;
-  }
-  const name = controlContext(v).option(req.id, answer.option) || answer.option;
-  line.textContent = `${senderLabel(v, answer.from).name} chose ${name}`;
-}
-
 // markForViewer highlights a question or permission request addressed to
-// the viewer (the "Post as" id): only they get its buttons.
+// the viewer (sender()): only they get its buttons.
 export function markForViewer(node) {
   node.classList.toggle("question-for-me", node.dataset.to === sender());
 }
@@ -243,8 +214,8 @@ export function markQuestions() {
 }
 
 // refreshSenderLabels updates names and profiles once the participant list
-// is known, touching only the label nodes, and redraws the receipts and
-// control sentences, which name participants too.
+// is known, touching only the label nodes, and redraws the receipts, the
+// quotes and the control sentences, which name participants too.
 export function refreshSenderLabels(v) {
   for (const span of document.querySelectorAll("#event-list .sender, #event-list .profile")) {
     const who = senderLabel(v, span.dataset.from);
@@ -252,6 +223,8 @@ export function refreshSenderLabels(v) {
     if (span.textContent !== text) span.textContent = text;
   }
   for (const id of v.receipts.keys()) hooks.paintReceipts(v, id);
+  for (const b of document.querySelectorAll("#event-list .reply-link")) paintQuote(v, b);
+  hooks.repaintAnswers(v);
   const ctx = controlContext(v);
   for (const node of document.querySelectorAll("#event-list .event.type-control")) {
     const ev = v.events.get(Number(node.dataset.seq));

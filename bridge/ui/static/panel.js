@@ -48,7 +48,7 @@ function renderPanel(v) {
   if (party.on) summary.push(`party on (${partyText(party)})`);
   if (muted.size) summary.push("muted: " + [...muted].join(", "));
   summary.push(`${invited.length} invited`);
-  const asOf = v.cursor === null ? "live" : `as of revision ${v.cursor}`;
+  const asOf = v.cursor === null ? "live" : `as of version ${v.cursor}`;
   $("state-summary").textContent = `${summary.join(" · ")} (${asOf})`;
 
   // Participants are updated in place, keyed by id, so a refresh never
@@ -115,7 +115,7 @@ function participantNode(id) {
   mk("Uninvite", "uninvite", () => control({ uninvite: { participant_id: id } }));
   // Stop cancels the participant's running and queued invocations here;
   // renderPresence shows it only while the participant is thinking.
-  mk("Stop", "stop", () => control({ cancel: { participant_id: id } })).hidden = true;
+  mk("Stop", "stop btn-danger", () => control({ cancel: { participant_id: id } })).hidden = true;
   li.append(top, el("div", "p-detail"), el("div", "p-expertise"), el("div", "p-state"), btns);
   return li;
 }
@@ -146,7 +146,7 @@ function renderRecipients(v) {
   const ids = ["all", ...((st.participants && st.participants.invited) || []).map((p) => p.id)];
   if (ids.join("\n") === Array.from(sel.options).map((o) => o.value).join("\n")) return;
   const opts = ids.map((id) => {
-    const o = el("option", null, id);
+    const o = el("option", null, id === "all" ? "everyone" : id);
     o.value = id;
     return o;
   });
@@ -180,7 +180,7 @@ export async function control(content) {
   if (v === ui.view) refreshState(v);
 }
 
-export function showControlError(msg) {
+function showControlError(msg) {
   const e = $("control-error");
   e.textContent = msg;
   e.hidden = false;

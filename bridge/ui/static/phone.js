@@ -1,51 +1,32 @@
 // phone.js: the person away from the desk (contract 7.2). It registers the
-// service worker (sw.js) that shows Web Push notifications; redeems a
-// pairing link (/ui/#pair=<code>, from `agent-bridge pair`) for this
-// browser's own login; lets the person turn notifications on or off for
-// this browser, per category (the "Notifications" dialog); tells the
-// bridge which thread this page shows, so no push interrupts a person
-// already looking (POST /push/visible); opens the event a notification
-// points at (/ui/threads/<id>#event-<event>); and shows how long a
-// permission request still waits.
+// service worker (sw.js) that shows Web Push notifications; lets the
+// person turn notifications on or off for this browser, per category (the
+// "Notifications" sheet), and says within seconds what went wrong when
+// the browser's push service cannot be reached; tells the bridge which
+// thread this page shows, so no push interrupts a person already looking
+// (POST /push/visible); opens the event a notification points at
+// (/ui/threads/<id>#event-<event>); and shows how long a permission
+// request still waits. Pairing links are gate.js's.
 
 import * as api from "./api.js";
 import { $, el } from "./dom.js";
-import { ui } from "./shared.js";
+import { ui, DEVICE_KEY } from "./shared.js";
 import { hooks } from "./hooks.js";
 
-const DEVICE_KEY = "agent-bridge-device";
 // visibleEvery is how often a page showing a thread says so; the bridge
 // forgets it after 45 s.
 const visibleEvery = 20000;
-
-// redeemPairing exchanges a pairing link's code for this browser's login
-// cookie before anything else talks to the bridge, and removes it from the
-// address so that a reload or a shared URL does not carry it.
-export async function redeemPairing() {
-  const m = location.hash.match(/^#pair=([A-Za-z0-9_-]+)$/);
-  if (!m) return;
-  history.replaceState(null, "", location.pathname + location.search);
-  try {
-    const res = await api.post("/auth/pair/redeem", { code: m[1] });
-    if (res && res.device) localStorage.setItem(DEVICE_KEY, res.device);
-    showPhoneNote(`This browser is now paired as “${res.device}”.`);
-  } catch (err) {
-    showPhoneNote(err.message);
-  }
-}
-
-function showPhoneNote(msg) {
-  const n = $("phone-note");
-  n.textContent = msg;
-  n.hidden = false;
-}
+// subscribeWithin bounds the wait for the browser's push service (Google's
+// for Chromium, Mozilla's, Apple's): one it cannot reach makes subscribe()
+// hang for half a minute or more, with nothing on screen.
+const subscribeWithin = 8000;
 
 // registration is the service worker's registration (null where the
 // browser has none: plain http from another machine, or no support).
 let registration = null;
 
 export async function wirePhone() {
-  $("push-btn").addEventListener("click", openDialog);
+  $("push-btn").addEventListener("click", openPushDialog);
   $("push-close").addEventListener("click", () => $("push-dialog").close());
   $("push-save").addEventListener("click", () => save().catch((err) => dialogError(err.message)));
   $("push-off").addEventListener("click", () => turnOff().catch((err) => dialogError(err.message)));
@@ -59,6 +40,7 @@ export async function wirePhone() {
     try {
       registration = await navigator.serviceWorker.register("/ui/sw.js", { scope: "/ui/" });
       $("push-btn").hidden = !("PushManager" in window);
+      hooks.offerPush(!$("push-btn").hidden);
     } catch {
       registration = null;
     }
@@ -75,9 +57,9 @@ function dialogError(msg) {
   e.hidden = !msg;
 }
 
-// openDialog shows this browser's choices: its subscription's, else all
-// on for a new one.
-async function openDialog() {
+// openPushDialog shows this browser's choices: its subscription's, else
+// all on for a new one.
+export async function openPushDialog() {
   dialogError("");
   $("push-device").value = localStorage.getItem(DEVICE_KEY) || (/Mobi|Android|iPhone/.test(navigator.userAgent) ? "phone" : "browser");
   const sub = await subscription();
@@ -103,15 +85,50 @@ async function openDialog() {
   $("push-dialog").showModal();
 }
 
+// withinTime settles as promise does, or rejects with message after ms.
+function withinTime(promise, ms, message) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+// subscribe asks the browser's push service for this device's address,
+// within subscribeWithin, and says in a sentence why it could not.
+async function subscribe(key) {
+  const late = `This browser's push service did not answer within ${subscribeWithin / 1000} s, so notifications cannot be turned on. ` +
+    "The browser reaches it over the internet (Google's for Chrome, Mozilla's for Firefox, Apple's for Safari): check this device's connection, then Save again.";
+  try {
+    return await withinTime(registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key }), subscribeWithin, late);
+  } catch (err) {
+    if (err.message === late) throw err;
+    throw new Error(`This browser's push service refused to register this device (${err.message}). Check this device's connection, then Save again.`);
+  }
+}
+
 // save subscribes this browser (asking the browser's permission once) and
-// sends its choices to the bridge.
+// sends its choices to the bridge; the button says it is working meanwhile.
 async function save() {
+  const btn = $("push-save");
+  btn.disabled = true;
+  btn.textContent = "Saving…";
+  dialogError("");
+  try {
+    await saveChoices();
+  } finally {
+    btn.disabled = false;
+    btn.textContent = "Save";
+  }
+}
+
+async function saveChoices() {
   if (!registration) throw new Error("This browser cannot receive notifications from this page: open it over https.");
   if ((await Notification.requestPermission()) !== "granted") throw new Error("Notifications are blocked for this site in the browser's settings.");
   let sub = await subscription();
   if (!sub) {
     const { public_key: key } = await api.get("/push/key");
-    sub = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
+    sub = await subscribe(key);
   }
   let threads = JSON.parse($("push-replies").dataset.threads || "[]");
   const id = ui.view ? ui.view.id : null;

@@ -94,4 +94,29 @@ export function renderPresence(v) {
     if (hostEl && hostEl.textContent !== host) hostEl.textContent = host;
     li.querySelector("button.stop").hidden = state !== "thinking";
   }
+  renderThreadStatus(v);
+}
+
+// names joins display names as a sentence does: "a", "a and b", "a, b and c".
+function names(list) {
+  return list.length <= 1 ? list.join("") : list.slice(0, -1).join(", ") + " and " + list[list.length - 1];
+}
+
+// renderThreadStatus is the line under the thread's name in the header:
+// the modes that change who answers, and who is at work (or who is there).
+export function renderThreadStatus(v) {
+  const st = v.state || {};
+  const invited = (st.participants && st.participants.invited) || [];
+  const parts = [];
+  if (st.paused) parts.push("paused");
+  if (st.party && st.party.on) parts.push("party mode");
+  if (st.scene && st.scene.on) parts.push("scene running");
+  const label = (id) => hooks.senderLabel(v, id).name;
+  const thinking = invited.filter((p) => shownState(v.presence.get(p.id)) === "thinking").map((p) => label(p.id));
+  if (thinking.length) parts.push(`${names(thinking)} ${thinking.length === 1 ? "is" : "are"} thinking…`);
+  else if (invited.length === 0) parts.push("no agents invited yet");
+  else if (invited.length <= 3) parts.push("with " + names(invited.map((p) => label(p.id))));
+  else parts.push(`${invited.length} participants`);
+  const text = v.cursor === null ? parts.join(" · ") : `as of version ${v.cursor}`;
+  if ($("thread-status").textContent !== text) $("thread-status").textContent = text;
 }

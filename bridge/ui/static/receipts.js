@@ -20,11 +20,27 @@ const ENDED = {
   interrupted: "interrupted",
 };
 
-// receiptText is one line's text, without the participant's name. now is
+// reasonOf is a receipt's reason, without the state it may repeat (an
+// older bridge wrote "interrupted: laptop offline" under "interrupted").
+function reasonOf(r) {
+  let reason = typeof r.reason === "string" ? r.reason.trim() : "";
+  if (reason.startsWith(r.state + ":")) reason = reason.slice(r.state.length + 1).trim();
+  return reason;
+}
+
+// receiptText is one line's text, without the participant's name: the
+// state in words and, when the coordinator or the bridge gave one, its
+// reason ("queued — waiting for a coordinator serving claude"). now is
 // Date.now(); presence is the participant's presence entry, if any;
 // rounds the party rounds (1, 2) the participant replied in for this
 // trigger, if any.
 function receiptText(r, presence, now, rounds) {
+  const text = stateText(r, presence, now, rounds);
+  const reason = reasonOf(r);
+  return reason ? `${text} — ${reason}` : text;
+}
+
+function stateText(r, presence, now, rounds) {
   let text;
   switch (r.state) {
     case "queued":
@@ -38,7 +54,7 @@ function receiptText(r, presence, now, rounds) {
       break;
     }
     case "skipped":
-      return "not invoked" + (r.reason ? " — " + r.reason : "");
+      return "not invoked";
     default:
       text = ENDED[r.state] || r.state;
   }

@@ -43,10 +43,11 @@ export function renderRevision() {
   const at = v.cursor === null ? h : v.cursor;
   $("rev-label").textContent = h ? `${at} / ${h}` : "";
   $("rev-back").disabled = at <= 1;
+  $("rev-open").disabled = h <= 1 || v.cursor !== null;
   $("rev-forward").disabled = v.cursor === null;
   const past = v.cursor !== null;
   $("revision-banner").hidden = !past;
-  if (past) $("revision-text").textContent = `Viewing revision ${v.cursor} of ${h}`;
+  if (past) $("revision-text").textContent = `Viewing version ${v.cursor} of ${h}`;
   document.body.classList.toggle("viewing-past", past);
   for (const id of POSTING) $(id).disabled = past;
   for (const b of document.querySelectorAll("#participant-list button")) b.disabled = past;
@@ -60,9 +61,12 @@ export function renderRevision() {
 
 let shownPast = false;
 
-// wireRevision connects the back, forward and live buttons.
+// wireRevision connects the thread menu's "Earlier versions" and the
+// banner's back, forward and live buttons.
 export function wireRevision() {
-  $("rev-back").addEventListener("click", () => ui.view && setCursor(ui.view, (ui.view.cursor === null ? ui.view.last : ui.view.cursor) - 1));
+  const back = () => ui.view && setCursor(ui.view, (ui.view.cursor === null ? ui.view.last : ui.view.cursor) - 1);
+  $("rev-open").addEventListener("click", back);
+  $("rev-back").addEventListener("click", back);
   $("rev-forward").addEventListener("click", () => ui.view && ui.view.cursor !== null && setCursor(ui.view, ui.view.cursor + 1));
   $("jump-live").addEventListener("click", () => ui.view && setCursor(ui.view, null));
 }

@@ -5,8 +5,17 @@
 import { $ } from "./dom.js";
 
 // ui.view is the open thread (thread.js newView), null when none is open.
-// ui.threads is the thread list (threadlist.js).
-export const ui = { view: null, threads: [] };
+// ui.threads is the thread list (threadlist.js). ui.me is who this browser
+// is (GET /auth/whoami, app.js): the id its credential writes as, and
+// whether the bridge runs without tokens (serve --open), where the
+// person picks whom to post as. ui.humans are the bridge's humans (GET
+// /ping), whose answers to permission requests count; null while unknown.
+export const ui = { view: null, threads: [], me: { sender: "", open: false, name: "" }, humans: null };
+
+// DEVICE_KEY is where this browser keeps its device name (localStorage):
+// the name its pairing gave it, or the one its notifications were saved
+// under.
+export const DEVICE_KEY = "agent-bridge-device";
 
 // tab is the tab's one stream (stream.js), which the open thread reads too.
 export const tab = {
@@ -16,9 +25,11 @@ export const tab = {
   up: false, // the stream is connected
 };
 
-// sender is the viewer: the "Post as" id.
+// sender is the viewer: the id its credential writes as (whoami), or on
+// a bridge without tokens the "Post as" field.
 export function sender() {
-  return $("sender").value.trim() || "user";
+  if (ui.me.open) return $("sender").value.trim() || "user";
+  return ui.me.sender || "user";
 }
 
 // contentText is an event's content as text (JSON for anything else).

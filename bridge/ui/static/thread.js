@@ -30,7 +30,7 @@ function newView(id) {
     presence: new Map(),
     receipts: new Map(), // event id -> Map participant -> receipt
     party: new Map(), // trigger id -> Map participant -> Set of rounds replied
-    permissionAnswers: new Map(), // permission request id -> {from, option}
+    permissionAnswers: new Map(), // permission request id -> the answer that counts (cards.js)
     loadingOlder: false,
     stateReq: 0,
     replyTo: null,
@@ -141,6 +141,7 @@ export function addEvent(v, ev, live) {
   if (!v.first || ev.seq < v.first) v.first = ev.seq;
   hooks.markGroups(node);
   hooks.notePermissionAnswer(v, ev);
+  hooks.paintQuotes(v, ev);
   if (v.cursor !== null && ev.seq > v.cursor) node.classList.add("future");
   if ((ev.type === "thread.renamed" || ev.type === "thread.created") && ev.seq === v.last && typeof ev.content === "string") {
     $("thread-title").textContent = ev.content;

@@ -177,22 +177,25 @@ export function renderThreads() {
     if (q && !name.toLowerCase().includes(q)) continue;
     const li = el("li", "thread-item" + (v && v.id === t.id ? " active" : "") + (t.unread ? " has-unread" : ""));
     li.dataset.id = t.id;
-    const top = el("div", "thread-top");
-    const a = el("a", "thread-link", name);
+    // The whole row is the link: a tap anywhere on it opens the thread.
+    const a = el("a", "thread-link");
     a.href = "/ui/threads/" + encodeURIComponent(t.id);
+    if (v && v.id === t.id) a.setAttribute("aria-current", "page");
+    const top = el("span", "thread-top");
     const when = el("time", "thread-date", t.updated_at ? shortDate(t.updated_at) : "");
     when.dateTime = t.updated_at || "";
     when.title = t.updated_at ? fullTime(t.updated_at) : "";
-    top.append(a, when);
-    const bottom = el("div", "thread-bottom");
+    top.append(el("span", "thread-name", name), when);
+    const bottom = el("span", "thread-bottom");
     bottom.append(el("span", "thread-preview", t.last ? `${t.last.from}: ${t.last.text}` : ""));
     if (t.unread || t.unreadMore) {
       const n = el("span", "unread", t.unreadMore ? `${t.unread}+` : String(t.unread));
       n.title = "unread messages";
       bottom.append(n);
     }
-    li.append(top, bottom);
-    li.addEventListener("click", (e) => {
+    a.append(top, bottom);
+    li.append(a);
+    a.addEventListener("click", (e) => {
       if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey) return;
       e.preventDefault();
       hooks.navigate(t.id);

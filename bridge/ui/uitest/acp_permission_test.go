@@ -41,7 +41,7 @@ func fakeACPAgent(t testing.TB) string {
 // the agent's options as buttons, clicks one, and the agent's turn goes on
 // with that answer: "Allow" → its reply says the permission was granted,
 // then, on the same warm agent, "Reject" → its reply says it was refused.
-// Each request shows who chose what, its buttons gone.
+// Each request says who decided what, its buttons gone.
 func TestPermissionAnsweredFromUI(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
@@ -60,10 +60,10 @@ func TestPermissionAnsweredFromUI(t *testing.T) {
 	b.waitJS("the thread drawn", `document.querySelector("#event-list .event") !== null`)
 
 	for i, c := range []struct {
-		option, label, reply string
+		option, label, answered, reply string
 	}{
-		{"allow", "Allow", "permission: allow"},
-		{"reject", "Reject", "permission: reject"},
+		{"allow", "Allow", "Allowed once by user (“Allow”)", "permission: allow"},
+		{"reject", "Reject", "Rejected by user (“Reject”)", "permission: reject"},
 	} {
 		trigger := s.post(th, map[string]any{"from": "user", "to": "acpy", "content": "PERMISSION to mkdir demo"})
 		// The request the agent's run raised for this trigger: the
@@ -74,11 +74,11 @@ func TestPermissionAnsweredFromUI(t *testing.T) {
 		if got := eval[string](b, `Array.from(`+req+`.querySelectorAll(".permission-option")).map(b => b.textContent).join("|")`); got != "Always allow|Allow|Reject" {
 			t.Errorf("buttons = %q, want the agent's options", got)
 		}
-		if got := eval[string](b, req+`.querySelector(".permission-call").textContent`); got != "mkdir demo (execute)" {
+		if got := eval[string](b, req+`.querySelector(".permission-call").textContent`); got != "mkdir demo" {
 			t.Errorf("tool call = %q", got)
 		}
 		b.click("click "+c.label, `#event-list .event.tag-permission[data-id="`+eval[string](b, req+`.dataset.id`)+`"] .permission-option[data-option="`+c.option+`"]`)
-		b.waitJS("the request answered", req+`.classList.contains("answered") && !`+req+`.querySelector(".permission-option").checkVisibility() && `+req+`.querySelector(".permission-answer").textContent === "user chose “`+c.label+`”"`)
+		b.waitJS("the request answered", req+`.classList.contains("answered") && !`+req+`.querySelector(".permission-option").checkVisibility() && `+req+`.querySelector(".permission-answer").textContent === `+jsString(c.answered))
 		reply := `Array.from(document.querySelectorAll("#event-list .event")).some(e => e.querySelector(".event-body")?.textContent.trim() === ` + jsString(c.reply) + `)`
 		b.waitJS("the agent's reply: "+c.reply, reply)
 

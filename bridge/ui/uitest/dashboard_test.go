@@ -71,14 +71,21 @@ func TestRunsDashboard(t *testing.T) {
 	b.waitJS("only slow's runs listed", `document.querySelectorAll("#runs-body tr.run").length === 1 && `+slow)
 	b.run("cancel slow's run", chromedp.Click(chromedp.JSPath(slow+`.querySelector("button.cancel")`)))
 	b.waitJS("slow's run cancelled, its end in words", slow+` && `+slow+`.dataset.status === "cancelled" && `+slow+`.querySelector(".exit").textContent === "stopped: cancelled"`)
+	// A run that reported no cost (as codex reports none) says "-" in both
+	// tables, as the CLI's invocations table does: "$0" would claim it was
+	// free.
+	if got := eval[string](b, slow+`.querySelector(".cost").textContent`); got != "-" {
+		t.Errorf("the cost of a run that reported none = %q, want -", got)
+	}
+	b.waitJS("slow's usage without a cost", `(() => { const r = document.querySelector('#usage-body tr[data-participant="slow"]'); return r && Array.from(r.children).map(c => c.textContent).join("|") === "slow|1|0|-|1|0|-"; })()`)
 	b.setValue("#f-participant", "nobody")
 	b.waitJS("no run matches", `document.querySelectorAll("#runs-body tr.run").length === 0 && `+contains(`document.querySelector("#runs-body").textContent`, "No runs match these filters."))
 }
 
 // TestRunsDashboardLayout shows the dashboard at 390×844 and 1400×900:
 // nothing wider than the window, a run's detail in view, opened from the
-// link a receipt in the bridge's UI carries (?run=ID). The screenshots in
-// docs/ui.md come from here.
+// link a receipt in the bridge's UI carries (?run=ID). The desktop's
+// detail is in docs/ui.md.
 func TestRunsDashboardLayout(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
@@ -98,13 +105,13 @@ func TestRunsDashboardLayout(t *testing.T) {
 				t.Errorf("wider than the %d px window: %v", vp.w, got)
 			}
 			if vp.mobile {
-				b.docShot("ui-phone-runs.png")
+				b.screenshot("ui-layout-phone-runs.png")
 			}
 			id := eval[string](b, `Array.from(document.querySelectorAll("#runs-body tr.run")).pop().dataset.id`)
 			b.run("open a run by its address", chromedp.Navigate(s.statusURL+"/?run="+id))
 			b.waitJS("the detail in view", inWindow("#detail")+` && document.querySelector("#detail-title").textContent.startsWith("#"+`+jsString(id)+`) && document.querySelectorAll("#detail-progress li").length === 2`)
 			if !vp.mobile {
-				b.docShot("ui-desktop-runs.png")
+				b.docShot("ui-desktop-run-detail.png")
 			}
 		})
 	}

@@ -237,6 +237,11 @@ func (s *stack) startCoordinator() {
 	for k, v := range s.config {
 		cfg[k] = v
 	}
+	if s.ownToken {
+		// The person token serve made: the coordinator's, and its status
+		// API then asks browsers for a sign-in as the bridge does.
+		cfg["bridge_token"] = s.token
+	}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	path := filepath.Join(s.dir, "coordinator.config.json")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
@@ -570,4 +575,12 @@ func (b *browser) click(what, sel string) {
 			b.t.Fatalf("%s: three clicks on %s did not reach it (the page kept moving it)", what, sel)
 		}
 	}
+}
+
+// openInvite opens the panel's "Invite an agent" fold, as a person taps
+// it, so that its fields can be filled.
+func (b *browser) openInvite() {
+	b.t.Helper()
+	b.click("open the invite form", "details.invite > summary")
+	b.waitJS("the invite form open", `document.querySelector("details.invite").open`)
 }

@@ -113,8 +113,8 @@ func seedConversation(s *stack, name string) string {
 // event in view once everything is drawn, the idle agent shows available,
 // the composer is on screen and a message sent with it scrolls into view;
 // scrolled up, a new event shows as "1 new" until the pill is clicked. On
-// the phone the thread list and the panel are drawers. The screenshots in
-// docs/ui.md come from here.
+// the phone the thread list and the panel are drawers, whose screenshots
+// are in docs/ui.md.
 func TestLayoutPhoneAndDesktop(t *testing.T) {
 	t.Parallel()
 	for _, vp := range []viewport{phone, desktop} {
@@ -155,7 +155,7 @@ func TestLayoutPhoneAndDesktop(t *testing.T) {
 			if !eval[bool](b, lastInView) {
 				t.Error("the last event left the view once receipts, presence and the panel were drawn")
 			}
-			b.docShot("ui-" + vp.name + "-thread.png")
+			b.screenshot("ui-layout-" + vp.name + "-thread.png")
 
 			b.run("type a message", chromedp.SendKeys(chromedp.ID("message-input"), "Posted from the "+vp.name))
 			b.pressEnter("#message-input", false)
@@ -179,7 +179,7 @@ func TestLayoutPhoneAndDesktop(t *testing.T) {
 				}
 				b.click("open the thread list", "#threads-toggle")
 				b.waitJS("the thread list drawer", inWindow("#sidebar")+` && document.querySelectorAll("#thread-list .thread-item").length >= 2`)
-				b.docShot("ui-phone-threads.png")
+				b.docShot("ui-phone-threads-drawer.png")
 				b.click("pick another thread", `#thread-list .thread-item[data-id]:not(.active)`)
 				b.waitJS("the drawer closed on the other thread", `document.querySelector("#thread-title").textContent === "Design notes" && !document.body.classList.contains("show-threads")`)
 				b.run("back", chromedp.NavigateBack())

@@ -40,7 +40,7 @@ func TestListAndPresenceFromStream(t *testing.T) {
 	setPresence := func(state string, details map[string]any) {
 		s.mustAPI(http.MethodPost, "/threads/"+th+"/presence", map[string]any{"from": "alice", "state": state, "details": details}, nil)
 	}
-	firstThread := `(document.querySelector("#thread-list .thread-link") || {}).textContent`
+	firstThread := `(document.querySelector("#thread-list .thread-name") || {}).textContent`
 
 	other := s.newThread("arrived by stream")
 	b.waitJS("the new thread listed first", firstThread+` === "arrived by stream"`)

@@ -21,6 +21,7 @@ func TestPartyMode(t *testing.T) {
 
 	b.run("open the thread", chromedp.Navigate(s.url+"/ui/threads/"+th))
 	b.waitJS("the thread", `document.querySelector('#participant-list .participant[data-id="bob"]')`)
+	b.openInvite()
 	b.run("invite alice with expertise",
 		chromedp.SendKeys(chromedp.ID("inv-client"), "fake"),
 		chromedp.SendKeys(chromedp.ID("inv-model"), "fake-1"),

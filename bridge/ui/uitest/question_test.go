@@ -36,6 +36,14 @@ func TestQuestionForTheViewer(t *testing.T) {
 	}
 	b.setValue("#sender", "user")
 	b.waitJS("highlighted again for user", question+`.classList.contains("question-for-me")`)
+	b.screenshot("ui-question.png")
+	// On a phone the question is a card with an Answer button to tap.
+	onPhone := newBrowser(t)
+	onPhone.resize(phone)
+	onPhone.run("open the thread on a phone", chromedp.Navigate(s.url+"/ui/threads/"+th))
+	onPhone.waitJS("the question with its Answer button", `document.querySelector("#event-list .event.tag-question.question-for-me .answer-btn")?.checkVisibility() === true`)
+	onPhone.fitsAPhone("a question for the person")
+	onPhone.screenshot("ui-phone-question.png")
 
 	qid := eval[string](b, question+`.dataset.id`)
 	// The trigger's receipt line, above the question, may appear only now

@@ -15,8 +15,9 @@ func receiptLines(text string) string {
 }
 
 // TestReceiptLines: under an addressed message the UI shows one line per
-// addressee, loaded with the page and then live from the stream: a skipped
-// one with its reason, a running one with its time and the status its
+// addressee, loaded with the page and then live from the stream, each with
+// its reason when it has one: a skipped one, a queued one waiting for a
+// coordinator, an interrupted one, a running one with its time and the status its
 // presence reports, and "replied" once the reply is posted. The header
 // links to the coordinator's dashboard at the URL serve was given.
 func TestReceiptLines(t *testing.T) {
@@ -49,6 +50,13 @@ func TestReceiptLines(t *testing.T) {
 	}
 	b.waitJS("the stream to be live", `document.querySelector("#conn-status").textContent === "live"`)
 
+	// A queued line says what it waits for, and an interrupted one why,
+	// without the state twice (a bridge before 0.4 wrote "interrupted:
+	// <host> offline" as the reason).
+	put("codex", map[string]any{"state": "queued", "reason": "waiting for a coordinator serving codex"})
+	b.waitJS("codex queued with its reason, live", lines+`.startsWith("codex: queued — waiting for a coordinator serving codex\n")`)
+	put("codex", map[string]any{"state": "interrupted", "reason": "interrupted: laptop offline"})
+	b.waitJS("codex interrupted with its reason", lines+`.startsWith("codex: interrupted — laptop offline\n")`)
 	put("codex", map[string]any{"state": "queued", "invocation": "7"})
 	b.waitJS("codex queued, live", lines+`.startsWith("codex: queued\n")`)
 	put("codex", map[string]any{"state": "running", "invocation": "7"})

@@ -20,6 +20,7 @@ func TestSceneView(t *testing.T) {
 	b := newBrowser(t)
 	b.run("open the thread", chromedp.Navigate(s.url+"/ui/threads/"+th))
 	b.waitJS("the thread open", `document.querySelector("#thread-title").textContent === "Kitchen"`)
+	b.openInvite()
 	b.run("invite maria with a character sheet",
 		chromedp.SendKeys(chromedp.ID("inv-client"), "fake"),
 		chromedp.SendKeys(chromedp.ID("inv-model"), "fake-1"),

@@ -29,8 +29,9 @@ func TestConversationWithAgent(t *testing.T) {
 		chromedp.Click(chromedp.ID("new-thread-btn")),
 	)
 	b.waitJS("the thread to open at its deep link", `location.pathname.startsWith("/ui/threads/") && document.querySelector("#thread-title").textContent === "Design review"`)
-	b.waitJS("the thread in the list", `Array.from(document.querySelectorAll("#thread-list .thread-link")).some(a => a.textContent === "Design review")`)
+	b.waitJS("the thread in the list", `Array.from(document.querySelectorAll("#thread-list .thread-name")).some(a => a.textContent === "Design review")`)
 
+	b.openInvite()
 	b.run("invite the fake agent",
 		chromedp.SendKeys(chromedp.ID("inv-client"), "fake"),
 		chromedp.SendKeys(chromedp.ID("inv-model"), "fake-1"),
@@ -79,14 +80,14 @@ func TestConversationWithAgent(t *testing.T) {
 	if got := eval[string](b, sel+`.querySelector(".profile").textContent`); got != "fake / fake-1" {
 		t.Errorf("reply profile = %q, want client / model", got)
 	}
-	if got := eval[string](b, sel+`.querySelector(".reply-link").textContent`); got != "↩ reply to user" {
+	if got := eval[string](b, sel+`.querySelector(".reply-link").textContent`); got != "↩ user: "+msg {
 		t.Errorf("reply link = %q", got)
 	}
 	b.click("prod echo", `#participant-list .participant[data-id="echo"] button.prod`)
 	b.waitJS("the prod event and a second reply from echo", contains(eventsText, "prodded Echo (echo)")+` && document.querySelectorAll('#event-list .event .sender[data-from="echo"]').length === 2`)
 	s.post(b.threadID(), map[string]any{"from": "user", "content": "Thanks! The plan:\n```go\nfmt.Println(\"ship it\")\n```\nSee `docs/ui.md` and https://example.com/design."})
 	b.waitJS("the code block", `document.querySelector("#event-list pre code")`)
-	b.docShot("ui-screenshot.png")
+	b.screenshot("ui-conversation.png")
 
 	b.run("follow the reply link", chromedp.Click(chromedp.JSPath(sel+`.querySelector(".reply-link")`)))
 	b.waitJS("the original highlighted", fmt.Sprintf(`Array.from(document.querySelectorAll("#event-list .event.highlight")).some(e => e.querySelector(".event-body").textContent === %s)`, jsString(msg)))
@@ -108,19 +109,20 @@ func TestThreadsListSearchRenameDeepLink(t *testing.T) {
 	b.run("open a deep link", chromedp.Navigate(s.url+"/ui/threads/"+alpha))
 	b.waitJS("the thread opened from its URL", `document.querySelector("#thread-title").textContent === "alpha notes" && `+countEvents("bump alpha")+` === 1`)
 	b.waitJS("both threads listed", `document.querySelectorAll("#thread-list .thread-item").length === 2`)
-	if got := eval[[]string](b, `Array.from(document.querySelectorAll("#thread-list .thread-link")).map(a => a.textContent)`); strings.Join(got, ",") != "alpha notes,beta plans" {
+	if got := eval[[]string](b, `Array.from(document.querySelectorAll("#thread-list .thread-name")).map(a => a.textContent)`); strings.Join(got, ",") != "alpha notes,beta plans" {
 		t.Errorf("thread order = %v, want the most recently updated first", got)
 	}
 	b.run("search", chromedp.SendKeys(chromedp.ID("thread-search"), "BETA"))
-	b.waitJS("only beta listed", `Array.from(document.querySelectorAll("#thread-list .thread-link")).map(a => a.textContent).join() === "beta plans"`)
+	b.waitJS("only beta listed", `Array.from(document.querySelectorAll("#thread-list .thread-name")).map(a => a.textContent).join() === "beta plans"`)
 	b.setValue("#thread-search", "")
 	b.waitJS("both listed again", `document.querySelectorAll("#thread-list .thread-item").length === 2`)
 
+	b.click("open the thread menu", "#thread-menu-btn")
 	b.run("rename", chromedp.Click(chromedp.ID("rename-btn")), chromedp.WaitVisible(chromedp.ID("rename-input")))
 	b.setValue("#rename-input", "")
 	b.run("type the new name", chromedp.SendKeys(chromedp.ID("rename-input"), "alpha, renamed"))
 	b.run("save", chromedp.Click(chromedp.ID("rename-save")))
-	b.waitJS("the new title", `document.querySelector("#thread-title").textContent === "alpha, renamed" && !document.querySelector("#thread-title").hidden`)
+	b.waitJS("the new title, the sheet closed", `document.querySelector("#thread-title").textContent === "alpha, renamed" && !document.querySelector("#rename-dialog").open`)
 	b.waitJS("the rename event shown", contains(eventsText, "renamed the thread to “alpha, renamed”"))
 	var th struct {
 		Threads []struct{ ID, Name string } `json:"threads"`
@@ -131,7 +133,7 @@ func TestThreadsListSearchRenameDeepLink(t *testing.T) {
 			t.Errorf("server's thread name = %q after the rename", x.Name)
 		}
 	}
-	b.waitJS("the list shows the new name", `Array.from(document.querySelectorAll("#thread-list .thread-link")).some(a => a.textContent === "alpha, renamed")`)
+	b.waitJS("the list shows the new name", `Array.from(document.querySelectorAll("#thread-list .thread-name")).some(a => a.textContent === "alpha, renamed")`)
 }
 
 // TestMuteAndPauseRefusalsShown mutes a participant and pauses the thread
@@ -226,8 +228,9 @@ func TestRevisionHistory(t *testing.T) {
 		t.Fatal("at the head, the banner should be hidden and the composer enabled")
 	}
 
-	b.run("back", chromedp.Click(chromedp.ID("rev-back")))
-	b.waitJS("revision 4", `document.querySelector("#revision-text").textContent === "Viewing revision 4 of 5" && !document.querySelector("#revision-banner").hidden`)
+	b.click("open the thread menu", "#thread-menu-btn")
+	b.run("earlier versions", chromedp.Click(chromedp.ID("rev-open")))
+	b.waitJS("revision 4", `document.querySelector("#revision-text").textContent === "Viewing version 4 of 5" && !document.querySelector("#revision-banner").hidden && !document.querySelector("#thread-menu").matches(":popover-open")`)
 	if !eval[bool](b, `document.querySelector("#message-input").disabled && document.querySelector("#send-btn").disabled && document.querySelector("#ctl-pause").disabled`) {
 		t.Error("the composer and controls must be disabled while viewing the past")
 	}
@@ -235,20 +238,20 @@ func TestRevisionHistory(t *testing.T) {
 		t.Errorf("events at revision 4 = %q", got)
 	}
 	b.run("back twice more", chromedp.Click(chromedp.ID("rev-back")), chromedp.Click(chromedp.ID("rev-back")))
-	b.waitJS("revision 2, before the invite", `document.querySelector("#revision-text").textContent === "Viewing revision 2 of 5" && document.querySelectorAll("#participant-list .participant").length === 0 && document.querySelector("#state-summary").textContent.includes("as of revision 2")`)
+	b.waitJS("revision 2, before the invite", `document.querySelector("#revision-text").textContent === "Viewing version 2 of 5" && document.querySelectorAll("#participant-list .participant").length === 0 && document.querySelector("#state-summary").textContent.includes("as of version 2")`)
 	if got := eval[string](b, eventsText); strings.Contains(got, "invited") || !strings.Contains(got, "one") {
 		t.Errorf("events at revision 2 = %q", got)
 	}
 
 	b.screenshot("ui-revision.png")
 	s.post(th, map[string]any{"from": "user", "content": "four"}) // 6, arrives while in the past
-	b.waitJS("the head moves on, the view stays", `document.querySelector("#revision-text").textContent === "Viewing revision 2 of 6"`)
+	b.waitJS("the head moves on, the view stays", `document.querySelector("#revision-text").textContent === "Viewing version 2 of 6"`)
 	if got := eval[string](b, eventsText); strings.Contains(got, "four") {
 		t.Errorf("a live event showed up in the past view: %q", got)
 	}
 
 	b.run("forward", chromedp.Click(chromedp.ID("rev-forward")))
-	b.waitJS("revision 3 has the participant", `document.querySelector("#revision-text").textContent === "Viewing revision 3 of 6" && document.querySelector('#participant-list .participant[data-id="echo"]')`)
+	b.waitJS("revision 3 has the participant", `document.querySelector("#revision-text").textContent === "Viewing version 3 of 6" && document.querySelector('#participant-list .participant[data-id="echo"]')`)
 	b.run("jump to live", chromedp.Click(chromedp.ID("jump-live")))
 	b.waitJS("live again", `document.querySelector("#revision-banner").hidden && !document.querySelector("#message-input").disabled && document.querySelector("#rev-label").textContent === "6 / 6"`)
 	if got := eval[string](b, eventsText); !strings.Contains(got, "four") {
@@ -285,7 +288,7 @@ func TestUntrustedContentIsInert(t *testing.T) {
 	if got := eval[string](b, `typeof window.__xss`); got != "undefined" {
 		t.Fatalf("a payload ran: window.__xss is %s", got)
 	}
-	if n := eval[int](b, `document.querySelectorAll("#event-list img, #event-list script, #event-list svg, #event-list iframe, #event-list b").length`); n != 0 {
+	if n := eval[int](b, `document.querySelectorAll("#event-list .event-body :is(img, script, svg, iframe, b)").length`); n != 0 {
 		t.Errorf("%d elements were created from event content", n)
 	}
 	for _, p := range payloads[:5] {
@@ -416,9 +419,63 @@ func TestLoginLink(t *testing.T) {
 	b.run("open the thread", chromedp.Navigate(s.url+"/ui/threads/"+th))
 	b.waitJS("the thread loads", `document.querySelector("#thread-title").textContent === "linked" && document.querySelector("#conn-status").textContent === "live"`)
 
+	// A used link says so, and how to get a new one.
 	again := newBrowser(t)
+	again.resize(phone)
 	again.run("open the used link", chromedp.Navigate(s.url+link.Path))
-	again.waitJS("the token prompt", `document.querySelector("#token-dialog").open`)
+	again.waitJS("the page about the used link", `document.querySelector("#token-dialog").open && document.querySelector("#token-heading").textContent === "This login link no longer works"`)
+	if got := eval[string](again, `document.querySelector("#token-dialog").innerText`); !strings.Contains(got, "used already") || !strings.Contains(got, "agent-bridge login-link") || !strings.Contains(got, "agent-bridge pair") {
+		t.Errorf("the used link's page does not say what happened and how to get a new link:\n%s", got)
+	}
+	again.fitsAPhone("the used login link's page")
+	again.screenshot("ui-phone-used-link.png")
+}
+
+// TestRevokedDeviceSaysSo pairs a browser as a phone, revokes its token
+// (as agent-bridge devices revoke does), and reloads: the page says the
+// device was signed out, with the bridge's sentence, and how to pair it
+// again; the used pairing link, opened again, says it no longer works.
+func TestRevokedDeviceSaysSo(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.ownToken = true
+	s.startServe()
+	s.newThread("paired")
+	var pair struct {
+		URL string `json:"url"`
+	}
+	s.mustAPI(http.MethodPost, "/auth/pair", map[string]any{"name": "phone"}, &pair)
+	_, code, _ := strings.Cut(pair.URL, "#pair=")
+	b := newBrowser(t)
+	b.resize(phone)
+	b.run("open the pairing link", chromedp.Navigate(s.url+"/ui/#pair="+code))
+	b.waitJS("paired", `document.querySelector("#pair-dialog").open && document.querySelector("#pair-heading").textContent === "Paired as “phone”"`)
+	b.click("open the app", "#pair-done")
+	b.waitJS("the thread list", `document.querySelector("#conn-status").textContent === "live" && document.querySelector("#whoami").textContent === "Signed in as user on “phone” ·"`)
+
+	var tokens struct {
+		Tokens []struct{ ID, Name string } `json:"tokens"`
+	}
+	s.mustAPI(http.MethodGet, "/auth/tokens", nil, &tokens)
+	for _, tk := range tokens.Tokens {
+		if tk.Name == "phone" {
+			s.mustAPI(http.MethodDelete, "/auth/tokens/"+tk.ID, nil, nil)
+		}
+	}
+	b.run("reload", chromedp.Reload())
+	b.waitJS("the signed-out page", `document.querySelector("#token-dialog").open && document.querySelector("#token-heading").textContent === "This device was signed out"`)
+	if got := eval[string](b, `document.querySelector("#token-dialog").innerText`); !strings.Contains(got, `This token ("phone") was revoked at`) || !strings.Contains(got, "agent-bridge pair") {
+		t.Errorf("the signed-out page does not say why and how to pair again:\n%s", got)
+	}
+	b.fitsAPhone("the signed-out page")
+	b.screenshot("ui-phone-signed-out.png")
+
+	other := newBrowser(t)
+	other.resize(phone)
+	other.run("open the used pairing link", chromedp.Navigate(s.url+"/ui/#pair="+code))
+	other.waitJS("the page about the used pairing link", `document.querySelector("#token-dialog").open && document.querySelector("#token-heading").textContent === "This pairing link no longer works" && `+
+		contains(`document.querySelector("#token-dialog").innerText`, "agent-bridge pair"))
+	other.fitsAPhone("the used pairing link's page")
 }
 
 // TestLongThreadLoadsOlderOnScroll opens a thread longer than one page: the

@@ -69,8 +69,11 @@ function fmtTokens(i, o) {
   return i || o ? `${i} in / ${o} out` : "";
 }
 
+// fmtCost words a cost; "-" when the CLI reported none (codex reports
+// tokens only), as the CLI's invocations table says it: "$0" would claim
+// the run was free.
 function fmtCost(c) {
-  return c ? "$" + c.toFixed(4) : "";
+  return c > 0 ? "$" + c.toFixed(4) : "-";
 }
 
 // exitText says how a run's process ended, in words: a negative code is
@@ -117,11 +120,15 @@ function durationOf(r) {
   return r.duration_ms || (r.started_at && r.finished_at ? Date.parse(r.finished_at) - Date.parse(r.started_at) : NaN);
 }
 
+// threadIDs maps the thread names the runs carried to their ids, so that
+// the Thread filter takes a name as people know it, as well as an id.
+const threadIDs = new Map();
+
 function filterQuery() {
   const q = new URLSearchParams();
   for (const [k, id] of [["thread", "f-thread"], ["participant", "f-participant"], ["status", "f-status"]]) {
     const v = $(id).value.trim();
-    if (v) q.set(k, v);
+    if (v) q.set(k, k === "thread" && threadIDs.has(v) ? threadIDs.get(v) : v);
   }
   q.set("limit", "200");
   return q.toString();
@@ -134,6 +141,7 @@ function renderRuns(res) {
   if (typeof res.bridge_url === "string") bridgeURL = res.bridge_url;
   const rows = [];
   for (const r of res.runs || []) {
+    if (r.thread_name && r.thread) threadIDs.set(r.thread_name, r.thread);
     const tr = el("tr", "run");
     tr.dataset.id = r.id;
     tr.dataset.status = r.status;
@@ -142,8 +150,14 @@ function renderRuns(res) {
     trigger.title = r.trigger_excerpt || "";
     const exit = el("td", "exit " + (r.exit_code === 0 ? "exit-ok" : r.exit_code > 0 ? "exit-bad" : ""), exitText(r));
     if (r.error) exit.title = r.error;
+    // The id is a button too, so that a keyboard opens the detail.
+    const idCell = el("td", "id");
+    const open = el("button", "open", `#${r.id}`);
+    open.type = "button";
+    open.setAttribute("aria-label", `Show run ${r.id}`);
+    idCell.append(open);
     tr.append(
-      el("td", "id", r.id),
+      idCell,
       el("td", "participant", r.participant),
       threadCell(r),
       trigger,
@@ -193,7 +207,7 @@ function renderUsage(res) {
   for (const u of res.today || []) row(u.participant).today = u;
   for (const u of res.last_7_days || []) row(u.participant).week = u;
   const rows = [];
-  const cells = (u) => (u ? [u.runs, u.input_tokens + u.output_tokens, fmtCost(u.cost_usd) || "$0"] : [0, 0, "$0"]);
+  const cells = (u) => (u ? [u.runs, u.input_tokens + u.output_tokens, fmtCost(u.cost_usd)] : [0, 0, fmtCost(0)]);
   for (const p of Array.from(by.keys()).sort()) {
     const tr = el("tr", "usage");
     tr.dataset.participant = p;
@@ -238,7 +252,7 @@ async function refreshDetail() {
     inv.started_at ? `started ${fmtTime(inv.started_at)}` : "not started",
     fmtDuration(durationOf(inv)),
     fmtTokens(inv.input_tokens, inv.output_tokens),
-    fmtCost(inv.cost_usd),
+    inv.cost_usd > 0 ? fmtCost(inv.cost_usd) : "",
     exitText(inv) ? `exit ${exitText(inv)}` : "",
     inv.error || "",
   ].filter(Boolean).join(" · ");
