@@ -1,0 +1,392 @@
+package tailnettest_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"tailscale.com/envknob"
+	"tailscale.com/tsnet"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/internal/tailnettest"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
+)
+
+// bridgeName is where serve --tailnet answers on the test tailnet.
+const bridgeName = "agent-bridge." + tailnettest.Domain
+
+// proc is a real agent-bridge process of the test, run under strace when
+// the machine has it, so that every address it sends to is on record.
+type proc struct {
+	cmd    *exec.Cmd
+	stderr *testutil.Buffer
+	trace  string // strace's output file, "" without strace
+	done   chan error
+}
+
+// start runs bin with args, its own HOME under dir and env besides.
+func start(t *testing.T, dir, bin string, env []string, args ...string) *proc {
+	t.Helper()
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{stderr: &testutil.Buffer{}, done: make(chan error, 1)}
+	argv := append([]string{bin}, args...)
+	if strace, err := exec.LookPath("strace"); err == nil {
+		// Every system call that names a destination: connect for TCP
+		// and connected UDP, the send calls for unconnected UDP.
+		p.trace = filepath.Join(dir, "strace.txt")
+		argv = append([]string{strace, "-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-e", "signal=none", "-o", p.trace}, argv...)
+	}
+	p.cmd = exec.Command(argv[0], argv[1:]...)
+	p.cmd.Dir = dir
+	p.cmd.Env = append([]string{"HOME=" + home, "PATH=/usr/bin:/bin"}, env...)
+	p.cmd.Stderr = p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("%s %s stderr:\n%s", filepath.Base(bin), args[0], p.stderr.String())
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Errorf("%s after SIGTERM: %v", p.cmd.Args, err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Errorf("%s did not stop within 60 s of SIGTERM", p.cmd.Args)
+	}
+}
+
+// logLines are the JSON log lines the process wrote with message msg.
+func (p *proc) logLines(msg string) []map[string]any {
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(p.stderr.String()))
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for sc.Scan() {
+		var line map[string]any
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line["msg"] == msg {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// waitLog waits for a log line with message msg and returns its field key.
+func (p *proc) waitLog(t *testing.T, msg, key string) string {
+	t.Helper()
+	var v string
+	testutil.WaitFor(t, 3*time.Minute, fmt.Sprintf("the log line %q", msg), func() bool {
+		select {
+		case err := <-p.done:
+			t.Fatalf("%s exited: %v", p.cmd.Args, err)
+		default:
+		}
+		if ls := p.logLines(msg); len(ls) > 0 {
+			v, _ = ls[0][key].(string)
+			return true
+		}
+		return false
+	})
+	return v
+}
+
+// inetAddr matches the IPv4 and IPv6 destinations strace prints.
+var inetAddr = regexp.MustCompile(`inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)"`)
+
+// outside returns the destinations outside loopback in p's trace.
+func (p *proc) outside(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(p.trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, m := range inetAddr.FindAllStringSubmatch(line, -1) {
+			addr := m[1] + m[2]
+			if addr != "127.0.0.1" && addr != "::1" && addr != "::ffff:127.0.0.1" {
+				out = append(out, strings.TrimSpace(line))
+			}
+		}
+	}
+	return out
+}
+
+// TestTailnetOffline puts `serve --tailnet` (the real binary, its own HOME
+// and data folder) on a tailnet that lives on 127.0.0.1: Tailscale's test
+// control server, a DERP and STUN server, and the test's ACME authority.
+// The login link serve prints, once, adds it to the tailnet; it gets its
+// certificate through the production ACME path (dns-01 over control).
+// From a "phone" node the UI and the API answer over HTTPS at the node's
+// name, with HSTS, a Secure login cookie from the link `login-link`
+// prints, and the gate strict about other names and origins; a
+// coordinator process on a third node serves an agent through the
+// tailnet URL. Neither process sends a packet outside loopback (strace
+// records every destination), and serve stops cleanly on SIGTERM.
+func TestTailnetOffline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary on a test tailnet")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	began := time.Now()
+	tn := tailnettest.New(t)
+	// The phone and the remote machine are nodes of this process: they
+	// follow the same knobs as the processes (tsnet reads them here).
+	for _, kv := range tn.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		envknob.SetenvForTest(t, k, v)
+	}
+	bins := t.TempDir()
+	bin, err := testutil.GoBuild(ctx, "./cmd/agent-bridge", bins, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake, err := testutil.GoBuild(ctx, "./adapters/internal/fakeadapter", bins, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("built in %s", time.Since(began).Round(time.Second))
+
+	dir := t.TempDir()
+	db := filepath.Join(dir, "data", "bridge.db")
+	serve := start(t, dir, bin, tn.Env(), "serve", "--addr", "127.0.0.1:0", "--db", db, "--tailnet", "--tailnet-control-url", tn.ControlURL)
+	const loginMsg = "to put the bridge on your tailnet, open this link; the bridge waits for it"
+	login := serve.waitLog(t, loginMsg, "url")
+	tn.Login(t, login)
+	local := serve.waitLog(t, "agent-bridge serving", "url")
+	if got := serve.waitLog(t, "on the tailnet", "url"); got != "https://"+bridgeName {
+		t.Fatalf("serve is on the tailnet at %q, want https://%s", got, bridgeName)
+	}
+	if n := len(serve.logLines(loginMsg)); n != 1 {
+		t.Errorf("the login link was printed %d times, want once", n)
+	}
+	if got := tn.Issued(); len(got) != 1 || got[0] != bridgeName {
+		t.Errorf("the ACME authority certified %v, want [%s]", got, bridgeName)
+	}
+	t.Logf("serve on the tailnet after %s", time.Since(began).Round(time.Second))
+	tokenBytes, err := os.ReadFile(filepath.Join(dir, "data", "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	person := strings.TrimSpace(string(tokenBytes))
+
+	phone := tn.Node(t, ctx, "phone")
+	checkPhone(t, tn.Client(phone), person)
+	checkLoginLink(t, tn, phone, bin, local, filepath.Join(dir, "data", "token"))
+
+	remote := tn.Node(t, ctx, "workstation")
+	coord := startRemoteCoordinator(t, tn, tn.Proxy(t, remote), bin, fake, local, person)
+	checkRemoteAgent(t, ctx, client.New(local, client.WithToken(person)))
+
+	coord.stop(t)
+	serve.stop(t)
+	for _, p := range []*proc{serve, coord} {
+		if p.trace == "" {
+			t.Log("strace is not installed: the destinations were not checked")
+			continue
+		}
+		if out := p.outside(t); len(out) > 0 {
+			t.Errorf("%s sent outside loopback:\n%s", p.cmd.Args[len(p.cmd.Args)-1], strings.Join(out, "\n"))
+		}
+	}
+	t.Logf("the tailnet test took %s", time.Since(began).Round(time.Second))
+}
+
+// checkPhone asks the bridge from the phone node: the UI and the API
+// answer at its name over HTTPS with HSTS; another name, or a write from
+// another origin, is refused.
+func checkPhone(t *testing.T, c *http.Client, person string) {
+	t.Helper()
+	base := "https://" + bridgeName
+	get := func(url, host string, auth bool) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if host != "" {
+			req.Host = host
+		}
+		if auth {
+			req.Header.Set("Authorization", "Bearer "+person)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s from the phone: %v", url, err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for _, path := range []string{"/ui/", "/threads"} {
+		resp := get(base+path, "", true)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Strict-Transport-Security") == "" {
+			t.Errorf("GET %s%s from the phone = %s, HSTS %q", base, path, resp.Status, resp.Header.Get("Strict-Transport-Security"))
+		}
+	}
+	if resp := get(base+"/threads", "", false); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /threads from the phone without a token = %s, want 401", resp.Status)
+	}
+	if resp := get(base+"/threads", "evil.example", true); resp.StatusCode == http.StatusOK {
+		t.Errorf("GET /threads with Host evil.example = %s, want a refusal", resp.Status)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/threads", strings.NewReader(`{"name":"from elsewhere"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+person)
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("POST /threads from origin https://evil.example = %s, want 403", resp.Status)
+	}
+}
+
+// checkLoginLink runs `agent-bridge login-link` on the bridge's machine
+// (over loopback): the link it prints is at the tailnet name, and opened
+// on the phone as the UI page does it logs the phone in once, with a
+// Secure cookie.
+func checkLoginLink(t *testing.T, tn *tailnettest.Tailnet, phone *tsnet.Server, bin, local, tokenFile string) {
+	t.Helper()
+	out, err := exec.Command(bin, "login-link", "--url", local, "--token-file", tokenFile).Output()
+	if err != nil {
+		t.Fatalf("login-link: %v", err)
+	}
+	link := strings.TrimSpace(string(out))
+	prefix := "https://" + bridgeName + "/ui/login#code="
+	if !strings.HasPrefix(link, prefix) {
+		t.Fatalf("login-link printed %q, want %s…", link, prefix)
+	}
+	code := strings.TrimPrefix(link, prefix)
+	jar, _ := cookiejar.New(nil)
+	c := tn.Client(phone)
+	c.Jar = jar
+	base := "https://" + bridgeName
+	page, err := c.Get(base + "/ui/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page.Body.Close()
+	if page.StatusCode != http.StatusOK {
+		t.Fatalf("GET the login page from the phone = %s", page.Status)
+	}
+	post := func() *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, base+"/auth/login", strings.NewReader(`{"code":"`+code+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", base)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := post()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the phone's login with the link's code = %s", resp.Status)
+	}
+	if cs := resp.Cookies(); len(cs) != 1 || !cs[0].Secure || !cs[0].HttpOnly {
+		t.Errorf("login cookie = %+v, want one Secure, HttpOnly cookie", cs)
+	}
+	threads, err := c.Get(base + "/threads")
+	if err != nil {
+		t.Fatal(err)
+	}
+	threads.Body.Close()
+	if threads.StatusCode != http.StatusOK {
+		t.Errorf("GET /threads with the phone's login cookie = %s", threads.Status)
+	}
+	if again := post(); again.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the link's code used twice = %s, want 401", again.Status)
+	}
+}
+
+// startRemoteCoordinator runs `agent-bridge coordinator` as a process of
+// another machine whose bridge_url is the tailnet URL: it reaches it
+// through proxy (that machine's Tailscale) and trusts the tailnet's
+// certificates as a machine trusts Let's Encrypt's.
+func startRemoteCoordinator(t *testing.T, tn *tailnettest.Tailnet, proxy, bin, fake, local, person string) *proc {
+	t.Helper()
+	ctx := context.Background()
+	tok, err := client.New(local, client.WithToken(person)).CreateToken(ctx, agentbridge.TokenInput{Scope: agentbridge.ScopeCoordinator, Name: "workstation"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	status := testutil.FreeAddr(t)
+	cfg, _ := json.Marshal(map[string]any{
+		"bridge_url": "https://" + bridgeName, "bridge_token": tok.Secret, "coordinator_id": "workstation", "host": "workstation",
+		"status_addr": status, "agents": map[string]any{"alice": map[string]any{"command": []string{fake}}},
+	})
+	cfgPath := filepath.Join(dir, "coordinator.config.json")
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, dir, bin, []string{"HTTPS_PROXY=" + proxy, "SSL_CERT_FILE=" + tn.CAFile, "FAKE_ADAPTER_DIR=" + dir},
+		"coordinator", "--config", cfgPath, "--state", filepath.Join(dir, "coordinator.db"))
+	testutil.WaitFor(t, 2*time.Minute, "the remote coordinator to follow the bridge's log", func() bool {
+		resp, err := http.Get("http://" + status + "/healthz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var h struct{ Following bool }
+		return json.NewDecoder(resp.Body).Decode(&h) == nil && h.Following
+	})
+	return p
+}
+
+// checkRemoteAgent posts to alice, whom only the remote coordinator
+// serves, and waits for her reply.
+func checkRemoteAgent(t *testing.T, ctx context.Context, cl *client.Client) {
+	t.Helper()
+	th, err := cl.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: "over the tailnet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	invite, _ := json.Marshal(map[string]any{"invite": map[string]any{"participant_id": "alice", "profile": map[string]any{"client": "fake", "model": "m"}}})
+	if _, err := cl.Append(ctx, th.ID, agentbridge.EventInput{Type: "control", From: "user", Content: invite}, ""); err != nil {
+		t.Fatal(err)
+	}
+	hello, _ := json.Marshal("hello over the tailnet")
+	if _, err := cl.Append(ctx, th.ID, agentbridge.EventInput{From: "user", To: "alice", Content: hello}, ""); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 2*time.Minute, "alice's reply through the tailnet", func() bool {
+		evs, err := cl.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: th.ID, After: -1, Limit: 100})
+		if err != nil {
+			return false
+		}
+		for _, e := range evs {
+			if e.From == "alice" && strings.Contains(string(e.Content), "alice got: hello over the tailnet") {
+				return true
+			}
+		}
+		return false
+	})
+}
