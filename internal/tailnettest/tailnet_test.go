@@ -11,13 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"tailscale.com/envknob"
-	"tailscale.com/tsnet"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
@@ -32,9 +32,32 @@ const bridgeName = "agent-bridge." + tailnettest.Domain
 // the machine has it, so that every address it sends to is on record.
 type proc struct {
 	cmd    *exec.Cmd
-	stderr *testutil.Buffer
+	stdout, stderr *testutil.Buffer
 	trace  string // strace's output file, "" without strace
 	done   chan error
+	// ownDNS is whether the program saw a resolv.conf naming only
+	// 127.0.0.1 (dnsNamespace).
+	ownDNS bool
+}
+
+// dnsNamespace is the command that runs a program in a mount namespace of
+// its own where /etc/resolv.conf names only 127.0.0.1, nil when this test
+// may not make one (not root, or no unshare). Tailscale's ACME code asks
+// the system's resolver for the dns-01 TXT record before it asks control
+// to publish it (a best-effort check), and the machine's resolver is not
+// on loopback.
+func dnsNamespace(t *testing.T, dir string) []string {
+	t.Helper()
+	unshare, err := exec.LookPath("unshare")
+	if err != nil || os.Geteuid() != 0 {
+		return nil
+	}
+	conf := filepath.Join(dir, "resolv.conf")
+	if err := os.WriteFile(conf, []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{unshare, "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+		`mount --bind "$0" /etc/resolv.conf && exec "$@"`, conf}
 }
 
 // start runs bin with args, its own HOME under dir and env besides.
@@ -44,7 +67,7 @@ func start(t *testing.T, dir, bin string, env []string, args ...string) *proc {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{stderr: &testutil.Buffer{}, done: make(chan error, 1)}
+	p := &proc{stdout: &testutil.Buffer{}, stderr: &testutil.Buffer{}, done: make(chan error, 1)}
 	argv := append([]string{bin}, args...)
 	if strace, err := exec.LookPath("strace"); err == nil {
 		// Every system call that names a destination: connect for TCP
@@ -52,10 +75,14 @@ func start(t *testing.T, dir, bin string, env []string, args ...string) *proc {
 		p.trace = filepath.Join(dir, "strace.txt")
 		argv = append([]string{strace, "-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-e", "signal=none", "-o", p.trace}, argv...)
 	}
+	if ns := dnsNamespace(t, dir); ns != nil {
+		argv = append(ns, argv...)
+		p.ownDNS = true
+	}
 	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Dir = dir
 	p.cmd.Env = append([]string{"HOME=" + home, "PATH=/usr/bin:/bin"}, env...)
-	p.cmd.Stderr = p.stderr
+	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -63,16 +90,28 @@ func start(t *testing.T, dir, bin string, env []string, args ...string) *proc {
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill()
 		if t.Failed() {
-			t.Logf("%s %s stderr:\n%s", filepath.Base(bin), args[0], p.stderr.String())
+			t.Logf("%s %s stdout:\n%s\nstderr:\n%s", filepath.Base(bin), args[0], p.stdout.String(), p.stderr.String())
 		}
 	})
 	return p
 }
 
-// stop sends SIGTERM and waits for a clean exit.
+// stop sends SIGTERM to the program (not to strace, which would detach
+// and leave it running) and waits for a clean exit.
 func (p *proc) stop(t *testing.T) {
 	t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	pid := p.cmd.Process.Pid
+	if p.trace != "" {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+		if f := strings.Fields(string(b)); err != nil || len(f) == 0 {
+			t.Fatalf("the program strace runs: %v %q", err, b)
+		} else if pid, err = strconv.Atoi(f[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case err := <-p.done:
 		if err != nil {
@@ -119,7 +158,9 @@ func (p *proc) waitLog(t *testing.T, msg, key string) string {
 // inetAddr matches the IPv4 and IPv6 destinations strace prints.
 var inetAddr = regexp.MustCompile(`inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)"`)
 
-// outside returns the destinations outside loopback in p's trace.
+// outside returns the destinations outside loopback in p's trace. Where
+// the program had the machine's resolv.conf (not root), port 53 of its
+// resolvers is let through, and said.
 func (p *proc) outside(t *testing.T) []string {
 	t.Helper()
 	b, err := os.ReadFile(p.trace)
@@ -127,14 +168,24 @@ func (p *proc) outside(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	var out []string
+	seen := 0
 	for _, line := range strings.Split(string(b), "\n") {
 		for _, m := range inetAddr.FindAllStringSubmatch(line, -1) {
 			addr := m[1] + m[2]
-			if addr != "127.0.0.1" && addr != "::1" && addr != "::ffff:127.0.0.1" {
+			seen++
+			switch {
+			case addr == "127.0.0.1" || addr == "::1" || addr == "::ffff:127.0.0.1":
+			case !p.ownDNS && strings.Contains(line, "htons(53)"):
+				t.Logf("the machine's resolver was asked (run as root for a resolv.conf of the test's): %s", line)
+			default:
 				out = append(out, strings.TrimSpace(line))
 			}
 		}
 	}
+	if seen == 0 {
+		t.Errorf("strace recorded no destination of %s: the check would prove nothing", p.cmd.Args)
+	}
+	t.Logf("%s: %d destinations, %d outside loopback", p.cmd.Args[len(p.cmd.Args)-1], seen, len(out))
 	return out
 }
 
@@ -199,7 +250,7 @@ func TestTailnetOffline(t *testing.T) {
 
 	phone := tn.Node(t, ctx, "phone")
 	checkPhone(t, tn.Client(phone), person)
-	checkLoginLink(t, tn, phone, bin, local, filepath.Join(dir, "data", "token"))
+	checkLoginLink(t, tn.Client(phone), bin, local, filepath.Join(dir, "data", "token"))
 
 	remote := tn.Node(t, ctx, "workstation")
 	coord := startRemoteCoordinator(t, tn, tn.Proxy(t, remote), bin, fake, local, person)
@@ -207,7 +258,8 @@ func TestTailnetOffline(t *testing.T) {
 
 	coord.stop(t)
 	serve.stop(t)
-	for _, p := range []*proc{serve, coord} {
+	up := checkUp(t, tn, tn.Client(phone), bin)
+	for _, p := range []*proc{serve, coord, up} {
 		if p.trace == "" {
 			t.Log("strace is not installed: the destinations were not checked")
 			continue
@@ -269,34 +321,39 @@ func checkPhone(t *testing.T, c *http.Client, person string) {
 
 // checkLoginLink runs `agent-bridge login-link` on the bridge's machine
 // (over loopback): the link it prints is at the tailnet name, and opened
-// on the phone as the UI page does it logs the phone in once, with a
-// Secure cookie.
-func checkLoginLink(t *testing.T, tn *tailnettest.Tailnet, phone *tsnet.Server, bin, local, tokenFile string) {
+// on the phone as the UI page does it logs the phone in once.
+func checkLoginLink(t *testing.T, c *http.Client, bin, local, tokenFile string) {
 	t.Helper()
 	out, err := exec.Command(bin, "login-link", "--url", local, "--token-file", tokenFile).Output()
 	if err != nil {
 		t.Fatalf("login-link: %v", err)
 	}
-	link := strings.TrimSpace(string(out))
-	prefix := "https://" + bridgeName + "/ui/login#code="
-	if !strings.HasPrefix(link, prefix) {
-		t.Fatalf("login-link printed %q, want %s…", link, prefix)
+	openOnPhone(t, c, strings.TrimSpace(string(out)), "https://"+bridgeName, "/ui/login#code=", "/auth/login")
+}
+
+// openOnPhone opens link (base + page + code) on the phone as the UI page
+// does: the page answers, the code posted from the page's origin to
+// endpoint buys a Secure, HttpOnly login cookie that opens the API, and
+// the same code a second time is refused.
+func openOnPhone(t *testing.T, c *http.Client, link, base, page, endpoint string) {
+	t.Helper()
+	code, ok := strings.CutPrefix(link, base+page)
+	if !ok {
+		t.Fatalf("the link is %q, want %s%s…", link, base, page)
 	}
-	code := strings.TrimPrefix(link, prefix)
 	jar, _ := cookiejar.New(nil)
-	c := tn.Client(phone)
-	c.Jar = jar
-	base := "https://" + bridgeName
-	page, err := c.Get(base + "/ui/login")
+	c = &http.Client{Transport: c.Transport, Timeout: c.Timeout, Jar: jar}
+	pageURL, _, _ := strings.Cut(base+page, "#")
+	resp, err := c.Get(pageURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	page.Body.Close()
-	if page.StatusCode != http.StatusOK {
-		t.Fatalf("GET the login page from the phone = %s", page.Status)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s from the phone = %s", pageURL, resp.Status)
 	}
 	post := func() *http.Response {
-		req, _ := http.NewRequest(http.MethodPost, base+"/auth/login", strings.NewReader(`{"code":"`+code+`"}`))
+		req, _ := http.NewRequest(http.MethodPost, base+endpoint, strings.NewReader(`{"code":"`+code+`"}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Origin", base)
 		resp, err := c.Do(req)
@@ -306,9 +363,9 @@ func checkLoginLink(t *testing.T, tn *tailnettest.Tailnet, phone *tsnet.Server, 
 		resp.Body.Close()
 		return resp
 	}
-	resp := post()
+	resp = post()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("the phone's login with the link's code = %s", resp.Status)
+		t.Fatalf("POST %s with the link's code from the phone = %s", endpoint, resp.Status)
 	}
 	if cs := resp.Cookies(); len(cs) != 1 || !cs[0].Secure || !cs[0].HttpOnly {
 		t.Errorf("login cookie = %+v, want one Secure, HttpOnly cookie", cs)
@@ -389,4 +446,51 @@ func checkRemoteAgent(t *testing.T, ctx context.Context, cl *client.Client) {
 		}
 		return false
 	})
+}
+
+// checkUp runs `up --tailnet` in an empty folder as on a fresh laptop: it
+// prints the login link once, and once that is opened, its summary with a
+// pairing QR code whose link, opened on the phone, pairs it; it stops
+// cleanly.
+func checkUp(t *testing.T, tn *tailnettest.Tailnet, phone *http.Client, bin string) *proc {
+	t.Helper()
+	dir := t.TempDir()
+	up := start(t, dir, bin, tn.Env(), "up", "--addr", "127.0.0.1:0", "--status-addr", "127.0.0.1:0",
+		"--tailnet", "--tailnet-hostname", "laptop", "--tailnet-control-url", tn.ControlURL)
+	const ask = "To put agent-bridge on your tailnet, open this link (up waits for it):\n  "
+	line := func(after string) string {
+		var v string
+		testutil.WaitFor(t, 3*time.Minute, fmt.Sprintf("up to print %q", after), func() bool {
+			out := up.stdout.String()
+			if i := strings.Index(out, after); i >= 0 {
+				if rest := out[i+len(after):]; strings.Contains(rest, "\n") {
+					v, _, _ = strings.Cut(rest, "\n")
+					return true
+				}
+			}
+			select {
+			case err := <-up.done:
+				t.Fatalf("up exited: %v", err)
+			default:
+			}
+			return false
+		})
+		return v
+	}
+	tn.Login(t, line(ask))
+	base := "https://laptop." + tailnettest.Domain
+	if got := line("On your tailnet at "); got != base {
+		t.Errorf("up says it is on the tailnet at %q, want %s", got, base)
+	}
+	line("Scan this with your phone's camera")
+	if !strings.Contains(up.stdout.String(), "█") {
+		t.Error("up printed no QR code")
+	}
+	code := line("\n" + base + "/ui/#pair=")
+	if n := strings.Count(up.stdout.String(), ask); n != 1 {
+		t.Errorf("up printed the login link %d times, want once", n)
+	}
+	openOnPhone(t, phone, base+"/ui/#pair="+code, base, "/ui/#pair=", "/auth/pair/redeem")
+	up.stop(t)
+	return up
 }
