@@ -31,10 +31,10 @@ const bridgeName = "agent-bridge." + tailnettest.Domain
 // proc is a real agent-bridge process of the test, run under strace when
 // the machine has it, so that every address it sends to is on record.
 type proc struct {
-	cmd    *exec.Cmd
+	cmd            *exec.Cmd
 	stdout, stderr *testutil.Buffer
-	trace  string // strace's output file, "" without strace
-	done   chan error
+	trace          string // strace's output file, "" without strace
+	done           chan error
 	// ownDNS is whether the program saw a resolv.conf naming only
 	// 127.0.0.1 (dnsNamespace).
 	ownDNS bool
