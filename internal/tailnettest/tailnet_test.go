@@ -31,6 +31,7 @@ const bridgeName = "agent-bridge." + tailnettest.Domain
 // proc is a real agent-bridge process of the test, run under strace when
 // the machine has it, so that every address it sends to is on record.
 type proc struct {
+	name           string // "agent-bridge serve", for messages
 	cmd            *exec.Cmd
 	stdout, stderr *testutil.Buffer
 	trace          string // strace's output file, "" without strace
@@ -42,22 +43,32 @@ type proc struct {
 
 // dnsNamespace is the command that runs a program in a mount namespace of
 // its own where /etc/resolv.conf names only 127.0.0.1, nil when this test
-// may not make one (not root, or no unshare). Tailscale's ACME code asks
-// the system's resolver for the dns-01 TXT record before it asks control
-// to publish it (a best-effort check), and the machine's resolver is not
-// on loopback.
+// may not make one (no unshare, or, not being root, no user namespace the
+// kernel allows). Tailscale's ACME code asks the system's resolver for the
+// dns-01 TXT record before it asks control to publish it (a best-effort
+// check), and the machine's resolver is not on loopback.
 func dnsNamespace(t *testing.T, dir string) []string {
 	t.Helper()
 	unshare, err := exec.LookPath("unshare")
-	if err != nil || os.Geteuid() != 0 {
+	if err != nil {
 		return nil
 	}
 	conf := filepath.Join(dir, "resolv.conf")
 	if err := os.WriteFile(conf, []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return []string{unshare, "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
-		`mount --bind "$0" /etc/resolv.conf && exec "$@"`, conf}
+	ns := []string{unshare, "--mount", "--propagation", "private"}
+	if os.Geteuid() != 0 {
+		// Root of a user namespace of its own may mount in its mount
+		// namespace, where the kernel lets users make one.
+		ns = append(ns, "--user", "--map-root-user")
+	}
+	ns = append(ns, "--", "/bin/sh", "-c", `mount --bind "$0" /etc/resolv.conf && exec "$@"`, conf)
+	if out, err := exec.Command(ns[0], append(ns[1:], "true")...).CombinedOutput(); err != nil {
+		t.Logf("no mount namespace for a resolv.conf of the test's: %v %s", err, out)
+		return nil
+	}
+	return ns
 }
 
 // start runs bin with args, its own HOME under dir and env besides.
@@ -67,7 +78,7 @@ func start(t *testing.T, dir, bin string, env []string, args ...string) *proc {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{stdout: &testutil.Buffer{}, stderr: &testutil.Buffer{}, done: make(chan error, 1)}
+	p := &proc{name: filepath.Base(bin) + " " + args[0], stdout: &testutil.Buffer{}, stderr: &testutil.Buffer{}, done: make(chan error, 1)}
 	argv := append([]string{bin}, args...)
 	if strace, err := exec.LookPath("strace"); err == nil {
 		// Every system call that names a destination: connect for TCP
@@ -90,7 +101,7 @@ func start(t *testing.T, dir, bin string, env []string, args ...string) *proc {
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill()
 		if t.Failed() {
-			t.Logf("%s %s stdout:\n%s\nstderr:\n%s", filepath.Base(bin), args[0], p.stdout.String(), p.stderr.String())
+			t.Logf("%s stdout:\n%s\nstderr:\n%s", p.name, p.stdout.String(), p.stderr.String())
 		}
 	})
 	return p
@@ -176,16 +187,16 @@ func (p *proc) outside(t *testing.T) []string {
 			switch {
 			case addr == "127.0.0.1" || addr == "::1" || addr == "::ffff:127.0.0.1":
 			case !p.ownDNS && strings.Contains(line, "htons(53)"):
-				t.Logf("the machine's resolver was asked (run as root for a resolv.conf of the test's): %s", line)
+				t.Logf("the machine's resolver was asked (no mount namespace for a resolv.conf of the test's): %s", line)
 			default:
 				out = append(out, strings.TrimSpace(line))
 			}
 		}
 	}
 	if seen == 0 {
-		t.Errorf("strace recorded no destination of %s: the check would prove nothing", p.cmd.Args)
+		t.Errorf("strace recorded no destination of %s: the check would prove nothing", p.name)
 	}
-	t.Logf("%s: %d destinations, %d outside loopback", p.cmd.Args[len(p.cmd.Args)-1], seen, len(out))
+	t.Logf("%s: %d destinations, %d outside loopback", p.name, seen, len(out))
 	return out
 }
 
@@ -196,9 +207,12 @@ func (p *proc) outside(t *testing.T) []string {
 // certificate through the production ACME path (dns-01 over control).
 // From a "phone" node the UI and the API answer over HTTPS at the node's
 // name, with HSTS, a Secure login cookie from the link `login-link`
-// prints, and the gate strict about other names and origins; a
+// prints, and the gate strict about other names and origins; through
+// Funnel (serve runs with --funnel; another node plays Tailscale's relay)
+// the same name answers the internet and still asks for a token; a
 // coordinator process on a third node serves an agent through the
-// tailnet URL. Neither process sends a packet outside loopback (strace
+// tailnet URL; `up --tailnet` on a fresh folder pairs the phone through
+// its QR link, and, without --funnel, refuses Funnel's connections. Neither process sends a packet outside loopback (strace
 // records every destination), and serve stops cleanly on SIGTERM.
 func TestTailnetOffline(t *testing.T) {
 	if testing.Short() {
@@ -232,13 +246,16 @@ func TestTailnetOffline(t *testing.T) {
 
 	dir := t.TempDir()
 	db := filepath.Join(dir, "data", "bridge.db")
-	serve := start(t, dir, bin, tn.Env(), "serve", "--addr", "127.0.0.1:0", "--db", db, "--tailnet", "--tailnet-control-url", tn.ControlURL)
+	serve := start(t, dir, bin, tn.Env(), "serve", "--addr", "127.0.0.1:0", "--db", db, "--tailnet", "--funnel", "--tailnet-control-url", tn.ControlURL)
 	const loginMsg = "to put the bridge on your tailnet, open this link; the bridge waits for it"
 	login := serve.waitLog(t, loginMsg, "url")
 	tn.Login(t, login)
 	local := serve.waitLog(t, "agent-bridge serving", "url")
 	if got := serve.waitLog(t, "on the tailnet", "url"); got != "https://"+bridgeName {
 		t.Fatalf("serve is on the tailnet at %q, want https://%s", got, bridgeName)
+	}
+	if on := serve.logLines("on the tailnet")[0]["funnel"]; on != true {
+		t.Errorf("serve --funnel logs funnel=%v, want true", on)
 	}
 	if n := len(serve.logLines(loginMsg)); n != 1 {
 		t.Errorf("the login link was printed %d times, want once", n)
@@ -256,6 +273,8 @@ func TestTailnetOffline(t *testing.T) {
 	phone := tn.Node(t, ctx, "phone")
 	checkPhone(t, tn.Client(phone), person)
 	checkLoginLink(t, tn.Client(phone), bin, local, filepath.Join(dir, "data", "token"))
+	relay := tn.Node(t, ctx, "funnel-relay")
+	checkFunnel(t, tn.FunnelClient(relay), person)
 
 	remote := tn.Node(t, ctx, "workstation")
 	coord := startRemoteCoordinator(t, tn, tn.Proxy(t, remote), bin, fake, local, person)
@@ -263,14 +282,14 @@ func TestTailnetOffline(t *testing.T) {
 
 	coord.stop(t)
 	serve.stop(t)
-	up := checkUp(t, tn, tn.Client(phone), bin)
+	up := checkUp(t, tn, tn.Client(phone), tn.FunnelClient(relay), bin)
 	for _, p := range []*proc{serve, coord, up} {
 		if p.trace == "" {
 			t.Log("strace is not installed: the destinations were not checked")
 			continue
 		}
 		if out := p.outside(t); len(out) > 0 {
-			t.Errorf("%s sent outside loopback:\n%s", p.cmd.Args[len(p.cmd.Args)-1], strings.Join(out, "\n"))
+			t.Errorf("%s sent outside loopback:\n%s", p.name, strings.Join(out, "\n"))
 		}
 	}
 	t.Logf("the tailnet test took %s", time.Since(began).Round(time.Second))
@@ -321,6 +340,36 @@ func checkPhone(t *testing.T, c *http.Client, person string) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("POST /threads from origin https://evil.example = %s, want 403", resp.Status)
+	}
+}
+
+// checkFunnel asks the bridge from the internet, through Funnel (serve
+// --funnel): the UI answers at the same name over HTTPS, and the API
+// still needs a token.
+func checkFunnel(t *testing.T, c *http.Client, person string) {
+	t.Helper()
+	base := "https://" + bridgeName
+	get := func(path string, auth bool) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		if auth {
+			req.Header.Set("Authorization", "Bearer "+person)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s%s through Funnel: %v", base, path, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := get("/ui/", false); got != http.StatusOK {
+		t.Errorf("GET /ui/ through Funnel = %d, want 200", got)
+	}
+	if got := get("/threads", false); got != http.StatusUnauthorized {
+		t.Errorf("GET /threads through Funnel without a token = %d, want 401", got)
+	}
+	if got := get("/threads", true); got != http.StatusOK {
+		t.Errorf("GET /threads through Funnel with the token = %d, want 200", got)
 	}
 }
 
@@ -456,8 +505,9 @@ func checkRemoteAgent(t *testing.T, ctx context.Context, cl *client.Client) {
 // checkUp runs `up --tailnet` in an empty folder as on a fresh laptop: it
 // prints the login link once, and once that is opened, its summary with a
 // pairing QR code whose link, opened on the phone, pairs it; it stops
-// cleanly.
-func checkUp(t *testing.T, tn *tailnettest.Tailnet, phone *http.Client, bin string) *proc {
+// cleanly. Without --funnel it is not on the internet: Funnel's
+// connections are refused.
+func checkUp(t *testing.T, tn *tailnettest.Tailnet, phone, internet *http.Client, bin string) *proc {
 	t.Helper()
 	dir := t.TempDir()
 	up := start(t, dir, bin, tn.Env(), "up", "--addr", "127.0.0.1:0", "--status-addr", "127.0.0.1:0",
@@ -496,6 +546,12 @@ func checkUp(t *testing.T, tn *tailnettest.Tailnet, phone *http.Client, bin stri
 		t.Errorf("up printed the login link %d times, want once", n)
 	}
 	openOnPhone(t, phone, base+"/ui/#pair="+code, base, "/ui/#pair=", "/auth/pair/redeem")
+	if resp, err := internet.Get(base + "/ui/"); err == nil {
+		resp.Body.Close()
+		t.Errorf("GET %s/ui/ through Funnel without --funnel = %s, want the connection refused", base, resp.Status)
+	} else if !strings.Contains(err.Error(), "refused the connection: 403") {
+		t.Errorf("GET %s/ui/ through Funnel without --funnel: %v, want the node's refusal", base, err)
+	}
 	up.stop(t)
 	return up
 }

@@ -1,32 +1,39 @@
 // Package tailnettest runs a whole tailnet on 127.0.0.1 for tests, with no
 // internet: Tailscale's own test control server
 // (tailscale.com/tstest/integration/testcontrol), a DERP relay and a STUN
-// server (tstest/integration's), and a small ACME certificate authority
+// server (Tailscale's derpserver and stuntest), and a small ACME certificate authority
 // (acme.go) that issues the nodes' HTTPS certificates through the same
 // dns-01 exchange over control that Let's Encrypt does for a real tailnet.
 // Nodes run in the test (Node) or as processes given Env.
 package tailnettest
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"tailscale.com/derp/derpserver"
 	"tailscale.com/ipn"
 	"tailscale.com/ipn/store/mem"
+	"tailscale.com/net/stun/stuntest"
 	"tailscale.com/tailcfg"
 	"tailscale.com/tsnet"
-	"tailscale.com/tstest/integration"
 	"tailscale.com/tstest/integration/testcontrol"
+	"tailscale.com/types/key"
 	"tailscale.com/types/logger"
+	"tailscale.com/types/nettype"
 )
 
 // Domain is the test tailnet's MagicDNS domain: node NAME is NAME.Domain.
@@ -60,7 +67,7 @@ func New(t testing.TB) *Tailnet {
 	acmeSrv := httptest.NewServer(ca)
 	t.Cleanup(acmeSrv.Close)
 	ca.base = acmeSrv.URL
-	derpMap := integration.RunDERPAndSTUN(t, logger.Discard, "127.0.0.1")
+	derpMap := startDERP(t)
 	control := &testcontrol.Server{
 		DERPMap: derpMap,
 		// Every node must be added by a person, as on a real tailnet
@@ -83,6 +90,37 @@ func New(t testing.TB) *Tailnet {
 	roots.AddCert(ca.root)
 	return &Tailnet{ControlURL: control.HTTPTestServer.URL, Control: control, ACMEURL: acmeSrv.URL + "/directory",
 		CAFile: caFile, Roots: roots, acme: ca}
+}
+
+// startDERP starts a DERP relay (HTTPS, with a certificate no node checks:
+// InsecureForTests) and a STUN server on 127.0.0.1, and returns the map
+// of them control hands the nodes. It is Tailscale's own server, not
+// tstest/integration's helper, whose package registers every optional
+// feature of tailscaled (AWS, TAP, …) and would make CI download and
+// compile them.
+func startDERP(t testing.TB) *tailcfg.DERPMap {
+	t.Helper()
+	d := derpserver.New(key.NewNode(), logger.Discard)
+	srv := httptest.NewUnstartedServer(derpserver.Handler(d))
+	// DERP upgrades HTTP/1.1 connections: no HTTP/2 over its TLS.
+	srv.Config.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	srv.StartTLS()
+	stunAddr, stopSTUN := stuntest.ServeWithPacketListener(t, nettype.Std{})
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		_ = d.Close()
+		stopSTUN()
+	})
+	const ip = "127.0.0.1"
+	return &tailcfg.DERPMap{Regions: map[int]*tailcfg.DERPRegion{1: {
+		RegionID: 1, RegionCode: "test",
+		Nodes: []*tailcfg.DERPNode{{
+			Name: "1", RegionID: 1, HostName: ip, IPv4: ip, IPv6: "none",
+			DERPPort: srv.Listener.Addr().(*net.TCPAddr).Port, STUNPort: stunAddr.Port, STUNTestIP: ip,
+			InsecureForTests: true,
+		}},
+	}}}
 }
 
 // Env is what a node process needs besides its flags: the certificate
@@ -217,3 +255,85 @@ func pipe(up, down net.Conn, pending io.Reader) {
 	_ = down.Close()
 	<-done
 }
+
+// InternetSrc is the address Funnel's ingress says its connections come
+// from: a documentation address (RFC 5737), some client on the internet.
+const InternetSrc = "203.0.113.7:51234"
+
+// FunnelClient is an HTTP client from the internet to the tailnet's
+// Funnel names, trusting the tailnet's certificates as a browser trusts
+// Let's Encrypt's. ingress plays Tailscale's Funnel relay: on the tailnet
+// every node may be one (control grants the ingress capability to all),
+// and it hands each connection to the target node's peer API
+// (POST /v0/ingress, then the TLS stream as is), exactly as Tailscale's
+// relays do. A node that does not serve Funnel on the name refuses it,
+// and the dial fails.
+func (tn *Tailnet) FunnelClient(ingress *tsnet.Server) *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			return funnelDial(ctx, ingress, addr)
+		},
+		TLSClientConfig: &tls.Config{RootCAs: tn.Roots},
+	}}
+}
+
+// funnelDial opens a Funnel connection to target (NAME:PORT) through
+// ingress.
+func funnelDial(ctx context.Context, ingress *tsnet.Server, target string) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(target)
+	if err != nil {
+		return nil, err
+	}
+	lc, err := ingress.LocalClient()
+	if err != nil {
+		return nil, err
+	}
+	st, err := lc.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	peerAPI := ""
+	for _, p := range st.Peer {
+		if strings.TrimSuffix(p.DNSName, ".") == host && len(p.PeerAPIURL) > 0 {
+			peerAPI = p.PeerAPIURL[0]
+		}
+	}
+	if peerAPI == "" {
+		return nil, fmt.Errorf("funnel: no node %s with a peer API on the tailnet", host)
+	}
+	u, err := url.Parse(peerAPI)
+	if err != nil {
+		return nil, err
+	}
+	c, err := ingress.Dial(ctx, "tcp", u.Host)
+	if err != nil {
+		return nil, err
+	}
+	req := "POST /v0/ingress HTTP/1.1\r\nHost: peer\r\nTailscale-Ingress-Src: " + InternetSrc +
+		"\r\nTailscale-Ingress-Target: " + target + "\r\nContent-Length: 0\r\n\r\n"
+	if _, err := io.WriteString(c, req); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("funnel: the peer API of %s: %w", host, err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		_ = c.Close()
+		return nil, fmt.Errorf("funnel: %s refused the connection: %s", host, resp.Status)
+	}
+	return &bufferedConn{Conn: c, r: br}, nil
+}
+
+// bufferedConn reads what its reader buffered past the peer API's answer
+// before the connection itself.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+// Read reads the buffered bytes first.
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
