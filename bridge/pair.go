@@ -55,38 +55,50 @@ type pairRequest struct {
 // handlePair makes a pairing code for a device named name (a person
 // token's route: no other scope may add a person).
 func (s *Server) handlePair(w http.ResponseWriter, r *http.Request) error {
-	ps, err := s.pairCodes()
-	if err != nil {
-		return err
-	}
 	var req pairRequest
 	if err := s.decodeStrict(w, r, &req, []string{"name"}, true); err != nil {
 		return err
 	}
-	req.Name = strings.TrimSpace(req.Name)
-	if req.Name == "" {
-		req.Name = "phone"
-	}
-	if utf8.RuneCountInString(req.Name) > agentbridge.MaxPushDeviceName || !utf8.ValidString(req.Name) {
-		return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "name", "A device name must be text of at most %d characters.", agentbridge.MaxPushDeviceName)
-	}
-	code, err := agentbridge.NewTokenSecret()
+	link, err := s.NewPairLink(r.Context(), req.Name)
 	if err != nil {
 		return err
 	}
+	httpjson.Write(w, http.StatusOK, link)
+	return nil
+}
+
+// NewPairLink makes a one-time pairing link for a device named name
+// ("phone" when blank), at the address a phone reaches (notify.public_url,
+// else the tailnet's, else the bridge's own): POST /auth/pair's answer,
+// and what up --tailnet shows as a QR code.
+func (s *Server) NewPairLink(ctx context.Context, name string) (agentbridge.PairLink, error) {
+	ps, err := s.pairCodes()
+	if err != nil {
+		return agentbridge.PairLink{}, err
+	}
+	name = strings.TrimSpace(name)
+	if name == "" {
+		name = "phone"
+	}
+	if utf8.RuneCountInString(name) > agentbridge.MaxPushDeviceName || !utf8.ValidString(name) {
+		return agentbridge.PairLink{}, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "name", "A device name must be text of at most %d characters.", agentbridge.MaxPushDeviceName)
+	}
+	code, err := agentbridge.NewTokenSecret()
+	if err != nil {
+		return agentbridge.PairLink{}, err
+	}
 	now := s.now()
 	h := sha256.Sum256([]byte(code))
-	added, err := ps.AddPairCode(r.Context(), h[:], req.Name, now, now.Add(PairTTL), maxPairCodes)
+	added, err := ps.AddPairCode(ctx, h[:], name, now, now.Add(PairTTL), maxPairCodes)
 	if err != nil {
-		return storeErr("store the pairing code", err)
+		return agentbridge.PairLink{}, storeErr("store the pairing code", err)
 	}
 	if !added {
-		return agentbridge.Errorf(agentbridge.ECodeTooMany, "%d pairing links are waiting to be used; use one, or wait %s for them to lapse.", maxPairCodes, PairTTL)
+		return agentbridge.PairLink{}, agentbridge.Errorf(agentbridge.ECodeTooMany, "%d pairing links are waiting to be used; use one, or wait %s for them to lapse.", maxPairCodes, PairTTL)
 	}
 	base := strings.TrimRight(s.publicURL(), "/")
-	httpjson.Write(w, http.StatusOK, agentbridge.PairLink{Code: code, URL: base + "/ui/#pair=" + code, Name: req.Name,
-		ExpiresAt: agentbridge.FormatTime(now.Add(PairTTL))})
-	return nil
+	return agentbridge.PairLink{Code: code, URL: base + "/ui/#pair=" + code, Name: name,
+		ExpiresAt: agentbridge.FormatTime(now.Add(PairTTL))}, nil
 }
 
 // pairCodes is the store's pairing side, or the error that the store

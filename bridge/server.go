@@ -195,9 +195,11 @@ type Server struct {
 	// attSwept when the attachment sweeper does (sweepAttachments).
 	swept, attSwept chan struct{}
 	srvErr          error // Serve's unexpected error; read only after served
-	// localServed is closed when the Serve of the plain loopback
-	// listener (OpenLocal) returns; nil without one.
-	localServed chan struct{}
+	// extra has a channel per listener added after Open (OpenLocal,
+	// Serve), closed when its Serve returns; local is whether OpenLocal's
+	// is one of them.
+	extra []chan struct{}
+	local bool
 }
 
 // NewServer builds a server over store. It refuses a non-loopback Addr
@@ -543,23 +545,43 @@ func (s *Server) OpenLocal() (string, error) {
 	if s.srv == nil {
 		return "", errors.New("bridge: OpenLocal before Open")
 	}
-	if s.localServed != nil {
+	if s.local {
 		return "", errors.New("bridge: local listener already open")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("listen on loopback: %w", err)
 	}
+	s.local = true
+	s.serveLocked(ln, "this process")
+	return "http://" + ln.Addr().String(), nil
+}
+
+// Serve serves, after Open, one more listener with the same handler, gate
+// and credentials: the tailnet's TLS listener (internal/tailnet), whose
+// name the gate must allow (Options.AllowedHosts). what names it in the
+// log. URL still names Open's listener; Close closes this one with it.
+func (s *Server) Serve(ln net.Listener, what string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv == nil {
+		return errors.New("bridge: Serve before Open")
+	}
+	s.serveLocked(ln, what)
+	return nil
+}
+
+// serveLocked serves ln with the open server until Close; s.mu is held.
+func (s *Server) serveLocked(ln net.Listener, what string) {
 	srv, done := s.srv, make(chan struct{})
-	s.localServed = done
+	s.extra = append(s.extra, done)
 	go func() {
 		defer close(done)
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("serve the local listener", "err", err)
+			s.log.Error("serve", "listener", what, "err", err)
 		}
 	}()
-	s.log.Info("bridge listening for this process", "addr", ln.Addr().String())
-	return "http://" + ln.Addr().String(), nil
+	s.log.Info("bridge listening", "for", what, "addr", ln.Addr().String())
 }
 
 // URL returns the base URL of the listener, such as http://127.0.0.1:5111
@@ -583,7 +605,7 @@ func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
 	s.threadHub.close()
 	s.mu.Lock()
-	srv, served, notified, pruned, swept, attSwept, local, scheduled := s.srv, s.served, s.notified, s.pruned, s.swept, s.attSwept, s.localServed, s.scheduled
+	srv, served, notified, pruned, swept, attSwept, extra, scheduled := s.srv, s.served, s.notified, s.pruned, s.swept, s.attSwept, s.extra, s.scheduled
 	s.mu.Unlock()
 	if srv == nil {
 		return nil
@@ -593,8 +615,8 @@ func (s *Server) Close(ctx context.Context) error {
 		err = errors.Join(fmt.Errorf("shutdown: %w", err), srv.Close())
 	}
 	<-served
-	if local != nil {
-		<-local
+	for _, done := range extra {
+		<-done
 	}
 	<-notified
 	<-pruned

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -426,6 +427,8 @@ func (s *Server) handleLoginLinkPost(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	httpjson.Write(w, http.StatusOK, map[string]any{"code": code, "path": "/ui/login#code=" + code, "expires_in_s": int(LoginCodeTTL / time.Second)})
+	path := "/ui/login#code=" + code
+	httpjson.Write(w, http.StatusOK, map[string]any{"code": code, "path": path, "url": strings.TrimRight(s.publicURL(), "/") + path,
+		"expires_in_s": int(LoginCodeTTL / time.Second)})
 	return nil
 }

@@ -65,11 +65,13 @@ func (c *Client) Whoami(ctx context.Context) (agentbridge.Whoami, error) {
 
 // LoginLink asks the bridge for a one-time login link (a person token
 // only) and returns its path, such as "/ui/login#code=…", to append to
-// the bridge's URL.
-func (c *Client) LoginLink(ctx context.Context) (string, error) {
+// the bridge's URL, and the whole link at the address a phone reaches
+// (the tailnet's, or notify.public_url), which an older bridge leaves "".
+func (c *Client) LoginLink(ctx context.Context) (path, link string, err error) {
 	var out struct {
 		Path string `json:"path"`
+		URL  string `json:"url"`
 	}
-	err := c.do(ctx, request{op: "login link", method: http.MethodPost, path: "/auth/login-links", wantOut: &out})
-	return out.Path, err
+	err = c.do(ctx, request{op: "login link", method: http.MethodPost, path: "/auth/login-links", wantOut: &out})
+	return out.Path, out.URL, err
 }

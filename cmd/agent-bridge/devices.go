@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"strings"
@@ -47,7 +48,7 @@ func (m *Main) pairCommand(c *cobra.Command) runFunc {
 			return m.printJSON(link)
 		}
 		if !*noQR {
-			qrterminal.GenerateWithConfig(link.URL, qrterminal.Config{Level: qrterminal.L, Writer: m.Stdout, HalfBlocks: true, QuietZone: 2})
+			printQR(m.Stdout, link.URL)
 		}
 		if _, err := fmt.Fprintf(m.Stdout, "Open this on %s within 10 minutes (it works once):\n%s\n", link.Name, link.URL); err != nil {
 			return err
@@ -58,6 +59,12 @@ func (m *Main) pairCommand(c *cobra.Command) runFunc {
 		}
 		return nil
 	}
+}
+
+// printQR draws link as a QR code in half blocks: plain Unicode that
+// survives the CLI's output writer and fits an 80-column terminal.
+func printQR(w io.Writer, link string) {
+	qrterminal.GenerateWithConfig(link, qrterminal.Config{Level: qrterminal.L, Writer: w, HalfBlocks: true, QuietZone: 2})
 }
 
 // devicesCommand lists the paired devices and the browsers subscribed to

@@ -17,6 +17,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/ui"
 	"github.com/agent-bridge/agent-bridge/internal/httpguard"
+	"github.com/agent-bridge/agent-bridge/internal/tailnet"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -50,6 +51,8 @@ type bridgeConfig struct {
 	File bridgeFileConfig
 	// TLSCert and TLSKey serve HTTPS (see bridge.Options).
 	TLSCert, TLSKey string
+	// Tailnet puts the bridge on the person's tailnet too.
+	Tailnet tailnetConfig
 }
 
 // runningBridge is a started bridge: its store and its listening server.
@@ -59,26 +62,57 @@ type runningBridge struct {
 	// PersonToken is the state folder's person token, and TokenPath its
 	// file ("" for an open bridge).
 	PersonToken, TokenPath string
+	// Tailnet is the bridge's node on the tailnet (nil without --tailnet).
+	Tailnet *tailnet.Node
 }
 
 // URL returns the server's base URL.
 func (b *runningBridge) URL() string { return b.Server.URL() }
 
+// PublicURL is where a person reaches the bridge from elsewhere, the start
+// of the links up prints: the tailnet's address, else the server's own.
+func (b *runningBridge) PublicURL() string {
+	if b.Tailnet != nil {
+		return b.Tailnet.URL()
+	}
+	return b.URL()
+}
+
 // Close stops the server (ending streams, finishing in-flight requests
-// until ctx is done), then closes the store: the reverse of the start order.
+// until ctx is done), then leaves the tailnet and closes the store: the
+// reverse of the start order.
 func (b *runningBridge) Close(ctx context.Context) error {
-	return errors.Join(b.Server.Close(ctx), b.Store.Close())
+	err := b.Server.Close(ctx)
+	if b.Tailnet != nil {
+		err = errors.Join(err, b.Tailnet.Close())
+	}
+	return errors.Join(err, b.Store.Close())
+}
+
+// closeOnError undoes what startBridge opened before it failed.
+func (b *runningBridge) closeOnError() {
+	if b.Tailnet != nil {
+		_ = b.Tailnet.Close()
+	}
+	_ = b.Store.Close()
 }
 
 // startBridge opens the store and starts the server with the web UI. It is
 // the one wiring shared by serve, up and the end-to-end tests. Unless
 // cfg.Open, every request needs a token, and the state folder's person
-// token is made on the first start (ensurePersonToken). A non-loopback
-// address with Open, or a malformed host or origin list, is a
-// *usageError.
+// token is made on the first start (ensurePersonToken). With cfg.Tailnet
+// it joins the tailnet first (waiting for the person's login when one is
+// needed), allows the tailnet name in the gate, makes it the start of
+// pairing and login links (unless notify.public_url names another), and
+// serves the tailnet listener beside the loopback one. A non-loopback
+// address with Open, --open with --tailnet, or a malformed host or origin
+// list, is a *usageError.
 func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*runningBridge, error) {
 	if cfg.Open && !httpguard.IsLoopbackAddr(cfg.Addr) {
 		return nil, usagef("--open: %s is reachable from other machines, and --open lets anyone who reaches it act as anyone; listen on 127.0.0.1", cfg.Addr)
+	}
+	if cfg.Open && cfg.Tailnet.On {
+		return nil, usagef("--open with --tailnet would let anyone on the tailnet act as anyone: drop --open")
 	}
 	store, err := openEventStore(ctx, cfg.DB, cfg.Humans, logger.With("component", "store"))
 	if err != nil {
@@ -105,6 +139,17 @@ func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*r
 	if cfg.File.Notify.AllowPrivateEndpoints {
 		logger.Warn("notify.allow_private_endpoints: Web Push may reach loopback and private addresses, so whoever holds a person token may make this bridge send requests inside its network; it is meant for tests")
 	}
+	if rb.Tailnet, err = startTailnet(ctx, cfg.Tailnet, cfg.DB, logger); err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	notifyOpts := cfg.File.notifyOptions()
+	if rb.Tailnet != nil {
+		cfg.AllowedHosts = append(cfg.AllowedHosts, rb.Tailnet.Name())
+		if notifyOpts.BaseURL == nil {
+			notifyOpts.BaseURL = rb.Tailnet.URL
+		}
+	}
 	srv, err := bridge.NewServer(store, bridge.Options{
 		Addr:               cfg.Addr,
 		RequireCredential:  !cfg.Open,
@@ -117,7 +162,7 @@ func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*r
 		Logger:             logger,
 		Version:            cfg.Version,
 		UI:                 ui.NewHandler(ui.Options{CoordinatorURL: cfg.CoordinatorURL}),
-		Notify:             cfg.File.notifyOptions(),
+		Notify:             notifyOpts,
 		AttachmentMaxBytes: cfg.File.Attachments.MaxBytes,
 		AttachmentDir:      attachmentDir(cfg.DB),
 		TLSCert:            cfg.TLSCert,
@@ -125,17 +170,24 @@ func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*r
 		CatchUp:            cfg.File.catchUp(),
 	})
 	if err != nil {
-		_ = store.Close()
+		rb.closeOnError()
 		if errors.Is(err, bridge.ErrInsecureAddr) {
 			return nil, usagef("--addr: %v", err)
 		}
 		return nil, usagef("%v", err)
 	}
 	if err := srv.Open(); err != nil {
-		_ = store.Close()
+		rb.closeOnError()
 		return nil, err
 	}
 	rb.Server = srv
+	if rb.Tailnet != nil {
+		if err := srv.Serve(rb.Tailnet.Listener(), "the tailnet"); err != nil {
+			_ = srv.Close(context.WithoutCancel(ctx))
+			rb.closeOnError()
+			return nil, err
+		}
+	}
 	return rb, nil
 }
 
@@ -208,6 +260,7 @@ func (m *Main) serveCommand(c *cobra.Command) runFunc {
 	open := fs.Bool("open", false, "take requests without a token, as v0 did (loopback only): any local process may then act as anyone")
 	bridgeCfgPath := m.bridgeConfigFlag(fs)
 	tlsCert, tlsKey := m.tlsFlags(fs)
+	tf := m.tailnetFlags(fs)
 	coordURL := fs.String("coordinator-url", m.env(agentbridge.EnvCoordinatorURL, agentbridge.DefaultStatusURL), "the coordinator's status address, which the web UI links to as the runs dashboard (env BRIDGE_COORDINATOR_URL)")
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) > 0 {
@@ -240,6 +293,10 @@ func (m *Main) serveCommand(c *cobra.Command) runFunc {
 		if err != nil {
 			return err
 		}
+		tc, err := tf.config(fs, *logLevel)
+		if err != nil {
+			return err
+		}
 		b, err := startBridge(ctx, bridgeConfig{
 			Addr:           *addr,
 			DB:             *db,
@@ -255,11 +312,15 @@ func (m *Main) serveCommand(c *cobra.Command) runFunc {
 			File:           file,
 			TLSCert:        *tlsCert,
 			TLSKey:         *tlsKey,
+			Tailnet:        tc,
 		}, logger)
 		if err != nil {
 			return err
 		}
-		logger.Info("agent-bridge serving", "url", b.URL(), "db", maskURL(*db), "ui", b.URL()+"/ui", "token_file", b.TokenPath, "open", *open)
+		logger.Info("agent-bridge serving", "url", b.URL(), "db", maskURL(*db), "ui", b.PublicURL()+"/ui", "token_file", b.TokenPath, "open", *open)
+		if b.Tailnet != nil {
+			logger.Info("on the tailnet", "url", b.Tailnet.URL(), "funnel", tc.Funnel, "login_link", "agent-bridge login-link", "pair", "agent-bridge pair")
+		}
 		<-ctx.Done()
 		logger.Info("shutting down")
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)

@@ -241,6 +241,7 @@ func TestServeUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"--open", "--addr", "0.0.0.0:0"}, "--open: 0.0.0.0:0 is reachable from other machines"},
+		{[]string{"--open", "--tailnet"}, "--open with --tailnet"},
 		{[]string{"--max-body", "lots"}, "--max-body"},
 		{[]string{"--max-streams", "0"}, "--max-streams"},
 		{[]string{"--humans", "a b"}, "--humans"},
@@ -248,6 +249,10 @@ func TestServeUsage(t *testing.T) {
 		{[]string{"--cors-origin", "example.com"}, "CORS origin"},
 		{[]string{"--log-level", "loud"}, "--log-level"},
 		{[]string{"extra"}, "no arguments"},
+		{[]string{"--funnel"}, "--funnel is an option of --tailnet: add --tailnet"},
+		{[]string{"--tailnet-hostname", "phone"}, "--tailnet-hostname is an option of --tailnet"},
+		{[]string{"--tailnet", "--tailnet-hostname", "My_Bridge"}, `--tailnet-hostname: "My_Bridge" is not a node name`},
+		{[]string{"--tailnet", "--tailnet-control-url", "headscale.lan"}, "--tailnet-control-url"},
 	}
 	for _, c := range cases {
 		var stderr bytes.Buffer

@@ -152,11 +152,14 @@ func (m *Main) loginLinkCommand(c *cobra.Command) runFunc {
 		if err != nil {
 			return err
 		}
-		path, err := cl.LoginLink(ctx)
+		path, link, err := cl.LoginLink(ctx)
 		if err != nil {
 			return explain(err, cf.url)
 		}
-		fmt.Fprintln(m.Stdout, strings.TrimRight(cf.url, "/")+path)
+		if link == "" {
+			link = strings.TrimRight(cf.url, "/") + path
+		}
+		fmt.Fprintln(m.Stdout, link)
 		return nil
 	}
 }

@@ -76,9 +76,17 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 	maxStreams := m.maxStreamsFlag(fs)
 	bridgeCfgPath := m.bridgeConfigFlag(fs)
 	tlsCert, tlsKey := m.tlsFlags(fs)
+	tf := m.tailnetFlags(fs)
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) > 0 {
 			return usagef("up takes no arguments, got %q", pos[0])
+		}
+		tc, err := tf.config(fs, *logLevel)
+		if err != nil {
+			return err
+		}
+		tc.LoginURL = func(u string) {
+			fmt.Fprintf(m.Stdout, "To put agent-bridge on your tailnet, open this link (up waits for it):\n  %s\n", u)
 		}
 		file, err := readBridgeConfig(*bridgeCfgPath)
 		if err != nil {
@@ -122,7 +130,7 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 					return *u
 				}
 				return ""
-			}, File: file, TLSCert: *tlsCert, TLSKey: *tlsKey}, logger)
+			}, File: file, TLSCert: *tlsCert, TLSKey: *tlsKey, Tailnet: tc}, logger)
 		if err != nil {
 			return err
 		}
@@ -148,6 +156,7 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 			rt.TokenFile = absPath(b.TokenPath)
 		}
 		login := m.loginLink(b, logger)
+		pairing := m.pairPhone(ctx, b, logger)
 		// local is where this machine's clients reach the bridge: up's own
 		// coordinator and, through the runtime file, the other commands.
 		// Over HTTPS it is a second, plain listener on loopback, since
@@ -172,6 +181,7 @@ func (m *Main) upCommand(c *cobra.Command) runFunc {
 			rt.BridgeURL, rt.StatusURL = local, c.StatusURL()
 			published := m.publishRuntime(runtimePath, rt, logger)
 			m.printUpSummary(rt, b.URL(), login, where, warnings, cfg, runtimePath, published)
+			m.printPairing(b, pairing)
 		})
 	}
 }
