@@ -22,6 +22,7 @@ func testClaimWait(t *testing.T, newStore Factory) {
 	}
 	ctx := context.Background()
 	NewThread(t, s, "t")
+	invite(t, s, "t", "claude")
 	trigger := MustAppend(t, s, "t", Msg("user", "@claude hi"))
 	laptop := agentbridge.Registration{ID: "laptop", Instance: "i1", Host: "laptop", TTLMillis: 60000,
 		Agents: []agentbridge.CoordinatorAgent{{Name: "claude", Client: "claude", Kind: agentbridge.AgentKindAdapter}}}
