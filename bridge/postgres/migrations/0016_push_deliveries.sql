@@ -1,4 +1,4 @@
--- Schema version 11: each push's outcome, as in the SQLite store's 0012.
+-- Schema version 16: each push's outcome, as in the SQLite store's 0017.
 CREATE TABLE push_deliveries (
     seq        bigserial PRIMARY KEY,
     device_key text COLLATE "C" NOT NULL,

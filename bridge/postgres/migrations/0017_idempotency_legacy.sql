@@ -1,5 +1,5 @@
--- Schema version 12: the idempotency keys a release before scoped keys
--- stored, as in the SQLite store's 0013 (keys are bytea here).
+-- Schema version 17: the idempotency keys a release before scoped keys
+-- stored, as in the SQLite store's 0018 (keys are bytea here).
 CREATE TABLE idempotency_legacy (
     thread   text COLLATE "C" NOT NULL,
     key      bytea NOT NULL,

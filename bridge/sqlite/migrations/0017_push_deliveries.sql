@@ -1,4 +1,4 @@
--- Schema version 12: each push's outcome (contract 8.4), kept per device
+-- Schema version 17: each push's outcome (contract 8.4), kept per device
 -- (device_key: the credential that subscribed, else the endpoint), the
 -- newest 100 of each; outcome is "sent", "expired" or "failed: …", status
 -- the push service's HTTP status (0: no answer).

@@ -1,4 +1,4 @@
--- Schema version 13: the idempotency keys a release before scoped keys
+-- Schema version 18: the idempotency keys a release before scoped keys
 -- stored (contract 8.3). Since v4 a key is stored under its sender's
 -- principal ("person/KEY", "coordinator:ID/KEY", "<token id>/KEY"); a
 -- release before stored the header's value as it came, so a retry spanning

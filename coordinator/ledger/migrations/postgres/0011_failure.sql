@@ -1,5 +1,5 @@
 -- Why a run failed, its fallback and where it came from, as in the SQLite
--- migrations/0009_failure.sql.
+-- migrations/0011_failure.sql.
 ALTER TABLE invocations ADD COLUMN failure_class text NOT NULL DEFAULT '';
 ALTER TABLE invocations ADD COLUMN retry_at text NOT NULL DEFAULT '';
 ALTER TABLE invocations ADD COLUMN handed_to text NOT NULL DEFAULT '';
