@@ -147,6 +147,22 @@ var scopeRows = map[string]func(f *scopeFixture, col string) scopeReq{
 	"`POST /claims/{id}/done`, another coordinator's claim": func(f *scopeFixture, _ string) scopeReq {
 		return f.done(f.admin, "server", "codex")
 	},
+	"`POST /claims/{id}/wait`, a claim it holds": func(f *scopeFixture, col string) scopeReq {
+		claimer := f.admin
+		if col == "coordinator" {
+			claimer = f.admin.as(f.tokens[col])
+		}
+		done := f.done(claimer, "laptop", "claude")
+		retry := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+		return scopeReq{"POST", strings.TrimSuffix(done.path, "/done") + "/wait", strings.TrimSuffix(done.body, "}") + `,"retry_at":"` + retry + `"}`}
+	},
+	"`POST /threads/{id}/attachments`": post("/threads/t1/attachments?name=notes.txt", "some notes"),
+	"`GET /attachments/{id}`": func(f *scopeFixture, _ string) scopeReq {
+		a := uploaded(f.admin.t, f.admin.send("POST", "/threads/t1/attachments?name=shown.txt", strings.NewReader("shown"), "application/octet-stream", -1))
+		return scopeReq{"GET", "/attachments/" + a.ID, ""}
+	},
+	"`GET /search`":    get("/search?q=hi"),
+	"`GET /schedules`": get("/schedules?thread=t1"),
 	"`POST /suggest`, as itself": func(f *scopeFixture, col string) scopeReq {
 		return scopeReq{"POST", "/suggest", `{"from":"` + f.self(col) + `","title":"t","description":"d"}`}
 	},
@@ -305,6 +321,9 @@ func (f *scopeFixture) send(t *testing.T, token string, req scopeReq) (int, stri
 	}
 	if req.body != "" {
 		r.Header.Set("Content-Type", "application/json")
+		if strings.Contains(req.path, "/attachments") {
+			r.Header.Set("Content-Type", "application/octet-stream") // an upload's raw bytes
+		}
 	}
 	if token != "" {
 		r.Header.Set("Authorization", "Bearer "+token)

@@ -45,6 +45,7 @@ func TestClaimNeedsTheWorkspace(t *testing.T) {
 		t.Errorf("a coordinator's change control: %d %s, want 403 forbidden_sender", a.status, a.body)
 	}
 
+	ts.invite("t1", "claude")
 	trigger := ts.post("t1", "user", "@claude hello")
 	if a := ts.as(laptop).do("POST", "/claims", claimBody("laptop", trigger.ID, "claude", `"client":"claude"`)); a.status != 409 || a.errCode() != agentbridge.ECodeNoWorkspace {
 		t.Fatalf("a claim without the workspace: %d %s, want 409 no_workspace", a.status, a.body)
