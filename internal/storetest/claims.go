@@ -312,7 +312,7 @@ func testUnservedNotices(t *testing.T, newStore Factory) {
 	}
 	expire := func(c agentbridge.Claim) *agentbridge.Event {
 		t.Helper()
-		testutil.WaitFor(t, 10*time.Second, "claim "+c.Participant+" to be due", func() bool {
+		testutil.WaitFor(t, 30*time.Second, "claim "+c.Participant+" to be due", func() bool {
 			due, err := cs.DueClaims(ctx)
 			for _, d := range due {
 				if d.ID == c.ID {
@@ -327,8 +327,10 @@ func testUnservedNotices(t *testing.T, newStore Factory) {
 		}
 		return ev
 	}
-	first := []agentbridge.Claim{wait("g", 500*time.Millisecond), wait("g", 500*time.Millisecond), wait("g", 500*time.Millisecond)}
-	late := wait("g", 3*time.Second)
+	// The window is the expiring claim's ttl: seconds, so that a loaded
+	// machine expires the first three within it.
+	first := []agentbridge.Claim{wait("g", 4*time.Second), wait("g", 4*time.Second), wait("g", 4*time.Second)}
+	late := wait("g", 8*time.Second)
 	gone := wait("leaving", 500*time.Millisecond)
 	MustAppend(t, s, "t", Control("user", `{"uninvite":{"participant_id":"leaving"}}`))
 	ev := expire(first[0])
@@ -354,7 +356,9 @@ func testWaitingClaimsCap(t *testing.T, newStore Factory) {
 	NewThread(t, s, "t")
 	invite(t, s, "t", "p")
 	for _, id := range []string{"mallory", "other"} {
-		register(t, s, agentbridge.Registration{ID: id, Instance: id, Host: id})
+		// Live for the whole test: filing a thousand claims takes a
+		// loaded machine past the default ttl.
+		register(t, s, agentbridge.Registration{ID: id, Instance: id, Host: id, TTLMillis: agentbridge.MaxClaimTTL.Milliseconds()})
 	}
 	triggers := make([]agentbridge.Event, agentbridge.MaxWaitingClaims+1)
 	for i := range triggers {
