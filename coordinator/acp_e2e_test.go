@@ -278,7 +278,7 @@ func TestACPCancel(t *testing.T) {
 func (s *acpStack) permissionRequest(trigger agentbridge.Event) (agentbridge.Event, acp.PermissionMeta) {
 	s.t.Helper()
 	var req agentbridge.Event
-	testutil.WaitFor(s.t, waitLong, "a permission request", func() bool {
+	testutil.WaitFor(s.t, s.wait(), "a permission request", func() bool {
 		for _, e := range s.repliesTo(s.thread, trigger.ID) {
 			if e.Meta.HasTag("permission") {
 				req = e
