@@ -233,9 +233,7 @@ func (t *Tracker) sync(ctx context.Context) error {
 	t.mu.Unlock()
 	p := filepath.Join(t.mark, name)
 	if err := os.WriteFile(p, nil, 0o600); err != nil {
-		t.mu.Lock()
-		delete(t.marks, name)
-		t.mu.Unlock()
+		t.dropMark(name)
 		return fmt.Errorf("mark the tracker's queue: %w", err)
 	}
 	defer os.Remove(p)
@@ -245,11 +243,16 @@ func (t *Tracker) sync(ctx context.Context) error {
 	case <-t.done:
 		return errors.New("the tracker is stopped")
 	case <-ctx.Done():
-		t.mu.Lock()
-		delete(t.marks, name)
-		t.mu.Unlock()
+		t.dropMark(name)
 		return ctx.Err()
 	}
+}
+
+// dropMark stops waiting for the mark name.
+func (t *Tracker) dropMark(name string) {
+	t.mu.Lock()
+	delete(t.marks, name)
+	t.mu.Unlock()
 }
 
 // take returns the paths to stage in tr's worktree and starts a new list:
