@@ -35,6 +35,10 @@ type Tracker struct {
 
 	mu    sync.Mutex
 	trees map[string]*tracked // by worktree path
+	// dirs are the folders watched: a watched folder moved loses its
+	// watch (fsnotify drops it on IN_MOVE_SELF), so its tree is walked
+	// again.
+	dirs map[string]bool
 	// marks are the sync calls waiting for their mark file's event.
 	marks map[string]chan struct{}
 	seq   int
@@ -55,6 +59,9 @@ type tracked struct {
 	tree      string
 	// all means the list cannot be trusted: stage everything.
 	all bool
+	// rewalk means a watched folder was moved: its watch may be gone,
+	// so the tree's folders are watched again at the next commit.
+	rewalk bool
 	// created and touched are the paths (relative, slash-separated)
 	// changed since the last commit; created those whose first event
 	// was their creation (they were not there at that commit).
@@ -83,7 +90,7 @@ func NewTracker(dir string) (*Tracker, error) {
 		fw.Close()
 		return nil, fmt.Errorf("watch %s: %w", mark, err)
 	}
-	t := &Tracker{fw: fw, mark: mark, trees: map[string]*tracked{}, marks: map[string]chan struct{}{}, done: make(chan struct{})}
+	t := &Tracker{fw: fw, mark: mark, trees: map[string]*tracked{}, dirs: map[string]bool{}, marks: map[string]chan struct{}{}, done: make(chan struct{})}
 	go t.loop()
 	return t, nil
 }
@@ -142,6 +149,12 @@ func (t *Tracker) event(ev fsnotify.Event) {
 		if rel == ".git" || rel == Excluded || strings.HasPrefix(rel, Excluded+"/") {
 			return
 		}
+		if ev.Has(fsnotify.Rename) && t.dirs[ev.Name] {
+			tr.all, tr.rewalk = true, true
+		}
+		if ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Remove) {
+			delete(t.dirs, ev.Name)
+		}
 		if !tr.touched[rel] && ev.Has(fsnotify.Create) {
 			tr.created[rel] = true
 		}
@@ -174,9 +187,13 @@ func (t *Tracker) watchDirs(dir string) error {
 		if d.Name() == ".git" && p != dir {
 			return filepath.SkipDir
 		}
-		if err := t.fw.Add(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := t.fw.Add(p); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
 			return fmt.Errorf("watch %s: %w", p, err)
 		}
+		t.dirs[p] = true
 		return nil
 	})
 }
@@ -220,6 +237,11 @@ func (t *Tracker) Forget(path string) {
 	}
 	t.mu.Lock()
 	delete(t.trees, path)
+	for d := range t.dirs {
+		if d == path || strings.HasPrefix(d, path+string(filepath.Separator)) {
+			delete(t.dirs, d)
+		}
+	}
 	t.mu.Unlock()
 }
 
@@ -271,6 +293,15 @@ func (t *Tracker) take(ctx context.Context, tr Tree) (paths []string, check stri
 	}
 	touched, created, all := w.touched, w.created, w.all
 	w.touched, w.created, w.all = map[string]bool{}, map[string]bool{}, false
+	if w.rewalk {
+		// Every event before the mark is handled, the moved folder's
+		// watch dropped too: watched again from here, this commit
+		// staging everything.
+		w.rewalk = false
+		if err := t.watchDirs(w.root); err != nil {
+			w.all = true
+		}
+	}
 	if all || len(touched) > maxTracked {
 		return nil, "", false
 	}

@@ -16,7 +16,7 @@ import (
 
 // TestTrackerStagesWhatChanged: a worktree watched by a Tracker, changed
 // step by step as agents change files (edits, new files and folders,
-// deletions, renames, a file made and gone, an ignored file, a mode, the
+// deletions, renames, a folder moved, a file made and gone, an ignored file, a mode, the
 // agent's git status (which rewrites the index) and its own git add, a file in a folder git had nothing of, a
 // .gitignore that stops ignoring a file), is committed after each step
 // with nothing left unstaged, as the whole-worktree staging would leave
@@ -72,6 +72,8 @@ func TestTrackerStagesWhatChanged(t *testing.T) {
 		}, false},
 		{"a .gitignore that stops ignoring", func() { write(t, in(".gitignore"), "") }, false},
 		{"after it", func() { write(t, in("src/debug.log"), "l2\n") }, true},
+		{"a folder moved", func() { mv(t, in("x/y"), in("x/w")) }, false},
+		{"in the moved folder", func() { write(t, in("x/w/z3.txt"), "z3\n") }, true},
 	}
 	for i, st := range steps {
 		st.change()
@@ -94,7 +96,7 @@ func TestTrackerStagesWhatChanged(t *testing.T) {
 	// The file the agent unstaged is still in the worktree: staged
 	// again, as staging everything would.
 	files := strings.Fields(testutil.Git(t, tr.Path, "ls-tree", "-r", "--name-only", "HEAD"))
-	for _, want := range []string{"src/deep/m.txt", "x/y/z2.txt", "empty/f.txt", "staged.txt", "src/debug.log", "src/deep/c.txt"} {
+	for _, want := range []string{"src/deep/m.txt", "x/w/z2.txt", "x/w/z3.txt", "empty/f.txt", "staged.txt", "src/debug.log", "src/deep/c.txt"} {
 		if !slices.Contains(files, want) {
 			t.Errorf("HEAD lacks %s: %v", want, files)
 		}
