@@ -69,8 +69,9 @@ type acpStack struct {
 	slow time.Duration
 }
 
-// within is how long to wait for the agent's answer.
-func (s *acpStack) within() time.Duration { return cmp.Or(s.slow, waitLong) }
+// within is how long to wait for the agent's answer: slow when set, else
+// the stack's patience.
+func (s *acpStack) within() time.Duration { return cmp.Or(s.slow, s.wait()) }
 
 func startACPStack(t testing.TB, env map[string]string, mutate func(*config.Config)) *acpStack {
 	t.Helper()

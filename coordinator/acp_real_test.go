@@ -238,6 +238,7 @@ func noInternet(t testing.TB) []string {
 func startRealACP(t testing.TB, ra realAgent, perms string) (*acpStack, string, *fakemodel.Server) {
 	argv := ra.argv(t)
 	s := newStack(t)
+	s.patience = waitReal
 	// After the stack, so that it closes before the goroutine check (a
 	// held-back answer's handler ends with it).
 	m := fakemodel.Start(t, "")
@@ -347,7 +348,7 @@ func TestRealACPPermission(t *testing.T) {
 				}
 				s.control(s.thread, "user", map[string]any{"permission": map[string]any{"event": req.ID, "option": answer}})
 				var inv ledger.Invocation
-				testutil.WaitFor(t, waitLong, "the turn to end", func() bool {
+				testutil.WaitFor(t, waitReal, "the turn to end", func() bool {
 					for _, i := range s.invocations(trig.ID) {
 						if i.Status != ledger.StatusRunning && i.Status != ledger.StatusQueued && len(i.PendingPost) == 0 {
 							inv = i
@@ -570,7 +571,7 @@ func TestRealGemini(t *testing.T) {
 		}
 	}
 	want := fmt.Sprintf(`agent_bridge_coordinator_tokens_total{direction="input",participant="acpy"} %d`, served.InputTokens)
-	testutil.WaitFor(t, waitLong, "the turn's tokens in /metrics", func() bool {
+	testutil.WaitFor(t, waitReal, "the turn's tokens in /metrics", func() bool {
 		resp, err := http.Get(s.coord.StatusURL() + "/metrics")
 		if err != nil {
 			return false
@@ -583,7 +584,7 @@ func TestRealGemini(t *testing.T) {
 	// The bridge's MCP server, which Gemini starts only in a trusted
 	// folder: the tool call posts to the thread as the participant.
 	turn("PLEASE_POST a hello")
-	testutil.WaitFor(t, waitLong, "the post over MCP", func() bool {
+	testutil.WaitFor(t, waitReal, "the post over MCP", func() bool {
 		return slices.ContainsFunc(s.events(s.thread), func(e agentbridge.Event) bool {
 			return e.From == "acpy" && e.Text() == "hello from gemini over MCP"
 		})
@@ -595,7 +596,7 @@ func TestRealGemini(t *testing.T) {
 	// the replay and hide it.
 	s.invite(s.thread, "acpy", agentbridge.Profile{Client: "gemini", Model: acp.DefaultModel})
 	s.stopCoordinator()
-	testutil.WaitFor(t, waitLong, "Gemini to be closed with the coordinator", func() bool { return !alive(pid) })
+	testutil.WaitFor(t, waitReal, "Gemini to be closed with the coordinator", func() bool { return !alive(pid) })
 	// Gemini CLI 0.61 names a session's file by the minute it was opened
 	// and, loading it in that same minute, opens a file of the same name
 	// that empties the history, so the load then fails ("No previous

@@ -274,6 +274,8 @@ func (c *Coordinator) Ready() <-chan struct{} { return c.ready }
 // a graceful shutdown, and an error only when the ledger fails. Run may be
 // called once.
 func (c *Coordinator) Run(ctx context.Context) error {
+	// After every goroutine below: no run commits any more.
+	defer c.ws.close()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	// stop ends the taking of new work: when ctx ends, or when following

@@ -64,6 +64,12 @@ func ensureFake(t testing.TB) {
 
 const waitLong = 30 * time.Second
 
+// waitReal is how long a test of a real CLI waits for what the CLI does:
+// a real agent starts node, loads its tools and talks to the fake model,
+// which on a machine loaded by other builds takes far more than waitLong.
+// The waits poll, so a generous bound costs nothing when all goes well.
+const waitReal = 5 * time.Minute
+
 func quietLogger() *slog.Logger {
 	if os.Getenv("COORDINATOR_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -90,6 +96,17 @@ type stack struct {
 	exe string
 	// ledgerPath is the ledger's file; "" is coordinator.db in dir.
 	ledgerPath string
+	// patience bounds the stack's waits for replies, records and
+	// requests; 0 is waitLong (waitReal for a real CLI's stack).
+	patience time.Duration
+}
+
+// wait is the bound of the stack's waits.
+func (s *stack) wait() time.Duration {
+	if s.patience > 0 {
+		return s.patience
+	}
+	return waitLong
 }
 
 // ledgerFile is the path of the stack's ledger.
@@ -318,7 +335,7 @@ func (s *stack) repliesTo(thread, trigger string) []agentbridge.Event {
 func (s *stack) waitReplies(thread, trigger string, n int) []agentbridge.Event {
 	s.t.Helper()
 	var got []agentbridge.Event
-	testutil.WaitFor(s.t, waitLong, fmt.Sprintf("%d replies to %s", n, trigger), func() bool {
+	testutil.WaitFor(s.t, s.wait(), fmt.Sprintf("%d replies to %s", n, trigger), func() bool {
 		got = s.repliesTo(thread, trigger)
 		return len(got) >= n
 	})
@@ -369,7 +386,7 @@ func (s *stack) invocations(trigger string) []ledger.Invocation {
 func (s *stack) waitStatus(trigger, participant, status string) ledger.Invocation {
 	s.t.Helper()
 	var got ledger.Invocation
-	testutil.WaitFor(s.t, waitLong, fmt.Sprintf("invocation %s/%s to be %s", trigger, participant, status), func() bool {
+	testutil.WaitFor(s.t, s.wait(), fmt.Sprintf("invocation %s/%s to be %s", trigger, participant, status), func() bool {
 		for _, inv := range s.invocations(trigger) {
 			if inv.Participant == participant && inv.Status == status && len(inv.PendingPost) == 0 {
 				got = inv

@@ -194,6 +194,7 @@ func TestRealACPEditsItsWorktree(t *testing.T) {
 	argv := ra.argv(t)
 	repo := testutil.GitRepo(t, map[string]string{"a.txt": "one\n", "b.txt": "two\n"})
 	s := newStack(t)
+	s.patience = waitReal
 	m := fakemodel.Start(t, "")
 	m.SetResponder(fakemodel.WriteFile)
 	s.exe = agentBridgeBin(t)

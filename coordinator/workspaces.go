@@ -49,6 +49,47 @@ type workspaces struct {
 	// started is when this coordinator started: a git lock older than it
 	// in a repository it merges into is its own crash's.
 	started time.Time
+	// trk notes what changes in the worktrees, so that a run's commit
+	// stages only that (workspace.Tracker); made at the first run in a
+	// workspace, nil until then or where it cannot be had. trkTried
+	// says it was tried.
+	trk      *workspace.Tracker
+	trkTried bool
+}
+
+// tracker is the worktrees' Tracker, started at its first use; nil when
+// it cannot be (each commit then stages the whole worktree).
+func (w *workspaces) tracker() *workspace.Tracker {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.trkTried {
+		w.trkTried = true
+		trk, err := workspace.NewTracker(w.dir)
+		if err != nil {
+			w.c.log.Warn("cannot watch the worktrees; each run's commit stages its whole worktree", "err", err)
+		}
+		w.trk = trk
+	}
+	return w.trk
+}
+
+// forget stops tracking the worktree at path, which is removed.
+func (w *workspaces) forget(path string) {
+	w.mu.Lock()
+	trk := w.trk
+	w.mu.Unlock()
+	trk.Forget(path)
+}
+
+// close stops the tracker, once nothing runs any more.
+func (w *workspaces) close() {
+	w.mu.Lock()
+	trk := w.trk
+	w.trk, w.trkTried = nil, true
+	w.mu.Unlock()
+	if err := trk.Close(); err != nil {
+		w.c.log.Warn("stop watching the worktrees", "err", err)
+	}
 }
 
 func newWorkspaces(c *Coordinator, dir string) *workspaces {
@@ -139,6 +180,9 @@ func (w *workspaces) begin(ctx context.Context, inv ledger.Invocation, cfg *conf
 			rt.done()
 			return nil, err
 		}
+	}
+	if err := w.tracker().Watch(rt.tree); err != nil {
+		w.c.log.Warn("cannot watch a worktree; its commits stage it whole", "path", rt.tree.Path, "err", err)
 	}
 	in.spec.Dir = rt.tree.Path
 	in.p.Workspace = rt.info()
@@ -246,7 +290,7 @@ func (w *workspaces) commit(ctx context.Context, inv ledger.Invocation, rt *runT
 // parent (nil when nothing did): files, +/−, and the diff stored as an
 // attachment.
 func (w *workspaces) change(ctx context.Context, inv ledger.Invocation, rt *runTree, subject string) (*agentbridge.Change, error) {
-	commit, err := w.git.CommitAll(ctx, rt.tree, workspace.Commit{Author: inv.Participant, Subject: subject,
+	commit, err := w.git.CommitTracked(ctx, w.tracker(), rt.tree, workspace.Commit{Author: inv.Participant, Subject: subject,
 		Thread: inv.Thread, Event: inv.TriggerID, When: time.Now()})
 	if err != nil {
 		return nil, err
@@ -451,6 +495,7 @@ func shortCommit(c string) string { return c[:min(12, len(c))] }
 // remove removes the pair's worktree and branch, then forgets them and
 // closes op.
 func (w *workspaces) remove(ctx context.Context, op ledger.ChangeOp, t workspace.Tree) error {
+	w.forget(t.Path)
 	if err := w.git.Remove(ctx, t); err != nil {
 		return err
 	}
@@ -534,6 +579,7 @@ func (w *workspaces) recoverRow(ctx context.Context, row ledger.Worktree, opOpen
 		}
 		return w.c.db.SetWorktreeState(ctx, row.Thread, row.Participant, ledger.WorktreeReady)
 	case row.State == ledger.WorktreeRemoving && !opOpen:
+		w.forget(t.Path)
 		if err := w.git.Remove(ctx, t); err != nil {
 			return err
 		}

@@ -70,34 +70,86 @@ func AuthorEmail(participant string) string { return participant + "@agent-bridg
 // plumbing (add, write-tree, commit-tree, update-ref), so no hook runs and
 // the branch moves only if it is still where it was read.
 func (g Git) CommitAll(ctx context.Context, t Tree, c Commit) (string, error) {
-	if _, err := g.run(ctx, t.Path, "add", "--all", "--", ".", ":(exclude)"+Excluded); err != nil {
+	return g.CommitTracked(ctx, nil, t, c)
+}
+
+// CommitTracked is CommitAll staging only the paths tr saw change since
+// the worktree's last commit, when it can vouch for them (Tracker); the
+// commit is the same.
+func (g Git) CommitTracked(ctx context.Context, tr *Tracker, t Tree, c Commit) (string, error) {
+	var commit, tree string
+	_, err := g.stage(ctx, tr, t)
+	if err == nil {
+		commit, tree, err = g.commitIndex(ctx, t, c)
+	}
+	if err != nil {
+		// What was taken from tr's list may not be staged: the next
+		// commit stages everything.
+		tr.again(t)
 		return "", err
 	}
+	tr.committed(t, tree)
+	return commit, nil
+}
+
+// stage brings the worktree's index to what its files hold: the paths tr
+// lists (byName), else every file (git stats them all).
+func (g Git) stage(ctx context.Context, tr *Tracker, t Tree) (byName bool, err error) {
+	paths, check, ok := tr.take(ctx, t)
+	if ok && check != "" {
+		// The index was written since the last commit: by a git that
+		// only refreshed it (a status) or by one that changed what it
+		// holds (the agent's own add or commit, a reset), after which
+		// the list is not enough.
+		_, err := g.run(ctx, t.Path, "diff-index", "--cached", "--quiet", check, "--")
+		ok = err == nil
+	}
+	if ok {
+		if len(paths) == 0 {
+			return true, nil
+		}
+		var list strings.Builder
+		for _, p := range paths {
+			list.WriteString(":(literal)" + p + "\x00")
+		}
+		// A path git refuses (one it ignores, one in a nested
+		// repository) fails the command: everything is staged then.
+		if _, err := g.runEnv(ctx, t.Path, nil, strings.NewReader(list.String()), "add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul"); err == nil {
+			return true, nil
+		}
+	}
+	_, err = g.run(ctx, t.Path, "add", "--all", "--", ".", ":(exclude)"+Excluded)
+	return false, err
+}
+
+// commitIndex commits t's index on its branch when its tree differs from
+// HEAD's, and returns the branch's tip and the index's tree.
+func (g Git) commitIndex(ctx context.Context, t Tree, c Commit) (commit, tree string, err error) {
 	out, err := g.run(ctx, t.Path, "write-tree")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	tree := line(out)
+	tree = line(out)
 	out, err = g.run(ctx, t.Path, "rev-parse", "HEAD", "HEAD^{tree}")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	heads := strings.Fields(string(out))
 	if len(heads) != 2 {
-		return "", fmt.Errorf("rev-parse HEAD in %s: unexpected answer %q", t.Path, out)
+		return "", "", fmt.Errorf("rev-parse HEAD in %s: unexpected answer %q", t.Path, out)
 	}
 	head, headTree := heads[0], heads[1]
 	if tree == headTree {
-		return head, nil
+		return head, tree, nil
 	}
-	commit, err := g.commitTree(ctx, t.Path, tree, []string{head}, c.message(), identity(c.Author, AuthorEmail(c.Author), c.When))
+	commit, err = g.commitTree(ctx, t.Path, tree, []string{head}, c.message(), identity(c.Author, AuthorEmail(c.Author), c.When))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if _, err := g.run(ctx, t.Path, "update-ref", "-m", "agent-bridge: commit a run's change", "refs/heads/"+t.Branch, commit, head); err != nil {
-		return "", err
+		return "", "", err
 	}
-	return commit, nil
+	return commit, tree, nil
 }
 
 // commitTree makes a commit of tree with parents and message, and returns
