@@ -100,6 +100,18 @@ func TestQueryParameters(t *testing.T) {
 		{"/push/subscriptions", ""},
 		{"/push/subscriptions?x=1", "x"},
 		{"/attachments/t1?download=1", "download"},
+
+		{"/search?q=mm&thread=t1&from=user&limit=2", ""},
+		{"/search?q=mm&q=m", "q"},
+		{"/search?q=mm&limit=0", "limit"},
+		{"/search?q=mm&cursor=0", "cursor"},
+		{"/search?q=mm&after=garbage", "after"},
+		{"/search?q=mm&thread=not%20an%20id", "thread"},
+		{"/search?q=mm&sort=new", "sort"},
+		{"/schedules", ""},
+		{"/schedules?thread=t1", ""},
+		{"/schedules?thread=not%20an%20id", "thread"},
+		{"/schedules?x=1", "x"},
 	} {
 		path, _, _ := strings.Cut(tc.path, "?")
 		covered[path] = true

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"os"
@@ -12,42 +13,75 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/bridge/postgres"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/internal/storetest"
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
-// backfillProgress reads the search migration's stored progress (done,
-// target) from the SQLite file at db, read-only beside the running serve;
-// ok is false before the migration made its table.
-func backfillProgress(t *testing.T, db string) (done, target int64, ok bool) {
-	t.Helper()
-	rdb, err := sql.Open("sqlite3", "file:"+db+"?mode=ro&_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	if err := rdb.QueryRow(`SELECT done, target FROM search_backfill`).Scan(&done, &target); err != nil {
-		return 0, 0, false
-	}
-	return done, target, true
+// oldDB is a database of the previous release's schema, as serve's --db
+// names it, and what the test reads of its search migration beside the
+// running serve.
+type oldDB struct {
+	arg string
+	// progress is the migration's stored progress (done, target); ok is
+	// false before the migration made its table.
+	progress func() (done, target int64, ok bool)
+	// indexed is how many events the search index holds.
+	indexed func() int64
 }
 
-// indexed is how many events the search index of the SQLite file at db
-// holds.
-func indexed(t *testing.T, db string) int64 {
-	t.Helper()
-	rdb, err := sql.Open("sqlite3", "file:"+db+"?mode=ro&_busy_timeout=5000")
+// oldSQLite builds c into a SQLite file of the previous release's schema.
+func oldSQLite(t *testing.T, c storetest.Corpus) oldDB {
+	db := filepath.Join(t.TempDir(), "data", "bridge.db")
+	if err := os.MkdirAll(filepath.Dir(db), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	storetest.BuildOldSQLite(t, db, c)
+	query := func(q string, dest ...any) error {
+		rdb, err := sql.Open("sqlite3", "file:"+db+"?mode=ro&_busy_timeout=5000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rdb.Close()
+		return rdb.QueryRow(q).Scan(dest...)
+	}
+	return oldDB{arg: db,
+		progress: func() (done, target int64, ok bool) {
+			return done, target, query(`SELECT done, target FROM search_backfill`, &done, &target) == nil
+		},
+		indexed: func() (n int64) {
+			if err := query(`SELECT count(*) FROM events_fts`, &n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}}
+}
+
+// oldPostgres builds c into a PostgreSQL database of the previous
+// release's schema.
+func oldPostgres(t *testing.T, c storetest.Corpus) oldDB {
+	url := pg.Database(t)
+	storetest.BuildOldPostgres(t, url, postgres.SchemaTable, c)
+	conn, err := pgx.Connect(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rdb.Close()
-	var n int64
-	if err := rdb.QueryRow(`SELECT count(*) FROM events_fts`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return oldDB{arg: url,
+		progress: func() (done, target int64, ok bool) {
+			err := conn.QueryRow(t.Context(), `SELECT done, target FROM search_backfill`).Scan(&done, &target)
+			return done, target, err == nil
+		},
+		indexed: func() (n int64) {
+			if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM event_search`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}}
 }
 
 // migration is what serve logged of the search migration: where it
@@ -91,34 +125,39 @@ func (l *migrationLog) get() migration {
 }
 
 // TestSearchMigrationResumesAfterKill: a database of the previous
-// release's schema (storetest.BuildOldSQLite; 100,000 events, or
-// SEARCH_EVENTS) is indexed by the search migration in a real serve; a
-// kill -9 halfway leaves the stored progress at a chunk's end, with the
-// index holding exactly the events up to it; serve started again logs
-// that it resumes from there, indexes only the rest, and then answers
-// searches with the full, right index (the hits a plain scan of the
-// corpus finds).
+// release's schema (storetest.BuildOldSQLite, 100,000 events;
+// storetest.BuildOldPostgres, 20,000; or SEARCH_EVENTS) is indexed by the
+// search migration in a real serve; a kill -9 halfway leaves the stored
+// progress at a chunk's end, with the index holding exactly the events up
+// to it; serve started again logs that it resumes from there, indexes only
+// the rest, and then answers searches with the full, right index (the hits
+// a plain scan of the corpus finds).
 func TestSearchMigrationResumesAfterKill(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary over a large database")
 	}
 	bin := buildServeBinary(t)
-	c := storetest.Corpus{Events: storetest.CorpusEvents(100000), Threads: 1000}
-	dir := t.TempDir()
-	db := filepath.Join(dir, "data", "bridge.db")
-	if err := os.MkdirAll(filepath.Dir(db), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		testMigrationResumes(t, bin, storetest.Corpus{Events: storetest.CorpusEvents(100000), Threads: 1000}, oldSQLite)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		testMigrationResumes(t, bin, storetest.Corpus{Events: storetest.CorpusEvents(20000), Threads: 1000}, oldPostgres)
+	})
+}
+
+func testMigrationResumes(t *testing.T, bin string, c storetest.Corpus, build func(*testing.T, storetest.Corpus) oldDB) {
 	start := time.Now()
-	storetest.BuildOldSQLite(t, db, c)
+	db := build(t, c)
 	t.Logf("built %d events of the previous release's schema in %v", c.Events, time.Since(start).Round(time.Millisecond))
 	total := int64(c.Events + c.Threads)
 
 	// The first serve, killed once the migration is past half-way.
 	var first migrationLog
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
-	cmd.Dir = dir
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db.arg)
+	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "BRIDGE_TOKEN=", "BRIDGE_ADDR=", "BRIDGE_DB=")
 	var stderr testutil.Buffer
 	cmd.Stderr = &stderr
@@ -129,7 +168,7 @@ func TestSearchMigrationResumesAfterKill(t *testing.T) {
 	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 	testutil.WaitFor(t, 10*time.Minute, "the migration to pass half-way", func() bool {
-		done, target, ok := backfillProgress(t, db)
+		done, target, ok := db.progress()
 		if ok && done >= target {
 			t.Fatalf("the migration finished (%d of %d) before the test could kill it half-way", done, target)
 		}
@@ -145,11 +184,11 @@ func TestSearchMigrationResumesAfterKill(t *testing.T) {
 	if f := first.get(); !f.started || f.from != 0 || f.of != total {
 		t.Fatalf("the first serve logged no start from gseq 0 of %d: %+v\n%s", total, f, stderr.String())
 	}
-	stopped, target, _ := backfillProgress(t, db)
+	stopped, target, _ := db.progress()
 	if stopped <= 0 || stopped >= target || target != total || stopped%5000 != 0 {
 		t.Fatalf("after kill -9 the stored progress is %d of %d; want a chunk's end between 0 and %d", stopped, target, total)
 	}
-	if n := indexed(t, db); n != stopped {
+	if n := db.indexed(); n != stopped {
 		t.Fatalf("after kill -9 the index holds %d events, the progress says %d", n, stopped)
 	}
 	t.Logf("killed with %d of %d indexed", stopped, target)
@@ -157,13 +196,13 @@ func TestSearchMigrationResumesAfterKill(t *testing.T) {
 	// The second serve resumes where the first stopped.
 	var second migrationLog
 	start = time.Now()
-	p := startServeWith(t, bin, db, serveWait{within: 15 * time.Minute, each: second.line})
+	p := startServeWith(t, bin, db.arg, serveWait{within: 15 * time.Minute, each: second.line})
 	s := second.get()
 	if !s.started || s.from != stopped || s.of != total || !s.complete || s.events != total-stopped {
 		t.Fatalf("the second serve logged %+v; want a start from gseq %d of %d and %d events indexed", s, stopped, total, total-stopped)
 	}
 	t.Logf("resumed at %d and finished in %v", stopped, time.Since(start).Round(time.Millisecond))
-	if n := indexed(t, db); n != total {
+	if n := db.indexed(); n != total {
 		t.Fatalf("the index holds %d events, want %d", n, total)
 	}
 	cl := client.New(p.url, client.WithToken(p.token))
