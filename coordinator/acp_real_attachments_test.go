@@ -100,9 +100,12 @@ func TestRealACPPostsFileOverMCP(t *testing.T) {
 		}
 		return fakemodel.Reply{Text: "done"}, true
 	})
-	s.reply(s.ask("PLEASE_ATTACH the report"))
+	trig := s.ask("PLEASE_ATTACH the report")
+	// The run starts the agent, its MCP server (agent-bridge mcp, which
+	// uploads) and asks the model twice: on a loaded machine that takes
+	// longer than one reply, so the wait is the run's own time limit.
 	var posted agentbridge.Event
-	testutil.WaitFor(t, waitLong, "the post with the file over MCP", func() bool {
+	testutil.WaitFor(t, s.cfg.AdapterTimeout, "the post with the file over MCP", func() bool {
 		for _, e := range s.events(s.thread) {
 			if e.From == "acpy" && e.Text() == "the report" {
 				posted = e
@@ -111,6 +114,7 @@ func TestRealACPPostsFileOverMCP(t *testing.T) {
 		}
 		return false
 	})
+	s.reply(trig)
 	var files []agentbridge.Attachment
 	if err := json.Unmarshal(posted.Meta.Extra[agentbridge.MetaAttachments], &files); err != nil || len(files) != 1 || files[0].Name != "report.txt" {
 		t.Fatalf("meta.attachments = %s, %v; want report.txt", posted.Meta.Extra[agentbridge.MetaAttachments], err)
