@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
+	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
 // TestThreadStream checks the per-thread SSE stream: it starts at the end
@@ -209,6 +209,9 @@ func testutilWaitSubscribers(t testing.TB, ts *testServer, kind string, n int) {
 func TestShutdownClosesStreams(t *testing.T) {
 	t.Parallel()
 	st := openStore(t)
+	// Counts the goroutines this test starts (the server's among them),
+	// not those of the servers of tests running beside it.
+	leftOver := testutil.CheckGoroutines(t)
 	srv, err := NewServer(st, Options{Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -242,10 +245,7 @@ func TestShutdownClosesStreams(t *testing.T) {
 	if _, err := http.Get(srv.URL() + "/ping"); err == nil {
 		t.Fatal("server still answering after Close")
 	}
-	waitFor(t, 10*time.Second, "no server goroutine left after Close", func() bool {
-		buf := make([]byte, 1<<20)
-		return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "bridge.(*Server).")
-	})
+	leftOver()
 }
 
 // TestKeepAlive checks that an idle stream gets keep-alive comments.
