@@ -31,7 +31,7 @@ func TestRealACPImageBlock(t *testing.T) {
 	png := pngOf(t)
 	shot := s.upload(s.thread, "shot.png", png)
 	trig := s.post(s.thread, withFiles("acpy", "what is in this picture?", shot))
-	if r := s.reply(trig); !strings.Contains(r.Text(), "pong from the model") {
+	if r := replyWithinRun(s, trig); !strings.Contains(r.Text(), "pong from the model") {
 		t.Fatalf("reply = %q", r.Text())
 	}
 	want := base64.StdEncoding.EncodeToString(png)
@@ -44,6 +44,19 @@ func TestRealACPImageBlock(t *testing.T) {
 	if !found {
 		t.Errorf("no model call carried the PNG as an image block (%d calls)", len(m.Calls()))
 	}
+}
+
+// replyWithinRun waits for acpy's reply to trig as long as the run may
+// last (its AdapterTimeout): a cold real agent, started under -race on a
+// loaded machine, took longer than waitLong to answer.
+func replyWithinRun(s *acpStack, trig agentbridge.Event) agentbridge.Event {
+	s.t.Helper()
+	var got []agentbridge.Event
+	testutil.WaitFor(s.t, s.cfg.AdapterTimeout, "the reply to "+trig.ID, func() bool {
+		got = s.repliesTo(s.thread, trig.ID)
+		return len(got) > 0
+	})
+	return got[0]
 }
 
 // imageSent reports whether a Messages API request holds a user message
@@ -100,9 +113,11 @@ func TestRealACPPostsFileOverMCP(t *testing.T) {
 		}
 		return fakemodel.Reply{Text: "done"}, true
 	})
-	s.reply(s.ask("PLEASE_ATTACH the report"))
+	trig := s.ask("PLEASE_ATTACH the report")
+	// The run starts the agent and its MCP server (agent-bridge mcp, which
+	// uploads) and asks the model twice: the wait is the run's own limit.
 	var posted agentbridge.Event
-	testutil.WaitFor(t, waitLong, "the post with the file over MCP", func() bool {
+	testutil.WaitFor(t, s.cfg.AdapterTimeout, "the post with the file over MCP", func() bool {
 		for _, e := range s.events(s.thread) {
 			if e.From == "acpy" && e.Text() == "the report" {
 				posted = e
@@ -111,6 +126,7 @@ func TestRealACPPostsFileOverMCP(t *testing.T) {
 		}
 		return false
 	})
+	replyWithinRun(s, trig)
 	var files []agentbridge.Attachment
 	if err := json.Unmarshal(posted.Meta.Extra[agentbridge.MetaAttachments], &files); err != nil || len(files) != 1 || files[0].Name != "report.txt" {
 		t.Fatalf("meta.attachments = %s, %v; want report.txt", posted.Meta.Extra[agentbridge.MetaAttachments], err)
