@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -20,15 +19,7 @@ import (
 func TestCodesPastTheirCap(t *testing.T) {
 	t.Parallel()
 	logs := &testutil.Buffer{}
-	ts := newTestServer(t, Options{RequireCredential: true, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
-	secret, err := agentbridge.NewTokenSecret()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ts.store.CreateToken(context.Background(), agentbridge.TokenInput{Scope: agentbridge.ScopePerson, Name: "owner", CreatedBy: "serve"}, agentbridge.HashToken(secret)); err != nil {
-		t.Fatal(err)
-	}
-	ts.token = secret
+	ts := closedServer(t, Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	for _, c := range []struct{ path, body, sentence string }{
 		{"/auth/login-links", "", "64 login links are waiting to be used; use one, or wait 10m0s for them to lapse."},
 		{"/auth/pair", `{"name":"phone"}`, "64 pairing links are waiting to be used; use one, or wait 10m0s for them to lapse."},
