@@ -268,16 +268,24 @@ func parseJWK(raw json.RawMessage) (*ecdsa.PublicKey, error) {
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, err
 	}
-	return &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}, nil
+	if len(x) != 32 || len(y) != 32 {
+		return nil, fmt.Errorf("key coordinates of %d and %d bytes, want 32 (RFC 7518)", len(x), len(y))
+	}
+	// The uncompressed point: 0x04, then X, then Y.
+	return ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, x...), y...))
 }
 
 // thumbprint is the key's JWK thumbprint (RFC 7638), the second half of a
 // key authorization.
-func thumbprint(k *ecdsa.PublicKey) string {
-	pad := func(b *big.Int) string { return base64.RawURLEncoding.EncodeToString(b.FillBytes(make([]byte, 32))) }
-	canon := fmt.Sprintf(`{"crv":"P-256","kty":"EC","x":"%s","y":"%s"}`, pad(k.X), pad(k.Y))
+func thumbprint(k *ecdsa.PublicKey) (string, error) {
+	point, err := k.Bytes()
+	if err != nil || len(point) != 65 {
+		return "", fmt.Errorf("thumbprint of a key that is not a P-256 point: %v", err)
+	}
+	enc := base64.RawURLEncoding.EncodeToString
+	canon := fmt.Sprintf(`{"crv":"P-256","kty":"EC","x":"%s","y":"%s"}`, enc(point[1:33]), enc(point[33:]))
 	sum := sha256.Sum256([]byte(canon))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
+	return enc(sum[:]), nil
 }
 
 // post serves an authenticated resource.
@@ -337,7 +345,10 @@ func (a *acmeServer) account(w http.ResponseWriter, v *verified) error {
 			return problem(http.StatusBadRequest, "malformed", "account: %v", err)
 		}
 	}
-	tp := thumbprint(v.key)
+	tp, err := thumbprint(v.key)
+	if err != nil {
+		return problem(http.StatusBadRequest, "badPublicKey", "%v", err)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	status := http.StatusOK
