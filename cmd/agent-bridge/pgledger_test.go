@@ -228,11 +228,11 @@ func TestTwoCoordinatorsOnePostgresLedger(t *testing.T) {
 		// Both hold their lease again and answer a trigger sent after the
 		// restart.
 		after := []agentbridge.Event{say("alice", fmt.Sprintf("after restart %d", i+1)), say("bob", fmt.Sprintf("after restart %d", i+1))}
-		testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("restart %d: both leases held", i+1), func() bool { return leases() == 2 })
-		testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("restart %d: both coordinators following", i+1), func() bool {
+		testutil.WaitFor(t, 2*time.Minute, fmt.Sprintf("restart %d: both leases held", i+1), func() bool { return leases() == 2 })
+		testutil.WaitFor(t, 2*time.Minute, fmt.Sprintf("restart %d: both coordinators following", i+1), func() bool {
 			return following(laptop) && following(server)
 		})
-		testutil.WaitFor(t, 60*time.Second, fmt.Sprintf("restart %d: both coordinators answering", i+1), answered(after...))
+		testutil.WaitFor(t, 3*time.Minute, fmt.Sprintf("restart %d: both coordinators answering", i+1), answered(after...))
 		worst = max(worst, time.Since(back))
 		alive()
 	}
