@@ -28,6 +28,7 @@ func TestReceiptWaitsForNoAppend(t *testing.T) {
 	s := openStore(t, url, Options{})
 	ctx := context.Background()
 	storetest.NewThread(t, s, "t")
+	storetest.MustAppend(t, s, "t", storetest.Control("user", `{"invite":{"participant_id":"claude","profile":{"client":"claude","model":"m"}}}`))
 	trigger := storetest.MustAppend(t, s, "t", storetest.Msg("user", "@claude hi"))
 	if _, err := s.RegisterCoordinator(ctx, agentbridge.Registration{ID: "laptop", Instance: "i1", Host: "laptop", TTLMillis: 60000,
 		Agents: []agentbridge.CoordinatorAgent{{Name: "claude", Client: "claude", Kind: agentbridge.AgentKindAdapter}}}); err != nil {

@@ -13,12 +13,11 @@ let section, listEl;
 export function wireSchedules() {
   section = el("section", "schedules");
   section.id = "schedules";
-  section.append(el("h2", "", "Schedules"));
+  section.append(el("h3", "", "Schedules"));
   listEl = el("ul", "schedule-list");
   listEl.id = "schedule-list";
   section.append(listEl);
-  const panel = document.getElementById("panel");
-  panel.insertBefore(section, panel.children[1] || null);
+  document.getElementById("panel-sections").append(section);
 }
 
 // loadSchedules lists the schedules of v's thread.

@@ -16,10 +16,9 @@ let query = "";
 
 // wireSearch adds the Search button and its dialog.
 export function wireSearch() {
-  const open = button("search-open", "Search", openSearch, "Search every thread: words, \"a phrase\", or a prefix such as decid*");
+  const open = button("btn search-open", "Search every thread", openSearch, "Search every thread: words, \"a phrase\", or a prefix such as decid*");
   open.id = "search-open";
-  const brand = document.querySelector("#sidebar .brand");
-  brand.append(open);
+  document.getElementById("sidebar-tools").append(open);
 
   dialog = el("dialog", "search-dialog");
   dialog.id = "search-dialog";

@@ -37,6 +37,8 @@ func TestControlSentences(t *testing.T) {
 		{"workspace", map[string]any{"workspace": map[string]any{"name": "app"}}, "set the thread’s workspace to app"},
 		{"change", map[string]any{"change": map[string]any{"merge": map[string]any{"participant": "maria", "into": "main", "squash": true}}}, "asked to merge Maria (maria)’s change into main, squashed"},
 		{"change", map[string]any{"change": map[string]any{"discard": map[string]any{"participant": "maria"}}}, "asked to discard Maria (maria)’s change"},
+		{"schedule", map[string]any{"schedule": map[string]any{"id": "standup", "cron": "0 9 * * 1-5", "tz": "Europe/Berlin", "event": map[string]any{"to": "maria", "content": "the open PRs"}}}, "scheduled standup (0 9 * * 1-5, Europe/Berlin) to Maria (maria)"},
+		{"schedule", map[string]any{"schedule": map[string]any{"id": "standup", "off": true}}, "turned schedule standup off"},
 		{"pause", map[string]any{"pause": map[string]any{"on": true}}, "paused the thread"},
 	}
 	for _, c := range samples {
