@@ -42,6 +42,9 @@ type Control struct {
 	// Permission answers an ACP agent's permission request (contract
 	// 6.6); it leaves the fold's state as it is.
 	Permission *PermissionControl
+	// Answer answers a question with fields (contract 8.4,
+	// question.go); it leaves the fold's state as it is.
+	Answer *AnswerControl
 }
 
 // PermissionControl is {"permission":{"event","option"}}: the answer to
@@ -100,6 +103,7 @@ type controlParser func(c *Control, v json.RawMessage) error
 // "permission", the answer to an ACP agent's permission request (contract
 // 6.6), is acted on by the coordinator.
 var controlParsers = map[string]controlParser{
+	"answer":        parseAnswer,
 	"cancel":        parseCancel,
 	"discussion":    parseDiscussion,
 	"invite":        parseInvite,

@@ -21,6 +21,7 @@ func TestControlTable(t *testing.T) {
 		want Control
 		bad  string // "" when every value is accepted
 	}{
+		"answer":        {`{"event":"01JD0000000000000000000000","fields":{"branch":"main"}}`, Control{Answer: &AnswerControl{Event: "01JD0000000000000000000000", Action: AnswerAccept, Fields: map[string]json.RawMessage{"branch": json.RawMessage(`"main"`)}}}, `{"event":"01JD0000000000000000000000"}`},
 		"cancel":        {`{"participant_id":"codex"}`, Control{Cancel: &CancelControl{ParticipantID: "codex"}}, `{"participant_id":"bad id"}`},
 		"discussion":    {`{"on":true,"allow_agent_mentions":true}`, Control{Discussion: &DiscussionControl{On: true, AllowAgentMentions: &yes}}, `{"allow_agent_mentions":true}`},
 		"invite":        {`{"participant_id":"codex","profile":{"client":"codex","model":"m","nickname":"c","expertise":["db"],"character":"x"}}`, Control{Invite: &InviteControl{ParticipantID: "codex", Profile: Profile{Client: "codex", Model: "m", Nickname: "c", Expertise: []string{"db"}, Character: "x"}}}, `{"participant_id":"codex","profile":{"client":"codex"}}`},

@@ -20,7 +20,7 @@ type Ignored struct {
 const (
 	// IgnoredNotHuman: a control that counts only from a human (mute,
 	// unmute, pause, discussion, invited_auto, party, scene, cancel,
-	// prod, permission), sent by a participant the bridge does not count
+	// prod, permission, answer), sent by a participant the bridge does not count
 	// as one.
 	IgnoredNotHuman = "not_human"
 	// IgnoredNotInvited: an uninvite of, or a message to, a participant
@@ -57,6 +57,7 @@ var humanOnly = []struct {
 	{"scene", func(c *Control) bool { return c.Scene != nil }, func(c *Control) { c.Scene = nil }},
 	{"cancel", func(c *Control) bool { return c.Cancel != nil }, func(c *Control) { c.Cancel = nil }},
 	{"permission", func(c *Control) bool { return c.Permission != nil }, func(c *Control) { c.Permission = nil }},
+	{"answer", func(c *Control) bool { return c.Answer != nil }, func(c *Control) { c.Answer = nil }},
 }
 
 // HumanOnlyKeys are the keys of c that count only from humans, in the

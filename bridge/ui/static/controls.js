@@ -51,6 +51,12 @@ export const CONTROL_SENTENCES = {
     const opt = String((v && v.option) || "");
     return `answered a permission request: ${c.option(ev, opt) || opt || "no option"}`;
   },
+  answer: (v) => {
+    if (v && v.action === "decline") return "declined a question";
+    const fields = v && v.fields && typeof v.fields === "object" ? Object.entries(v.fields) : [];
+    const said = fields.map(([k, x]) => `${k} “${Array.isArray(x) ? x.join(", ") : String(x)}”`);
+    return said.length ? `answered a question: ${said.join(", ")}` : "answered a question";
+  },
 };
 
 // describeControl is the sentence for a control event's content (an object,
