@@ -48,6 +48,8 @@ type turn struct {
 	hasCost             bool
 	// refused counts the permission requests answered with a refusal.
 	refused int
+	// questions counts the turn's questions with fields, for their keys.
+	questions int
 }
 
 type toolInfo struct{ title, kind string }
@@ -135,6 +137,14 @@ func (t *turn) noteAnswer(r sdk.RequestPermissionResponse, opts []PermissionOpti
 		t.mu.Unlock()
 	}
 	return r
+}
+
+// nextQuestion numbers the turn's next question with fields.
+func (t *turn) nextQuestion() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.questions++
+	return t.questions
 }
 
 // refusals is how many permission requests of the turn were refused.
