@@ -237,7 +237,11 @@ func (s *stack) startCoordinator() {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		s.t.Fatal(err)
 	}
-	s.coord = startProc(s.t, "coordinator", nil, s.bin, "coordinator", "--config", path, "--state", filepath.Join(s.dir, "coordinator.db"))
+	var env []string
+	if s.token != "" {
+		env = append(env, "BRIDGE_TOKEN="+s.token)
+	}
+	s.coord = startProc(s.t, "coordinator", env, s.bin, "coordinator", "--config", path, "--state", filepath.Join(s.dir, "coordinator.db"))
 	// Following, not only answering: a fresh coordinator starts at the
 	// log's end, so a message posted before it read that end would be
 	// skipped as history.
