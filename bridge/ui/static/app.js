@@ -6,7 +6,8 @@
 // thread and its scrolling), events.js (one event), composer.js, panel.js
 // (state, participants, invite), presence.js, receipts.js, revision.js,
 // stream.js (the tab's stream), notify.js, suggestions.js, phone.js (the
-// installable app: push, pairing, deep links), and the
+// installable app: push, pairing, deep links), questionform.js (an agent's
+// question with fields as a form), and the
 // Markdown of markdown.js. Untrusted content reaches the page only through
 // textContent or DOMPurify.
 
@@ -26,6 +27,7 @@ import { startStream, onVisibility, setConn } from "./stream.js";
 import { wireNotifications, maybeNotify, notifyEnabled } from "./notify.js";
 import { wireSuggestions } from "./suggestions.js";
 import { redeemPairing, wirePhone } from "./phone.js";
+import { isFieldQuestion, questionBox, noteQuestionAnswer, wireQuestions } from "./questionform.js";
 
 // The views call each other only through hooks (hooks.js): this is every
 // function one view asks of another, filled in before anything runs.
@@ -48,6 +50,8 @@ Object.assign(hooks, {
   renderRevision,
   // notify.js
   maybeNotify, notifyEnabled,
+  // questionform.js
+  isFieldQuestion, questionBox, noteQuestionAnswer,
 });
 
 const SENDER_KEY = "agent-bridge-sender";
@@ -232,6 +236,7 @@ async function main() {
   wireNotifications();
   wireSuggestions();
   wirePhone();
+  wireQuestions();
   showRunsLink();
   loadCoordinators();
   // The stream's first connection loads the thread list and the thread.

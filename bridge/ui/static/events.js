@@ -103,7 +103,7 @@ export function renderEvent(v, ev) {
     // person it is addressed to.
     node.dataset.to = ev.to || "all";
     node.classList.add("asks");
-    if (tags.includes("question")) head.append(button("answer-btn", "Answer", () => hooks.answerQuestion(ev), `Answer ${ev.from}'s question`));
+    if (tags.includes("question") && !hooks.isFieldQuestion(ev)) head.append(button("answer-btn", "Answer", () => hooks.answerQuestion(ev), `Answer ${ev.from}'s question`));
   }
   node.append(head);
 
@@ -128,6 +128,7 @@ export function renderEvent(v, ev) {
     const answer = v.permissionAnswers.get(ev.id);
     if (answer) markAnswered(v, node, ev, answer);
   }
+  if (hooks.isFieldQuestion(ev)) node.append(hooks.questionBox(v, ev));
   if (node.classList.contains("asks")) markForViewer(node);
   if (ev.type === "message" || ev.type === "control") {
     const box = el("div", "receipts");

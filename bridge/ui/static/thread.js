@@ -140,6 +140,7 @@ export function addEvent(v, ev, live) {
   if (!v.first || ev.seq < v.first) v.first = ev.seq;
   hooks.markGroups(node);
   hooks.notePermissionAnswer(v, ev);
+  hooks.noteQuestionAnswer(v, ev);
   if (v.cursor !== null && ev.seq > v.cursor) node.classList.add("future");
   if ((ev.type === "thread.renamed" || ev.type === "thread.created") && ev.seq === v.last && typeof ev.content === "string") {
     $("thread-title").textContent = ev.content;

@@ -168,6 +168,9 @@ type stack struct {
 	statusURL string
 	// agents are agent entries startCoordinator adds to "fake", by key.
 	agents map[string]any
+	// coordConfig are settings startCoordinator adds to the
+	// coordinator's config (permission_timeout_s…).
+	coordConfig map[string]any
 }
 
 func newStack(t testing.TB) *stack {
@@ -231,6 +234,9 @@ func (s *stack) startCoordinator() {
 	}
 	for k, v := range s.agents {
 		cfg["agents"].(map[string]any)[k] = v
+	}
+	for k, v := range s.coordConfig {
+		cfg[k] = v
 	}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	path := filepath.Join(s.dir, "coordinator.config.json")
