@@ -49,20 +49,28 @@ func (m *Main) answerCommand(c *cobra.Command) runFunc {
 			}
 			answer = map[string]any{"event": event, "fields": fields}
 		}
-		content, err := json.Marshal(map[string]any{"answer": answer})
-		if err != nil {
-			return fmt.Errorf("encode control: %w", err)
-		}
-		in := agentbridge.EventInput{Type: agentbridge.TypeControl, From: *from, Content: content}
-		ignored, err := m.appendPrinted(ctx, cf, pos[0], in, "")
-		if err != nil {
-			return err
-		}
-		if ignored != nil {
-			return &exitError{code: 1}
-		}
-		return nil
+		return m.postAnswer(ctx, cf, pos[0], *from, "answer", answer)
 	}
+}
+
+// postAnswer posts a person's answer, the control {key: value}, as from
+// and prints it; an answer the bridge stored as changing nothing (another
+// answered first) exits 1 after the bridge's sentence, so a script can
+// tell its decision was not the one acted on.
+func (m *Main) postAnswer(ctx context.Context, cf *clientFlags, thread, from, key string, value any) error {
+	content, err := json.Marshal(map[string]any{key: value})
+	if err != nil {
+		return fmt.Errorf("encode control: %w", err)
+	}
+	in := agentbridge.EventInput{Type: agentbridge.TypeControl, From: from, Content: content}
+	ignored, err := m.appendPrinted(ctx, cf, thread, in, "")
+	if err != nil {
+		return err
+	}
+	if ignored != nil {
+		return &exitError{code: 1}
+	}
+	return nil
 }
 
 // questionArg returns the id of the event arg names in thread (its id, or

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -91,19 +90,7 @@ func TestAnswerReachesTheAgent(t *testing.T) {
 	bin, fake := buildCoordBinaries(t)
 	fakeACP := bins.build(t, "./coordinator/internal/fakeacp")
 	e := newCoordEnv(t, fake)
-	var cfg map[string]any
-	b, err := os.ReadFile(e.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["agents"] = map[string]any{"alice": map[string]any{"acp": []string{fakeACP}, "workdir": filepath.Join(e.dir, "work")}}
-	b, _ = json.Marshal(cfg)
-	if err := os.WriteFile(e.cfgPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	setConfig(t, e.cfgPath, "agents", map[string]any{"alice": map[string]any{"acp": []string{fakeACP}, "workdir": filepath.Join(e.dir, "work")}})
 	p := e.startCoordProc(bin)
 	defer p.terminate(t)
 	th := e.threadWithAlice()

@@ -16,6 +16,31 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
+// deliverPush delivers payload to the service worker of reg, as a push
+// service would, until a notification shows, and returns the worker's
+// notifications: {title, body, tag, url, actions (their titles)} each.
+// DevTools drops a push that reaches a worker still starting, so it is
+// delivered again while none shows.
+func deliverPush[T any](b *browser, origin string, reg serviceworker.RegistrationID, payload []byte, what string) []T {
+	b.t.Helper()
+	deliveries := 0
+	testutil.WaitFor(b.t, waitTimeout, what, func() bool {
+		shown := eval[int](b, `(navigator.serviceWorker.ready.then(r => r.getNotifications()).then(ns => { window.__notes = ns.map(n => ({title: n.title, body: n.body, tag: n.tag, url: n.data && n.data.url, actions: n.actions.map(a => a.title)})); }), Array.isArray(window.__notes) ? window.__notes.length : 0)`)
+		if shown > 0 {
+			return true
+		}
+		if deliveries%10 == 0 {
+			b.run("deliver a push", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := cdp.Call(ctx, tg, serviceworker.DeliverPushMessage, serviceworker.DeliverPushMessageParams{Origin: origin, RegistrationID: reg, Data: string(payload)})
+				return err
+			}))
+		}
+		deliveries++
+		return false
+	})
+	return eval[[]T](b, `window.__notes`)
+}
+
 // pages counts the browser's open windows (page targets).
 func (b *browser) pages() int {
 	b.t.Helper()
@@ -151,30 +176,11 @@ func TestNotificationActionAnswers(t *testing.T) {
 		}
 		return false
 	})
-	deliver := func(what string) {
-		deliveries := 0
-		testutil.WaitFor(t, waitTimeout, what, func() bool {
-			if eval[int](b, `(navigator.serviceWorker.ready.then(r => r.getNotifications()).then(ns => { window.__notes = ns.map(n => ({title: n.title, body: n.body, tag: n.tag, actions: n.actions.map(a => a.title)})); }), Array.isArray(window.__notes) ? window.__notes.length : 0)`) > 0 {
-				return true
-			}
-			// DevTools drops a push that reaches a worker still
-			// starting: deliver it again until it shows.
-			if deliveries%10 == 0 {
-				b.run("deliver the push", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-					_, err := cdp.Call(ctx, tg, serviceworker.DeliverPushMessage, serviceworker.DeliverPushMessageParams{Origin: s.url, RegistrationID: reg, Data: string(payload)})
-					return err
-				}))
-			}
-			deliveries++
-			return false
-		})
-	}
 	type note struct {
 		Title, Body, Tag string
 		Actions          []string
 	}
-	deliver("the notification shown")
-	notes := eval[[]note](b, `window.__notes`)
+	notes := deliverPush[note](b, s.url, reg, payload, "the notification shown")
 	if len(notes) != 1 || notes[0].Tag != reqID || notes[0].Title != "acpy asks permission: mkdir demo" || strings.Join(notes[0].Actions, "|") != "Allow once|Deny" {
 		t.Fatalf("notifications = %+v, want the request with Allow once and Deny", notes)
 	}
@@ -217,7 +223,7 @@ func TestNotificationActionAnswers(t *testing.T) {
 	// The same request answered again (another device's stale
 	// notification): the bridge's sentence, in a notification.
 	eval[bool](b, `(window.__notes = undefined, true)`)
-	deliver("the request's notification again")
+	deliverPush[note](b, s.url, reg, payload, "the request's notification again")
 	if got := inWorker[string](b, worker, clickAction(reqID, "deny")); got != "done" {
 		t.Fatalf("tap Deny: %s", got)
 	}
