@@ -168,7 +168,8 @@ type stack struct {
 	statusURL string
 	// agents are agent entries startCoordinator adds to "fake", by key.
 	agents map[string]any
-	// config are other keys of the coordinator's config (workspaces).
+	// config are other keys of the coordinator's config (workspaces,
+	// permission_timeout_s…).
 	config map[string]any
 }
 
@@ -247,7 +248,11 @@ func (s *stack) startCoordinator() {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		s.t.Fatal(err)
 	}
-	s.coord = startProc(s.t, "coordinator", nil, s.bin, "coordinator", "--config", path, "--state", filepath.Join(s.dir, "coordinator.db"))
+	var env []string
+	if s.token != "" {
+		env = append(env, "BRIDGE_TOKEN="+s.token)
+	}
+	s.coord = startProc(s.t, "coordinator", env, s.bin, "coordinator", "--config", path, "--state", filepath.Join(s.dir, "coordinator.db"))
 	// Following, not only answering: a fresh coordinator starts at the
 	// log's end, so a message posted before it read that end would be
 	// skipped as history.
