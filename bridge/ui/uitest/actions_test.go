@@ -122,6 +122,7 @@ func TestNotificationActionAnswers(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
 	s.ownToken = true
+	s.allowLocalPush()
 	s.agents = map[string]any{
 		"acpy": map[string]any{"acp": []string{fakeACPAgent(t)}, "permissions": "ask", "workdir": t.TempDir()},
 	}
@@ -156,7 +157,8 @@ func TestNotificationActionAnswers(t *testing.T) {
 	b := newBrowser(t)
 	b.grantNotifications(s.url)
 	b.run("open the pairing link", chromedp.Navigate(s.url+"/ui/#pair="+pair.Code))
-	b.waitJS("paired", `document.querySelector("#phone-note")?.textContent.includes("paired as")`)
+	b.waitJS("paired", `document.querySelector("#pair-dialog").open && document.querySelector("#pair-heading").textContent === "Paired as “phone”"`)
+	b.click("open the app", "#pair-done")
 	b.waitJS("the service worker active", `(navigator.serviceWorker.ready.then(() => { window.__swReady = true; }), window.__swReady === true)`)
 	reg := b.swRegistration(s.url + "/ui/")
 

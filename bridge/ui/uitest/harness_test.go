@@ -183,6 +183,17 @@ func newStack(t testing.TB) *stack {
 	return s
 }
 
+// allowLocalPush has serve push to a push service on this machine (the
+// fake one, on http://127.0.0.1), which a bridge refuses by default.
+func (s *stack) allowLocalPush() {
+	s.t.Helper()
+	cfg := filepath.Join(s.dir, "bridge.json")
+	if err := os.WriteFile(cfg, []byte(`{"notify":{"allow_private_endpoints":true}}`), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	s.serveArgs = append(s.serveArgs, "--bridge-config", cfg)
+}
+
 // startServe runs `agent-bridge serve` on the stack's fixed address and
 // database, so a restart comes back at the same place.
 func (s *stack) startServe() {
