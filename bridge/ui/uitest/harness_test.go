@@ -560,8 +560,12 @@ func (b *browser) click(what, sel string) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	// Not still while a CSS transition runs (a drawer sliding in or out):
+	// two readings of a moving element in one frame agree, and a drawer
+	// sliding out still takes the taps on what lies under it.
 	box := `(() => { const e = document.querySelector(` + string(q) + `);
 		if (!e || e.disabled || e.offsetParent === null) return "";
+		if (document.getAnimations().some((a) => a instanceof CSSTransition && a.playState === "running")) return "";
 		const r = e.getBoundingClientRect(); return [r.x, r.y, r.width, r.height].join(","); })()`
 	// A click lands where the element was: the page may still move it
 	// (a receipt line drawn above it a moment later), and the click then
