@@ -12,14 +12,16 @@ import (
 const IgnoredAlreadyAnswered = "already_answered"
 
 // IsQuestion reports whether e is a [USER QUESTION] (contract 5.2): a
-// message the coordinator posted tagged coordinator and question.
+// message the coordinator posted tagged coordinator and question, answered
+// by a reply. A question with fields (IsFieldQuestion) is not one: the
+// answer control answers it, and a reply is a message like any other.
 func IsQuestion(e Event) bool {
-	return e.Type == TypeMessage && e.Meta.HasTag("coordinator") && e.Meta.HasTag("question")
+	return e.Type == TypeMessage && e.Meta.HasTag("coordinator") && e.Meta.HasTag("question") && !IsFieldQuestion(e)
 }
 
 // Answers reports whether e answers target, a permission request or a
-// question: a human's permission control naming target, or a human's
-// message replying to a question.
+// question: a human's permission or answer control naming target, or a
+// human's message replying to a [USER QUESTION].
 func Answers(e, target Event, humans Humans) bool {
 	if !humans.Has(e.From) {
 		return false
@@ -27,7 +29,7 @@ func Answers(e, target Event, humans Humans) bool {
 	switch e.Type {
 	case TypeControl:
 		c := ControlOf(e)
-		return c != nil && c.Permission != nil && c.Permission.Event == target.ID
+		return c != nil && (c.Permission != nil && c.Permission.Event == target.ID || c.Answer != nil && c.Answer.Event == target.ID)
 	case TypeMessage:
 		return IsQuestion(target) && e.Meta.ReplyTo == target.ID
 	}
@@ -41,6 +43,10 @@ func AlreadyAnswered(target, first Event) *Ignored {
 	if IsQuestion(target) {
 		return &Ignored{Code: IgnoredAlreadyAnswered, Reason: fmt.Sprintf(
 			"this question was already answered by %s at %s; this reply is kept as a message like any other, not as the answer", first.From, first.TS)}
+	}
+	if IsFieldQuestion(target) {
+		return &Ignored{Code: IgnoredAlreadyAnswered, Reason: fmt.Sprintf(
+			"this question was already answered by %s at %s, so this answer has no effect", first.From, first.TS)}
 	}
 	choice := ""
 	if c := ControlOf(first); c != nil && c.Permission != nil {

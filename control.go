@@ -51,6 +51,9 @@ type Control struct {
 	// Schedule sets or removes a schedule of the thread (contract 8.6);
 	// the bridge keeps it apart from the fold's state.
 	Schedule *ScheduleControl
+	// Answer answers a question with fields (contract 8.4,
+	// question.go); it leaves the fold's state as it is.
+	Answer *AnswerControl
 }
 
 // PermissionControl is {"permission":{"event","option"}}: the answer to
@@ -109,6 +112,7 @@ type controlParser func(c *Control, v json.RawMessage) error
 // "permission", the answer to an ACP agent's permission request (contract
 // 6.6), is acted on by the coordinator.
 var controlParsers = map[string]controlParser{
+	"answer":        parseAnswer,
 	"cancel":        parseCancel,
 	"change":        parseChange,
 	"discussion":    parseDiscussion,

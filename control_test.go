@@ -21,6 +21,7 @@ func TestControlTable(t *testing.T) {
 		want Control
 		bad  string // "" when every value is accepted
 	}{
+		"answer":        {`{"event":"01JD0000000000000000000000","fields":{"branch":"main"}}`, Control{Answer: &AnswerControl{Event: "01JD0000000000000000000000", Action: AnswerAccept, Fields: map[string]json.RawMessage{"branch": json.RawMessage(`"main"`)}}}, `{"event":"01JD0000000000000000000000"}`},
 		"cancel":        {`{"participant_id":"codex"}`, Control{Cancel: &CancelControl{ParticipantID: "codex"}}, `{"participant_id":"bad id"}`},
 		"change":        {`{"discard":{"participant":"codex"}}`, Control{Change: &ChangeControl{Discard: &DiscardChange{Participant: "codex"}}}, `{"merge":{}}`},
 		"discussion":    {`{"on":true,"allow_agent_mentions":true}`, Control{Discussion: &DiscussionControl{On: true, AllowAgentMentions: &yes}}, `{"allow_agent_mentions":true}`},

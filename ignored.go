@@ -20,7 +20,7 @@ type Ignored struct {
 const (
 	// IgnoredNotHuman: a control that counts only from a human (mute,
 	// unmute, pause, discussion, invited_auto, party, scene, cancel,
-	// prod, permission, workspace, change), sent by a participant the bridge does not count
+	// prod, permission, workspace, change, answer), sent by a participant the bridge does not count
 	// as one.
 	IgnoredNotHuman = "not_human"
 	// IgnoredNotInvited: an uninvite of, or a message to, a participant
@@ -66,6 +66,7 @@ var humanOnly = []struct {
 	{"workspace", func(c *Control) bool { return c.Workspace != nil }, func(c *Control) { c.Workspace = nil }},
 	{"change", func(c *Control) bool { return c.Change != nil }, func(c *Control) { c.Change = nil }},
 	{"schedule", func(c *Control) bool { return c.Schedule != nil }, func(c *Control) { c.Schedule = nil }},
+	{"answer", func(c *Control) bool { return c.Answer != nil }, func(c *Control) { c.Answer = nil }},
 }
 
 // HumanOnlyKeys are the keys of c that count only from humans, in the

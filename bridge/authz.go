@@ -322,7 +322,7 @@ func (s *Server) checkAppend(r *http.Request, thread string, in agentbridge.Even
 // permission request, the participant a notice speaks for, a question to
 // the person, a failed run. An agent token may not put them on a message.
 var (
-	coordinatorMetaKeys = []string{agentbridge.MetaPermission, "participant"}
+	coordinatorMetaKeys = []string{agentbridge.MetaPermission, agentbridge.MetaQuestion, "participant"}
 	coordinatorTags     = []string{"coordinator", "permission", "question", "error"}
 )
 

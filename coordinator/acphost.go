@@ -87,11 +87,17 @@ func (c *Coordinator) payloadPresence(ctx context.Context, inv ledger.Invocation
 	return func() map[string]string { return c.presenceStates(ctx, inv.Thread) }
 }
 
-// applyPermissionControl hands a human's permission control to the ACP
-// request waiting for it (acp.Pool.Answer).
+// applyPermissionControl hands a human's permission control, or answer
+// control, to the ACP request or question waiting for it (acp.Pool.Answer,
+// acp.Pool.AnswerQuestion).
 func (c *Coordinator) applyPermissionControl(e agentbridge.Event, ctl agentbridge.Control, humans agentbridge.Humans) {
-	if ctl.Permission == nil || !humans.Has(e.From) {
+	if !humans.Has(e.From) {
 		return
 	}
-	c.acp.Answer(ctl.Permission.Event, ctl.Permission.Option, e.From)
+	if ctl.Permission != nil {
+		c.acp.Answer(ctl.Permission.Event, ctl.Permission.Option, e.From)
+	}
+	if ctl.Answer != nil {
+		c.acp.AnswerQuestion(ctl.Answer.Event, *ctl.Answer, e.From)
+	}
 }

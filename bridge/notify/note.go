@@ -35,6 +35,20 @@ type Note struct {
 	Body     string   `json:"body"`
 	URL      string   `json:"url"`
 	Options  []Option `json:"options,omitempty"`
+	// Actions are a permission request's answers offered on the
+	// notification itself (contract 8.4), where the platform shows
+	// them; AnswerAs is the human the request asks, whom the service
+	// worker answers as.
+	Actions  []Action `json:"actions,omitempty"`
+	AnswerAs string   `json:"answer_as,omitempty"`
+}
+
+// Action is one button of a notification: the service worker answers
+// the request with Option when it is tapped.
+type Action struct {
+	Action string `json:"action"`
+	Title  string `json:"title"`
+	Option string `json:"option"`
 }
 
 // Option is one answer a permission request offers, shown as a button.
@@ -53,7 +67,8 @@ func EventURL(thread, event string) string {
 // Classify says whether e is addressed to a person and how to tell them:
 //   - a permission request: a message with meta.permission (an ACP agent
 //     asks; the coordinator posts it);
-//   - a question: a message tagged "question" (an agent's [USER QUESTION]);
+//   - a question: a question with fields (meta.question, an ACP agent's
+//     form), or a message tagged "question" (an agent's [USER QUESTION]);
 //   - a failed run: the coordinator's error notice, tagged "error" — the
 //     notice, not the failed receipt, because it is an event with the
 //     reason in words and its own place in the thread to open;
@@ -89,6 +104,16 @@ func Classify(e agentbridge.Event, humans agentbridge.Humans) (Note, bool) {
 		n.Category, n.Options = agentbridge.PushPermission, req.Options
 		n.Headline = who + " asks permission"
 		n.Title = agentbridge.Clip(fmt.Sprintf("%s: %s", n.Headline, tool), 120)
+		if humans.Has(e.To) {
+			n.Actions, n.AnswerAs = actionsOf(req.Options), e.To
+		}
+	case agentbridge.IsFieldQuestion(e):
+		q, ok := agentbridge.QuestionOf(e)
+		if !ok {
+			return Note{}, false
+		}
+		n.Category, n.Headline = agentbridge.PushQuestion, who+" asks you a question"
+		n.Title = agentbridge.Clip(fmt.Sprintf("%s asks: %s", who, q.Message), 120)
 	case e.Meta.HasTag("question"):
 		n.Category, n.Headline = agentbridge.PushQuestion, who+" asks you a question"
 	case e.Meta.HasTag("error"):
@@ -102,6 +127,31 @@ func Classify(e agentbridge.Event, humans agentbridge.Humans) (Note, bool) {
 		n.Title = agentbridge.Clip(n.Headline, 120)
 	}
 	return n, true
+}
+
+// actionsOf is the notification's buttons for a permission request's
+// options: "Allow once" for its allow_once option and "Deny" for its
+// reject_once (else reject_always) option, those it offers. An "allow
+// always" is left to the page, where the person sees what it means.
+func actionsOf(opts []Option) []Action {
+	pick := func(kinds ...string) (Option, bool) {
+		for _, k := range kinds {
+			for _, o := range opts {
+				if o.Kind == k {
+					return o, true
+				}
+			}
+		}
+		return Option{}, false
+	}
+	var out []Action
+	if o, ok := pick("allow_once"); ok {
+		out = append(out, Action{Action: "allow", Title: "Allow once", Option: o.ID})
+	}
+	if o, ok := pick("reject_once", "reject_always"); ok {
+		out = append(out, Action{Action: "deny", Title: "Deny", Option: o.ID})
+	}
+	return out
 }
 
 // delivery is how urgently a category is sent: Web Push's TTL (how long

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,20 +25,8 @@ func TestACPKill9(t *testing.T) {
 	fakeACP := bins.build(t, "./coordinator/internal/fakeacp")
 	e := newCoordEnv(t, fake)
 	log := filepath.Join(e.dir, "acp-calls.log")
-	var cfg map[string]any
-	b, err := os.ReadFile(e.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["agents"] = map[string]any{"alice": map[string]any{"acp": []string{fakeACP}, "env": map[string]string{"FAKE_ACP_LOG": log},
-		"workdir": filepath.Join(e.dir, "work")}}
-	b, _ = json.Marshal(cfg)
-	if err := os.WriteFile(e.cfgPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	setConfig(t, e.cfgPath, "agents", map[string]any{"alice": map[string]any{"acp": []string{fakeACP}, "env": map[string]string{"FAKE_ACP_LOG": log},
+		"workdir": filepath.Join(e.dir, "work")}})
 	// prompts returns the pids of the processes that got a session/prompt.
 	prompts := func() []int {
 		raw, _ := os.ReadFile(log)

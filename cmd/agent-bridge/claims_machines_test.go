@@ -110,21 +110,7 @@ func (m *machine) runsOf() map[string]int {
 // set sets a key of the machine's config before it starts.
 func (m *machine) set(key string, v any) {
 	m.t.Helper()
-	b, err := os.ReadFile(m.cfgPath)
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	cfg := map[string]any{}
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		m.t.Fatal(err)
-	}
-	cfg[key] = v
-	if b, err = json.Marshal(cfg); err != nil {
-		m.t.Fatal(err)
-	}
-	if err := os.WriteFile(m.cfgPath, b, 0o644); err != nil {
-		m.t.Fatal(err)
-	}
+	setConfig(m.t, m.cfgPath, key, v)
 }
 
 // started reports whether the machine's adapter started a run for event

@@ -112,6 +112,13 @@ func (m *Main) commandTable() []command {
 				"bridge's sentence on stderr: the request was already answered (\"already answered by user at …\",\n" +
 				"from another device, say: the first answer is the one acted on), or --from is not a human.",
 			define: m.permitCommand},
+		command{use: "answer THREAD EVENT [FIELD=VALUE...]", group: groupRuns, short: "answer an ACP agent's question with fields, or decline it (docs/acp.md)",
+			long: "answer posts the answer and prints its id. Each FIELD=VALUE is read as its field's type (a whole\n" +
+				"number, a number, true or false, text); a multiple choice takes one FIELD=VALUE per choice. A value\n" +
+				"that does not fit is refused with the bridge's sentence naming the field. An answer that counts for\n" +
+				"nothing (already answered, or --from is not a human) exits 1, as permit does.",
+			example: "  agent-bridge answer plan 12 branch=main size=m\n  agent-bridge answer plan 12 --decline",
+			define:  m.answerCommand},
 		command{use: "invocations", group: groupRuns, short: "the coordinator's invocation records", define: m.invocationsCommand, sub: []command{
 			{use: "show ID", short: "one invocation and its progress", define: m.invocationShowCommand},
 			{use: "cancel ID", short: "stop one invocation through the coordinator's status API", define: m.invocationCancelCommand},

@@ -66,6 +66,27 @@ func newCoordEnv(t *testing.T, fake string) *coordEnv {
 	return e
 }
 
+// setConfig sets key of the coordinator config file at path, before the
+// coordinator starts.
+func setConfig(t testing.TB, path, key string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := map[string]any{}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg[key] = v
+	if b, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (e *coordEnv) startBridge(addr string) {
 	e.t.Helper()
 	b, err := startBridge(context.Background(), bridgeConfig{Addr: addr, DB: filepath.Join(e.dir, "bridge.db"),

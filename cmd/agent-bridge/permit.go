@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strconv"
-
-	agentbridge "github.com/agent-bridge/agent-bridge"
 
 	"github.com/spf13/cobra"
 )
@@ -36,18 +32,6 @@ func (m *Main) permitCommand(c *cobra.Command) runFunc {
 				return explain(err, cf.url)
 			}
 		}
-		content, err := json.Marshal(map[string]any{"permission": map[string]string{"event": event, "option": pos[2]}})
-		if err != nil {
-			return fmt.Errorf("encode control: %w", err)
-		}
-		in := agentbridge.EventInput{Type: agentbridge.TypeControl, From: *from, Content: content}
-		ignored, err := m.appendPrinted(ctx, cf, pos[0], in, "")
-		if err != nil {
-			return err
-		}
-		if ignored != nil {
-			return &exitError{code: 1}
-		}
-		return nil
+		return m.postAnswer(ctx, cf, pos[0], *from, "permission", map[string]string{"event": event, "option": pos[2]})
 	}
 }

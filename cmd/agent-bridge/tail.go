@@ -265,7 +265,7 @@ func formatReceipt(r agentbridge.Receipt, global bool) string {
 
 // formatEvent renders an event as one readable line:
 // "[seq] ts from → to: content" (with --all, "[gseq] thread#seq ts …"); a
-// permission request also shows its id.
+// permission request and a question with fields also show their id.
 // Types other than message are named; continuation lines of a multi-line
 // content are indented so that every event still starts with "[".
 func formatEvent(e agentbridge.Event, global bool) string {
@@ -279,8 +279,8 @@ func formatEvent(e agentbridge.Event, global bool) string {
 	if e.Type != agentbridge.TypeMessage {
 		fmt.Fprintf(&b, " (%s)", e.Type)
 	}
-	if slices.Contains(e.Meta.Tags, "permission") {
-		// What permit names (its seq, printed first, works too).
+	if slices.Contains(e.Meta.Tags, "permission") || agentbridge.IsFieldQuestion(e) {
+		// What permit and answer name (its seq, printed first, works too).
 		fmt.Fprintf(&b, " (id %s)", e.ID)
 	}
 	b.WriteString(": ")

@@ -80,11 +80,11 @@ type Pool struct {
 	mu     sync.Mutex
 	agents map[pairKey]*agent
 	closed bool
-	// perms are the permission requests waiting for a person, by the id
-	// of the message that asked; early holds answers that arrived before
-	// their request was registered (bounded).
-	perms map[string]*waiting
-	early map[string]permissionAnswer
+	// waits are the permission requests and questions waiting for a
+	// person, by the id of the message that asked; early holds answers
+	// that arrived before their request was registered (bounded).
+	waits map[string]*waiting
+	early map[string]personAnswer
 	// noPresence holds the invocations whose payload was built without
 	// reading presence (SkipPresence).
 	noPresence map[int64]bool
@@ -101,7 +101,7 @@ type pairKey struct{ thread, participant string }
 func New(opts Options) *Pool {
 	p := &Pool{host: opts.Host, cfg: opts.Config, log: cmp.Or(opts.Logger, slog.Default()), exe: opts.Executable,
 		dir: defaultDir(opts.Dir), agents: make(map[pairKey]*agent),
-		perms: make(map[string]*waiting), early: make(map[string]permissionAnswer), noPresence: make(map[int64]bool)}
+		waits: make(map[string]*waiting), early: make(map[string]personAnswer), noPresence: make(map[int64]bool)}
 	if opts.Registerer == nil {
 		return p
 	}
@@ -117,12 +117,26 @@ func New(opts Options) *Pool {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "agent_bridge_coordinator_acp_permission_requests_waiting",
 			Help: "ACP permission requests waiting for a person's answer.",
-		}, func() float64 {
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			return float64(len(p.perms))
-		}))
+		}, func() float64 { return p.waiting(false) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "agent_bridge_coordinator_acp_questions_waiting",
+			Help: "ACP agents' questions with fields (elicitations) waiting for a person's answer.",
+		}, func() float64 { return p.waiting(true) }))
 	return p
+}
+
+// waiting counts the requests waiting for a person: questions, or
+// permission requests.
+func (p *Pool) waiting(questions bool) float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, w := range p.waits {
+		if w.question == questions {
+			n++
+		}
+	}
+	return float64(n)
 }
 
 // agent is one warm agent process and its session.
@@ -444,7 +458,7 @@ func (a *agent) spawn() (inW, outR, errR *os.File, err error) {
 func (a *agent) initialize(ctx context.Context) error {
 	ictx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	caps := sdk.ClientCapabilities{}
+	caps := sdk.ClientCapabilities{Elicitation: elicitationCapabilities()}
 	if a.cfg.ACPFS {
 		caps.Fs = sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}
 	}

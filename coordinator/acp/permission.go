@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,13 +55,24 @@ type PermissionOption struct {
 // maxEarlyAnswers bounds the answers kept for requests not registered yet.
 const maxEarlyAnswers = 64
 
-// waiting is one request waiting for a person.
+// waiting is one request waiting for a person: a permission request or a
+// question with fields (elicitation.go).
 type waiting struct {
-	options []PermissionOption
-	answer  chan permissionAnswer
+	// question is set for a question, whose count is its own gauge.
+	question bool
+	// fits reports whether an answer is one the request can take.
+	fits   func(personAnswer) bool
+	answer chan personAnswer
 }
 
-type permissionAnswer struct{ option, by string }
+// personAnswer is a person's answer: a permission request's option, or a
+// question's action and values; by is who answered.
+type personAnswer struct {
+	option string
+	action string
+	fields map[string]json.RawMessage
+	by     string
+}
 
 func permissionCancelled() sdk.RequestPermissionResponse {
 	return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{Cancelled: &sdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}
@@ -109,18 +121,21 @@ func (p *Pool) answer(ctx context.Context, t *turn, req sdk.RequestPermissionReq
 		return permissionCancelled()
 	}
 	record("waiting for permission: "+tc.Title, map[string]any{"event": ev.ID, "to": to})
+	fits := func(a personAnswer) bool {
+		return slices.ContainsFunc(opts, func(o PermissionOption) bool { return o.ID == a.option })
+	}
 	t.clock.pause()
-	a, by := p.awaitPermission(pctx, ev.ID, opts, cfg.PermissionTimeout)
+	a, by := p.await(pctx, ev.ID, &waiting{fits: fits}, cfg.PermissionTimeout)
 	t.clock.resume()
 	switch by {
 	case "timeout":
 		record("no answer to the permission request: "+tc.Title, map[string]any{"event": ev.ID, "answer": "cancelled", "by": "timeout"})
-		p.closePermission(context.WithoutCancel(ctx), inv, ev, to, cfg, "timeout",
+		p.closeRequest(context.WithoutCancel(ctx), inv, ev, to, cfg, "permission-timeout", []string{"coordinator", "permission"},
 			fmt.Sprintf("No answer within %s: the tool call was refused.", cfg.PermissionTimeout))
 		return permissionCancelled()
 	case "cancel":
 		record("permission request withdrawn: "+tc.Title, map[string]any{"event": ev.ID, "answer": "cancelled", "by": "cancel"})
-		p.closePermission(context.WithoutCancel(ctx), inv, ev, to, cfg, "withdrawn",
+		p.closeRequest(context.WithoutCancel(ctx), inv, ev, to, cfg, "permission-withdrawn", []string{"coordinator", "permission"},
 			fmt.Sprintf("%s's run stopped before an answer: the permission request is withdrawn.", inv.Participant))
 		return permissionCancelled()
 	}
@@ -199,22 +214,23 @@ func permissionPost(cfg *config.Config, inv ledger.Invocation, tc PermissionTool
 	}
 }
 
-// awaitPermission waits for the answer to the request posted as event:
-// by is "" with the answer, "timeout" after timeout, "cancel" when ctx
-// ends. An answer that came before the request was registered is taken.
-func (p *Pool) awaitPermission(ctx context.Context, event string, opts []PermissionOption, timeout time.Duration) (permissionAnswer, string) {
-	w := &waiting{options: opts, answer: make(chan permissionAnswer, 1)}
+// await waits for the answer to the request posted as event, which w
+// describes: by is "" with the answer, "timeout" after timeout, "cancel"
+// when ctx ends. An answer that came before the request was registered is
+// taken.
+func (p *Pool) await(ctx context.Context, event string, w *waiting, timeout time.Duration) (personAnswer, string) {
+	w.answer = make(chan personAnswer, 1)
 	p.mu.Lock()
-	p.perms[event] = w
+	p.waits[event] = w
 	early, ok := p.early[event]
 	delete(p.early, event)
 	p.mu.Unlock()
 	if ok {
-		p.answerPermission(event, early)
+		p.give(event, early)
 	}
 	defer func() {
 		p.mu.Lock()
-		delete(p.perms, event)
+		delete(p.waits, event)
 		p.mu.Unlock()
 	}()
 	timer := time.NewTimer(timeout)
@@ -223,25 +239,27 @@ func (p *Pool) awaitPermission(ctx context.Context, event string, opts []Permiss
 	case a := <-w.answer:
 		return a, ""
 	case <-timer.C:
-		return permissionAnswer{}, "timeout"
+		return personAnswer{}, "timeout"
 	case <-ctx.Done():
-		return permissionAnswer{}, "cancel"
+		return personAnswer{}, "cancel"
 	}
 }
 
-// closePermission tells to, in reply to the permission request req, that
-// it waits no more (kind timeout or withdrawn, one notice of each per
-// request), so that nobody answers a question nothing will read.
-func (p *Pool) closePermission(ctx context.Context, inv ledger.Invocation, req agentbridge.Event, to string, cfg *config.Config, kind, text string) {
+// closeRequest tells to, in reply to the request req (a permission request
+// or a question), that it waits no more: kind names the notice
+// (permission-timeout, question-withdrawn…; one of each per request), tags
+// are its tags. So nobody answers what nothing will read.
+func (p *Pool) closeRequest(ctx context.Context, inv ledger.Invocation, req agentbridge.Event, to string, cfg *config.Config, kind string, tags []string, text string) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	in := agentbridge.EventInput{
 		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: to,
 		Content: jsonOf(text),
-		Meta:    agentbridge.Meta{ReplyTo: req.ID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "permission"}},
+		Meta: agentbridge.Meta{ReplyTo: req.ID, Via: cfg.CoordinatorID, Tags: tags,
+			Extra: map[string]json.RawMessage{rules.MetaParticipant: jsonOf(inv.Participant)}},
 	}
-	if _, err := p.host.Post(ctx, inv, in, req.ID, "permission-"+kind); err != nil {
-		p.log.Warn("post permission notice", "thread", inv.Thread, "request", req.ID, "kind", kind, "err", err)
+	if _, err := p.host.Post(ctx, inv, in, req.ID, kind); err != nil {
+		p.log.Warn("post the notice that a request waits no more", "thread", inv.Thread, "request", req.ID, "kind", kind, "err", err)
 	}
 }
 
@@ -250,13 +268,15 @@ func (p *Pool) closePermission(ctx context.Context, inv ledger.Invocation, req a
 // naming an option the request does not offer is ignored (and logged);
 // one for a request not registered yet is kept briefly for it.
 func (p *Pool) Answer(event, option, by string) {
-	p.answerPermission(event, permissionAnswer{option: option, by: by})
+	p.give(event, personAnswer{option: option, by: by})
 }
 
-func (p *Pool) answerPermission(event string, a permissionAnswer) {
+// give hands a to the request waiting as event, or keeps it for a request
+// not registered yet.
+func (p *Pool) give(event string, a personAnswer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	w, ok := p.perms[event]
+	w, ok := p.waits[event]
 	if !ok {
 		if len(p.early) >= maxEarlyAnswers {
 			for k := range p.early {
@@ -267,14 +287,12 @@ func (p *Pool) answerPermission(event string, a permissionAnswer) {
 		p.early[event] = a
 		return
 	}
-	for _, o := range w.options {
-		if o.ID == a.option {
-			select {
-			case w.answer <- a:
-			default: // answered already
-			}
-			return
-		}
+	if !w.fits(a) {
+		p.log.Warn("an answer the request cannot take; ignored", "event", event, "option", a.option, "action", a.action, "by", a.by)
+		return
 	}
-	p.log.Warn("a permission answer names an option the request does not offer; ignored", "event", event, "option", a.option, "by", a.by)
+	select {
+	case w.answer <- a:
+	default: // answered already
+	}
 }

@@ -52,6 +52,8 @@ type turn struct {
 	// agent's stderr said the turn failed (watchStderr).
 	updates int
 	failed  bool
+	// questions counts the turn's questions with fields, for their keys.
+	questions int
 }
 
 type toolInfo struct{ title, kind string }
@@ -139,6 +141,14 @@ func (t *turn) noteAnswer(r sdk.RequestPermissionResponse, opts []PermissionOpti
 		t.mu.Unlock()
 	}
 	return r
+}
+
+// nextQuestion numbers the turn's next question with fields.
+func (t *turn) nextQuestion() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.questions++
+	return t.questions
 }
 
 // refusals is how many permission requests of the turn were refused.

@@ -122,12 +122,18 @@ func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendReques
 		return Admission{Refusal: err}, nil
 	}
 	var answered *agentbridge.Ignored
-	if ctl != nil && ctl.Permission != nil {
-		e, found, err := l.Event(ctx, req.Thread, ctl.Permission.Event)
+	if target := answeredEvent(ctl); target != "" {
+		e, found, err := l.Event(ctx, req.Thread, target)
 		if err != nil {
-			return Admission{}, fmt.Errorf("look up the permission request: %w", err)
+			return Admission{}, fmt.Errorf("look up the request answered: %w", err)
 		}
-		if err := agentbridge.CheckPermissionAnswer(*ctl.Permission, e, found); err != nil {
+		if ctl.Permission != nil {
+			err = agentbridge.CheckPermissionAnswer(*ctl.Permission, e, found)
+		}
+		if err == nil && ctl.Answer != nil {
+			err = agentbridge.CheckQuestionAnswer(*ctl.Answer, e, found)
+		}
+		if err != nil {
 			return Admission{Refusal: err}, nil
 		}
 		if answered, err = alreadyAnswered(ctx, l, req.Thread, in, e, humans); err != nil {
@@ -216,6 +222,21 @@ func admitAttachments(ctx context.Context, l AppendLookups, thread string, in ag
 	return in, ids, nil, nil
 }
 
+// answeredEvent is the id of the permission request or question ctl
+// answers, "" when it answers none. A control holding both keys names the
+// permission request: one control answers one request.
+func answeredEvent(ctl *agentbridge.Control) string {
+	switch {
+	case ctl == nil:
+		return ""
+	case ctl.Permission != nil:
+		return ctl.Permission.Event
+	case ctl.Answer != nil:
+		return ctl.Answer.Event
+	}
+	return ""
+}
+
 // alreadyAnswered is the already_answered note on in, a human's answer to
 // target (a permission request or a question), when an earlier event of
 // the thread answered it; nil otherwise. It is decided in the writer, so
@@ -245,8 +266,8 @@ func replayAnswered(ctx context.Context, l AppendLookups, thread string, stored 
 	}
 	var targetID string
 	switch {
-	case stored.Type == agentbridge.TypeControl && ctl != nil && ctl.Permission != nil:
-		targetID = ctl.Permission.Event
+	case stored.Type == agentbridge.TypeControl:
+		targetID = answeredEvent(ctl)
 	case stored.Type == agentbridge.TypeMessage:
 		targetID = stored.Meta.ReplyTo
 	}

@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Tokens", testTokens},
 		{"PruneTokens", testPruneTokens},
 		{"QuestionAnswer", testQuestionAnswer},
+		{"FieldQuestionAnswer", testFieldQuestionAnswer},
 		{"Coordinators", testCoordinators},
 		{"Claims", testClaims},
 		{"WaitingClaims", testWaitingClaims},

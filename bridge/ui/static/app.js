@@ -10,7 +10,8 @@
 // phone.js (the installable app: push, deep links), gate.js (signing in:
 // login and pairing links, the sign-in gate), attachments.js (files in the
 // thread), changes.js (a change card), search.js, schedules.js,
-// deliveries.js (what became of each device's pushes), and the Markdown of
+// deliveries.js (what became of each device's pushes), questionform.js (an
+// agent's question with fields as a form), and the Markdown of
 // markdown.js. Untrusted content reaches the page only through textContent
 // or DOMPurify.
 
@@ -37,6 +38,7 @@ import { changeCard, noteChangeResult } from "./changes.js";
 import { wireSearch } from "./search.js";
 import { wireSchedules, loadSchedules } from "./schedules.js";
 import { wireDeliveries } from "./deliveries.js";
+import { isFieldQuestion, questionAsk, questionBox, noteQuestionAnswer, wireQuestions } from "./questionform.js";
 
 // The views call each other only through hooks (hooks.js): this is every
 // function one view asks of another, filled in before anything runs.
@@ -74,6 +76,8 @@ Object.assign(hooks, {
   openPushDialog,
   // gate.js
   offerPush,
+  // questionform.js
+  isFieldQuestion, questionAsk, questionBox, noteQuestionAnswer,
 });
 
 const SENDER_KEY = "agent-bridge-sender";
@@ -247,6 +251,7 @@ async function main() {
   wireSearch();
   wireSchedules();
   wireDeliveries();
+  wireQuestions();
   showRunsLink();
   loadCoordinators();
   // The stream's first connection loads the thread list and the thread.

@@ -63,6 +63,12 @@ export const CONTROL_SENTENCES = {
     const to = (v && v.event && v.event.to) || "all";
     return `scheduled ${id} (${String((v && v.cron) || "")}, ${String((v && v.tz) || "UTC")}) to ${c.name(to)}`;
   },
+  answer: (v) => {
+    if (v && v.action === "decline") return "declined a question";
+    const fields = v && v.fields && typeof v.fields === "object" ? Object.entries(v.fields) : [];
+    const said = fields.map(([k, x]) => `${k} “${Array.isArray(x) ? x.join(", ") : String(x)}”`);
+    return said.length ? `answered a question: ${said.join(", ")}` : "answered a question";
+  },
 };
 
 // describeControl is the sentence for a control event's content (an object,

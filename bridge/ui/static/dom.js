@@ -115,3 +115,10 @@ export function fillIcons(root) {
     if (!span.firstChild) span.append(iconSVG(span.dataset.icon));
   }
 }
+
+// waitText says how long a request that expires at exp (an RFC 3339 time)
+// still waits for its answer.
+export function waitText(exp) {
+  const left = Math.max(0, Math.round((Date.parse(exp) - Date.now()) / 1000));
+  return left > 0 ? `Waits ${left >= 120 ? Math.round(left / 60) + " min" : left + " s"} more for an answer` : "No longer waiting";
+}

@@ -115,6 +115,9 @@ export function renderEvent(v, ev) {
   // that one waits no more is tagged permission too, and asks nothing.
   const request = ev.type === "message" && tags.includes("permission") && !!meta.permission;
   const question = ev.type === "message" && tags.includes("question");
+  // A question with fields (questionform.js) is answered with its form,
+  // not with a reply.
+  const form = question && hooks.isFieldQuestion(ev);
   const body = el("div", "event-body");
   if (meta.private === true) {
     // Private to its sender (an actor's thinking or journal): shown to
@@ -125,6 +128,7 @@ export function renderEvent(v, ev) {
     d.append(renderMarkdown(contentText(ev)));
     body.append(d);
   } else if (request) body.append(hooks.permissionAsk(v, ev));
+  else if (form) body.append(hooks.questionAsk(ev));
   else if (question) body.append(renderMarkdown(contentText(ev).replace(QUESTION_MARK, "")));
   else if (ev.type === "message") body.append(renderMarkdown(contentText(ev)));
   else if (ev.type === "scene.closed") body.textContent = `the scene closed (${contentText(ev)})`;
@@ -132,7 +136,7 @@ export function renderEvent(v, ev) {
   else if (ev.type === "thread.created") body.textContent = `created the thread “${contentText(ev)}”`;
   else if (ev.type === "thread.renamed") body.textContent = `renamed the thread to “${contentText(ev)}”`;
   else body.textContent = `${ev.type}: ${contentText(ev)}`;
-  if (question) body.prepend(el("p", "ask-line", `${senderLabel(v, ev.from).name} asks you:`));
+  if (question) body.prepend(el("p", "ask-line", `${senderLabel(v, author).name} asks you:`));
   node.append(body);
   const files = meta.private === true ? null : hooks.renderAttachments(ev);
   if (files) node.append(files);
@@ -148,7 +152,8 @@ export function renderEvent(v, ev) {
     node.classList.add("asks");
   }
   if (request) hooks.permissionCard(v, ev, node);
-  if (question) {
+  if (form) node.append(hooks.questionBox(v, ev));
+  else if (question) {
     node.append(button("answer-btn btn-primary btn-block", "Answer", () => hooks.answerQuestion(ev), `Answer ${ev.from}'s question`));
   }
   if (node.classList.contains("asks")) markForViewer(node);

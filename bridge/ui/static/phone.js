@@ -9,7 +9,7 @@
 // request still waits. Pairing links are gate.js's.
 
 import * as api from "./api.js";
-import { $, el } from "./dom.js";
+import { $, el, waitText } from "./dom.js";
 import { ui, DEVICE_KEY } from "./shared.js";
 import { hooks } from "./hooks.js";
 
@@ -204,8 +204,7 @@ function paintWaits() {
       continue;
     }
     if (!line) node.append((line = el("div", "permission-wait")));
-    const left = Math.max(0, Math.round((Date.parse(exp) - Date.now()) / 1000));
-    line.textContent = left > 0 ? `Waits ${left >= 120 ? Math.round(left / 60) + " min" : left + " s"} more for an answer` : "No longer waiting";
+    line.textContent = waitText(exp);
   }
 }
 

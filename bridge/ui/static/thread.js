@@ -142,6 +142,7 @@ export function addEvent(v, ev, live) {
   hooks.markGroups(node);
   hooks.notePermissionAnswer(v, ev);
   hooks.paintQuotes(v, ev);
+  hooks.noteQuestionAnswer(v, ev);
   if (v.cursor !== null && ev.seq > v.cursor) node.classList.add("future");
   if ((ev.type === "thread.renamed" || ev.type === "thread.created") && ev.seq === v.last && typeof ev.content === "string") {
     $("thread-title").textContent = ev.content;

@@ -3,8 +3,6 @@ package uitest
 import (
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -24,11 +22,7 @@ func TestPushDeliveriesShown(t *testing.T) {
 	fp := fakepush.Start()
 	defer fp.Close()
 	s := newStack(t)
-	cfg := filepath.Join(s.dir, "bridge.json")
-	if err := os.WriteFile(cfg, []byte(`{"notify":{"allow_private_endpoints":true}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s.serveArgs = []string{"--bridge-config", cfg}
+	s.allowLocalPush()
 	s.startServe()
 	th := s.newThread("pushes")
 	for _, d := range []struct {

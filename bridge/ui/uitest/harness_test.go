@@ -168,7 +168,8 @@ type stack struct {
 	statusURL string
 	// agents are agent entries startCoordinator adds to "fake", by key.
 	agents map[string]any
-	// config are other keys of the coordinator's config (workspaces).
+	// config are other keys of the coordinator's config (workspaces,
+	// permission_timeout_s…).
 	config map[string]any
 }
 
@@ -180,6 +181,17 @@ func newStack(t testing.TB) *stack {
 	addr := testutil.FreeAddr(t)
 	s := &stack{t: t, bin: bridgeBin, fake: fakeBin, dir: dir, addr: addr, url: "http://" + addr, db: filepath.Join(dir, "bridge.db")}
 	return s
+}
+
+// allowLocalPush has serve push to a push service on this machine (the
+// fake one, on http://127.0.0.1), which a bridge refuses by default.
+func (s *stack) allowLocalPush() {
+	s.t.Helper()
+	cfg := filepath.Join(s.dir, "bridge.json")
+	if err := os.WriteFile(cfg, []byte(`{"notify":{"allow_private_endpoints":true}}`), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	s.serveArgs = append(s.serveArgs, "--bridge-config", cfg)
 }
 
 // startServe runs `agent-bridge serve` on the stack's fixed address and
@@ -247,7 +259,11 @@ func (s *stack) startCoordinator() {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		s.t.Fatal(err)
 	}
-	s.coord = startProc(s.t, "coordinator", nil, s.bin, "coordinator", "--config", path, "--state", filepath.Join(s.dir, "coordinator.db"))
+	var env []string
+	if s.token != "" {
+		env = append(env, "BRIDGE_TOKEN="+s.token)
+	}
+	s.coord = startProc(s.t, "coordinator", env, s.bin, "coordinator", "--config", path, "--state", filepath.Join(s.dir, "coordinator.db"))
 	// Following, not only answering: a fresh coordinator starts at the
 	// log's end, so a message posted before it read that end would be
 	// skipped as history.
@@ -544,8 +560,12 @@ func (b *browser) click(what, sel string) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	// Not still while a CSS transition runs (a drawer sliding in or out):
+	// two readings of a moving element in one frame agree, and a drawer
+	// sliding out still takes the taps on what lies under it.
 	box := `(() => { const e = document.querySelector(` + string(q) + `);
 		if (!e || e.disabled || e.offsetParent === null) return "";
+		if (document.getAnimations().some((a) => a instanceof CSSTransition && a.playState === "running")) return "";
 		const r = e.getBoundingClientRect(); return [r.x, r.y, r.width, r.height].join(","); })()`
 	// A click lands where the element was: the page may still move it
 	// (a receipt line drawn above it a moment later), and the click then

@@ -105,24 +105,7 @@ func TestPushOpensTheRequest(t *testing.T) {
 	note, _ := json.Marshal(map[string]any{"category": "permission", "thread": th, "event": reqID,
 		"title": "acpy asks permission: mkdir demo", "body": "acpy asks permission to run mkdir demo",
 		"url": "/ui/threads/" + th + "#event-" + reqID})
-	// The push is delivered again until a notification shows: DevTools
-	// drops one that reaches a worker still starting.
-	deliveries := 0
-	testutil.WaitFor(t, waitTimeout, "the notification shown", func() bool {
-		shown := eval[int](b, `(navigator.serviceWorker.ready.then(r => r.getNotifications()).then(ns => { window.__notes = ns.map(n => ({title: n.title, url: n.data && n.data.url})); }), Array.isArray(window.__notes) ? window.__notes.length : 0)`)
-		if shown > 0 {
-			return true
-		}
-		if deliveries%10 == 0 {
-			b.run("deliver a push", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-				_, err := cdp.Call(ctx, tg, serviceworker.DeliverPushMessage, serviceworker.DeliverPushMessageParams{Origin: s.url, RegistrationID: reg, Data: string(note)})
-				return err
-			}))
-		}
-		deliveries++
-		return false
-	})
-	notes := eval[[]struct{ Title, URL string }](b, `window.__notes`)
+	notes := deliverPush[struct{ Title, URL string }](b, s.url, reg, note, "the notification shown")
 	if len(notes) != 1 || notes[0].Title != "acpy asks permission: mkdir demo" || notes[0].URL != "/ui/threads/"+th+"#event-"+reqID {
 		t.Fatalf("notifications = %+v", notes)
 	}

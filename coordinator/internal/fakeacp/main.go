@@ -9,6 +9,11 @@
 //     FAKE_ACP_LOG remembers it), then an ordinary reply.
 //   - PERMISSION: asks permission for a tool call and replies with the
 //     option it got ("permission: <id>" or "permission: cancelled").
+//   - ELICIT: asks the client a form (elicitation/create) with a required
+//     string field "branch" and an enum field "size" (s, m, l), and
+//     replies with what came back: "elicitation: accept " and the content
+//     as JSON, "elicitation: decline", "elicitation: cancel", or
+//     "elicitation: not offered" when the client offers no forms.
 //   - MAXTOKENS, REFUSAL: ends the turn with that stop reason.
 //   - FS: reads notes.txt in its session folder and a file outside it
 //     through the client's fs capability ("fs: A | B", "refused" for each
@@ -41,6 +46,7 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -59,6 +65,8 @@ type agent struct {
 	next  int
 	cost  float64
 	cwd   string
+	// forms is whether the client offers form elicitation.
+	forms bool
 	// replayed is closed when a replay after a load's answer has ended;
 	// a prompt answers only after it, as a model call outlasts it.
 	replayed chan struct{}
@@ -85,6 +93,11 @@ func (a *agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.Auth
 
 func (a *agent) Initialize(_ context.Context, req acp.InitializeRequest) (acp.InitializeResponse, error) {
 	a.log("initialize", fmt.Sprintf("fs=%v", req.ClientCapabilities.Fs.ReadTextFile))
+	if e := req.ClientCapabilities.Elicitation; e != nil && e.Form != nil {
+		a.mu.Lock()
+		a.forms = true
+		a.mu.Unlock()
+	}
 	if d, err := time.ParseDuration(os.Getenv("FAKE_ACP_INIT_DELAY")); err == nil {
 		time.Sleep(d)
 	}
@@ -260,6 +273,8 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 		return acp.PromptResponse{StopReason: acp.StopReasonRefusal}, nil
 	case strings.Contains(msg, "PERMISSION"):
 		return a.askPermission(ctx, s)
+	case strings.Contains(msg, "ELICIT"):
+		return a.elicit(ctx, s)
 	case strings.Contains(msg, "FS"):
 		return a.readFiles(ctx, s)
 	case strings.Contains(msg, "TOOL"):
@@ -308,6 +323,39 @@ func (a *agent) askPermission(ctx context.Context, s acp.SessionId) (acp.PromptR
 	}
 	a.say(ctx, s, acp.UpdateToolCall("perm-1", acp.WithUpdateStatus(acp.ToolCallStatusCompleted)))
 	a.say(ctx, s, acp.UpdateAgentMessageText("permission: "+got))
+	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
+}
+
+// elicit asks the client a form and says what came back.
+func (a *agent) elicit(ctx context.Context, s acp.SessionId) (acp.PromptResponse, error) {
+	a.mu.Lock()
+	forms := a.forms
+	a.mu.Unlock()
+	got := "not offered"
+	if forms {
+		title := "Deploy"
+		resp, err := a.conn.UnstableCreateElicitation(ctx, acp.UnstableCreateElicitationRequest{Form: &acp.UnstableCreateElicitationForm{
+			Message: "Which branch should I deploy, and how big?",
+			RequestedSchema: acp.UnstableElicitationSchema{Title: &title, Required: []string{"branch"}, Properties: map[string]any{
+				"branch": map[string]any{"type": "string", "title": "Branch", "description": "the git branch"},
+				"size":   map[string]any{"type": "string", "title": "Size", "enum": []string{"s", "m", "l"}},
+			}},
+		}})
+		switch {
+		case ctx.Err() != nil:
+			return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+		case err != nil:
+			got = "error " + err.Error()
+		case resp.Accept != nil:
+			b, _ := json.Marshal(resp.Accept.Content)
+			got = "accept " + string(b)
+		case resp.Decline != nil:
+			got = "decline"
+		case resp.Cancel != nil:
+			got = "cancel"
+		}
+	}
+	a.say(ctx, s, acp.UpdateAgentMessageText("elicitation: "+got))
 	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 }
 
