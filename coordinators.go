@@ -175,10 +175,13 @@ type RegisterResult struct {
 type CoordinatorsResponse struct {
 	Coordinators []CoordinatorInfo   `json:"coordinators"`
 	Agents       map[string][]string `json:"agents"`
-	// ServedEver maps every agent name any registration ever listed to
-	// its client, so that an invite can tell "never served" (stores that
-	// keep claims; nil otherwise).
-	ServedEver map[string]string `json:"served_ever,omitempty"`
+	// ServedEver, asked for with ?served_ever (and ?client), maps the
+	// agent names any registration ever listed that answer for that
+	// participant to their clients, so that an invite can tell "never
+	// served": {} when none ever did. It is null when not asked for, or
+	// when the store keeps no claims (then nobody can tell). Not omitted
+	// when empty: an empty answer is the "never".
+	ServedEver map[string]string `json:"served_ever"`
 }
 
 // CoordinatorStore keeps coordinator registrations. A backend implements

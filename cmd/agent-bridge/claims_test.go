@@ -31,6 +31,10 @@ func TestClaimsRealServe(t *testing.T) {
 	if _, err := c.CreateThread(ctx, agentbridge.CreateThreadRequest{ID: "t1"}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.Append(ctx, "t1", agentbridge.EventInput{Type: agentbridge.TypeControl, From: "user",
+		Content: []byte(`{"invite":{"participant_id":"claude","profile":{"client":"claude","model":"m"}}}`)}, ""); err != nil {
+		t.Fatal(err)
+	}
 	trigger, err := c.Append(ctx, "t1", agentbridge.EventInput{From: "user", Content: []byte(`"@claude hi"`)}, "")
 	if err != nil {
 		t.Fatal(err)

@@ -35,8 +35,15 @@ func trustStack(t *testing.T) (bin, fake string, srv *serveProc, db string, pers
 		t.Skip("builds and runs the real binary")
 	}
 	bin, fake = buildCoordBinaries(t)
-	db = filepath.Join(t.TempDir(), "bridge.db")
-	srv = startServe(t, bin, db)
+	dir := t.TempDir()
+	db = filepath.Join(dir, "bridge.db")
+	// The fake push service the notice test subscribes listens on
+	// 127.0.0.1, which Web Push reaches only when the file allows it.
+	cfg := filepath.Join(dir, "bridge.json")
+	if err := os.WriteFile(cfg, []byte(`{"notify":{"allow_private_endpoints":true}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv = startServe(t, bin, db, "--bridge-config", cfg)
 	return bin, fake, srv, db, client.New(srv.url, client.WithToken(srv.token))
 }
 
