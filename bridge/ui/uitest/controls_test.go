@@ -19,6 +19,11 @@ func TestControlSentences(t *testing.T) {
 	s := newStack(t)
 	s.startServe()
 	th := s.newThread("Controls")
+	// The answer control names a question with fields (an ACP agent's
+	// form, as the coordinator posts it): a message, not a control.
+	question := s.post(th, map[string]any{"from": "bridge-coordinator", "to": "user", "content": "maria asks: Which branch?",
+		"meta": map[string]any{"tags": []string{"coordinator", "question"},
+			"question": map[string]any{"invocation": 1, "message": "Which branch?", "fields": []any{map[string]any{"name": "branch", "type": "string"}}}}})
 	samples := []controlSample{
 		{"invite", map[string]any{"invite": map[string]any{"participant_id": "maria", "profile": map[string]any{"client": "fake", "model": "fake-1", "nickname": "Maria"}}}, "invited maria (Maria, fake / fake-1)"},
 		{"invite", map[string]any{"invite": map[string]any{"participant_id": "sam", "profile": map[string]any{"client": "fake", "model": "fake-1"}}}, "invited sam (fake / fake-1)"},
@@ -40,6 +45,7 @@ func TestControlSentences(t *testing.T) {
 		{"schedule", map[string]any{"schedule": map[string]any{"id": "standup", "cron": "0 9 * * 1-5", "tz": "Europe/Berlin", "event": map[string]any{"to": "maria", "content": "the open PRs"}}}, "scheduled standup (0 9 * * 1-5, Europe/Berlin) to Maria (maria)"},
 		{"schedule", map[string]any{"schedule": map[string]any{"id": "standup", "off": true}}, "turned schedule standup off"},
 		{"pause", map[string]any{"pause": map[string]any{"on": true}}, "paused the thread"},
+		{"answer", map[string]any{"answer": map[string]any{"event": question["id"], "fields": map[string]any{"branch": "main"}}}, "answered a question: branch “main”"},
 	}
 	for _, c := range samples {
 		s.post(th, map[string]any{"type": "control", "from": "user", "content": c.content})
