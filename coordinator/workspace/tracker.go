@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
@@ -79,6 +80,12 @@ func NewTracker(dir string) (*Tracker, error) {
 		return nil, nil
 	}
 	mark := filepath.Join(dir, ".marks")
+	// A process killed while it waited for a mark left that mark file:
+	// a later tracker writing the same name would get no creation event
+	// and wait for it forever. The folder is this tracker's alone.
+	if err := os.RemoveAll(mark); err != nil {
+		return nil, fmt.Errorf("clear the tracker's folder: %w", err)
+	}
 	if err := os.MkdirAll(mark, 0o700); err != nil {
 		return nil, fmt.Errorf("make the tracker's folder: %w", err)
 	}
@@ -245,8 +252,15 @@ func (t *Tracker) Forget(path string) {
 	t.mu.Unlock()
 }
 
+// syncWait bounds sync: the tracker is an optimisation, and a commit
+// that cannot vouch for its list within it stages everything instead of
+// waiting on an event that may never come.
+const syncWait = 10 * time.Second
+
 // sync returns once every event queued before it was recorded.
 func (t *Tracker) sync(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, syncWait)
+	defer cancel()
 	t.mu.Lock()
 	t.seq++
 	name := "m" + strconv.Itoa(t.seq)
@@ -254,10 +268,13 @@ func (t *Tracker) sync(ctx context.Context) error {
 	t.marks[name] = ch
 	t.mu.Unlock()
 	p := filepath.Join(t.mark, name)
-	if err := os.WriteFile(p, nil, 0o600); err != nil {
+	// Made new (O_EXCL): only a file's creation is its mark's event.
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
 		t.dropMark(name)
 		return fmt.Errorf("mark the tracker's queue: %w", err)
 	}
+	f.Close()
 	defer os.Remove(p)
 	select {
 	case <-ch:

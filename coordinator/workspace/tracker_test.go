@@ -108,6 +108,35 @@ func TestTrackerStagesWhatChanged(t *testing.T) {
 	}
 }
 
+// TestTrackerAfterAKill: a coordinator killed while its tracker waited
+// for a mark leaves the mark file in its state folder; the next
+// process's tracker, counting its marks from 1 again, still gets every
+// mark's event (a leftover file would give none, and a commit would wait
+// for it forever).
+func TestTrackerAfterAKill(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the tracker uses inotify")
+	}
+	dir := t.TempDir()
+	mk(t, filepath.Join(dir, ".marks"))
+	for _, name := range []string{"m1", "m2"} {
+		write(t, filepath.Join(dir, ".marks", name), "")
+	}
+	trk, err := NewTracker(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer trk.Close()
+	for i := range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := trk.sync(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("sync %d: %v", i+1, err)
+		}
+	}
+}
+
 func rm(t *testing.T, p string) {
 	t.Helper()
 	if err := os.RemoveAll(p); err != nil {
