@@ -180,6 +180,9 @@ var bins = &testBins{built: map[string]*builtBin{}}
 // it the first time.
 func (b *testBins) build(t *testing.T, pkg string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs a real program; -short leaves it out")
+	}
 	b.mu.Lock()
 	bb, ok := b.built[pkg]
 	if !ok {

@@ -67,10 +67,14 @@ func (s *Server) Run(m *testing.M) int {
 }
 
 // Database creates a fresh, empty database for t and returns its
-// postgres:// URL. It skips t (fails it under CI=true) when PostgreSQL is
-// not installed, and fails it when the server cannot start.
+// postgres:// URL. It skips t under -short, and (failing it under
+// CI=true instead) when PostgreSQL is not installed; it fails t when the
+// server cannot start.
 func (s *Server) Database(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs PostgreSQL; -short leaves it out")
+	}
 	s.once.Do(func() { s.err = s.start() })
 	if s.err != nil {
 		if s.missing && os.Getenv("CI") != "true" {

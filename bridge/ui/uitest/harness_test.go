@@ -76,6 +76,9 @@ func binaries(t testing.TB) (bridgeBin, fakeBin string) {
 // (failing instead under CI, where it must be installed).
 func chromiumPath(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("drives Chromium; -short leaves it out")
+	}
 	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
