@@ -1,31 +1,14 @@
 // panel.js: the thread panel: the thread's state and its switches, the
 // participants with their presence and actions, the scene header and the
-// invite form. Everything here posts control events as the viewer.
+// invite form. Everything here posts control events as the viewer, the
+// other views' too ("control"). It draws the state shared.js loads
+// ("state"), and says when it drew ("panel-drawn").
 
 import * as api from "./api.js";
 import { $, el } from "./dom.js";
-import { ui, sender, inThreadWords } from "./shared.js";
+import { ui, sender, inThreadWords, loadState } from "./shared.js";
 import { partyText } from "./controls.js";
-import { hooks } from "./hooks.js";
-
-export async function refreshState(v) {
-  const req = ++v.stateReq;
-  const at = v.cursor;
-  const q = at === null ? "" : `?at=${at}`;
-  try {
-    const res = await api.get(`/threads/${encodeURIComponent(v.id)}/state${q}`, { signal: v.ctrl.signal });
-    if (v !== ui.view || req !== v.stateReq) return;
-    const st = res.state || {};
-    v.state = st;
-    if (at === null) {
-      v.liveState = st;
-      hooks.refreshSenderLabels(v);
-    }
-    renderPanel(v);
-  } catch (err) {
-    if (v === ui.view && err.name !== "AbortError") showControlError(err.message);
-  }
-}
+import { publish, subscribe } from "./bus.js";
 
 function renderPanel(v) {
   const st = v.state || {};
@@ -66,9 +49,8 @@ function renderPanel(v) {
     prev = li;
   }
   renderScene(v);
-  hooks.renderPresence(v);
   renderRecipients(v);
-  hooks.renderRevision();
+  publish("panel-drawn", { v });
 }
 
 // renderScene shows the thread's scene, if it ever had one, above the
@@ -160,7 +142,7 @@ function renderRecipients(v) {
 }
 
 // control posts a control event as the viewer and reads the state back.
-export async function control(content) {
+async function control(content) {
   const v = ui.view;
   if (!v || v.cursor !== null) return;
   $("control-error").hidden = true;
@@ -169,15 +151,15 @@ export async function control(content) {
     // Stored, but it changes nothing (contract 6.4): say why.
     if (res && res.ignored && v === ui.view) {
       showControlError(res.ignored.reason);
-      document.dispatchEvent(new CustomEvent("control-ignored", { detail: { content, reason: res.ignored.reason } }));
+      publish("control-ignored", { content, reason: res.ignored.reason });
     }
   } catch (err) {
     if (v === ui.view) {
       showControlError(inThreadWords(err.message, v.id));
-      document.dispatchEvent(new CustomEvent("control-ignored", { detail: { content, reason: err.message } }));
+      publish("control-ignored", { content, reason: err.message });
     }
   }
-  if (v === ui.view) refreshState(v);
+  if (v === ui.view) loadState(v);
 }
 
 function showControlError(msg) {
@@ -253,3 +235,6 @@ export function wirePanel() {
     invite();
   });
 }
+
+subscribe("state", ({ v, error }) => (error ? showControlError(error) : renderPanel(v)));
+subscribe("control", ({ content }) => control(content));
