@@ -138,6 +138,108 @@ func TestModuleGraph(t *testing.T) {
 		}
 	}
 	t.Logf("%d view→view routes, %d pairs both ways", routes, len(talkProblems(talk)))
+	// The store's changes (shared.js) are not a view's: a view changes the
+	// state and the views that follow it redraw. Said here, to be seen.
+	via := storeTalk(src)
+	for _, from := range slices.Sorted(maps.Keys(via)) {
+		for _, to := range slices.Sorted(maps.Keys(via[from])) {
+			t.Logf("through the store: %s → %s by %s", from, to, strings.Join(via[from][to], ", "))
+			if talk[from] == nil {
+				talk[from] = map[string][]string{}
+			}
+			talk[from][to] = append(talk[from][to], via[from][to]...)
+		}
+	}
+	for _, p := range talkProblems(talk) {
+		t.Logf("counting the store's changes too, %s", p)
+	}
+}
+
+// storeTalk is who talks to whom through a leaf's function that publishes
+// on the bus (the store's changes: shared.js loadState, setCursor): the
+// view that calls it → each view that subscribes to what it publishes.
+func storeTalk(src map[string]string) map[string]map[string][]string {
+	leaf := func(m string) bool { return slices.Contains(leafModules, m) }
+	// What each leaf function publishes, itself or through another
+	// function of its module it calls.
+	says := map[[2]string][]string{}
+	bodies := map[[2]string]string{}
+	for m, text := range src {
+		if !leaf(m) {
+			continue
+		}
+		for _, loc := range exportFunc.FindAllStringSubmatchIndex(text, -1) {
+			body, _, _ := strings.Cut(text[loc[0]:], "\n}\n")
+			bodies[[2]string{m, text[loc[2]:loc[3]]}] = body
+		}
+		for local, b := range bindings(text) {
+			if b[0] != "bus" || b[1] != "publish" {
+				continue
+			}
+			re := regexp.MustCompile(`(?:^|[^\w.$])` + regexp.QuoteMeta(local) + `\(\s*"([^"]*)"`)
+			for k, body := range bodies {
+				if k[0] != m {
+					continue
+				}
+				for _, c := range re.FindAllStringSubmatch(body, -1) {
+					says[k] = append(says[k], c[1])
+				}
+			}
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for k, body := range bodies {
+			for o, msgs := range says {
+				if o[0] != k[0] || o == k || !regexp.MustCompile(`(?:^|[^\w.$])`+o[1]+`\(`).MatchString(body) {
+					continue
+				}
+				for _, x := range msgs {
+					if !slices.Contains(says[k], x) {
+						says[k] = append(says[k], x)
+						changed = true
+					}
+				}
+			}
+		}
+	}
+	hears := map[string][]string{}
+	for m, text := range src {
+		for local, b := range bindings(text) {
+			if b[0] == "bus" && b[1] == "subscribe" {
+				for _, c := range regexp.MustCompile(`(?:^|[^\w.$])`+regexp.QuoteMeta(local)+`\(\s*"([^"]*)"`).FindAllStringSubmatch(text, -1) {
+					hears[c[1]] = append(hears[c[1]], m)
+				}
+			}
+		}
+	}
+	out := map[string]map[string][]string{}
+	for _, m := range slices.Sorted(maps.Keys(src)) {
+		if leaf(m) || m == "app" {
+			continue
+		}
+		for local, b := range bindings(src[m]) {
+			msgs := says[b]
+			if len(msgs) == 0 || !regexp.MustCompile(`(?:^|[^\w.$])`+regexp.QuoteMeta(local)+`\(`).MatchString(src[m]) {
+				continue
+			}
+			for _, x := range msgs {
+				for _, to := range hears[x] {
+					if to == m || leaf(to) || to == "app" {
+						continue
+					}
+					if out[m] == nil {
+						out[m] = map[string][]string{}
+					}
+					how := fmt.Sprintf("%s.js %s → %q", b[0], b[1], x)
+					if !slices.Contains(out[m][to], how) {
+						out[m][to] = append(out[m][to], how)
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // TestModuleProblems: the check itself finds a cycle among views, a view
@@ -175,6 +277,7 @@ var (
 	messageDecl  = regexp.MustCompile(`(?m)^\s*"?([\w-]+)"?\s*:`)
 	customEvent  = regexp.MustCompile(`new\s+CustomEvent\(\s*"([^"]+)"`)
 	listener     = regexp.MustCompile(`addEventListener\(\s*"([^"]+)"`)
+	exportFunc   = regexp.MustCompile(`(?m)^export\s+(?:async\s+)?function\s+(\w+)`)
 )
 
 // bindings is what a module's import lines bind: local name to the module

@@ -33,7 +33,7 @@ export const MESSAGES = {
   control: "post a control event as the viewer: {content}",
   // panel.js
   "control-ignored": "a control posted from the page changed nothing, or was refused: {content, reason}",
-  "panel-drawn": "the thread panel was drawn from the state: {v}",
+  "panel-drawn": "the thread panel was drawn from the state (its participants listed): {v}",
   // presence.js
   "presence-drawn": "the participants' presence was drawn: {v}",
   // composer.js

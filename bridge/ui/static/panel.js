@@ -42,7 +42,7 @@ function renderPanel(v) {
   let prev = null;
   for (const p of invited) {
     let li = list.querySelector(`.participant[data-id="${CSS.escape(p.id)}"]`);
-    if (!li) li = participantNode(p.id);
+    if (!li) li = participantNode(p.id, v.cursor !== null);
     updateParticipant(li, p, muted.has(p.id));
     const want = prev ? prev.nextSibling : list.firstChild;
     if (want !== li) list.insertBefore(li, want);
@@ -74,7 +74,10 @@ function renderScene(v) {
   $("scene-caps").textContent = `soft cap ${sc.soft_cap} · hard cap ${sc.hard_cap} per actor`;
 }
 
-function participantNode(id) {
+// participantNode is a participant's entry; its buttons are disabled while
+// the thread is viewed as of an earlier version (past), as revision.js
+// disables everything that would post.
+function participantNode(id, past) {
   const li = el("li", "participant");
   li.dataset.id = id;
   const top = el("div", "p-top");
@@ -87,6 +90,7 @@ function participantNode(id) {
   const mk = (label, cls, fn) => {
     const b = el("button", cls, label);
     b.type = "button";
+    b.disabled = past;
     b.addEventListener("click", fn);
     btns.append(b);
     return b;

@@ -48,5 +48,4 @@ export function wireRevision() {
 
 subscribe("opened", renderRevision);
 subscribe("changed", renderRevision);
-subscribe("panel-drawn", renderRevision);
 subscribe("cursor", renderRevision);
