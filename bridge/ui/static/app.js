@@ -1,84 +1,44 @@
 // app.js: the agent-bridge web UI's entry point. One page; the history API
 // routes /ui/threads/{id}. This file wires the page together: it imports
-// every view and hands each the others' functions through hooks.js, since
-// a view imports only leaf modules (api, dom, shared, markdown, controls,
-// hooks), never another view. Each view has its module: threadlist.js (the
-// thread list), thread.js (the open thread and its scrolling), events.js
-// (one event), cards.js (a permission request's card), composer.js,
-// panel.js (state, participants, invite), presence.js, receipts.js,
-// revision.js, stream.js (the tab's stream), notify.js, suggestions.js,
-// phone.js (the installable app: push, deep links), gate.js (signing in:
-// login and pairing links, the sign-in gate), attachments.js (files in the
-// thread), changes.js (a change card), search.js, schedules.js,
-// deliveries.js (what became of each device's pushes), questionform.js (an
-// agent's question with fields as a form), and the Markdown of
-// markdown.js. Untrusted content reaches the page only through textContent
-// or DOMPurify.
+// every view and starts it, since a view imports only leaf modules (api,
+// dom, shared, markdown, controls, bus), never another view, and calls no
+// other view: the views talk through the bus (bus.js), each publishing what
+// happened and subscribing to what it follows. Each view has its module:
+// threadlist.js (the thread list), thread.js (the open thread and its
+// scrolling), events.js (one event), cards.js (a permission request's
+// card), composer.js, panel.js (state, participants, invite), presence.js,
+// receipts.js, revision.js, stream.js (the tab's stream), notify.js,
+// suggestions.js, phone.js (the installable app: push, deep links),
+// gate.js (signing in: login and pairing links, the sign-in gate),
+// attachments.js (files in the thread), changes.js (a change card),
+// search.js, schedules.js, deliveries.js (what became of each device's
+// pushes), questionform.js (an agent's question with fields as a form), and
+// the Markdown of markdown.js. Untrusted content reaches the page only
+// through textContent or DOMPurify.
 
 import * as api from "./api.js";
 import { $, fillIcons } from "./dom.js";
 import { ui, sender, DEVICE_KEY } from "./shared.js";
-import { hooks } from "./hooks.js";
-import { createThread, renderThreads, flushRead, loadThreads, noteThread, markRead } from "./threadlist.js";
-import { openThread, routeID, wireScrolling, navigate, addEvent, loadOlder, scrollToBottom, showEvent } from "./thread.js";
-import { markQuestions, renderEvent, markGroups, notePartyReply, paintQuotes, refreshSenderLabels, senderLabel } from "./events.js";
-import { permissionAsk, permissionCard, notePermissionAnswer, repaintAnswers } from "./cards.js";
-import { paintReceipts, paintRunning, loadReceipts, onReceipt } from "./receipts.js";
-import { loadPresence, onPresence, markStale, renderPresence } from "./presence.js";
-import { wireComposer, setReply, answerQuestion, showComposerError } from "./composer.js";
-import { wirePanel, control, refreshState } from "./panel.js";
-import { wireRevision, renderRevision } from "./revision.js";
+import { createThread, renderThreads, flushRead } from "./threadlist.js";
+import { openThread, routeID, wireScrolling, navigate } from "./thread.js";
+import { markQuestions } from "./events.js";
+import "./cards.js";
+import { paintAllReceipts } from "./receipts.js";
+import "./presence.js";
+import { wireComposer } from "./composer.js";
+import { wirePanel } from "./panel.js";
+import { wireRevision } from "./revision.js";
 import { startStream, onVisibility, setConn } from "./stream.js";
-import { wireNotifications, maybeNotify, notifyEnabled } from "./notify.js";
+import { wireNotifications } from "./notify.js";
 import { wireSuggestions } from "./suggestions.js";
-import { wirePhone, openPushDialog } from "./phone.js";
-import { wireGate, redeemLoginLink, redeemPairing, offerPush } from "./gate.js";
-import { wireAttachments, renderAttachments, renderPending, pendingAttachments, clearAttachments } from "./attachments.js";
-import { changeCard, noteChangeResult } from "./changes.js";
+import { wirePhone, wirePushOffer } from "./phone.js";
+import { wireGate, redeemLoginLink, redeemPairing } from "./gate.js";
+import { wireAttachments } from "./attachments.js";
+import "./changes.js";
 import { wireSearch } from "./search.js";
-import { wireSchedules, loadSchedules } from "./schedules.js";
+import { wireSchedules } from "./schedules.js";
 import { wireDeliveries } from "./deliveries.js";
-import { isFieldQuestion, questionAsk, questionBox, noteQuestionAnswer, wireQuestions } from "./questionform.js";
-
-// The views call each other only through hooks (hooks.js): this is every
-// function one view asks of another, filled in before anything runs.
-Object.assign(hooks, {
-  // threadlist.js
-  loadThreads, noteThread, markRead, renderThreads,
-  // thread.js
-  openThread, routeID, navigate, addEvent, loadOlder, scrollToBottom, showEvent,
-  // events.js
-  renderEvent, markGroups, notePartyReply, paintQuotes, refreshSenderLabels, senderLabel,
-  // cards.js
-  permissionAsk, permissionCard, notePermissionAnswer, repaintAnswers,
-  // receipts.js
-  paintReceipts, paintRunning, loadReceipts, onReceipt,
-  // presence.js
-  loadPresence, onPresence, markStale, renderPresence,
-  // composer.js
-  setReply, answerQuestion, showComposerError,
-  // panel.js
-  control,
-  // revision.js
-  renderRevision,
-  // changes.js
-  changeCard, noteChangeResult,
-  // notify.js
-  maybeNotify, notifyEnabled,
-  // panel.js, then the thread's schedules (schedules.js) with its state
-  refreshState: async (v) => {
-    await refreshState(v);
-    loadSchedules(v);
-  },
-  // attachments.js
-  renderAttachments, renderPending, pendingAttachments, clearAttachments,
-  // phone.js
-  openPushDialog,
-  // gate.js
-  offerPush,
-  // questionform.js
-  isFieldQuestion, questionAsk, questionBox, noteQuestionAnswer,
-});
+import { wireQuestions } from "./questionform.js";
 
 const SENDER_KEY = "agent-bridge-sender";
 
@@ -95,8 +55,7 @@ async function showRunsLink() {
       a.href = ui.coordinatorURL + "/";
       a.hidden = false;
       // Receipts drawn before this answer get their run links now.
-      const v = ui.view;
-      if (v) for (const id of v.receipts.keys()) paintReceipts(v, id);
+      if (ui.view) paintAllReceipts(ui.view);
     }
   } catch {
     // No link then.
@@ -115,8 +74,7 @@ async function loadCoordinators() {
       if (typeof c.status_url === "string" && /^https?:\/\//.test(c.status_url)) urls.set(c.id, c.status_url.replace(/\/+$/, ""));
     }
     ui.coordinatorURLs = urls;
-    const v = ui.view;
-    if (v) for (const id of v.receipts.keys()) paintReceipts(v, id);
+    if (ui.view) paintAllReceipts(ui.view);
   } catch {
     // The links fall back to --coordinator-url.
   }
@@ -204,13 +162,21 @@ function wire() {
   $("new-thread").addEventListener("submit", async (e) => {
     e.preventDefault();
     try {
-      await createThread($("new-thread-name").value.trim());
+      const id = await createThread($("new-thread-name").value.trim());
       $("new-thread-name").value = "";
+      navigate(id);
     } catch (err) {
       setConn("error: " + err.message);
     }
   });
   $("thread-search").addEventListener("input", renderThreads);
+  // A thread in the list is a link: a plain tap opens it in the page.
+  $("thread-list").addEventListener("click", (e) => {
+    const a = e.target.closest("a.thread-link");
+    if (!a || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey) return;
+    e.preventDefault();
+    navigate(a.closest(".thread-item").dataset.id);
+  });
 
   $("rename-btn").addEventListener("click", startRename);
   $("rename-cancel").addEventListener("click", () => $("rename-dialog").close());
@@ -234,6 +200,7 @@ function wire() {
 async function main() {
   fillIcons(document);
   wireGate();
+  wirePushOffer();
   // A login or pairing link signs this browser in before the first request.
   await redeemLoginLink();
   await redeemPairing();

@@ -6,24 +6,19 @@
 // the message that names them is sent. A message's files are shown under
 // it: images inline, anything else as a chip that downloads it. The bridge
 // sniffed each file's type from its bytes and serves it with nosniff and
-// a sandboxing policy, so an <img> of it can only ever be an image.
+// a sandboxing policy, so an <img> of it can only ever be an image. The
+// files waiting are the open thread's (v.files), which the composer sends
+// (shared.js pendingFiles) and forgets once sent ("sent"); a message's
+// files are a part of its event (events.js asks for them: "parts").
 
 import * as api from "./api.js";
 import { $, el, button } from "./dom.js";
 import { ui } from "./shared.js";
+import { subscribe } from "./bus.js";
 
 // INLINE are the types shown as pictures in the thread: the raster images
 // the bridge's sniffer recognises.
 const INLINE = ["image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "image/x-icon", "image/avif"];
-
-// pending holds each view's files waiting to be sent: {name, file, att,
-// error}, att being the bridge's answer once the upload is done.
-const pending = new WeakMap();
-
-function filesOf(v) {
-  if (!pending.has(v)) pending.set(v, []);
-  return pending.get(v);
-}
 
 // size writes a byte count for people: "812 bytes", "48 KB", "3.2 MB".
 export function size(n) {
@@ -40,7 +35,7 @@ async function addFiles(list) {
   if (!v || v.cursor !== null) return;
   for (const file of Array.from(list)) {
     const item = { name: file.name || pastedName(file.type), att: null, error: "" };
-    filesOf(v).push(item);
+    v.files.push(item);
     renderPending();
     try {
       const path = `/threads/${encodeURIComponent(v.id)}/attachments?name=${encodeURIComponent(item.name)}`;
@@ -60,9 +55,9 @@ function pastedName(type) {
 
 // renderPending draws the open thread's waiting files as chips, each with
 // a button that takes it out.
-export function renderPending() {
+function renderPending() {
   const list = $("attach-list");
-  const items = ui.view ? filesOf(ui.view) : [];
+  const items = ui.view ? ui.view.files : [];
   list.replaceChildren(
     ...items.map((it) => {
       const li = el("li", "attach-chip" + (it.error ? " failed" : it.att ? "" : " uploading"));
@@ -75,7 +70,7 @@ export function renderPending() {
       const what = it.error ? `${it.name}: ${it.error}` : it.att ? `${it.name} · ${size(it.att.size)}` : `${it.name} · uploading…`;
       li.append(el("span", "attach-name", what));
       li.append(button("attach-remove", "×", () => {
-        const all = filesOf(ui.view);
+        const all = ui.view.files;
         all.splice(all.indexOf(it), 1);
         renderPending();
       }, `Do not send ${it.name}`));
@@ -85,16 +80,9 @@ export function renderPending() {
   list.hidden = items.length === 0;
 }
 
-// pendingAttachments is what the composer sends: the uploaded files as
-// meta.attachments wants them, and whether one is still uploading.
-export function pendingAttachments() {
-  const items = ui.view ? filesOf(ui.view) : [];
-  return { ready: items.filter((it) => it.att).map((it) => it.att), busy: items.some((it) => !it.att && !it.error) };
-}
-
-// clearAttachments forgets the open thread's waiting files, once sent.
-export function clearAttachments() {
-  if (ui.view) pending.set(ui.view, []);
+// clearAttachments forgets v's waiting files, once sent.
+function clearAttachments(v) {
+  v.files = [];
   renderPending();
 }
 
@@ -105,7 +93,7 @@ const fileURL = (a) => "/attachments/" + a.id;
 // renderAttachments is the files an event names, to show under it: an
 // image as itself (a tap opens it whole), anything else as a chip that
 // downloads it; null when it names none.
-export function renderAttachments(ev) {
+function renderAttachments(ev) {
   const list = ev.meta && Array.isArray(ev.meta.attachments) ? ev.meta.attachments : [];
   const files = list.filter((a) => a && typeof a.id === "string" && /^sha256:[0-9a-f]{64}$/.test(a.id));
   if (!files.length) return null;
@@ -168,3 +156,7 @@ export function wireAttachments() {
     addFiles(e.dataTransfer.files);
   });
 }
+
+subscribe("opened", renderPending);
+subscribe("sent", ({ v }) => clearAttachments(v));
+subscribe("parts", (d) => (d.files = renderAttachments(d.ev)));

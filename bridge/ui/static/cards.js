@@ -6,12 +6,14 @@
 // "Details". Once answered, the card says how: the first answer that took
 // effect, or the coordinator's notice that the request waits no more,
 // whichever came first — later answers change nothing, so they change
-// nothing here either, after a reload and in every browser alike.
+// nothing here either, after a reload and in every browser alike. The
+// card is a part of the request's event (events.js asks for it: "parts");
+// a tap posts the answer through the panel ("control").
 
 import { el, button } from "./dom.js";
-import { ui, contentText, threadName } from "./shared.js";
+import { ui, contentText, threadName, senderLabel } from "./shared.js";
 import { renderMarkdown } from "./markdown.js";
-import { hooks } from "./hooks.js";
+import { publish, subscribe } from "./bus.js";
 
 // WANTS says what an agent asks to do, per ACP tool kind.
 const WANTS = {
@@ -49,12 +51,12 @@ function optionsOf(ev) {
 function asker(v, ev) {
   const p = ev.meta && ev.meta.participant;
   const id = typeof p === "string" && p ? p : ev.from;
-  return hooks.senderLabel(v, id).name;
+  return senderLabel(v, id).name;
 }
 
 // permissionAsk is the request's sentence, the event's body: who wants
 // to do what.
-export function permissionAsk(v, ev) {
+function permissionAsk(v, ev) {
   const call = requestOf(ev).tool_call || {};
   const wants = WANTS[call.kind] || "wants to use a tool";
   return el("p", "ask-line", `${asker(v, ev)} ${wants}${call.title ? ":" : "."}`);
@@ -65,10 +67,10 @@ function shellWord(s) {
   return /^[A-Za-z0-9._@:/-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-// permissionCard appends the request's card to node: the tool call in a
+// permissionCard is the request's card, for node: the tool call in a
 // code block, one button per option (shown to the person it is addressed
 // to), the details, and the answer once there is one.
-export function permissionCard(v, ev, node) {
+function permissionCard(v, ev, node) {
   const call = requestOf(ev).tool_call || {};
   const box = el("div", "permission");
   if (call.title) {
@@ -81,15 +83,15 @@ export function permissionCard(v, ev, node) {
     const kind = String(o.kind || "").replace(/[^a-z_]/g, "");
     const primary = kind.startsWith("allow") ? " btn-primary" : "";
     const b = button(`permission-option btn-block kind-${kind}${primary}`, String(o.name || o.id), () => {
-      hooks.control({ permission: { event: ev.id, option: o.id } });
+      publish("control", { content: { permission: { event: ev.id, option: o.id } } });
     });
     b.dataset.option = o.id;
     row.append(b);
   }
   box.append(row, details(v, ev, call));
-  node.append(box);
   const answer = v.permissionAnswers.get(ev.id);
-  if (answer) markAnswered(v, node, ev, answer);
+  if (answer) markAnswered(v, node, ev, answer, box);
+  return box;
 }
 
 // details holds what a person rarely needs: the tool's kind, each option's
@@ -125,7 +127,7 @@ function details(v, ev, call) {
 // refuses the later (already_answered), and the coordinator reads no
 // answer after its notice. Events arrive out of order (an older page loads
 // after newer ones), so the earliest by seq wins, not the first seen.
-export function notePermissionAnswer(v, ev) {
+function notePermissionAnswer(v, ev) {
   const answer = permissionAnswerOf(ev);
   if (!answer) return;
   const old = v.permissionAnswers.get(answer.event);
@@ -167,15 +169,16 @@ function permissionAnswerOf(ev) {
 function answerText(v, req, answer) {
   if (answer.closed !== undefined) return `No longer waiting: ${answer.closed}`;
   const o = optionsOf(req).find((x) => x.id === answer.option);
-  const who = hooks.senderLabel(v, answer.from).name;
+  const who = senderLabel(v, answer.from).name;
   const chose = o && CHOSE[o.kind];
   if (chose) return `${chose} by ${who} (“${o.name || o.id}”)`;
   return `${who} chose “${(o && o.name) || answer.option}”`;
 }
 
-function markAnswered(v, node, req, answer) {
+// markAnswered says how the request of node was answered, in its card
+// (box, which may not be in node yet).
+function markAnswered(v, node, req, answer, box = node.querySelector(".permission")) {
   node.classList.add("answered");
-  const box = node.querySelector(".permission");
   if (!box) return;
   let line = box.querySelector(".permission-answer");
   if (!line) box.querySelector(".permission-options").after((line = el("p", "permission-answer")));
@@ -184,10 +187,20 @@ function markAnswered(v, node, req, answer) {
 
 // repaintAnswers redraws each answered request's sentence once the
 // participants' names are known.
-export function repaintAnswers(v) {
+function repaintAnswers(v) {
   for (const [id, answer] of v.permissionAnswers) {
     const node = v.nodes.get(v.byID.get(id));
     const req = v.events.get(v.byID.get(id));
     if (node && req) markAnswered(v, node, req, answer);
   }
 }
+
+subscribe("parts", (d) => {
+  const { v, ev, node } = d;
+  const tags = ev.meta && Array.isArray(ev.meta.tags) ? ev.meta.tags : [];
+  if (ev.type !== "message" || !tags.includes("permission") || !ev.meta.permission) return;
+  d.ask = permissionAsk(v, ev);
+  d.card = permissionCard(v, ev, node);
+});
+subscribe("added", ({ v, ev }) => notePermissionAnswer(v, ev));
+subscribe("state", ({ v, live }) => live && repaintAnswers(v));

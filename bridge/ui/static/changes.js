@@ -5,9 +5,11 @@
 // rendered by the vendored diff2html), and Merge and Discard, which post a
 // person's change control. The coordinator's notice answering it
 // (meta.change_result) marks the participant's cards merged or discarded,
-// or says why it was refused. Every button is at least 44 px tall.
+// or says why it was refused. Every button is at least 44 px tall. The card
+// is a part of the reply's event (events.js asks for it: "parts"); Merge
+// and Discard post through the panel ("control").
 import { el, button } from "./dom.js";
-import { hooks } from "./hooks.js";
+import { publish, subscribe } from "./bus.js";
 import { html as diffHTML } from "./vendor/diff2html.js";
 import DOMPurify from "./vendor/purify.es.js";
 
@@ -29,7 +31,7 @@ const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
 
 // changeCard returns the card of reply ev's change, or null when it has
 // none.
-export function changeCard(v, ev) {
+function changeCard(v, ev) {
   const ch = ev.meta && ev.meta.change;
   if (!ch || !Array.isArray(ch.files)) return null;
   style();
@@ -51,7 +53,7 @@ export function changeCard(v, ev) {
   const actions = el("div", "change-actions");
   const diff = button("change-show", "Show the diff", () => toggleDiff(ch, view, diff), "Show what changed, line by line");
   if (!ch.diff) diff.disabled = true;
-  const merge = button("change-merge", "Merge", () => hooks.control({ change: { merge: { participant: ev.from } } }), `Merge ${ev.from}'s branch into ${ch.base}`);
+  const merge = button("change-merge", "Merge", () => publish("control", { content: { change: { merge: { participant: ev.from } } } }), `Merge ${ev.from}'s branch into ${ch.base}`);
   const discard = button("change-discard", "Discard", () => confirmDiscard(ev.from, discard), `Drop ${ev.from}'s branch`);
   actions.append(diff, merge, discard);
   card.append(actions, view, el("p", "change-state"));
@@ -69,7 +71,7 @@ function confirmDiscard(participant, btn) {
   }
   btn.dataset.armed = "";
   btn.textContent = "Discard";
-  hooks.control({ change: { discard: { participant } } });
+  publish("control", { content: { change: { discard: { participant } } } });
 }
 
 // toggleDiff opens the change's diff, read once from its attachment.
@@ -111,7 +113,7 @@ function markCard(card, r) {
 
 // noteChangeResult records the coordinator's notice answering a change
 // control and marks the participant's earlier cards.
-export function noteChangeResult(v, ev) {
+function noteChangeResult(v, ev) {
   const r = ev.meta && ev.meta.change_result;
   if (!r || !r.participant) return;
   if (!v.changeResults) v.changeResults = new Map();
@@ -120,3 +122,9 @@ export function noteChangeResult(v, ev) {
     if (Number(card.dataset.seq) < ev.seq) markCard(card, r);
   }
 }
+
+subscribe("parts", (d) => {
+  const meta = d.ev.meta || {};
+  if (meta.change) d.change = changeCard(d.v, d.ev);
+  if (meta.change_result) noteChangeResult(d.v, d.ev);
+});

@@ -1,18 +1,20 @@
 // composer.js: writing to the thread: the recipient, @-completion of
-// invited ids and nicknames, Enter to send, replies and answers.
+// invited ids and nicknames, Enter to send, replies and answers (a message's
+// Reply and a question's Answer: "reply", "answer"), the files attachments.js
+// keeps waiting, and the thread's errors ("thread-error").
 
 import * as api from "./api.js";
 import { $, el } from "./dom.js";
-import { ui, sender, contentText, inThreadWords } from "./shared.js";
-import { hooks } from "./hooks.js";
+import { ui, sender, contentText, inThreadWords, scrollToBottom, pendingFiles } from "./shared.js";
+import { publish, subscribe } from "./bus.js";
 
-export function showComposerError(msg) {
+function showComposerError(msg) {
   const e = $("composer-error");
   e.textContent = msg;
   e.hidden = !msg;
 }
 
-export function setReply(ev) {
+function setReply(ev) {
   if (ui.view) ui.view.replyTo = ev ? ev.id : null;
   $("reply-indicator").hidden = !ev;
   $("reply-text").textContent = ev ? `Replying to ${ev.from}: ${contentText(ev).slice(0, 80)}` : "";
@@ -20,7 +22,7 @@ export function setReply(ev) {
 }
 
 // answerQuestion replies to an agent's question, addressed to the asker.
-export function answerQuestion(ev) {
+function answerQuestion(ev) {
   setReply(ev);
   const sel = $("to-select");
   if (Array.from(sel.options).some((o) => o.value === ev.from)) sel.value = ev.from;
@@ -31,7 +33,7 @@ async function send() {
   if (!v || v.cursor !== null) return;
   const input = $("message-input");
   const text = input.value;
-  const files = hooks.pendingAttachments();
+  const files = pendingFiles(v);
   if (files.busy) return showComposerError("A file is still uploading; send once it is done.");
   if (!text.trim() && !files.ready.length) return;
   const body = { from: sender(), to: $("to-select").value || "all", content: text.trim() ? text : files.ready.map((f) => f.name).join(", ") };
@@ -42,12 +44,12 @@ async function send() {
   // bottom now, not when the answer comes, which may be after the event
   // and after the viewer scrolled elsewhere.
   v.stick = true;
-  hooks.scrollToBottom();
+  scrollToBottom();
   try {
     const res = await api.post(`/threads/${encodeURIComponent(v.id)}/events`, body, { signal: v.ctrl.signal });
     if (v !== ui.view) return;
     input.value = "";
-    hooks.clearAttachments();
+    publish("sent", { v });
     // Stored, but it wakes nobody (contract 6.4): say why, as the CLI does.
     showComposerError(res && res.ignored ? res.ignored.reason : "");
     setReply(null);
@@ -153,3 +155,8 @@ export function wireComposer() {
   $("message-input").addEventListener("blur", hideMention);
   $("reply-cancel").addEventListener("click", () => setReply(null));
 }
+
+subscribe("opened", () => setReply(null));
+subscribe("reply", ({ ev }) => setReply(ev));
+subscribe("answer", ({ ev }) => answerQuestion(ev));
+subscribe("thread-error", ({ message }) => showComposerError(message));

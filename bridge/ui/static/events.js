@@ -1,13 +1,16 @@
-// events.js: one event as a node of the thread. Messages are Markdown
-// (markdown.js), controls one sentence (controls.js), private events
-// collapsed, a permission request a card (cards.js); a day's first event
-// carries the date separator and a party round's replies form a group.
+// events.js: one event as a node of the thread, drawn when thread.js asks
+// ("draw"). Messages are Markdown (markdown.js), controls one sentence
+// (controls.js), private events collapsed; a day's first event carries the
+// date separator and a party round's replies form a group. The parts other
+// modules own (a permission request's card, a question's form, a change's
+// card, the files, the receipts) they add when asked ("parts"), and events.js
+// lays them out.
 
 import { el, button, icon, dayKey, dayLabel, timeOf, fullTime } from "./dom.js";
-import { sender, contentText } from "./shared.js";
+import { sender, contentText, senderLabel, partyRound } from "./shared.js";
 import { renderMarkdown } from "./markdown.js";
 import { describeControl } from "./controls.js";
-import { hooks } from "./hooks.js";
+import { publish, subscribe } from "./bus.js";
 
 const BADGES = ["coordinator", "error", "loop-guard", "clarification", "party", "question", "permission"];
 
@@ -15,43 +18,9 @@ const BADGES = ["coordinator", "error", "loop-guard", "clarification", "party", 
 // 5.2): the card says "asks you:" instead.
 const QUESTION_MARK = /^[ \t]*\[USER QUESTION\]:[ \t]*/m;
 
-function profileOf(v, id) {
-  const st = v.liveState || v.state;
-  const inv = st && st.participants && (st.participants.invited || []).find((p) => p.id === id);
-  return inv ? inv.profile || {} : null;
-}
-
-// senderLabel is a participant's display name (nickname and id) and its
-// client / model, as far as the thread's state says.
-export function senderLabel(v, id) {
-  const p = profileOf(v, id);
-  if (!p) return { name: id, detail: "" };
-  const name = p.nickname ? `${p.nickname} (${id})` : id;
-  const detail = [p.client, p.model].filter(Boolean).join(" / ");
-  return { name, detail };
-}
-
-// partyRound returns meta.party of a party reply ({round, trigger}) or null.
-function partyRound(meta) {
-  const p = meta && meta.party;
-  return p && typeof p === "object" && (p.round === 1 || p.round === 2) && typeof p.trigger === "string" ? p : null;
-}
-
-// notePartyReply records which round a party reply answered, so the
-// trigger's receipt can say "replied in round 1" when round 2 passed.
-export function notePartyReply(v, ev) {
-  const p = partyRound(ev.meta);
-  if (!p || ev.type !== "message") return;
-  let m = v.party.get(p.trigger);
-  if (!m) v.party.set(p.trigger, (m = new Map()));
-  if (!m.has(ev.from)) m.set(ev.from, new Set());
-  m.get(ev.from).add(p.round);
-  hooks.paintReceipts(v, p.trigger);
-}
-
 // markGroups marks where a day starts (the date separator) and where a
 // party round's group starts, for node and the node after it.
-export function markGroups(node) {
+function markGroups(node) {
   for (const n of [node, node.nextElementSibling]) {
     if (!n) continue;
     const prev = n.previousElementSibling;
@@ -64,7 +33,7 @@ export function markGroups(node) {
 // rather than an agent's reply that the coordinator posted for it.
 const isNotice = (ev, tags) => tags.includes("coordinator") && (!ev.meta || !ev.meta.via || ev.meta.via === ev.from);
 
-export function renderEvent(v, ev) {
+function renderEvent(v, ev) {
   const meta = ev.meta || {};
   const tags = Array.isArray(meta.tags) ? meta.tags : [];
   const node = el("article", "event type-" + String(ev.type).replace(/[^a-z0-9_-]/g, "-"));
@@ -102,7 +71,7 @@ export function renderEvent(v, ev) {
   time.title = `${fullTime(ev.ts)} · version ${ev.seq}`;
   head.append(whoBox, time);
   if (ev.type === "message") {
-    const reply = button("reply-btn btn-quiet btn-icon", "", () => hooks.setReply(ev));
+    const reply = button("reply-btn btn-quiet btn-icon", "", () => publish("reply", { ev }));
     reply.append(icon("reply"));
     reply.setAttribute("aria-label", "Reply");
     reply.title = "Reply to this message";
@@ -115,9 +84,12 @@ export function renderEvent(v, ev) {
   // that one waits no more is tagged permission too, and asks nothing.
   const request = ev.type === "message" && tags.includes("permission") && !!meta.permission;
   const question = ev.type === "message" && tags.includes("question");
-  // A question with fields (questionform.js) is answered with its form,
-  // not with a reply.
-  const form = question && hooks.isFieldQuestion(ev);
+  // The other modules' parts: the request's sentence and card (cards.js),
+  // a question with fields' words and form (questionform.js: such a
+  // question is answered with its form, not with a reply), the change's
+  // card (changes.js), the files (attachments.js).
+  const parts = { v, ev, node, ask: null, card: null, form: null, change: null, files: null };
+  publish("parts", parts);
   const body = el("div", "event-body");
   if (meta.private === true) {
     // Private to its sender (an actor's thinking or journal): shown to
@@ -127,8 +99,7 @@ export function renderEvent(v, ev) {
     d.append(el("summary", "", `private ${ev.type} of ${ev.from}`));
     d.append(renderMarkdown(contentText(ev)));
     body.append(d);
-  } else if (request) body.append(hooks.permissionAsk(v, ev));
-  else if (form) body.append(hooks.questionAsk(ev));
+  } else if (parts.ask) body.append(parts.ask);
   else if (question) body.append(renderMarkdown(contentText(ev).replace(QUESTION_MARK, "")));
   else if (ev.type === "message") body.append(renderMarkdown(contentText(ev)));
   else if (ev.type === "scene.closed") body.textContent = `the scene closed (${contentText(ev)})`;
@@ -138,38 +109,35 @@ export function renderEvent(v, ev) {
   else body.textContent = `${ev.type}: ${contentText(ev)}`;
   if (question) body.prepend(el("p", "ask-line", `${senderLabel(v, author).name} asks you:`));
   node.append(body);
-  const files = meta.private === true ? null : hooks.renderAttachments(ev);
-  if (files) node.append(files);
-  if (meta.change) {
-    const card = hooks.changeCard(v, ev);
-    if (card) node.append(card);
-  }
-  if (meta.change_result) hooks.noteChangeResult(v, ev);
+  if (parts.files && meta.private !== true) node.append(parts.files);
+  if (parts.change) node.append(parts.change);
   if (request || question) {
     // An agent's [USER QUESTION] or permission request waits for the
     // person it is addressed to.
     node.dataset.to = ev.to || "all";
     node.classList.add("asks");
   }
-  if (request) hooks.permissionCard(v, ev, node);
-  if (form) node.append(hooks.questionBox(v, ev));
+  if (parts.card) node.append(parts.card);
+  if (parts.form) node.append(parts.form);
   else if (question) {
-    node.append(button("answer-btn btn-primary btn-block", "Answer", () => hooks.answerQuestion(ev), `Answer ${ev.from}'s question`));
+    node.append(button("answer-btn btn-primary btn-block", "Answer", () => publish("answer", { ev }), `Answer ${ev.from}'s question`));
   }
   if (node.classList.contains("asks")) markForViewer(node);
   if (ev.type === "message" || ev.type === "control") {
     const box = el("div", "receipts");
     box.hidden = true;
     node.append(box);
-    if (ev.id) hooks.paintReceipts(v, ev.id, box);
   }
   return node;
 }
 
 // replyQuote is the message an event answers, quoted by its sender and
-// first line; a tap shows it. Until that message is loaded it says so.
+// first line; a tap shows it (thread.js follows the link). Until that
+// message is loaded it says so.
 function replyQuote(v, id) {
-  const b = button("reply-link", "", () => hooks.showEvent(v, id), "Show the message this replies to");
+  const b = el("button", "reply-link");
+  b.type = "button";
+  b.title = "Show the message this replies to";
   b.dataset.replyTo = id;
   paintQuote(v, b);
   return b;
@@ -177,7 +145,7 @@ function replyQuote(v, id) {
 
 // paintQuotes redraws the quotes of ev: it may be loaded after the
 // messages that answer it (an older page).
-export function paintQuotes(v, ev) {
+function paintQuotes(v, ev) {
   if (!ev.id) return;
   for (const b of document.querySelectorAll(`#event-list .reply-link[data-reply-to="${CSS.escape(ev.id)}"]`)) paintQuote(v, b);
 }
@@ -210,7 +178,7 @@ function controlContext(v) {
 
 // markForViewer highlights a question or permission request addressed to
 // the viewer (sender()): only they get its buttons.
-export function markForViewer(node) {
+function markForViewer(node) {
   node.classList.toggle("question-for-me", node.dataset.to === sender());
 }
 
@@ -219,17 +187,16 @@ export function markQuestions() {
 }
 
 // refreshSenderLabels updates names and profiles once the participant list
-// is known, touching only the label nodes, and redraws the receipts, the
-// quotes and the control sentences, which name participants too.
-export function refreshSenderLabels(v) {
+// is known, touching only the label nodes, and redraws the quotes and the
+// control sentences, which name participants too (the receipts and the
+// answers to requests follow "state" themselves).
+function refreshSenderLabels(v) {
   for (const span of document.querySelectorAll("#event-list .sender, #event-list .profile")) {
     const who = senderLabel(v, span.dataset.from);
     const text = span.classList.contains("sender") ? who.name : who.detail;
     if (span.textContent !== text) span.textContent = text;
   }
-  for (const id of v.receipts.keys()) hooks.paintReceipts(v, id);
   for (const b of document.querySelectorAll("#event-list .reply-link")) paintQuote(v, b);
-  hooks.repaintAnswers(v);
   const ctx = controlContext(v);
   for (const node of document.querySelectorAll("#event-list .event.type-control")) {
     const ev = v.events.get(Number(node.dataset.seq));
@@ -239,3 +206,10 @@ export function refreshSenderLabels(v) {
     if (body.textContent !== text) body.textContent = text;
   }
 }
+
+subscribe("draw", (d) => (d.node = renderEvent(d.v, d.ev)));
+subscribe("added", ({ v, ev, node }) => {
+  markGroups(node);
+  paintQuotes(v, ev);
+});
+subscribe("state", ({ v, live }) => live && refreshSenderLabels(v));

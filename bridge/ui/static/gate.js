@@ -6,12 +6,11 @@
 // sign-in and a first visit without one each get a page of their own
 // (the sign-in gate, #token-dialog) that says so in a sentence and names
 // the command that makes a new link. A paired phone is greeted with the
-// next step, notifications.
+// next step, notifications (its button is phone.js's).
 
 import * as api from "./api.js";
 import { $, el } from "./dom.js";
 import { DEVICE_KEY } from "./shared.js";
-import { hooks } from "./hooks.js";
 
 // NEXT are the ways to a new sign-in, by where the person is.
 const NEXT = {
@@ -131,14 +130,4 @@ export function wireGate() {
     $("token-input").value = "";
   });
   $("pair-done").addEventListener("click", () => $("pair-dialog").close());
-  $("pair-push").addEventListener("click", () => {
-    $("pair-dialog").close();
-    hooks.openPushDialog();
-  });
-}
-
-// offerPush shows the greeting's notifications button once the page knows
-// this browser can receive them.
-export function offerPush(can) {
-  $("pair-push").hidden = !can;
 }

@@ -2,21 +2,18 @@
 // request addressed to the viewer arrives while the page is hidden, once
 // the viewer has allowed notifications (the "Notify me" button; a browser
 // only asks after a click). With notifications allowed, a hidden tab keeps
-// its stream (stream.js), since it has something to listen for.
+// its stream (stream.js), since it has something to listen for. It
+// follows the stream ("message"); a tap on a notification opens its thread
+// ("navigate").
 
 import { $ } from "./dom.js";
-import { sender, threadName } from "./shared.js";
-import { hooks } from "./hooks.js";
-
-// notifyEnabled is whether the viewer allowed notifications.
-export function notifyEnabled() {
-  return "Notification" in window && Notification.permission === "granted";
-}
+import { sender, threadName, notifyEnabled } from "./shared.js";
+import { publish, subscribe } from "./bus.js";
 
 // asksViewer is whether ev waits for the viewer: a [USER QUESTION] or a
 // permission request (one that carries meta.permission: the notice that a
 // request waits no more asks nothing) addressed to them.
-export function asksViewer(ev) {
+function asksViewer(ev) {
   const tags = ev.meta && Array.isArray(ev.meta.tags) ? ev.meta.tags : [];
   const request = tags.includes("permission") && !!ev.meta.permission;
   return ev.type === "message" && (tags.includes("question") || request) && ev.to === sender();
@@ -24,7 +21,7 @@ export function asksViewer(ev) {
 
 // maybeNotify raises the notification for a live event, when it asks the
 // viewer and the page is hidden.
-export function maybeNotify(ev) {
+function maybeNotify(ev) {
   if (!document.hidden || !notifyEnabled() || !asksViewer(ev)) return;
   const perm = ev.meta && ev.meta.permission;
   const title = perm ? `${ev.from} asks for permission` : `${ev.from} asks you`;
@@ -33,7 +30,7 @@ export function maybeNotify(ev) {
     const n = new Notification(title, { body: `${what.slice(0, 200)}\n— ${threadName(ev.thread)}`, tag: ev.id });
     n.addEventListener("click", () => {
       window.focus();
-      hooks.navigate(ev.thread);
+      publish("navigate", { id: ev.thread });
       n.close();
     });
   } catch {
@@ -69,3 +66,5 @@ export function wireNotifications() {
     }
   });
 }
+
+subscribe("message", ({ ev }) => maybeNotify(ev));

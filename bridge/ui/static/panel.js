@@ -1,31 +1,14 @@
 // panel.js: the thread panel: the thread's state and its switches, the
 // participants with their presence and actions, the scene header and the
-// invite form. Everything here posts control events as the viewer.
+// invite form. Everything here posts control events as the viewer, the
+// other views' too ("control"). It draws the state shared.js loads
+// ("state"), and says when it drew ("panel-drawn").
 
 import * as api from "./api.js";
 import { $, el } from "./dom.js";
-import { ui, sender, inThreadWords } from "./shared.js";
+import { ui, sender, inThreadWords, loadState } from "./shared.js";
 import { partyText } from "./controls.js";
-import { hooks } from "./hooks.js";
-
-export async function refreshState(v) {
-  const req = ++v.stateReq;
-  const at = v.cursor;
-  const q = at === null ? "" : `?at=${at}`;
-  try {
-    const res = await api.get(`/threads/${encodeURIComponent(v.id)}/state${q}`, { signal: v.ctrl.signal });
-    if (v !== ui.view || req !== v.stateReq) return;
-    const st = res.state || {};
-    v.state = st;
-    if (at === null) {
-      v.liveState = st;
-      hooks.refreshSenderLabels(v);
-    }
-    renderPanel(v);
-  } catch (err) {
-    if (v === ui.view && err.name !== "AbortError") showControlError(err.message);
-  }
-}
+import { publish, subscribe } from "./bus.js";
 
 function renderPanel(v) {
   const st = v.state || {};
@@ -59,16 +42,15 @@ function renderPanel(v) {
   let prev = null;
   for (const p of invited) {
     let li = list.querySelector(`.participant[data-id="${CSS.escape(p.id)}"]`);
-    if (!li) li = participantNode(p.id);
+    if (!li) li = participantNode(p.id, v.cursor !== null);
     updateParticipant(li, p, muted.has(p.id));
     const want = prev ? prev.nextSibling : list.firstChild;
     if (want !== li) list.insertBefore(li, want);
     prev = li;
   }
   renderScene(v);
-  hooks.renderPresence(v);
   renderRecipients(v);
-  hooks.renderRevision();
+  publish("panel-drawn", { v });
 }
 
 // renderScene shows the thread's scene, if it ever had one, above the
@@ -92,7 +74,10 @@ function renderScene(v) {
   $("scene-caps").textContent = `soft cap ${sc.soft_cap} · hard cap ${sc.hard_cap} per actor`;
 }
 
-function participantNode(id) {
+// participantNode is a participant's entry; its buttons are disabled while
+// the thread is viewed as of an earlier version (past), as revision.js
+// disables everything that would post.
+function participantNode(id, past) {
   const li = el("li", "participant");
   li.dataset.id = id;
   const top = el("div", "p-top");
@@ -105,6 +90,7 @@ function participantNode(id) {
   const mk = (label, cls, fn) => {
     const b = el("button", cls, label);
     b.type = "button";
+    b.disabled = past;
     b.addEventListener("click", fn);
     btns.append(b);
     return b;
@@ -160,7 +146,7 @@ function renderRecipients(v) {
 }
 
 // control posts a control event as the viewer and reads the state back.
-export async function control(content) {
+async function control(content) {
   const v = ui.view;
   if (!v || v.cursor !== null) return;
   $("control-error").hidden = true;
@@ -169,15 +155,15 @@ export async function control(content) {
     // Stored, but it changes nothing (contract 6.4): say why.
     if (res && res.ignored && v === ui.view) {
       showControlError(res.ignored.reason);
-      document.dispatchEvent(new CustomEvent("control-ignored", { detail: { content, reason: res.ignored.reason } }));
+      publish("control-ignored", { content, reason: res.ignored.reason });
     }
   } catch (err) {
     if (v === ui.view) {
       showControlError(inThreadWords(err.message, v.id));
-      document.dispatchEvent(new CustomEvent("control-ignored", { detail: { content, reason: err.message } }));
+      publish("control-ignored", { content, reason: err.message });
     }
   }
-  if (v === ui.view) refreshState(v);
+  if (v === ui.view) loadState(v);
 }
 
 function showControlError(msg) {
@@ -253,3 +239,6 @@ export function wirePanel() {
     invite();
   });
 }
+
+subscribe("state", ({ v, error }) => (error ? showControlError(error) : renderPanel(v)));
+subscribe("control", ({ content }) => control(content));

@@ -6,12 +6,13 @@
 // thread this page shows, so no push interrupts a person already looking
 // (POST /push/visible); opens the event a notification points at
 // (/ui/threads/<id>#event-<event>); and shows how long a permission
-// request still waits. Pairing links are gate.js's.
+// request still waits. Pairing links are gate.js's; the notifications
+// button of its greeting is this module's.
 
 import * as api from "./api.js";
 import { $, el, waitText } from "./dom.js";
 import { ui, DEVICE_KEY } from "./shared.js";
-import { hooks } from "./hooks.js";
+import { publish, subscribe as follow } from "./bus.js";
 
 // visibleEvery is how often a page showing a thread says so; the bridge
 // forgets it after 45 s.
@@ -32,7 +33,7 @@ export async function wirePhone() {
   $("push-off").addEventListener("click", () => turnOff().catch((err) => dialogError(err.message)));
   document.addEventListener("visibilitychange", () => sayVisible(true));
   window.addEventListener("hashchange", openTarget);
-  document.addEventListener("control-ignored", (e) => noteIgnored(e.detail));
+  follow("control-ignored", noteIgnored);
   setInterval(() => sayVisible(false), 5000);
   setInterval(paintWaits, 1000);
   openTarget();
@@ -40,11 +41,23 @@ export async function wirePhone() {
     try {
       registration = await navigator.serviceWorker.register("/ui/sw.js", { scope: "/ui/" });
       $("push-btn").hidden = !("PushManager" in window);
-      hooks.offerPush(!$("push-btn").hidden);
+      // The pairing greeting offers notifications once the page knows
+      // this browser can receive them.
+      $("pair-push").hidden = $("push-btn").hidden;
     } catch {
       registration = null;
     }
   }
+}
+
+// wirePushOffer connects the pairing greeting's notifications button
+// (gate.js greets a phone just paired, before the rest of the page is
+// wired).
+export function wirePushOffer() {
+  $("pair-push").addEventListener("click", () => {
+    $("pair-dialog").close();
+    openPushDialog();
+  });
 }
 
 async function subscription() {
@@ -59,7 +72,7 @@ function dialogError(msg) {
 
 // openPushDialog shows this browser's choices: its subscription's, else
 // all on for a new one.
-export async function openPushDialog() {
+async function openPushDialog() {
   dialogError("");
   $("push-device").value = localStorage.getItem(DEVICE_KEY) || (/Mobi|Android|iPhone/.test(navigator.userAgent) ? "phone" : "browser");
   const sub = await subscription();
@@ -182,7 +195,7 @@ async function openTarget() {
   for (let i = 0; i < 100; i++) {
     const v = ui.view;
     if (v && v.byID && v.byID.size > 0 && location.pathname.endsWith("/" + encodeURIComponent(v.id))) {
-      await hooks.showEvent(v, m[1]);
+      publish("show", { thread: v.id, event: m[1] });
       return;
     }
     await api.sleep(100);

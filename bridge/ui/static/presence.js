@@ -4,11 +4,14 @@
 // seen in the last change), with nothing polled. An agent the running
 // coordinator can start and that is not running is reported by the
 // coordinator with details.available (docs/api.md) and shown "available".
+// It draws into the participants the panel lists ("panel-drawn") and says
+// when it drew ("presence-drawn": the receipts show a running agent's
+// status too).
 
 import * as api from "./api.js";
 import { $ } from "./dom.js";
-import { ui } from "./shared.js";
-import { hooks } from "./hooks.js";
+import { ui, senderLabel } from "./shared.js";
+import { publish, subscribe } from "./bus.js";
 
 let presenceTTL = 120000;
 let clockSkew = 0; // local clock - server clock
@@ -16,7 +19,7 @@ let clockSkew = 0; // local clock - server clock
 // after which load it arrived.
 let presenceReq = 0;
 
-export async function loadPresence(v) {
+async function loadPresence(v) {
   const asked = ++presenceReq;
   try {
     const res = await api.get(`/threads/${encodeURIComponent(v.id)}/presence`, { signal: v.ctrl.signal });
@@ -40,7 +43,7 @@ export async function loadPresence(v) {
   }
 }
 
-export function onPresence(v, p) {
+function onPresence(v, p) {
   const at = Date.parse(p.updated_at);
   if (!isNaN(at)) clockSkew = Date.now() - at;
   if (!v || p.thread !== v.id || typeof p.id !== "string") return;
@@ -51,7 +54,7 @@ export function onPresence(v, p) {
 
 // markStale sets each entry's stale flag as of now; it reports whether one
 // changed.
-export function markStale(v) {
+function markStale(v) {
   const now = Date.now() - clockSkew;
   let changed = false;
   for (const p of v.presence.values()) {
@@ -64,16 +67,16 @@ export function markStale(v) {
 }
 
 // shownState is the word a participant's presence shows.
-export function shownState(p) {
+function shownState(p) {
   if (!p || p.stale) return "offline";
   const d = p.details;
   if ((p.state === "listening" || p.state === "idle") && d && d.available === true) return "available";
   return p.state;
 }
 
-export function renderPresence(v) {
+function renderPresence(v) {
   markStale(v);
-  hooks.paintRunning(v);
+  publish("presence-drawn", { v });
   for (const dot of $("participant-list").querySelectorAll(".presence")) {
     const p = v.presence.get(dot.dataset.id);
     const state = shownState(p);
@@ -104,14 +107,14 @@ function names(list) {
 
 // renderThreadStatus is the line under the thread's name in the header:
 // the modes that change who answers, and who is at work (or who is there).
-export function renderThreadStatus(v) {
+function renderThreadStatus(v) {
   const st = v.state || {};
   const invited = (st.participants && st.participants.invited) || [];
   const parts = [];
   if (st.paused) parts.push("paused");
   if (st.party && st.party.on) parts.push("party mode");
   if (st.scene && st.scene.on) parts.push("scene running");
-  const label = (id) => hooks.senderLabel(v, id).name;
+  const label = (id) => senderLabel(v, id).name;
   const thinking = invited.filter((p) => shownState(v.presence.get(p.id)) === "thinking").map((p) => label(p.id));
   if (thinking.length) parts.push(`${names(thinking)} ${thinking.length === 1 ? "is" : "are"} thinking…`);
   else if (invited.length === 0) parts.push("no agents invited yet");
@@ -120,3 +123,9 @@ export function renderThreadStatus(v) {
   const text = v.cursor === null ? parts.join(" · ") : `as of version ${v.cursor}`;
   if ($("thread-status").textContent !== text) $("thread-status").textContent = text;
 }
+
+subscribe("ready", ({ v, older }) => !older && loadPresence(v));
+subscribe("connected", ({ fresh }) => !fresh && ui.view && loadPresence(ui.view));
+subscribe("presence", ({ p }) => onPresence(ui.view, p));
+subscribe("panel-drawn", ({ v }) => renderPresence(v));
+subscribe("tick", ({ v }) => markStale(v) && renderPresence(v));

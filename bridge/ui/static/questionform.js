@@ -9,13 +9,14 @@
 // under the form with that field marked. Once the question is answered,
 // declined, or withdrawn (the coordinator's notice replying to it: no
 // answer in time, or the run stopped), the form gives way to who answered
-// what, or to the notice.
+// what, or to the notice. The form is a part of the question's event
+// (events.js asks for it: "parts").
 
 import * as api from "./api.js";
 import { el, button, waitText } from "./dom.js";
-import { ui, sender, contentText, inThreadWords } from "./shared.js";
+import { ui, sender, contentText, inThreadWords, senderLabel } from "./shared.js";
 import { renderMarkdown } from "./markdown.js";
-import { hooks } from "./hooks.js";
+import { subscribe } from "./bus.js";
 
 // answers holds, per open thread's view, what closed each question:
 // question id -> {from, action, fields} or {from, closed}.
@@ -33,23 +34,17 @@ function questionOf(ev) {
   return q && typeof q === "object" && Array.isArray(q.fields) ? q : null;
 }
 
-// isFieldQuestion reports whether ev is answered with this form rather
-// than with a reply.
-export function isFieldQuestion(ev) {
-  return questionOf(ev) !== null;
-}
-
 // questionAsk is the question's body: what the agent asks, in its words
 // (the coordinator's whole message, with the command line that answers
 // it, is under "Details").
-export function questionAsk(ev) {
+function questionAsk(ev) {
   const q = questionOf(ev);
   return renderMarkdown(q && q.message ? String(q.message) : contentText(ev));
 }
 
 // questionBox is the question's card: its form, how long it waits, what
 // closed it once known, and the details.
-export function questionBox(v, ev) {
+function questionBox(v, ev) {
   const q = questionOf(ev);
   const box = el("div", "question-card");
   if (!q) return box;
@@ -206,7 +201,7 @@ async function post(v, ev, box, answer) {
 // noteQuestionAnswer records what ev says of a question with fields (a
 // person's answer control, or the coordinator's notice that it waits no
 // more) and marks the question, when it is drawn.
-export function noteQuestionAnswer(v, ev) {
+function noteQuestionAnswer(v, ev) {
   const a = closingOf(v, ev);
   if (!a || answersOf(v).has(a.event)) return;
   answersOf(v).set(a.event, a);
@@ -244,7 +239,7 @@ function markClosed(v, id, a) {
     line.textContent = `No longer waiting: ${a.closed}`;
     return;
   }
-  const who = hooks.senderLabel(v, a.from).name;
+  const who = senderLabel(v, a.from).name;
   if (a.action === "decline") {
     line.textContent = `${who} declined to answer`;
     return;
@@ -282,3 +277,14 @@ function paintWaits() {
 export function wireQuestions() {
   setInterval(paintWaits, 1000);
 }
+
+// A question with fields is answered with its form rather than with a
+// reply: its words are the event's body (unless it is a permission
+// request too, whose sentence cards.js gives), its form the card.
+subscribe("parts", (d) => {
+  const tags = d.ev.meta && Array.isArray(d.ev.meta.tags) ? d.ev.meta.tags : [];
+  if (!tags.includes("question") || !questionOf(d.ev)) return;
+  if (!d.ask) d.ask = questionAsk(d.ev);
+  d.form = questionBox(d.v, d.ev);
+});
+subscribe("added", ({ v, ev }) => noteQuestionAnswer(v, ev));

@@ -3,12 +3,16 @@
 // lines are built from the receipts (GET /threads/{id}/receipts, then
 // "event: receipt" on the stream) and the participants' presence, whose
 // details.status says what a running agent is doing. A line whose run the
-// coordinator recorded links to that run on the runs dashboard.
+// coordinator recorded links to that run on the runs dashboard. A line
+// whose participant replied is a link to the reply (thread.js follows it).
+// Receipts are loaded when the open thread is ready ("ready") and on each
+// new connection of the stream, and drawn as events are added and names
+// and presence change.
 
 import * as api from "./api.js";
 import { el } from "./dom.js";
-import { ui } from "./shared.js";
-import { hooks } from "./hooks.js";
+import { ui, senderLabel, partyRound } from "./shared.js";
+import { subscribe } from "./bus.js";
 
 const ENDED = {
   succeeded: "replied",
@@ -68,10 +72,9 @@ function stateText(r, presence, now, rounds) {
 
 // drawReceipts fills box (a message's receipt area) with one line per
 // receipt of byParticipant (a Map), sorted by participant. label(id) gives
-// a participant's display name; onReply(id) shows a reply; runURL(r) is
-// the link to a receipt's run ("" for none); rounds(id) a participant's
-// party rounds.
-function drawReceipts(box, byParticipant, presence, { label, onReply, runURL, rounds }, now) {
+// a participant's display name; runURL(r) is the link to a receipt's run
+// ("" for none); rounds(id) a participant's party rounds.
+function drawReceipts(box, byParticipant, presence, { label, runURL, rounds }, now) {
   const list = byParticipant ? Array.from(byParticipant.values()) : [];
   list.sort((a, b) => (a.participant < b.participant ? -1 : a.participant > b.participant ? 1 : 0));
   box.hidden = list.length === 0;
@@ -81,11 +84,11 @@ function drawReceipts(box, byParticipant, presence, { label, onReply, runURL, ro
     line.dataset.participant = r.participant;
     line.dataset.state = r.state;
     const text = `${label(r.participant)}: ${receiptText(r, presence.get(r.participant), now, rounds(r.participant))}`;
-    if (r.reply && onReply) {
+    if (r.reply) {
       const a = el("button", "receipt-link", text);
       a.type = "button";
       a.title = "Show the " + (r.state === "succeeded" ? "reply" : "notice");
-      a.addEventListener("click", () => onReply(r.reply));
+      a.dataset.reply = r.reply;
       line.append(a);
     } else {
       line.append(el("span", "receipt-text", text));
@@ -106,7 +109,7 @@ function drawReceipts(box, byParticipant, presence, { label, onReply, runURL, ro
 
 // loadReceipts (re)loads the receipts of the events shown: those from the
 // first loaded event on (event ids sort in append order).
-export async function loadReceipts(v) {
+async function loadReceipts(v) {
   const first = v.events.get(v.first);
   const from = first && first.id ? `?from_event=${encodeURIComponent(first.id)}` : "";
   try {
@@ -114,7 +117,7 @@ export async function loadReceipts(v) {
     if (v !== ui.view) return;
     v.receipts = new Map();
     for (const r of res.receipts || []) putReceipt(v, r);
-    for (const id of v.receipts.keys()) paintReceipts(v, id);
+    paintAllReceipts(v);
   } catch {
     // Receipts are a hint; the stream and the next reconnect bring them.
   }
@@ -126,23 +129,20 @@ function putReceipt(v, r) {
   m.set(r.participant, r);
 }
 
-export function onReceipt(v, r) {
+function onReceipt(v, r) {
   if (typeof r.event !== "string") return;
   putReceipt(v, r);
   paintReceipts(v, r.event);
 }
 
 // paintReceipts redraws the receipt lines under one event, if it is shown.
-export function paintReceipts(v, eventID, box) {
-  if (!box) {
-    const node = v.nodes.get(v.byID.get(eventID));
-    box = node && node.querySelector(".receipts");
-  }
+function paintReceipts(v, eventID) {
+  const node = v.nodes.get(v.byID.get(eventID));
+  const box = node && node.querySelector(".receipts");
   if (!box) return;
   const party = v.party.get(eventID);
   drawReceipts(box, v.receipts.get(eventID), v.presence, {
-    label: (id) => hooks.senderLabel(v, id).name,
-    onReply: (id) => hooks.showEvent(v, id),
+    label: (id) => senderLabel(v, id).name,
     runURL: (r) => {
       // The coordinator that reported the receipt ran it (contract 7.1).
       const base = (ui.coordinatorURLs && ui.coordinatorURLs.get(r.from)) || ui.coordinatorURL;
@@ -153,7 +153,7 @@ export function paintReceipts(v, eventID, box) {
 }
 
 // paintRunning redraws the receipts that count running seconds.
-export function paintRunning(v) {
+function paintRunning(v) {
   for (const [id, m] of v.receipts) {
     for (const r of m.values()) {
       if (r.state === "running") {
@@ -163,3 +163,32 @@ export function paintRunning(v) {
     }
   }
 }
+
+// notePartyReply records which round a party reply answered, so the
+// trigger's receipt can say "replied in round 1" when round 2 passed.
+function notePartyReply(v, ev) {
+  const p = partyRound(ev.meta);
+  if (!p || ev.type !== "message") return;
+  let m = v.party.get(p.trigger);
+  if (!m) v.party.set(p.trigger, (m = new Map()));
+  if (!m.has(ev.from)) m.set(ev.from, new Set());
+  m.get(ev.from).add(p.round);
+  paintReceipts(v, p.trigger);
+}
+
+// paintAllReceipts redraws every receipt line of v (app.js too, once it
+// knows where the runs are).
+export function paintAllReceipts(v) {
+  for (const id of v.receipts.keys()) paintReceipts(v, id);
+}
+
+subscribe("ready", ({ v }) => loadReceipts(v));
+subscribe("connected", ({ fresh }) => !fresh && ui.view && loadReceipts(ui.view));
+subscribe("receipt", ({ v, r }) => onReceipt(v, r));
+subscribe("added", ({ v, ev }) => {
+  notePartyReply(v, ev);
+  if (ev.id) paintReceipts(v, ev.id);
+});
+subscribe("state", ({ v, live }) => live && paintAllReceipts(v));
+subscribe("presence-drawn", ({ v }) => paintRunning(v));
+subscribe("tick", ({ v }) => paintRunning(v));

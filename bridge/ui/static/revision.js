@@ -1,42 +1,17 @@
 // revision.js: the revision cursor. A thread can be viewed as of any
 // revision n: events after n are hidden, the panel shows the state at n
-// (GET /state?at=n), and everything that would post is disabled.
+// (GET /state?at=n), and everything that would post is disabled. The
+// cursor moves in shared.js (setCursor: "cursor"); this module draws the
+// revision bar and disables what would post, whenever the thread, its
+// panel or the cursor changes.
 
 import { $ } from "./dom.js";
-import { ui } from "./shared.js";
-import { hooks } from "./hooks.js";
-
-export function setCursor(v, n) {
-  const h = v.last;
-  if (n !== null && (n >= h || h === 0)) n = null;
-  if (n !== null && n < 1) n = 1;
-  const old = v.cursor === null ? h : v.cursor;
-  const now = n === null ? h : n;
-  v.cursor = n;
-  const lo = Math.min(old, now);
-  const hi = Math.max(old, now);
-  for (let s = lo + 1; s <= hi; s++) {
-    const node = v.nodes.get(s);
-    if (node) node.classList.toggle("future", now < s);
-  }
-  if (n !== null && n < v.first) {
-    (async () => {
-      for (let i = 0; i < 1000 && v === ui.view && v.cursor !== null && v.cursor < v.first && v.first > 1; i++) await hooks.loadOlder(v);
-    })();
-  }
-  renderRevision();
-  hooks.refreshState(v);
-  const node = v.nodes.get(now);
-  if (node && n !== null) node.scrollIntoView({ block: "nearest" });
-  else if (n === null) {
-    v.stick = true;
-    hooks.scrollToBottom();
-  }
-}
+import { ui, setCursor } from "./shared.js";
+import { subscribe } from "./bus.js";
 
 const POSTING = ["message-input", "send-btn", "to-select", "rename-btn", "inv-client", "inv-model", "inv-nickname", "inv-roles", "inv-expertise", "inv-character", "inv-id", "inv-submit", "ctl-pause", "ctl-discussion", "ctl-agent-mentions", "ctl-auto", "ctl-party", "ctl-party-max", "ctl-party-cross"];
 
-export function renderRevision() {
+function renderRevision() {
   const v = ui.view;
   if (!v) return;
   const h = v.last;
@@ -70,3 +45,7 @@ export function wireRevision() {
   $("rev-forward").addEventListener("click", () => ui.view && ui.view.cursor !== null && setCursor(ui.view, ui.view.cursor + 1));
   $("jump-live").addEventListener("click", () => ui.view && setCursor(ui.view, null));
 }
+
+subscribe("opened", renderRevision);
+subscribe("changed", renderRevision);
+subscribe("cursor", renderRevision);

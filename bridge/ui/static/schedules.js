@@ -1,11 +1,12 @@
 // schedules.js: the thread's schedules (contract 8.6), listed in the thread
 // panel with what each posts and when it is next due. The section is made
 // here and refreshed whenever the panel's state is (on opening a thread and
-// after a control, such as a new schedule).
+// after a control, such as a new schedule: "state").
 
 import * as api from "./api.js";
 import { el, fullTime } from "./dom.js";
 import { ui } from "./shared.js";
+import { subscribe } from "./bus.js";
 
 let section, listEl;
 
@@ -21,7 +22,7 @@ export function wireSchedules() {
 }
 
 // loadSchedules lists the schedules of v's thread.
-export async function loadSchedules(v) {
+async function loadSchedules(v) {
   if (!listEl || !v) return;
   let res;
   try {
@@ -41,3 +42,5 @@ export async function loadSchedules(v) {
   if (!items.length) items.push(el("li", "schedule-none", "No schedules."));
   listEl.replaceChildren(...items);
 }
+
+subscribe("state", ({ v }) => loadSchedules(v));

@@ -3,12 +3,12 @@
 // hits list newest first with their thread, sender, time and the text around
 // the match; tapping one opens its thread at that message. The module makes
 // its own elements, so that the page's markup stays as it is. Text reaches
-// the page only through textContent.
+// the page only through textContent. A hit asks thread.js to show its
+// event ("show").
 
 import * as api from "./api.js";
 import { el, button, shortDate, timeOf } from "./dom.js";
-import { ui } from "./shared.js";
-import { hooks } from "./hooks.js";
+import { publish } from "./bus.js";
 
 let dialog, input, list, status, more;
 let next = "";
@@ -111,11 +111,10 @@ function snippet(text, marks) {
 }
 
 // openHit opens the thread and scrolls to the event.
-async function openHit(thread, event) {
+function openHit(thread, event) {
   dialog.close();
   const path = "/ui/threads/" + encodeURIComponent(thread);
   if (location.pathname !== path) history.pushState(null, "", path);
   document.body.classList.remove("show-threads", "show-panel");
-  if (!ui.view || ui.view.id !== thread) await hooks.openThread(thread);
-  if (ui.view && ui.view.id === thread) await hooks.showEvent(ui.view, event);
+  publish("show", { thread, event });
 }

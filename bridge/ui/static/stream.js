@@ -7,12 +7,13 @@
 // connection reloads those of the open thread; a connection that starts at
 // the head (the first, or after cursor_ahead) reloads everything, after
 // the stream's start is fixed, so nothing falls between the load and the
-// stream.
+// stream. What arrives it says on the bus ("connected", "message",
+// "presence", "receipt"), for the views that follow it.
 
 import * as api from "./api.js";
 import { $ } from "./dom.js";
-import { ui, tab } from "./shared.js";
-import { hooks } from "./hooks.js";
+import { ui, tab, notifyEnabled } from "./shared.js";
+import { publish } from "./bus.js";
 
 export function setConn(status) {
   const c = $("conn-status");
@@ -30,7 +31,7 @@ export function startStream() {
 // has notifications to raise.
 export function onVisibility() {
   if (!document.hidden) return startStream();
-  if (hooks.notifyEnabled() || !tab.ctrl) return;
+  if (notifyEnabled() || !tab.ctrl) return;
   tab.ctrl.abort();
   tab.ctrl = null;
   tab.up = false;
@@ -44,14 +45,7 @@ function followStream(signal) {
     onStatus: (status) => {
       setConn(status);
       tab.up = status === "live";
-      if (!tab.up) return;
-      if (tab.from === null) {
-        hooks.loadThreads();
-        hooks.openThread(hooks.routeID());
-      } else if (ui.view) {
-        hooks.loadPresence(ui.view);
-        hooks.loadReceipts(ui.view);
-      }
+      if (tab.up) publish("connected", { fresh: tab.from === null });
     },
     onMessage: (name, data) => {
       let msg;
@@ -62,13 +56,11 @@ function followStream(signal) {
       }
       if (!msg || typeof msg !== "object") return;
       const v = ui.view;
-      if (name === "presence") return hooks.onPresence(v, msg);
-      if (name === "receipt") return v && msg.thread === v.id && hooks.onReceipt(v, msg);
+      if (name === "presence") return publish("presence", { p: msg });
+      if (name === "receipt") return v && msg.thread === v.id && publish("receipt", { v, r: msg });
       if (name !== "message") return;
       if (typeof msg.gseq === "number") tab.gseq = msg.gseq;
-      hooks.noteThread(msg, !v || msg.thread !== v.id || document.hidden);
-      hooks.maybeNotify(msg);
-      if (v && msg.thread === v.id) hooks.addEvent(v, msg, true);
+      publish("message", { ev: msg });
     },
     onError: (err) => {
       if (err.code === "cursor_ahead") {

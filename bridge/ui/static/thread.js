@@ -4,12 +4,14 @@
 // safely. The view sticks to the newest event the way a chat app does: it
 // opens at the bottom once everything is drawn, stays there while events,
 // receipts and headers grow the list, and, when the viewer has scrolled up,
-// counts what arrived below in an "N new" pill instead of moving.
+// counts what arrived below in an "N new" pill instead of moving. It
+// draws no event itself: each is drawn by whoever answers "draw" (events.js),
+// and what becomes of it is announced on the bus (bus.js).
 
 import * as api from "./api.js";
 import { $ } from "./dom.js";
-import { ui, tab, sender, inThreadWords, threadName } from "./shared.js";
-import { hooks } from "./hooks.js";
+import { ui, tab, sender, inThreadWords, threadName, scrollToBottom, loadState } from "./shared.js";
+import { publish, subscribe } from "./bus.js";
 
 const PAGE = 100;
 // BOTTOM_SLACK is how far from the bottom (px) still counts as at it.
@@ -31,6 +33,7 @@ function newView(id) {
     receipts: new Map(), // event id -> Map participant -> receipt
     party: new Map(), // trigger id -> Map participant -> Set of rounds replied
     permissionAnswers: new Map(), // permission request id -> the answer that counts (cards.js)
+    files: [], // files waiting to be sent: {name, att, error} (attachments.js)
     loadingOlder: false,
     stateReq: 0,
     replyTo: null,
@@ -64,14 +67,12 @@ export async function openThread(id) {
   $("participant-list").replaceChildren();
   $("older").textContent = "Scroll up for older events";
   $("composer-error").hidden = true;
-  hooks.setReply(null);
-  hooks.renderPending();
   showPill(null);
   if (!id) {
     $("thread-view").hidden = true;
     document.body.classList.remove("has-thread");
     $("empty").hidden = false;
-    hooks.renderThreads();
+    publish("opened", { v: null });
     return;
   }
   const v = (ui.view = newView(id));
@@ -85,8 +86,7 @@ export async function openThread(id) {
   $("transcript-md").download = `transcript-${id}.md`;
   $("transcript-json").href = base + "json";
   $("transcript-json").download = `transcript-${id}.json`;
-  hooks.renderThreads();
-  hooks.renderRevision();
+  publish("opened", { v });
   try {
     const res = await api.get(`/threads/${encodeURIComponent(id)}/events?tail=${PAGE}`, { signal: v.ctrl.signal });
     if (v !== ui.view) return;
@@ -97,30 +97,28 @@ export async function openThread(id) {
     scrollToBottom();
   } catch (err) {
     if (v !== ui.view) return;
-    hooks.showComposerError(inThreadWords(err.message, id));
+    publish("thread-error", { message: inThreadWords(err.message, id) });
     return;
   }
-  if (!document.hidden) hooks.markRead(id, v.last);
+  if (!document.hidden) publish("read", { id, seq: v.last });
   // The state names the participants, so receipts are drawn after it:
   // drawn before, a receipt would say "claude" and then "sage (claude)".
-  await hooks.refreshState(v);
-  if (tab.up) {
-    // Otherwise the stream's next connection loads them.
-    hooks.loadPresence(v);
-    hooks.loadReceipts(v);
-  }
+  await loadState(v);
+  // Otherwise the stream's next connection loads presence and receipts.
+  if (tab.up && v === ui.view) publish("ready", { v });
   tick(v);
-  hooks.renderRevision();
+  publish("changed", { v });
 }
 
 // addEvent renders ev once (dedupe by seq) in seq order. Live events (from
 // the stream, not history pages) also refresh the state after a control
 // and move the view or count as unseen. It reports whether the event was
 // new.
-export function addEvent(v, ev, live) {
+function addEvent(v, ev, live) {
   if (typeof ev.seq !== "number" || v.nodes.has(ev.seq)) return false;
-  hooks.notePartyReply(v, ev);
-  const node = hooks.renderEvent(v, ev);
+  const drawn = { v, ev, node: null };
+  publish("draw", drawn);
+  const node = drawn.node;
   v.events.set(ev.seq, ev);
   v.nodes.set(ev.seq, node);
   if (ev.id) v.byID.set(ev.id, ev.seq);
@@ -139,10 +137,7 @@ export function addEvent(v, ev, live) {
     list.insertBefore(node, before);
   }
   if (!v.first || ev.seq < v.first) v.first = ev.seq;
-  hooks.markGroups(node);
-  hooks.notePermissionAnswer(v, ev);
-  hooks.paintQuotes(v, ev);
-  hooks.noteQuestionAnswer(v, ev);
+  publish("added", { v, ev, node });
   if (v.cursor !== null && ev.seq > v.cursor) node.classList.add("future");
   if ((ev.type === "thread.renamed" || ev.type === "thread.created") && ev.seq === v.last && typeof ev.content === "string") {
     $("thread-title").textContent = ev.content;
@@ -150,19 +145,19 @@ export function addEvent(v, ev, live) {
   if (live) {
     // While party mode is on, a person's message may end it (an exit word).
     const partyOn = v.liveState && v.liveState.party && v.liveState.party.on;
-    if (ev.type === "control" || ev.type === "scene.closed" || (ev.meta && ev.meta.scene) || (ev.type === "message" && partyOn)) hooks.refreshState(v);
+    if (ev.type === "control" || ev.type === "scene.closed" || (ev.meta && ev.meta.scene) || (ev.type === "message" && partyOn)) loadState(v);
     if (ev.from === sender() && ev.type === "message") v.stick = true; // one's own post comes into view
     // A stuck view follows through the ResizeObserver (wireScrolling):
     // one layout and one scroll per frame, however many events a burst
     // brings, where a scroll here would force a layout per event.
     if (!v.stick && v.cursor === null) showPill(v, v.unseen + 1);
-    if (!document.hidden) hooks.markRead(v.id, v.last);
+    if (!document.hidden) publish("read", { id: v.id, seq: v.last });
   }
-  hooks.renderRevision();
+  publish("changed", { v });
   return true;
 }
 
-export async function loadOlder(v) {
+async function loadOlder(v) {
   if (v.loadingOlder || v.first <= 1 || v !== ui.view) return;
   v.loadingOlder = true;
   const box = $("events");
@@ -177,9 +172,9 @@ export async function loadOlder(v) {
       markStart();
     }
     box.scrollTop += box.scrollHeight - oldHeight;
-    if (evs.length) hooks.loadReceipts(v);
+    if (evs.length) publish("ready", { v, older: true });
   } catch (err) {
-    if (v === ui.view) hooks.showComposerError(err.message);
+    if (v === ui.view) publish("thread-error", { message: err.message });
   } finally {
     v.loadingOlder = false;
   }
@@ -192,15 +187,6 @@ function markStart() {
 function atBottom() {
   const box = $("events");
   return box.scrollHeight - box.scrollTop - box.clientHeight < BOTTOM_SLACK;
-}
-
-// scrollToBottom moves to the newest event and remembers where it put the
-// view: the scroll event that follows is the page's own, and must not be
-// read as the viewer leaving the bottom when the list has grown meanwhile.
-export function scrollToBottom() {
-  const box = $("events");
-  box.scrollTop = box.scrollHeight;
-  if (ui.view) ui.view.autoTop = box.scrollTop;
 }
 
 // showPill shows "N new" (n > 0) or hides the pill (v null or n 0).
@@ -241,9 +227,15 @@ export function wireScrolling() {
   keep.observe(box);
   keep.observe($("event-list"));
   $("new-pill").addEventListener("click", jumpToNewest);
+  // A quote and a receipt's reply are links within the thread: a tap
+  // shows the event they name.
+  $("event-list").addEventListener("click", (e) => {
+    const link = e.target.closest(".reply-link[data-reply-to], .receipt-link[data-reply]");
+    if (link && ui.view) showEvent(ui.view, link.dataset.replyTo || link.dataset.reply);
+  });
 }
 
-export async function showEvent(v, id) {
+async function showEvent(v, id) {
   for (let i = 0; i < 100 && !v.byID.has(id) && v.first > 1 && v === ui.view; i++) await loadOlder(v);
   const node = v.nodes.get(v.byID.get(id));
   if (!node) return;
@@ -260,7 +252,44 @@ async function tick(v) {
   while (v === ui.view && !v.ctrl.signal.aborted) {
     await api.sleep(1000, v.ctrl.signal);
     if (v !== ui.view || document.hidden) continue;
-    if (hooks.markStale(v)) hooks.renderPresence(v);
-    else hooks.paintRunning(v);
+    publish("tick", { v });
   }
 }
+
+// showCursor hides the events after the cursor and moves the view to it;
+// the events before the first loaded one are loaded until it is.
+function showCursor({ v, from, to }) {
+  const lo = Math.min(from, to);
+  const hi = Math.max(from, to);
+  for (let s = lo + 1; s <= hi; s++) {
+    const node = v.nodes.get(s);
+    if (node) node.classList.toggle("future", to < s);
+  }
+  if (v.cursor !== null && v.cursor < v.first) {
+    (async () => {
+      for (let i = 0; i < 1000 && v === ui.view && v.cursor !== null && v.cursor < v.first && v.first > 1; i++) await loadOlder(v);
+    })();
+  }
+  // After the revision bar is drawn for the new cursor (revision.js
+  // follows "cursor" too), which moves the list.
+  queueMicrotask(() => {
+    const node = v.nodes.get(to);
+    if (node && v.cursor !== null) node.scrollIntoView({ block: "nearest" });
+    else if (v.cursor === null) {
+      v.stick = true;
+      scrollToBottom();
+    }
+  });
+}
+
+// showAsked opens a thread, unless it is open, and shows one of its events.
+async function showAsked({ thread, event }) {
+  if (!ui.view || ui.view.id !== thread) await openThread(thread);
+  if (ui.view && ui.view.id === thread) await showEvent(ui.view, event);
+}
+
+subscribe("connected", ({ fresh }) => fresh && openThread(routeID()));
+subscribe("message", ({ ev }) => ui.view && ev.thread === ui.view.id && addEvent(ui.view, ev, true));
+subscribe("navigate", ({ id }) => navigate(id));
+subscribe("show", showAsked);
+subscribe("cursor", showCursor);

@@ -2,12 +2,14 @@
 // with its date, the first line of its last message and, per browser, how
 // many messages arrived since it was last read here (localStorage, so each
 // browser keeps its own count; a thread this browser has never listed
-// counts as read up to where it was when first listed).
+// counts as read up to where it was when first listed). It follows the
+// stream ("connected", "message") and the open thread ("opened", "read");
+// a tap on a thread is a link, which app.js follows.
 
 import * as api from "./api.js";
 import { $, el, shortDate, fullTime } from "./dom.js";
 import { ui, sender } from "./shared.js";
-import { hooks } from "./hooks.js";
+import { subscribe } from "./bus.js";
 
 const THREADS_PAGE = 500;
 const READ_KEY = "agent-bridge-read";
@@ -53,7 +55,7 @@ const sortThreads = () => ui.threads.sort((a, b) => String(b.updated_at || "").l
 // read (not a private thought, not the viewer's own).
 const countsAsUnread = (ev) => ev.type === "message" && !(ev.meta && ev.meta.private === true) && ev.from !== sender();
 
-export async function loadThreads() {
+async function loadThreads() {
   try {
     // Page through the list (after = the last id of the previous page),
     // bounded so a huge bridge cannot keep the page busy forever.
@@ -122,7 +124,7 @@ let threadsFrame = null;
 
 // noteThread keeps the list current from one streamed event: a new thread,
 // a new name, a new last message, one more unread.
-export function noteThread(ev, live) {
+function noteThread(ev, live) {
   if (typeof ev.thread !== "string" || !ev.thread) return;
   let t = ui.threads.find((x) => x.id === ev.thread);
   if (!t) {
@@ -148,7 +150,7 @@ export function noteThread(ev, live) {
 }
 
 // markRead records that the viewer has seen thread id up to seq.
-export function markRead(id, seq) {
+function markRead(id, seq) {
   const t = ui.threads.find((x) => x.id === id);
   const had = t && (t.unread || t.unreadMore);
   if (typeof seq === "number" && seq > (read[id] || 0)) {
@@ -195,11 +197,6 @@ export function renderThreads() {
     }
     a.append(top, bottom);
     li.append(a);
-    a.addEventListener("click", (e) => {
-      if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey) return;
-      e.preventDefault();
-      hooks.navigate(t.id);
-    });
     items.push(li);
   }
   $("thread-list").replaceChildren(...items);
@@ -207,6 +204,8 @@ export function renderThreads() {
   $("threads-toggle-count").textContent = total ? String(total) : "";
 }
 
+// createThread makes a thread and lists it; it returns the new thread's
+// id, for the page to open.
 export async function createThread(name) {
   const body = { from: sender() };
   if (name) body.name = name;
@@ -215,5 +214,10 @@ export async function createThread(name) {
   // the link is there before the page moves to it.
   noteThread({ thread: res.id, type: "thread.created", content: res.name, ts: res.updated_at, seq: 1 });
   renderThreads();
-  hooks.navigate(res.id);
+  return res.id;
 }
+
+subscribe("connected", ({ fresh }) => fresh && loadThreads());
+subscribe("message", ({ ev }) => noteThread(ev, !ui.view || ev.thread !== ui.view.id || document.hidden));
+subscribe("opened", renderThreads);
+subscribe("read", ({ id, seq }) => markRead(id, seq));
