@@ -311,7 +311,7 @@ func (c *Coordinator) deliver(ctx context.Context, inv ledger.Invocation, posts 
 		if i < len(posts)-1 {
 			key = idempotencyKey(inv.TriggerID, inv.Participant+"\x00part"+strconv.Itoa(i))
 		}
-		ev, err := c.appendRetry(ctx, inv, in, key)
+		ev, err := c.appendRetry(ctx, inv.ID, inv.Thread, in, key)
 		if err == nil {
 			last = ev
 			c.noteReply(keep, ev)
@@ -389,14 +389,14 @@ func (c *Coordinator) recordPosted(ctx context.Context, inv ledger.Invocation, e
 	}
 }
 
-// appendRetry appends in with key, retrying transient failures until ctx
+// appendRetry appends in to the thread of invocation id with key, retrying transient failures until ctx
 // ends. It returns the bridge's *agentbridge.Error for a permanent refusal
 // and ctx's error when it gave up.
-func (c *Coordinator) appendRetry(ctx context.Context, inv ledger.Invocation, in agentbridge.EventInput, key string) (agentbridge.Event, error) {
+func (c *Coordinator) appendRetry(ctx context.Context, id int64, thread string, in agentbridge.EventInput, key string) (agentbridge.Event, error) {
 	var ev agentbridge.Event
-	err := c.retry(ctx, retrying{what: "post reply", attrs: []any{"id", inv.ID}, permanent: client.Permanent},
+	err := c.retry(ctx, retrying{what: "post reply", attrs: []any{"id", id}, permanent: client.Permanent},
 		func() (err error) {
-			ev, err = c.bridge.Append(ctx, inv.Thread, in, key)
+			ev, err = c.bridge.Append(ctx, thread, in, key)
 			return err
 		})
 	var ae *agentbridge.Error
@@ -552,6 +552,6 @@ func (c *Coordinator) runAgent(ctx context.Context, inv ledger.Invocation, in pr
 		// The session works in the pair's worktree (its cwd).
 		entry.Workdir = in.tree.tree.Path
 	}
-	return c.acp.Run(ctx, acp.Run{Invocation: inv, Entry: entry, Payload: p, Trigger: in.trigger,
+	return c.acp.Run(ctx, acp.Run{Invocation: acpInvocation(inv), Entry: entry, Payload: p, Trigger: in.trigger,
 		Known: in.p.ContextWindow, Scene: in.scene != nil, Progress: progress})
 }
