@@ -729,6 +729,14 @@ func (p *Pool) Run(ctx context.Context, run Run) (res adapters.Result, why strin
 	ans, stopped := p.exchange(ctx, inv, a, t, prompt, cold)
 	res.Finished = time.Now()
 	res.StderrTail = a.stderr.since(errMark)
+	return p.settle(res, a, t, ans, stopped, run.Scene, progress)
+}
+
+// settle reads a turn's result once its prompt is answered or stopped:
+// the usage reported, then the reply (with a scene actor's private
+// thinking) or why the turn failed, an agent that may be out of step with
+// its session retired.
+func (p *Pool) settle(res adapters.Result, a *agent, t *turn, ans promptAnswer, stopped string, scene bool, progress func(adapters.ProgressRecord)) (adapters.Result, string) {
 	reply, thought := t.result()
 	reportUsage(t, ans.resp, progress)
 	if res, why, done := stopResult(res, a, t, ans, stopped); done {
@@ -742,7 +750,7 @@ func (p *Pool) Run(ctx context.Context, run Run) (res adapters.Result, why strin
 		}
 		return res, why
 	}
-	if run.Scene && thought != "" && !strings.Contains(reply, "<thinking>") {
+	if scene && thought != "" && !strings.Contains(reply, "<thinking>") {
 		// A scene actor's private thinking comes as thought chunks.
 		reply = "<thinking>" + thought + "</thinking>\n" + reply
 	}
