@@ -363,14 +363,6 @@ func (k *claimer) fenced(ctx context.Context, inv ledger.Invocation, err error) 
 	return true
 }
 
-// withClaim is ctx carrying inv's claim for the bridge writes of its run.
-func withClaim(ctx context.Context, inv ledger.Invocation) context.Context {
-	if inv.ClaimID == 0 {
-		return ctx
-	}
-	return client.WithClaim(ctx, inv.ClaimID, inv.ClaimFence)
-}
-
 // finish tells the bridge that inv's claim is done, once its record is
 // final and what it owed is posted; an unfinished one (interrupted, or a
 // post still owed) keeps its claim for the next start or the next holder.

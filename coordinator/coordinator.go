@@ -2,8 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -194,7 +192,7 @@ func New(opts Options) (*Coordinator, error) {
 		log: log.With("component", "coordinator")}
 	c.outage = &ledgerOutage{log: c.log}
 	c.metrics = newMetrics(c.bridge, &c.cursor)
-	c.sched = newScheduler(c.deps, c.metrics.queueDepth, schedulerRuns{invoke: c.invoke, advance: c.partyAdvance, notice: c.postNotice})
+	c.sched = newScheduler(c.deps, c.metrics.queueDepth, schedulerRuns{invoke: c.work, advance: c.partyAdvance, notice: c.postNotice})
 	c.avail = newAvailability(c.bridge, c.cfg.Load, c.log, &c.presences)
 	c.registry = registry.New(registry.Options{Bridge: c.bridge, Config: c.cfg.Load, StatusURL: c.StatusURL, Version: opts.Version, Logger: c.log})
 	c.claims = newClaimer(c.deps, claimHooks{instance: c.registry.Instance, threads: c,
@@ -774,19 +772,6 @@ func (c *Coordinator) stateBefore(ctx context.Context, e agentbridge.Event) (thr
 	return threadCache{seq: e.Seq - 1, state: st, name: name}, nil
 }
 
-// threadName returns the cached name of a thread, asking the bridge when
-// the coordinator has not met it yet (recovery).
-func (c *Coordinator) threadName(ctx context.Context, thread string) (string, error) {
-	if tc, ok := c.threads.Get(thread); ok {
-		return tc.name, nil
-	}
-	th, err := c.bridge.Thread(ctx, thread)
-	if err != nil {
-		return "", fmt.Errorf("read thread %s: %w", thread, err)
-	}
-	return th.Name, nil
-}
-
 // Notice kinds, part of each notice's idempotency key.
 const (
 	noticeClarification = "clarification"
@@ -821,21 +806,4 @@ func (c *Coordinator) notices(cfg *config.Config, e agentbridge.Event, d rules.D
 		out = append(out, ledger.Notice{TriggerID: e.ID, Kind: noticeSceneClosed, Thread: e.Thread, Post: in})
 	}
 	return out
-}
-
-// mustJSON encodes values that cannot fail to encode (strings, events).
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("encode %T: %v", v, err))
-	}
-	return b
-}
-
-// idempotencyKey derives the key of the one post a (trigger, kind) pair may
-// produce: kind is a participant id for replies and error messages (one key
-// per pair, so a pair ends with exactly one of them) or a notice kind.
-func idempotencyKey(trigger, kind string) string {
-	sum := sha256.Sum256([]byte("agent-bridge\x00" + trigger + "\x00" + kind))
-	return "coord-" + hex.EncodeToString(sum[:16])
 }

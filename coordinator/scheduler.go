@@ -47,8 +47,8 @@ type scheduler struct {
 	notices sync.WaitGroup
 }
 
-// schedulerRuns is what the scheduler starts: invoke runs a job to its end
-// (invoke.go), advance moves a party round on once one of its turns has
+// schedulerRuns is what the scheduler starts: invoke carries a job out
+// (Coordinator.work, invoke.go), advance moves a party round on once one of its turns has
 // ended (partyround.go), notice posts a notice (partynotice.go).
 type schedulerRuns struct {
 	invoke  func(ctx context.Context, j job)
