@@ -31,7 +31,8 @@ func (c *Coordinator) work(ctx context.Context, j job) {
 // or error message, each step recorded in the ledger first. ctx is the
 // work context: cancelling it interrupts the adapter. It is gather (prepare),
 // act (the runs, and the read a question's recipient needs), a pure plan of
-// the outcome (planOutcome), then act again (record and post).
+// the outcome (planOutcome, plan.go), then act again (record, and the post:
+// post.go).
 func (c *Coordinator) invoke(ctx context.Context, j job) {
 	inv := j.inv
 	// Ledger writes must land even while the work context is being
