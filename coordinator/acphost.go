@@ -19,7 +19,7 @@ var _ acp.Host = acpHost{}
 
 // MarkRunning records the turn's start; the turn's start, not the warm
 // process's, is the invocation's started_at.
-func (h acpHost) MarkRunning(ctx context.Context, inv ledger.Invocation, pid int, started time.Time) {
+func (h acpHost) MarkRunning(ctx context.Context, inv acp.Invocation, pid int, started time.Time) {
 	if err := h.c.db.MarkRunning(context.WithoutCancel(ctx), inv.ID, pid, pid, started); err != nil {
 		h.c.log.Error("record ACP turn start", "id", inv.ID, "err", err)
 	}
@@ -48,8 +48,13 @@ func (h acpHost) Recipient(ctx context.Context, thread string, trigger agentbrid
 }
 
 // Post appends a permission request or its closing notice (appendRetry).
-func (h acpHost) Post(ctx context.Context, inv ledger.Invocation, in agentbridge.EventInput, trigger, kind string) (agentbridge.Event, error) {
-	return h.c.appendRetry(ctx, inv, in, idempotencyKey(trigger, kind))
+func (h acpHost) Post(ctx context.Context, inv acp.Invocation, in agentbridge.EventInput, trigger, kind string) (agentbridge.Event, error) {
+	return h.c.appendRetry(ctx, inv.ID, inv.Thread, in, idempotencyKey(trigger, kind))
+}
+
+// acpInvocation is inv as the ACP client knows a run (acp.Invocation).
+func acpInvocation(inv ledger.Invocation) acp.Invocation {
+	return acp.Invocation{ID: inv.ID, Thread: inv.Thread, Participant: inv.Participant, TriggerID: inv.TriggerID}
 }
 
 // acpToken is a warm agent's token as the ACP client holds it.
@@ -62,7 +67,7 @@ type acpToken struct {
 func (t acpToken) Value() string { return cmp.Or(t.t.wait(), noAgentToken) }
 
 // LastsTurn reports whether the token outlives a run's ttl from now.
-func (t acpToken) LastsTurn() bool { return t.t.lasts(runTokenTTL(t.k.c.cfg.Load())) }
+func (t acpToken) LastsTurn() bool { return t.t.lasts(runTokenTTL(t.k.config())) }
 
 // Revoke revokes the token once it is minted (tokenKeeper.revoke).
 func (t acpToken) Revoke() { t.k.revoke(t.t) }
@@ -81,7 +86,7 @@ func fallbackRecipient(humans []string) string {
 // is invited changed (acp.Pool.Run), so for it the read is skipped (and
 // done by the turn if the roster is needed after all).
 func (c *Coordinator) payloadPresence(ctx context.Context, inv ledger.Invocation) func() map[string]string {
-	if entry, ok := c.cfg.Load().Agents[inv.Agent]; ok && len(entry.ACP) > 0 && c.acp.SkipPresence(inv) {
+	if entry, ok := c.cfg.Load().Agents[inv.Agent]; ok && len(entry.ACP) > 0 && c.acp.SkipPresence(acpInvocation(inv)) {
 		return func() map[string]string { return nil }
 	}
 	return func() map[string]string { return c.presenceStates(ctx, inv.Thread) }

@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
+	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
@@ -85,8 +87,10 @@ func (t *agentToken) lasts(d time.Duration) bool {
 // ready. A spare lives its run's ttl plus spareLife; the spares are
 // revoked at shutdown.
 type tokenKeeper struct {
-	c  *Coordinator
-	wg sync.WaitGroup
+	bridge *client.Client
+	config func() *config.Config
+	log    *slog.Logger
+	wg     sync.WaitGroup
 
 	mu sync.Mutex
 	// unsupported is set once the bridge answered that it makes no tokens
@@ -102,7 +106,7 @@ type tokenKeeper struct {
 // preparation instead of before it.
 func (k *tokenKeeper) mint(ctx context.Context, thread, participant, name string, ttl time.Duration) *agentToken {
 	t := &agentToken{done: make(chan struct{})}
-	cfg := k.c.cfg.Load()
+	cfg := k.config()
 	if cfg.BridgeToken == "" {
 		// No credential to mint with: the bridge is open, and so is
 		// everything an agent could do with a token.
@@ -115,7 +119,7 @@ func (k *tokenKeeper) mint(ctx context.Context, thread, participant, name string
 		defer cancel()
 		ttl = min(ttl, agentbridge.MaxAgentTokenTTL)
 		asked := time.Now() // the bridge starts the ttl a little later
-		nt, err := k.c.bridge.CreateToken(ctx, agentbridge.TokenInput{Scope: agentbridge.ScopeAgent, Name: name,
+		nt, err := k.bridge.CreateToken(ctx, agentbridge.TokenInput{Scope: agentbridge.ScopeAgent, Name: name,
 			Thread: thread, Participant: participant, TTLSeconds: int64(ttl / time.Second)})
 		if err != nil {
 			k.mintFailed(thread, participant, err)
@@ -136,11 +140,11 @@ func (k *tokenKeeper) mintFailed(thread, participant string, err error) {
 		k.unsupported = true
 		k.mu.Unlock()
 		if first {
-			k.c.log.Warn("the bridge makes no agent tokens (it predates them): agents run with no bridge credential", "err", err)
+			k.log.Warn("the bridge makes no agent tokens (it predates them): agents run with no bridge credential", "err", err)
 		}
 		return
 	}
-	k.c.log.Warn("could not get an agent token; the agent runs with no bridge credential",
+	k.log.Warn("could not get an agent token; the agent runs with no bridge credential",
 		"thread", thread, "participant", participant, "err", err)
 }
 
@@ -157,9 +161,9 @@ func (k *tokenKeeper) revoke(t *agentToken) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), tokenCallTimeout)
 		defer cancel()
-		if _, err := k.c.bridge.RevokeToken(ctx, t.id); err != nil {
+		if _, err := k.bridge.RevokeToken(ctx, t.id); err != nil {
 			// It still expires at its ttl.
-			k.c.log.Warn("could not revoke an agent token; it expires on its own", "token", t.id, "expires", t.expires, "err", err)
+			k.log.Warn("could not revoke an agent token; it expires on its own", "token", t.id, "expires", t.expires, "err", err)
 		}
 	}()
 }

@@ -3,12 +3,14 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/registry"
 )
@@ -43,8 +45,12 @@ const (
 // coordinator has met, at most maxCachedThreads of them, and reports those
 // it can start.
 type availability struct {
-	c    *Coordinator
-	wake chan struct{}
+	bridge *client.Client
+	config func() *config.Config
+	log    *slog.Logger
+	// presences orders the reports with the runs' own (invoke.go).
+	presences *presenceChain
+	wake      chan struct{}
 
 	mu      sync.Mutex
 	threads map[string][]agentbridge.Invite
@@ -53,13 +59,16 @@ type availability struct {
 	shown   map[pairKey]bool
 }
 
-func newAvailability(c *Coordinator) *availability {
+func newAvailability(bridge *client.Client, cfg func() *config.Config, log *slog.Logger, presences *presenceChain) *availability {
 	return &availability{
-		c:       c,
-		wake:    make(chan struct{}, 1),
-		threads: make(map[string][]agentbridge.Invite),
-		fresh:   make(map[string]bool),
-		shown:   make(map[pairKey]bool),
+		bridge:    bridge,
+		config:    cfg,
+		log:       log,
+		presences: presences,
+		wake:      make(chan struct{}, 1),
+		threads:   make(map[string][]agentbridge.Invite),
+		fresh:     make(map[string]bool),
+		shown:     make(map[pairKey]bool),
 	}
 }
 
@@ -121,7 +130,7 @@ func (a *availability) run(ctx context.Context) {
 	// in force then.
 	var renew *time.Timer
 	arm := func() {
-		if every := availableHeartbeats * a.c.cfg.Load().PresenceHeartbeat; every > 0 {
+		if every := availableHeartbeats * a.config().PresenceHeartbeat; every > 0 {
 			renew = time.NewTimer(every)
 		} else {
 			renew = nil
@@ -158,9 +167,9 @@ func (a *availability) seed(ctx context.Context) {
 	var all []agentbridge.Thread
 	after := ""
 	for i := 0; i < 20 && ctx.Err() == nil; i++ {
-		page, err := a.c.bridge.Threads(ctx, after, 500)
+		page, err := a.bridge.Threads(ctx, after, 500)
 		if err != nil {
-			a.c.log.Debug("list threads for availability", "err", err)
+			a.log.Debug("list threads for availability", "err", err)
 			break
 		}
 		all = append(all, page...)
@@ -174,7 +183,7 @@ func (a *availability) seed(ctx context.Context) {
 		all = all[:availableSeedThreads]
 	}
 	for _, th := range all {
-		st, _, err := a.c.bridge.State(ctx, th.ID, 0)
+		st, _, err := a.bridge.State(ctx, th.ID, 0)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -188,7 +197,7 @@ func (a *availability) seed(ctx context.Context) {
 // report sends the availability of the changed threads' participants, or
 // of all when all is set.
 func (a *availability) report(ctx context.Context, all bool) {
-	cfg := a.c.cfg.Load()
+	cfg := a.config()
 	var pairs []pairKey
 	a.mu.Lock()
 	for thread, invited := range a.threads {
@@ -210,7 +219,7 @@ func (a *availability) report(ctx context.Context, all bool) {
 		if ctx.Err() != nil {
 			return
 		}
-		if a.c.reportIdle(ctx, k, agentbridge.PresenceListening, details) {
+		if a.reportIdle(ctx, k, agentbridge.PresenceListening, details) {
 			a.mu.Lock()
 			a.shown[k] = true
 			a.mu.Unlock()
@@ -234,7 +243,7 @@ func (a *availability) offline() {
 		if ctx.Err() != nil {
 			return
 		}
-		a.c.reportIdle(ctx, k, agentbridge.PresenceOffline, json.RawMessage("null"))
+		a.reportIdle(ctx, k, agentbridge.PresenceOffline, json.RawMessage("null"))
 	}
 }
 
@@ -250,16 +259,16 @@ func availableDetails(cfg *config.Config) json.RawMessage {
 // the pair's order of reports, and not at all when a run's reporter is
 // active (it reports listening, with the same details, when the run ends).
 // It reports whether the report was sent.
-func (c *Coordinator) reportIdle(ctx context.Context, k pairKey, st string, details json.RawMessage) bool {
-	done, ok := c.presences.nextIfIdle(k)
+func (a *availability) reportIdle(ctx context.Context, k pairKey, st string, details json.RawMessage) bool {
+	done, ok := a.presences.nextIfIdle(k)
 	if !ok {
 		return false
 	}
-	defer c.presences.finish(k, done)
+	defer a.presences.finish(k, done)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := c.bridge.SetPresence(pctx, k.thread, agentbridge.PresenceInput{From: k.participant, State: st, Details: details}); err != nil {
-		c.log.Debug("report availability", "participant", k.participant, "thread", k.thread, "state", st, "err", err)
+	if err := a.bridge.SetPresence(pctx, k.thread, agentbridge.PresenceInput{From: k.participant, State: st, Details: details}); err != nil {
+		a.log.Debug("report availability", "participant", k.participant, "thread", k.thread, "state", st, "err", err)
 		return false
 	}
 	return true

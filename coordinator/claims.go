@@ -32,7 +32,8 @@ const claimPollMin = time.Second
 // claimer is the coordinator's side of the claims; it is safe for
 // concurrent use.
 type claimer struct {
-	c *Coordinator
+	deps
+	claimHooks
 
 	mu sync.Mutex
 	// unsupported is set once the bridge answered that it keeps no
@@ -68,8 +69,34 @@ type claimAnswer struct {
 // the same way for the same process.
 const maxEarly = 4096
 
-func newClaimer(c *Coordinator) *claimer {
-	return &claimer{c: c, early: map[claimRun]chan claimAnswer{}, poke: make(chan struct{}, 1)}
+// claimHooks is what the claimer uses of the rest of the coordinator.
+type claimHooks struct {
+	// instance is this process's instance (registry.Registrar.Instance),
+	// sent with every claim.
+	instance func() string
+	// threads reads a thread as the follow loop does, for a claim taken
+	// over to be decided again (takeover.go).
+	threads threadReader
+	// receipts hears of a run's claim recorded, and of a run taken over,
+	// whose receipts follow the new run.
+	receipts *receiptReporter
+	// enqueue queues a run taken over (scheduler.go); takeNotice takes a
+	// notice's claim over and posts the notice (partynotice.go).
+	enqueue    func(job)
+	takeNotice func(ctx context.Context, cl agentbridge.Claim)
+}
+
+// threadReader is the coordinator's reading of a thread that a claim
+// taken over is decided again from: the state before its event, the
+// party facts, and the replies after it.
+type threadReader interface {
+	stateBefore(ctx context.Context, e agentbridge.Event) (threadCache, error)
+	partySelectionFacts(ctx context.Context, e agentbridge.Event, cfg *config.Config) (*rules.PartyFacts, error)
+	repliesAfter(ctx context.Context, thread string, seq int64) ([]agentbridge.Event, error)
+}
+
+func newClaimer(d deps, hooks claimHooks) *claimer {
+	return &claimer{deps: d, claimHooks: hooks, early: map[claimRun]chan claimAnswer{}, poke: make(chan struct{}, 1)}
 }
 
 // off reports whether the bridge keeps no claims.
@@ -90,7 +117,7 @@ func (k *claimer) settle(err error) (off bool) {
 	}
 	if bridgeStatus(err, 404) || bridgeStatus(err, 405) {
 		if !k.unsupported {
-			k.c.log.Warn("the bridge keeps no claims (an older bridge?): runs are not claimed, and a second coordinator serving the same agent would run them too")
+			k.log.Warn("the bridge keeps no claims (an older bridge?): runs are not claimed, and a second coordinator serving the same agent would run them too")
 		}
 		k.unsupported, k.known = true, true
 	}
@@ -101,7 +128,7 @@ func (k *claimer) settle(err error) (off bool) {
 func (k *claimer) request(cfg *config.Config, inv ledger.Invocation, client string) agentbridge.ClaimRequest {
 	return agentbridge.ClaimRequest{
 		ClaimKey:    agentbridge.ClaimKey{Thread: inv.Thread, Event: inv.TriggerID, Participant: inv.Participant, Round: inv.Round},
-		Coordinator: cfg.CoordinatorID, Instance: k.c.registry.Instance(), Client: client,
+		Coordinator: cfg.CoordinatorID, Instance: k.instance(), Client: client,
 	}
 }
 
@@ -123,12 +150,12 @@ func runClient(cfg *config.Config, inv ledger.Invocation) string {
 // registration the bridge has not seen yet) until ctx ends.
 func (k *claimer) claim(ctx context.Context, req agentbridge.ClaimRequest) (agentbridge.ClaimResult, error) {
 	var res agentbridge.ClaimResult
-	err := k.c.retry(ctx, retrying{what: "claim a run at the bridge", attrs: []any{"trigger", req.Event, "participant", req.Participant},
+	err := k.retry(ctx, retrying{what: "claim a run at the bridge", attrs: []any{"trigger", req.Event, "participant", req.Participant},
 		level: slog.LevelDebug, permanent: func(err error) bool {
 			var ae *agentbridge.Error
 			return client.Permanent(err) && !(errors.As(err, &ae) && ae.Code == agentbridge.ECodeNotRegistered)
 		}}, func() (err error) {
-		res, err = k.c.bridge.Claim(ctx, req)
+		res, err = k.bridge.Claim(ctx, req)
 		return err
 	})
 	k.settle(err)
@@ -144,7 +171,7 @@ func (k *claimer) claim(ctx context.Context, req agentbridge.ClaimRequest) (agen
 // On a ledger other coordinators share it does not: another may queue the
 // pair first, and this one would then hold a claim it never runs.
 func (k *claimer) askEarly(ctx context.Context, cfg *config.Config, invs []ledger.Invocation) {
-	if len(invs) == 0 || k.off() || k.c.db.Shared() {
+	if len(invs) == 0 || k.off() || k.db.Shared() {
 		return
 	}
 	for _, inv := range invs {
@@ -157,7 +184,7 @@ func (k *claimer) askEarly(ctx context.Context, cfg *config.Config, invs []ledge
 		k.early[claimRun{inv.TriggerID, inv.Participant, inv.Round}] = ch
 		k.mu.Unlock()
 		go func() {
-			res, err := k.c.bridge.Claim(ctx, req)
+			res, err := k.bridge.Claim(ctx, req)
 			ch <- claimAnswer{res, err}
 		}()
 	}
@@ -235,7 +262,7 @@ func (k *claimer) run(ctx context.Context, j job) (ledger.Invocation, bool) {
 	if k.off() {
 		return inv, true
 	}
-	cfg := k.c.cfg.Load()
+	cfg := k.config()
 	res, err := k.answer(ctx, k.request(cfg, inv, runClient(cfg, inv)), inv)
 	switch {
 	case err != nil && k.off():
@@ -250,7 +277,7 @@ func (k *claimer) run(ctx context.Context, j job) (ledger.Invocation, bool) {
 	case err != nil:
 		// Refused for good, for a reason other than another holder: the
 		// trigger is still answered.
-		k.c.log.Warn("the bridge refused to claim a run; running it unclaimed", "id", inv.ID, "participant", inv.Participant, "err", err)
+		k.log.Warn("the bridge refused to claim a run; running it unclaimed", "id", inv.ID, "participant", inv.Participant, "err", err)
 		return inv, true
 	case !res.Granted:
 		k.elsewhere(ctx, inv, heldBy(res.Claim))
@@ -258,14 +285,14 @@ func (k *claimer) run(ctx context.Context, j job) (ledger.Invocation, bool) {
 	}
 	keep := context.WithoutCancel(ctx)
 	inv.ClaimID, inv.ClaimFence = res.Claim.ID, res.Claim.Fence
-	if err := k.c.db.SetClaim(keep, inv.ID, inv.ClaimID, inv.ClaimFence); err != nil {
-		k.c.log.Warn("cannot record the run's claim; its receipts go without it", "id", inv.ID, "err", err)
+	if err := k.db.SetClaim(keep, inv.ID, inv.ClaimID, inv.ClaimFence); err != nil {
+		k.log.Warn("cannot record the run's claim; its receipts go without it", "id", inv.ID, "err", err)
 	}
 	if res.PreviousHost != "" {
-		k.c.log.Info("took over a run whose coordinator went offline", "id", inv.ID, "participant", inv.Participant,
+		k.log.Info("took over a run whose coordinator went offline", "id", inv.ID, "participant", inv.Participant,
 			"previous_host", res.PreviousHost, "fence", inv.ClaimFence)
 	}
-	k.c.receipts.wake()
+	k.receipts.wake()
 	return inv, true
 }
 
@@ -277,19 +304,19 @@ func (k *claimer) wait(ctx context.Context, thread, event string, round int, s r
 	if k.off() {
 		return false
 	}
-	cfg := k.c.cfg.Load()
+	cfg := k.config()
 	req := k.request(cfg, ledger.Invocation{Thread: thread, TriggerID: event, Participant: s.Participant, Round: round}, s.Client)
 	req.Wait, req.PendingTTLMillis = true, cfg.PendingTTL.Milliseconds()
 	_, err := k.claim(ctx, req)
 	switch {
 	case err == nil:
-		k.c.log.Info("nobody serves the participant; the trigger waits at the bridge", "thread", thread, "trigger", event,
+		k.log.Info("nobody serves the participant; the trigger waits at the bridge", "thread", thread, "trigger", event,
 			"participant", s.Participant, "pending_ttl", cfg.PendingTTL)
 		return true
 	case ctx.Err() != nil || k.off():
 		return false
 	default:
-		k.c.log.Warn("the bridge refused a waiting claim; reporting the skip", "trigger", event, "participant", s.Participant, "err", err)
+		k.log.Warn("the bridge refused a waiting claim; reporting the skip", "trigger", event, "participant", s.Participant, "err", err)
 		return false
 	}
 }
@@ -313,10 +340,10 @@ func heldBy(cl agentbridge.Claim) string {
 
 // elsewhere ends inv's record without a run or a post.
 func (k *claimer) elsewhere(ctx context.Context, inv ledger.Invocation, why string) {
-	if err := k.c.db.Elsewhere(context.WithoutCancel(ctx), inv.ID, why); err != nil {
-		k.c.log.Error("record a run left to another coordinator", "id", inv.ID, "err", err)
+	if err := k.db.Elsewhere(context.WithoutCancel(ctx), inv.ID, why); err != nil {
+		k.log.Error("record a run left to another coordinator", "id", inv.ID, "err", err)
 	}
-	k.c.log.Info("invocation", "participant", inv.Participant, "thread", inv.Thread, "trigger", inv.TriggerID,
+	k.log.Info("invocation", "participant", inv.Participant, "thread", inv.Thread, "trigger", inv.TriggerID,
 		"status", ledger.StatusElsewhere, "why", why)
 }
 
@@ -328,20 +355,12 @@ func (k *claimer) fenced(ctx context.Context, inv ledger.Invocation, err error) 
 	if !errors.As(err, &ae) || ae.Code != agentbridge.ECodeFenced {
 		return false
 	}
-	k.c.log.Warn("another coordinator took this run over; its reply is not posted", "id", inv.ID,
+	k.log.Warn("another coordinator took this run over; its reply is not posted", "id", inv.ID,
 		"participant", inv.Participant, "trigger", inv.TriggerID, "err", ae.Message)
-	if err := k.c.db.Elsewhere(context.WithoutCancel(ctx), inv.ID, "fenced: "+ae.Message); err != nil {
-		k.c.log.Error("record a fenced run", "id", inv.ID, "err", err)
+	if err := k.db.Elsewhere(context.WithoutCancel(ctx), inv.ID, "fenced: "+ae.Message); err != nil {
+		k.log.Error("record a fenced run", "id", inv.ID, "err", err)
 	}
 	return true
-}
-
-// withClaim is ctx carrying inv's claim for the bridge writes of its run.
-func withClaim(ctx context.Context, inv ledger.Invocation) context.Context {
-	if inv.ClaimID == 0 {
-		return ctx
-	}
-	return client.WithClaim(ctx, inv.ClaimID, inv.ClaimFence)
 }
 
 // finish tells the bridge that inv's claim is done, once its record is
@@ -349,7 +368,7 @@ func withClaim(ctx context.Context, inv ledger.Invocation) context.Context {
 // post still owed) keeps its claim for the next start or the next holder.
 func (k *claimer) finish(ctx context.Context, id int64) {
 	keep := context.WithoutCancel(ctx)
-	inv, err := k.c.db.Invocation(keep, id)
+	inv, err := k.db.Invocation(keep, id)
 	if err != nil || inv.ClaimID == 0 || len(inv.PendingPost) > 0 {
 		return
 	}
@@ -366,14 +385,14 @@ func (k *claimer) finish(ctx context.Context, id int64) {
 func (k *claimer) finishClaim(ctx context.Context, id, fence int64) {
 	fctx, cancel := context.WithTimeout(ctx, claimFinishWait)
 	defer cancel()
-	cfg := k.c.cfg.Load()
-	err := k.c.retry(fctx, retrying{what: "finish a claim", attrs: []any{"claim", id}, level: slog.LevelDebug, permanent: client.Permanent},
+	cfg := k.config()
+	err := k.retry(fctx, retrying{what: "finish a claim", attrs: []any{"claim", id}, level: slog.LevelDebug, permanent: client.Permanent},
 		func() error {
-			_, err := k.c.bridge.FinishClaim(fctx, id, fence, cfg.CoordinatorID, k.c.registry.Instance())
+			_, err := k.bridge.FinishClaim(fctx, id, fence, cfg.CoordinatorID, k.instance())
 			return err
 		})
 	if err != nil {
-		k.c.log.Debug("cannot finish a claim; it lapses with this coordinator", "claim", id, "err", err)
+		k.log.Debug("cannot finish a claim; it lapses with this coordinator", "claim", id, "err", err)
 	}
 }
 

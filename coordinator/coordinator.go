@@ -2,8 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,12 +68,12 @@ type Options struct {
 // it with New, run it with Run; Config, StatusURL, Reload and SkipGrace are
 // safe to call from any goroutine while it runs.
 type Coordinator struct {
-	log    *slog.Logger
-	db     *ledger.DB
-	bridge *client.Client
-	cfg    atomic.Pointer[config.Config]
-	exe    string
-	path   string
+	// deps is the ledger, the client, the config getter (cfg.Load) and
+	// the log, which the helpers below are handed too.
+	deps
+	cfg  atomic.Pointer[config.Config]
+	exe  string
+	path string
 	// attDir is where runs' attachment copies go (runAttachmentDir).
 	attDir string
 
@@ -179,9 +177,6 @@ func New(opts Options) (*Coordinator, error) {
 		copts = append(copts, client.WithToken(cfg.BridgeToken))
 	}
 	c := &Coordinator{
-		log:     log.With("component", "coordinator"),
-		db:      opts.State,
-		bridge:  client.New(cfg.BridgeURL, copts...),
 		exe:     exe,
 		path:    opts.ConfigPath,
 		attDir:  defaultAttachmentDir(opts.AttachmentDir, cfg.CoordinatorID),
@@ -193,21 +188,27 @@ func New(opts Options) (*Coordinator, error) {
 		rosterPresence: cache.NewPresence(time.Now),
 	}
 	c.cfg.Store(&cfg)
+	c.deps = deps{db: opts.State, bridge: client.New(cfg.BridgeURL, copts...), config: c.cfg.Load,
+		log: log.With("component", "coordinator")}
 	c.outage = &ledgerOutage{log: c.log}
-	c.metrics = newMetrics(c)
-	c.sched = newScheduler(c)
-	c.receipts = newReceiptReporter(c)
-	c.avail = newAvailability(c)
+	c.metrics = newMetrics(c.bridge, &c.cursor)
+	c.sched = newScheduler(c.deps, c.metrics.queueDepth, schedulerRuns{invoke: c.work, advance: c.partyAdvance, notice: c.postNotice})
+	c.avail = newAvailability(c.bridge, c.cfg.Load, c.log, &c.presences)
 	c.registry = registry.New(registry.Options{Bridge: c.bridge, Config: c.cfg.Load, StatusURL: c.StatusURL, Version: opts.Version, Logger: c.log})
-	c.claims = newClaimer(c)
+	c.claims = newClaimer(c.deps, claimHooks{instance: c.registry.Instance, threads: c,
+		enqueue: c.sched.enqueue, takeNotice: c.takeNoticeClaim})
+	c.receipts = newReceiptReporter(c.deps, c.metrics.reg, c.registry, c.claims)
+	// The two hear of each other: a claim recorded wakes the reporter,
+	// which asks the claimer whether runs are claimed.
+	c.claims.receipts = c.receipts
 	c.acp = acp.New(acp.Options{Host: acpHost{c}, Config: c.cfg.Load, Dir: opts.ACPDir, Executable: exe,
 		Logger: c.log, Registerer: c.metrics.reg})
-	c.tokens = &tokenKeeper{c: c}
+	c.tokens = &tokenKeeper{bridge: c.bridge, config: c.cfg.Load, log: c.log}
 	wtDir, err := worktreeDir(opts.WorktreeDir)
 	if err != nil {
 		return nil, err
 	}
-	c.ws = newWorkspaces(c, wtDir)
+	c.ws = newWorkspaces(c.deps, wtDir, c.sched)
 	if opts.ConfigPath != "" {
 		c.watcher = config.NewWatcher(opts.ConfigPath, c.log, c.applyConfig)
 	}
@@ -771,19 +772,6 @@ func (c *Coordinator) stateBefore(ctx context.Context, e agentbridge.Event) (thr
 	return threadCache{seq: e.Seq - 1, state: st, name: name}, nil
 }
 
-// threadName returns the cached name of a thread, asking the bridge when
-// the coordinator has not met it yet (recovery).
-func (c *Coordinator) threadName(ctx context.Context, thread string) (string, error) {
-	if tc, ok := c.threads.Get(thread); ok {
-		return tc.name, nil
-	}
-	th, err := c.bridge.Thread(ctx, thread)
-	if err != nil {
-		return "", fmt.Errorf("read thread %s: %w", thread, err)
-	}
-	return th.Name, nil
-}
-
 // Notice kinds, part of each notice's idempotency key.
 const (
 	noticeClarification = "clarification"
@@ -818,21 +806,4 @@ func (c *Coordinator) notices(cfg *config.Config, e agentbridge.Event, d rules.D
 		out = append(out, ledger.Notice{TriggerID: e.ID, Kind: noticeSceneClosed, Thread: e.Thread, Post: in})
 	}
 	return out
-}
-
-// mustJSON encodes values that cannot fail to encode (strings, events).
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("encode %T: %v", v, err))
-	}
-	return b
-}
-
-// idempotencyKey derives the key of the one post a (trigger, kind) pair may
-// produce: kind is a participant id for replies and error messages (one key
-// per pair, so a pair ends with exactly one of them) or a notice kind.
-func idempotencyKey(trigger, kind string) string {
-	sum := sha256.Sum256([]byte("agent-bridge\x00" + trigger + "\x00" + kind))
-	return "coord-" + hex.EncodeToString(sum[:16])
 }

@@ -139,26 +139,3 @@ func (c *Coordinator) questionTo(ctx context.Context, cfg *config.Config, inv le
 	}
 	return to
 }
-
-// replyPost applies the reply directives to a successful run's output: it
-// sets o's status and returns the event to post (zero for a pass).
-// questionTo is where a question goes.
-func replyPost(cfg *config.Config, inv ledger.Invocation, stdout, questionTo string, o *ledger.Outcome) agentbridge.EventInput {
-	d := ParseDirective(stdout)
-	if d.Kind == DirectivePass {
-		o.Status = ledger.StatusPassed
-		return agentbridge.EventInput{}
-	}
-	o.Status = ledger.StatusSucceeded
-	// No meta.hop: the bridge assigns it from reply_to (contract 5.1).
-	post := agentbridge.EventInput{
-		Type: agentbridge.TypeMessage, From: inv.Participant, To: agentbridge.ToAll,
-		Content: mustJSON(adapters.TruncateReply(stdout, cfg.MaxReplyChars)),
-		Meta:    agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator"}},
-	}
-	if d.Kind == DirectiveQuestion {
-		post.To = questionTo
-		post.Meta.Tags = []string{"coordinator", "question"}
-	}
-	return post
-}

@@ -1,15 +1,11 @@
 package coordinator
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -17,27 +13,31 @@ import (
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/acp"
-	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/coordinator/registry"
-	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 )
+
+// work carries out one job: the post a previous run of it left owed
+// (resume, post.go), or its run (invoke).
+func (c *Coordinator) work(ctx context.Context, j job) {
+	if len(j.inv.PendingPost) > 0 {
+		c.resume(ctx, j.inv)
+		return
+	}
+	c.invoke(ctx, j)
+}
 
 // invoke runs one job to its end: the adapter, then the post of its reply
 // or error message, each step recorded in the ledger first. ctx is the
 // work context: cancelling it interrupts the adapter. It is gather (prepare),
 // act (the runs, and the read a question's recipient needs), a pure plan of
-// the outcome (planOutcome), then act again (record and post).
+// the outcome (planOutcome, plan.go), then act again (record, and the post:
+// post.go).
 func (c *Coordinator) invoke(ctx context.Context, j job) {
 	inv := j.inv
 	// Ledger writes must land even while the work context is being
 	// cancelled, or a finished run would be re-run after restart.
 	keep := context.WithoutCancel(ctx)
-	if len(inv.PendingPost) > 0 {
-		c.deliverPending(withClaim(ctx, inv), inv)
-		c.claims.finish(keep, inv.ID)
-		return
-	}
 	cfg := c.cfg.Load()
 	work := ctx
 	ctx, stopRun, cancelled := c.registerRun(ctx, inv)
@@ -120,37 +120,6 @@ func (c *Coordinator) invoke(ctx context.Context, j job) {
 	c.claims.finish(keep, inv.ID)
 }
 
-// deliverPending posts what a previous run of inv left owed.
-func (c *Coordinator) deliverPending(ctx context.Context, inv ledger.Invocation) {
-	if cur, err := c.db.Invocation(context.WithoutCancel(ctx), inv.ID); err == nil && cur.Status == ledger.StatusCancelled {
-		// Belt and braces: Finish never leaves a post owed by a
-		// cancelled run, and no reply of one is ever posted.
-		c.logInvocation(inv, ledger.StatusCancelled, 0)
-		return
-	}
-	keep := context.WithoutCancel(ctx)
-	posts, err := inv.PendingPosts()
-	if err != nil || len(posts) == 0 {
-		c.log.Error("decode pending post", "id", inv.ID, "err", err)
-		_ = c.db.Posted(keep, inv.ID, "", "", fmt.Sprintf("the pending post could not be decoded: %v", err))
-		c.logInvocation(inv, inv.Status, 0)
-		return
-	}
-	status := c.deliver(ctx, inv, posts, inv.Status)
-	c.logInvocation(inv, status, 0)
-}
-
-// agentRun is one run of an agent: its result and, when not empty, the
-// sentence for the thread when it failed in a way adapters.ErrorMessage
-// cannot word.
-type agentRun struct {
-	res adapters.Result
-	why string
-	// failure is the one the adapter or agent reported on its progress
-	// fd, nil when it reported none.
-	failure *agentbridge.Failure
-}
-
 // firstRun runs the prepared adapter, or gives the result of one that
 // could not be prepared.
 func (c *Coordinator) firstRun(ctx context.Context, inv ledger.Invocation, in prepared, mon *runMonitor) agentRun {
@@ -194,74 +163,6 @@ func (c *Coordinator) record(ctx context.Context, inv ledger.Invocation, o ledge
 	return status
 }
 
-// outcomeOf is what an agent run's result says of the invocation: the
-// ledger outcome's times, output and status (succeeded for a run that
-// worked, whose post the caller adds) and its error text. Invocations,
-// scene correction runs and ACP turns all end through it.
-func outcomeOf(run agentRun, timeout time.Duration) ledger.Outcome {
-	res := run.res
-	o := ledger.Outcome{
-		Started: res.Started, Finished: res.Finished,
-		OutputBytes: res.StdoutBytes, StderrTail: string(res.StderrTail), ProgressBad: res.ProgressBad,
-	}
-	if res.PID != 0 {
-		code := res.ExitCode
-		o.ExitCode = &code
-	}
-	switch {
-	case res.Cancelled:
-		// The cancel already recorded the status; Finish keeps it.
-		o.Status, o.Error = ledger.StatusCancelled, cancelReason("")
-	case res.Interrupted:
-		o.Status, o.Error = ledger.StatusInterrupted, adapters.ErrorMessage(res, timeout)
-	case res.OK():
-		o.Status = ledger.StatusSucceeded
-	default:
-		o.Status = ledger.StatusFailed
-		if res.TimedOut {
-			o.Status = ledger.StatusTimeout
-		}
-		o.Error = cmp.Or(run.why, adapters.ErrorMessage(res, timeout))
-		if run.failure != nil && run.failure.Message != "" {
-			// The adapter said why (a usage limit it stopped at, say):
-			// that comes first, the exit status and stderr after.
-			o.Error = run.failure.Message + "\n\n" + o.Error
-		}
-	}
-	o.Failure = failureOf(run, o)
-	return o
-}
-
-// planOutcome decides, without I/O, what an invocation's runs come to: the
-// ledger outcome and the post it owes (a reply, a scene step's events, an
-// error notice, or nothing). questionTo is the recipient of a question
-// directive (questionTo read it).
-func planOutcome(cfg *config.Config, inv ledger.Invocation, in prepared, first agentRun, correction *agentRun, questionTo string) ledger.Outcome {
-	o := outcomeOf(first, cfg.AdapterTimeout)
-	var post agentbridge.EventInput
-	switch o.Status {
-	case ledger.StatusCancelled, ledger.StatusInterrupted:
-	case ledger.StatusSucceeded:
-		if in.scene != nil {
-			sceneOutcome(cfg, inv, in.scene, first.res, correction, &o)
-			return o
-		}
-		post = replyPost(cfg, inv, string(first.res.Stdout), questionTo, &o)
-	default:
-		post = errorPost(cfg, inv, o.Error)
-		if in.scene != nil && in.scene.step.Step == agentbridge.SceneStepTurn {
-			// A turn that fails leaves the scene without its next
-			// speech: the error notice closes it.
-			post.Meta.Extra[agentbridge.MetaScene] = mustJSON(agentbridge.SceneMeta{Close: agentbridge.CloseError})
-		}
-	}
-	if post.From != "" {
-		post.Meta = withPartyMeta(post.Meta, inv)
-		o.Posts = []agentbridge.EventInput{post}
-	}
-	return o
-}
-
 func (c *Coordinator) logInvocation(inv ledger.Invocation, status string, d time.Duration) {
 	c.log.Info("invocation", "participant", inv.Participant, "thread", inv.Thread, "trigger", inv.TriggerID,
 		"status", status, "duration_ms", d.Milliseconds())
@@ -273,141 +174,6 @@ func (c *Coordinator) finishInterrupted(ctx context.Context, inv ledger.Invocati
 	}
 	c.metrics.observe(ledger.StatusInterrupted, 0)
 	c.logInvocation(inv, ledger.StatusInterrupted, 0)
-}
-
-// errorPost is the coordinator's message saying a participant's adapter
-// failed. meta.participant names the pair, so recovery can tell whose error
-// it is.
-func errorPost(cfg *config.Config, inv ledger.Invocation, msg string) agentbridge.EventInput {
-	text := fmt.Sprintf("%s could not answer: %s", inv.Participant, msg)
-	return agentbridge.EventInput{
-		Type: agentbridge.TypeMessage, From: cfg.CoordinatorID, To: agentbridge.ToAll,
-		Content: mustJSON(adapters.TruncateReply(text, cfg.MaxReplyChars)),
-		Meta: agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", "error"},
-			Extra: map[string]json.RawMessage{rules.MetaParticipant: mustJSON(inv.Participant)}},
-	}
-}
-
-// deliver posts a reply or error message with the pair's idempotency key,
-// retrying transient failures until ctx ends, and records the result. It
-// returns the invocation's final status: refused when the bridge answers
-// 409 (the participant was muted or the thread paused meanwhile). A 409
-// idempotency_conflict (another writer used the pair's key first) is not
-// that: it fails the run with an error notice under a key of its own
-// (postRefused), and the other writer's event is never taken for the reply.
-// posts (a reply, or a scene turn's thinking, then its speech) are posted
-// in order, each under its own key: the last one under the pair's key, so
-// recovery finds the pair's reply as for any other.
-func (c *Coordinator) deliver(ctx context.Context, inv ledger.Invocation, posts []agentbridge.EventInput, status string) string {
-	keep := context.WithoutCancel(ctx)
-	var last agentbridge.Event
-	var note, newStatus string // what a refused part changed (refused.go)
-	for i, in := range posts {
-		// The bridge assigns the hop and refuses one a writer sets; a
-		// stored post may carry one (rows written by a coordinator that
-		// stamped hops itself).
-		in.Meta.Hop = nil
-		key := replyKey(inv)
-		if i < len(posts)-1 {
-			key = idempotencyKey(inv.TriggerID, inv.Participant+"\x00part"+strconv.Itoa(i))
-		}
-		ev, err := c.appendRetry(ctx, inv, in, key)
-		if err == nil {
-			last = ev
-			c.noteReply(keep, ev)
-			continue
-		}
-		if end, ok := c.conflictEnd(ctx, inv, err); ok {
-			return end
-		}
-		var ae *agentbridge.Error
-		switch {
-		case errors.As(err, &ae):
-			// Refused for good: a cut or an error notice stands in for it
-			// (refused.go), so the trigger is still answered.
-			rp, err := c.postRefused(ctx, inv, in, key, ae)
-			if err == nil {
-				last, note = rp.ev, rp.note
-				if rp.status != "" {
-					status, newStatus = rp.status, rp.status
-				}
-				c.noteReply(keep, rp.ev)
-				continue
-			}
-			if ctx.Err() != nil {
-				return status // left pending: the next run posts it
-			}
-			c.log.Error("the bridge refused a reply and its error notice; not retrying", "id", inv.ID, "err", err)
-			if err := c.db.Posted(keep, inv.ID, "", ledger.StatusFailed, "the bridge refused the reply and the error notice: "+ae.Message); err != nil {
-				c.log.Error("record rejected reply", "id", inv.ID, "err", err)
-			}
-			return ledger.StatusFailed
-		default:
-			// Left pending in the ledger: the next run posts it.
-			return status
-		}
-	}
-	c.recordPosted(ctx, inv, last.ID, newStatus, note)
-	return status
-}
-
-// conflictEnd ends a delivery the bridge answered with a 409 that no
-// stand-in post follows: fenced (another coordinator took the run over:
-// its reply stands, and this one is not retried) or refused (the
-// participant was muted or the thread paused meanwhile). ok is false for
-// any other error.
-func (c *Coordinator) conflictEnd(ctx context.Context, inv ledger.Invocation, err error) (status string, ok bool) {
-	var ae *agentbridge.Error
-	switch {
-	case c.claims.fenced(ctx, inv, err):
-		return ledger.StatusElsewhere, true
-	case errors.As(err, &ae) && ae.Status == http.StatusConflict && ae.Code != agentbridge.ECodeIdempotencyConflict:
-		if err := c.db.Posted(context.WithoutCancel(ctx), inv.ID, "", ledger.StatusRefused, ae.Message); err != nil {
-			c.log.Error("record refused reply", "id", inv.ID, "err", err)
-		}
-		return ledger.StatusRefused, true
-	}
-	return "", false
-}
-
-// recordPosted records the bridge's acknowledgement of a post, retried
-// while the ledger refuses writes, so that the record does not go on
-// showing a post owed that the bridge has (a restart would re-post it
-// under its key, which the bridge answers with the same event).
-func (c *Coordinator) recordPosted(ctx context.Context, inv ledger.Invocation, eventID, status, note string) {
-	keep := context.WithoutCancel(ctx)
-	if err := c.retry(ctx, retrying{what: "record the reply", attrs: []any{"id", inv.ID}, level: slog.LevelDebug}, func() error {
-		err := c.db.Posted(keep, inv.ID, eventID, status, note)
-		if err != nil {
-			c.outage.failed("record a posted reply", err)
-			return err
-		}
-		c.outage.ok()
-		return nil
-	}); err != nil {
-		c.log.Warn("stopping before the reply's event id was recorded; the next start re-posts it under its key", "id", inv.ID, "err", err)
-	}
-}
-
-// appendRetry appends in with key, retrying transient failures until ctx
-// ends. It returns the bridge's *agentbridge.Error for a permanent refusal
-// and ctx's error when it gave up.
-func (c *Coordinator) appendRetry(ctx context.Context, inv ledger.Invocation, in agentbridge.EventInput, key string) (agentbridge.Event, error) {
-	var ev agentbridge.Event
-	err := c.retry(ctx, retrying{what: "post reply", attrs: []any{"id", inv.ID}, permanent: client.Permanent},
-		func() (err error) {
-			ev, err = c.bridge.Append(ctx, inv.Thread, in, key)
-			return err
-		})
-	var ae *agentbridge.Error
-	switch {
-	case err == nil:
-		return ev, nil
-	case errors.As(err, &ae):
-		return agentbridge.Event{}, ae
-	default:
-		return agentbridge.Event{}, err
-	}
 }
 
 // presence reports the participant as thinking from presenceDelay on and
@@ -552,6 +318,14 @@ func (c *Coordinator) runAgent(ctx context.Context, inv ledger.Invocation, in pr
 		// The session works in the pair's worktree (its cwd).
 		entry.Workdir = in.tree.tree.Path
 	}
-	return c.acp.Run(ctx, acp.Run{Invocation: inv, Entry: entry, Payload: p, Trigger: in.trigger,
+	return c.acp.Run(ctx, acp.Run{Invocation: acpInvocation(inv), Entry: entry, Payload: p, Trigger: in.trigger,
 		Known: in.p.ContextWindow, Scene: in.scene != nil, Progress: progress})
+}
+
+// withClaim is ctx carrying inv's claim for the bridge writes of its run.
+func withClaim(ctx context.Context, inv ledger.Invocation) context.Context {
+	if inv.ClaimID == 0 {
+		return ctx
+	}
+	return client.WithClaim(ctx, inv.ClaimID, inv.ClaimFence)
 }

@@ -2,11 +2,13 @@ package coordinator
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/client"
 )
 
 // metrics are the coordinator's Prometheus metrics, in a registry of its
@@ -25,7 +27,9 @@ type metrics struct {
 	failures *prometheus.CounterVec
 }
 
-func newMetrics(c *Coordinator) *metrics {
+// newMetrics registers the coordinator's metrics; the cursor lag is the
+// bridge's head less cursor, read when scraped.
+func newMetrics(bridge *client.Client, cursor *atomic.Int64) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		invocations: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -56,11 +60,11 @@ func newMetrics(c *Coordinator) *metrics {
 	}, func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		head, err := c.bridge.Head(ctx)
+		head, err := bridge.Head(ctx)
 		if err != nil {
 			return -1
 		}
-		return float64(max(head-c.cursor.Load(), 0))
+		return float64(max(head-cursor.Load(), 0))
 	})
 	m.failures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "agent_bridge_coordinator_failures_total",

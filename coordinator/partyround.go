@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -46,30 +45,6 @@ func partyStart(d rules.Decision, e agentbridge.Event) *ledger.PartyRound {
 		TriggerID: e.ID, Thread: e.Thread, TriggerSeq: e.Seq, TriggerGSeq: e.GSeq, TriggerFrom: e.From,
 		Hop: d.Hop, CrossTalk: d.Party.CrossTalk, Selected: sel,
 	}
-}
-
-// replyKey is the idempotency key of an invocation's reply or error: one
-// per (trigger, participant) outside party mode, one per round inside it.
-func replyKey(inv ledger.Invocation) string {
-	if inv.Round == 0 {
-		return idempotencyKey(inv.TriggerID, inv.Participant)
-	}
-	return idempotencyKey(inv.TriggerID, fmt.Sprintf("%s\x00round %d", inv.Participant, inv.Round))
-}
-
-// withPartyMeta marks a party invocation's post with meta.party, so that
-// readers (and recovery) know which round it answers.
-func withPartyMeta(m agentbridge.Meta, inv ledger.Invocation) agentbridge.Meta {
-	if inv.Round == 0 {
-		return m
-	}
-	extra := make(map[string]json.RawMessage, len(m.Extra)+1)
-	for k, v := range m.Extra {
-		extra[k] = v
-	}
-	extra[rules.MetaParty] = mustJSON(rules.PartyMeta{Round: inv.Round, Trigger: inv.TriggerID})
-	m.Extra = extra
-	return m
 }
 
 // partyAdvance moves a party trigger's round on as its thread tells

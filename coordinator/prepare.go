@@ -346,3 +346,25 @@ func (c *Coordinator) readPrimer(path, builtin string) string {
 	}
 	return string(b)
 }
+
+// threadName returns the cached name of a thread, asking the bridge when
+// the coordinator has not met it yet (recovery).
+func (c *Coordinator) threadName(ctx context.Context, thread string) (string, error) {
+	if tc, ok := c.threads.Get(thread); ok {
+		return tc.name, nil
+	}
+	th, err := c.bridge.Thread(ctx, thread)
+	if err != nil {
+		return "", fmt.Errorf("read thread %s: %w", thread, err)
+	}
+	return th.Name, nil
+}
+
+// sessionFor is the payload's session for the invocation's pair.
+func (c *Coordinator) sessionFor(ctx context.Context, inv ledger.Invocation, client string) (adapters.SessionInfo, error) {
+	s, err := c.db.Session(ctx, inv.Thread, inv.Participant, client)
+	if err != nil {
+		return adapters.SessionInfo{}, err
+	}
+	return adapters.SessionInfo{ID: s.ID, Turns: s.Turns}, nil
+}

@@ -16,6 +16,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
+	"github.com/agent-bridge/agent-bridge/coordinator/registry"
 	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 )
 
@@ -61,8 +62,12 @@ type pairReport struct {
 
 // receiptReporter is owned by its run goroutine, except nudge.
 type receiptReporter struct {
-	c     *Coordinator
-	nudge chan struct{} // buffered 1: wake-ups coalesce
+	deps
+	// registry says who else serves a participant, and claims whether a
+	// skip waits at the bridge and whether runs are claimed at all.
+	registry *registry.Registrar
+	claims   *claimer
+	nudge    chan struct{} // buffered 1: wake-ups coalesce
 	// lastInv and lastDec are the newest invocation id and decision row
 	// fully reported; active holds what was last reported for invocations
 	// that may still change.
@@ -83,13 +88,13 @@ type receiptReporter struct {
 	reopened []int64
 }
 
-func newReceiptReporter(c *Coordinator) *receiptReporter {
-	r := &receiptReporter{c: c, nudge: make(chan struct{}, 1), active: map[int64]pairReport{}}
+func newReceiptReporter(d deps, metrics *prometheus.Registry, reg *registry.Registrar, claims *claimer) *receiptReporter {
+	r := &receiptReporter{deps: d, registry: reg, claims: claims, nudge: make(chan struct{}, 1), active: map[int64]pairReport{}}
 	r.sent = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "agent_bridge_coordinator_receipts_total",
 		Help: "Receipts reported to the bridge (changes only; see docs/runs.md).",
 	})
-	c.metrics.reg.MustRegister(r.sent)
+	metrics.MustRegister(r.sent)
 	return r
 }
 
@@ -149,8 +154,8 @@ func (r *receiptReporter) wake() {
 // pass finds nothing more, or when ctx ends.
 func (r *receiptReporter) run(ctx context.Context, final <-chan struct{}) {
 	var inv, dec int64
-	if err := r.c.retry(ctx, retrying{what: "read the ledger's heads for receipts", maxWait: time.Second}, func() (err error) {
-		inv, dec, err = r.c.db.ReceiptHeads(ctx)
+	if err := r.retry(ctx, retrying{what: "read the ledger's heads for receipts", maxWait: time.Second}, func() (err error) {
+		inv, dec, err = r.db.ReceiptHeads(ctx)
 		return err
 	}); err != nil {
 		return
@@ -161,8 +166,8 @@ func (r *receiptReporter) run(ctx context.Context, final <-chan struct{}) {
 	// however old: the replay above covers only the newest, and a run
 	// interrupted by a graceful stop would otherwise be reported as
 	// interrupted and never again when its re-run succeeds.
-	if unf, err := r.c.db.Unfinished(ctx); err != nil {
-		r.c.log.Warn("receipts: cannot list unfinished runs", "err", err)
+	if unf, err := r.db.Unfinished(ctx); err != nil {
+		r.log.Warn("receipts: cannot list unfinished runs", "err", err)
 	} else {
 		for _, u := range unf {
 			r.active[u.ID] = pairReport{}
@@ -177,7 +182,7 @@ func (r *receiptReporter) run(ctx context.Context, final <-chan struct{}) {
 			return
 		}
 		if err != nil {
-			r.c.log.Warn("receipts: cannot read the ledger", "err", err)
+			r.log.Warn("receipts: cannot read the ledger", "err", err)
 		}
 		if n >= receiptBatch {
 			continue
@@ -221,7 +226,7 @@ func (r *receiptReporter) pass(ctx context.Context) (int, error) {
 // passDecisions reports the skipped pairs of the decisions recorded since
 // the last pass. It returns how many it read; ok is false when ctx ended.
 func (r *receiptReporter) passDecisions(ctx context.Context) (n int, ok bool, err error) {
-	decs, err := r.c.db.DecisionsAfter(ctx, r.lastDec, receiptBatch)
+	decs, err := r.db.DecisionsAfter(ctx, r.lastDec, receiptBatch)
 	if err != nil {
 		return 0, false, err
 	}
@@ -229,7 +234,7 @@ func (r *receiptReporter) passDecisions(ctx context.Context) (n int, ok bool, er
 	for _, d := range decs {
 		var dd rules.Decision
 		if err := json.Unmarshal(d.Decision, &dd); err != nil {
-			r.c.log.Warn("receipts: cannot decode a decision", "event", d.EventID, "err", err)
+			r.log.Warn("receipts: cannot decode a decision", "event", d.EventID, "err", err)
 		}
 		for _, s := range dd.Skipped {
 			if !r.reportSkip(ctx, d, dd.PartyRound(), s, &listed) {
@@ -263,7 +268,7 @@ func (r *receiptReporter) reportSkip(ctx context.Context, d ledger.DecisionRow, 
 	if s.Agent != "" {
 		return true
 	}
-	if r.c.registry.Unsupported() {
+	if r.registry.Unsupported() {
 		return true
 	}
 	if d.Row <= r.replayedDec {
@@ -272,23 +277,23 @@ func (r *receiptReporter) reportSkip(ctx context.Context, d ledger.DecisionRow, 
 	if !*listed {
 		// Once per pass, after the decisions it reports were made: a
 		// coordinator that registered before their triggers is in it.
-		r.c.registry.Refresh(ctx)
+		r.registry.Refresh(ctx)
 		*listed = true
 	}
-	elsewhere, known := r.c.registry.ServedElsewhereIn(s.Participant, s.Client, s.Workspace)
+	elsewhere, known := r.registry.ServedElsewhereIn(s.Participant, s.Client, s.Workspace)
 	if !known || elsewhere {
 		return false
 	}
 	if s.Reason != rules.ReasonNoAdapter && s.Reason != rules.ReasonNoWorkspace {
 		return true
 	}
-	return !r.c.claims.wait(ctx, d.Thread, d.EventID, round, s)
+	return !r.claims.wait(ctx, d.Thread, d.EventID, round, s)
 }
 
 // pairRows reads the pairs queued since the last pass and the unfinished
 // ones, oldest first.
 func (r *receiptReporter) pairRows(ctx context.Context) ([]ledger.PairState, error) {
-	rows, err := r.c.db.PairStates(ctx, r.lastInv, nil, receiptBatch)
+	rows, err := r.db.PairStates(ctx, r.lastInv, nil, receiptBatch)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +305,7 @@ func (r *receiptReporter) pairRows(ctx context.Context) ([]ledger.PairState, err
 	}
 	for len(ids) > 0 {
 		n := min(len(ids), receiptBatch)
-		more, err := r.c.db.PairStates(ctx, math.MaxInt64, ids[:n], 0)
+		more, err := r.db.PairStates(ctx, math.MaxInt64, ids[:n], 0)
 		if err != nil {
 			return nil, err
 		}
@@ -348,8 +353,8 @@ func (r *receiptReporter) reportPairs(ctx context.Context, rows []ledger.PairSta
 // coordinator serves too, says nothing (zero): that one may hold the run,
 // and the receipt is the holder's to write (contract 7.1).
 func (r *receiptReporter) reportOf(p ledger.PairState) pairReport {
-	if p.ClaimID == 0 && p.Status == ledger.StatusQueued && !r.c.claims.off() {
-		if shared, known := r.c.registry.ServedElsewhere(p.Participant, ""); shared || !known {
+	if p.ClaimID == 0 && p.Status == ledger.StatusQueued && !r.claims.off() {
+		if shared, known := r.registry.ServedElsewhere(p.Participant, ""); shared || !known {
 			return pairReport{}
 		}
 	}
@@ -387,12 +392,12 @@ func finished(p ledger.PairState) bool {
 // refuses for good (the event is gone, a bridge without receipts) is
 // dropped with a log line.
 func (r *receiptReporter) send(ctx context.Context, in agentbridge.ReceiptInput) bool {
-	in.From = r.c.cfg.Load().CoordinatorID
-	err := r.c.retry(ctx, retrying{what: "send a receipt", attrs: []any{"thread", in.Thread, "event", in.Event},
+	in.From = r.config().CoordinatorID
+	err := r.retry(ctx, retrying{what: "send a receipt", attrs: []any{"thread", in.Thread, "event", in.Event},
 		level: slog.LevelDebug, maxWait: receiptRetryMax,
 		permanent: func(err error) bool { return ctx.Err() == nil && client.Permanent(err) }},
 		func() error {
-			_, _, err := r.c.bridge.PutReceipt(ctx, in)
+			_, _, err := r.bridge.PutReceipt(ctx, in)
 			return err
 		})
 	switch {
@@ -402,9 +407,9 @@ func (r *receiptReporter) send(ctx context.Context, in agentbridge.ReceiptInput)
 	case ctx.Err() != nil:
 		return false
 	default:
-		level := r.c.log.Debug
+		level := r.log.Debug
 		if !r.warned {
-			r.warned, level = true, r.c.log.Warn
+			r.warned, level = true, r.log.Warn
 		}
 		level("receipts: the bridge refused a receipt; dropping it", "thread", in.Thread, "event", in.Event, "participant", in.Participant, "state", in.State, "err", err)
 		return true

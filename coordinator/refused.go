@@ -62,7 +62,7 @@ func (c *Coordinator) postRefused(ctx context.Context, inv ledger.Invocation, in
 				cut.Meta.Extra = map[string]json.RawMessage{}
 			}
 			cut.Meta.Extra[MetaTruncated] = mustJSON(truncatedMeta{OriginalChars: orig, PostedChars: n, Reason: ae.Code})
-			ev, err := c.appendRetry(ctx, inv, cut, key)
+			ev, err := c.appendRetry(ctx, inv.ID, inv.Thread, cut, key)
 			if err == nil {
 				c.log.Warn("the bridge refused a reply as too large; posted it cut", "id", inv.ID, "original_chars", orig, "posted_chars", n)
 				return refusedPost{ev: ev, note: fmt.Sprintf("the bridge refused the reply of %d characters as too large (%s); posted its first %d", orig, ae.Message, n)}, nil
@@ -84,7 +84,7 @@ func (c *Coordinator) postRefused(ctx context.Context, inv ledger.Invocation, in
 		key = idempotencyKey(key, "conflict")
 	}
 	notice := errorPost(c.cfg.Load(), inv, fmt.Sprintf("the bridge refused %s's reply (%s): %s", inv.Participant, ae.Code, ae.Message))
-	ev, err := c.appendRetry(ctx, inv, notice, key)
+	ev, err := c.appendRetry(ctx, inv.ID, inv.Thread, notice, key)
 	if err != nil {
 		return refusedPost{}, err
 	}

@@ -27,7 +27,7 @@ type retrying struct {
 // each failure. It returns nil, the permanent error, or ctx's error. Every
 // retry loop of the coordinator goes through it, so they back off, log and
 // give up alike.
-func (c *Coordinator) retry(ctx context.Context, r retrying, f func() error) error {
+func (d deps) retry(ctx context.Context, r retrying, f func() error) error {
 	var b client.Backoff
 	level := r.level
 	if level == 0 {
@@ -44,13 +44,13 @@ func (c *Coordinator) retry(ctx context.Context, r retrying, f func() error) err
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		d := b.Next()
+		wait := b.Next()
 		if r.maxWait > 0 {
-			d = min(d, r.maxWait)
+			wait = min(wait, r.maxWait)
 		}
-		args := append(append([]any{}, r.attrs...), "err", err, "retry_in", d.Round(time.Millisecond))
-		c.log.Log(ctx, level, "cannot "+r.what+"; retrying", args...)
-		if !client.Sleep(ctx, d) {
+		args := append(append([]any{}, r.attrs...), "err", err, "retry_in", wait.Round(time.Millisecond))
+		d.log.Log(ctx, level, "cannot "+r.what+"; retrying", args...)
+		if !client.Sleep(ctx, wait) {
 			return ctx.Err()
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // TestRetry checks the one retry loop: transient errors are retried, a
 // permanent one is returned at once, and the end of ctx stops it.
 func TestRetry(t *testing.T) {
-	c := &Coordinator{log: slog.New(slog.DiscardHandler)}
+	c := deps{log: slog.New(slog.DiscardHandler)}
 	transient := errors.New("connection refused")
 	gone := &agentbridge.Error{Status: http.StatusNotFound, Code: agentbridge.ECodeNotFound}
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -112,7 +113,12 @@ func (r *runRegistry) cancel(id int64) {
 // them and flushes them to the ledger every progressFlush. Its memory is
 // bounded: only the last ledger.KeepProgress unflushed records are kept.
 type runMonitor struct {
-	c           *Coordinator
+	db  *ledger.DB
+	log *slog.Logger
+	// metrics counts the usage reported; giveUp stops the run when the
+	// adapter reports a failure (runRegistry.giveUp).
+	metrics     *metrics
+	giveUp      func(id int64)
 	id          int64
 	participant string
 	// counted is the usage already added to the metrics.
@@ -138,7 +144,7 @@ type runMonitor struct {
 // startMonitor starts the flusher of invocation id; stopMonitor must be
 // called, and flushes what is left.
 func (c *Coordinator) startMonitor(keep context.Context, inv ledger.Invocation) *runMonitor {
-	m := &runMonitor{c: c, id: inv.ID, participant: inv.Participant, statusCh: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	m := &runMonitor{db: c.db, log: c.log, metrics: c.metrics, giveUp: c.runs.giveUp, id: inv.ID, participant: inv.Participant, statusCh: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
 		t := time.NewTicker(progressFlush)
@@ -187,7 +193,7 @@ func (m *runMonitor) record(r adapters.ProgressRecord) {
 		// The adapter says its run failed: what it would still do (a
 		// CLI waiting minutes to retry a usage limit) is not worth
 		// waiting for.
-		m.c.runs.giveUp(m.id)
+		m.giveUp(m.id)
 	}
 	if r.Status != "" && r.Status != m.status {
 		m.status = r.Status
@@ -229,13 +235,13 @@ func (m *runMonitor) flush(ctx context.Context) {
 	b := ledger.ProgressBatch{Invocation: m.id, Records: m.pending, Count: m.count, Usage: m.usage}
 	m.pending, m.count, m.usage = nil, 0, nil
 	m.mu.Unlock()
-	if err := m.c.db.AddProgress(ctx, []ledger.ProgressBatch{b}); err != nil {
-		m.c.log.Error("record progress", "id", m.id, "err", err)
+	if err := m.db.AddProgress(ctx, []ledger.ProgressBatch{b}); err != nil {
+		m.log.Error("record progress", "id", m.id, "err", err)
 		return
 	}
 	if u := b.Usage; u != nil {
 		// Usage is cumulative; the counters take what is new.
-		m.c.metrics.addUsage(m.participant, u.InputTokens-m.counted.InputTokens,
+		m.metrics.addUsage(m.participant, u.InputTokens-m.counted.InputTokens,
 			u.OutputTokens-m.counted.OutputTokens, u.CostUSD-m.counted.CostUSD)
 		m.counted = *u
 	}

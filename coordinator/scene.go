@@ -6,7 +6,6 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -77,63 +76,4 @@ func correctionPayload(in prepared, res adapters.Result) (adapters.Payload, []by
 		body = in.payload
 	}
 	return p, body, true
-}
-
-// sceneOutcome turns a successful actor run into what is owed to the
-// thread: for a turn, its private thinking and its speech to the next
-// actor, after at most one correction run (correction, when there was
-// one); for the journal step, the private journal event and the journal
-// entry itself.
-func sceneOutcome(cfg *config.Config, inv ledger.Invocation, sr *sceneRun, res adapters.Result, correction *agentRun, o *ledger.Outcome) {
-	private := map[string]json.RawMessage{agentbridge.MetaPrivate: json.RawMessage("true")}
-	meta := func(extra map[string]json.RawMessage) agentbridge.Meta {
-		return agentbridge.Meta{ReplyTo: inv.TriggerID, Via: cfg.CoordinatorID, Tags: []string{"coordinator"}, Extra: extra}
-	}
-	if sr.step.Step == agentbridge.SceneStepJournal {
-		text := adapters.TruncateReply(string(res.Stdout), cfg.MaxReplyChars)
-		o.Status = ledger.StatusSucceeded
-		o.Posts = []agentbridge.EventInput{{Type: agentbridge.TypeJournal, From: inv.Participant, To: inv.Participant,
-			Content: mustJSON(text), Meta: meta(private)}}
-		o.Journal = &ledger.JournalEntry{Participant: inv.Participant, Thread: inv.Thread, ThreadName: sr.threadName, Entry: text}
-		return
-	}
-	thinking, speech, ok := agentbridge.ParseSceneOutput(string(res.Stdout))
-	corrected := false
-	if !ok && correction != nil {
-		res = correction.res
-		co := outcomeOf(*correction, cfg.AdapterTimeout)
-		o.Finished, o.OutputBytes, o.StderrTail = co.Finished, o.OutputBytes+co.OutputBytes, co.StderrTail
-		switch co.Status {
-		case ledger.StatusSucceeded:
-		case ledger.StatusCancelled, ledger.StatusInterrupted:
-			o.Status, o.Error = co.Status, co.Error
-			return
-		default:
-			o.Status, o.Error = co.Status, co.Error
-			post := errorPost(cfg, inv, o.Error)
-			post.Meta.Extra[agentbridge.MetaScene] = mustJSON(agentbridge.SceneMeta{Close: agentbridge.CloseError})
-			o.Posts = []agentbridge.EventInput{post}
-			return
-		}
-		thinking, speech, ok = agentbridge.ParseSceneOutput(string(res.Stdout))
-		corrected = true
-	}
-	if !ok {
-		o.Status = ledger.StatusFailed
-		o.Error = "the answer did not use the <thinking> and <speech> tags, even after the correction prompt"
-		post := errorPost(cfg, inv, "Its answer did not use the <thinking> and <speech> tags, even after the correction prompt, so the scene is closed.")
-		post.Meta.Extra[agentbridge.MetaScene] = mustJSON(agentbridge.SceneMeta{Close: agentbridge.CloseError})
-		o.Posts = []agentbridge.EventInput{post}
-		return
-	}
-	o.Status = ledger.StatusSucceeded
-	if thinking != "" {
-		o.Posts = append(o.Posts, agentbridge.EventInput{Type: agentbridge.TypeThinking, From: inv.Participant, To: inv.Participant,
-			Content: mustJSON(adapters.TruncateReply(thinking, cfg.MaxReplyChars)), Meta: meta(private)})
-	}
-	// No meta.hop: a scene's speeches are not bound by the loop guard, and
-	// the bridge derives the hop from reply_to (contract 5.1).
-	sm := meta(map[string]json.RawMessage{agentbridge.MetaScene: mustJSON(agentbridge.SceneMeta{Turn: sr.step.Turn, Corrected: corrected})})
-	o.Posts = append(o.Posts, agentbridge.EventInput{Type: agentbridge.TypeMessage, From: inv.Participant, To: sr.next,
-		Content: mustJSON(adapters.TruncateReply(speech, cfg.MaxReplyChars)), Meta: sm})
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
@@ -27,7 +29,10 @@ type pairKey struct{ thread, participant string }
 // pairs; and max_invocations_per_minute per thread, which delays jobs
 // rather than dropping them.
 type scheduler struct {
-	c *Coordinator
+	deps
+	// queueDepth counts the jobs queued and not started (metrics.go).
+	queueDepth prometheus.Gauge
+	runs       schedulerRuns
 
 	// stop ends the taking of new jobs; work bounds running ones.
 	stop, work context.Context
@@ -42,13 +47,24 @@ type scheduler struct {
 	notices sync.WaitGroup
 }
 
-func newScheduler(c *Coordinator) *scheduler {
+// schedulerRuns is what the scheduler starts: invoke carries a job out
+// (Coordinator.work, invoke.go), advance moves a party round on once one of its turns has
+// ended (partyround.go), notice posts a notice (partynotice.go).
+type schedulerRuns struct {
+	invoke  func(ctx context.Context, j job)
+	advance func(ctx context.Context, triggerID string)
+	notice  func(ctx context.Context, n ledger.Notice)
+}
+
+func newScheduler(d deps, queueDepth prometheus.Gauge, runs schedulerRuns) *scheduler {
 	return &scheduler{
-		c:      c,
-		queues: make(map[pairKey][]job),
-		active: make(map[pairKey]bool),
-		starts: make(map[string][]time.Time),
-		wakeCh: make(chan struct{}),
+		deps:       d,
+		queueDepth: queueDepth,
+		runs:       runs,
+		queues:     make(map[pairKey][]job),
+		active:     make(map[pairKey]bool),
+		starts:     make(map[string][]time.Time),
+		wakeCh:     make(chan struct{}),
 	}
 }
 
@@ -73,7 +89,7 @@ func (s *scheduler) enqueue(j job) {
 	start := !s.active[k]
 	s.active[k] = true
 	s.mu.Unlock()
-	s.c.metrics.queueDepth.Inc()
+	s.queueDepth.Inc()
 	if start {
 		s.wg.Add(1)
 		go s.worker(k)
@@ -113,11 +129,11 @@ func (s *scheduler) worker(k pairKey) {
 			delete(s.queues, k)
 		}
 		s.mu.Unlock()
-		s.c.metrics.queueDepth.Dec()
-		s.c.invoke(s.work, j)
+		s.queueDepth.Dec()
+		s.runs.invoke(s.work, j)
 		s.release()
 		if j.inv.Round > 0 {
-			s.c.partyAdvance(s.work, j.inv.TriggerID)
+			s.runs.advance(s.work, j.inv.TriggerID)
 		}
 	}
 }
@@ -141,7 +157,7 @@ func (s *scheduler) acquire(thread string) bool {
 // have freed and, when the rate is what holds the job, how long until the
 // oldest start leaves the minute.
 func (s *scheduler) tryAcquire(thread string) (ok bool, woken <-chan struct{}, wait time.Duration) {
-	cfg := s.c.cfg.Load()
+	cfg := s.config()
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -207,9 +223,9 @@ func (s *scheduler) interruptQueued(ctx context.Context) {
 	}
 	s.mu.Unlock()
 	for _, j := range left {
-		s.c.metrics.queueDepth.Dec()
-		if err := s.c.db.SetStatus(ctx, j.inv.ID, ledger.StatusInterrupted, "the coordinator stopped before this invocation started"); err != nil {
-			s.c.log.Error("record interrupted invocation", "id", j.inv.ID, "err", err)
+		s.queueDepth.Dec()
+		if err := s.db.SetStatus(ctx, j.inv.ID, ledger.StatusInterrupted, "the coordinator stopped before this invocation started"); err != nil {
+			s.log.Error("record interrupted invocation", "id", j.inv.ID, "err", err)
 		}
 	}
 }
@@ -235,7 +251,7 @@ func (s *scheduler) drop(id int64) (dropped bool) {
 	}
 	s.mu.Unlock()
 	if dropped {
-		s.c.metrics.queueDepth.Dec()
+		s.queueDepth.Dec()
 	}
 	return dropped
 }
@@ -243,9 +259,15 @@ func (s *scheduler) drop(id int64) (dropped bool) {
 // postNotice posts a clarification or loop-guard notice in the background,
 // retrying transient failures until the work context ends.
 func (s *scheduler) postNotice(n ledger.Notice) {
+	s.background(func(work context.Context) { s.runs.notice(work, n) })
+}
+
+// background runs f on the work context in its own goroutine, which the
+// shutdown waits for as for the notices.
+func (s *scheduler) background(f func(work context.Context)) {
 	s.notices.Add(1)
 	go func() {
 		defer s.notices.Done()
-		s.c.postNotice(s.work, n)
+		f(s.work)
 	}()
 }

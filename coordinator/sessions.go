@@ -6,7 +6,6 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
@@ -15,15 +14,6 @@ import (
 // fd, and hands it back as payload.session on the pair's next run. The
 // client is part of the key because a participant re-invited with another
 // client cannot resume the old client's session.
-
-// sessionFor is the payload's session for the invocation's pair.
-func (c *Coordinator) sessionFor(ctx context.Context, inv ledger.Invocation, client string) (adapters.SessionInfo, error) {
-	s, err := c.db.Session(ctx, inv.Thread, inv.Participant, client)
-	if err != nil {
-		return adapters.SessionInfo{}, err
-	}
-	return adapters.SessionInfo{ID: s.ID, Turns: s.Turns}, nil
-}
 
 // keepSession records the session a run reported, whatever its outcome:
 // a run that failed after the CLI created its session still has that

@@ -32,18 +32,6 @@ func (c *Coordinator) sinceSpan(ctx context.Context, inv ledger.Invocation) (int
 	return int(inv.TriggerSeq-seq) + 1, nil
 }
 
-// noteReply remembers the seq of a participant's reply (not of the
-// coordinator's own notices), for sinceSpan. Best effort: without it the
-// next read is only longer.
-func (c *Coordinator) noteReply(ctx context.Context, ev agentbridge.Event) {
-	if ev.Type != agentbridge.TypeMessage || ev.From == c.cfg.Load().CoordinatorID {
-		return
-	}
-	if err := c.db.NoteReply(ctx, ev.Thread, ev.From, ev.Seq); err != nil {
-		c.log.Warn("remember the last reply", "thread", ev.Thread, "participant", ev.From, "err", err)
-	}
-}
-
 // sinceLastTurn returns what participant has not seen: the events after its
 // previous message, up to and including the trigger (the last of events),
 // without other participants' private events, at most

@@ -28,7 +28,7 @@ func (k *claimer) pollClaims(ctx context.Context) {
 			return
 		}
 		k.takeAll(ctx)
-		every := max(k.c.cfg.Load().ClaimTTL/3, claimPollMin)
+		every := max(k.config().ClaimTTL/3, claimPollMin)
 		t := time.NewTimer(every)
 		select {
 		case <-ctx.Done():
@@ -43,13 +43,13 @@ func (k *claimer) pollClaims(ctx context.Context) {
 
 // takeAll takes each claim the bridge lists for this coordinator.
 func (k *claimer) takeAll(ctx context.Context) {
-	cfg := k.c.cfg.Load()
-	list, err := k.c.bridge.Claimable(ctx, cfg.CoordinatorID)
+	cfg := k.config()
+	list, err := k.bridge.Claimable(ctx, cfg.CoordinatorID)
 	if err != nil {
 		if k.settle(err) || ctx.Err() != nil {
 			return
 		}
-		k.c.log.Debug("cannot list the claims to take over", "err", err)
+		k.log.Debug("cannot list the claims to take over", "err", err)
 		return
 	}
 	for _, cl := range list {
@@ -62,7 +62,7 @@ func (k *claimer) takeAll(ctx context.Context) {
 			continue
 		}
 		if cl.Notice != "" {
-			k.c.takeNoticeClaim(ctx, cl)
+			k.takeNotice(ctx, cl)
 			continue
 		}
 		if k.takes.givenUp(cl.ID) {
@@ -129,11 +129,11 @@ func (k *claimer) tookBadly(cfg *config.Config, cl agentbridge.Claim, err error)
 	spent, n, since := k.takes.failed(cl.ID, time.Now(), cfg.RunRetryAttempts, cfg.RunRetryWindow)
 	attrs := []any{"claim", cl.ID, "thread", cl.Thread, "trigger", cl.Event, "participant", cl.Participant, "attempts", n, "err", err}
 	if spent {
-		k.c.log.Warn("cannot take over a run; giving it up (it expires at the bridge, or another coordinator takes it)",
+		k.log.Warn("cannot take over a run; giving it up (it expires at the bridge, or another coordinator takes it)",
 			append(attrs, "for", since.Round(time.Millisecond))...)
 		return
 	}
-	k.c.log.Warn("cannot take over a run", attrs...)
+	k.log.Warn("cannot take over a run", attrs...)
 }
 
 // take claims cl and settles it: ended as no trigger when this
@@ -144,14 +144,14 @@ func (k *claimer) take(ctx context.Context, cfg *config.Config, cl agentbridge.C
 	if err != nil {
 		return err
 	}
-	before, err := k.c.stateBefore(ctx, e)
+	before, err := k.threads.stateBefore(ctx, e)
 	if err != nil {
 		return err
 	}
 	agent, ok := cfg.ResolveAgent(cl.Participant, before.state)
 	if !ok && cl.FallbackFrom != "" {
 		// A fallback participant may be invited after its trigger.
-		if now, _, err := k.c.bridge.State(ctx, cl.Thread, 0); err == nil {
+		if now, _, err := k.bridge.State(ctx, cl.Thread, 0); err == nil {
 			agent, ok = cfg.ResolveAgent(cl.Participant, now)
 		}
 	}
@@ -164,20 +164,20 @@ func (k *claimer) take(ctx context.Context, cfg *config.Config, cl agentbridge.C
 	}
 	// A trigger handed over to this participant says so in its claim, and
 	// in the notice of the claim that handed it over.
-	replies, err := k.c.repliesAfter(ctx, e.Thread, e.Seq)
+	replies, err := k.threads.repliesAfter(ctx, e.Thread, e.Seq)
 	if err != nil {
 		return err
 	}
 	req := k.request(cfg, ledger.Invocation{Thread: cl.Thread, TriggerID: cl.Event, Participant: cl.Participant, Round: cl.Round}, cl.Client)
 	req.FallbackFrom = cmp.Or(cl.FallbackFrom, handoffOf(replies, e.ID, cl.Participant))
-	res, err := k.c.bridge.Claim(ctx, req)
+	res, err := k.bridge.Claim(ctx, req)
 	if err != nil || !res.Granted {
 		return err // another coordinator was quicker
 	}
 	if why != "" {
-		k.c.log.Warn("a claim taken over is no trigger by this coordinator's rules; ending it unrun", "thread", cl.Thread,
+		k.log.Warn("a claim taken over is no trigger by this coordinator's rules; ending it unrun", "thread", cl.Thread,
 			"trigger", cl.Event, "participant", cl.Participant, "round", cl.Round, "why", why)
-		_, err := k.c.bridge.EndNotATrigger(ctx, res.Claim.ID, res.Claim.Fence, cfg.CoordinatorID, k.c.registry.Instance(), why)
+		_, err := k.bridge.EndNotATrigger(ctx, res.Claim.ID, res.Claim.Fence, cfg.CoordinatorID, k.instance(), why)
 		return err
 	}
 	inv := ledger.Invocation{
@@ -188,18 +188,18 @@ func (k *claimer) take(ctx context.Context, cfg *config.Config, cl agentbridge.C
 	}
 	inv.FallbackFrom = req.FallbackFrom
 	if r, _, found := replyFor(replies, inv, ""); found {
-		k.c.log.Info("a run taken over was answered already; finishing its claim", "trigger", e.ID, "participant", inv.Participant, "reply", r.ID)
+		k.log.Info("a run taken over was answered already; finishing its claim", "trigger", e.ID, "participant", inv.Participant, "reply", r.ID)
 		k.finishClaim(ctx, res.Claim.ID, res.Claim.Fence)
 		return nil
 	}
-	queued, ok, err := k.c.db.TakeOver(ctx, inv, time.Now())
+	queued, ok, err := k.db.TakeOver(ctx, inv, time.Now())
 	if err != nil || !ok {
 		return err
 	}
-	k.c.log.Info("took over a run", "id", queued.ID, "participant", queued.Participant, "trigger", queued.TriggerID,
+	k.log.Info("took over a run", "id", queued.ID, "participant", queued.Participant, "trigger", queued.TriggerID,
 		"fence", queued.ClaimFence, "previous_host", res.PreviousHost)
-	k.c.receipts.reopen(queued.ID)
-	k.c.sched.enqueue(job{inv: queued, trigger: &e})
+	k.receipts.reopen(queued.ID)
+	k.enqueue(job{inv: queued, trigger: &e})
 	return nil
 }
 
@@ -211,7 +211,7 @@ func (k *claimer) disagreement(ctx context.Context, cfg *config.Config, e agentb
 	var facts *rules.PartyFacts
 	if before.Party.On {
 		var err error
-		if facts, err = k.c.partySelectionFacts(ctx, e, cfg); err != nil {
+		if facts, err = k.threads.partySelectionFacts(ctx, e, cfg); err != nil {
 			return "", err
 		}
 	}
@@ -243,7 +243,7 @@ const claimDueSlack = 200 * time.Millisecond
 // findEvent reads event id of thread: among its latest events, else by
 // paging the thread from its start.
 func (k *claimer) findEvent(ctx context.Context, thread, id string) (agentbridge.Event, error) {
-	evs, err := k.c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: thread, After: -1, Tail: agentbridge.MaxEventsLimit})
+	evs, err := k.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: thread, After: -1, Tail: agentbridge.MaxEventsLimit})
 	if err != nil {
 		return agentbridge.Event{}, fmt.Errorf("read thread %s: %w", thread, err)
 	}
@@ -257,7 +257,7 @@ func (k *claimer) findEvent(ctx context.Context, thread, id string) (agentbridge
 		if after > 0 && len(evs) < agentbridge.MaxEventsLimit {
 			return agentbridge.Event{}, fmt.Errorf("event %s is not in thread %s", id, thread)
 		}
-		if evs, err = k.c.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: thread, After: after, Limit: agentbridge.MaxEventsLimit}); err != nil {
+		if evs, err = k.bridge.ThreadEvents(ctx, agentbridge.ThreadEventsQuery{Thread: thread, After: after, Limit: agentbridge.MaxEventsLimit}); err != nil {
 			return agentbridge.Event{}, fmt.Errorf("read thread %s: %w", thread, err)
 		}
 		if len(evs) == 0 {

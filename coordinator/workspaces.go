@@ -31,13 +31,18 @@ import (
 // workspaces is the coordinator's side of workspaces; it is safe for
 // concurrent use.
 type workspaces struct {
-	c   *Coordinator
+	deps
 	git workspace.Git
 	// dir is the folder the worktrees are made in.
 	dir string
 	// upload stores a change's diff as an attachment of the thread and
 	// returns its id.
 	upload func(ctx context.Context, thread, name string, body []byte) (string, error)
+	// background runs a merge or discard on the work context, which the
+	// shutdown waits for; postNotice posts a change's notice
+	// (scheduler.background, scheduler.postNotice).
+	background func(f func(work context.Context))
+	postNotice func(n ledger.Notice)
 
 	mu sync.Mutex
 	// pairs serialises what touches one pair's worktree: a run from its
@@ -66,7 +71,7 @@ func (w *workspaces) tracker() *workspace.Tracker {
 		w.trkTried = true
 		trk, err := workspace.NewTracker(w.dir)
 		if err != nil {
-			w.c.log.Warn("cannot watch the worktrees; each run's commit stages its whole worktree", "err", err)
+			w.log.Warn("cannot watch the worktrees; each run's commit stages its whole worktree", "err", err)
 		}
 		w.trk = trk
 	}
@@ -88,13 +93,13 @@ func (w *workspaces) close() {
 	w.trk, w.trkTried = nil, true
 	w.mu.Unlock()
 	if err := trk.Close(); err != nil {
-		w.c.log.Warn("stop watching the worktrees", "err", err)
+		w.log.Warn("stop watching the worktrees", "err", err)
 	}
 }
 
-func newWorkspaces(c *Coordinator, dir string) *workspaces {
-	return &workspaces{c: c, dir: dir, pairs: map[pairKey]*sync.Mutex{}, repos: map[string]*sync.Mutex{},
-		upload: c.uploadDiff, started: time.Now()}
+func newWorkspaces(d deps, dir string, sched *scheduler) *workspaces {
+	return &workspaces{deps: d, dir: dir, pairs: map[pairKey]*sync.Mutex{}, repos: map[string]*sync.Mutex{},
+		upload: d.uploadDiff, background: sched.background, postNotice: sched.postNotice, started: time.Now()}
 }
 
 // lockOf returns the mutex of key in m, making it.
@@ -164,14 +169,14 @@ func (w *workspaces) begin(ctx context.Context, inv ledger.Invocation, cfg *conf
 		return nil, err
 	}
 	var again bool
-	if rt.parent, again, err = w.c.db.RunParent(ctx, inv.ID, head); err != nil {
+	if rt.parent, again, err = w.db.RunParent(ctx, inv.ID, head); err != nil {
 		rt.done()
 		return nil, err
 	}
 	if again {
 		// A run of this invocation began before and was cut short (a
 		// crash, a stop): what it left, a half-made commit too, goes.
-		w.c.log.Info("a run begins again where its first run began; resetting its worktree", "id", inv.ID, "participant", inv.Participant, "parent", rt.parent)
+		w.log.Info("a run begins again where its first run began; resetting its worktree", "id", inv.ID, "participant", inv.Participant, "parent", rt.parent)
 		if err := w.git.ClearLocks(ctx, rt.tree); err != nil {
 			rt.done()
 			return nil, err
@@ -182,7 +187,7 @@ func (w *workspaces) begin(ctx context.Context, inv ledger.Invocation, cfg *conf
 		}
 	}
 	if err := w.tracker().Watch(rt.tree); err != nil {
-		w.c.log.Warn("cannot watch a worktree; its commits stage it whole", "path", rt.tree.Path, "err", err)
+		w.log.Warn("cannot watch a worktree; its commits stage it whole", "path", rt.tree.Path, "err", err)
 	}
 	in.spec.Dir = rt.tree.Path
 	in.p.Workspace = rt.info()
@@ -206,7 +211,7 @@ func (c *Coordinator) beginWorkspace(ctx context.Context, inv ledger.Invocation,
 // ensure returns the pair's worktree, making it first when it has none
 // yet: the ledger row, then git, then the row marked ready.
 func (w *workspaces) ensure(ctx context.Context, thread, threadName, participant, name string, ws config.Workspace) (workspace.Tree, error) {
-	row, ok, err := w.c.db.Worktree(ctx, thread, participant)
+	row, ok, err := w.db.Worktree(ctx, thread, participant)
 	if err != nil {
 		return workspace.Tree{}, err
 	}
@@ -234,7 +239,7 @@ func (w *workspaces) ensure(ctx context.Context, thread, threadName, participant
 		return workspace.Tree{}, fmt.Errorf("make the worktree of %s: %w", participant, err)
 	}
 	if row.State != ledger.WorktreeReady {
-		if err := w.c.db.SetWorktreeState(ctx, thread, participant, ledger.WorktreeReady); err != nil {
+		if err := w.db.SetWorktreeState(ctx, thread, participant, ledger.WorktreeReady); err != nil {
 			return workspace.Tree{}, err
 		}
 	}
@@ -255,7 +260,7 @@ func (w *workspaces) beginRow(ctx context.Context, thread, threadName, participa
 			return ledger.Worktree{}, fmt.Errorf("the workspace %q names no base and its repository %s is on no branch", name, ws.Repo)
 		}
 	}
-	return w.c.db.BeginWorktree(ctx, ledger.Worktree{Thread: thread, Participant: participant, Workspace: name, Repo: ws.Repo,
+	return w.db.BeginWorktree(ctx, ledger.Worktree{Thread: thread, Participant: participant, Workspace: name, Repo: ws.Repo,
 		Path: workspace.TreePath(w.dir, thread, participant), Branch: workspace.BranchName(thread, threadName, participant), Base: base})
 }
 
@@ -274,7 +279,7 @@ func (w *workspaces) commit(ctx context.Context, inv ledger.Invocation, rt *runT
 	last := &o.Posts[len(o.Posts)-1]
 	ch, err := w.change(ctx, inv, rt, workspace.Subject(textOf(last.Content), "Change by "+inv.Participant))
 	if err != nil {
-		w.c.log.Error("cannot commit a run's change; the reply goes without it", "id", inv.ID, "participant", inv.Participant, "err", err)
+		w.log.Error("cannot commit a run's change; the reply goes without it", "id", inv.ID, "participant", inv.Participant, "err", err)
 		return
 	}
 	if ch == nil {
@@ -336,7 +341,7 @@ func (w *workspaces) control(ctx context.Context, e agentbridge.Event, ctl agent
 		return nil
 	}
 	p := ctl.Change.Participant()
-	row, ok, err := w.c.db.Worktree(ctx, e.Thread, p)
+	row, ok, err := w.db.Worktree(ctx, e.Thread, p)
 	if err != nil || !ok {
 		return err
 	}
@@ -347,10 +352,10 @@ func (w *workspaces) control(ctx context.Context, e agentbridge.Event, ctl agent
 			op.Into = row.Base
 		}
 	}
-	if err := w.c.db.BeginChangeOp(ctx, op); err != nil {
+	if err := w.db.BeginChangeOp(ctx, op); err != nil {
 		return err
 	}
-	got, err := w.c.db.ChangeOp(ctx, e.ID)
+	got, err := w.db.ChangeOp(ctx, e.ID)
 	if err != nil {
 		return err
 	}
@@ -361,14 +366,11 @@ func (w *workspaces) control(ctx context.Context, e agentbridge.Event, ctl agent
 // startOp carries out op in its own goroutine, which the shutdown waits
 // for.
 func (w *workspaces) startOp(op ledger.ChangeOp) {
-	w.c.sched.notices.Add(1)
-	go func() {
-		defer w.c.sched.notices.Done()
-		ctx := context.WithoutCancel(w.c.sched.work)
-		if err := w.runOp(ctx, op); err != nil {
-			w.c.log.Error("cannot finish a merge or discard; the next start finishes it", "event", op.EventID, "participant", op.Participant, "err", err)
+	w.background(func(work context.Context) {
+		if err := w.runOp(context.WithoutCancel(work), op); err != nil {
+			w.log.Error("cannot finish a merge or discard; the next start finishes it", "event", op.EventID, "participant", op.Participant, "err", err)
 		}
-	}()
+	})
 }
 
 // runOp carries op from where it stands to its end: a merge is checked
@@ -381,17 +383,17 @@ func (w *workspaces) runOp(ctx context.Context, op ledger.ChangeOp) error {
 	defer l.Unlock()
 	// Where it stands now: a second start of the same op (the follow loop
 	// handed its control again, or recovery) finds it further on.
-	op, err := w.c.db.ChangeOp(ctx, op.EventID)
+	op, err := w.db.ChangeOp(ctx, op.EventID)
 	if err != nil || op.State == ledger.OpDone {
 		return err
 	}
-	row, ok, err := w.c.db.Worktree(ctx, op.Thread, op.Participant)
+	row, ok, err := w.db.Worktree(ctx, op.Thread, op.Participant)
 	switch {
 	case err != nil:
 		return err
 	case !ok && (op.State == ledger.OpMerged || op.State == ledger.OpDiscarded):
 		// Removed already: a crash came before the op was closed.
-		return w.c.db.ChangeOpDone(ctx, op.EventID)
+		return w.db.ChangeOpDone(ctx, op.EventID)
 	case !ok:
 		return w.end(ctx, op, ledger.OpRefused, fmt.Sprintf("%s has no change in this thread any more: nothing to %s.", op.Participant, op.Op), nil)
 	}
@@ -435,7 +437,7 @@ func (w *workspaces) stepOp(ctx context.Context, op ledger.ChangeOp, t workspace
 
 // ended reports whether op ended in state.
 func (w *workspaces) ended(ctx context.Context, eventID, state string) bool {
-	o, err := w.c.db.ChangeOp(ctx, eventID)
+	o, err := w.db.ChangeOp(ctx, eventID)
 	return err == nil && o.State == state
 }
 
@@ -464,7 +466,7 @@ func (w *workspaces) mergeCommit(ctx context.Context, op ledger.ChangeOp, t work
 	case err != nil:
 		return op, err
 	}
-	if err := w.c.db.MergeCommitted(ctx, op.EventID, op.From, op.Commit); err != nil {
+	if err := w.db.MergeCommitted(ctx, op.EventID, op.From, op.Commit); err != nil {
 		return op, err
 	}
 	op.State = ledger.OpCommitted
@@ -499,15 +501,15 @@ func (w *workspaces) remove(ctx context.Context, op ledger.ChangeOp, t workspace
 	if err := w.git.Remove(ctx, t); err != nil {
 		return err
 	}
-	if err := w.c.db.DeleteWorktree(ctx, op.Thread, op.Participant); err != nil {
+	if err := w.db.DeleteWorktree(ctx, op.Thread, op.Participant); err != nil {
 		return err
 	}
-	return w.c.db.ChangeOpDone(ctx, op.EventID)
+	return w.db.ChangeOpDone(ctx, op.EventID)
 }
 
 // end records op's outcome with its notice, then posts the notice.
 func (w *workspaces) end(ctx context.Context, op ledger.ChangeOp, state, text string, conflicts []string) error {
-	cfg := w.c.cfg.Load()
+	cfg := w.config()
 	res := agentbridge.ChangeResult{Participant: op.Participant, Op: op.Op, State: state, Into: op.Into, Conflicts: conflicts}
 	if state == ledger.OpMerged {
 		res.Commit = op.Commit
@@ -520,11 +522,11 @@ func (w *workspaces) end(ctx context.Context, op ledger.ChangeOp, state, text st
 		Meta: agentbridge.Meta{ReplyTo: op.EventID, Via: cfg.CoordinatorID, Tags: []string{"coordinator", noticeChange, state},
 			Extra: map[string]json.RawMessage{agentbridge.MetaChangeResult: mustJSON(res)}},
 	}}
-	ended, err := w.c.db.EndChangeOp(ctx, op, state, n)
+	ended, err := w.db.EndChangeOp(ctx, op, state, n)
 	if err != nil || !ended {
 		return err // a second run of the op: its notice is the first's
 	}
-	w.c.sched.postNotice(n)
+	w.postNotice(n)
 	return nil
 }
 
@@ -533,8 +535,8 @@ func (w *workspaces) end(ctx context.Context, op ledger.ChangeOp, state, text st
 // and the open merges and discards carried on. A run cut short is reset
 // when it runs again (begin).
 func (w *workspaces) recover(ctx context.Context) error {
-	cfg := w.c.cfg.Load()
-	rows, err := w.c.db.Worktrees(ctx, "")
+	cfg := w.config()
+	rows, err := w.db.Worktrees(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -542,10 +544,10 @@ func (w *workspaces) recover(ctx context.Context) error {
 	for _, ws := range cfg.Workspaces {
 		pruned[ws.Repo] = true
 		if err := w.git.Prune(ctx, ws.Repo); err != nil {
-			w.c.log.Warn("cannot prune a workspace's worktrees", "repo", ws.Repo, "err", err)
+			w.log.Warn("cannot prune a workspace's worktrees", "repo", ws.Repo, "err", err)
 		}
 	}
-	open, err := w.c.db.OpenChangeOps(ctx)
+	open, err := w.db.OpenChangeOps(ctx)
 	if err != nil {
 		return err
 	}
@@ -559,7 +561,7 @@ func (w *workspaces) recover(ctx context.Context) error {
 			_ = w.git.Prune(ctx, row.Repo)
 		}
 		if err := w.recoverRow(ctx, row, busy[pairKey{row.Thread, row.Participant}]); err != nil {
-			w.c.log.Warn("cannot finish a worktree's step", "thread", row.Thread, "participant", row.Participant, "state", row.State, "err", err)
+			w.log.Warn("cannot finish a worktree's step", "thread", row.Thread, "participant", row.Participant, "state", row.State, "err", err)
 		}
 	}
 	for _, op := range open {
@@ -577,13 +579,13 @@ func (w *workspaces) recoverRow(ctx context.Context, row ledger.Worktree, opOpen
 		if err := w.git.Ensure(ctx, t); err != nil {
 			return err
 		}
-		return w.c.db.SetWorktreeState(ctx, row.Thread, row.Participant, ledger.WorktreeReady)
+		return w.db.SetWorktreeState(ctx, row.Thread, row.Participant, ledger.WorktreeReady)
 	case row.State == ledger.WorktreeRemoving && !opOpen:
 		w.forget(t.Path)
 		if err := w.git.Remove(ctx, t); err != nil {
 			return err
 		}
-		return w.c.db.DeleteWorktree(ctx, row.Thread, row.Participant)
+		return w.db.DeleteWorktree(ctx, row.Thread, row.Participant)
 	}
 	return nil
 }
@@ -608,10 +610,10 @@ func worktreeDir(dir string) (string, error) {
 // checkGit says at start when the config has workspaces and no git is on
 // the PATH: every run in a workspace would fail.
 func (w *workspaces) checkGit() {
-	if len(w.c.cfg.Load().Workspaces) == 0 {
+	if len(w.config().Workspaces) == 0 {
 		return
 	}
 	if _, err := workspace.LookGit(); err != nil {
-		w.c.log.Error(err.Error())
+		w.log.Error(err.Error())
 	}
 }

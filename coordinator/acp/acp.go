@@ -33,7 +33,6 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
-	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 const (
@@ -730,6 +729,14 @@ func (p *Pool) Run(ctx context.Context, run Run) (res adapters.Result, why strin
 	ans, stopped := p.exchange(ctx, inv, a, t, prompt, cold)
 	res.Finished = time.Now()
 	res.StderrTail = a.stderr.since(errMark)
+	return p.settle(res, a, t, ans, stopped, run.Scene, progress)
+}
+
+// settle reads a turn's result once its prompt is answered or stopped:
+// the usage reported, then the reply (with a scene actor's private
+// thinking) or why the turn failed, an agent that may be out of step with
+// its session retired.
+func (p *Pool) settle(res adapters.Result, a *agent, t *turn, ans promptAnswer, stopped string, scene bool, progress func(adapters.ProgressRecord)) (adapters.Result, string) {
 	reply, thought := t.result()
 	reportUsage(t, ans.resp, progress)
 	if res, why, done := stopResult(res, a, t, ans, stopped); done {
@@ -743,7 +750,7 @@ func (p *Pool) Run(ctx context.Context, run Run) (res adapters.Result, why strin
 		}
 		return res, why
 	}
-	if run.Scene && thought != "" && !strings.Contains(reply, "<thinking>") {
+	if scene && thought != "" && !strings.Contains(reply, "<thinking>") {
 		// A scene actor's private thinking comes as thought chunks.
 		reply = "<thinking>" + thought + "</thinking>\n" + reply
 	}
@@ -769,7 +776,7 @@ func failed(res adapters.Result, why string, a *agent) (adapters.Result, string)
 // promptText renders the turn's prompt. A warm session has the roster
 // from its first prompt: it is sent again only when who is invited changed;
 // a payload built without presence (SkipPresence) gets it now.
-func (p *Pool) promptText(ctx context.Context, inv ledger.Invocation, a *agent, payload adapters.Payload, fresh, noPresence bool) string {
+func (p *Pool) promptText(ctx context.Context, inv Invocation, a *agent, payload adapters.Payload, fresh, noPresence bool) string {
 	if fresh {
 		payload.Session = adapters.SessionInfo{}
 	} else {
@@ -802,7 +809,7 @@ type promptAnswer struct {
 // stopped ("cancelled", "interrupted", "timeout"), empty when it was not;
 // a stopped turn is sent session/cancel, and its agent's process group is
 // killed when it does not answer that within cancelWait.
-func (p *Pool) exchange(ctx context.Context, inv ledger.Invocation, a *agent, t *turn, prompt []sdk.ContentBlock, cold bool) (ans promptAnswer, stopped string) {
+func (p *Pool) exchange(ctx context.Context, inv Invocation, a *agent, t *turn, prompt []sdk.ContentBlock, cold bool) (ans promptAnswer, stopped string) {
 	answered := make(chan promptAnswer, 1)
 	promptCtx, cancelPrompt := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelPrompt()
@@ -1100,7 +1107,7 @@ func (pw *promptWriter) Write(b []byte) (int, error) {
 // notes that its payload is built without presence: a warm session is
 // sent no roster unless who is invited changed, and Run reads the
 // presence itself when it is.
-func (p *Pool) SkipPresence(inv ledger.Invocation) bool {
+func (p *Pool) SkipPresence(inv Invocation) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	a := p.agents[pairKey{inv.Thread, inv.Participant}]

@@ -15,7 +15,6 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
-	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 )
 
@@ -156,7 +155,7 @@ func contentOf(fields []agentbridge.QuestionField, values map[string]json.RawMes
 
 // questionPost is the coordinator's message asking to recipient the
 // question q.
-func questionPost(cfg *config.Config, inv ledger.Invocation, q agentbridge.QuestionMeta, to string) agentbridge.EventInput {
+func questionPost(cfg *config.Config, inv Invocation, q agentbridge.QuestionMeta, to string) agentbridge.EventInput {
 	var fields []string
 	var example []string
 	for _, f := range q.Fields {

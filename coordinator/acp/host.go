@@ -12,7 +12,6 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
-	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // Host is what the ACP client needs of the coordinator that runs it: the
@@ -23,7 +22,7 @@ import (
 type Host interface {
 	// MarkRunning records that inv's turn runs on process pid (its own
 	// process group) since started; a failure is the host's to log.
-	MarkRunning(ctx context.Context, inv ledger.Invocation, pid int, started time.Time)
+	MarkRunning(ctx context.Context, inv Invocation, pid int, started time.Time)
 	// Token starts making the bridge token of a warm agent of
 	// (thread, participant), for the agent's whole life, and returns at
 	// once.
@@ -38,7 +37,7 @@ type Host interface {
 	Recipient(ctx context.Context, thread string, trigger agentbridge.Event, known []agentbridge.Event) string
 	// Post appends in to inv's thread once, under the idempotency key of
 	// (trigger, kind), retrying transient failures until ctx ends.
-	Post(ctx context.Context, inv ledger.Invocation, in agentbridge.EventInput, trigger, kind string) (agentbridge.Event, error)
+	Post(ctx context.Context, inv Invocation, in agentbridge.EventInput, trigger, kind string) (agentbridge.Event, error)
 }
 
 // Token is a warm agent's own bridge token, which the agent keeps for its
@@ -72,11 +71,23 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
+// Invocation names the run a turn belongs to. It is the client's own
+// type, converted from the coordinator's ledger row at the edge, so that
+// the client depends on no row of the coordinator's.
+type Invocation struct {
+	// ID is the run's number: the key of what the host records of it and
+	// of a permission request's meta.permission.invocation.
+	ID int64
+	// Thread and Participant name the pair whose warm agent runs the
+	// turn; TriggerID is the event the turn answers.
+	Thread, Participant, TriggerID string
+}
+
 // Run is one turn to run on a pair's warm agent.
 type Run struct {
 	// Invocation is the run's identity: its id, thread, participant and
 	// trigger.
-	Invocation ledger.Invocation
+	Invocation Invocation
 	// Entry is the agent entry of the config that the participant runs.
 	Entry config.Agent
 	// Payload is the adapter payload the turn's prompt is rendered from.

@@ -13,7 +13,6 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
-	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 )
 
@@ -191,7 +190,7 @@ func answerByConfig(mode string, tc PermissionToolCall, opts []PermissionOption,
 
 // permissionPost is the coordinator's message asking to recipient to
 // answer a permission request.
-func permissionPost(cfg *config.Config, inv ledger.Invocation, tc PermissionToolCall, opts []PermissionOption, to string) agentbridge.EventInput {
+func permissionPost(cfg *config.Config, inv Invocation, tc PermissionToolCall, opts []PermissionOption, to string) agentbridge.EventInput {
 	var names []string
 	for _, o := range opts {
 		names = append(names, fmt.Sprintf("`%s` (%s)", o.ID, o.Name))
@@ -249,7 +248,7 @@ func (p *Pool) await(ctx context.Context, event string, w *waiting, timeout time
 // or a question), that it waits no more: kind names the notice
 // (permission-timeout, question-withdrawn…; one of each per request), tags
 // are its tags. So nobody answers what nothing will read.
-func (p *Pool) closeRequest(ctx context.Context, inv ledger.Invocation, req agentbridge.Event, to string, cfg *config.Config, kind string, tags []string, text string) {
+func (p *Pool) closeRequest(ctx context.Context, inv Invocation, req agentbridge.Event, to string, cfg *config.Config, kind string, tags []string, text string) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	in := agentbridge.EventInput{

@@ -17,7 +17,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator/acp"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
-	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 )
 
 // fakeACPBin is the project's fake ACP agent, built once by TestMain.
@@ -51,7 +50,7 @@ type fakeHost struct {
 	posted  chan agentbridge.Event
 }
 
-func (h *fakeHost) MarkRunning(_ context.Context, inv ledger.Invocation, pid int, _ time.Time) {
+func (h *fakeHost) MarkRunning(_ context.Context, inv acp.Invocation, pid int, _ time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if pid <= 0 {
@@ -74,7 +73,7 @@ func (h *fakeHost) Recipient(context.Context, string, agentbridge.Event, []agent
 	return "alice"
 }
 
-func (h *fakeHost) Post(_ context.Context, _ ledger.Invocation, in agentbridge.EventInput, trigger, kind string) (agentbridge.Event, error) {
+func (h *fakeHost) Post(_ context.Context, _ acp.Invocation, in agentbridge.EventInput, trigger, kind string) (agentbridge.Event, error) {
 	h.mu.Lock()
 	h.posts = append(h.posts, in)
 	h.keys = append(h.keys, trigger+" "+kind)
@@ -122,7 +121,7 @@ func turn(t *testing.T, p *acp.Pool, entry config.Agent, id int64, text, session
 	reported := ""
 	trig := agentbridge.Event{ID: fmt.Sprintf("trig-%d", id), From: "alice", Type: agentbridge.TypeMessage}
 	res, why := p.Run(context.Background(), acp.Run{
-		Invocation: ledger.Invocation{ID: id, Thread: "th", Participant: "acpy", Agent: "acpy", TriggerID: trig.ID},
+		Invocation: acp.Invocation{ID: id, Thread: "th", Participant: "acpy", TriggerID: trig.ID},
 		Entry:      entry,
 		Payload:    adapters.Payload{ThreadID: "th", EventID: trig.ID, From: "alice", Content: text, Session: adapters.SessionInfo{ID: session}},
 		Trigger:    trig,

@@ -29,14 +29,27 @@ func ClaimDisagreement(d Decision, st agentbridge.ThreadState, cfg *config.Confi
 	if round != want && !(want == 1 && round == 2) {
 		return fmt.Sprintf("the claim is for round %d, and the rules decide round %d", round, want)
 	}
+	if addresses(d, participant) {
+		return ""
+	}
+	return whyNotAddressed(d, st, cfg, participant, servedHere)
+}
+
+// addresses reports whether d runs participant, or leaves it out of a
+// party round only for max_agents.
+func addresses(d Decision, participant string) bool {
 	if slices.ContainsFunc(d.Invoke, func(t Target) bool { return t.Participant == participant }) {
-		return ""
+		return true
 	}
-	if d.Party != nil && slices.ContainsFunc(d.Party.NotSelected, func(p PartyPick) bool {
+	return d.Party != nil && slices.ContainsFunc(d.Party.NotSelected, func(p PartyPick) bool {
 		return p.Participant == participant && p.Reason == PartyOverMax
-	}) {
-		return ""
-	}
+	})
+}
+
+// whyNotAddressed is ClaimDisagreement's answer for a participant d does
+// not address: "" when d skips it only because another coordinator serves
+// it, else why d skips it or wakes nobody for it.
+func whyNotAddressed(d Decision, st agentbridge.ThreadState, cfg *config.Config, participant string, servedHere bool) string {
 	i := slices.IndexFunc(d.Skipped, func(s Skip) bool { return s.Participant == participant })
 	switch {
 	case i >= 0 && d.Skipped[i].Reason == ReasonNoAdapter && !servedHere && d.Rule != RuleSkip && !st.IsMuted(participant):

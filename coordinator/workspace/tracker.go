@@ -147,35 +147,45 @@ func (t *Tracker) event(ev fsnotify.Event) {
 		}
 		return
 	}
+	tr, rel, ok := t.treeOf(ev.Name)
+	if !ok || rel == ".git" || rel == Excluded || strings.HasPrefix(rel, Excluded+"/") {
+		return
+	}
+	t.touch(tr, rel, ev)
+}
+
+// treeOf finds the worktree that holds name, and name's path in it.
+func (t *Tracker) treeOf(name string) (tr *tracked, rel string, ok bool) {
 	for root, tr := range t.trees {
-		rel, err := filepath.Rel(root, ev.Name)
+		rel, err := filepath.Rel(root, name)
 		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
 			continue
 		}
-		rel = filepath.ToSlash(rel)
-		if rel == ".git" || rel == Excluded || strings.HasPrefix(rel, Excluded+"/") {
-			return
-		}
-		if ev.Has(fsnotify.Rename) && t.dirs[ev.Name] {
-			tr.all, tr.rewalk = true, true
-		}
-		if ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Remove) {
-			delete(t.dirs, ev.Name)
-		}
-		if !tr.touched[rel] && ev.Has(fsnotify.Create) {
-			tr.created[rel] = true
-		}
-		tr.touched[rel] = true
-		if ev.Has(fsnotify.Create) {
-			// A new folder: what is in it is staged by its name this
-			// time, and watched from now on.
-			if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
-				if err := t.watchDirs(ev.Name); err != nil {
-					tr.all = true
-				}
+		return tr, filepath.ToSlash(rel), true
+	}
+	return nil, "", false
+}
+
+// touch notes ev at rel in worktree tr; t.mu is held.
+func (t *Tracker) touch(tr *tracked, rel string, ev fsnotify.Event) {
+	if ev.Has(fsnotify.Rename) && t.dirs[ev.Name] {
+		tr.all, tr.rewalk = true, true
+	}
+	if ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Remove) {
+		delete(t.dirs, ev.Name)
+	}
+	if !tr.touched[rel] && ev.Has(fsnotify.Create) {
+		tr.created[rel] = true
+	}
+	tr.touched[rel] = true
+	if ev.Has(fsnotify.Create) {
+		// A new folder: what is in it is staged by its name this
+		// time, and watched from now on.
+		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
+			if err := t.watchDirs(ev.Name); err != nil {
+				tr.all = true
 			}
 		}
-		return
 	}
 }
 
