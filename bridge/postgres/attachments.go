@@ -32,7 +32,7 @@ const (
 // whether the bytes are written, and holds the row against a sweep until
 // COMMIT.
 func (s *Store) PutAttachment(ctx context.Context, thread string, a agentbridge.Attachment, body io.Reader, now time.Time) (_ agentbridge.Attachment, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	if !agentbridge.ThreadIDPattern.MatchString(thread) {
 		return agentbridge.Attachment{}, agentbridge.ThreadNotFound(thread)
 	}
@@ -71,7 +71,7 @@ func (s *Store) PutAttachment(ctx context.Context, thread string, a agentbridge.
 
 // Attachment reads a stored attachment (agentbridge.AttachmentStore).
 func (s *Store) Attachment(ctx context.Context, id string) (_ agentbridge.Attachment, _ bool, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if !agentbridge.AttachmentIDPattern.MatchString(id) {
 		return agentbridge.Attachment{}, false, nil
 	}
@@ -91,7 +91,7 @@ func scanAttachment(row pgx.Row, id string) (agentbridge.Attachment, bool, error
 // AttachmentHeld reports whether thread holds id
 // (agentbridge.AttachmentStore).
 func (s *Store) AttachmentHeld(ctx context.Context, id, thread string) (held bool, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM attachment_links WHERE attachment = $1 AND thread = $2)`, id, thread).Scan(&held); err != nil {
 		return false, fmt.Errorf("look up attachment %s in thread %s: %w", id, thread, err)
 	}
@@ -101,7 +101,7 @@ func (s *Store) AttachmentHeld(ctx context.Context, id, thread string) (held boo
 // OpenAttachment streams a stored attachment chunk by chunk
 // (agentbridge.AttachmentStore).
 func (s *Store) OpenAttachment(ctx context.Context, id string) (_ io.ReadCloser, _ bool, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	return storecore.OpenAttachment(ctx, id, s.Attachment, func(ctx context.Context, id string, n int) (data []byte, found bool, err error) {
 		found, err = storecore.Found(s.pool.QueryRow(ctx, `SELECT data FROM attachment_chunks WHERE attachment = $1 AND n = $2`, id, n).Scan(&data))
 		return data, found, err
@@ -116,7 +116,7 @@ func (s *Store) OpenAttachment(ctx context.Context, id string) (_ io.ReadCloser,
 // An append that locked the row first keeps it; one that comes after
 // finds it gone (unknown_attachment).
 func (s *Store) SweepAttachments(ctx context.Context, cutoff time.Time) (n int, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	rows, err := s.pool.Query(ctx, `SELECT id FROM attachments WHERE uploaded_ms < $1 AND `+aUnreferenced+` ORDER BY uploaded_ms LIMIT $2`,
 		cutoff.UnixMilli(), storecore.SweepBatch)
 	if err != nil {

@@ -24,7 +24,7 @@ import (
 // is run again (tx.go).
 
 // Claim statements.
-const (
+var (
 	clSelect     = `SELECT ` + storecore.ClaimColumns + `, ` + nowMillis + ` FROM claims`
 	clSelectID   = clSelect + ` WHERE id = $1`
 	clSelectKey  = clSelect + ` WHERE thread = $1 AND event = $2 AND participant = $3 AND round = $4 AND notice = $5`
@@ -36,11 +36,12 @@ const (
 		ON CONFLICT (thread, event, participant, round, notice) DO NOTHING`
 	clTake = `UPDATE claims SET state = 'running', coordinator = $1, instance = $2, host = $3, fence = fence + 1,
 		claimed_ms = ` + nowMillis + ` WHERE id = $4`
-	clServedPut = `INSERT INTO served_agents (name, client) VALUES ($1, $2)
-		ON CONFLICT (name) DO UPDATE SET client = excluded.client`
 )
 
 var _ agentbridge.ClaimStore = (*Store)(nil)
+
+// nowMillis is the database's clock (storecore.Dialect).
+var nowMillis = storecore.PostgreSQL.NowMillis
 
 // lockClaim reads and locks a claim's row in tx (nil: none).
 func lockClaim(ctx context.Context, tx pgx.Tx, q string, args ...any) (*storecore.ClaimRow, error) {
@@ -67,26 +68,16 @@ func checkFenceTx(ctx context.Context, tx pgx.Tx, f agentbridge.ClaimFence) erro
 	return f.Check(row.Claim)
 }
 
-// registrationsTx reads every registration in tx.
-func registrationsTx(ctx context.Context, tx pgx.Tx) ([]agentbridge.CoordinatorInfo, error) {
-	rows, err := tx.Query(ctx, cSelectAll)
-	if err != nil {
-		return nil, fmt.Errorf("list coordinators: %w", err)
-	}
-	defer rows.Close()
-	return storecore.Collect(rows, "coordinators", storecore.ScanCoordinator)
-}
-
 // Claim applies the claim rules to req's key in one transaction that
 // locks the key's row.
 func (s *Store) Claim(ctx context.Context, req agentbridge.ClaimRequest) (_ agentbridge.ClaimResult, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	if err := req.Validate(); err != nil {
 		return agentbridge.ClaimResult{}, err
 	}
 	var out agentbridge.ClaimResult
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		res, refusal, err := storecore.WriteClaim(ctx, &claimTx{s: s, tx: tx}, req, s.humans)
+		res, refusal, err := storecore.WriteClaim(ctx, &claimTx{s: s, tx: tx}, req, s.Humans)
 		if refusal != nil {
 			return refusal
 		}
@@ -134,7 +125,7 @@ func exists(ctx context.Context, tx pgx.Tx, what, q string, args ...any) (bool, 
 
 // Registrations reads every registration.
 func (t *claimTx) Registrations(ctx context.Context) ([]agentbridge.CoordinatorInfo, error) {
-	return registrationsTx(ctx, t.tx)
+	return t.s.Registrations(ctx, pgConn{t.tx})
 }
 
 // ClaimOfKey reads and locks key's claim.
@@ -265,7 +256,7 @@ func (t *claimTx) AppendMessage(ctx context.Context, req agentbridge.AppendReque
 
 // FinishClaim marks claim id done when coordinator holds it at fence.
 func (s *Store) FinishClaim(ctx context.Context, id, fence int64, coordinator string) (_ agentbridge.Claim, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	var out agentbridge.Claim
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		row, err := lockClaim(ctx, tx, clSelectID, id)
@@ -294,7 +285,7 @@ func (s *Store) FinishClaim(ctx context.Context, id, fence int64, coordinator st
 // locks the claim, then its pair's receipt, when coordinator holds it at
 // fence.
 func (s *Store) EndNotATrigger(ctx context.Context, id, fence int64, coordinator, why string) (_ agentbridge.Claim, _ *agentbridge.Receipt, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	var out agentbridge.Claim
 	var rc *agentbridge.Receipt
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -314,7 +305,7 @@ func (s *Store) EndNotATrigger(ctx context.Context, id, fence int64, coordinator
 
 // CheckFence checks f against its claim as committed.
 func (s *Store) CheckFence(ctx context.Context, f agentbridge.ClaimFence) (err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	return storecore.ReadFence(ctx, s, clSelectID, f)
 }
 
@@ -330,13 +321,13 @@ func (s *Store) ClaimRows(ctx context.Context, q string, args ...any) ([]storeco
 
 // Claimable lists the claims coordinator may take now.
 func (s *Store) Claimable(ctx context.Context, coordinator string) (_ []agentbridge.Claim, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	return storecore.ReadClaimable(ctx, s, clSelectOpen, coordinator)
 }
 
 // Claims lists thread's claims.
 func (s *Store) Claims(ctx context.Context, thread string) (_ []agentbridge.Claim, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if _, err := s.Thread(ctx, thread); err != nil {
 		return nil, err
 	}
@@ -345,14 +336,14 @@ func (s *Store) Claims(ctx context.Context, thread string) (_ []agentbridge.Clai
 
 // DueClaims lists the claims the sweeper acts on.
 func (s *Store) DueClaims(ctx context.Context) (_ []agentbridge.Claim, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	return storecore.ReadDue(ctx, s, clSelectOpen)
 }
 
 // InterruptClaim writes the interrupted receipt of claim id at fence in
 // one transaction that locks the claim, when it is still due.
 func (s *Store) InterruptClaim(ctx context.Context, id, fence int64) (_ agentbridge.Receipt, _ bool, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	var out agentbridge.Receipt
 	var changed bool
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
@@ -368,7 +359,7 @@ func (s *Store) InterruptClaim(ctx context.Context, id, fence int64) (_ agentbri
 // still due: the claim, the bridge's error message and the failed receipt
 // commit in the writer's transaction.
 func (s *Store) ExpireClaim(ctx context.Context, id int64) (_ *agentbridge.Event, _ *agentbridge.Receipt, _ bool, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	var thread string
 	err = s.pool.QueryRow(ctx, `SELECT thread FROM claims WHERE id = $1`, id).Scan(&thread)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -395,7 +386,7 @@ func (s *Store) ExpireClaim(ctx context.Context, id int64) (_ *agentbridge.Event
 // the batch and fails the receipt.
 func (s *Store) expireClaim(ctx context.Context, l *lookups, id int64) (response, error) {
 	t := &claimTx{s: s, tx: l.tx, l: l}
-	expired, err := storecore.ExpireClaim(ctx, s.log, t, id, s.humans)
+	expired, err := storecore.ExpireClaim(ctx, s.Log, t, id, s.Humans)
 	if err != nil || !expired {
 		return response{}, err
 	}
@@ -408,28 +399,6 @@ func (s *Store) expireClaim(ctx context.Context, l *lookups, id int64) (response
 		resp.rcpt = &t.rcpt
 	}
 	return resp, nil
-}
-
-// ServedEver reads every agent name a registration ever listed.
-func (s *Store) ServedEver(ctx context.Context) (_ map[string]string, err error) {
-	defer s.guard(time.Now(), &err)
-	rows, err := s.pool.Query(ctx, `SELECT name, client FROM served_agents ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("list served agents: %w", err)
-	}
-	defer rows.Close()
-	return storecore.CollectServed(rows)
-}
-
-// recordServed adds reg's agents to served_agents in the registration's
-// transaction.
-func recordServed(ctx context.Context, tx pgx.Tx, reg agentbridge.Registration) error {
-	for _, a := range reg.Agents {
-		if _, err := tx.Exec(ctx, clServedPut, a.Name, a.Client); err != nil {
-			return fmt.Errorf("record served agent %s: %w", a.Name, err)
-		}
-	}
-	return nil
 }
 
 // clEvent reads a claim's event and the state before it.

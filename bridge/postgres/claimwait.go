@@ -25,7 +25,7 @@ func (t *claimTx) SetWaiting(ctx context.Context, id, dueMs, expiresMs int64) er
 // WaitClaim puts claim req.ID back to waiting, due at due, in one
 // transaction that locks the claim (agentbridge.ClaimWaitStore).
 func (s *Store) WaitClaim(ctx context.Context, req agentbridge.ClaimWaitRequest, due time.Time) (_ agentbridge.Claim, _ agentbridge.Receipt, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	var c agentbridge.Claim
 	var rc agentbridge.Receipt
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

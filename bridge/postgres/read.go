@@ -45,7 +45,7 @@ func rowOf(ctx context.Context, tx pgx.Tx) storecore.QueryRow {
 // Its rules are the SQLite store's (see there): After wins over Since over
 // Tail, Until caps, cursors past the head are cursor_ahead.
 func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuery) (_ []agentbridge.Event, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if err := storecore.CheckThreadEventsQuery(q); err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 // one a reader sees has committed before it (see write), so a follower never
 // skips one.
 func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []agentbridge.Event, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if err := storecore.CheckEventsQuery(after, limit); err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []agentbr
 
 // Head returns the last gseq of the log, 0 when it is empty.
 func (s *Store) Head(ctx context.Context) (_ int64, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	var head int64
 	err = s.readTx(ctx, func(tx pgx.Tx) (err error) {
 		head, err = headOf(ctx, tx)
@@ -114,14 +114,14 @@ func headOf(ctx context.Context, tx pgx.Tx) (int64, error) {
 
 // Thread returns one thread, or thread_not_found.
 func (s *Store) Thread(ctx context.Context, id string) (_ agentbridge.Thread, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	return storecore.LookupThread(s.pool.QueryRow(ctx, selectThread+` WHERE id = $1`, id), id)
 }
 
 // Threads lists threads most recently updated first (ties by id,
 // descending), keyset-paged after the thread whose id is after.
 func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agentbridge.Thread, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if err := storecore.CheckThreadsLimit(limit); err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agent
 // the seq it reflects: the current state is the thread row; an older one
 // the latest snapshot at or before at plus that event's hop.
 func (s *Store) State(ctx context.Context, thread string, at int64) (_ agentbridge.ThreadState, _ int64, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if err := storecore.CheckAt(at); err != nil {
 		return agentbridge.ThreadState{}, 0, err
 	}

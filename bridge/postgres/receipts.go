@@ -21,7 +21,7 @@ const receiptColumns = storecore.ReceiptColumns
 // updates the pair's row only when it says something new, which keeps a
 // retried report from moving updated_at even when two bridges race.
 func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ agentbridge.Receipt, _ bool, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	if err := storecore.CheckReceipt(in); err != nil {
 		return agentbridge.Receipt{}, false, err
 	}
@@ -104,7 +104,7 @@ func (s *Store) putReceiptTx(ctx context.Context, tx pgx.Tx, in agentbridge.Rece
 // Receipts answers q by event id then participant (see
 // agentbridge.ReceiptsQuery).
 func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []agentbridge.Receipt, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if _, err := s.Thread(ctx, q.Thread); err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (s *Store) WatchReceipts(fn func(agentbridge.Receipt)) {
 func (s *Store) receiptNoticed(payload string) {
 	var n receiptNotice
 	if err := json.Unmarshal([]byte(payload), &n); err != nil {
-		s.log.Warn("unreadable receipt notice", "err", err)
+		s.Log.Warn("unreadable receipt notice", "err", err)
 		return
 	}
 	if n.Origin == s.origin {

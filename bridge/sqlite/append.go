@@ -105,15 +105,6 @@ func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, erro
 	if r.receipt != nil {
 		return s.putReceipt(ctx, b, *r.receipt)
 	}
-	if r.suggestStatus != nil {
-		return s.updateSuggestion(ctx, *r.suggestStatus)
-	}
-	if r.suggest != nil {
-		return s.insertSuggestion(ctx, *r.suggest)
-	}
-	if r.token != nil {
-		return s.writeToken(ctx, *r.token)
-	}
 	if r.side != nil {
 		return response{isSide: true}, r.side(ctx, s.w.conn)
 	}
@@ -142,7 +133,7 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 		h.senders = map[string]int64{}
 	}
 	s.w.senders = h.senders
-	a, err := storecore.Preamble(ctx, lookups{s}, req, ctl, h.state, h.messages, s.humans)
+	a, err := storecore.Preamble(ctx, lookups{s}, req, ctl, h.state, h.messages, s.Humans)
 	s.w.senders = nil
 	switch {
 	case err != nil:
@@ -163,7 +154,7 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	if req.Schedule != nil {
 		// The claim is the last check and the first write: once it holds,
 		// nothing refuses the append.
-		if err := storecore.ClaimSchedule(ctx, req.Thread, req.Schedule, connExec(s.w.conn)); err != nil {
+		if err := storecore.ClaimSchedule(ctx, req.Thread, req.Schedule, storecore.SQLConn(s.w.conn)); err != nil {
 			if errors.Is(err, agentbridge.ErrScheduleTaken) {
 				return response{err: err}, nil
 			}
@@ -199,8 +190,8 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	if err := s.linkAttachments(ctx, req.Thread, ev.ID, a.Attachments); err != nil {
 		return response{}, err
 	}
-	if ch := storecore.ScheduleChangeOf(ev, ctl, a.Ignored, s.humans); ch != nil {
-		if a.Ignored, err = ch.Write(ctx, req.Thread, connExec(s.w.conn)); err != nil {
+	if ch := storecore.ScheduleChangeOf(ev, ctl, a.Ignored, s.Humans); ch != nil {
+		if a.Ignored, err = ch.Write(ctx, req.Thread, storecore.SQLConn(s.w.conn)); err != nil {
 			return response{}, err
 		}
 	}
@@ -375,7 +366,7 @@ func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta str
 		// the call, and nothing writes to ev.Content meanwhile.
 		content = unsafe.String(unsafe.SliceData(ev.Content), len(ev.Content))
 	}
-	after := agentbridge.FoldParsed(h.state, *ev, ctl, s.humans)
+	after := agentbridge.FoldParsed(h.state, *ev, ctl, s.Humans)
 	res, err := s.w.st.insertEvent.ExecContext(ctx,
 		ev.ID, ev.Thread, ev.Seq, ev.TS, ev.Type, ev.From, ev.To, content, meta, after.LastHop)
 	if err != nil {

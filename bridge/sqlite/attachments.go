@@ -41,7 +41,7 @@ const (
 // Chunks with no row are an upload under way, or one cut short, which
 // the sweep removes unless this store is uploading them (uploads).
 func (s *Store) PutAttachment(ctx context.Context, thread string, a agentbridge.Attachment, body io.Reader, now time.Time) (_ agentbridge.Attachment, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	if !agentbridge.ThreadIDPattern.MatchString(thread) {
 		return agentbridge.Attachment{}, agentbridge.ThreadNotFound(thread)
 	}
@@ -173,7 +173,7 @@ func scanAttachment(row *sql.Row, id string) (agentbridge.Attachment, bool, erro
 
 // Attachment reads a stored attachment (agentbridge.AttachmentStore).
 func (s *Store) Attachment(ctx context.Context, id string) (_ agentbridge.Attachment, _ bool, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if !agentbridge.AttachmentIDPattern.MatchString(id) {
 		return agentbridge.Attachment{}, false, nil
 	}
@@ -183,7 +183,7 @@ func (s *Store) Attachment(ctx context.Context, id string) (_ agentbridge.Attach
 // AttachmentHeld reports whether thread holds id
 // (agentbridge.AttachmentStore).
 func (s *Store) AttachmentHeld(ctx context.Context, id, thread string) (held bool, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if err := s.rdb.QueryRowContext(ctx, aHeld, id, thread).Scan(&held); err != nil {
 		return false, fmt.Errorf("look up attachment %s in thread %s: %w", id, thread, err)
 	}
@@ -193,7 +193,7 @@ func (s *Store) AttachmentHeld(ctx context.Context, id, thread string) (held boo
 // OpenAttachment streams a stored attachment chunk by chunk from the read
 // pool (agentbridge.AttachmentStore).
 func (s *Store) OpenAttachment(ctx context.Context, id string) (_ io.ReadCloser, _ bool, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	return storecore.OpenAttachment(ctx, id, s.Attachment, func(ctx context.Context, id string, n int) (data []byte, found bool, err error) {
 		found, err = storecore.Found(s.rdb.QueryRowContext(ctx, aSelectChunk, id, n).Scan(&data))
 		return data, found, err
@@ -206,7 +206,7 @@ func (s *Store) OpenAttachment(ctx context.Context, id string) (_ io.ReadCloser,
 // that checks again, so that an append naming it in between keeps it and
 // a long sweep never holds the writer.
 func (s *Store) SweepAttachments(ctx context.Context, cutoff time.Time) (n int, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	rows, err := s.rdb.QueryContext(ctx, aCandidates, cutoff.UnixMilli(), storecore.SweepBatch)
 	if err != nil {
 		return 0, fmt.Errorf("find attachments to sweep: %w", err)

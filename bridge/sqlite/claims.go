@@ -16,7 +16,7 @@ import (
 // transaction, in order with the appends and receipts it fences.
 
 // Claim statements.
-const (
+var (
 	clSelect     = `SELECT ` + storecore.ClaimColumns + `, ` + nowMillis + ` FROM claims`
 	clSelectID   = clSelect + ` WHERE id = ?`
 	clSelectKey  = clSelect + ` WHERE thread = ? AND event = ? AND participant = ? AND round = ? AND notice = ?`
@@ -30,14 +30,14 @@ const (
 	clDone        = `UPDATE claims SET state = 'done' WHERE id = ?`
 	clExpire      = `UPDATE claims SET state = 'expired' WHERE id = ?`
 	clInterrupted = `UPDATE claims SET interrupted_fence = fence WHERE id = ?`
-	clServed      = `SELECT name, client FROM served_agents ORDER BY name`
 	clCountWaited = `SELECT count(*), coalesce(max(id), 0) FROM claims WHERE thread = ? AND participant = ? AND notice = ''
 		AND state IN ('waiting', 'expired') AND id > ?`
-	clServedPut = `INSERT INTO served_agents (name, client) VALUES (?, ?)
-		ON CONFLICT (name) DO UPDATE SET client = excluded.client`
 )
 
 var _ agentbridge.ClaimStore = (*Store)(nil)
+
+// nowMillis is the database's clock (storecore.Dialect).
+var nowMillis = storecore.SQLite.NowMillis
 
 // clEvent reads a claim's event and the state before it.
 var clEvent = fmt.Sprintf(storecore.ClaimEventQuery, "?", "?")
@@ -63,20 +63,10 @@ func (s *Store) loadClaim(ctx context.Context, q string, args ...any) (*storecor
 	return &c, nil
 }
 
-// writerRegistrations reads every registration on the writer's connection.
-func (s *Store) writerRegistrations(ctx context.Context) ([]agentbridge.CoordinatorInfo, error) {
-	rows, err := s.w.conn.QueryContext(ctx, cSelectAll)
-	if err != nil {
-		return nil, fmt.Errorf("list coordinators: %w", err)
-	}
-	defer rows.Close()
-	return storecore.Collect(rows, "coordinators", storecore.ScanCoordinator)
-}
-
 // Claim applies the claim rules to req's key inside the writer's
 // transaction.
 func (s *Store) Claim(ctx context.Context, req agentbridge.ClaimRequest) (_ agentbridge.ClaimResult, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	if err := req.Validate(); err != nil {
 		return agentbridge.ClaimResult{}, err
 	}
@@ -91,7 +81,7 @@ func (s *Store) Claim(ctx context.Context, req agentbridge.ClaimRequest) (_ agen
 
 // claim is the claim write in the writer's transaction.
 func (s *Store) claim(ctx context.Context, b *batch, req agentbridge.ClaimRequest) (response, error) {
-	res, refusal, err := storecore.WriteClaim(ctx, &claimTx{s: s, b: b}, req, s.humans)
+	res, refusal, err := storecore.WriteClaim(ctx, &claimTx{s: s, b: b}, req, s.Humans)
 	if err != nil {
 		return response{}, err
 	}
@@ -127,7 +117,7 @@ func (t *claimTx) ClaimEvent(ctx context.Context, thread, event string) (agentbr
 
 // Registrations reads every registration.
 func (t *claimTx) Registrations(ctx context.Context) ([]agentbridge.CoordinatorInfo, error) {
-	return t.s.writerRegistrations(ctx)
+	return t.s.Registrations(ctx, storecore.SQLConn(t.s.w.conn))
 }
 
 // ClaimOfKey reads key's claim.
@@ -244,7 +234,7 @@ func (t *claimTx) AppendMessage(ctx context.Context, req agentbridge.AppendReque
 // FinishClaim marks claim id done through the writer when coordinator
 // holds it at fence.
 func (s *Store) FinishClaim(ctx context.Context, id, fence int64, coordinator string) (_ agentbridge.Claim, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	resp := s.claimOp(ctx, func(ctx context.Context, _ *batch) (response, error) {
 		row, err := s.loadClaim(ctx, clSelectID, id)
 		if err != nil {
@@ -273,7 +263,7 @@ func (s *Store) FinishClaim(ctx context.Context, id, fence int64, coordinator st
 // EndNotATrigger ends claim id as no trigger through the writer, when
 // coordinator holds it at fence, skipping its pair's open receipt.
 func (s *Store) EndNotATrigger(ctx context.Context, id, fence int64, coordinator, why string) (_ agentbridge.Claim, _ *agentbridge.Receipt, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	resp := s.claimOp(ctx, func(ctx context.Context, b *batch) (response, error) {
 		tx := &claimTx{s: s, b: b}
 		c, wrote, refusal, err := storecore.EndNotATrigger(ctx, tx, id, fence, coordinator, why)
@@ -308,7 +298,7 @@ func (s *Store) checkFence(ctx context.Context, f agentbridge.ClaimFence) (refus
 
 // CheckFence checks f against its claim as read from the read pool.
 func (s *Store) CheckFence(ctx context.Context, f agentbridge.ClaimFence) (err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	return storecore.ReadFence(ctx, s, clSelectID, f)
 }
 
@@ -324,13 +314,13 @@ func (s *Store) ClaimRows(ctx context.Context, q string, args ...any) ([]storeco
 
 // Claimable lists the claims coordinator may take now, from the read pool.
 func (s *Store) Claimable(ctx context.Context, coordinator string) (_ []agentbridge.Claim, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	return storecore.ReadClaimable(ctx, s, clSelectOpen, coordinator)
 }
 
 // Claims lists thread's claims from the read pool.
 func (s *Store) Claims(ctx context.Context, thread string) (_ []agentbridge.Claim, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if _, err := s.Thread(ctx, thread); err != nil {
 		return nil, err
 	}
@@ -339,14 +329,14 @@ func (s *Store) Claims(ctx context.Context, thread string) (_ []agentbridge.Clai
 
 // DueClaims lists the claims the sweeper acts on, from the read pool.
 func (s *Store) DueClaims(ctx context.Context) (_ []agentbridge.Claim, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	return storecore.ReadDue(ctx, s, clSelectOpen)
 }
 
 // InterruptClaim writes the interrupted receipt of claim id at fence
 // through the writer, when it is still due.
 func (s *Store) InterruptClaim(ctx context.Context, id, fence int64) (_ agentbridge.Receipt, _ bool, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	resp := s.claimOp(ctx, func(ctx context.Context, b *batch) (response, error) {
 		tx := &claimTx{s: s, b: b}
 		wrote, err := storecore.InterruptClaim(ctx, tx, id, fence)
@@ -366,10 +356,10 @@ func (s *Store) InterruptClaim(ctx context.Context, id, fence int64) (_ agentbri
 // still due: the claim, the bridge's error message and the failed receipt
 // commit together.
 func (s *Store) ExpireClaim(ctx context.Context, id int64) (_ *agentbridge.Event, _ *agentbridge.Receipt, _ bool, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	resp := s.claimOp(ctx, func(ctx context.Context, b *batch) (response, error) {
 		tx := &claimTx{s: s, b: b}
-		expired, err := storecore.ExpireClaim(ctx, s.log, tx, id, s.humans)
+		expired, err := storecore.ExpireClaim(ctx, s.Log, tx, id, s.Humans)
 		if err != nil || !expired {
 			return response{isOther: true}, err
 		}
@@ -392,26 +382,4 @@ func (s *Store) ExpireClaim(ctx context.Context, id int64) (_ *agentbridge.Event
 		rc = &resp.rcpt
 	}
 	return ev, rc, true, nil
-}
-
-// ServedEver reads every agent name a registration ever listed.
-func (s *Store) ServedEver(ctx context.Context) (_ map[string]string, err error) {
-	defer s.guard(time.Now(), &err)
-	rows, err := s.rdb.QueryContext(ctx, clServed)
-	if err != nil {
-		return nil, fmt.Errorf("list served agents: %w", err)
-	}
-	defer rows.Close()
-	return storecore.CollectServed(rows)
-}
-
-// recordServed adds reg's agents to served_agents on the writer's
-// connection, inside the registration's transaction.
-func recordServed(ctx context.Context, conn *sql.Conn, reg agentbridge.Registration) error {
-	for _, a := range reg.Agents {
-		if _, err := conn.ExecContext(ctx, clServedPut, a.Name, a.Client); err != nil {
-			return fmt.Errorf("record served agent %s: %w", a.Name, err)
-		}
-	}
-	return nil
 }

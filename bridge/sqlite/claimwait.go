@@ -22,7 +22,7 @@ func (t *claimTx) SetWaiting(ctx context.Context, id, dueMs, expiresMs int64) er
 // WaitClaim puts claim req.ID back to waiting, due at due, through the
 // writer (agentbridge.ClaimWaitStore).
 func (s *Store) WaitClaim(ctx context.Context, req agentbridge.ClaimWaitRequest, due time.Time) (_ agentbridge.Claim, _ agentbridge.Receipt, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	resp := s.claimOp(ctx, func(ctx context.Context, b *batch) (response, error) {
 		tx := &claimTx{s: s, b: b}
 		c, refusal, err := storecore.WriteWait(ctx, tx, req, due)

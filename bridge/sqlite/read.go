@@ -82,7 +82,7 @@ func rowOf(ctx context.Context, tx *sql.Tx) storecore.QueryRow {
 // of the last Tail events, so a client can page on with After. Limit 0
 // means no cap. An unknown thread is thread_not_found.
 func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuery) (_ []agentbridge.Event, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if err := storecore.CheckThreadEventsQuery(q); err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func firstAfter(ctx context.Context, tx *sql.Tx, thread, since string, last int6
 // most limit (0 means MaxEventsLimit). after past the end of the log is
 // cursor_ahead with Head set.
 func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []agentbridge.Event, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if err := storecore.CheckEventsQuery(after, limit); err != nil {
 		return nil, err
 	}
@@ -170,7 +170,7 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []agentbr
 
 // Head returns the last gseq of the log, 0 when it is empty.
 func (s *Store) Head(ctx context.Context) (_ int64, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	var head int64
 	err = s.readTx(ctx, func(tx *sql.Tx) (err error) {
 		head, err = headOf(ctx, tx)
@@ -192,7 +192,7 @@ const selectThread = `SELECT ` + storecore.ThreadColumns + ` FROM thread_heads`
 
 // Thread returns one thread, or thread_not_found.
 func (s *Store) Thread(ctx context.Context, id string) (_ agentbridge.Thread, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	return storecore.LookupThread(s.rdb.QueryRowContext(ctx, selectThread+` WHERE id = ?`, id), id)
 }
 
@@ -202,7 +202,7 @@ func (s *Store) Thread(ctx context.Context, id string) (_ agentbridge.Thread, er
 // current position: a thread updated between two pages moves to the front
 // and is not repeated further down. An unknown after is invalid_field.
 func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agentbridge.Thread, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if err := storecore.CheckThreadsLimit(limit); err != nil {
 		return nil, err
 	}
@@ -228,7 +228,7 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agent
 // whatever the thread's length. at past the head is cursor_ahead. Slices
 // in the result are never nil (ThreadState.Normalize).
 func (s *Store) State(ctx context.Context, thread string, at int64) (_ agentbridge.ThreadState, _ int64, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if err := storecore.CheckAt(at); err != nil {
 		return agentbridge.ThreadState{}, 0, err
 	}

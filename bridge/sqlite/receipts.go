@@ -33,7 +33,7 @@ const (
 // (a receipt for an event appended a moment ago finds it) and never races
 // another write for the file.
 func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ agentbridge.Receipt, _ bool, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	if err := storecore.CheckReceipt(in); err != nil {
 		return agentbridge.Receipt{}, false, err
 	}
@@ -94,7 +94,7 @@ func (s *Store) putReceipt(ctx context.Context, b *batch, in agentbridge.Receipt
 // Receipts reads a thread's receipts from the read pool: one seek on the
 // table's key (thread, event, participant), then a range.
 func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []agentbridge.Receipt, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if _, err := s.Thread(ctx, q.Thread); err != nil {
 		return nil, err
 	}

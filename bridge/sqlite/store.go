@@ -19,7 +19,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -77,10 +76,11 @@ type Options = storecore.Options
 // Store is the SQLite event store. It is safe for concurrent use; Close it
 // to stop the writer and release the file.
 type Store struct {
-	path   string
-	humans agentbridge.Humans
-	log    *slog.Logger
-	max    int
+	// Engine is the store both drivers share: every read and write but
+	// the appends' (internal/storecore).
+	storecore.Engine
+	path string
+	max  int
 
 	wdb *sql.DB // one connection, held by the writer as conn
 	rdb *sql.DB // read-only pool
@@ -118,10 +118,9 @@ type Store struct {
 
 	appends, replayed, rejected, batches, maxBatch atomic.Uint64
 
-	// outage tracks whether the file can be used (outage.go); file is
-	// the database file as opened, which checkFile compares the path with.
-	outage *storecore.Outage
-	file   os.FileInfo
+	// file is the database file as opened, which checkFile compares the
+	// path with.
+	file os.FileInfo
 	// epoch is the log's epoch, read at Open: only a restore, which
 	// needs the server stopped, changes it.
 	epoch agentbridge.LogEpoch
@@ -170,7 +169,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = wdb.Close()
 		return nil, fmt.Errorf("open %s: set wal_autocheckpoint: %w", path, err)
 	}
-	if err := (&Store{log: opts.Logger}).backfill(ctx, conn); err != nil {
+	if err := (&Store{Engine: storecore.Engine{Log: opts.Logger}}).backfill(ctx, conn); err != nil {
 		_ = conn.Close()
 		_ = wdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -215,8 +214,6 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		path:       path,
 		epoch:      epoch,
 		legacyKeys: legacyKeys,
-		humans:     opts.Humans,
-		log:        opts.Logger,
 		max:        opts.MaxBatch,
 		wdb:        wdb,
 		rdb:        rdb,
@@ -235,17 +232,18 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		stopped:     make(chan struct{}),
 		notifier:    storecore.NewNotifier(),
 		tail:        storecore.NewTail(opts.TailEvents, storecore.DefaultTailBytes),
-		outage:      storecore.NewOutage(opts.Logger, unreachable, nil),
 		file:        file,
 	}
+	s.Engine = storecore.Engine{Dialect: storecore.SQLite, Read: storecore.SQLConn(rdb), Write: s.writeTx,
+		Outage: storecore.NewOutage(opts.Logger, unreachable, nil), Humans: opts.Humans, Log: opts.Logger}
 	go s.run()
 	go s.checkpointer()
-	s.log.Debug("store opened", "path", path)
+	s.Log.Debug("store opened", "path", path)
 	if widened != 0 {
 		// The files are the owner's alone now; the folder, which may be a
 		// person's own, is theirs to tighten.
 		folder, open := sqlitex.FolderOpen(path)
-		s.log.Warn("the database was readable by other users; it and its -wal and -shm are 0600 now", "path", path,
+		s.Log.Warn("the database was readable by other users; it and its -wal and -shm are 0600 now", "path", path,
 			"folder_mode", fmt.Sprintf("%#o", folder), "folder_open_to_others", open)
 	}
 	return s, nil
@@ -293,7 +291,7 @@ func (s *Store) checkpointer() {
 		case <-s.checkpoint:
 			var busy, walPages, copied int
 			if err := s.cdb.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &walPages, &copied); err != nil {
-				s.log.Warn("background checkpoint failed", "err", err)
+				s.Log.Warn("background checkpoint failed", "err", err)
 			}
 		case <-s.stopped:
 			return

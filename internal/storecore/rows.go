@@ -105,7 +105,7 @@ func ScanToken(r Row) (agentbridge.Token, error) {
 // LiveAgentTokens is the count, in SQL, of the live agent tokens one
 // creator holds (the first argument), as of a TimeLayout time (the
 // second): what TokenInput.MaxLive caps.
-const LiveAgentTokens = `SELECT count(*) FROM tokens WHERE created_by = %s AND scope = 'agent' AND revoked_at = '' AND (expires_at = '' OR expires_at > %s)`
+const LiveAgentTokens = `SELECT count(*) FROM tokens WHERE created_by = ? AND scope = 'agent' AND revoked_at = '' AND (expires_at = '' OR expires_at > ?)`
 
 // CollectTokenPage scans rows of seq and TokenColumns: the tokens, and
 // each one's position (its seq), for the next page's cursor.
@@ -127,14 +127,6 @@ func ScanString(r Row) (v string, err error) {
 	err = r.Scan(&v)
 	return v, err
 }
-
-// TokensAfterQuery lists a page of tokens after a position (seq), in each
-// store's placeholders: for CollectTokenPage.
-const TokensAfterQuery = `SELECT seq, ` + TokenColumns + ` FROM tokens WHERE seq > %s ORDER BY seq LIMIT %s`
-
-// CoordinatorTokenIDsQuery lists the coordinator ids the coordinator
-// tokens not revoked stand for (each one's participant, else its name).
-const CoordinatorTokenIDsQuery = `SELECT CASE WHEN participant <> '' THEN participant ELSE name END FROM tokens WHERE scope = 'coordinator' AND revoked_at = ''`
 
 // LookupToken scans the one token row r; found is false when there is
 // none. what names the lookup in errors.
