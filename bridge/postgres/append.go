@@ -79,7 +79,7 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 	if req.Fence != nil {
 		// The claim's row stays locked until COMMIT: a takeover waits
 		// for this append, or this append sees the takeover.
-		if err := checkFenceTx(ctx, l.tx, *req.Fence); err != nil {
+		if err := s.checkFence(ctx, l.tx, *req.Fence); err != nil {
 			if agentbridge.ErrorCode(err) == agentbridge.ECodeFenced {
 				return response{err: err}, nil
 			}

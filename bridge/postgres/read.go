@@ -112,12 +112,6 @@ func headOf(ctx context.Context, tx pgx.Tx) (int64, error) {
 	return head, nil
 }
 
-// Thread returns one thread, or thread_not_found.
-func (s *Store) Thread(ctx context.Context, id string) (_ agentbridge.Thread, err error) {
-	defer s.Guard(time.Now(), &err)
-	return storecore.LookupThread(s.pool.QueryRow(ctx, selectThread+` WHERE id = $1`, id), id)
-}
-
 // Threads lists threads most recently updated first (ties by id,
 // descending), keyset-paged after the thread whose id is after.
 func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agentbridge.Thread, err error) {

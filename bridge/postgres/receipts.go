@@ -62,7 +62,7 @@ func (s *Store) putReceiptTx(ctx context.Context, tx pgx.Tx, in agentbridge.Rece
 		return out, false, fmt.Errorf("look up receipt event: %w", err)
 	}
 	if in.Fence != nil {
-		if err := checkFenceTx(ctx, tx, *in.Fence); err != nil {
+		if err := s.checkFence(ctx, tx, *in.Fence); err != nil {
 			return out, false, err
 		}
 	}

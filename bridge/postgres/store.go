@@ -59,6 +59,7 @@ var (
 	_ agentbridge.ReceiptStore    = (*Store)(nil)
 	_ agentbridge.ReceiptWatcher  = (*Store)(nil)
 	_ agentbridge.SuggestionStore = (*Store)(nil)
+	_ agentbridge.ClaimStore      = (*Store)(nil)
 )
 
 // ErrClosed is returned by writes attempted after Close.
@@ -76,9 +77,6 @@ type Store struct {
 	url  string
 	max  int
 	pool *pgxpool.Pool
-	// claimStates decodes the state a claim's trigger check reads
-	// (ClaimEvent) once per snapshot.
-	claimStates storecore.StateCache
 
 	reqs       chan *request
 	done       chan struct{} // closed by Close: drain and stop
@@ -166,7 +164,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	// A restarted server does not know the pooled connections: drop them
 	// when an outage starts, so the first requests after its return do not
 	// fail on them.
-	s.Engine = storecore.Engine{Dialect: storecore.PostgreSQL, Read: pgConn{pool}, Write: s.writeTx,
+	s.Engine = storecore.Engine{Dialect: storecore.PostgreSQL, Read: pgConn{pool}, Write: s.writeTx, ClaimWrite: s.claimWrite,
 		Outage: storecore.NewOutage(opts.Logger, unreachable, pool.Reset), Humans: opts.Humans, Log: opts.Logger}
 	go s.run()
 	go s.listen()

@@ -147,7 +147,7 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 		return response{err: a.Refusal}, nil
 	}
 	if req.Fence != nil {
-		if refusal, err := s.checkFence(ctx, *req.Fence); err != nil || refusal != nil {
+		if refusal, err := s.claimSQL().CheckFence(ctx, *req.Fence); err != nil || refusal != nil {
 			return response{err: refusal}, err
 		}
 	}

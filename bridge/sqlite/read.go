@@ -190,12 +190,6 @@ func headOf(ctx context.Context, tx *sql.Tx) (int64, error) {
 // selectThread reads threads with their heads (storecore.ScanThread).
 const selectThread = `SELECT ` + storecore.ThreadColumns + ` FROM thread_heads`
 
-// Thread returns one thread, or thread_not_found.
-func (s *Store) Thread(ctx context.Context, id string) (_ agentbridge.Thread, err error) {
-	defer s.Guard(time.Now(), &err)
-	return storecore.LookupThread(s.rdb.QueryRowContext(ctx, selectThread+` WHERE id = ?`, id), id)
-}
-
 // Threads lists threads most recently updated first (ties by id,
 // descending), starting after the thread whose id is after, at most limit
 // (0 = all). Paging is keyset on (updated_at, id) as of the after thread's

@@ -64,7 +64,7 @@ func (s *Store) putReceipt(ctx context.Context, b *batch, in agentbridge.Receipt
 		return response{}, fmt.Errorf("look up receipt event: %w", err)
 	}
 	if in.Fence != nil {
-		if refusal, err := s.checkFence(ctx, *in.Fence); err != nil || refusal != nil {
+		if refusal, err := s.claimSQL().CheckFence(ctx, *in.Fence); err != nil || refusal != nil {
 			return response{err: refusal, isReceipt: true}, err
 		}
 	}

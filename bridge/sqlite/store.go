@@ -39,6 +39,7 @@ var (
 	_ agentbridge.StatsStore      = (*Store)(nil)
 	_ agentbridge.ReceiptStore    = (*Store)(nil)
 	_ agentbridge.SuggestionStore = (*Store)(nil)
+	_ agentbridge.ClaimStore      = (*Store)(nil)
 )
 
 // DefaultMaxBatch is the default cap on appends per group commit.
@@ -84,10 +85,7 @@ type Store struct {
 
 	wdb *sql.DB // one connection, held by the writer as conn
 	rdb *sql.DB // read-only pool
-	// claimStates decodes the state a claim's trigger check reads
-	// (ClaimEvent) once per snapshot.
-	claimStates storecore.StateCache
-	cdb         *sql.DB // one connection, used only by the checkpointer goroutine
+	cdb *sql.DB // one connection, used only by the checkpointer goroutine
 
 	// w is the writer goroutine's own state; nothing else touches it
 	// (Open builds it, Close closes its connection after the writer
@@ -234,7 +232,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		tail:        storecore.NewTail(opts.TailEvents, storecore.DefaultTailBytes),
 		file:        file,
 	}
-	s.Engine = storecore.Engine{Dialect: storecore.SQLite, Read: storecore.SQLConn(rdb), Write: s.writeTx,
+	s.Engine = storecore.Engine{Dialect: storecore.SQLite, Read: storecore.SQLConn(rdb), Write: s.writeTx, ClaimWrite: s.claimWrite,
 		Outage: storecore.NewOutage(opts.Logger, unreachable, nil), Humans: opts.Humans, Log: opts.Logger}
 	go s.run()
 	go s.checkpointer()

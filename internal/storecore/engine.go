@@ -60,13 +60,15 @@ type Dialect struct {
 	// CollateC makes text compare byte by byte (PostgreSQL's default
 	// collation may not; SQLite's does).
 	CollateC string
+	// Threads is where a thread's row and head are read.
+	Threads string
 }
 
 // SQLite and PostgreSQL are the two dialects.
 var (
-	SQLite     = Dialect{NowMillis: `CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`}
+	SQLite     = Dialect{NowMillis: `CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`, Threads: `thread_heads`}
 	PostgreSQL = Dialect{PG: true, NowMillis: `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`,
-		ForUpdate: ` FOR UPDATE`, CollateC: ` COLLATE "C"`}
+		ForUpdate: ` FOR UPDATE`, CollateC: ` COLLATE "C"`, Threads: `threads`}
 )
 
 // Engine is the store both drivers share. Its zero value is not usable;
@@ -78,11 +80,16 @@ type Engine struct {
 	Read Conn
 	// Write runs a write transaction.
 	Write WriteFunc
+	// ClaimWrite runs a claim write's transaction (claimsql.go).
+	ClaimWrite func(ctx context.Context, fn func(ctx context.Context, t ClaimWriteTx) error) error
 	// Outage turns an unreachable database into the unavailable error.
 	Outage *Outage
 	Humans agentbridge.Humans
 	Log    *slog.Logger
 
+	// claimStates decodes the state a claim's trigger check reads
+	// (ClaimEvent) once per snapshot.
+	claimStates StateCache
 	// suggestMu guards lastSuggestion, the time of the last suggestion
 	// stored, so that their timestamps strictly increase.
 	suggestMu      sync.Mutex
@@ -101,6 +108,12 @@ func (e *Engine) GuardWrite(started time.Time, err *error) {
 
 // WritesRefused returns why the store refuses writes, while it does.
 func (e *Engine) WritesRefused() (string, bool) { return e.Outage.WritesRefused() }
+
+// Thread returns one thread, or thread_not_found.
+func (e *Engine) Thread(ctx context.Context, id string) (_ agentbridge.Thread, err error) {
+	defer e.Guard(time.Now(), &err)
+	return LookupThread(e.Read.QueryRow(ctx, `SELECT `+ThreadColumns+` FROM `+e.Threads+` WHERE id = ?`, id), id)
+}
 
 // lock takes, on PostgreSQL, a transaction lock named key, held until
 // COMMIT: two bridges that count and then insert take turns under it.

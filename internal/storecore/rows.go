@@ -138,17 +138,7 @@ func LookupToken(r Row, what string) (_ agentbridge.Token, found bool, _ error) 
 	return t, true, nil
 }
 
-// ClaimEventQuery is the one read of a claim's event and the state before
-// it (agentbridge.ClaimStore.ClaimEvent), in each store's placeholders:
-// the event's EventColumns, then the seq and state of the latest state
-// snapshot before it (0 and {} when none).
-const ClaimEventQuery = `SELECT e.gseq, e.id, e.thread, e.seq, e.ts, e.type, e.sender, e.recipient, e.content, e.meta,
-	coalesce(s.seq, 0), coalesce(s.state, '{}')
-	FROM events e LEFT JOIN state_snapshots s ON s.thread = e.thread
-		AND s.seq = (SELECT max(seq) FROM state_snapshots WHERE thread = e.thread AND seq < e.seq)
-	WHERE e.id = %s AND e.thread = %s`
-
-// LookupClaimEvent scans the one ClaimEventQuery row r, the state decoded
+// LookupClaimEvent scans the one claimEventQuery row r, the state decoded
 // through states; found is false when there is none.
 func LookupClaimEvent(r Row, states *StateCache) (ev agentbridge.Event, before agentbridge.ThreadState, found bool, err error) {
 	var seq int64
