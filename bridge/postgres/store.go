@@ -165,6 +165,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	// when an outage starts, so the first requests after its return do not
 	// fail on them.
 	s.Engine = storecore.Engine{Dialect: storecore.PostgreSQL, Read: pgConn{pool}, Write: s.writeTx, ClaimWrite: s.claimWrite,
+		ReadTx: s.readTx, Reads: reads,
 		Outage: storecore.NewOutage(opts.Logger, unreachable, pool.Reset), Humans: opts.Humans, Log: opts.Logger}
 	go s.run()
 	go s.listen()

@@ -233,6 +233,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		file:        file,
 	}
 	s.Engine = storecore.Engine{Dialect: storecore.SQLite, Read: storecore.SQLConn(rdb), Write: s.writeTx, ClaimWrite: s.claimWrite,
+		ReadTx: s.readTx, Reads: reads,
 		Outage: storecore.NewOutage(opts.Logger, unreachable, nil), Humans: opts.Humans, Log: opts.Logger}
 	go s.run()
 	go s.checkpointer()

@@ -60,15 +60,15 @@ type Dialect struct {
 	// CollateC makes text compare byte by byte (PostgreSQL's default
 	// collation may not; SQLite's does).
 	CollateC string
-	// Threads is where a thread's row and head are read.
-	Threads string
+	// ThreadTable is where a thread's row and head are read.
+	ThreadTable string
 }
 
 // SQLite and PostgreSQL are the two dialects.
 var (
-	SQLite     = Dialect{NowMillis: `CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`, Threads: `thread_heads`}
+	SQLite     = Dialect{NowMillis: `CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`, ThreadTable: `thread_heads`}
 	PostgreSQL = Dialect{PG: true, NowMillis: `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`,
-		ForUpdate: ` FOR UPDATE`, CollateC: ` COLLATE "C"`, Threads: `threads`}
+		ForUpdate: ` FOR UPDATE`, CollateC: ` COLLATE "C"`, ThreadTable: `threads`}
 )
 
 // Engine is the store both drivers share. Its zero value is not usable;
@@ -76,8 +76,11 @@ var (
 type Engine struct {
 	Dialect
 	// Read reads what is committed (SQLite's read-only pool, PostgreSQL's
-	// pool).
-	Read Conn
+	// pool); ReadTx runs fn in a read transaction, one snapshot of the
+	// log; Reads are the driver's read queries (read.go).
+	Read   Conn
+	ReadTx func(ctx context.Context, fn func(ctx context.Context, c Conn) error) error
+	Reads  *ReadSQL
 	// Write runs a write transaction.
 	Write WriteFunc
 	// ClaimWrite runs a claim write's transaction (claimsql.go).
@@ -112,7 +115,7 @@ func (e *Engine) WritesRefused() (string, bool) { return e.Outage.WritesRefused(
 // Thread returns one thread, or thread_not_found.
 func (e *Engine) Thread(ctx context.Context, id string) (_ agentbridge.Thread, err error) {
 	defer e.Guard(time.Now(), &err)
-	return LookupThread(e.Read.QueryRow(ctx, `SELECT `+ThreadColumns+` FROM `+e.Threads+` WHERE id = ?`, id), id)
+	return LookupThread(e.Read.QueryRow(ctx, `SELECT `+ThreadColumns+` FROM `+e.ThreadTable+` WHERE id = ?`, id), id)
 }
 
 // lock takes, on PostgreSQL, a transaction lock named key, held until
