@@ -136,6 +136,19 @@ func (s *Store) commit(reqs []*request) {
 	if len(b.events) > 0 {
 		s.notifier.Wake()
 	}
+	var committed, replayed, rejected uint64
+	for i, r := range live {
+		switch {
+		case r.expire != 0: // not an append
+		case resps[i].err != nil:
+			rejected++
+		case resps[i].replayed:
+			replayed++
+		default:
+			committed++
+		}
+	}
+	s.CountCommit(len(live), committed, replayed, rejected)
 	for i, r := range live {
 		resp := resps[i]
 		if resp.pending > 0 {

@@ -111,3 +111,7 @@ func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []
 	defer rows.Close()
 	return storecore.Collect(rows, "receipts", storecore.ScanReceipt)
 }
+
+// WatchReceipts registers nothing (agentbridge.ReceiptWatcher): only this
+// process writes the file, so no receipt is stored elsewhere.
+func (s *Store) WatchReceipts(func(agentbridge.Receipt)) {}

@@ -111,10 +111,6 @@ type Store struct {
 
 	// notifier wakes readers after a commit (see Notify).
 	notifier *storecore.Notifier
-	// tail holds the latest committed events for the streams (see Tail).
-	tail *storecore.Tail
-
-	appends, replayed, rejected, batches, maxBatch atomic.Uint64
 
 	// file is the database file as opened, which checkFile compares the
 	// path with.
@@ -229,12 +225,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		done:        make(chan struct{}),
 		stopped:     make(chan struct{}),
 		notifier:    storecore.NewNotifier(),
-		tail:        storecore.NewTail(opts.TailEvents, storecore.DefaultTailBytes),
 		file:        file,
 	}
 	s.Engine = storecore.Engine{Dialect: storecore.SQLite, Read: storecore.SQLConn(rdb), Write: s.writeTx, ClaimWrite: s.claimWrite,
 		ReadTx: s.readTx, Reads: reads,
-		Outage: storecore.NewOutage(opts.Logger, unreachable, nil), Humans: opts.Humans, Log: opts.Logger}
+		Outage: storecore.NewOutage(opts.Logger, unreachable, nil), Humans: opts.Humans, Log: opts.Logger,
+		Recent: storecore.NewTail(opts.TailEvents, storecore.DefaultTailBytes)}
 	go s.run()
 	go s.checkpointer()
 	s.Log.Debug("store opened", "path", path)
@@ -273,10 +269,6 @@ func (s *Store) Notify() <-chan struct{} {
 	return s.notifier.Notify()
 }
 
-// Tail returns the store's latest committed events, which the streams
-// read instead of the database when it holds what they wait for.
-func (s *Store) Tail() *storecore.Tail { return s.tail }
-
 // checkpointer copies the WAL back into the database file whenever the
 // writer asks (every checkpointEvery commits), on its own connection: a
 // checkpoint writes and fsyncs the file, and done by the writer at COMMIT
@@ -295,17 +287,5 @@ func (s *Store) checkpointer() {
 		case <-s.stopped:
 			return
 		}
-	}
-}
-
-// Stats returns the store's counters since Open; the bridge exports them
-// on /metrics (agentbridge.StatsStore).
-func (s *Store) Stats() agentbridge.StoreStats {
-	return agentbridge.StoreStats{
-		Appends:      s.appends.Load(),
-		Replayed:     s.replayed.Load(),
-		Rejected:     s.rejected.Load(),
-		Batches:      s.batches.Load(),
-		MaxBatchSeen: s.maxBatch.Load(),
 	}
 }

@@ -319,16 +319,10 @@ func (s *Store) commit(reqs []*request) {
 		}
 	}
 	// Before the wake-up, so that a woken reader finds them there.
-	s.tail.Add(evs)
+	s.Recent.Add(evs)
 	clear(evs)
 	s.w.committed = evs[:0]
-	s.appends.Add(committed)
-	s.replayed.Add(replayed)
-	s.rejected.Add(rejected)
-	s.batches.Add(1)
-	if n := uint64(len(live)); n > s.maxBatch.Load() {
-		s.maxBatch.Store(n) // only the writer goroutine stores
-	}
+	s.CountCommit(len(live), committed, replayed, rejected)
 	if committed > 0 {
 		s.notifier.Wake()
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
@@ -89,6 +90,13 @@ type Engine struct {
 	Outage *Outage
 	Humans agentbridge.Humans
 	Log    *slog.Logger
+	// Recent holds the latest committed events for the streams (SQLite's;
+	// nil on PostgreSQL, whose other bridges' commits it would miss).
+	Recent *Tail
+
+	// The group commits' counts since Open (Stats); only the writer
+	// goroutine adds to them.
+	appends, replayed, rejected, batches, maxBatch atomic.Uint64
 
 	// claimStates decodes the state a claim's trigger check reads
 	// (ClaimEvent) once per snapshot.
@@ -111,6 +119,31 @@ func (e *Engine) GuardWrite(started time.Time, err *error) {
 
 // WritesRefused returns why the store refuses writes, while it does.
 func (e *Engine) WritesRefused() (string, bool) { return e.Outage.WritesRefused() }
+
+// Tail returns the latest committed events, which the streams read
+// instead of the database when it holds what they wait for (nil: none).
+func (e *Engine) Tail() *Tail { return e.Recent }
+
+// Stats returns the store's counters since Open; the bridge exports them
+// on /metrics (agentbridge.StatsStore).
+func (e *Engine) Stats() agentbridge.StoreStats {
+	return agentbridge.StoreStats{
+		Appends: e.appends.Load(), Replayed: e.replayed.Load(), Rejected: e.rejected.Load(),
+		Batches: e.batches.Load(), MaxBatchSeen: e.maxBatch.Load(),
+	}
+}
+
+// CountCommit records a group commit of n requests: committed new events
+// and replayed and rejected appends. Only the writer goroutine calls it.
+func (e *Engine) CountCommit(n int, committed, replayed, rejected uint64) {
+	e.appends.Add(committed)
+	e.replayed.Add(replayed)
+	e.rejected.Add(rejected)
+	e.batches.Add(1)
+	if n := uint64(n); n > e.maxBatch.Load() {
+		e.maxBatch.Store(n)
+	}
+}
 
 // Thread returns one thread, or thread_not_found.
 func (e *Engine) Thread(ctx context.Context, id string) (_ agentbridge.Thread, err error) {
