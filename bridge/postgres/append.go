@@ -111,7 +111,7 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 	if err != nil {
 		return response{}, err
 	}
-	if err := linkAttachments(ctx, l.tx, req.Thread, ev.ID, a.Attachments); err != nil {
+	if err := storecore.LinkAttachments(ctx, pgConn{l.tx}, req.Thread, ev.ID, a.Attachments...); err != nil {
 		return response{}, err
 	}
 	if ch := storecore.ScheduleChangeOf(ev, ctl, a.Ignored, s.Humans); ch != nil {

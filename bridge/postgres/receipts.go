@@ -101,24 +101,6 @@ func (s *Store) putReceiptTx(ctx context.Context, tx pgx.Tx, in agentbridge.Rece
 	return out, false, nil
 }
 
-// Receipts answers q by event id then participant (see
-// agentbridge.ReceiptsQuery).
-func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []agentbridge.Receipt, err error) {
-	defer s.Guard(time.Now(), &err)
-	if _, err := s.Thread(ctx, q.Thread); err != nil {
-		return nil, err
-	}
-	limit := storecore.ReceiptsLimit(q)
-	sql := `SELECT ` + receiptColumns + ` FROM receipts WHERE thread = $1 AND ($2 = '' OR event = $2) AND event >= $3
-		ORDER BY event, participant LIMIT $4`
-	rows, err := s.pool.Query(ctx, sql, q.Thread, q.Event, q.FromEvent, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list receipts of %s: %w", q.Thread, err)
-	}
-	defer rows.Close()
-	return storecore.Collect(rows, "receipts", storecore.ScanReceipt)
-}
-
 // receiptNotice is the payload of a receiptChannel notification: the
 // receipt as stored and the store that stored it. A receipt fits in
 // PostgreSQL's 8000-byte payload: its fields are capped (MaxReceiptReason,

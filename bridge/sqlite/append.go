@@ -187,7 +187,7 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	if err := s.insertEvent(ctx, &ev, meta, ctl, &h); err != nil {
 		return response{}, err
 	}
-	if err := s.linkAttachments(ctx, req.Thread, ev.ID, a.Attachments); err != nil {
+	if err := storecore.LinkAttachments(ctx, storecore.SQLConn(s.w.conn), req.Thread, ev.ID, a.Attachments...); err != nil {
 		return response{}, err
 	}
 	if ch := storecore.ScheduleChangeOf(ev, ctl, a.Ignored, s.Humans); ch != nil {
@@ -211,7 +211,7 @@ type lookups struct{ s *Store }
 
 // Attachment reads a stored attachment on the writer's connection.
 func (l lookups) Attachment(ctx context.Context, id string) (agentbridge.Attachment, bool, error) {
-	return l.s.attachmentLookup(ctx, id)
+	return storecore.LookupAttachment(ctx, storecore.SQLConn(l.s.w.conn), id, "")
 }
 
 // Replay loads the event stored under key, also into the writer's

@@ -22,10 +22,6 @@ const (
 		ON CONFLICT (thread, event, participant) DO UPDATE SET
 			sender = excluded.sender, state = excluded.state, reason = excluded.reason,
 			invocation = excluded.invocation, reply = excluded.reply, updated_at = excluded.updated_at`
-	rSelectThread = `SELECT ` + storecore.ReceiptColumns + `
-		FROM receipts WHERE thread = ? AND event >= ? ORDER BY event, participant LIMIT ?`
-	rSelectEvent = `SELECT ` + storecore.ReceiptColumns + `
-		FROM receipts WHERE thread = ? AND event = ? ORDER BY participant LIMIT ?`
 )
 
 // PutReceipt stores in as its pair's latest receipt through the writer
@@ -89,27 +85,6 @@ func (s *Store) putReceipt(ctx context.Context, b *batch, in agentbridge.Receipt
 		return response{}, fmt.Errorf("store receipt: %w", err)
 	}
 	return response{rcpt: rc, changed: true, isReceipt: true}, nil
-}
-
-// Receipts reads a thread's receipts from the read pool: one seek on the
-// table's key (thread, event, participant), then a range.
-func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []agentbridge.Receipt, err error) {
-	defer s.Guard(time.Now(), &err)
-	if _, err := s.Thread(ctx, q.Thread); err != nil {
-		return nil, err
-	}
-	limit := storecore.ReceiptsLimit(q)
-	var rows *sql.Rows
-	if q.Event != "" {
-		rows, err = s.rdb.QueryContext(ctx, rSelectEvent, q.Thread, q.Event, limit)
-	} else {
-		rows, err = s.rdb.QueryContext(ctx, rSelectThread, q.Thread, q.FromEvent, limit)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list receipts of %s: %w", q.Thread, err)
-	}
-	defer rows.Close()
-	return storecore.Collect(rows, "receipts", storecore.ScanReceipt)
 }
 
 // WatchReceipts registers nothing (agentbridge.ReceiptWatcher): only this
