@@ -105,9 +105,6 @@ func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, erro
 	if r.receipt != nil {
 		return s.putReceipt(ctx, b, *r.receipt)
 	}
-	if r.side != nil {
-		return response{isSide: true}, r.side(ctx, s.w.conn)
-	}
 	if r.claim != nil {
 		return r.claim(ctx, b)
 	}

@@ -48,8 +48,8 @@ func (s *Store) PutAttachment(ctx context.Context, thread string, a agentbridge.
 	s.uploads.add(a.ID)
 	defer s.uploads.done(a.ID)
 	err = storecore.WriteChunks(body, a.Size, func(n int, data []byte) error {
-		err := s.side(ctx, func(ctx context.Context, conn *sql.Conn) error {
-			if _, err := conn.ExecContext(ctx, aInsertChunk, a.ID, n, data); err != nil {
+		err := s.writeTx(ctx, func(ctx context.Context, c storecore.Conn) error {
+			if _, err := c.Exec(ctx, aInsertChunk, a.ID, n, data); err != nil {
 				return fmt.Errorf("insert chunk %d of attachment %s: %w", n, a.ID, err)
 			}
 			return nil
@@ -185,17 +185,13 @@ func (s *Store) SweepAttachments(ctx context.Context, cutoff time.Time) (n int, 
 		return 0, err
 	}
 	for _, id := range ids {
-		err := s.side(ctx, func(ctx context.Context, conn *sql.Conn) error {
-			res, err := conn.ExecContext(ctx, aSweepOne, id, cutoff.UnixMilli())
-			if err != nil {
-				return fmt.Errorf("sweep attachment %s: %w", id, err)
-			}
-			if k, _ := res.RowsAffected(); k == 0 {
-				return nil
+		err := s.writeTx(ctx, func(ctx context.Context, c storecore.Conn) error {
+			if k, err := c.Exec(ctx, aSweepOne, id, cutoff.UnixMilli()); err != nil || k == 0 {
+				return wrapSweep(id, err)
 			}
 			for _, q := range []string{`DELETE FROM attachment_chunks WHERE attachment = ?`, `DELETE FROM attachment_links WHERE attachment = ?`} {
-				if _, err := conn.ExecContext(ctx, q, id); err != nil {
-					return fmt.Errorf("sweep attachment %s: %w", id, err)
+				if _, err := c.Exec(ctx, q, id); err != nil {
+					return wrapSweep(id, err)
 				}
 			}
 			n++
@@ -206,6 +202,14 @@ func (s *Store) SweepAttachments(ctx context.Context, cutoff time.Time) (n int, 
 		}
 	}
 	return n, nil
+}
+
+// wrapSweep names the attachment a sweep's error is of (nil stays nil).
+func wrapSweep(id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("sweep attachment %s: %w", id, err)
 }
 
 // sweepOrphanChunks removes the chunks of uploads that stopped before
@@ -233,11 +237,11 @@ func (s *Store) sweepOrphanChunks(ctx context.Context) error {
 		return fmt.Errorf("find chunks of unfinished uploads: %w", err)
 	}
 	for _, id := range ids {
-		err := s.side(ctx, func(ctx context.Context, conn *sql.Conn) error {
+		err := s.writeTx(ctx, func(ctx context.Context, c storecore.Conn) error {
 			if s.uploads.has(id) {
 				return nil
 			}
-			_, err := conn.ExecContext(ctx, `DELETE FROM attachment_chunks WHERE attachment = ? AND NOT EXISTS (SELECT 1 FROM attachments WHERE id = ?)`, id, id)
+			_, err := c.Exec(ctx, `DELETE FROM attachment_chunks WHERE attachment = ? AND NOT EXISTS (SELECT 1 FROM attachments WHERE id = ?)`, id, id)
 			return err
 		})
 		if err != nil {

@@ -1,5 +1,5 @@
-// The writer: callers queue requests (Append, CreateThread, and receipts
-// and suggestions) and wait for their answer; one goroutine (run) owns the
+// The writer: callers queue requests (Append, CreateThread, receipts,
+// claims and the engine's other writes) and wait for their answer; one goroutine (run) owns the
 // connection that writes, gathers what is queued into one group commit and
 // answers every caller after COMMIT. The state only it touches is
 // writerState; the append path itself is in append.go, the statements in
@@ -38,13 +38,9 @@ type request struct {
 	create  *agentbridge.CreateThreadRequest
 	// receipt, when set, makes this a receipt write (see putReceipt).
 	receipt *agentbridge.ReceiptInput
-	// side, when set, makes the request a write outside the event log
-	// (push keys and subscriptions, see push.go) run on the writer's
-	// connection inside the group commit.
-	side func(ctx context.Context, conn *sql.Conn) error
 	// other, when set, is a write that is neither an event nor a receipt
-	// nor a suggestion (coordinator registrations): the writer runs it in
-	// its transaction and answers with what it returns.
+	// nor a claim (the engine's writes, writeTx; an upload's steps): the
+	// writer runs it in its transaction and answers with what it returns.
 	other func(ctx context.Context, conn *sql.Conn) (response, error)
 	// claim, when set, is a claim write (claims.go): it runs with the
 	// batch, so that it may append events and write receipts.
@@ -69,8 +65,6 @@ type response struct {
 	// append counters, changed says whether it wrote anything.
 	rcpt               agentbridge.Receipt
 	isReceipt, changed bool
-	// isSide marks a side write's answer (request.side): no append.
-	isSide bool
 	// value is an other write's answer; isOther keeps it out of the
 	// append counters.
 	value   any
@@ -307,7 +301,7 @@ func (s *Store) commit(reqs []*request) {
 	evs := s.w.committed[:0]
 	for _, resp := range resps {
 		switch {
-		case resp.isReceipt, resp.isSide, resp.isOther:
+		case resp.isReceipt, resp.isOther:
 			// Not appends: they count nowhere and wake no reader.
 		case resp.err != nil:
 			rejected++
@@ -347,13 +341,6 @@ func (s *Store) takeLive(live []*request) []*request {
 		}
 	}
 	return live
-}
-
-// side runs fn on the writer's connection inside a group commit.
-func (s *Store) side(ctx context.Context, fn func(ctx context.Context, conn *sql.Conn) error) error {
-	r := s.newRequest(ctx)
-	r.side = fn
-	return s.submit(ctx, r).err
 }
 
 // writeTx is the engine's write transaction (storecore.WriteFunc): fn
