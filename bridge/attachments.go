@@ -116,7 +116,7 @@ func (s *Server) handleAttachmentPost(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	defer removeSpool(f)
-	got, err := s.attachments.PutAttachment(r.Context(), thread, a, f, s.now())
+	got, err := s.store.PutAttachment(r.Context(), thread, a, f, s.now())
 	if err != nil {
 		return storeErr("store attachment", err)
 	}
@@ -267,7 +267,7 @@ func (s *Server) handleAttachmentGet(w http.ResponseWriter, r *http.Request) err
 	// A client that escaped the colon (sha256%3A…) means the same id.
 	id, _ := url.PathUnescape(chi.URLParam(r, "id"))
 	notFound := agentbridge.Errorf(agentbridge.ECodeAttachmentNotFound, "There is no attachment %s here.", agentbridge.Clip(id, agentbridge.QuoteRunes))
-	a, found, err := s.attachments.Attachment(r.Context(), id)
+	a, found, err := s.store.Attachment(r.Context(), id)
 	if err != nil {
 		return storeErr("read attachment", err)
 	}
@@ -277,7 +277,7 @@ func (s *Server) handleAttachmentGet(w http.ResponseWriter, r *http.Request) err
 	if cred, _ := httpguard.CredentialFrom(r.Context()); cred.Scope == agentbridge.ScopeAgent {
 		// Not forbidden: an agent of another thread learns nothing, not
 		// even that these bytes are stored.
-		held, err := s.attachments.AttachmentHeld(r.Context(), id, cred.Thread)
+		held, err := s.store.AttachmentHeld(r.Context(), id, cred.Thread)
 		if err != nil {
 			return storeErr("read attachment", err)
 		}
@@ -296,7 +296,7 @@ func (s *Server) handleAttachmentGet(w http.ResponseWriter, r *http.Request) err
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
-	body, found, err := s.attachments.OpenAttachment(r.Context(), id)
+	body, found, err := s.store.OpenAttachment(r.Context(), id)
 	if err != nil {
 		return storeErr("read attachment", err)
 	}
@@ -328,13 +328,10 @@ func (s *Server) handleAttachmentGet(w http.ResponseWriter, r *http.Request) err
 // every AttachmentSweep, until ctx ends. Bridges sharing a database sweep
 // it side by side (the store makes that safe).
 func (s *Server) sweepAttachments(ctx context.Context) {
-	if s.attachments == nil {
-		return
-	}
 	tick := time.NewTicker(s.opts.AttachmentSweep)
 	defer tick.Stop()
 	for {
-		n, err := s.attachments.SweepAttachments(ctx, s.now().Add(-agentbridge.AttachmentGrace))
+		n, err := s.store.SweepAttachments(ctx, s.now().Add(-agentbridge.AttachmentGrace))
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.log.Warn("sweep attachments", "err", err)

@@ -231,14 +231,9 @@ func allowedOf(cred httpguard.Credential, agents []agentbridge.CoordinatorAgent)
 	return slices.DeleteFunc(slices.Clone(agents), func(a agentbridge.CoordinatorAgent) bool { return notAllowed(allowed, a) != "" })
 }
 
-// registrations are the store's coordinator registrations (none when it
-// keeps none).
+// registrations are the store's coordinator registrations.
 func (s *Server) registrations(ctx context.Context) ([]agentbridge.CoordinatorInfo, error) {
-	cs, ok := s.store.(agentbridge.CoordinatorStore)
-	if !ok {
-		return nil, nil
-	}
-	list, err := cs.Coordinators(ctx)
+	list, err := s.store.Coordinators(ctx)
 	if err != nil {
 		return nil, storeErr("list coordinators", err)
 	}

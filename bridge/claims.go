@@ -25,15 +25,6 @@ import (
 // expired waiting claims.
 const DefaultClaimSweep = time.Second
 
-// claimStore returns the store's claims, or an error a client understands
-// when the store keeps none.
-func (s *Server) claimStore() (agentbridge.ClaimStore, error) {
-	if cs, ok := s.store.(agentbridge.ClaimStore); ok {
-		return cs, nil
-	}
-	return nil, agentbridge.Errorf(agentbridge.ECodeNotFound, "This server's store keeps no claims.")
-}
-
 // queryClaims is what GET /claims takes: one of the two.
 var queryClaims = endpointQuery{params: map[string]paramKind{"claimable": kindEventID, "thread": kindEventID}}
 
@@ -41,10 +32,7 @@ var queryClaims = endpointQuery{params: map[string]paramKind{"claimable": kindEv
 var claimFields = []string{"thread", "event", "participant", "round", "notice", "coordinator", "instance", "client", "wait", "pending_ttl_ms", "fallback_from"}
 
 func (s *Server) handleClaimsPost(w http.ResponseWriter, r *http.Request) error {
-	cs, err := s.claimStore()
-	if err != nil {
-		return err
-	}
+	cs := s.store
 	var req agentbridge.ClaimRequest
 	if err := s.decodeStrict(w, r, &req, claimFields, false); err != nil {
 		return err
@@ -70,10 +58,7 @@ func (s *Server) handleClaimsPost(w http.ResponseWriter, r *http.Request) error 
 // the store may just have written with the claim; a failed read only
 // leaves the streams to the next change.
 func (s *Server) announceReceipt(ctx context.Context, c agentbridge.Claim) {
-	if s.receipts == nil {
-		return
-	}
-	list, err := s.receipts.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: c.Thread, Event: c.Event})
+	list, err := s.store.Receipts(ctx, agentbridge.ReceiptsQuery{Thread: c.Thread, Event: c.Event})
 	if err != nil {
 		s.log.Debug("receipt of a claim", "claim", c.ID, "err", err)
 		return
@@ -100,10 +85,7 @@ type finishBody struct {
 }
 
 func (s *Server) handleClaimDone(w http.ResponseWriter, r *http.Request) error {
-	cs, err := s.claimStore()
-	if err != nil {
-		return err
-	}
+	cs := s.store
 	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
 	if err != nil || id <= 0 {
 		return agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no claim %q: a claim id is a positive number.", agentbridge.Clip(chi.URLParam(r, "id"), agentbridge.QuoteRunes))
@@ -146,10 +128,7 @@ func (s *Server) handleClaimDone(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) handleClaimsGet(w http.ResponseWriter, r *http.Request) error {
-	cs, err := s.claimStore()
-	if err != nil {
-		return err
-	}
+	cs := s.store
 	q, err := parseQuery(r, queryClaims)
 	if err != nil {
 		return err
@@ -205,10 +184,7 @@ func (s *Server) checkPresenceFence(r *http.Request) error {
 	if err != nil || f == nil {
 		return err
 	}
-	cs, err := s.claimStore()
-	if err != nil {
-		return err
-	}
+	cs := s.store
 	if err := cs.CheckFence(r.Context(), *f); err != nil {
 		return storeErr("check fence", err)
 	}
@@ -219,10 +195,7 @@ func (s *Server) checkPresenceFence(r *http.Request) error {
 // until ctx ends: each step is a conditional transaction of the store, so
 // two bridges on one database act once between them.
 func (s *Server) sweepClaims(ctx context.Context) {
-	cs, ok := s.store.(agentbridge.ClaimStore)
-	if !ok {
-		return
-	}
+	cs := s.store
 	tick := time.NewTicker(s.opts.ClaimSweep)
 	defer tick.Stop()
 	for {

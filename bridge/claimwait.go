@@ -14,10 +14,7 @@ import (
 // of a run's claim, whose agent hit a usage limit, puts it back to waiting
 // until the limit resets; the pair's queued receipt says so meanwhile.
 func (s *Server) handleClaimWait(w http.ResponseWriter, r *http.Request) error {
-	ws, ok := s.store.(agentbridge.ClaimWaitStore)
-	if !ok {
-		return agentbridge.Errorf(agentbridge.ECodeNotFound, "This server's store keeps no waiting claims.")
-	}
+	ws := s.store
 	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
 	if err != nil || id <= 0 {
 		return agentbridge.Errorf(agentbridge.ECodeNotFound, "There is no claim %q: a claim id is a positive number.", agentbridge.Clip(chi.URLParam(r, "id"), agentbridge.QuoteRunes))

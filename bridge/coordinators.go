@@ -19,23 +19,11 @@ import (
 // them with the database's time, so every bridge on one database knows
 // which live coordinators serve which agent.
 
-// coordinators returns the store's registrations, or an error a client
-// understands when the store keeps none.
-func (s *Server) coordinators() (agentbridge.CoordinatorStore, error) {
-	if cs, ok := s.store.(agentbridge.CoordinatorStore); ok {
-		return cs, nil
-	}
-	return nil, agentbridge.Errorf(agentbridge.ECodeNotFound, "This server's store keeps no coordinator registrations.")
-}
-
 // registrationFields are the fields a registration body may carry.
 var registrationFields = []string{"id", "instance", "host", "agents", "version", "capacity", "status_url", "ttl_ms", "workspaces"}
 
 func (s *Server) handleCoordinatorPut(w http.ResponseWriter, r *http.Request) error {
-	cs, err := s.coordinators()
-	if err != nil {
-		return err
-	}
+	cs := s.store
 	var reg agentbridge.Registration
 	if err := s.decodeStrict(w, r, &reg, registrationFields, false); err != nil {
 		return err
@@ -64,10 +52,7 @@ func (s *Server) handleCoordinatorPut(w http.ResponseWriter, r *http.Request) er
 }
 
 func (s *Server) handleCoordinatorDelete(w http.ResponseWriter, r *http.Request) error {
-	cs, err := s.coordinators()
-	if err != nil {
-		return err
-	}
+	cs := s.store
 	if err := checkCoordinatorID(credential(r), chi.URLParam(r, "id")); err != nil {
 		return err
 	}
@@ -93,17 +78,14 @@ func (s *Server) handleCoordinatorsGet(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	cs, err := s.coordinators()
-	if err != nil {
-		return err
-	}
+	cs := s.store
 	list, err := cs.Coordinators(r.Context())
 	if err != nil {
 		return storeErr("list coordinators", err)
 	}
 	res := agentbridge.CoordinatorsResponse{Coordinators: list, Agents: agentbridge.AgentsServed(list)}
-	if cl, ok := cs.(agentbridge.ClaimStore); ok && q.has("served_ever") {
-		ever, err := cl.ServedEver(r.Context())
+	if q.has("served_ever") {
+		ever, err := cs.ServedEver(r.Context())
 		if err != nil {
 			return storeErr("list served agents", err)
 		}
@@ -174,11 +156,9 @@ func (s *Server) otherCoordinatorIDs(ctx context.Context, id string) ([]string, 
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
-	if s.tokens != nil {
-		if ids, err = s.tokens.CoordinatorTokenIDs(ctx); err != nil {
-			return nil, storeErr("list coordinator tokens", err)
-		}
+	ids, err := s.store.CoordinatorTokenIDs(ctx)
+	if err != nil {
+		return nil, storeErr("list coordinator tokens", err)
 	}
 	for _, c := range list {
 		ids = append(ids, c.ID)

@@ -18,25 +18,10 @@ import (
 // the log's epoch.
 func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
 	info := agentbridge.ServerInfo{Status: "ok", Server: "agent-bridge", Version: s.opts.Version, Humans: s.opts.Humans}
-	if es, ok := s.store.(epochStore); ok {
-		e := es.LogEpoch()
-		info.Epoch = &e
-	}
+	e := s.store.LogEpoch()
+	info.Epoch = &e
 	httpjson.Write(w, http.StatusOK, info)
 	return nil
-}
-
-// epochStore is a store that keeps its log's epoch (SQLite, whose backups
-// agent-bridge restore restores, and PostgreSQL, which notices a restored
-// dump at start).
-type epochStore interface {
-	LogEpoch() agentbridge.LogEpoch
-}
-
-// writeHealth is a store that knows whether it refuses writes (both
-// stores, through storecore.Outage).
-type writeHealth interface {
-	WritesRefused() (string, bool)
 }
 
 // handleHealthz answers ok when the store answers a trivial query and takes
@@ -46,11 +31,9 @@ type writeHealth interface {
 // small write can fit where the refused append did not, and the answer
 // would flap.
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) error {
-	if wh, ok := s.store.(writeHealth); ok {
-		if reason, refused := wh.WritesRefused(); refused {
-			return agentbridge.Errorf(agentbridge.ECodeUnavailable,
-				"The event store refuses writes (%s): appends are answered 503 until one succeeds.", reason)
-		}
+	if reason, refused := s.store.WritesRefused(); refused {
+		return agentbridge.Errorf(agentbridge.ECodeUnavailable,
+			"The event store refuses writes (%s): appends are answered 503 until one succeeds.", reason)
 	}
 	if _, err := s.store.Head(r.Context()); err != nil {
 		// Not logged here: a store's outage is logged once, when it

@@ -65,7 +65,7 @@ func newTestServerWith(t testing.TB, opts Options, so sqlite.Options) *testServe
 // serve opens a server over store on 127.0.0.1, closed when the test
 // ends; testServer.store is left to the caller, as store may be any
 // EventStore (a wrapper that counts reads, PostgreSQL).
-func serve(t testing.TB, store agentbridge.EventStore, opts Options) *testServer {
+func serve(t testing.TB, store Store, opts Options) *testServer {
 	t.Helper()
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"

@@ -14,13 +14,13 @@ import (
 
 // stateCountingStore counts the State reads.
 type stateCountingStore struct {
-	agentbridge.EventStore
+	Store
 	states atomic.Int64
 }
 
 func (c *stateCountingStore) State(ctx context.Context, thread string, at int64) (agentbridge.ThreadState, int64, error) {
 	c.states.Add(1)
-	return c.EventStore.State(ctx, thread, at)
+	return c.Store.State(ctx, thread, at)
 }
 
 // TestIgnoredNoteReadsNoState: the "ignored" note of a new append comes
@@ -29,7 +29,7 @@ func (c *stateCountingStore) State(ctx context.Context, thread string, at int64)
 // whose state before the store does not have at hand, reads it.
 func TestIgnoredNoteReadsNoState(t *testing.T) {
 	t.Cleanup(testutil.CheckGoroutines(t))
-	cs := &stateCountingStore{EventStore: openStore(t)}
+	cs := &stateCountingStore{Store: openStore(t)}
 	ts := serve(t, cs, Options{})
 	ts.newThread("t")
 	note := func(a answer) string {

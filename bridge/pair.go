@@ -72,10 +72,7 @@ func (s *Server) handlePair(w http.ResponseWriter, r *http.Request) error {
 // else the tailnet's, else the bridge's own): POST /auth/pair's answer,
 // and what up --tailnet shows as a QR code.
 func (s *Server) NewPairLink(ctx context.Context, name string) (agentbridge.PairLink, error) {
-	ps, err := s.pairCodes()
-	if err != nil {
-		return agentbridge.PairLink{}, err
-	}
+	ps := s.store
 	name = strings.TrimSpace(name)
 	if name == "" {
 		name = "phone"
@@ -101,15 +98,6 @@ func (s *Server) NewPairLink(ctx context.Context, name string) (agentbridge.Pair
 		ExpiresAt: agentbridge.FormatTime(now.Add(PairTTL))}, nil
 }
 
-// pairCodes is the store's pairing side, or the error that the store
-// keeps none.
-func (s *Server) pairCodes() (agentbridge.PairStore, error) {
-	if s.pairStore != nil && s.tokens != nil {
-		return s.pairStore, nil
-	}
-	return nil, agentbridge.Errorf(agentbridge.ECodeNotFound, "This server's store keeps no pairing codes.")
-}
-
 // redeemRequest is the body of POST /auth/pair/redeem.
 type redeemRequest struct {
 	Code string `json:"code"`
@@ -119,14 +107,8 @@ type redeemRequest struct {
 // token, named as asked, as its login cookie. An unknown, used or expired
 // code is unauthorized.
 func (s *Server) handlePairRedeem(w http.ResponseWriter, r *http.Request) error {
-	ts, err := s.tokenStore()
-	if err != nil {
-		return err
-	}
-	ps, err := s.pairCodes()
-	if err != nil {
-		return err
-	}
+	ts := s.store
+	ps := s.store
 	var req redeemRequest
 	if err := s.decodeStrict(w, r, &req, []string{"code"}, false); err != nil {
 		return err
@@ -177,8 +159,8 @@ func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) error {
 	}
 	var devices []agentbridge.Device
 	byToken := map[string]int{}
-	if ts, _ := s.tokenStore(); ts != nil {
-		list, err := ts.Tokens(r.Context())
+	{
+		list, err := s.store.Tokens(r.Context())
 		if err != nil {
 			return storeErr("list tokens", err)
 		}
@@ -196,11 +178,9 @@ func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) error {
 		}
 		s.seen.mu.Unlock()
 	}
-	if s.pushes != nil {
-		var err error
-		if devices, err = s.pushDevices(r.Context(), devices, byToken); err != nil {
-			return err
-		}
+	devices, err := s.pushDevices(r.Context(), devices, byToken)
+	if err != nil {
+		return err
 	}
 	sort.SliceStable(devices, func(i, j int) bool { return devices[i].CreatedAt < devices[j].CreatedAt })
 	if devices == nil {
@@ -224,11 +204,11 @@ const ExpiredShownFor = 7 * 24 * time.Hour
 // its endpoint's, and one whose subscription expired within
 // ExpiredShownFor is listed with notifications off.
 func (s *Server) pushDevices(ctx context.Context, devices []agentbridge.Device, byToken map[string]int) ([]agentbridge.Device, error) {
-	subs, err := s.pushes.PushSubscriptions(ctx)
+	subs, err := s.store.PushSubscriptions(ctx)
 	if err != nil {
 		return nil, storeErr("list push subscriptions", err)
 	}
-	kept, err := s.pushes.PushDeliveries(ctx)
+	kept, err := s.store.PushDeliveries(ctx)
 	if err != nil {
 		return nil, storeErr("list push deliveries", err)
 	}
@@ -290,10 +270,7 @@ func (s *Server) expiredBrowsers(kept []agentbridge.PushDelivery, subscribed map
 // (refused at once by this bridge, within a second by others on the same
 // database) and its push subscriptions removed.
 func (s *Server) handleDeviceRevoke(w http.ResponseWriter, r *http.Request) error {
-	ts, err := s.tokenStore()
-	if err != nil {
-		return err
-	}
+	ts := s.store
 	id := chi.URLParam(r, "id")
 	list, err := ts.Tokens(r.Context())
 	if err != nil {
@@ -311,10 +288,8 @@ func (s *Server) handleDeviceRevoke(w http.ResponseWriter, r *http.Request) erro
 		return storeErr("revoke the device's token", err)
 	}
 	s.credCache.drop(t.ID)
-	if s.pushes != nil {
-		if err := s.pushes.DeleteTokenPushSubscriptions(r.Context(), t.ID); err != nil {
-			return storeErr("remove the device's push subscriptions", err)
-		}
+	if err := s.store.DeleteTokenPushSubscriptions(r.Context(), t.ID); err != nil {
+		return storeErr("remove the device's push subscriptions", err)
 	}
 	s.log.Info("device revoked", "token", t.ID, "name", t.Name, "by", credential(r).ID)
 	httpjson.Write(w, http.StatusOK, agentbridge.Device{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, RevokedAt: t.RevokedAt})

@@ -8,23 +8,11 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
-// pushStore returns the store's push side, or an error a client
-// understands when the store keeps none.
-func (s *Server) pushStore() (agentbridge.PushStore, error) {
-	if s.pushes == nil {
-		return nil, agentbridge.Errorf(agentbridge.ECodeNotFound, "This server's store keeps no push subscriptions.")
-	}
-	return s.pushes, nil
-}
-
 // handlePushKey answers the VAPID public key a browser subscribes with
 // (PushManager.subscribe's applicationServerKey), generating the key pair
 // on first use.
 func (s *Server) handlePushKey(w http.ResponseWriter, r *http.Request) error {
 	if _, err := parseQuery(r, queryNone); err != nil {
-		return err
-	}
-	if _, err := s.pushStore(); err != nil {
 		return err
 	}
 	k, err := s.notifier.Keys(r.Context())
@@ -50,10 +38,7 @@ type subscribeRequest struct {
 
 // handlePushSubscribe stores (or replaces) a device's subscription.
 func (s *Server) handlePushSubscribe(w http.ResponseWriter, r *http.Request) error {
-	ps, err := s.pushStore()
-	if err != nil {
-		return err
-	}
+	ps := s.store
 	var req subscribeRequest
 	if err := s.decodeStrict(w, r, &req, []string{"endpoint", "keys", "expirationTime", "device", "categories"}, false); err != nil {
 		return err
@@ -90,10 +75,7 @@ func (s *Server) handlePushList(w http.ResponseWriter, r *http.Request) error {
 	if _, err := parseQuery(r, queryNone); err != nil {
 		return err
 	}
-	ps, err := s.pushStore()
-	if err != nil {
-		return err
-	}
+	ps := s.store
 	subs, err := ps.PushSubscriptions(r.Context())
 	if err != nil {
 		return storeErr("push subscriptions", err)
@@ -114,10 +96,7 @@ type endpointRequest struct {
 // handlePushUnsubscribe removes a device's subscription (notifications
 // turned off in that browser).
 func (s *Server) handlePushUnsubscribe(w http.ResponseWriter, r *http.Request) error {
-	ps, err := s.pushStore()
-	if err != nil {
-		return err
-	}
+	ps := s.store
 	var req endpointRequest
 	if err := s.decodeStrict(w, r, &req, []string{"endpoint"}, false); err != nil {
 		return err
@@ -146,9 +125,6 @@ type visibleRequest struct {
 // it when it shows or hides a thread and every 20 s while it shows one;
 // it lapses after notify.DefaultVisibleTTL.
 func (s *Server) handlePushVisible(w http.ResponseWriter, r *http.Request) error {
-	if _, err := s.pushStore(); err != nil {
-		return err
-	}
 	var req visibleRequest
 	if err := s.decodeStrict(w, r, &req, []string{"endpoint", "thread", "visible"}, false); err != nil {
 		return err

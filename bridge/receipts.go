@@ -66,7 +66,7 @@ func (s *Server) handleReceiptPut(w http.ResponseWriter, r *http.Request) error 
 	if in.Fence, err = fenceOf(r); err != nil {
 		return err
 	}
-	rc, changed, err := s.receipts.PutReceipt(r.Context(), in)
+	rc, changed, err := s.store.PutReceipt(r.Context(), in)
 	if err != nil {
 		return storeErr("put receipt", err)
 	}
@@ -94,7 +94,7 @@ func (s *Server) handleReceiptsGet(w http.ResponseWriter, r *http.Request) error
 		Thread: chi.URLParam(r, "id"), Event: p.str("event"), FromEvent: p.str("from_event"),
 		Limit: int(p.int("limit", agentbridge.MaxEventsLimit)),
 	}
-	list, err := s.receipts.Receipts(r.Context(), q)
+	list, err := s.store.Receipts(r.Context(), q)
 	if err != nil {
 		return storeErr("list receipts", err)
 	}

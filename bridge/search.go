@@ -20,10 +20,7 @@ import (
 // handleSearch answers GET /search: the matches newest first, each with a
 // snippet around its matches, and the cursor of the next page.
 func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) error {
-	ss, ok := s.store.(agentbridge.SearchStore)
-	if !ok {
-		return agentbridge.Errorf(agentbridge.ECodeNotFound, "This bridge's store keeps no search index.")
-	}
+	ss := s.store
 	p, err := parseQuery(r, querySearch)
 	if err != nil {
 		return err
@@ -85,7 +82,7 @@ func (s *Server) searchableThreads(ctx context.Context, cred httpguard.Credentia
 		}
 		return nil, nil
 	}
-	ids, err := s.store.(agentbridge.SearchStore).ThreadsInvited(ctx, cred.Participant)
+	ids, err := s.store.ThreadsInvited(ctx, cred.Participant)
 	if err != nil {
 		return nil, storeErr("threads invited", err)
 	}
@@ -109,10 +106,7 @@ type schedulesPage struct {
 // handleSchedules answers GET /schedules: every schedule (of one thread
 // with ?thread), each with its next due time.
 func (s *Server) handleSchedules(w http.ResponseWriter, r *http.Request) error {
-	ss, ok := s.store.(agentbridge.ScheduleStore)
-	if !ok {
-		return agentbridge.Errorf(agentbridge.ECodeNotFound, "This bridge's store keeps no schedules.")
-	}
+	ss := s.store
 	p, err := parseQuery(r, querySchedules)
 	if err != nil {
 		return err
@@ -150,7 +144,7 @@ func (s *Server) scheduleClock() schedule.Clock {
 // or removed a schedule: found without parsing the control again (a
 // spurious wake-up only reads the schedules once more).
 func (s *Server) scheduleChanged(e agentbridge.Event, ignored *agentbridge.Ignored) {
-	if s.sched != nil && e.Type == agentbridge.TypeControl && ignored == nil && bytes.Contains(e.Content, []byte(`schedule`)) {
+	if e.Type == agentbridge.TypeControl && ignored == nil && bytes.Contains(e.Content, []byte(`schedule`)) {
 		s.sched.Wake()
 	}
 }

@@ -124,32 +124,52 @@ type Options struct {
 	ScheduleClock schedule.Clock
 }
 
+// Store is everything the bridge keeps in its database. Both stores,
+// bridge/sqlite and bridge/postgres, implement all of it (one engine,
+// internal/storecore.Engine), so the server uses every part as it is.
+type Store interface {
+	agentbridge.EventStore
+	agentbridge.TokenStore
+	agentbridge.PairStore
+	agentbridge.AttachmentStore
+	agentbridge.ReceiptStore
+	agentbridge.ReceiptWatcher
+	agentbridge.StatsStore
+	agentbridge.PushStore
+	agentbridge.ClaimStore
+	agentbridge.ClaimWaitStore
+	agentbridge.CoordinatorStore
+	agentbridge.SearchStore
+	agentbridge.ScheduleStore
+	agentbridge.SuggestionStore
+	// LogEpoch is the log's epoch (agentbridge.LogEpoch).
+	LogEpoch() agentbridge.LogEpoch
+	// WritesRefused says why the store refuses writes, while it does.
+	WritesRefused() (string, bool)
+	// Tail is the latest committed events, which the streams read before
+	// the database (nil: the store keeps none).
+	Tail() *storecore.Tail
+}
+
 // Server is the bridge HTTP server. Create it with NewServer, start it with
 // Open, stop it with Close; Handler serves the same API without a listener
 // (for httptest). It is safe for concurrent use.
 type Server struct {
-	store    agentbridge.EventStore
+	store    Store
 	opts     Options
 	log      *slog.Logger
 	gate     *httpguard.Guard
 	presence *presenceHub
-	// receipts is the store's receipt side, nil when the store keeps none
-	// (the receipt endpoints then answer not_found); receiptHub streams
-	// its changes.
-	receipts   agentbridge.ReceiptStore
+	// receiptHub streams the receipts' changes.
 	receiptHub *ringLog[agentbridge.Receipt]
-	// tokens is the store's token side, nil when it keeps none (only
-	// Token is then accepted); credCache remembers its answers for at
-	// most credentialTTL.
-	tokens    agentbridge.TokenStore
+	// credCache remembers the store's answers about tokens for at most
+	// credentialTTL.
 	credCache credentialCache
 	logins    loginCodes
-	// pairStore keeps the pairing codes waiting (nil when the store
-	// keeps none: then there is no pairing); seen is when each credential
-	// was last seen; now is the clock of both (tests move it).
-	pairStore agentbridge.PairStore
-	seen      seenCredentials
-	now       func() time.Time
+	// seen is when each credential was last seen; now is the clock of
+	// pairing and of seen (tests move it).
+	seen seenCredentials
+	now  func() time.Time
 	// publicURL is how a phone reaches this bridge (the bridge config's
 	// notify.public_url, else its own URL): the start of pairing links.
 	publicURL func() string
@@ -163,17 +183,12 @@ type Server struct {
 	reqSeq  atomic.Uint64
 	reqBase string
 	answers bufPool // buffers of append answers (writeAppendAnswer)
-	// pushes is the store's push side (nil when it keeps none); notifier
-	// sends the notes of the events this server stores.
-	pushes   agentbridge.PushStore
+	// notifier sends the notes of the events this server stores.
 	notifier *notify.Notifier
 	// tls is the listener's TLS config, nil for plain HTTP.
 	tls *tls.Config
-	// attachments is the store's attachment side, nil when it keeps none
-	// (the attachment routes are then absent).
-	attachments agentbridge.AttachmentStore
-	// sched posts the schedules' due times (nil when the store keeps no
-	// schedules); scheduled is closed when its Run returns.
+	// sched posts the schedules' due times; scheduled is closed when its
+	// Run returns.
 	sched     *schedule.Scheduler
 	scheduled chan struct{}
 
@@ -205,7 +220,7 @@ type Server struct {
 // NewServer builds a server over store. It refuses a non-loopback Addr
 // that takes requests without a token (neither Token nor
 // RequireCredential: ErrInsecureAddr) and a malformed CORS origin.
-func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
+func NewServer(store Store, opts Options) (*Server, error) {
 	if store == nil {
 		return nil, errors.New("bridge: nil event store")
 	}
@@ -261,30 +276,17 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 		cancel:   cancel,
 		tls:      tc,
 	}
-	if t, ok := store.(interface{ Tail() *storecore.Tail }); ok {
-		s.tail = t.Tail()
-	}
-	s.tokens, _ = store.(agentbridge.TokenStore)
-	s.pairStore, _ = store.(agentbridge.PairStore)
-	s.attachments, _ = store.(agentbridge.AttachmentStore)
-	if opts.RequireCredential && opts.Token == "" && s.tokens == nil {
-		cancel()
-		return nil, errors.New("bridge: a credential is required but the store keeps no tokens and no token is set")
-	}
+	s.tail = store.Tail()
 	g, err := newGate(opts, s)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	s.gate = g
-	s.receipts, _ = store.(agentbridge.ReceiptStore)
-	if ss, ok := store.(agentbridge.StatsStore); ok {
-		s.metrics.addStoreStats(ss)
-	}
+	s.metrics.addStoreStats(store)
 	s.receiptHub = newReceiptHub()
-	s.pushes, _ = store.(agentbridge.PushStore)
 	nopts := opts.Notify
-	nopts.Store, nopts.Humans, nopts.Logger = s.pushes, opts.Humans, opts.Logger
+	nopts.Store, nopts.Humans, nopts.Logger = store, opts.Humans, opts.Logger
 	nopts.Observe = s.metrics.observePush
 	nopts.ThreadName = func(ctx context.Context, id string) string {
 		th, err := store.Thread(ctx, id)
@@ -302,13 +304,9 @@ func NewServer(store agentbridge.EventStore, opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.threadHub = &threadHub{threads: map[string]*threadWatch{}}
-	if ss, ok := store.(schedule.Store); ok {
-		s.sched = schedule.New(ss, schedule.Options{CatchUp: opts.CatchUp, Clock: opts.ScheduleClock, Logger: opts.Logger})
-	}
-	if rw, ok := store.(agentbridge.ReceiptWatcher); ok {
-		// Receipts stored through another bridge on the same database.
-		rw.WatchReceipts(s.receiptHub.add)
-	}
+	s.sched = schedule.New(store, schedule.Options{CatchUp: opts.CatchUp, Clock: opts.ScheduleClock, Logger: opts.Logger})
+	// Receipts stored through another bridge on the same database.
+	store.WatchReceipts(s.receiptHub.add)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -333,18 +331,6 @@ func (s *Server) routes() http.Handler {
 	}))
 
 	for _, rt := range s.api() {
-		if s.receipts == nil && strings.Contains(rt.pattern, "/receipts") {
-			continue // the store keeps no receipts
-		}
-		if _, ok := s.store.(agentbridge.ClaimStore); !ok && strings.HasPrefix(rt.pattern, "/claims") {
-			continue // the store keeps no claims
-		}
-		if s.tokens == nil && (strings.HasPrefix(rt.pattern, "/auth/tokens") || rt.pattern == "/auth/login-links") {
-			continue // the store keeps no tokens
-		}
-		if s.attachments == nil && strings.Contains(rt.pattern, "attachments") {
-			continue // the store keeps no attachments
-		}
 		r.Method(rt.method, rt.pattern, s.h(scoped(rt)))
 	}
 	metrics := s.metrics.handler()
@@ -501,9 +487,7 @@ func (s *Server) Open() error {
 	s.scheduled = make(chan struct{})
 	go func() {
 		defer close(s.scheduled)
-		if s.sched != nil {
-			s.sched.Run(s.ctx)
-		}
+		s.sched.Run(s.ctx)
 	}()
 	go func() {
 		defer close(s.swept)

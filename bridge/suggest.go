@@ -9,15 +9,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/httpjson"
 )
 
-// suggestions returns the store's suggestion box, or an error a client
-// understands when the store keeps none.
-func (s *Server) suggestions() (agentbridge.SuggestionStore, error) {
-	if ss, ok := s.store.(agentbridge.SuggestionStore); ok {
-		return ss, nil
-	}
-	return nil, agentbridge.Errorf(agentbridge.ECodeNotFound, "This server's store keeps no suggestions.")
-}
-
 // suggestAnswer is the original's answer of POST /suggest.
 type suggestAnswer struct {
 	Submitted bool   `json:"submitted"`
@@ -26,10 +17,7 @@ type suggestAnswer struct {
 }
 
 func (s *Server) handleSuggestPost(w http.ResponseWriter, r *http.Request) error {
-	ss, err := s.suggestions()
-	if err != nil {
-		return err
-	}
+	ss := s.store
 	var in agentbridge.SuggestionInput
 	if err := s.decodeStrict(w, r, &in, []string{"from", "title", "description"}, false); err != nil {
 		return err
@@ -52,10 +40,7 @@ type suggestionsPage struct {
 }
 
 func (s *Server) handleSuggestionsGet(w http.ResponseWriter, r *http.Request) error {
-	ss, err := s.suggestions()
-	if err != nil {
-		return err
-	}
+	ss := s.store
 	q, err := parseQuery(r, querySuggestions)
 	if err != nil {
 		return err
@@ -73,10 +58,7 @@ func (s *Server) handleSuggestionsGet(w http.ResponseWriter, r *http.Request) er
 // suggestion as stored. Who decided is logged: the suggestions table keeps
 // the status only.
 func (s *Server) handleSuggestionStatusPost(w http.ResponseWriter, r *http.Request) error {
-	ss, err := s.suggestions()
-	if err != nil {
-		return err
-	}
+	ss := s.store
 	var in agentbridge.SuggestionStatusInput
 	if err := s.decodeStrict(w, r, &in, []string{"status", "by"}, false); err != nil {
 		return err

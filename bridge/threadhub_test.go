@@ -13,13 +13,13 @@ import (
 
 // countingStore counts the per-thread queries the streams make.
 type countingStore struct {
-	agentbridge.EventStore
+	Store
 	threadQueries atomic.Int64
 }
 
 func (c *countingStore) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuery) ([]agentbridge.Event, error) {
 	c.threadQueries.Add(1)
-	return c.EventStore.ThreadEvents(ctx, q)
+	return c.Store.ThreadEvents(ctx, q)
 }
 
 // TestIdleThreadStreamsCostAppendsNothing: appends to one thread do not
@@ -28,7 +28,7 @@ func (c *countingStore) ThreadEvents(ctx context.Context, q agentbridge.ThreadEv
 // still gets its events, in order, none missed.
 func TestIdleThreadStreamsCostAppendsNothing(t *testing.T) {
 	t.Cleanup(testutil.CheckGoroutines(t))
-	cs := &countingStore{EventStore: openStore(t)}
+	cs := &countingStore{Store: openStore(t)}
 	ts := serve(t, cs, Options{})
 	srv := ts.srv
 	ts.newThread("busy")

@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -87,13 +86,10 @@ const DefaultTokenPruneInterval = time.Hour
 // list --all still shows a run's token for a day. A failure is logged
 // and tried again at the next tick.
 func (s *Server) pruneTokens(ctx context.Context) {
-	if s.tokens == nil {
-		return
-	}
 	tick := time.NewTicker(s.opts.TokenPruneInterval)
 	defer tick.Stop()
 	for {
-		n, err := s.tokens.PruneTokens(ctx, s.now().Add(-agentbridge.TokenRetention))
+		n, err := s.store.PruneTokens(ctx, s.now().Add(-agentbridge.TokenRetention))
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.log.Warn("prune tokens", "err", err)
@@ -108,15 +104,6 @@ func (s *Server) pruneTokens(ctx context.Context) {
 	}
 }
 
-// tokenStore returns the store's token side, or not_found when it keeps
-// no tokens.
-func (s *Server) tokenStore() (agentbridge.TokenStore, error) {
-	if s.tokens != nil {
-		return s.tokens, nil
-	}
-	return nil, agentbridge.Errorf(agentbridge.ECodeNotFound, "This server's store keeps no tokens.")
-}
-
 // resolve is the gate's Resolve: the token a request presents, looked up
 // by its hash (through the cache), as a credential; unknown, revoked or
 // expired is unauthorized, with field "token" and a sentence that says
@@ -124,15 +111,12 @@ func (s *Server) tokenStore() (agentbridge.TokenStore, error) {
 // to get a new one (the holder of a revoked secret learns nothing else).
 func (s *Server) resolve(ctx context.Context, secret string) (httpguard.Credential, error) {
 	refuse := agentbridge.FieldErrorf(agentbridge.ECodeUnauthorized, "token", "This token is not known here: it was never made by this bridge, or was removed.")
-	if s.tokens == nil {
-		return httpguard.Credential{}, refuse
-	}
 	hash := sha256.Sum256([]byte(secret))
 	now := s.now()
 	t, ok := s.credCache.get(hash, now)
 	if !ok {
 		var err error
-		t, ok, err = s.tokens.TokenByHash(ctx, hash[:])
+		t, ok, err = s.store.TokenByHash(ctx, hash[:])
 		if err != nil {
 			return httpguard.Credential{}, err
 		}
@@ -180,10 +164,7 @@ type tokenCreated struct {
 // handleTokensPost creates a token. A person may create any; a
 // coordinator only an agent token bound to a participant it may write as.
 func (s *Server) handleTokensPost(w http.ResponseWriter, r *http.Request) error {
-	ts, err := s.tokenStore()
-	if err != nil {
-		return err
-	}
+	ts := s.store
 	cred := credential(r)
 	if cred.Scope != agentbridge.ScopePerson && cred.Scope != agentbridge.ScopeCoordinator {
 		return agentbridge.Errorf(agentbridge.ECodeForbiddenScope, "A %s token may not create tokens; a person token may, and a coordinator token may create agent tokens.", cred.Scope)
@@ -202,6 +183,7 @@ func (s *Server) handleTokensPost(w http.ResponseWriter, r *http.Request) error 
 		if err := s.mayWriteAs(r.Context(), cred, in.Thread, in.Participant); err != nil {
 			return err
 		}
+		var err error
 		if in.MaxLive, err = s.agentTokenCap(r.Context(), cred); err != nil {
 			return err
 		}
@@ -247,10 +229,7 @@ func (s *Server) handleTokensGet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ts, err := s.tokenStore()
-	if err != nil {
-		return err
-	}
+	ts := s.store
 	if cred := credential(r); cred.Scope != agentbridge.ScopePerson {
 		return agentbridge.Errorf(agentbridge.ECodeForbiddenScope, "Only a person token may list tokens; this one is a %s token.", cred.Scope)
 	}
@@ -270,10 +249,7 @@ func (s *Server) handleTokensGet(w http.ResponseWriter, r *http.Request) error {
 // handleTokenDelete revokes a token. A person may revoke any; a
 // coordinator only the agent tokens it created.
 func (s *Server) handleTokenDelete(w http.ResponseWriter, r *http.Request) error {
-	ts, err := s.tokenStore()
-	if err != nil {
-		return err
-	}
+	ts := s.store
 	cred := credential(r)
 	id := chi.URLParam(r, "id")
 	switch cred.Scope {
@@ -340,10 +316,6 @@ func (s *Server) senderOf(cred httpguard.Credential) string {
 	return ""
 }
 
-// errNoTokens is returned by NewLoginCode for a server whose store keeps
-// no tokens.
-var errNoTokens = errors.New("bridge: the store keeps no tokens")
-
 // LoginCodeTTL is how long a login link works (it works once).
 const LoginCodeTTL = 10 * time.Minute
 
@@ -362,9 +334,6 @@ type loginCodes struct {
 // it, once and within LoginCodeTTL, for the cookie of a new person token
 // named for the browser login. The code is kept only in this process.
 func (s *Server) NewLoginCode() (string, error) {
-	if s.tokens == nil {
-		return "", errNoTokens
-	}
 	code, err := agentbridge.NewTokenSecret()
 	if err != nil {
 		return "", err
@@ -400,7 +369,7 @@ func (s *Server) redeemLoginCode(ctx context.Context, code string) (agentbridge.
 	exp, ok := s.logins.codes[h]
 	delete(s.logins.codes, h)
 	s.logins.mu.Unlock()
-	if !ok || !now.Before(exp) || s.tokens == nil {
+	if !ok || !now.Before(exp) {
 		return agentbridge.Token{}, "", agentbridge.FieldErrorf(agentbridge.ECodeUnauthorized, "code",
 			"This login link is not valid: it was used already or is older than %s. Run agent-bridge login-link for a new one, or paste the token.", LoginCodeTTL)
 	}
@@ -409,7 +378,7 @@ func (s *Server) redeemLoginCode(ctx context.Context, code string) (agentbridge.
 		return agentbridge.Token{}, "", err
 	}
 	in := agentbridge.TokenInput{Scope: agentbridge.ScopePerson, Name: "browser-" + now.UTC().Format("20060102-150405"), CreatedBy: "login-link"}
-	t, err := s.tokens.CreateToken(ctx, in, agentbridge.HashToken(secret))
+	t, err := s.store.CreateToken(ctx, in, agentbridge.HashToken(secret))
 	if err != nil {
 		return agentbridge.Token{}, "", storeErr("create login token", err)
 	}

@@ -32,11 +32,7 @@ func (s *Server) checkClaimWorkspace(ctx context.Context, req agentbridge.ClaimR
 	if want == "" {
 		return nil
 	}
-	cs, ok := s.store.(agentbridge.CoordinatorStore)
-	if !ok {
-		return nil
-	}
-	list, err := cs.Coordinators(ctx)
+	list, err := s.store.Coordinators(ctx)
 	if err != nil {
 		return storeErr("coordinators for a claim", err)
 	}
@@ -58,15 +54,11 @@ func (s *Server) workspaceIgnored(ctx context.Context, e agentbridge.Event) *age
 	if e.Type != agentbridge.TypeControl || !bytes.Contains(e.Content, []byte("workspace")) {
 		return nil
 	}
-	cs, ok := s.store.(agentbridge.CoordinatorStore)
-	if !ok {
-		return nil
-	}
 	c := agentbridge.ControlOf(e)
 	if c == nil || c.Workspace == nil || c.Workspace.Name == "" || !s.opts.Humans.Has(e.From) {
 		return nil
 	}
-	list, err := cs.Coordinators(ctx)
+	list, err := s.store.Coordinators(ctx)
 	if err != nil {
 		s.log.Debug("coordinators for the workspace check", "err", err)
 		return nil

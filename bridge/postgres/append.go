@@ -63,7 +63,7 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 	if !ok {
 		return response{err: agentbridge.ThreadNotFound(req.Thread)}, nil
 	}
-	a, err := storecore.Preamble(ctx, l, req, ctl, h.state, h.messages, s.humans)
+	a, err := storecore.Preamble(ctx, l, req, ctl, h.state, h.messages, s.Humans)
 	switch {
 	case err != nil:
 		return response{}, err
@@ -79,7 +79,7 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 	if req.Fence != nil {
 		// The claim's row stays locked until COMMIT: a takeover waits
 		// for this append, or this append sees the takeover.
-		if err := checkFenceTx(ctx, l.tx, *req.Fence); err != nil {
+		if err := s.checkFence(ctx, l.tx, *req.Fence); err != nil {
 			if agentbridge.ErrorCode(err) == agentbridge.ECodeFenced {
 				return response{err: err}, nil
 			}
@@ -89,7 +89,7 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 	if req.Schedule != nil {
 		// The row stays locked until COMMIT: another bridge's claim of
 		// the same due time waits for this one, then finds it moved.
-		if err := storecore.ClaimSchedule(ctx, req.Thread, req.Schedule, schedExec(l.tx)); err != nil {
+		if err := storecore.ClaimSchedule(ctx, req.Thread, req.Schedule, pgConn{l.tx}); err != nil {
 			if errors.Is(err, agentbridge.ErrScheduleTaken) {
 				return response{err: err}, nil
 			}
@@ -111,11 +111,11 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 	if err != nil {
 		return response{}, err
 	}
-	if err := linkAttachments(ctx, l.tx, req.Thread, ev.ID, a.Attachments); err != nil {
+	if err := storecore.LinkAttachments(ctx, pgConn{l.tx}, req.Thread, ev.ID, a.Attachments...); err != nil {
 		return response{}, err
 	}
-	if ch := storecore.ScheduleChangeOf(ev, ctl, a.Ignored, s.humans); ch != nil {
-		if a.Ignored, err = ch.Write(ctx, req.Thread, schedExec(l.tx)); err != nil {
+	if ch := storecore.ScheduleChangeOf(ev, ctl, a.Ignored, s.Humans); ch != nil {
+		if a.Ignored, err = ch.Write(ctx, req.Thread, pgConn{l.tx}); err != nil {
 			return response{}, err
 		}
 	}
@@ -281,7 +281,7 @@ func (s *Store) add(b *batch, ev *agentbridge.Event, meta string, ctl *agentbrid
 	ev.ID = u.String()
 	ev.TS = agentbridge.FormatTime(t)
 	h.lastTS = t
-	after := agentbridge.FoldParsed(h.state, *ev, ctl, s.humans)
+	after := agentbridge.FoldParsed(h.state, *ev, ctl, s.Humans)
 	if ev.Type == agentbridge.TypeThreadRenamed {
 		h.name = ev.Text()
 	}

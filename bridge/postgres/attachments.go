@@ -16,14 +16,12 @@ var _ agentbridge.AttachmentStore = (*Store)(nil)
 
 // Attachment statements.
 const (
-	aSelect = `SELECT name, type, size FROM attachments WHERE id = $1`
 	// aUpsert stores a new attachment's row or moves a stored one's
 	// upload time; inserted says which (a row this statement inserted
 	// has no xmax).
 	aUpsert = `INSERT INTO attachments (id, name, type, size, created_ms, uploaded_ms) VALUES ($1, $2, $3, $4, $5, $5)
 		ON CONFLICT (id) DO UPDATE SET uploaded_ms = GREATEST(attachments.uploaded_ms, excluded.uploaded_ms)
 		RETURNING type, size, (xmax = 0) AS inserted`
-	aLink         = `INSERT INTO attachment_links (attachment, thread, event) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`
 	aUnreferenced = `NOT EXISTS (SELECT 1 FROM attachment_links l WHERE l.attachment = attachments.id AND l.event <> '')`
 )
 
@@ -32,7 +30,7 @@ const (
 // whether the bytes are written, and holds the row against a sweep until
 // COMMIT.
 func (s *Store) PutAttachment(ctx context.Context, thread string, a agentbridge.Attachment, body io.Reader, now time.Time) (_ agentbridge.Attachment, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	if !agentbridge.ThreadIDPattern.MatchString(thread) {
 		return agentbridge.Attachment{}, agentbridge.ThreadNotFound(thread)
 	}
@@ -57,8 +55,7 @@ func (s *Store) PutAttachment(ctx context.Context, thread string, a agentbridge.
 				return fmt.Errorf("store attachment %s: %w", a.ID, err)
 			}
 		}
-		_, err = tx.Exec(ctx, aLink, a.ID, thread, "")
-		return err
+		return storecore.LinkAttachments(ctx, pgConn{tx}, thread, "", a.ID)
 	})
 	if missing {
 		return agentbridge.Attachment{}, agentbridge.ThreadNotFound(thread)
@@ -69,45 +66,6 @@ func (s *Store) PutAttachment(ctx context.Context, thread string, a agentbridge.
 	return a, nil
 }
 
-// Attachment reads a stored attachment (agentbridge.AttachmentStore).
-func (s *Store) Attachment(ctx context.Context, id string) (_ agentbridge.Attachment, _ bool, err error) {
-	defer s.guard(time.Now(), &err)
-	if !agentbridge.AttachmentIDPattern.MatchString(id) {
-		return agentbridge.Attachment{}, false, nil
-	}
-	return scanAttachment(s.pool.QueryRow(ctx, aSelect, id), id)
-}
-
-// scanAttachment reads one attachment row (name, type, size) of id.
-func scanAttachment(row pgx.Row, id string) (agentbridge.Attachment, bool, error) {
-	a := agentbridge.Attachment{ID: id}
-	found, err := storecore.Found(row.Scan(&a.Name, &a.Type, &a.Size))
-	if err != nil {
-		return a, false, fmt.Errorf("load attachment %s: %w", id, err)
-	}
-	return a, found, nil
-}
-
-// AttachmentHeld reports whether thread holds id
-// (agentbridge.AttachmentStore).
-func (s *Store) AttachmentHeld(ctx context.Context, id, thread string) (held bool, err error) {
-	defer s.guard(time.Now(), &err)
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM attachment_links WHERE attachment = $1 AND thread = $2)`, id, thread).Scan(&held); err != nil {
-		return false, fmt.Errorf("look up attachment %s in thread %s: %w", id, thread, err)
-	}
-	return held, nil
-}
-
-// OpenAttachment streams a stored attachment chunk by chunk
-// (agentbridge.AttachmentStore).
-func (s *Store) OpenAttachment(ctx context.Context, id string) (_ io.ReadCloser, _ bool, err error) {
-	defer s.guard(time.Now(), &err)
-	return storecore.OpenAttachment(ctx, id, s.Attachment, func(ctx context.Context, id string, n int) (data []byte, found bool, err error) {
-		found, err = storecore.Found(s.pool.QueryRow(ctx, `SELECT data FROM attachment_chunks WHERE attachment = $1 AND n = $2`, id, n).Scan(&data))
-		return data, found, err
-	})
-}
-
 // SweepAttachments removes the attachments no event names, last uploaded
 // before cutoff (agentbridge.AttachmentStore), each in a transaction of
 // its own: it locks the row (skipping one another bridge's sweep, an
@@ -116,7 +74,7 @@ func (s *Store) OpenAttachment(ctx context.Context, id string) (_ io.ReadCloser,
 // An append that locked the row first keeps it; one that comes after
 // finds it gone (unknown_attachment).
 func (s *Store) SweepAttachments(ctx context.Context, cutoff time.Time) (n int, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	rows, err := s.pool.Query(ctx, `SELECT id FROM attachments WHERE uploaded_ms < $1 AND `+aUnreferenced+` ORDER BY uploaded_ms LIMIT $2`,
 		cutoff.UnixMilli(), storecore.SweepBatch)
 	if err != nil {
@@ -160,16 +118,5 @@ func (s *Store) SweepAttachments(ctx context.Context, cutoff time.Time) (n int, 
 // append unknown_attachment. Shared locks: appends never wait for each
 // other here.
 func (l *lookups) Attachment(ctx context.Context, id string) (agentbridge.Attachment, bool, error) {
-	return scanAttachment(l.tx.QueryRow(ctx, aSelect+` FOR KEY SHARE`, id), id)
-}
-
-// linkAttachments makes the event id of thread hold the attachments it
-// names (storecore.Admission.Attachments), in the batch's transaction.
-func linkAttachments(ctx context.Context, tx pgx.Tx, thread, event string, ids []string) error {
-	for _, id := range ids {
-		if _, err := tx.Exec(ctx, aLink, id, thread, event); err != nil {
-			return fmt.Errorf("link attachment %s to event %s: %w", id, event, err)
-		}
-	}
-	return nil
+	return storecore.LookupAttachment(ctx, pgConn{l.tx}, id, ` FOR KEY SHARE`)
 }

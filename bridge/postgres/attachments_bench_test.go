@@ -15,6 +15,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/internal/pgtest"
@@ -38,8 +39,8 @@ func BenchmarkAttachments(b *testing.B) {
 	for i := 0; i < len(data); i += 8 {
 		binary.LittleEndian.PutUint64(data[i:], r.Uint64())
 	}
-	stores := map[string]func(b *testing.B) agentbridge.EventStore{
-		"sqlite": func(b *testing.B) agentbridge.EventStore {
+	stores := map[string]func(b *testing.B) bridge.Store{
+		"sqlite": func(b *testing.B) bridge.Store {
 			s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "b.db"), sqlite.Options{})
 			if err != nil {
 				b.Fatal(err)
@@ -47,7 +48,7 @@ func BenchmarkAttachments(b *testing.B) {
 			b.Cleanup(func() { _ = s.Close() })
 			return s
 		},
-		"postgres": func(b *testing.B) agentbridge.EventStore { return openStore(b, srv.Database(b), Options{}) },
+		"postgres": func(b *testing.B) bridge.Store { return openStore(b, srv.Database(b), Options{}) },
 	}
 	for _, name := range []string{"sqlite", "postgres"} {
 		b.Run(name+"/upload", func(b *testing.B) {

@@ -24,7 +24,7 @@ import (
 )
 
 // benchServe starts a bridge HTTP server on store and returns its URL.
-func benchServe(b *testing.B, store agentbridge.EventStore) string {
+func benchServe(b *testing.B, store bridge.Store) string {
 	srv, err := bridge.NewServer(store, bridge.Options{Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)

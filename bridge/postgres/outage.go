@@ -43,17 +43,3 @@ func unreachable(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
-
-// guard is deferred by every store method a client calls: it turns an
-// unreachable database into the unavailable error and tracks the outage
-// (storecore.Outage).
-func (s *Store) guard(started time.Time, err *error) { *err = s.outage.Check(started, *err) }
-
-// guardWrite is guard for the methods that write: their refusals make
-// GET /healthz answer 503 until a write succeeds (storecore.Outage).
-func (s *Store) guardWrite(started time.Time, err *error) {
-	*err = s.outage.CheckWrite(started, *err)
-}
-
-// WritesRefused returns why the store refuses writes, while it does.
-func (s *Store) WritesRefused() (string, bool) { return s.outage.WritesRefused() }

@@ -21,7 +21,7 @@ const receiptColumns = storecore.ReceiptColumns
 // updates the pair's row only when it says something new, which keeps a
 // retried report from moving updated_at even when two bridges race.
 func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ agentbridge.Receipt, _ bool, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	if err := storecore.CheckReceipt(in); err != nil {
 		return agentbridge.Receipt{}, false, err
 	}
@@ -62,7 +62,7 @@ func (s *Store) putReceiptTx(ctx context.Context, tx pgx.Tx, in agentbridge.Rece
 		return out, false, fmt.Errorf("look up receipt event: %w", err)
 	}
 	if in.Fence != nil {
-		if err := checkFenceTx(ctx, tx, *in.Fence); err != nil {
+		if err := s.checkFence(ctx, tx, *in.Fence); err != nil {
 			return out, false, err
 		}
 	}
@@ -101,24 +101,6 @@ func (s *Store) putReceiptTx(ctx context.Context, tx pgx.Tx, in agentbridge.Rece
 	return out, false, nil
 }
 
-// Receipts answers q by event id then participant (see
-// agentbridge.ReceiptsQuery).
-func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []agentbridge.Receipt, err error) {
-	defer s.guard(time.Now(), &err)
-	if _, err := s.Thread(ctx, q.Thread); err != nil {
-		return nil, err
-	}
-	limit := storecore.ReceiptsLimit(q)
-	sql := `SELECT ` + receiptColumns + ` FROM receipts WHERE thread = $1 AND ($2 = '' OR event = $2) AND event >= $3
-		ORDER BY event, participant LIMIT $4`
-	rows, err := s.pool.Query(ctx, sql, q.Thread, q.Event, q.FromEvent, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list receipts of %s: %w", q.Thread, err)
-	}
-	defer rows.Close()
-	return storecore.Collect(rows, "receipts", storecore.ScanReceipt)
-}
-
 // receiptNotice is the payload of a receiptChannel notification: the
 // receipt as stored and the store that stored it. A receipt fits in
 // PostgreSQL's 8000-byte payload: its fields are capped (MaxReceiptReason,
@@ -141,7 +123,7 @@ func (s *Store) WatchReceipts(fn func(agentbridge.Receipt)) {
 func (s *Store) receiptNoticed(payload string) {
 	var n receiptNotice
 	if err := json.Unmarshal([]byte(payload), &n); err != nil {
-		s.log.Warn("unreadable receipt notice", "err", err)
+		s.Log.Warn("unreadable receipt notice", "err", err)
 		return
 	}
 	if n.Origin == s.origin {

@@ -182,7 +182,7 @@ const (
 // it finds the words often, then the GIN index for the rest; the rank is
 // the bridge's (agentbridge.SearchRank), as on SQLite.
 func (s *Store) Search(ctx context.Context, req agentbridge.SearchRequest) (_ []agentbridge.SearchHit, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if req.Threads != nil && len(req.Threads) == 0 {
 		return nil, nil
 	}
@@ -304,7 +304,7 @@ func (s *Store) lookUp(ctx context.Context, req agentbridge.SearchRequest, tsq s
 // ThreadsInvited lists the threads whose current state invites
 // participant.
 func (s *Store) ThreadsInvited(ctx context.Context, participant string) (_ []string, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	rows, err := s.pool.Query(ctx, `SELECT id FROM threads
 		WHERE (state::jsonb) -> 'participants' -> 'invited' @> jsonb_build_array(jsonb_build_object('id', $1::text))
 		ORDER BY id`, participant)

@@ -19,7 +19,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -60,6 +59,7 @@ var (
 	_ agentbridge.ReceiptStore    = (*Store)(nil)
 	_ agentbridge.ReceiptWatcher  = (*Store)(nil)
 	_ agentbridge.SuggestionStore = (*Store)(nil)
+	_ agentbridge.ClaimStore      = (*Store)(nil)
 )
 
 // ErrClosed is returned by writes attempted after Close.
@@ -71,14 +71,12 @@ type Options = storecore.Options
 // Store is the PostgreSQL event store. It is safe for concurrent use;
 // Close it to stop the writer and the listener.
 type Store struct {
-	url    string
-	humans agentbridge.Humans
-	log    *slog.Logger
-	max    int
-	pool   *pgxpool.Pool
-	// claimStates decodes the state a claim's trigger check reads
-	// (ClaimEvent) once per snapshot.
-	claimStates storecore.StateCache
+	// Engine is the store both drivers share: every read and write but
+	// the appends' (internal/storecore).
+	storecore.Engine
+	url  string
+	max  int
+	pool *pgxpool.Pool
 
 	reqs       chan *request
 	done       chan struct{} // closed by Close: drain and stop
@@ -90,9 +88,6 @@ type Store struct {
 	closeOnce  sync.Once
 
 	entropy *ulid.MonotonicEntropy // the writer goroutine's only
-
-	// outage tracks the database's reachability (outage.go).
-	outage *storecore.Outage
 
 	// origin tells this store's receipt notices from other processes'
 	// (see receiptNotice); watchers are WatchReceipts' functions.
@@ -154,7 +149,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	lctx, stop := context.WithCancel(context.Background())
 	s := &Store{
-		url: url, humans: opts.Humans, log: opts.Logger, max: opts.MaxBatch, pool: pool, epoch: epoch, legacyKeys: legacyKeys,
+		url: url, max: opts.MaxBatch, pool: pool, epoch: epoch, legacyKeys: legacyKeys,
 		reqs:       make(chan *request, opts.MaxBatch),
 		done:       make(chan struct{}),
 		stopped:    make(chan struct{}),
@@ -169,7 +164,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	// A restarted server does not know the pooled connections: drop them
 	// when an outage starts, so the first requests after its return do not
 	// fail on them.
-	s.outage = storecore.NewOutage(opts.Logger, unreachable, pool.Reset)
+	s.Engine = storecore.Engine{Dialect: storecore.PostgreSQL, Read: pgConn{pool}, Write: s.writeTx, ClaimWrite: s.claimWrite,
+		ReadTx: s.readTx, Reads: reads,
+		Outage: storecore.NewOutage(opts.Logger, unreachable, pool.Reset), Humans: opts.Humans, Log: opts.Logger}
 	go s.run()
 	go s.listen()
 	// Streams rely on cross-process wake-ups from the first moment.
@@ -243,9 +240,9 @@ func (s *Store) listen() {
 		}
 		if !lost {
 			lost = true
-			s.log.Warn("commit listener lost its connection; reconnecting", "err", err)
+			s.Log.Warn("commit listener lost its connection; reconnecting", "err", err)
 		} else {
-			s.log.Debug("commit listener: reconnect failed", "err", err)
+			s.Log.Debug("commit listener: reconnect failed", "err", err)
 		}
 		s.notifier.Wake()
 		if !backoff.Sleep(s.listenCtx, b.Next()) {
@@ -281,7 +278,7 @@ func (s *Store) listenOnce(first, lost *bool, b *backoff.Backoff) error {
 	}
 	if *lost {
 		*lost = false
-		s.log.Info("commit listener reconnected")
+		s.Log.Info("commit listener reconnected")
 	}
 	b.Reset()
 	for {

@@ -8,6 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agent-bridge/agent-bridge/internal/pgschema"
+	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
 // Serialization failures and deadlocks are retried inside the store, so
@@ -49,7 +52,7 @@ func (s *Store) retry(ctx context.Context, what string, attempt func() error) er
 		if err == nil || !retryable(err) || n == txAttempts {
 			return err
 		}
-		s.log.Info("PostgreSQL ended a "+what+" to break a conflict; running it again", "attempt", n+1, "err", err)
+		s.Log.Info("PostgreSQL ended a "+what+" to break a conflict; running it again", "attempt", n+1, "err", err)
 		select {
 		case <-ctx.Done():
 			return err
@@ -57,4 +60,32 @@ func (s *Store) retry(ctx context.Context, what string, attempt func() error) er
 		}
 		wait *= 2
 	}
+}
+
+// writeTx is the engine's write transaction (storecore.WriteFunc): inTx.
+func (s *Store) writeTx(ctx context.Context, fn func(ctx context.Context, c storecore.Conn) error) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error { return fn(ctx, pgConn{tx}) })
+}
+
+// pgConn is a storecore.Conn over the pool or a transaction: the engine's
+// queries, rebound to $1, $2 ….
+type pgConn struct {
+	q interface {
+		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	}
+}
+
+func (c pgConn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := c.q.Exec(ctx, pgschema.Rebind(query), args...)
+	return tag.RowsAffected(), err
+}
+
+func (c pgConn) Query(ctx context.Context, query string, args ...any) (storecore.RowSet, error) {
+	return c.q.Query(ctx, pgschema.Rebind(query), args...)
+}
+
+func (c pgConn) QueryRow(ctx context.Context, query string, args ...any) storecore.Row {
+	return c.q.QueryRow(ctx, pgschema.Rebind(query), args...)
 }

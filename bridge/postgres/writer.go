@@ -64,7 +64,7 @@ type response struct {
 // Once the writer has taken the request it is committed (or refused)
 // whatever happens to ctx, and Append waits for that answer.
 func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (_ agentbridge.AppendResult, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	ctl, meta, err := storecore.PrepareAppend(&req)
 	if err != nil {
 		return agentbridge.AppendResult{}, err
@@ -79,7 +79,7 @@ func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (_ ag
 // CreateThread validates req, then creates the thread and its
 // thread.created event through the writer.
 func (s *Store) CreateThread(ctx context.Context, req agentbridge.CreateThreadRequest) (_ agentbridge.Thread, _ agentbridge.Event, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	req, err = req.WithDefaults()
 	if err != nil {
 		return agentbridge.Thread{}, agentbridge.Event{}, err
@@ -127,7 +127,7 @@ func (s *Store) commit(reqs []*request) {
 		return s.commitTx(ctx, b, live, resps)
 	})
 	if err != nil {
-		err = storecore.CommitFailed(s.log, unreachable, err, len(live))
+		err = storecore.CommitFailed(s.Log, unreachable, err, len(live))
 		for _, r := range live {
 			r.reply <- response{err: err}
 		}
@@ -136,6 +136,19 @@ func (s *Store) commit(reqs []*request) {
 	if len(b.events) > 0 {
 		s.notifier.Wake()
 	}
+	var committed, replayed, rejected uint64
+	for i, r := range live {
+		switch {
+		case r.expire != 0: // not an append
+		case resps[i].err != nil:
+			rejected++
+		case resps[i].replayed:
+			replayed++
+		default:
+			committed++
+		}
+	}
+	s.CountCommit(len(live), committed, replayed, rejected)
 	for i, r := range live {
 		resp := resps[i]
 		if resp.pending > 0 {

@@ -105,18 +105,6 @@ func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, erro
 	if r.receipt != nil {
 		return s.putReceipt(ctx, b, *r.receipt)
 	}
-	if r.suggestStatus != nil {
-		return s.updateSuggestion(ctx, *r.suggestStatus)
-	}
-	if r.suggest != nil {
-		return s.insertSuggestion(ctx, *r.suggest)
-	}
-	if r.token != nil {
-		return s.writeToken(ctx, *r.token)
-	}
-	if r.side != nil {
-		return response{isSide: true}, r.side(ctx, s.w.conn)
-	}
 	if r.claim != nil {
 		return r.claim(ctx, b)
 	}
@@ -142,7 +130,7 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 		h.senders = map[string]int64{}
 	}
 	s.w.senders = h.senders
-	a, err := storecore.Preamble(ctx, lookups{s}, req, ctl, h.state, h.messages, s.humans)
+	a, err := storecore.Preamble(ctx, lookups{s}, req, ctl, h.state, h.messages, s.Humans)
 	s.w.senders = nil
 	switch {
 	case err != nil:
@@ -156,14 +144,14 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 		return response{err: a.Refusal}, nil
 	}
 	if req.Fence != nil {
-		if refusal, err := s.checkFence(ctx, *req.Fence); err != nil || refusal != nil {
+		if refusal, err := s.claimSQL().CheckFence(ctx, *req.Fence); err != nil || refusal != nil {
 			return response{err: refusal}, err
 		}
 	}
 	if req.Schedule != nil {
 		// The claim is the last check and the first write: once it holds,
 		// nothing refuses the append.
-		if err := storecore.ClaimSchedule(ctx, req.Thread, req.Schedule, connExec(s.w.conn)); err != nil {
+		if err := storecore.ClaimSchedule(ctx, req.Thread, req.Schedule, storecore.SQLConn(s.w.conn)); err != nil {
 			if errors.Is(err, agentbridge.ErrScheduleTaken) {
 				return response{err: err}, nil
 			}
@@ -196,11 +184,11 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	if err := s.insertEvent(ctx, &ev, meta, ctl, &h); err != nil {
 		return response{}, err
 	}
-	if err := s.linkAttachments(ctx, req.Thread, ev.ID, a.Attachments); err != nil {
+	if err := storecore.LinkAttachments(ctx, storecore.SQLConn(s.w.conn), req.Thread, ev.ID, a.Attachments...); err != nil {
 		return response{}, err
 	}
-	if ch := storecore.ScheduleChangeOf(ev, ctl, a.Ignored, s.humans); ch != nil {
-		if a.Ignored, err = ch.Write(ctx, req.Thread, connExec(s.w.conn)); err != nil {
+	if ch := storecore.ScheduleChangeOf(ev, ctl, a.Ignored, s.Humans); ch != nil {
+		if a.Ignored, err = ch.Write(ctx, req.Thread, storecore.SQLConn(s.w.conn)); err != nil {
 			return response{}, err
 		}
 	}
@@ -220,7 +208,7 @@ type lookups struct{ s *Store }
 
 // Attachment reads a stored attachment on the writer's connection.
 func (l lookups) Attachment(ctx context.Context, id string) (agentbridge.Attachment, bool, error) {
-	return l.s.attachmentLookup(ctx, id)
+	return storecore.LookupAttachment(ctx, storecore.SQLConn(l.s.w.conn), id, "")
 }
 
 // Replay loads the event stored under key, also into the writer's
@@ -375,7 +363,7 @@ func (s *Store) insertEvent(ctx context.Context, ev *agentbridge.Event, meta str
 		// the call, and nothing writes to ev.Content meanwhile.
 		content = unsafe.String(unsafe.SliceData(ev.Content), len(ev.Content))
 	}
-	after := agentbridge.FoldParsed(h.state, *ev, ctl, s.humans)
+	after := agentbridge.FoldParsed(h.state, *ev, ctl, s.Humans)
 	res, err := s.w.st.insertEvent.ExecContext(ctx,
 		ev.ID, ev.Thread, ev.Seq, ev.TS, ev.Type, ev.From, ev.To, content, meta, after.LastHop)
 	if err != nil {

@@ -16,16 +16,12 @@ var _ agentbridge.AttachmentStore = (*Store)(nil)
 
 // Attachment statements.
 const (
-	aSelect = `SELECT name, type, size FROM attachments WHERE id = ?`
 	aTouch  = `UPDATE attachments SET uploaded_ms = max(uploaded_ms, ?) WHERE id = ?`
 	aInsert = `INSERT INTO attachments (id, name, type, size, created_ms, uploaded_ms) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET uploaded_ms = max(uploaded_ms, excluded.uploaded_ms)`
 	aInsertChunk  = `INSERT OR REPLACE INTO attachment_chunks (attachment, n, data) VALUES (?, ?, ?)`
 	aChunkTotals  = `SELECT count(*), coalesce(sum(length(data)), 0) FROM attachment_chunks WHERE attachment = ?`
 	aOrphans      = `SELECT DISTINCT attachment FROM attachment_chunks c WHERE NOT EXISTS (SELECT 1 FROM attachments a WHERE a.id = c.attachment)`
-	aSelectChunk  = `SELECT data FROM attachment_chunks WHERE attachment = ? AND n = ?`
-	aLink         = `INSERT OR IGNORE INTO attachment_links (attachment, thread, event) VALUES (?, ?, ?)`
-	aHeld         = `SELECT EXISTS (SELECT 1 FROM attachment_links WHERE attachment = ? AND thread = ?)`
 	aUnreferenced = `NOT EXISTS (SELECT 1 FROM attachment_links l WHERE l.attachment = attachments.id AND l.event <> '')`
 	aCandidates   = `SELECT id FROM attachments WHERE uploaded_ms < ? AND ` + aUnreferenced + ` ORDER BY uploaded_ms LIMIT ?`
 	aSweepOne     = `DELETE FROM attachments WHERE id = ? AND uploaded_ms < ? AND ` + aUnreferenced
@@ -41,7 +37,7 @@ const (
 // Chunks with no row are an upload under way, or one cut short, which
 // the sweep removes unless this store is uploading them (uploads).
 func (s *Store) PutAttachment(ctx context.Context, thread string, a agentbridge.Attachment, body io.Reader, now time.Time) (_ agentbridge.Attachment, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	if !agentbridge.ThreadIDPattern.MatchString(thread) {
 		return agentbridge.Attachment{}, agentbridge.ThreadNotFound(thread)
 	}
@@ -52,8 +48,8 @@ func (s *Store) PutAttachment(ctx context.Context, thread string, a agentbridge.
 	s.uploads.add(a.ID)
 	defer s.uploads.done(a.ID)
 	err = storecore.WriteChunks(body, a.Size, func(n int, data []byte) error {
-		err := s.side(ctx, func(ctx context.Context, conn *sql.Conn) error {
-			if _, err := conn.ExecContext(ctx, aInsertChunk, a.ID, n, data); err != nil {
+		err := s.writeTx(ctx, func(ctx context.Context, c storecore.Conn) error {
+			if _, err := c.Exec(ctx, aInsertChunk, a.ID, n, data); err != nil {
 				return fmt.Errorf("insert chunk %d of attachment %s: %w", n, a.ID, err)
 			}
 			return nil
@@ -82,8 +78,8 @@ func (s *Store) PutAttachment(ctx context.Context, thread string, a agentbridge.
 		if _, err := conn.ExecContext(ctx, aInsert, a.ID, a.Name, a.Type, a.Size, now.UnixMilli(), now.UnixMilli()); err != nil {
 			return response{}, fmt.Errorf("insert attachment %s: %w", a.ID, err)
 		}
-		if _, err := conn.ExecContext(ctx, aLink, a.ID, thread, ""); err != nil {
-			return response{}, fmt.Errorf("link attachment %s: %w", a.ID, err)
+		if err := storecore.LinkAttachments(ctx, storecore.SQLConn(conn), thread, "", a.ID); err != nil {
+			return response{}, err
 		}
 		return response{}, nil
 	}
@@ -106,14 +102,14 @@ func (s *Store) touchAttachment(ctx context.Context, thread string, a agentbridg
 			}
 			return response{err: agentbridge.ThreadNotFound(thread)}, nil
 		}
-		if stored, found, err = scanAttachment(conn.QueryRowContext(ctx, aSelect, a.ID), a.ID); err != nil || !found {
+		if stored, found, err = storecore.LookupAttachment(ctx, storecore.SQLConn(conn), a.ID, ""); err != nil || !found {
 			return response{}, err
 		}
 		if _, err := conn.ExecContext(ctx, aTouch, now.UnixMilli(), a.ID); err != nil {
 			return response{}, fmt.Errorf("touch attachment %s: %w", a.ID, err)
 		}
-		if _, err := conn.ExecContext(ctx, aLink, a.ID, thread, ""); err != nil {
-			return response{}, fmt.Errorf("link attachment %s: %w", a.ID, err)
+		if err := storecore.LinkAttachments(ctx, storecore.SQLConn(conn), thread, "", a.ID); err != nil {
+			return response{}, err
 		}
 		return response{}, nil
 	}
@@ -161,52 +157,13 @@ func (u *uploadSet) has(id string) bool {
 	return u.ids[id] > 0
 }
 
-// scanAttachment reads one attachment row (name, type, size) of id.
-func scanAttachment(row *sql.Row, id string) (agentbridge.Attachment, bool, error) {
-	a := agentbridge.Attachment{ID: id}
-	found, err := storecore.Found(row.Scan(&a.Name, &a.Type, &a.Size))
-	if err != nil {
-		return a, false, fmt.Errorf("load attachment %s: %w", id, err)
-	}
-	return a, found, nil
-}
-
-// Attachment reads a stored attachment (agentbridge.AttachmentStore).
-func (s *Store) Attachment(ctx context.Context, id string) (_ agentbridge.Attachment, _ bool, err error) {
-	defer s.guard(time.Now(), &err)
-	if !agentbridge.AttachmentIDPattern.MatchString(id) {
-		return agentbridge.Attachment{}, false, nil
-	}
-	return scanAttachment(s.rdb.QueryRowContext(ctx, aSelect, id), id)
-}
-
-// AttachmentHeld reports whether thread holds id
-// (agentbridge.AttachmentStore).
-func (s *Store) AttachmentHeld(ctx context.Context, id, thread string) (held bool, err error) {
-	defer s.guard(time.Now(), &err)
-	if err := s.rdb.QueryRowContext(ctx, aHeld, id, thread).Scan(&held); err != nil {
-		return false, fmt.Errorf("look up attachment %s in thread %s: %w", id, thread, err)
-	}
-	return held, nil
-}
-
-// OpenAttachment streams a stored attachment chunk by chunk from the read
-// pool (agentbridge.AttachmentStore).
-func (s *Store) OpenAttachment(ctx context.Context, id string) (_ io.ReadCloser, _ bool, err error) {
-	defer s.guard(time.Now(), &err)
-	return storecore.OpenAttachment(ctx, id, s.Attachment, func(ctx context.Context, id string, n int) (data []byte, found bool, err error) {
-		found, err = storecore.Found(s.rdb.QueryRowContext(ctx, aSelectChunk, id, n).Scan(&data))
-		return data, found, err
-	})
-}
-
 // SweepAttachments removes the attachments no event names, last uploaded
 // before cutoff (agentbridge.AttachmentStore): the candidates are read
 // from the read pool, and each is deleted in a writer step of its own
 // that checks again, so that an append naming it in between keeps it and
 // a long sweep never holds the writer.
 func (s *Store) SweepAttachments(ctx context.Context, cutoff time.Time) (n int, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	rows, err := s.rdb.QueryContext(ctx, aCandidates, cutoff.UnixMilli(), storecore.SweepBatch)
 	if err != nil {
 		return 0, fmt.Errorf("find attachments to sweep: %w", err)
@@ -228,17 +185,13 @@ func (s *Store) SweepAttachments(ctx context.Context, cutoff time.Time) (n int, 
 		return 0, err
 	}
 	for _, id := range ids {
-		err := s.side(ctx, func(ctx context.Context, conn *sql.Conn) error {
-			res, err := conn.ExecContext(ctx, aSweepOne, id, cutoff.UnixMilli())
-			if err != nil {
-				return fmt.Errorf("sweep attachment %s: %w", id, err)
-			}
-			if k, _ := res.RowsAffected(); k == 0 {
-				return nil
+		err := s.writeTx(ctx, func(ctx context.Context, c storecore.Conn) error {
+			if k, err := c.Exec(ctx, aSweepOne, id, cutoff.UnixMilli()); err != nil || k == 0 {
+				return wrapSweep(id, err)
 			}
 			for _, q := range []string{`DELETE FROM attachment_chunks WHERE attachment = ?`, `DELETE FROM attachment_links WHERE attachment = ?`} {
-				if _, err := conn.ExecContext(ctx, q, id); err != nil {
-					return fmt.Errorf("sweep attachment %s: %w", id, err)
+				if _, err := c.Exec(ctx, q, id); err != nil {
+					return wrapSweep(id, err)
 				}
 			}
 			n++
@@ -249,6 +202,14 @@ func (s *Store) SweepAttachments(ctx context.Context, cutoff time.Time) (n int, 
 		}
 	}
 	return n, nil
+}
+
+// wrapSweep names the attachment a sweep's error is of (nil stays nil).
+func wrapSweep(id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("sweep attachment %s: %w", id, err)
 }
 
 // sweepOrphanChunks removes the chunks of uploads that stopped before
@@ -276,32 +237,15 @@ func (s *Store) sweepOrphanChunks(ctx context.Context) error {
 		return fmt.Errorf("find chunks of unfinished uploads: %w", err)
 	}
 	for _, id := range ids {
-		err := s.side(ctx, func(ctx context.Context, conn *sql.Conn) error {
+		err := s.writeTx(ctx, func(ctx context.Context, c storecore.Conn) error {
 			if s.uploads.has(id) {
 				return nil
 			}
-			_, err := conn.ExecContext(ctx, `DELETE FROM attachment_chunks WHERE attachment = ? AND NOT EXISTS (SELECT 1 FROM attachments WHERE id = ?)`, id, id)
+			_, err := c.Exec(ctx, `DELETE FROM attachment_chunks WHERE attachment = ? AND NOT EXISTS (SELECT 1 FROM attachments WHERE id = ?)`, id, id)
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("remove the chunks of an unfinished upload: %w", err)
-		}
-	}
-	return nil
-}
-
-// attachmentLookup answers lookups.Attachment from the writer's
-// connection.
-func (s *Store) attachmentLookup(ctx context.Context, id string) (agentbridge.Attachment, bool, error) {
-	return scanAttachment(s.w.conn.QueryRowContext(ctx, aSelect, id), id)
-}
-
-// linkAttachments makes the event id of thread hold the attachments it
-// names (storecore.Admission.Attachments).
-func (s *Store) linkAttachments(ctx context.Context, thread, event string, ids []string) error {
-	for _, id := range ids {
-		if _, err := s.w.conn.ExecContext(ctx, aLink, id, thread, event); err != nil {
-			return fmt.Errorf("link attachment %s to event %s: %w", id, event, err)
 		}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -51,17 +50,3 @@ func (s *Store) checkFile() error {
 	}
 	return nil
 }
-
-// guard is deferred by every store method a client calls: it turns an
-// unusable database into the unavailable error and tracks the outage
-// (storecore.Outage).
-func (s *Store) guard(started time.Time, err *error) { *err = s.outage.Check(started, *err) }
-
-// guardWrite is guard for the methods that write: their refusals make
-// GET /healthz answer 503 until a write succeeds (storecore.Outage).
-func (s *Store) guardWrite(started time.Time, err *error) {
-	*err = s.outage.CheckWrite(started, *err)
-}
-
-// WritesRefused returns why the store refuses writes, while it does.
-func (s *Store) WritesRefused() (string, bool) { return s.outage.WritesRefused() }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 
-	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
 
@@ -46,59 +44,35 @@ const (
 	sqlThreadsAfter = selectThread + ` WHERE (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT ?`
 )
 
+// reads are the engine's read queries in SQLite (storecore.ReadSQL).
+var reads = &storecore.ReadSQL{
+	LastSeq: sqlLastSeq, Range: sqlThreadRange, GlobalRange: sqlGlobalRange, Head: sqlHead,
+	State: sqlState, SnapshotAt: sqlSnapshotAt, HopAt: sqlHopAt,
+	ThreadsFirst:    selectThread + ` ORDER BY updated_at DESC, id DESC LIMIT ?`,
+	ThreadUpdatedAt: `SELECT updated_at FROM thread_heads WHERE id = ?`, ThreadsAfter: sqlThreadsAfter,
+	NoLimit: -1, FirstAfter: firstAfter,
+}
+
 // readTx runs fn in a read transaction on the read-only pool, so that the
 // several queries of one answer see one snapshot of the log.
-func (s *Store) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *Store) readTx(ctx context.Context, fn func(ctx context.Context, c storecore.Conn) error) error {
 	tx, err := s.rdb.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin read: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	return fn(tx)
+	return fn(ctx, readConn{storecore.SQLConn(tx), tx})
 }
 
-// list returns a function that runs a query in tx and collects its rows
-// with scan, for storecore's reads.
-func list[T any](ctx context.Context, tx *sql.Tx, what string, scan func(storecore.Row) (T, error)) func(string, ...any) ([]T, error) {
-	return func(query string, args ...any) ([]T, error) {
-		rows, err := tx.QueryContext(ctx, query, args...)
-		if err != nil {
-			return nil, fmt.Errorf("query %s: %w", what, err)
-		}
-		defer func() { _ = rows.Close() }()
-		return storecore.Collect(rows, what, scan)
-	}
+// readConn is a read transaction's Conn, with its *sql.Tx for firstAfter's
+// prepared statement.
+type readConn struct {
+	storecore.Conn
+	tx *sql.Tx
 }
 
-// rowOf returns a function that runs a one-row query in tx.
-func rowOf(ctx context.Context, tx *sql.Tx) storecore.QueryRow {
-	return func(query string, args ...any) storecore.Row { return tx.QueryRowContext(ctx, query, args...) }
-}
-
-// ThreadEvents answers a per-thread query from the (thread, seq) index,
-// never by scanning the thread (since=<ts> by firstAfter's search). After and Until past
-// the thread's last seq are cursor_ahead errors (with Head set); Since is
-// exempt, as in v0. With Tail and Limit both set, it returns the first Limit
-// of the last Tail events, so a client can page on with After. Limit 0
-// means no cap. An unknown thread is thread_not_found.
-func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuery) (_ []agentbridge.Event, err error) {
-	defer s.guard(time.Now(), &err)
-	if err := storecore.CheckThreadEventsQuery(q); err != nil {
-		return nil, err
-	}
-	limit := int64(q.Limit)
-	if limit == 0 {
-		limit = -1 // SQLite: no limit
-	}
-	var out []agentbridge.Event
-	err = s.readTx(ctx, func(tx *sql.Tx) (err error) {
-		out, err = storecore.ReadThreadEvents(rowOf(ctx, tx), list(ctx, tx, "events", storecore.ScanEvent),
-			storecore.ThreadEventsQueries{LastSeq: sqlLastSeq, Range: sqlThreadRange}, q, limit,
-			func(last int64) (int64, error) { return firstAfter(ctx, tx, q.Thread, q.Since, last) })
-		return err
-	})
-	return out, err
-}
+// selectThread reads threads with their heads (storecore.ScanThread).
+const selectThread = `SELECT ` + storecore.ThreadColumns + ` FROM thread_heads`
 
 // firstAfter returns the seq of thread's first event whose ts is greater
 // than since, or last+1 when there is none. ts strictly increases with seq
@@ -106,8 +80,8 @@ func (s *Store) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuer
 // v0 client polling with its newest ts is answered by one lookup), then
 // bisects; each step is one point lookup on events_by_seq, so a thread of
 // n events costs at most about 2·log2(n) lookups and never a scan.
-func firstAfter(ctx context.Context, tx *sql.Tx, thread, since string, last int64) (int64, error) {
-	stmt, err := tx.PrepareContext(ctx, sqlTSAt)
+func firstAfter(ctx context.Context, c storecore.Conn, thread, since string, last int64) (int64, error) {
+	stmt, err := c.(readConn).tx.PrepareContext(ctx, sqlTSAt)
 	if err != nil {
 		return 0, fmt.Errorf("look up since: %w", err)
 	}
@@ -149,94 +123,4 @@ func firstAfter(ctx context.Context, tx *sql.Tx, thread, since string, last int6
 		}
 	}
 	return lo, nil
-}
-
-// Events returns events of all threads with gseq > after, in gseq order, at
-// most limit (0 means MaxEventsLimit). after past the end of the log is
-// cursor_ahead with Head set.
-func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []agentbridge.Event, err error) {
-	defer s.guard(time.Now(), &err)
-	if err := storecore.CheckEventsQuery(after, limit); err != nil {
-		return nil, err
-	}
-	var out []agentbridge.Event
-	err = s.readTx(ctx, func(tx *sql.Tx) (err error) {
-		out, err = storecore.ReadEvents(func() (int64, error) { return headOf(ctx, tx) },
-			list(ctx, tx, "events", storecore.ScanEvent), sqlGlobalRange, after, limit)
-		return err
-	})
-	return out, err
-}
-
-// Head returns the last gseq of the log, 0 when it is empty.
-func (s *Store) Head(ctx context.Context) (_ int64, err error) {
-	defer s.guard(time.Now(), &err)
-	var head int64
-	err = s.readTx(ctx, func(tx *sql.Tx) (err error) {
-		head, err = headOf(ctx, tx)
-		return err
-	})
-	return head, err
-}
-
-func headOf(ctx context.Context, tx *sql.Tx) (int64, error) {
-	var head sql.NullInt64
-	if err := tx.QueryRowContext(ctx, sqlHead).Scan(&head); err != nil {
-		return 0, fmt.Errorf("read head: %w", err)
-	}
-	return head.Int64, nil
-}
-
-// selectThread reads threads with their heads (storecore.ScanThread).
-const selectThread = `SELECT ` + storecore.ThreadColumns + ` FROM thread_heads`
-
-// Thread returns one thread, or thread_not_found.
-func (s *Store) Thread(ctx context.Context, id string) (_ agentbridge.Thread, err error) {
-	defer s.guard(time.Now(), &err)
-	return storecore.LookupThread(s.rdb.QueryRowContext(ctx, selectThread+` WHERE id = ?`, id), id)
-}
-
-// Threads lists threads most recently updated first (ties by id,
-// descending), starting after the thread whose id is after, at most limit
-// (0 = all). Paging is keyset on (updated_at, id) as of the after thread's
-// current position: a thread updated between two pages moves to the front
-// and is not repeated further down. An unknown after is invalid_field.
-func (s *Store) Threads(ctx context.Context, after string, limit int) (_ []agentbridge.Thread, err error) {
-	defer s.guard(time.Now(), &err)
-	if err := storecore.CheckThreadsLimit(limit); err != nil {
-		return nil, err
-	}
-	lim := int64(limit)
-	if lim == 0 {
-		lim = -1
-	}
-	var out []agentbridge.Thread
-	err = s.readTx(ctx, func(tx *sql.Tx) (err error) {
-		out, err = storecore.PageThreads(rowOf(ctx, tx), list(ctx, tx, "threads", storecore.ScanThread), storecore.ThreadsQueries{
-			First:     selectThread + ` ORDER BY updated_at DESC, id DESC LIMIT ?`,
-			UpdatedAt: `SELECT updated_at FROM thread_heads WHERE id = ?`,
-			After:     sqlThreadsAfter,
-		}, after, lim)
-		return err
-	})
-	return out, err
-}
-
-// State returns a thread's derived state as of revision at (0 = now) and
-// the seq it reflects. The current state is one row; an older one is the
-// latest snapshot at or before at plus that event's hop: two index lookups,
-// whatever the thread's length. at past the head is cursor_ahead. Slices
-// in the result are never nil (ThreadState.Normalize).
-func (s *Store) State(ctx context.Context, thread string, at int64) (_ agentbridge.ThreadState, _ int64, err error) {
-	defer s.guard(time.Now(), &err)
-	if err := storecore.CheckAt(at); err != nil {
-		return agentbridge.ThreadState{}, 0, err
-	}
-	var st agentbridge.ThreadState
-	var seq int64
-	err = s.readTx(ctx, func(tx *sql.Tx) (err error) {
-		st, seq, err = storecore.ReadState(rowOf(ctx, tx), storecore.StateQueries{Head: sqlState, SnapshotAt: sqlSnapshotAt, HopAt: sqlHopAt}, thread, at)
-		return err
-	})
-	return st, seq, err
 }

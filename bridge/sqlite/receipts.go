@@ -22,10 +22,6 @@ const (
 		ON CONFLICT (thread, event, participant) DO UPDATE SET
 			sender = excluded.sender, state = excluded.state, reason = excluded.reason,
 			invocation = excluded.invocation, reply = excluded.reply, updated_at = excluded.updated_at`
-	rSelectThread = `SELECT ` + storecore.ReceiptColumns + `
-		FROM receipts WHERE thread = ? AND event >= ? ORDER BY event, participant LIMIT ?`
-	rSelectEvent = `SELECT ` + storecore.ReceiptColumns + `
-		FROM receipts WHERE thread = ? AND event = ? ORDER BY participant LIMIT ?`
 )
 
 // PutReceipt stores in as its pair's latest receipt through the writer
@@ -33,7 +29,7 @@ const (
 // (a receipt for an event appended a moment ago finds it) and never races
 // another write for the file.
 func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ agentbridge.Receipt, _ bool, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	if err := storecore.CheckReceipt(in); err != nil {
 		return agentbridge.Receipt{}, false, err
 	}
@@ -64,7 +60,7 @@ func (s *Store) putReceipt(ctx context.Context, b *batch, in agentbridge.Receipt
 		return response{}, fmt.Errorf("look up receipt event: %w", err)
 	}
 	if in.Fence != nil {
-		if refusal, err := s.checkFence(ctx, *in.Fence); err != nil || refusal != nil {
+		if refusal, err := s.claimSQL().CheckFence(ctx, *in.Fence); err != nil || refusal != nil {
 			return response{err: refusal, isReceipt: true}, err
 		}
 	}
@@ -91,23 +87,6 @@ func (s *Store) putReceipt(ctx context.Context, b *batch, in agentbridge.Receipt
 	return response{rcpt: rc, changed: true, isReceipt: true}, nil
 }
 
-// Receipts reads a thread's receipts from the read pool: one seek on the
-// table's key (thread, event, participant), then a range.
-func (s *Store) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []agentbridge.Receipt, err error) {
-	defer s.guard(time.Now(), &err)
-	if _, err := s.Thread(ctx, q.Thread); err != nil {
-		return nil, err
-	}
-	limit := storecore.ReceiptsLimit(q)
-	var rows *sql.Rows
-	if q.Event != "" {
-		rows, err = s.rdb.QueryContext(ctx, rSelectEvent, q.Thread, q.Event, limit)
-	} else {
-		rows, err = s.rdb.QueryContext(ctx, rSelectThread, q.Thread, q.FromEvent, limit)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list receipts of %s: %w", q.Thread, err)
-	}
-	defer rows.Close()
-	return storecore.Collect(rows, "receipts", storecore.ScanReceipt)
-}
+// WatchReceipts registers nothing (agentbridge.ReceiptWatcher): only this
+// process writes the file, so no receipt is stored elsewhere.
+func (s *Store) WatchReceipts(func(agentbridge.Receipt)) {}

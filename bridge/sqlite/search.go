@@ -58,7 +58,7 @@ func index(ctx context.Context, stmt *sql.Stmt, ev agentbridge.Event) error {
 // a chunk per transaction on the writer's connection, before the writer
 // starts.
 func (s *Store) backfill(ctx context.Context, conn *sql.Conn) error {
-	return storecore.Backfill(ctx, s.log, func(ctx context.Context) (from, done, target int64, err error) {
+	return storecore.Backfill(ctx, s.Log, func(ctx context.Context) (from, done, target int64, err error) {
 		tx, err := conn.BeginTx(ctx, nil)
 		if err != nil {
 			return 0, 0, 0, err
@@ -106,7 +106,7 @@ const hitColumns = `e.gseq, e.id, e.thread, e.seq, e.ts, e.type, e.sender, e.rec
 // about the same whatever the number of matches. The rank is the
 // bridge's (agentbridge.SearchRank), not bm25, which reads every match.
 func (s *Store) Search(ctx context.Context, req agentbridge.SearchRequest) (_ []agentbridge.SearchHit, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	if req.Threads != nil && len(req.Threads) == 0 {
 		return nil, nil
 	}
@@ -183,7 +183,7 @@ func ftsMatch(req agentbridge.SearchRequest) string {
 // participant: it reads every thread's state, which grows with the
 // threads, not the events.
 func (s *Store) ThreadsInvited(ctx context.Context, participant string) (_ []string, err error) {
-	defer s.guard(time.Now(), &err)
+	defer s.Guard(time.Now(), &err)
 	rows, err := s.rdb.QueryContext(ctx, `SELECT s.thread FROM thread_state s
 		WHERE EXISTS (SELECT 1 FROM json_each(s.state, '$.participants.invited') j WHERE json_extract(j.value, '$.id') = ?)
 		ORDER BY s.thread`, participant)

@@ -19,7 +19,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -40,6 +39,7 @@ var (
 	_ agentbridge.StatsStore      = (*Store)(nil)
 	_ agentbridge.ReceiptStore    = (*Store)(nil)
 	_ agentbridge.SuggestionStore = (*Store)(nil)
+	_ agentbridge.ClaimStore      = (*Store)(nil)
 )
 
 // DefaultMaxBatch is the default cap on appends per group commit.
@@ -77,17 +77,15 @@ type Options = storecore.Options
 // Store is the SQLite event store. It is safe for concurrent use; Close it
 // to stop the writer and release the file.
 type Store struct {
-	path   string
-	humans agentbridge.Humans
-	log    *slog.Logger
-	max    int
+	// Engine is the store both drivers share: every read and write but
+	// the appends' (internal/storecore).
+	storecore.Engine
+	path string
+	max  int
 
 	wdb *sql.DB // one connection, held by the writer as conn
 	rdb *sql.DB // read-only pool
-	// claimStates decodes the state a claim's trigger check reads
-	// (ClaimEvent) once per snapshot.
-	claimStates storecore.StateCache
-	cdb         *sql.DB // one connection, used only by the checkpointer goroutine
+	cdb *sql.DB // one connection, used only by the checkpointer goroutine
 
 	// w is the writer goroutine's own state; nothing else touches it
 	// (Open builds it, Close closes its connection after the writer
@@ -113,15 +111,10 @@ type Store struct {
 
 	// notifier wakes readers after a commit (see Notify).
 	notifier *storecore.Notifier
-	// tail holds the latest committed events for the streams (see Tail).
-	tail *storecore.Tail
 
-	appends, replayed, rejected, batches, maxBatch atomic.Uint64
-
-	// outage tracks whether the file can be used (outage.go); file is
-	// the database file as opened, which checkFile compares the path with.
-	outage *storecore.Outage
-	file   os.FileInfo
+	// file is the database file as opened, which checkFile compares the
+	// path with.
+	file os.FileInfo
 	// epoch is the log's epoch, read at Open: only a restore, which
 	// needs the server stopped, changes it.
 	epoch agentbridge.LogEpoch
@@ -170,7 +163,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = wdb.Close()
 		return nil, fmt.Errorf("open %s: set wal_autocheckpoint: %w", path, err)
 	}
-	if err := (&Store{log: opts.Logger}).backfill(ctx, conn); err != nil {
+	if err := (&Store{Engine: storecore.Engine{Log: opts.Logger}}).backfill(ctx, conn); err != nil {
 		_ = conn.Close()
 		_ = wdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -215,8 +208,6 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		path:       path,
 		epoch:      epoch,
 		legacyKeys: legacyKeys,
-		humans:     opts.Humans,
-		log:        opts.Logger,
 		max:        opts.MaxBatch,
 		wdb:        wdb,
 		rdb:        rdb,
@@ -234,18 +225,20 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		done:        make(chan struct{}),
 		stopped:     make(chan struct{}),
 		notifier:    storecore.NewNotifier(),
-		tail:        storecore.NewTail(opts.TailEvents, storecore.DefaultTailBytes),
-		outage:      storecore.NewOutage(opts.Logger, unreachable, nil),
 		file:        file,
 	}
+	s.Engine = storecore.Engine{Dialect: storecore.SQLite, Read: storecore.SQLConn(rdb), Write: s.writeTx, ClaimWrite: s.claimWrite,
+		ReadTx: s.readTx, Reads: reads,
+		Outage: storecore.NewOutage(opts.Logger, unreachable, nil), Humans: opts.Humans, Log: opts.Logger,
+		Recent: storecore.NewTail(opts.TailEvents, storecore.DefaultTailBytes)}
 	go s.run()
 	go s.checkpointer()
-	s.log.Debug("store opened", "path", path)
+	s.Log.Debug("store opened", "path", path)
 	if widened != 0 {
 		// The files are the owner's alone now; the folder, which may be a
 		// person's own, is theirs to tighten.
 		folder, open := sqlitex.FolderOpen(path)
-		s.log.Warn("the database was readable by other users; it and its -wal and -shm are 0600 now", "path", path,
+		s.Log.Warn("the database was readable by other users; it and its -wal and -shm are 0600 now", "path", path,
 			"folder_mode", fmt.Sprintf("%#o", folder), "folder_open_to_others", open)
 	}
 	return s, nil
@@ -276,10 +269,6 @@ func (s *Store) Notify() <-chan struct{} {
 	return s.notifier.Notify()
 }
 
-// Tail returns the store's latest committed events, which the streams
-// read instead of the database when it holds what they wait for.
-func (s *Store) Tail() *storecore.Tail { return s.tail }
-
 // checkpointer copies the WAL back into the database file whenever the
 // writer asks (every checkpointEvery commits), on its own connection: a
 // checkpoint writes and fsyncs the file, and done by the writer at COMMIT
@@ -293,22 +282,10 @@ func (s *Store) checkpointer() {
 		case <-s.checkpoint:
 			var busy, walPages, copied int
 			if err := s.cdb.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &walPages, &copied); err != nil {
-				s.log.Warn("background checkpoint failed", "err", err)
+				s.Log.Warn("background checkpoint failed", "err", err)
 			}
 		case <-s.stopped:
 			return
 		}
-	}
-}
-
-// Stats returns the store's counters since Open; the bridge exports them
-// on /metrics (agentbridge.StatsStore).
-func (s *Store) Stats() agentbridge.StoreStats {
-	return agentbridge.StoreStats{
-		Appends:      s.appends.Load(),
-		Replayed:     s.replayed.Load(),
-		Rejected:     s.rejected.Load(),
-		Batches:      s.batches.Load(),
-		MaxBatchSeen: s.maxBatch.Load(),
 	}
 }

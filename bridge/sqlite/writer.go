@@ -1,5 +1,5 @@
-// The writer: callers queue requests (Append, CreateThread, and receipts
-// and suggestions) and wait for their answer; one goroutine (run) owns the
+// The writer: callers queue requests (Append, CreateThread, receipts,
+// claims and the engine's other writes) and wait for their answer; one goroutine (run) owns the
 // connection that writes, gathers what is queued into one group commit and
 // answers every caller after COMMIT. The state only it touches is
 // writerState; the append path itself is in append.go, the statements in
@@ -38,21 +38,9 @@ type request struct {
 	create  *agentbridge.CreateThreadRequest
 	// receipt, when set, makes this a receipt write (see putReceipt).
 	receipt *agentbridge.ReceiptInput
-	// suggest, when set, makes the request a suggestion (see Suggest).
-	suggest *agentbridge.SuggestionInput
-	// suggestStatus, when set, makes the request a suggestion's status
-	// change (see SetSuggestionStatus).
-	suggestStatus *suggestionStatus
-	// token, when set, makes the request a token's creation or revocation
-	// (see writeToken).
-	token *tokenWrite
-	// side, when set, makes the request a write outside the event log
-	// (push keys and subscriptions, see push.go) run on the writer's
-	// connection inside the group commit.
-	side func(ctx context.Context, conn *sql.Conn) error
 	// other, when set, is a write that is neither an event nor a receipt
-	// nor a suggestion (coordinator registrations): the writer runs it in
-	// its transaction and answers with what it returns.
+	// nor a claim (the engine's writes, writeTx; an upload's steps): the
+	// writer runs it in its transaction and answers with what it returns.
 	other func(ctx context.Context, conn *sql.Conn) (response, error)
 	// claim, when set, is a claim write (claims.go): it runs with the
 	// batch, so that it may append events and write receipts.
@@ -67,11 +55,9 @@ func (r *request) context() context.Context { return r.ctx }
 func (r *request) drop(err error) { r.reply <- response{err: err} }
 
 type response struct {
-	event      agentbridge.Event
-	thread     agentbridge.Thread
-	suggestion agentbridge.Suggestion
-	token      agentbridge.Token
-	replayed   bool
+	event    agentbridge.Event
+	thread   agentbridge.Thread
+	replayed bool
 	// ignored is the Admission's Ignored of a new event.
 	ignored *agentbridge.Ignored
 	err     error
@@ -79,10 +65,6 @@ type response struct {
 	// append counters, changed says whether it wrote anything.
 	rcpt               agentbridge.Receipt
 	isReceipt, changed bool
-	// isToken keeps a token write out of the append counters.
-	isToken bool
-	// isSide marks a side write's answer (request.side): no append.
-	isSide bool
 	// value is an other write's answer; isOther keeps it out of the
 	// append counters.
 	value   any
@@ -112,9 +94,6 @@ type writerState struct {
 	// checkpointer.
 	sinceCheckpoint int
 	entropy         *ulid.MonotonicEntropy
-	// lastSuggestion is the time of the last suggestion stored, so that
-	// their timestamps strictly increase as events' do.
-	lastSuggestion time.Time
 	// replayed is the event an idempotency key named, from lookups.Replay
 	// to the append that asked.
 	replayed agentbridge.Event
@@ -130,7 +109,7 @@ type writerState struct {
 // returns ctx's error; once the writer has taken it, it is committed (or
 // refused) whatever happens to ctx, and Append waits for that answer.
 func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (_ agentbridge.AppendResult, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	ctl, meta, err := storecore.PrepareAppend(&req)
 	if err != nil {
 		return agentbridge.AppendResult{}, err
@@ -147,7 +126,7 @@ func (s *Store) Append(ctx context.Context, req agentbridge.AppendRequest) (_ ag
 // CreateThread validates req, then creates the thread and its
 // thread.created event through the writer, with Append's ctx rules.
 func (s *Store) CreateThread(ctx context.Context, req agentbridge.CreateThreadRequest) (_ agentbridge.Thread, _ agentbridge.Event, err error) {
-	defer s.guardWrite(time.Now(), &err)
+	defer s.GuardWrite(time.Now(), &err)
 	req, err = req.WithDefaults()
 	if err != nil {
 		return agentbridge.Thread{}, agentbridge.Event{}, err
@@ -301,7 +280,7 @@ func (s *Store) commit(reqs []*request) {
 		// it all anyway so that a database in an unknown state is reread.
 		clear(s.w.heads)
 		b.live, b.resps = live, resps // for reset
-		err = storecore.CommitFailed(s.log, unreachable, err, len(live))
+		err = storecore.CommitFailed(s.Log, unreachable, err, len(live))
 		for _, r := range live {
 			r.reply <- response{err: err}
 		}
@@ -322,7 +301,7 @@ func (s *Store) commit(reqs []*request) {
 	evs := s.w.committed[:0]
 	for _, resp := range resps {
 		switch {
-		case resp.isReceipt, resp.isSide, resp.isToken, resp.isOther, resp.suggestion.ID != "":
+		case resp.isReceipt, resp.isOther:
 			// Not appends: they count nowhere and wake no reader.
 		case resp.err != nil:
 			rejected++
@@ -334,16 +313,10 @@ func (s *Store) commit(reqs []*request) {
 		}
 	}
 	// Before the wake-up, so that a woken reader finds them there.
-	s.tail.Add(evs)
+	s.Recent.Add(evs)
 	clear(evs)
 	s.w.committed = evs[:0]
-	s.appends.Add(committed)
-	s.replayed.Add(replayed)
-	s.rejected.Add(rejected)
-	s.batches.Add(1)
-	if n := uint64(len(live)); n > s.maxBatch.Load() {
-		s.maxBatch.Store(n) // only the writer goroutine stores
-	}
+	s.CountCommit(len(live), committed, replayed, rejected)
 	if committed > 0 {
 		s.notifier.Wake()
 	}
@@ -368,6 +341,21 @@ func (s *Store) takeLive(live []*request) []*request {
 		}
 	}
 	return live
+}
+
+// writeTx is the engine's write transaction (storecore.WriteFunc): fn
+// runs on the writer's connection inside a group commit, and a refusal it
+// returns is its caller's answer, not the batch's failure.
+func (s *Store) writeTx(ctx context.Context, fn func(ctx context.Context, c storecore.Conn) error) error {
+	r := s.newRequest(ctx)
+	r.other = func(ctx context.Context, conn *sql.Conn) (response, error) {
+		err := fn(ctx, storecore.SQLConn(conn))
+		if refusal := storecore.Refusal(err); refusal != nil {
+			return response{err: refusal}, nil
+		}
+		return response{}, err
+	}
+	return s.submit(ctx, r).err
 }
 
 // inTx runs fn in a write transaction on the writer's connection. BEGIN

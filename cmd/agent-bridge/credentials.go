@@ -139,11 +139,7 @@ func (m *Main) localToken(bridgeURL string) string {
 // coordinator (bound to its participant id), and returns revoke, which
 // ends it when up stops. A token left by an up that was killed was only
 // ever in that process's memory.
-func coordinatorToken(ctx context.Context, store agentbridge.EventStore, coordinatorID string, logger *slog.Logger) (secret string, revoke func(), err error) {
-	ts, ok := store.(agentbridge.TokenStore)
-	if !ok {
-		return "", nil, errors.New("the bridge's store keeps no tokens")
-	}
+func coordinatorToken(ctx context.Context, ts agentbridge.TokenStore, coordinatorID string, logger *slog.Logger) (secret string, revoke func(), err error) {
 	secret, err = agentbridge.NewTokenSecret()
 	if err != nil {
 		return "", nil, err

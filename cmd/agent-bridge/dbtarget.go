@@ -13,15 +13,16 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for doctor
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/postgres"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
 )
 
-// closingStore is an event store the command owns and closes.
+// closingStore is a bridge store the command owns and closes.
 type closingStore interface {
-	agentbridge.EventStore
+	bridge.Store
 	Close() error
 }
 

@@ -124,12 +124,7 @@ func startBridge(ctx context.Context, cfg bridgeConfig, logger *slog.Logger) (*r
 		if rb.TokenPath == "" {
 			rb.TokenPath = stateTokenPath(cfg.DB)
 		}
-		ts, ok := store.(agentbridge.TokenStore)
-		if !ok {
-			_ = store.Close()
-			return nil, errors.New("the bridge's store keeps no tokens")
-		}
-		if rb.PersonToken, err = ensurePersonToken(ctx, ts, rb.TokenPath, logger); err != nil {
+		if rb.PersonToken, err = ensurePersonToken(ctx, store, rb.TokenPath, logger); err != nil {
 			_ = store.Close()
 			return nil, err
 		}

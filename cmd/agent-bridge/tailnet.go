@@ -97,9 +97,8 @@ func startTailnet(ctx context.Context, cfg tailnetConfig, db string, logger *slo
 }
 
 // pairPhone makes the pairing link up --tailnet shows as a QR code, for a
-// device named "phone"; "" without the tailnet, or when the store keeps no
-// pairing codes (the link is a convenience: `agent-bridge pair` makes
-// another).
+// device named "phone"; "" without the tailnet, or when the link cannot be
+// made (it is a convenience: `agent-bridge pair` makes another).
 func (m *Main) pairPhone(ctx context.Context, b *runningBridge, logger *slog.Logger) string {
 	if b.Tailnet == nil {
 		return ""

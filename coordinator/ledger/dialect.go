@@ -3,8 +3,9 @@ package ledger
 import (
 	"context"
 	"database/sql"
-	"strconv"
 	"strings"
+
+	"github.com/agent-bridge/agent-bridge/internal/pgschema"
 )
 
 // IsPostgresURL reports whether a --state value names a PostgreSQL
@@ -74,7 +75,7 @@ func inDialect(pg bool, query string) string {
 	if !pg {
 		return query
 	}
-	return rebind(query)
+	return pgschema.Rebind(query)
 }
 
 // ExecContext runs query, its placeholders rebound for the dialect.
@@ -95,31 +96,4 @@ func (t *txn) QueryRowContext(ctx context.Context, query string, args ...any) *s
 // PrepareContext prepares query, its placeholders rebound for the dialect.
 func (t *txn) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
 	return t.Tx.PrepareContext(ctx, t.q(query))
-}
-
-// rebind turns ? placeholders into $1, $2 …, leaving ? inside quoted
-// strings and identifiers alone.
-func rebind(query string) string {
-	var b strings.Builder
-	b.Grow(len(query) + 16)
-	n := 0
-	var quote byte
-	for i := 0; i < len(query); i++ {
-		c := query[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '?':
-			n++
-			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(n))
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
 }

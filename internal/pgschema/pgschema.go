@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io/fs"
+	"strconv"
+	"strings"
 
 	"github.com/agent-bridge/agent-bridge/internal/migration"
 )
@@ -101,3 +103,32 @@ func (d dialect) SetVersion(ctx context.Context, tx *sql.Tx, v int) error {
 }
 
 func quote(ident string) string { return `"` + ident + `"` }
+
+// Rebind turns ? placeholders into $1, $2 …, leaving ? inside quoted
+// strings and identifiers alone: queries written once for SQLite and
+// PostgreSQL (the coordinator's ledger, the bridge's store engine) run on
+// PostgreSQL through it.
+func Rebind(query string) string {
+	var b strings.Builder
+	b.Grow(len(query) + 16)
+	n := 0
+	var quote byte
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '?':
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
@@ -45,18 +46,71 @@ func WriteChunks(body io.Reader, size int64, put func(n int, data []byte) error)
 	return nil
 }
 
-// OpenAttachment is a store's OpenAttachment over its own reads: the row
-// of id (row), then, as the caller reads, one chunk per read (chunk),
-// never more than one chunk in memory. A chunk missing before the end
-// (the file swept while read) is an error of the read.
-func OpenAttachment(ctx context.Context, id string,
-	row func(ctx context.Context, id string) (agentbridge.Attachment, bool, error),
-	chunk func(ctx context.Context, id string, n int) (data []byte, found bool, err error)) (io.ReadCloser, bool, error) {
-	a, found, err := row(ctx, id)
+var _ interface {
+	Attachment(ctx context.Context, id string) (agentbridge.Attachment, bool, error)
+	AttachmentHeld(ctx context.Context, id, thread string) (bool, error)
+	OpenAttachment(ctx context.Context, id string) (io.ReadCloser, bool, error)
+} = (*Engine)(nil)
+
+// attachmentSelect reads an attachment's row (scanAttachment).
+const attachmentSelect = `SELECT name, type, size FROM attachments WHERE id = ?`
+
+// LookupAttachment reads attachment id on c; lock ends the query (an
+// append's FOR KEY SHARE on PostgreSQL).
+func LookupAttachment(ctx context.Context, c Conn, id, lock string) (agentbridge.Attachment, bool, error) {
+	a := agentbridge.Attachment{ID: id}
+	found, err := Found(c.QueryRow(ctx, attachmentSelect+lock, id).Scan(&a.Name, &a.Type, &a.Size))
+	if err != nil {
+		return a, false, fmt.Errorf("load attachment %s: %w", id, err)
+	}
+	return a, found, nil
+}
+
+// LinkAttachments makes the event of thread hold the attachments ids
+// ("" for an upload's own link), on c.
+func LinkAttachments(ctx context.Context, c Conn, thread, event string, ids ...string) error {
+	for _, id := range ids {
+		if _, err := c.Exec(ctx, `INSERT INTO attachment_links (attachment, thread, event) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, id, thread, event); err != nil {
+			return fmt.Errorf("link attachment %s to event %q: %w", id, event, err)
+		}
+	}
+	return nil
+}
+
+// Attachment reads a stored attachment (agentbridge.AttachmentStore).
+func (e *Engine) Attachment(ctx context.Context, id string) (_ agentbridge.Attachment, _ bool, err error) {
+	defer e.Guard(time.Now(), &err)
+	if !agentbridge.AttachmentIDPattern.MatchString(id) {
+		return agentbridge.Attachment{}, false, nil
+	}
+	return LookupAttachment(ctx, e.Read, id, "")
+}
+
+// AttachmentHeld reports whether thread holds id
+// (agentbridge.AttachmentStore).
+func (e *Engine) AttachmentHeld(ctx context.Context, id, thread string) (held bool, err error) {
+	defer e.Guard(time.Now(), &err)
+	var n int
+	if err := e.Read.QueryRow(ctx, `SELECT count(*) FROM attachment_links WHERE attachment = ? AND thread = ?`, id, thread).Scan(&n); err != nil {
+		return false, fmt.Errorf("look up attachment %s in thread %s: %w", id, thread, err)
+	}
+	return n > 0, nil
+}
+
+// OpenAttachment streams a stored attachment (agentbridge.AttachmentStore):
+// its row, then, as the caller reads, one chunk per read, never more than
+// one chunk in memory. A chunk missing before the end (the file swept
+// while read) is an error of the read.
+func (e *Engine) OpenAttachment(ctx context.Context, id string) (_ io.ReadCloser, _ bool, err error) {
+	defer e.Guard(time.Now(), &err)
+	a, found, err := e.Attachment(ctx, id)
 	if err != nil || !found {
 		return nil, false, err
 	}
-	fetch := func(ctx context.Context, n int) ([]byte, bool, error) { return chunk(ctx, id, n) }
+	fetch := func(ctx context.Context, n int) (data []byte, found bool, err error) {
+		found, err = Found(e.Read.QueryRow(ctx, `SELECT data FROM attachment_chunks WHERE attachment = ? AND n = ?`, id, n).Scan(&data))
+		return data, found, err
+	}
 	return &chunkReader{ctx: ctx, left: a.Size, fetch: fetch}, true, nil
 }
 

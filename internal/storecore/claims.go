@@ -1,7 +1,6 @@
 package storecore
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -283,67 +282,6 @@ func WaitingReceipt(req agentbridge.ClaimRequest) agentbridge.ReceiptInput {
 func mustJSON(s string) json.RawMessage {
 	b, _ := json.Marshal(s)
 	return b
-}
-
-// ClaimReader is what the claim reads need of a store: its claim rows for
-// a query of its own SQL, and its registrations.
-type ClaimReader interface {
-	ClaimRows(ctx context.Context, q string, args ...any) ([]ClaimRow, error)
-	Coordinators(ctx context.Context) ([]agentbridge.CoordinatorInfo, error)
-}
-
-// ReadClaimable is agentbridge.ClaimStore.Claimable over r, whose query
-// open lists the waiting and running claims, oldest first.
-func ReadClaimable(ctx context.Context, r ClaimReader, open, coordinator string) ([]agentbridge.Claim, error) {
-	rows, err := r.ClaimRows(ctx, open)
-	if err != nil {
-		return nil, err
-	}
-	regs, err := r.Coordinators(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return Claimable(rows, regs, coordinator), nil
-}
-
-// ReadDue is agentbridge.ClaimStore.DueClaims over r (see ReadClaimable).
-func ReadDue(ctx context.Context, r ClaimReader, open string) ([]agentbridge.Claim, error) {
-	rows, err := r.ClaimRows(ctx, open)
-	if err != nil || len(rows) == 0 {
-		return []agentbridge.Claim{}, err
-	}
-	regs, err := r.Coordinators(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return Due(rows, regs), nil
-}
-
-// ReadClaims is the claims of the query q of r (a thread's), without what
-// only the stores need.
-func ReadClaims(ctx context.Context, r ClaimReader, q string, args ...any) ([]agentbridge.Claim, error) {
-	rows, err := r.ClaimRows(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]agentbridge.Claim, len(rows))
-	for i, c := range rows {
-		out[i] = c.Claim
-	}
-	return out, nil
-}
-
-// ReadFence is agentbridge.ClaimStore.CheckFence over r, whose query byID
-// reads a claim by its id.
-func ReadFence(ctx context.Context, r ClaimReader, byID string, f agentbridge.ClaimFence) error {
-	rows, err := r.ClaimRows(ctx, byID, f.ID)
-	if err != nil {
-		return fmt.Errorf("load claim %d: %w", f.ID, err)
-	}
-	if len(rows) == 0 {
-		return agentbridge.ClaimNotFound(f.ID)
-	}
-	return f.Check(rows[0].Claim)
 }
 
 // CollectServed reads rows of (name, client), the agents registrations

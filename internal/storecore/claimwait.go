@@ -30,13 +30,6 @@ type WaitTx interface {
 	PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) error
 }
 
-// WaitSQL is the update SetWaiting runs, with the store's placeholders
-// filled in by ph (the n-th, from 1).
-func WaitSQL(ph func(n int) string) string {
-	return fmt.Sprintf(`UPDATE claims SET state = 'waiting', coordinator = '', instance = '', host = '',
-		due_ms = %s, expires_ms = %s WHERE id = %s`, ph(1), ph(2), ph(3))
-}
-
 // WriteWait applies req (validated, due its due time) through tx:
 // refusal is the client's error (no such claim, not its holder, a due
 // time past the pending ttl), err a failure of the store.

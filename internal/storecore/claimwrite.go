@@ -17,7 +17,7 @@ type ClaimTx interface {
 	// ThreadExists looks up the claim's thread.
 	ThreadExists(ctx context.Context, thread string) (bool, error)
 	// ClaimEvent reads the claim's event and the thread's state just
-	// before it (ClaimEventQuery); found is false when there is none.
+	// before it (claimEventQuery); found is false when there is none.
 	ClaimEvent(ctx context.Context, thread, event string) (e agentbridge.Event, before agentbridge.ThreadState, found bool, err error)
 	// StateNow is thread's derived state now (a fallback's participant
 	// may be invited after the trigger).

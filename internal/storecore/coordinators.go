@@ -1,6 +1,7 @@
 package storecore
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -97,4 +98,114 @@ func NewNames(reg agentbridge.Registration, known []string) (names []string, ref
 			reg.ID, len(known), len(names), agentbridge.MaxCoordinatorNames)
 	}
 	return names, nil
+}
+
+var _ agentbridge.CoordinatorStore = (*Engine)(nil)
+
+// coordinatorsSelect reads registrations and the database's now.
+func (e *Engine) coordinatorsSelect() string {
+	return `SELECT ` + CoordinatorColumns + `, ` + e.NowMillis + ` FROM coordinators`
+}
+
+// RegisterCoordinator stores reg in one write that locks the id's row,
+// with the heartbeat at the database's now, and names the live
+// registration of another instance it replaced.
+func (e *Engine) RegisterCoordinator(ctx context.Context, reg agentbridge.Registration) (_ agentbridge.RegisterResult, err error) {
+	defer e.Guard(time.Now(), &err)
+	if err := reg.Validate(); err != nil {
+		return agentbridge.RegisterResult{}, err
+	}
+	agents, err := EncodeAgents(reg)
+	if err != nil {
+		return agentbridge.RegisterResult{}, err
+	}
+	var out agentbridge.RegisterResult
+	err = e.Write(ctx, func(ctx context.Context, c Conn) error {
+		var prev *agentbridge.CoordinatorInfo
+		p, err := ScanCoordinator(c.QueryRow(ctx, e.coordinatorsSelect()+` WHERE id = ?`+e.ForUpdate, reg.ID))
+		if found, err := Found(err); err != nil {
+			return fmt.Errorf("load coordinator %s: %w", reg.ID, err)
+		} else if found {
+			prev = &p
+		}
+		if err := e.recordNames(ctx, c, reg); err != nil {
+			return err
+		}
+		now := e.NowMillis
+		co, err := ScanCoordinator(c.QueryRow(ctx, `INSERT INTO coordinators (`+CoordinatorColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, `+now+`, `+now+`, ?)
+		ON CONFLICT (id) DO UPDATE SET
+			registered_ms = CASE WHEN coordinators.instance = excluded.instance
+				THEN coordinators.registered_ms ELSE excluded.registered_ms END,
+			instance = excluded.instance, host = excluded.host, agents = excluded.agents,
+			version = excluded.version, capacity = excluded.capacity, status_url = excluded.status_url,
+			ttl_ms = excluded.ttl_ms, heartbeat_ms = excluded.heartbeat_ms, workspaces = excluded.workspaces
+		RETURNING `+CoordinatorColumns+`, `+now, reg.ID, reg.Instance, reg.Host, agents,
+			reg.Version, reg.Capacity, reg.StatusURL, reg.TTLMillis, EncodeWorkspaces(reg)))
+		if err != nil {
+			return fmt.Errorf("store coordinator %s: %w", reg.ID, err)
+		}
+		for _, a := range reg.Agents {
+			if _, err := c.Exec(ctx, `INSERT INTO served_agents (name, client) VALUES (?, ?)
+		ON CONFLICT (name) DO UPDATE SET client = excluded.client`, a.Name, a.Client); err != nil {
+				return fmt.Errorf("record served agent %s: %w", a.Name, err)
+			}
+		}
+		out = agentbridge.RegisterResult{Coordinator: co, Duplicate: Duplicate(prev, reg)}
+		return nil
+	})
+	return out, err
+}
+
+// recordNames adds reg's new agent names to the names its coordinator id
+// ever registered, or refuses past the cap (NewNames) before anything is
+// written.
+func (e *Engine) recordNames(ctx context.Context, c Conn, reg agentbridge.Registration) error {
+	known, err := List(ctx, c, "names", ScanString, `SELECT name FROM coordinator_names WHERE coordinator = ?`, reg.ID)
+	if err != nil {
+		return fmt.Errorf("list the names of coordinator %s: %w", reg.ID, err)
+	}
+	names, refusal := NewNames(reg, known)
+	if refusal != nil {
+		return refusal
+	}
+	for _, n := range names {
+		if _, err := c.Exec(ctx, `INSERT INTO coordinator_names (coordinator, name) VALUES (?, ?) ON CONFLICT DO NOTHING`, reg.ID, n); err != nil {
+			return fmt.Errorf("record the name %s of coordinator %s: %w", n, reg.ID, err)
+		}
+	}
+	return nil
+}
+
+// DeregisterCoordinator removes id's registration when instance holds it.
+func (e *Engine) DeregisterCoordinator(ctx context.Context, id, instance string) (err error) {
+	defer e.Guard(time.Now(), &err)
+	return e.Write(ctx, func(ctx context.Context, c Conn) error {
+		if _, err := c.Exec(ctx, `DELETE FROM coordinators WHERE id = ? AND instance = ?`, id, instance); err != nil {
+			return fmt.Errorf("remove coordinator %s: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// Coordinators reads every registration.
+func (e *Engine) Coordinators(ctx context.Context) (_ []agentbridge.CoordinatorInfo, err error) {
+	defer e.Guard(time.Now(), &err)
+	return e.Registrations(ctx, e.Read)
+}
+
+// Registrations reads every registration on c.
+func (e *Engine) Registrations(ctx context.Context, c Conn) ([]agentbridge.CoordinatorInfo, error) {
+	return List(ctx, c, "coordinators", ScanCoordinator, e.coordinatorsSelect()+` ORDER BY id`)
+}
+
+// ServedEver reads every agent name a registration ever listed.
+func (e *Engine) ServedEver(ctx context.Context) (_ map[string]string, err error) {
+	defer e.Guard(time.Now(), &err)
+	rows, err := e.Read.Query(ctx, `SELECT name, client FROM served_agents ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list served agents: %w", err)
+	}
+	defer rows.Close()
+	return CollectServed(rows)
 }

@@ -1,7 +1,9 @@
 package storecore
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
@@ -119,6 +121,24 @@ func ReceiptEventNotFound(in agentbridge.ReceiptInput) *agentbridge.Error {
 		Code: agentbridge.ECodeEventNotFound, Field: "event", Thread: in.Thread,
 		Message: fmt.Sprintf("There is no event %q in thread %q.", agentbridge.Clip(in.Event, agentbridge.QuoteRunes), in.Thread),
 	}
+}
+
+// Receipts reads a thread's receipts (agentbridge.ReceiptsQuery): one seek
+// on the table's key (thread, event, participant), then a range.
+func (e *Engine) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []agentbridge.Receipt, err error) {
+	defer e.Guard(time.Now(), &err)
+	if _, err := e.Thread(ctx, q.Thread); err != nil {
+		return nil, err
+	}
+	query, from := `SELECT `+ReceiptColumns+` FROM receipts WHERE thread = ? AND event >= ? ORDER BY event, participant LIMIT ?`, q.FromEvent
+	if q.Event != "" {
+		query, from = `SELECT `+ReceiptColumns+` FROM receipts WHERE thread = ? AND event = ? ORDER BY participant LIMIT ?`, q.Event
+	}
+	list, err := List(ctx, e.Read, "receipts", ScanReceipt, query, q.Thread, from, ReceiptsLimit(q))
+	if err != nil {
+		return nil, fmt.Errorf("list receipts of %s: %w", q.Thread, err)
+	}
+	return list, nil
 }
 
 // ReceiptsLimit is q's limit within 1 … MaxEventsLimit (0 or out of range:

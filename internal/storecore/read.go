@@ -1,155 +1,216 @@
 package storecore
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
 
-// The reads both stores answer alike, over their own SQL: each store runs
-// them inside its read transaction, passing the queries (its placeholders
-// and tables) and functions that run one query there. queryRow runs a
-// query returning at most one row; list runs one returning rows and
-// collects them.
+// The reads of the event log, once for both databases: each runs in a
+// read transaction of its driver (ReadTx), so that the several queries of
+// one answer see one snapshot of the log, over its driver's queries
+// (ReadSQL: the schemas differ where each database is fastest).
 
-// QueryRow runs a one-row query in a store's read transaction.
-type QueryRow func(query string, args ...any) Row
-
-// ListEvents runs a query in a store's read transaction and collects its
-// EventColumns rows.
-type ListEvents func(query string, args ...any) ([]agentbridge.Event, error)
-
-// ThreadEventsQueries are a store's per-thread event queries: LastSeq
-// (thread) → the thread's last seq, no row when there is no such thread;
-// Range (thread, lo, hi, limit) → the events with lo < seq <= hi in order.
-type ThreadEventsQueries struct {
+// ReadSQL is a driver's read queries, with ? placeholders.
+type ReadSQL struct {
+	// LastSeq (thread) → the thread's last seq, no row when there is no
+	// such thread; Range (thread, lo, hi, limit) → the events with lo <
+	// seq <= hi in order.
 	LastSeq, Range string
+	// GlobalRange (after, limit) → the events with a greater gseq in
+	// order; Head → the last gseq (NULL or 0 when the log is empty).
+	GlobalRange, Head string
+	// State (thread) → the thread's last seq, current stored state and
+	// last hop, no row when there is no such thread; SnapshotAt (thread,
+	// seq) → the latest stored state at or before seq (no row: the empty
+	// state); HopAt (thread, seq) → the hop of the event at seq.
+	State, SnapshotAt, HopAt string
+	// ThreadsFirst (limit) the first page of threads; ThreadUpdatedAt
+	// (id) the updated_at of one thread (no row when there is none);
+	// ThreadsAfter (updated_at, id, limit) the keyset page after it.
+	ThreadsFirst, ThreadUpdatedAt, ThreadsAfter string
+	// NoLimit is the limit argument that caps nothing.
+	NoLimit any
+	// FirstAfter finds, in a read transaction, the seq of thread's first
+	// event after since (last+1 when there is none): the one lookup each
+	// driver does its own way.
+	FirstAfter func(ctx context.Context, c Conn, thread, since string, last int64) (int64, error)
 }
 
-// ReadThreadEvents answers a checked per-thread query (see ThreadRange):
-// firstAfter(last) finds the first seq after q.Since, the one lookup each
-// store does its own way; limit is the store's "no cap" for q.Limit 0.
-func ReadThreadEvents(queryRow QueryRow, list ListEvents, sql ThreadEventsQueries, q agentbridge.ThreadEventsQuery,
-	limit any, firstAfter func(last int64) (int64, error)) ([]agentbridge.Event, error) {
-	var last int64
-	found, err := Found(queryRow(sql.LastSeq, q.Thread).Scan(&last))
-	if err != nil {
-		return nil, fmt.Errorf("look up thread %s: %w", q.Thread, err)
+// limit is n as a query's limit: 0 caps nothing.
+func (r *ReadSQL) limit(n int) any {
+	if n == 0 {
+		return r.NoLimit
 	}
-	if !found {
-		return nil, agentbridge.ThreadNotFound(q.Thread)
-	}
-	lo, hi, empty, err := ThreadRange(q, last, func() (int64, error) { return firstAfter(last) })
-	if err != nil {
+	return n
+}
+
+// ThreadEvents answers a per-thread query from the (thread, seq) index,
+// never by scanning the thread. After wins over Since over Tail, Until
+// caps (ThreadRange); After and Until past the thread's last seq are
+// cursor_ahead errors (with Head set); Since is exempt, as in v0. With
+// Tail and Limit both set, it returns the first Limit of the last Tail
+// events, so a client can page on with After. Limit 0 means no cap. An
+// unknown thread is thread_not_found.
+func (e *Engine) ThreadEvents(ctx context.Context, q agentbridge.ThreadEventsQuery) (_ []agentbridge.Event, err error) {
+	defer e.Guard(time.Now(), &err)
+	if err := CheckThreadEventsQuery(q); err != nil {
 		return nil, err
 	}
-	if empty {
-		return []agentbridge.Event{}, nil
-	}
-	return list(sql.Range, q.Thread, lo, hi, limit)
+	var out []agentbridge.Event
+	err = e.ReadTx(ctx, func(ctx context.Context, c Conn) error {
+		var last int64
+		found, err := Found(c.QueryRow(ctx, e.Reads.LastSeq, q.Thread).Scan(&last))
+		if err != nil {
+			return fmt.Errorf("look up thread %s: %w", q.Thread, err)
+		}
+		if !found {
+			return agentbridge.ThreadNotFound(q.Thread)
+		}
+		lo, hi, empty, err := ThreadRange(q, last, func() (int64, error) { return e.Reads.FirstAfter(ctx, c, q.Thread, q.Since, last) })
+		if err != nil || empty {
+			out = []agentbridge.Event{}
+			return err
+		}
+		out, err = List(ctx, c, "events", ScanEvent, e.Reads.Range, q.Thread, lo, hi, e.Reads.limit(q.Limit))
+		return err
+	})
+	return out, err
 }
 
-// ReadEvents answers the global log query after a checked (after, limit):
-// head is the log's last gseq, rangeQuery (after, limit) the events with
-// a greater gseq in order; after past the head is cursor_ahead.
-func ReadEvents(head func() (int64, error), list ListEvents, rangeQuery string, after int64, limit int) ([]agentbridge.Event, error) {
+// Events returns events of all threads with gseq > after, in gseq order,
+// at most limit (0 means MaxEventsLimit). after past the end of the log is
+// cursor_ahead with Head set. Every event with a smaller gseq than one a
+// reader sees has committed before it, so a follower never skips one.
+func (e *Engine) Events(ctx context.Context, after int64, limit int) (_ []agentbridge.Event, err error) {
+	defer e.Guard(time.Now(), &err)
+	if err := CheckEventsQuery(after, limit); err != nil {
+		return nil, err
+	}
 	if limit == 0 {
 		limit = agentbridge.MaxEventsLimit
 	}
-	last, err := head()
-	if err != nil {
+	var out []agentbridge.Event
+	err = e.ReadTx(ctx, func(ctx context.Context, c Conn) error {
+		last, err := e.head(ctx, c)
+		if err != nil {
+			return err
+		}
+		if after > last {
+			return agentbridge.CursorAhead("", "after", after, last)
+		}
+		out, err = List(ctx, c, "events", ScanEvent, e.Reads.GlobalRange, after, limit)
+		return err
+	})
+	return out, err
+}
+
+// Head returns the last gseq of the log, 0 when it is empty.
+func (e *Engine) Head(ctx context.Context) (_ int64, err error) {
+	defer e.Guard(time.Now(), &err)
+	return e.head(ctx, e.Read)
+}
+
+func (e *Engine) head(ctx context.Context, c Conn) (int64, error) {
+	var head *int64
+	if err := c.QueryRow(ctx, e.Reads.Head).Scan(&head); err != nil {
+		return 0, fmt.Errorf("read head: %w", err)
+	}
+	if head == nil {
+		return 0, nil
+	}
+	return *head, nil
+}
+
+// Threads lists threads most recently updated first (ties by id,
+// descending), starting after the thread whose id is after, at most limit
+// (0 = all). Paging is keyset on (updated_at, id) as of the after thread's
+// current position: a thread updated between two pages moves to the front
+// and is not repeated further down. An unknown after is invalid_field.
+func (e *Engine) Threads(ctx context.Context, after string, limit int) (_ []agentbridge.Thread, err error) {
+	defer e.Guard(time.Now(), &err)
+	if err := CheckThreadsLimit(limit); err != nil {
 		return nil, err
 	}
-	if after > last {
-		return nil, agentbridge.CursorAhead("", "after", after, last)
-	}
-	return list(rangeQuery, after, limit)
-}
-
-// ThreadsQueries are a store's thread list queries, each ending in a
-// limit: First (limit) the first page; UpdatedAt (id) the updated_at of
-// one thread (no row when there is none); After (updated_at, id, limit)
-// the keyset page after that thread.
-type ThreadsQueries struct {
-	First, UpdatedAt, After string
-}
-
-// ListThreads runs a query in a store's read transaction and collects its
-// ThreadColumns rows.
-type ListThreads func(query string, args ...any) ([]agentbridge.Thread, error)
-
-// PageThreads answers Threads(after, limit): the first page, or the page
-// after the thread whose id is after, as of that thread's current place
-// (an unknown after is invalid_field). limit is the store's limit value.
-func PageThreads(queryRow QueryRow, list ListThreads, sql ThreadsQueries, after string, limit any) ([]agentbridge.Thread, error) {
-	if after == "" {
-		return list(sql.First, limit)
-	}
-	var updated string
-	found, err := Found(queryRow(sql.UpdatedAt, after).Scan(&updated))
-	if err != nil {
-		return nil, fmt.Errorf("look up thread %s: %w", after, err)
-	}
-	if !found {
-		return nil, agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after",
-			"after names %q, which is not a thread; pass the id of the last thread of the previous page.", agentbridge.Clip(after, agentbridge.QuoteRunes))
-	}
-	return list(sql.After, updated, after, limit)
-}
-
-// StateQueries are a store's State queries: Head (thread) → the thread's
-// last seq, current stored state and last hop, no row when there is no
-// such thread; SnapshotAt (thread, seq) → the latest stored state at or
-// before seq (no row: the empty state); HopAt (thread, seq) → the hop of
-// the event at seq.
-type StateQueries struct {
-	Head, SnapshotAt, HopAt string
-}
-
-// ReadState answers State(thread, at) after a checked at: the current
-// state is one row; an older one is the latest snapshot at or before at
-// plus that event's hop, two index lookups whatever the thread's length.
-// at past the head is cursor_ahead. Slices in the result are never nil.
-func ReadState(queryRow QueryRow, sql StateQueries, thread string, at int64) (agentbridge.ThreadState, int64, error) {
-	var last int64
-	var state string
-	var hop int
-	found, err := Found(queryRow(sql.Head, thread).Scan(&last, &state, &hop))
-	if err != nil {
-		return agentbridge.ThreadState{}, 0, fmt.Errorf("load state of thread %s: %w", thread, err)
-	}
-	if !found {
-		return agentbridge.ThreadState{}, 0, agentbridge.ThreadNotFound(thread)
-	}
-	if at > last {
-		return agentbridge.ThreadState{}, 0, agentbridge.CursorAhead(thread, "at", at, last)
-	}
-	seq := last
-	if at != 0 && at != last {
-		seq = at
-		if state, hop, err = stateAt(queryRow, sql, thread, at); err != nil {
-			return agentbridge.ThreadState{}, 0, err
+	lim := e.Reads.limit(limit)
+	var out []agentbridge.Thread
+	err = e.ReadTx(ctx, func(ctx context.Context, c Conn) error {
+		if after == "" {
+			out, err = List(ctx, c, "threads", ScanThread, e.Reads.ThreadsFirst, lim)
+			return err
 		}
+		var updated string
+		found, err := Found(c.QueryRow(ctx, e.Reads.ThreadUpdatedAt, after).Scan(&updated))
+		if err != nil {
+			return fmt.Errorf("look up thread %s: %w", after, err)
+		}
+		if !found {
+			return agentbridge.FieldErrorf(agentbridge.ECodeInvalidField, "after",
+				"after names %q, which is not a thread; pass the id of the last thread of the previous page.", agentbridge.Clip(after, agentbridge.QuoteRunes))
+		}
+		out, err = List(ctx, c, "threads", ScanThread, e.Reads.ThreadsAfter, updated, after, lim)
+		return err
+	})
+	return out, err
+}
+
+// State returns a thread's derived state as of revision at (0 = now) and
+// the seq it reflects. The current state is one row; an older one is the
+// latest snapshot at or before at plus that event's hop: two index
+// lookups, whatever the thread's length. at past the head is cursor_ahead.
+// Slices in the result are never nil (ThreadState.Normalize).
+func (e *Engine) State(ctx context.Context, thread string, at int64) (_ agentbridge.ThreadState, _ int64, err error) {
+	defer e.Guard(time.Now(), &err)
+	if err := CheckAt(at); err != nil {
+		return agentbridge.ThreadState{}, 0, err
 	}
 	var st agentbridge.ThreadState
-	if err := json.Unmarshal([]byte(state), &st); err != nil {
-		return agentbridge.ThreadState{}, 0, fmt.Errorf("decode state of thread %s: %w", thread, err)
+	var seq int64
+	err = e.ReadTx(ctx, func(ctx context.Context, c Conn) error {
+		var state string
+		var hop int
+		found, err := Found(c.QueryRow(ctx, e.Reads.State, thread).Scan(&seq, &state, &hop))
+		if err != nil {
+			return fmt.Errorf("load state of thread %s: %w", thread, err)
+		}
+		if !found {
+			return agentbridge.ThreadNotFound(thread)
+		}
+		if at > seq {
+			return agentbridge.CursorAhead(thread, "at", at, seq)
+		}
+		if at != 0 && at != seq {
+			seq = at
+			if state, hop, err = e.stateAt(ctx, c, thread, at); err != nil {
+				return err
+			}
+		}
+		st = agentbridge.ThreadState{}
+		if err := json.Unmarshal([]byte(state), &st); err != nil {
+			return fmt.Errorf("decode state of thread %s: %w", thread, err)
+		}
+		st.LastHop = hop
+		return nil
+	})
+	if err != nil {
+		return agentbridge.ThreadState{}, 0, err
 	}
-	st.LastHop = hop
 	return st.Normalize(), seq, nil
 }
 
 // stateAt reads the stored state and the hop as of seq at.
-func stateAt(queryRow QueryRow, sql StateQueries, thread string, at int64) (state string, hop int, err error) {
-	found, err := Found(queryRow(sql.SnapshotAt, thread, at).Scan(&state))
+func (e *Engine) stateAt(ctx context.Context, c Conn, thread string, at int64) (state string, hop int, err error) {
+	found, err := Found(c.QueryRow(ctx, e.Reads.SnapshotAt, thread, at).Scan(&state))
 	if err != nil {
 		return "", 0, fmt.Errorf("load state snapshot: %w", err)
 	}
 	if !found {
 		state = "{}"
 	}
-	if err := queryRow(sql.HopAt, thread, at).Scan(&hop); err != nil {
+	if err := c.QueryRow(ctx, e.Reads.HopAt, thread, at).Scan(&hop); err != nil {
 		return "", 0, fmt.Errorf("load hop at seq %d: %w", at, err)
 	}
 	return state, hop, nil

@@ -105,7 +105,7 @@ func ScanToken(r Row) (agentbridge.Token, error) {
 // LiveAgentTokens is the count, in SQL, of the live agent tokens one
 // creator holds (the first argument), as of a TimeLayout time (the
 // second): what TokenInput.MaxLive caps.
-const LiveAgentTokens = `SELECT count(*) FROM tokens WHERE created_by = %s AND scope = 'agent' AND revoked_at = '' AND (expires_at = '' OR expires_at > %s)`
+const LiveAgentTokens = `SELECT count(*) FROM tokens WHERE created_by = ? AND scope = 'agent' AND revoked_at = '' AND (expires_at = '' OR expires_at > ?)`
 
 // CollectTokenPage scans rows of seq and TokenColumns: the tokens, and
 // each one's position (its seq), for the next page's cursor.
@@ -128,14 +128,6 @@ func ScanString(r Row) (v string, err error) {
 	return v, err
 }
 
-// TokensAfterQuery lists a page of tokens after a position (seq), in each
-// store's placeholders: for CollectTokenPage.
-const TokensAfterQuery = `SELECT seq, ` + TokenColumns + ` FROM tokens WHERE seq > %s ORDER BY seq LIMIT %s`
-
-// CoordinatorTokenIDsQuery lists the coordinator ids the coordinator
-// tokens not revoked stand for (each one's participant, else its name).
-const CoordinatorTokenIDsQuery = `SELECT CASE WHEN participant <> '' THEN participant ELSE name END FROM tokens WHERE scope = 'coordinator' AND revoked_at = ''`
-
 // LookupToken scans the one token row r; found is false when there is
 // none. what names the lookup in errors.
 func LookupToken(r Row, what string) (_ agentbridge.Token, found bool, _ error) {
@@ -146,17 +138,7 @@ func LookupToken(r Row, what string) (_ agentbridge.Token, found bool, _ error) 
 	return t, true, nil
 }
 
-// ClaimEventQuery is the one read of a claim's event and the state before
-// it (agentbridge.ClaimStore.ClaimEvent), in each store's placeholders:
-// the event's EventColumns, then the seq and state of the latest state
-// snapshot before it (0 and {} when none).
-const ClaimEventQuery = `SELECT e.gseq, e.id, e.thread, e.seq, e.ts, e.type, e.sender, e.recipient, e.content, e.meta,
-	coalesce(s.seq, 0), coalesce(s.state, '{}')
-	FROM events e LEFT JOIN state_snapshots s ON s.thread = e.thread
-		AND s.seq = (SELECT max(seq) FROM state_snapshots WHERE thread = e.thread AND seq < e.seq)
-	WHERE e.id = %s AND e.thread = %s`
-
-// LookupClaimEvent scans the one ClaimEventQuery row r, the state decoded
+// LookupClaimEvent scans the one claimEventQuery row r, the state decoded
 // through states; found is false when there is none.
 func LookupClaimEvent(r Row, states *StateCache) (ev agentbridge.Event, before agentbridge.ThreadState, found bool, err error) {
 	var seq int64

@@ -3,9 +3,9 @@ package storecore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strconv"
-	"strings"
+	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
@@ -60,16 +60,12 @@ func ScheduleChangeOf(ev agentbridge.Event, ctl *agentbridge.Control, ignored *a
 	}}
 }
 
-// ExecFunc runs one statement of the schedules' SQL (? placeholders) in
-// a store's transaction and returns how many rows it changed.
-type ExecFunc func(ctx context.Context, query string, args ...any) (int64, error)
-
 // Write makes c in the append's transaction with exec and returns the
 // append's ignored note: turning off a schedule the thread does not have
 // changes nothing and is no_schedule.
-func (c ScheduleChange) Write(ctx context.Context, thread string, exec ExecFunc) (*agentbridge.Ignored, error) {
+func (c ScheduleChange) Write(ctx context.Context, thread string, db Conn) (*agentbridge.Ignored, error) {
 	if c.Set == nil {
-		n, err := exec(ctx, SQLDeleteSchedule, thread, c.Off)
+		n, err := db.Exec(ctx, SQLDeleteSchedule, thread, c.Off)
 		if err != nil {
 			return nil, fmt.Errorf("remove schedule %s: %w", c.Off, err)
 		}
@@ -83,7 +79,7 @@ func (c ScheduleChange) Write(ctx context.Context, thread string, exec ExecFunc)
 	if err != nil {
 		return nil, fmt.Errorf("encode schedule event: %w", err)
 	}
-	if _, err := exec(ctx, SQLUpsertSchedule, s.Thread, s.ID, s.Cron, s.TZ, string(ev), s.From, s.SetSeq, s.SetAt); err != nil {
+	if _, err := db.Exec(ctx, SQLUpsertSchedule, s.Thread, s.ID, s.Cron, s.TZ, string(ev), s.From, s.SetSeq, s.SetAt); err != nil {
 		return nil, fmt.Errorf("write schedule %s: %w", s.ID, err)
 	}
 	return nil, nil
@@ -93,8 +89,8 @@ func (c ScheduleChange) Write(ctx context.Context, thread string, exec ExecFunc)
 // under claim c with exec, in the transaction of the post (or of
 // HandleScheduleDue): agentbridge.ErrScheduleTaken when the claim does
 // not hold, and nothing may then be written.
-func ClaimSchedule(ctx context.Context, thread string, c *agentbridge.ScheduleClaim, exec ExecFunc) error {
-	n, err := exec(ctx, SQLClaimSchedule, c.Due, thread, c.ID, c.SetSeq, c.Prev)
+func ClaimSchedule(ctx context.Context, thread string, c *agentbridge.ScheduleClaim, db Conn) error {
+	n, err := db.Exec(ctx, SQLClaimSchedule, c.Due, thread, c.ID, c.SetSeq, c.Prev)
 	if err != nil {
 		return fmt.Errorf("claim schedule %s: %w", c.ID, err)
 	}
@@ -104,12 +100,42 @@ func ClaimSchedule(ctx context.Context, thread string, c *agentbridge.ScheduleCl
 	return nil
 }
 
-// ScanSchedules reads SQLSchedules' rows.
-func ScanSchedules(rows interface {
-	Next() bool
-	Scan(...any) error
-	Err() error
-}) ([]agentbridge.Schedule, error) {
+var _ agentbridge.ScheduleStore = (*Engine)(nil)
+
+// Schedules lists the schedules of thread ("" for all), by thread and id.
+func (e *Engine) Schedules(ctx context.Context, thread string) (_ []agentbridge.Schedule, err error) {
+	defer e.Guard(time.Now(), &err)
+	q, args := SchedulesQuery(thread)
+	rows, err := e.Read.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list schedules: %w", err)
+	}
+	defer rows.Close()
+	return scanSchedules(rows)
+}
+
+// HandleScheduleDue moves a schedule's last handled due time under c,
+// storing no event (agentbridge.ScheduleStore).
+func (e *Engine) HandleScheduleDue(ctx context.Context, thread string, cl agentbridge.ScheduleClaim) (err error) {
+	defer e.Guard(time.Now(), &err)
+	taken := false
+	err = e.Write(ctx, func(ctx context.Context, c Conn) error {
+		err := ClaimSchedule(ctx, thread, &cl, c)
+		// A claim that does not hold wrote nothing: an answer, not a
+		// failure of SQLite's group commit.
+		if taken = errors.Is(err, agentbridge.ErrScheduleTaken); taken {
+			return nil
+		}
+		return err
+	})
+	if err == nil && taken {
+		err = agentbridge.ErrScheduleTaken
+	}
+	return err
+}
+
+// scanSchedules reads SQLSchedules' rows.
+func scanSchedules(rows Rows) ([]agentbridge.Schedule, error) {
 	var out []agentbridge.Schedule
 	for rows.Next() {
 		var s agentbridge.Schedule
@@ -123,20 +149,4 @@ func ScanSchedules(rows interface {
 		out = append(out, s)
 	}
 	return out, rows.Err()
-}
-
-// Rebind turns the ? placeholders of q into PostgreSQL's $1, $2 … (the
-// schedules' SQL holds no ? inside a literal).
-func Rebind(q string) string {
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

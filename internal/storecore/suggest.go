@@ -1,7 +1,11 @@
 package storecore
 
 import (
+	"context"
+	"fmt"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 )
@@ -30,13 +34,65 @@ func CheckSuggestionStatus(id string, in agentbridge.SuggestionStatusInput) erro
 	return nil
 }
 
-// SuggestionsQuery lists the suggestions in arrival order, those of status
-// only unless it is "": byStatus is the store's condition on status with
-// its placeholder ("status = ?").
-func SuggestionsQuery(status, byStatus string) (string, []any) {
-	q := `SELECT ` + SuggestionColumns + ` FROM suggestions`
-	if status == "" {
-		return q + ` ORDER BY seq`, nil
+var _ agentbridge.SuggestionStore = (*Engine)(nil)
+
+// Suggest validates in and stores it with status pending. Suggestions are
+// not events (no gseq): seq gives them their order, and their timestamps
+// strictly increase in one process as events' do.
+func (e *Engine) Suggest(ctx context.Context, in agentbridge.SuggestionInput) (_ agentbridge.Suggestion, err error) {
+	defer e.GuardWrite(time.Now(), &err)
+	if err := in.Validate(); err != nil {
+		return agentbridge.Suggestion{}, err
 	}
-	return q + ` WHERE ` + byStatus + ` ORDER BY seq`, []any{status}
+	e.suggestMu.Lock()
+	t := NextTime(e.lastSuggestion)
+	e.lastSuggestion = t
+	e.suggestMu.Unlock()
+	// ulid.Make draws from a goroutine-safe, monotonic entropy source.
+	sg := NewSuggestion(ulid.Make().String(), in, t)
+	err = e.Write(ctx, func(ctx context.Context, c Conn) error {
+		if _, err := c.Exec(ctx, `INSERT INTO suggestions (id, sender, title, description, status, ts) VALUES (?, ?, ?, ?, ?, ?)`,
+			sg.ID, sg.From, e.text(sg.Title), e.text(sg.Description), sg.Status, sg.Timestamp); err != nil {
+			return fmt.Errorf("insert suggestion: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return agentbridge.Suggestion{}, err
+	}
+	return sg, nil
+}
+
+// SetSuggestionStatus validates in and sets suggestion id's status.
+func (e *Engine) SetSuggestionStatus(ctx context.Context, id string, in agentbridge.SuggestionStatusInput) (_ agentbridge.Suggestion, err error) {
+	defer e.GuardWrite(time.Now(), &err)
+	if err := CheckSuggestionStatus(id, in); err != nil {
+		return agentbridge.Suggestion{}, err
+	}
+	var sg agentbridge.Suggestion
+	err = e.Write(ctx, func(ctx context.Context, c Conn) error {
+		var err error
+		sg, err = ScanSuggestion(c.QueryRow(ctx, `UPDATE suggestions SET status = ? WHERE id = ? RETURNING `+SuggestionColumns, in.Status, id))
+		if found, err := Found(err); err != nil {
+			return fmt.Errorf("update suggestion: %w", err)
+		} else if !found {
+			return agentbridge.SuggestionNotFound(id)
+		}
+		return nil
+	})
+	if err != nil {
+		return agentbridge.Suggestion{}, err
+	}
+	return sg, nil
+}
+
+// Suggestions lists suggestions in arrival order, those of status only
+// unless it is "".
+func (e *Engine) Suggestions(ctx context.Context, status string) (_ []agentbridge.Suggestion, err error) {
+	defer e.Guard(time.Now(), &err)
+	q, args := `SELECT `+SuggestionColumns+` FROM suggestions`, []any{}
+	if status != "" {
+		q, args = q+` WHERE status = ?`, append(args, status)
+	}
+	return List(ctx, e.Read, "suggestions", ScanSuggestion, q+` ORDER BY seq`, args...)
 }

@@ -1,4 +1,4 @@
-package ledger
+package pgschema
 
 import "testing"
 
@@ -9,8 +9,8 @@ func TestRebind(t *testing.T) {
 		{`SELECT '?' , "a?b", ? FROM x WHERE y = 'it''s ?'`, `SELECT '?' , "a?b", $1 FROM x WHERE y = 'it''s ?'`},
 		{`CASE WHEN ? = '' THEN s ELSE ? END`, `CASE WHEN $1 = '' THEN s ELSE $2 END`},
 	} {
-		if got := rebind(c.in); got != c.want {
-			t.Errorf("rebind(%q) = %q, want %q", c.in, got, c.want)
+		if got := Rebind(c.in); got != c.want {
+			t.Errorf("Rebind(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
