@@ -17,7 +17,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/pgtest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/pgtest"
 )
 
 // BenchmarkAttachments measures a 25 MiB attachment through real HTTP on
