@@ -12,8 +12,9 @@ import (
 const module = "github.com/agent-bridge/agent-bridge"
 
 // TestDependencyArrows keeps the package layout honest: the domain package
-// stays stdlib-only, the daemons talk to each other only over HTTP, and each
-// technology stays in its own package.
+// stays stdlib-only, the daemons talk to each other only over HTTP, each
+// technology stays in its own package, and no package but the test kit's
+// own reaches internal/testkit.
 func TestDependencyArrows(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
@@ -78,6 +79,15 @@ func TestDependencyArrows(t *testing.T) {
 			for _, d := range p.Deps {
 				if strings.HasPrefix(d, "github.com/modelcontextprotocol/") {
 					t.Errorf("only package mcpserver may import the MCP SDK; %s does", path)
+				}
+			}
+		}
+		// Test support stands apart: what ships never reaches the test kit
+		// (a package's own tests may; go list -deps lists non-test builds).
+		if kit := module + "/internal/testkit"; !strings.HasPrefix(path, kit+"/") {
+			for _, d := range p.Deps {
+				if strings.HasPrefix(d, kit+"/") {
+					t.Errorf("%s is not test support but depends on %s: only tests may import internal/testkit", path, d)
 				}
 			}
 		}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/adapters/adapterstest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
 )
 
 // fakePath is the fake adapter binary, built once for the package's tests.
@@ -43,7 +43,7 @@ func runMain(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	fakePath, err = adapterstest.BuildFake(ctx, dir)
+	fakePath, err = stack.NewPrograms(dir).Path(ctx, stack.FakeAdapter)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

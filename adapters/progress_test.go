@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/agent-bridge/agent-bridge/adapters"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // progressSeeds are the lines the parser tests and the fuzzers start from.

@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/storetest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/storetest"
 )
 
 // pngBytes is a real PNG image of w×h pixels.

@@ -13,8 +13,8 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/postgres"
-	"github.com/agent-bridge/agent-bridge/internal/pgtest"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/pgtest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestClaimsTwoBridgesOnePostgres: two bridges, each with its own store

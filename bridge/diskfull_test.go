@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestHealthzWhileDiskFull fills the database's disk: appends are answered

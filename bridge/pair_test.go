@@ -10,7 +10,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/fakepush"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakepush"
 )
 
 // stepClock is a clock a test moves by hand.

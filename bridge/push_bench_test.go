@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-bridge/agent-bridge/internal/fakepush"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakepush"
 )
 
 // BenchmarkPushLatency: from a permission request's append to its Web

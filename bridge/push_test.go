@@ -23,8 +23,8 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/notify"
-	"github.com/agent-bridge/agent-bridge/internal/fakepush"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakepush"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // privatePush lets the bridge push to the fake push service, on

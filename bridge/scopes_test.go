@@ -15,7 +15,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/fakepush"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakepush"
 )
 
 // The scope table (contract 8.3): docs/security.md, "What each scope may

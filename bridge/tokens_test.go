@@ -10,7 +10,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // closedServer is a server that needs a credential, with a person token

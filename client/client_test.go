@@ -14,7 +14,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 func TestErrorDecoding(t *testing.T) {

@@ -20,8 +20,8 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/testbridge"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testbridge"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // cutProxy is a reverse proxy on 127.0.0.1 in front of a real bridge that a

@@ -12,7 +12,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/testbridge"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testbridge"
 )
 
 // startBridge runs a real bridge on 127.0.0.1:0 over a temp SQLite file and

@@ -5,16 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,38 +20,14 @@ import (
 	"github.com/agent-bridge/agent-bridge/coordinator/acp"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	kit "github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
-// fakeACP is the project's fake ACP agent (coordinator/internal/fakeacp).
-var fakeACP = goBuild{name: "fakeacp", pkg: "github.com/agent-bridge/agent-bridge/coordinator/internal/fakeacp"}
-
+// ensureFakeACP is the project's fake ACP agent (internal/testkit/fakeacp).
 func ensureFakeACP(t testing.TB) string {
 	t.Helper()
-	return fakeACP.path(t)
-}
-
-// goBuild is a program of this module built at most once per test binary
-// into fakeDir, on first use.
-type goBuild struct {
-	name, pkg string
-	once      sync.Once
-	bin       string
-	err       error
-}
-
-func (g *goBuild) path(t testing.TB) string {
-	t.Helper()
-	g.once.Do(func() {
-		g.bin = filepath.Join(fakeDir, g.name)
-		if out, err := exec.Command("go", "build", "-tags", testutil.BuildTags, "-o", g.bin, g.pkg).CombinedOutput(); err != nil {
-			g.err = fmt.Errorf("build %s: %v\n%s", g.pkg, err, out)
-		}
-	})
-	if g.err != nil {
-		t.Fatal(g.err)
-	}
-	return g.bin
+	return progs.Build(t, kit.FakeACP)
 }
 
 // acpStack is a bridge and a coordinator whose participant "acpy" is the

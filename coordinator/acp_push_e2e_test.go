@@ -9,8 +9,8 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/notify"
-	"github.com/agent-bridge/agent-bridge/internal/fakepush"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakepush"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestACPPermissionReachesThePhone: a permission request of a real ACP

@@ -13,8 +13,8 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
-	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakemodel"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestRealACPImageBlock: the real claude-agent-acp, which declares

@@ -25,8 +25,9 @@ import (
 	"github.com/agent-bridge/agent-bridge/coordinator/acp"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
-	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakemodel"
+	kit "github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // The real ACP agents (npm @zed-industries/claude-agent-acp and
@@ -34,13 +35,11 @@ import (
 // model server. AGENT_BRIDGE_CLI_BIN names the folder of their programs;
 // without it the tests skip, except in CI.
 
-// agentBridge is the agent-bridge binary, which the agents run as their
+// agentBridgeBin is the agent-bridge binary, which the agents run as their
 // MCP server.
-var agentBridge = goBuild{name: "agent-bridge", pkg: "github.com/agent-bridge/agent-bridge/cmd/agent-bridge"}
-
 func agentBridgeBin(t testing.TB) string {
 	t.Helper()
-	return agentBridge.path(t)
+	return progs.Build(t, kit.AgentBridge)
 }
 
 // realACP returns the path of an ACP agent program, skipping (or, in CI,

@@ -17,8 +17,8 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
-	"github.com/agent-bridge/agent-bridge/internal/wakebench"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/wakebench"
 )
 
 // percentile returns the p-th percentile (0..100) of sorted durations.

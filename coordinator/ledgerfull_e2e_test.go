@@ -10,7 +10,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestLedgerDiskFull fills the ledger's disk while an adapter runs: its

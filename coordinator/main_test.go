@@ -17,24 +17,24 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/adapters/adapterstest"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/coordinator/rules"
-	"github.com/agent-bridge/agent-bridge/internal/testbridge"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	kit "github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testbridge"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
-// fakePath is the fake adapter, built at most once per test binary (on
-// first use, so a fuzzing run that needs no adapter does not build it) into
-// fakeDir, which TestMain removes.
+// progs are the programs the tests run (the fake adapter, the fake ACP
+// agent, agent-bridge), each built at most once per test binary on first
+// use, so a fuzzing run that needs none builds none, into a folder TestMain
+// removes; fakePath is the fake adapter, once ensureFake built it.
 var (
-	fakeDir   string
-	fakeOnce  sync.Once
-	fakePath  string
-	fakeBuild error
+	progs    *kit.Programs
+	fakeOnce sync.Once
+	fakePath string
 )
 
 func TestMain(m *testing.M) {
@@ -43,23 +43,18 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fakeDir = dir
+	progs = kit.NewPrograms(dir)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// ensureFake builds the fake adapter once and sets fakePath.
+// ensureFake builds the fake adapter once and sets fakePath, once: the
+// parallel tests read it.
 func ensureFake(t testing.TB) {
 	t.Helper()
-	fakeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		fakePath, fakeBuild = adapterstest.BuildFake(ctx, fakeDir)
-	})
-	if fakeBuild != nil {
-		t.Fatal(fakeBuild)
-	}
+	path := progs.Build(t, kit.FakeAdapter)
+	fakeOnce.Do(func() { fakePath = path })
 }
 
 const waitLong = 30 * time.Second
@@ -340,6 +335,23 @@ func (s *stack) waitReplies(thread, trigger string, n int) []agentbridge.Event {
 		return len(got) >= n
 	})
 	return got
+}
+
+// waitTagged waits for the first reply to event id tagged tag and returns
+// it.
+func (s *stack) waitTagged(thread, id, tag, what string) agentbridge.Event {
+	s.t.Helper()
+	var n agentbridge.Event
+	testutil.WaitFor(s.t, waitLong, what, func() bool {
+		for _, e := range s.repliesTo(thread, id) {
+			if e.Meta.HasTag(tag) {
+				n = e
+				return true
+			}
+		}
+		return false
+	})
+	return n
 }
 
 // decision waits for the recorded decision of an event, read through the

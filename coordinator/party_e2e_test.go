@@ -12,7 +12,6 @@ import (
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/coordinator/rules"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
 )
 
 // partyPayload is what the tests read back from a payload the fake saved.
@@ -62,17 +61,7 @@ func partyMetaOf(t *testing.T, e agentbridge.Event) (int, string) {
 // waitPartyNotice waits for the notice that ends a party round.
 func (s *stack) waitPartyNotice(thread, trigger string) agentbridge.Event {
 	s.t.Helper()
-	var n agentbridge.Event
-	testutil.WaitFor(s.t, waitLong, "the party notice for "+trigger, func() bool {
-		for _, e := range s.repliesTo(thread, trigger) {
-			if e.Meta.HasTag("party") {
-				n = e
-				return true
-			}
-		}
-		return false
-	})
-	return n
+	return s.waitTagged(thread, trigger, "party", "the party notice for "+trigger)
 }
 
 func partyThread(s *stack, name string, party map[string]any) string {

@@ -3,64 +3,13 @@ package coordinator_test
 import (
 	"context"
 	"strconv"
-	"sync"
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	kit "github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
-
-// receiptLog collects the receipt changes of a thread's stream.
-type receiptLog struct {
-	mu  sync.Mutex
-	got []agentbridge.Receipt
-}
-
-func (l *receiptLog) of(event, participant string) []agentbridge.Receipt {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []agentbridge.Receipt
-	for _, r := range l.got {
-		if r.Event == event && r.Participant == participant {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// watchReceipts follows a thread's stream and records every receipt.
-func (s *stack) watchReceipts(thread string) *receiptLog {
-	s.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	st, err := s.cl.Stream(ctx, thread, -1)
-	if err != nil {
-		cancel()
-		s.t.Fatal(err)
-	}
-	l := &receiptLog{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			it, err := st.Next()
-			if err != nil {
-				return
-			}
-			if it.Receipt != nil {
-				l.mu.Lock()
-				l.got = append(l.got, *it.Receipt)
-				l.mu.Unlock()
-			}
-		}
-	}()
-	s.t.Cleanup(func() {
-		cancel()
-		st.Close()
-		<-done
-	})
-	return l
-}
 
 // inOrder reports whether the states of rs follow the order of want (each
 // a later entry of it: the reporter may coalesce steps, never reorder).
@@ -91,18 +40,18 @@ func TestReceiptsReported(t *testing.T) {
 	th := s.thread("receipts")
 	s.invite(th, "alice", agentbridge.Profile{})
 	s.invite(th, "gemini", agentbridge.Profile{Client: "gemini", Model: "g"})
-	log := s.watchReceipts(th)
+	log := kit.FollowReceipts(t, s.cl, th, -1)
 	e := s.say(th, "all", "@alice @gemini @zed please look fake:sleep=1s")
 	reply := s.waitReplies(th, e.ID, 1)[0]
 	inv := s.waitStatus(e.ID, "alice", ledger.StatusSucceeded)
 
 	testutil.WaitFor(t, waitLong, "alice's succeeded receipt", func() bool {
-		rs := log.of(e.ID, "alice")
+		rs := log.Of(e.ID, "alice")
 		return len(rs) > 0 && rs[len(rs)-1].State == agentbridge.ReceiptSucceeded
 	})
 	// An ending is reported only once its reply is posted: the first
 	// succeeded receipt already names it.
-	rs := log.of(e.ID, "alice")
+	rs := log.Of(e.ID, "alice")
 	last := rs[len(rs)-1]
 	if last.Reply != reply.ID || last.Invocation != strconv.FormatInt(inv.ID, 10) || last.From != "bridge-coordinator" {
 		t.Errorf("alice's last receipt = %+v, want reply %s invocation %d", last, reply.ID, inv.ID)
@@ -117,8 +66,8 @@ func TestReceiptsReported(t *testing.T) {
 	if !sawRunning {
 		t.Errorf("a one-second run was never reported running: %+v", rs)
 	}
-	testutil.WaitFor(t, waitLong, "zed's skipped receipt", func() bool { return len(log.of(e.ID, "zed")) > 0 })
-	if r := log.of(e.ID, "zed"); len(r) != 1 || r[0].State != agentbridge.ReceiptSkipped || r[0].Reason != "not invited" {
+	testutil.WaitFor(t, waitLong, "zed's skipped receipt", func() bool { return len(log.Of(e.ID, "zed")) > 0 })
+	if r := log.Of(e.ID, "zed"); len(r) != 1 || r[0].State != agentbridge.ReceiptSkipped || r[0].Reason != "not invited" {
 		t.Errorf("zed's receipts = %+v, want one skipped: not invited", r)
 	}
 	// Nobody serves gemini: the trigger waits at the bridge for a
@@ -133,7 +82,7 @@ func TestReceiptsReported(t *testing.T) {
 		}
 		return false
 	})
-	for _, r := range log.of(e.ID, "gemini") {
+	for _, r := range log.Of(e.ID, "gemini") {
 		if r.State == agentbridge.ReceiptSkipped {
 			t.Errorf("a skipped receipt for gemini, whom the bridge holds the trigger for: %+v", r)
 		}
@@ -142,7 +91,7 @@ func TestReceiptsReported(t *testing.T) {
 	fail := s.say(th, "alice", "fake:exit=3")
 	notice := s.waitReplies(th, fail.ID, 1)[0]
 	testutil.WaitFor(t, waitLong, "the failed receipt with the notice", func() bool {
-		rs := log.of(fail.ID, "alice")
+		rs := log.Of(fail.ID, "alice")
 		return len(rs) > 0 && rs[len(rs)-1].State == agentbridge.ReceiptFailed && rs[len(rs)-1].Reply == notice.ID
 	})
 

@@ -19,8 +19,8 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
-	"github.com/agent-bridge/agent-bridge/internal/testbridge"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testbridge"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // BenchmarkProgressFlood measures what an adapter flooding its progress fd

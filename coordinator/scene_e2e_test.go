@@ -15,7 +15,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/rules"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // sceneStack invites alice and bob as actors with character sheets that

@@ -13,8 +13,8 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
-	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakemodel"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // withWorkspace gives the stack's config the workspace "app" on repo, and
@@ -44,17 +44,7 @@ func changeOf(t testing.TB, e agentbridge.Event) agentbridge.Change {
 // id and returns it.
 func (s *stack) waitNotice(thread, id string) agentbridge.Event {
 	s.t.Helper()
-	var n agentbridge.Event
-	testutil.WaitFor(s.t, waitLong, "the notice answering "+id, func() bool {
-		for _, e := range s.repliesTo(thread, id) {
-			if e.Meta.HasTag("change") {
-				n = e
-				return true
-			}
-		}
-		return false
-	})
-	return n
+	return s.waitTagged(thread, id, "change", "the notice answering "+id)
 }
 
 // attachment downloads attachment id and returns its bytes and type.

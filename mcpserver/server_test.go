@@ -18,8 +18,8 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/testbridge"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testbridge"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 	"github.com/agent-bridge/agent-bridge/mcpserver"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/pgtest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/pgtest"
 )
 
 // BenchmarkAttachments measures a 25 MiB attachment through real HTTP on

@@ -20,7 +20,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/pgtest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/pgtest"
 )
 
 // benchServe starts a bridge HTTP server on store and returns its URL.

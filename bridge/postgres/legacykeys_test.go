@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agent-bridge/agent-bridge/internal/pgschema"
-	"github.com/agent-bridge/agent-bridge/internal/storetest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/storetest"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 

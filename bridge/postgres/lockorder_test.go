@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/storetest"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/storetest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestReceiptWaitsForNoAppend: while the writer holds a thread's row (its

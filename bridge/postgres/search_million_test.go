@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-bridge/agent-bridge/internal/storetest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/storetest"
 )
 
 // TestSearchCorpus is the SQLite store's test of the same name on

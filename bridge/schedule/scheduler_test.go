@@ -16,8 +16,8 @@ import (
 	"github.com/agent-bridge/agent-bridge/bridge/postgres"
 	"github.com/agent-bridge/agent-bridge/bridge/schedule"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
-	"github.com/agent-bridge/agent-bridge/internal/pgtest"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/pgtest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 var pg = pgtest.New()

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/storetest"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/storetest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 func openBackupStore(t *testing.T, path string) *Store {

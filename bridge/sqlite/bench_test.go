@@ -12,7 +12,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // bulkFill appends n messages to thread directly through the writer's

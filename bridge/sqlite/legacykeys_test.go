@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
-	"github.com/agent-bridge/agent-bridge/internal/storetest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/storetest"
 )
 
 // TestLegacyKeysMigration: the migration to version 13 copies the

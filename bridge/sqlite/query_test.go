@@ -15,7 +15,7 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/migration"
 	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
-	"github.com/agent-bridge/agent-bridge/internal/storetest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/storetest"
 )
 
 func TestReopenKeepsEverything(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-bridge/agent-bridge/internal/storetest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/storetest"
 )
 
 // TestSearchCorpus: a database of the previous release with

@@ -22,8 +22,8 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
-	"github.com/agent-bridge/agent-bridge/internal/storetest"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/storetest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 const waitTimeout = 10 * time.Second

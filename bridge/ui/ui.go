@@ -32,13 +32,6 @@ const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 	"connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; " +
 	"frame-ancestors 'none'; object-src 'none'"
 
-// Handler serves the web UI: GET /ui, /ui/ and /ui/threads/{id} return the
-// single-page app (the browser's history API does the routing, so a deep
-// link must load the same page); its assets are served under /ui/static/.
-// It accepts paths with or without the /ui prefix, so it works whether the
-// server mounts it as is or behind http.StripPrefix.
-func Handler() http.Handler { return NewHandler(Options{}) }
-
 // DefaultCoordinatorURL is where the UI links to the coordinator's runs
 // dashboard when Options.CoordinatorURL says nothing: the coordinator's
 // default status_addr.
@@ -59,7 +52,12 @@ type uiConfig struct {
 	CoordinatorURL string `json:"coordinator_url"`
 }
 
-// NewHandler is Handler with options; it also serves /ui/config.json.
+// NewHandler serves the web UI: GET /ui, /ui/ and /ui/threads/{id} return
+// the single-page app (the browser's history API does the routing, so a
+// deep link must load the same page); its assets are served under
+// /ui/static/, and what the page needs to know of its surroundings at
+// /ui/config.json. It accepts paths with or without the /ui prefix, so it
+// works whether the server mounts it as is or behind http.StripPrefix.
 func NewHandler(opts Options) http.Handler {
 	sub, err := fs.Sub(static, "static")
 	if err != nil {

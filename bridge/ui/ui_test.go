@@ -23,7 +23,7 @@ func get(t *testing.T, h http.Handler, method, path string) *http.Response {
 }
 
 func TestHandlerServesAppOnEveryRoute(t *testing.T) {
-	h := ui.Handler()
+	h := ui.NewHandler(ui.Options{})
 	for _, p := range []string{"/ui", "/ui/", "/ui/threads/01JD3Q6Y7M8K9N0P1Q2R3S4T5V", "/ui/threads/a/b", "/", "/threads/x"} {
 		res := get(t, h, http.MethodGet, p)
 		body, _ := io.ReadAll(res.Body)
@@ -46,7 +46,7 @@ func TestHandlerServesAppOnEveryRoute(t *testing.T) {
 }
 
 func TestHandlerServesAssetsWithTypes(t *testing.T) {
-	h := ui.Handler()
+	h := ui.NewHandler(ui.Options{})
 	for p, want := range map[string]string{
 		"/ui/static/app.js":      "text/javascript",
 		"/ui/static/api.js":      "text/javascript",
@@ -85,7 +85,7 @@ func errorBody(t *testing.T, res *http.Response) (code, message string) {
 }
 
 func TestHandlerRefusesWithJSONErrors(t *testing.T) {
-	h := ui.Handler()
+	h := ui.NewHandler(ui.Options{})
 	for _, p := range []string{"/ui/static/nope.js", "/ui/static/../ui.go", "/ui/other", "/ui/static/index.html"} {
 		res := get(t, h, http.MethodGet, p)
 		code, msg := errorBody(t, res)
@@ -165,7 +165,7 @@ func TestConfigNamesTheCoordinator(t *testing.T) {
 		}
 		return cfg.CoordinatorURL
 	}
-	if got := get(ui.Handler()); got != ui.DefaultCoordinatorURL {
+	if got := get(ui.NewHandler(ui.Options{})); got != ui.DefaultCoordinatorURL {
 		t.Errorf("default coordinator URL = %q", got)
 	}
 	if got := get(ui.NewHandler(ui.Options{CoordinatorURL: func() string { return "http://127.0.0.1:7000" }})); got != "http://127.0.0.1:7000" {
@@ -176,7 +176,7 @@ func TestConfigNamesTheCoordinator(t *testing.T) {
 // TestRevalidationWithETag: a file comes with an entity tag, and asking
 // again with it gets 304 and no body; a changed tag gets the file.
 func TestRevalidationWithETag(t *testing.T) {
-	h := ui.Handler()
+	h := ui.NewHandler(ui.Options{})
 	for _, p := range []string{"/ui/static/app.js", "/ui/static/vendor/marked.esm.js", "/ui/"} {
 		res := get(t, h, http.MethodGet, p)
 		tag := res.Header.Get("ETag")

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestACPKill9 kills the coordinator with SIGKILL during an ACP agent's
@@ -17,12 +18,9 @@ import (
 // coordinator re-runs the turn on a new agent process and posts exactly
 // one reply, and SIGTERM then closes the warm agent and exits 0.
 func TestACPKill9(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin, fake := buildCoordBinaries(t)
-	fakeACP := bins.build(t, "./coordinator/internal/fakeacp")
+	fakeACP := bins.Build(t, stack.FakeACP)
 	e := newCoordEnv(t, fake)
 	log := filepath.Join(e.dir, "acp-calls.log")
 	setConfig(t, e.cfgPath, "agents", map[string]any{"alice": map[string]any{"acp": []string{fakeACP}, "env": map[string]string{"FAKE_ACP_LOG": log},
@@ -46,10 +44,10 @@ func TestACPKill9(t *testing.T) {
 	trig := e.say(th, "alice", "FIRSTSLOW please")
 	testutil.WaitFor(t, 30*time.Second, "the agent's first prompt", func() bool { return len(prompts()) == 1 })
 	first := prompts()[0]
-	if err := p.cmd.Process.Kill(); err != nil {
+	if err := p.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	p.wait(t)
+	p.Wait(t)
 	testutil.WaitFor(t, 30*time.Second, "the agent to die with the coordinator", func() bool { return !alive(first) })
 
 	p2 := e.startCoordProc(bin)
@@ -63,6 +61,6 @@ func TestACPKill9(t *testing.T) {
 	if len(pids) != 2 || pids[1] == first {
 		t.Fatalf("prompts went to %v, want the killed agent then a new one", pids)
 	}
-	p2.terminate(t)
+	p2.Terminate(t)
 	testutil.WaitFor(t, 10*time.Second, "the warm agent to be closed with the coordinator", func() bool { return !alive(pids[1]) })
 }

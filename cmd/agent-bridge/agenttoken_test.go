@@ -18,7 +18,8 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // tokenStack is a real `agent-bridge serve` holding a person token and a
@@ -405,7 +406,7 @@ func (s *tokenStack) adapterRun(thread, permission string) (runToken, agentbridg
 // the agent gets; the token is revoked when the idle agent is closed.
 func TestACPAgentHoldsOnlyItsAgentToken(t *testing.T) {
 	t.Parallel()
-	fakeACP := bins.build(t, "./coordinator/internal/fakeacp")
+	fakeACP := bins.Build(t, stack.FakeACP)
 	dir := t.TempDir()
 	envFile := filepath.Join(dir, "acp.env")
 	s := newTokenStack(t, true, map[string]any{"alice": map[string]any{"acp": []string{fakeACP},

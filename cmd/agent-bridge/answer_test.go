@@ -10,7 +10,8 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestAnswerCommand: answer posts the answer control with each FIELD=VALUE
@@ -83,16 +84,13 @@ func TestAnswerCommand(t *testing.T) {
 // person answers from the CLI by its seq; the agent receives exactly those
 // values.
 func TestAnswerReachesTheAgent(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin, fake := buildCoordBinaries(t)
-	fakeACP := bins.build(t, "./coordinator/internal/fakeacp")
+	fakeACP := bins.Build(t, stack.FakeACP)
 	e := newCoordEnv(t, fake)
 	setConfig(t, e.cfgPath, "agents", map[string]any{"alice": map[string]any{"acp": []string{fakeACP}, "workdir": filepath.Join(e.dir, "work")}})
 	p := e.startCoordProc(bin)
-	defer p.terminate(t)
+	defer p.Terminate(t)
 	th := e.threadWithAlice()
 	trig := e.say(th, "alice", "ELICIT the deploy")
 	var seq string

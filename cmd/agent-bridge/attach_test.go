@@ -16,6 +16,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
 )
 
 // noisyPNG is a real PNG of at least minBytes: random pixels do not
@@ -80,15 +81,12 @@ func eventAttachments(t *testing.T, out string) []agentbridge.Attachment {
 // overwrite a file. Then backup, restore into a new database and a serve
 // on it give the same bytes back.
 func TestAttachThroughCLI(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin := buildServeBinary(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "data", "bridge.db")
 	p := startServe(t, bin, db)
-	c := cli{t: t, env: map[string]string{"BRIDGE_URL": p.url, "BRIDGE_TOKEN": p.token}}
+	c := cli{t: t, env: map[string]string{"BRIDGE_URL": p.URL, "BRIDGE_TOKEN": p.Token}}
 	c.ok("thread", "new", "files")
 	img := noisyPNG(t, 1<<20)
 	shot := filepath.Join(dir, "shot.png")
@@ -107,8 +105,8 @@ func TestAttachThroughCLI(t *testing.T) {
 	if back, err := os.ReadFile(out); err != nil || !bytes.Equal(back, img) {
 		t.Fatalf("get wrote %d bytes, %v; want the %d posted", len(back), err, len(img))
 	}
-	req, _ := http.NewRequest("GET", p.url+"/attachments/"+id, nil)
-	req.Header.Set("Authorization", "Bearer "+p.token)
+	req, _ := http.NewRequest("GET", p.URL+"/attachments/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+p.Token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -151,16 +149,16 @@ func TestAttachThroughCLI(t *testing.T) {
 
 	backup := filepath.Join(dir, "backup.db")
 	c.ok("backup", "--db", db, "--to", backup)
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case <-p.Done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop within 30 s of SIGTERM")
 	}
 	restored := filepath.Join(dir, "restored", "bridge.db")
 	c.ok("restore", "--from", backup, "--db", restored)
 	p2 := startServe(t, bin, restored)
-	c2 := cli{t: t, env: map[string]string{"BRIDGE_URL": p2.url, "BRIDGE_TOKEN": p2.token}}
+	c2 := cli{t: t, env: map[string]string{"BRIDGE_URL": p2.URL, "BRIDGE_TOKEN": p2.Token}}
 	out2 := filepath.Join(dir, "restored.png")
 	c2.ok("get", id, "-o", out2)
 	if back, err := os.ReadFile(out2); err != nil || !bytes.Equal(back, img) {

@@ -11,14 +11,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // claimsThread is a thread with alice invited (client fake-alice), and
@@ -91,45 +91,40 @@ func (c *claimsThread) tagged(tag string) int {
 	return n
 }
 
-// runsOf counts the adapter runs a machine made, per trigger, from the
-// fake adapter's runs.log.
-func (m *machine) runsOf() map[string]int {
-	out := map[string]int{}
-	b, err := os.ReadFile(filepath.Join(m.fakeDir, "runs.log"))
-	if err != nil {
-		return out
+// aliceOnTwoMachines starts coordinators laptop and server, both serving
+// alice, makes a thread with her invited and says n triggers to her, each
+// answered before it returns (the wait follows the replies as they come).
+// Their start limit is past the default 30 a minute per thread, which
+// would spread the triggers over minutes.
+func aliceOnTwoMachines(t *testing.T, s *stack.Stack, n int) (a, b *stack.Machine, th *claimsThread, triggers []agentbridge.Event) {
+	t.Helper()
+	ms := s.Machines(map[string]any{"max_invocations_per_minute": 1000}, "laptop=alice", "server=alice")
+	th = newClaimsThread(t, s.Person, "alice")
+	triggers = make([]agentbridge.Event, n)
+	for i := range triggers {
+		triggers[i] = th.say("alice", "hi alice "+string(rune('a'+i%26)))
 	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if f := strings.Fields(line); len(f) > 0 {
-			out[f[0]]++
+	testutil.WaitProgress(t, time.Minute, "a reply to each of the triggers", func() (int, bool) {
+		got := len(th.replies("alice"))
+		return got, got == n
+	})
+	return ms[0], ms[1], th, triggers
+}
+
+// runHolder waits until a or b starts the run of event for participant
+// and returns that machine first, the other second.
+func runHolder(t *testing.T, a, b *stack.Machine, event, participant string) (holder, other *stack.Machine) {
+	t.Helper()
+	testutil.WaitFor(t, 30*time.Second, "a coordinator to start the run of "+event, func() bool {
+		switch {
+		case a.Started(event, participant):
+			holder, other = a, b
+		case b.Started(event, participant):
+			holder, other = b, a
 		}
-	}
-	return out
-}
-
-// set sets a key of the machine's config before it starts.
-func (m *machine) set(key string, v any) {
-	m.t.Helper()
-	setConfig(m.t, m.cfgPath, key, v)
-}
-
-// started reports whether the machine's adapter started a run for event
-// (the fake adapter saves each payload as it starts).
-func (m *machine) started(event, participant string) bool {
-	_, err := os.Stat(filepath.Join(m.fakeDir, event+"-"+participant+".json"))
-	return err == nil
-}
-
-// stop stops the machine's coordinator as a person does (SIGTERM) and
-// waits for it to exit.
-func (m *machine) stop() {
-	m.t.Helper()
-	_ = m.proc.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-m.proc.done:
-	case <-time.After(30 * time.Second):
-		m.t.Fatalf("coordinator %s did not stop within 30 s", m.id)
-	}
+		return holder != nil
+	})
+	return holder, other
 }
 
 // TestClaimsOneAgentTwoMachines: two coordinators, each its own process,
@@ -138,34 +133,14 @@ func (m *machine) stop() {
 // claimed at the bridge, and the coordinator that is not granted a claim
 // ends its record without running (contract 7.1).
 func TestClaimsOneAgentTwoMachines(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin, fake := buildCoordBinaries(t)
-	url, person, _ := logServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
-	cl := client.New(url, client.WithToken(person))
-	a := newMachine(t, cl, url, fake, "laptop", "alice")
-	b := newMachine(t, cl, url, fake, "server", "alice")
-	for _, m := range []*machine{a, b} {
-		// Past the default 30 starts a minute per thread, which would
-		// spread the hundred over minutes.
-		m.set("max_invocations_per_minute", 1000)
-		m.start(bin)
-	}
-	th := newClaimsThread(t, cl, "alice")
+	stack.Heavy(t)
+	s := stack.New(t, bins, "")
 	const n = 100
-	triggers := make([]agentbridge.Event, n)
-	for i := range triggers {
-		triggers[i] = th.say("alice", "hi alice "+string(rune('a'+i%26)))
-	}
-	testutil.WaitFor(t, 3*time.Minute, "a reply to each of the triggers", func() bool {
-		return len(th.replies("alice")) == n
-	})
+	a, b, th, triggers := aliceOnTwoMachines(t, s, n)
 	// Every record is final once its reply is in; a late second run would
 	// show in runs.log, which both are read after the replies.
 	replies := th.replies("alice")
-	ra, rb := a.runsOf(), b.runsOf()
+	ra, rb := a.RunsOf(), b.RunsOf()
 	total := 0
 	for _, e := range triggers {
 		if replies[e.ID] != 1 {
@@ -181,9 +156,9 @@ func TestClaimsOneAgentTwoMachines(t *testing.T) {
 	}
 	// Each coordinator's records of the triggers the other ran ended
 	// elsewhere, naming the holder (what `runs` and `why` show).
-	for _, m := range []*machine{a, b} {
-		req, _ := http.NewRequest(http.MethodGet, m.statusURL+"/invocations?status=elsewhere&limit=5", nil)
-		req.Header.Set("Authorization", "Bearer "+person)
+	for _, m := range []*stack.Machine{a, b} {
+		req, _ := http.NewRequest(http.MethodGet, m.StatusURL+"/invocations?status=elsewhere&limit=5", nil)
+		req.Header.Set("Authorization", "Bearer "+s.Bridge.Token)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -192,11 +167,11 @@ func TestClaimsOneAgentTwoMachines(t *testing.T) {
 		err = json.NewDecoder(resp.Body).Decode(&got)
 		resp.Body.Close()
 		if err != nil || len(got.Invocations) == 0 {
-			t.Errorf("%s: elsewhere records = %+v, %v; want some", m.id, got, err)
+			t.Errorf("%s: elsewhere records = %+v, %v; want some", m.ID, got, err)
 			continue
 		}
 		if e := got.Invocations[0].Error; !strings.Contains(e, "run elsewhere") {
-			t.Errorf("%s: an elsewhere record's error = %q, want the holder named", m.id, e)
+			t.Errorf("%s: an elsewhere record's error = %q, want the holder named", m.ID, e)
 		}
 	}
 	t.Logf("runs: laptop %d, server %d", len(ra), len(rb))
@@ -209,41 +184,23 @@ func TestClaimsOneAgentTwoMachines(t *testing.T) {
 // machine's directory only), so the time from the kill to the reply,
 // logged for docs/performance.md, is the take-over itself.
 func TestClaimsKillMidRun(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin, fake := buildCoordBinaries(t)
-	url, person, _ := logServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
-	cl := client.New(url, client.WithToken(person))
-	a := newMachine(t, cl, url, fake, "laptop", "alice")
-	b := newMachine(t, cl, url, fake, "server", "alice")
-	a.start(bin)
-	b.start(bin)
+	stack.Heavy(t)
+	s := stack.New(t, bins, "")
+	cl := s.Person
+	ms := s.Machines(nil, "laptop=alice", "server=alice")
+	a, b := ms[0], ms[1]
 	th := newClaimsThread(t, cl, "alice")
 	e := th.say("alice", "fake:wait a long one")
-	var holder, other *machine
-	testutil.WaitFor(t, 30*time.Second, "a coordinator to start the run", func() bool {
-		switch {
-		case a.started(e.ID, "alice"):
-			holder, other = a, b
-		case b.started(e.ID, "alice"):
-			holder, other = b, a
-		}
-		return holder != nil
-	})
+	holder, other := runHolder(t, a, b, e.ID, "alice")
 	// The other machine's run of it answers at once.
-	release := func(m *machine) {
-		if err := os.WriteFile(filepath.Join(m.fakeDir, e.ID+".release"), nil, 0o644); err != nil {
+	release := func(m *stack.Machine) {
+		if err := os.WriteFile(filepath.Join(m.FakeDir, e.ID+".release"), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	release(other)
 	killed := time.Now()
-	if err := holder.proc.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-holder.proc.done
+	holder.Kill()
 	// The killed holder's orphaned adapter ends once released; its reply
 	// has no coordinator left to post it.
 	defer release(holder)
@@ -251,19 +208,19 @@ func TestClaimsKillMidRun(t *testing.T) {
 		return th.replies("alice")[e.ID] > 0
 	})
 	t.Logf("kill -9 of %s mid-run: %s answered %s after the kill (claim_ttl_s 3, its adapter answering at once)",
-		holder.id, other.id, time.Since(killed).Round(10*time.Millisecond))
+		holder.ID, other.ID, time.Since(killed).Round(10*time.Millisecond))
 	if got := th.replies("alice")[e.ID]; got != 1 {
 		t.Errorf("%d replies, want 1", got)
 	}
-	if got := other.runsOf()[e.ID]; got != 1 {
+	if got := other.RunsOf()[e.ID]; got != 1 {
 		t.Errorf("the other coordinator ran it %d times, want 1", got)
 	}
 	claims, err := cl.Claims(th.ctx, th.id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(claims) != 1 || claims[0].Coordinator != other.id || claims[0].Fence != 2 {
-		t.Errorf("claims = %+v, want one held by %s at fence 2", claims, other.id)
+	if len(claims) != 1 || claims[0].Coordinator != other.ID || claims[0].Fence != 2 {
+		t.Errorf("claims = %+v, want one held by %s at fence 2", claims, other.ID)
 	}
 }
 
@@ -272,31 +229,25 @@ func TestClaimsKillMidRun(t *testing.T) {
 // waits at the bridge — its receipt says so — and is answered once when
 // her coordinator starts again.
 func TestClaimsStoppedCoordinator(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin, fake := buildCoordBinaries(t)
-	url, person, _ := logServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
-	cl := client.New(url, client.WithToken(person))
-	laptop := newMachine(t, cl, url, fake, "laptop", "alice")
-	server := newMachine(t, cl, url, fake, "server", "bob")
-	laptop.start(bin)
-	server.start(bin)
+	stack.Heavy(t)
+	s := stack.New(t, bins, "")
+	cl := s.Person
+	ms := s.Machines(nil, "laptop=alice", "server=bob")
+	laptop := ms[0]
 	th := newClaimsThread(t, cl, "alice", "bob", "carol")
-	receipts := followReceipts(t, cl, th.id)
+	receipts := stack.FollowReceipts(t, cl, th.id, 0)
 	// carol, whom no coordinator ever served, is said so once at her
 	// invite, though both coordinators saw it.
 	testutil.WaitFor(t, 30*time.Second, "the unserved notice for carol", func() bool { return th.tagged("unserved") == 1 })
 	first := th.say("alice", "hello")
 	testutil.WaitFor(t, 30*time.Second, "alice's first reply", func() bool { return th.replies("alice")[first.ID] == 1 })
 
-	laptop.stop()
+	laptop.Stop()
 	e := th.say("alice", "are you there?")
 	defer func() {
 		if t.Failed() {
 			rest, err := cl.Receipts(th.ctx, agentbridge.ReceiptsQuery{Thread: th.id, Event: e.ID})
-			t.Logf("receipts of %s: stream %+v, GET %+v %v", e.ID, receipts.of(e.ID, "alice"), rest, err)
+			t.Logf("receipts of %s: stream %+v, GET %+v %v", e.ID, receipts.Of(e.ID, "alice"), rest, err)
 		}
 	}()
 	// The bridge writes the waiting receipt with the claim; it is read
@@ -306,23 +257,23 @@ func TestClaimsStoppedCoordinator(t *testing.T) {
 		return err == nil && len(rs) == 1 && rs[0].Participant == "alice" && rs[0].State == agentbridge.ReceiptQueued &&
 			rs[0].Reason == "waiting for a coordinator serving alice"
 	})
-	for _, r := range receipts.of(e.ID, "alice") {
+	for _, r := range receipts.Of(e.ID, "alice") {
 		if r.State == agentbridge.ReceiptSkipped {
 			t.Errorf("a skipped receipt for alice while she waits: %+v", r)
 		}
 	}
-	laptop.start(bin)
+	laptop.Start()
 	testutil.WaitFor(t, 30*time.Second, "alice's answer once her coordinator is back", func() bool {
 		return th.replies("alice")[e.ID] > 0
 	})
 	testutil.WaitFor(t, 30*time.Second, "alice's receipt to say succeeded", func() bool {
-		rs := receipts.of(e.ID, "alice")
+		rs := receipts.Of(e.ID, "alice")
 		return len(rs) > 0 && rs[len(rs)-1].State == agentbridge.ReceiptSucceeded
 	})
 	if got := th.replies("alice")[e.ID]; got != 1 {
 		t.Errorf("%d replies to the waiting trigger, want 1", got)
 	}
-	if got := laptop.runsOf()[e.ID]; got != 1 {
+	if got := laptop.RunsOf()[e.ID]; got != 1 {
 		t.Errorf("%d runs of the waiting trigger, want 1", got)
 	}
 	if got := th.tagged("unserved"); got != 1 {
@@ -448,36 +399,32 @@ func (p *stallProxy) pipe(dst, src net.Conn) {
 // When the stalled traffic goes through, the late reply is refused with
 // 409 fenced, and the thread holds one reply.
 func TestClaimsPartition(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin, fake := buildCoordBinaries(t)
-	url, person, _ := logServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
-	cl := client.New(url, client.WithToken(person))
-	proxy := newStallProxy(t, strings.TrimPrefix(url, "http://"))
-	a := newMachine(t, cl, proxy.url(), fake, "laptop", "alice")
-	b := newMachine(t, cl, url, fake, "server", "alice")
-	a.start(bin)
+	stack.Heavy(t)
+	s := stack.New(t, bins, "")
+	cl := s.Person
+	proxy := newStallProxy(t, strings.TrimPrefix(s.URL(), "http://"))
+	a := stack.NewMachine(t, cl, proxy.url(), s.Bin, s.Fake, "laptop", "alice")
+	b := s.Machine("server", "alice")
+	a.Start()
 	th := newClaimsThread(t, cl, "alice")
 	// Only the laptop runs when the trigger comes: it holds the claim.
 	e := th.say("alice", "fake:sleep=4s across a partition")
-	testutil.WaitFor(t, 30*time.Second, "the laptop to start the run", func() bool { return a.started(e.ID, "alice") })
+	testutil.WaitFor(t, 30*time.Second, "the laptop to start the run", func() bool { return a.Started(e.ID, "alice") })
 	// The server starts meanwhile: its own record of the trigger ends
 	// elsewhere, the laptop holding the claim.
-	b.start(bin)
+	b.Start()
 	proxy.stall()
 	testutil.WaitFor(t, 60*time.Second, "the server's reply once the laptop's claim lapsed", func() bool {
 		return th.replies("alice")[e.ID] > 0
 	})
 	proxy.release()
 	testutil.WaitFor(t, 60*time.Second, "the laptop's late reply to be fenced", func() bool {
-		return strings.Contains(a.proc.stderr.String(), "another coordinator took this run over")
+		return strings.Contains(a.Proc.Stderr.String(), "another coordinator took this run over")
 	})
 	if got := th.replies("alice")[e.ID]; got != 1 {
 		t.Errorf("%d replies, want 1", got)
 	}
-	if got := b.runsOf()[e.ID]; got != 1 {
+	if got := b.RunsOf()[e.ID]; got != 1 {
 		t.Errorf("the server ran it %d times, want 1", got)
 	}
 }

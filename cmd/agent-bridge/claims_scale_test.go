@@ -17,7 +17,8 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestClaimsTenByTen: one serve and ten coordinator processes (each its
@@ -31,10 +32,7 @@ import (
 // for docs/performance.md. It takes ~16 s on a quiet 2-core machine, so it
 // is part of the default run (skipped with -short, as its siblings are).
 func TestClaimsTenByTen(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary: eleven processes, 1,000 triggers")
-	}
+	stack.Heavy(t)
 	const (
 		nCoords   = 10
 		nAgents   = 10
@@ -122,13 +120,13 @@ func TestClaimsTenByTen(t *testing.T) {
 	perCoord := make([]int, nCoords)
 	lost := 0
 	for i, m := range machines {
-		for id, n := range m.runsOf() {
+		for id, n := range m.RunsOf() {
 			runs[id] += n
 			perCoord[i] += n
 		}
 		lost += counts[i]["elsewhere"]
 		if counts[i]["elsewhere"]+counts[i]["succeeded"] != nTriggers {
-			t.Errorf("%s's records: %v; want %d, each succeeded or elsewhere", m.id, counts[i], nTriggers)
+			t.Errorf("%s's records: %v; want %d, each succeeded or elsewhere", m.ID, counts[i], nTriggers)
 		}
 	}
 	for i, id := range triggers {
@@ -151,7 +149,7 @@ func TestClaimsTenByTen(t *testing.T) {
 // claim_ttl_s: with many processes on two cores a heartbeat may come
 // late, and a lapse would re-run a trigger its holder ran (the reply still
 // once, fenced), which is not what the load tests measure.
-func loadMachines(t *testing.T, bin, fake string, urls []string, persons []*client.Client, n, nAgents int) ([]string, []*machine) {
+func loadMachines(t *testing.T, bin, fake string, urls []string, persons []*client.Client, n, nAgents int) ([]string, []*stack.Machine) {
 	t.Helper()
 	agents := make([]string, nAgents)
 	entries := map[string]any{}
@@ -159,13 +157,13 @@ func loadMachines(t *testing.T, bin, fake string, urls []string, persons []*clie
 		agents[i] = fmt.Sprintf("agent%d", i)
 		entries[agents[i]] = map[string]any{"command": []string{fake}, "client": "fake-" + agents[i]}
 	}
-	machines := make([]*machine, n)
+	machines := make([]*stack.Machine, n)
 	for i := range machines {
-		m := newMachine(t, persons[i%len(persons)], urls[i%len(urls)], fake, fmt.Sprintf("m%d", i), agents...)
-		m.set("agents", entries)
-		m.set("max_invocations_per_minute", 1000000)
-		m.set("claim_ttl_s", 30)
-		m.start(bin)
+		m := stack.NewMachine(t, persons[i%len(persons)], urls[i%len(urls)], bin, fake, fmt.Sprintf("m%d", i), agents...)
+		m.Set("agents", entries)
+		m.Set("max_invocations_per_minute", 1000000)
+		m.Set("claim_ttl_s", 30)
+		m.Start()
 		machines[i] = m
 	}
 	return agents, machines
@@ -173,9 +171,9 @@ func loadMachines(t *testing.T, bin, fake string, urls []string, persons []*clie
 
 // statusCounts counts machine m's invocation records by status (and in
 // all, as "total"), from its status API.
-func statusCounts(t *testing.T, m *machine, token string) map[string]int {
+func statusCounts(t *testing.T, m *stack.Machine, token string) map[string]int {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, m.statusURL+"/invocations?limit="+strconv.Itoa(agentbridge.MaxEventsLimit), nil)
+	req, _ := http.NewRequest(http.MethodGet, m.StatusURL+"/invocations?limit="+strconv.Itoa(agentbridge.MaxEventsLimit), nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -9,7 +9,8 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestClaimsRealServe claims a run at a real `serve` as a user's two
@@ -19,15 +20,12 @@ import (
 // and started again on the same file: the claim is in the store, so the
 // late reply is still refused.
 func TestClaimsRealServe(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin := buildServeBinary(t)
 	db := filepath.Join(t.TempDir(), "data", "bridge.db")
 	p := startServe(t, bin, db)
 	ctx := t.Context()
-	c := client.New(p.url, client.WithToken(p.token))
+	c := client.New(p.URL, client.WithToken(p.Token))
 	if _, err := c.CreateThread(ctx, agentbridge.CreateThreadRequest{ID: "t1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -70,16 +68,16 @@ func TestClaimsRealServe(t *testing.T) {
 		t.Fatalf("the laptop's late reply: %v, want fenced", err)
 	}
 
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-p.done:
+	case <-p.Done:
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not exit within 20s of SIGTERM")
 	}
 	p2 := startServe(t, bin, db)
-	c2 := client.New(p2.url, client.WithToken(p2.token))
+	c2 := client.New(p2.URL, client.WithToken(p2.Token))
 	if _, err := c2.Append(client.WithClaim(context.Background(), res.Claim.ID, 1), "t1", late, ""); agentbridge.ErrorCode(err) != agentbridge.ECodeFenced {
 		t.Fatalf("the late reply after a restart: %v, want fenced", err)
 	}

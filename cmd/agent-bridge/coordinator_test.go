@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,7 +19,8 @@ import (
 	"github.com/agent-bridge/agent-bridge/bridge"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // coordEnv is the scene of a coordinator test: a bridge in-process, a
@@ -68,24 +67,7 @@ func newCoordEnv(t *testing.T, fake string) *coordEnv {
 
 // setConfig sets key of the coordinator config file at path, before the
 // coordinator starts.
-func setConfig(t testing.TB, path, key string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := map[string]any{}
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg[key] = v
-	if b, err = json.Marshal(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+func setConfig(t testing.TB, path, key string, v any) { stack.SetConfig(t, path, key, v) }
 
 func (e *coordEnv) startBridge(addr string) {
 	e.t.Helper()
@@ -109,71 +91,31 @@ func (e *coordEnv) stopBridge() {
 	e.bridge = nil
 }
 
-// coordProc is a running `agent-bridge coordinator`.
-type coordProc struct {
-	cmd    *exec.Cmd
-	stderr *testutil.Buffer
-	done   chan error
-}
-
 // startCoordProc runs the coordinator binary and waits until its status
 // API says it is following the log.
-func (e *coordEnv) startCoordProc(bin string) *coordProc {
+func (e *coordEnv) startCoordProc(bin string) *stack.Proc {
 	e.t.Helper()
-	cmd := exec.Command(bin, "coordinator", "--config", e.cfgPath, "--state", e.statePath, "--startup-mode", "resume")
-	cmd.Env = append(os.Environ(), "FAKE_ADAPTER_DIR="+e.fakeDir, "BRIDGE_TOKEN=")
-	p := &coordProc{cmd: cmd, stderr: &testutil.Buffer{}, done: make(chan error, 1)}
-	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
-		e.t.Fatalf("start coordinator: %v", err)
-	}
-	go func() { p.done <- cmd.Wait() }()
-	e.t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		if e.t.Failed() {
-			e.t.Logf("coordinator stderr:\n%s", p.stderr.String())
-		}
-	})
-	testutil.WaitFor(e.t, 30*time.Second, "the coordinator to follow the log", func() bool {
-		resp, err := http.Get(e.statusURL + "/healthz")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		var h struct{ Following bool }
-		return json.NewDecoder(resp.Body).Decode(&h) == nil && h.Following
+	p := stack.StartProc(e.t, "coordinator", e.coordCmd(bin))
+	stack.WaitFollowing(e.t, e.statusURL, "the coordinator")
+	return p
+}
+
+// startStandby runs a second coordinator on the env's config and state
+// (a PostgreSQL ledger) and waits until it stands by for the lease.
+func (e *coordEnv) startStandby(bin, name string) *stack.Proc {
+	e.t.Helper()
+	p := stack.StartProc(e.t, name, e.coordCmd(bin))
+	testutil.WaitFor(e.t, 30*time.Second, "the "+name+" to stand by", func() bool {
+		return strings.Contains(p.Stderr.String(), "standby")
 	})
 	return p
 }
 
-// wait waits for the process to exit and returns its exit code.
-func (p *coordProc) wait(t *testing.T) int {
-	t.Helper()
-	select {
-	case err := <-p.done:
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatalf("wait: %v", err)
-		}
-		return 0
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the coordinator did not exit; stderr:\n%s", p.stderr.String())
-		return -1
-	}
-}
-
-// terminate sends SIGTERM and requires a clean exit.
-func (p *coordProc) terminate(t *testing.T) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if code := p.wait(t); code != 0 {
-		t.Errorf("exit code after SIGTERM = %d, want 0; stderr:\n%s", code, p.stderr.String())
-	}
+// coordCmd is the command of a coordinator of the env's config and state.
+func (e *coordEnv) coordCmd(bin string) *exec.Cmd {
+	cmd := exec.Command(bin, "coordinator", "--config", e.cfgPath, "--state", e.statePath, "--startup-mode", "resume")
+	cmd.Env = append(os.Environ(), "FAKE_ADAPTER_DIR="+e.fakeDir, "BRIDGE_TOKEN=")
+	return cmd
 }
 
 func (e *coordEnv) threadWithAlice() string {
@@ -262,19 +204,16 @@ func (e *coordEnv) invocationStatus(trigger string) string {
 // while the adapter runs, restarts it with --startup-mode resume, and
 // requires exactly one reply; then SIGTERM must exit 0.
 func TestCoordinatorKill9ResumeExactlyOnce(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin, fake := buildCoordBinaries(t)
 	e := newCoordEnv(t, fake)
 	p := e.startCoordProc(bin)
 	th := e.threadWithAlice()
 	trig := e.startRun(th, "3s")
-	if err := p.cmd.Process.Kill(); err != nil {
+	if err := p.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	p.wait(t)
+	p.Wait(t)
 	if got := e.replies(th, trig.ID); len(got) != 0 {
 		t.Fatalf("a reply appeared although the coordinator was killed: %+v", got)
 	}
@@ -287,17 +226,14 @@ func TestCoordinatorKill9ResumeExactlyOnce(t *testing.T) {
 	if n := e.runs(trig.ID); n != 2 {
 		t.Errorf("adapter ran %d times, want 2 (killed, then re-run)", n)
 	}
-	p2.terminate(t)
+	p2.Terminate(t)
 }
 
 // TestCoordinatorBridgeRestart stops the bridge while an adapter runs and
 // starts it again on the same address: the reply is delivered once, and
 // the coordinator catches up with what follows.
 func TestCoordinatorBridgeRestart(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin, fake := buildCoordBinaries(t)
 	e := newCoordEnv(t, fake)
 	p := e.startCoordProc(bin)
@@ -329,7 +265,7 @@ func TestCoordinatorBridgeRestart(t *testing.T) {
 			t.Errorf("adapter ran %d times for %q, want 1", n, ev.Text())
 		}
 	}
-	p.terminate(t)
+	p.Terminate(t)
 }
 
 // TestCoordinatorCommandInProcess runs `coordinator` through Main.Run and
@@ -515,23 +451,20 @@ func TestUpCommand(t *testing.T) {
 // Ctrl-C stops them at once, lets the run finish (its reply is posted) and
 // exits 0.
 func TestCoordinatorInterruptSaysWhatItWaitsFor(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin, fake := buildCoordBinaries(t)
 	e := newCoordEnv(t, fake)
 	p := e.startCoordProc(bin)
 	th := e.threadWithAlice()
 	trig := e.startRun(th, "2s")
-	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := p.Cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	if code := p.wait(t); code != 0 {
-		t.Errorf("exit code after SIGINT = %d, want 0; stderr:\n%s", code, p.stderr.String())
+	if code := p.Wait(t); code != 0 {
+		t.Errorf("exit code after SIGINT = %d, want 0; stderr:\n%s", code, p.Stderr.String())
 	}
-	if !strings.Contains(p.stderr.String(), "for 1 running adapter(s) to finish; a second Ctrl-C (or SIGTERM) stops them at once") {
-		t.Errorf("the first Ctrl-C did not say what it waits for; stderr:\n%s", p.stderr.String())
+	if !strings.Contains(p.Stderr.String(), "for 1 running adapter(s) to finish; a second Ctrl-C (or SIGTERM) stops them at once") {
+		t.Errorf("the first Ctrl-C did not say what it waits for; stderr:\n%s", p.Stderr.String())
 	}
 	if got := e.replies(th, trig.ID); len(got) != 1 {
 		t.Errorf("replies = %+v, want the finished run's one", got)

@@ -11,6 +11,7 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
 )
 
 // TestFanoutSendsAReadToken: `invocations` and `why` without
@@ -20,10 +21,7 @@ import (
 // person's token; the same server named with --coordinator-url gets the
 // person's token.
 func TestFanoutSendsAReadToken(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin := buildServeBinary(t)
 	url, person, _ := logServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
 	cl := client.New(url, client.WithToken(person))

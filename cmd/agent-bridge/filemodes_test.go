@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestFilesArePrivate: up, backup and restore run under umask 000, as a
@@ -22,10 +23,7 @@ import (
 // 0644 in a 0755 one: every message and the VAPID private key readable by
 // every user of the machine.
 func TestFilesArePrivate(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin := buildServeBinary(t)
 	dir := t.TempDir()
 	env := []string{"HOME=" + dir, "PATH=/usr/bin:/bin"}

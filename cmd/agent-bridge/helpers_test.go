@@ -17,8 +17,9 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/sqlite"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/testbridge"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testbridge"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // opsMain is a Main with captured output and the given environment (PATH
@@ -88,7 +89,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// testBridge is a real bridge (internal/testbridge) with a client of it.
+// testBridge is a real bridge (internal/testkit/testbridge) with a client of it.
 type testBridge struct{ *testbridge.Bridge }
 
 // startTestBridge starts a bridge that requires no token.
@@ -152,68 +153,37 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bins.dir = dir
+	bins = stack.NewPrograms(dir)
 	code := pg.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// testBins are the programs the real-process tests run, each built at most
-// once per test binary into one folder.
-type testBins struct {
-	dir   string
-	mu    sync.Mutex
-	built map[string]*builtBin
-}
-
-// builtBin is one program of testBins, built on first use.
-type builtBin struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// bins is the package's testBins; TestMain sets its folder.
-var bins = &testBins{built: map[string]*builtBin{}}
-
-// build returns the program pkg (a path below the module root), building
-// it the first time.
-func (b *testBins) build(t *testing.T, pkg string) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs a real program; -short leaves it out")
-	}
-	b.mu.Lock()
-	bb, ok := b.built[pkg]
-	if !ok {
-		bb = &builtBin{}
-		b.built[pkg] = bb
-	}
-	b.mu.Unlock()
-	bb.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		bb.path, bb.err = testutil.GoBuild(ctx, pkg, b.dir, false)
-	})
-	if bb.err != nil {
-		t.Fatalf("build %s: %v", pkg, bb.err)
-	}
-	return bb.path
-}
+// bins are the programs the real-process tests run, each built at most
+// once per test binary into one folder, which TestMain sets.
+var bins *stack.Programs
 
 // buildServeBinary returns the agent-bridge binary.
-func buildServeBinary(t *testing.T) string { return bins.build(t, "./cmd/agent-bridge") }
+func buildServeBinary(t *testing.T) string { return bins.Build(t, stack.AgentBridge) }
 
-// buildFake returns the fake adapter (adapters/internal/fakeadapter).
-func buildFake(t *testing.T) string { return bins.build(t, "./adapters/internal/fakeadapter") }
+// buildFake returns the fake adapter (internal/testkit/fakeadapter).
+func buildFake(t *testing.T) string { return bins.Build(t, stack.FakeAdapter) }
 
 // buildFakeCLI returns the fake claude/codex program
-// (adapters/internal/fakecli).
-func buildFakeCLI(t *testing.T) string { return bins.build(t, "./adapters/internal/fakecli") }
+// (internal/testkit/fakecli).
+func buildFakeCLI(t *testing.T) string { return bins.Build(t, stack.FakeCLI) }
 
 // buildCoordBinaries returns the agent-bridge binary and the fake adapter.
 func buildCoordBinaries(t *testing.T) (bin, fake string) {
 	return buildServeBinary(t), buildFake(t)
+}
+
+// onBothBridges runs test, a heavy multi-machine test (stack.Heavy), with
+// the bridge on a SQLite file and on PostgreSQL.
+func onBothBridges(t *testing.T, test func(*testing.T, *stack.Stack)) {
+	stack.Heavy(t)
+	t.Run("sqlite", func(t *testing.T) { test(t, stack.New(t, bins, "")) })
+	t.Run("postgres", func(t *testing.T) { test(t, stack.New(t, bins, pg.Database(t))) })
 }
 
 // runInProcess runs a daemon command (up, serve, coordinator) through

@@ -2,21 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/pgtest"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/pgtest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestLeaseSurvivesPostgresRestarts restarts the coordinators' PostgreSQL
@@ -28,36 +22,16 @@ import (
 // lease while the old holder still had the status address exited on
 // "address already in use", leaving none.
 func TestLeaseSurvivesPostgresRestarts(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	srv := pgtest.New() // its own: it is restarted
 	t.Cleanup(srv.Stop)
 	bin, fake := buildCoordBinaries(t)
 	e := newCoordEnv(t, fake)
 	e.statePath = srv.Database(t)
 
-	var procs []*coordProc
+	var procs []*stack.Proc
 	procs = append(procs, e.startCoordProc(bin))
-	cmd := exec.Command(bin, "coordinator", "--config", e.cfgPath, "--state", e.statePath, "--startup-mode", "resume")
-	cmd.Env = append(os.Environ(), "FAKE_ADAPTER_DIR="+e.fakeDir, "BRIDGE_TOKEN=")
-	second := &coordProc{cmd: cmd, stderr: &testutil.Buffer{}, done: make(chan error, 1)}
-	cmd.Stderr = second.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { second.done <- cmd.Wait() }()
-	procs = append(procs, second)
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		if t.Failed() || testing.Verbose() {
-			t.Logf("second coordinator stderr:\n%s", second.stderr.String())
-		}
-	})
-	testutil.WaitFor(t, 30*time.Second, "the second coordinator to stand by", func() bool {
-		return strings.Contains(second.stderr.String(), "standby")
-	})
+	procs = append(procs, e.startStandby(bin, "second coordinator"))
 
 	// Load: triggers to alice in four threads, one every 100 ms.
 	var threads []string
@@ -85,37 +59,13 @@ func TestLeaseSurvivesPostgresRestarts(t *testing.T) {
 		}
 	}()
 
-	leases := func() int {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, e.statePath)
-		if err != nil {
-			return -1
-		}
-		defer conn.Close(ctx)
-		var n int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
-			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
-			return -1
-		}
-		return n
-	}
-	following := func() bool {
-		resp, err := http.Get(e.statusURL + "/healthz")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		var h struct{ Following bool }
-		return json.NewDecoder(resp.Body).Decode(&h) == nil && h.Following
-	}
 	alive := func() {
 		t.Helper()
 		for i, p := range procs {
 			select {
-			case err := <-p.done:
+			case err := <-p.Done:
 				close(stop)
-				t.Fatalf("coordinator %d exited (%v); stderr:\n%s", i+1, err, p.stderr.String())
+				t.Fatalf("coordinator %d exited (%v); stderr:\n%s", i+1, err, p.Stderr.String())
 			default:
 			}
 		}
@@ -126,7 +76,7 @@ func TestLeaseSurvivesPostgresRestarts(t *testing.T) {
 		srv.Resume(t)
 		back := time.Now()
 		testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("restart %d: one lease holder following the log", i+1), func() bool {
-			return leases() == 1 && following()
+			return pgtest.AdvisoryLocks(e.statePath) == 1 && stack.Following(e.statusURL)
 		})
 		worst = max(worst, time.Since(back))
 		alive()
@@ -143,27 +93,40 @@ func TestLeaseSurvivesPostgresRestarts(t *testing.T) {
 	for _, th := range threads {
 		last = append(last, e.say(th, "alice", "last"))
 	}
-	for i, ev := range last {
-		testutil.WaitFor(t, 120*time.Second, "the last trigger's reply", func() bool { return len(e.replies(threads[i], ev.ID)) >= 1 })
-	}
-	replies := map[string]int{}
-	for _, th := range threads {
-		evs, err := e.cl.ThreadEvents(context.Background(), agentbridge.ThreadEventsQuery{Thread: th, After: 0})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ev := range evs {
-			if ev.Meta.ReplyTo != "" {
-				replies[ev.Meta.ReplyTo]++
+	// replies counts the replies per trigger in the four threads.
+	replies := func() map[string]int {
+		out := map[string]int{}
+		for _, th := range threads {
+			evs, err := e.cl.ThreadEvents(context.Background(), agentbridge.ThreadEventsQuery{Thread: th, After: 0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range evs {
+				if ev.Meta.ReplyTo != "" {
+					out[ev.Meta.ReplyTo]++
+				}
 			}
 		}
+		return out
 	}
+	// The deadline follows the replies as they come (the backlog of the
+	// load drains first), not one wall time.
+	testutil.WaitProgress(t, 2*time.Minute, "the last trigger's reply in each thread", func() (int, bool) {
+		got := replies()
+		for _, ev := range last {
+			if got[ev.ID] == 0 {
+				return len(got), false
+			}
+		}
+		return len(got), true
+	})
+	got := replies()
 	bad := 0
 	for _, tr := range append(triggers, last...) {
-		if replies[tr.ID] != 1 {
+		if got[tr.ID] != 1 {
 			bad++
 			if bad <= 5 {
-				t.Errorf("trigger %q has %d replies, want 1", tr.Text(), replies[tr.ID])
+				t.Errorf("trigger %q has %d replies, want 1", tr.Text(), got[tr.ID])
 			}
 		}
 	}
@@ -172,6 +135,6 @@ func TestLeaseSurvivesPostgresRestarts(t *testing.T) {
 	}
 	alive()
 	for _, p := range procs {
-		p.terminate(t)
+		p.Terminate(t)
 	}
 }

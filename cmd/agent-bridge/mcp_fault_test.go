@@ -11,7 +11,8 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // rpcLine is one JSON-RPC message the server wrote.
@@ -31,10 +32,7 @@ type rpcLine struct {
 // answered too (contract 6.2). The SDK alone ended the session at the bad
 // line and lost the answer in flight.
 func TestMCPBadLineKeepsServing(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin := buildServeBinary(t)
 	b := startTokenBridge(t, "tok")
 	bc := b.client()

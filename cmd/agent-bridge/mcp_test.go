@@ -16,7 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 func TestMCPUsageErrors(t *testing.T) {
@@ -89,10 +90,7 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 // through every kind of call, a clean exit 0 when the client closes stdin,
 // and a clean exit 0 on SIGTERM in the middle of a wait.
 func TestMCPBinary(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin := buildServeBinary(t)
 	b := startTokenBridge(t, "tok")
 	cs, cmd, stderr := mcpProc(t, bin, b, "claude")

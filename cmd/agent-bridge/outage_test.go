@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,57 +15,18 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/pgtest"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/pgtest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
-// logServe runs `agent-bridge serve` on db, in a folder of its own where
-// it keeps its person token (token), and keeps every stderr line.
+// logServe runs `agent-bridge serve` on db (stack.Serve), in a folder of
+// its own where it keeps its person token (token), and keeps every stderr
+// line.
 func logServe(t *testing.T, bin, db string) (url, token string, logs *testutil.Buffer) {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "BRIDGE_TOKEN=", "BRIDGE_ADDR=", "BRIDGE_DB=")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start serve: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	logs = &testutil.Buffer{}
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			fmt.Fprintln(logs, sc.Text())
-			var line struct {
-				Msg string `json:"msg"`
-				URL string `json:"url"`
-			}
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "agent-bridge serving" {
-				urls <- line.URL
-			}
-		}
-	}()
-	select {
-	case url = <-urls:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("serve did not log its URL within 30 s:\n%s", logs.String())
-	}
-	tokenPath := stateTokenPath(db)
-	if !filepath.IsAbs(tokenPath) {
-		tokenPath = filepath.Join(cmd.Dir, tokenPath)
-	}
-	token, err = readTokenFile(tokenPath)
-	if err != nil {
-		t.Fatalf("serve's person token: %v", err)
-	}
-	return url, token, logs
+	b := stack.Serve(t, bin, db)
+	return b.URL, b.Token, b.Logs
 }
 
 // countLines counts the log lines whose msg starts with prefix.
@@ -93,10 +50,7 @@ func countLines(logs, prefix string) int {
 // ends, the bridge serves again without a restart, and every append it
 // acknowledged is in the log exactly once.
 func TestPostgresOutage(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	// A server of its own, since it is stopped; durable, so that what it
 	// acknowledged survives the crash.
 	srv := pgtest.NewDurable()

@@ -13,7 +13,8 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // partyEnv is a coordEnv whose config has the agents alice and bob, and a
@@ -90,10 +91,7 @@ func (e *coordEnv) partyTally(thread, trigger string) (map[string]int, int) {
 // restart every (trigger, agent, round) ends with exactly one reply, round
 // 2 happens once, and one notice closes each round.
 func TestPartyKill9ExactlyOnce(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin, fake := buildCoordBinaries(t)
 	e, th := partyEnv(t, fake)
 	for _, round := range []int{1, 2} {
@@ -102,10 +100,10 @@ func TestPartyKill9ExactlyOnce(t *testing.T) {
 		testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("round %d to start", round), func() bool {
 			return e.partyRuns(trig.ID, "alice", round) == 1 && e.partyRuns(trig.ID, "bob", round) == 1
 		})
-		if err := p.cmd.Process.Kill(); err != nil {
+		if err := p.Cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		p.wait(t)
+		p.Wait(t)
 		// The killed adapters' groups are killed by the restarted
 		// coordinator; until then they may still be sleeping.
 		p2 := e.startCoordProc(bin)
@@ -123,7 +121,7 @@ func TestPartyKill9ExactlyOnce(t *testing.T) {
 				t.Errorf("killed in round %d: %s ran %d times in round %d, want 1", round, who, n, 3-round)
 			}
 		}
-		p2.terminate(t)
+		p2.Terminate(t)
 	}
 }
 

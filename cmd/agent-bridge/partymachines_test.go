@@ -4,14 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // partyCount is what a party trigger got: replies and error notices per
@@ -59,23 +59,14 @@ func countParty(t *testing.T, cl *client.Client, thread, trigger string) partyCo
 // run by each actor's coordinator and closes once. It runs with the
 // bridge on a SQLite file and on PostgreSQL.
 func TestPartyTwoMachines(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin, fake := buildCoordBinaries(t)
-	t.Run("sqlite", func(t *testing.T) { testPartyTwoMachines(t, bin, fake, filepath.Join(t.TempDir(), "bridge.db")) })
-	t.Run("postgres", func(t *testing.T) { testPartyTwoMachines(t, bin, fake, pg.Database(t)) })
+	onBothBridges(t, testPartyTwoMachines)
 }
 
-func testPartyTwoMachines(t *testing.T, bin, fake, db string) {
-	url, person, _ := logServe(t, bin, db)
-	cl := client.New(url, client.WithToken(person))
+func testPartyTwoMachines(t *testing.T, s *stack.Stack) {
+	cl := s.Person
 	ctx := context.Background()
-	laptop := newMachine(t, cl, url, fake, "laptop", "alice")
-	server := newMachine(t, cl, url, fake, "server", "bob")
-	laptop.start(bin)
-	server.start(bin)
+	ms := s.Machines(nil, "laptop=alice", "server=bob")
+	laptop, server := ms[0], ms[1]
 
 	partyThread := func(name string, agents ...string) string {
 		th, err := cl.CreateThread(ctx, agentbridge.CreateThreadRequest{Name: name})
@@ -112,7 +103,7 @@ func testPartyTwoMachines(t *testing.T, bin, fake, db string) {
 	}
 
 	both := partyThread("party on two machines", "alice", "bob")
-	receipts := followReceipts(t, cl, both)
+	receipts := stack.FollowReceipts(t, cl, both, 0)
 	first := say(both, "what do you both think?")
 	waitNotice(both, first.ID)
 	// A second round closes after the first on both coordinators, which
@@ -145,7 +136,7 @@ func testPartyTwoMachines(t *testing.T, bin, fake, db string) {
 			t.Errorf("%q: notice claims %+v, want one party:done held by the notice's poster", trig.Text(), notice)
 		}
 		for _, p := range []string{"alice", "bob"} {
-			for _, r := range receipts.of(trig.ID, p) {
+			for _, r := range receipts.Of(trig.ID, p) {
 				if r.State == agentbridge.ReceiptSkipped {
 					t.Errorf("%q: a skipped receipt for %s: %+v", trig.Text(), p, r)
 				}
@@ -169,7 +160,7 @@ func testPartyTwoMachines(t *testing.T, bin, fake, db string) {
 	// serving its actor, turns alternate, one scene.closed, one journal
 	// per actor.
 	scene := partyThread("scene on two machines", "alice", "bob")
-	sceneReceipts := followReceipts(t, cl, scene)
+	sceneReceipts := stack.FollowReceipts(t, cl, scene, 0)
 	start, _ := json.Marshal(map[string]any{"scene": map[string]any{"on": true, "actors": []string{"alice", "bob"},
 		"setting": "A small kitchen.", "briefs": map[string]string{"alice": "fake:close=3", "bob": "listen"}}})
 	if _, err := cl.Append(ctx, scene, agentbridge.EventInput{Type: "control", From: "user", Content: json.RawMessage(`{"party":{"on":false}}`)}, ""); err != nil {
@@ -206,14 +197,12 @@ func testPartyTwoMachines(t *testing.T, bin, fake, db string) {
 	if fmt.Sprint(speeches) != "[alice>bob#1 bob>alice#2 alice>bob#3 bob>alice#4]" || closed != 1 || journals["alice"] != 1 || journals["bob"] != 1 {
 		t.Errorf("scene: speeches %v, %d scene.closed, journals %v; want four alternating turns, one close, one journal each", speeches, closed, journals)
 	}
-	sceneReceipts.mu.Lock()
-	for _, r := range sceneReceipts.all {
+	for _, r := range sceneReceipts.All() {
 		if r.State == agentbridge.ReceiptSkipped && r.Reason != "in a scene" {
 			t.Errorf("scene: a skipped receipt: %+v", r)
 		}
 	}
-	sceneReceipts.mu.Unlock()
 
-	laptop.proc.terminate(t)
-	server.proc.terminate(t)
+	laptop.Proc.Terminate(t)
+	server.Proc.Terminate(t)
 }

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/pgtest"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/pgtest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestTwoCoordinatorsOnePostgresLedger runs one `serve` and two
@@ -34,42 +30,20 @@ import (
 // trigger has exactly one reply, from its addressee, and exactly one run
 // (each machine's fake adapter logs its runs).
 func TestTwoCoordinatorsOnePostgresLedger(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	srv := pgtest.New() // its own: it is restarted
 	t.Cleanup(srv.Stop)
 	ledgerURL := srv.Database(t)
-	bin, fake := buildCoordBinaries(t)
-	url, person, _ := logServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
-	cl := client.New(url, client.WithToken(person))
+	s := stack.New(t, bins, "")
+	cl := s.Person
 	ctx := context.Background()
 
-	laptop := newMachine(t, cl, url, fake, "laptop", "alice")
-	server := newMachine(t, cl, url, fake, "server", "bob")
-	machines := map[string]*machine{"alice": laptop, "bob": server}
-	for _, m := range []*machine{laptop, server} {
-		// Ten triggers a second in one thread: past the default per-thread
-		// rate (30 a minute) the runs would wait for it.
-		b, err := os.ReadFile(m.cfgPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var cfg map[string]any
-		if err := json.Unmarshal(b, &cfg); err != nil {
-			t.Fatal(err)
-		}
-		cfg["max_invocations_per_minute"] = 10000
-		if b, err = json.Marshal(cfg); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(m.cfgPath, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		m.state = ledgerURL
-		m.start(bin)
-	}
+	// Ten triggers a second in one thread: past the default per-thread
+	// rate (30 a minute) the runs would wait for it.
+	s.Ledger = ledgerURL
+	ms := s.Machines(map[string]any{"max_invocations_per_minute": 10000}, "laptop=alice", "server=bob")
+	laptop, server := ms[0], ms[1]
+	machines := map[string]*stack.Machine{"alice": laptop, "bob": server}
 	t.Cleanup(func() {
 		// Runs before the processes are killed: what the database and
 		// the coordinators were doing when the test failed.
@@ -92,9 +66,9 @@ func TestTwoCoordinatorsOnePostgresLedger(t *testing.T) {
 		}
 		defer rows.Close()
 		defer func() {
-			for _, m := range []*machine{laptop, server} {
-				_ = m.proc.cmd.Process.Signal(syscall.SIGQUIT)
-				<-m.proc.done
+			for _, m := range []*stack.Machine{laptop, server} {
+				_ = m.Proc.Cmd.Process.Signal(syscall.SIGQUIT)
+				<-m.Proc.Done
 			}
 		}()
 		for rows.Next() {
@@ -150,20 +124,9 @@ func TestTwoCoordinatorsOnePostgresLedger(t *testing.T) {
 		}
 		return out
 	}
-	answered := func(evs ...agentbridge.Event) func() bool {
-		return func() bool {
-			got := replies()
-			for _, ev := range evs {
-				if len(got[ev.ID]) == 0 {
-					return false
-				}
-			}
-			return true
-		}
-	}
 	// Both answer at once, on one ledger.
 	first := []agentbridge.Event{say("alice", "hi alice"), say("bob", "hi bob")}
-	testutil.WaitFor(t, 30*time.Second, "both coordinators to answer their agent", answered(first...))
+	testutil.WaitProgress(t, 30*time.Second, "both coordinators to answer their agent", answeredCount(replies, first))
 
 	// Load: a trigger every 100 ms, to alice and bob in turn.
 	stop, loaded := make(chan struct{}), make(chan struct{})
@@ -186,39 +149,13 @@ func TestTwoCoordinatorsOnePostgresLedger(t *testing.T) {
 	}()
 	alive := func() {
 		t.Helper()
-		for _, m := range []*machine{laptop, server} {
+		for _, m := range []*stack.Machine{laptop, server} {
 			select {
-			case err := <-m.proc.done:
-				t.Fatalf("coordinator %s exited (%v); stderr:\n%s", m.id, err, m.proc.stderr.String())
+			case err := <-m.Proc.Done:
+				t.Fatalf("coordinator %s exited (%v); stderr:\n%s", m.ID, err, m.Proc.Stderr.String())
 			default:
 			}
 		}
-	}
-	following := func(m *machine) bool {
-		resp, err := http.Get(m.statusURL + "/healthz")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		var h struct{ Following bool }
-		return json.NewDecoder(resp.Body).Decode(&h) == nil && h.Following
-	}
-	// leases counts the advisory locks held on the ledger's database: one
-	// per coordinator id.
-	leases := func() int {
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, ledgerURL)
-		if err != nil {
-			return -1
-		}
-		defer conn.Close(ctx)
-		var n int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
-			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
-			return -1
-		}
-		return n
 	}
 	var worst time.Duration
 	for i := range 10 {
@@ -228,48 +165,49 @@ func TestTwoCoordinatorsOnePostgresLedger(t *testing.T) {
 		// Both hold their lease again and answer a trigger sent after the
 		// restart.
 		after := []agentbridge.Event{say("alice", fmt.Sprintf("after restart %d", i+1)), say("bob", fmt.Sprintf("after restart %d", i+1))}
-		testutil.WaitFor(t, 2*time.Minute, fmt.Sprintf("restart %d: both leases held", i+1), func() bool { return leases() == 2 })
-		testutil.WaitFor(t, 2*time.Minute, fmt.Sprintf("restart %d: both coordinators following", i+1), func() bool {
-			return following(laptop) && following(server)
+		// The deadline follows the restart's steps (each lease taken,
+		// each coordinator following, each reply as the load's backlog
+		// drains), not one wall time: a machine busy with other tests
+		// slows them without failing them.
+		answered := answeredCount(replies, after)
+		testutil.WaitProgress(t, 2*time.Minute, fmt.Sprintf("restart %d: both leases held, both coordinators following and answering", i+1), func() (int, bool) {
+			// One advisory lock per coordinator id: its lease.
+			leases, following := pgtest.AdvisoryLocks(ledgerURL), 0
+			for _, m := range []*stack.Machine{laptop, server} {
+				if m.Following() {
+					following++
+				}
+			}
+			n, done := answered()
+			return n + max(leases, 0) + following, done && leases == 2 && following == 2
 		})
-		testutil.WaitFor(t, 3*time.Minute, fmt.Sprintf("restart %d: both coordinators answering", i+1), answered(after...))
 		worst = max(worst, time.Since(back))
 		alive()
 	}
 	halt()
 	last := []agentbridge.Event{say("alice", "last alice"), say("bob", "last bob")}
-	testutil.WaitFor(t, 120*time.Second, "the last triggers' replies", answered(last...))
+	testutil.WaitProgress(t, 2*time.Minute, "the last triggers' replies", answeredCount(replies, last))
 	mu.Lock()
 	all := append([]agentbridge.Event(nil), triggers...)
 	mu.Unlock()
-	testutil.WaitFor(t, 120*time.Second, "a reply to every trigger", answered(all...))
+	testutil.WaitProgress(t, 2*time.Minute, "a reply to every trigger", answeredCount(replies, all))
 	alive()
 	t.Logf("%d triggers over 10 PostgreSQL restarts; both coordinators held their lease and answered at most %v after it was back", len(all), worst.Round(time.Millisecond))
 
 	runs := map[string]map[string]int{} // trigger → machine → runs
-	for _, m := range []*machine{laptop, server} {
-		f, err := os.Open(filepath.Join(m.fakeDir, "runs.log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
-			if len(fields) == 0 {
-				continue
+	for _, m := range []*stack.Machine{laptop, server} {
+		for trigger, n := range m.RunsOf() {
+			if runs[trigger] == nil {
+				runs[trigger] = map[string]int{}
 			}
-			if runs[fields[0]] == nil {
-				runs[fields[0]] = map[string]int{}
-			}
-			runs[fields[0]][m.id]++
+			runs[trigger][m.ID] += n
 		}
-		f.Close()
 	}
 	got := replies()
 	bad := 0
 	for _, ev := range all {
 		who := ev.To
-		want := machines[who].id
+		want := machines[who].ID
 		ok := len(got[ev.ID]) == 1 && got[ev.ID][who] == 1 && len(runs[ev.ID]) == 1 && runs[ev.ID][want] == 1
 		if !ok {
 			bad++
@@ -281,11 +219,27 @@ func TestTwoCoordinatorsOnePostgresLedger(t *testing.T) {
 	if bad > 0 {
 		t.Errorf("%d of %d triggers were not answered and run exactly once", bad, len(all))
 	}
-	for _, m := range []*machine{laptop, server} {
+	for _, m := range []*stack.Machine{laptop, server} {
 		// Each took its own lease again and never stopped working.
-		if logs := m.proc.stderr.String(); !strings.Contains(logs, "lease: taken again") || strings.Contains(logs, "lost the coordinator lease") {
-			t.Errorf("coordinator %s: want the lease taken again after the restarts and never lost; stderr:\n%s", m.id, logs)
+		if logs := m.Proc.Stderr.String(); !strings.Contains(logs, "lease: taken again") || strings.Contains(logs, "lost the coordinator lease") {
+			t.Errorf("coordinator %s: want the lease taken again after the restarts and never lost; stderr:\n%s", m.ID, logs)
 		}
-		m.proc.terminate(t)
+		m.Proc.Terminate(t)
+	}
+}
+
+// answeredCount is a testutil.WaitProgress step: whether every one of
+// triggers has a reply in replies (per trigger and sender), with the
+// number of triggers of the thread answered so far as its progress, so
+// that a wait behind a backlog follows the backlog's replies.
+func answeredCount(replies func() map[string]map[string]int, triggers []agentbridge.Event) func() (int, bool) {
+	return func() (int, bool) {
+		got := replies()
+		for _, ev := range triggers {
+			if len(got[ev.ID]) == 0 {
+				return len(got), false
+			}
+		}
+		return len(got), true
 	}
 }

@@ -13,8 +13,9 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/pgtest"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/pgtest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestPostgresTwoBridgesFourCoordinators (contract 8.3, issue 45 break
@@ -31,10 +32,7 @@ import (
 // (thread, then claim), and PostgreSQL broke the cycle by failing one of
 // them with "deadlock detected".
 func TestPostgresTwoBridgesFourCoordinators(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary: six processes, 1,000 triggers")
-	}
+	stack.Heavy(t)
 	const (
 		nAgents   = 4
 		nThreads  = 8

@@ -19,8 +19,9 @@ import (
 	"github.com/agent-bridge/agent-bridge/bridge/postgres"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
-	"github.com/agent-bridge/agent-bridge/internal/pgtest"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/pgtest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // pg is the PostgreSQL this package's tests share (one database per test).
@@ -102,14 +103,11 @@ func TestDoctorPostgres(t *testing.T) {
 // writers post through both, see every event exactly once with no gap in
 // gseq (gseq is handed out in commit order, without holes).
 func TestTwoBridgesOneDatabase(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	url := pg.Database(t)
 	bin := buildServeBinary(t)
 	a, b := startServe(t, bin, url), startServe(t, bin, url)
-	ca, cb := client.New(a.url, client.WithToken(a.token)), client.New(b.url, client.WithToken(b.token))
+	ca, cb := client.New(a.URL, client.WithToken(a.Token)), client.New(b.URL, client.WithToken(b.Token))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -283,10 +281,7 @@ func TestTwoBridgesOneDatabase(t *testing.T) {
 // mid-invocation hands the lease over within 10 s, and every (trigger,
 // participant) pair still gets exactly one reply.
 func TestCoordinatorLeaseTakeover(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin, fake := buildCoordBinaries(t)
 	e := newCoordEnv(t, fake)
 	e.statePath = pg.Database(t)
@@ -294,23 +289,7 @@ func TestCoordinatorLeaseTakeover(t *testing.T) {
 
 	// The standby shares config and status address: it binds the address
 	// only once it holds the lease, so "one address" follows the leader.
-	cmd := exec.Command(bin, "coordinator", "--config", e.cfgPath, "--state", e.statePath, "--startup-mode", "resume")
-	cmd.Env = append(os.Environ(), "FAKE_ADAPTER_DIR="+e.fakeDir, "BRIDGE_TOKEN=")
-	standby := &coordProc{cmd: cmd, stderr: &testutil.Buffer{}, done: make(chan error, 1)}
-	cmd.Stderr = standby.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { standby.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("standby stderr:\n%s", standby.stderr.String())
-		}
-	})
-	testutil.WaitFor(t, 30*time.Second, "the second coordinator to stand by", func() bool {
-		return strings.Contains(standby.stderr.String(), "standby")
-	})
+	standby := e.startStandby(bin, "second coordinator")
 
 	th := e.threadWithAlice()
 	var triggers []agentbridge.Event
@@ -318,20 +297,12 @@ func TestCoordinatorLeaseTakeover(t *testing.T) {
 		triggers = append(triggers, e.say(th, "alice", fmt.Sprintf("fake:sleep=2s %d", i)))
 	}
 	testutil.WaitFor(t, 30*time.Second, "the first adapter run", func() bool { return e.runs(triggers[0].ID) == 1 })
-	if err := leader.cmd.Process.Kill(); err != nil {
+	if err := leader.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	leader.wait(t)
+	leader.Wait(t)
 	killed := time.Now()
-	testutil.WaitFor(t, 10*time.Second, "the standby to take over and follow the log", func() bool {
-		resp, err := http.Get(e.statusURL + "/healthz")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		var h struct{ Following bool }
-		return json.NewDecoder(resp.Body).Decode(&h) == nil && h.Following
-	})
+	testutil.WaitFor(t, 10*time.Second, "the standby to take over and follow the log", func() bool { return stack.Following(e.statusURL) })
 	t.Logf("takeover after %v", time.Since(killed).Round(time.Millisecond))
 	for _, trig := range triggers {
 		testutil.WaitFor(t, 60*time.Second, "a reply to "+trig.ID, func() bool { return len(e.replies(th, trig.ID)) >= 1 })
@@ -350,7 +321,7 @@ func TestCoordinatorLeaseTakeover(t *testing.T) {
 			t.Errorf("trigger %s: replies %+v, want exactly one from alice", trig.ID, got)
 		}
 	}
-	standby.terminate(t)
+	standby.Terminate(t)
 }
 
 // TestPostgresLogEpoch runs real `serve` processes on a real PostgreSQL
@@ -360,19 +331,16 @@ func TestCoordinatorLeaseTakeover(t *testing.T) {
 // is the dump's last gseq, so a coordinator that read past it knows to go
 // back there (docs/delivery.md, "After a restore").
 func TestPostgresLogEpoch(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	url := pg.Database(t)
 	binDir, err := pgtest.BinDir()
 	if err != nil {
 		t.Skip(err)
 	}
 	bin := buildServeBinary(t)
-	ping := func(p *serveProc) agentbridge.LogEpoch {
+	ping := func(p *stack.Bridge) agentbridge.LogEpoch {
 		t.Helper()
-		info, err := client.New(p.url).Ping(t.Context())
+		info, err := client.New(p.URL).Ping(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -381,16 +349,16 @@ func TestPostgresLogEpoch(t *testing.T) {
 		}
 		return *info.Epoch
 	}
-	stop := func(p *serveProc) {
+	stop := func(p *stack.Bridge) {
 		t.Helper()
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		if err := <-p.done; err != nil {
+		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+		if err := <-p.Done; err != nil {
 			t.Fatalf("serve exited with %v", err)
 		}
 	}
-	post := func(p *serveProc, n int) int64 {
+	post := func(p *stack.Bridge, n int) int64 {
 		t.Helper()
-		cl := client.New(p.url, client.WithToken(p.token))
+		cl := client.New(p.URL, client.WithToken(p.Token))
 		var last agentbridge.Event
 		for i := range n {
 			if last, err = cl.Append(t.Context(), "epoch", agentbridge.EventInput{From: "user", Content: json.RawMessage(fmt.Sprintf(`"m%d"`, i))}, ""); err != nil {
@@ -405,7 +373,7 @@ func TestPostgresLogEpoch(t *testing.T) {
 	if first.Base != 0 {
 		t.Errorf("a new database's epoch has base %d, want 0", first.Base)
 	}
-	if _, err := client.New(p.url, client.WithToken(p.token)).CreateThread(t.Context(), agentbridge.CreateThreadRequest{ID: "epoch"}); err != nil {
+	if _, err := client.New(p.URL, client.WithToken(p.Token)).CreateThread(t.Context(), agentbridge.CreateThreadRequest{ID: "epoch"}); err != nil {
 		t.Fatal(err)
 	}
 	dumped := post(p, 3)
@@ -445,15 +413,12 @@ func TestPostgresLogEpoch(t *testing.T) {
 // redeemed through the other, whose login cookie then works on both, and
 // is used up for both.
 func TestPairAcrossBridges(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	url := pg.Database(t)
 	bin := buildServeBinary(t)
 	a, b := startServe(t, bin, url), startServe(t, bin, url)
 	pair := exec.Command(bin, "pair", "--name", "phone")
-	pair.Env = append(os.Environ(), "BRIDGE_URL="+a.url, "BRIDGE_TOKEN="+a.token)
+	pair.Env = append(os.Environ(), "BRIDGE_URL="+a.URL, "BRIDGE_TOKEN="+a.Token)
 	out, err := pair.CombinedOutput()
 	if err != nil {
 		t.Fatalf("agent-bridge pair: %v\n%s", err, out)
@@ -462,9 +427,9 @@ func TestPairAcrossBridges(t *testing.T) {
 	if m == nil {
 		t.Fatalf("agent-bridge pair printed no link:\n%s", out)
 	}
-	redeem := func(p *serveProc) *http.Response {
+	redeem := func(p *stack.Bridge) *http.Response {
 		t.Helper()
-		resp, err := http.Post(p.url+"/auth/pair/redeem", "application/json", strings.NewReader(`{"code":"`+string(m[1])+`"}`))
+		resp, err := http.Post(p.URL+"/auth/pair/redeem", "application/json", strings.NewReader(`{"code":"`+string(m[1])+`"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -476,8 +441,8 @@ func TestPairAcrossBridges(t *testing.T) {
 		t.Fatalf("the link made through one bridge, redeemed through the other: %s, cookies %v", resp.Status, resp.Cookies())
 	}
 	cookie := resp.Cookies()[0]
-	for _, p := range []*serveProc{a, b} {
-		req, _ := http.NewRequest("GET", p.url+"/threads", nil)
+	for _, p := range []*stack.Bridge{a, b} {
+		req, _ := http.NewRequest("GET", p.URL+"/threads", nil)
 		req.AddCookie(cookie)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -485,15 +450,15 @@ func TestPairAcrossBridges(t *testing.T) {
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			t.Errorf("the paired device's cookie on %s: %s", p.url, resp.Status)
+			t.Errorf("the paired device's cookie on %s: %s", p.URL, resp.Status)
 		}
 	}
-	for _, p := range []*serveProc{a, b} {
+	for _, p := range []*stack.Bridge{a, b} {
 		if resp := redeem(p); resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("the used link redeemed again through %s: %s, want 401", p.url, resp.Status)
+			t.Errorf("the used link redeemed again through %s: %s, want 401", p.URL, resp.Status)
 		}
 	}
-	devices, err := client.New(b.url, client.WithToken(b.token)).Devices(t.Context())
+	devices, err := client.New(b.URL, client.WithToken(b.Token)).Devices(t.Context())
 	if err != nil || len(devices) != 1 || devices[0].Name != "phone" {
 		t.Errorf("devices through the other bridge: %+v, %v; want the phone", devices, err)
 	}

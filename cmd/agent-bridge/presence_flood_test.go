@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
 )
 
 // TestPresenceFlood is the flood against a real serve: 300
@@ -19,17 +21,14 @@ import (
 // too_many_presence); serve's resident memory stays under 100 MiB all
 // through, and one GET of the thread's presence stays small.
 func TestPresenceFlood(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	const limitMiB = 100
 	bin := buildServeBinary(t)
 	p := startServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"), "--open")
 	c := &http.Client{Timeout: 30 * time.Second}
 	post := func(path, body string) int {
 		t.Helper()
-		resp, err := c.Post(p.url+path, "application/json", strings.NewReader(body))
+		resp, err := c.Post(p.URL+path, "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +38,7 @@ func TestPresenceFlood(t *testing.T) {
 	}
 	maxRSS := 0
 	sample := func() {
-		if kb := vmRSSKiB(t, p.cmd.Process.Pid); kb > maxRSS {
+		if kb := vmRSSKiB(t, p.Cmd.Process.Pid); kb > maxRSS {
 			maxRSS = kb
 		}
 	}
@@ -74,7 +73,7 @@ func TestPresenceFlood(t *testing.T) {
 	if accepted != 256 {
 		t.Fatalf("%d of 300 participants were accepted, want the thread's 256", accepted)
 	}
-	resp, err := c.Get(p.url + "/threads/flood/presence")
+	resp, err := c.Get(p.URL + "/threads/flood/presence")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,13 +19,14 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/fakepush"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakepush"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // pushServe starts serve with a bridge config whose "notify" is notify,
 // and a thread t1.
-func pushServe(t *testing.T, notify map[string]any) *serveProc {
+func pushServe(t *testing.T, notify map[string]any) *stack.Bridge {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "bridge.json")
@@ -34,7 +35,7 @@ func pushServe(t *testing.T, notify map[string]any) *serveProc {
 		t.Fatal(err)
 	}
 	p := startServe(t, buildServeBinary(t), filepath.Join(dir, "data", "bridge.db"), "--bridge-config", cfg)
-	if _, err := client.New(p.url, client.WithToken(p.token)).CreateThread(t.Context(), agentbridge.CreateThreadRequest{ID: "t1"}); err != nil {
+	if _, err := client.New(p.URL, client.WithToken(p.Token)).CreateThread(t.Context(), agentbridge.CreateThreadRequest{ID: "t1"}); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -63,13 +64,13 @@ func pushCall(t *testing.T, method, url, token, body string) (int, string) {
 
 // pairPhone pairs a device named name as its page does and returns the
 // device's own token (its login cookie).
-func pairPhone(t *testing.T, p *serveProc, name string) string {
+func pairPhone(t *testing.T, p *stack.Bridge, name string) string {
 	t.Helper()
-	link, err := client.New(p.url, client.WithToken(p.token)).Pair(t.Context(), name)
+	link, err := client.New(p.URL, client.WithToken(p.Token)).Pair(t.Context(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post(p.url+"/auth/pair/redeem", "application/json", strings.NewReader(`{"code":"`+link.Code+`"}`))
+	resp, err := http.Post(p.URL+"/auth/pair/redeem", "application/json", strings.NewReader(`{"code":"`+link.Code+`"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,10 +91,10 @@ func subscribeBody(endpoint, p256dh, auth, device string) string {
 
 // askPermission posts a coordinator's permission request in t1, which
 // every device that chose "permission" is pushed.
-func askPermission(t *testing.T, p *serveProc) {
+func askPermission(t *testing.T, p *stack.Bridge) {
 	t.Helper()
 	const request = `{"from":"coordinator","to":"user","content":"fake-acp asks permission to run Write file (edit).","meta":{"via":"coordinator","tags":["coordinator","permission"],"participant":"fake-acp","permission":{"invocation":7,"tool_call":{"title":"Write file","kind":"edit"},"options":[{"id":"allow","name":"Allow","kind":"allow_once"}]}}}`
-	if st, body := pushCall(t, "POST", p.url+"/threads/t1/events", p.token, request); st != 200 {
+	if st, body := pushCall(t, "POST", p.URL+"/threads/t1/events", p.Token, request); st != 200 {
 		t.Fatalf("post a permission request: %d %s", st, body)
 	}
 }
@@ -105,10 +106,7 @@ func askPermission(t *testing.T, p *serveProc) {
 // `devices --deliveries` lists each push, and /metrics counts the outcomes
 // and the latency.
 func TestPushOutcomesShown(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	fp := fakepush.Start()
 	defer fp.Close()
 	p := pushServe(t, map[string]any{"allow_private_endpoints": true})
@@ -122,12 +120,12 @@ func TestPushOutcomesShown(t *testing.T) {
 			t.Fatal(err)
 		}
 		fp.SetStatus(sub.Endpoint, phone.status)
-		if st, body := pushCall(t, "POST", p.url+"/push/subscriptions", tok, subscribeBody(sub.Endpoint, sub.P256dh, sub.Auth, phone.name)); st != 200 {
+		if st, body := pushCall(t, "POST", p.URL+"/push/subscriptions", tok, subscribeBody(sub.Endpoint, sub.P256dh, sub.Auth, phone.name)); st != 200 {
 			t.Fatalf("subscribe %s: %d %s", phone.name, st, body)
 		}
 	}
 	askPermission(t, p)
-	c := cli{t: t, env: map[string]string{"BRIDGE_URL": p.url, "BRIDGE_TOKEN": p.token}}
+	c := cli{t: t, env: map[string]string{"BRIDGE_URL": p.URL, "BRIDGE_TOKEN": p.Token}}
 	var out string
 	testutil.WaitFor(t, 30*time.Second, "both pushes' outcomes in devices", func() bool {
 		out = c.ok("devices")
@@ -144,7 +142,7 @@ func TestPushOutcomesShown(t *testing.T) {
 			t.Errorf("devices --deliveries printed\n%s\nwant a line matching %s", long, want)
 		}
 	}
-	_, metrics := pushCall(t, "GET", p.url+"/metrics", p.token, "")
+	_, metrics := pushCall(t, "GET", p.URL+"/metrics", p.Token, "")
 	for _, want := range []string{`agent_bridge_push_deliveries_total{outcome="expired"} 1`, `agent_bridge_push_deliveries_total{outcome="failed"} 1`,
 		`agent_bridge_push_deliveries_total{outcome="sent"} 0`, `agent_bridge_push_latency_seconds_count 2`} {
 		if !strings.Contains(metrics, want) {
@@ -163,10 +161,7 @@ func TestPushOutcomesShown(t *testing.T) {
 // endpoint nor the service behind it gets a byte, and the device's
 // outcome says why.
 func TestPushStaysOutsideTheNetwork(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	var reached atomic.Int64
 	inside := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
 	defer inside.Close()
@@ -188,16 +183,16 @@ func TestPushStaysOutsideTheNetwork(t *testing.T) {
 		"http://127.0.0.1:" + port + "/push", redirect.URL + "/push", "https://169.254.169.254/latest/meta-data/",
 		"https://10.0.0.1/push", "https://100.64.0.1/push", "https://[::1]:" + port + "/push",
 	} {
-		st, body := pushCall(t, "POST", p.url+"/push/subscriptions", phone, subscribeBody(ep, keys.P256dh, keys.Auth, "phone"))
+		st, body := pushCall(t, "POST", p.URL+"/push/subscriptions", phone, subscribeBody(ep, keys.P256dh, keys.Auth, "phone"))
 		if st != http.StatusBadRequest || !strings.Contains(body, `"field":"endpoint"`) {
 			t.Errorf("subscribe %s: %d %s, want 400 on endpoint", ep, st, body)
 		}
 	}
-	if st, body := pushCall(t, "POST", p.url+"/push/subscriptions", phone, subscribeBody("https://localhost:"+port+"/push", keys.P256dh, keys.Auth, "phone")); st != 200 {
+	if st, body := pushCall(t, "POST", p.URL+"/push/subscriptions", phone, subscribeBody("https://localhost:"+port+"/push", keys.P256dh, keys.Auth, "phone")); st != 200 {
 		t.Fatalf("subscribe a name: %d %s", st, body)
 	}
 	askPermission(t, p)
-	c := cli{t: t, env: map[string]string{"BRIDGE_URL": p.url, "BRIDGE_TOKEN": p.token}}
+	c := cli{t: t, env: map[string]string{"BRIDGE_URL": p.URL, "BRIDGE_TOKEN": p.Token}}
 	testutil.WaitFor(t, 30*time.Second, "the refused push's outcome", func() bool {
 		return strings.Contains(c.ok("devices"), "failed: not a public address")
 	})
@@ -220,10 +215,7 @@ func TestPushStaysOutsideTheNetwork(t *testing.T) {
 // subscriptions, the test raises notify.max_subscriptions to 2,001, and
 // makes them from 200 devices of 10 each (the cap per device).
 func TestSlowPushEndpointsDelayNobody(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	const nSlow, perDevice = 2000, agentbridge.MaxPushPerDevice
 	var slowAnswered, slowGot atomic.Int64
 	done := make(chan struct{})
@@ -248,7 +240,7 @@ func TestSlowPushEndpointsDelayNobody(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := pushServe(t, map[string]any{"allow_private_endpoints": true, "max_subscriptions": nSlow + 1})
-	person := client.New(p.url, client.WithToken(p.token))
+	person := client.New(p.URL, client.WithToken(p.Token))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for d := range nSlow / perDevice {
@@ -262,7 +254,7 @@ func TestSlowPushEndpointsDelayNobody(t *testing.T) {
 			}
 			for i := range perDevice {
 				ep := fmt.Sprintf("%s/push/%d-%d", slow.URL, d, i)
-				if st, body := pushCall(t, "POST", p.url+"/push/subscriptions", tok.Secret, subscribeBody(ep, keys.P256dh, keys.Auth, "slow")); st != 200 {
+				if st, body := pushCall(t, "POST", p.URL+"/push/subscriptions", tok.Secret, subscribeBody(ep, keys.P256dh, keys.Auth, "slow")); st != 200 {
 					t.Errorf("slow subscription %d-%d: %d %s", d, i, st, body)
 					return
 				}
@@ -277,10 +269,10 @@ func TestSlowPushEndpointsDelayNobody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, body := pushCall(t, "POST", p.url+"/push/subscriptions", pairPhone(t, p, "phone"), subscribeBody(fast.Endpoint, fast.P256dh, fast.Auth, "phone")); st != 200 {
+	if st, body := pushCall(t, "POST", p.URL+"/push/subscriptions", pairPhone(t, p, "phone"), subscribeBody(fast.Endpoint, fast.P256dh, fast.Auth, "phone")); st != 200 {
 		t.Fatalf("the fast phone's subscription: %d %s", st, body)
 	}
-	cpu0 := procCPU(t, p.cmd.Process.Pid)
+	cpu0 := procCPU(t, p.Cmd.Process.Pid)
 	asked := time.Now()
 	askPermission(t, p)
 	// Before the slow endpoints answer (9 s after each request arrived).
@@ -305,7 +297,7 @@ func TestSlowPushEndpointsDelayNobody(t *testing.T) {
 	// 2,000 took longer than 8 s to leave once.)
 	testutil.WaitFor(t, 2*time.Minute, "every slow endpoint's request", func() bool { return slowGot.Load() == nSlow })
 	t.Logf("the fast phone's push arrived %s after the permission request was posted, with %d slow pushes in flight; serve's CPU for the %d pushes: %s",
-		took.Round(time.Millisecond), slowGot.Load(), nSlow+1, procCPU(t, p.cmd.Process.Pid)-cpu0)
+		took.Round(time.Millisecond), slowGot.Load(), nSlow+1, procCPU(t, p.Cmd.Process.Pid)-cpu0)
 }
 
 // procCPU is the user and system time process pid has used, from

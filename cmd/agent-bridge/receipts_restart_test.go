@@ -9,7 +9,8 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestReceiptAfterRestart stops the coordinator while its adapter runs
@@ -19,28 +20,25 @@ import (
 // the receipt once stayed interrupted with no reply although the re-run
 // succeeded.
 func TestReceiptAfterRestart(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin, fake := buildCoordBinaries(t)
 	for _, tc := range []struct {
 		name string
-		stop func(*testing.T, *coordProc)
+		stop func(*testing.T, *stack.Proc)
 	}{
-		{"SIGTERM", func(t *testing.T, p *coordProc) {
-			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		{"SIGTERM", func(t *testing.T, p *stack.Proc) {
+			if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
-			if code := p.wait(t); code != 0 {
-				t.Fatalf("exit code after SIGTERM = %d; stderr:\n%s", code, p.stderr.String())
+			if code := p.Wait(t); code != 0 {
+				t.Fatalf("exit code after SIGTERM = %d; stderr:\n%s", code, p.Stderr.String())
 			}
 		}},
-		{"SIGKILL", func(t *testing.T, p *coordProc) {
-			if err := p.cmd.Process.Kill(); err != nil {
+		{"SIGKILL", func(t *testing.T, p *stack.Proc) {
+			if err := p.Cmd.Process.Kill(); err != nil {
 				t.Fatal(err)
 			}
-			p.wait(t)
+			p.Wait(t)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,7 +88,7 @@ func TestReceiptAfterRestart(t *testing.T) {
 			if err != nil || len(list) != 1 || list[0].State != agentbridge.ReceiptSucceeded || list[0].Reply != reply.ID {
 				t.Errorf("receipt later = %+v (%v), want succeeded with %s", list, err, reply.ID)
 			}
-			p2.terminate(t)
+			p2.Terminate(t)
 		})
 	}
 }

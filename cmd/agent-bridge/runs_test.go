@@ -16,7 +16,8 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
 	"github.com/agent-bridge/agent-bridge/coordinator/status"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // withBob adds a second agent, bob, to the env's config.
@@ -76,10 +77,7 @@ func (e *coordEnv) invocationFor(trigger string) (status.InvocationResponse, boo
 // the participant's queued run, posts one notice and no reply, and leaves
 // another participant's run alone. invocations show prints the progress.
 func TestCancelRealBinary(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin, fake := buildCoordBinaries(t)
 	e := newCoordEnv(t, fake)
 	e.withBob(fake)
@@ -147,7 +145,7 @@ func TestCancelRealBinary(t *testing.T) {
 	if rows != 2 {
 		t.Errorf("invocations --status cancelled:\n%s", out)
 	}
-	p.terminate(t)
+	p.Terminate(t)
 }
 
 // TestInvocationsFollowAndCancelRace: `invocations show --follow` prints
@@ -155,10 +153,7 @@ func TestCancelRealBinary(t *testing.T) {
 // runs finish (a bounded number of rounds) never let a cancelled run's
 // reply through, with the real binary.
 func TestInvocationsFollowAndCancelRace(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin, fake := buildCoordBinaries(t)
 	e := newCoordEnv(t, fake)
 	p := e.startCoordProc(bin)
@@ -209,7 +204,7 @@ func TestInvocationsFollowAndCancelRace(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d rounds replied before the cancel", replied, rounds)
-	p.terminate(t)
+	p.Terminate(t)
 }
 
 func TestRunDurationAndPlural(t *testing.T) {

@@ -16,7 +16,8 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // sceneEvents returns the thread's speeches, thinking, journal and
@@ -49,10 +50,7 @@ func sceneEvents(t *testing.T, cl *client.Client, thread string) (speeches, thin
 // each spoken once, one thinking per speech, one scene.closed, one
 // journal per actor.
 func TestSceneKill9(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin, fake := buildCoordBinaries(t)
 	e := newCoordEnv(t, fake)
 	cfg := map[string]any{
@@ -87,10 +85,10 @@ func TestSceneKill9(t *testing.T) {
 		sp, _, _, _ := sceneEvents(t, e.cl, th.ID)
 		return len(sp) >= 3
 	})
-	if err := p.cmd.Process.Kill(); err != nil {
+	if err := p.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	p.wait(t)
+	p.Wait(t)
 	p2 := e.startCoordProc(bin)
 	var sp, thinking, journals, closed []agentbridge.Event
 	testutil.WaitFor(t, 60*time.Second, "the scene to close and both journals", func() bool {
@@ -111,17 +109,14 @@ func TestSceneKill9(t *testing.T) {
 	if closed[0].Text() != agentbridge.CloseHardCap {
 		t.Errorf("close reason %q", closed[0].Text())
 	}
-	p2.terminate(t)
+	p2.Terminate(t)
 }
 
 // TestSceneDemo runs docs/scenes.md's worked example against the real
 // binary: `agent-bridge up` with the shipped scene-demo agent, then the
 // doc's commands. The scene must close on its own.
 func TestSceneDemo(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin, _ := buildCoordBinaries(t)
 	root, err := filepath.Abs("../..")
 	if err != nil {

@@ -19,7 +19,7 @@ func searchBridge(t *testing.T) cli {
 		t.Skip("builds and runs the real binary")
 	}
 	p := startServe(t, buildServeBinary(t), filepath.Join(t.TempDir(), "data", "bridge.db"))
-	return cli{t: t, env: map[string]string{"BRIDGE_URL": p.url, "BRIDGE_TOKEN": p.token}}
+	return cli{t: t, env: map[string]string{"BRIDGE_URL": p.URL, "BRIDGE_TOKEN": p.Token}}
 }
 
 // TestSearchCommand: agent-bridge search prints each hit as its thread's

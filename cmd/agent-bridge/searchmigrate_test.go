@@ -18,8 +18,9 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/bridge/postgres"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/storetest"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/storetest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // oldDB is a database of the previous release's schema, as serve's --db
@@ -196,7 +197,7 @@ func testMigrationResumes(t *testing.T, bin string, c storetest.Corpus, build fu
 	// The second serve resumes where the first stopped.
 	var second migrationLog
 	start = time.Now()
-	p := startServeWith(t, bin, db.arg, serveWait{within: 15 * time.Minute, each: second.line})
+	p := stack.ServeWith(t, bin, db.arg, stack.ServeOptions{Within: 15 * time.Minute, Each: second.line})
 	s := second.get()
 	if !s.started || s.from != stopped || s.of != total || !s.complete || s.events != total-stopped {
 		t.Fatalf("the second serve logged %+v; want a start from gseq %d of %d and %d events indexed", s, stopped, total, total-stopped)
@@ -205,7 +206,7 @@ func testMigrationResumes(t *testing.T, bin string, c storetest.Corpus, build fu
 	if n := db.indexed(); n != total {
 		t.Fatalf("the index holds %d events, want %d", n, total)
 	}
-	cl := client.New(p.url, client.WithToken(p.token))
+	cl := client.New(p.URL, client.WithToken(p.Token))
 	for _, q := range []struct {
 		q    string
 		want int
@@ -229,11 +230,11 @@ func testMigrationResumes(t *testing.T, bin string, c storetest.Corpus, build fu
 			t.Errorf("search %q: %d hits, a plain scan finds %d", q.q, got, q.want)
 		}
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-p.done:
+	case err := <-p.Done:
 		if err != nil {
 			t.Errorf("serve after SIGTERM: %v", err)
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,9 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,91 +18,15 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
 )
-
-// serveProc is a running `agent-bridge serve`, and the person token it
-// made in its state folder.
-type serveProc struct {
-	cmd   *exec.Cmd
-	url   string
-	token string
-	done  chan error
-}
 
 // startServe starts serve on a free port with db, in a folder of its own
 // (a postgres:// db keeps its token in ./data/ there), and waits until it
-// logs its URL.
-func startServe(t *testing.T, bin, db string, args ...string) *serveProc {
+// logs its URL (stack.ServeWith).
+func startServe(t *testing.T, bin, db string, args ...string) *stack.Bridge {
 	t.Helper()
-	return startServeWith(t, bin, db, serveWait{}, args...)
-}
-
-// serveWait is how startServeWith waits for serve: up to within (30 s when
-// zero) for its URL, handing each log line to each (when not nil).
-type serveWait struct {
-	within time.Duration
-	each   func(line []byte)
-}
-
-// startServeWith is startServe with w's wait.
-func startServeWith(t *testing.T, bin, db string, w serveWait, args ...string) *serveProc {
-	t.Helper()
-	if w.within == 0 {
-		w.within = 30 * time.Second
-	}
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db}, args...)...)
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "BRIDGE_TOKEN=", "BRIDGE_ADDR=", "BRIDGE_DB=")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start serve: %v", err)
-	}
-	p := &serveProc{cmd: cmd, done: make(chan error, 1)}
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if w.each != nil {
-				w.each(sc.Bytes())
-			}
-			var line struct {
-				Msg string `json:"msg"`
-				URL string `json:"url"`
-			}
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "agent-bridge serving" {
-				urls <- line.URL
-			}
-		}
-		p.done <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-	})
-	select {
-	case p.url = <-urls:
-		if slices.Contains(args, "--open") {
-			break
-		}
-		tok, err := readTokenFile(filepath.Join(cmd.Dir, stateTokenPath(db)))
-		if i := slices.Index(args, "--token-file"); i >= 0 {
-			// The token given; a release before secure-by-default makes none.
-			tok, err = readTokenFile(args[i+1])
-		} else if filepath.IsAbs(stateTokenPath(db)) {
-			tok, err = readTokenFile(stateTokenPath(db))
-		}
-		if err != nil {
-			t.Fatalf("serve's person token: %v", err)
-		}
-		p.token = tok
-	case err := <-p.done:
-		t.Fatalf("serve exited before listening: %v", err)
-	case <-time.After(w.within):
-		t.Fatalf("serve did not log its URL within %v", w.within)
-	}
-	return p
+	return stack.ServeWith(t, bin, db, stack.ServeOptions{Args: args})
 }
 
 // TestServeCrash posts concurrently to a real server, kill -9s it mid-way,
@@ -113,14 +34,11 @@ func startServeWith(t *testing.T, bin, db string, w serveWait, args ...string) *
 // is there exactly once, that nothing is half-written and that seq has no
 // gaps; then SIGTERM must end it with exit code 0.
 func TestServeCrash(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin := buildServeBinary(t)
 	db := filepath.Join(t.TempDir(), "data", "bridge.db")
 	p := startServe(t, bin, db)
-	client := &http.Client{Timeout: 10 * time.Second, Transport: bearer{p.token}}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: bearer{p.Token}}
 	post := func(url, path, body string) (int, error) {
 		resp, err := client.Post(url+path, "application/json", strings.NewReader(body))
 		if err != nil {
@@ -130,7 +48,7 @@ func TestServeCrash(t *testing.T) {
 		_, err = io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode, err
 	}
-	if st, err := post(p.url, "/threads", `{"id":"crash"}`); err != nil || st != 200 {
+	if st, err := post(p.URL, "/threads", `{"id":"crash"}`); err != nil || st != 200 {
 		t.Fatalf("create thread: %d %v", st, err)
 	}
 
@@ -145,11 +63,11 @@ func TestServeCrash(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				st, err := post(p.url, "/threads/crash/events", fmt.Sprintf(`{"from":"user","content":"marker-%d"}`, i))
+				st, err := post(p.URL, "/threads/crash/events", fmt.Sprintf(`{"from":"user","content":"marker-%d"}`, i))
 				if err == nil && st/100 == 2 {
 					acked.Store(fmt.Sprintf("marker-%d", i), true)
 					if nacked.Add(1) == killAfter {
-						killOnce.Do(func() { _ = p.cmd.Process.Signal(syscall.SIGKILL) })
+						killOnce.Do(func() { _ = p.Cmd.Process.Signal(syscall.SIGKILL) })
 					}
 				}
 			}
@@ -161,7 +79,7 @@ func TestServeCrash(t *testing.T) {
 	close(jobs)
 	wg.Wait()
 	select {
-	case <-p.done:
+	case <-p.Done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("server did not die after kill -9")
 	}
@@ -170,10 +88,10 @@ func TestServeCrash(t *testing.T) {
 	}
 
 	p2 := startServe(t, bin, db)
-	if p2.token != p.token {
+	if p2.Token != p.Token {
 		t.Fatal("the restarted serve made another person token")
 	}
-	resp, err := client.Get(p2.url + "/threads/crash/events")
+	resp, err := client.Get(p2.URL + "/threads/crash/events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,11 +132,11 @@ func TestServeCrash(t *testing.T) {
 	}
 	t.Logf("%d acknowledged before kill -9, %d stored, %d lost", nacked.Load(), len(seen), missing)
 
-	if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p2.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-p2.done:
+	case err := <-p2.Done:
 		if err != nil {
 			t.Fatalf("serve after SIGTERM: %v, want exit 0", err)
 		}

@@ -13,7 +13,8 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // cliRig is a coordinator process whose agents are the shipped
@@ -21,7 +22,7 @@ import (
 type cliRig struct {
 	*coordEnv
 	bin    string
-	proc   *coordProc
+	proc   *stack.Proc
 	log    string
 	forget string
 	thread string
@@ -142,10 +143,7 @@ func (r *cliRig) session(participant string) (string, int) {
 // new, a refused session is replaced by the new id the CLI reports, and
 // reset_session starts afresh.
 func TestShippedAdaptersResumeSessions(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	r := newCLIRig(t)
 	for i := range 50 {
 		// To the person: stored, wakes nobody.
@@ -185,10 +183,10 @@ func TestShippedAdaptersResumeSessions(t *testing.T) {
 	}
 
 	// kill -9 and a restart: the session is still there.
-	if err := r.proc.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := r.proc.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	r.proc.wait(t)
+	r.proc.Wait(t)
 	r.proc = r.startCoordProc(r.bin)
 	if a3 := r.turn("claude-a", "after the restart"); resumed(a3[0]) != sa {
 		t.Fatalf("after kill -9 claude-a resumed %q, want %q", resumed(a3[0]), sa)
@@ -236,5 +234,5 @@ func TestShippedAdaptersResumeSessions(t *testing.T) {
 	if s, turns := r.session("claude-a"); s == "" || s == sa || turns != 1 {
 		t.Errorf("after the reset claude-a keeps %q (%d turns), want a new session", s, turns)
 	}
-	r.proc.terminate(t)
+	r.proc.Terminate(t)
 }

@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // withSessions makes alice's adapter act as a CLI that keeps sessions.
@@ -49,10 +50,7 @@ func (e *coordEnv) turn(thread, text string) (string, []byte) {
 // kill -9 of the coordinator, `sessions` lists it, `prompt` renders only
 // what is new for the resumed turn, and `sessions reset` forgets it.
 func TestSessionsRealBinary(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin, fake := buildCoordBinaries(t)
 	e := newCoordEnv(t, fake)
 	e.withSessions()
@@ -61,10 +59,10 @@ func TestSessionsRealBinary(t *testing.T) {
 	first, _ := e.turn(th, "the first question")
 	session := "s-alice-" + first
 
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	p.wait(t)
+	p.Wait(t)
 	p = e.startCoordProc(bin)
 	e.say(th, "user", "a note for the humans")
 	_, payload := e.turn(th, "the second question")
@@ -115,5 +113,5 @@ func TestSessionsRealBinary(t *testing.T) {
 	if out, _, code := e.cli(bin, "sessions", "--coordinator-url", e.statusURL, "--bogus"); code != 2 {
 		t.Errorf("sessions with an unknown flag: exit %d, want 2\n%s", code, out)
 	}
-	p.terminate(t)
+	p.Terminate(t)
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestStatusCommandsSendTheToken runs `up` with BRIDGE_TOKEN set: the

@@ -13,17 +13,15 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestServeTLS runs `serve --tls-cert --tls-key` with a self-signed
 // certificate made here: it answers over HTTPS with HSTS, and the login
 // cookie is Secure.
 func TestServeTLS(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	dir := t.TempDir()
 	certFile, keyFile, pool := testutil.SelfSigned(t, dir)
 	tokenFile := filepath.Join(dir, "token")
@@ -31,12 +29,12 @@ func TestServeTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startServe(t, buildServeBinary(t), filepath.Join(dir, "b.db"), "--tls-cert", certFile, "--tls-key", keyFile, "--token-file", tokenFile)
-	if !strings.HasPrefix(p.url, "https://127.0.0.1:") {
-		t.Fatalf("serve logged %s, want an https URL", p.url)
+	if !strings.HasPrefix(p.URL, "https://127.0.0.1:") {
+		t.Fatalf("serve logged %s, want an https URL", p.URL)
 	}
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
 	defer c.CloseIdleConnections()
-	req, _ := http.NewRequest("POST", p.url+"/auth/login", strings.NewReader(`{"token":"s3cret"}`))
+	req, _ := http.NewRequest("POST", p.URL+"/auth/login", strings.NewReader(`{"token":"s3cret"}`))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
@@ -58,10 +56,7 @@ func TestServeTLS(t *testing.T) {
 // loopback listener, the self-signed certificate being none it can
 // check), so echo answers, as read over HTTPS.
 func TestUpTLS(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin := buildServeBinary(t)
 	dir := t.TempDir()
 	certFile, keyFile, pool := testutil.SelfSigned(t, dir)

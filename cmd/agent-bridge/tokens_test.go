@@ -11,7 +11,8 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestTokensCommands runs tokens add, list and revoke against the real
@@ -19,13 +20,10 @@ import (
 // not post (403, nothing stored), shows in the list without its secret,
 // and is refused (401) once revoked by name.
 func TestTokensCommands(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin := buildServeBinary(t)
 	p := startServe(t, bin, filepath.Join(t.TempDir(), "data", "bridge.db"))
-	person := cli{t: t, env: map[string]string{"BRIDGE_URL": p.url, "BRIDGE_TOKEN": p.token}}
+	person := cli{t: t, env: map[string]string{"BRIDGE_URL": p.URL, "BRIDGE_TOKEN": p.Token}}
 	th := strings.TrimSpace(person.ok("thread", "new", "tokens"))
 
 	secret := strings.TrimSpace(person.ok("tokens", "add", "--scope", "read", "--name", "dashboard"))
@@ -33,10 +31,10 @@ func TestTokensCommands(t *testing.T) {
 		t.Fatalf("tokens add printed %q, want the secret", secret)
 	}
 	list := person.ok("tokens", "list")
-	if !strings.Contains(list, "dashboard") || !strings.Contains(list, "owner") || strings.Contains(list, secret) || strings.Contains(list, p.token) {
+	if !strings.Contains(list, "dashboard") || !strings.Contains(list, "owner") || strings.Contains(list, secret) || strings.Contains(list, p.Token) {
 		t.Errorf("tokens list:\n%s", list)
 	}
-	reader := cli{t: t, env: map[string]string{"BRIDGE_URL": p.url, "BRIDGE_TOKEN": secret}}
+	reader := cli{t: t, env: map[string]string{"BRIDGE_URL": p.URL, "BRIDGE_TOKEN": secret}}
 	reader.ok("thread", "list")
 	// whoami says who each token is: the person writes as user, the read
 	// token as nobody.
@@ -52,7 +50,7 @@ func TestTokensCommands(t *testing.T) {
 	if _, errOut, code := reader.run("tokens", "list"); code == 0 || !strings.Contains(errOut, "Only a person token") {
 		t.Errorf("tokens list with a read token: exit %d, %q", code, errOut)
 	}
-	evs, err := client.New(p.url, client.WithToken(p.token)).ThreadEvents(t.Context(), agentbridge.ThreadEventsQuery{Thread: th, After: -1})
+	evs, err := client.New(p.URL, client.WithToken(p.Token)).ThreadEvents(t.Context(), agentbridge.ThreadEventsQuery{Thread: th, After: -1})
 	if err != nil || len(evs) != 1 {
 		t.Errorf("the thread after the read token's post: %d events, %v; want its thread.created only", len(evs), err)
 	}
@@ -78,7 +76,7 @@ func TestTokensCommands(t *testing.T) {
 	// login-link: the link up prints, for a bridge started with serve.
 	link := strings.TrimSpace(person.ok("login-link"))
 	base, code, ok := strings.Cut(link, "/ui/login#code=")
-	if !ok || base != p.url {
+	if !ok || base != p.URL {
 		t.Fatalf("login-link printed %q", link)
 	}
 	checkLoginLink(t, nil, base, code)
@@ -88,10 +86,7 @@ func TestTokensCommands(t *testing.T) {
 // thread, a message as user, a pause), makes no token file, and says who
 // it takes them as.
 func TestServeOpen(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin := buildServeBinary(t)
 	dir := t.TempDir()
 	p := startServe(t, bin, filepath.Join(dir, "bridge.db"), "--open")
@@ -100,7 +95,7 @@ func TestServeOpen(t *testing.T) {
 		{"/threads/v0/events", `{"from":"user","content":"hello"}`},
 		{"/threads/v0/events", `{"type":"control","from":"user","content":{"pause":{"on":true}}}`},
 	} {
-		resp, err := http.Post(p.url+req.path, "application/json", strings.NewReader(req.body))
+		resp, err := http.Post(p.URL+req.path, "application/json", strings.NewReader(req.body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +104,7 @@ func TestServeOpen(t *testing.T) {
 			t.Errorf("POST %s without a token: %d", req.path, resp.StatusCode)
 		}
 	}
-	resp, err := http.Get(p.url + "/auth/whoami")
+	resp, err := http.Get(p.URL + "/auth/whoami")
 	if err != nil {
 		t.Fatal(err)
 	}

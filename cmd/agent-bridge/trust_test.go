@@ -16,9 +16,10 @@ import (
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/fakepush"
 	"github.com/agent-bridge/agent-bridge/internal/sqlitex"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakepush"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // Trust between machines (contract 8.3, issue 45): the red team's breaks
@@ -28,12 +29,9 @@ import (
 
 // trustStack starts serve on a SQLite file of its own for a test that
 // runs beside the others: the binaries, serve, and the person's client.
-func trustStack(t *testing.T) (bin, fake string, srv *serveProc, db string, person *client.Client) {
+func trustStack(t *testing.T) (bin, fake string, srv *stack.Bridge, db string, person *client.Client) {
 	t.Helper()
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
+	stack.Heavy(t)
 	bin, fake = buildCoordBinaries(t)
 	dir := t.TempDir()
 	db = filepath.Join(dir, "bridge.db")
@@ -44,35 +42,19 @@ func trustStack(t *testing.T) (bin, fake string, srv *serveProc, db string, pers
 		t.Fatal(err)
 	}
 	srv = startServe(t, bin, db, "--bridge-config", cfg)
-	return bin, fake, srv, db, client.New(srv.url, client.WithToken(srv.token))
+	return bin, fake, srv, db, client.New(srv.URL, client.WithToken(srv.Token))
 }
 
 // twoMachines starts coordinators laptop (serving alice) and server
 // (serving bob) against srv, each its own process, and makes a thread
 // with both invited.
-func twoMachines(t *testing.T, bin, fake string, srv *serveProc, person *client.Client) (laptop, server *machine, th *claimsThread) {
+func twoMachines(t *testing.T, bin, fake string, srv *stack.Bridge, person *client.Client) (laptop, server *stack.Machine, th *claimsThread) {
 	t.Helper()
-	laptop = newMachine(t, person, srv.url, fake, "laptop", "alice")
-	server = newMachine(t, person, srv.url, fake, "server", "bob")
-	laptop.start(bin)
-	server.start(bin)
+	laptop = stack.NewMachine(t, person, srv.URL, bin, fake, "laptop", "alice")
+	server = stack.NewMachine(t, person, srv.URL, bin, fake, "server", "bob")
+	laptop.Start()
+	server.Start()
 	return laptop, server, newClaimsThread(t, person, "alice", "bob")
-}
-
-// token is the machine's coordinator token, from its config.
-func (m *machine) token() string {
-	m.t.Helper()
-	b, err := os.ReadFile(m.cfgPath)
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	var cfg struct {
-		BridgeToken string `json:"bridge_token"`
-	}
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		m.t.Fatal(err)
-	}
-	return cfg.BridgeToken
 }
 
 // instanceOf is the instance coordinator id registered with, as the bridge
@@ -151,7 +133,7 @@ func TestTrustClaimsOnlyForRealTriggers(t *testing.T) {
 	bin, fake, srv, db, cl := trustStack(t)
 	laptop, server, th := twoMachines(t, bin, fake, srv, cl)
 	ctx := context.Background()
-	mallory := client.New(srv.url, client.WithToken(laptop.token()))
+	mallory := client.New(srv.URL, client.WithToken(laptop.Token))
 	instance := instanceOf(t, mallory, "laptop")
 
 	bait, err := mallory.Append(ctx, th.id, agentbridge.EventInput{From: "laptop", Content: text("fake:say=ran_on_server")}, "")
@@ -189,7 +171,7 @@ func TestTrustClaimsOnlyForRealTriggers(t *testing.T) {
 		t.Errorf("receipt of the stored claim: %+v %v, want skipped, not a trigger", rc, err)
 	}
 	testutil.WaitFor(t, time.Minute, "bob's reply to the message to him", func() bool { return th.replies("bob")[toBob.ID] == 1 })
-	if n := server.runsOf()[bait.ID]; n != 0 || th.replies("bob")[bait.ID] != 0 {
+	if n := server.RunsOf()[bait.ID]; n != 0 || th.replies("bob")[bait.ID] != 0 {
 		t.Errorf("bob ran %d times on the text nobody addressed to him", n)
 	}
 }
@@ -203,15 +185,15 @@ func TestTrustUnservedNoticeOnce(t *testing.T) {
 	bin, fake, srv, _, cl := trustStack(t)
 	fp := fakepush.Start()
 	t.Cleanup(fp.Close)
-	laptop := newMachine(t, cl, srv.url, fake, "laptop", "alice")
-	laptop.set("pending_ttl_s", 15)
-	laptop.start(bin)
+	laptop := stack.NewMachine(t, cl, srv.URL, bin, fake, "laptop", "alice")
+	laptop.Set("pending_ttl_s", 15)
+	laptop.Start()
 	sub, err := fp.Subscribe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	body := `{"endpoint":"` + sub.Endpoint + `","keys":{"p256dh":"` + sub.P256dh + `","auth":"` + sub.Auth + `"},"device":"phone","categories":{"failed":true}}`
-	if st, b := rawRequest(t, srv.url, srv.token, http.MethodPost, "/push/subscriptions", body); st != 200 {
+	if st, b := rawRequest(t, srv.URL, srv.Token, http.MethodPost, "/push/subscriptions", body); st != 200 {
 		t.Fatalf("subscribe: %d %s", st, b)
 	}
 	th := newClaimsThread(t, cl, "alice", "gemini")
@@ -224,7 +206,7 @@ func TestTrustUnservedNoticeOnce(t *testing.T) {
 			first = e
 		}
 	}
-	mallory := client.New(srv.url, client.WithToken(laptop.token()))
+	mallory := client.New(srv.URL, client.WithToken(laptop.Token))
 	instance := instanceOf(t, mallory, "laptop")
 	for _, p := range []string{"user", "nobody-here"} {
 		_, err := mallory.Claim(ctx, agentbridge.ClaimRequest{ClaimKey: agentbridge.ClaimKey{Thread: th.id, Event: first.ID, Participant: p},
@@ -296,7 +278,7 @@ func TestTrustPoisonedRunsGiveUp(t *testing.T) {
 
 	deep := strings.Repeat(`{"a":`, 9997) + "1" + strings.Repeat("}", 9997)
 	party := newClaimsThread(t, cl, "alice")
-	if st, b := rawRequest(t, srv.url, srv.token, http.MethodPost, "/threads/"+party.id+"/events", `{"from":"user","content":"hi","meta":{"x":`+deep+`}}`); st != 400 || !strings.Contains(b, agentbridge.ECodeTooDeep) {
+	if st, b := rawRequest(t, srv.URL, srv.Token, http.MethodPost, "/threads/"+party.id+"/events", `{"from":"user","content":"hi","meta":{"x":`+deep+`}}`); st != 400 || !strings.Contains(b, agentbridge.ECodeTooDeep) {
 		t.Errorf("a meta nested 9,997 deep: %d %s, want 400 too_deep", st, agentbridge.Clip(b, 200))
 	}
 	if _, err := cl.Append(ctx, party.id, agentbridge.EventInput{Type: agentbridge.TypeControl, From: "user", Content: json.RawMessage(`{"party":{"on":true}}`)}, ""); err != nil {
@@ -313,9 +295,9 @@ func TestTrustPoisonedRunsGiveUp(t *testing.T) {
 		VALUES (?, ?, 'alice', 1, 'fake-alice', 'running', 'old', 'gone', 'old-host', 1, ?, ?)`,
 		party.id, round.ID, time.Now().UnixMilli(), time.Now().UnixMilli())
 
-	laptop := newMachine(t, cl, srv.url, fake, "laptop", "alice")
-	laptop.set("startup_mode", "end")
-	laptop.start(bin)
+	laptop := stack.NewMachine(t, cl, srv.URL, bin, fake, "laptop", "alice")
+	laptop.Set("startup_mode", "end")
+	laptop.Start()
 	testutil.WaitFor(t, 2*time.Minute, "one error notice for the round whose facts are missing", func() bool {
 		return party.tagged("error") == 1
 	})
@@ -325,14 +307,14 @@ func TestTrustPoisonedRunsGiveUp(t *testing.T) {
 		return party.replies("alice")[next.ID] == 1 && poisoned.replies("alice")[deepNext.ID] == 1
 	})
 	// A restart neither runs the poisoned run again nor blocks the queue.
-	laptop.stop()
-	laptop.start(bin)
+	laptop.Stop()
+	laptop.Start()
 	after := party.say("alice", "after a restart?")
 	testutil.WaitFor(t, 2*time.Minute, "alice's reply after the restart", func() bool { return party.replies("alice")[after.ID] == 1 })
 	if n := party.tagged("error"); n != 1 {
 		t.Errorf("%d error notices, want 1", n)
 	}
-	if st, b := rawRequest(t, srv.url, srv.token, http.MethodGet, "/threads/"+poisoned.id+"/events", ""); st != 200 || !strings.Contains(b, "nested deeper than 64") {
+	if st, b := rawRequest(t, srv.URL, srv.Token, http.MethodGet, "/threads/"+poisoned.id+"/events", ""); st != 200 || !strings.Contains(b, "nested deeper than 64") {
 		t.Errorf("the deep event's thread: %d, want it served with the deep value noted: %s", st, agentbridge.Clip(b, 300))
 	}
 	tail := runCLIProc(t, bin, srv, "tail", poisoned.id, "--last", "50")
@@ -351,10 +333,10 @@ type cliProc struct {
 
 // runCLIProc runs `agent-bridge args…` against srv with its person token,
 // until the test ends.
-func runCLIProc(t *testing.T, bin string, srv *serveProc, args ...string) *cliProc {
+func runCLIProc(t *testing.T, bin string, srv *stack.Bridge, args ...string) *cliProc {
 	t.Helper()
 	p := &cliProc{cmd: exec.Command(bin, args...), out: &testutil.Buffer{}, err: &testutil.Buffer{}, done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), "BRIDGE_URL="+srv.url, "BRIDGE_TOKEN="+srv.token, "HOME="+t.TempDir())
+	p.cmd.Env = append(os.Environ(), "BRIDGE_URL="+srv.URL, "BRIDGE_TOKEN="+srv.Token, "HOME="+t.TempDir())
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.err
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -412,10 +394,10 @@ func TestTrustRegistrations(t *testing.T) {
 	bin, fake, srv, _, cl := trustStack(t)
 	laptop, _, th := twoMachines(t, bin, fake, srv, cl)
 	ctx := context.Background()
-	mallory := laptop.token()
+	mallory := laptop.Token
 
 	for _, bad := range []string{"server", "user", "all", "All", "bridge", "coordinator"} {
-		if st, code := registerAs(t, srv.url, mallory, "laptop", "", "alice", bad); st != 403 || code != agentbridge.ECodeForbiddenSender {
+		if st, code := registerAs(t, srv.URL, mallory, "laptop", "", "alice", bad); st != 403 || code != agentbridge.ECodeForbiddenSender {
 			t.Errorf("laptop registers %q as its agent: %d %s, want 403 forbidden_sender", bad, st, code)
 		}
 	}
@@ -426,23 +408,23 @@ func TestTrustRegistrations(t *testing.T) {
 	if got := list.Agents["server"]; len(got) != 0 {
 		t.Errorf("coordinators serving \"server\": %v, want none", got)
 	}
-	_, err = client.New(srv.url, client.WithToken(mallory)).Append(ctx, th.id, agentbridge.EventInput{From: "server", Content: text("server is down"),
+	_, err = client.New(srv.URL, client.WithToken(mallory)).Append(ctx, th.id, agentbridge.EventInput{From: "server", Content: text("server is down"),
 		Meta: agentbridge.Meta{Tags: []string{"coordinator", "error"}}}, "")
 	refusedWith(t, "laptop posts as server", err, agentbridge.ECodeForbiddenSender)
 
 	// An allow-list, made with the CLI as a person does.
-	out, errOut, code := runCLI(t, bin, srv.url, srv.token, "tokens", "add", "--scope", "coordinator", "--name", "desk", "--agents", "carol,fake-carol")
+	out, errOut, code := runCLI(t, bin, srv.URL, srv.Token, "tokens", "add", "--scope", "coordinator", "--name", "desk", "--agents", "carol,fake-carol")
 	if code != 0 {
 		t.Fatalf("tokens add --agents: %d %s", code, errOut)
 	}
 	desk := strings.TrimSpace(out)
-	if st, code := registerAs(t, srv.url, desk, "desk", "fake-carol", "carol"); st != 200 {
+	if st, code := registerAs(t, srv.URL, desk, "desk", "fake-carol", "carol"); st != 200 {
 		t.Errorf("desk registers carol: %d %s", st, code)
 	}
-	if st, code := registerAs(t, srv.url, desk, "desk", "", "carol", "dave"); st != 403 || code != agentbridge.ECodeForbiddenSender {
+	if st, code := registerAs(t, srv.URL, desk, "desk", "", "carol", "dave"); st != 403 || code != agentbridge.ECodeForbiddenSender {
 		t.Errorf("desk registers dave, not in its list: %d %s, want 403", st, code)
 	}
-	if st, code := registerAs(t, srv.url, desk, "desk", "claude", "carol"); st != 403 || code != agentbridge.ECodeForbiddenSender {
+	if st, code := registerAs(t, srv.URL, desk, "desk", "claude", "carol"); st != 403 || code != agentbridge.ECodeForbiddenSender {
 		t.Errorf("desk registers carol of client claude: %d %s, want 403", st, code)
 	}
 
@@ -455,25 +437,25 @@ func TestTrustRegistrations(t *testing.T) {
 		return nt.Secret
 	}
 	grow := tok("grow")
-	if st, code := registerAs(t, srv.url, grow, "grow", "", names("a", 65, 4)...); st != 400 || code != agentbridge.ECodeInvalidField {
+	if st, code := registerAs(t, srv.URL, grow, "grow", "", names("a", 65, 4)...); st != 400 || code != agentbridge.ECodeInvalidField {
 		t.Errorf("65 agents: %d %s, want 400 invalid_field", st, code)
 	}
 	for batch := range 4 {
-		if st, code := registerAs(t, srv.url, grow, "grow", "", names(fmt.Sprintf("b%d-", batch), 64, 8)...); st != 200 {
+		if st, code := registerAs(t, srv.URL, grow, "grow", "", names(fmt.Sprintf("b%d-", batch), 64, 8)...); st != 200 {
 			t.Fatalf("batch %d of 64 new names: %d %s", batch, st, code)
 		}
 	}
-	if st, code := registerAs(t, srv.url, grow, "grow", "", names("b4-", 1, 8)...); st != 429 || code != agentbridge.ECodeTooMany {
+	if st, code := registerAs(t, srv.URL, grow, "grow", "", names("b4-", 1, 8)...); st != 429 || code != agentbridge.ECodeTooMany {
 		t.Errorf("the 257th name: %d %s, want 429 too_many", st, code)
 	}
-	if st, code := registerAs(t, srv.url, grow, "grow", "", names("b0-", 64, 8)...); st != 200 {
+	if st, code := registerAs(t, srv.URL, grow, "grow", "", names("b0-", 64, 8)...); st != 200 {
 		t.Errorf("names it registered before: %d %s", st, code)
 	}
 	for i := range 10 - 4 { // laptop, server, desk and grow are four
 		id := fmt.Sprintf("big-%d", i)
 		longest := 0
 		for n := 40; n > 0 && longest == 0; n-- {
-			if st, _ := registerAs(t, srv.url, tok(fmt.Sprintf("%s-%d", id, n)), fmt.Sprintf("%s-%d", id, n), "", names("n", 64, n)...); st == 200 {
+			if st, _ := registerAs(t, srv.URL, tok(fmt.Sprintf("%s-%d", id, n)), fmt.Sprintf("%s-%d", id, n), "", names("n", 64, n)...); st == 200 {
 				longest = n
 			}
 		}
@@ -481,7 +463,7 @@ func TestTrustRegistrations(t *testing.T) {
 			t.Fatalf("%s registers no 64 agents", id)
 		}
 	}
-	st, body := rawRequest(t, srv.url, srv.token, http.MethodGet, "/coordinators", "")
+	st, body := rawRequest(t, srv.URL, srv.Token, http.MethodGet, "/coordinators", "")
 	if st != 200 || len(body) >= 64<<10 {
 		t.Errorf("GET /coordinators: %d, %d bytes, want under 64 KiB", st, len(body))
 	}
@@ -500,12 +482,12 @@ func TestTrustRegistrations(t *testing.T) {
 // last. On main 29,860 tokens were minted in 20 s.
 func TestTrustMintedTokensCapped(t *testing.T) {
 	bin, fake, srv, _, cl := trustStack(t)
-	laptop := newMachine(t, cl, srv.url, fake, "laptop", "alice")
-	laptop.set("max_concurrency", 2)
-	laptop.start(bin)
+	laptop := stack.NewMachine(t, cl, srv.URL, bin, fake, "laptop", "alice")
+	laptop.Set("max_concurrency", 2)
+	laptop.Start()
 	th := newClaimsThread(t, cl, "alice")
 	ctx := context.Background()
-	mallory := client.New(srv.url, client.WithToken(laptop.token()))
+	mallory := client.New(srv.URL, client.WithToken(laptop.Token))
 	limit := agentbridge.AgentTokenCap(2)
 	var minted []string
 	var err error
@@ -531,7 +513,7 @@ func TestTrustMintedTokensCapped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, body := rawRequest(t, srv.url, srv.token, http.MethodGet, "/auth/tokens", "")
+	st, body := rawRequest(t, srv.URL, srv.Token, http.MethodGet, "/auth/tokens", "")
 	var page agentbridge.TokensPage
 	if err := json.Unmarshal([]byte(body), &page); st != 200 || err != nil || len(page.Tokens) != agentbridge.DefaultTokensPage || page.Next == 0 {
 		t.Errorf("GET /auth/tokens: %d, %d tokens, next %d, want a page of %d and a next", st, len(page.Tokens), page.Next, agentbridge.DefaultTokensPage)
@@ -540,7 +522,7 @@ func TestTrustMintedTokensCapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := runCLI(t, bin, srv.url, srv.token, "tokens", "list", "--all", "--json")
+	out, errOut, code := runCLI(t, bin, srv.URL, srv.Token, "tokens", "list", "--all", "--json")
 	var listed []agentbridge.Token
 	if err := json.Unmarshal([]byte(out), &listed); code != 0 || err != nil || len(listed) != len(all) || len(all) < 600 {
 		t.Errorf("tokens list --all: %d %v, %d tokens of %d: %s", code, err, len(listed), len(all), errOut)

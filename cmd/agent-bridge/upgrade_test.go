@@ -14,7 +14,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // previousReleases are the releases an upgrade is tested from, built from
@@ -177,7 +177,7 @@ func testUpgradeKeys(t *testing.T, old, current, db string) {
 		t.Fatal(err)
 	}
 	oldServe := startServe(t, old, db, "--token-file", tokenFile)
-	url := oldServe.url
+	url := oldServe.URL
 	if st, body := pushCall(t, "POST", url+"/threads", person, `{"id":"t1","name":"upgrade"}`); st != 200 {
 		t.Fatalf("create t1: %d %s", st, body)
 	}
@@ -197,10 +197,10 @@ func testUpgradeKeys(t *testing.T, old, current, db string) {
 	if st != 200 {
 		t.Fatalf("the coordinator's reply: %d %s", st, answer)
 	}
-	_ = oldServe.cmd.Process.Signal(os.Interrupt)
-	<-oldServe.done
+	_ = oldServe.Cmd.Process.Signal(os.Interrupt)
+	<-oldServe.Done
 
-	url = startServe(t, current, db, "--token-file", tokenFile).url
+	url = startServe(t, current, db, "--token-file", tokenFile).URL
 	if st, id := keyedPost(t, url, person, "t1", "user-hello-1", hello); st != 200 || id != first {
 		t.Errorf("the person's retry after the upgrade: %d %s, want 200 and the first try's %s", st, id, first)
 	}

@@ -12,20 +12,19 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // inWorkspace gives machine m the workspace "app" on repo, its agents
 // working in it.
-func (m *machine) inWorkspace(fake, repo string, agents ...string) {
-	m.t.Helper()
+func inWorkspace(m *stack.Machine, fake, repo string, agents ...string) {
 	entries := map[string]any{}
 	for _, a := range agents {
 		entries[a] = map[string]any{"command": []string{fake}, "workspace": "app"}
 	}
-	m.set("agents", entries)
-	m.set("workspaces", map[string]any{"app": map[string]any{"repo": repo, "base": "main"}})
+	m.Set("agents", entries)
+	m.Set("workspaces", map[string]any{"app": map[string]any{"repo": repo, "base": "main"}})
 }
 
 // TestWorkspaceCrash: ten kill -9s of the coordinator (a process of its
@@ -35,17 +34,13 @@ func (m *machine) inWorkspace(fake, repo string, agents ...string) {
 // replies, no control's merge is in the repository twice, and git lists
 // no worktree or agent-bridge branch the thread does not account for.
 func TestWorkspaceCrash(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin, fake := buildCoordBinaries(t)
-	url, person, _ := logServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
-	cl := client.New(url, client.WithToken(person))
+	stack.Heavy(t)
+	s := stack.New(t, bins, "")
+	cl := s.Person
 	repo := testutil.GitRepo(t, map[string]string{"README": "app\n"})
-	m := newMachine(t, cl, url, fake, "laptop", "alice")
-	m.inWorkspace(fake, repo, "alice")
-	m.start(bin)
+	m := s.Machine("laptop", "alice")
+	inWorkspace(m, s.Fake, repo, "alice")
+	m.Start()
 	th := newClaimsThread(t, cl, "alice")
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 39))
 	var triggers, merges []agentbridge.Event
@@ -59,11 +54,8 @@ func TestWorkspaceCrash(t *testing.T) {
 			merges = append(merges, e)
 		}
 		time.Sleep(time.Duration(rng.IntN(700)) * time.Millisecond) // a random point of the run or the merge
-		if err := m.proc.cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		<-m.proc.done
-		m.start(bin)
+		m.Kill()
+		m.Start()
 		// Each step is answered before the next, so that a merge finds
 		// the change it merges.
 		testutil.WaitFor(t, 60*time.Second, "the answer to step "+e.ID, func() bool {
@@ -123,7 +115,7 @@ func TestWorkspaceCrash(t *testing.T) {
 	testutil.WaitFor(t, 60*time.Second, fmt.Sprintf("git and the state folder to hold no worktree or agent-bridge branch beyond the thread's %d open change(s)", open), func() bool {
 		wts := strings.Count(testutil.Git(t, repo, "worktree", "list"), "\n") // lines after the repository's own
 		branches := testutil.Git(t, repo, "branch", "--list", "agent-bridge/*")
-		entries, _ := os.ReadDir(filepath.Join(m.dir, "state", "worktrees", th.id))
+		entries, _ := os.ReadDir(filepath.Join(m.Dir, "state", "worktrees", th.id))
 		return wts <= open && (branches != "") == (open > 0) && len(entries) <= open
 	})
 }
@@ -166,20 +158,16 @@ func (c *claimsThread) control(ctl map[string]any) agentbridge.Event {
 // (the laptop does not claim it, and the bridge would refuse it), each
 // answered once with its change.
 func TestWorkspaceOnOneMachine(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin, fake := buildCoordBinaries(t)
-	url, person, _ := logServe(t, bin, filepath.Join(t.TempDir(), "bridge.db"))
-	cl := client.New(url, client.WithToken(person))
+	stack.Heavy(t)
+	s := stack.New(t, bins, "")
+	cl := s.Person
 	repo := testutil.GitRepo(t, map[string]string{"README": "app\n"})
-	laptop := newMachine(t, cl, url, fake, "laptop", "alice")
-	server := newMachine(t, cl, url, fake, "server", "alice")
-	server.inWorkspace(fake, repo)
-	server.set("agents", map[string]any{"alice": map[string]any{"command": []string{fake}}})
-	laptop.start(bin)
-	server.start(bin)
+	laptop := s.Machine("laptop", "alice")
+	server := s.Machine("server", "alice")
+	inWorkspace(server, s.Fake, repo)
+	server.Set("agents", stack.FakeAgents(s.Fake, "alice"))
+	laptop.Start()
+	server.Start()
 	th := newClaimsThread(t, cl, "alice")
 	th.control(map[string]any{"workspace": map[string]any{"name": "app"}})
 	var triggers []agentbridge.Event
@@ -196,8 +184,8 @@ func TestWorkspaceOnOneMachine(t *testing.T) {
 		if ch, ok := agentbridge.ChangeOf(answers[0]); !ok || ch.Workspace != "app" {
 			t.Errorf("%s: the answer %q carries no change in app", e.ID, answers[0].Text())
 		}
-		if laptop.started(e.ID, "alice") || !server.started(e.ID, "alice") {
-			t.Errorf("%s ran on the laptop (%v) or not on the server (%v)", e.ID, laptop.started(e.ID, "alice"), server.started(e.ID, "alice"))
+		if laptop.Started(e.ID, "alice") || !server.Started(e.ID, "alice") {
+			t.Errorf("%s ran on the laptop (%v) or not on the server (%v)", e.ID, laptop.Started(e.ID, "alice"), server.Started(e.ID, "alice"))
 		}
 	}
 }

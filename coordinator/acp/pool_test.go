@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/coordinator/acp"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/stack"
 )
 
 // fakeACPBin is the project's fake ACP agent, built once by TestMain.
@@ -28,10 +28,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fakeACPBin = filepath.Join(dir, "fakeacp")
-	out, err := exec.Command("go", "build", "-o", fakeACPBin, "github.com/agent-bridge/agent-bridge/coordinator/internal/fakeacp").CombinedOutput()
+	fakeACPBin, err = stack.NewPrograms(dir).Path(context.Background(), stack.FakeACP)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "build fakeacp: %v\n%s", err, out)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()

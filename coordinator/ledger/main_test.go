@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agent-bridge/agent-bridge/internal/pgtest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/pgtest"
 )
 
 // dialectEnv makes the test binary run every ledger test on PostgreSQL:

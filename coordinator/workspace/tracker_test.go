@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestTrackerStagesWhatChanged: a worktree watched by a Tracker, changed

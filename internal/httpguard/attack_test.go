@@ -17,7 +17,7 @@ import (
 	"github.com/agent-bridge/agent-bridge/coordinator"
 	"github.com/agent-bridge/agent-bridge/coordinator/config"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 const token = "s3cret-token"
@@ -55,7 +55,7 @@ func startStack(t *testing.T, o stackOptions) *stack {
 		t.Fatal(err)
 	}
 	srv, err := bridge.NewServer(st, bridge.Options{
-		Addr: "127.0.0.1:0", Token: token, Logger: quiet, UI: ui.Handler(),
+		Addr: "127.0.0.1:0", Token: token, Logger: quiet, UI: ui.NewHandler(ui.Options{}),
 		RequestTimeout: o.requestTimeout, MaxStreams: o.maxStreams, KeepAlive: o.keepAlive,
 	})
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // slowRequest opens a connection to base and sends the headers of a

@@ -12,7 +12,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx"
 
 	"github.com/agent-bridge/agent-bridge/internal/migration"
-	"github.com/agent-bridge/agent-bridge/internal/pgtest"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/pgtest"
 )
 
 var srv = pgtest.New()

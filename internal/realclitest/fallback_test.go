@@ -8,8 +8,8 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakemodel"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // When an agent cannot answer (contract 8.5), with the real CLIs: claude

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/agent-bridge/agent-bridge/client"
-	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakemodel"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // pageBlock is one shell block of a docs page: the machine whose terminal

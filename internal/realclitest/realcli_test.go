@@ -14,8 +14,8 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakemodel"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // replyTimeout bounds one turn of a real CLI against the instant fake

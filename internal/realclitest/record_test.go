@@ -11,7 +11,7 @@ import (
 	"time"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakemodel"
 )
 
 var record = flag.Bool("record", false, "re-record adapters/testdata/cli from the installed CLIs (TestRecordFixtures)")

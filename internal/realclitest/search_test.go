@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakemodel"
 )
 
 // The real claude, run by the coordinator for a question in one thread,

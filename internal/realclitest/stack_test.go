@@ -21,8 +21,9 @@ import (
 	"github.com/agent-bridge/agent-bridge/adapters"
 	"github.com/agent-bridge/agent-bridge/client"
 	"github.com/agent-bridge/agent-bridge/coordinator/ledger"
-	"github.com/agent-bridge/agent-bridge/internal/fakemodel"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakemodel"
+	kit "github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // envCLIBin names the folder holding the claude and codex programs
@@ -70,7 +71,7 @@ func runMain(m *testing.M) int {
 		defer os.RemoveAll(dir)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		if bin, err = testutil.GoBuild(ctx, "./cmd/agent-bridge", dir, false); err != nil {
+		if bin, err = kit.NewPrograms(dir).Path(ctx, kit.AgentBridge); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -288,21 +289,13 @@ func newStackWith(t testing.TB, coordToken bool, agents ...*agent) *stack {
 func newStackEdit(t testing.TB, coordToken bool, edit func(cfg map[string]any), agents ...*agent) *stack {
 	t.Helper()
 	s := &stack{t: t, dir: t.TempDir(), agents: agents}
-	bridgeAddr, statusAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
-	s.bridgeURL, s.statusURL = "http://"+bridgeAddr, "http://"+statusAddr
-	startProc(t, "serve", nil, "serve", "--addr", bridgeAddr, "--db", filepath.Join(s.dir, "bridge.db"))
-	testutil.WaitFor(t, 30*time.Second, "the bridge to answer", func() bool {
-		_, err := client.New(s.bridgeURL).Ping(t.Context())
-		return err == nil
-	})
-	// The person token serve made next to its database, for the test's
+	statusAddr := testutil.FreeAddr(t)
+	s.statusURL = "http://" + statusAddr
+	// serve makes the person token next to its database, for the test's
 	// client and, as bridge_token, the coordinator (its status API then
 	// asks for it too).
-	token, err := os.ReadFile(filepath.Join(s.dir, "token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.token = strings.TrimSpace(string(token))
+	br := kit.Serve(t, bin, filepath.Join(s.dir, "bridge.db"))
+	s.bridgeURL, s.token = br.URL, br.Token
 	s.cl = client.New(s.bridgeURL, client.WithToken(s.token))
 	bridgeToken, coordEnv := s.token, []string(nil)
 	if coordToken {

@@ -10,9 +10,14 @@ import (
 	"github.com/agent-bridge/agent-bridge/internal/migration"
 )
 
+// rowQuerier reads one row: a pool (*sql.DB) or a transaction (*sql.Tx).
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 // SchemaVersion returns the database's schema version (PRAGMA user_version;
-// 0 for a new file).
-func SchemaVersion(ctx context.Context, db *sql.DB) (int, error) {
+// 0 for a new file), read through a pool or in a transaction.
+func SchemaVersion(ctx context.Context, db rowQuerier) (int, error) {
 	var v int
 	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return 0, fmt.Errorf("read schema version: %w", err)
@@ -36,13 +41,7 @@ type dialect struct{ db *sql.DB }
 
 func (d dialect) Begin(ctx context.Context) (*sql.Tx, error) { return d.db.BeginTx(ctx, nil) }
 
-func (dialect) Version(ctx context.Context, tx *sql.Tx) (int, error) {
-	var v int
-	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return 0, fmt.Errorf("read schema version: %w", err)
-	}
-	return v, nil
-}
+func (dialect) Version(ctx context.Context, tx *sql.Tx) (int, error) { return SchemaVersion(ctx, tx) }
 
 func (dialect) SetVersion(ctx context.Context, tx *sql.Tx, v int) error {
 	// PRAGMA takes no bound parameters; v is an integer.

@@ -1,39 +1,17 @@
 package uitest
 
 import (
-	"context"
 	"net/http"
 	"strconv"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	kit "github.com/agent-bridge/agent-bridge/internal/testkit/stack"
 )
 
-// fakeACP is the project's fake ACP agent (coordinator/internal/fakeacp),
-// built once per test binary next to the other binaries.
-var fakeACP struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-func fakeACPAgent(t testing.TB) string {
-	t.Helper()
-	binaries(t) // makes bins.dir
-	fakeACP.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		fakeACP.path, fakeACP.err = testutil.GoBuild(ctx, "./coordinator/internal/fakeacp", bins.dir, false)
-	})
-	if fakeACP.err != nil {
-		t.Fatalf("build the fake ACP agent: %v", fakeACP.err)
-	}
-	return fakeACP.path
-}
+// fakeACPAgent is the project's fake ACP agent (internal/testkit/fakeacp).
+func fakeACPAgent(t testing.TB) string { return progs.Build(t, kit.FakeACP) }
 
 // TestPermissionAnsweredFromUI: a real ACP agent run (the fake ACP agent,
 // started by a real coordinator with "permissions": "ask") asks permission

@@ -12,8 +12,8 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
-	"github.com/agent-bridge/agent-bridge/internal/fakepush"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakepush"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // deliverPush delivers payload to the service worker of reg, as a push

@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	agentbridge "github.com/agent-bridge/agent-bridge"
-	"github.com/agent-bridge/agent-bridge/internal/fakepush"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
 	"github.com/chromedp/chromedp"
+
+	agentbridge "github.com/agent-bridge/agent-bridge"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/fakepush"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // TestPushDeliveriesShown (contract 8.4): the Notifications dialog lists,

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,54 +21,34 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/agent-bridge/agent-bridge/adapters/adapterstest"
-	"github.com/agent-bridge/agent-bridge/internal/testutil"
+	kit "github.com/agent-bridge/agent-bridge/internal/testkit/stack"
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // waitTimeout bounds every wait for the browser or a daemon. It is generous
 // because eight people share two cores; a passing run waits far less.
 const waitTimeout = 30 * time.Second
 
-// bins are built once per test binary.
-var bins struct {
-	once    sync.Once
-	dir     string
-	bridge  string
-	fake    string
-	err     error
-	cleanup func()
-}
+// progs are the programs the tests run, built once per test binary into
+// a folder TestMain makes and removes.
+var progs *kit.Programs
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	code := m.Run()
-	if bins.cleanup != nil {
-		bins.cleanup()
+	dir, err := os.MkdirTemp("", "uitest-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
+	progs = kit.NewPrograms(dir)
+	code := m.Run()
+	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
 
 func binaries(t testing.TB) (bridgeBin, fakeBin string) {
 	t.Helper()
-	bins.once.Do(func() {
-		dir, err := os.MkdirTemp("", "uitest-bin")
-		if err != nil {
-			bins.err = err
-			return
-		}
-		bins.dir = dir
-		bins.cleanup = func() { _ = os.RemoveAll(dir) }
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		if bins.bridge, bins.err = testutil.GoBuild(ctx, "./cmd/agent-bridge", dir, false); bins.err != nil {
-			return
-		}
-		bins.fake, bins.err = adapterstest.BuildFake(ctx, dir)
-	})
-	if bins.err != nil {
-		t.Fatalf("build binaries: %v", bins.err)
-	}
-	return bins.bridge, bins.fake
+	return progs.Build(t, kit.AgentBridge), progs.Build(t, kit.FakeAdapter)
 }
 
 // chromiumPath finds the browser, skipping the test when it is missing
