@@ -73,9 +73,15 @@ func (p *Programs) Path(ctx context.Context, pkg string) (string, error) {
 	return b.path, b.err
 }
 
-// Build is Path for a test, which it fails when the build does.
+// Build is Path for a test, which it fails when the build does. Under
+// -short a test that needs the agent-bridge binary is skipped: building
+// and running the real daemons is what the fast test command leaves out
+// (the README); the fakes are small and still built.
 func (p *Programs) Build(t testing.TB, pkg string) string {
 	t.Helper()
+	if pkg == AgentBridge && testing.Short() {
+		t.Skip("builds and runs the agent-bridge binary; -short leaves it out")
+	}
 	path, err := p.Path(context.Background(), pkg)
 	if err != nil {
 		t.Fatal(err)
