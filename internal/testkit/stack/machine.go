@@ -123,10 +123,41 @@ func (m *Machine) Start() {
 	if state == "" {
 		state = filepath.Join(m.Dir, "state", "coordinator.db")
 	}
-	cmd := exec.Command(m.Bin, "coordinator", "--config", m.ConfigPath, "--state", state)
-	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(m.Dir, "home"), "FAKE_ADAPTER_DIR="+m.FakeDir, "BRIDGE_TOKEN=", "BRIDGE_URL=")
-	m.Proc = StartProc(m.t, "coordinator "+m.ID, cmd)
-	WaitFollowing(m.t, m.StatusURL, "coordinator "+m.ID)
+	for try := 1; ; try++ {
+		cmd := exec.Command(m.Bin, "coordinator", "--config", m.ConfigPath, "--state", state)
+		cmd.Env = append(os.Environ(), "HOME="+filepath.Join(m.Dir, "home"), "FAKE_ADAPTER_DIR="+m.FakeDir, "BRIDGE_TOKEN=", "BRIDGE_URL=")
+		m.Proc = StartProc(m.t, "coordinator "+m.ID, cmd)
+		if m.waitFollowing() {
+			return
+		}
+		// While the machine was down (a restart after a kill), another
+		// process may have taken its status port as one of its own:
+		// the coordinator refuses to start, and gets a new port.
+		if try == 3 || !strings.Contains(m.Proc.Stderr.String(), "address already in use") {
+			m.t.Fatalf("coordinator %s exited before it followed the log:\n%s", m.ID, m.Proc.Stderr.String())
+		}
+		addr := testutil.FreeAddr(m.t)
+		m.Set("status_addr", addr)
+		m.StatusURL = "http://" + addr
+	}
+}
+
+// waitFollowing waits until the coordinator follows the log (true) or
+// its process exits (false); the test fails after 30 s of neither.
+func (m *Machine) waitFollowing() bool {
+	m.t.Helper()
+	var exited bool
+	testutil.WaitFor(m.t, 30*time.Second, "coordinator "+m.ID+" to follow the log", func() bool {
+		select {
+		case err := <-m.Proc.Done:
+			m.Proc.Done <- err // Kill and Stop read it too
+			exited = true
+			return true
+		default:
+		}
+		return Following(m.StatusURL)
+	})
+	return !exited
 }
 
 // Stop stops the coordinator as a person does (SIGTERM) and waits for it
