@@ -168,8 +168,9 @@ func ControlOf(e Event) *Control {
 var controlParses atomic.Int64
 
 // ControlParses is how many times this process has parsed a control's
-// content. Tests read it to hold the rule that a control is parsed once on
-// its path through the bridge.
+// content. The bridge exports it as agent_bridge_control_parses_total, and
+// tests read it to hold the rule that a control is parsed once on its path
+// through each daemon.
 func ControlParses() int64 { return controlParses.Load() }
 
 // checkControl is ParseControl for an event a client appends: it also

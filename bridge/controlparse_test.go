@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -49,5 +50,10 @@ func TestControlParsedOnce(t *testing.T) {
 	}
 	if st := ts.must(200, "GET", "/threads/t1/state", "").obj()["state"].(map[string]any); st["paused"] != true {
 		t.Errorf("state after the appends: %v, want paused (the coordinator's pause refused)", st)
+	}
+	// /metrics exports the same count: nothing else parses meanwhile.
+	want := fmt.Sprintf("agent_bridge_control_parses_total %d\n", agentbridge.ControlParses())
+	if body := string(ts.must(200, "GET", "/metrics", "").body); !strings.Contains(body, want) {
+		t.Errorf("/metrics lacks %q", want)
 	}
 }

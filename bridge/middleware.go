@@ -171,7 +171,7 @@ func newMetrics() *metrics {
 	for _, o := range []string{agentbridge.PushSent, agentbridge.PushExpired, "failed"} {
 		m.pushes.WithLabelValues(o)
 	}
-	m.reg.MustRegister(m.appends, m.subscribers, m.latency, m.pushLatency, m.pushes,
+	m.reg.MustRegister(m.appends, m.subscribers, m.latency, m.pushLatency, m.pushes, controlParses(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -209,6 +209,17 @@ func (m *metrics) addStoreStats(ss agentbridge.StatsStore) {
 			Help: "The most requests one group commit has carried since the store opened.",
 		}, func() float64 { return float64(ss.Stats().MaxBatchSeen) }),
 	)
+}
+
+// controlParses exports agentbridge.ControlParses. A control is parsed
+// once on its way through each daemon (the bridge's append, the
+// coordinator's follow loop), so this counter growing faster than control
+// events are appended shows a path that parses again.
+func controlParses() prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "agent_bridge_control_parses_total",
+		Help: "Control contents this process parsed; once per appended control.",
+	}, func() float64 { return float64(agentbridge.ControlParses()) })
 }
 
 func (m *metrics) handler() http.Handler {
