@@ -202,28 +202,33 @@ func TestPushStaysOutsideTheNetwork(t *testing.T) {
 }
 
 // TestSlowPushEndpointsDelayNobody (contract 8.3, issue 45 break 6): a
-// real serve holds 2,000 subscriptions to an endpoint that answers after
-// 9 s, made before one fast phone's; a permission request reaches the
-// fast phone while every slow endpoint still holds its request, before
-// any has answered. Every endpoint has a queue of its own; nothing waits
-// for a slot behind the slow ones (before, 16 deliveries at a time went
-// out, in subscription order, and the fast phone waited behind them: it
-// got nothing within 9 s). How soon it gets its push, against the
-// contract's 2 s, is logged and recorded in docs/performance.md (0.85–1.66
-// s on the shared 2-core machine at loads of 27–40): a deadline of 2 s
-// here would test the machine's load, not the bridge. With the cap of 200
-// subscriptions, the test raises notify.max_subscriptions to 2,001, and
-// makes them from 200 devices of 10 each (the cap per device).
+// real serve holds 2,000 subscriptions to an endpoint that holds every
+// request until the test lets it go, made before one fast phone's; a
+// permission request reaches the fast phone while the slow endpoints hold
+// theirs. Every endpoint has a queue of its own; nothing waits for a slot
+// behind the slow ones (before, 16 deliveries at a time went out, in
+// subscription order: the fast phone waited behind all 2,000, each ended
+// only by the bridge's 10 s send timeout, and no more than 16 slow
+// requests were ever held at once). The test asserts the order and the
+// concurrency, not the time: how soon the fast phone gets its push,
+// against the contract's 2 s, is logged and recorded in
+// docs/performance.md (0.85–1.66 s on the shared 2-core machine at loads
+// of 27–40). With the cap of 200 subscriptions, the test raises
+// notify.max_subscriptions to 2,001, and makes them from 200 devices of 10
+// each (the cap per device).
 func TestSlowPushEndpointsDelayNobody(t *testing.T) {
 	stack.Heavy(t)
-	const nSlow, perDevice = 2000, agentbridge.MaxPushPerDevice
-	var slowAnswered, slowGot atomic.Int64
-	done := make(chan struct{})
+	const nSlow, perDevice, oldCap = 2000, agentbridge.MaxPushPerDevice, 16
+	var slowGot, held, mostHeld atomic.Int64
+	release, done := make(chan struct{}), make(chan struct{})
 	slow := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		slowGot.Add(1)
+		n := held.Add(1)
+		defer held.Add(-1)
+		for m := mostHeld.Load(); n > m && !mostHeld.CompareAndSwap(m, n); m = mostHeld.Load() {
+		}
 		select {
-		case <-time.After(9 * time.Second):
-			slowAnswered.Add(1)
+		case <-release:
 			w.WriteHeader(http.StatusCreated)
 		case <-done:
 		case <-r.Context().Done():
@@ -275,9 +280,11 @@ func TestSlowPushEndpointsDelayNobody(t *testing.T) {
 	cpu0 := procCPU(t, p.Cmd.Process.Pid)
 	asked := time.Now()
 	askPermission(t, p)
-	// Before the slow endpoints answer (9 s after each request arrived).
+	// Behind the slow endpoints, 16 at a time, the fast phone would wait
+	// 125 rounds of the 10 s send timeout: this deadline is only there so
+	// that such a queue fails instead of hanging.
 	var fastAt time.Time
-	testutil.WaitFor(t, 8*time.Second, "the fast phone's push, with the slow endpoints' requests still held", func() bool {
+	testutil.WaitFor(t, 2*time.Minute, "the fast phone's push, with the slow endpoints' requests held", func() bool {
 		for _, m := range fp.Messages() {
 			if m.Endpoint == fast.Endpoint && m.Err == nil {
 				fastAt = m.At
@@ -287,17 +294,19 @@ func TestSlowPushEndpointsDelayNobody(t *testing.T) {
 		return false
 	})
 	took := fastAt.Sub(asked)
-	if n := slowAnswered.Load(); n != 0 {
-		t.Errorf("%d slow endpoints had answered before the fast phone got its push, want none", n)
+	// Every slow endpoint is pushed in a queue of its own, all at once: far
+	// more than the old 16 requests are held together. The wait follows
+	// the requests as they arrive, however busy the machine.
+	testutil.WaitProgress(t, 30*time.Second, "every slow endpoint's request", func() (int, bool) {
+		n := slowGot.Load()
+		return int(n), n >= nSlow
+	})
+	if m := mostHeld.Load(); m <= oldCap {
+		t.Errorf("at most %d slow requests were held at once, want more than %d (each endpoint its own queue)", m, oldCap)
 	}
-	// The slow endpoints are all being pushed at once, each in its own
-	// queue, not 16 at a time: 16 at a time, each held 9 s, would bring
-	// fewer than 250 of the 2,000 requests within two minutes. (The
-	// deadline is the machine's, generous: at load 90 on two cores, all
-	// 2,000 took longer than 8 s to leave once.)
-	testutil.WaitFor(t, 2*time.Minute, "every slow endpoint's request", func() bool { return slowGot.Load() == nSlow })
-	t.Logf("the fast phone's push arrived %s after the permission request was posted, with %d slow pushes in flight; serve's CPU for the %d pushes: %s",
-		took.Round(time.Millisecond), slowGot.Load(), nSlow+1, procCPU(t, p.Cmd.Process.Pid)-cpu0)
+	close(release)
+	t.Logf("the fast phone's push arrived %s after the permission request was posted; %d slow requests held at once at most; serve's CPU for the %d pushes: %s",
+		took.Round(time.Millisecond), mostHeld.Load(), nSlow+1, procCPU(t, p.Cmd.Process.Pid)-cpu0)
 }
 
 // procCPU is the user and system time process pid has used, from
