@@ -39,6 +39,9 @@ const (
 	// cancelWait is how long a cancelled turn waits for the agent to
 	// answer session/cancel before its process group is killed.
 	cancelWait = 5 * time.Second
+	// settleWait bounds how long a turn's end waits for its requests to a
+	// person to post their closing notices (each post has 10 s).
+	settleWait = 15 * time.Second
 	// closeGrace is the time between SIGTERM and SIGKILL when a warm
 	// agent is closed.
 	closeGrace = 2 * time.Second
@@ -840,6 +843,13 @@ func (p *Pool) exchange(ctx context.Context, inv Invocation, a *agent, t *turn, 
 	}()
 	defer func() { <-marked }()
 	defer t.clock.stop()
+	// Once the prompt is answered or stopped, a request to a person still
+	// open is withdrawn, and its notice posted before the run (and its
+	// claim) ends.
+	defer func() {
+		t.stop()
+		t.settle(settleWait)
+	}()
 	select {
 	case ans = <-answered:
 	case <-a.exited:

@@ -44,9 +44,10 @@ func (cl *agentClient) UnstableCreateElicitation(ctx context.Context, req sdk.Un
 	// The SDK's form type does not keep the request's session id; an
 	// agent process has one session, and one turn at a time.
 	t := cl.a.running()
-	if t == nil {
+	if t == nil || !t.beginAsk() {
 		return elicitationCancelled(), nil
 	}
+	defer t.asks.Done()
 	q, err := questionOf(*req.Form, t.run.Invocation.ID)
 	if err != nil {
 		return sdk.UnstableCreateElicitationResponse{}, sdk.NewInvalidParams(map[string]any{"error": err.Error()})

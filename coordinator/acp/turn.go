@@ -54,6 +54,11 @@ type turn struct {
 	failed  bool
 	// questions counts the turn's questions with fields, for their keys.
 	questions int
+	// asks counts the requests to a person (permission, question) still
+	// being handled, which post a closing notice when the turn stops; once
+	// settled is set, no new one begins.
+	asks    sync.WaitGroup
+	settled bool
 }
 
 type toolInfo struct{ title, kind string }
@@ -117,6 +122,39 @@ func (a *agent) current(session sdk.SessionId) *turn {
 
 // stop marks the turn as being cancelled.
 func (t *turn) stop() { t.stopOnce.Do(func() { close(t.stopped) }) }
+
+// beginAsk registers a request to a person; false once the turn has
+// settled, when the request is answered cancelled at once.
+func (t *turn) beginAsk() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.settled {
+		return false
+	}
+	t.asks.Add(1)
+	return true
+}
+
+// settle waits, at most d, for the requests to a person to finish: a
+// stopped turn's requests post their withdrawal notices, and they must do
+// so while the run still holds its claim, or the bridge refuses them. The
+// agent may answer session/cancel before it has our answers to them.
+func (t *turn) settle(d time.Duration) {
+	t.mu.Lock()
+	t.settled = true
+	t.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		t.asks.Wait()
+		close(done)
+	}()
+	wait := time.NewTimer(d)
+	defer wait.Stop()
+	select {
+	case <-done:
+	case <-wait.C:
+	}
+}
 
 // result is the turn's reply and thinking text.
 func (t *turn) result() (reply, thought string) {
@@ -263,9 +301,10 @@ func (cl *agentClient) SessionUpdate(_ context.Context, n sdk.SessionNotificatio
 // (permission.go).
 func (cl *agentClient) RequestPermission(ctx context.Context, req sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
 	t := cl.a.current(req.SessionId)
-	if t == nil {
+	if t == nil || !t.beginAsk() {
 		return permissionCancelled(), nil
 	}
+	defer t.asks.Done()
 	return t.pool.askPermission(ctx, t, req), nil
 }
 
