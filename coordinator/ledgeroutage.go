@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"sync"
 )
@@ -20,8 +22,14 @@ type ledgerOutage struct {
 	failures int
 }
 
-// failed notes a refused write.
+// failed notes a refused write. A write its caller gave up on (its
+// context cancelled, as at shutdown) was not refused by the ledger: it
+// neither starts an outage nor counts in one.
 func (o *ledgerOutage) failed(what string, err error) {
+	if errors.Is(err, context.Canceled) {
+		o.log.Debug("a ledger write given up by its caller", "what", what, "err", err)
+		return
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.failures++
