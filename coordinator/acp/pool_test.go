@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,6 +48,9 @@ type fakeHost struct {
 	keys    []string
 	tokens  []*fakeToken
 	posted  chan agentbridge.Event
+	// noticeDelay makes a notice's post (a closing notice: kind ends
+	// "-withdrawn" or "-timeout") take that long, as a slow bridge would.
+	noticeDelay time.Duration
 }
 
 func (h *fakeHost) MarkRunning(_ context.Context, inv acp.Invocation, pid int, _ time.Time) {
@@ -73,6 +77,9 @@ func (h *fakeHost) Recipient(context.Context, string, agentbridge.Event, []agent
 }
 
 func (h *fakeHost) Post(_ context.Context, _ acp.Invocation, in agentbridge.EventInput, trigger, kind string) (agentbridge.Event, error) {
+	if strings.HasSuffix(kind, "-withdrawn") || strings.HasSuffix(kind, "-timeout") {
+		time.Sleep(h.noticeDelay)
+	}
 	h.mu.Lock()
 	h.posts = append(h.posts, in)
 	h.keys = append(h.keys, trigger+" "+kind)
@@ -198,6 +205,34 @@ func TestPoolPermissionAsk(t *testing.T) {
 	defer h.mu.Unlock()
 	if len(h.keys) != 1 || !strings.HasPrefix(h.keys[0], "trig-1 permission:acpy:") {
 		t.Errorf("posts keyed %q, want one permission request keyed by its trigger", h.keys)
+	}
+}
+
+// TestPoolCancelPostsWithdrawalBeforeTheRunEnds: the fake agent answers
+// session/cancel at once, before the permission request's cancelled
+// answer; the request's withdrawal notice, slow to post, is still posted
+// before Run returns, while the run's claim holds (after it, the bridge
+// would refuse it).
+func TestPoolCancelPostsWithdrawalBeforeTheRunEnds(t *testing.T) {
+	h := &fakeHost{posted: make(chan agentbridge.Event, 4), noticeDelay: 500 * time.Millisecond}
+	p, entry := newPool(t, h, config.PermissionsAsk)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() {
+		<-h.posted // the permission request
+		cancel(adapters.ErrCancelled)
+	}()
+	trig := agentbridge.Event{ID: "trig-1", From: "alice", Type: agentbridge.TypeMessage}
+	_, why := p.Run(ctx, acp.Run{
+		Invocation: acp.Invocation{ID: 1, Thread: "th", Participant: "acpy", TriggerID: trig.ID},
+		Entry:      entry,
+		Payload:    adapters.Payload{ThreadID: "th", EventID: trig.ID, From: "alice", Content: "PERMISSION then cancel"},
+		Trigger:    trig,
+		Progress:   func(adapters.ProgressRecord) {},
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !slices.ContainsFunc(h.keys, func(k string) bool { return strings.HasSuffix(k, " permission-withdrawn") }) {
+		t.Errorf("Run returned (why %q) before the withdrawal notice was posted; posts keyed %q", why, h.keys)
 	}
 }
 
