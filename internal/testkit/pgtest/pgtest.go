@@ -45,6 +45,10 @@ type Server struct {
 	port    int
 	asUser  []string // command prefix running as the postgres user, when root
 	durable bool     // fsync and synchronous commit on (benchmarks)
+	// lifeline is the write end of the watchdog's pipe, and watchdog the
+	// process that stops the server when it reads the pipe's end (watch).
+	lifeline *os.File
+	watchdog *exec.Cmd
 
 	mu  sync.Mutex
 	dbs int
@@ -204,7 +208,7 @@ func (s *Server) start() error {
 		out, err := s.command("pg_ctl", "start", "-w", "-t", "60", "-D", data,
 			"-l", filepath.Join(dir, "log"), "-o", s.serverOptions()).CombinedOutput()
 		if err == nil {
-			return nil
+			return s.watch()
 		}
 		if attempt == 4 {
 			log, _ := os.ReadFile(filepath.Join(dir, "log"))
@@ -227,16 +231,43 @@ func (s *Server) command(name string, args ...string) *exec.Cmd {
 	return exec.Command(argv[0], argv[1:]...)
 }
 
+// watch starts the server's watchdog: a shell that waits for the end of a
+// pipe whose write end only this process holds (Go opens every file
+// close-on-exec, so no child inherits it), then stops the server and
+// removes its folder. However this process ends, a test timeout's kill or
+// kill -9 included, the kernel closes the pipe: no PostgreSQL outlives the
+// tests that started it. The shell ignores the terminal's signals, which
+// would otherwise end it before this process.
+func (s *Server) watch() error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("watchdog pipe: %w", err)
+	}
+	defer func() { _ = r.Close() }()
+	stop := s.command("pg_ctl", "stop", "-w", "-m", "immediate", "-D", filepath.Join(s.dir, "data"))
+	cmd := exec.Command("/bin/sh", append([]string{"-c",
+		`trap '' INT HUP TERM QUIT; read -r _; "$@" >/dev/null 2>&1; rm -rf "$0"`, s.dir}, stop.Args...)...)
+	cmd.Stdin = r
+	if err := cmd.Start(); err != nil {
+		_ = w.Close()
+		_ = stop.Run()
+		return fmt.Errorf("start the watchdog: %w", err)
+	}
+	s.lifeline, s.watchdog = w, cmd
+	return nil
+}
+
 // Stop stops the server (immediately: test data need no clean shutdown)
-// and removes its folder.
+// and removes its folder: it lets its watchdog go and waits for it.
 func (s *Server) Stop() {
-	if s.dir == "" {
+	if s.watchdog != nil {
+		_ = s.lifeline.Close()
+		_ = s.watchdog.Wait()
 		return
 	}
-	if s.port != 0 {
-		_ = s.command("pg_ctl", "stop", "-w", "-m", "immediate", "-D", filepath.Join(s.dir, "data")).Run()
+	if s.dir != "" {
+		_ = os.RemoveAll(s.dir)
 	}
-	_ = os.RemoveAll(s.dir)
 }
 
 // Log returns what the server has logged so far (its -l file): errors
