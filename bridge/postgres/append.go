@@ -9,7 +9,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -58,12 +57,16 @@ type batch struct {
 	ids  map[string]batchEvent // event id → its thread and hop, for reply_to within the batch
 }
 
+// appendEvent appends req (meta: its Meta in stored form; ctl: its parsed
+// control) in the batch: storecore.AppendEvent, with l holding the
+// thread's head meanwhile.
 func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.AppendRequest, meta string, ctl *agentbridge.Control) (response, error) {
 	h, ok := l.b.heads[req.Thread]
 	if !ok {
 		return response{err: agentbridge.ThreadNotFound(req.Thread)}, nil
 	}
-	a, err := storecore.Preamble(ctx, l, req, ctl, h.state, h.messages, s.Humans)
+	l.h = h
+	a, _, err := storecore.AppendEvent(ctx, l, req, meta, ctl, h.state, h.messages, s.Humans)
 	switch {
 	case err != nil:
 		return response{}, err
@@ -76,65 +79,46 @@ func (s *Store) appendEvent(ctx context.Context, l *lookups, req agentbridge.App
 		l.replayed = response{}
 		return response{err: a.Refusal}, nil
 	}
-	if req.Fence != nil {
-		// The claim's row stays locked until COMMIT: a takeover waits
-		// for this append, or this append sees the takeover.
-		if err := s.checkFence(ctx, l.tx, *req.Fence); err != nil {
-			if agentbridge.ErrorCode(err) == agentbridge.ECodeFenced {
-				return response{err: err}, nil
-			}
-			return response{}, err
-		}
-	}
-	if req.Schedule != nil {
-		// The row stays locked until COMMIT: another bridge's claim of
-		// the same due time waits for this one, then finds it moved.
-		if err := storecore.ClaimSchedule(ctx, req.Thread, req.Schedule, pgConn{l.tx}); err != nil {
-			if errors.Is(err, agentbridge.ErrScheduleTaken) {
-				return response{err: err}, nil
-			}
-			return response{}, err
-		}
-	}
-	in := a.Input
-	if in.Type == agentbridge.TypeMessage || a.MetaChanged {
-		if meta, err = storecore.StoredMeta(&in.Meta); err != nil {
-			return response{}, err
-		}
-		h.messages = h.messages || in.Type == agentbridge.TypeMessage
-	}
-	ev := agentbridge.Event{
-		Seq: h.lastSeq + 1, Thread: req.Thread,
-		Type: in.Type, From: in.From, To: in.To, Content: in.Content, Meta: in.Meta,
-	}
-	i, err := s.add(l.b, &ev, meta, ctl, h, storecore.NextTime(h.lastTS))
-	if err != nil {
-		return response{}, err
-	}
-	if err := storecore.LinkAttachments(ctx, pgConn{l.tx}, req.Thread, ev.ID, a.Attachments...); err != nil {
-		return response{}, err
-	}
-	if ch := storecore.ScheduleChangeOf(ev, ctl, a.Ignored, s.Humans); ch != nil {
-		if a.Ignored, err = ch.Write(ctx, req.Thread, pgConn{l.tx}); err != nil {
-			return response{}, err
-		}
-	}
-	if req.IdempotencyKey != "" {
-		l.b.keys[req.Thread+"\x00"+req.IdempotencyKey] = i
-	}
-	return response{pending: i + 1, ignored: a.Ignored}, nil
+	return response{pending: l.added + 1, ignored: a.Ignored}, nil
 }
 
-// lookups answers storecore.Preamble inside one group commit: from the
-// batch first (an event or key of an earlier append in it), then the
-// database.
+// lookups is storecore.AppendTx inside one group commit: it answers from
+// the batch first (an event or key of an earlier append in it), then the
+// database, and queues the events it adds in the batch.
 type lookups struct {
+	s  *Store
 	tx pgx.Tx
 	b  *batch
 	// legacyKeys is Store.legacyKeys.
 	legacyKeys bool
 	// replayed is the answer Replay found, for the append that asked.
 	replayed response
+	// h is the head of the append's thread, and added the index in the
+	// batch of the event Add queued last.
+	h     *head
+	added int
+}
+
+// Conn is the transaction.
+func (l *lookups) Conn() storecore.Conn { return pgConn{l.tx} }
+
+// CheckFence checks f against its claim, locked until COMMIT.
+func (l *lookups) CheckFence(ctx context.Context, f agentbridge.ClaimFence) (refusal, err error) {
+	return storecore.ClaimSQL{E: &l.s.Engine, C: pgConn{l.tx}}.CheckFence(ctx, f)
+}
+
+// Add numbers and stamps ev and queues it in the batch.
+func (l *lookups) Add(_ context.Context, ev agentbridge.Event, meta string, ctl *agentbridge.Control) (_ agentbridge.Event, err error) {
+	ev.Seq = l.h.lastSeq + 1
+	l.h.messages = l.h.messages || ev.Type == agentbridge.TypeMessage
+	l.added, err = l.s.add(l.b, &ev, meta, ctl, l.h, storecore.NextTime(l.h.lastTS))
+	return ev, err
+}
+
+// RecordKey queues thread's key for the event Add queued last.
+func (l *lookups) RecordKey(_ context.Context, thread, key, _ string) error {
+	l.b.keys[thread+"\x00"+key] = l.added
+	return nil
 }
 
 func (l *lookups) Replay(ctx context.Context, thread, key string) (agentbridge.Event, bool, error) {

@@ -166,7 +166,7 @@ func (s *Store) commitTx(ctx context.Context, b *batch, live []*request, resps [
 		if err := s.lockThreads(ctx, tx, b, live); err != nil {
 			return err
 		}
-		l := &lookups{tx: tx, b: b, legacyKeys: s.legacyKeys}
+		l := &lookups{s: s, tx: tx, b: b, legacyKeys: s.legacyKeys}
 		for i, r := range live {
 			var err error
 			switch {

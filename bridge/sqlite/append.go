@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 	"unsafe"
 
@@ -117,7 +116,9 @@ func (s *Store) apply(ctx context.Context, b *batch, r *request) (response, erro
 }
 
 // appendEvent appends req, whose meta in stored form is meta and whose
-// parsed control (nil for any other type) is ctl.
+// parsed control (nil for any other type) is ctl: storecore.AppendEvent,
+// on the thread's head as this batch sees it, which the writer holds in
+// w.head meanwhile (lookups reads and advances it there).
 func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.AppendRequest, meta string, ctl *agentbridge.Control) (response, error) {
 	h, found, err := s.headOf(ctx, b, req.Thread)
 	if err != nil {
@@ -129,9 +130,8 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 	if h.senders == nil {
 		h.senders = map[string]int64{}
 	}
-	s.w.senders = h.senders
-	a, err := storecore.Preamble(ctx, lookups{s}, req, ctl, h.state, h.messages, s.Humans)
-	s.w.senders = nil
+	s.w.head = h
+	a, ev, err := storecore.AppendEvent(ctx, lookups{s}, req, meta, ctl, h.state, h.messages, s.Humans)
 	switch {
 	case err != nil:
 		return response{}, err
@@ -143,68 +143,47 @@ func (s *Store) appendEvent(ctx context.Context, b *batch, req agentbridge.Appen
 		s.w.replayed = agentbridge.Event{}
 		return response{err: a.Refusal}, nil
 	}
-	if req.Fence != nil {
-		if refusal, err := s.claimSQL().CheckFence(ctx, *req.Fence); err != nil || refusal != nil {
-			return response{err: refusal}, err
-		}
-	}
-	if req.Schedule != nil {
-		// The claim is the last check and the first write: once it holds,
-		// nothing refuses the append.
-		if err := storecore.ClaimSchedule(ctx, req.Thread, req.Schedule, storecore.SQLConn(s.w.conn)); err != nil {
-			if errors.Is(err, agentbridge.ErrScheduleTaken) {
-				return response{err: err}, nil
-			}
-			return response{}, err
-		}
-	}
-	in := a.Input
-	if a.MetaChanged && in.Type != agentbridge.TypeMessage {
-		if meta, err = storecore.StoredMeta(&in.Meta); err != nil {
-			return response{}, err
-		}
-	}
-	if in.Type == agentbridge.TypeMessage {
-		if meta, err = withHop(in.Meta, meta, *in.Meta.Hop); err != nil {
-			return response{}, err
-		}
+	b.put(req.Thread, s.w.head)
+	return response{event: ev, ignored: a.Ignored}, nil
+}
+
+// lookups is storecore.AppendTx on the writer's prepared statements and
+// the head in w.head (one pointer, so passing it as the interface
+// allocates nothing).
+type lookups struct{ s *Store }
+
+// Conn is the writer's connection.
+func (l lookups) Conn() storecore.Conn { return storecore.SQLConn(l.s.w.conn) }
+
+// CheckFence checks f against its claim.
+func (l lookups) CheckFence(ctx context.Context, f agentbridge.ClaimFence) (refusal, err error) {
+	return l.s.claimSQL().CheckFence(ctx, f)
+}
+
+// Add numbers, stamps and inserts ev, advancing w.head past it.
+func (l lookups) Add(ctx context.Context, ev agentbridge.Event, meta string, ctl *agentbridge.Control) (agentbridge.Event, error) {
+	h := &l.s.w.head
+	ev.Seq = h.lastSeq + 1
+	if ev.Type == agentbridge.TypeMessage {
 		h.messages = true
 		if len(h.senders) >= maxHeadSenders {
 			clear(h.senders)
 		}
-		h.senders[in.From] = h.lastSeq + 1
+		h.senders[ev.From] = ev.Seq
 	}
-	ev := agentbridge.Event{
-		Seq: h.lastSeq + 1, Thread: req.Thread,
-		Type: in.Type, From: in.From, To: in.To, Content: in.Content, Meta: in.Meta,
+	if err := l.s.stamp(&ev, h); err != nil {
+		return ev, err
 	}
-	if err := s.stamp(&ev, &h); err != nil {
-		return response{}, err
-	}
-	if err := s.insertEvent(ctx, &ev, meta, ctl, &h); err != nil {
-		return response{}, err
-	}
-	if err := storecore.LinkAttachments(ctx, storecore.SQLConn(s.w.conn), req.Thread, ev.ID, a.Attachments...); err != nil {
-		return response{}, err
-	}
-	if ch := storecore.ScheduleChangeOf(ev, ctl, a.Ignored, s.Humans); ch != nil {
-		if a.Ignored, err = ch.Write(ctx, req.Thread, storecore.SQLConn(s.w.conn)); err != nil {
-			return response{}, err
-		}
-	}
-	if req.IdempotencyKey != "" {
-		if _, err := s.w.st.insertIdempotency.ExecContext(ctx, req.Thread, req.IdempotencyKey, ev.ID); err != nil {
-			return response{}, fmt.Errorf("record idempotency key: %w", err)
-		}
-	}
-	b.put(req.Thread, h)
-	return response{event: ev, ignored: a.Ignored}, nil
+	return ev, l.s.insertEvent(ctx, &ev, meta, ctl, h)
 }
 
-// lookups answers storecore.Preamble from the writer's prepared
-// statements (one pointer, so passing it as the interface allocates
-// nothing).
-type lookups struct{ s *Store }
+// RecordKey inserts thread's idempotency key for event id.
+func (l lookups) RecordKey(ctx context.Context, thread, key, id string) error {
+	if _, err := l.s.w.st.insertIdempotency.ExecContext(ctx, thread, key, id); err != nil {
+		return fmt.Errorf("record idempotency key: %w", err)
+	}
+	return nil
+}
 
 // Attachment reads a stored attachment on the writer's connection.
 func (l lookups) Attachment(ctx context.Context, id string) (agentbridge.Attachment, bool, error) {
@@ -269,7 +248,7 @@ func (l lookups) ReplyTarget(ctx context.Context, thread, id string) (agentbridg
 // message is not after seq (the ordinary reply, to the latest event), and
 // from the database otherwise.
 func (l lookups) SenderHopAfter(ctx context.Context, thread, sender string, seq int64) (int, bool, error) {
-	if last, ok := l.s.w.senders[sender]; ok && last <= seq {
+	if last, ok := l.s.w.head.senders[sender]; ok && last <= seq {
 		return 0, false, nil
 	}
 	var hop sql.NullInt64
@@ -328,24 +307,6 @@ func (s *Store) stamp(ev *agentbridge.Event, h *head) error {
 	ev.TS = agentbridge.FormatTime(t)
 	h.lastTS = t
 	return nil
-}
-
-// withHop returns meta, the stored form of m without a hop, with m's hop
-// added. Without extra keys no key sorts before "hop" (the typed keys are
-// reply_to, tags and via), so it goes first and needs no re-encoding.
-func withHop(m agentbridge.Meta, meta string, hop int) (string, error) {
-	if len(m.Extra) > 0 {
-		b, err := m.MarshalJSON()
-		if err != nil {
-			return "", fmt.Errorf("encode meta: %w", err)
-		}
-		return string(b), nil
-	}
-	prefix := `{"hop":` + strconv.Itoa(hop)
-	if meta == "{}" {
-		return prefix + "}", nil
-	}
-	return prefix + "," + meta[1:], nil
 }
 
 // insertEvent stores the stamped ev, with meta its Meta in stored form

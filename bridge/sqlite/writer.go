@@ -97,9 +97,9 @@ type writerState struct {
 	// replayed is the event an idempotency key named, from lookups.Replay
 	// to the append that asked.
 	replayed agentbridge.Event
-	// senders is the head's senders of the append being decided, for
-	// lookups.SenderHopAfter.
-	senders map[string]int64
+	// head is the head of the thread of the append being decided, which
+	// lookups reads (SenderHopAfter) and advances (Add).
+	head head
 	// committed is the scratch list of a commit's new events, for the tail.
 	committed []agentbridge.Event
 }

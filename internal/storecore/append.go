@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/oklog/ulid/v2"
 
@@ -175,6 +176,107 @@ func Preamble(ctx context.Context, l AppendLookups, req agentbridge.AppendReques
 		ignored = schedule.Check(ctl.Schedule)
 	}
 	return Admission{Input: in, Ignored: ignored, Attachments: ids, MetaChanged: len(ids) > 0}, nil
+}
+
+// AppendTx is a driver's writer inside its write transaction, as
+// AppendEvent uses it: the order of an append's writes is AppendEvent's,
+// and how an event and its thread's head are stored is the driver's.
+type AppendTx interface {
+	AppendLookups
+	// Conn is the write transaction.
+	Conn() Conn
+	// CheckFence checks an append's fence against its claim, whose row
+	// stays locked until COMMIT: a takeover waits for the append, or the
+	// append sees the takeover. refusal is fenced.
+	CheckFence(ctx context.Context, f agentbridge.ClaimFence) (refusal, err error)
+	// Add gives ev the seq and a ts after its thread's last and an id,
+	// stores it with meta, the stored form of its Meta, folds it (with
+	// ctl, its parsed control) into the thread's head, and returns it as
+	// stored. ev goes by value: a pointer through the interface would move
+	// every append's event to the heap.
+	Add(ctx context.Context, ev agentbridge.Event, meta string, ctl *agentbridge.Control) (agentbridge.Event, error)
+	// RecordKey stores thread's idempotency key for the event Add stored
+	// last, id.
+	RecordKey(ctx context.Context, thread, key, id string) error
+}
+
+// AppendEvent is an append from top to bottom, in one driver's write
+// transaction, on a thread whose state before it is st (hasMessages:
+// whether it holds a message yet): Preamble's rules, then the writes in
+// their order (the fence, the schedule's due time, the event, its
+// attachments' links, the schedule it changes, its idempotency key). meta
+// is the request's Meta in stored form (PrepareAppend), ctl its parsed
+// control. When a says Replayed or Refusal, nothing is written; err is the
+// database failing, and fails the batch.
+func AppendEvent(ctx context.Context, tx AppendTx, req agentbridge.AppendRequest, meta string, ctl *agentbridge.Control,
+	st agentbridge.ThreadState, hasMessages bool, humans agentbridge.Humans) (a Admission, ev agentbridge.Event, err error) {
+	a, err = Preamble(ctx, tx, req, ctl, st, hasMessages, humans)
+	if err != nil || a.Replayed || a.Refusal != nil {
+		return a, ev, err
+	}
+	if req.Fence != nil {
+		if a.Refusal, err = tx.CheckFence(ctx, *req.Fence); err != nil || a.Refusal != nil {
+			return a, ev, err
+		}
+	}
+	if req.Schedule != nil {
+		// The claim is the last check and the first write: once it holds,
+		// nothing refuses the append. Its row stays locked until COMMIT.
+		if err := ClaimSchedule(ctx, req.Thread, req.Schedule, tx.Conn()); err != nil {
+			if errors.Is(err, agentbridge.ErrScheduleTaken) {
+				a.Refusal = err
+				return a, ev, nil
+			}
+			return a, ev, err
+		}
+	}
+	in := a.Input
+	if a.MetaChanged {
+		if meta, err = StoredMeta(&in.Meta); err != nil {
+			return a, ev, err
+		}
+	}
+	if in.Type == agentbridge.TypeMessage {
+		if meta, err = MetaWithHop(in.Meta, meta, *in.Meta.Hop); err != nil {
+			return a, ev, err
+		}
+	}
+	ev, err = tx.Add(ctx, agentbridge.Event{Thread: req.Thread, Type: in.Type, From: in.From, To: in.To, Content: in.Content, Meta: in.Meta}, meta, ctl)
+	if err != nil {
+		return a, ev, err
+	}
+	if err := LinkAttachments(ctx, tx.Conn(), req.Thread, ev.ID, a.Attachments...); err != nil {
+		return a, ev, err
+	}
+	if ch := ScheduleChangeOf(ev, ctl, a.Ignored, humans); ch != nil {
+		if a.Ignored, err = ch.Write(ctx, req.Thread, tx.Conn()); err != nil {
+			return a, ev, err
+		}
+	}
+	if req.IdempotencyKey != "" {
+		if err := tx.RecordKey(ctx, req.Thread, req.IdempotencyKey, ev.ID); err != nil {
+			return a, ev, err
+		}
+	}
+	return a, ev, nil
+}
+
+// MetaWithHop returns meta, the stored form of m without a hop, with m's
+// hop added. Without extra keys no key sorts before "hop" (the typed keys
+// are reply_to, tags and via), so it goes first and needs no re-encoding.
+func MetaWithHop(m agentbridge.Meta, meta string, hop int) (string, error) {
+	if len(m.Extra) > 0 {
+		b, err := m.MarshalJSON()
+		if err != nil {
+			return "", fmt.Errorf("encode meta: %w", err)
+		}
+		return string(b), nil
+	}
+	prefix := `{"hop":` + strconv.Itoa(hop)
+	if meta == "{}" {
+		return prefix + "}", nil
+	}
+	return prefix + "," + meta[1:], nil
 }
 
 // admitAttachments checks that every attachment in names is stored
