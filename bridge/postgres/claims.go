@@ -29,16 +29,6 @@ func (s *Store) claimWrite(ctx context.Context, fn func(ctx context.Context, t s
 	return s.inTx(ctx, func(tx pgx.Tx) error { return fn(ctx, s.claimTx(tx, nil)) })
 }
 
-// checkFence checks f against its claim, locked in tx until COMMIT; the
-// refusal is its error.
-func (s *Store) checkFence(ctx context.Context, tx pgx.Tx, f agentbridge.ClaimFence) error {
-	refusal, err := storecore.ClaimSQL{E: &s.Engine, C: pgConn{tx}}.CheckFence(ctx, f)
-	if err != nil {
-		return err
-	}
-	return refusal
-}
-
 // claimTx is storecore.ClaimWriteTx in transaction tx; l is the writer's
 // batch, for an expiry's message.
 type claimTx struct {
@@ -61,8 +51,15 @@ func (s *Store) claimTx(tx pgx.Tx, l *lookups) *claimTx {
 // in the transaction, as the one lock order has it (threads, claims,
 // receipts).
 func (t *claimTx) ThreadExists(ctx context.Context, thread string) (bool, error) {
+	return threadExists(ctx, t.tx, thread)
+}
+
+// threadExists looks thread up in tx, taking its row's FOR KEY SHARE
+// lock: the lock a foreign key to the row takes anyway, with which no
+// writer's lock conflicts.
+func threadExists(ctx context.Context, tx pgx.Tx, thread string) (bool, error) {
 	var one int
-	found, err := storecore.Found(t.tx.QueryRow(ctx, `SELECT 1 FROM threads WHERE id = $1 FOR KEY SHARE`, thread).Scan(&one))
+	found, err := storecore.Found(tx.QueryRow(ctx, `SELECT 1 FROM threads WHERE id = $1 FOR KEY SHARE`, thread).Scan(&one))
 	if err != nil {
 		return false, fmt.Errorf("look up thread %s: %w", thread, err)
 	}

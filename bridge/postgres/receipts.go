@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -13,8 +12,6 @@ import (
 	agentbridge "github.com/agent-bridge/agent-bridge"
 	"github.com/agent-bridge/agent-bridge/internal/storecore"
 )
-
-const receiptColumns = storecore.ReceiptColumns
 
 // PutReceipt stores in as its pair's latest receipt. Receipts are not
 // events (no gseq), so they skip the writer: one statement inserts or
@@ -35,70 +32,31 @@ func (s *Store) PutReceipt(ctx context.Context, in agentbridge.ReceiptInput) (_ 
 	if err != nil {
 		return agentbridge.Receipt{}, false, err
 	}
-	out.Thread = in.Thread
 	return out, changed, nil
 }
 
-// putReceiptTx stores in as its pair's latest receipt in tx, after
-// checking its thread, its event and its fence, and announces a change to
-// the other bridges at COMMIT. Its locks follow the one order: the
-// thread's row first (FOR KEY SHARE, the lock the receipt's foreign key
-// takes anyway; no writer's lock conflicts with it), then the fence's
-// claim, then the receipt.
+// putReceiptTx stores in as its pair's latest receipt in tx
+// (storecore.PutReceiptIn) and announces a change to the other bridges
+// at COMMIT.
 func (s *Store) putReceiptTx(ctx context.Context, tx pgx.Tx, in agentbridge.ReceiptInput) (out agentbridge.Receipt, changed bool, err error) {
-	var one int
-	err = tx.QueryRow(ctx, `SELECT 1 FROM threads WHERE id = $1 FOR KEY SHARE`, in.Thread).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return out, false, agentbridge.ThreadNotFound(in.Thread)
-	}
-	if err != nil {
-		return out, false, fmt.Errorf("look up thread %s: %w", in.Thread, err)
-	}
-	err = tx.QueryRow(ctx, `SELECT 1 FROM events WHERE id = $1 AND thread = $2`, in.Event, in.Thread).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return out, false, storecore.ReceiptEventNotFound(in)
-	}
-	if err != nil {
-		return out, false, fmt.Errorf("look up receipt event: %w", err)
-	}
-	if in.Fence != nil {
-		if err := s.checkFence(ctx, tx, *in.Fence); err != nil {
-			return out, false, err
+	if found, err := threadExists(ctx, tx, in.Thread); err != nil || !found {
+		if err == nil {
+			err = agentbridge.ThreadNotFound(in.Thread)
 		}
+		return out, false, err
 	}
-	now := agentbridge.FormatTime(time.Now().UTC().Truncate(time.Microsecond))
-	out, err = storecore.ScanReceipt(tx.QueryRow(ctx, `INSERT INTO receipts (thread, `+receiptColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (thread, event, participant) DO UPDATE SET
-			sender = excluded.sender, state = excluded.state, reason = excluded.reason,
-			invocation = excluded.invocation, reply = excluded.reply, updated_at = excluded.updated_at
-		WHERE (receipts.state, receipts.reason, receipts.invocation, receipts.reply)
-			IS DISTINCT FROM (excluded.state, excluded.reason, excluded.invocation, excluded.reply)
-		RETURNING `+receiptColumns,
-		in.Thread, in.Event, in.Participant, in.From, in.State, in.Reason, in.Invocation, in.Reply, now))
-	if err == nil {
-		// Delivered at COMMIT, to every bridge on the database.
-		out.Thread = in.Thread
-		notice, err := json.Marshal(receiptNotice{Origin: s.origin, Receipt: out})
-		if err != nil {
-			return out, false, fmt.Errorf("encode receipt notice: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, receiptChannel, string(notice)); err != nil {
-			return out, false, fmt.Errorf("announce receipt: %w", err)
-		}
-		return out, true, nil
+	if out, changed, err = s.PutReceiptIn(ctx, pgConn{tx}, in); err != nil || !changed {
+		return out, changed, err
 	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return out, false, fmt.Errorf("store receipt: %w", err)
-	}
-	// The pair already said exactly this: answer with it as it is.
-	out, err = storecore.ScanReceipt(tx.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts
-		WHERE thread = $1 AND event = $2 AND participant = $3`, in.Thread, in.Event, in.Participant))
+	// Delivered at COMMIT, to every bridge on the database.
+	notice, err := json.Marshal(receiptNotice{Origin: s.origin, Receipt: out})
 	if err != nil {
-		return out, false, fmt.Errorf("load receipt: %w", err)
+		return out, false, fmt.Errorf("encode receipt notice: %w", err)
 	}
-	out.Thread = in.Thread
-	return out, false, nil
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, receiptChannel, string(notice)); err != nil {
+		return out, false, fmt.Errorf("announce receipt: %w", err)
+	}
+	return out, true, nil
 }
 
 // receiptNotice is the payload of a receiptChannel notification: the

@@ -244,3 +244,25 @@ func BenchmarkAppendReply(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPutReceipt writes receipts through the writer, one caller at a
+// time: each a new state of its pair (changed), as a coordinator reports a
+// run's queued, running and answered.
+func BenchmarkPutReceipt(b *testing.B) {
+	ctx := context.Background()
+	s := openStore(b, Options{})
+	th := newThread(b, s, "receipts").ID
+	res, err := s.Append(ctx, agentbridge.AppendRequest{Thread: th, Input: msg("user", "receipts")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	states := []string{agentbridge.ReceiptQueued, agentbridge.ReceiptRunning}
+	b.ResetTimer()
+	for i := range b.N {
+		in := agentbridge.ReceiptInput{Thread: th, Event: res.Event.ID, Participant: fmt.Sprintf("p%d", i/2),
+			From: "coordinator", State: states[i%2]}
+		if _, changed, err := s.PutReceipt(ctx, in); err != nil || !changed {
+			b.Fatalf("receipt %d: changed=%v %v", i, changed, err)
+		}
+	}
+}

@@ -23,7 +23,6 @@ const (
 	wSelectReplyTo     = `SELECT hop, seq FROM events WHERE id = ? AND thread = ?`
 	wSelectSenderHop   = `SELECT max(hop) FROM events WHERE thread = ? AND seq > ? AND sender = ? AND type = 'message'`
 	wSelectAnswers     = selectEvent + ` WHERE thread = ? AND seq > ? AND (instr(content, ?) > 0 OR instr(meta, ?) > 0) ORDER BY seq`
-	wSelectThread      = `SELECT 1 FROM threads WHERE id = ?`
 	wInsertEvent       = `INSERT INTO events (id, thread, seq, ts, type, sender, recipient, content, meta, hop)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	wInsertIdempotency = `INSERT INTO idempotency (thread, key, event_id) VALUES (?, ?, ?)`
@@ -38,11 +37,11 @@ const (
 // it holds, so that its hot path neither parses SQL nor looks it up in the
 // driver's per-connection cache.
 type writerStmts struct {
-	selectHead, selectIdempotency, selectEventByID, selectReplyTo, selectThread *sql.Stmt
-	selectAnswers, selectSenderHop, selectLegacyKey                             *sql.Stmt
-	insertEvent, insertIdempotency, insertSnapshot, insertThread, insertState   *sql.Stmt
-	updateThread, updateState                                                   *sql.Stmt
-	insertFTS                                                                   *sql.Stmt
+	selectHead, selectIdempotency, selectEventByID, selectReplyTo             *sql.Stmt
+	selectAnswers, selectSenderHop, selectLegacyKey                           *sql.Stmt
+	insertEvent, insertIdempotency, insertSnapshot, insertThread, insertState *sql.Stmt
+	updateThread, updateState                                                 *sql.Stmt
+	insertFTS                                                                 *sql.Stmt
 }
 
 // prepareWriter prepares every writer statement on conn. On error the
@@ -55,7 +54,7 @@ func prepareWriter(ctx context.Context, conn *sql.Conn) (writerStmts, error) {
 	}{
 		{&st.selectHead, wSelectHead}, {&st.selectIdempotency, wSelectIdempotency},
 		{&st.selectEventByID, wSelectEventByID}, {&st.selectReplyTo, wSelectReplyTo},
-		{&st.selectThread, wSelectThread}, {&st.selectAnswers, wSelectAnswers}, {&st.selectSenderHop, wSelectSenderHop},
+		{&st.selectAnswers, wSelectAnswers}, {&st.selectSenderHop, wSelectSenderHop},
 		{&st.selectLegacyKey, wSelectLegacyKey}, {&st.insertEvent, wInsertEvent},
 		{&st.insertIdempotency, wInsertIdempotency}, {&st.insertSnapshot, wInsertSnapshot},
 		{&st.insertThread, wInsertThread}, {&st.insertState, wInsertState},
@@ -76,7 +75,7 @@ func prepareWriter(ctx context.Context, conn *sql.Conn) (writerStmts, error) {
 func (st writerStmts) close() error {
 	var errs []error
 	for _, stmt := range []*sql.Stmt{
-		st.selectHead, st.selectIdempotency, st.selectEventByID, st.selectReplyTo, st.selectThread,
+		st.selectHead, st.selectIdempotency, st.selectEventByID, st.selectReplyTo,
 		st.selectAnswers, st.selectSenderHop, st.selectLegacyKey, st.insertEvent, st.insertIdempotency, st.insertSnapshot, st.insertThread, st.insertState,
 		st.updateThread, st.updateState, st.insertFTS,
 	} {

@@ -123,6 +123,57 @@ func ReceiptEventNotFound(in agentbridge.ReceiptInput) *agentbridge.Error {
 	}
 }
 
+// PutReceiptIn stores in as its pair's latest receipt in the write
+// transaction c, after checking its event and its fence (a refusal is the
+// error, an *agentbridge.Error); the caller has found its thread, taking
+// the thread's lock first on PostgreSQL (FOR KEY SHARE, the lock the
+// receipt's foreign key takes anyway), as the one lock order has it
+// (docs/storage.md, "Lock order": the thread, the fence's claim, the
+// receipt). When the pair said exactly this already, it answers with the
+// stored receipt and changed false, so that a retried report does not move
+// updated_at, even when two bridges race.
+func (e *Engine) PutReceiptIn(ctx context.Context, c Conn, in agentbridge.ReceiptInput) (_ agentbridge.Receipt, changed bool, err error) {
+	var one int
+	found, err := Found(c.QueryRow(ctx, `SELECT 1 FROM events WHERE id = ? AND thread = ?`, in.Event, in.Thread).Scan(&one))
+	switch {
+	case err != nil:
+		return agentbridge.Receipt{}, false, fmt.Errorf("look up receipt event: %w", err)
+	case !found:
+		return agentbridge.Receipt{}, false, ReceiptEventNotFound(in)
+	}
+	if in.Fence != nil {
+		refusal, err := ClaimSQL{E: e, C: c}.CheckFence(ctx, *in.Fence)
+		if err != nil {
+			return agentbridge.Receipt{}, false, err
+		}
+		if refusal != nil {
+			return agentbridge.Receipt{}, false, refusal
+		}
+	}
+	now := agentbridge.FormatTime(time.Now().UTC().Truncate(time.Microsecond))
+	out, err := ScanReceipt(c.QueryRow(ctx, `INSERT INTO receipts (thread, `+ReceiptColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (thread, event, participant) DO UPDATE SET
+			sender = excluded.sender, state = excluded.state, reason = excluded.reason,
+			invocation = excluded.invocation, reply = excluded.reply, updated_at = excluded.updated_at
+		WHERE (receipts.state, receipts.reason, receipts.invocation, receipts.reply)
+			<> (excluded.state, excluded.reason, excluded.invocation, excluded.reply)
+		RETURNING `+ReceiptColumns,
+		in.Thread, in.Event, in.Participant, in.From, in.State, in.Reason, in.Invocation, in.Reply, now))
+	if changed, err = Found(err); err != nil {
+		return agentbridge.Receipt{}, false, fmt.Errorf("store receipt: %w", err)
+	}
+	if !changed {
+		out, err = ScanReceipt(c.QueryRow(ctx, `SELECT `+ReceiptColumns+` FROM receipts
+			WHERE thread = ? AND event = ? AND participant = ?`, in.Thread, in.Event, in.Participant))
+		if err != nil {
+			return agentbridge.Receipt{}, false, fmt.Errorf("load receipt: %w", err)
+		}
+	}
+	out.Thread = in.Thread
+	return out, changed, nil
+}
+
 // Receipts reads a thread's receipts (agentbridge.ReceiptsQuery): one seek
 // on the table's key (thread, event, participant), then a range.
 func (e *Engine) Receipts(ctx context.Context, q agentbridge.ReceiptsQuery) (_ []agentbridge.Receipt, err error) {
