@@ -19,12 +19,9 @@ const (
 	aTouch  = `UPDATE attachments SET uploaded_ms = max(uploaded_ms, ?) WHERE id = ?`
 	aInsert = `INSERT INTO attachments (id, name, type, size, created_ms, uploaded_ms) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET uploaded_ms = max(uploaded_ms, excluded.uploaded_ms)`
-	aInsertChunk  = `INSERT OR REPLACE INTO attachment_chunks (attachment, n, data) VALUES (?, ?, ?)`
-	aChunkTotals  = `SELECT count(*), coalesce(sum(length(data)), 0) FROM attachment_chunks WHERE attachment = ?`
-	aOrphans      = `SELECT DISTINCT attachment FROM attachment_chunks c WHERE NOT EXISTS (SELECT 1 FROM attachments a WHERE a.id = c.attachment)`
-	aUnreferenced = `NOT EXISTS (SELECT 1 FROM attachment_links l WHERE l.attachment = attachments.id AND l.event <> '')`
-	aCandidates   = `SELECT id FROM attachments WHERE uploaded_ms < ? AND ` + aUnreferenced + ` ORDER BY uploaded_ms LIMIT ?`
-	aSweepOne     = `DELETE FROM attachments WHERE id = ? AND uploaded_ms < ? AND ` + aUnreferenced
+	aInsertChunk = `INSERT OR REPLACE INTO attachment_chunks (attachment, n, data) VALUES (?, ?, ?)`
+	aChunkTotals = `SELECT count(*), coalesce(sum(length(data)), 0) FROM attachment_chunks WHERE attachment = ?`
+	aOrphans     = `SELECT DISTINCT attachment FROM attachment_chunks c WHERE NOT EXISTS (SELECT 1 FROM attachments a WHERE a.id = c.attachment)`
 )
 
 // PutAttachment stores an upload (agentbridge.AttachmentStore). A file
@@ -157,84 +154,25 @@ func (u *uploadSet) has(id string) bool {
 	return u.ids[id] > 0
 }
 
-// SweepAttachments removes the attachments no event names, last uploaded
-// before cutoff (agentbridge.AttachmentStore): the candidates are read
-// from the read pool, and each is deleted in a writer step of its own
-// that checks again, so that an append naming it in between keeps it and
-// a long sweep never holds the writer.
-func (s *Store) SweepAttachments(ctx context.Context, cutoff time.Time) (n int, err error) {
-	defer s.Guard(time.Now(), &err)
-	rows, err := s.rdb.QueryContext(ctx, aCandidates, cutoff.UnixMilli(), storecore.SweepBatch)
-	if err != nil {
-		return 0, fmt.Errorf("find attachments to sweep: %w", err)
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("find attachments to sweep: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("find attachments to sweep: %w", err)
-	}
+// SweepAttachments removes the chunks of unfinished uploads, then the
+// attachments no event names, last uploaded before cutoff
+// (storecore.Engine.SweepAttachments).
+func (s *Store) SweepAttachments(ctx context.Context, cutoff time.Time) (int, error) {
 	if err := s.sweepOrphanChunks(ctx); err != nil {
 		return 0, err
 	}
-	for _, id := range ids {
-		err := s.writeTx(ctx, func(ctx context.Context, c storecore.Conn) error {
-			if k, err := c.Exec(ctx, aSweepOne, id, cutoff.UnixMilli()); err != nil || k == 0 {
-				return wrapSweep(id, err)
-			}
-			for _, q := range []string{`DELETE FROM attachment_chunks WHERE attachment = ?`, `DELETE FROM attachment_links WHERE attachment = ?`} {
-				if _, err := c.Exec(ctx, q, id); err != nil {
-					return wrapSweep(id, err)
-				}
-			}
-			n++
-			return nil
-		})
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-// wrapSweep names the attachment a sweep's error is of (nil stays nil).
-func wrapSweep(id string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("sweep attachment %s: %w", id, err)
+	return s.Engine.SweepAttachments(ctx, cutoff)
 }
 
 // sweepOrphanChunks removes the chunks of uploads that stopped before
 // their row was written (a bridge killed mid-upload, a body cut short),
 // each id in a writer step that checks again that no row has come and
 // that this store is not writing it now.
-func (s *Store) sweepOrphanChunks(ctx context.Context) error {
-	rows, err := s.rdb.QueryContext(ctx, aOrphans)
+func (s *Store) sweepOrphanChunks(ctx context.Context) (err error) {
+	defer s.Guard(time.Now(), &err)
+	ids, err := storecore.List(ctx, s.Read, "chunks of unfinished uploads", storecore.ScanString, aOrphans)
 	if err != nil {
-		return fmt.Errorf("find chunks of unfinished uploads: %w", err)
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fmt.Errorf("find chunks of unfinished uploads: %w", err)
-		}
-		if !s.uploads.has(id) {
-			ids = append(ids, id)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("find chunks of unfinished uploads: %w", err)
+		return err
 	}
 	for _, id := range ids {
 		err := s.writeTx(ctx, func(ctx context.Context, c storecore.Conn) error {

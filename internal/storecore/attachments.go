@@ -50,6 +50,7 @@ var _ interface {
 	Attachment(ctx context.Context, id string) (agentbridge.Attachment, bool, error)
 	AttachmentHeld(ctx context.Context, id, thread string) (bool, error)
 	OpenAttachment(ctx context.Context, id string) (io.ReadCloser, bool, error)
+	SweepAttachments(ctx context.Context, cutoff time.Time) (int, error)
 } = (*Engine)(nil)
 
 // attachmentSelect reads an attachment's row (scanAttachment).
@@ -144,3 +145,56 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 func (r *chunkReader) Close() error { r.cur, r.left = nil, 0; return nil }
 
 var errChunkMissing = errors.New("the attachment's bytes are missing (removed while read?)")
+
+// unreferenced is true of an attachment no event names (a link to no
+// event is an upload's to its thread).
+const unreferenced = `NOT EXISTS (SELECT 1 FROM attachment_links l WHERE l.attachment = attachments.id AND l.event <> '')`
+
+// SweepAttachments removes the attachments no event names, last uploaded
+// before cutoff (agentbridge.AttachmentStore). The candidates are read
+// from what is committed, then each is deleted in a write transaction of
+// its own that checks again, so that an append naming it in between keeps
+// it and a long sweep never holds SQLite's writer. On PostgreSQL the row
+// is locked first, and skipped when another bridge's sweep, an upload or
+// an append holds it; an append that comes after finds it gone
+// (unknown_attachment).
+func (e *Engine) SweepAttachments(ctx context.Context, cutoff time.Time) (n int, err error) {
+	defer e.Guard(time.Now(), &err)
+	ids, err := List(ctx, e.Read, "attachments to sweep", ScanString,
+		`SELECT id FROM attachments WHERE uploaded_ms < ? AND `+unreferenced+` ORDER BY uploaded_ms LIMIT ?`, cutoff.UnixMilli(), SweepBatch)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		var deleted bool
+		err := e.Write(ctx, func(ctx context.Context, c Conn) error {
+			deleted = false
+			if e.PG {
+				var one int
+				locked, err := Found(c.QueryRow(ctx, `SELECT 1 FROM attachments WHERE id = ? AND uploaded_ms < ? FOR UPDATE SKIP LOCKED`,
+					id, cutoff.UnixMilli()).Scan(&one))
+				if err != nil || !locked {
+					return err
+				}
+			}
+			k, err := c.Exec(ctx, `DELETE FROM attachments WHERE id = ? AND uploaded_ms < ? AND `+unreferenced, id, cutoff.UnixMilli())
+			if err != nil || k == 0 {
+				return err
+			}
+			for _, q := range []string{`DELETE FROM attachment_chunks WHERE attachment = ?`, `DELETE FROM attachment_links WHERE attachment = ?`} {
+				if _, err := c.Exec(ctx, q, id); err != nil {
+					return err
+				}
+			}
+			deleted = true
+			return nil
+		})
+		if err != nil {
+			return n, fmt.Errorf("sweep attachment %s: %w", id, err)
+		}
+		if deleted {
+			n++
+		}
+	}
+	return n, nil
+}
