@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -240,17 +239,7 @@ func TestKill9LosesNoAcknowledgedEvent(t *testing.T) {
 		return
 	}
 	path := filepath.Join(t.TempDir(), "bridge.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKill9Helper$")
-	cmd.Env = append(os.Environ(), "SQLITE_STORE_HELPER="+path)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	cmd, out := testutil.StartSelf(t, "TestKill9Helper", "SQLITE_STORE_HELPER="+path)
 	var acked []string
 	sc := bufio.NewScanner(out)
 	for sc.Scan() && len(acked) < 300 {

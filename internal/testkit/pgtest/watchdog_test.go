@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/agent-bridge/agent-bridge/internal/testkit/testutil"
 )
 
 // childEnv makes the test binary, run again by
@@ -33,17 +34,7 @@ func TestKilledProcessLeavesNoServer(t *testing.T) {
 		}
 		t.Skipf("PostgreSQL tests skipped: %v", err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledProcessLeavesNoServer$")
-	cmd.Env = append(os.Environ(), childEnv+"=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	cmd, out := testutil.StartSelf(t, "TestKilledProcessLeavesNoServer", childEnv+"=1")
 	var port int
 	var dir string
 	sc := bufio.NewScanner(out)
