@@ -12,7 +12,7 @@ import (
 func isValidationCode(code string) bool {
 	switch code {
 	case ECodeMissingField, ECodeInvalidField, ECodeInvalidControl,
-		ECodeUnknownField, ECodeFieldNotAllowed, ECodeInvalidJSON, ECodeDuplicateKey:
+		ECodeUnknownField, ECodeFieldNotAllowed, ECodeInvalidJSON, ECodeDuplicateKey, ECodeTooDeep:
 		return true
 	}
 	return false
