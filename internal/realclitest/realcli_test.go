@@ -205,7 +205,8 @@ func TestErrorsSurfaceWithinSeconds(t *testing.T) {
 		down.fake.SetDefault(fakemodel.Reply{Status: 500, Error: "upstream exploded"})
 		quota := newAgent(t, cli+"-quota", cli)
 		quota.fake.SetDefault(fakemodel.Reply{Status: 429, ErrorType: "insufficient_quota", Error: "You exceeded your current quota, please check your plan and billing details."})
-		// Nothing listens at this one's address once the stack runs.
+		// Nothing listens at this one's address once the stack runs, and
+		// no other test's server may take it (CloseAndRefuse).
 		gone := newAgent(t, cli+"-unreachable", cli)
 		agents = append(agents, bad, down, quota, gone)
 		if cli == "claude" {
@@ -227,9 +228,7 @@ func TestErrorsSurfaceWithinSeconds(t *testing.T) {
 	s := newStack(t, agents...)
 	for _, a := range agents {
 		if strings.HasSuffix(a.id, "-unreachable") {
-			if err := a.fake.Close(); err != nil {
-				t.Fatal(err)
-			}
+			a.fake.CloseAndRefuse(t)
 		}
 	}
 	for _, a := range agents {
