@@ -282,11 +282,7 @@ func (p *presenceChain) nextIfIdle(k pairKey) (done chan struct{}, ok bool) {
 	if p.last[k] != nil {
 		return nil, false
 	}
-	if p.last == nil {
-		p.last = make(map[pairKey]chan struct{})
-	}
 	done = make(chan struct{})
-	p.last[k] = done
-	p.wg.Add(1)
+	p.add(k, done)
 	return done, true
 }

@@ -252,11 +252,24 @@ func (c *Coordinator) presence(ctx context.Context, thread, participant string, 
 }
 
 // presenceChain orders each pair's presence reporters: a reporter starts
-// when the pair's previous one has finished.
+// when the pair's previous one has finished. It counts them itself rather
+// than with a sync.WaitGroup: the availability loop may register an idle
+// report while shutdown waits, and a WaitGroup's Add from zero must not
+// race its Wait.
 type presenceChain struct {
-	mu   sync.Mutex
-	last map[pairKey]chan struct{} // closed when the pair's latest reporter ends
-	wg   sync.WaitGroup
+	mu     sync.Mutex
+	last   map[pairKey]chan struct{} // closed when the pair's latest reporter ends
+	active int                       // reporters registered and not finished
+	ended  *sync.Cond                // signalled when active drops to 0; on mu
+}
+
+// add registers done as k's latest reporter. p.mu is held.
+func (p *presenceChain) add(k pairKey, done chan struct{}) {
+	if p.last == nil {
+		p.last = make(map[pairKey]chan struct{})
+	}
+	p.last[k] = done
+	p.active++
 }
 
 // next registers a reporter of k: it must wait for prev and close done
@@ -264,9 +277,6 @@ type presenceChain struct {
 func (p *presenceChain) next(k pairKey) (prev <-chan struct{}, done chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.last == nil {
-		p.last = make(map[pairKey]chan struct{})
-	}
 	done = make(chan struct{})
 	prev = p.last[k]
 	if prev == nil {
@@ -274,8 +284,7 @@ func (p *presenceChain) next(k pairKey) (prev <-chan struct{}, done chan struct{
 		close(closed)
 		prev = closed
 	}
-	p.last[k] = done
-	p.wg.Add(1)
+	p.add(k, done)
 	return prev, done
 }
 
@@ -283,16 +292,27 @@ func (p *presenceChain) next(k pairKey) (prev <-chan struct{}, done chan struct{
 // registered.
 func (p *presenceChain) finish(k pairKey, done chan struct{}) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.last[k] == done {
 		delete(p.last, k)
 	}
-	p.mu.Unlock()
 	close(done)
-	p.wg.Done()
+	if p.active--; p.active == 0 && p.ended != nil {
+		p.ended.Broadcast()
+	}
 }
 
-// wait returns when every reporter has ended.
-func (p *presenceChain) wait() { p.wg.Wait() }
+// wait returns when no reporter is active.
+func (p *presenceChain) wait() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended == nil {
+		p.ended = sync.NewCond(&p.mu)
+	}
+	for p.active > 0 {
+		p.ended.Wait()
+	}
+}
 
 // runAgent runs one turn of the invocation's agent: the adapter, or for an
 // "acp" entry a session/prompt on the pair's warm agent. p is the adapter
